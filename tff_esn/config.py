@@ -1,0 +1,89 @@
+"""Reservoir hyperparameters as a frozen, validated dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class ReservoirConfig:
+    """Hyperparameters of a leaky-integrator reservoir (IncFed eq. 1, thesis eq. 2.1).
+
+    ``x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (W_in u(t) + Ŵ x(t−1)) + b)``, ``x(0) = 0``.
+
+    Attributes:
+        units: number of reservoir units N_R (≥ 1).
+        spectral_radius: ρ(Ŵ), the largest absolute *eigenvalue* of the recurrent
+            matrix after rescaling (> 0; < 1 for the echo state property in general).
+        leaky: leaking rate a ∈ (0, 1]; 1 means no leaky integration.
+        input_scaling: W_in entries are uniform in [−input_scaling, input_scaling] (> 0).
+        input_connectivity: fraction in (0, 1] of the inputs each unit receives; every
+            unit receives exactly ``max(1, round(input_connectivity · N_U))`` inputs.
+            The IncFed paper's tables give a count of connections per unit: convert with
+            :func:`connectivity_from_count`.
+        recurrent_connectivity: fraction in (0, 1] of the units each unit receives from,
+            exactly ``max(1, round(recurrent_connectivity · N_R))`` per unit.
+        bias_scaling: bias b uniform in [−bias_scaling, bias_scaling] (≥ 0; 0 = no bias,
+            the papers' setting).
+        seed: seed of every random draw of the reservoir (non-negative integer).
+    """
+
+    units: int = 100
+    spectral_radius: float = 0.9
+    leaky: float = 1.0
+    input_scaling: float = 1.0
+    input_connectivity: float = 1.0
+    recurrent_connectivity: float = 1.0
+    bias_scaling: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def check(name: str, ok: bool, expected: str) -> None:
+            if not ok:
+                raise ValueError(
+                    f"ReservoirConfig.{name}: expected {expected}, got {getattr(self, name)!r}."
+                )
+
+        def finite(name: str) -> bool:
+            value = getattr(self, name)
+            return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+        check("units", isinstance(self.units, int) and not isinstance(self.units, bool) and self.units >= 1,
+              "an integer ≥ 1")
+        check("spectral_radius", finite("spectral_radius") and self.spectral_radius > 0, "a finite number > 0")
+        check("leaky", finite("leaky") and 0 < self.leaky <= 1, "a number in (0, 1]")
+        check("input_scaling", finite("input_scaling") and self.input_scaling > 0, "a finite number > 0")
+        for name in ("input_connectivity", "recurrent_connectivity"):
+            check(name, finite(name) and 0 < getattr(self, name) <= 1,
+                  "a fraction in (0, 1] (use connectivity_from_count for a count per unit)")
+        check("bias_scaling", finite("bias_scaling") and self.bias_scaling >= 0, "a finite number ≥ 0")
+        check("seed", isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
+              "a non-negative integer")
+
+    def replace(self, **changes: Any) -> "ReservoirConfig":
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "ReservoirConfig":
+        """Builds a config from a dict, rejecting unknown keys by name."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"ReservoirConfig: unknown field(s) {unknown}; known fields are {sorted(known)}.")
+        return cls(**values)
+
+
+def connectivity_from_count(count: int, fan_in: int) -> float:
+    """Fraction of connections per unit from a count (IncFed Tables I–IV give counts).
+
+    ``count`` connections out of ``fan_in`` possible ones, capped at 1.
+    """
+    if count < 1 or fan_in < 1:
+        raise ValueError(f"connectivity_from_count: count and fan_in must be ≥ 1, got {count}, {fan_in}.")
+    return min(1.0, count / fan_in)

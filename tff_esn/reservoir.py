@@ -1,0 +1,364 @@
+"""The leaky-integrator reservoir as a Keras layer with a fast batched harvest.
+
+Equation (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1 with gain and bias)::
+
+    x(0) = 0
+    x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)
+
+in Keras row-vector layout: ``kernel`` W_in is (features, units), ``recurrent_kernel`` Ŵ is
+(units, units), ``bias`` b is (units,) and the optional intrinsic-plasticity ``gain`` g is
+(units,), ones by default. With ``g = 1`` this is exactly ``tfa.layers.ESN``'s cell, so
+``layer.set_weights([esn_kernel, esn_recurrent_kernel, esn_bias])`` reproduces its states.
+
+The harvest is one ``tf.while_loop`` over time batched over sequences, with the input
+projection done once as a single matrix product; no per-sample Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tff_esn.config import ReservoirConfig
+
+STATE_MODES = ("last", "mean", "all")
+
+
+def _child_rng(seed: int, part: int) -> np.random.Generator:
+    """Independent generator for one weight matrix, so that Ŵ does not depend on N_U."""
+    return np.random.default_rng(np.random.SeedSequence([seed, part]))
+
+
+def _sparse_uniform(rng: np.random.Generator, fan_in: int, units: int, connectivity: float) -> np.ndarray:
+    """(fan_in, units) matrix, uniform in [−1, 1], each column with exactly k non-zeros."""
+    k = max(1, int(round(connectivity * fan_in)))
+    values = rng.uniform(-1.0, 1.0, size=(fan_in, units))
+    if k < fan_in:
+        ranks = np.argsort(rng.random((fan_in, units)), axis=0)
+        keep = np.zeros((fan_in, units), dtype=bool)
+        np.put_along_axis(keep, ranks[:k], True, axis=0)
+        values = np.where(keep, values, 0.0)
+    return values
+
+
+def spectral_radius(matrix: np.ndarray) -> float:
+    """Largest absolute eigenvalue of a square matrix (not a norm bound)."""
+    return float(np.max(np.abs(np.linalg.eigvals(np.asarray(matrix, dtype=np.float64)))))
+
+
+def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
+    """Ŵ (units, units), float32, rescaled so that ρ(Ŵ) = ``config.spectral_radius``."""
+    w = _sparse_uniform(_child_rng(config.seed, 1), config.units, config.units, config.recurrent_connectivity)
+    radius = spectral_radius(w)
+    if radius <= 1e-12:
+        raise ValueError(
+            f"The random recurrent matrix (units={config.units}, recurrent_connectivity="
+            f"{config.recurrent_connectivity}, seed={config.seed}) is nilpotent (spectral radius 0) and "
+            "cannot be rescaled; raise recurrent_connectivity or change the seed."
+        )
+    return (w * (config.spectral_radius / radius)).astype(np.float32)
+
+
+def input_weights(config: ReservoirConfig, n_inputs: int) -> np.ndarray:
+    """W_in (n_inputs, units), float32, uniform in ±input_scaling with the given connectivity."""
+    if n_inputs < 1:
+        raise ValueError(f"input_weights: n_inputs must be ≥ 1, got {n_inputs}.")
+    w = _sparse_uniform(_child_rng(config.seed, 0), n_inputs, config.units, config.input_connectivity)
+    return (w * config.input_scaling).astype(np.float32)
+
+
+def bias_weights(config: ReservoirConfig) -> np.ndarray:
+    """b (units,), float32, uniform in ±bias_scaling (zeros when bias_scaling is 0)."""
+    if config.bias_scaling == 0:
+        return np.zeros(config.units, np.float32)
+    rng = _child_rng(config.seed, 2)
+    return (rng.uniform(-1.0, 1.0, config.units) * config.bias_scaling).astype(np.float32)
+
+
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class ReservoirInitializer(tf.keras.initializers.Initializer):
+    """Initializer drawing one part of a reservoir from a :class:`ReservoirConfig`.
+
+    ``part`` is ``"kernel"``, ``"recurrent_kernel"`` or ``"bias"``; the draw is a pure
+    function of the config (seeded), so a model clones and reloads identically.
+    """
+
+    def __init__(self, part: str, config: dict[str, Any]):
+        if part not in ("kernel", "recurrent_kernel", "bias"):
+            raise ValueError(f"ReservoirInitializer: unknown part {part!r}.")
+        self.part = part
+        self.config = dict(config)
+
+    def __call__(self, shape, dtype=None, **kwargs):
+        cfg = ReservoirConfig.from_dict(self.config)
+        if self.part == "kernel":
+            value = input_weights(cfg, int(shape[0]))
+        elif self.part == "recurrent_kernel":
+            value = recurrent_weights(cfg)
+        else:
+            value = bias_weights(cfg)
+        if tuple(value.shape) != tuple(shape):
+            raise ValueError(f"ReservoirInitializer({self.part}): config gives {value.shape}, layer asks {tuple(shape)}.")
+        return tf.constant(value, dtype=dtype or tf.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"part": self.part, "config": self.config}
+
+
+def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
+    if inputs.shape.rank is not None and inputs.shape.rank != 3:
+        raise ValueError(
+            f"Reservoir: inputs must be 3-D (batch, time, features), got shape {inputs.shape}; "
+            "add a batch axis with x[None] or a feature axis with x[..., None]."
+        )
+    return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
+
+
+def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
+    def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
+        pre = projected + tf.matmul(x, recurrent)
+        if gain is not None:
+            pre = gain * pre
+        new = tf.tanh(pre + bias)
+        return new if leaky == 1.0 else (1.0 - leaky) * x + leaky * new
+
+    return step
+
+
+def run_reservoir(
+    inputs: tf.Tensor,
+    kernel: tf.Tensor,
+    recurrent: tf.Tensor,
+    bias: tf.Tensor,
+    gain: tf.Tensor | None,
+    leaky: float,
+    state_mode: str = "last",
+    washout: int = 0,
+) -> tf.Tensor:
+    """States of the reservoir for a batch of equal-length sequences.
+
+    Args:
+        inputs: (batch, time, features).
+        state_mode: ``"last"`` → (batch, units) state at the last step; ``"mean"`` →
+            (batch, units) mean of the states after ``washout``; ``"all"`` →
+            (batch, time − washout, units).
+        washout: number of initial steps dropped by ``"mean"`` and ``"all"``.
+    """
+    inputs = tf.convert_to_tensor(inputs, tf.float32)
+    projected = tf.einsum("btf,fu->tbu", inputs, kernel)
+    steps = tf.shape(projected)[0]
+    x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
+    step = _step_fn(recurrent, bias, gain, leaky)
+    if state_mode == "last":
+        _, x = tf.while_loop(lambda t, x: t < steps, lambda t, x: (t + 1, step(x, projected[t])), (0, x0))
+        return x
+    if state_mode == "mean":
+        def body(t, x, acc):
+            x = step(x, projected[t])
+            return t + 1, x, acc + tf.cast(t >= washout, tf.float32) * x
+
+        _, _, acc = tf.while_loop(lambda t, x, a: t < steps, body, (0, x0, tf.zeros_like(x0)))
+        return acc / tf.cast(steps - washout, tf.float32)
+    states = tf.TensorArray(tf.float32, size=steps, element_shape=x0.shape)
+
+    def body_all(t, x, ta):
+        x = step(x, projected[t])
+        return t + 1, x, ta.write(t, x)
+
+    _, _, states = tf.while_loop(lambda t, x, ta: t < steps, body_all, (0, x0, states))
+    return tf.transpose(states.stack()[washout:], [1, 0, 2])
+
+
+_run_compiled = tf.function(run_reservoir, reduce_retracing=True)
+
+
+@tf.function(reduce_retracing=True)
+def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias):
+    """(Yᵀ S, Sᵀ S) over every step after ``washout``, accumulated in chunks of steps.
+
+    States are never all materialised: each chunk of ``chunk`` steps × batch states is
+    stacked once and reduced by one GEMM into float64 accumulators.
+    """
+    projected = tf.einsum("btf,fu->tbu", inputs, kernel)
+    steps = tf.shape(projected)[0]
+    batch = tf.shape(projected)[1]
+    units = tf.shape(kernel)[1]
+    features = units + (1 if add_bias else 0)
+    per_step = targets.shape.rank == 3
+    n_out = tf.shape(targets)[-1]
+    step = _step_fn(recurrent, bias, gain, leaky)
+    x = tf.zeros([batch, units], tf.float32)
+    _, x = tf.while_loop(lambda t, x: t < washout, lambda t, x: (t + 1, step(x, projected[t])), (0, x))
+
+    def chunk_body(start, x, sts, yts):
+        stop = tf.minimum(start + chunk, steps)
+        ta = tf.TensorArray(tf.float32, size=stop - start, element_shape=[None, None])
+
+        def inner(t, x, ta):
+            x = step(x, projected[t])
+            return t + 1, x, ta.write(t - start, x)
+
+        _, x, ta = tf.while_loop(lambda t, x, ta: t < stop, inner, (start, x, ta))
+        block = ta.stack()  # (len, batch, units)
+        if add_bias:
+            block = tf.concat([block, tf.ones_like(block[..., :1])], axis=-1)
+        flat = tf.reshape(block, [-1, features])
+        sts += tf.cast(tf.matmul(flat, flat, transpose_a=True), tf.float64)
+        if per_step:
+            y = tf.reshape(tf.transpose(targets[:, start:stop], [1, 0, 2]), [-1, n_out])
+            yts += tf.cast(tf.matmul(y, flat, transpose_a=True), tf.float64)
+        else:
+            yts += tf.cast(tf.matmul(targets, tf.reduce_sum(block, axis=0), transpose_a=True), tf.float64)
+        return stop, x, sts, yts
+
+    sts0 = tf.zeros([features, features], tf.float64)
+    yts0 = tf.zeros([n_out, features], tf.float64)
+    _, _, sts, yts = tf.while_loop(
+        lambda s, x, a, b: s < steps, chunk_body, (washout, x, sts0, yts0),
+        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), sts0.shape, yts0.shape),
+    )
+    return yts, sts
+
+
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class Reservoir(tf.keras.layers.Layer):
+    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1).
+
+    Args:
+        config: a :class:`ReservoirConfig`, or ``None`` to build one from ``**hparams``
+            (``units``, ``spectral_radius``, ``leaky``, ``input_scaling``,
+            ``input_connectivity``, ``recurrent_connectivity``, ``bias_scaling``, ``seed``).
+        state_mode: which states the layer returns — ``"last"`` (default, (batch, units)),
+            ``"mean"`` over the steps after ``washout`` ((batch, units)), or ``"all"``
+            ((batch, time − washout, units)).
+        return_sequences: Keras spelling of ``state_mode="all"``.
+        washout: initial steps ignored by the ``"mean"`` and ``"all"`` modes (≥ 0).
+        use_gain: adds the intrinsic-plasticity gain g (ones) as a fourth weight (FedIP eq. 1).
+
+    Weights (in this order): ``kernel`` (features, units), ``recurrent_kernel``
+    (units, units), ``bias`` (units,), and ``gain`` (units,) when ``use_gain``.
+    """
+
+    def __init__(
+        self,
+        config: ReservoirConfig | dict[str, Any] | None = None,
+        *,
+        state_mode: str = "last",
+        return_sequences: bool = False,
+        washout: int = 0,
+        use_gain: bool = False,
+        **kwargs: Any,
+    ):
+        hparam_names = set(ReservoirConfig.__dataclass_fields__)
+        hparams = {k: kwargs.pop(k) for k in list(kwargs) if k in hparam_names}
+        super().__init__(**kwargs)
+        if config is None:
+            config = ReservoirConfig(**hparams)
+        elif hparams:
+            raise ValueError(f"Reservoir: pass either config or hyperparameters, not both (got {sorted(hparams)}).")
+        elif isinstance(config, dict):
+            config = ReservoirConfig.from_dict(config)
+        elif not isinstance(config, ReservoirConfig):
+            raise TypeError(f"Reservoir: config must be a ReservoirConfig, got {type(config).__name__}.")
+        if return_sequences:
+            state_mode = "all"
+        if state_mode not in STATE_MODES:
+            raise ValueError(f"Reservoir: state_mode must be one of {STATE_MODES}, got {state_mode!r}.")
+        if not isinstance(washout, int) or washout < 0:
+            raise ValueError(f"Reservoir: washout must be an integer ≥ 0, got {washout!r}.")
+        self.reservoir_config = config
+        self.state_mode = state_mode
+        self.washout = washout
+        self.use_gain = bool(use_gain)
+        self.supports_masking = False
+
+    @property
+    def units(self) -> int:
+        return self.reservoir_config.units
+
+    @property
+    def leaky(self) -> float:
+        return float(self.reservoir_config.leaky)
+
+    def build(self, input_shape) -> None:
+        features = tf.TensorShape(input_shape)[-1]
+        if features is None:
+            raise ValueError(f"Reservoir: the feature axis of the input must be known, got shape {input_shape}.")
+        cfg = self.reservoir_config.to_dict()
+        self.kernel = self.add_weight(
+            name="kernel", shape=(int(features), self.units),
+            initializer=ReservoirInitializer("kernel", cfg), trainable=False)
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel", shape=(self.units, self.units),
+            initializer=ReservoirInitializer("recurrent_kernel", cfg), trainable=False)
+        self.bias = self.add_weight(
+            name="bias", shape=(self.units,), initializer=ReservoirInitializer("bias", cfg), trainable=False)
+        self.gain = (
+            self.add_weight(name="gain", shape=(self.units,), initializer="ones", trainable=False)
+            if self.use_gain else None
+        )
+        super().build(input_shape)
+
+    def _check_washout(self, inputs: tf.Tensor) -> None:
+        steps = inputs.shape[1]
+        if self.state_mode != "last" and steps is not None and self.washout >= steps:
+            raise ValueError(
+                f"Reservoir: washout ({self.washout}) must be shorter than the sequences ({steps} steps)."
+            )
+
+    def call(self, inputs: tf.Tensor) -> tf.Tensor:
+        inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
+        self._check_washout(inputs)
+        run = _run_compiled if tf.executing_eagerly() else run_reservoir
+        return run(inputs, self.kernel, self.recurrent_kernel, self.bias, self.gain,
+                   self.leaky, self.state_mode, self.washout)
+
+    def harvest_stats(self, inputs, targets, *, bias: bool = False, chunk: int = 64):
+        """Ridge statistics of this reservoir's states (``from tff_esn.ridge``).
+
+        For ``state_mode="all"`` every state after ``washout`` is a sample, accumulated
+        inside the time loop in chunks of ``chunk`` steps without materialising all states
+        (memory O(chunk · batch · units)); targets are (batch, n_out) — one target per
+        sequence, repeated at each step — or (batch, time, n_out) per step. For ``"last"``
+        and ``"mean"`` there is one state per sequence and targets are (batch, n_out).
+        """
+        from tff_esn.ridge import RidgeStats
+
+        inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
+        targets = np.asarray(targets, np.float32)
+        if not self.built:
+            self.build(inputs.shape)
+        self._check_washout(inputs)
+        batch, steps = int(inputs.shape[0]), int(inputs.shape[1])
+        if self.state_mode != "all":
+            return RidgeStats.from_states(self(inputs).numpy(), targets, bias=bias)
+        expected = [(batch, None), (batch, steps, None)]
+        if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
+            raise ValueError(
+                f"harvest_stats: targets must be (batch={batch}, n_out) or (batch={batch}, time={steps}, n_out), "
+                f"got {targets.shape}."
+            )
+        if not np.all(np.isfinite(targets)):
+            raise ValueError("harvest_stats: targets contain NaN or inf.")
+        if chunk < 1:
+            raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
+        yts, sts = _accumulate_stats(
+            inputs, tf.constant(targets), self.kernel, self.recurrent_kernel, self.bias, self.gain,
+            self.leaky, tf.constant(self.washout), tf.constant(chunk), bias,
+        )
+        return RidgeStats(yts.numpy(), sts.numpy(), batch * (steps - self.washout), 1, bias)
+
+    def compute_output_shape(self, input_shape):
+        shape = tf.TensorShape(input_shape)
+        if self.state_mode == "all":
+            steps = None if shape[1] is None else shape[1] - self.washout
+            return tf.TensorShape([shape[0], steps, self.units])
+        return tf.TensorShape([shape[0], self.units])
+
+    def get_config(self) -> dict[str, Any]:
+        base = super().get_config()
+        base.update(self.reservoir_config.to_dict())
+        base.update({"state_mode": self.state_mode, "washout": self.washout, "use_gain": self.use_gain})
+        return base

@@ -1,0 +1,203 @@
+"""Sufficient statistics of ridge regression and their exact closed-form solution.
+
+Row convention (numpy/Keras): states ``S`` are (n_samples, n_features) with one sample per
+row, targets ``Y`` are (n_samples, n_outputs). The statistics are
+
+* ``A = Yᵀ S``  (n_outputs, n_features) — the papers' ``A = Y Sᵀ`` with samples as columns
+  (IncFed eq. 6, pFedRR §2), i.e. the same matrix;
+* ``B = Sᵀ S``  (n_features, n_features) — the papers' ``B = S Sᵀ``;
+
+and the readout ``W = A (B + λI)⁻¹`` (IncFed eq. 3/10) is (n_outputs, n_features), with
+predictions ``Y ≈ S @ W.T``. Statistics are additive over any partition of the samples
+(IncFed eqs. 8–9), so ``sum(client stats)`` equals the pooled statistics exactly, and a
+client's new data is added incrementally (IncFed eqs. 11–12).
+
+With ``bias=True`` a constant 1 is appended to every state (last feature), so ``W``'s last
+column is the readout bias; the bias is regularised like every other weight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterable
+
+import numpy as np
+import scipy.linalg
+
+
+class SingularSystemError(np.linalg.LinAlgError):
+    """``B + λI`` is singular (typically ``l2 = 0`` with fewer samples than features)."""
+
+
+def _as_2d(name: str, value: np.ndarray, rows: int | None = None) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 2:
+        hint = f" for a single output use {name}[:, None]" if arr.ndim == 1 else ""
+        raise ValueError(f"{name}: expected a 2-D array (n_samples, n_columns), got shape {arr.shape};{hint}.")
+    if rows is not None and arr.shape[0] != rows:
+        raise ValueError(f"{name}: expected {rows} rows (one per state), got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or inf.")
+    return arr
+
+
+def with_bias(states: np.ndarray) -> np.ndarray:
+    """States with a constant-1 column appended (the readout bias input)."""
+    states = np.asarray(states)
+    return np.concatenate([states, np.ones(states.shape[:-1] + (1,), states.dtype)], axis=-1)
+
+
+def one_hot(labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """(n,) integer labels → (n, n_classes) float64 one-hot targets."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"one_hot: labels must be a 1-D integer array, got {labels.dtype} shape {labels.shape}.")
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise ValueError(f"one_hot: labels must lie in [0, {n_classes}), got range [{labels.min()}, {labels.max()}].")
+    return np.eye(n_classes, dtype=np.float64)[labels]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RidgeStats:
+    """Ridge statistics ``A = Yᵀ S``, ``B = Sᵀ S`` over ``n`` samples from ``clients`` parties.
+
+    Attributes:
+        A: (n_outputs, n_features) float64.
+        B: (n_features, n_features) float64, symmetric positive semi-definite.
+        n: number of samples summed.
+        clients: number of statistics merged (1 for a single client); used when λ is
+            added once per client (IncFed eq. 7 summed over clients).
+        bias: whether the last feature is the constant-1 bias input.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    n: int
+    clients: int = 1
+    bias: bool = False
+
+    def __post_init__(self) -> None:
+        if self.A.ndim != 2 or self.B.ndim != 2 or self.B.shape != (self.A.shape[1], self.A.shape[1]):
+            raise ValueError(
+                f"RidgeStats: A must be (n_outputs, n_features) and B (n_features, n_features); "
+                f"got A {self.A.shape}, B {self.B.shape}."
+            )
+        if self.n < 0 or self.clients < 0:
+            raise ValueError(f"RidgeStats: n and clients must be ≥ 0, got n={self.n}, clients={self.clients}.")
+
+    @classmethod
+    def zeros(cls, n_features: int, n_outputs: int, *, bias: bool = False) -> "RidgeStats":
+        """Empty statistics (no samples, no clients): the identity of ``+``."""
+        f = n_features + int(bias)
+        return cls(np.zeros((n_outputs, f)), np.zeros((f, f)), 0, 0, bias)
+
+    @classmethod
+    def from_states(cls, states: np.ndarray, targets: np.ndarray, *, bias: bool = False) -> "RidgeStats":
+        """Statistics of one client's states (n, N_R) and targets (n, N_Y) (IncFed eq. 6)."""
+        s = _as_2d("states", states)
+        y = _as_2d("targets", targets, rows=s.shape[0])
+        if s.shape[0] == 0:
+            raise ValueError("states: no samples; a client needs at least one state.")
+        if bias:
+            s = with_bias(s)
+        return cls(y.T @ s, s.T @ s, s.shape[0], 1, bias)
+
+    @property
+    def n_features(self) -> int:
+        """Columns of ``W`` (including the bias column when ``bias``)."""
+        return self.B.shape[0]
+
+    @property
+    def n_outputs(self) -> int:
+        return self.A.shape[0]
+
+    def _check_compatible(self, other: "RidgeStats") -> None:
+        if not isinstance(other, RidgeStats):
+            raise TypeError(f"RidgeStats: cannot combine with {type(other).__name__}.")
+        if self.A.shape != other.A.shape or self.bias != other.bias:
+            raise ValueError(
+                "RidgeStats: statistics of different shapes cannot be merged "
+                f"(A {self.A.shape} bias={self.bias} vs A {other.A.shape} bias={other.bias}); "
+                "every client must use the same reservoir size and readout layout."
+            )
+
+    def __add__(self, other: "RidgeStats") -> "RidgeStats":
+        """Merge (IncFed eqs. 8–9): sums of A, B, n and client counts."""
+        self._check_compatible(other)
+        return RidgeStats(self.A + other.A, self.B + other.B, self.n + other.n,
+                          self.clients + other.clients, self.bias)
+
+    def __radd__(self, other):
+        if isinstance(other, int) and other == 0:  # support builtin sum()
+            return self
+        return self.__add__(other)
+
+    @staticmethod
+    def sum(parts: Iterable["RidgeStats"]) -> "RidgeStats":
+        """Sum of an iterable of statistics (at least one)."""
+        parts = list(parts)
+        if not parts:
+            raise ValueError("RidgeStats.sum: no statistics to sum (no clients).")
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        return total
+
+    def update(self, states: np.ndarray, targets: np.ndarray) -> "RidgeStats":
+        """Incremental update with new local data (IncFed eqs. 11–12); same client count."""
+        new = RidgeStats.from_states(states, targets, bias=self.bias)
+        self._check_compatible(new)
+        return RidgeStats(self.A + new.A, self.B + new.B, self.n + new.n, self.clients, self.bias)
+
+    def regularized(self, l2: float, *, per_client: bool = False) -> np.ndarray:
+        """``B + λ I`` — λ once (the exact centralized problem) or once per client.
+
+        ``per_client=True`` follows IncFed eq. 7 literally: each client adds ``λ I`` to its
+        own B_c, so the server's matrix carries ``clients · λ``.
+        """
+        if not np.isfinite(l2) or l2 < 0:
+            raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
+        scale = l2 * (self.clients if per_client else 1)
+        return self.B + scale * np.eye(self.n_features)
+
+    def solve(self, l2: float, *, per_client: bool = False) -> np.ndarray:
+        """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10), (n_outputs, n_features), float64.
+
+        Solved by Cholesky; a matrix that is not numerically positive definite raises
+        :class:`SingularSystemError` when ``l2 = 0`` and otherwise falls back to a
+        least-squares solve with a warning. Never forms an explicit inverse.
+        """
+        if self.n == 0:
+            raise ValueError("RidgeStats.solve: no samples were accumulated (empty clients?).")
+        matrix = self.regularized(l2, per_client=per_client)
+        try:
+            factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
+            return scipy.linalg.cho_solve(factor, self.A.T).T
+        except np.linalg.LinAlgError:
+            if l2 == 0:
+                raise SingularSystemError(
+                    f"B is singular or not positive definite ({self.n} samples, {self.n_features} features) "
+                    "and l2 = 0; set l2 > 0 (e.g. 1e-6) or use more samples than reservoir units."
+                ) from None
+            warnings.warn(
+                "B + λI is not numerically positive definite; falling back to a least-squares solve.",
+                RuntimeWarning, stacklevel=2,
+            )
+            return scipy.linalg.lstsq(matrix, self.A.T)[0].T
+
+    def floats(self) -> int:
+        """Floats a client uploads to send these statistics: N_Y·N_R + N_R² (IncFed §III)."""
+        return int(self.A.size + self.B.size)
+
+
+def predict(weights: np.ndarray, states: np.ndarray, *, bias: bool = False) -> np.ndarray:
+    """Readout output ``S @ Wᵀ`` (IncFed eq. 2), appending the bias input when ``bias``."""
+    states = np.asarray(states, dtype=np.float64)
+    if bias:
+        states = with_bias(states)
+    if states.shape[-1] != weights.shape[1]:
+        raise ValueError(
+            f"predict: states have {states.shape[-1]} features, readout expects {weights.shape[1]}."
+        )
+    return states @ weights.T
