@@ -175,7 +175,7 @@ _run_compiled = tf.function(run_reservoir, reduce_retracing=True)
 
 
 @tf.function(reduce_retracing=True)
-def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias):
+def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias, per_step):
     """(Yᵀ S, Sᵀ S) over every step after ``washout``, accumulated in chunks of steps.
 
     States are never all materialised: each chunk of ``chunk`` steps × batch states is
@@ -186,7 +186,7 @@ def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, was
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]
     features = units + (1 if add_bias else 0)
-    per_step = targets.shape.rank == 3
+    targets = tf.ensure_shape(targets, [None, None, None] if per_step else [None, None])
     n_out = tf.shape(targets)[-1]
     step = _step_fn(recurrent, bias, gain, leaky)
     x = tf.zeros([batch, units], tf.float32)
@@ -217,7 +217,7 @@ def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, was
     yts0 = tf.zeros([n_out, features], tf.float64)
     _, _, sts, yts = tf.while_loop(
         lambda s, x, a, b: s < steps, chunk_body, (washout, x, sts0, yts0),
-        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), sts0.shape, yts0.shape),
+        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), tf.TensorShape([None, None]), tf.TensorShape([None, None])),
     )
     return yts, sts
 
@@ -346,7 +346,7 @@ class Reservoir(tf.keras.layers.Layer):
             raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
         yts, sts = _accumulate_stats(
             inputs, tf.constant(targets), self.kernel, self.recurrent_kernel, self.bias, self.gain,
-            self.leaky, tf.constant(self.washout), tf.constant(chunk), bias,
+            self.leaky, tf.constant(self.washout), tf.constant(chunk), bias, targets.ndim == 3,
         )
         return RidgeStats(yts.numpy(), sts.numpy(), batch * (steps - self.washout), 1, bias)
 

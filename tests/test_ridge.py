@@ -1,0 +1,134 @@
+"""Ridge statistics: equal to scikit-learn on pooled data, exact under any partition and order."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.linear_model import Ridge
+
+from tff_esn import Reservoir, ReservoirConfig
+from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot, predict, with_bias
+
+
+def _data(n=200, f=12, y=3, seed=0):
+    """States (n, f) and 2-D targets (n, y) of a noisy linear model."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(n, f))
+    w = rng.normal(size=(y, f))
+    return s, s @ w.T + 0.1 * rng.normal(size=(n, y))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("l2", [1e-6, 0.1, 10.0])
+def test_solve_equals_sklearn_ridge(bias, l2):
+    s, y = _data()
+    w = RidgeStats.from_states(s, y, bias=bias).solve(l2)
+    feats = with_bias(s) if bias else s
+    ref = Ridge(alpha=l2, fit_intercept=False, solver="cholesky").fit(feats, y)
+    np.testing.assert_allclose(w, ref.coef_, atol=1e-9, rtol=1e-9)
+    np.testing.assert_allclose(predict(w, s, bias=bias), ref.predict(feats), atol=1e-8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n_clients=st.integers(1, 9),
+    bias=st.booleans(),
+)
+def test_any_partition_in_any_order_equals_pooled(seed, n_clients, bias):
+    rng = np.random.default_rng(seed)
+    s, y = _data(n=int(rng.integers(n_clients, 120)), f=7, y=2, seed=seed)
+    owner = rng.integers(0, n_clients, size=len(s))
+    owner[:n_clients] = np.arange(n_clients)  # no empty client
+    parts = [RidgeStats.from_states(s[owner == c], y[owner == c], bias=bias) for c in range(n_clients)]
+    order = rng.permutation(n_clients)
+    merged = RidgeStats.sum(parts[i] for i in order)
+    pooled = RidgeStats.from_states(s, y, bias=bias)
+    np.testing.assert_allclose(merged.A, pooled.A, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(merged.B, pooled.B, rtol=1e-10, atol=1e-9)
+    assert merged.n == pooled.n and merged.clients == n_clients
+    np.testing.assert_allclose(merged.solve(0.5), pooled.solve(0.5), rtol=1e-8, atol=1e-10)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), cuts=st.integers(1, 5))
+def test_incremental_updates_equal_batch(seed, cuts):
+    s, y = _data(n=90, f=6, y=2, seed=seed)
+    bounds = np.sort(np.random.default_rng(seed).choice(np.arange(1, 90), size=cuts, replace=False))
+    chunks = np.split(np.arange(90), bounds)
+    stats = RidgeStats.from_states(s[chunks[0]], y[chunks[0]])
+    for idx in chunks[1:]:
+        stats = stats.update(s[idx], y[idx])
+    batch = RidgeStats.from_states(s, y)
+    np.testing.assert_allclose(stats.A, batch.A, atol=1e-9)
+    np.testing.assert_allclose(stats.B, batch.B, atol=1e-9)
+    assert stats.n == 90 and stats.clients == 1
+
+
+def test_lambda_once_versus_per_client():
+    s, y = _data(n=60, f=5, y=2)
+    parts = RidgeStats.sum(RidgeStats.from_states(s[i::3], y[i::3]) for i in range(3))
+    np.testing.assert_allclose(parts.solve(0.2), Ridge(alpha=0.2, fit_intercept=False).fit(s, y).coef_, atol=1e-9)
+    np.testing.assert_allclose(parts.solve(0.2, per_client=True),
+                               Ridge(alpha=0.6, fit_intercept=False).fit(s, y).coef_, atol=1e-9)
+    assert parts.solve(0.2).shape == (2, 5)
+
+
+def test_singular_system_with_zero_l2_is_a_clear_error():
+    s, y = _data(n=4, f=10, y=1)
+    stats = RidgeStats.from_states(s, y)
+    with pytest.raises(SingularSystemError, match="l2 > 0"):
+        stats.solve(0.0)
+    assert np.isfinite(stats.solve(1e-3)).all()
+
+
+def test_bad_shapes_and_values():
+    s, y = _data(n=10, f=3, y=1)
+    with pytest.raises(ValueError, match=r"y\[:, None\]|targets\[:, None\]"):
+        RidgeStats.from_states(s, y[:, 0])
+    with pytest.raises(ValueError, match="rows"):
+        RidgeStats.from_states(s, y[:5])
+    bad = s.copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN or inf"):
+        RidgeStats.from_states(bad, y)
+    with pytest.raises(ValueError, match="same reservoir size"):
+        RidgeStats.from_states(s, y) + RidgeStats.from_states(s[:, :2], y)
+    with pytest.raises(ValueError, match="l2"):
+        RidgeStats.from_states(s, y).solve(-1.0)
+    with pytest.raises(ValueError, match="no statistics"):
+        RidgeStats.sum([])
+    with pytest.raises(ValueError, match="no samples"):
+        RidgeStats.zeros(3, 1).solve(0.1)
+    with pytest.raises(ValueError, match="labels"):
+        one_hot(np.array([0, 3]), 3)
+    assert RidgeStats.from_states(s, y).floats() == 1 * 3 + 3 * 3
+
+
+@pytest.mark.parametrize("per_step", [False, True])
+@pytest.mark.parametrize("chunk,washout,bias", [(1, 0, False), (7, 5, True), (64, 3, False), (1000, 0, True)])
+def test_in_loop_accumulation_equals_harvest_then_compute(per_step, chunk, washout, bias):
+    rng = np.random.default_rng(chunk + washout)
+    x = rng.normal(size=(5, 33, 4)).astype(np.float32)
+    cfg = ReservoirConfig(units=24, leaky=0.7, recurrent_connectivity=0.3, bias_scaling=0.2, seed=9)
+    layer = Reservoir(cfg, state_mode="all", washout=washout)
+    targets = rng.normal(size=(5, 33, 2) if per_step else (5, 2)).astype(np.float32)
+    got = layer.harvest_stats(x, targets, bias=bias, chunk=chunk)
+    states = layer(x).numpy().reshape(-1, 24)
+    y = (targets[:, washout:] if per_step else np.repeat(targets[:, None], 33 - washout, axis=1)).reshape(-1, 2)
+    ref = RidgeStats.from_states(states, y, bias=bias)
+    assert got.n == ref.n == 5 * (33 - washout)
+    np.testing.assert_allclose(got.B, ref.B, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got.A, ref.A, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got.solve(1e-2), ref.solve(1e-2), rtol=1e-4, atol=1e-5)
+
+
+def test_last_state_stats_and_bad_targets():
+    x = np.random.default_rng(0).normal(size=(6, 10, 2)).astype(np.float32)
+    layer = Reservoir(units=8, seed=1)
+    y = one_hot(np.array([0, 1, 2, 0, 1, 2]), 3)
+    stats = layer.harvest_stats(x, y)
+    ref = RidgeStats.from_states(layer(x).numpy(), y)
+    np.testing.assert_allclose(stats.B, ref.B, atol=1e-12)
+    with pytest.raises(ValueError, match="targets"):
+        Reservoir(units=8, state_mode="all").harvest_stats(x, np.zeros((5, 3), np.float32))
