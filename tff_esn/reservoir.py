@@ -116,13 +116,18 @@ def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
     return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
 
 
+def _project(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None) -> tf.Tensor:
+    """Time-major input projection u(t) W_in for all steps in one product (bias folded in when g = 1)."""
+    projected = tf.einsum("btf,fu->tbu", inputs, kernel)
+    return projected + bias if gain is None else projected
+
+
 def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
+    """One reservoir update on a projected input (bias already folded in when ``gain`` is None)."""
     def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
         pre = projected + tf.matmul(x, recurrent)
-        if gain is not None:
-            pre = gain * pre
-        new = tf.tanh(pre + bias)
-        return new if leaky == 1.0 else (1.0 - leaky) * x + leaky * new
+        new = tf.tanh(pre) if gain is None else tf.tanh(gain * pre + bias)
+        return new if leaky == 1.0 else x + leaky * (new - x)
 
     return step
 
@@ -147,7 +152,7 @@ def run_reservoir(
         washout: number of initial steps dropped by ``"mean"`` and ``"all"``.
     """
     inputs = tf.convert_to_tensor(inputs, tf.float32)
-    projected = tf.einsum("btf,fu->tbu", inputs, kernel)
+    projected = _project(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
     step = _step_fn(recurrent, bias, gain, leaky)
@@ -181,7 +186,7 @@ def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, was
     States are never all materialised: each chunk of ``chunk`` steps × batch states is
     stacked once and reduced by one GEMM into float64 accumulators.
     """
-    projected = tf.einsum("btf,fu->tbu", inputs, kernel)
+    projected = _project(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]

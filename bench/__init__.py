@@ -1,0 +1,1 @@
+"""Benchmarks (``make bench`` = ``python -m bench``): ratios against references measured in the same run."""
