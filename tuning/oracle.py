@@ -1,0 +1,54 @@
+"""Random search that stops exactly when a finite space is exhausted (thesis §6.1).
+
+KerasTuner's ``RandomSearchOracle`` declares a space exhausted after 20 consecutive
+duplicate draws, which on the thesis' 972-configuration space stops the search while a
+tenth of it is still untried. The thesis' search "is interrupted when all the hypotheses
+have been exhausted": :class:`ExhaustiveRandomSearchOracle` draws, for a finite space,
+uniformly among the configurations not tried yet (seeded), and stops after the last one.
+Continuous spaces fall back to KerasTuner's own sampling. The state that makes the draw
+reproducible (seed state, tried hashes) is KerasTuner's, so a reloaded search continues the
+same sequence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from keras_tuner.oracles import RandomSearchOracle
+from keras_tuner.src.engine import trial as trial_module
+
+from tuning.spaces import space_size
+
+
+class ExhaustiveRandomSearchOracle(RandomSearchOracle):
+    """``RandomSearchOracle`` whose finite spaces are searched without replacement to the end.
+
+    Same arguments as ``keras_tuner.oracles.RandomSearchOracle``; ``max_trials=None`` means
+    "until exhausted" (only allowed for a finite space).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.max_trials is None and space_size(self.hyperparameters) == float("inf"):
+            raise ValueError(
+                "ExhaustiveRandomSearchOracle: max_trials=None (search until exhausted) needs a finite space; "
+                "this one has a continuous range: give a trial budget."
+            )
+
+    def _untried(self) -> list[dict]:
+        params = self.hyperparameters.space
+        names = [p.name for p in params]
+        combos = (dict(zip(names, values)) for values in itertools.product(*(list(p.values) for p in params)))
+        return [values for values in combos if not self._duplicate(values)]
+
+    def populate_space(self, trial_id):
+        """A uniformly drawn untried configuration, or ``STOPPED`` once none is left."""
+        if space_size(self.hyperparameters) == float("inf"):
+            return super().populate_space(trial_id)
+        untried = self._untried()
+        if not untried:
+            return {"status": trial_module.TrialStatus.STOPPED, "values": None}
+        values = random.Random(self._seed_state).choice(untried)
+        self._seed_state += 1
+        return {"status": trial_module.TrialStatus.RUNNING, "values": values}
