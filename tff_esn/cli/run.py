@@ -1,0 +1,117 @@
+"""``tff-esn run ALGORITHM --data SOURCE --out DIR``: one algorithm on one data set.
+
+Loads the data (:func:`tff_esn.data.sources.load_source`), splits it by client
+(:func:`tff_esn.data.splits.get_split`), runs the algorithm from the registry
+(:mod:`tff_esn.algorithms`), writes ``DIR/metrics.json`` atomically and prints a one-line
+summary. ``--hparams FILE`` reads a flat JSON object of flag values (``units``,
+``spectral_radius``, ``l2``, ``alpha``, ... — the flags' names with ``_``): they replace
+the defaults, and flags given on the command line with a non-default value win.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from tff_esn import algorithms
+from tff_esn.cli import UsageError
+from tff_esn.io import write_json_atomic
+
+TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+
+
+def _source_kind(source: str) -> str:
+    kind = source.split(":", 1)[0]
+    return kind[len("synthetic-"):] if kind.startswith("synthetic-") else kind
+
+
+def default_pipeline(source: str) -> str:
+    """The IncFed-paper pipeline of a source (``incfed-wesad`` / ``incfed-hhar``; npz ignores it)."""
+    kind = _source_kind(source)
+    return f"incfed-{kind}" if kind in ("wesad", "hhar") else "incfed-wesad"
+
+
+def default_split(source: str, pipeline: str) -> str:
+    """``npz`` for npz files, ``thesis-primal`` for the thesis pipeline, else the pipeline's name."""
+    if _source_kind(source) == "npz":
+        return "npz"
+    return "thesis-primal" if pipeline == "thesis" else pipeline
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("data and output")
+    g.add_argument("--data", default="synthetic-wesad", metavar="SOURCE",
+                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE")
+    g.add_argument("--pipeline", default=None,
+                   help="preprocessing pipeline (default: incfed-wesad / incfed-hhar from the source)")
+    g.add_argument("--split", default=None, help="client split (default: the pipeline's, npz for npz files)")
+    g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
+                   help="fraction of the training clients used (IncFed Tables V–VI)")
+    g.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
+    g.add_argument("--hparams", default=None, metavar="FILE", help="JSON object of flag values (see above)")
+    g.add_argument("--out", required=True, metavar="DIR", help="run folder; metrics.json is written there")
+
+
+def apply_hparams(args: argparse.Namespace, parser: argparse.ArgumentParser, path: str) -> argparse.Namespace:
+    """Copies the JSON object in ``path`` onto ``args`` where ``args`` holds the parser default."""
+    try:
+        values = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise UsageError(f"--hparams: cannot read a JSON object from {path}: {err}") from None
+    if not isinstance(values, dict):
+        raise UsageError(f"--hparams: expected a JSON object in {path}, got {type(values).__name__}.")
+    unknown = sorted(k for k in values if not hasattr(args, k) or k in ("func", "hparams", "out", "data"))
+    if unknown:
+        raise UsageError(f"--hparams: unknown key(s) {unknown} in {path}.")
+    for key, value in values.items():
+        if getattr(args, key) == parser.get_default(key):
+            setattr(args, key, value)
+    return args
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from tff_esn.data.sources import load_source
+    from tff_esn.data.splits import get_split
+
+    if args.hparams:
+        apply_hparams(args, parser, args.hparams)
+    pipeline = args.pipeline or default_pipeline(args.data)
+    split_name = args.split or default_split(args.data, pipeline)
+    dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir)
+    split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
+    record = algorithms.run_algorithm(args.algorithm, dataset, split, args)
+    path = write_json_atomic(Path(args.out) / "metrics.json", record)
+    print(summary_line(record, path))
+    return 0
+
+
+def summary_line(record: dict, path: Path) -> str:
+    """``ALGO on DATA: test acc … f1 … (random …) | up … down … floats/client × rounds | … s → path``."""
+    test = record.get("test") or record.get("val") or record.get("train") or {}
+    comm = record["communication"]
+
+    def fmt(value) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    which = "test" if record.get("test") else "val" if record.get("val") else "train"
+    return (
+        f"{record['algorithm']} on {record['data']}: {which} accuracy {fmt(test.get('accuracy'))} "
+        f"f1_macro {fmt(test.get('f1_macro'))} (random {fmt(test.get('random_baseline_accuracy'))}) | "
+        f"up {comm['up_floats_per_client']} down {comm['down_floats_per_client']} floats/client × "
+        f"{comm['rounds']} round(s) | {record['seconds']:.1f} s → {path}"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run one algorithm and write metrics.json",
+        description="Run one algorithm on one data set and write DIR/metrics.json.",
+    )
+    algos = parser.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
+    for name, algo in algorithms.available_algorithms().items():
+        sub = algos.add_parser(name, help=algo.help, description=algo.help)
+        algorithms.add_common_arguments(sub)
+        _add_data_arguments(sub)
+        algo.add_arguments(sub)
+        sub.set_defaults(func=lambda args, _p=sub: _run(args, _p))

@@ -1,0 +1,152 @@
+"""Communication cost of every algorithm: floats (and bytes) per client, per round.
+
+Counts follow the seeds' formulas, with N_F = N_R (+1 when the readout has a bias input),
+N_Y outputs and N_U inputs:
+
+* FedAvg of ridge readouts: up N_Y·N_F, down N_Y·N_F (IncFed §II-B);
+* IncFed / FedRR: up N_F² + N_F·N_Y, down N_Y·N_F (IncFed §III);
+* Partial IncFed: up k(N_Y + N_F) — k columns of B_c and of A_c (thesis eq. B.16), which is
+  the thesis' k(1 + N_x) for its single output; the k indices are integers, not counted;
+  down N_Y·N_F (thesis §B.3);
+* pFedRR: up N_Y·N_F + N_F + |S_c|(|S_c| − 1) — A_c plus the non-zeros of
+  B̃_c = B_c ⊙ (M_S + I) (pFedRR eq. 2: the diagonal and the selected off-diagonal block);
+  with every unit selected this is IncFed's N_F² + N_F·N_Y; down N_Y·N_F;
+* FedIP: each round up 2·N_R and down 2·N_R (gain and bias, FedIP §2), then one IncFed round;
+* ensemble of heterogeneous reservoirs: up N_Y·N_F (a readout; the reservoir travels as its
+  seed), down C·N_Y·N_F (every member's readout); structural alignment: as IncFed;
+* centralized: every client uploads its raw sequences (n_c·T·N_U floats), nothing comes back.
+
+Scalars (N_train,c, seeds, indices) are ignored as in IncFed §II-B. Bytes use the width of
+the values actually sent (float64 statistics and readouts, float32 gain/bias).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """``rounds`` rounds each sending ``up``/``down`` floats per client of ``bytes_per_float`` bytes."""
+
+    name: str
+    up: float
+    down: float
+    rounds: int = 1
+    bytes_per_float: int = 8
+
+    def __post_init__(self) -> None:
+        if self.up < 0 or self.down < 0 or self.rounds < 0 or self.bytes_per_float not in (2, 4, 8):
+            raise ValueError(f"Phase {self.name!r}: counts must be ≥ 0 and bytes_per_float 2, 4 or 8, got {self}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class CommunicationCost:
+    """The phases of one run; totals are per client over the whole run."""
+
+    phases: tuple[Phase, ...]
+
+    @property
+    def up_floats(self) -> float:
+        return sum(p.up * p.rounds for p in self.phases)
+
+    @property
+    def down_floats(self) -> float:
+        return sum(p.down * p.rounds for p in self.phases)
+
+    @property
+    def rounds(self) -> int:
+        return sum(p.rounds for p in self.phases)
+
+    @property
+    def up_bytes(self) -> float:
+        return sum(p.up * p.rounds * p.bytes_per_float for p in self.phases)
+
+    @property
+    def down_bytes(self) -> float:
+        return sum(p.down * p.rounds * p.bytes_per_float for p in self.phases)
+
+    def __add__(self, other: "CommunicationCost") -> "CommunicationCost":
+        return CommunicationCost(self.phases + other.phases)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``communication`` section of ``metrics.json``."""
+        return {
+            "up_floats_per_client": self.up_floats,
+            "down_floats_per_client": self.down_floats,
+            "rounds": self.rounds,
+            "up_bytes_per_client": self.up_bytes,
+            "down_bytes_per_client": self.down_bytes,
+            "phases": [
+                {"name": p.name, "up_floats_per_round": p.up, "down_floats_per_round": p.down,
+                 "rounds": p.rounds, "bytes_per_float": p.bytes_per_float}
+                for p in self.phases
+            ],
+        }
+
+
+def _check(**counts: int) -> None:
+    for name, value in counts.items():
+        if int(value) != value or value < 1:
+            raise ValueError(f"communication: {name} must be an integer ≥ 1, got {value!r}.")
+
+
+def readout_floats(n_features: int, n_outputs: int) -> int:
+    """Entries of a readout W, N_Y·N_F."""
+    _check(n_features=n_features, n_outputs=n_outputs)
+    return n_outputs * n_features
+
+
+def fedavg_ridge(n_features: int, n_outputs: int) -> CommunicationCost:
+    """IncFed §II-B: up and down N_Y·N_F."""
+    w = readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("fedavg-ridge", w, w),))
+
+
+def incfed(n_features: int, n_outputs: int) -> CommunicationCost:
+    """IncFed §III: up N_F² + N_F·N_Y, down N_Y·N_F."""
+    w = readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("incfed", n_features**2 + w, w),))
+
+
+def partial_incfed(k: int, n_features: int, n_outputs: int) -> CommunicationCost:
+    """Thesis §B.3: up k(N_Y + N_F) (= k(1 + N_x) for one output), down N_Y·N_F."""
+    _check(k=k)
+    if k > n_features:
+        raise ValueError(f"communication: k must be ≤ n_features={n_features}, got {k}.")
+    return CommunicationCost((Phase("partial-incfed", k * (n_outputs + n_features),
+                                    readout_floats(n_features, n_outputs)),))
+
+
+def pfedrr(selected: Sequence[int], n_features: int, n_outputs: int) -> CommunicationCost:
+    """pFedRR eq. 2: up N_Y·N_F + N_F + |S_c|(|S_c| − 1), averaged over clients; down N_Y·N_F."""
+    if not selected or any(s < 0 or s > n_features for s in selected):
+        raise ValueError(f"communication: selected counts must lie in [0, {n_features}], got {list(selected)}.")
+    w = readout_floats(n_features, n_outputs)
+    up = sum(w + n_features + s * (s - 1) for s in selected) / len(selected)
+    return CommunicationCost((Phase("pfedrr", up, w),))
+
+
+def fedip(rounds: int, units: int, n_features: int, n_outputs: int) -> CommunicationCost:
+    """FedIP Alg. 1: ``rounds`` rounds of (g, b), 2·N_R float32 each way, then one IncFed round."""
+    _check(units=units)
+    if rounds < 0:
+        raise ValueError(f"communication: rounds must be ≥ 0, got {rounds}.")
+    ip = Phase("fedip", 2 * units, 2 * units, rounds, bytes_per_float=4)
+    return CommunicationCost((ip,)) + incfed(n_features, n_outputs)
+
+
+def ensemble(clients: int, n_features: int, n_outputs: int) -> CommunicationCost:
+    """Prediction ensemble: up one readout N_Y·N_F, down all C members' readouts."""
+    _check(clients=clients)
+    w = readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("ensemble", w, clients * w),))
+
+
+def centralized(raw_floats: Sequence[int]) -> CommunicationCost:
+    """Centralized training: each client uploads its raw inputs (mean over clients), nothing down."""
+    if not raw_floats:
+        raise ValueError("communication: centralized needs at least one client.")
+    return CommunicationCost((Phase("centralized", sum(raw_floats) / len(raw_floats), 0, 1, 4),))

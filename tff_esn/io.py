@@ -1,0 +1,84 @@
+"""Atomic writes of run outputs (JSON, CSV, text): a reader never sees a half-written file.
+
+Each writer writes a temporary file in the destination's folder, flushes and fsyncs it, then
+``os.replace``s it onto the destination (atomic on POSIX). An exception while serialising
+leaves the previous file (if any) untouched and removes the temporary file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain-Python form of ``value``: numpy scalars/arrays, tuples, paths; NaN/inf → None."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"write_json_atomic: cannot serialise a value of type {type(value).__name__}: {value!r}.")
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Writes ``text`` to ``path`` atomically (creating parent folders); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
+    """Writes ``obj`` as JSON atomically; numpy values are converted and NaN/inf become null.
+
+    The object is fully serialised before the destination is touched, so a value that
+    cannot be serialised raises ``TypeError`` and leaves any existing file intact.
+    """
+    text = json.dumps(_jsonable(obj), indent=indent, sort_keys=False, allow_nan=False) + "\n"
+    return write_text_atomic(path, text)
+
+
+def write_csv_atomic(
+    path: str | os.PathLike, rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str] | None = None
+) -> Path:
+    """Writes dict rows as CSV atomically; columns are ``fieldnames`` or the first row's keys."""
+    rows = [dict(r) for r in rows]
+    if fieldnames is None:
+        if not rows:
+            raise ValueError("write_csv_atomic: no rows and no fieldnames; cannot infer the columns.")
+        fieldnames = list(rows[0])
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(fieldnames), extrasaction="raise", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _jsonable(v) for k, v in row.items()})
+    return write_text_atomic(path, buffer.getvalue())

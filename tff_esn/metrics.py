@@ -1,0 +1,107 @@
+"""Classification metrics reported by every algorithm, and the random baseline.
+
+Scores are either (n, C) class scores (ridge outputs, logits or probabilities: the
+prediction is the argmax) or (n,) / (n, 1) positive-class probabilities of a binary
+sigmoid readout (thesis model: the prediction is ``score > threshold``).
+The random baseline of IncFed Tables V–VI is the accuracy of a model that guesses classes
+uniformly at random (seeded), reported next to the learned models for reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import f1_score, roc_auc_score
+
+
+def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
+    y = np.asarray(y_true)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y_true: expected a 1-D integer array, got dtype {y.dtype} shape {y.shape}.")
+    if y.size == 0:
+        raise ValueError("y_true: no samples to evaluate.")
+    if n_classes < 2:
+        raise ValueError(f"n_classes: expected ≥ 2, got {n_classes}.")
+    if y.min() < 0 or y.max() >= n_classes:
+        raise ValueError(f"y_true: labels must lie in [0, {n_classes}), got [{y.min()}, {y.max()}].")
+    return y
+
+
+def _scores(scores: np.ndarray, n: int, n_classes: int) -> np.ndarray:
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 2 and s.shape[1] == 1:
+        s = s[:, 0]
+    if s.shape[0] != n or (s.ndim == 2 and s.shape[1] != n_classes) or s.ndim not in (1, 2):
+        raise ValueError(
+            f"scores: expected ({n}, {n_classes}) class scores or ({n},) binary probabilities, got {s.shape}."
+        )
+    if s.ndim == 1 and n_classes != 2:
+        raise ValueError(f"scores: 1-D probabilities need n_classes = 2, got {n_classes}.")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores: contain NaN or inf.")
+    return s
+
+
+def predictions(scores: np.ndarray, *, threshold: float = 0.5) -> np.ndarray:
+    """Predicted classes: argmax of (n, C) scores, or ``score > threshold`` for (n,) scores."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 2 and s.shape[1] == 1:
+        s = s[:, 0]
+    return (s > threshold).astype(np.int64) if s.ndim == 1 else np.argmax(s, axis=1).astype(np.int64)
+
+
+def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Fraction of correct predictions."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if y_true.shape != y_pred.shape or y_true.size == 0:
+        raise ValueError(f"accuracy: y_true {y_true.shape} and y_pred {y_pred.shape} must be equal, non-empty shapes.")
+    return float(np.mean(y_true == y_pred))
+
+
+def auc(y_true: np.ndarray, scores: np.ndarray, n_classes: int) -> float | None:
+    """ROC AUC: binary on the positive score (or margin), else macro one-vs-rest on softmax.
+
+    ``None`` when it is undefined (a class absent from ``y_true``).
+    """
+    y = _labels(y_true, n_classes)
+    s = _scores(scores, y.size, n_classes)
+    if len(np.unique(y)) < n_classes:
+        return None
+    if n_classes == 2:
+        return float(roc_auc_score(y, s if s.ndim == 1 else s[:, 1] - s[:, 0]))
+    z = np.exp(s - s.max(axis=1, keepdims=True))
+    return float(roc_auc_score(y, z / z.sum(axis=1, keepdims=True), multi_class="ovr", average="macro",
+                               labels=np.arange(n_classes)))
+
+
+def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *,
+                           threshold: float = 0.5) -> dict[str, float | int | None]:
+    """``{"accuracy", "f1_macro", "f1_micro", "auc", "n"}`` of scores against integer labels."""
+    y = _labels(y_true, n_classes)
+    s = _scores(scores, y.size, n_classes)
+    pred = predictions(s, threshold=threshold)
+    labels = np.arange(n_classes)
+    return {
+        "accuracy": accuracy(y, pred),
+        "f1_macro": float(f1_score(y, pred, labels=labels, average="macro", zero_division=0)),
+        "f1_micro": float(f1_score(y, pred, labels=labels, average="micro", zero_division=0)),
+        "auc": auc(y, s, n_classes),
+        "n": int(y.size),
+    }
+
+
+def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dict[str, float]:
+    """Accuracy and macro F1 of uniformly random guesses (seeded; IncFed Tables V–VI)."""
+    y = _labels(y_true, n_classes)
+    guess = np.random.default_rng(np.random.SeedSequence([seed, 7])).integers(0, n_classes, size=y.size)
+    return {
+        "accuracy": accuracy(y, guess),
+        "f1_macro": float(f1_score(y, guess, labels=np.arange(n_classes), average="macro", zero_division=0)),
+    }
+
+
+def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed: int = 0,
+                 threshold: float = 0.5) -> dict[str, float | int | None]:
+    """One ``metrics.json`` section: :func:`classification_metrics` plus the random baseline accuracy."""
+    report = classification_metrics(y_true, scores, n_classes, threshold=threshold)
+    report["random_baseline_accuracy"] = random_baseline(y_true, n_classes, seed=seed)["accuracy"]
+    return report
