@@ -1,0 +1,190 @@
+"""Client work of FedAvg and FedCurv on the thesis readout, with a client filter hook.
+
+One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis Alg. 1–4):
+
+* local training as TFF's model-delta client work does it (one pass of the client
+  optimizer over the client's batches, update = initial − trained weights, weighted by the
+  number of examples);
+* with ``penalty`` set (FedCurv, thesis Alg. 2), the process state carries the server's
+  Fisher aggregates ``u`` and ``v`` (thesis eq. 2.18); they are broadcast to the clients,
+  every batch adds the curvature penalty to the loss, and each client's own ``(u_b, v_b)``
+  is summed back into the next state;
+* an optional client filter (thesis Alg. 3–4, ``valid ← disc(w_t − w_{t+1})``) judges the
+  client's readout delta inside the client computation; a rejected client is treated the
+  way TFF treats a non-finite update — zero update, zero weight — so it contributes
+  nothing to the mean (and nothing to ``u``, ``v``). The number of accepted clients is a
+  measurement of every round.
+
+The client filter is a callable ``client_filter(kernel_delta, bias_delta) -> bool`` traced
+inside the client's TensorFlow graph: ``kernel_delta`` is the readout kernel's
+``w_server − w_client`` (shape (U, 1)), ``bias_delta`` the bias' (shape (1,)) — the sign of
+thesis Alg. 3 line 9 and of TFF's model delta. It must be built from TensorFlow ops and
+constants (e.g. a discriminator's weights as numpy arrays), create no variables, and
+return a scalar (or one-element) boolean or 0/1 tensor.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+ClientFilter = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
+
+_EPSILON = 1e-7
+
+
+def fisher_diagonal(model: tff.learning.models.VariableModel, inputs: tf.Tensor) -> list[tf.Tensor]:
+    """Diagonal Fisher of the readout on one batch (thesis Alg. 2 lines 19–20, Listing 3.6).
+
+    ``D_b = (∂ Σ log p(class) / ∂w)² / length(b)``: the gradient of the log-likelihood of
+    the predictions, squared and divided by the number of sequences in the batch. The
+    readout has one sigmoid output p, whose two class log-probabilities are
+    ``log_softmax([0, z]) = [log(1 − p), log p]``; the thesis code applies
+    ``tf.nn.log_softmax`` to the single sigmoid output itself, which is identically 0 (a
+    softmax over one logit is 1), so its Fisher — and its penalty — vanished. Here both
+    class log-probabilities enter, as the algorithm states.
+    """
+    weights = model.trainable_variables
+    with tf.GradientTape() as tape:
+        p = tf.clip_by_value(model.predict_on_batch(inputs, training=False), _EPSILON, 1.0 - _EPSILON)
+        log_likelihood = tf.reduce_sum(tf.math.log(p)) + tf.reduce_sum(tf.math.log(1.0 - p))
+    grads = tape.gradient(log_likelihood, weights)
+    length = tf.cast(tf.shape(inputs)[0], tf.float32)
+    return [tf.square(g) / length for g in grads]
+
+
+def curvature_penalty(weights, u, v, u_b, v_b) -> tf.Tensor:
+    """``Σ (w² ⊙ (u − u_b) − 2 w ⊙ (v − v_b))`` (thesis Alg. 2 lines 23–25, eq. 2.17, Listing 3.7).
+
+    ``u − u_b`` and ``v − v_b`` are the other clients' Fisher aggregates (the client removes
+    its own contribution); the result is multiplied by the penalty weight λ by the caller.
+    """
+    terms = [tf.reduce_sum(tf.square(w) * (uu - ub) - 2.0 * w * (vv - vb))
+             for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b)]
+    return tf.add_n(terms)
+
+
+def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
+    if client_filter is None:
+        return tf.constant(True)
+    verdict = tf.convert_to_tensor(client_filter(update[0], update[1]))
+    if verdict.dtype != tf.bool:
+        verdict = verdict > 0.5 if verdict.dtype.is_floating else tf.not_equal(verdict, 0)
+    return tf.reshape(verdict, [])
+
+
+def _build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None):
+    """The client's ``tf.function`` (thesis ClientUpdate of Alg. 1–4)."""
+    model = model_fn()
+    curvature = penalty is not None
+
+    @tf.function
+    def client_update(initial_weights, data, u, v):
+        model_weights = tff.learning.models.ModelWeights.from_model(model)
+        tf.nest.map_structure(lambda a, b: a.assign(b), model_weights, initial_weights)
+        trainable = tuple(model_weights.trainable)
+        specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
+        opt_state = optimizer.initialize(specs)
+        num_examples = tf.zeros([], tf.int64)
+        u_b = tuple(tf.zeros_like(w) for w in trainable)
+        v_b = tuple(tf.zeros_like(w) for w in trainable)
+        for batch in data:
+            if curvature:
+                fisher = fisher_diagonal(model, batch[0])
+                u_b = tuple(fisher)
+                v_b = tuple(d * w for d, w in zip(fisher, trainable))
+            with tf.GradientTape() as tape:
+                output = model.forward_pass(batch, training=True)
+                loss = output.loss
+                if curvature:
+                    loss += penalty * curvature_penalty(trainable, u, v, u_b, v_b)
+            gradients = tape.gradient(loss, trainable)
+            opt_state, updated = optimizer.next(opt_state, trainable, tuple(gradients))
+            for var, value in zip(trainable, updated):
+                var.assign(value)
+            num_examples += tf.cast(output.num_examples, tf.int64)
+        update = tuple(a - b for a, b in zip(initial_weights.trainable, trainable))
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in update])
+        valid = tf.logical_and(finite, _accepted(client_filter, update))
+        keep = tf.cast(valid, tf.float32)
+        update = tuple(tf.where(valid, t, tf.zeros_like(t)) for t in update)
+        weight = keep * tf.cast(num_examples, tf.float32)
+        u_b = tuple(keep * t for t in u_b)
+        v_b = tuple(keep * t for t in v_b)
+        return (tff.learning.templates.ClientResult(update=update, update_weight=weight),
+                model.report_local_unfinalized_metrics(), tf.cast(valid, tf.int32), u_b, v_b)
+
+    return client_update
+
+
+def build_readout_client_work(
+    model_fn: Callable[[], tff.learning.models.VariableModel],
+    optimizer: tff.learning.optimizers.Optimizer,
+    *,
+    penalty: float | None = None,
+    client_filter: ClientFilter | None = None,
+) -> tff.learning.templates.ClientWorkProcess:
+    """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``) client work.
+
+    Args:
+        model_fn: no-arg function building a new ``tff.learning.models.VariableModel``.
+        optimizer: the clients' TFF optimizer (thesis: Adam).
+        penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4); ``None`` for FedAvg.
+        client_filter: optional accept/reject rule on the readout delta (module docstring).
+
+    Returns:
+        A ``ClientWorkProcess`` whose state is ``()`` (FedAvg) or ``{"u", "v"}`` (FedCurv,
+        zeros at start, thesis Alg. 2 line 2), and whose measurements hold the training
+        metrics plus ``accepted_clients`` and ``clients``.
+    """
+    if penalty is not None and not (np.isfinite(penalty) and penalty >= 0):
+        raise ValueError(f"penalty: expected a finite number ≥ 0 (or None for FedAvg), got {penalty!r}.")
+    if client_filter is not None and not callable(client_filter):
+        raise TypeError(f"client_filter: expected a callable (kernel_delta, bias_delta) -> bool, got {client_filter!r}.")
+    with tf.Graph().as_default():
+        model = model_fn()
+        metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(model.metric_finalizers())
+        weights_type = tff.learning.models.weights_type_from_model(model)
+        data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+        zeros = collections.OrderedDict(
+            u=tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables),
+            v=tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables),
+        )
+    initial_state = zeros if penalty is not None else ()
+
+    @tff.federated_computation
+    def init_fn():
+        return tff.federated_value(initial_state, tff.SERVER)
+
+    state_type = init_fn.type_signature.result.member
+
+    @tff.tensorflow.computation(state_type, weights_type, data_type)
+    def client_update_computation(state, weights, dataset):
+        update_fn = _build_client_update(model_fn, optimizer, penalty, client_filter)
+        if penalty is None:
+            empty = tuple(tf.zeros(w.shape, w.dtype) for w in weights.trainable)
+            result, metrics, valid, _, _ = update_fn(weights, dataset, empty, empty)
+            return result, metrics, valid
+        result, metrics, valid, u_b, v_b = update_fn(weights, dataset, tuple(state["u"]), tuple(state["v"]))
+        return result, metrics, valid, collections.OrderedDict(u=u_b, v=v_b)
+
+    @tff.federated_computation(
+        init_fn.type_signature.result,
+        tff.FederatedType(weights_type, tff.CLIENTS),
+        tff.FederatedType(data_type, tff.CLIENTS),
+    )
+    def next_fn(state, weights, client_data):
+        state_at_clients = tff.federated_broadcast(state)
+        outputs = tff.federated_map(client_update_computation, (state_at_clients, weights, client_data))
+        accepted = tff.federated_sum(outputs[2])
+        clients = tff.federated_sum(tff.federated_value(1, tff.CLIENTS))
+        measurements = tff.federated_zip(collections.OrderedDict(
+            train=metrics_aggregation_fn(outputs[1]), accepted_clients=accepted, clients=clients))
+        new_state = state if penalty is None else tff.federated_sum(outputs[3])
+        return tff.templates.MeasuredProcessOutput(new_state, outputs[0], measurements)
+
+    return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)

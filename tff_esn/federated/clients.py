@@ -1,0 +1,202 @@
+"""Client datasets for the thesis' federated training: cached states or raw inputs.
+
+The reservoir is fixed, so a client's reservoir states depend only on its inputs and its
+reservoir: :class:`CachedStates` harvests them once (per reservoir configuration and per
+noise draw) and every round trains the readout alone on them. :class:`RawInputs` is the
+faithful mode: the reservoir runs inside the model and the Gaussian input noise (thesis
+§6.1, std 0.5) is drawn anew for every round.
+
+Every random choice is a pure function of ``(seed, purpose, round, client index)`` (numpy
+``SeedSequence``), so a run resumed at round r draws exactly what an uninterrupted run
+draws there.
+
+Both sources expose ``datasets(client_ids, round_num)``: the batched ``tf.data`` datasets
+of those clients for that round, elements ``(inputs, labels)`` with labels float32 of the
+model's output shape ((B, T', 1) per step, (B, 1) per sequence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.federated.model import ThesisModelConfig
+from tff_esn.reservoir import Reservoir
+
+RESERVOIR_MODES = ("same", "different")
+_NOISE, _SHUFFLE, _RESERVOIR = 1, 2, 3
+
+
+def child_seed(seed: int, *path: int) -> int:
+    """A 31-bit integer seed derived from ``seed`` and a path of integers."""
+    return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def client_reservoirs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
+    """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own seed (``different``, Table 6.5)."""
+    if mode not in RESERVOIR_MODES:
+        raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
+    if mode == "same":
+        return [server] * n_clients
+    return [server.replace(seed=child_seed(server.seed, _RESERVOIR, i)) for i in range(n_clients)]
+
+
+def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
+    """float32 labels shaped like the model's output; validates labels against the state mode."""
+    if config.per_step:
+        if not client.per_step:
+            raise ValueError("state_mode='all' predicts at every step and needs per-step labels (n, T); "
+                             f"got per-sequence labels {client.y.shape}: use state_mode 'last' or 'mean'.")
+        if config.washout >= client.x.shape[1]:
+            raise ValueError(f"washout ({config.washout}) must be shorter than the sequences ({client.x.shape[1]} steps).")
+        return client.y[:, config.washout:, None].astype(np.float32)
+    if client.per_step:
+        raise ValueError(f"state_mode={config.state_mode!r} predicts once per sequence and needs per-sequence labels "
+                         f"(n,); got per-step labels {client.y.shape}: use state_mode 'all'.")
+    return client.y[:, None].astype(np.float32)
+
+
+def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
+    """``x + N(0, std²)`` (thesis §6.1 injected input noise), float32, seeded."""
+    if std == 0:
+        return x
+    return (x + np.random.default_rng(seed).normal(0.0, std, size=x.shape)).astype(np.float32)
+
+
+def harvest(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *, chunk: int = 256) -> np.ndarray:
+    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them.
+
+    (n, T − washout, U) for ``state_mode="all"``, else (n, U); float32, in chunks of
+    ``chunk`` sequences.
+    """
+    layer = Reservoir(reservoir, state_mode=config.state_mode, washout=config.washout)
+    layer.build((None, x.shape[1], x.shape[2]))
+    return np.concatenate([layer(x[i:i + chunk]).numpy() for i in range(0, len(x), chunk)])
+
+
+def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
+    """Shuffled (seeded, anew each epoch), batched, repeated for ``config.epochs`` local epochs."""
+    if shuffle_seed is not None:
+        ds = ds.shuffle(n, seed=shuffle_seed, reshuffle_each_iteration=True)
+    ds = ds.batch(config.batch_size)
+    return ds.repeat(config.epochs) if config.epochs > 1 else ds
+
+
+class _ClientSource:
+    """Common part: client order, noise per client, seeded per-round shuffling."""
+
+    def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int,
+                 noise_std: float | Mapping[str, float], shuffle: bool):
+        if not clients:
+            raise ValueError("clients: no training clients.")
+        self.ids = tuple(clients)
+        self.clients = dict(clients)
+        self.config = config
+        self.seed = seed
+        self.shuffle = shuffle
+        self.noise = self._noise_table(noise_std)
+        self.sizes = {cid: len(c) for cid, c in self.clients.items()}
+
+    def _noise_table(self, noise_std: float | Mapping[str, float]) -> dict[str, float]:
+        if isinstance(noise_std, Mapping):
+            unknown = sorted(set(noise_std) - set(self.ids))
+            if unknown:
+                raise ValueError(f"noise_std: unknown client id(s) {unknown}; training clients are {list(self.ids)}.")
+            table = {cid: float(noise_std.get(cid, 0.0)) for cid in self.ids}
+        else:
+            table = {cid: float(noise_std) for cid in self.ids}
+        bad = {cid: s for cid, s in table.items() if not (np.isfinite(s) and s >= 0)}
+        if bad:
+            raise ValueError(f"noise_std: expected finite values ≥ 0, got {bad}.")
+        return table
+
+    def index(self, cid: str) -> int:
+        return self.ids.index(cid)
+
+    def shuffle_seed(self, cid: str, round_num: int) -> int | None:
+        return child_seed(self.seed, _SHUFFLE, round_num, self.index(cid)) if self.shuffle else None
+
+    def datasets(self, client_ids: Sequence[str], round_num: int) -> list[tf.data.Dataset]:
+        return [self.dataset(cid, round_num) for cid in client_ids]
+
+
+class RawInputs(_ClientSource):
+    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model."""
+
+    def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
+        client = self.clients[cid]
+        x = noisy(client.x, self.noise[cid], child_seed(self.seed, _NOISE, round_num, self.index(cid)))
+        ds = tf.data.Dataset.from_tensor_slices((x, targets(client, self.config)))
+        return _batched(ds, len(client), self.config, self.shuffle_seed(cid, round_num))
+
+
+class CachedStates(_ClientSource):
+    """Readout-only mode: every client's states harvested once, noise fixed per client.
+
+    Args:
+        clients: training clients' sequences, in a fixed order (their index seeds noise,
+            shuffling and — with ``reservoirs="different"`` — their reservoir).
+        config: the thesis model configuration (its reservoir is the server's).
+        seed: seed of the noise draw and of the per-round shuffling.
+        noise_std: the std of the Gaussian input noise, for all clients or per client id.
+        reservoirs: ``"same"`` or ``"different"`` (see :func:`client_reservoirs`).
+        shuffle: shuffle each client's sequences every round (seeded).
+        cache_dir: when given, each client's states are saved there once
+            (``tf.data.Dataset.save``, keyed by a hash of inputs, reservoir and noise) and
+            read back from file every round, so only a path travels into the
+            computation; otherwise they travel in memory (TFF caps that at 100 MB per client).
+    """
+
+    def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
+                 noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True,
+                 cache_dir: str | os.PathLike | None = None):
+        super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
+        self.reservoirs = dict(zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)))
+        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self._states: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._paths: dict[str, Path] = {}
+        for cid in self.ids:
+            self._prepare(cid)
+
+    def _noisy_inputs(self, cid: str) -> np.ndarray:
+        return noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
+
+    def _key(self, cid: str) -> str:
+        client = self.clients[cid]
+        digest = hashlib.sha256()
+        digest.update(np.ascontiguousarray(client.x).tobytes())
+        digest.update(np.ascontiguousarray(client.y).tobytes())
+        digest.update(json.dumps({
+            "reservoir": self.reservoirs[cid].to_dict(), "state_mode": self.config.state_mode,
+            "washout": self.config.washout, "noise": self.noise[cid],
+            "noise_seed": child_seed(self.seed, _NOISE, self.index(cid)) if self.noise[cid] else None,
+            "shape": list(client.x.shape),
+        }, sort_keys=True).encode())
+        return digest.hexdigest()[:24]
+
+    def _prepare(self, cid: str) -> None:
+        labels = targets(self.clients[cid], self.config)
+        if self.cache_dir is not None:
+            path = self.cache_dir / f"states-{self._key(cid)}"
+            if not (path / "done").exists():
+                states = harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config)
+                tf.data.Dataset.from_tensor_slices((states, labels)).save(str(path))
+                (path / "done").touch()
+            self._paths[cid] = path
+        else:
+            self._states[cid] = (harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels)
+
+    def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
+        if cid in self._paths:
+            ds = tf.data.Dataset.load(str(self._paths[cid]))
+        else:
+            ds = tf.data.Dataset.from_tensor_slices(self._states[cid])
+        return _batched(ds, self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))

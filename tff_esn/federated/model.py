@@ -1,0 +1,170 @@
+"""The thesis model: a fixed reservoir and a sigmoid ``Dense`` readout (thesis §6.1, Fig. 6.1).
+
+The reservoir (thesis eq. 2.1, :class:`tff_esn.Reservoir`) is fixed; only the readout
+``y(t) = sigmoid(x(t) w + b)`` (thesis Alg. 2 line 18) is trained, with Adam and a binary
+cross-entropy weighted by ``class_weight={0: 12, 1: 88}`` (thesis §6.1) against the ≈ 11.5 %
+positive (stress) labels. Table 6.2 gives the best model: 200 units, leaky 1.0, ρ = 0.99,
+η = 0.1, batch 20, one epoch.
+
+Two forms share the readout, so their trainable weights have the same structure
+(``[kernel (U, 1), bias (1,)]``) and can be federated interchangeably:
+
+* the full model — ``Input(T, F) → Reservoir → Dense(1, sigmoid)`` — as in the thesis;
+* the readout-only model — ``Input(T, U) → Dense(1, sigmoid)`` — trained on cached
+  reservoir states (the reservoir is fixed, so its states are harvested once).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import tensorflow as tf
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.reservoir import Reservoir
+
+THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
+"""Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
+
+
+def _check_class_weight(class_weight: Any) -> tuple[float, float]:
+    """``{0: w0, 1: w1}`` (or a pair) → ``(w0, w1)``, finite and ≥ 0, not both 0."""
+    if isinstance(class_weight, dict):
+        if set(class_weight) != {0, 1}:
+            raise ValueError(f"class_weight: expected keys {{0, 1}}, got {sorted(class_weight)}.")
+        pair = (class_weight[0], class_weight[1])
+    else:
+        pair = tuple(class_weight)
+    if len(pair) != 2 or not all(isinstance(w, (int, float)) and math.isfinite(w) and w >= 0 for w in pair) \
+            or sum(pair) == 0:
+        raise ValueError(f"class_weight: expected two finite weights ≥ 0 (not both 0), got {class_weight!r}.")
+    return float(pair[0]), float(pair[1])
+
+
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
+    """Binary cross-entropy with per-class weights (thesis §6.1, ``class_weight={0: 12, 1: 88}``).
+
+    ``mean(w[y] · BCE(y, p))`` over every prediction — exactly what ``model.fit(...,
+    class_weight=...)`` computes for (batch, 1) targets, and it also applies to per-step
+    (batch, T, 1) targets, where Keras' ``class_weight`` is not supported.
+    """
+
+    def __init__(self, class_weight: Any = (12.0, 88.0), name: str = "weighted_binary_crossentropy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.class_weight = _check_class_weight(class_weight)
+
+    def call(self, y_true, y_pred):
+        y_true = tf.cast(y_true, y_pred.dtype)
+        w0, w1 = self.class_weight
+        weights = w0 + (w1 - w0) * y_true
+        return tf.reduce_mean(weights * tf.keras.backend.binary_crossentropy(y_true, y_pred), axis=-1)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "class_weight": list(self.class_weight)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ThesisModelConfig:
+    """Everything that defines the thesis model and its local training (thesis Table 6.2).
+
+    Attributes:
+        reservoir: the reservoir hyperparameters (Table 6.2: 200 units, ρ 0.99, α 1.0).
+        learning_rate: Adam's learning rate η (Table 6.2: 0.1) — the clients' optimizer.
+        batch_size: sequences per mini-batch B (Table 6.2: 20).
+        epochs: local epochs E per round (thesis §6.1: one epoch per round).
+        class_weight: ``(w0, w1)`` loss weights of the two classes (thesis §6.1: 12, 88).
+        state_mode: ``"all"`` (a prediction per time step; per-step labels) or ``"last"`` /
+            ``"mean"`` (one prediction per sequence; per-sequence labels).
+        washout: initial steps whose states and labels are dropped (≥ 0).
+    """
+
+    reservoir: ReservoirConfig = THESIS_RESERVOIR
+    learning_rate: float = 0.1
+    batch_size: int = 20
+    epochs: int = 1
+    class_weight: tuple[float, float] = (12.0, 88.0)
+    state_mode: str = "all"
+    washout: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reservoir, ReservoirConfig):
+            raise TypeError(f"ThesisModelConfig.reservoir: expected a ReservoirConfig, got {type(self.reservoir).__name__}.")
+        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
+                and self.learning_rate > 0):
+            raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0, got {self.learning_rate!r}.")
+        for name in ("batch_size", "epochs"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ThesisModelConfig.{name}: expected an integer ≥ 1, got {value!r}.")
+        object.__setattr__(self, "class_weight", _check_class_weight(self.class_weight))
+        if self.state_mode not in ("all", "last", "mean"):
+            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last' or 'mean', got {self.state_mode!r}.")
+        if not isinstance(self.washout, int) or self.washout < 0:
+            raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
+
+    @property
+    def per_step(self) -> bool:
+        """Whether the model predicts at every time step (``state_mode="all"``)."""
+        return self.state_mode == "all"
+
+    def replace(self, **changes: Any) -> "ThesisModelConfig":
+        return dataclasses.replace(self, **changes)
+
+
+def readout_layer(seed: int) -> tf.keras.layers.Dense:
+    """The sigmoid readout ``Dense(1)`` (thesis Alg. 2 line 18), Glorot-uniform with a seed."""
+    return tf.keras.layers.Dense(
+        1, activation="sigmoid", name="readout",
+        kernel_initializer=tf.keras.initializers.GlorotUniform(seed=seed),
+    )
+
+
+def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only: bool = False,
+                       reservoir: ReservoirConfig | None = None) -> tf.keras.Model:
+    """The (uncompiled) thesis ESN.
+
+    Args:
+        n_inputs: input features F (thesis: pEDA, tEDA, HR, HRV), or — with
+            ``readout_only`` — the reservoir units whose cached states are the input.
+        config: model configuration; the readout's initial weights are seeded by
+            ``config.reservoir.seed``, so every build gives the same initial model.
+        readout_only: the readout alone on (cached) states.
+        reservoir: the reservoir of this model when it differs from ``config.reservoir``
+            (a client with its own reservoir, thesis Table 6.5).
+
+    Returns:
+        ``(batch, T, F) → (batch, T − washout, 1)`` when ``config.per_step``, else
+        ``(batch, T, F) → (batch, 1)``; the readout-only model maps states of the same
+        layout ((batch, T', U) or (batch, U)).
+    """
+    if not isinstance(n_inputs, int) or n_inputs < 1:
+        raise ValueError(f"build_thesis_model: n_inputs must be an integer ≥ 1, got {n_inputs!r}.")
+    res = reservoir or config.reservoir
+    if readout_only:
+        if n_inputs != res.units:
+            raise ValueError(f"build_thesis_model: cached states have {n_inputs} units, the reservoir {res.units}.")
+        inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
+        states = inputs
+    else:
+        inputs = tf.keras.Input((None, n_inputs), name="inputs")
+        states = Reservoir(res, state_mode=config.state_mode, washout=config.washout, name="reservoir")(inputs)
+    outputs = readout_layer(config.reservoir.seed)(states)
+    return tf.keras.Model(inputs, outputs, name="thesis_esn_readout" if readout_only else "thesis_esn")
+
+
+def thesis_loss(config: ThesisModelConfig) -> WeightedBinaryCrossentropy:
+    """The thesis' class-weighted binary cross-entropy."""
+    return WeightedBinaryCrossentropy(config.class_weight)
+
+
+def compile_thesis_model(model: tf.keras.Model, config: ThesisModelConfig) -> tf.keras.Model:
+    """Compiles with Adam(η), the weighted BCE, binary accuracy and AUC (thesis §6.1)."""
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+        loss=thesis_loss(config),
+        metrics=[tf.keras.metrics.BinaryAccuracy(name="accuracy"), tf.keras.metrics.AUC(name="auc")],
+    )
+    return model

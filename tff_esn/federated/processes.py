@@ -1,0 +1,100 @@
+"""FedAvg with a server learning rate and FedCurv, composed from TFF's learning templates.
+
+* :func:`build_fedavg` — thesis §6.2 / Alg. 1: TFF's weighted FedAvg
+  (``tff.learning.algorithms.build_weighted_fed_avg``): clients train with their optimizer
+  (thesis: Adam), the example-weighted mean delta is applied by a server SGD with learning
+  rate ∈ {1.0, 0.1, 0.01, 0.001} (1.0 is McMahan's FedAvg). With a client filter the same
+  four parts are composed with :func:`~tff_esn.federated.client_work.build_readout_client_work`
+  as the client work (thesis Alg. 3).
+* :func:`build_fedcurv` — thesis ch. 3, Alg. 2 (and Alg. 4 with a filter):
+  ``compose_learning_process`` of FedAvg's broadcast distributor, the FedCurv client work
+  (state ``u``, ``v``), TFF's weighted mean aggregator and the server-optimizer finalizer.
+  With penalty 0 it performs exactly FedAvg's arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow_federated as tff
+
+from tff_esn import runtime
+from tff_esn.federated.client_work import ClientFilter, build_readout_client_work
+
+ModelFn = Callable[[], tff.learning.models.VariableModel]
+
+
+def _check_rate(name: str, value: float) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: expected a finite number > 0, got {value!r}.")
+    return float(value)
+
+
+def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *, penalty: float | None,
+             client_filter: ClientFilter | None) -> tff.learning.templates.LearningProcess:
+    """FedAvg's distributor, mean aggregator and SGD finalizer around our client work."""
+
+    @tff.tensorflow.computation
+    def initial_model_weights_fn():
+        return tff.learning.models.ModelWeights.from_model(model_fn())
+
+    weights_type = initial_model_weights_fn.type_signature.result
+    return tff.learning.templates.compose_learning_process(
+        initial_model_weights_fn,
+        tff.learning.templates.build_broadcast_process(weights_type),
+        build_readout_client_work(model_fn, client_optimizer, penalty=penalty, client_filter=client_filter),
+        tff.aggregators.MeanFactory().create(weights_type.trainable, tff.TensorType(np.float32)),
+        tff.learning.templates.build_apply_optimizer_finalizer(
+            tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate), weights_type),
+    )
+
+
+def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
+                 client_filter: ClientFilter | None = None) -> tff.learning.templates.LearningProcess:
+    """FedAvg with a server learning rate (thesis §6.2, Alg. 1; Alg. 3 with ``client_filter``).
+
+    Args:
+        model_fn: no-arg function building a new TFF model (thesis readout).
+        client_learning_rate: the clients' Adam learning rate η (Table 6.2: 0.1).
+        server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
+        client_filter: optional accept/reject rule on the client's readout delta.
+    """
+    runtime.ensure_context()
+    client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
+    server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
+    if client_filter is None:
+        return tff.learning.algorithms.build_weighted_fed_avg(
+            model_fn, client_optimizer_fn=client_optimizer,
+            server_optimizer_fn=tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate),
+            loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR,
+        )
+    return _compose(model_fn, client_optimizer, server_learning_rate, penalty=None, client_filter=client_filter)
+
+
+def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
+                  penalty: float = 1e-4, client_filter: ClientFilter | None = None
+                  ) -> tff.learning.templates.LearningProcess:
+    """FedCurv (thesis ch. 3, Alg. 2; Alg. 4 with ``client_filter``).
+
+    Args:
+        penalty: the curvature penalty weight λ (thesis Listing 3.7: 1e-4; ≥ 0).
+        Others: as :func:`build_fedavg`.
+
+    The state's ``client_work`` holds ``{"u": ..., "v": ...}`` (see :func:`curvature`).
+    """
+    runtime.ensure_context()
+    client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
+    server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
+    if not isinstance(penalty, (int, float)) or isinstance(penalty, bool):
+        raise ValueError(f"penalty: expected a finite number ≥ 0, got {penalty!r}.")
+    return _compose(model_fn, client_optimizer, server_learning_rate, penalty=float(penalty),
+                    client_filter=client_filter)
+
+
+def curvature(state) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """FedCurv's server aggregates ``(u, v)`` (thesis eq. 2.18) from a process state."""
+    work = state.client_work
+    if not work or "u" not in work:
+        raise ValueError("curvature: this process state has no u/v (it is not a FedCurv state).")
+    return [np.asarray(t) for t in work["u"]], [np.asarray(t) for t in work["v"]]

@@ -1,0 +1,310 @@
+"""A federated training run of the thesis model: rounds, sampling, metrics, checkpoints, resume.
+
+:func:`run_federated` drives a FedAvg or FedCurv process (:mod:`tff_esn.federated.processes`)
+for ``rounds`` rounds (thesis §6.1: 78 rounds, 5 of 10 clients per round, input noise std
+0.5). Per round it evaluates the server model on the validation and test clients (accuracy,
+F1, AUC), counts accepted clients and communicated floats, and releases the row through
+``tff.program`` release managers (``rounds.csv`` and TensorBoard); the process state is
+saved by ``tff.program.FileProgramStateManager`` after every round, so an interrupted run
+continues with ``resume=True`` and ends with the same weights as an uninterrupted one
+(client sampling, noise and shuffling are pure functions of the seed and the round).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow_federated as tff
+from tqdm.auto import tqdm
+
+from tff_esn import runtime
+from tff_esn.communication import CommunicationCost, Phase
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.federated import clients as client_data
+from tff_esn.federated.client_work import ClientFilter
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.federated.processes import build_fedavg, build_fedcurv
+from tff_esn.metrics import classification_metrics, split_report
+
+ALGORITHMS = ("fedavg", "fedcurv")
+STATE_SOURCES = ("cached", "faithful")
+_SAMPLE = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedConfig:
+    """One federated run of the thesis model (thesis §6.1–6.2).
+
+    Attributes:
+        algorithm: ``"fedavg"`` (Alg. 1) or ``"fedcurv"`` (Alg. 2).
+        model: the thesis model and its local training (Table 6.2).
+        rounds: communication rounds (thesis: 78).
+        clients_per_round: m clients sampled per round without replacement (thesis: 5).
+        server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
+        noise_std: std of the Gaussian noise added to the inputs of the noisy clients (thesis: 0.5).
+        noisy_clients: ids of the clients that receive noise; ``None`` = every training client.
+        reservoirs: ``"same"`` (clients use the server's reservoir, Table 6.4) or
+            ``"different"`` (each client its own seed, Table 6.5).
+        states: ``"cached"`` (states harvested once, readout trained alone; noise drawn once
+            per client) or ``"faithful"`` (reservoir inside the model, noise redrawn every
+            round; needs ``reservoirs="same"``: TFF broadcasts the server's reservoir weights
+            into every client model).
+        penalty: FedCurv's penalty weight λ (thesis: 1e-4); ignored by FedAvg.
+        seed: seed of client sampling, noise and shuffling.
+        shuffle: shuffle each client's sequences every round (seeded).
+    """
+
+    algorithm: str = "fedavg"
+    model: ThesisModelConfig = ThesisModelConfig()
+    rounds: int = 78
+    clients_per_round: int = 5
+    server_learning_rate: float = 1.0
+    noise_std: float = 0.5
+    noisy_clients: tuple[str, ...] | None = None
+    reservoirs: str = "same"
+    states: str = "cached"
+    penalty: float = 1e-4
+    seed: int = 0
+    shuffle: bool = True
+
+    def __post_init__(self) -> None:
+        def check(name: str, ok: bool, expected: str) -> None:
+            if not ok:
+                raise ValueError(f"FederatedConfig.{name}: expected {expected}, got {getattr(self, name)!r}.")
+
+        check("algorithm", self.algorithm in ALGORITHMS, f"one of {ALGORITHMS}")
+        check("model", isinstance(self.model, ThesisModelConfig), "a ThesisModelConfig")
+        for name in ("rounds", "clients_per_round"):
+            value = getattr(self, name)
+            check(name, isinstance(value, int) and not isinstance(value, bool) and value >= 1, "an integer ≥ 1")
+        check("server_learning_rate", _finite(self.server_learning_rate) and self.server_learning_rate > 0,
+              "a finite number > 0")
+        check("noise_std", _finite(self.noise_std) and self.noise_std >= 0, "a finite number ≥ 0")
+        check("reservoirs", self.reservoirs in client_data.RESERVOIR_MODES, f"one of {client_data.RESERVOIR_MODES}")
+        check("states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
+        check("penalty", _finite(self.penalty) and self.penalty >= 0, "a finite number ≥ 0")
+        check("seed", isinstance(self.seed, int) and self.seed >= 0, "an integer ≥ 0")
+        if self.states == "faithful" and self.reservoirs == "different":
+            raise ValueError(
+                "FederatedConfig: reservoirs='different' needs states='cached' — with the reservoir inside the "
+                "model, TFF broadcasts the server's (non-trainable) reservoir weights into every client model."
+            )
+        if self.noisy_clients is not None:
+            object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> list[str]:
+    """The m clients of round ``round_num``: uniform without replacement, a pure function of (seed, round)."""
+    rng = np.random.default_rng(client_data.child_seed(seed, _SAMPLE, round_num))
+    picks = rng.choice(len(ids), size=min(m, len(ids)), replace=False)
+    return [ids[i] for i in sorted(picks)]
+
+
+@dataclasses.dataclass
+class _EvalSet:
+    """A group's server-reservoir states and flat integer labels."""
+
+    states: np.ndarray
+    labels: np.ndarray
+
+    def scores(self, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """Readout probabilities sigmoid(x w + b) (thesis Alg. 2 line 18), flattened."""
+        z = self.states.reshape(-1, self.states.shape[-1]).astype(np.float64) @ kernel.astype(np.float64) + bias
+        return 1.0 / (1.0 + np.exp(-z[:, 0]))
+
+
+def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig) -> _EvalSet | None:
+    if not ids:
+        return None
+    pooled = dataset.pooled(ids)
+    labels = client_data.targets(pooled, config).reshape(-1).astype(np.int64)
+    return _EvalSet(client_data.harvest(pooled.x, config.reservoir, config), labels)
+
+
+def _communication(config: FederatedConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
+    """Floats per client per round: the model weights down (TFF broadcasts trainable and
+    non-trainable ones), the readout delta up; FedCurv adds u and v both ways."""
+    extra = 2 * trainable if config.algorithm == "fedcurv" else 0
+    return CommunicationCost((Phase(config.algorithm, trainable + extra, trainable + non_trainable + extra,
+                                    rounds, bytes_per_float=4),))
+
+
+def _noise_table(config: FederatedConfig, ids: Sequence[str]) -> dict[str, float]:
+    noisy = set(ids) if config.noisy_clients is None else set(config.noisy_clients)
+    unknown = sorted(noisy - set(ids))
+    if unknown:
+        raise ValueError(f"noisy_clients: {unknown} are not training clients {list(ids)}.")
+    return {cid: (config.noise_std if cid in noisy else 0.0) for cid in ids}
+
+
+class _Checkpoints:
+    """``tff.program.FileProgramStateManager`` over ``{"state", "round"}`` in ``DIR/checkpoints``."""
+
+    def __init__(self, out_dir: Path):
+        self.manager = tff.program.FileProgramStateManager(str(out_dir / "checkpoints"), keep_total=2)
+
+    def latest(self, initial_state) -> tuple[Any, int] | None:
+        state, version = asyncio.run(self.manager.load_latest({"state": initial_state, "round": 0}))
+        return None if state is None else (state["state"], int(version))
+
+    def save(self, state, round_num: int) -> None:
+        asyncio.run(self.manager.save({"state": state, "round": round_num}, round_num))
+
+
+class _Releases:
+    """Per-round rows to ``DIR/rounds.csv`` and ``DIR/tensorboard`` through tff.program release managers."""
+
+    def __init__(self, out_dir: Path):
+        self.managers = [
+            tff.program.CSVFileReleaseManager(str(out_dir / "rounds.csv"), key_fieldname="round"),
+            tff.program.TensorBoardReleaseManager(str(out_dir / "tensorboard")),
+        ]
+
+    def release(self, row: Mapping[str, float], round_num: int) -> None:
+        value = {k: v for k, v in row.items() if k != "round"}
+
+        async def release_all():
+            await asyncio.gather(*(m.release(value, key=round_num) for m in self.managers))
+
+        asyncio.run(release_all())
+
+
+def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray) -> dict[str, float]:
+    if group is None:
+        return {}
+    m = classification_metrics(group.labels, group.scores(kernel, bias), 2)
+    return {k: (math.nan if v is None else float(v)) for k, v in m.items() if k != "n"}
+
+
+def run_federated(
+    dataset: SequenceDataset,
+    split: Split,
+    config: FederatedConfig,
+    *,
+    out_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    client_filter: ClientFilter | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Trains the thesis model with FedAvg or FedCurv on ``split.train`` clients.
+
+    Args:
+        dataset: binary-labelled sequences (thesis pipeline: pEDA, tEDA, HR, HRV; stress).
+        split: training clients are federated; validation and test clients evaluate the
+            server model every round.
+        config: the run's configuration.
+        out_dir: where ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` go; ``None``
+            keeps everything in memory (no resume).
+        resume: continue from the last checkpoint in ``out_dir`` (a finished run returns
+            its final result without training).
+        client_filter: optional accept/reject rule on each client's readout delta
+            (:mod:`tff_esn.federated.client_work`).
+        cache_dir: where cached client states are saved (file-backed client datasets);
+            ``None`` keeps them in memory.
+        progress: show a tqdm progress bar over rounds.
+
+    Returns:
+        ``{"train", "val", "test", "communication", "extra"}`` — the ``metrics.json``
+        sections of :mod:`tff_esn.algorithms` — where ``extra`` holds ``rounds`` (the
+        per-round rows of this call), ``weights`` (final readout kernel and bias) and the
+        config.
+    """
+    runtime.ensure_context()
+    if dataset.n_classes != 2:
+        raise ValueError(f"run_federated: the thesis model is a binary classifier; the data has {dataset.n_classes} classes.")
+    if resume and out_dir is None:
+        raise ValueError("run_federated: resume=True needs out_dir (where the checkpoints are).")
+    model_cfg = config.model
+    train = dataset.select(split.train)
+    noise = _noise_table(config, split.train)
+    if config.states == "cached":
+        source = client_data.CachedStates(train, model_cfg, seed=config.seed, noise_std=noise,
+                                          reservoirs=config.reservoirs, shuffle=config.shuffle, cache_dir=cache_dir)
+        n_inputs = model_cfg.reservoir.units
+    else:
+        source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise, shuffle=config.shuffle)
+        n_inputs = len(dataset.feature_names)
+    input_spec = source.dataset(source.ids[0], 0).element_spec
+
+    def model_fn():
+        keras_model = build_thesis_model(n_inputs, model_cfg, readout_only=config.states == "cached")
+        return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model_cfg), input_spec=input_spec)
+
+    common = dict(client_learning_rate=model_cfg.learning_rate, server_learning_rate=config.server_learning_rate,
+                  client_filter=client_filter)
+    process = (build_fedcurv(model_fn, penalty=config.penalty, **common) if config.algorithm == "fedcurv"
+               else build_fedavg(model_fn, **common))
+    groups = {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")}
+
+    state = process.initialize()
+    weights = process.get_model_weights(state)
+    trainable = sum(int(np.size(w)) for w in weights.trainable)
+    non_trainable = sum(int(np.size(w)) for w in weights.non_trainable)
+    per_round = _communication(config, trainable, non_trainable, 1)
+
+    start_round = 0
+    out = None if out_dir is None else Path(out_dir)
+    checkpoints = releases = None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        checkpoints, releases = _Checkpoints(out), _Releases(out)
+        found = checkpoints.latest(state)
+        if found is not None and not resume:
+            raise ValueError(f"run_federated: {out} holds checkpoints of an earlier run; pass resume=True "
+                             "(--resume) to continue it, or choose a new output folder.")
+        if found is not None:
+            state, start_round = found
+
+    rows = []
+    bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
+               desc=f"{config.algorithm} rounds", disable=not progress, unit="round")
+    for round_num in bar:
+        began = time.perf_counter()
+        sampled = sample_clients(source.ids, config.clients_per_round, config.seed, round_num)
+        output = process.next(state, source.datasets(sampled, round_num))
+        state = output.state
+        seconds = time.perf_counter() - began
+        kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
+        work = output.metrics["client_work"]
+        row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
+               "accepted_clients": int(work.get("accepted_clients", len(sampled))),
+               "train_loss": float(work["train"]["loss"]),
+               "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
+               "seconds": seconds}
+        for name, group in groups.items():
+            row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias).items()})
+        rows.append(row)
+        bar.set_postfix(val_f1=row.get("val_f1_micro", math.nan), accepted=row["accepted_clients"])
+        if out is not None:
+            releases.release(row, round_num + 1)
+            checkpoints.save(state, round_num + 1)
+    bar.close()
+
+    kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
+    report = {}
+    for name in ("train", "val", "test"):
+        group = _eval_set(dataset, getattr(split, name), model_cfg) if name == "train" else groups[name]
+        report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), 2,
+                                                               seed=config.seed)
+    return {
+        **report,
+        "communication": _communication(config, trainable, non_trainable, config.rounds).to_dict(),
+        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "federated_config": config.to_dict(),
+                  "accepted_clients": [r["accepted_clients"] for r in rows]},
+    }
