@@ -1,0 +1,235 @@
+"""The closed-form family as runnable algorithms of ``tff-esn run`` (registered on import).
+
+``centralized`` (pooled ridge, IncFed eq. 3), ``incfed`` (IncFed eqs. 6–10, through TFF
+by default), ``fedavg-ridge`` (IncFed eqs. 4–5), ``partial-incfed`` (thesis §B.3),
+``pfedrr`` (pFedRR eqs. 2–5; the exact, I- and R- readouts in one pass), ``fedip`` (FedIP
+Alg. 1 + IncFed), ``ensemble`` and ``alignment`` (heterogeneous reservoirs). Every run
+harvests each client once per reservoir through a :class:`~tff_esn.harvest.Harvester`,
+reports train/val/test metrics with the random baseline and its communication cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tff_esn import communication
+from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
+from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.heterogeneous import align, client_reservoirs, ensemble_scores
+from tff_esn.incfed import fit_incfed, run_incfed_tff
+from tff_esn.metrics import split_report
+from tff_esn.partial_incfed import default_k, fit_partial_incfed
+from tff_esn.pfedrr import fit_pfedrr
+from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
+from tff_esn.ridge import RidgeStats
+
+GROUPS = ("train", "val", "test")
+Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
+
+
+class Run:
+    """What every closed-form run shares: the reservoir, the harvest, λ and the split."""
+
+    def __init__(self, dataset: SequenceDataset, split: Split, args: argparse.Namespace):
+        self.dataset, self.split, self.args = dataset, split, args
+        self.config = reservoir_config_from_args(args)
+        self.spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
+        self.harvester = Harvester(dataset, self.spec)
+        self.weights = ReservoirWeights.from_config(self.config, len(dataset.feature_names))
+        self.l2 = float(args.l2)
+        self.train_ids = split.train
+
+    @property
+    def n_features(self) -> int:
+        return self.harvester.n_features(self.weights)
+
+    @property
+    def n_outputs(self) -> int:
+        return self.dataset.n_classes
+
+    def stats(self, weights: ReservoirWeights | None = None) -> list[RidgeStats]:
+        return [self.harvester.stats(weights or self.weights, cid) for cid in self.train_ids]
+
+    def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
+        return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
+
+    def report(self, scorer: Scorer, cost: communication.CommunicationCost, **extra: Any) -> dict[str, Any]:
+        """The result sections: train/val/test metrics (None for an empty group), communication, extra."""
+        out: dict[str, Any] = {}
+        for group in GROUPS:
+            ids = getattr(self.split, group)
+            if ids:
+                scores, labels = scorer(ids)
+                out[group] = split_report(labels, scores, self.n_outputs, seed=self.args.seed)
+            else:
+                out[group] = None
+        out["communication"] = cost.to_dict()
+        out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), **extra}
+        return out
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """This algorithm has only the common flags."""
+
+
+def _backend_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("tff", "numpy"), default="tff",
+                        help="TFF federated computation (default) or the plain numpy path")
+
+
+# ----------------------------------------------------------------------------- centralized
+def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """Ridge on the pooled training data (IncFed eq. 3): the reference of every federation."""
+    run = Run(dataset, split, args)
+    pooled = dataset.pooled(run.train_ids)
+    readout = run.harvester.stats_of(run.weights, pooled).solve(run.l2)
+    raw = [int(np.prod(dataset.clients[c].x.shape)) for c in run.train_ids]
+    return run.report(run.scorer(readout), communication.centralized(raw))
+
+
+# ----------------------------------------------------------------------------- incfed
+def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
+    _backend_argument(parser)
+    parser.add_argument("--l2-per-client", action="store_true",
+                        help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
+
+
+def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool) -> np.ndarray:
+    if run.args.backend == "tff":
+        clients = list(run.dataset.select(run.train_ids).values())
+        return run_incfed_tff(weights, clients, run.n_outputs, run.spec, run.l2, per_client=per_client)
+    return fit_incfed(run.stats(weights), run.l2, per_client=per_client)
+
+
+def run_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """IncFed / FedRR (IncFed eqs. 6–10)."""
+    run = Run(dataset, split, args)
+    readout = _incfed_readout(run, run.weights, args.l2_per_client)
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
+                      backend=args.backend)
+
+
+# ----------------------------------------------------------------------------- fedavg-ridge
+def run_fedavg_ridge(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """Size-weighted FedAvg of the clients' local ridge readouts (IncFed eqs. 4–5)."""
+    run = Run(dataset, split, args)
+    readout = fit_fedavg_ridge(run.stats(), run.l2)
+    return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
+
+
+# ----------------------------------------------------------------------------- partial-incfed
+def _partial_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, default=None,
+                        help="features each client uploads (default: the thesis' 1.5/|C| of N_F)")
+    parser.add_argument("--alpha", type=float, default=0.3,
+                        help="share of the k features chosen by importance, the rest at random "
+                             "(thesis Table B.2: 0.3; 0 = the Random strategy)")
+
+
+def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """Partial IncFed (thesis eqs. B.15–B.17)."""
+    run = Run(dataset, split, args)
+    k = args.k if args.k is not None else default_k(run.n_features, len(run.train_ids))
+    result = fit_partial_incfed(run.stats(), k, args.alpha, run.l2, seed=args.seed)
+    return run.report(run.scorer(result.readout), communication.partial_incfed(k, run.n_features, run.n_outputs),
+                      k=k, alpha=args.alpha)
+
+
+# ----------------------------------------------------------------------------- pfedrr
+def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tau", type=float, default=0.5,
+                        help="importance threshold τ ∈ (0, 1]: units with scaled importance ≥ 1 − τ are kept")
+
+
+def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
+    run = Run(dataset, split, args)
+    result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed)
+    comparison = {}
+    for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
+        comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
+            run.n_features, run.n_outputs)).items() if g in GROUPS}
+    cost = communication.pfedrr([u.size for u in result.important_units], run.n_features, run.n_outputs)
+    return run.report(run.scorer(result.important), cost, tau=args.tau, percent_units=result.percent_units,
+                      **comparison)
+
+
+# ----------------------------------------------------------------------------- fedip
+def _fedip_arguments(parser: argparse.ArgumentParser) -> None:
+    _backend_argument(parser)
+    d = IPConfig()
+    parser.add_argument("--rounds", type=int, default=3, help="FedIP rounds (default %(default)s)")
+    parser.add_argument("--ip-mu", type=float, default=d.mu, help="IP target mean μ (FedIP Table 1: 0)")
+    parser.add_argument("--ip-sigma", type=float, default=d.sigma, help="IP target std σ (FedIP: 0.005–0.15)")
+    parser.add_argument("--ip-eta", type=float, default=d.eta, help="IP learning rate η (FedIP: 0.01)")
+    parser.add_argument("--ip-epochs", type=int, default=d.epochs, help="local IP epochs per round (FedIP: 3–10)")
+    parser.add_argument("--ip-batch-size", type=int, default=d.batch_size,
+                        help="sequences per online IP step (default %(default)s)")
+
+
+def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
+    run = Run(dataset, split, args)
+    cfg = IPConfig(mu=args.ip_mu, sigma=args.ip_sigma, eta=args.ip_eta, epochs=args.ip_epochs,
+                   batch_size=args.ip_batch_size)
+    clients = list(dataset.select(run.train_ids).values())
+    fedip = run_fedip_tff if args.backend == "tff" else fedip_numpy
+    adapted = fedip(run.weights, clients, cfg, args.rounds)
+    readout = _incfed_readout(run, adapted, per_client=False)
+    cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
+    return run.report(run.scorer(readout, adapted), cost, backend=args.backend,
+                      gain_mean=float(adapted.gain.mean()), bias_mean=float(adapted.bias.mean()))
+
+
+# ----------------------------------------------------------------------------- heterogeneous
+def run_ensemble(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """Each client its own reservoir and ridge readout; size-weighted ensemble of outputs."""
+    run = Run(dataset, split, args)
+    members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
+    stats = [run.harvester.stats(w, cid) for w, cid in zip(members, run.train_ids)]
+    readouts = local_readouts(stats, run.l2)
+    sizes = [s.n for s in stats]
+
+    def scorer(ids):
+        outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
+        return ensemble_scores([o[0] for o in outputs], sizes), outputs[0][1]
+
+    return run.report(scorer, communication.ensemble(len(members), run.n_features, run.n_outputs))
+
+
+def _alignment_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--alpha", type=float, default=0.5,
+                        help="interpolation weight toward the shared reservoir, in [0, 1] (1 = IncFed)")
+
+
+def run_alignment(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+    """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
+    run = Run(dataset, split, args)
+    members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
+    aligned = [align(w, run.weights, args.alpha) for w in members]
+    readout = fit_incfed([run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)], run.l2)
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=args.alpha)
+
+
+register_algorithm("centralized", _no_arguments, run_centralized,
+                   help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
+register_algorithm("incfed", _incfed_arguments, run_incfed,
+                   help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
+register_algorithm("fedavg-ridge", _no_arguments, run_fedavg_ridge,
+                   help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
+register_algorithm("partial-incfed", _partial_arguments, run_partial_incfed,
+                   help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
+register_algorithm("pfedrr", _pfedrr_arguments, run_pfedrr,
+                   help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
+register_algorithm("fedip", _fedip_arguments, run_fedip,
+                   help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
+register_algorithm("ensemble", _no_arguments, run_ensemble,
+                   help="different reservoir per client; size-weighted ensemble of local readouts")
+register_algorithm("alignment", _alignment_arguments, run_alignment,
+                   help="different reservoirs interpolated toward a shared one with weight α, then IncFed")

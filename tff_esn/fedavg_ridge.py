@@ -1,0 +1,42 @@
+"""FedAvg of ridge readouts (IncFed §II-B, eqs. 4–5).
+
+Each client solves its own ridge readout ``W_c = Y_c S_cᵀ (S_c S_cᵀ + β_c I)⁻¹`` (eq. 4)
+and the server averages them weighted by the local sizes,
+``W = Σ_c (N_train,c / N_train) W_c``. The paper prints eq. 5 as ``Σ_c (1/N_train,c) W_c``,
+a typo: those weights neither sum to one nor weight larger clients more, contradicting the
+text ("possibly weighted by the size of the local datasets"); we implement the weighted
+mean the text describes. N_train,c counts the client's training states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tff_esn.incfed import check_clients
+from tff_esn.ridge import RidgeStats
+
+
+def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:
+    """Each client's own ridge readout ``W_c`` with ``β_c = l2`` (IncFed eq. 4)."""
+    return [s.solve(l2) for s in check_clients(stats)]
+
+
+def average_readouts(readouts: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
+    """Size-weighted mean ``Σ_c (n_c / n) W_c`` of equally shaped readouts (IncFed eq. 5, corrected)."""
+    if not readouts or len(readouts) != len(sizes):
+        raise ValueError(f"readouts and sizes: expected equal, non-zero lengths, got {len(readouts)} and {len(sizes)}.")
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if np.any(~np.isfinite(sizes)) or np.any(sizes <= 0):
+        raise ValueError(f"sizes: expected positive local sizes, got {sizes.tolist()}.")
+    shapes = {np.shape(w) for w in readouts}
+    if len(shapes) != 1:
+        raise ValueError(f"readouts: expected one shape for every client, got {sorted(shapes)}.")
+    return np.tensordot(sizes / sizes.sum(), np.stack(readouts), axes=1)
+
+
+def fit_fedavg_ridge(stats: Sequence[RidgeStats], l2: float) -> np.ndarray:
+    """FedAvg of the clients' local ridge readouts, weighted by their numbers of states."""
+    stats = check_clients(stats)
+    return average_readouts(local_readouts(stats, l2), [s.n for s in stats])

@@ -1,0 +1,229 @@
+"""Per-client reservoir states and ridge statistics, computed once and reused.
+
+Every closed-form algorithm needs, for each client, the ridge statistics of its training
+states (IncFed eqs. 6–7) and, for evaluation, the states it scores. A :class:`Harvester`
+computes both once per (reservoir, client) and caches them, so the centralized,
+IncFed, FedAvg-of-ridge, Partial IncFed and pFedRR runs (and a tuner trying several l2)
+share one harvest.
+
+Which states enter the readout (:class:`StateSpec`):
+
+* ``"all"``: every state after ``washout`` is a training sample, labelled with its
+  sequence's label (or its step's label for per-step labels). A sequence is scored by the
+  mean of its per-step outputs, which for a linear readout is ``W`` applied to the mean
+  state; per-step labels are scored per step.
+* ``"last"`` / ``"mean"``: one state per sequence (the last, or the mean after
+  ``washout``); per-step labels use the last step's label (``"last"`` only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.data.sequences import ClientSequences, SequenceDataset
+from tff_esn.reservoir import STATE_MODES, Reservoir, bias_weights, input_weights, recurrent_weights, run_reservoir
+from tff_esn.ridge import RidgeStats, one_hot, predict
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ReservoirWeights:
+    """The arrays of one reservoir (Keras layout) plus its leaking rate (IncFed eq. 1, FedIP eq. 1).
+
+    Attributes:
+        kernel: W_in (n_inputs, units) float32.
+        recurrent: Ŵ (units, units) float32.
+        bias: b (units,) float32.
+        gain: intrinsic-plasticity gain g (units,) float32 (ones when no IP).
+        leaky: leaking rate a ∈ (0, 1].
+    """
+
+    kernel: np.ndarray
+    recurrent: np.ndarray
+    bias: np.ndarray
+    gain: np.ndarray
+    leaky: float
+
+    def __post_init__(self) -> None:
+        arrays = {}
+        for name in ("kernel", "recurrent", "bias", "gain"):
+            arr = np.asarray(getattr(self, name), dtype=np.float32)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"ReservoirWeights.{name}: contains NaN or inf.")
+            arrays[name] = arr
+        units = arrays["recurrent"].shape[0] if arrays["recurrent"].ndim == 2 else -1
+        shapes = {"kernel": (arrays["kernel"].shape[0] if arrays["kernel"].ndim == 2 else -1, units),
+                  "recurrent": (units, units), "bias": (units,), "gain": (units,)}
+        for name, arr in arrays.items():
+            if units < 1 or arr.shape != shapes[name]:
+                raise ValueError(f"ReservoirWeights.{name}: expected shape {shapes[name]}, got {arr.shape}.")
+            object.__setattr__(self, name, arr)
+        if not 0 < self.leaky <= 1:
+            raise ValueError(f"ReservoirWeights.leaky: expected a number in (0, 1], got {self.leaky!r}.")
+
+    @classmethod
+    def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
+        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1."""
+        return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
+                   np.ones(config.units, np.float32), float(config.leaky))
+
+    @property
+    def units(self) -> int:
+        return int(self.recurrent.shape[0])
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.kernel.shape[0])
+
+    @property
+    def key(self) -> str:
+        """Content hash: equal arrays give equal keys (the cache key of a harvest)."""
+        h = hashlib.sha1(np.float64(self.leaky).tobytes())
+        for arr in (self.kernel, self.recurrent, self.bias, self.gain):
+            h.update(arr.tobytes())
+        return h.hexdigest()
+
+    def replace(self, **changes: Any) -> "ReservoirWeights":
+        return dataclasses.replace(self, **changes)
+
+    def layer_weights(self) -> list[np.ndarray]:
+        """Weights in :class:`~tff_esn.reservoir.Reservoir` order (with ``use_gain=True``)."""
+        return [self.kernel, self.recurrent, self.bias, self.gain]
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSpec:
+    """Which states the readout sees: ``state_mode``, ``washout`` and the readout bias input."""
+
+    state_mode: str = "all"
+    washout: int = 0
+    readout_bias: bool = True
+
+    def __post_init__(self) -> None:
+        if self.state_mode not in STATE_MODES:
+            raise ValueError(f"state_mode: expected one of {STATE_MODES}, got {self.state_mode!r}.")
+        if not isinstance(self.washout, int) or self.washout < 0:
+            raise ValueError(f"washout: expected an integer ≥ 0, got {self.washout!r}.")
+
+    def check(self, steps: int, per_step: bool) -> None:
+        """Rejects a washout as long as the sequences, and per-step labels with ``"mean"``."""
+        if self.state_mode != "last" and self.washout >= steps:
+            raise ValueError(f"washout: must be shorter than the sequences ({steps} steps), got {self.washout}.")
+        if per_step and self.state_mode == "mean":
+            raise ValueError("state_mode: 'mean' needs one label per sequence; these labels are per step "
+                             "(use 'all' or 'last').")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Features:
+    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,)."""
+
+    states: np.ndarray
+    labels: np.ndarray
+
+
+class Harvester:
+    """Caches each client's training statistics and evaluation states, per reservoir.
+
+    Args:
+        dataset: the clients' sequences.
+        spec: the :class:`StateSpec`.
+        batch_size: sequences run through the reservoir at once (memory bound).
+    """
+
+    def __init__(self, dataset: SequenceDataset, spec: StateSpec, *, batch_size: int = 256):
+        if batch_size < 1:
+            raise ValueError(f"batch_size: expected an integer ≥ 1, got {batch_size!r}.")
+        self.dataset = dataset
+        self.spec = spec
+        self.batch_size = batch_size
+        self._stats: dict[tuple[str, str], RidgeStats] = {}
+        self._features: dict[tuple[str, str], Features] = {}
+        self._layers: dict[str, Reservoir] = {}
+        self._run = tf.function(run_reservoir, reduce_retracing=True)
+
+    @property
+    def n_classes(self) -> int:
+        return self.dataset.n_classes
+
+    def n_features(self, weights: ReservoirWeights) -> int:
+        """Columns of the readout: N_R (+1 with the bias input)."""
+        return weights.units + int(self.spec.readout_bias)
+
+    def _client(self, cid: str) -> ClientSequences:
+        client = self.dataset.select([cid])[cid]
+        self.spec.check(client.x.shape[1], client.per_step)
+        return client
+
+    def _layer(self, weights: ReservoirWeights) -> Reservoir:
+        if weights.n_inputs != len(self.dataset.feature_names):
+            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the data has "
+                             f"{len(self.dataset.feature_names)} features.")
+        layer = self._layers.get(weights.key)
+        if layer is None:
+            config = ReservoirConfig(units=weights.units, leaky=weights.leaky)
+            layer = Reservoir(config, state_mode=self.spec.state_mode, washout=self.spec.washout, use_gain=True)
+            layer.build((None, None, weights.n_inputs))
+            layer.set_weights(weights.layer_weights())
+            self._layers[weights.key] = layer
+        return layer
+
+    def targets(self, client: ClientSequences) -> np.ndarray:
+        """One-hot training targets matching the state mode."""
+        y = client.y
+        if client.per_step and self.spec.state_mode == "last":
+            y = y[:, -1]
+        return one_hot(y.reshape(-1), self.n_classes).reshape(y.shape + (self.n_classes,))
+
+    def stats(self, weights: ReservoirWeights, cid: str) -> RidgeStats:
+        """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached."""
+        key = (weights.key, cid)
+        if key not in self._stats:
+            self._stats[key] = self.stats_of(weights, self._client(cid))
+        return self._stats[key]
+
+    def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
+        """Statistics of any sequences (not cached), accumulated over batches of sequences."""
+        self.spec.check(client.x.shape[1], client.per_step)
+        layer = self._layer(weights)
+        targets = self.targets(client)
+        parts = [
+            layer.harvest_stats(client.x[i:i + self.batch_size], targets[i:i + self.batch_size],
+                                bias=self.spec.readout_bias)
+            for i in range(0, len(client), self.batch_size)
+        ]
+        return RidgeStats.sum(parts)
+
+    def features(self, weights: ReservoirWeights, cid: str) -> Features:
+        """Client ``cid``'s evaluation states and labels, cached (see the module docstring)."""
+        key = (weights.key, cid)
+        if key not in self._features:
+            client = self._client(cid)
+            self._layer(weights)
+            per_step_all = client.per_step and self.spec.state_mode == "all"
+            mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
+            blocks = []
+            for i in range(0, len(client), self.batch_size):
+                s = self._run(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
+                              tf.constant(weights.recurrent), tf.constant(weights.bias), tf.constant(weights.gain),
+                              weights.leaky, mode, self.spec.washout).numpy()
+                blocks.append(s.reshape(-1, weights.units))
+            if per_step_all:
+                labels = client.y[:, self.spec.washout:].reshape(-1)
+            else:
+                labels = client.y[:, -1] if client.per_step else client.y
+            self._features[key] = Features(np.concatenate(blocks).astype(np.float64), labels)
+        return self._features[key]
+
+    def scores(self, readout: np.ndarray, weights: ReservoirWeights, ids) -> tuple[np.ndarray, np.ndarray]:
+        """Readout outputs (m, N_Y) and labels (m,) over the clients ``ids`` (IncFed eq. 2)."""
+        feats = [self.features(weights, cid) for cid in ids]
+        if not feats:
+            raise ValueError("scores: no clients to evaluate.")
+        states = np.concatenate([f.states for f in feats])
+        return predict(readout, states, bias=self.spec.readout_bias), np.concatenate([f.labels for f in feats])

@@ -1,0 +1,73 @@
+"""Clients with different reservoirs (concepts page "When reservoirs differ"; thesis Table 6.5).
+
+When every client draws its own reservoir, readouts live in different state spaces and
+cannot be averaged. Two answers:
+
+* **prediction ensemble** — each client trains its own ridge readout on its own reservoir
+  (IncFed eq. 4) and the federation predicts with the size-weighted mean of the members'
+  outputs, ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``, where ``x_c(u)`` is reservoir c's state;
+* **structural alignment** — every client interpolates its reservoir toward a shared
+  target, ``θ_c ← (1 − α)·θ_c + α·θ_target`` for W_in, Ŵ, b and g, then the clients
+  federate by IncFed on their aligned reservoirs and the readout is used with the target
+  reservoir. With α = 1 every client holds the target and this is exactly IncFed; for
+  α < 1 the statistics come from slightly different reservoirs and the result is an
+  approximation.
+
+Client i's reservoir is drawn from the shared configuration with seed
+:func:`client_seed` ``(config.seed, i)``; the target is the configuration's own reservoir.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.harvest import ReservoirWeights
+
+
+def client_seed(seed: int, index: int) -> int:
+    """Seed of client ``index``'s reservoir, derived from the run's seed (never the target's)."""
+    if index < 0:
+        raise ValueError(f"index: expected ≥ 0, got {index}.")
+    return int(np.random.SeedSequence([seed, index, 1]).generate_state(1)[0] % (2**31 - 1))
+
+
+def client_reservoirs(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
+    """One reservoir per client: the same hyperparameters, each with its own seed."""
+    if clients < 1:
+        raise ValueError(f"clients: expected ≥ 1, got {clients}.")
+    return [ReservoirWeights.from_config(config.replace(seed=client_seed(config.seed, i)), n_inputs)
+            for i in range(clients)]
+
+
+def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float) -> ReservoirWeights:
+    """``(1 − α)·own + α·target`` for W_in, Ŵ, b and g (structural alignment)."""
+    if not np.isfinite(alpha) or not 0 <= alpha <= 1:
+        raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}.")
+    if own.kernel.shape != target.kernel.shape or own.leaky != target.leaky:
+        raise ValueError(
+            f"align: reservoirs must share shape and leaking rate to be interpolated, got W_in {own.kernel.shape} "
+            f"(a={own.leaky}) and {target.kernel.shape} (a={target.leaky})."
+        )
+
+    def mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return b.copy() if alpha == 1 else ((1.0 - alpha) * a + alpha * b).astype(np.float32)
+
+    return ReservoirWeights(mix(own.kernel, target.kernel), mix(own.recurrent, target.recurrent),
+                            mix(own.bias, target.bias), mix(own.gain, target.gain), own.leaky)
+
+
+def ensemble_scores(member_scores: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
+    """Size-weighted mean of the members' outputs on the same samples, ``Σ_c (n_c/n) ŷ_c``."""
+    if not member_scores or len(member_scores) != len(sizes):
+        raise ValueError(f"ensemble: expected one score array per member, got {len(member_scores)} and "
+                         f"{len(sizes)} sizes.")
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if np.any(sizes <= 0):
+        raise ValueError(f"sizes: expected positive member sizes, got {sizes.tolist()}.")
+    shapes = {np.shape(s) for s in member_scores}
+    if len(shapes) != 1:
+        raise ValueError(f"ensemble: members scored different shapes {sorted(shapes)}.")
+    return np.tensordot(sizes / sizes.sum(), np.stack(member_scores), axes=1)

@@ -1,0 +1,205 @@
+"""IncFed / FedRR: exact federated ridge readout (IncFed §III, eqs. 6–12; thesis §B.1).
+
+Each client c computes ``A_c = Y_c S_cᵀ`` and ``B_c = S_c S_cᵀ`` from its own states
+(eqs. 6–7); the server sums them (eqs. 8–9) and solves ``W = A (B + λI)⁻¹`` (eq. 10), then
+broadcasts ``W``. The result equals the centralized ridge readout on the pooled data
+(eq. 3) for any partition of the samples into clients, and a client's statistics grow
+with new data by addition (eqs. 11–12, :meth:`RidgeStats.update`).
+
+λ is added once at the server by default (the exact centralized problem); with
+``per_client=True`` each client adds ``λI`` to its ``B_c`` as IncFed eq. 7 writes it, so
+the server's system carries ``C·λ``.
+
+Two implementations of the same algorithm:
+
+* :func:`fit_incfed` — plain numpy on :class:`~tff_esn.ridge.RidgeStats`, the reference;
+* :func:`build_incfed_computation` / :func:`run_incfed_tff` — a TFF federated computation:
+  the server broadcasts the reservoir, each client harvests its states and reduces its
+  dataset to ``(A_c, B_c, n_c)`` in float64, ``tff.federated_sum`` aggregates, the server
+  solves in float64 and the readout is broadcast back to the clients.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.harvest import ReservoirWeights, StateSpec
+from tff_esn.reservoir import run_reservoir
+from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
+
+
+def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
+    """The clients' statistics as a list, checked for what every exact algorithm needs.
+
+    Raises ``ValueError`` for no clients, an empty client (no states) or clients whose
+    statistics have different shapes (different reservoir sizes or readout layouts).
+    """
+    stats = list(stats)
+    if not stats:
+        raise ValueError("clients: no client statistics to aggregate.")
+    for i, s in enumerate(stats):
+        if not isinstance(s, RidgeStats):
+            raise TypeError(f"clients[{i}]: expected RidgeStats, got {type(s).__name__}.")
+        if s.n == 0:
+            raise ValueError(f"clients[{i}]: empty client (no states); drop it or give it data.")
+        if s.A.shape != stats[0].A.shape or s.bias != stats[0].bias:
+            raise ValueError(
+                f"clients[{i}]: statistics of shape A {s.A.shape} (bias={s.bias}) differ from clients[0]'s "
+                f"A {stats[0].A.shape} (bias={stats[0].bias}); exact federation needs the same reservoir "
+                "size on every client (use the ensemble or alignment algorithms for different reservoirs)."
+            )
+    return stats
+
+
+def aggregate(stats: Sequence[RidgeStats]) -> RidgeStats:
+    """Server sum of the clients' statistics (IncFed eqs. 8–9) after :func:`check_clients`."""
+    return RidgeStats.sum(check_clients(stats))
+
+
+def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
+    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eq. 10), (N_Y, N_F) float64."""
+    return aggregate(stats).solve(l2, per_client=per_client)
+
+
+# --------------------------------------------------------------------------- TFF path
+def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs and one-hot targets shaped for the state mode ((n, C) or (n, T − washout, C))."""
+    if len(client) == 0:
+        raise ValueError("clients: empty client (no sequences).")
+    spec.check(client.x.shape[1], client.per_step)
+    y = client.y
+    if client.per_step:
+        y = y[:, -1] if spec.state_mode == "last" else y[:, spec.washout:]
+    return client.x, one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,)).astype(np.float32)
+
+
+def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec):
+    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12)."""
+    kernel, recurrent, bias, gain = reservoir
+    states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout)
+    units = tf.shape(kernel)[1]
+    if spec.state_mode == "all":
+        if t.shape.rank == 2:
+            t = tf.broadcast_to(t[:, None, :], tf.concat([tf.shape(states)[:2], tf.shape(t)[-1:]], 0))
+        states = tf.reshape(states, [-1, units])
+        t = tf.reshape(t, [-1, tf.shape(t)[-1]])
+    s = tf.cast(states, tf.float64)
+    if spec.readout_bias:
+        s = tf.concat([s, tf.ones_like(s[:, :1])], axis=1)
+    y = tf.cast(t, tf.float64)
+    a, b, n = acc
+    return (a + tf.matmul(y, s, transpose_a=True), b + tf.matmul(s, s, transpose_a=True),
+            n + tf.cast(tf.shape(s)[0], tf.float64))
+
+
+def _server_solve(a, b, l2, clients, per_client: bool):
+    """``W = A (B + λI)⁻¹`` in float64 by LU with partial pivoting, plus a singularity flag.
+
+    An exactly or numerically singular system (pivot ≤ N·ε·max pivot) is flagged instead of
+    raising inside the computation; :func:`run_incfed_tff` turns the flag into
+    :class:`~tff_esn.ridge.SingularSystemError`.
+    """
+    size = tf.shape(b)[0]
+    scale = l2 * clients if per_client else l2
+    matrix = b + scale * tf.eye(size, dtype=tf.float64)
+    lu, perm = tf.linalg.lu(matrix)
+    pivots = tf.abs(tf.linalg.diag_part(lu))
+    eps = tf.constant(np.finfo(np.float64).eps, tf.float64)
+    singular = tf.reduce_min(pivots) <= tf.cast(size, tf.float64) * eps * tf.reduce_max(pivots)
+    w = tf.transpose(tf.linalg.lu_solve(lu, perm, tf.transpose(a)))
+    return w, singular
+
+
+@functools.lru_cache(maxsize=32)
+def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+                             spec: StateSpec, per_step_targets: bool, per_client: bool = False):
+    """The IncFed federated computation for one data/reservoir shape (cached per shape).
+
+    Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS,
+    singular@SERVER, n@SERVER)``, where ``reservoir = (kernel, recurrent, bias, gain)``
+    float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
+    targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
+    ``state_mode="last"``).
+    """
+    import tensorflow_federated as tff
+
+    from tff_esn import runtime
+
+    runtime.ensure_context()
+    f32, f64 = np.float32, np.float64
+    reservoir_type = tff.StructWithPythonType(
+        [tff.TensorType(f32, [n_inputs, units]), tff.TensorType(f32, [units, units]),
+         tff.TensorType(f32, [units]), tff.TensorType(f32, [units])], tuple)
+    target_shape = [None, steps - spec.washout, n_classes] if per_step_targets else [None, n_classes]
+    element_type = tff.StructWithPythonType(
+        [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)], tuple)
+    features = units + int(spec.readout_bias)
+
+    @tff.tensorflow.computation(tff.SequenceType(element_type), reservoir_type)
+    def client_stats(dataset, reservoir):
+        init = (tf.zeros([n_classes, features], tf.float64), tf.zeros([features, features], tf.float64),
+                tf.constant(0.0, tf.float64))
+        a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
+            batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec))
+        return a, b, n, tf.constant(1.0, tf.float64)
+
+    stats_type = client_stats.type_signature.result
+
+    @tff.tensorflow.computation(stats_type, tff.TensorType(f64))
+    def server_solve(stats, l2):
+        a, b, n, clients = stats
+        w, singular = _server_solve(a, b, l2, clients, per_client)
+        return w, singular, n
+
+    @tff.federated_computation(
+        tff.FederatedType(reservoir_type, tff.SERVER),
+        tff.FederatedType(tff.SequenceType(element_type), tff.CLIENTS),
+        tff.FederatedType(tff.TensorType(f64), tff.SERVER),
+    )
+    def incfed(reservoir, datasets, l2):
+        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+        total = tff.federated_sum(local)
+        w, singular, n = tff.federated_map(server_solve, (total, l2))
+        return w, tff.federated_broadcast(w), singular, n
+
+    return incfed
+
+
+def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int,
+                   spec: StateSpec, l2: float, *, per_client: bool = False,
+                   batch_size: int = 256) -> np.ndarray:
+    """IncFed through TFF: returns the readout ``W`` (N_Y, N_F) the clients received.
+
+    Raises ``ValueError`` for no clients, empty clients or clients of different sequence
+    shapes, and :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
+    """
+    if not clients:
+        raise ValueError("clients: no clients to federate.")
+    if not np.isfinite(l2) or l2 < 0:
+        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
+    arrays = [_client_arrays(c, n_classes, spec) for c in clients]
+    shapes = {x.shape[1:] for x, _ in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"clients: sequences must share (T, F) to run in one computation, got {sorted(shapes)}.")
+    steps, n_inputs = shapes.pop()
+    if n_inputs != weights.n_inputs:
+        raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
+    per_step = arrays[0][1].ndim == 3
+    comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
+                                    per_step, per_client)
+    datasets = [tf.data.Dataset.from_tensor_slices((x, t)).batch(batch_size) for x, t in arrays]
+    reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
+    w, w_clients, singular, _ = comp(reservoir, datasets, np.float64(l2))
+    if singular:
+        raise SingularSystemError(
+            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
+        )
+    w = np.asarray(w)
+    if not np.array_equal(w, np.asarray(w_clients)):  # the broadcast value is all-equal at CLIENTS
+        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
+    return w

@@ -1,0 +1,193 @@
+"""Intrinsic plasticity (IP) of the reservoir and its federation, FedIP (FedIP §2, Alg. 1).
+
+IP (Schrauwen et al. 2008, FedIP eqs. 2–3) adapts each unit's gain g and bias b in
+``x̃ = tanh(g·x_net + b)`` so that the distribution of x̃ approaches a Gaussian N(μ, σ²),
+by gradient descent on the KL divergence. Per sample, up to a constant, the divergence is
+``L(g, b) = −log g − log(1 − x̃²) + (x̃ − μ)² / (2σ²)``, whose negative gradient gives::
+
+    Δb = −η (−μ/σ² + (x̃/σ²)(2σ² + 1 − x̃² + μ x̃))          (eq. 2)
+    Δg = η / g + Δb · x_net                                     (eq. 3)
+
+The FedIP paper prints eq. 2 without the factor x̃/σ² over (2σ² + 1 − x̃² + μx̃); we use
+the analytic gradient above (checked against automatic differentiation of L in the
+tests). Here ``x_net = W_in u(t) + Ŵ x(t−1)`` is the unit's net input before gain and
+bias, so the reservoir update is ``x(t) = (1 − a) x(t−1) + a x̃(t)`` (the
+:class:`~tff_esn.reservoir.Reservoir` layer with ``use_gain=True``).
+
+Learning is online: every time step updates (g, b) by the mean of the per-sequence
+updates over a batch of sequences (batch size 1 is the classical online rule), for
+``epochs`` passes over the local data; washout is not applied to IP.
+
+FedIP (Alg. 1) is FedAvg on (g, b) only: each round the server broadcasts (g, b), every
+client runs ``epochs`` local IP epochs, and the server takes the mean weighted by the
+clients' numbers of sequences, ``Σ_c (n_c/n)·θ_c``. W_in and Ŵ are sent once (they are
+constants of the built computation). After the rounds, the readout is trained by IncFed on
+the adapted reservoir. With η = 0 FedIP returns the initial (g, b) and FedIP + IncFed is
+IncFed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.harvest import ReservoirWeights
+
+
+@dataclasses.dataclass(frozen=True)
+class IPConfig:
+    """IP hyperparameters (FedIP Table 1): target mean ``mu`` and std ``sigma`` > 0, learning
+    rate ``eta`` ≥ 0, local ``epochs`` ≥ 1, and ``batch_size`` sequences per online step."""
+
+    mu: float = 0.0
+    sigma: float = 0.1
+    eta: float = 0.01
+    epochs: int = 1
+    batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        checks = {
+            "mu": np.isfinite(self.mu),
+            "sigma": np.isfinite(self.sigma) and self.sigma > 0,
+            "eta": np.isfinite(self.eta) and self.eta >= 0,
+            "epochs": isinstance(self.epochs, int) and self.epochs >= 1,
+            "batch_size": isinstance(self.batch_size, int) and self.batch_size >= 1,
+        }
+        expected = {"mu": "a finite number", "sigma": "a finite number > 0", "eta": "a finite number ≥ 0",
+                    "epochs": "an integer ≥ 1", "batch_size": "an integer ≥ 1"}
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"IPConfig.{name}: expected {expected[name]}, got {getattr(self, name)!r}.")
+
+
+def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
+    """Per-sample ``(Δg, Δb)`` of FedIP eqs. 2–3 for net inputs ``net`` and activations ``y``."""
+    sig2 = sigma * sigma
+    delta_b = -eta * (-mu / sig2 + (y / sig2) * (2.0 * sig2 + 1.0 - y * y + mu * y))
+    delta_g = eta / gain + delta_b * net
+    return delta_g, delta_b
+
+
+def ip_loss(net, gain, bias, mu: float, sigma: float):
+    """Per-sample KL objective ``−log g − log(1 − x̃²) + (x̃ − μ)²/(2σ²)`` (constant dropped)."""
+    y = tf.tanh(gain * net + bias)
+    return -tf.math.log(gain) - tf.math.log(1.0 - y * y) + tf.square(y - mu) / (2.0 * sigma * sigma)
+
+
+def _ip_batch(x, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
+    """Online IP through one batch of sequences (b, T, F): one (g, b) update per time step."""
+    projected = tf.einsum("btf,fu->tbu", x, kernel)
+    steps = tf.shape(projected)[0]
+
+    def body(t, state, g, b):
+        net = projected[t] + tf.matmul(state, recurrent)
+        y = tf.tanh(g * net + b)
+        dg, db = ip_updates(net, y, g, cfg.mu, cfg.sigma, cfg.eta)
+        return t + 1, state + leaky * (y - state), g + tf.reduce_mean(dg, 0), b + tf.reduce_mean(db, 0)
+
+    state0 = tf.zeros([tf.shape(x)[0], tf.shape(kernel)[1]], tf.float32)
+    _, _, gain, bias = tf.while_loop(lambda t, *_: t < steps, body, (0, state0, gain, bias))
+    return gain, bias
+
+
+def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
+    """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate)."""
+    return dataset.repeat(cfg.epochs).reduce(
+        (gain, bias), lambda gb, x: _ip_batch(x, kernel, recurrent, gb[0], gb[1], leaky, cfg))
+
+
+_local_ip_compiled = tf.function(_local_ip, reduce_retracing=True)
+
+
+def _batches(client: ClientSequences, cfg: IPConfig) -> tf.data.Dataset:
+    if len(client) == 0:
+        raise ValueError("clients: empty client (no sequences).")
+    return tf.data.Dataset.from_tensor_slices(client.x).batch(cfg.batch_size)
+
+
+def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
+    """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client's data."""
+    gain, bias = _local_ip_compiled(_batches(client, cfg), tf.constant(weights.kernel), tf.constant(weights.recurrent),
+                                    tf.constant(weights.gain), tf.constant(weights.bias), weights.leaky, cfg)
+    return weights.replace(gain=gain.numpy(), bias=bias.numpy())
+
+
+def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
+                rounds: int) -> ReservoirWeights:
+    """FedIP (Alg. 1) without TFF: the reference the TFF process is checked against."""
+    _check_rounds(rounds, clients)
+    sizes = np.array([len(c) for c in clients], dtype=np.float64)
+    for _ in range(rounds):
+        local = [intrinsic_plasticity(weights, c, cfg) for c in clients]
+        weights = weights.replace(
+            gain=np.tensordot(sizes / sizes.sum(), np.stack([w.gain for w in local]), axes=1),
+            bias=np.tensordot(sizes / sizes.sum(), np.stack([w.bias for w in local]), axes=1),
+        )
+    return weights
+
+
+def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
+    if not isinstance(rounds, int) or rounds < 0:
+        raise ValueError(f"rounds: expected an integer ≥ 0, got {rounds!r}.")
+    if not clients:
+        raise ValueError("clients: no clients to federate.")
+
+
+def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig):
+    """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
+
+    ``initialize() -> (g, b)@SERVER`` with the reservoir's gain and bias;
+    ``next((g, b)@SERVER, {x batches}@CLIENTS) -> (g, b)@SERVER``: broadcast, local IP
+    epochs on each client, mean weighted by the clients' numbers of sequences.
+    """
+    import tensorflow_federated as tff
+
+    from tff_esn import runtime
+
+    runtime.ensure_context()
+    units, n_inputs = weights.units, weights.n_inputs
+    vec = tff.TensorType(np.float32, [units])
+    state_type = tff.StructWithPythonType([vec, vec], tuple)
+    data_type = tff.SequenceType(tff.TensorType(np.float32, [None, steps, n_inputs]))
+    kernel, recurrent, leaky = weights.kernel, weights.recurrent, float(weights.leaky)
+    gain0, bias0 = weights.gain, weights.bias
+
+    @tff.tensorflow.computation
+    def server_init():
+        return tf.constant(gain0), tf.constant(bias0)
+
+    @tff.tensorflow.computation(data_type, state_type)
+    def client_update(dataset, state):
+        gain, bias = _local_ip(dataset, tf.constant(kernel), tf.constant(recurrent), state[0], state[1], leaky, cfg)
+        size = dataset.reduce(tf.constant(0.0, tf.float32), lambda n, x: n + tf.cast(tf.shape(x)[0], tf.float32))
+        return (gain, bias), size
+
+    @tff.federated_computation
+    def initialize():
+        return tff.federated_eval(server_init, tff.SERVER)
+
+    @tff.federated_computation(tff.FederatedType(state_type, tff.SERVER), tff.FederatedType(data_type, tff.CLIENTS))
+    def next_fn(state, datasets):
+        local, sizes = tff.federated_map(client_update, (datasets, tff.federated_broadcast(state)))
+        return tff.federated_mean(local, weight=sizes)
+
+    return tff.templates.IterativeProcess(initialize, next_fn)
+
+
+def run_fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
+                  rounds: int) -> ReservoirWeights:
+    """``rounds`` FedIP rounds through TFF; the reservoir with the federated (g, b)."""
+    _check_rounds(rounds, clients)
+    steps = {c.x.shape[1] for c in clients}
+    if len(steps) != 1:
+        raise ValueError(f"clients: sequences must share one length, got {sorted(steps)}.")
+    process = build_fedip_process(weights, steps.pop(), cfg)
+    datasets = [_batches(c, cfg) for c in clients]
+    state = process.initialize()
+    for _ in range(rounds):
+        state = process.next(state, datasets)
+    return weights.replace(gain=np.asarray(state[0]), bias=np.asarray(state[1]))
