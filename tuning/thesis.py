@@ -1,8 +1,8 @@
 """The thesis hypermodel: reservoir + sigmoid readout searched on validation F1 (thesis §6.1).
 
-:class:`ThesisHyperModel` builds, for one point of Table 6.1's space, the thesis model
-(:class:`~tff_esn.Reservoir` with ρ = 0.99 and a ``Dense(1, "sigmoid")`` readout,
-Adam + binary cross-entropy, ``class_weight={0: 12, 1: 88}``) and trains it for the trial's
+:class:`ThesisHyperModel` builds, for one point of Table 6.1's space, the thesis model of
+:mod:`tff_esn.federated.model` (reservoir with ρ = 0.99 and a ``Dense(1, "sigmoid")``
+readout, Adam + binary cross-entropy weighted ``{0: 12, 1: 88}``) and trains it for the trial's
 epochs and batch size on the trial's feature subset of the data preprocessed with the
 trial's window. The objective is ``val_f1``: the validation F1 score of the stress class
 (:class:`BinaryF1`, a Keras metric), maximised.
@@ -15,7 +15,7 @@ class, the usual reading; ``tff-esn run`` reports both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import keras_tuner as kt
 import numpy as np
@@ -23,10 +23,7 @@ import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.reservoir import Reservoir
-
-CLASS_WEIGHT = {0: 12.0, 1: 88.0}
-"""Thesis §6.1: ``class_weight={0: 12, 1: 88}`` against ≈ 11.5 % stress labels."""
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 
 ThesisData = Callable[[int], tuple[ClientSequences, ClientSequences, tuple[str, ...]]]
 """``window (samples at 64 Hz) → (train, validation, feature names)`` of the thesis pipeline."""
@@ -53,25 +50,12 @@ class BinaryF1(tf.keras.metrics.F1Score):
         return super().update_state(y_true, y_pred, sample_weight)
 
 
-def thesis_model(config: ReservoirConfig, n_features: int, *, learning_rate: float, per_step: bool) -> tf.keras.Model:
-    """Reservoir + ``Dense(1, sigmoid)`` compiled with Adam and binary cross-entropy (thesis §6.1).
-
-    ``per_step`` readouts score every state (outputs (batch, time, 1)); otherwise the last
-    state (outputs (batch, 1)).
-    """
-    inputs = tf.keras.Input((None, n_features))
-    states = Reservoir(config, state_mode="all" if per_step else "last")(inputs)
-    outputs = tf.keras.layers.Dense(1, activation="sigmoid", name="readout")(states)
-    model = tf.keras.Model(inputs, outputs, name="thesis_esn")
-    model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate), loss=tf.keras.losses.BinaryCrossentropy(),
-                  metrics=[BinaryF1(), tf.keras.metrics.BinaryAccuracy(name="accuracy")])
+def compile_for_search(model: tf.keras.Model, config: ThesisModelConfig) -> tf.keras.Model:
+    """Compiles like :func:`tff_esn.federated.model.compile_thesis_model`, adding :class:`BinaryF1`."""
+    model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate), loss=thesis_loss(config),
+                  metrics=[BinaryF1(), tf.keras.metrics.BinaryAccuracy(name="accuracy"),
+                           tf.keras.metrics.AUC(name="auc")])
     return model
-
-
-def class_sample_weight(y: np.ndarray, class_weight: Mapping[int, float]) -> np.ndarray:
-    """Per-label weights (Keras' ``class_weight`` does not accept per-step targets)."""
-    table = np.array([class_weight[c] for c in range(2)], np.float32)
-    return table[y]
 
 
 class ThesisHyperModel(kt.HyperModel):
@@ -84,11 +68,20 @@ class ThesisHyperModel(kt.HyperModel):
         class_weight: loss weight per class.
     """
 
-    def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: Mapping[int, float] = CLASS_WEIGHT):
+    def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: tuple[float, float] = (12.0, 88.0)):
         super().__init__(name="thesis")
         self.data = data
         self.seed = seed
-        self.class_weight = dict(class_weight)
+        self.class_weight = class_weight
+
+    def model_config(self, hp: kt.HyperParameters) -> ThesisModelConfig:
+        """The thesis model configuration of one point of the space."""
+        reservoir = ReservoirConfig(units=hp.get("units"), spectral_radius=hp.get("spectral_radius"),
+                                    leaky=hp.get("leaky"), seed=self.seed)
+        per_step = self.data(hp.get("window"))[0].per_step
+        return ThesisModelConfig(reservoir=reservoir, learning_rate=hp.get("learning_rate"),
+                                 batch_size=hp.get("batch_size"), epochs=hp.get("epochs"),
+                                 class_weight=self.class_weight, state_mode="all" if per_step else "last")
 
     def _columns(self, hp: kt.HyperParameters, names: tuple[str, ...]) -> list[int]:
         wanted = hp.get("features").split(",")
@@ -98,21 +91,23 @@ class ThesisHyperModel(kt.HyperModel):
         return [names.index(f) for f in wanted]
 
     def build(self, hp: kt.HyperParameters) -> tf.keras.Model:
-        tf.keras.utils.set_random_seed(self.seed)
-        config = ReservoirConfig(units=hp.get("units"), spectral_radius=hp.get("spectral_radius"),
-                                 leaky=hp.get("leaky"), seed=self.seed)
-        n_features = len(hp.get("features").split(","))
-        per_step = self.data(hp.get("window"))[0].per_step
-        return thesis_model(config, n_features, learning_rate=hp.get("learning_rate"), per_step=per_step)
+        config = self.model_config(hp)
+        model = build_thesis_model(len(hp.get("features").split(",")), config)
+        return compile_for_search(model, config)
 
     def fit(self, hp: kt.HyperParameters, model: tf.keras.Model, *args, **kwargs):
         """Trains on the training clients, validates on the validation clients (``val_f1``)."""
         train, val, names = self.data(hp.get("window"))
         cols = self._columns(hp, names)
+        config = self.model_config(hp)
         tf.keras.utils.set_random_seed(self.seed)
         return model.fit(
-            train.x[..., cols], train.y[..., None].astype(np.float32),
-            sample_weight=class_sample_weight(train.y, self.class_weight),
-            batch_size=hp.get("batch_size"), epochs=hp.get("epochs"),
-            validation_data=(val.x[..., cols], val.y[..., None].astype(np.float32)), **kwargs,
+            train.x[..., cols], _targets(train),
+            batch_size=config.batch_size, epochs=config.epochs,
+            validation_data=(val.x[..., cols], _targets(val)), **kwargs,
         )
+
+
+def _targets(data: ClientSequences) -> np.ndarray:
+    """Float targets shaped like the model's outputs: (n, T, 1) per step, (n, 1) per sequence."""
+    return data.y[..., None].astype(np.float32)

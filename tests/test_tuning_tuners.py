@@ -1,0 +1,179 @@
+"""The closed-form tuner (against sklearn Ridge), harvest reuse, resume, and the thesis hypermodel."""
+
+import keras_tuner as kt
+import numpy as np
+import pytest
+from sklearn.linear_model import Ridge
+from sklearn.metrics import f1_score
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.harvest import StateSpec
+from tff_esn.reservoir import Reservoir
+from tuning.closed_form import ClosedFormTuner
+from tuning.oracle import ExhaustiveRandomSearchOracle
+from tuning.search import ClosedFormSearchTuner, ThesisTuner
+from tuning.spaces import get_space
+from tuning.thesis import BinaryF1, ThesisHyperModel
+
+
+def _dataset(n_clients=5, n=12, steps=20, features=4, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    clients = {}
+    for c in range(n_clients):
+        y = rng.integers(0, classes, n)
+        x = rng.normal(size=(n, steps, features)) + 0.8 * y[:, None, None] * (np.arange(features) % 2)
+        clients[f"s{c}"] = ClientSequences(x.astype(np.float32), y)
+    return SequenceDataset(clients, classes, tuple(f"f{i}" for i in range(features)),
+                           tuple(f"c{i}" for i in range(classes)), "random")
+
+
+SPLIT = Split("t", ("s0", "s1", "s2"), ("s3",), ("s4",))
+
+
+def _reservoir_space(l2_values):
+    hp = kt.HyperParameters()
+    hp.Fixed("units", 16)
+    hp.Fixed("spectral_radius", 0.8)
+    hp.Fixed("leaky", 0.7)
+    hp.Fixed("input_scaling", 0.5)
+    hp.Choice("l2", l2_values)
+    return hp
+
+
+def _oracle(hp, max_trials, objective="val_accuracy", seed=1):
+    return ExhaustiveRandomSearchOracle(objective=kt.Objective(objective, "max"), max_trials=max_trials, seed=seed,
+                                        hyperparameters=hp, tune_new_entries=False, allow_new_entries=False)
+
+
+def test_closed_form_trial_equals_sklearn_ridge_and_reuses_the_harvest(tmp_path):
+    ds = _dataset()
+    tuner = ClosedFormTuner(_oracle(_reservoir_space([1e-3, 1e-1, 10.0]), None), ds, SPLIT,
+                            spec=StateSpec("all", 2, readout_bias=False), seed=5,
+                            directory=str(tmp_path), project_name="p")
+    tuner.search(verbose=0)
+    assert len(tuner.oracle.trials) == 3 and tuner.harvests == 1  # one reservoir, three λ
+
+    layer = Reservoir(ReservoirConfig(units=16, spectral_radius=0.8, leaky=0.7, input_scaling=0.5, seed=5),
+                      state_mode="all", washout=2)
+    train = ds.pooled(SPLIT.train)
+    states = layer(train.x).numpy()
+    targets = np.repeat(np.eye(3)[train.y], states.shape[1], axis=0)
+    val = ds.pooled(SPLIT.val)
+    val_mean_states = layer(val.x).numpy().mean(axis=1)
+    for trial in tuner.oracle.trials.values():
+        l2 = trial.hyperparameters.values["l2"]
+        ref = Ridge(alpha=l2, fit_intercept=False, solver="cholesky").fit(states.reshape(-1, 16), targets)
+        expected = np.mean(np.argmax(ref.predict(val_mean_states), axis=1) == val.y)
+        assert trial.score == pytest.approx(expected)
+
+
+def test_interrupted_search_resumes_without_repeating_finished_trials(tmp_path):
+    ds = _dataset()
+    space = get_space("incfed-wesad")
+    calls = []
+
+    class Interrupted(ClosedFormTuner):
+        def run_trial(self, trial, *args, **kwargs):
+            calls.append(trial.trial_id)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            return super().run_trial(trial, *args, **kwargs)
+
+    first = Interrupted(_oracle(space.build(), 5), ds, SPLIT, directory=str(tmp_path), project_name="p")
+    with pytest.raises(KeyboardInterrupt):
+        first.search(verbose=0)
+    finished = {t.trial_id: (t.score, t.hyperparameters.values) for t in first.oracle.trials.values()
+                if t.status == "COMPLETED"}
+    assert sorted(finished) == ["0", "1"]
+
+    resumed_calls = []
+
+    class Counting(ClosedFormTuner):
+        def run_trial(self, trial, *args, **kwargs):
+            resumed_calls.append(trial.trial_id)
+            return super().run_trial(trial, *args, **kwargs)
+
+    resumed = Counting(_oracle(space.build(), 5), ds, SPLIT, directory=str(tmp_path), project_name="p")
+    resumed.search(verbose=0)
+    assert resumed_calls == ["2", "3", "4"]  # the interrupted trial again, then the rest of the budget
+    trials = resumed.oracle.trials
+    assert all(t.status == "COMPLETED" for t in trials.values()) and len(trials) == 5
+    for tid, (score, values) in finished.items():
+        assert (trials[tid].score, trials[tid].hyperparameters.values) == (score, values)
+
+    uninterrupted = ClosedFormTuner(_oracle(space.build(), 5), ds, SPLIT, directory=str(tmp_path / "u"),
+                                    project_name="p")
+    uninterrupted.search(verbose=0)
+    def by_id(ts):
+        return [(tid, ts[tid].hyperparameters.values, ts[tid].score) for tid in sorted(ts)]
+
+    assert by_id(uninterrupted.oracle.trials) == by_id(trials)  # resume ≡ uninterrupted
+
+
+def test_closed_form_tuner_rejects_a_split_without_validation_clients(tmp_path):
+    with pytest.raises(ValueError, match="no validation clients"):
+        ClosedFormTuner(_oracle(_reservoir_space([1.0]), 1), _dataset(), Split("t", ("s0",)),
+                        directory=str(tmp_path), project_name="p")
+
+
+def test_binary_f1_matches_sklearn_on_per_step_outputs():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, (6, 9))
+    p = rng.random((6, 9, 1)).astype(np.float32)
+    metric = BinaryF1()
+    metric.update_state(y[..., None].astype(np.float32), p)
+    assert float(metric.result()) == pytest.approx(f1_score(y.ravel(), (p.ravel() > 0.5).astype(int)), abs=1e-6)
+    assert BinaryF1.from_config(metric.get_config()).threshold == 0.5
+
+
+def _thesis_data(seed=0):
+    rng = np.random.default_rng(seed)
+    names = ("pEDA", "tEDA", "HR", "HRV")
+
+    def make(n):
+        y = (rng.random((n, 30)) < 0.15).astype(np.int64)
+        return ClientSequences((rng.normal(size=(n, 30, 4)) + 1.5 * y[..., None]).astype(np.float32), y)
+
+    train, val = make(24), make(8)
+    windows = []
+
+    def data(window):
+        windows.append(window)
+        return train, val, names
+
+    return data, windows
+
+
+def test_thesis_search_is_seeded_and_scores_validation_f1(tmp_path):
+    hp = get_space("thesis").build()
+    results = []
+    for run in ("a", "b"):
+        data, windows = _thesis_data()
+        tuner = ThesisTuner(oracle=_oracle(hp.copy(), 2, objective="val_f1"), hypermodel=ThesisHyperModel(data, seed=3),
+                            directory=str(tmp_path / run), project_name="p")
+        tuner.progress = False
+        tuner.search(verbose=0)
+        trials = list(tuner.oracle.trials.values())
+        assert len(trials) == 2 and all(t.status == "COMPLETED" for t in trials)
+        assert set(windows) <= {320, 1600, 3200}
+        results.append([(t.hyperparameters.values, t.score) for t in trials])
+        for t in trials:
+            assert 0.0 <= t.score <= 1.0 and t.metrics.get_last_value("seconds") > 0
+    assert results[0] == results[1]
+
+    best = tuner.get_best_models(1)[0]
+    values = tuner.oracle.get_best_trials(1)[0].hyperparameters.values
+    train, val, names = data(values["window"])
+    cols = [names.index(f) for f in values["features"].split(",")]
+    pred = best.predict(val.x[..., cols], verbose=0)
+    assert tuner.oracle.get_best_trials(1)[0].score == pytest.approx(
+        f1_score(val.y.ravel(), (pred.ravel() > 0.5).astype(int)), abs=1e-6)
+
+
+def test_progress_tuner_records_seconds_per_trial(tmp_path):
+    tuner = ClosedFormSearchTuner(_oracle(_reservoir_space([1e-2, 1.0]), None), _dataset(), SPLIT,
+                                  directory=str(tmp_path), project_name="p")
+    tuner.progress = False
+    tuner.search(verbose=0)
+    assert all(t.metrics.get_last_value("seconds") > 0 for t in tuner.oracle.trials.values())

@@ -1,0 +1,62 @@
+"""``tff-esn tune SPACE --data SOURCE --trials N --out DIR``: a thin layer over :func:`tuning.search.tune`.
+
+Registered through the ``tff_esn.commands`` entry-point group (setup.cfg), so ``tff_esn``
+never imports ``tuning``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tff_esn.reservoir import STATE_MODES
+from tuning.spaces import SPACES
+
+SUGGESTED_RUN = {"gradient": "fedavg", "closed-form": "incfed"}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 1, got {text}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    spaces = "; ".join(f"{s.name} ({s.reference})" for s in SPACES.values())
+    parser = subparsers.add_parser(
+        "tune", help="KerasTuner random search over a published space; writes best_hparams.json",
+        description=f"Random search over a named space and write DIR/best_hparams.json for "
+                    f"`tff-esn run ... --hparams`. Running again with the same --out resumes. Spaces: {spaces}.",
+    )
+    parser.add_argument("space", choices=list(SPACES), metavar="SPACE", help=f"one of {', '.join(SPACES)}")
+    parser.add_argument("--data", default=None, metavar="SOURCE",
+                        help="synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE "
+                             "(default: the space's synthetic source)")
+    parser.add_argument("--trials", type=_positive_int, default=None, metavar="N",
+                        help="total trial budget (default: the published one — 30, or the whole space for thesis)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="search folder (resumed when it exists)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the oracle, reservoir and data split")
+    parser.add_argument("--overwrite", action="store_true", help="start over instead of resuming DIR")
+    parser.add_argument("--state-mode", choices=STATE_MODES, default="all",
+                        help="states entering ridge readouts (closed-form spaces; as `tff-esn run`)")
+    parser.add_argument("--washout", type=int, default=0, help="initial steps dropped (closed-form spaces)")
+    parser.add_argument("--no-readout-bias", dest="readout_bias", action="store_false",
+                        help="no constant-1 readout input (closed-form spaces)")
+    parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
+    parser.add_argument("--top", type=_positive_int, default=5, help="rows of the summary table (default 5)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tff_esn.harvest import StateSpec
+    from tuning.search import tune
+
+    spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
+    result = tune(args.space, data=args.data, trials=args.trials, out=args.out, seed=args.seed,
+                  overwrite=args.overwrite, spec=spec, cache_dir=args.cache_dir, progress=args.progress)
+    print(result.summary(args.top))
+    algorithm = SUGGESTED_RUN[SPACES[args.space].kind]
+    print(f"best {result.objective} {result.best_score:.4f} → {result.out / 'best_hparams.json'} "
+          f"(e.g. tff-esn run {algorithm} --hparams {result.out / 'best_hparams.json'} --out RUN_DIR)")
+    return 0

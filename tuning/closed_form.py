@@ -1,0 +1,115 @@
+"""A KerasTuner tuner whose trial fits the ridge readout in closed form (no gradient epochs).
+
+Each trial draws a reservoir from the trial's hyperparameters, harvests the training
+clients' ridge statistics (IncFed eqs. 6–9: ``A = Σ_c A_c``, ``B = Σ_c B_c``), solves
+``W = A (B + λI)⁻¹`` (IncFed eq. 10, exactly the centralized / IncFed / FedRR readout) and
+reports the validation clients' accuracy, macro F1 and AUC. It is a
+``keras_tuner.engine.base_tuner.BaseTuner`` — KerasTuner's framework-independent tuner
+base, the one its own ``SklearnTuner`` extends — so the IncFed, pFedRR and FedIP searches
+get KerasTuner's oracles, trial files, logging and resume.
+
+Harvests go through :class:`tff_esn.harvest.Harvester` (the same states and statistics as
+``tff-esn run``, so a trial's validation accuracy equals the run's with the same
+hyperparameters). Harvests are kept for the ``cache_size`` most recent reservoirs, so trials
+that share every reservoir hyperparameter (differing only in ``l2``) harvest once.
+
+FedIP spaces (``ip_*`` hyperparameters) adapt the reservoir's gain and bias with federated
+intrinsic plasticity (FedIP Alg. 1, :func:`tff_esn.plasticity.fedip_numpy` — the exact
+reference of the TFF process) before the IncFed readout.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+from typing import Any
+
+from keras_tuner.engine.base_tuner import BaseTuner
+
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.incfed import fit_incfed
+from tff_esn.metrics import classification_metrics
+from tff_esn.plasticity import IPConfig, fedip_numpy
+from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
+
+IP_KEYS = ("ip_mu", "ip_sigma", "ip_eta", "ip_epochs")
+
+
+class ClosedFormTuner(BaseTuner):
+    """Closed-form ridge-readout tuner (IncFed eq. 10) over a KerasTuner oracle.
+
+    Args:
+        oracle: a KerasTuner oracle holding the space (e.g.
+            :class:`tuning.oracle.ExhaustiveRandomSearchOracle`); its objective must be one of
+            the reported metrics (``val_accuracy``, ``val_f1_macro``, ``val_auc``).
+        dataset: the clients' sequences.
+        split: training clients (harvested) and validation clients (scored); must have
+            validation clients.
+        spec: which states enter the readout (default: ``tff-esn run``'s default).
+        seed: reservoir seed shared by every trial (IncFed §IV-B: one initialisation).
+        per_client_l2: add λ once per client (IncFed eq. 7) instead of once (exact).
+        ip_rounds: FedIP rounds before the readout, for spaces with ``ip_*`` hyperparameters.
+        cache_size: reservoirs whose harvests are kept (≥ 1).
+        directory, project_name, overwrite: KerasTuner project folder (resume when it exists
+            and ``overwrite`` is false).
+    """
+
+    def __init__(self, oracle, dataset: SequenceDataset, split: Split, *, spec: StateSpec = StateSpec(),
+                 seed: int = 0, per_client_l2: bool = False, ip_rounds: int = 1, cache_size: int = 4, directory=None,
+                 project_name=None, overwrite: bool = False):
+        if not split.val:
+            raise ValueError(f"ClosedFormTuner: split {split.name!r} has no validation clients to score trials on.")
+        if not isinstance(cache_size, int) or cache_size < 1:
+            raise ValueError(f"ClosedFormTuner: cache_size must be an integer ≥ 1, got {cache_size!r}.")
+        self.dataset = dataset
+        self.split = split
+        self.spec = spec
+        self.seed = seed
+        self.per_client_l2 = per_client_l2
+        self.ip_rounds = ip_rounds
+        self.cache_size = cache_size
+        self.harvests = 0
+        self._cache: collections.OrderedDict[tuple, tuple[Harvester, ReservoirWeights]] = collections.OrderedDict()
+        super().__init__(oracle, hypermodel=None, directory=directory, project_name=project_name, overwrite=overwrite)
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.dataset.feature_names)
+
+    def hparams(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Flat ``tff-esn run`` hyperparameters of a trial (connection counts → fractions)."""
+        return run_hparams(values, n_inputs=self.n_inputs, seed=self.seed)
+
+    def _reservoir(self, hparams: Mapping[str, Any]) -> tuple[Harvester, ReservoirWeights]:
+        key = tuple((k, hparams[k]) for k in RESERVOIR_FIELDS + IP_KEYS if k in hparams)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        harvester = Harvester(self.dataset, self.spec)
+        weights = ReservoirWeights.from_config(reservoir_config(hparams), self.n_inputs)
+        if any(k in hparams for k in IP_KEYS):
+            weights = _plastic_weights(self.dataset, weights, self.split, hparams, self.ip_rounds)
+        self._cache[key] = (harvester, weights)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        self.harvests += 1
+        return harvester, weights
+
+    def run_trial(self, trial, *args, **kwargs) -> dict[str, float]:
+        """Harvest (or reuse), solve the IncFed readout (eqs. 8–10), score the validation clients."""
+        hparams = self.hparams(trial.hyperparameters.values)
+        harvester, weights = self._reservoir(hparams)
+        stats = [harvester.stats(weights, cid) for cid in self.split.train]
+        readout = fit_incfed(stats, float(hparams["l2"]), per_client=self.per_client_l2)
+        scores, labels = harvester.scores(readout, weights, self.split.val)
+        metrics = classification_metrics(labels, scores, self.dataset.n_classes)
+        return {f"val_{k}": float(v) for k, v in metrics.items() if k != "n" and v is not None}
+
+
+def _plastic_weights(dataset: SequenceDataset, weights: ReservoirWeights, split: Split,
+                     hparams: Mapping[str, Any], rounds: int) -> ReservoirWeights:
+    """Reservoir after FedIP (FedIP Alg. 1) on the training clients (``tff_esn.plasticity``)."""
+    cfg = IPConfig(mu=float(hparams["ip_mu"]), sigma=float(hparams["ip_sigma"]), eta=float(hparams["ip_eta"]),
+                   epochs=int(hparams["ip_epochs"]))
+    return fedip_numpy(weights, list(dataset.select(split.train).values()), cfg, rounds)

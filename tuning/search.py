@@ -1,0 +1,222 @@
+"""Running a named search end to end: data, tuner, progress, resume, best-hparams JSON, summary.
+
+:func:`tune` loads the space's data (:func:`tff_esn.data.sources.load_source` and
+:func:`tff_esn.data.splits.get_split`), builds the tuner for the space's kind — KerasTuner's
+``Tuner`` over :class:`tuning.thesis.ThesisHyperModel` for ``thesis`` (thesis §6.1), or
+:class:`tuning.closed_form.ClosedFormTuner` for the ridge spaces — with an
+:class:`tuning.oracle.ExhaustiveRandomSearchOracle`, and searches until the trial budget is
+spent or the space is exhausted.
+
+Output folder ``OUT``:
+
+* ``OUT/kerastuner/`` — KerasTuner's own project (oracle state and one folder per trial).
+  Running again with the same ``OUT`` resumes: finished trials are kept, an interrupted one is
+  run again, and ``trials`` is the total budget (raise it to extend a finished search).
+* ``OUT/search.json`` — what was searched (space, data, seed, state options); resuming with
+  different values is refused, naming the field.
+* ``OUT/best_hparams.json`` — the flat hyperparameters of the best trial
+  (:mod:`tuning.hparams`), for ``tff-esn run ALGORITHM --hparams OUT/best_hparams.json``.
+* ``OUT/trials.csv`` — every trial: id, status, objective, seconds, hyperparameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import keras_tuner as kt
+from tqdm.auto import tqdm
+
+from tff_esn.harvest import StateSpec
+from tff_esn.io import write_csv_atomic, write_json_atomic
+from tuning.closed_form import ClosedFormTuner
+from tuning.hparams import run_hparams, write_hparams
+from tuning.oracle import ExhaustiveRandomSearchOracle
+from tuning.spaces import SearchSpace, get_space, space_size
+from tuning.thesis import ThesisHyperModel
+
+PROJECT = "kerastuner"
+
+
+class ProgressMixin:
+    """A tqdm bar over the trial budget, and each trial's wall time as its ``seconds`` metric."""
+
+    progress = True
+
+    def on_search_begin(self):
+        super().on_search_begin()
+        done = sum(t.status == "COMPLETED" for t in self.oracle.trials.values())
+        total = self.oracle.max_trials or space_size(self.oracle.hyperparameters)
+        self._bar = tqdm(total=total, initial=done, unit="trial", desc="search", disable=not self.progress)
+
+    def on_trial_begin(self, trial):
+        super().on_trial_begin(trial)
+        self._trial_start = time.perf_counter()
+
+    def on_trial_end(self, trial):
+        if not trial.metrics.exists("seconds"):
+            trial.metrics.register("seconds", direction="min")
+        trial.metrics.update("seconds", time.perf_counter() - self._trial_start)
+        super().on_trial_end(trial)
+        best = self.oracle.get_best_trials(1)
+        self._bar.update(1)
+        if best:
+            self._bar.set_postfix({self.oracle.objective.name: f"{best[0].score:.4f}"})
+
+    def on_search_end(self):
+        super().on_search_end()
+        self._bar.close()
+
+
+class ThesisTuner(ProgressMixin, kt.Tuner):
+    """KerasTuner's Keras ``Tuner`` with progress, for :class:`ThesisHyperModel`."""
+
+
+class ClosedFormSearchTuner(ProgressMixin, ClosedFormTuner):
+    """:class:`ClosedFormTuner` with progress."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """Outcome of :func:`tune`: best hyperparameters and score, every trial, output paths."""
+
+    best_hparams: dict[str, Any]
+    best_score: float
+    trials: list[dict[str, Any]]
+    out: Path
+    objective: str
+
+    def summary(self, top: int = 5) -> str:
+        """Markdown table of the ``top`` best trials."""
+        rows = [r for r in self.trials if r["score"] is not None][:top]
+        if not rows:
+            return "no completed trial"
+        keys = [k for k in rows[0] if k not in ("trial", "status", "score", "seconds")]
+        head = ["rank", "trial", self.objective, "seconds", *keys]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for rank, r in enumerate(rows, 1):
+            cells = [rank, r["trial"], r["score"], r["seconds"], *(r[k] for k in keys)]
+            lines.append("| " + " | ".join(_fmt(c) for c in cells) + " |")
+        return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def _dataset_kind(source: str) -> str:
+    kind = source.split(":", 1)[0]
+    return kind[len("synthetic-"):] if kind.startswith("synthetic-") else kind
+
+
+def _check_record(out: Path, record: dict[str, Any], overwrite: bool) -> None:
+    """Writes ``search.json``, refusing to resume a search made with other settings."""
+    path = out / "search.json"
+    if path.exists() and not overwrite:
+        previous = json.loads(path.read_text())
+        changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
+        if changed:
+            diffs = ", ".join(f"{k}: {previous.get(k)!r} → {record.get(k)!r}" for k in changed)
+            raise ValueError(f"{out} holds a search with other settings ({diffs}); use another --out or --overwrite.")
+    write_json_atomic(path, record)
+
+
+def _thesis_data(source: str, split_name: str, cache_dir, seed: int):
+    """Cached ``window → (train, val, feature names)`` of the thesis pipeline."""
+    from tff_esn.data.sources import load_source
+    from tff_esn.data.splits import get_split
+
+    @functools.lru_cache(maxsize=None)
+    def data(window: int):
+        dataset = load_source(source, "thesis", cache_dir=cache_dir, hrv_window_s=window // 64)
+        split = get_split(split_name, dataset, seed=seed)
+        return dataset.pooled(split.train), dataset.pooled(split.val), dataset.feature_names
+
+    return data
+
+
+def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Path, seed: int, overwrite: bool,
+                spec: StateSpec, cache_dir=None, progress: bool = True):
+    """The tuner of ``space`` over ``source`` with its oracle, project in ``out/kerastuner``."""
+    kind = _dataset_kind(source)
+    split_name = "npz" if kind == "npz" else space.split.format(dataset=kind)
+    oracle = ExhaustiveRandomSearchOracle(
+        objective=kt.Objective(space.objective, "max"), max_trials=trials, seed=seed,
+        hyperparameters=space.build(), tune_new_entries=False, allow_new_entries=False,
+    )
+    common = dict(directory=str(out), project_name=PROJECT, overwrite=overwrite)
+    if space.kind == "gradient":
+        tuner = ThesisTuner(oracle=oracle, hypermodel=ThesisHyperModel(_thesis_data(source, split_name, cache_dir, seed),
+                                                                        seed=seed), **common)
+    else:
+        from tff_esn.data.sources import load_source
+        from tff_esn.data.splits import get_split
+
+        dataset = load_source(source, space.pipeline.format(dataset=kind), cache_dir=cache_dir)
+        split = get_split(split_name, dataset, seed=seed)
+        tuner = ClosedFormSearchTuner(oracle, dataset, split, spec=spec, seed=seed, **common)
+    tuner.oracle.max_trials = trials
+    tuner.progress = progress
+    return tuner
+
+
+def trial_rows(tuner, space: SearchSpace, seed: int, n_inputs: int | None) -> list[dict[str, Any]]:
+    """Every trial as a flat row, best first (trials without a score last)."""
+    rows = []
+    for trial in tuner.oracle.trials.values():
+        values = dict(trial.hyperparameters.values)
+        if space.kind == "closed-form":
+            values = run_hparams(values, n_inputs=n_inputs, seed=seed)
+        seconds = trial.metrics.get_last_value("seconds") if trial.metrics.exists("seconds") else None
+        rows.append({"trial": trial.trial_id, "status": trial.status, "score": trial.score,
+                     "seconds": seconds, **values})
+    return sorted(rows, key=lambda r: (r["score"] is None, -(r["score"] or 0.0), r["trial"]))
+
+
+def tune(space_name: str, *, data: str | None = None, trials: int | None = None, out: str | Path,
+         seed: int = 0, overwrite: bool = False, spec: StateSpec = StateSpec(), cache_dir=None,
+         progress: bool = True) -> TuneResult:
+    """Runs (or resumes) the search ``space_name`` and writes the outputs listed in the module docstring.
+
+    Args:
+        space_name: a key of :data:`tuning.spaces.SPACES`.
+        data: data source (default: the space's synthetic source).
+        trials: total trial budget (default: the space's published budget; ``None`` for
+            ``thesis`` means until the space is exhausted).
+        out: output folder; an existing search there is resumed unless ``overwrite``.
+        seed: seed of the oracle, the reservoir and every random choice.
+        spec: states entering ridge readouts (closed-form spaces).
+    """
+    space = get_space(space_name)
+    source = data or space.source
+    trials = space.trials if trials is None else trials
+    if trials is not None and (not isinstance(trials, int) or trials < 1):
+        raise ValueError(f"trials: expected an integer ≥ 1, got {trials!r}.")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"space": space.name, "data": source, "seed": seed, **dataclasses.asdict(spec)}
+    _check_record(out, record, overwrite)
+    tuner = build_tuner(space, source=source, trials=trials, out=out, seed=seed, overwrite=overwrite, spec=spec,
+                        cache_dir=cache_dir, progress=progress)
+    tuner.search(verbose=0)
+    n_inputs = len(tuner.dataset.feature_names) if space.kind == "closed-form" else None
+    rows = trial_rows(tuner, space, seed, n_inputs)
+    best = [r for r in rows if r["score"] is not None]
+    if not best:
+        raise RuntimeError(f"search {space.name!r}: no trial completed; see the trial messages in {out / PROJECT}.")
+    best_hparams = {k: v for k, v in best[0].items() if k not in ("trial", "status", "score", "seconds")}
+    if space.kind == "gradient":
+        best_hparams["seed"] = seed
+    else:
+        best_hparams.update(dataclasses.asdict(spec))
+    write_hparams(out / "best_hparams.json", best_hparams)
+    write_csv_atomic(out / "trials.csv", rows, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    score = best[0]["score"]
+    return TuneResult(best_hparams, float(score) if math.isfinite(score) else score, rows, out, space.objective)
