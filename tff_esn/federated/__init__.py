@@ -25,3 +25,5 @@ __all__ = [
     "build_fedavg", "build_fedcurv", "build_readout_client_work", "build_thesis_model", "compile_thesis_model",
     "curvature", "run_federated", "sample_clients",
 ]
+
+from tff_esn.federated import commands  # noqa: E402,F401  (registers fedavg, fedcurv, thesis-central)
