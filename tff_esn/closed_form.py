@@ -167,7 +167,7 @@ def _fedip_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="FedIP rounds (default %(default)s)")
     parser.add_argument("--ip-mu", type=float, default=d.mu, help="IP target mean μ (FedIP Table 1: 0)")
     parser.add_argument("--ip-sigma", type=float, default=d.sigma, help="IP target std σ (FedIP: 0.005–0.15)")
-    parser.add_argument("--ip-eta", type=float, default=d.eta, help="IP learning rate η (FedIP: 0.01)")
+    parser.add_argument("--ip-eta", type=float, default=d.eta, help="IP learning rate η (default %(default)s; FedIP Table 1: 0.01)")
     parser.add_argument("--ip-epochs", type=int, default=d.epochs, help="local IP epochs per round (FedIP: 3–10)")
     parser.add_argument("--ip-batch-size", type=int, default=d.batch_size,
                         help="sequences per online IP step (default %(default)s)")

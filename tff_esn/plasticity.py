@@ -41,11 +41,16 @@ from tff_esn.harvest import ReservoirWeights
 @dataclasses.dataclass(frozen=True)
 class IPConfig:
     """IP hyperparameters (FedIP Table 1): target mean ``mu`` and std ``sigma`` > 0, learning
-    rate ``eta`` ≥ 0, local ``epochs`` ≥ 1, and ``batch_size`` sequences per online step."""
+    rate ``eta`` ≥ 0, local ``epochs`` ≥ 1, and ``batch_size`` sequences per online step.
+
+    FedIP Table 1 fixes η = 0.01. With this online rule (one update per time step) and
+    σ = 0.1 that rate overshoots on our test data (per-unit std 0.9 instead of 0.1), while
+    η = 1e-3 reaches σ within one epoch; hence the default η = 1e-3.
+    """
 
     mu: float = 0.0
     sigma: float = 0.1
-    eta: float = 0.01
+    eta: float = 1e-3
     epochs: int = 1
     batch_size: int = 16
 

@@ -1,0 +1,185 @@
+"""Exactness claims of the closed-form family (numpy paths), over random partitions and orders."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tff_esn import fedavg_ridge, partial_incfed, pfedrr
+from tff_esn.config import ReservoirConfig
+from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.incfed import aggregate, fit_incfed
+from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
+
+from closed_form_data import random_dataset
+
+
+def _partition(seed, n_clients, n=90, f=6, c=3, bias=True):
+    """Pooled states/targets and their split into n_clients non-empty clients in a random order."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(n, f))
+    y = one_hot(rng.integers(0, c, n), c)
+    cuts = np.sort(rng.choice(np.arange(1, n), size=n_clients - 1, replace=False))
+    order = rng.permutation(n)
+    parts = [RidgeStats.from_states(s[idx], y[idx], bias=bias) for idx in np.split(order, cuts)]
+    rng.shuffle(parts)
+    return RidgeStats.from_states(s, y, bias=bias), parts
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 8), l2=st.sampled_from([1e-6, 1e-2, 1.0]))
+def test_incfed_equals_centralized_for_any_partition_and_order(seed, n_clients, l2):
+    pooled, parts = _partition(seed, n_clients)
+    np.testing.assert_allclose(fit_incfed(parts, l2), pooled.solve(l2), rtol=1e-8, atol=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6))
+def test_lambda_per_client_is_eq7_sum(seed, n_clients):
+    pooled, parts = _partition(seed, n_clients)
+    np.testing.assert_allclose(fit_incfed(parts, 0.1, per_client=True), pooled.solve(0.1 * n_clients), rtol=1e-8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_batches=st.integers(2, 6))
+def test_incremental_updates_equal_batch(seed, n_batches):
+    rng = np.random.default_rng(seed)
+    s, y = rng.normal(size=(60, 5)), one_hot(rng.integers(0, 2, 60), 2)
+    cuts = np.sort(rng.choice(np.arange(1, 60), size=n_batches - 1, replace=False))
+    chunks = list(zip(np.split(s, cuts), np.split(y, cuts)))
+    stats = RidgeStats.from_states(*chunks[0], bias=True)
+    for part in chunks[1:]:
+        stats = stats.update(*part)  # IncFed eqs. 11–12
+    batch = RidgeStats.from_states(s, y, bias=True)
+    np.testing.assert_allclose(stats.A, batch.A, atol=1e-10)
+    np.testing.assert_allclose(stats.B, batch.B, atol=1e-10)
+    assert stats.n == 60 and stats.clients == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), alpha=st.floats(0, 1))
+def test_partial_incfed_with_every_feature_equals_incfed(seed, n_clients, alpha):
+    _, parts = _partition(seed, n_clients)
+    full = parts[0].n_features
+    result = partial_incfed.fit_partial_incfed(parts, full, alpha, 1e-3, seed=seed)
+    np.testing.assert_allclose(result.readout, fit_incfed(parts, 1e-3), rtol=1e-7, atol=1e-10)
+    assert all(sel.tolist() == list(range(full)) for sel in result.selected)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6))
+def test_pfedrr_with_tau_one_equals_incfed(seed, n_clients):
+    _, parts = _partition(seed, n_clients)
+    result = pfedrr.fit_pfedrr(parts, 1.0, 1e-3, seed=seed)
+    ref = fit_incfed(parts, 1e-3)
+    for readout in (result.exact, result.important, result.random):
+        np.testing.assert_allclose(readout, ref, rtol=1e-8, atol=1e-10)
+    assert result.percent_units == 100.0
+
+
+def test_harvested_client_stats_sum_to_the_pooled_harvest():
+    data = random_dataset(n_clients=4, seed=3)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=12, leaky=0.6, seed=5), 3)
+    for mode in ("all", "last", "mean"):
+        h = Harvester(data, StateSpec(mode, washout=2))
+        parts = [h.stats(weights, cid) for cid in data.client_ids]
+        pooled = h.stats_of(weights, data.pooled(data.client_ids))
+        np.testing.assert_allclose(aggregate(parts).B, pooled.B, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(fit_incfed(parts, 1e-2), pooled.solve(1e-2), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ FedAvg of ridge readouts
+def test_fedavg_ridge_is_the_size_weighted_mean_of_local_readouts():
+    _, parts = _partition(11, 4)
+    local = [p.solve(0.1) for p in parts]
+    sizes = np.array([p.n for p in parts], float)
+    expected = sum(w * n for w, n in zip(local, sizes)) / sizes.sum()
+    np.testing.assert_allclose(fedavg_ridge.fit_fedavg_ridge(parts, 0.1), expected, rtol=1e-12)
+
+
+def test_fedavg_ridge_of_one_client_is_its_ridge_and_differs_from_incfed_in_general():
+    pooled, parts = _partition(2, 1)
+    np.testing.assert_allclose(fedavg_ridge.fit_fedavg_ridge(parts, 0.1), pooled.solve(0.1), rtol=1e-12)
+    _, parts = _partition(2, 4)
+    assert not np.allclose(fedavg_ridge.fit_fedavg_ridge(parts, 0.1), fit_incfed(parts, 0.1))
+
+
+def test_fedavg_average_rejects_bad_weights():
+    with pytest.raises(ValueError, match="sizes"):
+        fedavg_ridge.average_readouts([np.ones((2, 3))], [-1])
+    with pytest.raises(ValueError, match="shape"):
+        fedavg_ridge.average_readouts([np.ones((2, 3)), np.ones((2, 4))], [1, 1])
+
+
+# ------------------------------------------------------------------ Partial IncFed and pFedRR details
+def test_partial_incfed_masks_columns_as_eq_b16():
+    _, parts = _partition(5, 1, f=5)
+    masked = partial_incfed.mask_stats(parts[0], np.array([0, 3]))
+    keep = np.array([1, 0, 0, 1, 0, 0], bool)
+    np.testing.assert_array_equal(masked.B[:, ~keep], 0)
+    np.testing.assert_array_equal(masked.B[:, keep], parts[0].B[:, keep])
+    np.testing.assert_array_equal(masked.A[:, ~keep], 0)
+
+
+def test_partial_incfed_selection_mixes_top_and_random():
+    scores = np.arange(10.0)
+    sel = partial_incfed.select_features(scores, 4, 0.5, np.random.default_rng(0))
+    assert sel.size == 4 and {9, 8} <= set(sel.tolist())
+    assert partial_incfed.select_features(scores, 4, 1.0, np.random.default_rng(0)).tolist() == [6, 7, 8, 9]
+    assert partial_incfed.importance(np.array([[1.0, 2.0], [2.0, -5.0]])).tolist() == [3.0, -3.0]
+    assert partial_incfed.default_k(100, 3) == 50
+
+
+def test_pfedrr_sparsify_keeps_diagonal_and_selected_block():
+    _, parts = _partition(6, 1, f=4)
+    b = parts[0].B
+    out = pfedrr.sparsify(parts[0], np.array([1, 2])).B
+    mask = np.eye(5, dtype=bool)
+    mask[np.ix_([1, 2], [1, 2])] = True
+    np.testing.assert_array_equal(out, np.where(mask, b, 0))
+    imp = pfedrr.importance(b)
+    assert imp.min() == 0.0 and imp.max() == 1.0
+    assert pfedrr.importance(np.eye(3)).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_pfedrr_random_policy_uses_the_same_number_of_units_and_is_seeded():
+    _, parts = _partition(8, 3, f=10)
+    a = pfedrr.fit_pfedrr(parts, 0.4, 1e-2, seed=1)
+    b = pfedrr.fit_pfedrr(parts, 0.4, 1e-2, seed=1)
+    assert [u.size for u in a.important_units] == [u.size for u in a.random_units]
+    np.testing.assert_array_equal(a.random, b.random)
+    assert 0 < a.percent_units < 100
+
+
+# ------------------------------------------------------------------ errors
+def test_errors_name_the_problem():
+    _, parts = _partition(1, 2)
+    other = RidgeStats.from_states(np.ones((4, 3)), np.ones((4, 3)), bias=True)
+    with pytest.raises(ValueError, match="same reservoir size"):
+        fit_incfed([parts[0], other], 0.1)
+    empty = RidgeStats.zeros(6, 3, bias=True)
+    with pytest.raises(ValueError, match="empty client"):
+        fit_incfed([parts[0], empty], 0.1)
+    with pytest.raises(ValueError, match="no client"):
+        fit_incfed([], 0.1)
+    for k in (0, 8, 2.5):
+        with pytest.raises(ValueError, match="k: expected"):
+            partial_incfed.fit_partial_incfed(parts, k, 0.5, 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        partial_incfed.fit_partial_incfed(parts, 2, 1.5, 0.1)
+    for tau in (0, -0.1, 1.01, float("nan")):
+        with pytest.raises(ValueError, match="tau"):
+            pfedrr.fit_pfedrr(parts, tau, 0.1)
+
+
+def test_singular_systems_with_zero_l2_raise():
+    s = np.random.default_rng(0).normal(size=(3, 6))  # fewer states than features
+    parts = [RidgeStats.from_states(s, one_hot(np.array([0, 1, 0]), 2))]
+    with pytest.raises(SingularSystemError):
+        fit_incfed(parts, 0.0)
+    with pytest.raises(SingularSystemError):
+        pfedrr.fit_pfedrr(parts, 0.5, 0.0)
+    with pytest.raises(SingularSystemError):
+        partial_incfed.fit_partial_incfed(parts, 2, 1.0, 0.0)
+    with pytest.raises(SingularSystemError):
+        fedavg_ridge.fit_fedavg_ridge(parts, 0.0)
