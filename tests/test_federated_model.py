@@ -1,0 +1,117 @@
+"""The thesis model: weighted BCE = Keras class_weight, shapes, serialization, config errors, centralized ESN."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_esn import ReservoirConfig
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.federated.centralized import train_centralized
+from tff_esn.federated.clients import child_seed, client_reservoirs, harvest, noisy, targets
+from tff_esn.federated.model import (
+    ThesisModelConfig,
+    WeightedBinaryCrossentropy,
+    build_thesis_model,
+    compile_thesis_model,
+)
+
+RES = ReservoirConfig(units=8, spectral_radius=0.9, seed=2)
+
+
+def test_weighted_bce_equals_keras_class_weight_training():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 5)).astype(np.float32)
+    y = (rng.random((40, 1)) < 0.2).astype(np.float32)
+    cfg = ThesisModelConfig(reservoir=RES.replace(units=5), learning_rate=0.05, state_mode="last")
+
+    def fit(loss, **kwargs):
+        model = build_thesis_model(5, cfg, readout_only=True)
+        model.compile(tf.keras.optimizers.Adam(0.05), loss=loss)
+        model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0, **kwargs)
+        return model.get_weights()
+
+    ours = fit(WeightedBinaryCrossentropy((12, 88)))
+    keras = fit(tf.keras.losses.BinaryCrossentropy(), class_weight={0: 12, 1: 88})
+    for a, b in zip(ours, keras):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_per_step_loss_value():
+    y = np.array([[[1.0], [0.0]]], np.float32)
+    p = np.array([[[0.7], [0.4]]], np.float32)
+    want = np.mean([88 * -np.log(0.7), 12 * -np.log(0.6)])
+    np.testing.assert_allclose(WeightedBinaryCrossentropy({0: 12, 1: 88})(y, p).numpy(), want, rtol=1e-5)
+
+
+def test_model_shapes_serialization_and_readout_only_equivalence(tmp_path):
+    cfg = ThesisModelConfig(reservoir=RES)
+    x = np.random.default_rng(1).normal(size=(3, 9, 4)).astype(np.float32)
+    full = compile_thesis_model(build_thesis_model(4, cfg), cfg)
+    out = full(x).numpy()
+    assert out.shape == (3, 9, 1) and full.trainable_weights[0].shape == (8, 1)
+    readout = build_thesis_model(8, cfg, readout_only=True)
+    np.testing.assert_allclose(readout(harvest(x, RES, cfg)).numpy(), out, rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "m.keras")
+    full.save(path)
+    loaded = tf.keras.models.load_model(path)
+    np.testing.assert_allclose(loaded(x).numpy(), out, rtol=1e-6)
+    assert loaded.loss.class_weight == (12.0, 88.0)
+    last = build_thesis_model(4, cfg.replace(state_mode="last"))
+    assert last(x).shape == (3, 1)
+    assert build_thesis_model(4, cfg.replace(washout=2))(x).shape == (3, 7, 1)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(learning_rate=0.0), "learning_rate"), (dict(batch_size=0), "batch_size"), (dict(epochs=1.5), "epochs"),
+    (dict(class_weight=(1.0, float("nan"))), "class_weight"), (dict(class_weight={0: 1}), "class_weight"),
+    (dict(state_mode="first"), "state_mode"), (dict(washout=-1), "washout"),
+])
+def test_config_errors_name_the_field(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ThesisModelConfig(**kwargs)
+
+
+def test_targets_check_label_layout_and_helpers_are_seeded():
+    per_step = ClientSequences(np.zeros((2, 5, 1), np.float32), np.ones((2, 5), np.int64))
+    per_seq = ClientSequences(np.zeros((2, 5, 1), np.float32), np.ones(2, np.int64))
+    assert targets(per_step, ThesisModelConfig(washout=1)).shape == (2, 4, 1)
+    assert targets(per_seq, ThesisModelConfig(state_mode="mean")).shape == (2, 1)
+    with pytest.raises(ValueError, match="per-step labels"):
+        targets(per_seq, ThesisModelConfig())
+    with pytest.raises(ValueError, match="per-sequence labels"):
+        targets(per_step, ThesisModelConfig(state_mode="last"))
+    with pytest.raises(ValueError, match="washout"):
+        targets(per_step, ThesisModelConfig(washout=5))
+    x = np.zeros((3, 4, 2), np.float32)
+    np.testing.assert_array_equal(noisy(x, 0.5, 7), noisy(x, 0.5, 7))
+    assert np.std(noisy(x, 0.5, 7)) > 0.2 and noisy(x, 0.0, 7) is x
+    assert child_seed(0, 1, 2) == child_seed(0, 1, 2) != child_seed(0, 1, 3)
+    same, diff = client_reservoirs(RES, 3, "same"), client_reservoirs(RES, 3, "different")
+    assert same == [RES] * 3 and len({r.seed for r in diff} | {RES.seed}) == 4
+    with pytest.raises(ValueError, match="reservoirs"):
+        client_reservoirs(RES, 3, "shared")
+
+
+def _dataset(n_clients=5, seed=0):
+    rng = np.random.default_rng(seed)
+    clients = {}
+    for i in range(n_clients):
+        x = rng.normal(size=(12, 16, 4)).astype(np.float32)
+        y = (x[..., 0] + 0.3 * rng.normal(size=(12, 16)) > 1.0).astype(np.int64)
+        clients[f"S{i}"] = ClientSequences(x, y)
+    return SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")
+
+
+def test_centralized_reports_table_6_3_metrics_and_repeats():
+    data = _dataset()
+    split = Split("s", train=("S0", "S1", "S2"), val=("S3",), test=("S4",))
+    cfg = ThesisModelConfig(reservoir=RES, epochs=3, learning_rate=0.05, batch_size=4)
+    _, first = train_centralized(data, split, cfg, seed=1)
+    _, again = train_centralized(data, split, cfg, seed=1)
+    assert first == again
+    for name in ("design", "test"):
+        assert {"accuracy", "auc", "f1_micro"} <= set(first[name])
+        assert first[name]["f1_micro"] == pytest.approx(first[name]["accuracy"])  # binary: F1 micro = accuracy
+    assert first["design"]["n"] == 4 * 12 * 16 and first["test"]["auc"] > 0.7
+    with pytest.raises(ValueError, match="binary"):
+        train_centralized(SequenceDataset(data.clients, 3, data.feature_names, ("a", "b", "c"), "x"), split, cfg)

@@ -1,0 +1,134 @@
+"""run_federated: each algorithm and reservoir mode, cached = faithful, resume = uninterrupted, CLI."""
+
+import argparse
+import csv
+
+import numpy as np
+import pytest
+
+from tff_esn import ReservoirConfig, algorithms
+from tff_esn.cli import build_parser
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.federated import FederatedConfig, ThesisModelConfig, run_federated, sample_clients
+
+MODEL = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
+                          learning_rate=0.05)
+SPLIT = Split("tiny", train=("S0", "S1", "S2", "S3"), val=("S4",), test=("S5",))
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    clients = {}
+    for i in range(6):
+        n = 6 + i
+        x = rng.normal(size=(n, 10, 4)).astype(np.float32)
+        y = (x[..., 0] + 0.4 * rng.normal(size=(n, 10)) > 1.0).astype(np.int64)
+        clients[f"S{i}"] = ClientSequences(x, y)
+    return SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")
+
+
+def _config(**kwargs):
+    base = dict(model=MODEL, rounds=2, clients_per_round=2, noise_std=0.0)
+    base.update(kwargs)
+    return FederatedConfig(**base)
+
+
+def _weights(result):
+    return result["extra"]["weights"]["kernel"], result["extra"]["weights"]["bias"]
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(algorithm="fedavg", reservoirs="same", server_learning_rate=0.1, noise_std=0.5),
+    dict(algorithm="fedcurv", reservoirs="different", noise_std=0.5, noisy_clients=("S0", "S2")),
+    dict(algorithm="fedavg", states="faithful", noise_std=0.5),
+])
+def test_short_run_of_each_algorithm_and_reservoir_mode(data, tmp_path, kwargs):
+    config = _config(**kwargs)
+    result = run_federated(data, SPLIT, config, out_dir=tmp_path, cache_dir=tmp_path / "states", progress=False)
+    kernel, bias = _weights(result)
+    assert kernel.shape == (6, 1) and bias.shape == (1,)
+    assert result["test"]["n"] == 11 * 10 and 0 <= result["val"]["accuracy"] <= 1
+    assert result["extra"]["accepted_clients"] == [2, 2]
+    comm = result["communication"]
+    per_round = 7 * (3 if config.algorithm == "fedcurv" else 1)
+    reservoir = 4 * 6 + 6 * 6 + 6 if config.states == "faithful" else 0
+    assert comm["up_floats_per_client"] == 2 * per_round and comm["down_floats_per_client"] == 2 * (per_round + reservoir)
+    with open(tmp_path / "rounds.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["round"] for r in rows] == ["1", "2"] and {"val_f1_micro", "test_auc", "accepted_clients"} <= set(rows[0])
+    assert (tmp_path / "tensorboard").is_dir()
+
+
+def test_cached_states_and_reservoir_in_the_model_give_the_same_weights(data):
+    cached = run_federated(data, SPLIT, _config(rounds=2), progress=False)
+    faithful = run_federated(data, SPLIT, _config(rounds=2, states="faithful"), progress=False)
+    for a, b in zip(_weights(cached), _weights(faithful)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert cached["extra"]["rounds"][-1]["val_accuracy"] == pytest.approx(faithful["extra"]["rounds"][-1]["val_accuracy"])
+
+
+def test_resume_continues_to_the_same_final_weights(data, tmp_path):
+    config = _config(algorithm="fedcurv", rounds=3, noise_std=0.3, penalty=1e-2)
+    whole = run_federated(data, SPLIT, config, out_dir=tmp_path / "whole", progress=False)
+    run_federated(data, SPLIT, _config(algorithm="fedcurv", rounds=1, noise_std=0.3, penalty=1e-2),
+                  out_dir=tmp_path / "cut", progress=False)
+    resumed = run_federated(data, SPLIT, config, out_dir=tmp_path / "cut", resume=True, progress=False)
+    for a, b in zip(_weights(whole), _weights(resumed)):
+        np.testing.assert_array_equal(a, b)
+    assert [r["round"] for r in resumed["extra"]["rounds"]] == [2, 3]
+    with open(tmp_path / "cut" / "rounds.csv") as fh:
+        assert [r["round"] for r in csv.DictReader(fh)] == ["1", "2", "3"]
+    with pytest.raises(ValueError, match="resume"):
+        run_federated(data, SPLIT, config, out_dir=tmp_path / "whole", progress=False)
+
+
+def test_seeded_runs_repeat_and_sampling_is_a_function_of_seed_and_round(data):
+    a = run_federated(data, SPLIT, _config(noise_std=0.5), progress=False)
+    b = run_federated(data, SPLIT, _config(noise_std=0.5), progress=False)
+    for x, y in zip(_weights(a), _weights(b)):
+        np.testing.assert_array_equal(x, y)
+    ids = SPLIT.train
+    assert sample_clients(ids, 2, 0, 5) == sample_clients(ids, 2, 0, 5)
+    draws = {tuple(sample_clients(ids, 2, 0, r)) for r in range(20)}
+    assert len(draws) > 1 and all(len(set(d)) == 2 and set(d) <= set(ids) for d in draws)
+    assert sample_clients(ids, 9, 0, 0) == list(ids)
+
+
+def test_bad_configurations_are_named(data):
+    with pytest.raises(ValueError, match="different.*cached"):
+        _config(states="faithful", reservoirs="different")
+    with pytest.raises(ValueError, match="clients_per_round"):
+        _config(clients_per_round=0)
+    with pytest.raises(ValueError, match="algorithm"):
+        _config(algorithm="fedprox")
+    with pytest.raises(ValueError, match="noisy_clients"):
+        run_federated(data, SPLIT, _config(noisy_clients=("S9",)), progress=False)
+    with pytest.raises(ValueError, match="out_dir"):
+        run_federated(data, SPLIT, _config(), resume=True, progress=False)
+    three = SequenceDataset(data.clients, 3, data.feature_names, ("a", "b", "c"), "x")
+    with pytest.raises(ValueError, match="binary"):
+        run_federated(three, SPLIT, _config(), progress=False)
+
+
+def _run_args(argv):
+    args = build_parser().parse_args(argv)
+    assert isinstance(args, argparse.Namespace)
+    return args
+
+
+def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
+    assert {"fedavg", "fedcurv", "thesis-central"} <= set(algorithms.available_algorithms())
+    defaults = _run_args(["run", "fedcurv", "--out", str(tmp_path)])
+    assert (defaults.units, defaults.spectral_radius, defaults.pipeline, defaults.rounds, defaults.clients_per_round,
+            defaults.noise_std, defaults.penalty, defaults.client_lr, defaults.batch_size) == \
+        (200, 0.99, "thesis", 78, 5, 0.5, 1e-4, 0.1, 20)
+    args = _run_args(["run", "fedcurv", "--out", str(tmp_path), "--units", "6", "--rounds", "2",
+                      "--clients-per-round", "2", "--noise-std", "0", "--penalty", "0.01", "--server-lr", "0.1",
+                      "--reservoir", "different", "--batch-size", "4", "--no-progress"])
+    record = algorithms.run_algorithm("fedcurv", data, SPLIT, args)
+    assert record["algorithm"] == "fedcurv" and record["communication"]["rounds"] == 2
+    assert record["extra"]["federated_config"]["penalty"] == 0.01 and (tmp_path / "rounds.csv").exists()
+    central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
+    record = algorithms.run_algorithm("thesis-central", data, SPLIT, central)
+    assert record["test"]["n"] == 110 and "design" in record["extra"]
