@@ -98,20 +98,24 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec):
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):
-    """``W = A (B + λI)⁻¹`` in float64 by LU with partial pivoting, plus a singularity flag.
+    """``W = A (B + λI)⁻¹`` in float64 by Cholesky, plus a singularity flag.
 
-    An exactly or numerically singular system (pivot ≤ N·ε·max pivot) is flagged instead of
-    raising inside the computation; :func:`run_incfed_tff` turns the flag into
-    :class:`~tff_esn.ridge.SingularSystemError`.
+    TF's factorizations raise on a singular matrix inside the computation, so the server
+    first checks the smallest eigenvalue of the symmetric system: at or below
+    N·ε·(largest) the system is flagged singular and not solved; :func:`run_incfed_tff`
+    turns the flag into :class:`~tff_esn.ridge.SingularSystemError`.
     """
     size = tf.shape(b)[0]
     scale = l2 * clients if per_client else l2
     matrix = b + scale * tf.eye(size, dtype=tf.float64)
-    lu, perm = tf.linalg.lu(matrix)
-    pivots = tf.abs(tf.linalg.diag_part(lu))
+    eigenvalues = tf.linalg.eigvalsh(matrix)
     eps = tf.constant(np.finfo(np.float64).eps, tf.float64)
-    singular = tf.reduce_min(pivots) <= tf.cast(size, tf.float64) * eps * tf.reduce_max(pivots)
-    w = tf.transpose(tf.linalg.lu_solve(lu, perm, tf.transpose(a)))
+    singular = eigenvalues[0] <= tf.cast(size, tf.float64) * eps * tf.abs(eigenvalues[-1])
+    w = tf.cond(
+        singular,
+        lambda: tf.zeros_like(a),
+        lambda: tf.transpose(tf.linalg.cholesky_solve(tf.linalg.cholesky(matrix), tf.transpose(a))),
+    )
     return w, singular
 
 

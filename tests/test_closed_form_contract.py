@@ -1,0 +1,177 @@
+"""Every closed-form algorithm through the same contract (STYLE: scikit-learn's common checks).
+
+Sections and shapes of the record, seeded determinism, communication-cost accounting by the
+seeds' formulas, and clear errors for bad input.
+"""
+
+import argparse
+
+import numpy as np
+import pytest
+
+from tff_esn import algorithms
+from tff_esn.heterogeneous import align, client_reservoirs, client_seed, ensemble_scores
+from tff_esn.config import ReservoirConfig
+from tff_esn.harvest import ReservoirWeights
+
+from closed_form_data import default_split, random_dataset
+
+CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+UNITS, CLASSES, ROUNDS = 8, 3, 2
+N_F = UNITS + 1  # readout bias input
+
+
+def _args(name, *extra):
+    parser = argparse.ArgumentParser()
+    algorithms.add_common_arguments(parser)
+    algorithms.get_algorithm(name).add_arguments(parser)
+    flags = ["--units", str(UNITS), "--l2", "1e-2", "--seed", "3", "--washout", "1", *extra]
+    if name == "fedip":
+        flags += ["--rounds", str(ROUNDS)]
+    return parser.parse_args(flags)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return random_dataset(n_clients=5, seed=11)
+
+
+@pytest.fixture(scope="module")
+def records(data):
+    return {name: algorithms.run_algorithm(name, data, default_split(data), _args(name)) for name in CLOSED_FORM}
+
+
+def test_every_closed_form_algorithm_is_registered():
+    assert set(CLOSED_FORM) <= set(algorithms.available_algorithms())
+
+
+@pytest.mark.parametrize("name", CLOSED_FORM)
+def test_record_has_every_section(name, records, data):
+    rec = records[name]
+    assert rec["algorithm"] == name and rec["data"] == "random" and rec["split"] == "random"
+    assert rec["config"]["units"] == UNITS and rec["seconds"] > 0
+    sizes = {"train": sum(len(data.clients[c]) for c in data.client_ids[:-2]),
+             "val": len(data.clients["c3"]), "test": len(data.clients["c4"])}
+    for group, n in sizes.items():
+        section = rec[group]
+        assert section["n"] == n
+        assert 0 <= section["accuracy"] <= 1 and 0 <= section["f1_macro"] <= 1
+        assert 0 <= section["random_baseline_accuracy"] <= 1
+    assert {"up_floats_per_client", "down_floats_per_client", "rounds",
+            "up_bytes_per_client", "down_bytes_per_client"} <= set(rec["communication"])
+
+
+@pytest.mark.parametrize("name", CLOSED_FORM)
+def test_same_seed_same_numbers(name, records, data):
+    again = algorithms.run_algorithm(name, data, default_split(data), _args(name))
+    for key in ("train", "val", "test", "communication", "extra"):
+        assert again[key] == records[name][key]
+
+
+def test_centralized_and_incfed_give_identical_metrics(records):
+    for group in ("train", "val", "test"):
+        assert records["centralized"][group] == records["incfed"][group]
+
+
+def test_alignment_with_alpha_one_is_incfed(data):
+    rec = algorithms.run_algorithm("alignment", data, default_split(data), _args("alignment", "--alpha", "1"))
+    ref = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", "--backend", "numpy"))
+    for group in ("train", "val", "test"):
+        assert rec[group] == ref[group]
+
+
+@pytest.mark.parametrize("name", CLOSED_FORM)
+def test_communication_follows_the_seed_formulas(name, records, data):
+    comm, extra = records[name]["communication"], records[name]["extra"]
+    readout = CLASSES * N_F
+    incfed_up = N_F**2 + N_F * CLASSES
+    train = data.client_ids[:-2]
+    expected = {
+        "centralized": (np.mean([data.clients[c].x.size for c in train]), 0, 1),
+        "incfed": (incfed_up, readout, 1),
+        "alignment": (incfed_up, readout, 1),
+        "fedavg-ridge": (readout, readout, 1),
+        "partial-incfed": (extra.get("k", 0) * (CLASSES + N_F), readout, 1),
+        "fedip": (ROUNDS * 2 * UNITS + incfed_up, ROUNDS * 2 * UNITS + readout, ROUNDS + 1),
+        "ensemble": (readout, len(train) * readout, 1),
+    }
+    if name == "pfedrr":
+        assert readout + N_F <= comm["up_floats_per_client"] <= incfed_up
+        assert comm["down_floats_per_client"] == readout and comm["rounds"] == 1
+        return
+    up, down, rounds = expected[name]
+    assert (comm["up_floats_per_client"], comm["down_floats_per_client"], comm["rounds"]) == (up, down, rounds)
+    if name == "partial-incfed":
+        assert extra["k"] == 4  # the thesis' 1.5/|C| · N_F for 3 clients
+    if name == "fedip":
+        assert comm["up_bytes_per_client"] == ROUNDS * 2 * UNITS * 4 + incfed_up * 8
+
+
+def test_pfedrr_with_tau_one_costs_incfed_and_reports_the_comparison(data):
+    rec = algorithms.run_algorithm("pfedrr", data, default_split(data), _args("pfedrr", "--tau", "1"))
+    assert rec["communication"]["up_floats_per_client"] == N_F**2 + N_F * CLASSES
+    assert rec["extra"]["percent_units"] == 100.0
+    assert rec["extra"]["fedrr"]["test"] == rec["test"] == rec["extra"]["r-pfedrr"]["test"]
+
+
+@pytest.mark.parametrize("name,flags,match", [
+    ("partial-incfed", ["--k", "0"], "k: expected"),
+    ("partial-incfed", ["--k", str(N_F + 1)], "k: expected"),
+    ("partial-incfed", ["--alpha", "2"], "alpha"),
+    ("pfedrr", ["--tau", "0"], "tau"),
+    ("pfedrr", ["--tau", "1.5"], "tau"),
+    ("alignment", ["--alpha", "-0.5"], "alpha"),
+    ("incfed", ["--washout", "10"], "washout"),
+    ("centralized", ["--units", "0"], "units"),
+    ("fedip", ["--ip-sigma", "0"], "sigma"),
+])
+def test_bad_input_is_rejected_by_name(name, flags, match, data):
+    with pytest.raises(ValueError, match=match):
+        algorithms.run_algorithm(name, data, default_split(data), _args(name, *flags))
+
+
+def test_singular_system_and_unknown_algorithm(data):
+    from tff_esn.ridge import SingularSystemError
+
+    small = random_dataset(n_clients=3, seed=1, sizes=[1, 1, 1])
+    with pytest.raises(SingularSystemError):
+        algorithms.run_algorithm("incfed", small, default_split(small), _args("incfed", "--l2", "0", "--state-mode",
+                                                                             "last", "--units", "20"))
+    with pytest.raises(KeyError, match="unknown algorithm 'nope'"):
+        algorithms.get_algorithm("nope")
+
+
+def test_per_step_labels_need_a_per_step_state_mode():
+    data = random_dataset(n_clients=4, seed=2, per_step=True)
+    rec = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed"))
+    assert rec["test"]["n"] == len(data.clients["c3"]) * (10 - 1)  # every step after washout
+    with pytest.raises(ValueError, match="mean"):
+        algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", "--state-mode", "mean"))
+
+
+def test_registry_rejects_bad_registrations():
+    with pytest.raises(ValueError, match="lower-case"):
+        algorithms.register_algorithm("Bad Name", lambda p: None, lambda d, s, a: {})
+    with pytest.raises(ValueError, match="already registered"):
+        algorithms.register_algorithm("incfed", lambda p: None, lambda d, s, a: {})
+
+
+# ------------------------------------------------------------------ heterogeneous reservoirs
+def test_client_reservoirs_differ_and_alignment_interpolates():
+    cfg = ReservoirConfig(units=6, seed=4)
+    target = ReservoirWeights.from_config(cfg, 3)
+    members = client_reservoirs(cfg, 3, 3)
+    assert len({m.key for m in members} | {target.key}) == 4
+    assert client_seed(4, 0) == client_seed(4, 0) != client_seed(4, 1)
+    half = align(members[0], target, 0.5)
+    np.testing.assert_allclose(half.recurrent, 0.5 * (members[0].recurrent + target.recurrent), rtol=1e-6)
+    assert align(members[0], target, 1.0).key == target.key and align(members[0], target, 0.0).key == members[0].key
+    with pytest.raises(ValueError, match="shape"):
+        align(members[0], ReservoirWeights.from_config(cfg.replace(units=7), 3), 0.5)
+
+
+def test_ensemble_scores_are_size_weighted():
+    a, b = np.ones((4, 2)), np.zeros((4, 2))
+    np.testing.assert_allclose(ensemble_scores([a, b], [3, 1]), 0.75 * a)
+    with pytest.raises(ValueError, match="sizes"):
+        ensemble_scores([a, b], [1, 0])
