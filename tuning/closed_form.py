@@ -49,14 +49,15 @@ class ClosedFormTuner(BaseTuner):
         spec: which states enter the readout (default: ``tff-esn run``'s default).
         seed: reservoir seed shared by every trial (IncFed §IV-B: one initialisation).
         per_client_l2: add λ once per client (IncFed eq. 7) instead of once (exact).
-        ip_rounds: FedIP rounds before the readout, for spaces with ``ip_*`` hyperparameters.
+        ip_rounds: FedIP rounds before the readout, for spaces with ``ip_*`` hyperparameters
+            (default: ``tff-esn run fedip``'s).
         cache_size: reservoirs whose harvests are kept (≥ 1).
         directory, project_name, overwrite: KerasTuner project folder (resume when it exists
             and ``overwrite`` is false).
     """
 
     def __init__(self, oracle, dataset: SequenceDataset, split: Split, *, spec: StateSpec = StateSpec(),
-                 seed: int = 0, per_client_l2: bool = False, ip_rounds: int = 1, cache_size: int = 4, directory=None,
+                 seed: int = 0, per_client_l2: bool = False, ip_rounds: int = 3, cache_size: int = 4, directory=None,
                  project_name=None, overwrite: bool = False):
         if not split.val:
             raise ValueError(f"ClosedFormTuner: split {split.name!r} has no validation clients to score trials on.")

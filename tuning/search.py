@@ -14,8 +14,10 @@ Output folder ``OUT``:
   run again, and ``trials`` is the total budget (raise it to extend a finished search).
 * ``OUT/search.json`` — what was searched (space, data, seed, state options); resuming with
   different values is refused, naming the field.
-* ``OUT/best_hparams.json`` — the flat hyperparameters of the best trial
-  (:mod:`tuning.hparams`), for ``tff-esn run ALGORITHM --hparams OUT/best_hparams.json``.
+* ``OUT/best_hparams.json`` — the flat hyperparameters of the best trial as ``tff-esn run``
+  flags (:mod:`tuning.hparams`), for ``tff-esn run ALGORITHM --hparams OUT/best_hparams.json``.
+* ``OUT/best_trial.json`` — the best trial: id, objective, score and its values as in
+  ``trials.csv`` (including the thesis' data options ``window`` and ``features``).
 * ``OUT/trials.csv`` — every trial: id, status, objective, seconds, hyperparameters.
 """
 
@@ -41,6 +43,8 @@ from tuning.spaces import SearchSpace, get_space, space_size
 from tuning.thesis import ThesisHyperModel
 
 PROJECT = "kerastuner"
+THESIS_RUN_FLAGS = {"learning_rate": "client_lr"}
+THESIS_DATA_KEYS = ("window", "features")
 
 
 class ProgressMixin:
@@ -116,6 +120,13 @@ def _dataset_kind(source: str) -> str:
     return kind[len("synthetic-"):] if kind.startswith("synthetic-") else kind
 
 
+def data_names(space: SearchSpace, source: str) -> tuple[str, str]:
+    """``(pipeline, split)`` of ``space`` on ``source`` (npz files: the ``npz`` split)."""
+    kind = _dataset_kind(source)
+    pipeline = space.pipeline.format(dataset=kind)
+    return pipeline, "npz" if kind == "npz" else space.split.format(dataset=kind)
+
+
 def _check_record(out: Path, record: dict[str, Any], overwrite: bool) -> None:
     """Writes ``search.json``, refusing to resume a search made with other settings."""
     path = out / "search.json"
@@ -145,8 +156,7 @@ def _thesis_data(source: str, split_name: str, cache_dir, seed: int):
 def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Path, seed: int, overwrite: bool,
                 spec: StateSpec, cache_dir=None, progress: bool = True):
     """The tuner of ``space`` over ``source`` with its oracle, project in ``out/kerastuner``."""
-    kind = _dataset_kind(source)
-    split_name = "npz" if kind == "npz" else space.split.format(dataset=kind)
+    pipeline, split_name = data_names(space, source)
     oracle = ExhaustiveRandomSearchOracle(
         objective=kt.Objective(space.objective, "max"), max_trials=trials, seed=seed,
         hyperparameters=space.build(), tune_new_entries=False, allow_new_entries=False,
@@ -159,7 +169,7 @@ def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Pat
         from tff_esn.data.sources import load_source
         from tff_esn.data.splits import get_split
 
-        dataset = load_source(source, space.pipeline.format(dataset=kind), cache_dir=cache_dir)
+        dataset = load_source(source, pipeline, cache_dir=cache_dir)
         split = get_split(split_name, dataset, seed=seed)
         tuner = ClosedFormSearchTuner(oracle, dataset, split, spec=spec, seed=seed, **common)
     tuner.oracle.max_trials = trials
@@ -178,6 +188,24 @@ def trial_rows(tuner, space: SearchSpace, seed: int, n_inputs: int | None) -> li
         rows.append({"trial": trial.trial_id, "status": trial.status, "score": trial.score,
                      "seconds": seconds, **values})
     return sorted(rows, key=lambda r: (r["score"] is None, -(r["score"] or 0.0), r["trial"]))
+
+
+def _run_flags(space: SearchSpace, source: str, values: dict[str, Any], seed: int, spec: StateSpec,
+               tuner) -> dict[str, Any]:
+    """Best values as ``tff-esn run`` flags (argparse destinations), with the searched pipeline and split.
+
+    Closed-form spaces add the state options (and FedIP's ``rounds``); the thesis space maps
+    Adam's ``learning_rate`` to ``client_lr`` and leaves out the data options ``window`` and
+    ``features``, which ``tff-esn run`` does not take (they stay in ``best_trial.json``).
+    """
+    pipeline, split = data_names(space, source)
+    if space.kind == "gradient":
+        flags = {THESIS_RUN_FLAGS.get(k, k): v for k, v in values.items() if k not in THESIS_DATA_KEYS}
+        return {**flags, "seed": seed, "pipeline": pipeline, "split": split}
+    flags = {**values, **dataclasses.asdict(spec), "pipeline": pipeline, "split": split}
+    if any(k.startswith("ip_") for k in values):
+        flags["rounds"] = tuner.ip_rounds
+    return flags
 
 
 def tune(space_name: str, *, data: str | None = None, trials: int | None = None, out: str | Path,
@@ -211,11 +239,10 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     best = [r for r in rows if r["score"] is not None]
     if not best:
         raise RuntimeError(f"search {space.name!r}: no trial completed; see the trial messages in {out / PROJECT}.")
-    best_hparams = {k: v for k, v in best[0].items() if k not in ("trial", "status", "score", "seconds")}
-    if space.kind == "gradient":
-        best_hparams["seed"] = seed
-    else:
-        best_hparams.update(dataclasses.asdict(spec))
+    values = {k: v for k, v in best[0].items() if k not in ("trial", "status", "score", "seconds")}
+    write_json_atomic(out / "best_trial.json", {"trial": best[0]["trial"], "objective": space.objective,
+                                                "score": best[0]["score"], "values": values})
+    best_hparams = _run_flags(space, source, values, seed, spec, tuner)
     write_hparams(out / "best_hparams.json", best_hparams)
     write_csv_atomic(out / "trials.csv", rows, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
     score = best[0]["score"]
