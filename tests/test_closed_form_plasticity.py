@@ -6,8 +6,8 @@ import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.harvest import ReservoirWeights
-from tff_esn.plasticity import IPConfig, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
-from tff_esn.reservoir import run_reservoir
+from tff_esn.plasticity import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
+from tff_esn.reservoir import Reservoir, run_reservoir
 
 from closed_form_data import random_dataset
 
@@ -58,3 +58,24 @@ def test_ip_is_seeded_and_validates():
             IPConfig(**{field: value})
     with pytest.raises(ValueError, match="rounds"):
         fedip_numpy(w, list(data.clients.values()), cfg, -1)
+
+
+def test_adapt_layer_writes_gain_and_bias_into_the_reservoir_layer():
+    data = random_dataset(n_clients=1, seed=4)
+    client = data.clients["c0"]
+    layer = Reservoir(ReservoirConfig(units=6, seed=2), state_mode="last", use_gain=True)
+    layer(client.x)
+    before = ReservoirWeights.from_layer(layer)
+    cfg = IPConfig(eta=1e-3, epochs=2)
+    adapt_layer(layer, client, cfg)
+    expected = intrinsic_plasticity(before, client, cfg)
+    np.testing.assert_array_equal(layer.gain.numpy(), expected.gain)
+    np.testing.assert_array_equal(layer.bias.numpy(), expected.bias)
+    np.testing.assert_allclose(layer(client.x).numpy(), run_reservoir(
+        client.x, expected.kernel, expected.recurrent, expected.bias, expected.gain, 1.0, "last").numpy(), atol=1e-6)
+    restored = Reservoir.from_config(layer.get_config())
+    restored(client.x)
+    restored.set_weights(layer.get_weights())
+    np.testing.assert_array_equal(restored.gain.numpy(), expected.gain)
+    with pytest.raises(ValueError, match="use_gain"):
+        adapt_layer(Reservoir(ReservoirConfig(units=6)), client, cfg)

@@ -72,6 +72,14 @@ class ReservoirWeights:
         return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
                    np.ones(config.units, np.float32), float(config.leaky))
 
+    @classmethod
+    def from_layer(cls, layer: Reservoir) -> "ReservoirWeights":
+        """The weights of a built :class:`~tff_esn.reservoir.Reservoir` (gain 1 without ``use_gain``)."""
+        if not layer.built:
+            raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
+        gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
+        return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky)
+
     @property
     def units(self) -> int:
         return int(self.recurrent.shape[0])
@@ -127,6 +135,9 @@ class Features:
     labels: np.ndarray
 
 
+_run_states = tf.function(run_reservoir, reduce_retracing=True)
+
+
 class Harvester:
     """Caches each client's training statistics and evaluation states, per reservoir.
 
@@ -145,7 +156,6 @@ class Harvester:
         self._stats: dict[tuple[str, str], RidgeStats] = {}
         self._features: dict[tuple[str, str], Features] = {}
         self._layers: dict[str, Reservoir] = {}
-        self._run = tf.function(run_reservoir, reduce_retracing=True)
 
     @property
     def n_classes(self) -> int:
@@ -209,7 +219,7 @@ class Harvester:
             mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
             blocks = []
             for i in range(0, len(client), self.batch_size):
-                s = self._run(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
+                s = _run_states(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
                               tf.constant(weights.recurrent), tf.constant(weights.bias), tf.constant(weights.gain),
                               weights.leaky, mode, self.spec.washout).numpy()
                 blocks.append(s.reshape(-1, weights.units))

@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.harvest import ReservoirWeights
+from tff_esn.reservoir import Reservoir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +120,20 @@ def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg
     gain, bias = _local_ip_compiled(_batches(client, cfg), tf.constant(weights.kernel), tf.constant(weights.recurrent),
                                     tf.constant(weights.gain), tf.constant(weights.bias), weights.leaky, cfg)
     return weights.replace(gain=gain.numpy(), bias=bias.numpy())
+
+
+def adapt_layer(layer: Reservoir, client: ClientSequences, cfg: IPConfig) -> Reservoir:
+    """Runs IP on ``client``'s sequences and writes the adapted gain and bias into ``layer``.
+
+    The layer must have been created with ``use_gain=True`` (its gain is the IP gain g and
+    its bias the IP bias b) and be built; it is returned for chaining.
+    """
+    if not layer.use_gain:
+        raise ValueError("adapt_layer: the Reservoir needs use_gain=True to hold the IP gain.")
+    adapted = intrinsic_plasticity(ReservoirWeights.from_layer(layer), client, cfg)
+    layer.gain.assign(adapted.gain)
+    layer.bias.assign(adapted.bias)
+    return layer
 
 
 def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
