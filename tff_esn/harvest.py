@@ -220,8 +220,8 @@ class Harvester:
             blocks = []
             for i in range(0, len(client), self.batch_size):
                 s = _run_states(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
-                              tf.constant(weights.recurrent), tf.constant(weights.bias), tf.constant(weights.gain),
-                              weights.leaky, mode, self.spec.washout).numpy()
+                                tf.constant(weights.recurrent), tf.constant(weights.bias), tf.constant(weights.gain),
+                                weights.leaky, mode, self.spec.washout).numpy()
                 blocks.append(s.reshape(-1, weights.units))
             if per_step_all:
                 labels = client.y[:, self.spec.washout:].reshape(-1)

@@ -1,0 +1,108 @@
+"""``tff-esn run``: every closed-form algorithm end to end, metrics.json, summary, --hparams."""
+
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from tff_esn.cli import main
+from tff_esn.cli.run import default_pipeline, default_split
+from tff_esn.data.sequences import Split
+
+from closed_form_data import random_dataset
+
+CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+FAST = ["--units", "8", "--l2", "1e-2", "--washout", "1"]
+
+
+@pytest.fixture
+def fake_sources(monkeypatch):
+    """Stand-in data modules recording the calls (the CLI's wiring, independent of the pipelines)."""
+    calls = []
+    data = random_dataset(n_clients=5, seed=3)
+
+    def load_source(source, pipeline, *, cache_dir=None, **options):
+        calls.append(("load", source, pipeline))
+        return data
+
+    def get_split(name, dataset, *, train_fraction=1.0, seed=0):
+        calls.append(("split", name, train_fraction, seed))
+        ids = dataset.client_ids
+        return Split(name, ids[:3], (ids[3],), (ids[4],))
+
+    monkeypatch.setitem(sys.modules, "tff_esn.data.sources", types.SimpleNamespace(load_source=load_source))
+    monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=get_split))
+    return calls
+
+
+@pytest.mark.parametrize("name", CLOSED_FORM)
+def test_run_writes_metrics_and_prints_a_summary(name, fake_sources, tmp_path, capsys):
+    extra = ["--rounds", "1"] if name == "fedip" else []
+    assert main(["run", name, "--out", str(tmp_path), *FAST, *extra]) == 0
+    record = json.loads((tmp_path / "metrics.json").read_text())
+    assert record["algorithm"] == name and record["data"] == "random"
+    assert {"train", "val", "test", "communication", "seconds", "config"} <= set(record)
+    assert {"accuracy", "f1_macro", "f1_micro", "auc", "random_baseline_accuracy"} <= set(record["test"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith(f"{name} on random: test accuracy") and "metrics.json" in out[0]
+    assert fake_sources[0] == ("load", "synthetic-wesad", "incfed-wesad")
+    assert fake_sources[1] == ("split", "incfed-wesad", 1.0, 0)
+
+
+def test_hparams_file_fills_defaults_and_flags_win(fake_sources, tmp_path):
+    hp = tmp_path / "best.json"
+    hp.write_text(json.dumps({"units": 6, "spectral_radius": 0.5, "l2": 0.5, "tau": 0.3}))
+    assert main(["run", "pfedrr", "--out", str(tmp_path), "--hparams", str(hp), "--units", "7",
+                 "--train-fraction", "0.5"]) == 0
+    config = json.loads((tmp_path / "metrics.json").read_text())["config"]
+    assert (config["units"], config["spectral_radius"], config["l2"], config["tau"]) == (7, 0.5, 0.5, 0.3)
+    assert fake_sources[1] == ("split", "incfed-wesad", 0.5, 0)
+    hp.write_text(json.dumps({"unknown_flag": 1}))
+    assert main(["run", "incfed", "--out", str(tmp_path), "--hparams", str(hp)]) == 2
+
+
+def test_bad_cli_input_exits_2_without_writing(fake_sources, tmp_path, capsys):
+    assert main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "999"]) == 2
+    assert "k: expected" in capsys.readouterr().err
+    assert not (tmp_path / "metrics.json").exists()
+    with pytest.raises(SystemExit):
+        main(["run", "no-such-algorithm", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        main(["run", "incfed", "--out", str(tmp_path), "--train-fraction", "0.3"])
+
+
+def test_default_pipeline_and_split():
+    assert default_pipeline("synthetic-hhar") == "incfed-hhar" and default_pipeline("wesad:/d") == "incfed-wesad"
+    assert default_split("npz:/f.npz", "incfed-wesad") == "npz"
+    assert default_split("synthetic-wesad", "thesis") == "thesis-primal"
+    assert default_split("hhar:/d", "pfedrr-hhar") == "pfedrr-hhar"
+
+
+# ------------------------------------------------------------------ with the real data layer
+@pytest.mark.parametrize("name", CLOSED_FORM)
+def test_run_on_the_synthetic_default(name, tmp_path):
+    pytest.importorskip("tff_esn.data.sources")
+    extra = ["--rounds", "1"] if name == "fedip" else []
+    assert main(["run", name, "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache"), *FAST, *extra]) == 0
+    record = json.loads((tmp_path / "metrics.json").read_text())
+    assert record["data"].startswith("synthetic-wesad") and record["test"]["n"] > 0
+
+
+def test_run_on_an_npz_file_and_centralized_equals_incfed(tmp_path):
+    pytest.importorskip("tff_esn.data.sources")
+    data = random_dataset(n_clients=5, seed=9)
+    path = tmp_path / "data.npz"
+    ids = data.client_ids
+    np.savez(path, X=np.concatenate([data.clients[c].x for c in ids]),
+             y=np.concatenate([data.clients[c].y for c in ids]),
+             client=np.concatenate([[c] * len(data.clients[c]) for c in ids]),
+             split=np.concatenate([[g] * len(data.clients[c]) for c, g in zip(ids, ["train"] * 3 + ["val", "test"])]))
+    tests = {}
+    for name in CLOSED_FORM:
+        out = tmp_path / name
+        extra = ["--rounds", "1"] if name == "fedip" else []
+        assert main(["run", name, "--data", f"npz:{path}", "--out", str(out), *FAST, *extra]) == 0
+        tests[name] = json.loads((out / "metrics.json").read_text())["test"]
+    assert tests["centralized"] == tests["incfed"]
