@@ -72,9 +72,13 @@ class ProgressMixin:
         if best:
             self._bar.set_postfix({self.oracle.objective.name: f"{best[0].score:.4f}"})
 
-    def on_search_end(self):
-        super().on_search_end()
-        self._bar.close()
+    def search(self, *args, **kwargs):
+        """KerasTuner's search; the bar is closed even when a trial is interrupted."""
+        try:
+            return super().search(*args, **kwargs)
+        finally:
+            if getattr(self, "_bar", None) is not None:
+                self._bar.close()
 
 
 class ThesisTuner(ProgressMixin, kt.Tuner):
