@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from tff_esn import fedavg_ridge, partial_incfed, pfedrr
 from tff_esn.config import ReservoirConfig
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import aggregate, fit_incfed
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.incfed import aggregate, fit_incfed, update_client
 from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
 
 from closed_form_data import random_dataset
@@ -86,6 +87,20 @@ def test_harvested_client_stats_sum_to_the_pooled_harvest():
         pooled = h.stats_of(weights, data.pooled(data.client_ids))
         np.testing.assert_allclose(aggregate(parts).B, pooled.B, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(fit_incfed(parts, 1e-2), pooled.solve(1e-2), rtol=1e-4, atol=1e-5)
+
+
+def test_a_client_adding_new_sequences_equals_its_batch_harvest():
+    data = random_dataset(n_clients=1, seed=8, sizes=[9])
+    client = data.clients["c0"]
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=10, seed=2), 3)
+    h = Harvester(data, StateSpec("all", washout=1))
+    stats = h.stats_of(weights, ClientSequences(client.x[:4], client.y[:4]))
+    for part in (slice(4, 5), slice(5, 9)):  # new data arrives twice (IncFed eqs. 11–12)
+        stats = update_client(stats, h.stats_of(weights, ClientSequences(client.x[part], client.y[part])))
+    batch = h.stats(weights, "c0")
+    assert stats.n == batch.n and stats.clients == 1
+    np.testing.assert_allclose(stats.B, batch.B, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(fit_incfed([stats], 1e-2), fit_incfed([batch], 1e-2), rtol=1e-4, atol=1e-5)
 
 
 # ------------------------------------------------------------------ FedAvg of ridge readouts

@@ -21,6 +21,7 @@ Two implementations of the same algorithm:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 
@@ -59,6 +60,15 @@ def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
 def aggregate(stats: Sequence[RidgeStats]) -> RidgeStats:
     """Server sum of the clients' statistics (IncFed eqs. 8–9) after :func:`check_clients`."""
     return RidgeStats.sum(check_clients(stats))
+
+
+def update_client(stats: RidgeStats, new: RidgeStats) -> RidgeStats:
+    """A client's statistics grown by those of its new data (IncFed eqs. 11–12).
+
+    ``A_c ← A_c + Ã_c``, ``B_c ← B_c + B̃_c``; it stays one client (``clients`` unchanged),
+    so IncFed's solution on the updated statistics equals the one on all the data at once.
+    """
+    return dataclasses.replace(stats + new, clients=stats.clients)
 
 
 def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
