@@ -38,8 +38,9 @@ class BinaryF1(tf.keras.metrics.F1Score):
     per-step outputs (batch, time, 1) are scored over every step.
     """
 
-    def __init__(self, threshold: float = 0.5, name: str = "f1", dtype=None, **kwargs):
-        kwargs.pop("average", None)
+    def __init__(self, threshold: float = 0.5, name: str = "f1", dtype=None, average: str = "micro"):
+        if average != "micro":
+            raise ValueError(f"BinaryF1: average must be 'micro' (one column: the binary F1), got {average!r}.")
         super().__init__(average="micro", threshold=threshold, name=name, dtype=dtype)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
