@@ -8,7 +8,7 @@ import tensorflow_federated as tff
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import build_fedavg, build_fedcurv, curvature
-from tff_esn.federated.client_work import curvature_penalty
+from tff_esn.federated.client_work import curvature_penalty_gradient
 from tff_esn.federated.clients import CachedStates
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model, thesis_loss
 
@@ -126,11 +126,14 @@ def test_fedcurv_state_is_the_sum_of_client_fishers_and_penalty_changes_training
     assert not np.allclose(np.asarray(w_pen[0]), np.asarray(w_zero[0]))
 
 
-def test_curvature_penalty_formula():
+def test_curvature_penalty_gradient_is_the_gradient_of_the_thesis_penalty():
     rng = np.random.default_rng(1)
-    w, u, v, ub, vb = (rng.normal(size=(4, 1)).astype(np.float32) for _ in range(5))
-    got = curvature_penalty([tf.constant(w)], [u], [v], [ub], [vb]).numpy()
-    np.testing.assert_allclose(got, np.sum(w ** 2 * (u - ub) - 2 * w * (v - vb)), rtol=1e-5)
+    w, u, v, ub, vb = (tf.constant(rng.normal(size=(4, 1)).astype(np.float32)) for _ in range(5))
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        penalty = tf.reduce_sum(w ** 2 * (u - ub) - 2 * w * (v - vb))  # thesis Listing 3.7
+    (got,) = curvature_penalty_gradient([w], [u], [v], [ub], [vb])
+    np.testing.assert_allclose(got.numpy(), tape.gradient(penalty, w).numpy(), rtol=1e-6)
 
 
 def test_client_filter_rejected_clients_contribute_nothing(model_fn, fedavg, source):

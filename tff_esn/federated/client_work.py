@@ -7,7 +7,8 @@ One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis 
   number of examples);
 * with ``penalty`` set (FedCurv, thesis Alg. 2), the process state carries the server's
   Fisher aggregates ``u`` and ``v`` (thesis eq. 2.18); they are broadcast to the clients,
-  every batch adds the curvature penalty to the loss, and each client's own ``(u_b, v_b)``
+  every batch adds the gradient of the curvature penalty to the loss gradient (one forward
+  pass serves the loss and the Fisher), and each client's own ``(u_b, v_b)``
   is summed back into the next state;
 * an optional client filter (thesis Alg. 3–4, ``valid ← disc(w_t − w_{t+1})``) judges the
   client's readout delta inside the client computation; a rejected client is treated the
@@ -37,35 +38,35 @@ ClientFilter = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 _EPSILON = 1e-7
 
 
-def fisher_diagonal(model: tff.learning.models.VariableModel, inputs: tf.Tensor) -> list[tf.Tensor]:
-    """Diagonal Fisher of the readout on one batch (thesis Alg. 2 lines 19–20, Listing 3.6).
+def log_likelihood(predictions: tf.Tensor) -> tf.Tensor:
+    """``Σ [log p + log(1 − p)]`` over a batch of sigmoid outputs (thesis Alg. 2 line 19).
 
-    ``D_b = (∂ Σ log p(class) / ∂w)² / length(b)``: the gradient of the log-likelihood of
-    the predictions, squared and divided by the number of sequences in the batch. The
-    readout has one sigmoid output p, whose two class log-probabilities are
-    ``log_softmax([0, z]) = [log(1 − p), log p]``; the thesis code applies
+    The readout has one sigmoid output p, whose two class log-probabilities are
+    ``log_softmax([0, z]) = [log(1 − p), log p]``. The thesis code (Listing 3.6) applies
     ``tf.nn.log_softmax`` to the single sigmoid output itself, which is identically 0 (a
-    softmax over one logit is 1), so its Fisher — and its penalty — vanished. Here both
+    softmax over one logit is 1), so its Fisher — and its penalty — vanished; here both
     class log-probabilities enter, as the algorithm states.
     """
-    weights = model.trainable_variables
-    with tf.GradientTape() as tape:
-        p = tf.clip_by_value(model.predict_on_batch(inputs, training=False), _EPSILON, 1.0 - _EPSILON)
-        log_likelihood = tf.reduce_sum(tf.math.log(p)) + tf.reduce_sum(tf.math.log(1.0 - p))
-    grads = tape.gradient(log_likelihood, weights)
-    length = tf.cast(tf.shape(inputs)[0], tf.float32)
-    return [tf.square(g) / length for g in grads]
+    p = tf.clip_by_value(predictions, _EPSILON, 1.0 - _EPSILON)
+    return tf.reduce_sum(tf.math.log(p)) + tf.reduce_sum(tf.math.log(1.0 - p))
 
 
-def curvature_penalty(weights, u, v, u_b, v_b) -> tf.Tensor:
-    """``Σ (w² ⊙ (u − u_b) − 2 w ⊙ (v − v_b))`` (thesis Alg. 2 lines 23–25, eq. 2.17, Listing 3.7).
+def fisher_diagonal(log_likelihood_gradients, length: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    """``D_b = (∇_w log-likelihood)² / length(b)`` (thesis Alg. 2 line 20, Listing 3.6)."""
+    length = tf.cast(length, tf.float32)
+    return tuple(tf.square(g) / length for g in log_likelihood_gradients)
 
-    ``u − u_b`` and ``v − v_b`` are the other clients' Fisher aggregates (the client removes
-    its own contribution); the result is multiplied by the penalty weight λ by the caller.
+
+def curvature_penalty_gradient(weights, u, v, u_b, v_b) -> tuple[tf.Tensor, ...]:
+    """∇_w of the penalty ``Σ (w² ⊙ (u − u_b) − 2 w ⊙ (v − v_b))`` (thesis Alg. 2 lines 21–26, eq. 2.17).
+
+    ``u − u_b`` and ``v − v_b`` (the other clients' Fisher aggregates, Listing 3.7) are
+    constants of the step, so the gradient is ``2 w ⊙ (u − u_b) − 2 (v − v_b)``; the
+    caller multiplies it by the penalty weight λ. (Listing 3.4 computes the penalty
+    outside its ``GradientTape``, which makes it a constant with no effect on training;
+    Alg. 2 line 26 differentiates it, as here.)
     """
-    terms = [tf.reduce_sum(tf.square(w) * (uu - ub) - 2.0 * w * (vv - vb))
-             for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b)]
-    return tf.add_n(terms)
+    return tuple(2.0 * w * (uu - ub) - 2.0 * (vv - vb) for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b))
 
 
 def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
@@ -92,17 +93,18 @@ def _build_client_update(model_fn, optimizer, penalty: float | None, client_filt
         num_examples = tf.zeros([], tf.int64)
         u_b = tuple(tf.zeros_like(w) for w in trainable)
         v_b = tuple(tf.zeros_like(w) for w in trainable)
+        ll = tf.zeros([])
         for batch in data:
-            if curvature:
-                fisher = fisher_diagonal(model, batch[0])
-                u_b = tuple(fisher)
-                v_b = tuple(d * w for d, w in zip(fisher, trainable))
-            with tf.GradientTape() as tape:
+            with tf.GradientTape(persistent=curvature) as tape:
                 output = model.forward_pass(batch, training=True)
-                loss = output.loss
                 if curvature:
-                    loss += penalty * curvature_penalty(trainable, u, v, u_b, v_b)
-            gradients = tape.gradient(loss, trainable)
+                    ll = log_likelihood(output.predictions)
+            gradients = tape.gradient(output.loss, trainable)
+            if curvature:
+                u_b = fisher_diagonal(tape.gradient(ll, trainable), tf.shape(output.predictions)[0])
+                v_b = tuple(d * w for d, w in zip(u_b, trainable))
+                gradients = tuple(g + penalty * p for g, p in
+                                  zip(gradients, curvature_penalty_gradient(trainable, u, v, u_b, v_b)))
             opt_state, updated = optimizer.next(opt_state, trainable, tuple(gradients))
             for var, value in zip(trainable, updated):
                 var.assign(value)
