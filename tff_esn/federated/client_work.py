@@ -8,8 +8,10 @@ One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis 
 * with ``penalty`` set (FedCurv, thesis Alg. 2), the process state carries the server's
   Fisher aggregates ``u`` and ``v`` (thesis eq. 2.18); they are broadcast to the clients,
   every batch adds the gradient of the curvature penalty to the loss gradient (one forward
-  pass serves the loss and the Fisher), and each client's own ``(u_b, v_b)``
-  is summed back into the next state;
+  pass serves the loss and the Fisher), and each client's own ``(u_b, v_b)`` of its last
+  batch is summed back into the next state — eq. 2.18's ``u = Σ_j D_j``, ``v = Σ_j D_j w_j``.
+  (Alg. 2 returns ``u − u_b``; summed over m clients that gives ``m·u − Σ D``, which grows
+  geometrically with the rounds);
 * an optional client filter (thesis Alg. 3–4, ``valid ← disc(w_t − w_{t+1})``) judges the
   client's readout delta inside the client computation; a rejected client is treated the
   way TFF treats a non-finite update — zero update, zero weight — so it contributes
