@@ -1,9 +1,9 @@
 """Seconds per federated round of the thesis model, side by side in one process (issue 5).
 
 Workload: 10 clients × 6000 steps, 1 feature (pEDA, Table 6.2), 200 units, batch 20, one
-local epoch, FedAvg with every client in every round; the 6000 steps are cut into 60
-sequences of 100 steps (3 batches per client) and into 300 sequences of 20 steps (15
-batches). Each row is the median of the timed rounds after one warm-up round. Rows:
+local epoch, FedAvg with every client in every round; the 6000 steps are cut into 100
+sequences of 60 steps (the thesis pipeline's default sequence length; 5 batches per client)
+and into 300 sequences of 20 steps (15 batches). Each row is the median of the timed rounds after one warm-up round. Rows:
 
 * thesis-style — ``tfa.layers.ESN`` + sigmoid ``Dense`` inside the TFF model, raw inputs
   travelling into every round (the thesis' implementation);
@@ -78,7 +78,7 @@ def _process(keras_fn, spec, config):
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     runtime.ensure_context()
-    shapes = [(20, 50)] if quick else [(60, 100), (300, 20)]
+    shapes = [(20, 50)] if quick else [(100, 60), (300, 20)]
     for n_seq, steps in shapes:
         _bench(4 if quick else 10, n_seq, steps, 50 if quick else 200, 2 if quick else 5)
 
