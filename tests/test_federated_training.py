@@ -50,6 +50,9 @@ def test_short_run_of_each_algorithm_and_reservoir_mode(data, tmp_path, kwargs):
     assert kernel.shape == (6, 1) and bias.shape == (1,)
     assert result["test"]["n"] == 11 * 10 and 0 <= result["val"]["accuracy"] <= 1
     assert result["extra"]["accepted_clients"] == [2, 2]
+    for row in result["extra"]["rounds"]:
+        noisy = set(config.noisy_clients or SPLIT.train) if config.noise_std else set()
+        assert row["clean_clients"] == len(set(row["sampled"]) - noisy) and len(row["sampled"]) == 2
     comm = result["communication"]
     per_round = 7 * (3 if config.algorithm == "fedcurv" else 1)
     reservoir = 4 * 6 + 6 * 6 + 6 if config.states == "faithful" else 0

@@ -176,6 +176,7 @@ class _Releases:
         ]
 
     def release(self, row: Mapping[str, float], round_num: int) -> None:
+        """Releases the numeric entries of ``row`` (the key column is the round)."""
         value = {k: v for k, v in row.items() if k != "round"}
 
         async def release_all():
@@ -222,8 +223,10 @@ def run_federated(
     Returns:
         ``{"train", "val", "test", "communication", "extra"}`` — the ``metrics.json``
         sections of :mod:`tff_esn.algorithms` — where ``extra`` holds ``rounds`` (the
-        per-round rows of this call), ``weights`` (final readout kernel and bias) and the
-        config.
+        per-round rows of this call, with the ``sampled`` client ids, ``accepted_clients``
+        and ``clean_clients`` — sampled clients without input noise, the truly valid ones
+        of thesis Fig. 6.13), ``accepted_clients`` per round, ``weights`` (final readout
+        kernel and bias) and the config.
     """
     runtime.ensure_context()
     if dataset.n_classes != 2:
@@ -284,12 +287,13 @@ def run_federated(
         work = output.metrics["client_work"]
         row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
                "accepted_clients": int(work.get("accepted_clients", len(sampled))),
+               "clean_clients": sum(noise[cid] == 0 for cid in sampled),
                "train_loss": float(work["train"]["loss"]),
                "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
                "seconds": seconds}
         for name, group in groups.items():
             row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias).items()})
-        rows.append(row)
+        rows.append({**row, "sampled": sampled})
         bar.set_postfix(val_f1=row.get("val_f1_micro", math.nan), accepted=row["accepted_clients"])
         if out is not None:
             releases.release(row, round_num + 1)
