@@ -1,0 +1,68 @@
+"""On-disk cache of preprocessed data sets, keyed by everything that determines them.
+
+The cache lives under ``cache_dir``, else ``$TFF_ESN_CACHE``, else ``~/.cache/tff_esn`` —
+never inside the repository. An entry is one ``.npz`` (one ``x``/``y`` pair per client and a
+JSON header), written atomically, named by the pipeline and a hash of its key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tff_esn.data.sequences import ClientSequences, SequenceDataset
+
+CACHE_VERSION = 1
+"""Bumped whenever a pipeline or generator changes its output, so stale entries are not reused."""
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir``, else ``$TFF_ESN_CACHE``, else ``~/.cache/tff_esn``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    return Path(os.environ.get("TFF_ESN_CACHE") or Path.home() / ".cache" / "tff_esn")
+
+
+def cache_key(payload: dict[str, Any]) -> str:
+    """A short stable hash of a JSON-serialisable ``payload`` (plus :data:`CACHE_VERSION`)."""
+    text = json.dumps({"version": CACHE_VERSION, **payload}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def save_dataset(path: str | os.PathLike, dataset: SequenceDataset) -> Path:
+    """Writes ``dataset`` to ``path`` (``.npz``) atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ids = list(dataset.client_ids)
+    header = {"clients": ids, "n_classes": dataset.n_classes, "feature_names": list(dataset.feature_names),
+              "label_names": list(dataset.label_names), "source": dataset.source,
+              "groups": dict(dataset.groups)}
+    arrays = {"header": np.array(json.dumps(header))}
+    for i, cid in enumerate(ids):
+        arrays[f"x{i}"] = dataset.clients[cid].x
+        arrays[f"y{i}"] = dataset.clients[cid].y
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_dataset(path: str | os.PathLike) -> SequenceDataset:
+    """Reads a dataset written by :func:`save_dataset` (no pickles involved)."""
+    with np.load(path, allow_pickle=False) as data:
+        header = json.loads(str(data["header"]))
+        clients = {cid: ClientSequences(data[f"x{i}"], data[f"y{i}"]) for i, cid in enumerate(header["clients"])}
+    return SequenceDataset(clients, header["n_classes"], tuple(header["feature_names"]),
+                           tuple(header["label_names"]), header["source"], groups=header["groups"])

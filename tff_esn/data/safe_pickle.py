@@ -1,0 +1,74 @@
+"""Loading pickles that may only hold plain data (the WESAD subject files).
+
+A pickle names the Python callables that rebuild its objects, and ``pickle.load`` calls
+them: a crafted file runs arbitrary code when loaded. :func:`load_data_pickle` admits only
+the globals a data pickle of dicts, lists, strings and numpy arrays needs (how numpy
+reconstructs an array and its dtype, and ``_codecs.encode``, which Python 3 uses for the
+byte payloads of protocol-2 pickles); any other global raises :class:`UnsafePickleError`
+before it is resolved, so nothing it names is imported or called.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import BinaryIO
+
+ALLOWED_GLOBALS = frozenset({
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("_codecs", "encode"),
+})
+"""``(module, name)`` pairs a pickle of dicts, lists, str and numpy arrays/dtypes refers to."""
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """The pickle refers to a global outside :data:`ALLOWED_GLOBALS`."""
+
+
+class _DataUnpickler(pickle.Unpickler):
+    def __init__(self, file, *, source: str) -> None:
+        super().__init__(file, encoding="latin1")
+        self._source = source
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in ALLOWED_GLOBALS:
+            raise UnsafePickleError(
+                f"{self._source}: refuses to load the global {module}.{name}; a data pickle may only hold "
+                f"dicts, lists, strings and numpy arrays (allowed: "
+                f"{', '.join(sorted(f'{m}.{n}' for m, n in ALLOWED_GLOBALS))})."
+            )
+        return super().find_class(module, name)
+
+
+def read_data_pickle(fh: BinaryIO, source: str):
+    """Unpickles one object from the binary stream ``fh`` through the allow-list (``source`` names it in errors).
+
+    Raises:
+        UnsafePickleError: the stream refers to a callable outside :data:`ALLOWED_GLOBALS`.
+        ValueError: the stream is truncated or not a pickle.
+    """
+    try:
+        return _DataUnpickler(fh, source=source).load()
+    except UnsafePickleError:
+        raise
+    except (EOFError, pickle.UnpicklingError, ValueError, TypeError, IndexError, AttributeError) as err:
+        raise ValueError(f"{source}: not a complete data pickle (truncated or corrupt): "
+                         f"{type(err).__name__}: {err}") from None
+
+
+def load_data_pickle(path: str | Path):
+    """Unpickles ``path`` (``encoding="latin1"``, as the Python-2 WESAD files need) through the allow-list.
+
+    Raises:
+        UnsafePickleError: the file refers to a callable outside :data:`ALLOWED_GLOBALS`.
+        ValueError: the file is truncated or not a pickle (message names the file).
+    """
+    with Path(path).open("rb") as fh:
+        return read_data_pickle(fh, str(path))

@@ -1,0 +1,124 @@
+"""The named client-wise splits of the thesis and the papers.
+
+Clients are ordered naturally (``S2 < S10``, ``a < b``). A split takes its fixed groups from
+the end of that order — the test clients last, before them the validation clients, before
+them any extra group — and gives every remaining client to training. On the real data sets:
+
+* ``thesis-primal`` (thesis §6.1, 10/4/1): train S2–S11, val S13–S16, test S17.
+* ``thesis-discriminative`` (thesis §6.1, 10/2/1 + 2): train S2–S11, val S15–S16, test S17,
+  extra group ``discriminator`` S13–S14 (the subjects the discriminator is trained on, Alg. 3–4).
+* ``incfed-wesad``, ``pfedrr-wesad``, ``fedip-wesad`` (IncFed §IV-a 3 + 3 fixed, pFedRR/FedIP
+  9-3-3): train S2–S10, val S11, S13, S14, test S15–S17.
+* ``incfed-hhar``, ``pfedrr-hhar``, ``fedip-hhar`` (IncFed §IV-b 2 + 2 fixed, pFedRR/FedIP
+  5-2-2): train a–e, val f, g, test h, i.
+* ``npz``: the file's own ``split`` column; without one, the last 20 % of the clients test and
+  the 20 % before them validate (one each for 3–4 clients).
+
+``train_fraction`` (IncFed Tables V–VI, pFedRR Table 1, FedIP Table 2: 25/50/75/100 % of the
+training clients) keeps ``ceil(fraction · n_train)`` training clients — 3, 5, 7, 9 of 9 as
+the thesis' appendix B.4 lists — drawn by a ``seed``-ed permutation; validation and test
+stay fixed. Same name, data and seed → same split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import numpy as np
+
+from tff_esn.data.sequences import SequenceDataset, Split
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSpec:
+    """Sizes of a split's fixed groups; the remaining clients train."""
+
+    val: int
+    test: int
+    extra: tuple[tuple[str, int], ...] = ()
+    reference: str = ""
+
+
+SPLITS: dict[str, SplitSpec] = {
+    "thesis-primal": SplitSpec(4, 1, reference="thesis §6.1 (10/4/1)"),
+    "thesis-discriminative": SplitSpec(2, 1, (("discriminator", 2),), "thesis §6.1 (10/2/1 + 2)"),
+    "incfed-wesad": SplitSpec(3, 3, reference="IncFed §IV-a (3 + 3 fixed)"),
+    "incfed-hhar": SplitSpec(2, 2, reference="IncFed §IV-b (2 + 2 fixed)"),
+    "pfedrr-wesad": SplitSpec(3, 3, reference="pFedRR §3 (9-3-3)"),
+    "pfedrr-hhar": SplitSpec(2, 2, reference="pFedRR §3 (5-2-2)"),
+    "fedip-wesad": SplitSpec(3, 3, reference="FedIP §3 (9-3-3)"),
+    "fedip-hhar": SplitSpec(2, 2, reference="FedIP §3 (5-2-2)"),
+}
+SPLIT_NAMES = (*SPLITS, "npz")
+
+
+def natural_order(ids) -> list[str]:
+    """``S2, S3, …, S10`` rather than ``S10, S2``."""
+    return sorted(ids, key=lambda s: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)])
+
+
+def _check_fraction(train_fraction: float) -> None:
+    if not (isinstance(train_fraction, (int, float)) and 0 < train_fraction <= 1):
+        raise ValueError(f"train_fraction: expected a number in (0, 1], got {train_fraction!r}.")
+
+
+def _subsample(train: list[str], train_fraction: float, seed: int) -> tuple[str, ...]:
+    if train_fraction == 1:
+        return tuple(train)
+    k = max(1, math.ceil(train_fraction * len(train) - 1e-9))
+    order = np.random.default_rng(np.random.SeedSequence([seed, len(train), 0x5B11])).permutation(len(train))
+    return tuple(train[i] for i in sorted(order[:k]))
+
+
+def _npz_split(dataset: SequenceDataset, train_fraction: float, seed: int) -> Split:
+    ids = natural_order(dataset.client_ids)
+    if dataset.groups:
+        missing = [c for c in ids if c not in dataset.groups]
+        if missing:
+            raise ValueError(f"split 'npz': clients {missing} have no split group.")
+        groups = {g: [c for c in ids if dataset.groups[c] == g] for g in ("train", "val", "test")}
+        if not groups["train"]:
+            raise ValueError("split 'npz': the file's split column names no 'train' client.")
+        return Split("npz", _subsample(groups["train"], train_fraction, seed),
+                     tuple(groups["val"]), tuple(groups["test"]))
+    n = len(ids)
+    n_test = n_val = n // 5 if n >= 5 else (1 if n >= 3 else 0)
+    return _fixed_split("npz", ids, SplitSpec(n_val, n_test), train_fraction, seed)
+
+
+def _fixed_split(name: str, ids: list[str], spec: SplitSpec, train_fraction: float, seed: int) -> Split:
+    fixed = spec.val + spec.test + sum(n for _, n in spec.extra)
+    if len(ids) <= fixed:
+        raise ValueError(f"split {name!r} needs more than {fixed} clients ({spec.val} validation, {spec.test} test"
+                         f"{''.join(f', {n} {g}' for g, n in spec.extra)}) and at least one to train; "
+                         f"the data set has {len(ids)}: {ids}.")
+    test = ids[len(ids) - spec.test:]
+    val = ids[len(ids) - spec.test - spec.val: len(ids) - spec.test]
+    end = len(ids) - spec.test - spec.val
+    extra = {}
+    for group, n in reversed(spec.extra):
+        extra[group] = tuple(ids[end - n: end])
+        end -= n
+    return Split(name, _subsample(ids[:end], train_fraction, seed), tuple(val), tuple(test), extra)
+
+
+def get_split(name: str, dataset: SequenceDataset, *, train_fraction: float = 1.0, seed: int = 0) -> Split:
+    """The split ``name`` (see the module table) of ``dataset``'s clients.
+
+    Args:
+        name: one of :data:`SPLIT_NAMES`.
+        dataset: the clients to split.
+        train_fraction: fraction of the training clients kept, in (0, 1].
+        seed: chooses which training clients a fraction < 1 keeps.
+
+    Raises:
+        ValueError: unknown name, bad fraction, or too few clients for the split's fixed groups.
+    """
+    _check_fraction(train_fraction)
+    if name == "npz":
+        return _npz_split(dataset, train_fraction, seed)
+    if name not in SPLITS:
+        raise ValueError(f"split: expected one of {SPLIT_NAMES}, got {name!r}.")
+    return _fixed_split(name, natural_order(dataset.client_ids), SPLITS[name], train_fraction, seed)

@@ -1,0 +1,243 @@
+"""WESAD: the subject-file format, its loader, and the per-subject feature extraction.
+
+A WESAD copy holds ``S{n}/S{n}.pkl`` for n ∈ {2..11, 13..17}: a Python-2 pickle of ::
+
+    {"signal": {"chest": {"ACC": (N, 3), "ECG": (N, 1), "EMG": (N, 1), "EDA": (N, 1),
+                          "Temp": (N, 1), "Resp": (N, 1)},           # 700 Hz
+                "wrist": {"ACC": (M, 3) 32 Hz, "BVP": 64 Hz, "EDA": 4 Hz, "TEMP": 4 Hz}},
+     "label": (N,) at 700 Hz, "subject": "S{n}"}
+
+Recordings are whole seconds long, so every stream's length is ``N / 700 · rate``.
+Label codes: 0 transient, 1 baseline, 2 stress, 3 amusement, 4 meditation, 5–7 to ignore.
+:func:`load_subject` reads one file through the allow-list unpickler
+(:mod:`tff_esn.data.safe_pickle`) and validates it; a subject is ~250 MB, so pipelines load
+one subject at a time.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tff_esn.data.hrv import HRV_INDICES, windowed_hrv
+from tff_esn.data.normalise import MA_MODES, moving_average_normalise, standardize_to
+from tff_esn.data.safe_pickle import load_data_pickle
+
+SUBJECTS = tuple(f"S{n}" for n in (*range(2, 12), *range(13, 18)))
+"""The 15 WESAD subjects (S1 and S12 were discarded by the dataset's authors)."""
+
+CHEST_RATE = 700
+CHEST_CHANNELS = {"ACC": 3, "ECG": 1, "EMG": 1, "EDA": 1, "Temp": 1, "Resp": 1}
+WRIST_RATES = {"ACC": 32, "BVP": 64, "EDA": 4, "TEMP": 4}
+WRIST_CHANNELS = {"ACC": 3, "BVP": 1, "EDA": 1, "TEMP": 1}
+LABEL_CODES = {0: "transient", 1: "baseline", 2: "stress", 3: "amusement", 4: "meditation",
+               5: "ignore", 6: "ignore", 7: "ignore"}
+
+CHEST_FEATURES = ("ACC_x", "ACC_y", "ACC_z", "ECG", "EMG", "EDA", "Temp", "Resp")
+"""The 8 chest channels of the paper pipelines (IncFed §IV-a), in this column order."""
+
+AFFECT_CODES = (1, 2, 3, 4)
+AFFECT_NAMES = ("baseline", "stress", "amusement", "meditation")
+"""The 4 classes of the paper pipelines: WESAD codes 1–4 → classes 0–3."""
+
+THESIS_FEATURES = ("pEDA", "tEDA", "HR", "HRV")
+"""The thesis features (thesis §5.2), in the order :func:`thesis_features` returns them."""
+
+STRESS_CODE = 2
+
+
+def subject_files(directory: str | Path) -> dict[str, Path]:
+    """``{"S2": DIR/S2/S2.pkl, ...}`` for every subject file present, in subject order.
+
+    Raises:
+        FileNotFoundError: ``directory`` is missing or holds no ``S{n}/S{n}.pkl``.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"WESAD directory {directory} does not exist.")
+    found = {}
+    for sub in directory.iterdir():
+        if re.fullmatch(r"S\d+", sub.name) and (sub / f"{sub.name}.pkl").is_file():
+            found[sub.name] = sub / f"{sub.name}.pkl"
+    if not found:
+        raise FileNotFoundError(f"{directory}: no WESAD subject files S<n>/S<n>.pkl found.")
+    return dict(sorted(found.items(), key=lambda kv: int(kv[0][1:])))
+
+
+def _array(container: dict, key: str, where: str, source: str) -> np.ndarray:
+    if not isinstance(container, dict) or key not in container:
+        have = sorted(container) if isinstance(container, dict) else type(container).__name__
+        raise ValueError(f"{source}: missing key {where}[{key!r}] (found {have}).")
+    value = container[key]
+    if not isinstance(value, np.ndarray):
+        raise ValueError(f"{source}: {where}[{key!r}] must be a numpy array, got {type(value).__name__}.")
+    return value
+
+
+def validate_subject(data: Any, source: str = "<subject>") -> dict:
+    """Checks a subject dict against the WESAD layout; returns it unchanged.
+
+    Raises:
+        ValueError: naming ``source`` and the offending key: missing or renamed keys, wrong
+            shapes, a length that is not a whole number of seconds, streams whose lengths
+            disagree with their rates, labels outside 0–7.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a dict with 'signal', 'label', 'subject', got {type(data).__name__}.")
+    for key in ("signal", "label", "subject"):
+        if key not in data:
+            raise ValueError(f"{source}: missing key [{key!r}] (found {sorted(data)}).")
+    signal = data["signal"]
+    for device in ("chest", "wrist"):
+        if not isinstance(signal, dict) or device not in signal:
+            raise ValueError(f"{source}: missing key ['signal'][{device!r}].")
+    label = _array(data, "label", "", source)
+    if label.ndim != 1:
+        raise ValueError(f"{source}: ['label'] must be 1-D (N,), got shape {label.shape}.")
+    n = label.shape[0]
+    if n == 0 or n % CHEST_RATE:
+        raise ValueError(f"{source}: ['label'] has {n} samples, not a whole number (> 0) of seconds at {CHEST_RATE} Hz.")
+    if not np.issubdtype(label.dtype, np.integer) and not np.all(label == np.round(label)):
+        raise ValueError(f"{source}: ['label'] must hold integer codes, got dtype {label.dtype}.")
+    bad = np.setdiff1d(np.unique(label), list(LABEL_CODES))
+    if bad.size:
+        raise ValueError(f"{source}: ['label'] holds codes {bad.tolist()} outside {sorted(LABEL_CODES)}.")
+    seconds = n // CHEST_RATE
+    for device, channels, rates in (("chest", CHEST_CHANNELS, None), ("wrist", WRIST_CHANNELS, WRIST_RATES)):
+        for key, width in channels.items():
+            where = f"['signal'][{device!r}]"
+            arr = _array(signal[device], key, where, source)
+            length = n if rates is None else seconds * rates[key]
+            if arr.ndim != 2 or arr.shape != (length, width):
+                raise ValueError(f"{source}: {where}[{key!r}] expected shape ({length}, {width}) "
+                                 f"({seconds} s at {CHEST_RATE if rates is None else rates[key]} Hz), got {arr.shape}.")
+            if not np.issubdtype(arr.dtype, np.number):
+                raise ValueError(f"{source}: {where}[{key!r}] must be numeric, got dtype {arr.dtype}.")
+    return data
+
+
+def load_subject(path: str | Path) -> dict:
+    """Loads and validates one ``S{n}.pkl`` (allow-list unpickler, ``encoding="latin1"``).
+
+    Raises:
+        tff_esn.data.safe_pickle.UnsafePickleError: the file refers to code, not data.
+        ValueError: truncated file or a layout error (see :func:`validate_subject`).
+    """
+    return validate_subject(load_data_pickle(path), str(path))
+
+
+# ------------------------------------------------------------------ paper pipelines (chest, 700 Hz)
+def chest_signals(subject: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The 8 chest channels (N, 8) float64 in :data:`CHEST_FEATURES` order and the label codes (N,)."""
+    chest = subject["signal"]["chest"]
+    x = np.concatenate([np.asarray(chest[k], dtype=np.float64) for k in CHEST_CHANNELS], axis=1)
+    return x, np.asarray(subject["label"]).astype(np.int64)
+
+
+# ------------------------------------------------------------------ thesis pipeline (wrist)
+def _finite_or_interpolated(signal: np.ndarray, what: str) -> np.ndarray:
+    """Linearly fills NaN/inf samples from their finite neighbours (a gap must not crash neurokit2)."""
+    signal = np.asarray(signal, dtype=np.float64).ravel()
+    ok = np.isfinite(signal)
+    if ok.all():
+        return signal
+    if ok.sum() < 2:
+        raise ValueError(f"{what}: fewer than 2 finite samples.")
+    idx = np.arange(signal.size)
+    return np.interp(idx, idx[ok], signal[ok])
+
+
+def _forward_filled(x: np.ndarray) -> np.ndarray:
+    """Row-wise forward fill of NaNs along axis 0 (causal: uses past rows only)."""
+    idx = np.where(np.isfinite(x), np.arange(x.shape[0])[:, None], 0)
+    np.maximum.accumulate(idx, axis=0, out=idx)
+    return np.take_along_axis(x, idx, axis=0)
+
+
+def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = "RMSSD",
+                   rate_hz: float = 1.0, source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
+    """Thesis §5.2 phases 1–2 and the resampling: pEDA, tEDA, HR, HRV on a ``rate_hz`` grid.
+
+    EDA (4 Hz): ``eda_clean`` then ``eda_phasic`` (tonic, phasic). BVP (64 Hz): ``ppg_clean``,
+    ``ppg_findpeaks``, HR by ``ppg_rate``, HRV ``hrv_index`` over the trailing
+    ``hrv_window_s``·64-sample window ending at each grid time (:func:`windowed_hrv`, equal to
+    ``hrv_time`` on that window). Each stream is put on the grid ``t_k = k / rate_hz`` with
+    ``np.interp`` on its timestamps; labels by index arithmetic (``label[⌊t_k·700⌋]``).
+
+    Returns:
+        features (T, 4) float64 (NaN where a window has too few peaks) and label codes (T,).
+    """
+    import neurokit2 as nk
+
+    if hrv_index not in HRV_INDICES:
+        raise ValueError(f"hrv_index: expected one of {HRV_INDICES}, got {hrv_index!r}.")
+    if not hrv_window_s > 0:
+        raise ValueError(f"hrv_window_s: expected seconds > 0, got {hrv_window_s!r}.")
+    if not rate_hz > 0:
+        raise ValueError(f"rate_hz: expected Hz > 0, got {rate_hz!r}.")
+    wrist = subject["signal"]["wrist"]
+    seconds = len(subject["label"]) // CHEST_RATE
+    grid = np.arange(int(seconds * rate_hz)) / rate_hz
+    eda_rate, bvp_rate = WRIST_RATES["EDA"], WRIST_RATES["BVP"]
+
+    eda = _finite_or_interpolated(wrist["EDA"], f"{source}: ['signal']['wrist']['EDA']")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eda_clean skips filtering at 4 Hz and says so
+        eda_clean = np.asarray(nk.eda_clean(eda, sampling_rate=eda_rate), dtype=np.float64)
+        parts = nk.eda_phasic(eda_clean, sampling_rate=eda_rate)
+    t_eda = np.arange(eda.size) / eda_rate
+    phasic = np.interp(grid, t_eda, parts["EDA_Phasic"].to_numpy())
+    tonic = np.interp(grid, t_eda, parts["EDA_Tonic"].to_numpy())
+
+    bvp = _finite_or_interpolated(wrist["BVP"], f"{source}: ['signal']['wrist']['BVP']")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cleaned = np.asarray(nk.ppg_clean(bvp, sampling_rate=bvp_rate), dtype=np.float64)
+        try:
+            peaks = np.asarray(nk.ppg_findpeaks(cleaned, sampling_rate=bvp_rate)["PPG_Peaks"], dtype=np.int64)
+        except (IndexError, ValueError):
+            peaks = np.zeros(0, dtype=np.int64)
+        if peaks.size < 3:
+            raise ValueError(f"{source}: ['signal']['wrist']['BVP'] yields {peaks.size} heartbeats; "
+                             "at least 3 are needed for heart rate and HRV.")
+        rate = np.asarray(nk.ppg_rate(peaks, sampling_rate=bvp_rate, desired_length=bvp.size), dtype=np.float64)
+    heart_rate = np.interp(grid, np.arange(bvp.size) / bvp_rate, rate)
+    ends = np.minimum(np.round(grid * bvp_rate).astype(np.int64), bvp.size - 1)
+    hrv = windowed_hrv(peaks, bvp_rate, ends, int(round(hrv_window_s * bvp_rate)), (hrv_index,))[hrv_index]
+
+    codes = np.asarray(subject["label"]).astype(np.int64)[np.floor(grid * CHEST_RATE).astype(np.int64)]
+    return np.stack([phasic, tonic, heart_rate, hrv], axis=1), codes
+
+
+def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = "RMSSD", rate_hz: float = 1.0,
+                    ma_window_s: float | None = None, ma_mode: str = "divide",
+                    source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
+    """The thesis' preprocessing of one subject (thesis §5.2, Tables 5.1–5.3).
+
+    :func:`wrist_features`, then: HRV gaps (windows with < 2 peaks) forward-filled and the
+    leading rows before every feature is defined dropped; standardized to the subject's own
+    baseline (``StandardScaler`` fitted on code 1); the causal online moving-average
+    normalisation over ``ma_window_s`` seconds (default: the HRV window, as Table 5.3's caption
+    reads), ``divide`` or ``subtract``; labels stress (code 2) → 1, everything else → 0.
+
+    Returns:
+        features (T, 4) float32 in the order pEDA, tEDA, HR, HRV, and labels (T,) int64 ∈ {0, 1}.
+    """
+    if ma_mode not in MA_MODES:
+        raise ValueError(f"ma_mode: expected one of {MA_MODES}, got {ma_mode!r}.")
+    ma_window_s = hrv_window_s if ma_window_s is None else ma_window_s
+    if not ma_window_s > 0:
+        raise ValueError(f"ma_window_s: expected seconds > 0, got {ma_window_s!r}.")
+    features, codes = wrist_features(subject, hrv_window_s, hrv_index=hrv_index, rate_hz=rate_hz, source=source)
+    defined = np.all(np.isfinite(features), axis=1)
+    if not defined.any():
+        raise ValueError(f"{source}: no time step where all thesis features are defined.")
+    first = int(np.argmax(defined))
+    features, codes = _forward_filled(features[first:]), codes[first:]
+    features = standardize_to(features, features[codes == 1], what=f"{source}: baseline (label 1) of {THESIS_FEATURES}")
+    features = moving_average_normalise(features, max(1, int(round(ma_window_s * rate_hz))), ma_mode)
+    return features.astype(np.float32), (codes == STRESS_CODE).astype(np.int64)
