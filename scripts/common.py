@@ -1,0 +1,86 @@
+"""Helpers shared by the reproduction scripts: repetitions, shared harvests, round logs, plots."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scripts.framework import Context, MeanStd
+
+
+def rep_seeds(ctx: Context, repetitions: int) -> list[int]:
+    """Repetition r uses seed ``ctx.seed + r`` (reservoir, random selections, baselines)."""
+    return [ctx.seed + r for r in range(repetitions)]
+
+
+def fraction_label(fraction: float) -> str:
+    return f"{round(fraction * 100)}%"
+
+
+def shared_closed_form_runs(dataset, splits: Mapping[Any, Any], args) -> dict[Any, Any]:
+    """A :class:`tff_esn.closed_form.Run` per split, all sharing one harvester.
+
+    The splits differ only in their training clients (IncFed/pFedRR/FedIP 25–100 %), so
+    each client is harvested once per reservoir and every fraction, τ and selection
+    reuses those statistics and states (as ``tff-esn run`` would compute them one by one).
+    """
+    from tff_esn.closed_form import Run
+
+    runs: dict[Any, Any] = {}
+    shared = None
+    for key, split in splits.items():
+        run = Run(dataset, split, args)
+        if shared is None:
+            shared = run.harvester
+        else:
+            run.harvester = shared
+        runs[key] = run
+    return runs
+
+
+def accuracy_of(run, readout: np.ndarray, ids: Sequence[str]) -> float:
+    """Accuracy of ``readout`` on the clients ``ids`` through ``run``'s cached states."""
+    from tff_esn.metrics import accuracy, predictions
+
+    scores, labels = run.scorer(readout)(ids)
+    return accuracy(labels, predictions(scores))
+
+
+def read_rounds(path: Path) -> list[dict[str, float]]:
+    """The per-round rows a federated run released to ``rounds.csv`` (numbers as floats), by round."""
+    with open(path, newline="") as fh:
+        rows = [{k: float(v) if v not in ("", None) else float("nan") for k, v in r.items()} for r in csv.DictReader(fh)]
+    return sorted(rows, key=lambda r: r["round"])
+
+
+def drawdown(values: Iterable[float]) -> float:
+    """Sum of the decreases between consecutive values: 0 for a never-decreasing curve."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=np.float64)
+    return float(-np.minimum(np.diff(v), 0).sum()) if v.size > 1 else 0.0
+
+
+def mean_std(values: Iterable[float], scale: float = 1.0) -> MeanStd:
+    return MeanStd.of(values).scaled(scale)
+
+
+def all_hold(checks: Mapping[str, bool]) -> bool | None:
+    """``None`` for no checks, else whether every check holds."""
+    return None if not checks else all(checks.values())
+
+
+def listing(checks: Mapping[str, Any], render: Callable[[Any], str] = str) -> str:
+    return "; ".join(f"{k}: {render(v)}" for k, v in checks.items())
+
+
+def plt():
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    return pyplot

@@ -1,0 +1,497 @@
+"""The reproduction framework: experiments, run folders, tables, figures, claims, progress.
+
+An :class:`Experiment` reproduces one group of published tables/figures. It is a function
+``run(ctx, settings)`` plus its settings per profile (``tiny`` for tests, ``quick`` for
+``make reproduce``, ``full`` for the seeds' own settings). The function calls library
+code and records what it produced through its :class:`Context`:
+
+* ``ctx.table(...)`` — a results table written atomically as CSV and Markdown, with the
+  seed's published numbers in adjacent columns and the data each side was obtained on;
+* ``ctx.figure(...)`` — a matplotlib figure saved as PNG (Agg backend);
+* ``ctx.claim(...)`` — a published claim and whether this run agrees with it;
+* ``ctx.step()`` — advances the experiment's progress bar.
+
+:func:`run_experiments` runs a selection into ``OUT/<experiment>/`` with one overall bar and
+a bar per experiment. Each experiment leaves ``status.json`` (``done``, ``failed`` or
+``not run`` with the reason, wall time, settings, outputs); a failure is recorded and the
+next experiment runs. A ``done`` experiment with the same profile, data and seed is skipped
+unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from tff_esn.io import write_csv_atomic, write_json_atomic, write_text_atomic
+
+PROFILES = ("tiny", "quick", "full")
+STATUS_FILE = "status.json"
+DONE, FAILED, NOT_RUN = "done", "failed", "not run"
+VERDICTS = ("agrees", "disagrees", "undetermined")
+DATA_KINDS = ("wesad", "hhar")
+
+
+class NotRun(Exception):
+    """An experiment cannot run here (a library piece it needs is missing); the message says why."""
+
+
+# ----------------------------------------------------------------------------- data sources
+@dataclasses.dataclass(frozen=True)
+class DataSources:
+    """Where each data set comes from: the synthetic default or a real copy.
+
+    Attributes:
+        wesad: ``synthetic-wesad`` or ``wesad:DIR``.
+        hhar: ``synthetic-hhar`` or ``hhar:DIR``.
+        cache_dir: cache of generated and preprocessed data (``None``: the library default).
+        options: extra ``load_source`` options per kind (e.g. a smaller synthetic size for tests).
+    """
+
+    wesad: str = "synthetic-wesad"
+    hhar: str = "synthetic-hhar"
+    cache_dir: str | None = None
+    options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for kind in DATA_KINDS:
+            source = getattr(self, kind)
+            if source != f"synthetic-{kind}" and not (source.startswith(f"{kind}:") and len(source) > len(kind) + 1):
+                raise ValueError(f"{kind} source: expected 'synthetic-{kind}' or '{kind}:DIR', got {source!r}.")
+        unknown = sorted(set(self.options) - set(DATA_KINDS))
+        if unknown:
+            raise ValueError(f"options: keys must be among {DATA_KINDS}, got {unknown}.")
+
+    @classmethod
+    def from_dirs(cls, wesad_dir: str | None = None, hhar_dir: str | None = None, **kwargs: Any) -> "DataSources":
+        """Real copies where a folder is given (checked to exist), the synthetic default elsewhere."""
+        sources = {}
+        for kind, folder in (("wesad", wesad_dir), ("hhar", hhar_dir)):
+            if folder is None:
+                continue
+            path = Path(folder).expanduser()
+            if not path.is_dir():
+                raise FileNotFoundError(f"--{kind}-dir: {folder} is not a folder.")
+            sources[kind] = f"{kind}:{path.resolve()}"
+        return cls(**sources, **kwargs)
+
+    def source(self, kind: str) -> str:
+        if kind not in DATA_KINDS:
+            raise ValueError(f"data kind: expected one of {DATA_KINDS}, got {kind!r}.")
+        return getattr(self, kind)
+
+    def synthetic(self, kind: str) -> bool:
+        return self.source(kind).startswith("synthetic-")
+
+    def describe(self, kind: str) -> str:
+        """A phrase naming the data honestly (synthetic vs the real copy at a path)."""
+        if self.synthetic(kind):
+            return f"synthetic {kind.upper()} (tff_esn's generator; not the real data set)"
+        return f"real {kind.upper()} at {self.source(kind).split(':', 1)[1]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"wesad": self.wesad, "hhar": self.hhar, "cache_dir": self.cache_dir,
+                "options": {k: dict(v) for k, v in self.options.items()}}
+
+
+# ----------------------------------------------------------------------------- values
+@dataclasses.dataclass(frozen=True)
+class MeanStd:
+    """A mean ± standard deviation over repetitions (population std, ``ddof=0``)."""
+
+    mean: float
+    std: float
+    n: int = 1
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> "MeanStd":
+        arr = np.asarray([v for v in values if v is not None], dtype=np.float64)
+        if arr.size == 0:
+            return cls(math.nan, math.nan, 0)
+        return cls(float(arr.mean()), float(arr.std()), int(arr.size))
+
+    def scaled(self, factor: float) -> "MeanStd":
+        return MeanStd(self.mean * factor, self.std * factor, self.n)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A Markdown cell: floats with ``digits`` decimals, MeanStd/(m, s) as ``m ± s``, None as ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, MeanStd):
+        return "-" if math.isnan(value.mean) else f"{fmt(value.mean, digits)} ± {fmt(value.std, digits)}"
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+        return f"{fmt(value[0], digits)} ± {fmt(value[1], digits)}"
+    if isinstance(value, (float, np.floating)):
+        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value).replace("|", "\\|")
+
+
+def _csv_cells(row: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, MeanStd):
+            out[key], out[f"{key} (std)"] = value.mean, value.std
+        elif isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+            out[key], out[f"{key} (std)"] = value
+        else:
+            out[key] = value
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A published claim and this run's verdict on it.
+
+    Attributes:
+        statement: the claim, in the seed's words or a faithful paraphrase.
+        reference: where it is published.
+        verdict: ``agrees``, ``disagrees`` or ``undetermined``.
+        evidence: our numbers and the criterion applied.
+    """
+
+    statement: str
+    reference: str
+    verdict: str
+    evidence: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"Claim.verdict: expected one of {VERDICTS}, got {self.verdict!r}.")
+
+
+def verdict(holds: bool | None) -> str:
+    """``agrees`` / ``disagrees`` for a checked criterion, ``undetermined`` for ``None``."""
+    return "undetermined" if holds is None else "agrees" if holds else "disagrees"
+
+
+# ----------------------------------------------------------------------------- experiment
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One reproduction script's unit of work.
+
+    Attributes:
+        name: folder and command-line name (``incfed-tables``).
+        group: ``thesis``, ``incfed``, ``pfedrr`` or ``fedip`` (``tff-esn reproduce GROUP``).
+        title: one line for the report.
+        reproduces: the published tables/figures it re-runs.
+        run: ``run(ctx, settings)``.
+        settings: settings per profile (frozen dataclasses; ``steps`` gives the bar's total).
+        data: data kinds it reads (``wesad``, ``hhar``).
+        requires: modules that must be importable, else the experiment is "not run".
+    """
+
+    name: str
+    group: str
+    title: str
+    reproduces: str
+    run: Callable[["Context", Any], None]
+    settings: Mapping[str, Any]
+    data: tuple[str, ...] = ("wesad",)
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        missing = [p for p in PROFILES if p not in self.settings]
+        if missing:
+            raise ValueError(f"experiment {self.name!r}: settings missing for profile(s) {missing}.")
+
+
+GROUPS = ("thesis", "incfed", "pfedrr", "fedip")
+_REGISTRY: dict[str, Experiment] = {}
+MODULES = ("scripts.data_summary", "scripts.thesis_central", "scripts.thesis_tuning", "scripts.thesis_federated",
+           "scripts.thesis_discriminative", "scripts.thesis_preliminary", "scripts.thesis_partial",
+           "scripts.incfed_tables", "scripts.pfedrr_table", "scripts.fedip_table")
+"""The reproduction scripts, in the order ``all`` runs them."""
+
+
+def register(experiment: Experiment) -> Experiment:
+    if experiment.group not in GROUPS + ("data",):
+        raise ValueError(f"experiment {experiment.name!r}: group must be one of {GROUPS}, got {experiment.group!r}.")
+    _REGISTRY[experiment.name] = experiment
+    return experiment
+
+
+def experiments() -> dict[str, Experiment]:
+    """Every registered experiment, in :data:`MODULES` order."""
+    for module in MODULES:
+        importlib.import_module(module)
+    return dict(_REGISTRY)
+
+
+def select(target: str) -> list[Experiment]:
+    """``all`` (the data summary first), a group (``thesis`` ...) or an experiment name."""
+    known = experiments()
+    if target == "all":
+        return list(known.values())
+    if target in GROUPS:
+        return [e for e in known.values() if e.group == target]
+    if target in known:
+        return [known[target]]
+    raise ValueError(f"reproduce target: expected 'all', one of {GROUPS} or an experiment "
+                     f"({', '.join(known)}), got {target!r}.")
+
+
+# ----------------------------------------------------------------------------- context
+_DATA_CACHE: dict[tuple, Any] = {}
+
+
+class Context:
+    """What an experiment's ``run`` uses: data, run folders, tables, figures, claims, progress."""
+
+    def __init__(self, experiment: Experiment, out: Path, profile: str, data: DataSources, seed: int, bar: tqdm):
+        self.experiment = experiment
+        self.out = out
+        self.profile = profile
+        self.data = data
+        self.seed = seed
+        self.bar = bar
+        self.tables: list[dict[str, Any]] = []
+        self.figures: list[dict[str, Any]] = []
+        self.claims: list[Claim] = []
+        self.notes: list[str] = []
+
+    # ---- data
+    def dataset(self, kind: str, pipeline: str, **options: Any):
+        """``load_source(source of kind, pipeline)``, loaded once per process."""
+        try:
+            from tff_esn.data.sources import load_source
+        except ModuleNotFoundError as err:
+            raise NotRun(f"the data layer is not available ({err.name} missing)") from None
+        merged = {**self.data.options.get(kind, {}), **options}
+        key = (self.data.source(kind), pipeline, self.data.cache_dir, tuple(sorted(merged.items())))
+        if key not in _DATA_CACHE:
+            _DATA_CACHE[key] = load_source(self.data.source(kind), pipeline, cache_dir=self.data.cache_dir, **merged)
+        return _DATA_CACHE[key]
+
+    def split(self, name: str, dataset, *, train_fraction: float = 1.0, seed: int | None = None):
+        """``get_split(name, dataset, train_fraction=, seed=)`` (seed defaults to the run's)."""
+        from tff_esn.data.splits import get_split
+
+        return get_split(name, dataset, train_fraction=train_fraction, seed=self.seed if seed is None else seed)
+
+    def on(self, kind: str) -> str:
+        """The data phrase of a table whose numbers come from ``kind``."""
+        return self.data.describe(kind)
+
+    # ---- algorithm runs
+    def cached(self, tag: str, compute: Callable[[Path], Mapping[str, Any]]) -> dict[str, Any]:
+        """``compute(folder)``'s record, stored in ``runs/<tag>/metrics.json``; a record already
+        there (an interrupted experiment being re-run) is reused without computing."""
+        folder = self.out / "runs" / tag
+        done = folder / "metrics.json"
+        if not done.exists():
+            write_json_atomic(done, compute(folder))
+        return json.loads(done.read_text())
+
+    def run(self, algorithm: str, dataset, split, tag: str, **flags: Any) -> dict[str, Any]:
+        """Runs ``algorithm`` of the ``tff-esn run`` registry with its default flags overridden by
+        ``flags`` (argparse destinations), cached under ``tag`` (:meth:`cached`)."""
+        from tff_esn import algorithms
+
+        def compute(folder: Path) -> dict[str, Any]:
+            args = self.run_args(algorithm, folder, **flags)
+            return algorithms.run_algorithm(algorithm, dataset, split, args)
+
+        return self.cached(tag, compute)
+
+    def run_args(self, algorithm: str, folder: Path, **flags: Any) -> argparse.Namespace:
+        """:func:`run_namespace` with this run's cache folder, resuming a federated run left in ``folder``."""
+        args = run_namespace(algorithm, out=folder, cache_dir=self.data.cache_dir, **flags)
+        if hasattr(args, "resume"):
+            args.resume = (folder / "checkpoints").exists()
+        return args
+
+    # ---- outputs
+    def table(self, name: str, title: str, rows: Sequence[Mapping[str, Any]], *, ours: str,
+              published: str | None = None, note: str | None = None, digits: int = 4) -> None:
+        """Writes ``name.csv`` and ``name.md``: ``ours`` and ``published`` say which data each side used."""
+        if not rows:
+            raise ValueError(f"table {name!r}: no rows.")
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        csv_rows = [_csv_cells({c: r.get(c) for c in columns}) for r in rows]
+        csv_cols = list(dict.fromkeys(k for r in csv_rows for k in r))
+        write_csv_atomic(self.out / f"{name}.csv", csv_rows, fieldnames=csv_cols)
+        lines = [f"**{title}**", "", f"Ours: {ours}." + (f" Published: {published}." if published else ""), ""]
+        lines += ["| " + " | ".join(fmt(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(fmt(r.get(c), digits) for c in columns) + " |" for r in rows]
+        if note:
+            lines += ["", note]
+        write_text_atomic(self.out / f"{name}.md", "\n".join(lines) + "\n")
+        self.tables.append({"name": name, "title": title, "csv": f"{name}.csv", "md": f"{name}.md"})
+
+    def figure(self, name: str, title: str, fig) -> None:
+        """Saves a matplotlib figure as ``name.png`` atomically and closes it."""
+        import matplotlib.pyplot as plt
+
+        path = self.out / f"{name}.png"
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=self.out)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight")
+            os.replace(tmp, path)
+        finally:
+            plt.close(fig)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self.figures.append({"name": name, "title": title, "png": f"{name}.png"})
+
+    def claim(self, statement: str, reference: str, holds: bool | None, evidence: str) -> None:
+        self.claims.append(Claim(statement, reference, verdict(holds), evidence))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def step(self, n: int = 1, **postfix: Any) -> None:
+        self.bar.update(n)
+        if postfix:
+            self.bar.set_postfix(postfix, refresh=False)
+
+
+_RUN_PARSER: argparse.ArgumentParser | None = None
+
+
+def run_namespace(algorithm: str, *, out: Path, **flags: Any) -> argparse.Namespace:
+    """The ``tff-esn run ALGORITHM`` arguments with ``flags`` (argparse destinations) set.
+
+    Defaults come from the algorithm's own parser, so an experiment states only what it
+    changes; an unknown flag is an error naming it. Library progress bars are turned off
+    (the experiment's bar reports progress).
+    """
+    global _RUN_PARSER
+    if _RUN_PARSER is None:
+        from tff_esn.cli import run as run_cli
+
+        _RUN_PARSER = argparse.ArgumentParser(prog="tff-esn")
+        run_cli.register(_RUN_PARSER.add_subparsers(dest="command"))
+    args = _RUN_PARSER.parse_args(["run", algorithm, "--out", str(out)])
+    if hasattr(args, "progress"):
+        args.progress = False
+    unknown = sorted(k for k in flags if not hasattr(args, k))
+    if unknown:
+        raise ValueError(f"run {algorithm}: unknown flag(s) {unknown}.")
+    for key, value in flags.items():
+        setattr(args, key, value)
+    return args
+
+
+# ----------------------------------------------------------------------------- runner
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """One ``reproduce`` invocation: what, how big, on which data, where."""
+
+    target: str
+    profile: str
+    data: DataSources
+    out: Path
+    seed: int = 0
+    force: bool = False
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile: expected one of {PROFILES}, got {self.profile!r}.")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed: expected an integer ≥ 0, got {self.seed!r}.")
+
+
+def data_kinds(experiment: Experiment, profile: str) -> tuple[str, ...]:
+    """The data an experiment reads in a profile: its settings' ``datasets`` when it has them."""
+    return tuple(getattr(experiment.settings[profile], "datasets", experiment.data))
+
+
+def _identity(request: RunRequest, experiment: Experiment) -> dict[str, Any]:
+    settings = experiment.settings[request.profile]
+    kinds = data_kinds(experiment, request.profile)
+    return {"profile": request.profile, "seed": request.seed,
+            "data": {k: request.data.source(k) for k in kinds},
+            "data_options": {k: dict(request.data.options.get(k, {})) for k in kinds},
+            "settings": dataclasses.asdict(settings)}
+
+
+def read_status(folder: Path) -> dict[str, Any] | None:
+    path = folder / STATUS_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _missing_requirement(experiment: Experiment) -> str | None:
+    for module in experiment.requires:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            return f"{module} is not available ({err.name} missing)"
+    return None
+
+
+def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -> dict[str, Any]:
+    """Runs (or skips) one experiment; always returns and writes its status record."""
+    folder = request.out / experiment.name
+    identity = _identity(request, experiment)
+    previous = read_status(folder)
+    same = previous is not None and {k: previous.get(k) for k in identity} == json.loads(json.dumps(identity))
+    if same and previous.get("status") == DONE and not request.force:
+        previous["skipped"] = True
+        return previous
+    if folder.exists() and (request.force or not same):
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = experiment.settings[request.profile]
+    total = int(getattr(settings, "steps", 1))
+    bar = tqdm(total=total, desc=experiment.name, position=position, leave=False, disable=not request.progress,
+               unit="step")
+    ctx = Context(experiment, folder, request.profile, request.data, request.seed, bar)
+    record = {"name": experiment.name, "title": experiment.title, "reproduces": experiment.reproduces,
+              "group": experiment.group, **identity,
+              "data_descriptions": {k: request.data.describe(k) for k in data_kinds(experiment, request.profile)}}
+    start = time.perf_counter()
+    try:
+        reason = _missing_requirement(experiment)
+        if reason is not None:
+            raise NotRun(reason)
+        experiment.run(ctx, settings)
+        record["status"] = DONE
+    except NotRun as err:
+        record["status"], record["reason"] = NOT_RUN, str(err)
+    except Exception as err:  # noqa: BLE001 — one experiment's failure must not lose the others
+        record["status"], record["reason"] = FAILED, f"{type(err).__name__}: {err}"
+        write_text_atomic(folder / "error.txt", traceback.format_exc())
+    finally:
+        bar.close()
+    record.update(seconds=time.perf_counter() - start, tables=ctx.tables, figures=ctx.figures,
+                  claims=[dataclasses.asdict(c) for c in ctx.claims], notes=ctx.notes, skipped=False)
+    write_json_atomic(folder / STATUS_FILE, record)
+    return record
+
+
+def run_experiments(request: RunRequest) -> tuple[Path, list[dict[str, Any]]]:
+    """Runs the request's experiments in order and writes ``OUT/report.md``; returns its path and the records."""
+    from scripts.report import write_report
+
+    chosen = select(request.target)
+    request.out.mkdir(parents=True, exist_ok=True)
+    records = []
+    start = time.perf_counter()
+    overall = tqdm(chosen, desc=f"reproduce {request.target} ({request.profile})", position=0,
+                   disable=not request.progress, unit="experiment")
+    for experiment in overall:
+        overall.set_postfix(now=experiment.name, refresh=True)
+        records.append(run_one(experiment, request))
+    overall.close()
+    report = write_report(request, records, seconds=time.perf_counter() - start)
+    return report, records
