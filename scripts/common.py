@@ -60,7 +60,7 @@ def read_rounds(path: Path) -> list[dict[str, float]]:
 def drawdown(values: Iterable[float]) -> float:
     """Sum of the decreases between consecutive values: 0 for a never-decreasing curve."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=np.float64)
-    return float(-np.minimum(np.diff(v), 0).sum()) if v.size > 1 else 0.0
+    return float(np.clip(-np.diff(v), 0, None).sum()) if v.size > 1 else 0.0
 
 
 def mean_std(values: Iterable[float], scale: float = 1.0) -> MeanStd:
