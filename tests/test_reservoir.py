@@ -149,3 +149,24 @@ def test_bad_inputs_are_rejected():
         Reservoir(ReservoirConfig(units=3), units=4)
     with pytest.raises(ValueError, match="unknown field"):
         ReservoirConfig.from_dict({"units": 3, "radius": 0.9})
+
+
+def _numpy_states(layer, x):
+    k, r, b = (w.numpy() for w in (layer.kernel, layer.recurrent_kernel, layer.bias))
+    s, out = np.zeros((x.shape[0], k.shape[1])), []
+    for t in range(x.shape[1]):
+        s = (1 - layer.leaky) * s + layer.leaky * np.tanh(x[:, t] @ k + s @ r + b)
+        out.append(s)
+    return np.stack(out, 1)
+
+
+def test_regression_many_layers_never_share_a_trace():
+    """Regression: a relaxed tf.function trace once kept an earlier layer's variables."""
+    x = np.random.default_rng(5).normal(size=(6, 10, 2)).astype(np.float32)
+    for units, seed in [(16, 1), (8, 1), (12, 2), (8, 3), (16, 4), (5, 5), (8, 6)]:
+        for mode in ("last", "all", "mean"):
+            layer = Reservoir(units=units, seed=seed, leaky=0.7, state_mode=mode)
+            got = layer(x).numpy()
+            ref = _numpy_states(layer, x)
+            expected = {"last": ref[:, -1], "all": ref, "mean": ref.mean(1)}[mode]
+            np.testing.assert_allclose(got, expected, atol=1e-5, err_msg=f"units={units} seed={seed} {mode}")

@@ -316,9 +316,14 @@ class Reservoir(tf.keras.layers.Layer):
     def call(self, inputs: tf.Tensor) -> tf.Tensor:
         inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
         self._check_washout(inputs)
-        run = _run_compiled if tf.executing_eagerly() else run_reservoir
-        return run(inputs, self.kernel, self.recurrent_kernel, self.bias, self.gain,
-                   self.leaky, self.state_mode, self.washout)
+        if tf.executing_eagerly():
+            # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
+            weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
+            return _run_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout)
+        return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout)
+
+    def _weight_list(self) -> list:
+        return [self.kernel, self.recurrent_kernel, self.bias, self.gain]
 
     def harvest_stats(self, inputs, targets, *, bias: bool = False, chunk: int = 64):
         """Ridge statistics of this reservoir's states (``from tff_esn.ridge``).
@@ -349,8 +354,9 @@ class Reservoir(tf.keras.layers.Layer):
             raise ValueError("harvest_stats: targets contain NaN or inf.")
         if chunk < 1:
             raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
+        weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
         yts, sts = _accumulate_stats(
-            inputs, tf.constant(targets), self.kernel, self.recurrent_kernel, self.bias, self.gain,
+            inputs, tf.constant(targets), *weights,
             self.leaky, tf.constant(self.washout), tf.constant(chunk), bias, targets.ndim == 3,
         )
         return RidgeStats(yts.numpy(), sts.numpy(), batch * (steps - self.washout), 1, bias)
