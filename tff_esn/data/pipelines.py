@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tff_esn.data import wesad
+from tff_esn.data import hhar, wesad
 from tff_esn.data.chunking import chunk_runs, split_sequences
 from tff_esn.data.hrv import HRV_INDICES
 from tff_esn.data.normalise import MA_MODES, standardize_to
@@ -179,3 +179,141 @@ def iter_subjects(subjects: Iterable[str], load) -> Iterator[tuple[str, dict]]:
     """``(id, load(id))`` lazily: one raw subject in memory at a time."""
     for sid in subjects:
         yield sid, load(sid)
+
+
+# ------------------------------------------------------------------ HHAR
+HHAR_AXES = ("acc_x", "acc_y", "acc_z", "gyro_x", "gyro_y", "gyro_z")
+HHAR_DEVICE_SETS = {"phones": hhar.PHONE_MODELS, "watches": hhar.WATCH_MODELS,
+                    "all": hhar.PHONE_MODELS + hhar.WATCH_MODELS}
+INCFED_HHAR_FEATURES = (*HHAR_AXES, *(f"{s}_{a}" for s in ("mean", "std", "min", "max") for a in HHAR_AXES),
+                        "acc_magnitude", "gyro_magnitude")
+
+
+def window_features(values: np.ndarray, window: int = 200) -> np.ndarray:
+    """IncFed §IV-b's 32 features of a gap-free (n, 6) stretch: the 6 axes, mean/std/min/max of
+    each over windows of ``window`` samples with 50 % overlap, and the two magnitudes.
+
+    Sample ``t`` carries the statistics of the latest window that ends at or before it
+    (causal); samples before the first full window get NaN (their chunks are dropped).
+    """
+    n = values.shape[0]
+    stride = max(window // 2, 1)
+    stats = np.full((n, 24), np.nan)
+    if n >= window:
+        starts = np.arange((n - window) // stride + 1) * stride
+        view = np.lib.stride_tricks.sliding_window_view(values, window, axis=0)[starts]  # (w, 6, window)
+        per_window = np.concatenate([view.mean(-1), view.std(-1), view.min(-1), view.max(-1)], axis=1)
+        t = np.arange(window - 1, n)
+        stats[window - 1:] = per_window[np.minimum((t - (window - 1)) // stride, len(starts) - 1)]
+    mags = np.stack([np.linalg.norm(values[:, :3], axis=1), np.linalg.norm(values[:, 3:], axis=1)], axis=1)
+    return np.concatenate([values, stats, mags], axis=1)
+
+
+def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare) -> SequenceDataset:
+    """Per user: ``prepare(run) → [(x, labels) per gap-free stretch]``, standardized over the
+    user's samples, chunked inside label runs; one client per user."""
+    clients = {}
+    for user in sorted({u for u, _ in runs}):
+        parts = [part for (u, _), run in sorted(runs.items()) if u == user for part in prepare(run)]
+        if not parts:
+            continue
+        xs = [x for x, _ in parts]
+        if pipeline.standardize:
+            rows = np.concatenate(xs)
+            rows = standardize_to(rows, rows[np.all(np.isfinite(rows), axis=1)],
+                                  what=f"{source} user {user}: {pipeline.name} features")
+            xs = np.split(rows, np.cumsum([len(x) for x in xs])[:-1])
+        chunks, labels = [], []
+        for x, (_, y) in zip(xs, parts):
+            c, l = chunk_runs(x.astype(np.float32), y, int(pipeline.chunk))
+            chunks.append(c)
+            labels.append(l)
+        if sum(len(c) for c in chunks):
+            clients[user] = ClientSequences(np.concatenate(chunks), np.concatenate(labels))
+    return _dataset(clients, pipeline, len(hhar.ACTIVITIES), features, hhar.ACTIVITIES, source)
+
+
+@dataclasses.dataclass(frozen=True)
+class IncFedHhar(Pipeline):
+    """IncFed §IV-b: accelerometer + gyroscope at native rates, 32 features, sequences of 500.
+
+    Attributes:
+        window: samples per statistics window (50 % overlap).
+        chunk: steps per sequence (IncFed: 500), inside one activity and one gap-free stretch.
+        devices: ``phones`` (default), ``watches`` or ``all``.
+        standardize: z-score each feature over the user's samples.
+    """
+
+    name: ClassVar[str] = "incfed-hhar"
+    data: ClassVar[str] = "hhar"
+    window: int = 200
+    chunk: int = 500
+    devices: str = "phones"
+    standardize: bool = True
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "window", self.window)
+        _check_positive(self.name, "chunk", self.chunk)
+        if self.devices not in HHAR_DEVICE_SETS:
+            raise ValueError(f"{self.name}: devices must be one of {sorted(HHAR_DEVICE_SETS)}, got {self.devices!r}.")
+
+    def models(self) -> tuple[str, ...]:
+        return HHAR_DEVICE_SETS[self.devices]
+
+    def build(self, runs: dict, source: str) -> SequenceDataset:
+        def prepare(run):
+            return [(window_features(run.values[s], int(self.window)), run.labels[s]) for s in run.segments()]
+
+        return _hhar_clients(self, runs, source, INCFED_HHAR_FEATURES, prepare)
+
+
+@dataclasses.dataclass(frozen=True)
+class Nexus4Hhar(Pipeline):
+    """pFedRR §3 / FedIP §3: the LG Nexus 4 only, resampled to ``rate_hz`` (``np.interp`` on the
+    sensor timestamps, each gap-free stretch separately; a step takes the label of the latest
+    sample at or before it), standardized per user, chunks of ``chunk`` steps."""
+
+    data: ClassVar[str] = "hhar"
+    rate_hz: float = 100.0
+    chunk: int = 200
+    standardize: bool = True
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "rate_hz", self.rate_hz, float)
+        _check_positive(self.name, "chunk", self.chunk)
+
+    def models(self) -> tuple[str, ...]:
+        return ("nexus4",)
+
+    def build(self, runs: dict, source: str) -> SequenceDataset:
+        def prepare(run):
+            parts = []
+            for s in run.segments():
+                t = run.t[s]
+                grid = np.arange(t[0], t[-1], 1.0 / self.rate_hz)
+                x = np.stack([np.interp(grid, t, run.values[s][:, i]) for i in range(6)], axis=1)
+                parts.append((x, run.labels[s][np.searchsorted(t, grid, side="right") - 1]))
+            return parts
+
+        return _hhar_clients(self, runs, source, HHAR_AXES, prepare)
+
+
+@dataclasses.dataclass(frozen=True)
+class PFedRRHhar(Nexus4Hhar):
+    """pFedRR §3: chunks of 200 steps (2 s at 100 Hz)."""
+
+    name: ClassVar[str] = "pfedrr-hhar"
+    chunk: int = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class FedIPHhar(Nexus4Hhar):
+    """FedIP §3: the Nexus 4 at its ≈ 200 Hz ("400 samples … ≈ 2 seconds"), so resampled to
+    200 Hz, non-overlapping sequences of 400 steps."""
+
+    name: ClassVar[str] = "fedip-hhar"
+    rate_hz: float = 200.0
+    chunk: int = 400
+
+
+PIPELINES.update({p.name: p for p in (IncFedHhar, PFedRRHhar, FedIPHhar)})

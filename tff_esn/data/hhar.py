@@ -1,0 +1,194 @@
+"""HHAR (Heterogeneity Activity Recognition): the CSV format, its loader, per-device runs.
+
+A copy holds ``Phones_accelerometer.csv``, ``Phones_gyroscope.csv``,
+``Watch_accelerometer.csv`` and ``Watch_gyroscope.csv`` with the columns
+``Index, Arrival_Time, Creation_Time, x, y, z, User, Model, Device, gt``: users a–i, models
+nexus4, s3, s3mini, samsungold (phones; samsungold has no gyroscope) and gear, lgwatch
+(watches), two copies of each (``nexus4_1``, ``nexus4_2``), labels bike, sit, stand, walk,
+stairsup, stairsdown and ``null`` (no activity; dropped). ``Creation_Time`` is the sensor
+timestamp in ns, so each device keeps its native rate.
+
+Reading uses ``keep_default_na=False`` (else the literal label ``null`` becomes NaN) and
+``df["gt"]`` (``df.gt`` is a method). :func:`device_runs` builds one run per (user, model):
+the copy with fewer gaps, accelerometer and gyroscope joined by nearest time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = ("Index", "Arrival_Time", "Creation_Time", "x", "y", "z", "User", "Model", "Device", "gt")
+FILES = {("phone", "acc"): "Phones_accelerometer.csv", ("phone", "gyro"): "Phones_gyroscope.csv",
+         ("watch", "acc"): "Watch_accelerometer.csv", ("watch", "gyro"): "Watch_gyroscope.csv"}
+USERS = tuple("abcdefghi")
+ACTIVITIES = ("bike", "sit", "stand", "walk", "stairsup", "stairsdown")
+NULL_LABEL = "null"
+PHONE_MODELS = ("nexus4", "s3", "s3mini", "samsungold")
+WATCH_MODELS = ("gear", "lgwatch")
+GAP_S = 1.0
+"""A pause between two samples longer than this (seconds) is a gap: sequences never span one."""
+
+_DTYPES = {"Index": np.int64, "Arrival_Time": np.int64, "Creation_Time": np.int64, "x": np.float64,
+           "y": np.float64, "z": np.float64, "User": "category", "Model": "category", "Device": "category",
+           "gt": "category"}
+
+
+def read_sensor_csv(path: str | Path) -> pd.DataFrame:
+    """One HHAR CSV with checked columns and dtypes (``keep_default_na=False``).
+
+    Raises:
+        FileNotFoundError: missing file. ValueError: missing columns or unparsable values (names the file).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"HHAR file {path} does not exist.")
+    header = pd.read_csv(path, nrows=0).columns
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; expected {list(COLUMNS)}, found {list(header)}.")
+    try:
+        return pd.read_csv(path, usecols=list(COLUMNS), dtype=_DTYPES, keep_default_na=False)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: unparsable values: {err}") from None
+
+
+def read_hhar(directory: str | Path, devices: tuple[str, ...] = ("phone", "watch")) -> dict[tuple[str, str], pd.DataFrame]:
+    """``{(device kind, sensor): frame}`` for the four CSVs (or the phone/watch pair asked for)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"HHAR directory {directory} does not exist.")
+    return {key: read_sensor_csv(directory / name) for key, name in FILES.items() if key[0] in devices}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Run:
+    """One user's recording on one device model.
+
+    Attributes:
+        device: the copy used (e.g. ``nexus4_2``).
+        t: (n,) seconds from the run's start (sensor time).
+        values: (n, 6) accelerometer x, y, z then gyroscope x, y, z (NaN-free).
+        labels: (n,) activity index into :data:`ACTIVITIES`.
+    """
+
+    device: str
+    t: np.ndarray
+    values: np.ndarray
+    labels: np.ndarray
+
+    def segments(self) -> list[slice]:
+        """Gap-free stretches (no pause longer than :data:`GAP_S`)."""
+        cuts = np.flatnonzero(np.diff(self.t) > GAP_S) + 1
+        edges = np.concatenate([[0], cuts, [self.t.size]])
+        return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _gaps(times_ns: np.ndarray) -> int:
+    return int(np.sum(np.diff(np.sort(times_ns)) > GAP_S * 1e9))
+
+
+def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ...], pd.DataFrame]:
+    """Rows of ``frame`` per combination of the categorical ``columns`` (numpy on the category codes)."""
+    key = np.zeros(len(frame), dtype=np.int64)
+    for c in columns:
+        key = key * (len(frame[c].cat.categories) + 1) + frame[c].cat.codes.to_numpy()
+    order = np.argsort(key, kind="stable")
+    values, starts = np.unique(key[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    out = {}
+    for i in range(len(values)):
+        rows = frame.iloc[order[bounds[i]:bounds[i + 1]]]
+        out[tuple(str(rows[c].iloc[0]) for c in columns)] = rows
+    return out
+
+
+def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=None) -> dict[tuple[str, str], Run]:
+    """``{(user, model): Run}`` for every user and model with both sensors.
+
+    Per (user, model) the copy (``_1``/``_2``) whose accelerometer has fewer gaps is kept (ties:
+    more samples, then name); its gyroscope samples are joined to its accelerometer samples by
+    nearest ``Creation_Time`` (within two median gyroscope periods, else the sample is dropped);
+    ``null``-labelled samples are dropped.
+    """
+    runs = {}
+    keep = (acc["gt"] != NULL_LABEL).to_numpy()
+    if models is not None:
+        keep &= acc["Model"].isin(models).to_numpy()
+    if users is not None:
+        keep &= acc["User"].isin(users).to_numpy()
+    acc = acc[keep]
+    gyro_groups = _groups(gyro, ("User", "Device"))
+    for (user, model), rows in _groups(acc, ("User", "Model")).items():
+        candidates = []
+        for (device,), dev_rows in _groups(rows, ("Device",)).items():
+            g = gyro_groups.get((user, device))
+            if g is None or len(g) < 2:
+                continue
+            t = dev_rows["Creation_Time"].to_numpy()
+            candidates.append((_gaps(t), -len(t), str(device), dev_rows, g))
+        if not candidates:
+            continue
+        _, _, device, a, g = min(candidates, key=lambda c: c[:3])
+        a = a.sort_values("Creation_Time")
+        g = g.sort_values("Creation_Time")[["Creation_Time", "x", "y", "z"]]
+        tolerance = int(2 * np.median(np.diff(g["Creation_Time"].to_numpy())))
+        joined = pd.merge_asof(a[["Creation_Time", "x", "y", "z", "gt"]], g, on="Creation_Time",
+                               direction="nearest", tolerance=max(tolerance, 1), suffixes=("", "_g"))
+        joined = joined.dropna(subset=["x_g"])
+        values = joined[["x", "y", "z", "x_g", "y_g", "z_g"]].to_numpy(np.float64)
+        finite = np.all(np.isfinite(values), axis=1)
+        joined, values = joined[finite], values[finite]
+        if len(joined) < 2:
+            continue
+        labels = pd.Categorical(joined["gt"], categories=ACTIVITIES)
+        if np.any(labels.codes < 0):
+            bad = sorted(set(joined["gt"].unique()) - set(ACTIVITIES))
+            raise ValueError(f"HHAR user {user!r} model {model!r}: unknown activity label(s) {bad}; "
+                             f"expected {ACTIVITIES} or {NULL_LABEL!r}.")
+        t_ns = joined["Creation_Time"].to_numpy(np.int64)
+        runs[(str(user), str(model))] = Run(device, (t_ns - t_ns[0]) / 1e9, values, labels.codes.astype(np.int64))
+    return runs
+
+
+def hhar_loader(kind: str, arg: str, options: dict):
+    """``(build(pipeline, source) → dataset, cache key)`` of an HHAR source; pops its options
+    (``users``; synthetic: ``minutes``, ``seed``). Used by :func:`tff_esn.data.sources.load_source`."""
+    import os
+
+    users = options.pop("users", None)
+    users = USERS if users is None else ((users,) if isinstance(users, str) else tuple(users))
+    unknown = [u for u in users if u not in USERS]
+    if unknown or not users:
+        raise ValueError(f"users: expected a non-empty subset of {USERS}, got {list(users)}.")
+    if kind == "synthetic-hhar":
+        from tff_esn.data.sources import SYNTHETIC_HHAR_MINUTES
+        from tff_esn.data.synthetic_hhar import DEVICES, generate_frames
+
+        minutes = float(options.pop("minutes", SYNTHETIC_HHAR_MINUTES))
+        seed = int(options.pop("seed", 0))
+        key = {"kind": kind, "minutes": minutes, "seed": seed, "users": users}
+
+        def frames(device_kinds, models):  # models without a gyroscope cannot form a run: not generated
+            return generate_frames(users=users, minutes=minutes, seed=seed, models=[m for m in models if DEVICES[m][2]])
+    else:
+        paths = [Path(arg) / name for name in FILES.values()]
+        key = {"kind": kind, "users": users,
+               "files": [(str(p.resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths if p.exists()]}
+
+        def frames(device_kinds, models):
+            return read_hhar(arg, device_kinds)
+
+    def build(pipe, source):
+        models = pipe.models()
+        kinds = tuple(k for k, ms in (("phone", PHONE_MODELS), ("watch", WATCH_MODELS)) if set(ms) & set(models))
+        data = frames(kinds, models)
+        runs = {}
+        for k in kinds:
+            runs.update(device_runs(data[(k, "acc")], data[(k, "gyro")], models=models, users=users))
+        return pipe.build(runs, source)
+
+    return build, key
