@@ -81,11 +81,17 @@ def test_default_pipeline_and_split():
 
 
 # ------------------------------------------------------------------ with the real data layer
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One synthetic-data cache for the module: the default source is generated once."""
+    return tmp_path_factory.mktemp("synthetic-cache")
+
+
 @pytest.mark.parametrize("name", CLOSED_FORM)
-def test_run_on_the_synthetic_default(name, tmp_path):
+def test_run_on_the_synthetic_default(name, tmp_path, cache_dir):
     pytest.importorskip("tff_esn.data.sources")
     extra = ["--rounds", "1"] if name == "fedip" else []
-    assert main(["run", name, "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache"), *FAST, *extra]) == 0
+    assert main(["run", name, "--out", str(tmp_path), "--cache-dir", str(cache_dir), *FAST, *extra]) == 0
     record = json.loads((tmp_path / "metrics.json").read_text())
     assert record["data"].startswith("synthetic-wesad") and record["test"]["n"] > 0
 

@@ -94,11 +94,14 @@ def summary_line(record: dict, path: Path) -> str:
     def fmt(value) -> str:
         return "n/a" if value is None else f"{value:.4f}"
 
+    def count(value: float) -> str:
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
     which = "test" if record.get("test") else "val" if record.get("val") else "train"
     return (
         f"{record['algorithm']} on {record['data']}: {which} accuracy {fmt(test.get('accuracy'))} "
         f"f1_macro {fmt(test.get('f1_macro'))} (random {fmt(test.get('random_baseline_accuracy'))}) | "
-        f"up {comm['up_floats_per_client']} down {comm['down_floats_per_client']} floats/client × "
+        f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
         f"{comm['rounds']} round(s) | {record['seconds']:.1f} s → {path}"
     )
 
