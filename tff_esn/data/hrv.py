@@ -54,8 +54,10 @@ def windowed_hrv(peaks: np.ndarray, sampling_rate: float, ends: np.ndarray, wind
     hi = np.searchsorted(peaks, ends, side="right")
     n_rr = np.maximum(hi - lo - 1, 0)
     n_d = np.maximum(n_rr - 1, 0)
-    a, b = lo, lo + n_rr
-    c, d = lo, lo + n_d
+    a = np.minimum(lo, rri.size)  # an empty window's start may lie past the last interval
+    b = a + n_rr
+    c = np.minimum(lo, drr.size)
+    d = c + n_d
 
     def window_sum(values: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
         pre = _prefix(values)
