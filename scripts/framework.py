@@ -308,9 +308,15 @@ class Context:
 
         return self.cached(tag, compute)
 
+    @property
+    def cache_dir(self) -> Path:
+        """Where runs cache what they can share (the federated runs' harvested client states, keyed
+        by inputs, reservoir and noise): the data cache when given, else ``OUT/cache``."""
+        return Path(self.data.cache_dir) if self.data.cache_dir else self.out.parent / "cache"
+
     def run_args(self, algorithm: str, folder: Path, **flags: Any) -> argparse.Namespace:
         """:func:`run_namespace` with this run's cache folder, resuming a federated run left in ``folder``."""
-        args = run_namespace(algorithm, out=folder, cache_dir=self.data.cache_dir, **flags)
+        args = run_namespace(algorithm, out=folder, cache_dir=str(self.cache_dir), **flags)
         if hasattr(args, "resume"):
             args.resume = (folder / "checkpoints").exists()
         return args

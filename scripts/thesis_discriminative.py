@@ -77,7 +77,8 @@ def run(ctx: Context, s: Settings) -> None:
                 args = ctx.run_args(algorithm, folder, **federation_flags(s, lr, reservoir, ctx.seed))
                 return run_discriminative_phase(data, data_split, federated_config_from_args(algorithm, args),
                                                 client_filter, fake_clients=FAKE_CLIENTS, out_dir=folder,
-                                                resume=args.resume, cache_dir=args.cache_dir, progress=False)
+                                                resume=args.resume, progress=False,
+                                                cache_dir=Path(args.cache_dir) / "federated-states")
             return ctx.cached(tag, compute)
         return one
 

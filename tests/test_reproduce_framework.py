@@ -1,0 +1,132 @@
+"""The reproduction framework on stand-in experiments: skip/--force, failure isolation, "not run",
+tables with published columns, figures, claims and the report (no TensorFlow work)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from scripts import framework
+from scripts.framework import DataSources, Experiment, MeanStd, RunRequest
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiny:
+    value: float = 1.0
+
+    @property
+    def steps(self) -> int:
+        return 2
+
+
+CALLS = []
+
+
+def _ok(ctx, s):
+    CALLS.append(ctx.experiment.name)
+    ctx.step()
+    ctx.table("t", "A table", [{"x": 1, "ours": MeanStd.of([1.0, 3.0]), "published": (2.0, 0.5)}],
+              ours=ctx.on("wesad"), published="real WESAD")
+    pyplot = __import__("scripts.common", fromlist=["plt"]).plt()
+    fig, ax = pyplot.subplots()
+    ax.plot([0, 1], [0, s.value])
+    ctx.figure("f", "A figure", fig)
+    ctx.claim("ours equals two", "seed X", True, "mean 2.0")
+    ctx.claim("ours exceeds three", "seed X", False, "mean 2.0")
+    ctx.step()
+
+
+def _boom(ctx, s):
+    CALLS.append(ctx.experiment.name)
+    raise RuntimeError("exploded on purpose")
+
+
+@pytest.fixture()
+def fake_registry(monkeypatch):
+    registry = {}
+    for name, run, requires in (("ok-one", _ok, ()), ("boom", _boom, ()), ("needs-lib", _ok, ("no_such_module_x",)),
+                                ("ok-two", _ok, ())):
+        registry[name] = Experiment(name, "incfed", f"{name} title", "Table Z", run,
+                                    {p: Tiny() for p in framework.PROFILES}, requires=requires)
+    monkeypatch.setattr(framework, "experiments", lambda: dict(registry))
+    CALLS.clear()
+    return registry
+
+
+def _request(tmp_path, **kw):
+    return RunRequest("incfed", "tiny", DataSources(), tmp_path / "out", progress=False, **kw)
+
+
+def test_failure_is_isolated_and_reported(fake_registry, tmp_path):
+    report, records = framework.run_experiments(_request(tmp_path))
+    status = {r["name"]: r["status"] for r in records}
+    assert status == {"ok-one": "done", "boom": "failed", "needs-lib": "not run", "ok-two": "done"}
+    assert CALLS == ["ok-one", "boom", "ok-two"]
+    boom = json.loads((tmp_path / "out" / "boom" / "status.json").read_text())
+    assert boom["reason"] == "RuntimeError: exploded on purpose"
+    assert "Traceback" in (tmp_path / "out" / "boom" / "error.txt").read_text()
+    text = report.read_text()
+    assert "no_such_module_x is not available" in text
+    assert "RuntimeError: exploded on purpose" in text
+    for name in ("ok-one", "ok-two"):
+        folder = tmp_path / "out" / name
+        assert (folder / "t.csv").read_text().splitlines() == [
+            "x,ours,ours (std),published,published (std)", "1,2.0,1.0,2.0,0.5"]
+        assert "| 1 | 2.0000 ± 1.0000 | 2.0000 ± 0.5000 |" in (folder / "t.md").read_text()
+        assert (folder / "f.png").read_bytes()[:4] == b"\x89PNG"
+        assert f"![A figure]({name}/f.png)" in text
+    agrees = text[text.index("### Agrees"):text.index("### Disagrees")]
+    disagrees = text[text.index("### Disagrees"):text.index("### Undetermined")]
+    assert agrees.count("ours equals two") == 2 and disagrees.count("ours exceeds three") == 2
+    assert "synthetic WESAD" in text and "not a reproduction of the published numbers" in text
+
+
+def test_rerun_skips_finished_unless_forced(fake_registry, tmp_path):
+    framework.run_experiments(_request(tmp_path))
+    CALLS.clear()
+    _, records = framework.run_experiments(_request(tmp_path))
+    assert CALLS == ["boom"]
+    assert [r["name"] for r in records if r.get("skipped")] == ["ok-one", "ok-two"]
+    CALLS.clear()
+    _, records = framework.run_experiments(_request(tmp_path, force=True))
+    assert CALLS == ["ok-one", "boom", "ok-two"] and not any(r.get("skipped") for r in records)
+
+
+def test_other_settings_rerun_a_finished_experiment(fake_registry, tmp_path):
+    framework.run_experiments(_request(tmp_path))
+    CALLS.clear()
+    framework.run_experiments(_request(tmp_path, seed=3))
+    assert CALLS == ["ok-one", "boom", "ok-two"]
+
+
+def test_report_keeps_experiments_finished_by_an_earlier_invocation(fake_registry, tmp_path):
+    framework.run_experiments(_request(tmp_path))
+    one = RunRequest("ok-two", "tiny", DataSources(), tmp_path / "out", progress=False)
+    report, records = framework.run_experiments(one)
+    assert [r["name"] for r in records] == ["ok-two"] and records[0]["skipped"]
+    text = report.read_text()
+    assert all(f"`{name}`" in text for name in ("ok-one", "boom", "needs-lib", "ok-two"))
+
+
+def test_bad_requests_are_rejected_by_name(fake_registry, tmp_path):
+    with pytest.raises(ValueError, match="profile"):
+        RunRequest("all", "medium", DataSources(), tmp_path)
+    with pytest.raises(ValueError, match="reproduce target"):
+        framework.select("table-42")
+    with pytest.raises(ValueError, match="wesad source"):
+        DataSources(wesad="hhar:/x")
+    with pytest.raises(FileNotFoundError, match="--wesad-dir"):
+        DataSources.from_dirs(wesad_dir=str(tmp_path / "missing"))
+    real = DataSources.from_dirs(hhar_dir=str(tmp_path))
+    assert real.hhar == f"hhar:{tmp_path.resolve()}" and not real.synthetic("hhar") and real.synthetic("wesad")
+    assert real.describe("hhar") == f"real HHAR at {tmp_path.resolve()}"
+    with pytest.raises(ValueError, match="unknown flag"):
+        framework.run_namespace("incfed", out=tmp_path, no_such_flag=1)
+
+
+def test_registry_lists_every_published_group():
+    names = set(framework.experiments())
+    assert {"data-summary", "thesis-central", "thesis-tuning", "thesis-federated", "thesis-discriminative",
+            "thesis-preliminary", "thesis-partial-incfed", "incfed-tables", "pfedrr-table", "fedip-table"} == names
+    assert [e.name for e in framework.select("pfedrr")] == ["pfedrr-table"]
+    assert framework.select("all")[0].name == "data-summary"
