@@ -95,7 +95,8 @@ def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ..
     """Rows of ``frame`` per combination of the categorical ``columns`` (numpy on the category codes)."""
     key = np.zeros(len(frame), dtype=np.int64)
     for c in columns:
-        key = key * (len(frame[c].cat.categories) + 1) + frame[c].cat.codes.to_numpy()
+        col = frame[c] if isinstance(frame[c].dtype, pd.CategoricalDtype) else frame[c].astype("category")
+        key = key * (len(col.cat.categories) + 1) + col.cat.codes.to_numpy()
     order = np.argsort(key, kind="stable")
     values, starts = np.unique(key[order], return_index=True)
     bounds = np.append(starts, len(order))
