@@ -96,7 +96,7 @@ def _build_client_update(model_fn, optimizer, penalty: float | None, client_filt
         u_b = tuple(tf.zeros_like(w) for w in trainable)
         v_b = tuple(tf.zeros_like(w) for w in trainable)
         ll = tf.zeros([])
-        for batch in data:
+        for batch in iter(data):
             with tf.GradientTape(persistent=curvature) as tape:
                 output = model.forward_pass(batch, training=True)
                 if curvature:
