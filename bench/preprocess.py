@@ -1,0 +1,57 @@
+"""Preprocessing speed: windowed HRV vs ``neurokit2.hrv_time``, and the thesis pipeline per subject.
+
+Workload: one synthetic WESAD subject of ``minutes`` (100 ≈ a real subject; ``--quick``: 20).
+Reported, each measured in this run:
+
+* windowed HRV at a 1 s stride (one 25-s window per second) — ours (prefix sums) vs
+  ``nk.hrv_time`` called per window (timed on a sample of windows, extrapolated);
+* ``thesis_features`` for the whole subject, and the generation of the subject for scale.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+
+def main(flags: list[str]) -> None:
+    import neurokit2 as nk
+
+    from tff_esn.data.hrv import windowed_hrv
+    from tff_esn.data.synthetic_wesad import generate_subject
+    from tff_esn.data.wesad import thesis_features
+
+    minutes = 20.0 if "--quick" in flags else 100.0
+    t0 = time.perf_counter()
+    subject = generate_subject("S2", minutes=minutes, seed=0)
+    t_gen = time.perf_counter() - t0
+
+    bvp = subject["signal"]["wrist"]["BVP"].ravel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peaks = nk.ppg_findpeaks(nk.ppg_clean(bvp, sampling_rate=64), sampling_rate=64)["PPG_Peaks"]
+    window = 25 * 64
+    ends = np.arange(window, bvp.size, 64)
+    t0 = time.perf_counter()
+    windowed_hrv(peaks, 64, ends, window)
+    t_ours = time.perf_counter() - t0
+    sample = ends[:: max(1, len(ends) // 100)]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for end in sample:
+            nk.hrv_time(peaks[(peaks > end - window) & (peaks <= end)], sampling_rate=64)
+    t_nk = (time.perf_counter() - t0) / len(sample) * len(ends)
+
+    t0 = time.perf_counter()
+    x, _ = thesis_features(subject, hrv_window_s=25)
+    t_thesis = time.perf_counter() - t0
+
+    print(f"synthetic WESAD subject: {minutes:g} min, {len(peaks)} beats, {len(ends)} HRV windows (25 s, 1 s stride)")
+    print("| step | seconds | ratio |\n|---|---:|---:|")
+    print(f"| nk.hrv_time per window (reference, extrapolated from {len(sample)}) | {t_nk:.2f} | 1.00 |")
+    print(f"| windowed_hrv (prefix sums, 6 indices) | {t_ours:.4f} | {t_ours / t_nk:.5f} |")
+    print(f"| thesis_features (whole subject → {x.shape[0]} steps) | {t_thesis:.2f} | {t_thesis / t_nk:.4f} |")
+    print(f"| generate_subject (for scale) | {t_gen:.2f} | {t_gen / t_nk:.3f} |")
