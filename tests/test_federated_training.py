@@ -128,10 +128,12 @@ def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
         (200, 0.99, "thesis", 78, 5, 0.5, 1e-4, 0.1, 20)
     args = _run_args(["run", "fedcurv", "--out", str(tmp_path), "--units", "6", "--rounds", "2",
                       "--clients-per-round", "2", "--noise-std", "0", "--penalty", "0.01", "--server-lr", "0.1",
-                      "--reservoir", "different", "--batch-size", "4", "--no-progress"])
+                      "--reservoir", "different", "--batch-size", "4", "--no-progress",
+                      "--cache-dir", str(tmp_path / "cache")])
     record = algorithms.run_algorithm("fedcurv", data, SPLIT, args)
     assert record["algorithm"] == "fedcurv" and record["communication"]["rounds"] == 2
     assert record["extra"]["federated_config"]["penalty"] == 0.01 and (tmp_path / "rounds.csv").exists()
+    assert len(list((tmp_path / "cache" / "federated-states").glob("states-*"))) == 4  # one per training client
     central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
     record = algorithms.run_algorithm("thesis-central", data, SPLIT, central)
     assert record["test"]["n"] == 110 and "design" in record["extra"]

@@ -5,17 +5,22 @@ Adam η 0.1, batch 20, one local epoch, class weights 12/88) on the ``thesis`` p
 §6.1's federation (78 rounds, 5 clients per round, input noise std 0.5, server SGD lr 1.0).
 Besides ``metrics.json`` (written by ``tff-esn run``), a federated run writes
 ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` into ``--out``; ``--resume``
-continues an interrupted run from its last completed round.
+continues an interrupted run from its last completed round. Harvested client states are
+kept under ``CACHE/federated-states`` (``--cache-dir``, else ``$TFF_ESN_CACHE``, else
+``~/.cache/tff_esn``), keyed by inputs, reservoir and noise, so runs that share them (every
+server learning rate, both algorithms) harvest once.
 """
 
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
 from tff_esn.cli import UsageError
+from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated.clients import RESERVOIR_MODES
 from tff_esn.federated.model import THESIS_RESERVOIR, ThesisModelConfig
@@ -64,6 +69,11 @@ def _add_federated_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-shuffle", dest="shuffle", action="store_false", help="keep each client's order")
     g.add_argument("--resume", action="store_true", help="continue the run in --out from its last round")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    g.add_argument("--discriminator", default=None, metavar="PATH",
+                   help="client filter (thesis Alg. 3–4, FedAvg/FedCurv+Disc): a discriminator folder, loaded by the "
+                        "'discriminator' entry point of the tff_esn.client_filters group")
+    g.add_argument("--discriminator-threshold", type=float, default=0.5,
+                   help="accept a client when the discriminator's P(real) exceeds this (default %(default)s)")
 
 
 def _add_fedcurv_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +101,19 @@ def federated_config_from_args(algorithm: str, args: argparse.Namespace) -> Fede
     )
 
 
+def client_filter_from_args(args: argparse.Namespace):
+    """The client filter of ``--discriminator PATH`` (``None`` without it), through the
+    ``tff_esn.client_filters`` entry point ``discriminator`` (``tff_esn`` never imports that package)."""
+    if not args.discriminator:
+        return None
+    loaders = {ep.name: ep for ep in entry_points(group="tff_esn.client_filters")}
+    if "discriminator" not in loaders:
+        raise UsageError("--discriminator: no 'discriminator' loader in the tff_esn.client_filters entry-point group "
+                         "(is the discriminator package installed?).")
+    return loaders["discriminator"].load()(args.discriminator, threshold=args.discriminator_threshold,
+                                           units=args.units)
+
+
 def _runner(algorithm: str):
     def run(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict[str, Any]:
         try:
@@ -98,9 +121,9 @@ def _runner(algorithm: str):
         except (TypeError, ValueError) as err:
             raise UsageError(str(err)) from None
         out = Path(args.out)
-        states_dir = Path(args.cache_dir) / "federated-states" if args.cache_dir else out / "states"
+        states_dir = cache_root(args.cache_dir) / "federated-states"
         result = run_federated(dataset, split, config, out_dir=out, resume=args.resume, cache_dir=states_dir,
-                               progress=args.progress)
+                               progress=args.progress, client_filter=client_filter_from_args(args))
         result["extra"]["rounds_csv"] = str(out / "rounds.csv")
         return result
 
