@@ -16,10 +16,21 @@ This module replaces the default context with one whose worker we start ourselve
 Every entry point of the package (CLI, scripts, tests) calls :func:`ensure_context`;
 importing :mod:`tff_esn` does so as well, which costs nothing until the first federated
 computation runs (the worker starts lazily).
+
+Scale-out uses TFF's own distributed runtime, no transport of ours: ``tff-esn worker
+--port P`` (:func:`serve_worker`) serves computations on a host, and
+``ensure_context(["host:port", ...])`` (``--workers`` on the command line, see
+:func:`add_worker_arguments`) splits every computation's clients across those workers with
+``tff.framework.MergeableCompExecutionContext``. TFF retries a call whose worker went away
+(gRPC ``UNAVAILABLE``) forever; our executor factory waits at most ``timeout`` seconds for
+the worker to answer again, then raises :class:`WorkerError` naming it — the run stops
+with a message instead of hanging, and a worker restarted within the timeout is simply
+picked up again.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import ctypes
 import dataclasses
@@ -40,7 +51,9 @@ _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LOCK = threading.RLock()
 _OWNED: list["LocalWorker"] = []
+_LAZY: list["LocalWorker"] = []
 _STATE: dict[str, object] = {"context": None, "atexit": False, "sigterm": False}
+DEFAULT_TIMEOUT = 60.0
 
 
 class WorkerError(RuntimeError):
@@ -164,6 +177,14 @@ def connect(address: str, *, timeout: float = 60.0, worker: LocalWorker | None =
     return stub
 
 
+def _stop_lazy(workers: Sequence["LocalWorker"]) -> None:
+    """Stops local workers that a context started on demand and forgets them."""
+    for worker in workers:
+        worker.stop()
+        if worker in _LAZY:
+            _LAZY.remove(worker)
+
+
 def _executor_factory(addresses: Sequence[str] | None, start_timeout: float):
     """A ``ResourceManagingExecutorFactory`` whose executors talk to one worker.
 
@@ -181,12 +202,22 @@ def _executor_factory(addresses: Sequence[str] | None, start_timeout: float):
             return stub
         if addresses is None:
             if worker is not None:
-                worker.stop()
+                _stop_lazy([worker])
             worker = LocalWorker().start()
+            _LAZY.append(worker)
             holder["worker"] = worker
             stub = connect(worker.address, timeout=start_timeout, worker=worker)
         else:
-            stub = connect(addresses[0], timeout=start_timeout)
+            try:
+                stub = connect(addresses[0], timeout=start_timeout)
+            except WorkerError:
+                if stub is None:
+                    raise
+                raise WorkerError(
+                    f"TFF worker at {addresses[0]} died or became unreachable during the run and did not "
+                    f"answer again within {start_timeout:.0f} s; restart it (`tff-esn worker --port P`) and "
+                    "run again (round-based runs continue from their last completed round with --resume)."
+                ) from None
         holder["stub"] = stub
         return stub
 
@@ -210,7 +241,70 @@ def _context_kwargs():
     )
 
 
-def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = 60.0):
+def parse_workers(workers: str | Sequence[str] | None) -> list[str] | None:
+    """``"h1:p1,h2:p2"`` or a list of ``host:port`` strings → the list; ``None`` stays ``None``.
+
+    Raises ``ValueError`` naming the bad entry for an empty list, a missing host, a port
+    that is not a number in 1–65535 or a repeated address.
+    """
+    if workers is None:
+        return None
+    items = workers.split(",") if isinstance(workers, str) else list(workers)
+    items = [str(w).strip() for w in items]
+    if not items or not any(items):
+        raise ValueError(f"workers: expected one or more 'host:port' addresses, got {workers!r}.")
+    for w in items:
+        host, _, port = w.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"workers: {w!r} is not a 'host:port' address (port 1–65535), in {workers!r}.")
+    repeated = sorted({w for w in items if items.count(w) > 1})
+    if repeated:
+        raise ValueError(f"workers: address(es) {repeated} given more than once in {workers!r}.")
+    return items
+
+
+def _fix_subround_partitioning() -> None:
+    """Corrects how TFF 0.87 splits a computation's argument into subrounds (idempotent).
+
+    ``MergeableCompExecutionContext`` splits the CLIENTS-placed parts of the argument
+    between workers with ``_partition_value``, which walks a struct argument element by
+    element but returns the split position of its *last* element. When the clients'
+    value is not the last argument — IncFed's ``(reservoir@SERVER, datasets@CLIENTS,
+    l2@SERVER)`` — the position never advances, every worker gets the first
+    ⌈n/k⌉ clients and the others are silently dropped (measured: IncFed on 2 workers
+    returned the readout of the first half of the clients). The replacement splits every
+    element from the same position and continues from the element that took clients.
+    """
+    from tensorflow_federated.python.core.impl.execution_contexts import mergeable_comp_execution_context as mc
+    from tensorflow_federated.python.core.impl.types import computation_types
+    from tensorflow_federated.python.common_libs import structure
+
+    original = getattr(mc._partition_value, "__wrapped__", mc._partition_value)
+
+    def partition_value(val, type_signature):
+        if not isinstance(type_signature, computation_types.StructType):
+            return original(val, type_signature)
+        elements = []
+        advanced = None
+        for (_, value), (name, elem_type) in zip(structure.iter_elements(structure.from_container(val.payload)),
+                                                 structure.iter_elements(type_signature)):
+            part = partition_value(mc._PartitioningValue(value, val.num_remaining_clients,
+                                                         val.num_remaining_partitions, val.last_client_index),
+                                   elem_type)
+            elements.append((name, part.payload))
+            if part.last_client_index != val.last_client_index:
+                advanced = part
+        if not elements:
+            raise ValueError(f"Expected the value to not be empty, found {val}.")
+        position = advanced or val
+        return mc._PartitioningValue(structure.Struct(elements), position.num_remaining_clients,
+                                     position.num_remaining_partitions, position.last_client_index)
+
+    partition_value.__wrapped__ = original
+    mc._partition_value = partition_value
+
+
+def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = DEFAULT_TIMEOUT):
     """An execution context on our own worker(s).
 
     Args:
@@ -218,22 +312,17 @@ def build_context(workers: Sequence[str] | None = None, *, start_timeout: float 
             a list of ``host:port`` addresses of running workers. With more than one
             address the computation is split across them with TFF's
             ``MergeableCompExecutionContext`` (one async context per worker).
-        start_timeout: seconds to wait for a worker to answer.
+        start_timeout: seconds to wait for a worker to answer, at start and again after
+            it went away during a computation (then :class:`WorkerError`).
     """
     import tensorflow_federated as tff
 
-    if workers is not None:
-        workers = list(workers)
-        if not workers:
-            raise ValueError("workers: expected at least one 'host:port' address, got an empty list.")
-        for w in workers:
-            host, _, port = w.rpartition(":")
-            if not host or not port.isdigit():
-                raise ValueError(f"workers: {w!r} is not a 'host:port' address.")
+    workers = parse_workers(workers)
     if workers is None or len(workers) == 1:
         return tff.framework.SyncExecutionContext(
             executor_fn=_executor_factory(workers, start_timeout), **_context_kwargs()
         )
+    _fix_subround_partitioning()
     contexts = [
         tff.framework.AsyncExecutionContext(
             executor_fn=_executor_factory([w], start_timeout), **_context_kwargs()
@@ -245,26 +334,99 @@ def build_context(workers: Sequence[str] | None = None, *, start_timeout: float 
     )
 
 
-def ensure_context(workers: Sequence[str] | None = None, *, force: bool = False):
-    """Installs our execution context as TFF's default (once) and returns it.
+def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                   force: bool = False):
+    """Installs our execution context as TFF's default and returns it.
 
-    Call again with ``workers`` (or ``force=True``) to switch; the previous local worker
-    is stopped.
+    Without arguments it keeps the context already installed (whatever its workers), or
+    installs the local single-worker one: library code calls ``ensure_context()`` before
+    its first computation without undoing a ``--workers`` choice. With ``workers`` (a
+    list or ``"h:p,h:p"``; see :func:`build_context`) it switches to those workers;
+    ``force=True`` with no workers switches back to a fresh local worker. A switch stops
+    the local worker of the previous context, never the workers given by address.
     """
     import tensorflow_federated as tff
 
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}.")
+    workers = parse_workers(workers)
     with _LOCK:
-        key = None if workers is None else tuple(workers)
-        if _STATE["context"] is not None and not force and _STATE.get("key") == key:
+        key = (None if workers is None else tuple(workers), float(timeout))
+        if _STATE["context"] is not None and not force and (workers is None or _STATE.get("key") == key):
             return _STATE["context"]
-        if _STATE["context"] is not None:
-            stop_workers()
-        context = build_context(workers)
+        _stop_lazy(list(_LAZY))
+        context = build_context(workers, start_timeout=timeout)
         tff.framework.get_context_stack().set_default_context(context)
         _STATE["context"] = context
         _STATE["key"] = key
         _install_exit_hooks()
         return context
+
+
+def current_workers() -> list[str] | None:
+    """The ``host:port`` addresses of the installed context (``None``: the local worker)."""
+    key = _STATE.get("key")
+    return None if key is None or key[0] is None else list(key[0])
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--workers HOST:PORT,...`` and ``--worker-timeout SECONDS`` (use with :func:`context_from_args`)."""
+    g = parser.add_argument_group("TFF workers")
+    g.add_argument("--workers", type=_workers_argument, default=None, metavar="HOST:PORT,...",
+                   help="run the federated computations on these TFF workers (started with "
+                        "`tff-esn worker --port P`), splitting the clients across them; default: one local worker")
+    g.add_argument("--worker-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="give up with an error when a worker does not answer for this long (default %(default)s)")
+
+
+def _workers_argument(text: str) -> list[str]:
+    try:
+        return parse_workers(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def context_from_args(args: argparse.Namespace):
+    """:func:`ensure_context` with the flags of :func:`add_worker_arguments` (local when absent)."""
+    workers = getattr(args, "workers", None)
+    timeout = getattr(args, "worker_timeout", DEFAULT_TIMEOUT)
+    if workers is None and current_workers() is None:
+        return ensure_context(timeout=timeout)
+    return ensure_context(workers, timeout=timeout, force=workers is None)
+
+
+def serve_worker(port: int, *, host: str = "localhost", timeout: float = DEFAULT_TIMEOUT,
+                 max_concurrent_computation_calls: int = -1, ready=None) -> int:
+    """Runs a TFF worker in the foreground until SIGTERM/SIGINT (then 0) or until it exits.
+
+    The ``worker_binary`` listens on ``port`` of every interface (it has no bind-address
+    flag); ``host`` is the name other machines use to reach it: the worker is checked
+    through ``host:port`` before ``ready(address)`` is called. Returns the worker's exit
+    code if it stops by itself. Raises :class:`WorkerError` if it does not come up (e.g.
+    the port is taken).
+    """
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"port: expected an integer in 1–65535, got {port!r}.")
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    worker = LocalWorker(port=port, host=host,
+                         max_concurrent_computation_calls=max_concurrent_computation_calls).start()
+    try:
+        connect(worker.address, timeout=timeout, worker=worker)
+        if ready is not None:
+            ready(worker.address)
+        while not stop.wait(0.2):
+            if not worker.alive():
+                return int(worker.process.returncode)
+        return 0
+    finally:
+        worker.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def owned_worker_pids() -> list[int]:

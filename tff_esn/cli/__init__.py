@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 
+from tff_esn.runtime import WorkerError
+
 Register = Callable[[argparse._SubParsersAction], None]
 
 
@@ -52,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError, FileNotFoundError, KeyError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except WorkerError as err:
+        print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"tff-esn {args.command}: interrupted", file=sys.stderr)
         return 130
