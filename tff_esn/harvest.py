@@ -27,7 +27,9 @@ import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.reservoir import STATE_MODES, Reservoir, bias_weights, input_weights, recurrent_weights, run_reservoir
+from tff_esn.reservoir import (
+    STATE_MODES, Reservoir, bias_weights, input_weights, recurrent_weights, run_reservoir_compiled,
+)
 from tff_esn.ridge import RidgeStats, one_hot, predict
 
 
@@ -135,9 +137,6 @@ class Features:
     labels: np.ndarray
 
 
-_run_states = tf.function(run_reservoir, reduce_retracing=True)
-
-
 class Harvester:
     """Caches each client's training statistics and evaluation states, per reservoir.
 
@@ -219,7 +218,7 @@ class Harvester:
             mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
             blocks = []
             for i in range(0, len(client), self.batch_size):
-                s = _run_states(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
+                s = run_reservoir_compiled(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
                                 tf.constant(weights.recurrent), tf.constant(weights.bias), tf.constant(weights.gain),
                                 weights.leaky, mode, self.spec.washout).numpy()
                 blocks.append(s.reshape(-1, weights.units))

@@ -176,7 +176,8 @@ def run_reservoir(
     return tf.transpose(states.stack()[washout:], [1, 0, 2])
 
 
-_run_compiled = tf.function(run_reservoir, reduce_retracing=True)
+run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True)
+"""Compiled :func:`run_reservoir` for eager callers; pass weight *tensors*, never variables."""
 
 
 @tf.function(reduce_retracing=True)
@@ -319,7 +320,7 @@ class Reservoir(tf.keras.layers.Layer):
         if tf.executing_eagerly():
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
-            return _run_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout)
+            return run_reservoir_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout)
         return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout)
 
     def _weight_list(self) -> list:
