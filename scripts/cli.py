@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs the request; prints the report path; exit code 1 when an experiment failed."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")  # retracing warnings of many short Keras fits would bury the progress bars
     from scripts.framework import FAILED, DataSources, RunRequest, run_experiments, select
 
     select(args.target)

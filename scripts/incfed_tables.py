@@ -168,6 +168,6 @@ register(Experiment(
     title="IncFed paper: random baseline, centralized, FedAvg and IncFed at 25–100 % clients",
     reproduces="IncFed paper Tables III–VI", run=run,
     settings={"tiny": Settings(datasets=("wesad",), fractions=(0.5, 1.0), repetitions=1, units=20, backend="numpy"),
-              "quick": Settings(), "full": Settings()},
+              "quick": Settings(repetitions=2), "full": Settings()},
     data=("wesad", "hhar"),
 ))

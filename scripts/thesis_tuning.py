@@ -58,6 +58,6 @@ def run(ctx: Context, s: Settings) -> None:
 register(Experiment(
     name="thesis-tuning", group="thesis", title="Thesis model selection: KerasTuner random search over Table 6.1",
     reproduces="thesis Table 6.2", run=run,
-    settings={"tiny": Settings(trials=1, top=1), "quick": Settings(trials=6), "full": Settings()},
+    settings={"tiny": Settings(trials=1, top=1), "quick": Settings(trials=4), "full": Settings()},
     requires=("tuning",),
 ))
