@@ -36,6 +36,7 @@ import ctypes
 import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -85,6 +86,26 @@ def pick_port() -> int:
     return portpicker.pick_unused_port()
 
 
+def check_port_free(port: int) -> None:
+    """Raises :class:`WorkerError` if a process listens on TCP ``port``.
+
+    gRPC servers bind with ``SO_REUSEPORT``, so a second ``worker_binary`` on a taken port
+    starts without error and the two silently share the connections; we refuse instead.
+    """
+    for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((address, port))
+            except OSError as err:
+                raise WorkerError(f"port {port} is already in use ({err.strerror}); choose another --port.") from None
+            return
+
+
 @dataclasses.dataclass
 class LocalWorker:
     """A ``worker_binary`` child process owned by this Python process.
@@ -111,6 +132,8 @@ class LocalWorker:
                 return self
             if self.port is None:
                 self.port = pick_port()
+            else:
+                check_port_free(self.port)
             args = [
                 worker_binary_path(),
                 f"--port={self.port}",
@@ -412,10 +435,10 @@ def serve_worker(port: int, *, host: str = "localhost", timeout: float = DEFAULT
     def on_signal(signum, frame):
         stop.set()
 
+    worker = LocalWorker(port=port, host=host, max_concurrent_computation_calls=max_concurrent_computation_calls)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    worker = LocalWorker(port=port, host=host,
-                         max_concurrent_computation_calls=max_concurrent_computation_calls).start()
     try:
+        worker.start()
         connect(worker.address, timeout=timeout, worker=worker)
         if ready is not None:
             ready(worker.address)

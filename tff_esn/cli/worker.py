@@ -24,7 +24,7 @@ def _run(args: argparse.Namespace) -> int:
         code = runtime.serve_worker(args.port, host=args.host, timeout=args.start_timeout,
                                     max_concurrent_computation_calls=args.max_concurrent_calls, ready=ready)
     except runtime.WorkerError as err:
-        print(f"tff-esn worker: error: {err} Is port {args.port} already in use?", file=sys.stderr)
+        print(f"tff-esn worker: error: {err}", file=sys.stderr)
         return 1
     if code:
         print(f"tff-esn worker: the TFF worker exited by itself with code {code}.", file=sys.stderr)

@@ -1,0 +1,226 @@
+"""Scale-out on TFF's distributed runtime: two loopback workers give the single-process results.
+
+The workers are started by this module (``LocalWorker``: loopback addresses, owned by the
+test process) and stopped at its end; the context is switched back to the local worker so
+the rest of the session is unaffected. Sums over clients are computed in another order
+across two workers (two partial sums, then their merge), so results agree to the last
+bits of float64 (IncFed) or float32 (FedAvg), not bit for bit; predictions and metrics
+are identical.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tff_esn import ReservoirConfig, runtime
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.incfed import fit_incfed, run_incfed_tff
+
+from closed_form_data import random_dataset
+
+TIMEOUT = 4.0
+
+
+@pytest.fixture(scope="module")
+def workers():
+    started = [runtime.LocalWorker().start() for _ in range(2)]
+    for w in started:
+        runtime.connect(w.address, worker=w)
+    yield started
+    for w in started:
+        w.stop()
+    runtime.ensure_context(force=True)
+
+
+def _local():
+    runtime.ensure_context(force=True)
+
+
+def _on(workers):
+    runtime.ensure_context([w.address for w in workers], timeout=TIMEOUT)
+
+
+def _thesis_data():
+    rng = np.random.default_rng(0)
+    clients = {}
+    for i in range(6):
+        n = 6 + i
+        x = rng.normal(size=(n, 10, 4)).astype(np.float32)
+        y = (x[..., 0] + 0.4 * rng.normal(size=(n, 10)) > 1.0).astype(np.int64)
+        clients[f"S{i}"] = ClientSequences(x, y)
+    data = SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")
+    return data, Split("tiny", train=("S0", "S1", "S2", "S3"), val=("S4",), test=("S5",))
+
+
+def _fedavg_config(rounds):
+    from tff_esn.federated import FederatedConfig, ThesisModelConfig
+
+    model = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
+                              learning_rate=0.05)
+    return FederatedConfig(model=model, rounds=rounds, clients_per_round=4, noise_std=0.5)
+
+
+def test_incfed_on_two_workers_equals_single_process_and_numpy(workers):
+    data = random_dataset(n_clients=7, seed=2)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=8, seed=1), 3)
+    spec = StateSpec()
+    clients = list(data.clients.values())
+    _local()
+    single = run_incfed_tff(weights, clients, data.n_classes, spec, 1e-3)
+    _on(workers)
+    assert runtime.current_workers() == [w.address for w in workers]
+    two = run_incfed_tff(weights, clients, data.n_classes, spec, 1e-3)
+    harvester = Harvester(data, spec)
+    reference = fit_incfed([harvester.stats(weights, c) for c in data.client_ids], 1e-3)
+    np.testing.assert_allclose(two, single, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(two, reference, rtol=1e-5, atol=1e-6)
+    scores = [harvester.scores(w, weights, data.client_ids)[0].argmax(1) for w in (single, two)]
+    np.testing.assert_array_equal(*scores)
+    # every client counted once: a half of the clients gives another readout (TFF 0.87's split bug)
+    half = fit_incfed([harvester.stats(weights, c) for c in data.client_ids[:4]], 1e-3)
+    assert np.abs(two - half).max() > 1e-3
+
+
+def test_clients_argument_in_the_middle_is_split_over_all_workers(workers):
+    import tensorflow_federated as tff
+
+    _on(workers)
+
+    @tff.federated_computation(tff.FederatedType(np.float64, tff.SERVER), tff.FederatedType(np.float64, tff.CLIENTS),
+                               tff.FederatedType(np.float64, tff.SERVER))
+    def total(a, values, b):
+        return tff.federated_sum(values)
+
+    assert total(1.0, [1.0, 2.0, 3.0, 4.0, 5.0], 2.0) == 15.0
+
+
+def test_fedavg_rounds_on_two_workers_equal_single_process(workers):
+    from tff_esn.federated import run_federated
+
+    data, split = _thesis_data()
+    config = _fedavg_config(rounds=2)
+    _local()
+    single = run_federated(data, split, config, progress=False)
+    _on(workers)
+    two = run_federated(data, split, config, progress=False)
+    for key in ("kernel", "bias"):
+        np.testing.assert_allclose(two["extra"]["weights"][key], single["extra"]["weights"][key], rtol=1e-5, atol=1e-7)
+    assert two["test"]["accuracy"] == single["test"]["accuracy"]
+    assert [r["val_accuracy"] for r in two["extra"]["rounds"]] == [r["val_accuracy"] for r in single["extra"]["rounds"]]
+
+
+def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(workers, tmp_path):
+    from tff_esn.federated import run_federated
+
+    data, split = _thesis_data()
+    config = _fedavg_config(rounds=8)
+    _on(workers)
+    victim = workers[1]
+    checkpoints = tmp_path / "checkpoints"
+
+    def kill_after_first_round():
+        while not (checkpoints.is_dir() and any(checkpoints.iterdir())):
+            time.sleep(0.05)
+        victim.process.kill()
+
+    threading.Thread(target=kill_after_first_round, daemon=True).start()
+    began = time.monotonic()
+    with pytest.raises(runtime.WorkerError, match=f"{victim.address} died or became unreachable during the run"):
+        run_federated(data, split, config, out_dir=tmp_path, progress=False)
+    assert time.monotonic() - began < 120, "the dead worker was waited for far beyond the timeout"
+    done = int(sorted(p.name for p in checkpoints.iterdir())[-1].rsplit("_", 1)[1])
+    assert 1 <= done < config.rounds
+
+    victim.process.wait()
+    victim.start()  # back on the same port
+    runtime.connect(victim.address, worker=victim)
+    resumed = run_federated(data, split, config, out_dir=tmp_path, resume=True, progress=False)
+    assert [r["round"] for r in resumed["extra"]["rounds"]] == list(range(done + 1, config.rounds + 1))
+
+
+def test_run_command_with_workers_writes_the_same_metrics(workers, tmp_path, monkeypatch):
+    import types
+
+    from tff_esn.cli import main
+
+    data = random_dataset(n_clients=5, seed=3)
+    ids = data.client_ids
+    monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
+                        types.SimpleNamespace(load_source=lambda *a, **k: data))
+    monkeypatch.setitem(sys.modules, "tff_esn.data.splits",
+                        types.SimpleNamespace(get_split=lambda name, d, **k: Split(name, ids[:3], (ids[3],), (ids[4],))))
+    common = ["run", "incfed", "--units", "8", "--l2", "1e-2"]
+    addresses = ",".join(w.address for w in workers)
+    assert main([*common, "--out", str(tmp_path / "two"), "--workers", addresses, "--worker-timeout", "5"]) == 0
+    assert runtime.current_workers() == addresses.split(",")
+    assert main([*common, "--out", str(tmp_path / "one")]) == 0
+    assert runtime.current_workers() is None
+    one, two = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("one", "two"))
+    assert one["test"] == two["test"] and two["config"]["workers"] == addresses.split(",")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "one or more"), ("localhost", "not a 'host:port'"), ("h:0", "port 1–65535"), ("h:1,h:1", "more than once"),
+])
+def test_bad_worker_addresses_are_rejected_by_name(text, message):
+    with pytest.raises(ValueError, match=message):
+        runtime.parse_workers(text)
+    assert runtime.parse_workers(" a:1 , b:2 ") == ["a:1", "b:2"]
+
+
+def test_unreachable_worker_in_a_run_is_a_clear_error(tmp_path):
+    from tff_esn.cli import main
+
+    address = f"localhost:{runtime.pick_port()}"
+    data = random_dataset(n_clients=3, seed=1)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=4), 3)
+    runtime.ensure_context([address, f"localhost:{runtime.pick_port()}"], timeout=1.0)
+    try:
+        with pytest.raises(runtime.WorkerError, match="not reachable after 1 s"):
+            run_incfed_tff(weights, list(data.clients.values()), data.n_classes, StateSpec(), 1e-3)
+    finally:
+        runtime.ensure_context(force=True)
+    with pytest.raises(SystemExit):
+        main(["run", "incfed", "--out", str(tmp_path), "--workers", "nonsense"])
+
+
+def _read_until(proc, prefix, timeout):
+    lines = []
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith(prefix) or time.monotonic() > deadline:
+            break
+    return lines
+
+
+def test_worker_command_serves_and_stops_cleanly_on_sigterm(capsys):
+    from tff_esn.cli import main
+
+    port = runtime.pick_port()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.Popen([sys.executable, "-m", "tff_esn", "worker", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        lines = _read_until(proc, "tff-esn worker: serving", 180)
+        assert lines and lines[-1].startswith(f"tff-esn worker: serving TFF computations at localhost:{port}"), lines
+        runtime.connect(f"localhost:{port}", timeout=10)
+        assert main(["worker", "--port", str(port)]) == 1
+        assert "already in use" in capsys.readouterr().err
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "tff-esn worker: stopped" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with pytest.raises(runtime.WorkerError, match="not reachable"):
+        runtime.connect(f"localhost:{port}", timeout=1.0)
