@@ -34,7 +34,7 @@ def run(ctx: Context, s: Settings) -> None:
         shares = np.bincount(labels, minlength=data.n_classes) / labels.size
         first = next(iter(data.clients.values()))
         rows.append({
-            "data": ctx.data.describe(kind), "pipeline": pipeline, "clients": len(data.clients),
+            "data": f"{'synthetic' if ctx.data.synthetic(kind) else 'real'} {kind.upper()}", "pipeline": pipeline, "clients": len(data.clients),
             "sequences": sum(len(c) for c in data.clients.values()), "steps T": first.x.shape[1],
             "features": ", ".join(data.feature_names) if len(data.feature_names) <= 8 else len(data.feature_names),
             "labels": "per step" if first.per_step else "per sequence",

@@ -144,10 +144,11 @@ def lr_figure(ctx: Context, phase: Phase, s: Settings, lr: float, number: str) -
                         label=model_name(algorithm, lr, phase.suffix))
             if group == "test":
                 ax.axhline(ts, color="k", ls="--", lw=0.8, label="Central (test)")
-            ax.set(title=f"{reservoir} reservoir — {group}", xlabel="round", ylabel="F1 (micro)")
+            ax.set(title=f"{reservoir} reservoir — {group}", xlabel="round" if row else "", ylabel="F1 (micro)")
             ax.legend(fontsize=7)
     which = "discriminative" if phase.suffix else "primal"
     fig.suptitle(f"Thesis Figure {number}: {which} phase, server lr {lr!r} — ours on {ctx.on('wesad')}", fontsize=9)
+    fig.tight_layout()
     ctx.figure(f"figure_{number.replace('.', '_')}", f"Figure {number}: {which} phase, server learning rate {lr!r}", fig)
 
 
@@ -182,10 +183,11 @@ def best_figure(ctx: Context, phase: Phase, s: Settings, number: str) -> None:
                         label=model_name(algorithm, lr, phase.suffix))
             if group == "test":
                 ax.axhline(ts, color="k", ls="--", lw=0.8, label="Central (test)")
-            ax.set(title=f"{reservoir} reservoir — {group}", xlabel="round", ylabel="F1 (micro)")
+            ax.set(title=f"{reservoir} reservoir — {group}", xlabel="round" if row else "", ylabel="F1 (micro)")
             ax.legend(fontsize=7)
     which = "discriminative" if phase.suffix else "primal"
     fig.suptitle(f"Thesis Figure {number}: best {which}-phase models — ours on {ctx.on('wesad')}", fontsize=9)
+    fig.tight_layout()
     ctx.figure(f"figure_{number.replace('.', '_')}", f"Figure {number}: best models of the {which} phase", fig)
 
 
