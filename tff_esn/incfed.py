@@ -130,22 +130,20 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 
 
 @functools.lru_cache(maxsize=32)
-def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
-                             spec: StateSpec, per_step_targets: bool, per_client: bool = False):
-    """The IncFed federated computation for one data/reservoir shape (cached per shape).
+def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+                                   spec: StateSpec, per_step_targets: bool):
+    """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
-    Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS,
-    singular@SERVER, n@SERVER)``, where ``reservoir = (kernel, recurrent, bias, gain)``
-    float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
-    targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
-    ``state_mode="last"``).
+    Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
+    dataset and reservoir of :func:`build_incfed_computation`; the last element counts
+    clients (for λ per client) when the statistics are summed.
     """
     import tensorflow_federated as tff
 
     from tff_esn import runtime
 
     runtime.ensure_context()
-    f32, f64 = np.float32, np.float64
+    f32 = np.float32
     reservoir_type = tff.StructWithPythonType(
         [tff.TensorType(f32, [n_inputs, units]), tff.TensorType(f32, [units, units]),
          tff.TensorType(f32, [units]), tff.TensorType(f32, [units])], tuple)
@@ -162,9 +160,27 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
             batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec))
         return a, b, n, tf.constant(1.0, tf.float64)
 
+    return client_stats
+
+
+@functools.lru_cache(maxsize=32)
+def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+                             spec: StateSpec, per_step_targets: bool, per_client: bool = False):
+    """The IncFed federated computation for one data/reservoir shape (cached per shape).
+
+    Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS,
+    singular@SERVER, n@SERVER)``, where ``reservoir = (kernel, recurrent, bias, gain)``
+    float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
+    targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
+    ``state_mode="last"``).
+    """
+    import tensorflow_federated as tff
+
+    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets)
+    dataset_type, reservoir_type = client_stats.type_signature.parameter
     stats_type = client_stats.type_signature.result
 
-    @tff.tensorflow.computation(stats_type, tff.TensorType(f64))
+    @tff.tensorflow.computation(stats_type, tff.TensorType(np.float64))
     def server_solve(stats, l2):
         a, b, n, clients = stats
         w, singular = _server_solve(a, b, l2, clients, per_client)
@@ -172,8 +188,8 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
 
     @tff.federated_computation(
         tff.FederatedType(reservoir_type, tff.SERVER),
-        tff.FederatedType(tff.SequenceType(element_type), tff.CLIENTS),
-        tff.FederatedType(tff.TensorType(f64), tff.SERVER),
+        tff.FederatedType(dataset_type, tff.CLIENTS),
+        tff.FederatedType(tff.TensorType(np.float64), tff.SERVER),
     )
     def incfed(reservoir, datasets, l2):
         local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
