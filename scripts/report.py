@@ -9,6 +9,7 @@ agrees with, disagrees with, or could not decide.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import sys
@@ -97,6 +98,12 @@ def _experiment_section(out: Path, record: dict[str, Any]) -> list[str]:
     if data:
         lines.append("Data: " + "; ".join(data.values()) + ".")
     lines.append(f"Profile `{record.get('profile')}`, seed {record.get('seed')}: {_settings_line(record.get('settings', {}))}.")
+    if record.get("profile") != "full":
+        from scripts.framework import experiments
+
+        known = experiments().get(name)
+        if known is not None:
+            lines.append(f"Profile `full` (the seeds' settings): {_settings_line(dataclasses.asdict(known.settings['full']))}.")
     lines.append("")
     if record.get("status") == "failed":
         lines += [f"The traceback is in [{name}/error.txt]({name}/error.txt).", ""]
