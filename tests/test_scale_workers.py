@@ -224,3 +224,17 @@ def test_worker_command_serves_and_stops_cleanly_on_sigterm(capsys):
             proc.wait()
     with pytest.raises(runtime.WorkerError, match="not reachable"):
         runtime.connect(f"localhost:{port}", timeout=1.0)
+
+
+def test_streamed_incfed_on_two_workers_equals_local(workers):
+    from tff_esn.data.simulated import SimulatedClients
+    from tff_esn.streaming import stream_incfed
+
+    source = SimulatedClients(9, sequences=2, steps=6, seed=1)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=5, seed=3), 3)
+    _local()
+    local = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4)
+    _on(workers)
+    two = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4)
+    assert two.stats.clients == local.stats.clients == 9 and two.stats.n == local.stats.n
+    np.testing.assert_allclose(two.readout, local.readout, rtol=0, atol=1e-12)

@@ -55,6 +55,13 @@ def sparsify(stats: RidgeStats, units: np.ndarray) -> RidgeStats:
     return RidgeStats(stats.A, np.where(mask, stats.B, 0.0), stats.n, stats.clients, stats.bias)
 
 
+def random_units(n_features: int, size: int, seed: int, client: int) -> np.ndarray:
+    """R-pFedRR: ``size`` of ``n_features`` units uniformly at random for client number ``client``,
+    sorted; drawn with seed ``(seed, client)``."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, client]))
+    return np.sort(rng.choice(n_features, size=size, replace=False))
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class PFedRRResult:
     """The exact (FedRR), I-pFedRR and R-pFedRR readouts and each client's selections."""
@@ -81,11 +88,7 @@ def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int 
     stats = check_clients(stats)
     check_tau(tau)
     important = tuple(select_important(s.B, tau) for s in stats)
-    random = tuple(
-        np.sort(np.random.default_rng(np.random.SeedSequence([seed, i])).choice(
-            s.n_features, size=sel.size, replace=False))
-        for i, (s, sel) in enumerate(zip(stats, important))
-    )
+    random = tuple(random_units(s.n_features, sel.size, seed, i) for i, (s, sel) in enumerate(zip(stats, important)))
 
     def solve(parts):
         return RidgeStats.sum(parts).solve(l2, per_client=per_client)
