@@ -1,0 +1,245 @@
+"""The discriminator's training data: readout deltas of a "real" and a "fake" ESN (thesis §6.1, ch. 4).
+
+Two thesis ESNs (:func:`tff_esn.federated.build_thesis_model`: a fixed reservoir and a
+sigmoid ``Dense`` readout) are trained step by step on the subjects held out for the
+discriminator (the ``thesis-discriminative`` split): the *real* ESN on their clean
+inputs, the *fake* ESN on the same inputs plus Gaussian noise (thesis §6.1: std 1.0).
+After every optimisation step the readout delta is recorded — kernel (U values) then
+bias (1 value), U + 1 = 201 for the thesis' 200 units — labelled 1 (real) or 0 (fake).
+
+Choices (each documented where it matters):
+
+* **Sign.** A delta is ``w_{t−1} − w_t`` (weights before the step minus weights after
+  it): the sign of thesis Alg. 3 line 9 (``disc(w_t − w_{t+1})``) and of the update the
+  federation's client filter receives (:mod:`tff_esn.federated.client_work`), so the
+  discriminator is applied to what it was trained on. (Thesis ch. 4 words it as "weights
+  at t minus weights at t − 1"; only the sign differs.)
+* **Same reservoir.** Both ESNs use the reservoir and the initial readout of
+  ``model.reservoir`` (the server's): the noise is their only difference, so the
+  discriminator cannot succeed by telling two reservoirs apart. (The thesis instantiates
+  "two random ESNs".)
+* **Optimiser.** The clients' optimiser of the federation — TFF's Adam with the model's
+  learning rate (Table 6.2: 0.1) and the class-weighted cross-entropy — so a step here is
+  a step of a federated client.
+* **Optimiser state.** By default the optimiser runs on through all steps, as one
+  continuous training (thesis). With ``restart_every = k`` its state is reset every k
+  steps, as a federated client's is at the start of each round (TFF client work builds a
+  fresh optimiser state per round): with k = the clients' steps per round, the deltas
+  look like the updates the filter judges.
+* **Split by time.** The first ``1 − test_fraction`` of each ESN's steps are training
+  deltas, the rest test deltas (never a random split: neighbouring steps are correlated).
+
+The reservoir is fixed, so states are harvested once per ESN
+(:func:`tff_esn.federated.clients.harvest`) and the readout's steps run in one
+``tf.function`` over the batched states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.federated import clients as client_data
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.metrics import classification_metrics
+
+REAL, FAKE = 1, 0
+"""Labels of the deltas: 1 = real (a valid client), 0 = fake (an anomalous client)."""
+
+_NOISE, _SHUFFLE = 11, 12
+
+
+@dataclasses.dataclass(frozen=True)
+class DeltaConfig:
+    """How the real/fake readout deltas are generated (thesis §6.1).
+
+    Attributes:
+        model: the thesis ESN both models are (Table 6.2: 200 units, ρ 0.99, α 1.0, Adam
+            η 0.1, batch 20, weighted cross-entropy); its ``epochs`` are not used.
+        noise_std: std of the Gaussian noise on the fake ESN's inputs (thesis: 1.0).
+        steps: optimisation steps, i.e. deltas, per ESN; the sequences are passed over
+            (reshuffled each pass) as often as needed.
+        test_fraction: the last fraction of each ESN's steps kept as test deltas, in (0, 1).
+        restart_every: reset the optimiser state every this many steps (a federated
+            client's round); ``None`` = one continuous training (thesis).
+        seed: seed of the noise and of the per-epoch shuffling.
+    """
+
+    model: ThesisModelConfig = ThesisModelConfig()
+    noise_std: float = 1.0
+    steps: int = 500
+    test_fraction: float = 0.2
+    restart_every: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, ThesisModelConfig):
+            raise TypeError(f"DeltaConfig.model: expected a ThesisModelConfig, got {type(self.model).__name__}.")
+        if not (_number(self.noise_std) and self.noise_std > 0):
+            raise ValueError(f"DeltaConfig.noise_std: expected a finite number > 0, got {self.noise_std!r}.")
+        if not (isinstance(self.steps, int) and not isinstance(self.steps, bool) and self.steps >= 2):
+            raise ValueError(f"DeltaConfig.steps: expected an integer ≥ 2, got {self.steps!r}.")
+        if not (_number(self.test_fraction) and 0 < self.test_fraction < 1):
+            raise ValueError(f"DeltaConfig.test_fraction: expected a number in (0, 1), got {self.test_fraction!r}.")
+        if self.restart_every is not None and not (isinstance(self.restart_every, int)
+                                                   and not isinstance(self.restart_every, bool)
+                                                   and self.restart_every >= 1):
+            raise ValueError(f"DeltaConfig.restart_every: expected an integer ≥ 1 or None, got {self.restart_every!r}.")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise ValueError(f"DeltaConfig.seed: expected an integer ≥ 0, got {self.seed!r}.")
+
+    @property
+    def n_inputs(self) -> int:
+        """Length of one delta: readout kernel (units) plus bias (1)."""
+        return self.model.reservoir.units + 1
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeltaSet:
+    """Labelled readout deltas split by time.
+
+    Attributes:
+        x_train, x_test: (n, U + 1) float32 deltas ``w_{t−1} − w_t`` (kernel, then bias).
+        y_train, y_test: (n,) int64 labels, :data:`REAL` or :data:`FAKE`.
+        step_train, step_test: (n,) int64 optimisation step of each delta (1-based, per ESN).
+        esn_metrics: the real and fake ESNs' final readouts scored on the test subjects
+            (``{"real": {...}, "fake": {...}}``; empty without test subjects).
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    step_train: np.ndarray
+    step_test: np.ndarray
+    esn_metrics: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.x_train.shape[1])
+
+
+def readout_trajectory(states: np.ndarray, labels: np.ndarray, config: ThesisModelConfig, *, steps: int,
+                       seed: int, restart_every: int | None = None) -> np.ndarray:
+    """The readout's weights after every step of Adam on ``(states, labels)``.
+
+    Args:
+        states: reservoir states, (n, T, U) per step or (n, U) per sequence.
+        labels: float targets shaped like the model's output.
+        config: the thesis model (readout initialisation, learning rate, batch size, loss).
+        steps: optimisation steps; the data is passed over as often as needed,
+            reshuffled each pass (seeded).
+        restart_every: reset Adam's state every this many steps (``None``: never).
+
+    Returns:
+        (steps + 1, U + 1) float32: row 0 the initial readout, row t the readout after step
+        t, each as kernel (U) then bias (1).
+    """
+    units = config.reservoir.units
+    model = build_thesis_model(units, config, readout_only=True)
+    loss_fn = thesis_loss(config)
+    optimizer = tff.learning.optimizers.build_adam(config.learning_rate)
+    variables = tuple(model.trainable_variables)
+    specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in variables)
+    ds = (tf.data.Dataset.from_tensor_slices((states, labels))
+          .shuffle(len(states), seed=seed, reshuffle_each_iteration=True)
+          .batch(config.batch_size).repeat().take(steps))
+
+    def flat() -> tf.Tensor:
+        return tf.concat([tf.reshape(v, [-1]) for v in variables], axis=0)
+
+    @tf.function
+    def train() -> tf.Tensor:
+        opt_state = optimizer.initialize(specs)
+        trajectory = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(0, flat())
+        step = tf.constant(1)
+        for x, y in ds:
+            if restart_every is not None and (step - 1) % restart_every == 0:
+                opt_state = optimizer.initialize(specs)
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            opt_state, updated = optimizer.next(opt_state, variables, tuple(tape.gradient(loss, variables)))
+            for var, value in zip(variables, updated):
+                var.assign(value)
+            trajectory = trajectory.write(step, flat())
+            step += 1
+        return trajectory.stack()
+
+    return train().numpy()
+
+
+def _esn_metrics(weights: np.ndarray, states: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+    z = states.reshape(-1, states.shape[-1]).astype(np.float64) @ weights[:-1].astype(np.float64) + weights[-1]
+    return classification_metrics(labels.reshape(-1).astype(np.int64), 1.0 / (1.0 + np.exp(-z)), 2)
+
+
+def generate_deltas(subjects: ClientSequences | Mapping[str, ClientSequences], config: DeltaConfig = DeltaConfig(),
+                    *, test_subjects: ClientSequences | Mapping[str, ClientSequences] | None = None) -> DeltaSet:
+    """Real and fake readout deltas of every training step, split by time (thesis §6.1).
+
+    Args:
+        subjects: the held-out subjects' sequences (thesis: the two subjects of the
+            ``thesis-discriminative`` split), pooled when given per subject.
+        config: generation settings.
+        test_subjects: optional clean sequences on which the final real and fake readouts
+            are scored (thesis: test F1 0.8839 real, 0.8836 fake).
+
+    Returns:
+        A :class:`DeltaSet` with ``steps`` deltas per ESN.
+    """
+    data = _pooled(subjects, "subjects")
+    model = config.model
+    labels = client_data.targets(data, model)
+    n_test = max(1, int(round(config.test_fraction * config.steps)))
+    if n_test >= config.steps:
+        raise ValueError(f"generate_deltas: {config.steps} steps per ESN leave no training deltas with test_fraction "
+                         f"{config.test_fraction}; use more steps.")
+    inputs = {REAL: data.x,
+              FAKE: client_data.noisy(data.x, config.noise_std, client_data.child_seed(config.seed, _NOISE))}
+    shuffle_seed = client_data.child_seed(config.seed, _SHUFFLE)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("x_train", "y_train", "x_test", "y_test", "s_train", "s_test")}
+    finals = {}
+    for label, x in inputs.items():
+        states = client_data.harvest(x, model.reservoir, model)
+        trajectory = readout_trajectory(states, labels, model, steps=config.steps, seed=shuffle_seed,
+                                        restart_every=config.restart_every)
+        deltas = trajectory[:-1] - trajectory[1:]
+        finals[label] = trajectory[-1]
+        cut = len(deltas) - n_test
+        step = np.arange(1, len(deltas) + 1, dtype=np.int64)
+        parts["x_train"].append(deltas[:cut])
+        parts["x_test"].append(deltas[cut:])
+        parts["y_train"].append(np.full(cut, label, np.int64))
+        parts["y_test"].append(np.full(n_test, label, np.int64))
+        parts["s_train"].append(step[:cut])
+        parts["s_test"].append(step[cut:])
+    metrics = {}
+    if test_subjects is not None:
+        test = _pooled(test_subjects, "test_subjects")
+        test_states = client_data.harvest(test.x, model.reservoir, model)
+        test_labels = client_data.targets(test, model)
+        metrics = {name: _esn_metrics(finals[label], test_states, test_labels)
+                   for name, label in (("real", REAL), ("fake", FAKE))}
+    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    return DeltaSet(cat["x_train"].astype(np.float32), cat["y_train"], cat["x_test"].astype(np.float32),
+                    cat["y_test"], cat["s_train"], cat["s_test"], metrics)
+
+
+def _pooled(subjects: ClientSequences | Mapping[str, ClientSequences], name: str) -> ClientSequences:
+    if isinstance(subjects, ClientSequences):
+        return subjects
+    if isinstance(subjects, Mapping) and subjects and all(isinstance(c, ClientSequences) for c in subjects.values()):
+        return ClientSequences.concat(subjects.values())
+    raise TypeError(f"{name}: expected ClientSequences or a non-empty mapping id → ClientSequences, "
+                    f"got {type(subjects).__name__}.")

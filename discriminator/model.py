@@ -1,0 +1,301 @@
+"""The discriminator network, its training, and saving/loading with Keras (thesis §6.1, Fig. 6.2).
+
+A feed-forward classifier of readout deltas (thesis ch. 4): ``Normalization → Dense →
+Dropout → Dense → Dropout → Dense(1, sigmoid)``, the output being P(real) — the
+probability that the delta comes from a client trained on clean data. Trained with
+binary cross-entropy and Adam (1e-3) for 5 epochs, batch 64, validation split 0.2
+(thesis §6.1). The thesis reports validation accuracy 0.9974, F1 0.9941 on the training
+deltas and 0.9925 on the test deltas.
+
+The ``Normalization`` layer (standardises each of the U + 1 inputs with the training
+deltas' mean and variance) is our addition: deltas are O(learning rate) and their scale
+varies by coordinate; without it the default initialisation trains slowly.
+
+The hidden sizes and dropout rates come from a small random search
+(:func:`discriminator.search.search_discriminator`); the defaults of
+:class:`DiscriminatorConfig` are its result on the synthetic WESAD default (see the
+class docstring).
+
+A saved discriminator is a folder: ``model.keras`` (Keras' format) and
+``discriminator.json`` (input size, configuration, provenance, metrics). Loading checks
+both and the input size, and raises :class:`DiscriminatorFileError` on anything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+from sklearn.metrics import f1_score
+
+from discriminator.deltas import DeltaSet
+from tff_esn.io import write_json_atomic
+
+FORMAT = "tff_esn.discriminator/1"
+MODEL_FILE = "model.keras"
+META_FILE = "discriminator.json"
+
+
+class DiscriminatorFileError(ValueError):
+    """A discriminator folder that cannot be used: missing, corrupted or of another shape."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscriminatorConfig:
+    """The discriminator's architecture and training (thesis §6.1, Fig. 6.2).
+
+    Attributes:
+        hidden: units of the two hidden ``Dense`` layers (random search result: 64, 16).
+        dropout: rates of the two ``Dropout`` layers, in [0, 1) (random search: 0.1, 0.1).
+        activation: activation of the hidden layers.
+        learning_rate: Adam's learning rate (thesis: 1e-3).
+        epochs: training epochs (thesis: 5).
+        batch_size: deltas per batch (thesis: 64).
+        validation_split: fraction of the (shuffled) training deltas held out for
+            validation, in [0, 1) (thesis: 0.2).
+        seed: seed of the initialisation, the shuffling and the dropout.
+    """
+
+    hidden: tuple[int, int] = (64, 16)
+    dropout: tuple[float, float] = (0.1, 0.1)
+    activation: str = "relu"
+    learning_rate: float = 1e-3
+    epochs: int = 5
+    batch_size: int = 64
+    validation_split: float = 0.2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(self.hidden))
+        object.__setattr__(self, "dropout", tuple(self.dropout))
+        if len(self.hidden) != 2 or not all(_integer(h) and h >= 1 for h in self.hidden):
+            raise ValueError(f"DiscriminatorConfig.hidden: expected two integers ≥ 1, got {self.hidden!r}.")
+        if len(self.dropout) != 2 or not all(_finite(r) and 0 <= r < 1 for r in self.dropout):
+            raise ValueError(f"DiscriminatorConfig.dropout: expected two rates in [0, 1), got {self.dropout!r}.")
+        try:
+            tf.keras.activations.get(self.activation)
+        except ValueError:
+            raise ValueError(f"DiscriminatorConfig.activation: unknown Keras activation {self.activation!r}.") from None
+        if not (_finite(self.learning_rate) and self.learning_rate > 0):
+            raise ValueError(f"DiscriminatorConfig.learning_rate: expected a number > 0, got {self.learning_rate!r}.")
+        for name in ("epochs", "batch_size"):
+            if not (_integer(getattr(self, name)) and getattr(self, name) >= 1):
+                raise ValueError(f"DiscriminatorConfig.{name}: expected an integer ≥ 1, got {getattr(self, name)!r}.")
+        if not (_finite(self.validation_split) and 0 <= self.validation_split < 1):
+            raise ValueError(f"DiscriminatorConfig.validation_split: expected a number in [0, 1), "
+                             f"got {self.validation_split!r}.")
+        if not (_integer(self.seed) and self.seed >= 0):
+            raise ValueError(f"DiscriminatorConfig.seed: expected an integer ≥ 0, got {self.seed!r}.")
+
+    def replace(self, **changes: Any) -> "DiscriminatorConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def build_discriminator(n_inputs: int, config: DiscriminatorConfig, adapt_to: np.ndarray) -> tf.keras.Model:
+    """The compiled discriminator (thesis Fig. 6.2) for deltas of ``n_inputs`` values.
+
+    Args:
+        n_inputs: delta length, readout units + 1 (thesis: 201).
+        config: architecture and optimiser.
+        adapt_to: (n, n_inputs) training deltas whose mean and variance the
+            ``Normalization`` layer takes.
+    """
+    if not (_integer(n_inputs) and n_inputs >= 2):
+        raise ValueError(f"build_discriminator: n_inputs must be an integer ≥ 2 (units + bias), got {n_inputs!r}.")
+    adapt_to = np.asarray(adapt_to, np.float32)
+    if adapt_to.ndim != 2 or adapt_to.shape[1] != n_inputs or len(adapt_to) == 0:
+        raise ValueError(f"build_discriminator: adapt_to must be (n ≥ 1, {n_inputs}) deltas, got {adapt_to.shape}.")
+    norm = tf.keras.layers.Normalization(name="standardize")
+    norm.adapt(adapt_to)
+
+    def dense(units: int, activation: str, i: int) -> tf.keras.layers.Dense:
+        return tf.keras.layers.Dense(units, activation=activation, name=f"dense_{i}",
+                                     kernel_initializer=tf.keras.initializers.GlorotUniform(seed=config.seed + i))
+
+    model = tf.keras.Sequential([
+        tf.keras.Input((n_inputs,), name="delta"),
+        norm,
+        dense(config.hidden[0], config.activation, 1),
+        tf.keras.layers.Dropout(config.dropout[0], seed=config.seed + 11, name="dropout_1"),
+        dense(config.hidden[1], config.activation, 2),
+        tf.keras.layers.Dropout(config.dropout[1], seed=config.seed + 12, name="dropout_2"),
+        dense(1, "sigmoid", 3),
+    ], name="discriminator")
+    model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate), loss="binary_crossentropy",
+                  metrics=[tf.keras.metrics.BinaryAccuracy(name="accuracy")])
+    return model
+
+
+@dataclasses.dataclass(eq=False)
+class Discriminator:
+    """A trained discriminator: the Keras model, its metrics and where it came from.
+
+    Attributes:
+        model: ``(n, U + 1) deltas → (n, 1) P(real)``.
+        metrics: ``val_binary_accuracy``, ``train_f1``, ``test_f1``, ``train_accuracy``,
+            ``test_accuracy`` (F1 of the "real" class at threshold 0.5) and the real/fake
+            ESNs' test scores (``real_esn_test_f1``, ``fake_esn_test_f1``) when known.
+        info: provenance (configurations, data) — stored in ``discriminator.json``.
+    """
+
+    model: tf.keras.Model
+    metrics: dict[str, Any] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def n_inputs(self) -> int:
+        """Delta length the model accepts (readout units + 1)."""
+        return int(self.model.input_shape[-1])
+
+    def predict(self, deltas: np.ndarray) -> np.ndarray:
+        """P(real) of each (n, U + 1) delta, shape (n,)."""
+        deltas = np.asarray(deltas, np.float32)
+        if deltas.ndim != 2 or deltas.shape[1] != self.n_inputs:
+            raise ValueError(f"Discriminator.predict: expected deltas of shape (n, {self.n_inputs}), "
+                             f"got {deltas.shape}.")
+        return self.model.predict(deltas, batch_size=1024, verbose=0).reshape(-1)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Writes the folder ``path`` (``model.keras`` + ``discriminator.json``), replacing it whole."""
+        return save_discriminator(self, path)
+
+
+def _binary_scores(y: np.ndarray, p: np.ndarray, threshold: float = 0.5) -> tuple[float, float]:
+    pred = (p > threshold).astype(np.int64)
+    return float(np.mean(pred == y)), float(f1_score(y, pred, zero_division=0))
+
+
+def evaluate(discriminator: Discriminator, deltas: np.ndarray, labels: np.ndarray, *,
+             threshold: float = 0.5) -> dict[str, float]:
+    """Accuracy and F1 of the "real" class of the discriminator on labelled deltas."""
+    acc, f1 = _binary_scores(np.asarray(labels), discriminator.predict(deltas), threshold)
+    return {"accuracy": acc, "f1": f1}
+
+
+def train_discriminator(deltas: DeltaSet, config: DiscriminatorConfig = DiscriminatorConfig(), *,
+                        info: Mapping[str, Any] | None = None) -> Discriminator:
+    """Trains the discriminator on ``deltas.x_train`` (thesis §6.1).
+
+    The training deltas are shuffled (seeded) before Keras takes the last
+    ``validation_split`` of them for validation, so both classes are validated.
+
+    Returns:
+        The :class:`Discriminator` with its metrics (see there); ``info`` is stored as
+        provenance next to the configuration.
+    """
+    if not isinstance(deltas, DeltaSet):
+        raise TypeError(f"train_discriminator: expected a DeltaSet, got {type(deltas).__name__}.")
+    if len(np.unique(deltas.y_train)) != 2:
+        raise ValueError(f"train_discriminator: the training deltas need both labels (real and fake), got "
+                         f"{sorted(set(deltas.y_train.tolist()))}.")
+    tf.keras.utils.set_random_seed(config.seed)
+    order = np.random.default_rng(config.seed).permutation(len(deltas.y_train))
+    x, y = deltas.x_train[order], deltas.y_train[order].astype(np.float32)
+    n_fit = len(x) - int(len(x) * config.validation_split)
+    model = build_discriminator(deltas.n_inputs, config, x[:n_fit])
+    history = model.fit(x, y, epochs=config.epochs, batch_size=config.batch_size,
+                        validation_split=config.validation_split, shuffle=True, verbose=0)
+    disc = Discriminator(model, info={"discriminator_config": config.to_dict(), **(info or {})})
+    train_acc, train_f1 = _binary_scores(deltas.y_train, disc.predict(deltas.x_train))
+    test_acc, test_f1 = _binary_scores(deltas.y_test, disc.predict(deltas.x_test))
+    metrics: dict[str, Any] = {"train_accuracy": train_acc, "train_f1": train_f1,
+                               "test_accuracy": test_acc, "test_f1": test_f1,
+                               "n_train": int(len(deltas.y_train)), "n_test": int(len(deltas.y_test))}
+    if config.validation_split > 0:
+        metrics["val_binary_accuracy"] = float(history.history["val_accuracy"][-1])
+    for name, scores in deltas.esn_metrics.items():
+        metrics[f"{name}_esn_test_f1"] = float(scores["f1_micro"])
+        metrics[f"{name}_esn_test_accuracy"] = float(scores["accuracy"])
+    disc.metrics = metrics
+    return disc
+
+
+def save_discriminator(discriminator: Discriminator, path: str | os.PathLike) -> Path:
+    """Writes ``path/model.keras`` and ``path/discriminator.json``; an existing folder is replaced whole.
+
+    Both files are written into a temporary sibling folder first, so a failure leaves any
+    previous discriminator at ``path`` intact.
+    """
+    path = Path(path)
+    if path.exists() and not (path / META_FILE).exists():
+        raise DiscriminatorFileError(f"save_discriminator: {path} exists and is not a discriminator folder "
+                                     f"(no {META_FILE}); refusing to replace it.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        discriminator.model.save(tmp / MODEL_FILE)
+        write_json_atomic(tmp / META_FILE, {"format": FORMAT, "n_inputs": discriminator.n_inputs,
+                                            "metrics": discriminator.metrics, "info": discriminator.info})
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
+
+
+def load_discriminator(path: str | os.PathLike, *, n_inputs: int | None = None) -> Discriminator:
+    """Reads a discriminator folder written by :func:`save_discriminator`.
+
+    Args:
+        path: the folder.
+        n_inputs: when given, the delta length the caller will feed (readout units + 1);
+            a discriminator trained for another size is rejected.
+
+    Raises:
+        FileNotFoundError: no such folder.
+        DiscriminatorFileError: not a discriminator folder, unreadable or corrupted files,
+            a model whose input size disagrees with its metadata or with ``n_inputs``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"discriminator {path}: no such file or folder.")
+    meta_path, model_path = path / META_FILE, path / MODEL_FILE
+    if not path.is_dir() or not meta_path.exists() or not model_path.exists():
+        raise DiscriminatorFileError(f"discriminator {path}: expected a folder with {MODEL_FILE} and {META_FILE} "
+                                     "(written by `tff-esn discriminator train`).")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DiscriminatorFileError(f"discriminator {path}: {META_FILE} is not valid JSON: {err}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or not _integer(meta.get("n_inputs")):
+        raise DiscriminatorFileError(f"discriminator {path}: {META_FILE} is not a {FORMAT} description.")
+    try:
+        model = tf.keras.models.load_model(model_path, compile=False)
+    except Exception as err:  # Keras raises many kinds of errors on a damaged archive
+        raise DiscriminatorFileError(f"discriminator {path}: cannot load {MODEL_FILE} (corrupted?): "
+                                     f"{type(err).__name__}: {err}") from None
+    disc = Discriminator(model, metrics=meta.get("metrics", {}), info=meta.get("info", {}))
+    if model.input_shape != (None, meta["n_inputs"]) or model.output_shape != (None, 1):
+        raise DiscriminatorFileError(f"discriminator {path}: the model maps {model.input_shape} → "
+                                     f"{model.output_shape}, expected (None, {meta['n_inputs']}) → (None, 1).")
+    if n_inputs is not None and n_inputs != disc.n_inputs:
+        raise DiscriminatorFileError(
+            f"discriminator {path} takes deltas of {disc.n_inputs} values (a readout of {disc.n_inputs - 1} units + "
+            f"bias), but this model's readout has {n_inputs - 1} units + bias = {n_inputs} values.")
+    return disc
