@@ -16,7 +16,7 @@ the 1-worker one (max |Δ| of the readout / model weights; predictions compared 
 
 Peak memory is ``VmHWM`` from ``/proc`` (reset between rows through ``clear_refs``).
 On a 2-core machine two workers and the driver share the cores: expect little speed-up.
-``--quick``: 100 and 1,000 clients only.
+``--quick``: 100 and 1,000 clients only; ``--only=incfed`` / ``--only=fedavg``: one algorithm.
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def _fedavg(n_clients: int):
     data = source.dataset(0, n_clients + 2)
     ids = data.client_ids
     split = Split("scale", train=ids[:n_clients], val=(ids[-2],), test=(ids[-1],))
-    model = ThesisModelConfig(reservoir=ReservoirConfig(units=UNITS, seed=1), batch_size=4, learning_rate=0.05)
+    model = ThesisModelConfig(reservoir=ReservoirConfig(units=UNITS, seed=1), batch_size=4, learning_rate=0.05,
+                              state_mode="last")
     config = FederatedConfig(model=model, rounds=1, clients_per_round=n_clients, noise_std=0.0)
 
     def run():
@@ -117,7 +118,10 @@ def main(flags: list[str]) -> None:
           f"{'driver MB':>9s} {'worker MB':>9s}  {'max |Δ| vs 1 worker':>19s}  same predictions")
     first_memory: dict[tuple[str, int], float] = {}
     last_memory: dict[tuple[str, int], float] = {}
+    only = {f.split("=", 1)[1].lower() for f in flags if f.startswith("--only=")}
     for name, build in (("IncFed", _incfed), ("FedAvg", _fedavg)):
+        if only and name.lower() not in only:
+            continue
         build(10)[0]()  # warm-up: traces and computations of this algorithm
         for n in sizes:
             run, compare = build(n)
