@@ -40,7 +40,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _GRPC_MAX_MESSAGE_BYTES = 2 * 1000 * 1000 * 1000
 _GRPC_OPTIONS = [
@@ -419,7 +419,7 @@ def context_from_args(args: argparse.Namespace):
 
 
 def serve_worker(port: int, *, host: str = "localhost", timeout: float = DEFAULT_TIMEOUT,
-                 max_concurrent_computation_calls: int = -1, ready=None) -> int:
+                 max_concurrent_computation_calls: int = -1, ready: Callable[[str], None] | None = None) -> int:
     """Runs a TFF worker in the foreground until SIGTERM/SIGINT (then 0) or until it exits.
 
     The ``worker_binary`` listens on ``port`` of every interface (it has no bind-address
