@@ -25,9 +25,7 @@ import dataclasses
 import importlib
 import json
 import math
-import os
 import shutil
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,7 +35,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from tff_esn.io import write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
 
 PROFILES = ("tiny", "quick", "full")
 STATUS_FILE = "status.json"
@@ -343,16 +341,11 @@ class Context:
         """Saves a matplotlib figure as ``name.png`` atomically and closes it."""
         import matplotlib.pyplot as plt
 
-        path = self.out / f"{name}.png"
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=self.out)
-        os.close(fd)
         try:
-            fig.savefig(tmp, dpi=110, bbox_inches="tight")
-            os.replace(tmp, path)
+            with atomic_write(self.out / f"{name}.png") as fh:
+                fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
         finally:
             plt.close(fig)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         self.figures.append({"name": name, "title": title, "png": f"{name}.png"})
 
     def claim(self, statement: str, reference: str, holds: bool | None, evidence: str) -> None:

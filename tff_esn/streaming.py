@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -37,6 +36,7 @@ from tqdm.auto import tqdm
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.incfed import _client_arrays, build_client_stats_computation
+from tff_esn.io import atomic_write
 from tff_esn.pfedrr import check_tau, random_units, select_important, sparsify
 from tff_esn.ridge import RidgeStats
 
@@ -120,18 +120,8 @@ class _Checkpoint:
             arrays.update({f"A{i}": p.A, f"B{i}": p.B, f"n{i}": p.n, f"clients{i}": p.clients})
         arrays.update({f"count_{k}": v for k, v in counters.items()})
         arrays.update({f"id_{k}": v for k, v in self.identity.items()})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".npz", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_write(self.path) as fh:
+            np.savez(fh, **arrays)
 
 
 def _check_size(subround_size: int) -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
+from tff_esn.io import atomic_write
 
 CACHE_VERSION = 1
 """Bumped whenever a pipeline or generator changes its output, so stale entries are not reused."""
@@ -47,15 +47,8 @@ def save_dataset(path: str | os.PathLike, dataset: SequenceDataset) -> Path:
     for i, cid in enumerate(ids):
         arrays[f"x{i}"] = dataset.clients[cid].x
         arrays[f"y{i}"] = dataset.clients[cid].y
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path) as fh:
+        np.savez(fh, **arrays)
     return path
 
 

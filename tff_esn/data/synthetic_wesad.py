@@ -19,7 +19,6 @@ amusement lies in between. Everything is a function of ``(seed, subject)``.
 
 from __future__ import annotations
 
-import os
 import pickle
 import warnings
 from collections.abc import Iterable
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from tff_esn.data.wesad import CHEST_RATE, SUBJECTS, WRIST_RATES
+from tff_esn.io import atomic_write
 
 REAL_MINUTES = 100.0
 """Length of the real protocol the segment durations below add up to."""
@@ -203,11 +203,8 @@ def write_subject(data: dict, out_dir: str | Path) -> Path:
     """Writes ``out_dir/S{n}/S{n}.pkl`` (pickle protocol 2, like the Python-2 originals), atomically."""
     subject = data["subject"]
     path = Path(out_dir) / subject / f"{subject}.pkl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".pkl.tmp{os.getpid()}")
-    with tmp.open("wb") as fh:
+    with atomic_write(path) as fh:
         pickle.dump(data, fh, protocol=2)
-    os.replace(tmp, path)
     return path
 
 
