@@ -130,26 +130,34 @@ def _curves(ax, rows: list[dict[str, float]], column: str, **style: Any) -> None
     ax.plot([r["round"] for r in rows], [r[column] for r in rows], **style)
 
 
-def lr_figure(ctx: Context, phase: Phase, s: Settings, lr: float, number: str) -> None:
-    """One of Figures 6.3–6.6 / 6.8–6.11: rows val/test, columns same/different reservoir."""
+def _phase_figure(ctx: Context, phase: Phase, s: Settings, number: str, lr_of: Callable[[str, str], float],
+                  suptitle: str, title: str) -> None:
+    """Rows val/test, columns same/different reservoir; FedAvg and FedCurv at ``lr_of(algorithm, reservoir)``."""
     pyplot = plt()
     fig, axes = pyplot.subplots(2, len(s.reservoirs), figsize=(5 * len(s.reservoirs), 6), squeeze=False,
                                 sharex=True, sharey=True)
-    ds, ts = central_f1(phase)
+    _, ts = central_f1(phase)
     for col, reservoir in enumerate(s.reservoirs):
         for row, group in enumerate(("val", "test")):
             ax = axes[row][col]
-            for (algorithm, name), color in zip(ALGORITHMS, ("C0", "C3")):
+            for (algorithm, _), color in zip(ALGORITHMS, ("C0", "C3")):
+                lr = lr_of(algorithm, reservoir)
                 _curves(ax, phase.runs[(algorithm, lr, reservoir)][1], f"{group}_f1_micro", color=color,
                         label=model_name(algorithm, lr, phase.suffix))
             if group == "test":
                 ax.axhline(ts, color="k", ls="--", lw=0.8, label="Central (test)")
             ax.set(title=f"{reservoir} reservoir — {group}", xlabel="round" if row else "", ylabel="F1 (micro)")
             ax.legend(fontsize=7)
-    which = "discriminative" if phase.suffix else "primal"
-    fig.suptitle(f"Thesis Figure {number}: {which} phase, server lr {lr!r} — ours on {ctx.on('wesad')}", fontsize=9)
+    fig.suptitle(f"Thesis Figure {number}: {suptitle} — ours on {ctx.on('wesad')}", fontsize=9)
     fig.tight_layout()
-    ctx.figure(f"figure_{number.replace('.', '_')}", f"Figure {number}: {which} phase, server learning rate {lr!r}", fig)
+    ctx.figure(f"figure_{number.replace('.', '_')}", f"Figure {number}: {title}", fig)
+
+
+def lr_figure(ctx: Context, phase: Phase, s: Settings, lr: float, number: str) -> None:
+    """One of Figures 6.3–6.6 / 6.8–6.11: rows val/test, columns same/different reservoir."""
+    which = "discriminative" if phase.suffix else "primal"
+    _phase_figure(ctx, phase, s, number, lambda algorithm, reservoir: lr,
+                  f"{which} phase, server lr {lr!r}", f"{which} phase, server learning rate {lr!r}")
 
 
 def best_runs(phase: Phase, s: Settings) -> dict[tuple[str, str], float]:
@@ -169,26 +177,10 @@ def _final(rows: list[dict[str, float]], column: str) -> float:
 
 def best_figure(ctx: Context, phase: Phase, s: Settings, number: str) -> None:
     """Figure 6.7 / 6.12: the best FedAvg and FedCurv (by final validation F1) per reservoir mode."""
-    pyplot = plt()
-    fig, axes = pyplot.subplots(2, len(s.reservoirs), figsize=(5 * len(s.reservoirs), 6), squeeze=False,
-                                sharex=True, sharey=True)
-    best = best_runs(phase, s)
-    _, ts = central_f1(phase)
-    for col, reservoir in enumerate(s.reservoirs):
-        for row, group in enumerate(("val", "test")):
-            ax = axes[row][col]
-            for (algorithm, _), color in zip(ALGORITHMS, ("C0", "C3")):
-                lr = best[(algorithm, reservoir)]
-                _curves(ax, phase.runs[(algorithm, lr, reservoir)][1], f"{group}_f1_micro", color=color,
-                        label=model_name(algorithm, lr, phase.suffix))
-            if group == "test":
-                ax.axhline(ts, color="k", ls="--", lw=0.8, label="Central (test)")
-            ax.set(title=f"{reservoir} reservoir — {group}", xlabel="round" if row else "", ylabel="F1 (micro)")
-            ax.legend(fontsize=7)
     which = "discriminative" if phase.suffix else "primal"
-    fig.suptitle(f"Thesis Figure {number}: best {which}-phase models — ours on {ctx.on('wesad')}", fontsize=9)
-    fig.tight_layout()
-    ctx.figure(f"figure_{number.replace('.', '_')}", f"Figure {number}: best models of the {which} phase", fig)
+    best = best_runs(phase, s)
+    _phase_figure(ctx, phase, s, number, lambda algorithm, reservoir: best[(algorithm, reservoir)],
+                  f"best {which}-phase models", f"best models of the {which} phase")
 
 
 def drawdowns(phase: Phase, s: Settings, column: str = "test_f1_micro") -> dict[tuple[str, float, str], float]:
