@@ -1,4 +1,4 @@
-"""Small seeded random data sets for the closed-form tests (no data pipeline needed)."""
+"""Small seeded random data sets for tests that need no data pipeline."""
 
 import numpy as np
 
@@ -22,3 +22,18 @@ def random_dataset(n_clients=5, steps=10, features=3, n_classes=3, seed=0, per_s
 def default_split(dataset):
     ids = dataset.client_ids
     return Split("random", tuple(ids[:-2]), (ids[-2],), (ids[-1],))
+
+
+THESIS_SPLIT = Split("tiny", train=("S0", "S1", "S2", "S3"), val=("S4",), test=("S5",))
+
+
+def random_thesis_dataset() -> SequenceDataset:
+    """Six thesis-like clients: 4 channels, per-step binary labels loosely tied to channel 0."""
+    rng = np.random.default_rng(0)
+    clients = {}
+    for i in range(6):
+        n = 6 + i
+        x = rng.normal(size=(n, 10, 4)).astype(np.float32)
+        y = (x[..., 0] + 0.4 * rng.normal(size=(n, 10)) > 1.0).astype(np.int64)
+        clients[f"S{i}"] = ClientSequences(x, y)
+    return SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")

@@ -8,24 +8,19 @@ import pytest
 
 from tff_esn import ReservoirConfig, algorithms
 from tff_esn.cli import build_parser
-from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.data.sequences import SequenceDataset
 from tff_esn.federated import FederatedConfig, ThesisModelConfig, run_federated, sample_clients
+
+from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 
 MODEL = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
                           learning_rate=0.05)
-SPLIT = Split("tiny", train=("S0", "S1", "S2", "S3"), val=("S4",), test=("S5",))
+SPLIT = THESIS_SPLIT
 
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    clients = {}
-    for i in range(6):
-        n = 6 + i
-        x = rng.normal(size=(n, 10, 4)).astype(np.float32)
-        y = (x[..., 0] + 0.4 * rng.normal(size=(n, 10)) > 1.0).astype(np.int64)
-        clients[f"S{i}"] = ClientSequences(x, y)
-    return SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")
+    return random_thesis_dataset()
 
 
 def _config(**kwargs):

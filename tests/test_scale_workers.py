@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from tff_esn import ReservoirConfig, runtime
-from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.data.sequences import Split
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.incfed import fit_incfed, run_incfed_tff
 
-from closed_form_data import random_dataset
+from closed_form_data import THESIS_SPLIT, random_dataset, random_thesis_dataset
 
 TIMEOUT = 4.0
 
@@ -49,15 +49,7 @@ def _on(workers):
 
 
 def _thesis_data():
-    rng = np.random.default_rng(0)
-    clients = {}
-    for i in range(6):
-        n = 6 + i
-        x = rng.normal(size=(n, 10, 4)).astype(np.float32)
-        y = (x[..., 0] + 0.4 * rng.normal(size=(n, 10)) > 1.0).astype(np.int64)
-        clients[f"S{i}"] = ClientSequences(x, y)
-    data = SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")
-    return data, Split("tiny", train=("S0", "S1", "S2", "S3"), val=("S4",), test=("S5",))
+    return random_thesis_dataset(), THESIS_SPLIT
 
 
 def _fedavg_config(rounds):
