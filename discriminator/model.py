@@ -12,9 +12,9 @@ deltas' mean and variance) is our addition: deltas are O(learning rate) and thei
 varies by coordinate; without it the default initialisation trains slowly.
 
 The hidden sizes and dropout rates come from a small random search
-(:func:`discriminator.search.search_discriminator`); the defaults of
-:class:`DiscriminatorConfig` are its result on the synthetic WESAD default (see the
-class docstring).
+(:func:`discriminator.search.search_discriminator`, ``--search N``). The defaults of
+:class:`DiscriminatorConfig` (64, 16; dropout 0.1, 0.1) were set by hand — not yet the
+result of such a search (the thesis does not publish its sizes).
 
 A saved discriminator is a folder: ``model.keras`` (Keras' format) and
 ``discriminator.json`` (input size, configuration, provenance, metrics). Loading checks
@@ -54,8 +54,8 @@ class DiscriminatorConfig:
     """The discriminator's architecture and training (thesis §6.1, Fig. 6.2).
 
     Attributes:
-        hidden: units of the two hidden ``Dense`` layers (random search result: 64, 16).
-        dropout: rates of the two ``Dropout`` layers, in [0, 1) (random search: 0.1, 0.1).
+        hidden: units of the two hidden ``Dense`` layers (default 64, 16; set by hand).
+        dropout: rates of the two ``Dropout`` layers, in [0, 1) (default 0.1, 0.1; set by hand).
         activation: activation of the hidden layers.
         learning_rate: Adam's learning rate (thesis: 1e-3).
         epochs: training epochs (thesis: 5).
