@@ -2,6 +2,7 @@
 
 import argparse
 import csv
+import dataclasses
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ def _weights(result):
     dict(algorithm="fedavg", reservoirs="same", server_learning_rate=0.1, noise_std=0.5),
     dict(algorithm="fedcurv", reservoirs="different", noise_std=0.5, noisy_clients=("S0", "S2")),
     dict(algorithm="fedavg", states="faithful", noise_std=0.5),
+    dict(algorithm="fedcurv", states="faithful", reservoirs="different", noise_std=0.5),
 ])
 def test_short_run_of_each_algorithm_and_reservoir_mode(data, tmp_path, kwargs):
     config = _config(**kwargs)
@@ -58,12 +60,19 @@ def test_short_run_of_each_algorithm_and_reservoir_mode(data, tmp_path, kwargs):
     assert (tmp_path / "tensorboard").is_dir()
 
 
-def test_cached_states_and_reservoir_in_the_model_give_the_same_weights(data):
-    cached = run_federated(data, SPLIT, _config(rounds=2), progress=False)
-    faithful = run_federated(data, SPLIT, _config(rounds=2, states="faithful"), progress=False)
+@pytest.mark.parametrize("algorithm, reservoirs", [("fedavg", "same"), ("fedavg", "different"),
+                                                   ("fedcurv", "different")])
+def test_cached_states_and_reservoir_in_the_model_give_the_same_weights(data, algorithm, reservoirs):
+    config = _config(rounds=2, algorithm=algorithm, reservoirs=reservoirs, penalty=1e-2)
+    cached = run_federated(data, SPLIT, config, progress=False)
+    faithful = run_federated(data, SPLIT, dataclasses.replace(config, states="faithful"), progress=False)
     for a, b in zip(_weights(cached), _weights(faithful)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert cached["extra"]["rounds"][-1]["val_accuracy"] == pytest.approx(faithful["extra"]["rounds"][-1]["val_accuracy"])
+    if reservoirs == "different":  # the clients' own reservoirs were used, not the broadcast one
+        same = run_federated(data, SPLIT, dataclasses.replace(config, states="faithful", reservoirs="same"),
+                             progress=False)
+        assert np.abs(_weights(same)[0] - _weights(faithful)[0]).max() > 1e-3
 
 
 def test_resume_continues_to_the_same_final_weights(data, tmp_path):
@@ -94,8 +103,8 @@ def test_seeded_runs_repeat_and_sampling_is_a_function_of_seed_and_round(data):
 
 
 def test_bad_configurations_are_named(data):
-    with pytest.raises(ValueError, match="different.*cached"):
-        _config(states="faithful", reservoirs="different")
+    with pytest.raises(ValueError, match="reservoirs"):
+        _config(reservoirs="mixed")
     with pytest.raises(ValueError, match="clients_per_round"):
         _config(clients_per_round=0)
     with pytest.raises(ValueError, match="algorithm"):

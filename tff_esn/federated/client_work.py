@@ -18,6 +18,12 @@ One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis 
   nothing to the mean (and nothing to ``u``, ``v``). The number of accepted clients is a
   measurement of every round.
 
+With ``client_reservoirs`` (the faithful mode with different reservoirs, thesis Table 6.5)
+each client's data is ``(batches, reservoir)``: the reservoir is a one-element dataset of the
+client's own non-trainable weights, assigned over the broadcast server reservoir before
+local training — TFF broadcasts the whole model, and the thesis' clients keep their own
+reservoir.
+
 The client filter is a callable ``client_filter(kernel_delta, bias_delta) -> bool`` traced
 inside the client's TensorFlow graph: ``kernel_delta`` is the readout kernel's
 ``w_server − w_client`` (shape (U, 1)), ``bias_delta`` the bias' (shape (1,)) — the sign of
@@ -81,14 +87,19 @@ def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
 
 
 def _build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None):
-    """The client's ``tf.function`` (thesis ClientUpdate of Alg. 1–4)."""
+    """The client's ``tf.function`` (thesis ClientUpdate of Alg. 1–4); ``reservoir`` is
+    ``None`` or a one-element dataset of the client's own non-trainable weights."""
     model = model_fn()
     curvature = penalty is not None
 
     @tf.function
-    def client_update(initial_weights, data, u, v):
+    def client_update(initial_weights, data, u, v, reservoir=None):
         model_weights = tff.learning.models.ModelWeights.from_model(model)
         tf.nest.map_structure(lambda a, b: a.assign(b), model_weights, initial_weights)
+        if reservoir is not None:
+            own = reservoir.get_single_element()
+            for var, value in zip(model_weights.non_trainable, own):
+                var.assign(value)
         trainable = tuple(model_weights.trainable)
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
         opt_state = optimizer.initialize(specs)
@@ -131,6 +142,7 @@ def build_readout_client_work(
     *,
     penalty: float | None = None,
     client_filter: ClientFilter | None = None,
+    client_reservoirs: bool = False,
 ) -> tff.learning.templates.ClientWorkProcess:
     """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``) client work.
 
@@ -139,6 +151,8 @@ def build_readout_client_work(
         optimizer: the clients' TFF optimizer (thesis: Adam).
         penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4); ``None`` for FedAvg.
         client_filter: optional accept/reject rule on the readout delta (module docstring).
+        client_reservoirs: client data is ``(batches, reservoir)`` and each client trains
+            with its own reservoir (module docstring).
 
     Returns:
         A ``ClientWorkProcess`` whose state is ``()`` (FedAvg) or ``{"u", "v"}`` (FedCurv,
@@ -154,6 +168,12 @@ def build_readout_client_work(
         metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(model.metric_finalizers())
         weights_type = tff.learning.models.weights_type_from_model(model)
         data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+        if client_reservoirs:
+            if not model.non_trainable_variables:
+                raise ValueError("client_reservoirs: the model has no non-trainable (reservoir) weights.")
+            own_type = tff.types.tensorflow_to_type(tuple(tf.TensorSpec(v.shape, v.dtype)
+                                                          for v in model.non_trainable_variables))
+            data_type = tff.StructWithPythonType([data_type, tff.SequenceType(own_type)], tuple)
         zeros = collections.OrderedDict(
             u=tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables),
             v=tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables),
@@ -167,13 +187,15 @@ def build_readout_client_work(
     state_type = init_fn.type_signature.result.member
 
     @tff.tensorflow.computation(state_type, weights_type, data_type)
-    def client_update_computation(state, weights, dataset):
+    def client_update_computation(state, weights, data):
         update_fn = _build_client_update(model_fn, optimizer, penalty, client_filter)
+        dataset, reservoir = data if client_reservoirs else (data, None)
         if penalty is None:
             empty = tuple(tf.zeros(w.shape, w.dtype) for w in weights.trainable)
-            result, metrics, valid, _, _ = update_fn(weights, dataset, empty, empty)
+            result, metrics, valid, _, _ = update_fn(weights, dataset, empty, empty, reservoir)
             return result, metrics, valid
-        result, metrics, valid, u_b, v_b = update_fn(weights, dataset, tuple(state["u"]), tuple(state["v"]))
+        result, metrics, valid, u_b, v_b = update_fn(weights, dataset, tuple(state["u"]), tuple(state["v"]),
+                                                     reservoir)
         return result, metrics, valid, collections.OrderedDict(u=u_b, v=v_b)
 
     @tff.federated_computation(

@@ -12,7 +12,16 @@ draws there.
 
 Both sources expose ``datasets(client_ids, round_num)``: the batched ``tf.data`` datasets
 of those clients for that round, elements ``(inputs, labels)`` with labels float32 of the
-model's output shape ((B, T', 1) per step, (B, 1) per sequence).
+model's output shape ((B, T', 1) per step, (B, 1) per sequence). In the faithful mode with
+different reservoirs each client's data is the pair ``(batches, reservoir)``, where
+``reservoir`` is a one-element dataset of the client's own reservoir weights (the model's
+non-trainable variables), which replace the broadcast server reservoir before local
+training (:mod:`tff_esn.federated.client_work`).
+
+Speed: a client's base dataset (the loaded states file, the in-memory slices, the reservoir
+weights) is built once and kept; a round only adds its seeded shuffle and batching on top.
+Building a ``tf.data.Dataset.load`` pipeline traces Python functions and cost ≈ 10 ms per
+client per round — more than TFF's whole per-client round (bench/rounds.py).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated.model import ThesisModelConfig
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.reservoir import Reservoir
 
 RESERVOIR_MODES = ("same", "different")
@@ -139,14 +148,41 @@ class _ClientSource:
         return [self.dataset(cid, round_num) for cid in client_ids]
 
 
-class RawInputs(_ClientSource):
-    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model."""
+def reservoir_weights(reservoir: ReservoirConfig, n_inputs: int, config: ThesisModelConfig) -> tuple[np.ndarray, ...]:
+    """The non-trainable weights of the thesis model built with ``reservoir``, in the model's order."""
+    model = build_thesis_model(n_inputs, config, reservoir=reservoir)
+    return tuple(v.numpy() for v in model.non_trainable_variables)
 
-    def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
-        client = self.clients[cid]
-        x = noisy(client.x, self.noise[cid], child_seed(self.seed, _NOISE, round_num, self.index(cid)))
-        ds = tf.data.Dataset.from_tensor_slices((x, targets(client, self.config)))
-        return _batched(ds, len(client), self.config, self.shuffle_seed(cid, round_num))
+
+class RawInputs(_ClientSource):
+    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model.
+
+    With ``reservoirs="different"`` each client's data is ``(batches, reservoir)``: the
+    batches and a one-element dataset of the client's own reservoir weights
+    (:func:`reservoir_weights` of :func:`client_reservoirs`), which the client work puts in
+    place of the broadcast server reservoir (thesis Table 6.5).
+    """
+
+    def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
+                 noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True):
+        super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
+        self.own_reservoirs = reservoirs == "different"
+        self._targets = {cid: targets(c, config) for cid, c in self.clients.items()}
+        self._clean = {cid: tf.data.Dataset.from_tensor_slices((self.clients[cid].x, self._targets[cid]))
+                       for cid in self.ids if self.noise[cid] == 0}
+        self._reservoirs: dict[str, tf.data.Dataset] = {}
+        if self.own_reservoirs:
+            n_inputs = next(iter(self.clients.values())).x.shape[-1]
+            for cid, res in zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)):
+                self._reservoirs[cid] = tf.data.Dataset.from_tensors(reservoir_weights(res, n_inputs, config))
+
+    def dataset(self, cid: str, round_num: int) -> tf.data.Dataset | tuple[tf.data.Dataset, tf.data.Dataset]:
+        ds = self._clean.get(cid)
+        if ds is None:
+            x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, round_num, self.index(cid)))
+            ds = tf.data.Dataset.from_tensor_slices((x, self._targets[cid]))
+        batches = _batched(ds, self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))
+        return (batches, self._reservoirs[cid]) if self.own_reservoirs else batches
 
 
 class CachedStates(_ClientSource):
@@ -172,10 +208,9 @@ class CachedStates(_ClientSource):
         super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
         self.reservoirs = dict(zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
-        self._states: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._paths: dict[str, Path] = {}
+        self._base: dict[str, tf.data.Dataset] = {}
         for cid in self.ids:
-            self._prepare(cid)
+            self._base[cid] = self._prepare(cid)
 
     def _noisy_inputs(self, cid: str) -> np.ndarray:
         return noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
@@ -193,21 +228,18 @@ class CachedStates(_ClientSource):
         }, sort_keys=True).encode())
         return digest.hexdigest()[:24]
 
-    def _prepare(self, cid: str) -> None:
+    def _prepare(self, cid: str) -> tf.data.Dataset:
+        """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""
         labels = targets(self.clients[cid], self.config)
-        if self.cache_dir is not None:
-            path = self.cache_dir / f"states-{self._key(cid)}"
-            if not (path / "done").exists():
-                states = harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config)
-                tf.data.Dataset.from_tensor_slices((states, labels)).save(str(path))
-                (path / "done").touch()
-            self._paths[cid] = path
-        else:
-            self._states[cid] = (harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels)
+        if self.cache_dir is None:
+            return tf.data.Dataset.from_tensor_slices(
+                (harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels))
+        path = self.cache_dir / f"states-{self._key(cid)}"
+        if not (path / "done").exists():
+            states = harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config)
+            tf.data.Dataset.from_tensor_slices((states, labels)).save(str(path))
+            (path / "done").touch()
+        return tf.data.Dataset.load(str(path))
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
-        if cid in self._paths:
-            ds = tf.data.Dataset.load(str(self._paths[cid]))
-        else:
-            ds = tf.data.Dataset.from_tensor_slices(self._states[cid])
-        return _batched(ds, self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))
+        return _batched(self._base[cid], self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))

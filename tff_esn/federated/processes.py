@@ -10,6 +10,11 @@
   ``compose_learning_process`` of FedAvg's broadcast distributor, the FedCurv client work
   (state ``u``, ``v``), TFF's weighted mean aggregator and the server-optimizer finalizer.
   With penalty 0 it performs exactly FedAvg's arithmetic.
+
+With ``client_reservoirs=True`` (the reservoir inside the model, a reservoir per client,
+thesis Table 6.5) each client's data is ``(batches, reservoir)`` and the client trains with
+its own reservoir weights (:mod:`tff_esn.federated.client_work`); FedAvg then also runs
+through the composed process.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ def _check_rate(name: str, value: float) -> float:
 
 
 def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *, penalty: float | None,
-             client_filter: ClientFilter | None) -> tff.learning.templates.LearningProcess:
+             client_filter: ClientFilter | None, client_reservoirs: bool) -> tff.learning.templates.LearningProcess:
     """FedAvg's distributor, mean aggregator and SGD finalizer around our client work."""
 
     @tff.tensorflow.computation
@@ -43,7 +48,8 @@ def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *
     return tff.learning.templates.compose_learning_process(
         initial_model_weights_fn,
         tff.learning.templates.build_broadcast_process(weights_type),
-        build_readout_client_work(model_fn, client_optimizer, penalty=penalty, client_filter=client_filter),
+        build_readout_client_work(model_fn, client_optimizer, penalty=penalty, client_filter=client_filter,
+                                  client_reservoirs=client_reservoirs),
         tff.aggregators.MeanFactory().create(weights_type.trainable, tff.TensorType(np.float32)),
         tff.learning.templates.build_apply_optimizer_finalizer(
             tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate), weights_type),
@@ -51,7 +57,8 @@ def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *
 
 
 def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
-                 client_filter: ClientFilter | None = None) -> tff.learning.templates.LearningProcess:
+                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False
+                 ) -> tff.learning.templates.LearningProcess:
     """FedAvg with a server learning rate (thesis §6.2, Alg. 1; Alg. 3 with ``client_filter``).
 
     Args:
@@ -59,22 +66,25 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
         client_learning_rate: the clients' Adam learning rate η (Table 6.2: 0.1).
         server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
         client_filter: optional accept/reject rule on the client's readout delta.
+        client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
+            its own reservoir (module docstring).
     """
     runtime.ensure_context()
     client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
-    if client_filter is None:
+    if client_filter is None and not client_reservoirs:
         return tff.learning.algorithms.build_weighted_fed_avg(
             model_fn, client_optimizer_fn=client_optimizer,
             server_optimizer_fn=tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate),
             loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR,
         )
-    return _compose(model_fn, client_optimizer, server_learning_rate, penalty=None, client_filter=client_filter)
+    return _compose(model_fn, client_optimizer, server_learning_rate, penalty=None, client_filter=client_filter,
+                    client_reservoirs=client_reservoirs)
 
 
 def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
-                  penalty: float = 1e-4, client_filter: ClientFilter | None = None
-                  ) -> tff.learning.templates.LearningProcess:
+                  penalty: float = 1e-4, client_filter: ClientFilter | None = None,
+                  client_reservoirs: bool = False) -> tff.learning.templates.LearningProcess:
     """FedCurv (thesis ch. 3, Alg. 2; Alg. 4 with ``client_filter``).
 
     Args:
@@ -89,7 +99,7 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
     if not isinstance(penalty, (int, float)) or isinstance(penalty, bool):
         raise ValueError(f"penalty: expected a finite number ≥ 0, got {penalty!r}.")
     return _compose(model_fn, client_optimizer, server_learning_rate, penalty=float(penalty),
-                    client_filter=client_filter)
+                    client_filter=client_filter, client_reservoirs=client_reservoirs)
 
 
 def curvature(state) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -13,9 +13,11 @@ continues with ``resume=True`` and ends with the same weights as an uninterrupte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import os
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -55,8 +57,8 @@ class FederatedConfig:
             ``"different"`` (each client its own seed, Table 6.5).
         states: ``"cached"`` (states harvested once, readout trained alone; noise drawn once
             per client) or ``"faithful"`` (reservoir inside the model, noise redrawn every
-            round; needs ``reservoirs="same"``: TFF broadcasts the server's reservoir weights
-            into every client model).
+            round; with ``reservoirs="different"`` each client's own reservoir weights
+            travel with its data and replace the broadcast server reservoir).
         penalty: FedCurv's penalty weight λ (thesis: 1e-4); ignored by FedAvg.
         seed: seed of client sampling, noise and shuffling.
         shuffle: shuffle each client's sequences every round (seeded).
@@ -92,11 +94,6 @@ class FederatedConfig:
         check("states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check("penalty", _finite(self.penalty) and self.penalty >= 0, "a finite number ≥ 0")
         check("seed", isinstance(self.seed, int) and self.seed >= 0, "an integer ≥ 0")
-        if self.states == "faithful" and self.reservoirs == "different":
-            raise ValueError(
-                "FederatedConfig: reservoirs='different' needs states='cached' — with the reservoir inside the "
-                "model, TFF broadcasts the server's (non-trainable) reservoir weights into every client model."
-            )
         if self.noisy_clients is not None:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
 
@@ -216,8 +213,9 @@ def run_federated(
             its final result without training).
         client_filter: optional accept/reject rule on each client's readout delta
             (:mod:`tff_esn.federated.client_work`).
-        cache_dir: where cached client states are saved (file-backed client datasets);
-            ``None`` keeps them in memory.
+        cache_dir: where cached client states are saved and read back every round
+            (file-backed client datasets: only their path travels into the computation);
+            ``None``: a temporary folder removed when the run ends.
         progress: show a tqdm progress bar over rounds.
 
     Returns:
@@ -233,24 +231,37 @@ def run_federated(
         raise ValueError(f"run_federated: the thesis model is a binary classifier; the data has {dataset.n_classes} classes.")
     if resume and out_dir is None:
         raise ValueError("run_federated: resume=True needs out_dir (where the checkpoints are).")
+    with contextlib.ExitStack() as stack:
+        if config.states == "cached" and cache_dir is None:
+            cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
+        return _run(dataset, split, config, out_dir=out_dir, resume=resume, client_filter=client_filter,
+                    cache_dir=cache_dir, progress=progress)
+
+
+def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out_dir, resume: bool,
+         client_filter: ClientFilter | None, cache_dir, progress: bool) -> dict[str, Any]:
+    """:func:`run_federated` once its states folder exists."""
     model_cfg = config.model
     train = dataset.select(split.train)
     noise = _noise_table(config, split.train)
+    own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     if config.states == "cached":
         source = client_data.CachedStates(train, model_cfg, seed=config.seed, noise_std=noise,
                                           reservoirs=config.reservoirs, shuffle=config.shuffle, cache_dir=cache_dir)
         n_inputs = model_cfg.reservoir.units
     else:
-        source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise, shuffle=config.shuffle)
+        source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise,
+                                       reservoirs=config.reservoirs, shuffle=config.shuffle)
         n_inputs = len(dataset.feature_names)
-    input_spec = source.dataset(source.ids[0], 0).element_spec
+    first = source.dataset(source.ids[0], 0)
+    input_spec = (first[0] if own_reservoirs else first).element_spec
 
     def model_fn():
         keras_model = build_thesis_model(n_inputs, model_cfg, readout_only=config.states == "cached")
         return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model_cfg), input_spec=input_spec)
 
     common = dict(client_learning_rate=model_cfg.learning_rate, server_learning_rate=config.server_learning_rate,
-                  client_filter=client_filter)
+                  client_filter=client_filter, client_reservoirs=own_reservoirs)
     process = (build_fedcurv(model_fn, penalty=config.penalty, **common) if config.algorithm == "fedcurv"
                else build_fedavg(model_fn, **common))
     groups = {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")}
