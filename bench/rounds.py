@@ -3,7 +3,7 @@
 Workload: 10 clients × 6000 steps, 1 feature (pEDA, Table 6.2), 200 units, batch 20, one
 local epoch, FedAvg with every client in every round; the 6000 steps are cut into 100
 sequences of 60 steps (the thesis pipeline's default sequence length; 5 batches per client)
-and into 300 sequences of 20 steps (15 batches). Each row is the median of the timed rounds after one warm-up round. Rows:
+and into 300 sequences of 20 steps (15 batches). Rows:
 
 * thesis-style — ``tfa.layers.ESN`` + sigmoid ``Dense`` inside the TFF model, raw inputs
   travelling into every round (the thesis' implementation);
@@ -11,11 +11,15 @@ and into 300 sequences of 20 steps (15 batches). Each row is the median of the t
 * cached, in memory — the readout trained on states harvested once, the states serialized
   into every round;
 * cached, file-backed — the same states saved once (``tf.data.Dataset.save``), only their
-  path travels (the default of ``tff-esn run fedavg``);
-* floor — TFF's own per-round cost: the same process on a trivial model and one example
-  per client (with the same lean ``tf.data`` options as the client datasets).
+  path travels (what ``run_federated`` and ``tff-esn run fedavg`` do);
+* floor, same batches — the file-backed process with a 1-unit reservoir: TFF's and TF's
+  cost of the same clients, batches and local steps with no model to speak of;
+* floor, 1 example — TFF's per-round cost alone: a trivial model, one example per client.
 
-Targets: cached file-backed ≥ 4× faster than thesis-style, within 2× of the floor.
+Rows are timed interleaved — round r of every row, then round r + 1 — so a change of the
+machine's load hits all rows alike; each row is the median of its timed rounds after one
+warm-up round. Targets: cached file-backed ≥ 4× faster than thesis-style, within 2× of the
+floor.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from tff_esn.data.sequences import ClientSequences  # noqa: E402
 from tff_esn.federated import ThesisModelConfig, build_fedavg, build_thesis_model  # noqa: E402
 from tff_esn.federated.clients import CachedStates, RawInputs, lean_options  # noqa: E402
 from tff_esn.federated.model import readout_layer, thesis_loss  # noqa: E402
+
+THESIS = "thesis-style (tfa.layers.ESN in the model)"
+CACHED = "cached states, file-backed"
+FLOOR_BATCHES = "floor, same batches (1-unit reservoir)"
+FLOOR = "floor, 1 example per client"
 
 
 def _clients(n_clients: int, n_seq: int, steps: int) -> dict[str, ClientSequences]:
@@ -56,16 +65,17 @@ def _tfa_model(config: ThesisModelConfig) -> tf.keras.Model:
     return tf.keras.Model(inputs, readout_layer(res.seed)(states))
 
 
-def _seconds_per_round(process, datasets_fn, rounds: int) -> float:
-    """Median seconds of ``rounds`` rounds after a warm-up round (the machine is shared)."""
-    state = process.initialize()
-    state = process.next(state, datasets_fn(0)).state  # warm-up: compilation
-    times = []
+def _interleaved(rows: dict, rounds: int) -> dict[str, float]:
+    """Median seconds per round of each ``name: (process, datasets_fn)``, rounds interleaved across rows."""
+    states = {name: process.next(process.initialize(), datasets_fn(0)).state  # warm-up: compilation
+              for name, (process, datasets_fn) in rows.items()}
+    times = {name: [] for name in rows}
     for r in range(1, rounds + 1):
-        t0 = time.perf_counter()
-        state = process.next(state, datasets_fn(r)).state
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+        for name, (process, datasets_fn) in rows.items():
+            t0 = time.perf_counter()
+            states[name] = process.next(states[name], datasets_fn(r)).state
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _process(keras_fn, spec, config):
@@ -80,7 +90,13 @@ def main(argv: list[str]) -> None:
     runtime.ensure_context()
     shapes = [(20, 50)] if quick else [(100, 60), (300, 20)]
     for n_seq, steps in shapes:
-        _bench(4 if quick else 10, n_seq, steps, 50 if quick else 200, 2 if quick else 5)
+        _bench(4 if quick else 10, n_seq, steps, 50 if quick else 200, 2 if quick else 9)
+
+
+def _readout_row(source: CachedStates, units: int, config: ThesisModelConfig, ids: list[str]):
+    process = _process(lambda: build_thesis_model(units, config, readout_only=True),
+                       source.dataset(ids[0], 0).element_spec, config)
+    return process, lambda r: source.datasets(ids, r)
 
 
 def _bench(n_clients: int, n_seq: int, steps: int, units: int, rounds: int) -> None:
@@ -88,39 +104,39 @@ def _bench(n_clients: int, n_seq: int, steps: int, units: int, rounds: int) -> N
     clients = _clients(n_clients, n_seq, steps)
     ids = list(clients)
     print(f"{n_clients} clients × {n_seq * steps} steps ({n_seq} × {steps}), {units} units, batch 20, "
-          f"all clients every round, median of {rounds} rounds after one warm-up round")
+          f"all clients every round, median of {rounds} interleaved rounds after one warm-up round")
     raw = RawInputs(clients, config, seed=0, noise_std=0.0, shuffle=True)
-    rows = {}
-    rows["thesis-style (tfa.layers.ESN in the model)"] = _seconds_per_round(
-        _process(lambda: _tfa_model(config), raw.dataset(ids[0], 0).element_spec, config),
-        lambda r: raw.datasets(ids, r), rounds)
-    rows["faithful (our Reservoir in the model)"] = _seconds_per_round(
-        _process(lambda: build_thesis_model(1, config), raw.dataset(ids[0], 0).element_spec, config),
-        lambda r: raw.datasets(ids, r), rounds)
+    raw_spec = raw.dataset(ids[0], 0).element_spec
+    rows = {
+        THESIS: (_process(lambda: _tfa_model(config), raw_spec, config), lambda r: raw.datasets(ids, r)),
+        "faithful (our Reservoir in the model)": (_process(lambda: build_thesis_model(1, config), raw_spec, config),
+                                                  lambda r: raw.datasets(ids, r)),
+    }
     t0 = time.perf_counter()
     memory = CachedStates(clients, config, seed=0, shuffle=True)
     harvest_s = time.perf_counter() - t0
-    rows["cached states, in memory"] = _seconds_per_round(
-        _process(lambda: build_thesis_model(units, config, readout_only=True),
-                 memory.dataset(ids[0], 0).element_spec, config),
-        lambda r: memory.datasets(ids, r), rounds)
-    with tempfile.TemporaryDirectory() as tmp:
-        files = CachedStates(clients, config, seed=0, shuffle=True, cache_dir=tmp)
-        rows["cached states, file-backed"] = _seconds_per_round(
-            _process(lambda: build_thesis_model(units, config, readout_only=True),
-                     files.dataset(ids[0], 0).element_spec, config),
-            lambda r: files.datasets(ids, r), rounds)
+    rows["cached states, in memory"] = _readout_row(memory, units, config, ids)
     tiny = tf.data.Dataset.from_tensor_slices((np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32))
                                               ).batch(1).with_options(lean_options())
     trivial = ThesisModelConfig(reservoir=ReservoirConfig(units=1))
-    rows["floor (trivial model, 1 example per client)"] = _seconds_per_round(
-        _process(lambda: build_thesis_model(1, trivial.replace(state_mode="last"), readout_only=True),
-                 tiny.element_spec, trivial),
-        lambda r: [tiny] * n_clients, rounds)
+    with tempfile.TemporaryDirectory() as tmp:
+        files = CachedStates(clients, config, seed=0, shuffle=True, cache_dir=tmp)
+        rows[CACHED] = _readout_row(files, units, config, ids)
+        one_unit = config.replace(reservoir=ReservoirConfig(units=1))
+        rows[FLOOR_BATCHES] = _readout_row(CachedStates(clients, one_unit, seed=0, shuffle=True, cache_dir=tmp),
+                                           1, one_unit, ids)
+        rows[FLOOR] = (_process(lambda: build_thesis_model(1, trivial.replace(state_mode="last"), readout_only=True),
+                                tiny.element_spec, trivial), lambda r: [tiny] * n_clients)
+        seconds = _interleaved(rows, rounds)
 
-    floor = rows["floor (trivial model, 1 example per client)"]
-    thesis = rows["thesis-style (tfa.layers.ESN in the model)"]
-    print(f"{'round':46s} {'s/round':>8s} {'× floor':>8s} {'thesis-style ÷ this':>20s}")
-    for name, seconds in rows.items():
-        print(f"{name:46s} {seconds:8.3f} {seconds / floor:8.2f} {thesis / seconds:20.2f}")
+    print(f"{'round':46s} {'s/round':>8s} {'× floor':>8s} {'× floor, same batches':>22s} {'thesis-style ÷ this':>20s}")
+    for name, s in seconds.items():
+        print(f"{name:46s} {s:8.3f} {s / seconds[FLOOR]:8.2f} {s / seconds[FLOOR_BATCHES]:22.2f} "
+              f"{seconds[THESIS] / s:20.2f}")
     print(f"one-time harvest of the cached states: {harvest_s:.2f} s")
+    speedup, over_floor = seconds[THESIS] / seconds[CACHED], seconds[CACHED] / seconds[FLOOR]
+    print(f"targets: cached file-backed {speedup:.1f}× faster than thesis-style (target ≥ 4: "
+          f"{'met' if speedup >= 4 else 'missed'}), {over_floor:.1f}× the 1-example floor (target ≤ 2: "
+          f"{'met' if over_floor <= 2 else 'missed'}), "
+          f"{seconds[CACHED] / seconds[FLOOR_BATCHES]:.1f}× the same-batches floor")
+

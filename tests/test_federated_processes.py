@@ -170,3 +170,5 @@ def test_bad_arguments_are_named(model_fn):
         build_fedcurv(model_fn, client_learning_rate=0.1, penalty=-1.0)
     with pytest.raises(TypeError, match="client_filter"):
         build_fedavg(model_fn, client_learning_rate=0.1, client_filter="reject")
+    with pytest.raises(ValueError, match="client_reservoirs.*non-trainable"):
+        build_fedavg(model_fn, client_learning_rate=0.1, client_reservoirs=True)
