@@ -7,7 +7,16 @@ import tensorflow as tf
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.federated.centralized import train_centralized
-from tff_esn.federated.clients import child_seed, client_reservoirs, harvest, noisy, targets
+from tff_esn.federated import clients as client_data
+from tff_esn.federated.clients import (
+    CachedStates,
+    RawInputs,
+    child_seed,
+    client_reservoirs,
+    harvest,
+    noisy,
+    targets,
+)
 from tff_esn.federated.model import (
     ThesisModelConfig,
     WeightedBinaryCrossentropy,
@@ -90,6 +99,57 @@ def test_targets_check_label_layout_and_helpers_are_seeded():
     assert same == [RES] * 3 and len({r.seed for r in diff} | {RES.seed}) == 4
     with pytest.raises(ValueError, match="reservoirs"):
         client_reservoirs(RES, 3, "shared")
+
+
+@pytest.mark.parametrize("state_mode", ["all", "mean"])
+def test_file_backed_states_equal_in_memory_ones_and_are_harvested_once(tmp_path, monkeypatch, state_mode):
+    config = ThesisModelConfig(reservoir=RES, batch_size=4, state_mode=state_mode, washout=2 * (state_mode == "all"))
+    rng = np.random.default_rng(3)
+    clients = {}
+    for cid, n in (("a", 7), ("b", 9)):
+        x = rng.normal(size=(n, 6, 2)).astype(np.float32)
+        y = (x[..., 0] > 0.5).astype(np.int64)
+        clients[cid] = ClientSequences(x, y if state_mode == "all" else y[:, -1])
+    kwargs = dict(seed=5, noise_std={"a": 0.3}, reservoirs="different")
+    memory = CachedStates(clients, config, **kwargs)
+    files = CachedStates(clients, config, cache_dir=tmp_path, **kwargs)
+    assert len(list(tmp_path.glob("states-*"))) == 2 and not list(tmp_path.glob(".states-*"))
+
+    def batches(source, cid, r):
+        return list(source.dataset(cid, r).as_numpy_iterator())
+
+    for cid in clients:
+        for r in (0, 3):
+            for (xm, ym), (xf, yf) in zip(batches(memory, cid, r), batches(files, cid, r), strict=True):
+                np.testing.assert_array_equal(xm, xf)
+                np.testing.assert_array_equal(ym, yf)
+        assert batches(files, cid, 0)[0][0].shape[-1] == RES.units
+    assert not np.array_equal(batches(files, "a", 0)[0][0], batches(files, "a", 1)[0][0])  # reshuffled per round
+
+    def no_harvest(*args, **kwargs):
+        raise AssertionError("harvested again")
+
+    monkeypatch.setattr(client_data, "harvest", no_harvest)
+    again = CachedStates(clients, config, cache_dir=tmp_path, **kwargs)
+    np.testing.assert_array_equal(batches(again, "b", 2)[1][0], batches(files, "b", 2)[1][0])
+    with pytest.raises(AssertionError, match="harvested again"):  # another noise draw is another key
+        CachedStates(clients, config, cache_dir=tmp_path, **{**kwargs, "seed": 6})
+
+
+def test_raw_inputs_carry_each_clients_own_reservoir_with_different_reservoirs():
+    config = ThesisModelConfig(reservoir=RES, batch_size=4)
+    rng = np.random.default_rng(4)
+    clients = {cid: ClientSequences(rng.normal(size=(5, 6, 2)).astype(np.float32), np.zeros((5, 6), np.int64))
+               for cid in ("a", "b")}
+    same = RawInputs(clients, config).dataset("a", 0)
+    assert isinstance(same, tf.data.Dataset)
+    source = RawInputs(clients, config, reservoirs="different")
+    own = {cid: source.dataset(cid, 0)[1].get_single_element() for cid in clients}
+    for cid, res in zip(clients, client_reservoirs(RES, 2, "different")):
+        reservoir = build_thesis_model(2, config, reservoir=res).get_layer("reservoir")
+        for got, want in zip(own[cid], reservoir.get_weights(), strict=True):
+            np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(own["a"][1], own["b"][1])
 
 
 def _dataset(n_clients=5, seed=0):

@@ -20,7 +20,7 @@ training (:mod:`tff_esn.federated.client_work`).
 
 Speed: a client's base dataset (the loaded states file, the in-memory slices, the reservoir
 weights) is built once and kept; a round only adds its seeded shuffle and batching on top.
-Building a ``tf.data.Dataset.load`` pipeline traces Python functions and cost ≈ 10 ms per
+Building a file-reading pipeline traces Python functions and cost ≈ 10 ms per
 client per round — more than TFF's whole per-client round (bench/rounds.py).
 """
 
@@ -29,6 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -89,6 +91,39 @@ def harvest(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig
     layer = Reservoir(reservoir, state_mode=config.state_mode, washout=config.washout)
     layer.build((None, x.shape[1], x.shape[2]))
     return np.concatenate([layer(x[i:i + chunk]).numpy() for i in range(0, len(x), chunk)])
+
+
+def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
+    """Writes ``states.f32``, ``labels.f32`` (raw float32) and ``shapes.json`` into ``path``,
+    atomically: into a temporary sibling folder renamed at the end (a concurrent writer of
+    the same key simply wins)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    np.ascontiguousarray(states, np.float32).tofile(tmp / "states.f32")
+    np.ascontiguousarray(labels, np.float32).tofile(tmp / "labels.f32")
+    (tmp / "shapes.json").write_text(json.dumps({"states": list(states.shape), "labels": list(labels.shape)}))
+    try:
+        tmp.rename(path)
+    except OSError:
+        if not (path / "shapes.json").exists():
+            raise
+        shutil.rmtree(tmp)
+
+
+def _load_raw(path: Path) -> tf.data.Dataset:
+    """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`.
+
+    The files are read inside the TFF worker (only the path travels) with ``read_file`` +
+    ``decode_raw`` — a smaller graph than ``tf.data.Dataset.load``'s snapshot reader, which
+    cost the worker ≈ 2–3 ms more per client and round (bench/rounds.py).
+    """
+    shapes = json.loads((path / "shapes.json").read_text())
+
+    def read(_):
+        return tuple(tf.reshape(tf.io.decode_raw(tf.io.read_file(str(path / f"{name}.f32")), tf.float32),
+                                shapes[name]) for name in ("states", "labels"))
+
+    return tf.data.Dataset.range(1).map(read).unbatch()
 
 
 def lean_options() -> tf.data.Options:
@@ -196,9 +231,9 @@ class CachedStates(_ClientSource):
         noise_std: the std of the Gaussian input noise, for all clients or per client id.
         reservoirs: ``"same"`` or ``"different"`` (see :func:`client_reservoirs`).
         shuffle: shuffle each client's sequences every round (seeded).
-        cache_dir: when given, each client's states are saved there once
-            (``tf.data.Dataset.save``, keyed by a hash of inputs, reservoir and noise) and
-            read back from file every round, so only a path travels into the
+        cache_dir: when given, each client's states are saved there once (raw float32
+            files, keyed by a hash of inputs, reservoir and noise) and read back from file
+            by the TFF worker every round, so only a path travels into the
             computation; otherwise they travel in memory (TFF caps that at 100 MB per client).
     """
 
@@ -224,7 +259,7 @@ class CachedStates(_ClientSource):
             "reservoir": self.reservoirs[cid].to_dict(), "state_mode": self.config.state_mode,
             "washout": self.config.washout, "noise": self.noise[cid],
             "noise_seed": child_seed(self.seed, _NOISE, self.index(cid)) if self.noise[cid] else None,
-            "shape": list(client.x.shape),
+            "shape": list(client.x.shape), "format": "raw-float32",
         }, sort_keys=True).encode())
         return digest.hexdigest()[:24]
 
@@ -235,11 +270,9 @@ class CachedStates(_ClientSource):
             return tf.data.Dataset.from_tensor_slices(
                 (harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels))
         path = self.cache_dir / f"states-{self._key(cid)}"
-        if not (path / "done").exists():
-            states = harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config)
-            tf.data.Dataset.from_tensor_slices((states, labels)).save(str(path))
-            (path / "done").touch()
-        return tf.data.Dataset.load(str(path))
+        if not (path / "shapes.json").exists():
+            _save_raw(path, harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels)
+        return _load_raw(path)
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
         return _batched(self._base[cid], self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))
