@@ -168,6 +168,14 @@ def test_bad_worker_addresses_are_rejected_by_name(text, message):
     assert runtime.parse_workers(" a:1 , b:2 ") == ["a:1", "b:2"]
 
 
+def test_file_backed_client_data_only_for_workers_on_this_host():
+    import socket
+
+    assert runtime.on_this_host(None) and runtime.on_this_host(["localhost:1", "127.0.0.1:2", "[::1]:3"])
+    assert runtime.on_this_host([f"{socket.gethostname()}:8000"])
+    assert not runtime.on_this_host(["localhost:1", "gpu-box.example.org:8000"])
+
+
 def test_unreachable_worker_in_a_run_is_a_clear_error(tmp_path):
     from tff_esn.cli import main
 

@@ -392,6 +392,18 @@ def current_workers() -> list[str] | None:
     return None if key is None or key[0] is None else list(key[0])
 
 
+def on_this_host(workers: Sequence[str] | None) -> bool:
+    """Whether all ``workers`` (``None``: the local worker) run on this machine and so read its files.
+
+    Decides whether client datasets may be file-backed (only a path travels) or must travel
+    in memory to workers on other hosts.
+    """
+    if workers is None:
+        return True
+    local = {"localhost", "127.0.0.1", "::1", "[::1]", socket.gethostname(), socket.getfqdn()}
+    return all(w.rpartition(":")[0] in local for w in workers)
+
+
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     """``--workers HOST:PORT,...`` and ``--worker-timeout SECONDS`` (use with :func:`context_from_args`)."""
     g = parser.add_argument_group("TFF workers")

@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from tff_esn import runtime
 from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
 from tff_esn.cli import UsageError
 from tff_esn.data.cache import cache_root
@@ -121,7 +122,8 @@ def _runner(algorithm: str):
         except (TypeError, ValueError) as err:
             raise UsageError(str(err)) from None
         out = Path(args.out)
-        states_dir = cache_root(args.cache_dir) / "federated-states"
+        local = runtime.on_this_host(runtime.current_workers())
+        states_dir = cache_root(args.cache_dir) / "federated-states" if args.cache_dir or local else None
         result = run_federated(dataset, split, config, out_dir=out, resume=args.resume, cache_dir=states_dir,
                                progress=args.progress, client_filter=client_filter_from_args(args))
         result["extra"]["rounds_csv"] = str(out / "rounds.csv")

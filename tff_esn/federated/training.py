@@ -214,8 +214,9 @@ def run_federated(
         client_filter: optional accept/reject rule on each client's readout delta
             (:mod:`tff_esn.federated.client_work`).
         cache_dir: where cached client states are saved and read back every round
-            (file-backed client datasets: only their path travels into the computation);
-            ``None``: a temporary folder removed when the run ends.
+            (file-backed client datasets: only their path travels into the computation; the
+            workers must see it under the same path); ``None``: a temporary folder removed
+            when the run ends, or — with a worker on another host — states in memory.
         progress: show a tqdm progress bar over rounds.
 
     Returns:
@@ -232,7 +233,7 @@ def run_federated(
     if resume and out_dir is None:
         raise ValueError("run_federated: resume=True needs out_dir (where the checkpoints are).")
     with contextlib.ExitStack() as stack:
-        if config.states == "cached" and cache_dir is None:
+        if config.states == "cached" and cache_dir is None and runtime.on_this_host(runtime.current_workers()):
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
         return _run(dataset, split, config, out_dir=out_dir, resume=resume, client_filter=client_filter,
                     cache_dir=cache_dir, progress=progress)
