@@ -134,6 +134,10 @@ def test_file_backed_states_equal_in_memory_ones_and_are_harvested_once(tmp_path
     np.testing.assert_array_equal(batches(again, "b", 2)[1][0], batches(files, "b", 2)[1][0])
     with pytest.raises(AssertionError, match="harvested again"):  # another noise draw is another key
         CachedStates(clients, config, cache_dir=tmp_path, **{**kwargs, "seed": 6})
+    damaged = next(tmp_path.glob("states-*"))
+    (damaged / "states.f32").write_bytes(b"\0" * 12)
+    with pytest.raises(ValueError, match="damaged — delete that folder"):
+        CachedStates(clients, config, cache_dir=tmp_path, **kwargs)
     empty = ClientSequences(np.zeros((0, 6, 2), np.float32), np.zeros((0, 6) if state_mode == "all" else 0, np.int64))
     with pytest.raises(ValueError, match=r"\['c'\] have no sequences"):
         CachedStates({**clients, "c": empty}, config, cache_dir=tmp_path)

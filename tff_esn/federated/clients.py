@@ -119,6 +119,12 @@ def _load_raw(path: Path) -> tf.data.Dataset:
     (bench/rounds.py).
     """
     shapes = json.loads((path / "shapes.json").read_text())
+    for name, shape in shapes.items():
+        file = path / f"{name}.f32"
+        expected = 4 * int(np.prod(shape))
+        if not file.is_file() or file.stat().st_size != expected:
+            raise ValueError(f"cached states {path}: {file.name} should hold {expected} bytes of float32 {shape}; "
+                             "the cache is damaged — delete that folder and run again (it is harvested anew).")
 
     def read(_):
         return tuple(tf.raw_ops.ImmutableConst(dtype=tf.float32, shape=shapes[name],
