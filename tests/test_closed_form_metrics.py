@@ -28,6 +28,22 @@ def test_classification_metrics_equal_sklearn():
     assert got["n"] == 300
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_f1_and_binary_auc_equal_sklearn_on_random_cases(seed):
+    rng = np.random.default_rng(seed)
+    c, n = int(rng.integers(2, 6)), int(rng.integers(1, 200))
+    y = rng.integers(0, c - int(rng.integers(0, 2)), n)  # some cases lack the last class
+    pred = rng.integers(0, c, n) if seed % 3 else y.copy()
+    macro, micro = metrics.f1_scores(y, pred, c)
+    labels = np.arange(c)
+    assert macro == pytest.approx(f1_score(y, pred, labels=labels, average="macro", zero_division=0), abs=1e-12)
+    assert micro == pytest.approx(f1_score(y, pred, labels=labels, average="micro", zero_division=0), abs=1e-12)
+    yb = rng.integers(0, 2, max(n, 2))
+    yb[:2] = [0, 1]
+    scores = np.round(rng.normal(size=yb.size), int(rng.integers(0, 3)))  # rounding makes ties
+    assert metrics.auc(yb, scores, 2) == pytest.approx(roc_auc_score(yb, scores), abs=1e-12)
+
+
 def test_binary_probabilities_and_two_column_scores():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 100)
