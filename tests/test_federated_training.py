@@ -10,7 +10,8 @@ import pytest
 from tff_esn import ReservoirConfig, algorithms
 from tff_esn.cli import build_parser
 from tff_esn.data.sequences import SequenceDataset
-from tff_esn.federated import FederatedConfig, ThesisModelConfig, run_federated, sample_clients
+from tff_esn.federated import FederatedConfig, ThesisModelConfig, build_thesis_model, run_federated, sample_clients
+from tff_esn.metrics import classification_metrics
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 
@@ -69,6 +70,14 @@ def test_cached_states_and_reservoir_in_the_model_give_the_same_weights(data, al
     for a, b in zip(_weights(cached), _weights(faithful)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert cached["extra"]["rounds"][-1]["val_accuracy"] == pytest.approx(faithful["extra"]["rounds"][-1]["val_accuracy"])
+    server = build_thesis_model(4, MODEL)  # the server model, evaluated by Keras on the validation client
+    server.get_layer("readout").set_weights(list(_weights(faithful)))
+    val = data.pooled(SPLIT.val)
+    keras_scores = server.predict(val.x, verbose=0).reshape(-1)
+    metrics = classification_metrics(val.y.reshape(-1), keras_scores, 2)
+    last = faithful["extra"]["rounds"][-1]
+    assert (last["val_accuracy"], last["val_f1_micro"]) == (metrics["accuracy"], metrics["f1_micro"])
+    assert last["val_auc"] == pytest.approx(metrics["auc"], abs=1e-6)
     if reservoirs == "different":  # the clients' own reservoirs were used, not the broadcast one
         same = run_federated(data, SPLIT, dataclasses.replace(config, states="faithful", reservoirs="same"),
                              progress=False)

@@ -120,9 +120,10 @@ class _EvalSet:
     labels: np.ndarray
 
     def scores(self, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        """Readout probabilities sigmoid(x w + b) (thesis Alg. 2 line 18), flattened."""
-        z = self.states.reshape(-1, self.states.shape[-1]).astype(np.float64) @ kernel.astype(np.float64) + bias
-        return 1.0 / (1.0 + np.exp(-z[:, 0]))
+        """Readout probabilities sigmoid(x w + b) (thesis Alg. 2 line 18), flattened; the
+        product in float32 like the Keras model's, the sigmoid in float64."""
+        z = self.states.reshape(-1, self.states.shape[-1]) @ kernel.astype(np.float32)
+        return 1.0 / (1.0 + np.exp(-(z[:, 0].astype(np.float64) + float(bias[0]))))
 
 
 def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig) -> _EvalSet | None:
