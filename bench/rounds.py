@@ -10,8 +10,9 @@ and into 300 sequences of 20 steps (15 batches). Rows:
 * faithful — our ``Reservoir`` layer inside the model (the ``states="faithful"`` mode);
 * cached, in memory — the readout trained on states harvested once, the states serialized
   into every round;
-* cached, file-backed — the same states saved once (``tf.data.Dataset.save``), only their
-  path travels (what ``run_federated`` and ``tff-esn run fedavg`` do);
+* cached, file-backed — the same states saved once (raw float32 files, mapped into the
+  TFF worker's memory), only their path travels (what ``run_federated`` and
+  ``tff-esn run fedavg`` do);
 * floor, same batches — the file-backed process with a 1-unit reservoir: TFF's and TF's
   cost of the same clients, batches and local steps with no model to speak of;
 * floor, 1 example — TFF's per-round cost alone: a trivial model, one example per client.
