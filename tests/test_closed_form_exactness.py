@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from tff_esn import fedavg_ridge, partial_incfed, pfedrr
 from tff_esn.config import ReservoirConfig
+from tff_esn import reservoir as reservoir_module
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.reservoir import Reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.incfed import aggregate, fit_incfed, update_client
 from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
@@ -87,6 +89,29 @@ def test_harvested_client_stats_sum_to_the_pooled_harvest():
         pooled = h.stats_of(weights, data.pooled(data.client_ids))
         np.testing.assert_allclose(aggregate(parts).B, pooled.B, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(fit_incfed(parts, 1e-2), pooled.solve(1e-2), rtol=1e-4, atol=1e-5)
+
+
+def test_harvester_uses_the_given_weights_without_drawing_a_reservoir(monkeypatch):
+    data = random_dataset(n_clients=2, seed=4)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=9, leaky=0.7, seed=6), 3)
+    weights = ReservoirWeights(weights.kernel, weights.recurrent, weights.bias,
+                               np.linspace(0.5, 1.5, 9, dtype=np.float32), weights.leaky)  # an IP gain
+    layer = Reservoir(ReservoirConfig(units=9, leaky=0.7), state_mode="all", washout=2, use_gain=True)
+    layer.build((None, None, 3))
+    layer.set_weights(weights.layer_weights())
+
+    def no_draw(*args, **kwargs):
+        raise AssertionError("a reservoir was drawn")
+
+    monkeypatch.setattr(reservoir_module, "recurrent_weights", no_draw)
+    h = Harvester(data, StateSpec("all", washout=2))
+    client = data.clients["c0"]
+    got = h.stats(weights, "c0")
+    steps = client.x.shape[1] - 2
+    ref = RidgeStats.from_states(layer(client.x).numpy().reshape(-1, 9), np.repeat(h.targets(client), steps, axis=0),
+                                 bias=h.spec.readout_bias)
+    np.testing.assert_allclose(got.B, ref.B, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got.A, ref.A, rtol=1e-5, atol=1e-4)
 
 
 def test_a_client_adding_new_sequences_equals_its_batch_harvest():

@@ -28,7 +28,7 @@ import tensorflow as tf
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.reservoir import (
-    STATE_MODES, Reservoir, bias_weights, input_weights, recurrent_weights, run_reservoir_compiled,
+    STATE_MODES, Reservoir, bias_weights, harvest_stats, input_weights, recurrent_weights, run_reservoir_compiled,
 )
 from tff_esn.ridge import RidgeStats, one_hot, predict
 
@@ -154,7 +154,6 @@ class Harvester:
         self.batch_size = batch_size
         self._stats: dict[tuple[str, str], RidgeStats] = {}
         self._features: dict[tuple[str, str], Features] = {}
-        self._layers: dict[str, Reservoir] = {}
 
     @property
     def n_classes(self) -> int:
@@ -169,18 +168,10 @@ class Harvester:
         self.spec.check(client.x.shape[1], client.per_step)
         return client
 
-    def _layer(self, weights: ReservoirWeights) -> Reservoir:
+    def _check(self, weights: ReservoirWeights) -> None:
         if weights.n_inputs != len(self.dataset.feature_names):
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the data has "
                              f"{len(self.dataset.feature_names)} features.")
-        layer = self._layers.get(weights.key)
-        if layer is None:
-            config = ReservoirConfig(units=weights.units, leaky=weights.leaky)
-            layer = Reservoir(config, state_mode=self.spec.state_mode, washout=self.spec.washout, use_gain=True)
-            layer.build((None, None, weights.n_inputs))
-            layer.set_weights(weights.layer_weights())
-            self._layers[weights.key] = layer
-        return layer
 
     def targets(self, client: ClientSequences) -> np.ndarray:
         """One-hot training targets matching the state mode."""
@@ -199,11 +190,12 @@ class Harvester:
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
         self.spec.check(client.x.shape[1], client.per_step)
-        layer = self._layer(weights)
+        self._check(weights)
         targets = self.targets(client)
+        arrays = [tf.constant(w) for w in weights.layer_weights()]
         parts = [
-            layer.harvest_stats(client.x[i:i + self.batch_size], targets[i:i + self.batch_size],
-                                bias=self.spec.readout_bias)
+            harvest_stats(client.x[i:i + self.batch_size], targets[i:i + self.batch_size], arrays, weights.leaky,
+                          self.spec.state_mode, self.spec.washout, bias=self.spec.readout_bias)
             for i in range(0, len(client), self.batch_size)
         ]
         return RidgeStats.sum(parts)
@@ -213,7 +205,7 @@ class Harvester:
         key = (weights.key, cid)
         if key not in self._features:
             client = self._client(cid)
-            self._layer(weights)
+            self._check(weights)
             per_step_all = client.per_step and self.spec.state_mode == "all"
             mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
             blocks = []

@@ -228,6 +228,55 @@ def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, was
     return yts, sts
 
 
+def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
+    if state_mode != "last" and steps is not None and washout >= steps:
+        raise ValueError(f"Reservoir: washout ({washout}) must be shorter than the sequences ({steps} steps).")
+
+
+def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "last", washout: int = 0, *,
+                  bias: bool = False, chunk: int = 64):
+    """Ridge statistics (IncFed eqs. 6–7, ``tff_esn.ridge.RidgeStats``) of a reservoir's states.
+
+    Args:
+        inputs: (batch, time, features) sequences.
+        targets: for ``state_mode="all"`` (batch, n_out) — one target per sequence,
+            repeated at each step — or (batch, time, n_out) per step; for ``"last"`` and
+            ``"mean"`` (one state per sequence) (batch, n_out).
+        weights: ``[kernel, recurrent_kernel, bias, gain]`` arrays or tensors in the
+            layer's order (``gain`` may be ``None``).
+        leaky, state_mode, washout: as :class:`Reservoir`.
+        bias: add the constant readout-bias column to the states.
+        chunk: for ``"all"``, steps per accumulation block — every state after
+            ``washout`` is a sample, accumulated inside the time loop without
+            materialising all states (memory O(chunk · batch · units)).
+    """
+    from tff_esn.ridge import RidgeStats
+
+    inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
+    targets = np.asarray(targets, np.float32)
+    _check_washout(inputs.shape[1], state_mode, washout)
+    tensors = [None if w is None else tf.convert_to_tensor(w, tf.float32) for w in weights]
+    batch, steps = int(inputs.shape[0]), int(inputs.shape[1])
+    if state_mode != "all":
+        states = run_reservoir_compiled(inputs, *tensors, leaky, state_mode, washout)
+        return RidgeStats.from_states(states.numpy(), targets, bias=bias)
+    expected = [(batch, None), (batch, steps, None)]
+    if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
+        raise ValueError(
+            f"harvest_stats: targets must be (batch={batch}, n_out) or (batch={batch}, time={steps}, n_out), "
+            f"got {targets.shape}."
+        )
+    if not np.all(np.isfinite(targets)):
+        raise ValueError("harvest_stats: targets contain NaN or inf.")
+    if chunk < 1:
+        raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
+    yts, sts = _accumulate_stats(
+        inputs, tf.constant(targets), *tensors, leaky, tf.constant(washout), tf.constant(chunk), bias,
+        targets.ndim == 3,
+    )
+    return RidgeStats(yts.numpy(), sts.numpy(), batch * (steps - washout), 1, bias)
+
+
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class Reservoir(tf.keras.layers.Layer):
     """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1).
@@ -307,16 +356,9 @@ class Reservoir(tf.keras.layers.Layer):
         )
         super().build(input_shape)
 
-    def _check_washout(self, inputs: tf.Tensor) -> None:
-        steps = inputs.shape[1]
-        if self.state_mode != "last" and steps is not None and self.washout >= steps:
-            raise ValueError(
-                f"Reservoir: washout ({self.washout}) must be shorter than the sequences ({steps} steps)."
-            )
-
     def call(self, inputs: tf.Tensor) -> tf.Tensor:
         inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
-        self._check_washout(inputs)
+        _check_washout(inputs.shape[1], self.state_mode, self.washout)
         if tf.executing_eagerly():
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
@@ -327,40 +369,12 @@ class Reservoir(tf.keras.layers.Layer):
         return [self.kernel, self.recurrent_kernel, self.bias, self.gain]
 
     def harvest_stats(self, inputs, targets, *, bias: bool = False, chunk: int = 64):
-        """Ridge statistics of this reservoir's states (``from tff_esn.ridge``).
-
-        For ``state_mode="all"`` every state after ``washout`` is a sample, accumulated
-        inside the time loop in chunks of ``chunk`` steps without materialising all states
-        (memory O(chunk · batch · units)); targets are (batch, n_out) — one target per
-        sequence, repeated at each step — or (batch, time, n_out) per step. For ``"last"``
-        and ``"mean"`` there is one state per sequence and targets are (batch, n_out).
-        """
-        from tff_esn.ridge import RidgeStats
-
+        """Ridge statistics of this reservoir's states (module :func:`harvest_stats`); builds the layer on first use."""
         inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
-        targets = np.asarray(targets, np.float32)
         if not self.built:
             self.build(inputs.shape)
-        self._check_washout(inputs)
-        batch, steps = int(inputs.shape[0]), int(inputs.shape[1])
-        if self.state_mode != "all":
-            return RidgeStats.from_states(self(inputs).numpy(), targets, bias=bias)
-        expected = [(batch, None), (batch, steps, None)]
-        if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
-            raise ValueError(
-                f"harvest_stats: targets must be (batch={batch}, n_out) or (batch={batch}, time={steps}, n_out), "
-                f"got {targets.shape}."
-            )
-        if not np.all(np.isfinite(targets)):
-            raise ValueError("harvest_stats: targets contain NaN or inf.")
-        if chunk < 1:
-            raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
-        weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
-        yts, sts = _accumulate_stats(
-            inputs, tf.constant(targets), *weights,
-            self.leaky, tf.constant(self.washout), tf.constant(chunk), bias, targets.ndim == 3,
-        )
-        return RidgeStats(yts.numpy(), sts.numpy(), batch * (steps - self.washout), 1, bias)
+        return harvest_stats(inputs, targets, self._weight_list(), self.leaky, self.state_mode, self.washout,
+                             bias=bias, chunk=chunk)
 
     def compute_output_shape(self, input_shape):
         shape = tf.TensorShape(input_shape)
