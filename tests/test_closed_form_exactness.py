@@ -60,11 +60,12 @@ def test_incremental_updates_equal_batch(seed, n_batches):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), alpha=st.floats(0, 1))
-def test_partial_incfed_with_every_feature_equals_incfed(seed, n_clients, alpha):
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), alpha=st.floats(0, 1),
+       mask=st.sampled_from(partial_incfed.MASKS))
+def test_partial_incfed_with_every_feature_equals_incfed(seed, n_clients, alpha, mask):
     _, parts = _partition(seed, n_clients)
     full = parts[0].n_features
-    result = partial_incfed.fit_partial_incfed(parts, full, alpha, 1e-3, seed=seed)
+    result = partial_incfed.fit_partial_incfed(parts, full, alpha, 1e-3, seed=seed, mask=mask)
     np.testing.assert_allclose(result.readout, fit_incfed(parts, 1e-3), rtol=1e-7, atol=1e-10)
     assert all(sel.tolist() == list(range(full)) for sel in result.selected)
 
@@ -154,11 +155,24 @@ def test_fedavg_average_rejects_bad_weights():
 # ------------------------------------------------------------------ Partial IncFed and pFedRR details
 def test_partial_incfed_masks_columns_as_eq_b16():
     _, parts = _partition(5, 1, f=5)
-    masked = partial_incfed.mask_stats(parts[0], np.array([0, 3]))
+    masked = partial_incfed.mask_stats(parts[0], np.array([0, 3]), "columns")
     keep = np.array([1, 0, 0, 1, 0, 0], bool)
     np.testing.assert_array_equal(masked.B[:, ~keep], 0)
     np.testing.assert_array_equal(masked.B[:, keep], parts[0].B[:, keep])
     np.testing.assert_array_equal(masked.A[:, ~keep], 0)
+
+
+def test_partial_incfed_block_mask_keeps_the_selected_block_only():
+    _, parts = _partition(5, 1, f=5)
+    masked = partial_incfed.mask_stats(parts[0], np.array([0, 3]))
+    block = np.ix_([0, 3], [0, 3])
+    expected = np.zeros_like(parts[0].B)
+    expected[block] = parts[0].B[block]
+    np.testing.assert_array_equal(masked.B, expected)
+    np.testing.assert_array_equal(masked.A[:, [1, 2, 4, 5]], 0)
+    np.testing.assert_array_equal(masked.A[:, [0, 3]], parts[0].A[:, [0, 3]])
+    with pytest.raises(ValueError, match="mask: expected one of block, columns"):
+        partial_incfed.mask_stats(parts[0], np.array([0]), "rows")
 
 
 def test_partial_incfed_selection_mixes_top_and_random():

@@ -24,7 +24,7 @@ from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.heterogeneous import align, client_reservoirs, ensemble_scores
 from tff_esn.incfed import fit_incfed, run_incfed_tff
 from tff_esn.metrics import split_report
-from tff_esn.partial_incfed import default_k, fit_partial_incfed
+from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import fit_pfedrr
 from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
 from tff_esn.ridge import RidgeStats
@@ -130,15 +130,19 @@ def _partial_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.3,
                         help="share of the k features chosen by importance, the rest at random "
                              "(thesis Table B.2: 0.3; 0 = the Random strategy)")
+    parser.add_argument("--mask", choices=MASKS, default="block",
+                        help="reading of thesis eq. B.16: block = D B_c D, the selected rows and columns "
+                             "(default, symmetric positive semi-definite, Cholesky); columns = B_c D, the "
+                             "literal reading (non-symmetric, LU; ill-conditioned, near chance)")
 
 
 def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """Partial IncFed (thesis eqs. B.15–B.17)."""
     run = Run(dataset, split, args)
     k = args.k if args.k is not None else default_k(run.n_features, len(run.train_ids))
-    result = fit_partial_incfed(run.stats(), k, args.alpha, run.l2, seed=args.seed)
+    result = fit_partial_incfed(run.stats(), k, args.alpha, run.l2, seed=args.seed, mask=args.mask)
     return run.report(run.scorer(result.readout), communication.partial_incfed(k, run.n_features, run.n_outputs),
-                      k=k, alpha=args.alpha)
+                      k=k, alpha=args.alpha, mask=args.mask)
 
 
 # ----------------------------------------------------------------------------- pfedrr

@@ -58,6 +58,17 @@ def one_hot(labels: np.ndarray, n_classes: int) -> np.ndarray:
     return np.eye(n_classes, dtype=np.float64)[labels]
 
 
+SYMMETRY_RTOL = 1e-6
+"""Largest ``max |B − Bᵀ| / max |B|`` accepted as symmetric (float32 aggregation rounds at ~1e-7)."""
+
+
+def asymmetry_of(matrix: np.ndarray) -> float:
+    """``max |M − Mᵀ| / max |M|`` (0 for a zero matrix): how far ``M`` is from symmetric."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    scale = float(np.abs(matrix).max(initial=0.0))
+    return 0.0 if scale == 0 else float(np.abs(matrix - matrix.T).max()) / scale
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class RidgeStats:
     """Ridge statistics ``A = Yᵀ S``, ``B = Sᵀ S`` over ``n`` samples from ``clients`` parties.
@@ -164,12 +175,22 @@ class RidgeStats:
     def solve(self, l2: float, *, per_client: bool = False) -> np.ndarray:
         """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10), (n_outputs, n_features), float64.
 
-        Solved by Cholesky; a matrix that is not numerically positive definite raises
-        :class:`SingularSystemError` when ``l2 = 0`` and otherwise falls back to a
-        least-squares solve with a warning. Never forms an explicit inverse.
+        Solved by Cholesky, which only applies to a symmetric ``B``: a non-symmetric ``B``
+        (e.g. Partial IncFed's column-masked sum, thesis eq. B.16 read literally) raises
+        ``ValueError`` instead of being silently solved from its lower triangle. A matrix
+        that is not numerically positive definite raises :class:`SingularSystemError` when
+        ``l2 = 0`` and otherwise falls back to a least-squares solve with a warning. Never
+        forms an explicit inverse.
         """
         if self.n == 0:
             raise ValueError("RidgeStats.solve: no samples were accumulated (empty clients?).")
+        asymmetry = asymmetry_of(self.B)
+        if asymmetry > SYMMETRY_RTOL:
+            raise ValueError(
+                f"RidgeStats.solve: B is not symmetric (max |B − Bᵀ| / max |B| = {asymmetry:.2e} > {SYMMETRY_RTOL:g}); "
+                "the Cholesky solve needs B = Sᵀ S. Solve a non-symmetric system by LU "
+                "(tff_esn.partial_incfed.solve_general)."
+            )
         matrix = self.regularized(l2, per_client=per_client)
         try:
             factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
