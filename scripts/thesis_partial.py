@@ -8,11 +8,18 @@ client, α = 0.3 important + 0.7 random for Partial IncFed, α = 0 for Random
 Each client is harvested once per repetition; repetition r uses seed ``seed + r`` for the
 reservoir and the random picks. The thesis prints "± the standard deviation of the
 errors" without saying over what; we report mean ± std of test accuracy over repetitions.
+
+Eq. B.16 is solved in its well-posed "block" reading (``D B_c D``, the default of
+:func:`~tff_esn.partial_incfed.fit_partial_incfed`); the literal column mask ``B_c D``
+(non-symmetric, ill-conditioned) is reported beside it. The k sweep (all training users,
+k from N_F, where Partial IncFed = IncFed, down past the thesis' k) shows where accuracy
+is lost as fewer features are sent.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from scripts import published as pub
 from scripts.common import (accuracy_of, all_hold, fraction_label, listing, mean_std, plt, rep_seeds,
@@ -23,6 +30,8 @@ from tff_esn.incfed import fit_incfed
 from tff_esn.partial_incfed import default_k, fit_partial_incfed
 
 METHODS = ("IncFed", "Partial IncFed", "Random")
+LITERAL = "Partial IncFed, literal B.16"
+SWEEP = ("Partial IncFed", "Random", LITERAL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +40,27 @@ class Settings:
     repetitions: int = 3
     units: int = pub.THESIS_TABLE_B_2["units"]
     alpha: float = pub.THESIS_TABLE_B_2["alpha"]
+    sweep_shares: tuple[float, ...] = (1.0, 0.75, 0.5, 1 / 3, 1 / 6, 1 / 12, 1 / 24)
+    """k / N_F of the k sweep (at the largest fraction; 1/6 = the thesis' k for 9 clients)."""
 
     @property
     def steps(self) -> int:
-        return self.repetitions * len(self.fractions)
+        return self.repetitions * (len(self.fractions) + 1)
+
+
+def sweep_ks(n_features: int, shares) -> list[int]:
+    """The sweep's distinct k = round(share · N_F) ≥ 1, largest first."""
+    return sorted({max(1, round(share * n_features)) for share in shares}, reverse=True)
+
+
+def readouts(stats, k: int, alpha: float, l2: float, seed: int) -> dict:
+    """Partial IncFed (block), Random (block, α 0) and the literal column-mask reading at one k."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the literal system is ill-conditioned (reported)
+        literal = fit_partial_incfed(stats, k, alpha, l2, seed=seed, mask="columns").readout
+    return {"Partial IncFed": fit_partial_incfed(stats, k, alpha, l2, seed=seed).readout,
+            "Random": fit_partial_incfed(stats, k, 0.0, l2, seed=seed).readout,
+            LITERAL: literal}
 
 
 def run(ctx: Context, s: Settings) -> None:
@@ -42,35 +68,46 @@ def run(ctx: Context, s: Settings) -> None:
     dataset = ctx.dataset("wesad", "incfed-wesad")
     splits = {f: ctx.split("incfed-wesad", dataset, train_fraction=f) for f in s.fractions}
     cells: dict = {}
+    sweep: dict = {}
     ks = {}
+    n_feat = s.units + 1
+    ks_sweep = sweep_ks(n_feat, s.sweep_shares)
     for seed in rep_seeds(ctx, s.repetitions):
         args = run_namespace("partial-incfed", out=ctx.out, units=s.units, spectral_radius=b2["spectral_radius"],
                              leaky=b2["leaky"], input_scaling=b2["input_scaling"], l2=b2["l2"], seed=seed)
-        for fraction, cf in shared_closed_form_runs(dataset, splits, args).items():
+        runs = shared_closed_form_runs(dataset, splits, args)
+        for fraction, cf in runs.items():
             stats = cf.stats()
             ks[fraction] = k = default_k(cf.n_features, len(stats))
-            readouts = {"IncFed": fit_incfed(stats, cf.l2),
-                        "Partial IncFed": fit_partial_incfed(stats, k, s.alpha, cf.l2, seed=seed).readout,
-                        "Random": fit_partial_incfed(stats, k, 0.0, cf.l2, seed=seed).readout}
-            for method, w in readouts.items():
+            fitted = {"IncFed": fit_incfed(stats, cf.l2), **readouts(stats, k, s.alpha, cf.l2, seed)}
+            for method, w in fitted.items():
                 cells.setdefault((fraction, method), []).append(100 * accuracy_of(cf, w, cf.split.test))
             ctx.step(seed=seed, fraction=fraction_label(fraction))
+        cf = runs[max(s.fractions)]
+        stats = cf.stats()
+        sweep.setdefault("IncFed", []).append(100 * accuracy_of(cf, fit_incfed(stats, cf.l2), cf.split.test))
+        for k in ks_sweep:
+            for method, w in readouts(stats, k, s.alpha, cf.l2, seed).items():
+                sweep.setdefault((k, method), []).append(100 * accuracy_of(cf, w, cf.split.test))
+        ctx.step(seed=seed, sweep="k")
     n_out = dataset.n_classes
-    n_feat = s.units + 1
     rows = []
     for fraction in sorted(s.fractions, reverse=True):
         up_inc = communication.incfed(n_feat, n_out).up_floats
         up_part = communication.partial_incfed(ks[fraction], n_feat, n_out).up_floats
         rows.append({"training users": fraction_label(fraction), "k": ks[fraction],
-                     **{f"{m} (ours)": mean_std(cells[(fraction, m)], 0.01) for m in METHODS},
+                     **{f"{m} (ours)": mean_std(cells[(fraction, m)], 0.01) for m in (*METHODS, LITERAL)},
                      **{f"{m} (published)": pub.THESIS_TABLE_B_3[fraction][m] for m in METHODS},
                      "upload floats IncFed": up_inc, "upload floats Partial": up_part})
     ctx.table("table_b3", f"Thesis Table B.3: test accuracy, mean ± std over {s.repetitions} repetition(s)", rows,
               ours=ctx.on("wesad"), published="real WESAD, thesis Table B.3 (± 'std of the errors' as printed)",
               note=f"Model: {s.units} units, ρ {b2['spectral_radius']}, leaking rate {b2['leaky']}, input scaling "
                    f"{b2['input_scaling']}, λ {b2['l2']}, α {s.alpha} (Random: α 0); k = round(1.5/|C|·N_F) of "
-                   f"N_F = {n_feat} readout features (units + bias). Upload floats per client: IncFed N_F² + N_F·N_Y, "
-                   "Partial IncFed k(N_Y + N_F) (the thesis' k(1 + N_x) for one output).")
+                   f"N_F = {n_feat} readout features (units + bias). Partial IncFed and Random use the block reading "
+                   "of eq. B.16 (D B_c D: symmetric PSD); the literal column mask B_c D is ill-conditioned "
+                   "(see tff_esn.partial_incfed). Upload floats per client: IncFed N_F² + N_F·N_Y, Partial IncFed "
+                   "k(N_Y + N_F) as in §B.3 (the block reading needs only k(k + 1)/2 + k·N_Y of them).")
+    _sweep_outputs(ctx, s, sweep, ks_sweep, n_feat, ks[max(s.fractions)])
     pyplot = plt()
     fig, ax = pyplot.subplots(figsize=(5.5, 3.8))
     x = [100 * f for f in s.fractions]
@@ -84,6 +121,33 @@ def run(ctx: Context, s: Settings) -> None:
     ax.legend(fontsize=7)
     ctx.figure("table_b3_curves", "Thesis Table B.3 as curves: test accuracy vs training users", fig)
     means = {key: mean_std(v).mean for key, v in cells.items()}
+    _claims(ctx, s, means, n_feat)
+
+
+def _sweep_outputs(ctx: Context, s: Settings, sweep: dict, ks_sweep: list[int], n_feat: int, thesis_k: int) -> None:
+    """The k-sweep table and figure (all training users; IncFed is the k = N_F reference)."""
+    incfed = mean_std(sweep["IncFed"], 0.01)
+    rows = [{"k": k, "k / N_F": k / n_feat, "IncFed (ours)": incfed,
+             **{f"{m} (ours)": mean_std(sweep[(k, m)], 0.01) for m in SWEEP}} for k in ks_sweep]
+    ctx.table("table_b3_k_sweep", f"Partial IncFed k sweep at {fraction_label(max(s.fractions))} of the training "
+              f"users: test accuracy, mean ± std over {s.repetitions} repetition(s)", rows, ours=ctx.on("wesad"),
+              note=f"N_F = {n_feat}; the thesis' k here is {thesis_k}. Same reservoirs and clients as Table B.3; "
+                   "at k = N_F every reading equals IncFed.")
+    pyplot = plt()
+    fig, ax = pyplot.subplots(figsize=(5.5, 3.8))
+    for method, color in zip(SWEEP, ("C3", "C2", "C7")):
+        m = [mean_std(sweep[(k, method)], 0.01) for k in ks_sweep]
+        ax.errorbar(ks_sweep, [v.mean for v in m], yerr=[v.std for v in m], color=color, marker="o", ms=3,
+                    label=method)
+    ax.axhline(incfed.mean, color="C0", ls="--", label="IncFed")
+    ax.axvline(thesis_k, color="0.6", lw=0.8, ls=":", label=f"thesis k = {thesis_k}")
+    ax.set(xscale="log", xlabel="k (features per client)", ylabel="test accuracy",
+           title=f"Partial IncFed k sweep — ours on {'synthetic' if ctx.data.synthetic('wesad') else 'real'} WESAD")
+    ax.legend(fontsize=7)
+    ctx.figure("table_b3_k_sweep", "Partial IncFed: test accuracy vs k (block and literal readings, IncFed line)", fig)
+
+
+def _claims(ctx: Context, s: Settings, means: dict, n_feat: int) -> None:
     ref = "thesis §B.4, Table B.3"
     better = {fraction_label(f): means[(f, "Partial IncFed")] > means[(f, "IncFed")] for f in s.fractions}
     ctx.claim("Partial IncFed generalizes better than IncFed (higher test accuracy) at every percentage of users",
