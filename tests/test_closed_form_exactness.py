@@ -71,10 +71,11 @@ def test_partial_incfed_with_every_feature_equals_incfed(seed, n_clients, alpha,
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6))
-def test_pfedrr_with_tau_one_equals_incfed(seed, n_clients):
-    _, parts = _partition(seed, n_clients)
-    result = pfedrr.fit_pfedrr(parts, 1.0, 1e-3, seed=seed)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), reading=st.sampled_from(pfedrr.READINGS),
+       bias=st.booleans())
+def test_pfedrr_with_tau_one_equals_incfed(seed, n_clients, reading, bias):
+    _, parts = _partition(seed, n_clients, bias=bias)
+    result = pfedrr.fit_pfedrr(parts, 1.0, 1e-3, seed=seed, reading=reading)
     ref = fit_incfed(parts, 1e-3)
     for readout in (result.exact, result.important, result.random):
         np.testing.assert_allclose(readout, ref, rtol=1e-8, atol=1e-10)
@@ -185,12 +186,17 @@ def test_partial_incfed_selection_mixes_top_and_random():
 
 
 def test_pfedrr_sparsify_keeps_diagonal_and_selected_block():
-    _, parts = _partition(6, 1, f=4)
+    _, parts = _partition(6, 1, f=6)
     b = parts[0].B
-    out = pfedrr.sparsify(parts[0], np.array([1, 2])).B
-    mask = np.eye(5, dtype=bool)
+    mask = np.eye(7, dtype=bool)
     mask[np.ix_([1, 2], [1, 2])] = True
-    np.testing.assert_array_equal(out, np.where(mask, b, 0))
+    literal = pfedrr.sparsify(parts[0], np.array([1, 2]), "literal")
+    consistent = pfedrr.sparsify(parts[0], np.array([1, 2]))
+    for out in (literal, consistent):
+        np.testing.assert_array_equal(out.B, np.where(mask, b, 0))
+    np.testing.assert_array_equal(literal.A, parts[0].A)
+    np.testing.assert_array_equal(consistent.A[:, [1, 2]], parts[0].A[:, [1, 2]])
+    np.testing.assert_array_equal(consistent.A[:, [0, 3, 4, 5, 6]], 0)
     imp = pfedrr.importance(b)
     assert imp.min() == 0.0 and imp.max() == 1.0
     assert pfedrr.importance(np.eye(3)).tolist() == [1.0, 1.0, 1.0]

@@ -25,7 +25,7 @@ from tff_esn.heterogeneous import align, client_reservoirs, ensemble_scores
 from tff_esn.incfed import fit_incfed, run_incfed_tff
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
-from tff_esn.pfedrr import fit_pfedrr
+from tff_esn.pfedrr import READINGS, fit_pfedrr
 from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
 from tff_esn.ridge import RidgeStats
 
@@ -149,18 +149,24 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Na
 def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tau", type=float, default=0.5,
                         help="importance threshold τ ∈ (0, 1]: units with scaled importance ≥ 1 − τ are kept")
+    parser.add_argument("--reading", choices=READINGS, default="consistent",
+                        help="consistent (default): A_c's columns of unselected units are zeroed like B̃_c's; "
+                             "literal: A_c sent whole as pFedRR eq. 2 (collapses to one class when few units are "
+                             "kept on OSULeaf)")
 
 
 def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
     run = Run(dataset, split, args)
-    result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed)
+    result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed, reading=args.reading)
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
         comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
-    cost = communication.pfedrr([u.size for u in result.important_units], run.n_features, run.n_outputs)
-    return run.report(run.scorer(result.important), cost, tau=args.tau, percent_units=result.percent_units,
+    kept = run.n_features - result.n_units  # the bias input, kept in every selection
+    cost = communication.pfedrr([u.size + kept for u in result.important_units], run.n_features, run.n_outputs)
+    return run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
+                      percent_units=result.percent_units,
                       **comparison)
 
 

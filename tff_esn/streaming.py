@@ -37,7 +37,7 @@ from tff_esn.data.sequences import SequenceDataset
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.incfed import _client_arrays, build_client_stats_computation
 from tff_esn.io import atomic_write
-from tff_esn.pfedrr import check_tau, random_units, select_important, sparsify
+from tff_esn.pfedrr import check_tau, client_parts, n_units
 from tff_esn.ridge import RidgeStats
 
 
@@ -229,11 +229,11 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
         selected = 0
         for i, cid in enumerate(clients.client_ids):
             stats = harvester.stats(weights, cid)
-            units = select_important(stats.B, tau)
+            parts = client_parts(stats, tau, seed, first + i)
             exact.append(stats)
-            important.append(sparsify(stats, units))
-            random.append(sparsify(stats, random_units(stats.n_features, units.size, seed, first + i)))
-            selected += units.size
+            important.append(parts.important)
+            random.append(parts.random)
+            selected += parts.important_units.size
         return [RidgeStats.sum(exact), RidgeStats.sum(important), RidgeStats.sum(random)], {"units": selected}
 
     identity = {"algorithm": "pfedrr", "n_clients": source.n_clients, "subround_size": subround_size,
@@ -241,5 +241,5 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
     parts, counters, done = _drive(source, subround_size, subround, _Checkpoint(checkpoint, identity), progress,
                                    "pfedrr subrounds")
     exact, important, random = (p.solve(l2, per_client=per_client) for p in parts)
-    percent = counters["units"] / (parts[0].clients * parts[0].n_features) * 100
+    percent = counters["units"] / (parts[0].clients * n_units(parts[0])) * 100
     return StreamedPFedRR(exact, important, random, float(percent), done)
