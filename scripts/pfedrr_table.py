@@ -11,6 +11,10 @@ seed ``seed + r``) and every fraction and τ reuses the statistics.
 
 The paper selects ρ, input scaling and leaking rate by model selection for a 1000-unit
 ESN; here they are fixed mid-range values of its ranges (``Settings``).
+
+I- and R-pFedRR use :mod:`tff_esn.pfedrr`'s consistent reading (A_c masked like B̃_c, the
+readout bias kept and not counted as a unit); the paper's literal reading (A_c whole) is
+reported beside it as "I-pFedRR literal", at its own best-validation τ.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from scripts.framework import Context, Experiment, register, run_namespace
 from tff_esn.pfedrr import fit_pfedrr
 
 METHODS = ("fedrr", "i-pfedrr", "r-pfedrr")
+LITERAL = "i-pfedrr-literal"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +64,9 @@ def run(ctx: Context, s: Settings) -> None:
                 stats = cf.stats()
                 for tau in s.taus:
                     result = fit_pfedrr(stats, tau, s.l2, seed=seed)
-                    readouts = dict(zip(METHODS, (result.exact, result.important, result.random)))
+                    literal = fit_pfedrr(stats, tau, s.l2, seed=seed, reading="literal")
+                    readouts = {**dict(zip(METHODS, (result.exact, result.important, result.random))),
+                                LITERAL: literal.important}
                     cells.setdefault((fraction, tau), []).append({
                         **{f"{m} {g}": 100 * accuracy_of(cf, w, getattr(cf.split, g))
                            for m, w in readouts.items() for g in ("val", "test")},
@@ -81,7 +88,7 @@ def best(cells: dict, fraction: float, taus, method: str) -> tuple[float, list[d
 def summary(cells: dict, fraction: float, s: Settings) -> dict:
     """Table 1's cells of one fraction (accuracy and % units as MeanStd, the chosen τ)."""
     out = {"fedrr": mean_std(c["fedrr test"] for t in s.taus for c in cells[(fraction, t)])}
-    for method in METHODS[1:]:
+    for method in (*METHODS[1:], LITERAL):
         tau, chosen = best(cells, fraction, s.taus, method)
         out[method] = (mean_std(c[f"{method} test"] for c in chosen), mean_std(c["% units"] for c in chosen), tau)
     return out
@@ -99,13 +106,18 @@ def _table(ctx: Context, results: dict, s: Settings) -> None:
                 row.update({f"{name} τ (ours)": tau, f"{name} acc (ours)": acc,
                             f"{name} acc (published)": paper[method][0], f"{name} % units (ours)": units,
                             f"{name} % units (published)": paper[method][1]})
+            acc, units, tau = ours[LITERAL]
+            row.update({"I-pFedRR literal τ (ours)": tau, "I-pFedRR literal acc (ours)": acc,
+                        "I-pFedRR literal % units (ours)": units})
             rows.append(row)
     kinds = ", ".join(ctx.on(k) for k in results)
     ctx.table("table_1", f"pFedRR Table 1: test accuracy (%) and % units at the τ with the best validation accuracy, "
               f"mean ± std over {s.repetitions} repetition(s)", rows, ours=kinds,
               published="real WESAD and HHAR, pFedRR Table 1", digits=2,
               note=f"Reservoir: {s.units} units, ρ {s.spectral_radius}, input scaling {s.input_scaling}, leaking rate "
-                   f"{s.leaky}, λ {s.l2} (fixed; the paper tunes ρ, scaling and leaking rate for 1000 units).")
+                   f"{s.leaky}, λ {s.l2} (fixed; the paper tunes ρ, scaling and leaking rate for 1000 units). "
+                   "I-/R-pFedRR: A_c masked like B̃_c and the readout bias kept outside the ranking (tff_esn.pfedrr); "
+                   "'literal': A_c sent whole as in pFedRR eq. 2.")
 
 
 def _figure(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
@@ -113,17 +125,17 @@ def _figure(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
     fig, (acc_ax, units_ax) = pyplot.subplots(1, 2, figsize=(10, 3.8))
     for i, fraction in enumerate(s.fractions):
         color = f"C{i}"
-        for method, style in (("i-pfedrr", "-"), ("r-pfedrr", ":")):
+        for method, style, marker in (("i-pfedrr", "-", "o"), ("r-pfedrr", ":", "x"), (LITERAL, "-.", "")):
             acc = [mean_std(c[f"{method} test"] for c in cells[(fraction, t)]) for t in s.taus]
             acc_ax.errorbar(s.taus, [a.mean for a in acc], yerr=[a.std for a in acc], color=color, ls=style,
-                            marker="o" if method == "i-pfedrr" else "x", ms=3,
+                            marker=marker, ms=3,
                             label=f"{fraction_label(fraction)} {method}")
         fedrr = mean_std(c["fedrr test"] for t in s.taus for c in cells[(fraction, t)])
         acc_ax.axhline(fedrr.mean, color=color, lw=0.8, ls="--")
         units = [mean_std(c["% units"] for c in cells[(fraction, t)]) for t in s.taus]
         units_ax.errorbar(s.taus, [u.mean for u in units], yerr=[u.std for u in units], color=color, marker="o", ms=3,
                           label=fraction_label(fraction))
-    acc_ax.set(xlabel="τ", ylabel="test accuracy (%)", title="accuracy (dashed: FedRR)")
+    acc_ax.set(xlabel="τ", ylabel="test accuracy (%)", title="accuracy (dashed: FedRR; dash-dot: I- literal)")
     units_ax.set(xlabel="τ", ylabel="% units selected (I- = R-)", title="% units")
     acc_ax.legend(fontsize=6, ncol=2), units_ax.legend(fontsize=7)
     fig.suptitle(f"pFedRR Figure 1 ({kind.upper()}) — ours on {ctx.on(kind)}", fontsize=9)

@@ -10,8 +10,9 @@ reservoir and the random picks. The thesis prints "± the standard deviation of 
 errors" without saying over what; we report mean ± std of test accuracy over repetitions.
 
 Eq. B.16 is solved in its well-posed "block" reading (``D B_c D``, the default of
-:func:`~tff_esn.partial_incfed.fit_partial_incfed`); the literal column mask ``B_c D``
-(non-symmetric, ill-conditioned) is reported beside it. The k sweep (all training users,
+:func:`~tff_esn.partial_incfed.fit_partial_incfed`); the Nyström completion of the literal
+upload and the literal column mask ``B_c D`` (non-symmetric, ill-conditioned) are reported
+beside it. The k sweep (all training users,
 k from N_F, where Partial IncFed = IncFed, down past the thesis' k) shows where accuracy
 is lost as fewer features are sent.
 """
@@ -30,8 +31,9 @@ from tff_esn.incfed import fit_incfed
 from tff_esn.partial_incfed import default_k, fit_partial_incfed
 
 METHODS = ("IncFed", "Partial IncFed", "Random")
+NYSTROM = "Partial IncFed, Nyström"
 LITERAL = "Partial IncFed, literal B.16"
-SWEEP = ("Partial IncFed", "Random", LITERAL)
+SWEEP = ("Partial IncFed", "Random", NYSTROM, LITERAL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,12 +56,13 @@ def sweep_ks(n_features: int, shares) -> list[int]:
 
 
 def readouts(stats, k: int, alpha: float, l2: float, seed: int) -> dict:
-    """Partial IncFed (block), Random (block, α 0) and the literal column-mask reading at one k."""
+    """Partial IncFed (block), Random (block, α 0), the Nyström and the literal column-mask readings at one k."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the literal system is ill-conditioned (reported)
         literal = fit_partial_incfed(stats, k, alpha, l2, seed=seed, mask="columns").readout
     return {"Partial IncFed": fit_partial_incfed(stats, k, alpha, l2, seed=seed).readout,
             "Random": fit_partial_incfed(stats, k, 0.0, l2, seed=seed).readout,
+            NYSTROM: fit_partial_incfed(stats, k, alpha, l2, seed=seed, mask="nystrom").readout,
             LITERAL: literal}
 
 
@@ -96,7 +99,7 @@ def run(ctx: Context, s: Settings) -> None:
         up_inc = communication.incfed(n_feat, n_out).up_floats
         up_part = communication.partial_incfed(ks[fraction], n_feat, n_out).up_floats
         rows.append({"training users": fraction_label(fraction), "k": ks[fraction],
-                     **{f"{m} (ours)": mean_std(cells[(fraction, m)], 0.01) for m in (*METHODS, LITERAL)},
+                     **{f"{m} (ours)": mean_std(cells[(fraction, m)], 0.01) for m in (*METHODS, NYSTROM, LITERAL)},
                      **{f"{m} (published)": pub.THESIS_TABLE_B_3[fraction][m] for m in METHODS},
                      "upload floats IncFed": up_inc, "upload floats Partial": up_part})
     ctx.table("table_b3", f"Thesis Table B.3: test accuracy, mean ± std over {s.repetitions} repetition(s)", rows,
@@ -104,8 +107,8 @@ def run(ctx: Context, s: Settings) -> None:
               note=f"Model: {s.units} units, ρ {b2['spectral_radius']}, leaking rate {b2['leaky']}, input scaling "
                    f"{b2['input_scaling']}, λ {b2['l2']}, α {s.alpha} (Random: α 0); k = round(1.5/|C|·N_F) of "
                    f"N_F = {n_feat} readout features (units + bias). Partial IncFed and Random use the block reading "
-                   "of eq. B.16 (D B_c D: symmetric PSD); the literal column mask B_c D is ill-conditioned "
-                   "(see tff_esn.partial_incfed). Upload floats per client: IncFed N_F² + N_F·N_Y, Partial IncFed "
+                   "of eq. B.16 (D B_c D: symmetric PSD); Nyström completes each client's B_c from its k columns; "
+                   "the literal column mask B_c D is ill-conditioned (see tff_esn.partial_incfed). Upload floats per client: IncFed N_F² + N_F·N_Y, Partial IncFed "
                    "k(N_Y + N_F) as in §B.3 (the block reading needs only k(k + 1)/2 + k·N_Y of them).")
     _sweep_outputs(ctx, s, sweep, ks_sweep, n_feat, ks[max(s.fractions)])
     pyplot = plt()
@@ -135,7 +138,7 @@ def _sweep_outputs(ctx: Context, s: Settings, sweep: dict, ks_sweep: list[int], 
                    "at k = N_F every reading equals IncFed.")
     pyplot = plt()
     fig, ax = pyplot.subplots(figsize=(5.5, 3.8))
-    for method, color in zip(SWEEP, ("C3", "C2", "C7")):
+    for method, color in zip(SWEEP, ("C3", "C2", "C1", "C7")):
         m = [mean_std(sweep[(k, method)], 0.01) for k in ks_sweep]
         ax.errorbar(ks_sweep, [v.mean for v in m], yerr=[v.std for v in m], color=color, marker="o", ms=3,
                     label=method)

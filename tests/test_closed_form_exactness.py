@@ -172,7 +172,7 @@ def test_partial_incfed_block_mask_keeps_the_selected_block_only():
     np.testing.assert_array_equal(masked.B, expected)
     np.testing.assert_array_equal(masked.A[:, [1, 2, 4, 5]], 0)
     np.testing.assert_array_equal(masked.A[:, [0, 3]], parts[0].A[:, [0, 3]])
-    with pytest.raises(ValueError, match="mask: expected one of block, columns"):
+    with pytest.raises(ValueError, match="mask: expected one of block, nystrom, columns"):
         partial_incfed.mask_stats(parts[0], np.array([0]), "rows")
 
 

@@ -132,8 +132,9 @@ def _partial_arguments(parser: argparse.ArgumentParser) -> None:
                              "(thesis Table B.2: 0.3; 0 = the Random strategy)")
     parser.add_argument("--mask", choices=MASKS, default="block",
                         help="reading of thesis eq. B.16: block = D B_c D, the selected rows and columns "
-                             "(default, symmetric positive semi-definite, Cholesky); columns = B_c D, the "
-                             "literal reading (non-symmetric, LU; ill-conditioned, near chance)")
+                             "(default, symmetric positive semi-definite, Cholesky); nystrom = each client's B_c "
+                             "completed from its k columns (PSD); columns = B_c D, the literal reading "
+                             "(non-symmetric, LU; ill-conditioned, near chance)")
 
 
 def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
