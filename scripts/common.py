@@ -84,3 +84,13 @@ def plt():
     import matplotlib.pyplot as pyplot
 
     return pyplot
+
+
+def baseline_accuracies(dataset, split, seed: int) -> dict[str, float]:
+    """Test accuracy of the majority class and of logistic regression on ``split``
+    (:func:`tff_esn.baselines.baseline_scores`), to sit beside a table's results."""
+    from tff_esn.baselines import baseline_scores
+
+    scores = baseline_scores(dataset, split, seed=seed)
+    return {name: scores[key]["test"]["accuracy"]
+            for name, key in (("majority", "majority"), ("logistic regression", "logistic_regression"))}
