@@ -24,8 +24,8 @@ import dataclasses
 import numpy as np
 
 from scripts import published as pub
-from scripts.common import (accuracy_of, all_hold, fraction_label, listing, mean_std, plt, rep_seeds,
-                            shared_closed_form_runs)
+from scripts.common import (accuracy_of, all_hold, baseline_accuracies, fraction_label, listing, mean_std, plt,
+                            rep_seeds, shared_closed_form_runs)
 from scripts.framework import Context, Experiment, register, run_namespace
 from tff_esn.pfedrr import fit_pfedrr
 
@@ -51,10 +51,12 @@ class Settings:
 
 
 def run(ctx: Context, s: Settings) -> None:
-    results = {}
+    results, baselines = {}, {}
     for kind in s.datasets:
         dataset = ctx.dataset(kind, f"pfedrr-{kind}")
         splits = {f: ctx.split(f"pfedrr-{kind}", dataset, train_fraction=f) for f in s.fractions}
+        baselines[kind] = {f: {name: 100 * v for name, v in baseline_accuracies(dataset, split, ctx.seed).items()}
+                           for f, split in splits.items()}
         cells: dict[tuple[float, float], list[dict]] = {}
         for seed in rep_seeds(ctx, s.repetitions):
             args = run_namespace("pfedrr", out=ctx.out, units=s.units, spectral_radius=s.spectral_radius,
@@ -73,10 +75,10 @@ def run(ctx: Context, s: Settings) -> None:
                         "% units": result.percent_units})
                 ctx.step(data=kind, seed=seed, fraction=fraction_label(fraction))
         results[kind] = cells
-    _table(ctx, results, s)
+    _table(ctx, results, baselines, s)
     for kind, cells in results.items():
         _figure(ctx, kind, cells, s)
-    _claims(ctx, results, s)
+    _claims(ctx, results, baselines, s)
 
 
 def best(cells: dict, fraction: float, taus, method: str) -> tuple[float, list[dict]]:
@@ -94,7 +96,7 @@ def summary(cells: dict, fraction: float, s: Settings) -> dict:
     return out
 
 
-def _table(ctx: Context, results: dict, s: Settings) -> None:
+def _table(ctx: Context, results: dict, baselines: dict, s: Settings) -> None:
     rows = []
     for kind, cells in results.items():
         for fraction in s.fractions:
@@ -108,7 +110,8 @@ def _table(ctx: Context, results: dict, s: Settings) -> None:
                             f"{name} % units (published)": paper[method][1]})
             acc, units, tau = ours[LITERAL]
             row.update({"I-pFedRR literal τ (ours)": tau, "I-pFedRR literal acc (ours)": acc,
-                        "I-pFedRR literal % units (ours)": units})
+                        "I-pFedRR literal % units (ours)": units,
+                        **{f"{name} acc (ours)": v for name, v in baselines[kind][fraction].items()}})
             rows.append(row)
     kinds = ", ".join(ctx.on(k) for k in results)
     ctx.table("table_1", f"pFedRR Table 1: test accuracy (%) and % units at the τ with the best validation accuracy, "
@@ -142,28 +145,67 @@ def _figure(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
     ctx.figure(f"figure_1_{kind}", f"pFedRR Figure 1, {kind.upper()}: test accuracy and % units vs τ", fig)
 
 
-def _claims(ctx: Context, results: dict, s: Settings) -> None:
+LEARNED_MARGIN = 5.0
+"""FedRR more than this many points below logistic regression on the same split = the reservoir did not learn."""
+
+
+def _not_learned(sums: dict, baselines: dict) -> dict[str, str]:
+    """The fractions where FedRR falls more than :data:`LEARNED_MARGIN` points below logistic regression."""
+    return {fraction_label(f): f"FedRR {v['fedrr'].mean:.1f} vs LR {baselines[f]['logistic regression']:.1f}"
+            for f, v in sums.items() if v["fedrr"].mean < baselines[f]["logistic regression"] - LEARNED_MARGIN}
+
+
+def _cause(sums: dict, baselines: dict, kind: str, data_reason: str) -> tuple[str, str]:
+    """``defect`` when FedRR itself falls well below logistic regression (the comparison is then among
+    readouts of a reservoir that did not learn), else ``data`` with ``data_reason``."""
+    weak = _not_learned(sums, baselines)
+    if weak:
+        return "defect", (f"FedRR is more than {LEARNED_MARGIN:.0f} points below logistic regression on the same "
+                          f"synthetic {kind.upper()} split ("
+                          + listing(weak) + "): the reservoir pipeline does not learn this data (issue 13 item 2), "
+                          "so the ordering of the compressed readouts says nothing.")
+    return "data", data_reason
+
+
+def _claims(ctx: Context, results: dict, baselines: dict, s: Settings) -> None:
     ref = "pFedRR §3, Table 1, Figure 1"
     if "wesad" in results:
         sums = {f: summary(results["wesad"], f, s) for f in s.fractions}
         better = {fraction_label(f): min(v["i-pfedrr"][0].mean, v["r-pfedrr"][0].mean) > v["fedrr"].mean
                   for f, v in sums.items()}
+        gain = listing({fraction_label(f): f"{v['i-pfedrr'][0].mean - v['fedrr'].mean:+.1f}" for f, v in sums.items()})
+        cause, reason = _cause(sums, baselines["wesad"], "wesad",
+                               f"synthetic WESAD: I-pFedRR − FedRR test accuracy (points) {gain}; the τ is picked on "
+                               "3 validation subjects and does not transfer to the 3 test subjects at every fraction. "
+                               "The paper's gain is a regularisation effect measured on its real data.")
         ctx.claim("On WESAD both compression-based methods outperform FedRR at every percentage of clients", ref,
-                  all_hold(better), "min(I, R) test accuracy > FedRR: " + listing(better))
+                  all_hold(better), "min(I, R) test accuracy > FedRR: " + listing(better), cause=cause, reason=reason)
         units = [sums[f]["i-pfedrr"][1].mean for f in s.fractions]
+        full = max(s.fractions)
+        growth = ", ".join(f"τ {t:g}: {mean_std(c['% units'] for c in results['wesad'][(full, t)]).mean:.1f} %"
+                           for t in s.taus)
+        cause, reason = _cause(sums, baselines["wesad"], "wesad",
+                               "synthetic WESAD: the share of units is that of the τ validation picks, and the "
+                               f"synthetic importance profile is flatter than the paper's ({fraction_label(full)}: "
+                               f"{growth}; the paper keeps 1.2 % at 100 %). The readout bias is not counted as a unit.")
         ctx.claim("On WESAD, I-pFedRR needs progressively fewer units as the number of training clients grows",
                   ref, None if len(units) < 2 else bool(np.all(np.diff(units) <= 0)),
                   "I-pFedRR % units at the selected τ: " + ", ".join(
-                      f"{fraction_label(f)} {u:.1f}" for f, u in zip(s.fractions, units)) + " (criterion: non-increasing)")
+                      f"{fraction_label(f)} {u:.1f}" for f, u in zip(s.fractions, units)) + " (criterion: non-increasing)",
+                  cause=cause, reason=reason)
     if "hhar" in results:
         sums = {f: summary(results["hhar"], f, s) for f in s.fractions}
+        cause, reason = _cause(sums, baselines["hhar"], "hhar",
+                               "synthetic HHAR: FedRR learns it, but the synthetic users are more alike than the real "
+                               "ones, so compressing the statistics costs less than on the paper's data.")
         lower = {fraction_label(f): max(v["i-pfedrr"][0].mean, v["r-pfedrr"][0].mean) < v["fedrr"].mean
                  for f, v in sums.items()}
         ctx.claim("On HHAR both compression-based methods are less accurate than FedRR", ref, all_hold(lower),
-                  "max(I, R) test accuracy < FedRR: " + listing(lower))
+                  "max(I, R) test accuracy < FedRR: " + listing(lower), cause=cause, reason=reason)
         i_vs_r = {fraction_label(f): v["i-pfedrr"][0].mean >= v["r-pfedrr"][0].mean for f, v in sums.items()}
         ctx.claim("On HHAR the importance-based selection beats random selection at every percentage of clients",
-                  ref, all_hold(i_vs_r), "I-pFedRR ≥ R-pFedRR test accuracy: " + listing(i_vs_r))
+                  ref, all_hold(i_vs_r), "I-pFedRR ≥ R-pFedRR test accuracy: " + listing(i_vs_r),
+                  cause=cause, reason=reason)
 
 
 register(Experiment(
