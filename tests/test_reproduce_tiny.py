@@ -37,7 +37,7 @@ def test_every_experiment_runs_and_is_reported(tiny_run):
         for table in record["tables"]:
             assert (request.out / record["name"] / table["csv"]).read_text().count("\n") >= 2
     for figure in ("figure_6_3", "figure_6_7", "figure_6_8", "figure_6_12", "figure_6_13", "figure_A_1",
-                   "figure_A_10", "figure_1_wesad", "table_b3_curves"):
+                   "figure_A_10", "figure_1_wesad", "table_b3_curves", "table_b3_k_sweep"):
         assert any(f["name"] == figure for r in records for f in r["figures"]), figure
     assert "synthetic WESAD" in text and "not a reproduction of the published numbers" in text
     assert "| tensorflow-federated | 0.87.0 |" in text
