@@ -148,9 +148,12 @@ def _sweep_outputs(ctx: Context, s: Settings, sweep: dict, ks_sweep: list[int], 
                     label=method)
     ax.axhline(incfed.mean, color="C0", ls="--", label="IncFed")
     for (name, value), color in zip(baselines.items(), ("0.4", "C4")):
-        ax.axhline(value, color=color, ls=":", lw=1, label=name)
+        ax.axhline(value, color=color, ls=":", lw=1.2, label=f"{name} {value:.2f}")
     ax.axvline(thesis_k, color="0.6", lw=0.8, ls=":", label=f"thesis k = {thesis_k}")
-    ax.set(xscale="log", xlabel="k (features per client)", ylabel="test accuracy",
+    ax.set_xscale("log")
+    ax.set_xticks(ks_sweep, [str(k) for k in ks_sweep], minor=False)
+    ax.set_xticks([], minor=True)
+    ax.set(xlabel="k (features per client)", ylabel="test accuracy",
            title=f"Partial IncFed k sweep — ours on {'synthetic' if ctx.data.synthetic('wesad') else 'real'} WESAD")
     ax.legend(fontsize=7)
     ctx.figure("table_b3_k_sweep", "Partial IncFed: test accuracy vs k (block and literal readings, IncFed line)", fig)
