@@ -165,14 +165,14 @@ def test_partial_incfed_masks_columns_as_eq_b16():
 
 def test_partial_incfed_block_mask_keeps_the_selected_block_only():
     _, parts = _partition(5, 1, f=5)
-    masked = partial_incfed.mask_stats(parts[0], np.array([0, 3]))
+    masked = partial_incfed.mask_stats(parts[0], np.array([0, 3]), "block")
     block = np.ix_([0, 3], [0, 3])
     expected = np.zeros_like(parts[0].B)
     expected[block] = parts[0].B[block]
     np.testing.assert_array_equal(masked.B, expected)
     np.testing.assert_array_equal(masked.A[:, [1, 2, 4, 5]], 0)
     np.testing.assert_array_equal(masked.A[:, [0, 3]], parts[0].A[:, [0, 3]])
-    with pytest.raises(ValueError, match="mask: expected one of block, nystrom, columns"):
+    with pytest.raises(ValueError, match="mask: expected one of nystrom, block, columns"):
         partial_incfed.mask_stats(parts[0], np.array([0]), "rows")
 
 

@@ -130,11 +130,11 @@ def _partial_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.3,
                         help="share of the k features chosen by importance, the rest at random "
                              "(thesis Table B.2: 0.3; 0 = the Random strategy)")
-    parser.add_argument("--mask", choices=MASKS, default="block",
-                        help="reading of thesis eq. B.16: block = D B_c D, the selected rows and columns "
-                             "(default, symmetric positive semi-definite, Cholesky); nystrom = each client's B_c "
-                             "completed from its k columns (PSD); columns = B_c D, the literal reading "
-                             "(non-symmetric, LU; ill-conditioned, near chance)")
+    parser.add_argument("--mask", choices=MASKS, default="nystrom",
+                        help="reading of thesis eq. B.16: nystrom (default) = each client's B_c, A_c completed "
+                             "from its k columns (symmetric PSD, Cholesky); block = D B_c D, the selected rows and "
+                             "columns (PSD; collapses on offset-dominated states such as OSULeaf mean states); "
+                             "columns = B_c D, the literal reading (non-symmetric, LU; ill-conditioned, near chance)")
 
 
 def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:

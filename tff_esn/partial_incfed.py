@@ -6,42 +6,44 @@ picks ``round(α·k)`` features by importance and ``k − round(α·k)`` more un
 among the rest (§B.4: α mixes exploitation and exploration; α = 0 is the "Random"
 strategy), masks its statistics with the selection ``D_c = diag(1_S_c)`` (eq. B.16), and
 the server sums them (eq. B.17) and solves ``W = A (B + λI)⁻¹`` (eq. B.4). With k = N_F
-every feature is kept and both readings below give IncFed's readout exactly.
+every feature is kept and every reading below gives IncFed's readout exactly.
 
 Eq. B.16 writes ``B_c* = B_c × [I × (1 ⊗ 1_S)]``; with ``×`` read as a product and the
 inner ``×`` elementwise, ``I ⊙ (1 1_Sᵀ) = D_c`` and ``B_c* = B_c D_c``: the k selected
-*columns* of ``B_c`` (k·N_x floats, which matches the upload of §B.3, k(1 + N_x)). Two
-readings are implemented (``mask=``):
+*columns* of ``B_c`` (k·N_x floats, which matches the upload of §B.3, k(1 + N_x)). Three
+readings are implemented (``mask=``); the numbers below are test accuracies on synthetic
+WESAD (Table B.2 reservoir: 500 units, λ 1e-6, 9 clients, IncFed 0.72–0.74, majority 0.39,
+chance 0.25) and on OSULeaf (UCR, 442 series split over 20 clients, 14 training; 300
+units, mean states, λ 1e-6; IncFed 0.77, majority 0.24).
 
 * ``"columns"`` — the literal reading ``A_c* = A_c D_c``, ``B_c* = B_c D_c``. The summed
   ``B*`` is not symmetric (column j carries only the clients that selected j), so it is
   solved by LU. It is ill-posed: ``B* + λI`` is neither symmetric nor positive definite,
-  so λ does not bound the solution. On synthetic WESAD (Table B.2 reservoir, 500 units,
-  9 clients, λ 1e-6) its condition number is 1e14–4e15 for every k < N_F (IncFed's:
-  4.5e3), the readout's largest weight grows from 0.4 to 10–300, and test accuracy falls
-  to 0.22–0.34 at k = 84–250 (chance 0.25, IncFed 0.74). Reading B.16 as rows *or*
-  columns (the server completing ``B_c[S̄, S]`` by symmetry) is symmetric but indefinite
-  (smallest eigenvalue −2e6 to −1e7 against a largest of 2e7) and equally at chance.
-* ``"block"`` (default) — the nearest well-posed reading of the mask: both sides,
-  ``A_c* = A_c D_c``, ``B_c* = D_c B_c D_c`` (the k × k block of the selected features,
-  k(k + 1)/2 + k·N_Y floats, a subset of the literal upload). Each ``B_c*`` is the Gram
-  matrix of client c's selected states, so ``Σ B_c*`` is symmetric positive semi-definite,
-  ``W`` minimises ``Σ_c ‖Y_c − W D_c S_c‖² + λ‖W‖²`` (each client's targets fitted through
-  its own selected features) and the Cholesky solve of :class:`RidgeStats` applies. On
-  the same data: 0.63 ± 0.05 at k = 84 and 0.67–0.68 at k = 250 (4 selection seeds).
-  Its limit: at test time the readout adds features that were fitted on different
-  clients, so when a small class signal rides on large common offsets (features that
-  only predict after cancelling each other) the sum no longer cancels and the readout
-  falls to chance (numpy test set: tanh states with offsets N(0, 2²), 6 clients, 61
-  features: 0.25 at k = 30 where IncFed reaches 0.86).
-* ``"nystrom"`` — the literal upload made well-posed: the server completes each client's
-  ``B_c`` from its k columns by the minimal-rank PSD (Nyström) completion
-  ``B_c[:, S] B_c[S, S]⁺ B_c[S, :]`` and ``A_c`` likewise, ``A_c[:, S] B_c[S, S]⁺ B_c[S, :]``:
-  the statistics of client c's states projected on its selected features, so ``W`` is
-  the ridge readout of those projected states (symmetric PSD, Cholesky). It does not
-  collapse on the offset set above (0.85 at k = 30) and is closer to IncFed at large k
-  (0.715 at k = 250 on synthetic WESAD), but loses more at small k (0.52 at k = 84).
-  The completion is per client, before the sum of eq. B.17.
+  so λ does not bound the solution. On WESAD its condition number is 1e14–4e15 for every
+  k < N_F (IncFed's: 4.5e3), the readout's largest weight grows from 0.4 to 10–300, and
+  accuracy falls to 0.26–0.34 for k = 21–250 (0.45 at k = 376); on OSULeaf 0.19–0.26
+  for k = 8–226. Reading B.16 as rows *or* columns (the server completing
+  ``B_c[S̄, S]`` by symmetry) is symmetric but indefinite (smallest eigenvalue −2e6 to
+  −1e7 against a largest of 2e7 on WESAD) and equally at chance.
+* ``"nystrom"`` (default) — the literal upload made well-posed: the server completes each
+  client's ``B_c`` from its k columns by the minimal-rank positive semi-definite (Nyström)
+  completion ``B_c[:, S] B_c[S, S]⁺ B_c[S, :]``, and ``A_c`` likewise,
+  ``A_c[:, S] B_c[S, S]⁺ B_c[S, :]``: the statistics of client c's states projected on
+  its selected features, so ``W`` is the ridge readout of those projected states
+  (symmetric PSD, Cholesky). The completion is per client, before the sum of eq. B.17,
+  and uses exactly the floats the thesis sends. OSULeaf: 0.77 (= IncFed) for every
+  k ≥ 16, 0.65 at k = 8. WESAD: 0.72 at k = 376, 0.70 at 250, 0.65 at 167, 0.53 at the
+  thesis' k = 84, 0.43–0.51 at k = 21–42 (each client's statistics have rank k).
+* ``"block"`` — the mask on both sides, ``A_c* = A_c D_c``, ``B_c* = D_c B_c D_c`` (the
+  k × k block, k(k + 1)/2 + k·N_Y floats, a subset of the upload). ``Σ B_c*`` is PSD and
+  ``W`` minimises ``Σ_c ‖Y_c − W D_c S_c‖² + λ‖W‖²`` (each client's targets fitted
+  through its own selected features). WESAD: 0.58–0.68 for every k < N_F (0.59 at
+  k = 84). But at test time the readout adds features fitted on different clients: when
+  the class signal rides on large common offsets (features that predict only after
+  cancelling each other, like mean reservoir states) the sum no longer cancels and the
+  readout collapses — OSULeaf 0.18–0.23 for every k < N_F (below the majority class);
+  numpy set with offsets N(0, 2²), 61 features: 0.25 at k = 30 where IncFed reaches 0.86
+  (Nyström 0.85).
 
 k counts readout features: the units, plus the constant bias input when the readout has one.
 """
@@ -59,8 +61,8 @@ import scipy.linalg
 from tff_esn.incfed import check_clients
 from tff_esn.ridge import RidgeStats, SingularSystemError
 
-Mask = Literal["block", "nystrom", "columns"]
-MASKS: tuple[str, ...] = ("block", "nystrom", "columns")
+Mask = Literal["nystrom", "block", "columns"]
+MASKS: tuple[str, ...] = ("nystrom", "block", "columns")
 PINV_RCOND = 1e-10
 """Eigenvalues of ``B_c[S, S]`` below this share of the largest are dropped in its pseudo-inverse."""
 
@@ -111,7 +113,7 @@ def nystrom(stats: RidgeStats, features: np.ndarray) -> RidgeStats:
                       stats.bias)
 
 
-def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "block") -> RidgeStats:
+def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") -> RidgeStats:
     """``A_c*``, ``B_c*`` of thesis eq. B.16 in the reading ``mask``: ``(A_c D, D B_c D)`` (block),
     the Nyström completion from the selected columns (nystrom) or ``(A_c D, B_c D)`` (columns)."""
     check_mask(mask)
@@ -138,7 +140,7 @@ def solve_general(total: RidgeStats, l2: float) -> np.ndarray:
         if l2 > 0 and isinstance(err, scipy.linalg.LinAlgWarning):
             warnings.warn(f"Partial IncFed: ill-conditioned system ({err}); the column-masked B* of the "
                           "literal eq. B.16 is not positive definite, λ does not regularise it "
-                          "(use mask='block').", RuntimeWarning, stacklevel=2)
+                          "(use mask='nystrom').", RuntimeWarning, stacklevel=2)
             return scipy.linalg.solve(matrix.T, total.A.T).T
         raise SingularSystemError(
             f"B* + λI is singular (l2={l2}); features no client selected have a zero column: set l2 > 0."
@@ -162,10 +164,10 @@ def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int =
 
 
 def fit_partial_incfed(stats: Sequence[RidgeStats], k: int, alpha: float, l2: float, *, seed: int = 0,
-                       mask: Mask = "block") -> PartialResult:
+                       mask: Mask = "nystrom") -> PartialResult:
     """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``.
 
-    ``"block"`` and ``"nystrom"`` are solved by Cholesky (:meth:`RidgeStats.solve`), ``"columns"`` by LU
+    ``"nystrom"`` and ``"block"`` are solved by Cholesky (:meth:`RidgeStats.solve`), ``"columns"`` by LU
     (:func:`solve_general`); client i draws its exploration features from seed (seed, i).
     """
     stats = check_clients(stats)
