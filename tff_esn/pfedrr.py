@@ -32,7 +32,9 @@ Two deviations from the paper's text, with their evidence:
   jointly fitted part. The system is well-posed (PSD, any λ > 0) but the model
   over-counts: on OSULeaf (mean states, 300 units) literal I-pFedRR predicts one or two
   classes, 0.17–0.22 at τ 0.1–0.9 (9 % of the units at τ 0.5; FedRR 0.77), where the
-  consistent reading gives 0.42 (9 %), 0.65 (23 %) and 0.74 (53 %). The consistent
+  consistent reading gives 0.42 (9 %), 0.65 (23 %) and 0.74 (53 %). A larger λ does not
+  rescue the literal reading (without readout bias, τ 0.5: 0.16–0.18 for λ from 1e-6 to
+  100; FedRR itself falls to chance from λ 0.1 on, the states' diagonal being ~0.16). The consistent
   ``(A_c D_c, B̃_c)`` is the ridge problem ``Σ_c ‖Y_c − W D_c S_c‖²`` plus the penalty
   ``Σ_c Σ_{j∉S_c} B_c,jj W_j²`` (the kept diagonal of the unselected units): a unit only
   learns from the clients that selected it. On synthetic WESAD (300 units, 9 clients)
