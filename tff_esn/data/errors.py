@@ -14,3 +14,7 @@ class DataError(ValueError):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+class MissingDataError(DataError, FileNotFoundError):
+    """A data file or folder does not exist (also a ``FileNotFoundError``)."""

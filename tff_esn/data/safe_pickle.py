@@ -87,7 +87,11 @@ def load_data_pickle(path: str | Path):
 
     Raises:
         UnsafePickleError: the file refers to a callable outside :data:`ALLOWED_GLOBALS`.
-        DataError: the file is truncated or not a pickle (message names the file).
+        DataError: the file cannot be read, is truncated or is not a pickle (message names the file).
     """
-    with Path(path).open("rb") as fh:
+    try:
+        fh = Path(path).open("rb")
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    with fh:
         return read_data_pickle(fh, str(path))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tff_esn.data.errors import DataError
+from tff_esn.data.errors import DataError, MissingDataError
 
 SPLIT_GROUPS = ("train", "val", "test")
 RAGGED_MODES = ("pad", "crop")
@@ -310,7 +310,7 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: npz file does not exist.")
+        raise MissingDataError(f"{path}: npz file does not exist.")
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
