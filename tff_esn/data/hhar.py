@@ -61,13 +61,34 @@ def read_sensor_csv(path: str | Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=_DTYPES, keep_default_na=False)
     except (ValueError, TypeError, OverflowError, pd.errors.ParserError) as err:
-        raise DataError(f"{path}: unparsable values (columns {list(COLUMNS)} must be Index, Arrival_Time, "
-                        f"Creation_Time integers and x, y, z numbers): {type(err).__name__}: {err}") from None
+        raise DataError(f"{path}: {_first_bad_cell(path) or f'rows: {type(err).__name__}: {err}'}") from None
+    frame = frame[list(COLUMNS)]
     unknown = sorted(set(frame["gt"].cat.categories) - {*ACTIVITIES, NULL_LABEL})
     if unknown:
         raise DataError(f"{path}: gt: unknown activity label(s) {unknown[:5]}; expected {ACTIVITIES} or "
                         f"{NULL_LABEL!r}.")
     return frame
+
+
+def _first_bad_cell(path: Path) -> str | None:
+    """``"COLUMN: row R holds 'V', not an integer/a number"`` for the first cell that does not parse."""
+    try:
+        text = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False)
+    except (ValueError, TypeError, pd.errors.ParserError):
+        return None
+    for column, dtype in _DTYPES.items():
+        if dtype == "category":
+            continue
+        cells = text[column]
+        values = pd.to_numeric(cells, errors="coerce")
+        ok = values.notna() | cells.str.strip().str.lower().isin(("nan", "inf", "-inf", "+inf"))
+        if dtype == np.int64:
+            ok &= (values == values.round()) & (values.abs() < 2.0 ** 63)
+        if not ok.all():
+            row = int(np.flatnonzero(~ok.to_numpy())[0])
+            kind = "an integer" if dtype == np.int64 else "a number"
+            return f"{column}: row {row + 1} holds {cells.iloc[row][:20]!r}, not {kind}."
+    return None
 
 
 def read_hhar(directory: str | Path, devices: tuple[str, ...] = ("phone", "watch")) -> dict[tuple[str, str], pd.DataFrame]:

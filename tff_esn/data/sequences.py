@@ -277,6 +277,8 @@ def _npz_labels(y: np.ndarray, n: int, path: Path) -> int:
     if y.min() < 0:
         raise DataError(f"{path}: y: must hold integer labels ≥ 0, got min {y.min()}.")
     n_classes = int(y.max()) + 1
+    if n_classes < 2:
+        raise DataError(f"{path}: y: every label is 0; a classifier needs labels of at least 2 classes.")
     present = len(np.unique(y))
     if n_classes > 2 * present:
         raise DataError(f"{path}: y: labels span [0, {n_classes}) but only {present} distinct values occur; "
