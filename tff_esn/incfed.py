@@ -79,10 +79,13 @@ def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = Fal
 # --------------------------------------------------------------------------- TFF path
 def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs (right-padded to ``steps`` when given) and one-hot targets shaped for the state
-    mode ((n, C) or (n, T − washout, C))."""
+    """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
+    one-hot targets shaped for the state mode ((n, C) or (n, T − washout, C))."""
     if len(client) == 0:
         raise ValueError("clients: empty client (no sequences).")
+    if steps is None and client.ragged:
+        raise ValueError("clients: sequences of unequal length need their lengths in the computation "
+                         "(run_incfed_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
     spec.check(client.shortest, client.per_step)
     y = client.y
     if client.per_step:
