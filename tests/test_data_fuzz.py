@@ -203,6 +203,29 @@ def test_npz_fuzz(data, tmp_path_factory):
             assert c.steps.min() >= 1 and c.x.shape[2] == len(result.feature_names) >= 1
 
 
+@pytest.mark.parametrize("field, offsets, value", [
+    ("flags", (6, 8), 0x1),  # encrypted member: zipfile raises RuntimeError
+    ("flags", (6, 8), 0x40),  # strong encryption: NotImplementedError
+    ("method", (8, 10), 99),  # an unsupported compression method: NotImplementedError
+])
+def test_zip_features_we_cannot_read_are_data_errors(tmp_path, field, offsets, value):
+    """Regressions found by the fuzz (2000 cases): zip flags/methods zipfile refuses."""
+    raw = bytearray(io.BytesIO(_npy(np.zeros((2, 3, 1)))).getvalue())
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("X.npy", bytes(raw))
+        zf.writestr("y.npy", _npy(np.array([0, 1])))
+        zf.writestr("client.npy", _npy(np.array([0, 1])))
+    data = bytearray(buf.getvalue())
+    local, central = data.index(b"PK\x03\x04"), data.index(b"PK\x01\x02")
+    for start, offset in ((local, offsets[0]), (central, offsets[1])):
+        data[start + offset:start + offset + 2] = value.to_bytes(2, "little")
+    path = tmp_path / "odd.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"odd.npz: X: not a readable .npy member"):
+        load_npz(path)
+
+
 # ------------------------------------------------------------------ WESAD
 class _Code:
     """Pickles as a call of ``func(*args)``: what a malicious subject file would carry."""

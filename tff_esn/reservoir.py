@@ -263,7 +263,7 @@ def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
         raise ValueError(f"Reservoir: washout ({washout}) must be shorter than the sequences ({steps} steps).")
 
 
-def check_lengths(lengths, batch: int, steps: int, state_mode: str, washout: int) -> np.ndarray | None:
+def _check_lengths(lengths, batch: int, steps: int, state_mode: str, washout: int) -> np.ndarray | None:
     """``lengths`` as (batch,) int32 in [1, steps], each longer than ``washout`` unless ``"last"``."""
     if lengths is None:
         return None
@@ -305,7 +305,7 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
     _check_washout(inputs.shape[1], state_mode, washout)
     tensors = [None if w is None else tf.convert_to_tensor(w, tf.float32) for w in weights]
     batch, steps = int(inputs.shape[0]), int(inputs.shape[1])
-    lengths = check_lengths(lengths, batch, steps, state_mode, washout)
+    lengths = _check_lengths(lengths, batch, steps, state_mode, washout)
     if lengths is not None and targets.ndim == 3:
         raise ValueError("harvest_stats: per-step targets need equal-length sequences (lengths=None).")
     if state_mode != "all":

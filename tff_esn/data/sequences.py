@@ -228,7 +228,8 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
             data = np.frombuffer(fh.read(), dtype=dtype)
     except DataError:
         raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, SyntaxError) as err:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, SyntaxError,
+            NotImplementedError, RuntimeError) as err:  # the last two: zip features (encryption, methods)
         raise DataError(f"{path}: {key}: not a readable .npy member (truncated or corrupt): "
                         f"{type(err).__name__}: {err}") from None
     count = int(np.prod(shape))
@@ -315,7 +316,7 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
         raise MissingDataError(f"{path}: npz file does not exist.")
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
         raise DataError(f"{path}: not an .npz file ({err}).") from None
     with archive:
         keys = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
