@@ -6,10 +6,10 @@ other modules or carrying code, numpy-2 pickles, truncated and corrupted bytes, 
 headers, mixed types). Each case must either load into a valid data set or raise
 :class:`~tff_esn.data.errors.DataError` whose message is one line naming the file and a
 field; anything else is a crash. The loaders are called in-process (milliseconds per
-case); a few cases go through ``tff-esn`` (in-process ``main`` and one subprocess) to
-check exit code 2, one line on stderr and no traceback. ``test_fuzz_tally`` prints the
+case); a few cases go through ``tff-esn`` (in-process ``main``; as processes in the slow
+suite) to check exit code 2, one line on stderr and no traceback. ``test_fuzz_tally`` prints the
 tally (cases, clear errors, loads, crashes); ``TFF_ESN_FUZZ_EXAMPLES`` sets the cases per
-loader (default 150).
+loader (default 100).
 """
 
 import collections
@@ -34,7 +34,7 @@ from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import load_npz
 
 TALLY: collections.Counter = collections.Counter()
-FUZZ = settings(max_examples=int(os.environ.get("TFF_ESN_FUZZ_EXAMPLES", "150")), deadline=None, derandomize=True,
+FUZZ = settings(max_examples=int(os.environ.get("TFF_ESN_FUZZ_EXAMPLES", "100")), deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
@@ -437,16 +437,13 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "tff_esn", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_process_exit_2_without_traceback(tmp_path):
+    """As processes (≈ 7 s of imports each): exit 2, one error line, no traceback; numpy-2 npz runs."""
     files = _bad_files(tmp_path)
     done = _cli("run", "centralized", "--data", f"npz:{files['code']}", "--out", str(tmp_path / "run"))
     assert done.returncode == 2
     _one_error_line(done.stderr, str(files["code"]), "os.system")
-
-
-@pytest.mark.slow
-def test_cli_process_cases(tmp_path):
-    files = _bad_files(tmp_path)
     done = _cli("run", "incfed", "--data", f"npz:{files['numpy2']}", "--out", str(tmp_path / "run"),
                 "--state-mode", "last")
     assert done.returncode == 0, done.stderr

@@ -66,7 +66,7 @@ def test_ragged_batch_equals_tfa_esn_on_each_sequence():
         np.testing.assert_allclose(mean[i], ref.mean(axis=0), atol=1e-5, rtol=0)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lengths=st.lists(st.integers(1, 9), min_size=1, max_size=6), leaky=st.sampled_from([1.0, 0.3]),
        washout=st.integers(0, 3), seed=st.integers(0, 50))
 def test_ragged_states_equal_each_sequence_alone(lengths, leaky, washout, seed):
