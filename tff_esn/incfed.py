@@ -224,7 +224,8 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
 
     Sequences of unequal length (within or between clients) are padded to the longest and
     harvested each at its own length. Raises ``ValueError`` for no clients, empty clients
-    or clients with different numbers of features, and :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
+    or clients with different numbers of features, and
+    :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
     """
     if not clients:
         raise ValueError("clients: no clients to federate.")
