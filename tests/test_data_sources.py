@@ -149,20 +149,23 @@ def test_npz_regular_and_ragged_sequences(tmp_path):
     for i in range(3):
         ragged[i] = rng.normal(size=(5 + i, 2))
     path = _write_npz(tmp_path / "b.npz", X=ragged, y=np.array([0, 1, 0]), client=np.array(["u", "v", "w"]))
+    data = load_npz(path)
+    assert data.ragged and data.shortest == 5
+    np.testing.assert_allclose(data.clients["w"].x[0], ragged[2], rtol=1e-6)
     with pytest.warns(UserWarning, match="keep their last 5 steps"):
-        data = load_npz(path)
+        data = load_npz(path, ragged="crop")
     np.testing.assert_allclose(data.clients["w"].x[0], ragged[2][-5:], rtol=1e-6)
-    assert get_split("npz", data).test == ("w",)
+    assert get_split("npz", data).test == ("w",) and not data.ragged
 
 
 @pytest.mark.parametrize("arrays, message", [
     (dict(X=np.zeros((2, 3, 1)), y=np.array([0, 1])), r"missing array\(s\) \['client'\]"),
-    (dict(X=np.zeros((2, 3)), y=np.array([0, 1]), client=np.array([0, 1])), "X must be"),
-    (dict(X=np.zeros((2, 3, 1)), y=np.array([0, 1, 1]), client=np.array([0, 1])), r"y must have shape \(2,\)"),
+    (dict(X=np.zeros((2, 3)), y=np.array([0, 1]), client=np.array([0, 1])), "X: must be"),
+    (dict(X=np.zeros((2, 3, 1)), y=np.array([0, 1, 1]), client=np.array([0, 1])), r"y: must have shape \(2,\)"),
     (dict(X=np.zeros((2, 3, 1)), y=np.array([0.5, 1]), client=np.array([0, 1])), "integer labels"),
-    (dict(X=np.full((2, 3, 1), np.nan), y=np.array([0, 1]), client=np.array([0, 1])), r"X\[0\] contains NaN"),
+    (dict(X=np.full((2, 3, 1), np.nan), y=np.array([0, 1]), client=np.array([0, 1])), r"X\[0\]: contains NaN"),
     (dict(X=np.zeros((2, 3, 1)), y=np.array([0, 1]), client=np.array([0, 0]), split=np.array(["train", "test"])),
-     "several split groups"),
+     "in several groups"),
 ])
 def test_npz_errors(tmp_path, arrays, message):
     with pytest.raises(ValueError, match=message):

@@ -28,6 +28,7 @@ from typing import Any
 
 from tff_esn.baselines import baseline_scores
 from tff_esn.config import ReservoirConfig
+from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.reservoir import STATE_MODES
 
@@ -40,24 +41,30 @@ RunFn = Callable[[SequenceDataset, Split, argparse.Namespace], dict]
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: ``name``, its flags (``add_arguments``), ``run``, one-line ``help``."""
+    """A registered algorithm: ``name``, its flags (``add_arguments``), ``run``, one-line ``help``.
+
+    ``ragged``: ``run`` handles sequences of unequal length (``ClientSequences.lengths``);
+    otherwise :func:`run_algorithm` refuses such data with a :class:`DataError`.
+    """
 
     name: str
     add_arguments: AddArguments
     run: RunFn
     help: str = ""
+    ragged: bool = False
 
 
 _REGISTRY: dict[str, Algorithm] = {}
 
 
-def register_algorithm(name: str, add_arguments: AddArguments, run: RunFn, *, help: str = "") -> Algorithm:
+def register_algorithm(name: str, add_arguments: AddArguments, run: RunFn, *, help: str = "",
+                       ragged: bool = False) -> Algorithm:
     """Adds an algorithm; registering the same name twice with another ``run`` is an error."""
     if not isinstance(name, str) or not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
     if not callable(add_arguments) or not callable(run):
         raise TypeError(f"register_algorithm({name!r}): add_arguments and run must be callables.")
-    algo = Algorithm(name, add_arguments, run, help)
+    algo = Algorithm(name, add_arguments, run, help, ragged)
     known = _REGISTRY.get(name)
     if known is not None and known.run is not run:
         raise ValueError(f"register_algorithm: {name!r} is already registered by {known.run.__module__}.")
@@ -133,6 +140,10 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, args: argpa
     split (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
     """
     algo = get_algorithm(name)
+    if dataset.ragged and not algo.ragged:
+        raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more), "
+                        f"which {name!r} cannot run; cut them to one length (--ragged crop) or use a closed-form "
+                        f"algorithm ({', '.join(n for n, a in sorted(_REGISTRY.items()) if a.ragged)}).")
     start = time.perf_counter()
     result = algo.run(dataset, split, args)
     seconds = time.perf_counter() - start

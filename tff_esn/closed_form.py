@@ -89,7 +89,7 @@ def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Names
     run = Run(dataset, split, args)
     pooled = dataset.pooled(run.train_ids)
     readout = run.harvester.stats_of(run.weights, pooled).solve(run.l2)
-    raw = [int(np.prod(dataset.clients[c].x.shape)) for c in run.train_ids]
+    raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
     return run.report(run.scorer(readout), communication.centralized(raw))
 
 
@@ -228,19 +228,19 @@ def run_alignment(dataset: SequenceDataset, split: Split, args: argparse.Namespa
     return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=args.alpha)
 
 
-register_algorithm("centralized", _no_arguments, run_centralized,
+register_algorithm("centralized", _no_arguments, run_centralized, ragged=True,
                    help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
-register_algorithm("incfed", _incfed_arguments, run_incfed,
+register_algorithm("incfed", _incfed_arguments, run_incfed, ragged=True,
                    help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
-register_algorithm("fedavg-ridge", _no_arguments, run_fedavg_ridge,
+register_algorithm("fedavg-ridge", _no_arguments, run_fedavg_ridge, ragged=True,
                    help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
-register_algorithm("partial-incfed", _partial_arguments, run_partial_incfed,
+register_algorithm("partial-incfed", _partial_arguments, run_partial_incfed, ragged=True,
                    help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
-register_algorithm("pfedrr", _pfedrr_arguments, run_pfedrr,
+register_algorithm("pfedrr", _pfedrr_arguments, run_pfedrr, ragged=True,
                    help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
 register_algorithm("fedip", _fedip_arguments, run_fedip,
                    help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
-register_algorithm("ensemble", _no_arguments, run_ensemble,
+register_algorithm("ensemble", _no_arguments, run_ensemble, ragged=True,
                    help="different reservoir per client; size-weighted ensemble of local readouts")
-register_algorithm("alignment", _alignment_arguments, run_alignment,
+register_algorithm("alignment", _alignment_arguments, run_alignment, ragged=True,
                    help="different reservoirs interpolated toward a shared one with weight α, then IncFed")

@@ -14,12 +14,19 @@ Which states enter the readout (:class:`StateSpec`):
   state; per-step labels are scored per step.
 * ``"last"`` / ``"mean"``: one state per sequence (the last, or the mean after
   ``washout``); per-step labels use the last step's label (``"last"`` only).
+
+Sequences of unequal length (``ClientSequences.lengths``) are harvested each at its own
+length: sorted by length, batched, each batch padded only to its longest member and run
+with its lengths (:func:`~tff_esn.reservoir.run_reservoir`), so a batch wastes few padded
+steps and the result equals harvesting every sequence alone. The washout must be shorter
+than the shortest sequence.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -121,9 +128,10 @@ class StateSpec:
             raise ValueError(f"washout: expected an integer ≥ 0, got {self.washout!r}.")
 
     def check(self, steps: int, per_step: bool) -> None:
-        """Rejects a washout as long as the sequences, and per-step labels with ``"mean"``."""
+        """Rejects a washout as long as the (shortest) sequence, and per-step labels with ``"mean"``."""
         if self.state_mode != "last" and self.washout >= steps:
-            raise ValueError(f"washout: must be shorter than the sequences ({steps} steps), got {self.washout}.")
+            raise ValueError(f"washout: must be shorter than the shortest sequence ({steps} steps), "
+                             f"got {self.washout}.")
         if per_step and self.state_mode == "mean":
             raise ValueError("state_mode: 'mean' needs one label per sequence; these labels are per step "
                              "(use 'all' or 'last').")
@@ -165,8 +173,27 @@ class Harvester:
 
     def _client(self, cid: str) -> ClientSequences:
         client = self.dataset.select([cid])[cid]
-        self.spec.check(client.x.shape[1], client.per_step)
+        self.spec.check(client.shortest, client.per_step)
         return client
+
+    def batches(self, client: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        """``(rows, x, lengths)`` batches of at most ``batch_size`` sequences.
+
+        Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
+        rows sorted by length, ``x`` cut to the batch's longest sequence, ``lengths``
+        given unless all equal.
+        """
+        n = len(client)
+        if not client.ragged:
+            for i in range(0, n, self.batch_size):
+                yield np.arange(i, min(i + self.batch_size, n)), client.x[i:i + self.batch_size], None
+            return
+        order = np.argsort(client.lengths, kind="stable")
+        for i in range(0, n, self.batch_size):
+            rows = order[i:i + self.batch_size]
+            lengths = client.lengths[rows]
+            longest = int(lengths.max())
+            yield rows, client.x[rows, :longest], None if lengths.min() == longest else lengths
 
     def _check(self, weights: ReservoirWeights) -> None:
         if weights.n_inputs != len(self.dataset.feature_names):
@@ -189,14 +216,14 @@ class Harvester:
 
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
-        self.spec.check(client.x.shape[1], client.per_step)
+        self.spec.check(client.shortest, client.per_step)
         self._check(weights)
         targets = self.targets(client)
         arrays = [tf.constant(w) for w in weights.layer_weights()]
         parts = [
-            harvest_stats(client.x[i:i + self.batch_size], targets[i:i + self.batch_size], arrays, weights.leaky,
-                          self.spec.state_mode, self.spec.washout, bias=self.spec.readout_bias)
-            for i in range(0, len(client), self.batch_size)
+            harvest_stats(x, targets[rows], arrays, weights.leaky, self.spec.state_mode, self.spec.washout,
+                          bias=self.spec.readout_bias, lengths=lengths)
+            for rows, x, lengths in self.batches(client)
         ]
         return RidgeStats.sum(parts)
 
@@ -208,17 +235,18 @@ class Harvester:
             self._check(weights)
             per_step_all = client.per_step and self.spec.state_mode == "all"
             mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
-            blocks = []
-            for i in range(0, len(client), self.batch_size):
-                s = run_reservoir_compiled(tf.constant(client.x[i:i + self.batch_size]), tf.constant(weights.kernel),
-                                tf.constant(weights.recurrent), tf.constant(weights.bias), tf.constant(weights.gain),
-                                weights.leaky, mode, self.spec.washout).numpy()
-                blocks.append(s.reshape(-1, weights.units))
+            arrays = [tf.constant(w) for w in weights.layer_weights()]
+            blocks = np.zeros((len(client),) + ((client.x.shape[1] - self.spec.washout,) if per_step_all else ())
+                              + (weights.units,), np.float64)
+            for rows, x, lengths in self.batches(client):
+                blocks[rows] = run_reservoir_compiled(
+                    tf.constant(x), *arrays, weights.leaky, mode, self.spec.washout,
+                    None if lengths is None else tf.constant(lengths, tf.int32)).numpy()
             if per_step_all:
                 labels = client.y[:, self.spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
-            self._features[key] = Features(np.concatenate(blocks).astype(np.float64), labels)
+            self._features[key] = Features(blocks.reshape(-1, weights.units), labels)
         return self._features[key]
 
     def scores(self, readout: np.ndarray, weights: ReservoirWeights, ids) -> tuple[np.ndarray, np.ndarray]:

@@ -77,25 +77,37 @@ def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = Fal
 
 
 # --------------------------------------------------------------------------- TFF path
-def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs and one-hot targets shaped for the state mode ((n, C) or (n, T − washout, C))."""
+def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
+                   steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
+    one-hot targets shaped for the state mode ((n, C) or (n, T − washout, C))."""
     if len(client) == 0:
         raise ValueError("clients: empty client (no sequences).")
-    spec.check(client.x.shape[1], client.per_step)
+    if steps is None and client.ragged:
+        raise ValueError("clients: sequences of unequal length need their lengths in the computation "
+                         "(run_incfed_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
+    spec.check(client.shortest, client.per_step)
     y = client.y
     if client.per_step:
         y = y[:, -1] if spec.state_mode == "last" else y[:, spec.washout:]
-    return client.x, one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,)).astype(np.float32)
+    x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))
+    return x, one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,)).astype(np.float32)
 
 
-def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec):
-    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12)."""
+def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None):
+    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
+
+    With ``lengths``, each right-padded sequence contributes only its own steps.
+    """
     kernel, recurrent, bias, gain = reservoir
-    states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout)
+    states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout, lengths)
     units = tf.shape(kernel)[1]
     if spec.state_mode == "all":
         if t.shape.rank == 2:
             t = tf.broadcast_to(t[:, None, :], tf.concat([tf.shape(states)[:2], tf.shape(t)[-1:]], 0))
+        if lengths is not None:
+            valid = spec.washout + tf.range(tf.shape(states)[1])[None, :] < lengths[:, None]
+            states, t = tf.boolean_mask(states, valid), tf.boolean_mask(t, valid)
         states = tf.reshape(states, [-1, units])
         t = tf.reshape(t, [-1, tf.shape(t)[-1]])
     s = tf.cast(states, tf.float64)
@@ -131,12 +143,13 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 
 @functools.lru_cache(maxsize=32)
 def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
-                                   spec: StateSpec, per_step_targets: bool):
+                                   spec: StateSpec, per_step_targets: bool, ragged: bool = False):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
     Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
     dataset and reservoir of :func:`build_incfed_computation`; the last element counts
-    clients (for λ per client) when the statistics are summed.
+    clients (for λ per client) when the statistics are summed. ``ragged``: the batches'
+    ``lengths`` mask each padded sequence to its own steps.
     """
     import tensorflow_federated as tff
 
@@ -149,7 +162,8 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
          tff.TensorType(f32, [units]), tff.TensorType(f32, [units])], tuple)
     target_shape = [None, steps - spec.washout, n_classes] if per_step_targets else [None, n_classes]
     element_type = tff.StructWithPythonType(
-        [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)], tuple)
+        [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)]
+        + ([tff.TensorType(np.int32, [None])] if ragged else []), tuple)
     features = units + int(spec.readout_bias)
 
     @tff.tensorflow.computation(tff.SequenceType(element_type), reservoir_type)
@@ -157,7 +171,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
         init = (tf.zeros([n_classes, features], tf.float64), tf.zeros([features, features], tf.float64),
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
-            batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec))
+            batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
@@ -165,18 +179,21 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
 
 @functools.lru_cache(maxsize=32)
 def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
-                             spec: StateSpec, per_step_targets: bool, per_client: bool = False):
+                             spec: StateSpec, per_step_targets: bool, per_client: bool = False,
+                             ragged: bool = False):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
 
     Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS,
     singular@SERVER, n@SERVER)``, where ``reservoir = (kernel, recurrent, bias, gain)``
     float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
     targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
-    ``state_mode="last"``).
+    ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
+    right-padded to T.
     """
     import tensorflow_federated as tff
 
-    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets)
+    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
+                                                  ragged)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
     stats_type = client_stats.type_signature.result
 
@@ -205,24 +222,29 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
                    batch_size: int = 256) -> np.ndarray:
     """IncFed through TFF: returns the readout ``W`` (N_Y, N_F) the clients received.
 
-    Raises ``ValueError`` for no clients, empty clients or clients of different sequence
-    shapes, and :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
+    Sequences of unequal length (within or between clients) are padded to the longest and
+    harvested each at its own length. Raises ``ValueError`` for no clients, empty clients
+    or clients with different numbers of features, and
+    :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
     """
     if not clients:
         raise ValueError("clients: no clients to federate.")
     if not np.isfinite(l2) or l2 < 0:
         raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
-    arrays = [_client_arrays(c, n_classes, spec) for c in clients]
-    shapes = {x.shape[1:] for x, _ in arrays}
-    if len(shapes) != 1:
-        raise ValueError(f"clients: sequences must share (T, F) to run in one computation, got {sorted(shapes)}.")
-    steps, n_inputs = shapes.pop()
+    features = {c.x.shape[2] for c in clients}
+    if len(features) != 1:
+        raise ValueError(f"clients: sequences must share the number of features, got {sorted(features)}.")
+    n_inputs = features.pop()
     if n_inputs != weights.n_inputs:
         raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
+    steps = max(c.x.shape[1] for c in clients)
+    ragged = any(c.ragged or c.x.shape[1] != steps for c in clients)
+    arrays = [_client_arrays(c, n_classes, spec, steps) + ((c.steps.astype(np.int32),) if ragged else ())
+              for c in clients]
     per_step = arrays[0][1].ndim == 3
     comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
-                                    per_step, per_client)
-    datasets = [tf.data.Dataset.from_tensor_slices((x, t)).batch(batch_size) for x, t in arrays]
+                                    per_step, per_client, ragged)
+    datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     w, w_clients, singular, _ = comp(reservoir, datasets, np.float64(l2))
     if singular:

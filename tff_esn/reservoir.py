@@ -12,6 +12,12 @@ in Keras row-vector layout: ``kernel`` W_in is (features, units), ``recurrent_ke
 
 The harvest is one ``tf.while_loop`` over time batched over sequences, with the input
 projection done once as a single matrix product; no per-sample Python.
+
+Sequences of unequal length run in one padded batch with their ``lengths`` (sequence i is
+``inputs[i, :lengths[i]]``): a sequence's state is frozen after its last step, ``"mean"``
+averages its own steps after the washout, ``"all"`` zeroes the steps past its end and the
+ridge statistics count only its valid steps — the same numbers as harvesting each
+sequence alone (tested against ``tfa.layers.ESN`` per sequence).
 """
 
 from __future__ import annotations
@@ -132,6 +138,11 @@ def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leak
     return step
 
 
+def _valid(t: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+    """(batch, 1) bool: whether step ``t`` lies inside each sequence."""
+    return (t < lengths)[:, None]
+
+
 def run_reservoir(
     inputs: tf.Tensor,
     kernel: tf.Tensor,
@@ -141,8 +152,9 @@ def run_reservoir(
     leaky: float,
     state_mode: str = "last",
     washout: int = 0,
+    lengths: tf.Tensor | None = None,
 ) -> tf.Tensor:
-    """States of the reservoir for a batch of equal-length sequences.
+    """States of the reservoir for a batch of sequences.
 
     Args:
         inputs: (batch, time, features).
@@ -150,27 +162,42 @@ def run_reservoir(
             (batch, units) mean of the states after ``washout``; ``"all"`` →
             (batch, time − washout, units).
         washout: number of initial steps dropped by ``"mean"`` and ``"all"``.
+        lengths: ``None`` (every sequence has ``time`` steps) or (batch,) int32 valid
+            steps of each right-padded sequence, each > ``washout`` for ``"mean"``: the
+            last state is the one at a sequence's own end, the mean runs over its own
+            steps, and ``"all"`` holds zeros past its end.
     """
     inputs = tf.convert_to_tensor(inputs, tf.float32)
     projected = _project(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
-    step = _step_fn(recurrent, bias, gain, leaky)
+    update = _step_fn(recurrent, bias, gain, leaky)
+    if lengths is None:
+        def step(x, t):
+            return update(x, projected[t])
+    else:
+        lengths = tf.cast(lengths, tf.int32)
+
+        def step(x, t):  # frozen after the sequence's end
+            return tf.where(_valid(t, lengths), update(x, projected[t]), x)
+
     if state_mode == "last":
-        _, x = tf.while_loop(lambda t, x: t < steps, lambda t, x: (t + 1, step(x, projected[t])), (0, x0))
+        _, x = tf.while_loop(lambda t, x: t < steps, lambda t, x: (t + 1, step(x, t)), (0, x0))
         return x
     if state_mode == "mean":
         def body(t, x, acc):
-            x = step(x, projected[t])
-            return t + 1, x, acc + tf.cast(t >= washout, tf.float32) * x
+            x = step(x, t)
+            keep = t >= washout if lengths is None else tf.logical_and(t >= washout, _valid(t, lengths))
+            return t + 1, x, acc + tf.cast(keep, tf.float32) * x
 
         _, _, acc = tf.while_loop(lambda t, x, a: t < steps, body, (0, x0, tf.zeros_like(x0)))
-        return acc / tf.cast(steps - washout, tf.float32)
+        count = steps - washout if lengths is None else (lengths - washout)[:, None]
+        return acc / tf.cast(count, tf.float32)
     states = tf.TensorArray(tf.float32, size=steps, element_shape=x0.shape)
 
     def body_all(t, x, ta):
-        x = step(x, projected[t])
-        return t + 1, x, ta.write(t, x)
+        x = step(x, t)
+        return t + 1, x, ta.write(t, x if lengths is None else tf.where(_valid(t, lengths), x, tf.zeros_like(x)))
 
     _, _, states = tf.while_loop(lambda t, x, ta: t < steps, body_all, (0, x0, states))
     return tf.transpose(states.stack()[washout:], [1, 0, 2])
@@ -181,11 +208,13 @@ run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True)
 
 
 @tf.function(reduce_retracing=True)
-def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias, per_step):
-    """(Yᵀ S, Sᵀ S) over every step after ``washout``, accumulated in chunks of steps.
+def _accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
+                      per_step):
+    """(Yᵀ S, Sᵀ S) over every step after ``washout`` and before each sequence's length.
 
     States are never all materialised: each chunk of ``chunk`` steps × batch states is
-    stacked once and reduced by one GEMM into float64 accumulators.
+    stacked once, the steps past a sequence's end are zeroed (bias column included), and
+    the block is reduced by one GEMM into float64 accumulators.
     """
     projected = _project(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
@@ -210,6 +239,7 @@ def _accumulate_stats(inputs, targets, kernel, recurrent, bias, gain, leaky, was
         block = ta.stack()  # (len, batch, units)
         if add_bias:
             block = tf.concat([block, tf.ones_like(block[..., :1])], axis=-1)
+        block *= tf.cast(tf.range(start, stop)[:, None] < lengths[None, :], tf.float32)[..., None]
         flat = tf.reshape(block, [-1, features])
         sts += tf.cast(tf.matmul(flat, flat, transpose_a=True), tf.float64)
         if per_step:
@@ -233,8 +263,23 @@ def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
         raise ValueError(f"Reservoir: washout ({washout}) must be shorter than the sequences ({steps} steps).")
 
 
+def _check_lengths(lengths, batch: int, steps: int, state_mode: str, washout: int) -> np.ndarray | None:
+    """``lengths`` as (batch,) int32 in [1, steps], each longer than ``washout`` unless ``"last"``."""
+    if lengths is None:
+        return None
+    lengths = np.asarray(lengths)
+    if lengths.shape != (batch,) or not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError(f"lengths: expected ({batch},) integers, got {lengths.shape} {lengths.dtype}.")
+    if batch and (lengths.min() < 1 or lengths.max() > steps):
+        raise ValueError(f"lengths: must lie in [1, {steps}] (the padded time axis), got "
+                         f"[{lengths.min()}, {lengths.max()}].")
+    if batch:
+        _check_washout(int(lengths.min()), state_mode, washout)
+    return lengths.astype(np.int32)
+
+
 def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "last", washout: int = 0, *,
-                  bias: bool = False, chunk: int = 64):
+                  bias: bool = False, chunk: int = 64, lengths=None):
     """Ridge statistics (IncFed eqs. 6–7, ``tff_esn.ridge.RidgeStats``) of a reservoir's states.
 
     Args:
@@ -249,6 +294,9 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
         chunk: for ``"all"``, steps per accumulation block — every state after
             ``washout`` is a sample, accumulated inside the time loop without
             materialising all states (memory O(chunk · batch · units)).
+        lengths: ``None`` or (batch,) valid steps of right-padded sequences (each longer
+            than ``washout`` unless ``"last"``; per-sequence targets only): each sequence
+            contributes exactly the states it would alone.
     """
     from tff_esn.ridge import RidgeStats
 
@@ -257,8 +305,12 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
     _check_washout(inputs.shape[1], state_mode, washout)
     tensors = [None if w is None else tf.convert_to_tensor(w, tf.float32) for w in weights]
     batch, steps = int(inputs.shape[0]), int(inputs.shape[1])
+    lengths = _check_lengths(lengths, batch, steps, state_mode, washout)
+    if lengths is not None and targets.ndim == 3:
+        raise ValueError("harvest_stats: per-step targets need equal-length sequences (lengths=None).")
     if state_mode != "all":
-        states = run_reservoir_compiled(inputs, *tensors, leaky, state_mode, washout)
+        states = run_reservoir_compiled(inputs, *tensors, leaky, state_mode, washout,
+                                        None if lengths is None else tf.constant(lengths))
         return RidgeStats.from_states(states.numpy(), targets, bias=bias)
     expected = [(batch, None), (batch, steps, None)]
     if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
@@ -270,11 +322,12 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
         raise ValueError("harvest_stats: targets contain NaN or inf.")
     if chunk < 1:
         raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
+    full = np.full(batch, steps, np.int32) if lengths is None else lengths
     yts, sts = _accumulate_stats(
-        inputs, tf.constant(targets), *tensors, leaky, tf.constant(washout), tf.constant(chunk), bias,
-        targets.ndim == 3,
+        inputs, tf.constant(targets), tf.constant(full), *tensors, leaky, tf.constant(washout), tf.constant(chunk),
+        bias, targets.ndim == 3,
     )
-    return RidgeStats(yts.numpy(), sts.numpy(), batch * (steps - washout), 1, bias)
+    return RidgeStats(yts.numpy(), sts.numpy(), int(np.sum(full - washout)), 1, bias)
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 
+from tff_esn.data.errors import DataError
 from tff_esn.runtime import WorkerError
 
 Register = Callable[[argparse._SubParsersAction], None]
@@ -46,12 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parses ``argv`` and runs the command; bad input exits with code 2 and a message."""
+    """Parses ``argv`` and runs the command; bad input exits with code 2 and a one-line message.
+
+    Bad input is a :class:`UsageError` (flags) or a :class:`~tff_esn.data.errors.DataError`
+    (a malformed data file). ``ValueError``/``KeyError``/``FileNotFoundError`` are still
+    reported the same way because the library's parameter checks raise them (issue 15
+    replaces them by typed configs); every other exception keeps its traceback.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UsageError, ValueError, FileNotFoundError, KeyError) as err:
+    except (UsageError, DataError, ValueError, FileNotFoundError, KeyError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2
     except WorkerError as err:

@@ -59,7 +59,8 @@ def _prepare(args: argparse.Namespace) -> int:
     print(f"{data.source} · {args.pipeline}: {len(data.clients)} clients, {data.n_classes} classes, "
           f"features {', '.join(data.feature_names)} ({time.perf_counter() - t0:.1f} s)")
     for cid, c in data.clients.items():
-        print(f"  {cid}: x {c.x.shape}, labels {c.y.shape}")
+        lengths = f", lengths {c.steps.min()}–{c.steps.max()}" if c.ragged else ""
+        print(f"  {cid}: x {c.x.shape}{lengths}, labels {c.y.shape}")
     return 0
 
 

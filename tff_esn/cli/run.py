@@ -48,6 +48,9 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--split", default=None, help="client split (default: the pipeline's, npz for npz files)")
     g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
                    help="fraction of the training clients used (IncFed Tables V–VI)")
+    g.add_argument("--ragged", choices=("pad", "crop"), default=None,
+                   help="npz:FILE sequences of unequal length: each at its own length (pad, the default) or "
+                        "cut to the shortest (crop)")
     g.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     g.add_argument("--hparams", default=None, metavar="FILE", help="JSON object of flag values (see above)")
     g.add_argument("--out", required=True, metavar="DIR", help="run folder; metrics.json is written there")
@@ -70,6 +73,15 @@ def apply_hparams(args: argparse.Namespace, parser: argparse.ArgumentParser, pat
     return args
 
 
+def npz_options(args: argparse.Namespace) -> dict:
+    """``{"ragged": ...}`` for an ``npz:`` source given ``--ragged``; the flag is refused for other sources."""
+    if args.ragged is None:
+        return {}
+    if _source_kind(args.data) != "npz":
+        raise UsageError(f"--ragged: applies to npz:FILE sources only, got --data {args.data}.")
+    return {"ragged": args.ragged}
+
+
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
@@ -78,7 +90,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         apply_hparams(args, parser, args.hparams)
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
-    dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir)
+    dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
     runtime.context_from_args(args)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, args)

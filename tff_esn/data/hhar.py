@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tff_esn.data.errors import DataError, MissingDataError
+
 COLUMNS = ("Index", "Arrival_Time", "Creation_Time", "x", "y", "z", "User", "Model", "Device", "gt")
 FILES = {("phone", "acc"): "Phones_accelerometer.csv", ("phone", "gyro"): "Phones_gyroscope.csv",
          ("watch", "acc"): "Watch_accelerometer.csv", ("watch", "gyro"): "Watch_gyroscope.csv"}
@@ -38,29 +40,62 @@ _DTYPES = {"Index": np.int64, "Arrival_Time": np.int64, "Creation_Time": np.int6
 
 
 def read_sensor_csv(path: str | Path) -> pd.DataFrame:
-    """One HHAR CSV with checked columns and dtypes (``keep_default_na=False``).
+    """One HHAR CSV with checked columns, dtypes and labels (``keep_default_na=False``).
 
     Raises:
-        FileNotFoundError: missing file. ValueError: missing columns or unparsable values (names the file).
+        MissingDataError: missing file. DataError: an unreadable header, missing columns,
+            unparsable values or activity labels outside :data:`ACTIVITIES` and ``null``
+            (names the file and the column).
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"HHAR file {path} does not exist.")
-    header = pd.read_csv(path, nrows=0).columns
+        raise MissingDataError(f"HHAR file {path} does not exist.")
+    try:
+        header = pd.read_csv(path, nrows=0).columns
+    except (ValueError, OSError, pd.errors.ParserError) as err:
+        raise DataError(f"{path}: header: not a CSV header ({type(err).__name__}: {err}).") from None
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; expected {list(COLUMNS)}, found {list(header)}.")
+        raise DataError(f"{path}: missing column(s) {missing} in the header; expected {list(COLUMNS)}, "
+                        f"found {list(header)}.")
     try:
-        return pd.read_csv(path, usecols=list(COLUMNS), dtype=_DTYPES, keep_default_na=False)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: unparsable values: {err}") from None
+        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=_DTYPES, keep_default_na=False)
+    except (ValueError, TypeError, OverflowError, pd.errors.ParserError) as err:
+        raise DataError(f"{path}: {_first_bad_cell(path) or f'rows: {type(err).__name__}: {err}'}") from None
+    frame = frame[list(COLUMNS)]
+    unknown = sorted(set(frame["gt"].cat.categories) - {*ACTIVITIES, NULL_LABEL})
+    if unknown:
+        raise DataError(f"{path}: gt: unknown activity label(s) {unknown[:5]}; expected {ACTIVITIES} or "
+                        f"{NULL_LABEL!r}.")
+    return frame
+
+
+def _first_bad_cell(path: Path) -> str | None:
+    """``"COLUMN: row R holds 'V', not an integer/a number"`` for the first cell that does not parse."""
+    try:
+        text = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False)
+    except (ValueError, TypeError, pd.errors.ParserError):
+        return None
+    for column, dtype in _DTYPES.items():
+        if dtype == "category":
+            continue
+        cells = text[column]
+        values = pd.to_numeric(cells, errors="coerce")
+        ok = values.notna() | cells.str.strip().str.lower().isin(("nan", "inf", "-inf", "+inf"))
+        if dtype == np.int64:
+            ok &= (values == values.round()) & (values.abs() < 2.0 ** 63)
+        if not ok.all():
+            row = int(np.flatnonzero(~ok.to_numpy())[0])
+            kind = "an integer" if dtype == np.int64 else "a number"
+            return f"{column}: row {row + 1} holds {cells.iloc[row][:20]!r}, not {kind}."
+    return None
 
 
 def read_hhar(directory: str | Path, devices: tuple[str, ...] = ("phone", "watch")) -> dict[tuple[str, str], pd.DataFrame]:
     """``{(device kind, sensor): frame}`` for the four CSVs (or the phone/watch pair asked for)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise FileNotFoundError(f"HHAR directory {directory} does not exist.")
+        raise MissingDataError(f"HHAR directory {directory} does not exist.")
     return {key: read_sensor_csv(directory / name) for key, name in FILES.items() if key[0] in devices}
 
 

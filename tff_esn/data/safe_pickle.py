@@ -6,13 +6,21 @@ the globals a data pickle of dicts, lists, strings and numpy arrays needs (how n
 reconstructs an array and its dtype, and ``_codecs.encode``, which Python 3 uses for the
 byte payloads of protocol-2 pickles); any other global raises :class:`UnsafePickleError`
 before it is resolved, so nothing it names is imported or called.
+
+numpy ≥ 2 names its reconstruction functions ``numpy._core.*`` where numpy 1 has
+``numpy.core.*`` (an ``np.save`` of a ragged object array written by numpy 2); when the
+running numpy has no ``numpy._core``, those allowed names — and only those — are read as
+their ``numpy.core`` twins (:data:`NUMPY2_RENAMES`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 from pathlib import Path
 from typing import BinaryIO
+
+from tff_esn.data.errors import DataError
 
 ALLOWED_GLOBALS = frozenset({
     ("numpy", "ndarray"),
@@ -27,8 +35,16 @@ ALLOWED_GLOBALS = frozenset({
 })
 """``(module, name)`` pairs a pickle of dicts, lists, str and numpy arrays/dtypes refers to."""
 
+NUMPY2_RENAMES = {
+    (module, name): (module.replace("numpy._core", "numpy.core", 1), name)
+    for module, name in ALLOWED_GLOBALS if module.startswith("numpy._core.")
+}
+"""numpy-2 name → numpy-1 name of each allowed global that moved to ``numpy._core``."""
 
-class UnsafePickleError(pickle.UnpicklingError):
+_HAS_NUMPY_CORE_PRIVATE = importlib.util.find_spec("numpy._core") is not None
+
+
+class UnsafePickleError(DataError, pickle.UnpicklingError):
     """The pickle refers to a global outside :data:`ALLOWED_GLOBALS`."""
 
 
@@ -44,6 +60,8 @@ class _DataUnpickler(pickle.Unpickler):
                 f"dicts, lists, strings and numpy arrays (allowed: "
                 f"{', '.join(sorted(f'{m}.{n}' for m, n in ALLOWED_GLOBALS))})."
             )
+        if not _HAS_NUMPY_CORE_PRIVATE:
+            module, name = NUMPY2_RENAMES.get((module, name), (module, name))
         return super().find_class(module, name)
 
 
@@ -52,14 +70,15 @@ def read_data_pickle(fh: BinaryIO, source: str):
 
     Raises:
         UnsafePickleError: the stream refers to a callable outside :data:`ALLOWED_GLOBALS`.
-        ValueError: the stream is truncated or not a pickle.
+        DataError: the stream is truncated or not a pickle.
     """
     try:
         return _DataUnpickler(fh, source=source).load()
     except UnsafePickleError:
         raise
-    except (EOFError, pickle.UnpicklingError, ValueError, TypeError, IndexError, AttributeError) as err:
-        raise ValueError(f"{source}: not a complete data pickle (truncated or corrupt): "
+    except (EOFError, pickle.UnpicklingError, ValueError, TypeError, IndexError, AttributeError, KeyError,
+            MemoryError, OverflowError, UnicodeDecodeError) as err:
+        raise DataError(f"{source}: not a complete data pickle (truncated or corrupt): "
                          f"{type(err).__name__}: {err}") from None
 
 
@@ -68,7 +87,11 @@ def load_data_pickle(path: str | Path):
 
     Raises:
         UnsafePickleError: the file refers to a callable outside :data:`ALLOWED_GLOBALS`.
-        ValueError: the file is truncated or not a pickle (message names the file).
+        DataError: the file cannot be read, is truncated or is not a pickle (message names the file).
     """
-    with Path(path).open("rb") as fh:
+    try:
+        fh = Path(path).open("rb")
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    with fh:
         return read_data_pickle(fh, str(path))

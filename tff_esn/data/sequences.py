@@ -1,9 +1,11 @@
 """The in-memory form every pipeline produces and every algorithm consumes.
 
 A :class:`SequenceDataset` maps client ids (subjects, users) to :class:`ClientSequences`:
-equal-length sequences ``x`` (n, T, F) float32 with integer labels ``y``, either one per
-sequence (n,) or one per step (n, T). Pipelines cut long recordings into chunks of equal
-length (IncFed §IV, pFedRR §3, FedIP §3), so one array per client suffices.
+sequences ``x`` (n, T, F) float32 with integer labels ``y``, either one per sequence (n,)
+or one per step (n, T). Pipelines cut long recordings into chunks of equal length (IncFed
+§IV, pFedRR §3, FedIP §3), so one array per client suffices. Sequences of unequal length
+(an ``npz`` file's object array, e.g. JapaneseVowels' 7–29 steps) are right-padded with
+zeros to the longest and carry their ``lengths``: sequence i is ``x[i, :lengths[i]]``.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ from __future__ import annotations
 import dataclasses
 import warnings
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from tff_esn.data.errors import DataError, MissingDataError
+
 SPLIT_GROUPS = ("train", "val", "test")
+RAGGED_MODES = ("pad", "crop")
+"""How :func:`load_npz` reads sequences of unequal length: each at its own length (``pad``) or all cut to one."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -24,12 +31,16 @@ class ClientSequences:
     """One client's labelled sequences.
 
     Attributes:
-        x: (n, T, F) float32 inputs.
+        x: (n, T, F) float32 inputs; for sequences of unequal length, right-padded with zeros.
         y: (n,) int64 per-sequence labels, or (n, T) int64 per-step labels.
+        lengths: ``None`` when every sequence has T steps, else (n,) int64 valid steps per
+            sequence in [1, T] (per-sequence labels only). Normalised: all-equal lengths of
+            T become ``None``, and steps past a sequence's end are set to zero.
     """
 
     x: np.ndarray
     y: np.ndarray
+    lengths: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         x = np.asarray(self.x)
@@ -44,8 +55,26 @@ class ClientSequences:
             raise ValueError(f"ClientSequences.y: labels must be integers, got dtype {y.dtype}.")
         if not np.all(np.isfinite(x)):
             raise ValueError("ClientSequences.x: contains NaN or inf.")
-        object.__setattr__(self, "x", x.astype(np.float32, copy=False))
+        x = x.astype(np.float32, copy=False)
+        lengths = self.lengths
+        if lengths is not None:
+            lengths = np.asarray(lengths)
+            if lengths.shape != (x.shape[0],) or not np.issubdtype(lengths.dtype, np.integer):
+                raise ValueError(f"ClientSequences.lengths: expected ({x.shape[0]},) integers, got "
+                                 f"{lengths.shape} {lengths.dtype}.")
+            if lengths.size and (lengths.min() < 1 or lengths.max() > x.shape[1]):
+                raise ValueError(f"ClientSequences.lengths: must lie in [1, {x.shape[1]}], got "
+                                 f"[{lengths.min()}, {lengths.max()}].")
+            if np.all(lengths == x.shape[1]):
+                lengths = None
+            elif y.ndim == 2:
+                raise ValueError("ClientSequences.lengths: sequences of unequal length need per-sequence labels.")
+            else:
+                lengths = lengths.astype(np.int64)
+                x = np.where(np.arange(x.shape[1])[None, :, None] < lengths[:, None, None], x, np.float32(0))
+        object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y.astype(np.int64, copy=False))
+        object.__setattr__(self, "lengths", lengths)
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -55,13 +84,35 @@ class ClientSequences:
         """Whether labels are given per time step."""
         return self.y.ndim == 2
 
+    @property
+    def ragged(self) -> bool:
+        """Whether the sequences have unequal lengths (``x`` is padded; see ``lengths``)."""
+        return self.lengths is not None
+
+    @property
+    def steps(self) -> np.ndarray:
+        """(n,) valid steps of each sequence."""
+        return np.full(len(self), self.x.shape[1], np.int64) if self.lengths is None else self.lengths
+
+    @property
+    def shortest(self) -> int:
+        """Steps of the shortest sequence (what a washout must stay below)."""
+        return int(self.steps.min()) if len(self) else int(self.x.shape[1])
+
     @staticmethod
     def concat(parts: Iterable["ClientSequences"]) -> "ClientSequences":
-        """Rows of several clients pooled (the centralized view)."""
+        """Rows of several clients pooled (the centralized view); unequal lengths are padded."""
         parts = list(parts)
         if not parts:
             raise ValueError("ClientSequences.concat: nothing to pool.")
-        return ClientSequences(np.concatenate([p.x for p in parts]), np.concatenate([p.y for p in parts]))
+        steps = max(p.x.shape[1] for p in parts)
+        if all(p.x.shape[1] == steps for p in parts) and not any(p.ragged for p in parts):
+            return ClientSequences(np.concatenate([p.x for p in parts]), np.concatenate([p.y for p in parts]))
+        if any(p.per_step for p in parts):
+            raise ValueError("ClientSequences.concat: per-step labels of sequences with different lengths "
+                             "cannot be pooled.")
+        x = np.concatenate([np.pad(p.x, ((0, 0), (0, steps - p.x.shape[1]), (0, 0))) for p in parts])
+        return ClientSequences(x, np.concatenate([p.y for p in parts]), np.concatenate([p.steps for p in parts]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +142,8 @@ class SequenceDataset:
     """Clients' sequences plus what describes them.
 
     Attributes:
-        clients: client id → :class:`ClientSequences` (same T and F for all clients).
+        clients: client id → :class:`ClientSequences` (same F for all clients; the same T
+            unless the data is :attr:`ragged`).
         n_classes: number of label classes (labels lie in [0, n_classes)).
         feature_names: one name per input feature.
         label_names: one name per class.
@@ -138,6 +190,16 @@ class SequenceDataset:
     def client_ids(self) -> tuple[str, ...]:
         return tuple(self.clients)
 
+    @property
+    def ragged(self) -> bool:
+        """Whether sequences differ in length (within a client, or between clients)."""
+        return len({c.x.shape[1] for c in self.clients.values()}) > 1 or any(c.ragged for c in self.clients.values())
+
+    @property
+    def shortest(self) -> int:
+        """Steps of the shortest sequence of any client."""
+        return min(c.shortest for c in self.clients.values())
+
     def select(self, ids: Iterable[str]) -> dict[str, ClientSequences]:
         """The named clients, in the given order; unknown ids raise a clear error."""
         ids = list(ids)
@@ -156,20 +218,76 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
     from tff_esn.data.safe_pickle import read_data_pickle
 
     fmt = np.lib.format
-    with archive.open(f"{key}.npy") as fh:
-        version = fmt.read_magic(fh)
-        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-        shape, fortran, dtype = read_header(fh)
-        if dtype.hasobject:
-            return read_data_pickle(fh, f"{path}[{key!r}]")
-        data = np.frombuffer(fh.read(), dtype=dtype)
+    try:
+        with archive.open(f"{key}.npy") as fh:
+            version = fmt.read_magic(fh)
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            if dtype.hasobject:
+                return read_data_pickle(fh, f"{path}: {key}")
+            data = np.frombuffer(fh.read(), dtype=dtype)
+    except DataError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, SyntaxError,
+            NotImplementedError, RuntimeError) as err:  # the last two: zip features (encryption, methods)
+        raise DataError(f"{path}: {key}: not a readable .npy member (truncated or corrupt): "
+                        f"{type(err).__name__}: {err}") from None
     count = int(np.prod(shape))
     if data.size != count:
-        raise ValueError(f"{path}: array {key!r} is truncated ({data.size} of {count} values).")
+        raise DataError(f"{path}: {key}: array is truncated ({data.size} of {count} values).")
     return data.reshape(shape, order="F" if fortran else "C")
 
 
-def load_npz(path: str | Path, *, length: int | None = None) -> SequenceDataset:
+def _npz_sequences(x: np.ndarray, path: Path) -> list[np.ndarray]:
+    """The (T_i, F) real-valued sequences held by ``X`` ((n, T, F) numbers or an object array)."""
+    if x.dtype == object:
+        if x.ndim != 1:
+            raise DataError(f"{path}: X: an object array must be 1-D (n,) of (T_i, F) arrays, got shape {x.shape}.")
+        seqs = []
+        for i, item in enumerate(x):
+            try:
+                seq = np.asarray(item)
+            except (ValueError, TypeError) as err:
+                raise DataError(f"{path}: X[{i}]: not an array ({err}).") from None
+            if seq.ndim != 2 or seq.dtype.kind not in "biuf":
+                raise DataError(f"{path}: X[{i}]: must be a real-valued (T_i, F) array, got shape {seq.shape} "
+                                f"dtype {seq.dtype}.")
+            seqs.append(seq)
+    elif x.ndim == 3 and x.dtype.kind in "biuf":
+        seqs = list(x)
+    else:
+        raise DataError(f"{path}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, "
+                        f"got shape {x.shape} dtype {x.dtype}.")
+    if not seqs:
+        raise DataError(f"{path}: X: holds no sequences.")
+    features = sorted({s.shape[1] for s in seqs})
+    if len(features) != 1 or features[0] < 1:
+        raise DataError(f"{path}: X: sequences must share a number of features ≥ 1, got {features}.")
+    empty = [i for i, s in enumerate(seqs) if s.shape[0] < 1]
+    if empty:
+        raise DataError(f"{path}: X[{empty[0]}]: sequence has no steps.")
+    return seqs
+
+
+def _npz_labels(y: np.ndarray, n: int, path: Path) -> int:
+    """Checks ``y`` ((n,) integers ≥ 0 coding classes 0..C−1) and returns C."""
+    if y.shape != (n,):
+        raise DataError(f"{path}: y: must have shape ({n},) like X, got {y.shape}.")
+    if y.dtype.kind not in "iu":
+        raise DataError(f"{path}: y: must hold integer labels ≥ 0, got dtype {y.dtype}.")
+    if y.min() < 0:
+        raise DataError(f"{path}: y: must hold integer labels ≥ 0, got min {y.min()}.")
+    n_classes = int(y.max()) + 1
+    if n_classes < 2:
+        raise DataError(f"{path}: y: every label is 0; a classifier needs labels of at least 2 classes.")
+    present = len(np.unique(y))
+    if n_classes > 2 * present:
+        raise DataError(f"{path}: y: labels span [0, {n_classes}) but only {present} distinct values occur; "
+                        "code the classes as 0..C−1 (e.g. np.unique(y, return_inverse=True)[1]).")
+    return n_classes
+
+
+def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:
     """Bring-your-own sequences: an ``.npz`` with ``X``, ``y``, ``client`` and optional ``split``.
 
     Args:
@@ -177,81 +295,82 @@ def load_npz(path: str | Path, *, length: int | None = None) -> SequenceDataset:
             arrays —, ``y`` (n,) integer labels in [0, C), ``client`` (n,) ids (strings or
             integers) and optionally ``split`` (n,) of ``"train"``/``"val"``/``"test"``, the
             same for all sequences of a client (the ``npz`` split uses it).
-        length: steps kept per sequence. ``None``: the shortest sequence's length. Longer
-            sequences keep their *last* ``length`` steps (where a per-sequence label is
-            decided); a shortening emits a warning.
+        ragged: sequences of unequal length are kept whole (``"pad"``, the default: padded
+            with their ``lengths``, which every closed-form algorithm harvests exactly) or
+            cut to ``length`` steps (``"crop"``).
+        length: steps kept per sequence (implies ``"crop"``); with ``"crop"`` and ``None``,
+            the shortest sequence's length. Longer sequences keep their *last* ``length``
+            steps (where a per-sequence label is decided); a shortening emits a warning.
 
     Object arrays are read through the data allow-list unpickler (no code runs).
 
     Raises:
-        ValueError: naming the array and what is wrong (missing, shapes, dtypes, NaN, ids).
+        DataError: one line naming the file and the array and what is wrong (missing,
+            truncated, shapes, dtypes, NaN, labels, ids, an unsafe pickle).
+        ValueError: an unknown ``ragged`` mode.
     """
+    if ragged not in RAGGED_MODES:
+        raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"npz file {path} does not exist.")
+        raise MissingDataError(f"{path}: npz file does not exist.")
     try:
         archive = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as err:
-        raise ValueError(f"{path}: not an .npz file ({err}).") from None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
+        raise DataError(f"{path}: not an .npz file ({err}).") from None
     with archive:
         keys = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
         missing = [k for k in ("X", "y", "client") if k not in keys]
         if missing:
-            raise ValueError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split "
-                             f"(found {sorted(keys)}).")
+            raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split "
+                            f"(found {sorted(keys)}).")
         arrays = {k: _npz_member(archive, k, path) for k in ("X", "y", "client", "split") if k in keys}
-    x, y, client = arrays["X"], arrays["y"], arrays["client"]
-    if x.dtype == object:
-        if x.ndim != 1:
-            raise ValueError(f"{path}: object array X must be 1-D (n,) of (T_i, F) arrays, got shape {x.shape}.")
-        seqs = [np.asarray(s) for s in x]
-        bad = [i for i, s in enumerate(seqs) if s.ndim != 2 or not np.issubdtype(s.dtype, np.number)]
-        if bad:
-            raise ValueError(f"{path}: X[{bad[0]}] must be a numeric (T_i, F) array, got shape "
-                             f"{seqs[bad[0]].shape} dtype {seqs[bad[0]].dtype}.")
-    elif x.ndim == 3 and np.issubdtype(x.dtype, np.number):
-        seqs = list(x)
-    else:
-        raise ValueError(f"{path}: X must be (n, T, F) numbers or an object array of (T_i, F) arrays, "
-                         f"got shape {x.shape} dtype {x.dtype}.")
+    seqs = _npz_sequences(arrays["X"], path)
     n = len(seqs)
-    if n == 0:
-        raise ValueError(f"{path}: X holds no sequences.")
-    features = {s.shape[1] for s in seqs}
-    if len(features) != 1:
-        raise ValueError(f"{path}: sequences in X disagree on the number of features: {sorted(features)}.")
-    for key, arr in (("y", y), ("client", client)) + ((("split", arrays["split"]),) if "split" in arrays else ()):
-        if arr.shape != (n,):
-            raise ValueError(f"{path}: {key} must have shape ({n},) like X, got {arr.shape}.")
-    if not np.issubdtype(y.dtype, np.integer) or y.min() < 0:
-        raise ValueError(f"{path}: y must hold integer labels ≥ 0, got dtype {y.dtype} (min {y.min()}).")
+    for key in ("client", "split"):
+        if key in arrays and arrays[key].shape != (n,):
+            raise DataError(f"{path}: {key}: must have shape ({n},) like X, got {arrays[key].shape}.")
+    y = arrays["y"]
+    n_classes = _npz_labels(y, n, path)
     lengths = np.array([s.shape[0] for s in seqs])
     shortest = int(lengths.min())
-    length = shortest if length is None else int(length)
-    if length < 1 or length > shortest:
-        raise ValueError(f"{path}: length must be in [1, {shortest}] (the shortest sequence), got {length}.")
-    if lengths.max() > length:
-        warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last {length} steps.",
-                      stacklevel=2)
-    x = np.stack([s[s.shape[0] - length:] for s in seqs]).astype(np.float32)
-    if not np.all(np.isfinite(x)):
-        bad = int(np.flatnonzero(~np.all(np.isfinite(x), axis=(1, 2)))[0])
-        raise ValueError(f"{path}: X[{bad}] contains NaN or inf.")
-    ids = np.array([str(c) for c in client])
+    if length is not None or ragged == "crop":
+        length = shortest if length is None else int(length)
+        if length < 1 or length > shortest:
+            raise DataError(f"{path}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
+        if lengths.max() > length:
+            warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last {length} "
+                          "steps (ragged='pad' keeps them whole).", stacklevel=2)
+        seqs = [s[s.shape[0] - length:] for s in seqs]
+        lengths = np.full(n, length)
+    steps = int(lengths.max())
+    x = np.zeros((n, steps, seqs[0].shape[1]), np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, s in enumerate(seqs):
+            x[i, :s.shape[0]] = s
+    finite = np.all(np.isfinite(x), axis=(1, 2))
+    if not finite.all():
+        raise DataError(f"{path}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
+                        "(or values beyond float32).")
+    ids = np.array([str(c) for c in arrays["client"]])
     order = list(dict.fromkeys(ids))
     groups = {}
     if "split" in arrays:
         split = np.array([str(s) for s in arrays["split"]])
         bad = sorted(set(split) - set(SPLIT_GROUPS))
         if bad:
-            raise ValueError(f"{path}: split values must be {SPLIT_GROUPS}, got {bad}.")
+            raise DataError(f"{path}: split: values must be {SPLIT_GROUPS}, got {bad}.")
         for cid in order:
             values = set(split[ids == cid])
             if len(values) != 1:
-                raise ValueError(f"{path}: client {cid!r} has sequences in several split groups {sorted(values)}; "
-                                 "splits are client-wise.")
+                raise DataError(f"{path}: split: client {cid!r} has sequences in several groups {sorted(values)}; "
+                                "splits are client-wise.")
             groups[cid] = values.pop()
-    n_classes = int(y.max()) + 1
-    clients = {cid: ClientSequences(x[ids == cid], y[ids == cid]) for cid in order}
+        if "train" not in groups.values():
+            raise DataError(f"{path}: split: no client is in 'train'.")
+    clients = {}
+    for cid in order:
+        rows = ids == cid
+        clients[cid] = ClientSequences(x[rows, :lengths[rows].max()], y[rows], lengths[rows])
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])),
                            tuple(str(i) for i in range(n_classes)), f"npz:{path}", groups=groups)

@@ -10,7 +10,8 @@ Sources:
 * ``wesad:DIR`` — a WESAD copy (``DIR/S{n}/S{n}.pkl``; option ``subjects``), one subject in
   memory at a time;
 * ``hhar:DIR`` — the HHAR CSVs in ``DIR`` (option ``users``);
-* ``npz:FILE`` — :func:`tff_esn.data.sequences.load_npz` (the pipeline is ignored; option ``length``).
+* ``npz:FILE`` — :func:`tff_esn.data.sequences.load_npz` (the pipeline is ignored; options
+  ``ragged`` (``"pad"``, the default, or ``"crop"``) and ``length``).
 
 Every other option configures the pipeline (:mod:`tff_esn.data.pipelines`). The result is
 cached under :func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their
@@ -79,9 +80,11 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     options = dict(options)
     if kind == "npz":
         length = _pop(options, "length", None)
+        ragged = _pop(options, "ragged", "pad")
         if options:
-            raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (npz takes only 'length').")
-        return load_npz(arg, length=length)
+            raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (npz takes 'ragged' and "
+                             "'length').")
+        return load_npz(arg, length=length, ragged=ragged)
     data = kind.removeprefix("synthetic-")
     if data == "wesad":
         loader, key = _wesad_loader(kind, arg, options)

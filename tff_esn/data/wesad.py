@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.data.errors import DataError, MissingDataError
 from tff_esn.data.hrv import HRV_INDICES, windowed_hrv
 from tff_esn.data.normalise import MA_MODES, moving_average_normalise, standardize_to
 from tff_esn.data.safe_pickle import load_data_pickle
@@ -54,27 +55,31 @@ def subject_files(directory: str | Path) -> dict[str, Path]:
     """``{"S2": DIR/S2/S2.pkl, ...}`` for every subject file present, in subject order.
 
     Raises:
-        FileNotFoundError: ``directory`` is missing or holds no ``S{n}/S{n}.pkl``.
+        MissingDataError: ``directory`` is missing or holds no ``S{n}/S{n}.pkl``.
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise FileNotFoundError(f"WESAD directory {directory} does not exist.")
+        raise MissingDataError(f"WESAD directory {directory} does not exist.")
     found = {}
     for sub in directory.iterdir():
         if re.fullmatch(r"S\d+", sub.name) and (sub / f"{sub.name}.pkl").is_file():
             found[sub.name] = sub / f"{sub.name}.pkl"
     if not found:
-        raise FileNotFoundError(f"{directory}: no WESAD subject files S<n>/S<n>.pkl found.")
+        raise MissingDataError(f"{directory}: no WESAD subject files S<n>/S<n>.pkl found.")
     return dict(sorted(found.items(), key=lambda kv: int(kv[0][1:])))
+
+
+def _keys(container: Any) -> str:
+    """The keys of a dict (any types) for a message, or the type of a non-dict."""
+    return str(sorted(map(repr, container))) if isinstance(container, dict) else f"a {type(container).__name__}"
 
 
 def _array(container: dict, key: str, where: str, source: str) -> np.ndarray:
     if not isinstance(container, dict) or key not in container:
-        have = sorted(container) if isinstance(container, dict) else type(container).__name__
-        raise ValueError(f"{source}: missing key {where}[{key!r}] (found {have}).")
+        raise DataError(f"{source}: missing key {where}[{key!r}] (found {_keys(container)}).")
     value = container[key]
     if not isinstance(value, np.ndarray):
-        raise ValueError(f"{source}: {where}[{key!r}] must be a numpy array, got {type(value).__name__}.")
+        raise DataError(f"{source}: {where}[{key!r}] must be a numpy array, got {type(value).__name__}.")
     return value
 
 
@@ -82,30 +87,31 @@ def validate_subject(data: Any, source: str = "<subject>") -> dict:
     """Checks a subject dict against the WESAD layout; returns it unchanged.
 
     Raises:
-        ValueError: naming ``source`` and the offending key: missing or renamed keys, wrong
-            shapes, a length that is not a whole number of seconds, streams whose lengths
-            disagree with their rates, labels outside 0–7.
+        DataError: naming ``source`` and the offending key: missing or renamed keys, wrong
+            shapes or dtypes, a length that is not a whole number of seconds, streams whose
+            lengths disagree with their rates, labels outside 0–7, NaN/inf in the chest
+            channels (the wrist streams' gaps are interpolated by the thesis pipeline).
     """
     if not isinstance(data, dict):
-        raise ValueError(f"{source}: expected a dict with 'signal', 'label', 'subject', got {type(data).__name__}.")
+        raise DataError(f"{source}: expected a dict with 'signal', 'label', 'subject', got {type(data).__name__}.")
     for key in ("signal", "label", "subject"):
         if key not in data:
-            raise ValueError(f"{source}: missing key [{key!r}] (found {sorted(data)}).")
+            raise DataError(f"{source}: missing key [{key!r}] (found {_keys(data)}).")
     signal = data["signal"]
     for device in ("chest", "wrist"):
         if not isinstance(signal, dict) or device not in signal:
-            raise ValueError(f"{source}: missing key ['signal'][{device!r}].")
+            raise DataError(f"{source}: missing key ['signal'][{device!r}] (found {_keys(signal)}).")
     label = _array(data, "label", "", source)
     if label.ndim != 1:
-        raise ValueError(f"{source}: ['label'] must be 1-D (N,), got shape {label.shape}.")
+        raise DataError(f"{source}: ['label'] must be 1-D (N,), got shape {label.shape}.")
     n = label.shape[0]
     if n == 0 or n % CHEST_RATE:
-        raise ValueError(f"{source}: ['label'] has {n} samples, not a whole number (> 0) of seconds at {CHEST_RATE} Hz.")
-    if not np.issubdtype(label.dtype, np.integer) and not np.all(label == np.round(label)):
-        raise ValueError(f"{source}: ['label'] must hold integer codes, got dtype {label.dtype}.")
+        raise DataError(f"{source}: ['label'] has {n} samples, not a whole number (> 0) of seconds at {CHEST_RATE} Hz.")
+    if label.dtype.kind not in "biuf" or not np.all(label == np.round(label)):
+        raise DataError(f"{source}: ['label'] must hold integer codes, got dtype {label.dtype}.")
     bad = np.setdiff1d(np.unique(label), list(LABEL_CODES))
     if bad.size:
-        raise ValueError(f"{source}: ['label'] holds codes {bad.tolist()} outside {sorted(LABEL_CODES)}.")
+        raise DataError(f"{source}: ['label'] holds codes {bad.tolist()} outside {sorted(LABEL_CODES)}.")
     seconds = n // CHEST_RATE
     for device, channels, rates in (("chest", CHEST_CHANNELS, None), ("wrist", WRIST_CHANNELS, WRIST_RATES)):
         for key, width in channels.items():
@@ -113,10 +119,12 @@ def validate_subject(data: Any, source: str = "<subject>") -> dict:
             arr = _array(signal[device], key, where, source)
             length = n if rates is None else seconds * rates[key]
             if arr.ndim != 2 or arr.shape != (length, width):
-                raise ValueError(f"{source}: {where}[{key!r}] expected shape ({length}, {width}) "
-                                 f"({seconds} s at {CHEST_RATE if rates is None else rates[key]} Hz), got {arr.shape}.")
-            if not np.issubdtype(arr.dtype, np.number):
-                raise ValueError(f"{source}: {where}[{key!r}] must be numeric, got dtype {arr.dtype}.")
+                raise DataError(f"{source}: {where}[{key!r}] expected shape ({length}, {width}) "
+                                f"({seconds} s at {CHEST_RATE if rates is None else rates[key]} Hz), got {arr.shape}.")
+            if arr.dtype.kind not in "biuf":
+                raise DataError(f"{source}: {where}[{key!r}] must be real numbers, got dtype {arr.dtype}.")
+            if rates is None and not np.all(np.isfinite(arr)):
+                raise DataError(f"{source}: {where}[{key!r}] contains NaN or inf.")
     return data
 
 
@@ -125,7 +133,7 @@ def load_subject(path: str | Path) -> dict:
 
     Raises:
         tff_esn.data.safe_pickle.UnsafePickleError: the file refers to code, not data.
-        ValueError: truncated file or a layout error (see :func:`validate_subject`).
+        DataError: truncated file or a layout error (see :func:`validate_subject`).
     """
     return validate_subject(load_data_pickle(path), str(path))
 
@@ -146,7 +154,7 @@ def _finite_or_interpolated(signal: np.ndarray, what: str) -> np.ndarray:
     if ok.all():
         return signal
     if ok.sum() < 2:
-        raise ValueError(f"{what}: fewer than 2 finite samples.")
+        raise DataError(f"{what}: fewer than 2 finite samples.")
     idx = np.arange(signal.size)
     return np.interp(idx, idx[ok], signal[ok])
 
@@ -202,7 +210,7 @@ def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = 
         except (IndexError, ValueError):
             peaks = np.zeros(0, dtype=np.int64)
         if peaks.size < 3:
-            raise ValueError(f"{source}: ['signal']['wrist']['BVP'] yields {peaks.size} heartbeats; "
+            raise DataError(f"{source}: ['signal']['wrist']['BVP'] yields {peaks.size} heartbeats; "
                              "at least 3 are needed for heart rate and HRV.")
         rate = np.asarray(nk.ppg_rate(peaks, sampling_rate=bvp_rate, desired_length=bvp.size), dtype=np.float64)
     heart_rate = np.interp(grid, np.arange(bvp.size) / bvp_rate, rate)
@@ -235,7 +243,7 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
     features, codes = wrist_features(subject, hrv_window_s, hrv_index=hrv_index, rate_hz=rate_hz, source=source)
     defined = np.all(np.isfinite(features), axis=1)
     if not defined.any():
-        raise ValueError(f"{source}: no time step where all thesis features are defined.")
+        raise DataError(f"{source}: no time step where all thesis features are defined.")
     first = int(np.argmax(defined))
     features, codes = _forward_filled(features[first:]), codes[first:]
     features = standardize_to(features, features[codes == 1], what=f"{source}: baseline (label 1) of {THESIS_FEATURES}")
