@@ -18,12 +18,31 @@ Learning is online: every time step updates (g, b) by the mean of the per-sequen
 updates over a batch of sequences (batch size 1 is the classical online rule), for
 ``epochs`` passes over the local data; washout is not applied to IP.
 
+**Positive gain.** L is defined for g > 0 only (the −log g term), and eq. 3's η/g changes
+sign with g. Applied literally, one large step (|Δb·x_net| grows with the input's scale)
+throws a gain below zero, after which η/g pushes it further down: on BasicMotions (raw
+inputs up to |29|, 100 units, η = 1e-3, σ = 0.1) one FedIP round left 45 of 100 gains
+negative, down to −178, and 25 % of the states saturated. The default
+(``IPConfig.min_gain`` > 0) is therefore projected gradient descent on the feasible set:
+after every step ``g ← max(g, min_gain)``; ``min_gain=None`` keeps the literal rule.
+
 FedIP (Alg. 1) is FedAvg on (g, b) only: each round the server broadcasts (g, b), every
 client runs ``epochs`` local IP epochs, and the server takes the mean weighted by the
 clients' numbers of sequences, ``Σ_c (n_c/n)·θ_c``. W_in and Ŵ are sent once (they are
 constants of the built computation). After the rounds, the readout is trained by IncFed on
 the adapted reservoir. With η = 0 FedIP returns the initial (g, b) and FedIP + IncFed is
 IncFed.
+
+**λ and the state scale.** IP sets the states' spread to about σ (FedIP Table 1: σ ∈
+(0.005, 0.15)), far below an unadapted reservoir's (≈ 0.5 per unit at input scaling 1), and
+a ridge solution on states ``c·s`` with penalty ``c²λ`` equals the one on ``s`` with λ. So
+FedIP's λ, drawn from the same range as IncFed's ([1e-4, 1] in FedIP Table 1), regularizes
+up to (0.5/σ)² ≈ 10⁴ times harder: on OSULeaf (300 units, mean states) FedIP + IncFed
+fell from 0.63 (λ = 1e-6) to 0.29 (λ = 1e-3) where IncFed stays at 0.65–0.79. The search
+space of the seed couples λ with σ; the well-posed reading used by default
+(:func:`state_scaled_l2`) states λ on the unadapted reservoir's scale and applies
+λ times the ratio of the adapted to the unadapted states' variance, so η = 0 still gives IncFed
+exactly; ``tff-esn run fedip --l2-scale absolute`` is the literal λ.
 """
 
 from __future__ import annotations
@@ -37,6 +56,7 @@ import tensorflow as tf
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.harvest import ReservoirWeights
 from tff_esn.reservoir import Reservoir
+from tff_esn.ridge import RidgeStats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +74,9 @@ class IPConfig:
     eta: float = 1e-3
     epochs: int = 1
     batch_size: int = 16
+    min_gain: float | None = 1e-2
+    """Lower bound of the gain after every step (projection onto g > 0, see the module
+    docstring); ``None``: the literal eqs. 2–3, whose gain can cross zero."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -62,9 +85,11 @@ class IPConfig:
             "eta": np.isfinite(self.eta) and self.eta >= 0,
             "epochs": isinstance(self.epochs, int) and self.epochs >= 1,
             "batch_size": isinstance(self.batch_size, int) and self.batch_size >= 1,
+            "min_gain": self.min_gain is None or (np.isfinite(self.min_gain) and self.min_gain > 0),
         }
         expected = {"mu": "a finite number", "sigma": "a finite number > 0", "eta": "a finite number ≥ 0",
-                    "epochs": "an integer ≥ 1", "batch_size": "an integer ≥ 1"}
+                    "epochs": "an integer ≥ 1", "batch_size": "an integer ≥ 1",
+                    "min_gain": "None or a finite number > 0"}
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"IPConfig.{name}: expected {expected[name]}, got {getattr(self, name)!r}.")
@@ -93,7 +118,10 @@ def _ip_batch(x, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
         net = projected[t] + tf.matmul(state, recurrent)
         y = tf.tanh(g * net + b)
         dg, db = ip_updates(net, y, g, cfg.mu, cfg.sigma, cfg.eta)
-        return t + 1, state + leaky * (y - state), g + tf.reduce_mean(dg, 0), b + tf.reduce_mean(db, 0)
+        g_next = g + tf.reduce_mean(dg, 0)
+        if cfg.min_gain is not None:
+            g_next = tf.maximum(g_next, cfg.min_gain)
+        return t + 1, state + leaky * (y - state), g_next, b + tf.reduce_mean(db, 0)
 
     state0 = tf.zeros([tf.shape(x)[0], tf.shape(kernel)[1]], tf.float32)
     _, _, gain, bias = tf.while_loop(lambda t, *_: t < steps, body, (0, state0, gain, bias))
@@ -148,6 +176,30 @@ def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], c
             bias=np.tensordot(sizes / sizes.sum(), np.stack([w.bias for w in local]), axes=1),
         )
     return weights
+
+
+def state_scaled_l2(l2: float, initial: Sequence[RidgeStats], adapted: Sequence[RidgeStats]) -> float:
+    """``λ · v_adapted / v_initial``: λ moved from the unadapted reservoir's state scale to the
+    adapted one's (module docstring), where ``v`` is the total variance of the readout's
+    state features over the pooled training samples, ``tr(Σ s sᵀ)/n − ‖Σ s/n‖²`` (the readout
+    bias input excluded). It is computed from the summed statistics (the bias row of B holds
+    Σ s and n), i.e. from what IncFed already sends; the raw second moment would count the
+    offset IP's bias adds to every state as scale."""
+    def variance(stats: Sequence[RidgeStats]) -> float:
+        total = RidgeStats.sum(list(stats))
+        if not total.bias:
+            raise ValueError("state_scaled_l2: needs the readout bias input (its row of B holds Σ s and n).")
+        n = total.B[-1, -1]
+        mean = total.B[-1, :-1] / n
+        return float(np.trace(total.B[:-1, :-1]) / n - mean @ mean)
+
+    if not initial or len(initial) != len(adapted):
+        raise ValueError(f"state_scaled_l2: expected one initial and one adapted statistic per client, got "
+                         f"{len(initial)} and {len(adapted)}.")
+    before = variance(initial)
+    if not before > 0:
+        raise ValueError("state_scaled_l2: the unadapted reservoir's states do not vary (variance 0).")
+    return float(l2) * variance(adapted) / before
 
 
 def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
