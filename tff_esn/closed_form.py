@@ -27,7 +27,7 @@ from tff_esn.incfed import fit_incfed, run_incfed_tff
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import default_k, fit_partial_incfed
 from tff_esn.pfedrr import fit_pfedrr
-from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff, state_scaled_l2
+from tff_esn.plasticity import NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, run_fedip_tff, state_scaled_l2, step_spread
 from tff_esn.ridge import RidgeStats
 
 GROUPS = ("train", "val", "test")
@@ -61,12 +61,13 @@ class Run:
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
-    def report(self, scorer: Scorer, cost: communication.CommunicationCost, **extra: Any) -> dict[str, Any]:
+    def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
+               **extra: Any) -> dict[str, Any]:
         """The result sections: train/val/test metrics (None for an empty group), communication,
-        extra, and ``warnings`` (a list, logged too): a group whose predictions are all one
-        class while its labels are not — a collapse, never a result."""
+        extra, and ``warnings`` (a list, logged too): the algorithm's ``notes`` and every group
+        whose predictions are all one class while its labels are not — a collapse, never a result."""
         out: dict[str, Any] = {}
-        warnings = []
+        warnings = list(notes)
         for group in GROUPS:
             ids = getattr(self.split, group)
             if ids:
@@ -205,7 +206,12 @@ def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) 
     l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if args.l2_scale == "state" else run.l2
     readout = _incfed_readout(run, adapted, per_client=False, l2=l2)
     cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
-    return run.report(run.scorer(readout, adapted), cost, backend=args.backend, l2_effective=l2,
+    spread = float(np.median(step_spread(adapted, clients)))
+    notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
+             f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
+             f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
+    return run.report(run.scorer(readout, adapted), cost, notes=notes, backend=args.backend, l2_effective=l2,
+                      state_std_median=spread,
                       gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
                       bias_mean=float(adapted.bias.mean()))
 

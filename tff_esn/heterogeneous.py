@@ -79,7 +79,7 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
         return b.copy() if alpha == 1 else ((1.0 - alpha) * a + alpha * b).astype(np.float32)
 
     kernel, recurrent = mix(own.kernel, target.kernel), mix(own.recurrent, target.recurrent)
-    if rescale and alpha < 1:
+    if rescale and 0 < alpha < 1:
         kernel = (kernel * (np.linalg.norm(target.kernel) / max(np.linalg.norm(kernel), 1e-12))).astype(np.float32)
         recurrent = (recurrent * (spectral_radius(target.recurrent) / max(spectral_radius(recurrent), 1e-12))
                      ).astype(np.float32)
