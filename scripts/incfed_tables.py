@@ -17,7 +17,8 @@ import dataclasses
 import numpy as np
 
 from scripts import published as pub
-from scripts.common import all_hold, fraction_label, listing, mean_std, plt, rep_seeds
+from scripts.common import (BASELINES, all_hold, baseline_accuracy, data_cause, fraction_label, listing, mean_std, plt,
+                            rep_seeds)
 from scripts.framework import Context, Experiment, register
 from tff_esn.config import connectivity_from_count
 
@@ -79,6 +80,21 @@ def _acc(records, group: str, key: str = "accuracy"):
     return mean_std([r[group][key] for r in records if r.get(group)], 100)
 
 
+def _baseline(records, label: str, group: str = "test"):
+    return mean_std([baseline_accuracy(r["baselines"], group)[label] for r in records])
+
+
+def _why(results: dict, fractions, models=MODELS) -> dict:
+    """cause/reason of a disagreement from the baselines (:func:`scripts.common.data_cause`)."""
+    means = {f"{k} {m} {fraction_label(f)}": _acc(c[(f, m)], "test").mean
+             for k, c in results.items() for f in fractions for m in models}
+    cells = [c[(f, "incfed")] for c in results.values() for f in fractions]
+    lr = min(_baseline(recs, BASELINES["logistic_regression"]).mean for recs in cells)
+    majority = max(_baseline(recs, BASELINES["majority"]).mean for recs in cells)
+    cause, reason = data_cause(means, lr, majority)
+    return {"cause": cause, "reason": reason}
+
+
 def _tables(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
     hp_table, acc_table, hp_name, acc_name = PUBLISHED[kind]
     ours, paper = ctx.on(kind), f"real {kind.upper()}, IncFed paper {acc_name}"
@@ -91,6 +107,9 @@ def _tables(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
                      "train acc % (published)": p["random"][0],
                      "test acc % (ours)": _acc(base, "test", "random_baseline_accuracy"),
                      "test acc % (published)": p["random"][1]})
+        for label in BASELINES.values():
+            rows.append({"training subjects": fraction_label(fraction), "model": f"{label} baseline",
+                         "test acc % (ours)": _baseline(base, label)})
         for model in MODELS:
             recs = cells[(fraction, model)]
             rows.append({"training subjects": fraction_label(fraction), "model": f"{model} ESN",
@@ -99,7 +118,9 @@ def _tables(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
     ctx.table(f"{kind}_{acc_name.lower().replace(' ', '_')}",
               f"IncFed paper {acc_name} — {kind.upper()}: training and test accuracy (%), mean ± std over "
               f"{s.repetitions} repetition(s)", rows, ours=ours, published=paper, digits=2,
-              note="Published std values are printed as in the paper ('± .04').")
+              note="Published std values are printed as in the paper ('± .04'). majority / LR baseline: the training "
+                   "majority class and logistic regression on per-sequence summary statistics, same split (not "
+                   "in the paper).")
     full = max(s.fractions)
     rows = []
     for name in ("FedAvg", "IncFed"):
@@ -144,23 +165,24 @@ def _claims(ctx: Context, results: dict, s: Settings) -> None:
     ctx.claim("IncFed has better test accuracy than FedAvg in all cases except one", "IncFed paper §IV-C",
               None if not wins else sum(wins.values()) >= len(wins) - 1,
               f"IncFed ≥ FedAvg (mean test accuracy) in {sum(wins.values())} of {len(wins)} cases "
-              "(criterion: all but at most one)")
+              "(criterion: all but at most one)", **_why(results, s.fractions, ("fedavg", "incfed")))
     if len(s.fractions) > 1:
         lo, hi = min(s.fractions), max(s.fractions)
         grows = {k: _acc(c[(hi, "incfed")], "test").mean > _acc(c[(lo, "incfed")], "test").mean
                  for k, c in results.items()}
         ctx.claim("Test accuracy increases with the number of training subjects", "IncFed paper §IV-C",
                   all_hold(grows), f"IncFed test accuracy at {fraction_label(hi)} > at {fraction_label(lo)}: "
-                  + listing(grows))
+                  + listing(grows), **_why(results, (lo, hi), ("incfed",)))
         drops = {k: _acc(c[(lo, "fedavg")], "train").mean > _acc(c[(hi, "fedavg")], "train").mean
                  for k, c in results.items()}
         ctx.claim("For FedAvg, more clients lower the training accuracy (overfitting with few subjects)",
                   "IncFed paper §IV-C", all_hold(drops),
-                  f"FedAvg train accuracy at {fraction_label(lo)} > at {fraction_label(hi)}: " + listing(drops))
+                  f"FedAvg train accuracy at {fraction_label(lo)} > at {fraction_label(hi)}: " + listing(drops),
+                  **_why(results, (lo, hi), ("fedavg",)))
     above = {k: float(np.mean([r["test"]["accuracy"] - r["test"]["random_baseline_accuracy"]
                                for recs in c.values() for r in recs])) > 0.05 for k, c in results.items()}
     ctx.claim("The ESNs learn well above the random baseline", "IncFed paper §IV-C", all_hold(above),
-              "mean test accuracy − random baseline > 5 points: " + listing(above))
+              "mean test accuracy − random baseline > 5 points: " + listing(above), **_why(results, s.fractions))
 
 
 register(Experiment(
