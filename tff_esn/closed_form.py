@@ -236,8 +236,9 @@ def _alignment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                         help="interpolation weight toward the shared reservoir, in [0, 1] (1 = IncFed; default "
                              "%(default)s: alignment only works near full homogenisation)")
-    parser.add_argument("--no-rescale", dest="rescale", action="store_false",
-                        help="literal interpolation (ρ and input scale shrink); default: rescaled to the target's")
+    parser.add_argument("--rescale", action="store_true",
+                        help="scale the interpolated Ŵ and W_in back to the target's ρ and norm (default: the literal "
+                             "interpolation, under which both shrink)")
 
 
 def run_alignment(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:

@@ -3,11 +3,13 @@
 Each user performs the six activities in a random order, ``minutes`` each, with short
 ``null`` pauses between them, carrying every phone (nexus4, s3, s3mini, samsungold; two
 copies each) and watch (gear, lgwatch; two copies each). The motion is a continuous function
-of time per user and activity — gravity in an activity-dependent orientation (thigh
-horizontal when sitting or biking, upright when standing, walking or on stairs, tilted
-forward on the way up and back on the way down) plus periodic gait/pedalling accelerations
-and rotations at a user-specific cadence (stairs up slower and harder, stairs down faster,
-biking smooth with large rotations) and a slow sway. Every device samples it at its own
+of time per user and activity — gravity in an activity-dependent orientation of the pelvis
+(the phones ride in a waist pouch, Stisen et al. 2015: tilted back ~25° when sitting,
+forward when biking, upright when standing or walking, forward on the way up and back on
+the way down) plus periodic gait/pedalling accelerations and rotations at a user-specific
+cadence (stairs up slower and harder, stairs down faster, biking smooth with large
+rotations) along body directions that vary a little per user, and a slow sway. Every user
+carries the devices in nearly the same orientation (:data:`PLACEMENT_STD_RAD`). Every device samples it at its own
 native rate (with clock drift and jitter) and adds its own bias, gain and noise; each copy
 drops a few stretches (gaps); samsungold has no gyroscope. Everything is a function of
 ``(seed, user, device)``.
