@@ -120,8 +120,8 @@ def _table(ctx: Context, results: dict, s: Settings) -> None:
               note=f"Reservoir: {s.units} units, ρ {s.spectral_radius}, input scaling {s.input_scaling}, leaking rate "
                    f"{s.leaky}, λ {s.l2}, bias scaling {s.bias_scaling} (WESAD, HHAR) (fixed; the paper tunes ρ, "
                    "scaling and leaking rate for 1000 units). Readout on every step's state with the sequence's label, "
-                   "scored on the mean state (the library's default state mode). majority / LR: the training majority class "
-                   "and logistic regression on per-sequence summary statistics, same split.")
+                   "scored on the mean state (the library's default state mode). majority / LR: the training "
+                   "majority class and logistic regression on per-sequence summary statistics, same split.")
 
 
 def _figure(ctx: Context, kind: str, cells: dict, s: Settings) -> None:

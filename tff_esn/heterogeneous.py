@@ -22,12 +22,13 @@ from 0.9 to 0.67 and the W_in norm by a factor 0.68 (100 units) — the echo-sta
 holds (ρ only shrinks), but the aligned reservoir no longer has the configured ρ and input
 scaling; ``align(..., rescale=True)`` scales both back. That did not change the accuracy
 consistently (OSULeaf 0.21 → 0.15, BasicMotions 0.58 → 0.50–0.58, JapaneseVowels 0.77 →
-0.77–0.79 at α = 0.5), so the literal mix stays the default. The real defect is the mismatch: the readout is fitted on the clients' aligned states and
-used on the target's, and at α = 0.5 a client's W_in correlates only 0.68 with the
-target's (0.99 at α = 0.9), so unit i is a different feature at training and at test time.
+0.77–0.79 at α = 0.5), so the literal mix stays the default. The real defect is the mismatch:
+the readout is fitted on the clients' aligned states and used on the target's, and at
+α = 0.5 a client's W_in correlates only 0.68 with the target's (0.99 at α = 0.9), so unit i
+is a different feature at training and at test time.
 Measured (100 units, mean states, λ 1e-6, literal): test accuracy at α = 0.5 / 0.9 / 1 —
 OSULeaf 0.26 / 0.23 / 0.68 (majority 0.24), BasicMotions 0.50 / 1.00 / 1.00, JapaneseVowels
-0.77 / 0.96 / 0.99; synthetic WESAD (fedip-wesad) 0.53 / 0.69 / IncFed 0.64. With a reservoir
+0.77 / 0.96 / 0.99; synthetic WESAD (fedip-wesad, λ 1e-3) 0.53 / 0.69 / IncFed 0.64. With a reservoir
 bias (scale 1) the mismatched biases also shift every output, and on OSULeaf alignment
 predicts a single class even at α = 0.9 (IncFed 0.56) — the run's ``warnings`` say so. The
 concepts page itself finds that "alignment only pays off near full homogenisation"; hence

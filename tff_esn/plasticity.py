@@ -223,11 +223,10 @@ NEAR_LINEAR_SPREAD = 0.17
 def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], per_client: int = 32) -> np.ndarray:
     """Per-unit std of the reservoir's states over every step of the first ``per_client``
     sequences of each client (the quantity IP drives to σ)."""
-    states = [run_reservoir_compiled(tf.constant(c.x[:per_client]), tf.constant(weights.kernel),
-                                     tf.constant(weights.recurrent), tf.constant(weights.bias),
-                                     tf.constant(weights.gain), weights.leaky, "all", 0).numpy().reshape(-1, weights.units)
+    arrays = [tf.constant(a) for a in (weights.kernel, weights.recurrent, weights.bias, weights.gain)]
+    states = [run_reservoir_compiled(tf.constant(c.x[:per_client]), *arrays, weights.leaky, "all", 0).numpy()
               for c in clients]
-    return np.concatenate(states).std(axis=0)
+    return np.concatenate([s.reshape(-1, weights.units) for s in states]).std(axis=0)
 
 
 def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
