@@ -86,11 +86,31 @@ def plt():
     return pyplot
 
 
-def baseline_accuracies(dataset, split, seed: int) -> dict[str, float]:
-    """Test accuracy of the majority class and of logistic regression on ``split``
-    (:func:`tff_esn.baselines.baseline_scores`), to sit beside a table's results."""
-    from tff_esn.baselines import baseline_scores
+BASELINES = {"majority": "majority", "logistic_regression": "LR"}
+"""Keys of :func:`tff_esn.baselines.baseline_scores` and their table labels."""
 
-    scores = baseline_scores(dataset, split, seed=seed)
-    return {name: scores[key]["test"]["accuracy"]
-            for name, key in (("majority", "majority"), ("logistic regression", "logistic_regression"))}
+
+def baseline_accuracy(scores: Mapping[str, Any], group: str = "test") -> dict[str, float | None]:
+    """``{label: accuracy %}`` of the majority class and logistic regression on ``group``, from
+    :func:`tff_esn.baselines.baseline_scores` or a run record's ``baselines`` section."""
+    out = {}
+    for key, label in BASELINES.items():
+        metrics = (scores.get(key) or {}).get(group)
+        out[label] = None if metrics is None else 100 * metrics["accuracy"]
+    return out
+
+
+def data_cause(models: Mapping[str, float], lr: float, majority: float, *, ceiling: float = 97.0,
+               margin: float = 5.0) -> tuple[str | None, str]:
+    """``(cause, reason)`` for a disagreement the baselines explain (accuracies in %): every
+    model and logistic regression at the ceiling — no room for differences of a few points —,
+    or logistic regression within ``margin`` of the majority class — nothing a linear model
+    finds in the data. Otherwise ``(None, "")``: unexplained, a defect until shown otherwise."""
+    shown = ", ".join(f"{k} {v:.1f}" for k, v in models.items())
+    if min(models.values()) >= ceiling and lr >= ceiling:
+        return "data", (f"on our synthetic data every model is at the ceiling ({shown}; logistic regression "
+                        f"{lr:.1f} %), so the published differences of a few points cannot show")
+    if lr <= majority + margin:
+        return "data", (f"logistic regression ({lr:.1f} %) is within {margin:.0f} points of the majority class "
+                        f"({majority:.1f} %) on these data: nothing learnable for a linear model ({shown})")
+    return None, ""

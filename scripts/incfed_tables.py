@@ -17,7 +17,8 @@ import dataclasses
 import numpy as np
 
 from scripts import published as pub
-from scripts.common import all_hold, fraction_label, listing, mean_std, plt, rep_seeds
+from scripts.common import (BASELINES, all_hold, baseline_accuracy, data_cause, fraction_label, listing, mean_std, plt,
+                            rep_seeds)
 from scripts.framework import Context, Experiment, register
 from tff_esn.config import connectivity_from_count
 
@@ -79,6 +80,25 @@ def _acc(records, group: str, key: str = "accuracy"):
     return mean_std([r[group][key] for r in records if r.get(group)], 100)
 
 
+def _baseline(records, label: str, group: str = "test"):
+    return mean_std([baseline_accuracy(r["baselines"], group)[label] for r in records])
+
+
+def _why(results: dict, failing, fractions, models=MODELS) -> dict:
+    """cause/reason of a disagreement from the baselines of the data sets where it fails
+    (:func:`scripts.common.data_cause` per data set; a cause only when every one has it)."""
+    causes = {}
+    for kind in failing:
+        c = results[kind]
+        lr = min(_baseline(c[(f, "incfed")], BASELINES["logistic_regression"]).mean for f in fractions)
+        majority = max(_baseline(c[(f, "incfed")], BASELINES["majority"]).mean for f in fractions)
+        causes[kind] = data_cause({f"{m} {fraction_label(f)}": _acc(c[(f, m)], "test").mean
+                                   for f in fractions for m in models}, lr, majority)
+    if not causes or any(cause is None for cause, _ in causes.values()):
+        return {}
+    return {"cause": "data", "reason": "; ".join(f"{kind.upper()}: {reason}" for kind, (_, reason) in causes.items())}
+
+
 def _tables(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
     hp_table, acc_table, hp_name, acc_name = PUBLISHED[kind]
     ours, paper = ctx.on(kind), f"real {kind.upper()}, IncFed paper {acc_name}"
@@ -91,6 +111,9 @@ def _tables(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
                      "train acc % (published)": p["random"][0],
                      "test acc % (ours)": _acc(base, "test", "random_baseline_accuracy"),
                      "test acc % (published)": p["random"][1]})
+        for label in BASELINES.values():
+            rows.append({"training subjects": fraction_label(fraction), "model": f"{label} baseline",
+                         "test acc % (ours)": _baseline(base, label)})
         for model in MODELS:
             recs = cells[(fraction, model)]
             rows.append({"training subjects": fraction_label(fraction), "model": f"{model} ESN",
@@ -99,7 +122,9 @@ def _tables(ctx: Context, kind: str, cells: dict, s: Settings) -> None:
     ctx.table(f"{kind}_{acc_name.lower().replace(' ', '_')}",
               f"IncFed paper {acc_name} — {kind.upper()}: training and test accuracy (%), mean ± std over "
               f"{s.repetitions} repetition(s)", rows, ours=ours, published=paper, digits=2,
-              note="Published std values are printed as in the paper ('± .04').")
+              note="Published std values are printed as in the paper ('± .04'). majority / LR baseline: the training "
+                   "majority class and logistic regression on per-sequence summary statistics, same split (not "
+                   "in the paper).")
     full = max(s.fractions)
     rows = []
     for name in ("FedAvg", "IncFed"):
@@ -144,23 +169,27 @@ def _claims(ctx: Context, results: dict, s: Settings) -> None:
     ctx.claim("IncFed has better test accuracy than FedAvg in all cases except one", "IncFed paper §IV-C",
               None if not wins else sum(wins.values()) >= len(wins) - 1,
               f"IncFed ≥ FedAvg (mean test accuracy) in {sum(wins.values())} of {len(wins)} cases "
-              "(criterion: all but at most one)")
+              "(criterion: all but at most one)",
+              **_why(results, sorted({k.split()[0] for k, ok in wins.items() if not ok}), s.fractions,
+                     ("fedavg", "incfed")))
     if len(s.fractions) > 1:
         lo, hi = min(s.fractions), max(s.fractions)
         grows = {k: _acc(c[(hi, "incfed")], "test").mean > _acc(c[(lo, "incfed")], "test").mean
                  for k, c in results.items()}
         ctx.claim("Test accuracy increases with the number of training subjects", "IncFed paper §IV-C",
                   all_hold(grows), f"IncFed test accuracy at {fraction_label(hi)} > at {fraction_label(lo)}: "
-                  + listing(grows))
+                  + listing(grows), **_why(results, [k for k, ok in grows.items() if not ok], (lo, hi), ("incfed",)))
         drops = {k: _acc(c[(lo, "fedavg")], "train").mean > _acc(c[(hi, "fedavg")], "train").mean
                  for k, c in results.items()}
         ctx.claim("For FedAvg, more clients lower the training accuracy (overfitting with few subjects)",
                   "IncFed paper §IV-C", all_hold(drops),
-                  f"FedAvg train accuracy at {fraction_label(lo)} > at {fraction_label(hi)}: " + listing(drops))
+                  f"FedAvg train accuracy at {fraction_label(lo)} > at {fraction_label(hi)}: " + listing(drops),
+                  **_why(results, [k for k, ok in drops.items() if not ok], (lo, hi), ("fedavg",)))
     above = {k: float(np.mean([r["test"]["accuracy"] - r["test"]["random_baseline_accuracy"]
                                for recs in c.values() for r in recs])) > 0.05 for k, c in results.items()}
     ctx.claim("The ESNs learn well above the random baseline", "IncFed paper §IV-C", all_hold(above),
-              "mean test accuracy − random baseline > 5 points: " + listing(above))
+              "mean test accuracy − random baseline > 5 points: " + listing(above),
+              **_why(results, [k for k, ok in above.items() if not ok], s.fractions))
 
 
 register(Experiment(

@@ -23,10 +23,11 @@ import dataclasses
 import warnings
 
 from scripts import published as pub
-from scripts.common import (accuracy_of, all_hold, baseline_accuracies, fraction_label, listing, mean_std, plt,
+from scripts.common import (accuracy_of, all_hold, baseline_accuracy, fraction_label, listing, mean_std, plt,
                             rep_seeds, shared_closed_form_runs)
 from scripts.framework import Context, Experiment, register, run_namespace
 from tff_esn import communication
+from tff_esn.baselines import baseline_scores
 from tff_esn.incfed import fit_incfed
 from tff_esn.partial_incfed import default_k, fit_partial_incfed
 
@@ -94,7 +95,9 @@ def run(ctx: Context, s: Settings) -> None:
                 sweep.setdefault((k, method), []).append(100 * accuracy_of(cf, w, cf.split.test))
         ctx.step(seed=seed, sweep="k")
     n_out = dataset.n_classes
-    baselines = {f: baseline_accuracies(dataset, split, ctx.seed) for f, split in splits.items()}
+    baselines = {f: {name: value / 100 for name, value in
+                     baseline_accuracy(baseline_scores(dataset, split, seed=ctx.seed)).items()}
+                 for f, split in splits.items()}
     rows = []
     for fraction in sorted(s.fractions, reverse=True):
         up_inc = communication.incfed(n_feat, n_out).up_floats

@@ -171,6 +171,8 @@ def test_client_reservoirs_differ_and_alignment_interpolates():
     assert client_seed(4, 0) == client_seed(4, 0) != client_seed(4, 1)
     half = align(members[0], target, 0.5)
     np.testing.assert_allclose(half.recurrent, 0.5 * (members[0].recurrent + target.recurrent), rtol=1e-6)
+    rescaled = align(members[0], target, 0.5, rescale=True).recurrent  # the same mix, scaled back to the target's ρ
+    np.testing.assert_allclose(rescaled / rescaled[0, 0], half.recurrent / half.recurrent[0, 0], rtol=1e-5)
     assert align(members[0], target, 1.0).key == target.key and align(members[0], target, 0.0).key == members[0].key
     with pytest.raises(ValueError, match="shape"):
         align(members[0], ReservoirWeights.from_config(cfg.replace(units=7), 3), 0.5)

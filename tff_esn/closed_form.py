@@ -11,6 +11,7 @@ reports train/val/test metrics with the random baseline and its communication co
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,15 +22,16 @@ from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.heterogeneous import align, client_reservoirs, ensemble_scores
+from tff_esn.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, ensemble_scores
 from tff_esn.incfed import fit_incfed, run_incfed_tff
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import READINGS, fit_pfedrr
-from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
+from tff_esn.plasticity import NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, run_fedip_tff, state_scaled_l2, step_spread
 from tff_esn.ridge import RidgeStats
 
 GROUPS = ("train", "val", "test")
+_LOG = logging.getLogger(__name__)
 Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
 
@@ -59,16 +61,28 @@ class Run:
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
-    def report(self, scorer: Scorer, cost: communication.CommunicationCost, **extra: Any) -> dict[str, Any]:
-        """The result sections: train/val/test metrics (None for an empty group), communication, extra."""
+    def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
+               **extra: Any) -> dict[str, Any]:
+        """The result sections: train/val/test metrics (None for an empty group), communication,
+        extra, and ``warnings`` (a list, logged too): the algorithm's ``notes`` and every group
+        whose predictions are all one class while its labels are not — a collapse, never a result."""
         out: dict[str, Any] = {}
+        warnings = list(notes)
         for group in GROUPS:
             ids = getattr(self.split, group)
             if ids:
                 scores, labels = scorer(ids)
                 out[group] = split_report(labels, scores, self.n_outputs, seed=self.args.seed)
+                predicted = np.unique(np.argmax(scores, axis=-1))
+                if predicted.size == 1 and np.unique(labels).size > 1:
+                    warnings.append(f"{group}: every prediction is class {int(predicted[0])} "
+                                    f"({np.unique(labels).size} classes present); check λ, the state mode and "
+                                    f"the algorithm's own hyperparameters")
             else:
                 out[group] = None
+        for text in warnings:
+            _LOG.warning("%s: %s", getattr(self.args, "algorithm", "closed-form run"), text)
+        out["warnings"] = warnings
         out["communication"] = cost.to_dict()
         out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), **extra}
         return out
@@ -100,11 +114,12 @@ def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
                         help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
 
 
-def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool) -> np.ndarray:
+def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float | None = None) -> np.ndarray:
+    l2 = run.l2 if l2 is None else l2
     if run.args.backend == "tff":
         clients = list(run.dataset.select(run.train_ids).values())
-        return run_incfed_tff(weights, clients, run.n_outputs, run.spec, run.l2, per_client=per_client)
-    return fit_incfed(run.stats(weights), run.l2, per_client=per_client)
+        return run_incfed_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client)
+    return fit_incfed(run.stats(weights), l2, per_client=per_client)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
@@ -182,20 +197,34 @@ def _fedip_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ip-epochs", type=int, default=d.epochs, help="local IP epochs per round (FedIP: 3–10)")
     parser.add_argument("--ip-batch-size", type=int, default=d.batch_size,
                         help="sequences per online IP step (default %(default)s)")
+    parser.add_argument("--ip-min-gain", type=float, default=d.min_gain,
+                        help="gain floor after every IP step (projection onto g > 0; default %(default)s)")
+    parser.add_argument("--ip-literal-gain", dest="ip_min_gain", action="store_const", const=None,
+                        help="the literal IP rule, whose gain can cross zero")
+    parser.add_argument("--l2-scale", choices=("state", "absolute"), default="state",
+                        help="state (default): λ is on the unadapted reservoir's state scale and follows the "
+                             "adapted states' (λ × adapted/initial state variance); absolute: λ as given")
 
 
 def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
     run = Run(dataset, split, args)
     cfg = IPConfig(mu=args.ip_mu, sigma=args.ip_sigma, eta=args.ip_eta, epochs=args.ip_epochs,
-                   batch_size=args.ip_batch_size)
+                   batch_size=args.ip_batch_size, min_gain=args.ip_min_gain)
     clients = list(dataset.select(run.train_ids).values())
     fedip = run_fedip_tff if args.backend == "tff" else fedip_numpy
     adapted = fedip(run.weights, clients, cfg, args.rounds)
-    readout = _incfed_readout(run, adapted, per_client=False)
+    l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if args.l2_scale == "state" else run.l2
+    readout = _incfed_readout(run, adapted, per_client=False, l2=l2)
     cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
-    return run.report(run.scorer(readout, adapted), cost, backend=args.backend,
-                      gain_mean=float(adapted.gain.mean()), bias_mean=float(adapted.bias.mean()))
+    spread = float(np.median(step_spread(adapted, clients)))
+    notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
+             f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
+             f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
+    return run.report(run.scorer(readout, adapted), cost, notes=notes, backend=args.backend, l2_effective=l2,
+                      state_std_median=spread,
+                      gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
+                      bias_mean=float(adapted.bias.mean()))
 
 
 # ----------------------------------------------------------------------------- heterogeneous
@@ -215,15 +244,19 @@ def run_ensemble(dataset: SequenceDataset, split: Split, args: argparse.Namespac
 
 
 def _alignment_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--alpha", type=float, default=0.5,
-                        help="interpolation weight toward the shared reservoir, in [0, 1] (1 = IncFed)")
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                        help="interpolation weight toward the shared reservoir, in [0, 1] (1 = IncFed; default "
+                             "%(default)s: alignment only works near full homogenisation)")
+    parser.add_argument("--rescale", action="store_true",
+                        help="scale the interpolated Ŵ and W_in back to the target's ρ and norm (default: the literal "
+                             "interpolation, under which both shrink)")
 
 
 def run_alignment(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
     run = Run(dataset, split, args)
     members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
-    aligned = [align(w, run.weights, args.alpha) for w in members]
+    aligned = [align(w, run.weights, args.alpha, rescale=args.rescale) for w in members]
     readout = fit_incfed([run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)], run.l2)
     return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=args.alpha)
 

@@ -202,11 +202,11 @@ def hhar_loader(kind: str, arg: str, options: dict):
         raise ValueError(f"users: expected a non-empty subset of {USERS}, got {list(users)}.")
     if kind == "synthetic-hhar":
         from tff_esn.data.sources import SYNTHETIC_HHAR_MINUTES
-        from tff_esn.data.synthetic_hhar import DEVICES, generate_frames
+        from tff_esn.data.synthetic_hhar import DEVICES, GENERATOR_VERSION, generate_frames
 
         minutes = float(options.pop("minutes", SYNTHETIC_HHAR_MINUTES))
         seed = int(options.pop("seed", 0))
-        key = {"kind": kind, "minutes": minutes, "seed": seed, "users": users}
+        key = {"kind": kind, "generator": GENERATOR_VERSION, "minutes": minutes, "seed": seed, "users": users}
 
         def frames(device_kinds, models):  # models without a gyroscope cannot form a run: not generated
             return generate_frames(users=users, minutes=minutes, seed=seed, models=[m for m in models if DEVICES[m][2]])

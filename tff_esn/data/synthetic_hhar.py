@@ -3,11 +3,13 @@
 Each user performs the six activities in a random order, ``minutes`` each, with short
 ``null`` pauses between them, carrying every phone (nexus4, s3, s3mini, samsungold; two
 copies each) and watch (gear, lgwatch; two copies each). The motion is a continuous function
-of time per user and activity — gravity in an activity-dependent orientation (thigh
-horizontal when sitting or biking, upright when standing, walking or on stairs, tilted
-forward on the way up and back on the way down) plus periodic gait/pedalling accelerations
-and rotations at a user-specific cadence (stairs up slower and harder, stairs down faster,
-biking smooth with large rotations) and a slow sway. Every device samples it at its own
+of time per user and activity — gravity in an activity-dependent orientation of the pelvis
+(the phones ride in a waist pouch, Stisen et al. 2015: tilted back ~25° when sitting,
+forward when biking, upright when standing or walking, forward on the way up and back on
+the way down) plus periodic gait/pedalling accelerations and rotations at a user-specific
+cadence (stairs up slower and harder, stairs down faster, biking smooth with large
+rotations) along body directions that vary a little per user, and a slow sway. Every user
+carries the devices in nearly the same orientation (:data:`PLACEMENT_STD_RAD`). Every device samples it at its own
 native rate (with clock drift and jitter) and adds its own bias, gain and noise; each copy
 drops a few stretches (gaps); samsungold has no gyroscope. Everything is a function of
 ``(seed, user, device)``.
@@ -29,12 +31,28 @@ DEVICES = {  # model: (kind, native Hz, has gyroscope, noise std m/s²)
     "gear": ("watch", 100.0, True, 0.07), "lgwatch": ("watch", 200.0, True, 0.06),
 }
 G = 9.81
-# per activity: tilt (rad, about x), thigh angle (0 upright … π/2 horizontal), cadence factor,
-# acceleration amplitude (m/s²), 2nd-harmonic share, gyroscope amplitude (rad/s)
+PLACEMENT_STD_RAD = np.radians(15.0)
+"""Std of the angle by which a user's devices sit rotated against the common frame. HHAR's
+phones ride in a tight waist pouch (Stisen et al. 2015; IncFed §IV-b), so every user carries
+them in nearly the same orientation: a small rotation about a random axis. (Version 1 drew
+a uniformly random quaternion instead — rotations of 26–149° across users — which made the
+gravity direction, the cue separating sit/stand/stairs, a user identity feature.)"""
+_GAIT_AXIS, _GAIT_AXIS2, _ROT_AXIS = (0.3, 1.0, 0.4), (0.5, 0.5, 1.0), (1.0, 0.0, 0.3)
+"""Body-frame directions of the gait acceleration (mostly vertical, some forward), of its
+2nd harmonic, and of the rotation (pelvis/thigh pitch about the lateral axis)."""
+AXIS_SPREAD = 0.3
+"""Per-user deviation of those directions (version 1 drew them uniformly on the sphere per
+user, so the axis carrying the gait energy was a user identity feature too)."""
+GENERATOR_VERSION = 2
+"""Bumped whenever what :func:`generate_frames` produces changes (part of the cache key)."""
+# per activity: tilt (rad, about x), pelvis angle (0 upright … π/2 horizontal; the phones sit
+# in a waist pouch, so sitting and biking tilt the pelvis back/forward by ~25–30°, not the
+# thigh's 80°), cadence factor, acceleration amplitude (m/s²), 2nd-harmonic share, gyroscope
+# amplitude (rad/s)
 _MOTION = {
-    "bike": (0.0, 1.2, 0.6, 1.2, 0.2, 1.6),
-    "sit": (0.0, 1.45, 0.0, 0.05, 0.0, 0.02),
-    "stand": (0.0, 0.1, 0.0, 0.12, 0.0, 0.05),
+    "bike": (0.0, 0.5, 0.6, 1.2, 0.2, 1.6),
+    "sit": (0.0, 0.45, 0.0, 0.05, 0.0, 0.02),
+    "stand": (0.0, 0.05, 0.0, 0.12, 0.0, 0.05),
     "walk": (0.0, 0.2, 1.0, 2.6, 0.35, 1.0),
     "stairsup": (0.25, 0.3, 0.8, 3.0, 0.5, 1.1),
     "stairsdown": (-0.2, 0.2, 1.12, 3.8, 0.25, 1.3),
@@ -72,17 +90,19 @@ def _motion(t: np.ndarray, labels: np.ndarray, user: dict, watch: bool) -> tuple
     return (gravity + gait + sway) @ rotation.T, (rot + 0.1 * sway) @ rotation.T
 
 
+def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation matrix by ``angle`` (rad) about the unit ``axis`` (Rodrigues' formula)."""
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
 def _user(seed: int, u: int) -> dict:
     rng = np.random.default_rng(np.random.SeedSequence([seed, u, 0]))
     unit = lambda: (v := rng.normal(size=3)) / np.linalg.norm(v)  # noqa: E731
-    q = rng.normal(size=4)
-    q /= np.linalg.norm(q)
-    w, x, y, z = q * np.array([8.0, 1.0, 1.0, 1.0]) / np.linalg.norm(q * np.array([8.0, 1.0, 1.0, 1.0]))
-    placement = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                          [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                          [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    near = lambda base: (v := np.asarray(base) + AXIS_SPREAD * rng.normal(size=3)) / np.linalg.norm(v)  # noqa: E731
+    placement = _rotation(unit(), rng.normal(0.0, PLACEMENT_STD_RAD))
     return dict(placement=placement, tilt=rng.normal(0, 0.15), angle=rng.normal(0, 0.15), cadence=rng.uniform(1.5, 2.2),
-                vigour=rng.uniform(0.6, 1.5), axes=unit(), axes2=unit(), rot_axes=unit(),
+                vigour=rng.uniform(0.6, 1.5), axes=near(_GAIT_AXIS), axes2=near(_GAIT_AXIS2), rot_axes=near(_ROT_AXIS),
                 rot_phase=rng.uniform(0, 2 * np.pi, 3), sway=rng.uniform(0.1, 0.4),
                 sway_f=rng.uniform(0.05, 0.3, 3), sway_p=rng.uniform(0, 2 * np.pi, 3), rng=rng)
 

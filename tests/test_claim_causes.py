@@ -1,0 +1,18 @@
+"""Disagreeing claims get ``cause="data"`` only when the baselines explain them."""
+
+from scripts.common import baseline_accuracy, data_cause
+
+
+def test_data_cause_from_the_baselines():
+    cause, reason = data_cause({"incfed 25%": 99.0, "fedip 25%": 100.0}, lr=100.0, majority=17.0)
+    assert cause == "data" and "ceiling" in reason
+    cause, reason = data_cause({"incfed 25%": 30.0}, lr=40.0, majority=38.0)
+    assert cause == "data" and "majority" in reason
+    assert data_cause({"incfed 25%": 30.0}, lr=80.0, majority=38.0) == (None, "")  # LR learns, the ESN not
+
+
+def test_baseline_accuracy_reads_a_record_section():
+    section = {"majority": {"class": 1, "val": None, "test": {"accuracy": 0.25}},
+               "logistic_regression": {"inputs": "summary", "val": None, "test": {"accuracy": 0.5}}}
+    assert baseline_accuracy(section) == {"majority": 25.0, "LR": 50.0}
+    assert baseline_accuracy(section, "val") == {"majority": None, "LR": None}
