@@ -22,11 +22,12 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.heterogeneous import align, client_reservoirs, ensemble_scores
-from tff_esn.incfed import fit_incfed, run_incfed_tff
+from tff_esn.incfed import fit_incfed, incfed_tff
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import default_k, fit_partial_incfed
 from tff_esn.pfedrr import fit_pfedrr
 from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
+from tff_esn.privacy.options import stats_aggregation_from_args, stats_sections
 from tff_esn.ridge import RidgeStats
 
 GROUPS = ("train", "val", "test")
@@ -100,19 +101,23 @@ def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
                         help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
 
 
-def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool) -> np.ndarray:
+def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *,
+                    covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
+    """The IncFed readout and its ``privacy``/``secure_aggregation`` sections (privacy flags)."""
     if run.args.backend == "tff":
         clients = list(run.dataset.select(run.train_ids).values())
-        return run_incfed_tff(weights, clients, run.n_outputs, run.spec, run.l2, per_client=per_client)
-    return fit_incfed(run.stats(weights), run.l2, per_client=per_client)
+        agg = stats_aggregation_from_args(run.args, run.n_features, clients[0].x.shape[1], [len(c) for c in clients])
+        out = incfed_tff(weights, clients, run.n_outputs, run.spec, run.l2, per_client=per_client, aggregation=agg)
+        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, covers=covers)
+    return fit_incfed(run.stats(weights), run.l2, per_client=per_client), stats_sections(None, 0, 0, covers=covers)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10)."""
     run = Run(dataset, split, args)
-    readout = _incfed_readout(run, run.weights, args.l2_per_client)
-    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
-                      backend=args.backend)
+    readout, privacy = _incfed_readout(run, run.weights, args.l2_per_client)
+    return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
+                         backend=args.backend), **privacy}
 
 
 # ----------------------------------------------------------------------------- fedavg-ridge
@@ -181,10 +186,12 @@ def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) 
     clients = list(dataset.select(run.train_ids).values())
     fedip = run_fedip_tff if args.backend == "tff" else fedip_numpy
     adapted = fedip(run.weights, clients, cfg, args.rounds)
-    readout = _incfed_readout(run, adapted, per_client=False)
+    readout, privacy = _incfed_readout(run, adapted, per_client=False,
+                                       covers="the readout statistics (A, B, n) only: FedIP's (g, b) rounds are "
+                                              "summed in plain and not privatized")
     cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
-    return run.report(run.scorer(readout, adapted), cost, backend=args.backend,
-                      gain_mean=float(adapted.gain.mean()), bias_mean=float(adapted.bias.mean()))
+    return {**run.report(run.scorer(readout, adapted), cost, backend=args.backend,
+                         gain_mean=float(adapted.gain.mean()), bias_mean=float(adapted.bias.mean())), **privacy}
 
 
 # ----------------------------------------------------------------------------- heterogeneous

@@ -22,8 +22,11 @@ dominates and more bits do not help.
 
 For IncFed's ``(A, B, n)`` the range needs no data: states lie in [−1, 1] and targets are
 one-hot, so ``|A_ij|, |B_ij| ≤ n_c`` and ``R = max_c n_c`` (the largest client's state
-count) never clips plain statistics (:func:`stats_bound`); noise added by clients (local
-DP) can exceed it, and is then clipped and counted.
+count) never clips plain statistics (:func:`stats_bound`). Noise added by clients (local or
+distributed DP) can exceed it: ``tff-esn run`` widens the default range by 8 σ of the
+client noise (a clip then has probability < 1e-15 per coordinate). A clipped noisy value
+is counted; it alters that coordinate's noise, so a run reporting clipped values under
+distributed DP should be repeated with a wider ``--secure-range``.
 """
 
 from __future__ import annotations
