@@ -41,6 +41,7 @@ def test_incfed_with_dp_and_secure_aggregation_reports_both(fake_sources, tmp_pa
     (["--dp-epsilon", "1", "--dp-noise-multiplier", "1"], "either"),
     (["--secure-aggregation", "--secure-bits", "2"], "no bit per client"),
     (["--dp-epsilon", "1", "--backend", "numpy"], "backend"),
+    (["--dp-epsilon", "1", "--dp-adaptive-clip"], "adaptive"),
 ])
 def test_bad_privacy_settings_exit_2(fake_sources, tmp_path, capsys, flags, message):  # noqa: F811
     assert main(["run", "incfed", "--out", str(tmp_path), *FAST, *flags]) == 2

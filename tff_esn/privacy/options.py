@@ -18,6 +18,7 @@ from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_stats import MODELS, GaussianStats, check_clip, natural_clip, states_per_record
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
+DEFAULT_SECURE_BITS = 48
 NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(clip) < 1e-15 per coordinate
 SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv")
 NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
@@ -28,7 +29,7 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("privacy (incfed, fedip, fedavg, fedcurv)")
     g.add_argument("--secure-aggregation", action="store_true",
                    help="sum the clients' updates with TFF's secure sum (fixed-point encoding)")
-    g.add_argument("--secure-bits", type=int, default=48,
+    g.add_argument("--secure-bits", type=int, default=DEFAULT_SECURE_BITS,
                    help="closed form: bit width of the secure sum; each client value gets bits − ⌈log₂ K⌉ "
                         "(default %(default)s)")
     g.add_argument("--secure-range", type=float, default=None,
@@ -44,6 +45,8 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dp-model", choices=MODELS, default="central",
                    help="closed form: noise added by the server (central), by each client in full (local) or "
                         "in shares σ/√K (distributed; use with --secure-aggregation)")
+    g.add_argument("--dp-seed", type=int, default=None,
+                   help="closed form: seed of the DP noise (default: --seed)")
     g.add_argument("--dp-adaptive-clip", action="store_true",
                    help="FedAvg/FedCurv: adaptive clipping (median update norm) instead of a fixed clip")
 
@@ -76,6 +79,14 @@ def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
         accounting.check_delta(args.dp_delta)
     if args.dp_clip is not None:
         check_clip(args.dp_clip)
+    learning = algorithm in ("fedavg", "fedcurv")
+    if learning and (args.dp_model != "central" or args.secure_range is not None or args.dp_seed is not None
+                     or args.secure_bits != DEFAULT_SECURE_BITS):
+        raise ValueError(f"{algorithm}: --dp-model, --dp-seed, --secure-bits and --secure-range apply to the "
+                         "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
+    if not learning and args.dp_adaptive_clip:
+        raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
+                         "at --dp-clip).")
 
 
 def noise_multiplier_from_args(args: argparse.Namespace, rounds: int = 1, sampling_rate: float = 1.0) -> float:
@@ -98,7 +109,7 @@ def stats_aggregation_from_args(args: argparse.Namespace, n_features: int, steps
     if dp_requested(args):
         clip = natural_clip(n_features) if args.dp_clip is None else args.dp_clip
         dp = GaussianStats(noise_multiplier_from_args(args), args.dp_delta, clip, m, model=args.dp_model,
-                           seed=args.seed)
+                           seed=args.seed if args.dp_seed is None else args.dp_seed)
     secure = None
     if args.secure_aggregation:
         bound = args.secure_range
