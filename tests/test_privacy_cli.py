@@ -1,12 +1,17 @@
 """``tff-esn run`` privacy flags: metrics.json sections and clear usage errors."""
 
+import argparse
 import json
 
 import pytest
 
+from tff_esn import algorithms
 from tff_esn.cli import main
+from tff_esn.data.sequences import Split
 from tff_esn.privacy import accounting
+from tff_esn.privacy.options import NO_PRIVACY
 
+from closed_form_data import random_dataset
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
 
 
@@ -14,9 +19,14 @@ def _metrics(tmp_path):
     return json.loads((tmp_path / "metrics.json").read_text())
 
 
-def test_plain_run_has_a_none_privacy_section(fake_sources, tmp_path):  # noqa: F811
-    assert main(["run", "fedavg-ridge", "--out", str(tmp_path), *FAST]) == 0
-    assert _metrics(tmp_path)["privacy"]["mechanism"] == "none"
+def test_a_run_without_privacy_gets_a_none_privacy_section(monkeypatch):
+    data = random_dataset(n_clients=4, seed=2)
+    split = Split("s", data.client_ids[:2], (data.client_ids[2],), (data.client_ids[3],))
+    sections = {"train": None, "val": None, "test": None, "communication": {}}
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
+    algorithms.register_algorithm("privacy-fake", lambda p: None, lambda d, s, a: dict(sections))
+    record = algorithms.run_algorithm("privacy-fake", data, split, argparse.Namespace(seed=0))
+    assert record["privacy"] == NO_PRIVACY and record["privacy"] is not NO_PRIVACY
 
 
 def test_incfed_with_dp_and_secure_aggregation_reports_both(fake_sources, tmp_path):  # noqa: F811
