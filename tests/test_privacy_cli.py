@@ -23,7 +23,7 @@ def test_a_run_without_privacy_gets_a_none_privacy_section(monkeypatch):
     data = random_dataset(n_clients=4, seed=2)
     split = Split("s", data.client_ids[:2], (data.client_ids[2],), (data.client_ids[3],))
     sections = {"train": None, "val": None, "test": None, "communication": {}}
-    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))  # providers loaded first
     algorithms.register_algorithm("privacy-fake", lambda p: None, lambda d, s, a: dict(sections))
     record = algorithms.run_algorithm("privacy-fake", data, split, argparse.Namespace(seed=0))
     assert record["privacy"] == NO_PRIVACY and record["privacy"] is not NO_PRIVACY
