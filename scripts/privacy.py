@@ -245,14 +245,15 @@ def _table(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None
             "The eigenvalue floor of the noisy B (2·σ_B·√N_F) acts as a data-independent ridge term. "
             "It raises most of B's eigenvalues (column 'B eigenvalues floored'), so above ε ≈ 1 the floor, not the "
             "noise draw, sets the accuracy (a plateau below the non-private model). "
-            f"The numpy check is the mean ± std over {s.numpy_draws} noise draws per repetition. "
-            "FedAvg: client-level DP (TFF DifferentiallyPrivateFactory.gaussian_fixed, clip "
-            f"{s.fedavg_clip}), {s.rounds} rounds, {s.clients_per_round} clients per round; the TFF DP noise is "
-            "not seeded (TFF draws it), so FedAvg rows vary between runs. FedAvg trains the thesis model with a "
-            "class-weighted loss on a binary task whose majority class holds most test steps, so its columns are "
-            "balanced accuracy (majority class: 50 %) and AUC. Baselines: fitted on the same "
-            "training clients, scored on the same test clients (IncFed: 4-class incfed-wesad pipeline; FedAvg: "
-            "binary thesis pipeline).")
+            f"The numpy check is the mean ± std over {s.numpy_draws} noise draws per repetition. ")
+    if fedavg is not None:
+        note += ("FedAvg: client-level DP (TFF DifferentiallyPrivateFactory.gaussian_fixed, clip "
+                 f"{s.fedavg_clip}), {s.rounds} rounds, {s.clients_per_round} clients per round; the TFF DP noise is "
+                 "not seeded (TFF draws it), so FedAvg rows vary between runs. FedAvg trains the thesis model with a "
+                 "class-weighted loss on a binary task whose majority class holds most test steps, so its columns "
+                 "are balanced accuracy (majority class: 50 %) and AUC. ")
+    note += ("Baselines: fitted on the same training clients, scored on the same test clients (IncFed: 4-class "
+             "incfed-wesad pipeline" + ("; FedAvg: binary thesis pipeline)." if fedavg is not None else ")."))
     ctx.table("privacy_utility", f"Privacy–utility: test accuracy (%) vs ε, mean ± std over {s.repetitions} "
               "repetition(s)", rows, ours=ctx.on("wesad"), note=note, digits=2)
 
