@@ -261,7 +261,8 @@ def _table(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None
 def _overhead(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None:
     t = incfed["timing"]
     rows = [{"algorithm": f"IncFed computation (1 round; median of {s.timing_repeats}, max |ΔW| "
-                          f"{t['max_readout_difference']:.1e})", "plain s/round": t["plain"], "secure s/round": t["secure"],
+                          f"{t['max_readout_difference']:.1e})",
+             "plain s/round": t["plain"], "secure s/round": t["secure"],
              "ratio secure/plain": t["secure"] / t["plain"], "plain test acc": t["plain_accuracy"],
              "secure test acc": t["secure_accuracy"],
              "encoding": f"{t['secure_section']['bits']} bits, {t['secure_section']['client_bits']} per client, "

@@ -29,7 +29,8 @@ def plain(data):
 
 
 def _kernel(result):
-    return np.concatenate([np.ravel(result["extra"]["weights"]["kernel"]), np.ravel(result["extra"]["weights"]["bias"])])
+    weights = result["extra"]["weights"]
+    return np.concatenate([np.ravel(weights["kernel"]), np.ravel(weights["bias"])])
 
 
 def test_secure_fedavg_equals_plain_fedavg(data, plain):

@@ -159,7 +159,8 @@ def check_clip(clip: float) -> float:
 def clip_rows(s: tf.Tensor, clip: float) -> tf.Tensor:
     """Each row scaled to norm ≤ ``clip`` (rows already within are returned bit-identical)."""
     norms = tf.norm(s, axis=1, keepdims=True)
-    factor = tf.minimum(tf.ones_like(norms), tf.constant(clip, s.dtype) / tf.maximum(norms, tf.constant(1e-300, s.dtype)))
+    tiny = tf.constant(1e-300, s.dtype)
+    factor = tf.minimum(tf.ones_like(norms), tf.constant(clip, s.dtype) / tf.maximum(norms, tiny))
     return s * factor
 
 

@@ -79,12 +79,6 @@ class LearningPrivacy:
         query = tfp.NormalizedQuery(tfp.GaussianSumQuery(l2_norm_clip=self.clip, stddev=self.clip * z), denominator=m)
         return tff.aggregators.DifferentiallyPrivateFactory(query, tff.aggregators.SecureSumFactory(float(self.clip)))
 
-    def weighted_factory(self, clients_per_round: int) -> tff.aggregators.WeightedAggregationFactory:
-        """:meth:`factory` as a weighted factory (an unweighted one ignores the weights)."""
-        agg = self.factory(clients_per_round)
-        return agg if isinstance(agg, tff.aggregators.WeightedAggregationFactory) else \
-            tff.aggregators.as_weighted_aggregator(agg)
-
     def sections(self, rounds: int, clients_per_round: int, clients: int) -> dict:
         """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``."""
         from tff_esn.privacy.options import NO_PRIVACY

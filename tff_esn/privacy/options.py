@@ -126,6 +126,8 @@ def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, *, c
     if agg is not None and agg.dp is not None:
         privacy = agg.dp.report(agg.clients, agg.n_features, raised if agg.noisy else 0).to_dict()
     privacy["covers"] = covers
-    secure = {"enabled": False} if agg is None or agg.secure is None else {"enabled": True, **agg.secure.to_dict(clipped)}
+    secure = {"enabled": False}
+    if agg is not None and agg.secure is not None:
+        secure = {"enabled": True, **agg.secure.to_dict(clipped)}
     return {"privacy": privacy, "secure_aggregation": secure}
 
