@@ -135,7 +135,8 @@ def test_bad_requests_are_rejected_by_name(fake_registry, tmp_path):
 def test_registry_lists_every_published_group():
     names = set(framework.experiments())
     assert {"data-summary", "thesis-central", "thesis-tuning", "thesis-federated", "thesis-discriminative",
-            "thesis-preliminary", "thesis-partial-incfed", "incfed-tables", "pfedrr-table", "fedip-table"} == names
+            "thesis-preliminary", "thesis-partial-incfed", "incfed-tables", "pfedrr-table", "fedip-table",
+            "privacy"} == names
     assert [e.name for e in framework.select("pfedrr")] == ["pfedrr-table"]
     assert framework.select("all")[0].name == "data-summary"
 

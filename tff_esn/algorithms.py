@@ -6,7 +6,8 @@ owns: ``"train"``, ``"val"``, ``"test"`` (each a :func:`tff_esn.metrics.classifi
 dict or ``None`` when the split has no such clients), ``"communication"`` (a
 :class:`tff_esn.communication.CommunicationCost` as dict) and optionally ``"extra"``.
 :func:`run_algorithm` adds ``"algorithm"``, ``"data"``, ``"split"``, ``"config"`` and
-``"seconds"``.
+``"seconds"``, and a ``"privacy"`` section (:data:`tff_esn.privacy.options.NO_PRIVACY` unless the
+algorithm reports one).
 
 Provider modules register their algorithms when imported; :data:`PROVIDERS` lists them
 (the closed-form family in :mod:`tff_esn.closed_form`, the TFF-trained thesis models in
@@ -30,6 +31,7 @@ from tff_esn.baselines import baseline_scores
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.privacy.options import NO_PRIVACY
 from tff_esn.reservoir import STATE_MODES
 
 PROVIDERS = ("tff_esn.closed_form", "tff_esn.federated")
@@ -152,6 +154,7 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, args: argpa
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
     record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": _config_of(args)}
     record.update(result)
+    record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
     record["baselines"] = baseline_scores(dataset, split, seed=getattr(args, "seed", 0))
     return record

@@ -23,11 +23,12 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, ensemble_scores
-from tff_esn.incfed import fit_incfed, run_incfed_tff
+from tff_esn.incfed import fit_incfed, incfed_tff
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import READINGS, fit_pfedrr
 from tff_esn.plasticity import NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, run_fedip_tff, state_scaled_l2, step_spread
+from tff_esn.privacy.options import stats_aggregation_from_args, stats_sections
 from tff_esn.ridge import RidgeStats
 
 GROUPS = ("train", "val", "test")
@@ -114,20 +115,26 @@ def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
                         help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
 
 
-def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float | None = None) -> np.ndarray:
+def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
+                    covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
+    """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
+    sections (privacy flags)."""
     l2 = run.l2 if l2 is None else l2
     if run.args.backend == "tff":
         clients = list(run.dataset.select(run.train_ids).values())
-        return run_incfed_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client)
-    return fit_incfed(run.stats(weights), l2, per_client=per_client)
+        agg = stats_aggregation_from_args(run.args, run.n_features, max(c.x.shape[1] for c in clients),
+                                          [len(c) for c in clients])
+        out = incfed_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
+        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, covers=covers)
+    return fit_incfed(run.stats(weights), l2, per_client=per_client), stats_sections(None, 0, 0, covers=covers)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10)."""
     run = Run(dataset, split, args)
-    readout = _incfed_readout(run, run.weights, args.l2_per_client)
-    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
-                      backend=args.backend)
+    readout, privacy = _incfed_readout(run, run.weights, args.l2_per_client)
+    return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
+                         backend=args.backend), **privacy}
 
 
 # ----------------------------------------------------------------------------- fedavg-ridge
@@ -215,16 +222,18 @@ def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) 
     fedip = run_fedip_tff if args.backend == "tff" else fedip_numpy
     adapted = fedip(run.weights, clients, cfg, args.rounds)
     l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if args.l2_scale == "state" else run.l2
-    readout = _incfed_readout(run, adapted, per_client=False, l2=l2)
+    readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2,
+                                       covers="the readout statistics (A, B, n) only: FedIP's (g, b) rounds are "
+                                              "summed in plain and not privatized")
     cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
     spread = float(np.median(step_spread(adapted, clients)))
     notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
              f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
              f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
-    return run.report(run.scorer(readout, adapted), cost, notes=notes, backend=args.backend, l2_effective=l2,
-                      state_std_median=spread,
-                      gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
-                      bias_mean=float(adapted.bias.mean()))
+    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, backend=args.backend, l2_effective=l2,
+                         state_std_median=spread,
+                         gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
+                         bias_mean=float(adapted.bias.mean())), **privacy}
 
 
 # ----------------------------------------------------------------------------- heterogeneous

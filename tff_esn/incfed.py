@@ -17,6 +17,11 @@ Two implementations of the same algorithm:
   the server broadcasts the reservoir, each client harvests its states and reduces its
   dataset to ``(A_c, B_c, n_c)`` in float64, ``tff.federated_sum`` aggregates, the server
   solves in float64 and the readout is broadcast back to the clients.
+
+Privacy (:mod:`tff_esn.privacy`): with a :class:`~tff_esn.privacy.aggregation.StatsAggregation`
+the clients clip their states, the sum goes through the aggregation it names (plain or
+secure, :func:`~tff_esn.privacy.aggregation.federated_stats_sum`), Gaussian noise is added
+where its DP model says, and the server floors the eigenvalues of the noisy ``B``.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.harvest import ReservoirWeights, StateSpec
+from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
+from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.reservoir import run_reservoir
 from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
 
@@ -94,10 +101,12 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
     return x, one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,)).astype(np.float32)
 
 
-def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None):
+def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
-    With ``lengths``, each right-padded sequence contributes only its own steps.
+    With ``lengths``, each right-padded sequence contributes only its own steps. With
+    ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
+    (:func:`tff_esn.privacy.dp_stats.clip_rows`).
     """
     kernel, recurrent, bias, gain = reservoir
     states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout, lengths)
@@ -113,6 +122,8 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengt
     s = tf.cast(states, tf.float64)
     if spec.readout_bias:
         s = tf.concat([s, tf.ones_like(s[:, :1])], axis=1)
+    if clip is not None:
+        s = clip_rows(s, clip)
     y = tf.cast(t, tf.float64)
     a, b, n = acc
     return (a + tf.matmul(y, s, transpose_a=True), b + tf.matmul(s, s, transpose_a=True),
@@ -143,13 +154,15 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 
 @functools.lru_cache(maxsize=32)
 def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
-                                   spec: StateSpec, per_step_targets: bool, ragged: bool = False):
+                                   spec: StateSpec, per_step_targets: bool, ragged: bool = False,
+                                   clip: float | None = None):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
     Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
     dataset and reservoir of :func:`build_incfed_computation`; the last element counts
     clients (for λ per client) when the statistics are summed. ``ragged``: the batches'
-    ``lengths`` mask each padded sequence to its own steps.
+    ``lengths`` mask each padded sequence to its own steps. ``clip``: state norm bound
+    (see :func:`_client_reduce`).
     """
     import tensorflow_federated as tff
 
@@ -171,7 +184,8 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
         init = (tf.zeros([n_classes, features], tf.float64), tf.zeros([features, features], tf.float64),
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
-            batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None))
+            batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None,
+            clip=clip))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
@@ -180,11 +194,14 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
 @functools.lru_cache(maxsize=32)
 def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
-                             ragged: bool = False):
+                             ragged: bool = False, aggregation: StatsAggregation | None = None):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
 
     Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS,
-    singular@SERVER, n@SERVER)``, where ``reservoir = (kernel, recurrent, bias, gain)``
+    singular@SERVER, n@SERVER)``; with an ``aggregation`` (privacy, module docstring)
+    ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (..., clipped@SERVER,
+    eigenvalues_raised@SERVER)`` with an int64 seed pair per client for its noise. Here
+    ``reservoir = (kernel, recurrent, bias, gain)``
     float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
     targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
     ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
@@ -192,6 +209,9 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     """
     import tensorflow_federated as tff
 
+    if aggregation is not None:
+        return _build_private_incfed(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets, per_client,
+                                     aggregation, ragged)
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
                                                   ragged)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
@@ -217,6 +237,55 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     return incfed
 
 
+def _build_private_incfed(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float, spec: StateSpec,
+                          per_step_targets: bool, per_client: bool, agg: StatsAggregation, ragged: bool = False):
+    """:func:`build_incfed_computation` with clipping, noise and the chosen sum (privacy)."""
+    import tensorflow_federated as tff
+
+    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
+                                                  ragged, agg.clip)
+    dataset_type, reservoir_type = client_stats.type_signature.parameter
+    stats_type = client_stats.type_signature.result
+    seed_type = tff.TensorType(np.int64, [2])
+    floor = agg.floor()
+
+    @tff.tensorflow.computation(stats_type, seed_type)
+    def release(stats, seed):
+        return client_noise(stats, seed, agg)
+
+    @tff.tensorflow.computation(stats_type, tff.TensorType(np.float64))
+    def server_solve(total, l2):
+        a, b, n, clients = server_noise(total, agg)
+        raised = tf.constant(0, tf.int32)
+        if agg.noisy:
+            b, raised = floor_eigenvalues(b, floor)
+        w, singular = _server_solve(a, b, l2, clients, per_client)
+        return w, singular, n, raised
+
+    @tff.federated_computation(
+        tff.FederatedType(reservoir_type, tff.SERVER),
+        tff.FederatedType(dataset_type, tff.CLIENTS),
+        tff.FederatedType(tff.TensorType(np.float64), tff.SERVER),
+        tff.FederatedType(seed_type, tff.CLIENTS),
+    )
+    def incfed(reservoir, datasets, l2, seeds):
+        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+        total, clipped = federated_stats_sum(tff.federated_map(release, (local, seeds)), agg)
+        w, singular, n, raised = tff.federated_map(server_solve, (total, l2))
+        return w, tff.federated_broadcast(w), singular, n, clipped, raised
+
+    return lower_secure(incfed, agg)
+
+
+@dataclasses.dataclass(frozen=True)
+class IncFedOutcome:
+    """The readout of :func:`incfed_tff` and what the privacy steps did to the statistics."""
+
+    readout: np.ndarray
+    clipped_values: int = 0
+    eigenvalues_raised: int = 0
+
+
 def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int,
                    spec: StateSpec, l2: float, *, per_client: bool = False,
                    batch_size: int = 256) -> np.ndarray:
@@ -227,6 +296,13 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
     or clients with different numbers of features, and
     :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
     """
+    return incfed_tff(weights, clients, n_classes, spec, l2, per_client=per_client, batch_size=batch_size).readout
+
+
+def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
+               l2: float, *, per_client: bool = False, batch_size: int = 256,
+               aggregation: StatsAggregation | None = None) -> IncFedOutcome:
+    """:func:`run_incfed_tff` with an optional privacy ``aggregation`` (module docstring)."""
     if not clients:
         raise ValueError("clients: no clients to federate.")
     if not np.isfinite(l2) or l2 < 0:
@@ -243,10 +319,18 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
               for c in clients]
     per_step = arrays[0][1].ndim == 3
     comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
-                                    per_step, per_client, ragged)
+                                    per_step, per_client, ragged, aggregation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
-    w, w_clients, singular, _ = comp(reservoir, datasets, np.float64(l2))
+    clipped = raised = 0
+    if aggregation is None:
+        w, w_clients, singular, _ = comp(reservoir, datasets, np.float64(l2))
+    else:
+        if aggregation.clients != len(clients):
+            raise ValueError(f"aggregation: configured for {aggregation.clients} clients, got {len(clients)}.")
+        seed = aggregation.dp.seed if aggregation.dp is not None else 0
+        seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
+        w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
     if singular:
         raise SingularSystemError(
             "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
@@ -254,4 +338,4 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
     w = np.asarray(w)
     if not np.array_equal(w, np.asarray(w_clients)):  # the broadcast value is all-equal at CLIENTS
         raise RuntimeError("IncFed: the clients received a readout different from the server's.")
-    return w
+    return IncFedOutcome(w, int(clipped), int(raised))

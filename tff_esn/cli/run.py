@@ -17,6 +17,7 @@ from pathlib import Path
 from tff_esn import algorithms, runtime
 from tff_esn.cli import UsageError
 from tff_esn.io import write_json_atomic
+from tff_esn.privacy.options import add_privacy_arguments, check_privacy_arguments
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -88,6 +89,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     if args.hparams:
         apply_hparams(args, parser, args.hparams)
+    try:
+        check_privacy_arguments(args.algorithm, args)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
     dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
@@ -134,5 +139,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         algorithms.add_common_arguments(sub)
         _add_data_arguments(sub)
         algo.add_arguments(sub)
+        add_privacy_arguments(sub)
         runtime.add_worker_arguments(sub)
         sub.set_defaults(func=lambda args, _p=sub: _run(args, _p))

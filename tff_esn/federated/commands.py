@@ -14,6 +14,7 @@ server learning rate, both algorithms) harvest once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated.clients import RESERVOIR_MODES
 from tff_esn.federated.model import THESIS_RESERVOIR, ThesisModelConfig
 from tff_esn.federated.training import STATE_SOURCES, FederatedConfig, run_federated
+from tff_esn.privacy.learning import LearningPrivacy
+from tff_esn.privacy.options import dp_requested, noise_multiplier_from_args, privacy_requested
 
 
 def _class_weight(text: str) -> tuple[float, float]:
@@ -102,6 +105,19 @@ def federated_config_from_args(algorithm: str, args: argparse.Namespace) -> Fede
     )
 
 
+def learning_privacy_from_args(args: argparse.Namespace, config: FederatedConfig, clients: int
+                               ) -> LearningPrivacy | None:
+    """The :class:`LearningPrivacy` of the privacy flags (``--dp-epsilon`` calibrated over the
+    run's rounds with sampling rate clients_per_round / clients); ``None`` without them."""
+    if not privacy_requested(args):
+        return None
+    z = None
+    if dp_requested(args):
+        z = noise_multiplier_from_args(args, config.rounds, min(1.0, config.clients_per_round / clients))
+    return LearningPrivacy(noise_multiplier=z, clip=0.1 if args.dp_clip is None else args.dp_clip,
+                           adaptive=args.dp_adaptive_clip, secure=args.secure_aggregation, delta=args.dp_delta)
+
+
 def client_filter_from_args(args: argparse.Namespace):
     """The client filter of ``--discriminator PATH`` (``None`` without it), through the
     ``tff_esn.client_filters`` entry point ``discriminator`` (``tff_esn`` never imports that package)."""
@@ -119,6 +135,7 @@ def _runner(algorithm: str):
     def run(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict[str, Any]:
         try:
             config = federated_config_from_args(algorithm, args)
+            config = dataclasses.replace(config, privacy=learning_privacy_from_args(args, config, len(split.train)))
         except (TypeError, ValueError) as err:
             raise UsageError(str(err)) from None
         out = Path(args.out)

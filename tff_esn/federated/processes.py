@@ -15,6 +15,10 @@ With ``client_reservoirs=True`` (the reservoir inside the model, a reservoir per
 thesis Table 6.5) each client's data is ``(batches, reservoir)`` and the client trains with
 its own reservoir weights (:mod:`tff_esn.federated.client_work`); FedAvg then also runs
 through the composed process.
+
+``model_aggregator`` (both builders) replaces the mean of the model updates, e.g. TFF's
+DP or secure aggregators (:class:`tff_esn.privacy.learning.LearningPrivacy`); an
+unweighted factory (DP) averages the clients uniformly.
 """
 
 from __future__ import annotations
@@ -37,27 +41,33 @@ def _check_rate(name: str, value: float) -> float:
 
 
 def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *, penalty: float | None,
-             client_filter: ClientFilter | None, client_reservoirs: bool) -> tff.learning.templates.LearningProcess:
-    """FedAvg's distributor, mean aggregator and SGD finalizer around our client work."""
+             client_filter: ClientFilter | None, client_reservoirs: bool,
+             model_aggregator: tff.aggregators.AggregationFactory | None = None
+             ) -> tff.learning.templates.LearningProcess:
+    """FedAvg's distributor, mean aggregator (or ``model_aggregator``) and SGD finalizer around our client work."""
 
     @tff.tensorflow.computation
     def initial_model_weights_fn():
         return tff.learning.models.ModelWeights.from_model(model_fn())
 
     weights_type = initial_model_weights_fn.type_signature.result
+    aggregator = model_aggregator or tff.aggregators.MeanFactory()
+    if isinstance(aggregator, tff.aggregators.UnweightedAggregationFactory):
+        aggregator = tff.aggregators.as_weighted_aggregator(aggregator)
     return tff.learning.templates.compose_learning_process(
         initial_model_weights_fn,
         tff.learning.templates.build_broadcast_process(weights_type),
         build_readout_client_work(model_fn, client_optimizer, penalty=penalty, client_filter=client_filter,
                                   client_reservoirs=client_reservoirs),
-        tff.aggregators.MeanFactory().create(weights_type.trainable, tff.TensorType(np.float32)),
+        aggregator.create(weights_type.trainable, tff.TensorType(np.float32)),
         tff.learning.templates.build_apply_optimizer_finalizer(
             tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate), weights_type),
     )
 
 
 def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
-                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False
+                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
+                 model_aggregator: tff.aggregators.AggregationFactory | None = None
                  ) -> tff.learning.templates.LearningProcess:
     """FedAvg with a server learning rate (thesis §6.2, Alg. 1; Alg. 3 with ``client_filter``).
 
@@ -68,23 +78,30 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
         client_filter: optional accept/reject rule on the client's readout delta.
         client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
             its own reservoir (module docstring).
+        model_aggregator: replaces the weighted mean of the updates (module docstring).
     """
     runtime.ensure_context()
     client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
     if client_filter is None and not client_reservoirs:
-        return tff.learning.algorithms.build_weighted_fed_avg(
+        unweighted = isinstance(model_aggregator, tff.aggregators.UnweightedAggregationFactory)
+        build = (tff.learning.algorithms.build_unweighted_fed_avg if unweighted
+                 else tff.learning.algorithms.build_weighted_fed_avg)
+        return build(
             model_fn, client_optimizer_fn=client_optimizer,
             server_optimizer_fn=tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate),
+            model_aggregator=model_aggregator,
             loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR,
         )
     return _compose(model_fn, client_optimizer, server_learning_rate, penalty=None, client_filter=client_filter,
-                    client_reservoirs=client_reservoirs)
+                    client_reservoirs=client_reservoirs, model_aggregator=model_aggregator)
 
 
 def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
                   penalty: float = 1e-4, client_filter: ClientFilter | None = None,
-                  client_reservoirs: bool = False) -> tff.learning.templates.LearningProcess:
+                  client_reservoirs: bool = False,
+                  model_aggregator: tff.aggregators.AggregationFactory | None = None
+                  ) -> tff.learning.templates.LearningProcess:
     """FedCurv (thesis ch. 3, Alg. 2; Alg. 4 with ``client_filter``).
 
     Args:
@@ -99,7 +116,8 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
     if not isinstance(penalty, (int, float)) or isinstance(penalty, bool):
         raise ValueError(f"penalty: expected a finite number ≥ 0, got {penalty!r}.")
     return _compose(model_fn, client_optimizer, server_learning_rate, penalty=float(penalty),
-                    client_filter=client_filter, client_reservoirs=client_reservoirs)
+                    client_filter=client_filter, client_reservoirs=client_reservoirs,
+                    model_aggregator=model_aggregator)
 
 
 def curvature(state) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -35,6 +35,7 @@ from tff_esn.federated.client_work import ClientFilter
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.metrics import classification_metrics, split_report
+from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process
 
 ALGORITHMS = ("fedavg", "fedcurv")
 STATE_SOURCES = ("cached", "faithful")
@@ -62,6 +63,7 @@ class FederatedConfig:
         penalty: FedCurv's penalty weight λ (thesis: 1e-4); ignored by FedAvg.
         seed: seed of client sampling, noise and shuffling.
         shuffle: shuffle each client's sequences every round (seeded).
+        privacy: DP and/or secure aggregation of the updates (``None``: TFF's weighted mean).
     """
 
     algorithm: str = "fedavg"
@@ -76,6 +78,7 @@ class FederatedConfig:
     penalty: float = 1e-4
     seed: int = 0
     shuffle: bool = True
+    privacy: LearningPrivacy | None = None
 
     def __post_init__(self) -> None:
         def check(name: str, ok: bool, expected: str) -> None:
@@ -96,6 +99,7 @@ class FederatedConfig:
         check("seed", isinstance(self.seed, int) and self.seed >= 0, "an integer ≥ 0")
         if self.noisy_clients is not None:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
+        check("privacy", self.privacy is None or isinstance(self.privacy, LearningPrivacy), "a LearningPrivacy or None")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -262,10 +266,14 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         keras_model = build_thesis_model(n_inputs, model_cfg, readout_only=config.states == "cached")
         return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model_cfg), input_spec=input_spec)
 
+    privacy = config.privacy or LearningPrivacy()
+    aggregator = config.privacy.factory(config.clients_per_round) if config.privacy else None
     common = dict(client_learning_rate=model_cfg.learning_rate, server_learning_rate=config.server_learning_rate,
-                  client_filter=client_filter, client_reservoirs=own_reservoirs)
+                  client_filter=client_filter, client_reservoirs=own_reservoirs, model_aggregator=aggregator)
     process = (build_fedcurv(model_fn, penalty=config.penalty, **common) if config.algorithm == "fedcurv"
                else build_fedavg(model_fn, **common))
+    if privacy.secure:
+        process = lower_secure_process(process)
     groups = {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")}
 
     state = process.initialize()
@@ -324,4 +332,5 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         "communication": _communication(config, trainable, non_trainable, config.rounds).to_dict(),
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "federated_config": config.to_dict(),
                   "accepted_clients": [r["accepted_clients"] for r in rows]},
+        **privacy.sections(config.rounds, config.clients_per_round, len(split.train)),
     }

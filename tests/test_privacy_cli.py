@@ -1,0 +1,64 @@
+"""``tff-esn run`` privacy flags: metrics.json sections and clear usage errors."""
+
+import argparse
+import json
+
+import pytest
+
+from tff_esn import algorithms
+from tff_esn.cli import main
+from tff_esn.data.sequences import Split
+from tff_esn.privacy import accounting
+from tff_esn.privacy.options import NO_PRIVACY
+
+from closed_form_data import random_dataset
+from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
+
+
+def _metrics(tmp_path):
+    return json.loads((tmp_path / "metrics.json").read_text())
+
+
+def test_a_run_without_privacy_gets_a_none_privacy_section(monkeypatch):
+    data = random_dataset(n_clients=4, seed=2)
+    split = Split("s", data.client_ids[:2], (data.client_ids[2],), (data.client_ids[3],))
+    sections = {"train": None, "val": None, "test": None, "communication": {}}
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))  # providers loaded first
+    algorithms.register_algorithm("privacy-fake", lambda p: None, lambda d, s, a: dict(sections))
+    record = algorithms.run_algorithm("privacy-fake", data, split, argparse.Namespace(seed=0))
+    assert record["privacy"] == NO_PRIVACY and record["privacy"] is not NO_PRIVACY
+
+
+def test_incfed_with_dp_and_secure_aggregation_reports_both(fake_sources, tmp_path):  # noqa: F811
+    args = ["run", "incfed", "--out", str(tmp_path), *FAST, "--dp-epsilon", "2", "--dp-delta", "1e-6",
+            "--dp-model", "distributed", "--secure-aggregation", "--secure-bits", "40"]
+    assert main(args) == 0
+    record = _metrics(tmp_path)
+    privacy, secure = record["privacy"], record["secure_aggregation"]
+    assert privacy["epsilon"] == pytest.approx(2.0, rel=1e-3) and privacy["delta"] == 1e-6
+    assert privacy["noise_multiplier"] == pytest.approx(accounting.noise_multiplier_for(2.0, 1e-6))
+    assert privacy["model"] == "distributed" and privacy["rounds"] == 1 and privacy["sampling_rate"] == 1.0
+    assert privacy["clip"] == pytest.approx(3.0)  # √(8 units + bias)
+    assert privacy["psd"]["eigenvalues_raised"] >= 0 and privacy["psd"]["floor"] > 0
+    assert secure["enabled"] and secure["bits"] == 40 and secure["client_bits"] == 38 and secure["clipped_values"] == 0
+    assert record["test"]["accuracy"] is not None
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--dp-epsilon", "0"], "epsilon"),
+    (["--dp-epsilon", "1", "--dp-delta", "1"], "delta"),
+    (["--dp-noise-multiplier", "1", "--dp-clip", "0"], "clip"),
+    (["--dp-epsilon", "1", "--dp-noise-multiplier", "1"], "either"),
+    (["--secure-aggregation", "--secure-bits", "2"], "no bit per client"),
+    (["--dp-epsilon", "1", "--backend", "numpy"], "backend"),
+    (["--dp-epsilon", "1", "--dp-adaptive-clip"], "adaptive"),
+])
+def test_bad_privacy_settings_exit_2(fake_sources, tmp_path, capsys, flags, message):  # noqa: F811
+    assert main(["run", "incfed", "--out", str(tmp_path), *FAST, *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_privacy_flags_on_an_algorithm_without_privacy_exit_2(fake_sources, tmp_path, capsys):  # noqa: F811
+    assert main(["run", "pfedrr", "--out", str(tmp_path), *FAST, "--secure-aggregation"]) == 2
+    assert "implemented for incfed" in capsys.readouterr().err

@@ -1,0 +1,75 @@
+"""TFF's secure and DP aggregators in FedAvg/FedCurv (model_aggregator) and their ε."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.federated.model import ThesisModelConfig
+from tff_esn.federated.training import FederatedConfig, run_federated
+from tff_esn.privacy import accounting
+from tff_esn.privacy.learning import LearningPrivacy
+
+from closed_form_data import THESIS_SPLIT, random_thesis_dataset
+
+MODEL = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
+                          learning_rate=0.05)
+BASE = FederatedConfig(model=MODEL, rounds=2, clients_per_round=2, noise_std=0.0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return random_thesis_dataset()
+
+
+@pytest.fixture(scope="module")
+def plain(data):
+    return run_federated(data, THESIS_SPLIT, BASE, progress=False)
+
+
+def _kernel(result):
+    weights = result["extra"]["weights"]
+    return np.concatenate([np.ravel(weights["kernel"]), np.ravel(weights["bias"])])
+
+
+def test_secure_fedavg_equals_plain_fedavg(data, plain):
+    """tff.learning.secure_aggregator: 32-bit quantization of updates whose norm stays below its clip."""
+    secure = run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=LearningPrivacy(secure=True)),
+                           progress=False)
+    np.testing.assert_allclose(_kernel(secure), _kernel(plain), atol=1e-5)
+    assert secure["secure_aggregation"]["enabled"] and plain["secure_aggregation"] == {"enabled": False}
+    assert plain["privacy"]["mechanism"] == "none"
+
+
+@pytest.mark.parametrize("privacy", [
+    LearningPrivacy(noise_multiplier=0.8, clip=0.5),
+    pytest.param(LearningPrivacy(noise_multiplier=0.8, clip=0.5, secure=True), marks=pytest.mark.slow)])
+def test_dp_fedavg_reports_the_accountants_epsilon(data, plain, privacy):
+    result = run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=privacy), progress=False)
+    section = result["privacy"]
+    q = 2 / len(THESIS_SPLIT.train)
+    assert section["sampling_rate"] == q and section["rounds"] == 2 and section["clip"] == 0.5
+    assert section["epsilon"] == pytest.approx(accounting.epsilon(0.8, 1e-5, rounds=2, sampling_rate=q))
+    assert "gaussian_fixed" in section["mechanism"]
+    assert not np.allclose(_kernel(result), _kernel(plain), atol=1e-3)  # noise of std z·C/m moved the model
+
+
+@pytest.mark.slow
+def test_dp_fedcurv_with_adaptive_clipping_runs(data):
+    config = dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=1.0,
+                                                                                    adaptive=True))
+    result = run_federated(data, THESIS_SPLIT, config, progress=False)
+    assert "gaussian_adaptive" in result["privacy"]["mechanism"] and np.all(np.isfinite(_kernel(result)))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(noise_multiplier=1.0, adaptive=True, secure=True), "fixed clip"),
+    (dict(adaptive=True), "needs --dp-epsilon"),
+    (dict(noise_multiplier=1.0, clip=0.0), "clip"),
+    (dict(noise_multiplier=-1.0), "noise multiplier"),
+    (dict(noise_multiplier=1.0, delta=1.0), "delta"),
+])
+def test_bad_learning_privacy_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LearningPrivacy(**kwargs)

@@ -1,0 +1,14 @@
+"""Privacy of what clients send: differential privacy and secure aggregation.
+
+* :mod:`tff_esn.privacy.accounting` — (ε, δ) of the Gaussian mechanism with
+  ``dp_accounting`` (RDP), composed over rounds with client sampling, and the inverse
+  (the noise multiplier for a target ε);
+* :mod:`tff_esn.privacy.dp_stats` — the Gaussian mechanism on clipped ridge statistics
+  ``(A, B, n)`` of IncFed/FedRR (sensitivity derived there), central or per-client noise,
+  and the eigenvalue floor that keeps ``B`` + noise positive definite;
+* :mod:`tff_esn.privacy.secure_sum` — the fixed-point encoding of float statistics for
+  ``tff.federated_secure_sum_bitwidth`` with its quantization error bound;
+* :mod:`tff_esn.privacy.aggregation` — the one place where a federated computation of
+  ours chooses how the clients' statistics are summed (plain, secure, noised);
+* :mod:`tff_esn.privacy.learning` — TFF's DP and secure aggregators for FedAvg/FedCurv.
+"""

@@ -1,0 +1,99 @@
+"""(ε, δ) of the Gaussian mechanism, from ``dp_accounting``'s Rényi-DP accountant.
+
+A release with L2 sensitivity Δ and Gaussian noise of standard deviation ``z·Δ`` is the
+Gaussian mechanism with noise multiplier ``z``. Over ``rounds`` releases, each with every
+record's owner taking part with probability ``q`` (Poisson client sampling; ``q = 1``: all
+clients every round), the events are ``PoissonSampled(q, Gaussian(z))`` composed ``rounds``
+times; ``RdpAccountant.get_epsilon(δ)`` converts the Rényi bound to (ε, δ) (Mironov 2017;
+Mironov, Talwar, Zhang 2019 for the sampled Gaussian).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import dp_accounting
+
+
+def check_delta(delta: float) -> float:
+    """δ as a float in (0, 1); otherwise a ``ValueError`` naming the fix."""
+    if not isinstance(delta, (int, float)) or isinstance(delta, bool) or not 0 < delta < 1:
+        raise ValueError(f"dp delta: expected a number in (0, 1) (e.g. 1e-5), got {delta!r}.")
+    return float(delta)
+
+
+def check_epsilon(epsilon: float) -> float:
+    """ε as a float > 0 (``inf`` allowed: no privacy); otherwise a ``ValueError``."""
+    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or math.isnan(epsilon) or epsilon <= 0:
+        raise ValueError(f"dp epsilon: expected a number > 0 (e.g. 1.0), got {epsilon!r}.")
+    return float(epsilon)
+
+
+def check_noise_multiplier(z: float) -> float:
+    """The noise multiplier as a finite float ≥ 0 (0: no noise, ε = ∞)."""
+    if not isinstance(z, (int, float)) or isinstance(z, bool) or not math.isfinite(z) or z < 0:
+        raise ValueError(f"dp noise multiplier: expected a finite number ≥ 0, got {z!r}.")
+    return float(z)
+
+
+def _check_schedule(rounds: int, sampling_rate: float) -> None:
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"rounds: expected an integer ≥ 1, got {rounds!r}.")
+    if not isinstance(sampling_rate, (int, float)) or not 0 < sampling_rate <= 1:
+        raise ValueError(f"sampling rate: expected a number in (0, 1], got {sampling_rate!r}.")
+
+
+def dp_event(noise_multiplier: float, rounds: int = 1, sampling_rate: float = 1.0) -> dp_accounting.DpEvent:
+    """The ``dp_accounting`` event of ``rounds`` (sampled) Gaussian releases."""
+    _check_schedule(rounds, sampling_rate)
+    event: dp_accounting.DpEvent = dp_accounting.GaussianDpEvent(check_noise_multiplier(noise_multiplier))
+    if sampling_rate < 1:
+        event = dp_accounting.PoissonSampledDpEvent(float(sampling_rate), event)
+    return dp_accounting.SelfComposedDpEvent(event, rounds)
+
+
+def epsilon(noise_multiplier: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
+    """ε at ``delta`` of :func:`dp_event` (RDP accountant); ``inf`` for noise multiplier 0."""
+    delta = check_delta(delta)
+    if check_noise_multiplier(noise_multiplier) == 0:
+        _check_schedule(rounds, sampling_rate)
+        return math.inf
+    accountant = dp_accounting.rdp.RdpAccountant()
+    accountant.compose(dp_event(noise_multiplier, rounds, sampling_rate))
+    return float(accountant.get_epsilon(delta))
+
+
+def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
+    """The smallest noise multiplier whose :func:`epsilon` is ≤ ``target_epsilon`` (0 for ε = ∞).
+
+    Calibrated with ``dp_accounting.calibrate_dp_mechanism`` (Brent search on the RDP ε).
+    """
+    target_epsilon, delta = check_epsilon(target_epsilon), check_delta(delta)
+    _check_schedule(rounds, sampling_rate)
+    if math.isinf(target_epsilon):
+        return 0.0
+    return float(dp_accounting.calibrate_dp_mechanism(
+        dp_accounting.rdp.RdpAccountant, lambda z: dp_event(z, rounds, sampling_rate), target_epsilon, delta,
+        dp_accounting.LowerEndpointAndGuess(1e-3, 1.0), tol=1e-6))
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyReport:
+    """The ``privacy`` section of ``metrics.json``."""
+
+    mechanism: str
+    clip: float | None
+    noise_multiplier: float
+    epsilon: float
+    delta: float
+    rounds: int
+    sampling_rate: float
+    details: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        details = out.pop("details")
+        out["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon  # JSON has no ∞
+        out["epsilon_infinite"] = math.isinf(self.epsilon)
+        return {**out, **details}

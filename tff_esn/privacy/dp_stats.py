@@ -1,0 +1,189 @@
+"""The Gaussian mechanism on IncFed/FedRR's ridge statistics (IncFed eqs. 6–9).
+
+**Privacy unit.** One *record* of a client: one sequence, which contributes ``m`` states
+to the statistics (``m = T − washout`` with ``state_mode="all"``, ``m = 1`` with
+``"last"``/``"mean"``). Two data sets are neighbours when one has one record more
+(add/remove; record-level DP — a client's whole data set is not one unit).
+
+**Clipping.** Every state row ``s`` (the readout's features, bias input included) is
+scaled to norm ≤ C: ``s ← s·min(1, C/‖s‖)``. Reservoir states are leaky ``tanh`` outputs,
+so every coordinate lies in [−1, 1] and ``‖s‖ ≤ √N_F`` (N_F = units + bias) always:
+``C = √N_F`` (the default, :func:`natural_clip`) never changes a state. Targets are
+one-hot, ``‖y‖ = 1``. Only the training statistics are clipped; scoring uses the states
+as they are, so a C below the natural bound biases the readout toward clipped states.
+
+**Sensitivity** (Frobenius/L2 norm of one record's contribution, ``‖y sᵀ‖_F = ‖y‖‖s‖``,
+``‖s sᵀ‖_F = ‖s‖²``, triangle inequality over its ``m`` states)::
+
+    Δ_A = m·C,    Δ_B = m·C²,    Δ_n = m.
+
+``B`` is symmetric: its noise is drawn on the upper triangle (diagonal included) and
+mirrored, and the upper triangle's norm is at most ``‖s sᵀ‖_F``, so Δ_B holds for it.
+
+**Mechanism.** The release ``(A/Δ_A, B/Δ_B, n/Δ_n)`` has L2 sensitivity √3; adding
+N(0, (z√3)²) per coordinate is the Gaussian mechanism with noise multiplier ``z``
+(ε from :mod:`tff_esn.privacy.accounting`). Unscaled, the noise standard deviations are
+``σ_j = z·√3·Δ_j`` on ``A``, ``B``, ``n``. Where the noise is added (``model``):
+
+* ``"central"`` — once by the server on the sum (trusted server: the clients' plain
+  statistics are seen by the aggregator; use secure aggregation to hide them);
+* ``"local"`` — every client adds ``σ_j`` to its own statistics: each client's message
+  is (ε, δ)-DP on its own, against anyone, at the price of K times the noise variance in
+  the sum;
+* ``"distributed"`` — every client adds ``σ_j/√K``; the *sum* carries ``σ_j`` (ε of the
+  central model) as long as only the sum is seen, i.e. with secure aggregation, and all
+  K clients add their share.
+
+**Positive definiteness.** ``B`` + noise can have negative eigenvalues. The server
+replaces ``B`` by ``V·max(Λ, f)·Vᵀ`` (an eigenvalue floor ``f``; post-processing, no
+privacy cost), with ``f`` by default the expected spectral norm of the noise on the sum,
+``2·σ_B,sum·√N_F`` (the semicircle edge of a symmetric Gaussian matrix), which also acts
+as a data-independent ridge term. The count of raised eigenvalues is reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import tensorflow as tf
+
+from tff_esn.privacy import accounting
+
+MODELS = ("central", "local", "distributed")
+RELEASED_BLOCKS = 3  # A, B, n
+
+
+def natural_clip(n_features: int) -> float:
+    """``√N_F``: the norm bound every reservoir state (coordinates in [−1, 1]) already meets."""
+    return math.sqrt(n_features)
+
+
+def states_per_record(state_mode: str, steps: int, washout: int) -> int:
+    """``m``: states one sequence adds to the statistics."""
+    return steps - washout if state_mode == "all" else 1
+
+
+@dataclasses.dataclass(frozen=True)
+class GaussianStats:
+    """The Gaussian mechanism on clipped ``(A, B, n)`` (module docstring).
+
+    Attributes:
+        noise_multiplier: ``z`` ≥ 0 (0: no noise, ε = ∞).
+        delta: δ ∈ (0, 1).
+        clip: state norm bound C > 0.
+        states_per_record: ``m`` ≥ 1.
+        model: ``"central"``, ``"local"`` or ``"distributed"``.
+        seed: seed of every noise draw.
+        floor: eigenvalue floor of ``B`` (``None``: :meth:`default_floor`).
+    """
+
+    noise_multiplier: float
+    delta: float
+    clip: float
+    states_per_record: int
+    model: str = "central"
+    seed: int = 0
+    floor: float | None = None
+
+    def __post_init__(self) -> None:
+        accounting.check_noise_multiplier(self.noise_multiplier)
+        accounting.check_delta(self.delta)
+        check_clip(self.clip)
+        if not isinstance(self.states_per_record, int) or self.states_per_record < 1:
+            raise ValueError(f"states per record: expected an integer ≥ 1, got {self.states_per_record!r}.")
+        if self.model not in MODELS:
+            raise ValueError(f"dp model: expected one of {MODELS}, got {self.model!r}.")
+        if self.floor is not None and not (math.isfinite(self.floor) and self.floor >= 0):
+            raise ValueError(f"eigenvalue floor: expected a finite number ≥ 0, got {self.floor!r}.")
+
+    @property
+    def sensitivities(self) -> tuple[float, float, float]:
+        """``(Δ_A, Δ_B, Δ_n) = (m·C, m·C², m)``."""
+        m, c = self.states_per_record, self.clip
+        return m * c, m * c * c, float(m)
+
+    def sum_stddevs(self, clients: int) -> tuple[float, float, float]:
+        """Noise standard deviations on the *summed* ``(A, B, n)`` with ``clients`` clients."""
+        base = [self.noise_multiplier * math.sqrt(RELEASED_BLOCKS) * d for d in self.sensitivities]
+        factor = math.sqrt(clients) if self.model == "local" else 1.0
+        return tuple(s * factor for s in base)
+
+    def client_stddevs(self, clients: int) -> tuple[float, float, float]:
+        """What each client adds (zeros in the central model)."""
+        base = [self.noise_multiplier * math.sqrt(RELEASED_BLOCKS) * d for d in self.sensitivities]
+        if self.model == "central":
+            return 0.0, 0.0, 0.0
+        factor = 1.0 / math.sqrt(clients) if self.model == "distributed" else 1.0
+        return tuple(s * factor for s in base)
+
+    def server_stddevs(self, clients: int) -> tuple[float, float, float]:
+        """What the server adds to the sum (zeros unless central)."""
+        return self.sum_stddevs(clients) if self.model == "central" else (0.0, 0.0, 0.0)
+
+    def default_floor(self, clients: int, n_features: int) -> float:
+        """``2·σ_B,sum·√N_F``: the expected spectral norm of the noise on the summed ``B``."""
+        return 2.0 * self.sum_stddevs(clients)[1] * math.sqrt(n_features)
+
+    def eigenvalue_floor(self, clients: int, n_features: int) -> float:
+        return self.default_floor(clients, n_features) if self.floor is None else float(self.floor)
+
+    def epsilon(self) -> float:
+        """ε of one release of the statistics at ``delta`` (one round, every client)."""
+        return accounting.epsilon(self.noise_multiplier, self.delta)
+
+    def report(self, clients: int, n_features: int, raised: int | None) -> accounting.PrivacyReport:
+        """The ``privacy`` section: mechanism, C, z, ε, δ, rounds 1, sampling rate 1, PSD handling."""
+        sum_a, sum_b, sum_n = self.sum_stddevs(clients)
+        return accounting.PrivacyReport(
+            mechanism=f"gaussian on clipped ridge statistics (A, B, n), {self.model} noise",
+            clip=self.clip, noise_multiplier=self.noise_multiplier, epsilon=self.epsilon(), delta=self.delta,
+            rounds=1, sampling_rate=1.0,
+            details={"privacy_unit": f"one sequence ({self.states_per_record} states)", "model": self.model,
+                     "sensitivity": dict(zip(("A", "B", "n"), self.sensitivities)),
+                     "noise_stddev_on_sum": {"A": sum_a, "B": sum_b, "n": sum_n},
+                     "accountant": "dp_accounting RDP",
+                     "psd": {"method": "eigenvalue floor V·max(Λ, floor)·Vᵀ on B + noise",
+                             "floor": self.eigenvalue_floor(clients, n_features),
+                             "eigenvalues_raised": raised}})
+
+
+def check_clip(clip: float) -> float:
+    """C as a float > 0; otherwise a ``ValueError`` naming the fix."""
+    if not isinstance(clip, (int, float)) or isinstance(clip, bool) or not math.isfinite(clip) or clip <= 0:
+        raise ValueError(f"dp clip: expected a finite state norm bound > 0 (e.g. the default √N_F), got {clip!r}.")
+    return float(clip)
+
+
+# ----------------------------------------------------------------------------- TF pieces
+def clip_rows(s: tf.Tensor, clip: float) -> tf.Tensor:
+    """Each row scaled to norm ≤ ``clip`` (rows already within are returned bit-identical)."""
+    norms = tf.norm(s, axis=1, keepdims=True)
+    tiny = tf.constant(1e-300, s.dtype)
+    factor = tf.minimum(tf.ones_like(norms), tf.constant(clip, s.dtype) / tf.maximum(norms, tiny))
+    return s * factor
+
+
+def symmetric_normal(size, seed) -> tf.Tensor:
+    """A (size, size) symmetric matrix whose upper triangle (diagonal included) is iid N(0, 1)."""
+    g = tf.random.stateless_normal([size, size], seed, dtype=tf.float64)
+    upper = tf.linalg.band_part(g, 0, -1)
+    return upper + tf.transpose(tf.linalg.band_part(g, 0, -1) - tf.linalg.band_part(g, 0, 0))
+
+
+def add_noise(a, b, n, stddevs: tuple[float, float, float], seed) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """``(A + σ_A·N, B + σ_B·N_sym, n + σ_n·N)`` with independent draws from the ``seed`` pair."""
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3)
+    sa, sb, sn = stddevs
+    return (a + sa * tf.random.stateless_normal(tf.shape(a), seeds[0], dtype=tf.float64),
+            b + sb * symmetric_normal(tf.shape(b)[0], seeds[1]),
+            n + sn * tf.random.stateless_normal([], seeds[2], dtype=tf.float64))
+
+
+def floor_eigenvalues(b: tf.Tensor, floor: float) -> tuple[tf.Tensor, tf.Tensor]:
+    """``V·max(Λ, floor)·Vᵀ`` of the symmetric ``b`` and the number of eigenvalues raised."""
+    values, vectors = tf.linalg.eigh(b)
+    raised = tf.reduce_sum(tf.cast(values < floor, tf.int32))
+    fixed = tf.maximum(values, tf.constant(floor, tf.float64))
+    return tf.matmul(vectors * fixed[None, :], vectors, transpose_b=True), raised
+

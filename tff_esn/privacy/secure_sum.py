@@ -1,0 +1,112 @@
+"""Fixed-point encoding of float statistics for ``tff.federated_secure_sum_bitwidth``.
+
+Secure aggregation sums integers in a field of ``2^b`` values (``b`` = ``bits``, the
+aggregate bit width, ≤ 62 in TFF). With K clients each client's value gets
+``b_c = b − ⌈log₂ K⌉`` bits, so that the sum of K values in ``[0, 2^b_c − 1]`` never
+exceeds ``2^b − 1`` (no modular wrap-around). A coordinate ``v`` is encoded as
+
+    c = clip(v, −R, R),   q = round((c + R)·s) ∈ [0, L],   L = 2^b_c − 1,   s = L / (2R),
+
+and the server decodes the integer sum ``Q = Σ_c q_c`` as ``Q/s − K·R``. ``R`` (``bound``)
+is the clipping range; a value outside ``[−R, R]`` is clipped and *counted* (the count is
+summed securely as well and reported), never wrapped.
+
+**Error bound.** Per client the rounding error is at most half a step, ``1/(2s) = R/L``;
+the float64 arithmetic of encoding (``c + R``, ``·s``) and decoding (``Q``, ``/s``,
+``− K·R``) adds at most a few units in the last place of values ≤ ``2R`` per client, so
+
+    |decoded − Σ_c clip(v_c, −R, R)| ≤ K·(R/L + 16·u·R),   u = 2⁻⁵³,
+
+per coordinate (:meth:`FixedPoint.error_bound`). Beyond ``b_c ≈ 50`` the float64 term
+dominates and more bits do not help.
+
+For IncFed's ``(A, B, n)`` the range needs no data: states lie in [−1, 1] and targets are
+one-hot, so ``|A_ij|, |B_ij| ≤ n_c`` and ``R = max_c n_c`` (the largest client's state
+count) never clips plain statistics (:func:`stats_bound`). Noise added by clients (local or
+distributed DP) can exceed it: ``tff-esn run`` widens the default range by 8 σ of the
+client noise (a clip then has probability < 1e-15 per coordinate). A clipped noisy value
+is counted; it alters that coordinate's noise, so a run reporting clipped values under
+distributed DP should be repeated with a wider ``--secure-range``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import tensorflow as tf
+
+MAX_BITS = 62  # TFF's secure sum runs on int64 and keeps one bit for the sum of two values
+UNIT_ROUNDOFF = 2.0 ** -53
+
+
+def client_bits(bits: int, clients: int) -> int:
+    """``b − ⌈log₂ K⌉``; a ``ValueError`` when the aggregate width leaves a client no bit."""
+    if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= MAX_BITS:
+        raise ValueError(f"secure aggregation bits: expected an integer in [1, {MAX_BITS}], got {bits!r}.")
+    if not isinstance(clients, int) or clients < 1:
+        raise ValueError(f"secure aggregation: expected ≥ 1 client, got {clients!r}.")
+    headroom = math.ceil(math.log2(clients)) if clients > 1 else 0
+    if bits - headroom < 1:
+        raise ValueError(
+            f"secure aggregation: a {bits}-bit sum over {clients} clients leaves no bit per client value "
+            f"(⌈log₂ {clients}⌉ = {headroom} bits of headroom); use --secure-bits ≥ {headroom + 16}.")
+    return bits - headroom
+
+
+def stats_bound(client_states: list[int]) -> float:
+    """``max_c n_c``: bounds every entry of the clients' ``A_c``, ``B_c`` and ``n_c`` (module docstring)."""
+    if not client_states or min(client_states) < 1:
+        raise ValueError("secure aggregation: every client needs ≥ 1 state to set the clipping range.")
+    return float(max(client_states))
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedPoint:
+    """The encoding of the module docstring: aggregate ``bits``, range ``bound`` R, ``clients`` K."""
+
+    bits: int
+    bound: float
+    clients: int
+
+    def __post_init__(self) -> None:
+        client_bits(self.bits, self.clients)
+        if not isinstance(self.bound, (int, float)) or not math.isfinite(self.bound) or self.bound <= 0:
+            raise ValueError(f"secure aggregation range: expected a finite number > 0, got {self.bound!r}.")
+
+    @property
+    def client_bits(self) -> int:
+        return client_bits(self.bits, self.clients)
+
+    @property
+    def levels(self) -> int:
+        """``L = 2^b_c − 1``: the largest encoded client value."""
+        return 2 ** self.client_bits - 1
+
+    @property
+    def scale(self) -> float:
+        """``s = L / (2R)``: integer steps per unit."""
+        return self.levels / (2.0 * self.bound)
+
+    def error_bound(self) -> float:
+        """``K·(R/L + 16·u·R)``: the largest decoding error of one summed coordinate."""
+        return self.clients * (self.bound / self.levels + 16 * UNIT_ROUNDOFF * self.bound)
+
+    def encode(self, value: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(q int64, clipped count int64)`` of a float tensor."""
+        value = tf.cast(value, tf.float64)
+        bound = tf.constant(self.bound, tf.float64)
+        clipped = tf.reduce_sum(tf.cast(tf.abs(value) > bound, tf.int64))
+        q = tf.round((tf.clip_by_value(value, -bound, bound) + bound) * tf.constant(self.scale, tf.float64))
+        return tf.clip_by_value(tf.cast(q, tf.int64), 0, self.levels), clipped
+
+    def decode(self, total: tf.Tensor, clients: tf.Tensor) -> tf.Tensor:
+        """``Q/s − K·R`` of a summed int64 tensor, ``clients`` (int64) values summed."""
+        return (tf.cast(total, tf.float64) / tf.constant(self.scale, tf.float64)
+                - tf.cast(clients, tf.float64) * tf.constant(self.bound, tf.float64))
+
+    def to_dict(self, clipped: int | None = None) -> dict:
+        """The ``secure_aggregation`` section of ``metrics.json``."""
+        return {"intrinsic": "tff.federated_secure_sum_bitwidth", "bits": self.bits,
+                "client_bits": self.client_bits, "range": [-self.bound, self.bound], "scale": self.scale,
+                "error_bound": self.error_bound(), "clipped_values": clipped}
