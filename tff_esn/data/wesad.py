@@ -34,6 +34,8 @@ CHEST_RATE = 700
 CHEST_CHANNELS = {"ACC": 3, "ECG": 1, "EMG": 1, "EDA": 1, "Temp": 1, "Resp": 1}
 WRIST_RATES = {"ACC": 32, "BVP": 64, "EDA": 4, "TEMP": 4}
 WRIST_CHANNELS = {"ACC": 3, "BVP": 1, "EDA": 1, "TEMP": 1}
+DEVICES = ("chest", "wrist")
+"""The two devices of a WESAD recording (``['signal']`` keys)."""
 LABEL_CODES = {0: "transient", 1: "baseline", 2: "stress", 3: "amusement", 4: "meditation",
                5: "ignore", 6: "ignore", 7: "ignore"}
 
@@ -78,8 +80,11 @@ def _array(container: dict, key: str, where: str, source: str) -> np.ndarray:
     return value
 
 
-def validate_subject(data: Any, source: str = "<subject>") -> dict:
+def validate_subject(data: Any, source: str = "<subject>", devices: tuple[str, ...] = DEVICES) -> dict:
     """Checks a subject dict against the WESAD layout; returns it unchanged.
+
+    ``devices`` names the devices that must be present (a file has both; the in-memory
+    synthetic source of a wrist-only pipeline simulates only ``("wrist",)``).
 
     Raises:
         ValueError: naming ``source`` and the offending key: missing or renamed keys, wrong
@@ -92,7 +97,7 @@ def validate_subject(data: Any, source: str = "<subject>") -> dict:
         if key not in data:
             raise ValueError(f"{source}: missing key [{key!r}] (found {sorted(data)}).")
     signal = data["signal"]
-    for device in ("chest", "wrist"):
+    for device in devices:
         if not isinstance(signal, dict) or device not in signal:
             raise ValueError(f"{source}: missing key ['signal'][{device!r}].")
     label = _array(data, "label", "", source)
@@ -108,6 +113,8 @@ def validate_subject(data: Any, source: str = "<subject>") -> dict:
         raise ValueError(f"{source}: ['label'] holds codes {bad.tolist()} outside {sorted(LABEL_CODES)}.")
     seconds = n // CHEST_RATE
     for device, channels, rates in (("chest", CHEST_CHANNELS, None), ("wrist", WRIST_CHANNELS, WRIST_RATES)):
+        if device not in devices:
+            continue
         for key, width in channels.items():
             where = f"['signal'][{device!r}]"
             arr = _array(signal[device], key, where, source)
