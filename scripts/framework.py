@@ -41,6 +41,11 @@ PROFILES = ("tiny", "quick", "full")
 STATUS_FILE = "status.json"
 DONE, FAILED, NOT_RUN = "done", "failed", "not run"
 VERDICTS = ("agrees", "disagrees", "undetermined")
+#: Why a claim disagrees: the data differ (synthetic vs real), the seed contradicts itself,
+#: or a remaining defect of ours. A disagreement with no cause is reported as unexplained.
+CAUSES = {"data": "the data differ (synthetic here, real in the seed)",
+          "seed": "the seed's own inconsistency",
+          "defect": "a remaining defect of ours"}
 DATA_KINDS = ("wesad", "hhar")
 
 
@@ -160,16 +165,24 @@ class Claim:
         reference: where it is published.
         verdict: ``agrees``, ``disagrees`` or ``undetermined``.
         evidence: our numbers and the criterion applied.
+        cause: for a disagreement, one of :data:`CAUSES` (``None``: not yet explained).
+        reason: why that cause, with the evidence for it.
     """
 
     statement: str
     reference: str
     verdict: str
     evidence: str
+    cause: str | None = None
+    reason: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"Claim.verdict: expected one of {VERDICTS}, got {self.verdict!r}.")
+        if self.cause is not None and self.cause not in CAUSES:
+            raise ValueError(f"Claim.cause: expected one of {tuple(CAUSES)} or None, got {self.cause!r}.")
+        if self.cause is not None and not self.reason:
+            raise ValueError("Claim.reason: a cause needs the reason that supports it.")
 
 
 def verdict(holds: bool | None) -> str:
@@ -348,8 +361,13 @@ class Context:
             plt.close(fig)
         self.figures.append({"name": name, "title": title, "png": f"{name}.png"})
 
-    def claim(self, statement: str, reference: str, holds: bool | None, evidence: str) -> None:
-        self.claims.append(Claim(statement, reference, verdict(holds), evidence))
+    def claim(self, statement: str, reference: str, holds: bool | None, evidence: str, *,
+              cause: str | None = None, reason: str = "") -> None:
+        """Record a published claim and our verdict; ``cause``/``reason`` explain a disagreement
+        (ignored when the claim holds)."""
+        disagrees = verdict(holds) == "disagrees"
+        self.claims.append(Claim(statement, reference, verdict(holds), evidence,
+                                 cause if disagrees else None, reason if disagrees else ""))
 
     def note(self, text: str) -> None:
         self.notes.append(text)

@@ -59,6 +59,10 @@ def test_record_has_every_section(name, records, data):
         assert 0 <= section["random_baseline_accuracy"] <= 1
     assert {"up_floats_per_client", "down_floats_per_client", "rounds",
             "up_bytes_per_client", "down_bytes_per_client"} <= set(rec["communication"])
+    test = data.pooled(["c4"]).y
+    majority = rec["baselines"]["majority"]
+    assert majority["test"]["accuracy"] == pytest.approx(np.mean(test == majority["class"]))
+    assert rec["baselines"]["logistic_regression"]["test"]["n"] == sizes["test"]
 
 
 @pytest.mark.parametrize("name", CLOSED_FORM)

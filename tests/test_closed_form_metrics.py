@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
 from tff_esn import metrics
 from tff_esn.io import write_csv_atomic, write_json_atomic
@@ -26,6 +26,7 @@ def test_classification_metrics_equal_sklearn():
     softmax = np.exp(s) / np.exp(s).sum(1, keepdims=True)
     assert got["auc"] == pytest.approx(roc_auc_score(y, softmax, multi_class="ovr"))
     assert got["n"] == 300
+    assert got["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, pred))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -38,6 +39,7 @@ def test_f1_and_binary_auc_equal_sklearn_on_random_cases(seed):
     labels = np.arange(c)
     assert macro == pytest.approx(f1_score(y, pred, labels=labels, average="macro", zero_division=0), abs=1e-12)
     assert micro == pytest.approx(f1_score(y, pred, labels=labels, average="micro", zero_division=0), abs=1e-12)
+    assert metrics.balanced_accuracy(y, pred, c) == pytest.approx(balanced_accuracy_score(y, pred), abs=1e-12)
     yb = rng.integers(0, 2, max(n, 2))
     yb[:2] = [0, 1]
     scores = np.round(rng.normal(size=yb.size), int(rng.integers(0, 3)))  # rounding makes ties

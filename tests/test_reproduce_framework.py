@@ -33,6 +33,9 @@ def _ok(ctx, s):
     ctx.figure("f", "A figure", fig)
     ctx.claim("ours equals two", "seed X", True, "mean 2.0")
     ctx.claim("ours exceeds three", "seed X", False, "mean 2.0")
+    ctx.claim("ours exceeds one on real data", "seed Y", False, "mean 0.5", cause="data",
+              reason="synthetic signals are weaker")
+    ctx.claim("ours is explained when it holds", "seed Z", True, "mean 2.0", cause="defect", reason="ignored")
     ctx.step()
 
 
@@ -78,6 +81,11 @@ def test_failure_is_isolated_and_reported(fake_registry, tmp_path):
     agrees = text[text.index("### Agrees"):text.index("### Disagrees")]
     disagrees = text[text.index("### Disagrees"):text.index("### Undetermined")]
     assert agrees.count("ours equals two") == 2 and disagrees.count("ours exceeds three") == 2
+    unexplained = disagrees[disagrees.index("#### Because of not yet explained"):]
+    by_data = disagrees[disagrees.index("#### Because of the data differ"):disagrees.index("#### Because of the seed")]
+    assert unexplained.count("ours exceeds three") == 2 and "(2)" in unexplained.splitlines()[0]
+    assert by_data.count("ours exceeds one on real data") == 2 and by_data.count("*Why:* synthetic signals are weaker") == 2
+    assert "ours is explained when it holds" in agrees and "ignored" not in text
     assert "synthetic WESAD" in text and "not a reproduction of the published numbers" in text
 
 
@@ -130,3 +138,10 @@ def test_registry_lists_every_published_group():
             "thesis-preliminary", "thesis-partial-incfed", "incfed-tables", "pfedrr-table", "fedip-table"} == names
     assert [e.name for e in framework.select("pfedrr")] == ["pfedrr-table"]
     assert framework.select("all")[0].name == "data-summary"
+
+
+def test_a_cause_must_be_known_and_carry_a_reason():
+    with pytest.raises(ValueError, match="Claim.cause"):
+        framework.Claim("s", "r", "disagrees", "e", cause="weather", reason="x")
+    with pytest.raises(ValueError, match="Claim.reason"):
+        framework.Claim("s", "r", "disagrees", "e", cause="seed")

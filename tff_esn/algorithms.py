@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tff_esn.baselines import baseline_scores
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.reservoir import STATE_MODES
@@ -127,7 +128,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, args: argpa
     """Runs algorithm ``name`` and returns the full ``metrics.json`` record.
 
     ``{"algorithm", "data", "split", "config", "train", "val", "test", "communication",
-    ..., "seconds"}``; a ``run`` that omits a required section is reported by name.
+    ..., "seconds", "baselines"}``; a ``run`` that omits a required section is reported by
+    name. ``baselines`` holds the majority-class and logistic-regression scores on the same
+    split (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
     """
     algo = get_algorithm(name)
     start = time.perf_counter()
@@ -139,4 +142,5 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, args: argpa
     record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": _config_of(args)}
     record.update(result)
     record["seconds"] = seconds
+    record["baselines"] = baseline_scores(dataset, split, seed=getattr(args, "seed", 0))
     return record

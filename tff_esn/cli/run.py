@@ -99,9 +99,13 @@ def summary_line(record: dict, path: Path) -> str:
         return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
     which = "test" if record.get("test") else "val" if record.get("val") else "train"
+    baselines = record.get("baselines") or {}
+    versus = "".join(f", {label} {fmt(((baselines.get(key) or {}).get(which) or {}).get('accuracy'))}"
+                     for key, label in (("majority", "majority"), ("logistic_regression", "logistic regression"))
+                     if (baselines.get(key) or {}).get(which))
     return (
         f"{record['algorithm']} on {record['data']}: {which} accuracy {fmt(test.get('accuracy'))} "
-        f"f1_macro {fmt(test.get('f1_macro'))} (random {fmt(test.get('random_baseline_accuracy'))}) | "
+        f"f1_macro {fmt(test.get('f1_macro'))} (random {fmt(test.get('random_baseline_accuracy'))}{versus}) | "
         f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
         f"{comm['rounds']} round(s) | {record['seconds']:.1f} s → {path}"
     )

@@ -1,0 +1,53 @@
+"""Majority-class and logistic-regression baselines against scikit-learn on the same split."""
+
+import numpy as np
+import pytest
+from sklearn.dummy import DummyClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score
+
+from closed_form_data import THESIS_SPLIT, default_split, random_dataset, random_thesis_dataset
+from tff_esn.baselines import baseline_scores, sequence_features
+
+
+def test_summary_features_per_sequence_and_rows_per_step():
+    x = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)
+    summary = sequence_features(x, per_step=False)
+    assert summary.shape == (2, 10)
+    np.testing.assert_allclose(summary[0], [2, 3, np.std([0, 2, 4]), np.std([1, 3, 5]), 0, 1, 4, 5, 4, 5])
+    assert sequence_features(x, per_step=True).shape == (6, 2)
+    with pytest.raises(ValueError, match=r"\(n, T, F\)"):
+        sequence_features(x[0], per_step=False)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_baselines_equal_sklearn_on_pooled_rows(seed):
+    data = random_dataset(n_clients=7, steps=12, features=3, n_classes=3, seed=seed, sizes=[30] * 7)
+    split = default_split(data)
+    got = baseline_scores(data, split, seed=seed)
+    train, test = data.pooled(split.train), data.pooled(split.test)
+    x_train, x_test = sequence_features(train.x, False), sequence_features(test.x, False)
+    dummy = DummyClassifier(strategy="most_frequent").fit(x_train, train.y)
+    assert got["majority"]["class"] == int(dummy.predict(x_test[:1])[0])
+    assert got["majority"]["test"]["accuracy"] == pytest.approx(dummy.score(x_test, test.y))
+    assert got["majority"]["test"]["balanced_accuracy"] == pytest.approx(1 / len(np.unique(test.y)))
+    mean, std = x_train.mean(0), x_train.std(0)
+    reference = LogisticRegression(max_iter=2000, class_weight="balanced").fit((x_train - mean) / std, train.y)
+    pred = reference.predict((x_test - mean) / std)
+    assert got["logistic_regression"]["test"]["accuracy"] == pytest.approx(np.mean(pred == test.y))
+    assert got["logistic_regression"]["test"]["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(test.y, pred))
+    # the classes shift the inputs' mean: a linear model learns, the majority class does not
+    assert got["logistic_regression"]["test"]["balanced_accuracy"] > got["majority"]["test"]["balanced_accuracy"] + 0.2
+    assert baseline_scores(data, split, seed=seed) is got  # memoised per dataset, split and seed
+
+
+def test_per_step_binary_baselines():
+    data = random_thesis_dataset()
+    got = baseline_scores(data, THESIS_SPLIT)
+    test = data.pooled(THESIS_SPLIT.test)
+    assert got["logistic_regression"]["inputs"] == "per-step inputs"
+    assert got["majority"]["test"]["n"] == test.y.size
+    assert got["majority"]["class"] == 0 and got["majority"]["test"]["auc"] == pytest.approx(0.5)
+    assert got["majority"]["test"]["accuracy"] == pytest.approx(np.mean(test.y == 0))
+    assert got["logistic_regression"]["test"]["auc"] > 0.9  # the label is a noisy threshold of channel 0
+    assert got["logistic_regression"]["test"]["balanced_accuracy"] > 0.75

@@ -1,0 +1,120 @@
+"""Reference classifiers that every reported result is compared with, on the same split.
+
+A federated or reservoir result says something only when it beats what needs no model
+(the training majority class) and what a plain linear model gets from the same inputs
+(logistic regression). Both are fitted on the split's training clients and scored on its
+validation and test clients with :func:`tff_esn.metrics.classification_metrics`, so
+their numbers sit beside the ESN's in every ``metrics.json`` and report table.
+
+Inputs of the logistic regression, with no reservoir:
+
+- per-step labels (thesis pipeline): the input vector of each step;
+- per-sequence labels (paper pipelines): per feature, the mean, standard deviation,
+  minimum, maximum and last value over the sequence.
+
+Features are standardised with the training mean and deviation; classes are weighted
+inversely to their training frequency (``class_weight="balanced"``), like the thesis'
+weighted loss, so the baseline is not itself a majority vote on imbalanced data.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.metrics import classification_metrics
+
+GROUPS = ("val", "test")
+MAX_TRAIN_ROWS = 200_000
+
+_memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
+
+
+def sequence_features(x: np.ndarray, per_step: bool) -> np.ndarray:
+    """The logistic regression's inputs: one row per step, or summary statistics per sequence.
+
+    Args:
+        x: (n, T, F) sequences.
+        per_step: one row per time step (labels per step) instead of one per sequence.
+
+    Returns:
+        (n·T, F) rows when ``per_step``, else (n, 5F): mean, std, min, max and last value
+        of each feature.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"x: expected (n, T, F) sequences, got shape {x.shape}.")
+    if per_step:
+        return x.reshape(-1, x.shape[2])
+    return np.concatenate([x.mean(axis=1), x.std(axis=1), x.min(axis=1), x.max(axis=1), x[:, -1]], axis=1)
+
+
+def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    pooled = dataset.pooled(ids)
+    return sequence_features(pooled.x, pooled.per_step), pooled.y.reshape(-1)
+
+
+def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Majority-class and logistic-regression metrics on ``split``'s validation and test clients.
+
+    Args:
+        dataset: the clients.
+        split: which clients train (fit the baselines) and which are evaluated.
+        seed: seeds the row subsample when the training rows exceed ``MAX_TRAIN_ROWS``
+            and the solver.
+
+    Returns:
+        ``{"majority": {"class", "val", "test"}, "logistic_regression": {"inputs", "val",
+        "test"}}``; each group holds :func:`~tff_esn.metrics.classification_metrics`
+        (plus balanced accuracy), or ``None`` for an empty group. Memoised per dataset
+        object, split and seed.
+    """
+    key = (split.train, split.val, split.test, seed)
+    cached = _memo.setdefault(dataset, {})
+    if key in cached:
+        return cached[key]
+    x_train, y_train = _rows(dataset, split.train)
+    if x_train.shape[0] > MAX_TRAIN_ROWS:
+        keep = np.random.default_rng(np.random.SeedSequence([seed, 11])).choice(
+            x_train.shape[0], MAX_TRAIN_ROWS, replace=False)
+        x_train, y_train = x_train[keep], y_train[keep]
+    n_classes = dataset.n_classes
+    majority = int(np.bincount(y_train, minlength=n_classes).argmax())
+    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+    std[std == 0] = 1.0
+    model = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
+    fitted_classes = np.unique(y_train)
+    if fitted_classes.size > 1:
+        model.fit((x_train - mean) / std, y_train)
+
+    def scores(x: np.ndarray) -> np.ndarray:
+        out = np.full((x.shape[0], n_classes), -np.inf if fitted_classes.size > 1 else 0.0)
+        if fitted_classes.size > 1:
+            out[:, model.classes_] = model.predict_log_proba((x - mean) / std)
+        else:
+            out[:, fitted_classes[0]] = 1.0
+        out[~np.isfinite(out)] = -1e9
+        return out if n_classes > 2 else out[:, 1] - out[:, 0]
+
+    result: dict[str, dict[str, Any]] = {
+        "majority": {"class": majority},
+        "logistic_regression": {"inputs": "per-step inputs" if dataset.clients[split.train[0]].per_step
+                                else "per-sequence mean/std/min/max/last"},
+    }
+    for group in GROUPS:
+        ids = getattr(split, group)
+        if not ids:
+            result["majority"][group] = result["logistic_regression"][group] = None
+            continue
+        x, y = _rows(dataset, ids)
+        constant = np.eye(n_classes)[np.full(y.size, majority)] if n_classes > 2 else np.full(y.size, float(majority))
+        result["majority"][group] = classification_metrics(y, constant, n_classes)
+        result["logistic_regression"][group] = classification_metrics(
+            y, scores(x) if n_classes > 2 else 1.0 / (1.0 + np.exp(-scores(x))), n_classes)
+    cached[key] = result
+    return result
