@@ -3,18 +3,25 @@
 Each subject follows the WESAD protocol — baseline, amusement, stress (TSST), two guided
 meditations, transients in between — in one of the two published orders (amusement before
 or after stress), time-scaled so the recording lasts ``minutes`` (the real protocol is
-≈ 100 min, ≈ 11.5 % of it stress). Signals come from neurokit2's simulators, one call per
-protocol segment with that segment's parameters: ``ecg_simulate`` (chest ECG),
-``ppg_simulate`` (wrist BVP), ``rsp_simulate`` (chest Resp), ``emg_simulate`` (chest EMG),
-``eda_simulate`` (skin-conductance responses on chest and wrist), on top of slow tonic
-EDA/temperature levels and posture + motion accelerations.
+≈ 100 min, ≈ 11.5 % of it stress). Everything is a function of ``(seed, subject)``.
 
-Clients are not identically distributed: each subject draws its own baselines (heart rate,
-HRV, breathing rate, tonic EDA, SCR rate, temperature, posture, sensor noise) and a
-responsiveness that scales every condition effect; each segment jitters the effects. The
-condition effects: stress raises heart rate, SCR rate, tonic EDA, breathing rate, muscle
-activity and motion and lowers HRV and skin temperature; meditation does the reverse;
-amusement lies in between. Everything is a function of ``(seed, subject)``.
+* Wrist (:func:`wrist_signals`; what the thesis pipeline reads): a vectorised model of
+  stress physiology — a latent arousal per condition followed with rise and recovery lags
+  by heart rate, RMSSD, tonic EDA, SCR rate and skin temperature, per-subject
+  responsiveness with electrodermal and cardiac non-responders, BVP motion artefacts and
+  sensor dropouts. ≈ 0.4 s for a 100-minute subject. Calibrated to the data description of
+  thesis §5.2 (Table 5.1's feature statistics, the 88.6/11.4 % class shares, ~6000 steps per
+  subject; see ``scripts/data_summary.py``), not to any result.
+* Chest (:func:`_chest_signals`; the paper pipelines): neurokit2's simulators, one call per
+  protocol segment with that segment's parameters: ``ecg_simulate``, ``rsp_simulate``,
+  ``emg_simulate``, ``eda_simulate`` (skin-conductance responses), on top of slow tonic
+  EDA/temperature levels and posture + motion accelerations; each subject draws its own
+  baselines and responsiveness, each segment jitters the effects (stress raises heart rate,
+  SCR rate, tonic EDA, breathing rate, muscle activity and motion and lowers HRV and skin
+  temperature; meditation does the reverse; amusement lies in between). ≈ 7 s for a
+  100-minute subject.
+
+Clients are not identically distributed on either device.
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ from tff_esn.io import atomic_write
 
 REAL_MINUTES = 100.0
 """Length of the real protocol the segment durations below add up to."""
+
+GENERATOR_VERSION = {"chest": 1, "wrist": 2}
+"""Version of each device's model (part of the cache key of every data set built from it):
+raise a device's number whenever what it generates changes."""
 
 _T, _BASE, _STRESS, _AMUSE, _MEDI = 0, 1, 2, 3, 4
 PROTOCOLS = {
@@ -206,8 +217,6 @@ def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) 
 
 
 # ------------------------------------------------------------------ wrist: the thesis pipeline's signals
-WRIST_MODEL_VERSION = 2
-"""Version of the wrist model below (part of every cache key of data generated from it)."""
 
 _AROUSAL = {_T: 0.15, _BASE: 0.0, _STRESS: 1.0, _AMUSE: 0.25, _MEDI: -0.35}
 """Sympathetic arousal each condition drives towards (baseline 0, TSST 1)."""
