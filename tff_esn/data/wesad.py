@@ -258,11 +258,20 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
     if not ma_window_s > 0:
         raise ValueError(f"ma_window_s: expected seconds > 0, got {ma_window_s!r}.")
     features, codes = wrist_features(subject, hrv_window_s, hrv_index=hrv_index, rate_hz=rate_hz, source=source)
+    return normalise_thesis_features(features, codes, ma_steps=max(1, int(round(ma_window_s * rate_hz))),
+                                     ma_mode=ma_mode, source=source)
+
+
+def normalise_thesis_features(features: np.ndarray, codes: np.ndarray, *, ma_steps: int, ma_mode: str,
+                              source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
+    """Thesis §5.2 phases 3–4 on :func:`wrist_features`' output (see :func:`thesis_features`):
+    gap filling, baseline standardization, moving-average normalisation over ``ma_steps``
+    steps, binary labels."""
     defined = np.all(np.isfinite(features), axis=1)
     if not defined.any():
         raise ValueError(f"{source}: no time step where all thesis features are defined.")
     first = int(np.argmax(defined))
     features, codes = _forward_filled(features[first:]), codes[first:]
     features = standardize_to(features, features[codes == 1], what=f"{source}: baseline (label 1) of {THESIS_FEATURES}")
-    features = moving_average_normalise(features, max(1, int(round(ma_window_s * rate_hz))), ma_mode)
+    features = moving_average_normalise(features, ma_steps, ma_mode)
     return features.astype(np.float32), (codes == STRESS_CODE).astype(np.int64)
