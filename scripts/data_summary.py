@@ -14,6 +14,7 @@ import dataclasses
 
 import numpy as np
 
+from scripts.common import plt
 from scripts.framework import Context, Experiment, register
 
 
@@ -78,6 +79,38 @@ def _calibration(ctx: Context, options: dict) -> None:
               "of 2, except HR and HRV variance (≈ 2.1–2.2: wrist artefacts that raise HR variance raise RMSSD "
               "more in this model) and the minima of HR (0.49 bpm) and HRV (13 ms), single artefacts of the "
               "real recordings; pEDA's mean is ≈ 0 on both sides (high-pass part of the EDA).")
+    _normalisation_figure(ctx, minutes, int(options.get("seed", 0)))
+
+
+def _normalisation_figure(ctx: Context, minutes: float, seed: int, subject: str = "S2") -> None:
+    """One subject's four features raw, after the literal moving-average normalisation of §5.2
+    (÷ a 25 s average) and after the default (− a 25×64-step average), stress shaded: the
+    literal reading leaves nothing of the stress levels."""
+    from tff_esn.data import wesad
+    from tff_esn.data.synthetic_wesad import generate_subject
+
+    x, codes = wesad.wrist_features(generate_subject(subject, minutes=minutes, seed=seed, devices=("wrist",)), 25)
+    variants = {"extracted (Table 5.1)": (x, codes == wesad.STRESS_CODE)}
+    for label, steps, mode in (("÷ MA 25 s (literal §5.2)", 25, "divide"),
+                               (f"− MA {wesad.THESIS_MA_WINDOW_S:g} s (default)", int(wesad.THESIS_MA_WINDOW_S),
+                                wesad.THESIS_MA_MODE)):
+        variants[label] = wesad.normalise_thesis_features(x, codes, ma_steps=steps, ma_mode=mode)
+    pyplot = plt()
+    fig, axes = pyplot.subplots(len(variants), 4, figsize=(16, 2.4 * len(variants)), sharex=True, squeeze=False)
+    for row, (label, (values, stress)) in enumerate(variants.items()):
+        t = np.arange(len(values)) / 60.0
+        for col, name in enumerate(wesad.THESIS_FEATURES):
+            ax = axes[row][col]
+            v = np.asarray(values[:, col], dtype=np.float64)
+            lo, hi = np.nanpercentile(v, [0.5, 99.5])
+            ax.plot(t, v, lw=0.5, color="C0")
+            ax.fill_between(t, lo, hi, where=np.asarray(stress, bool), color="C3", alpha=0.15, lw=0)
+            ax.set_ylim(lo, hi)
+            ax.set(title=f"{name} — {label}", xlabel="minutes" if row == len(variants) - 1 else "")
+    fig.suptitle(f"Synthetic WESAD {subject}: thesis features through the pipeline (stress shaded)", fontsize=9)
+    fig.tight_layout()
+    ctx.figure("wesad_normalisation", f"Synthetic {subject}: the thesis features raw, after the literal ÷ 25 s "
+               "moving average and after the default − 25×64-step moving average (stress shaded)", fig)
 
 
 register(Experiment(
