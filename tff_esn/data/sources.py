@@ -126,4 +126,7 @@ def _wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[P
         def load(sid: str) -> dict:
             return wesad.load_subject(files[sid])
 
-    return (lambda pipe, source: pipe.build(iter_subjects(subjects, load, desc=f"{source} → {pipe.name}"), source)), key
+    def build(pipe: Pipeline, source: str) -> SequenceDataset:
+        return pipe.build(iter_subjects(subjects, load, desc=f"{source} → {pipe.name}"), source)
+
+    return build, key

@@ -8,9 +8,10 @@ or after stress), time-scaled so the recording lasts ``minutes`` (the real proto
 * Wrist (:func:`wrist_signals`; what the thesis pipeline reads): a vectorised model of
   stress physiology — a latent arousal per condition followed with rise and recovery lags
   by heart rate, RMSSD, tonic EDA, SCR rate and skin temperature, per-subject
-  responsiveness with electrodermal and cardiac non-responders, BVP motion artefacts. ≈ 0.4 s for a 100-minute subject. Calibrated to the data description of
-  thesis §5.2 (Table 5.1's feature statistics, the 88.6/11.4 % class shares, ~6000 steps per
-  subject; see ``scripts/data_summary.py``), not to any result.
+  responsiveness with electrodermal and cardiac non-responders, BVP motion artefacts.
+  ≈ 0.4 s for a 100-minute subject. Calibrated to the data description of thesis §5.2
+  (Table 5.1's feature statistics, the 88.6/11.4 % class shares, ~6000 steps per subject;
+  see ``scripts/data_summary.py``), not to any result.
 * Chest (:func:`_chest_signals`; the paper pipelines): neurokit2's simulators, one call per
   protocol segment with that segment's parameters: ``ecg_simulate``, ``rsp_simulate``,
   ``emg_simulate``, ``eda_simulate`` (skin-conductance responses), on top of slow tonic
@@ -345,9 +346,9 @@ def wrist_signals(codes: np.ndarray, *, minutes: float, rng: np.random.Generator
     target = _arousal_target(codes, rng)
     heart = _lag(target, max(2.0, 20.0 * scale), max(4.0, 90.0 * scale))
     skin = _lag(target, max(3.0, 60.0 * scale), max(6.0, 240.0 * scale))
+
     def wander(size: float, tau_s: float) -> np.ndarray:  # slow random drift of about ``size`` over the recording
         return _smooth_levels(np.cumsum(rng.normal(0, size / np.sqrt(seconds), seconds)), max(2.0, tau_s * scale))
-
 
     hr = p["hr"] + 22.0 * p["r_heart"] * heart + wander(8.0, 60.0) + 1.5 * rng.standard_normal(seconds)
     hr = np.clip(hr, 40.0, 180.0)
