@@ -89,7 +89,6 @@ def cache_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("name", CLOSED_FORM)
 def test_run_on_the_synthetic_default(name, tmp_path, cache_dir):
-    pytest.importorskip("tff_esn.data.sources")
     extra = ["--rounds", "1"] if name == "fedip" else []
     assert main(["run", name, "--out", str(tmp_path), "--cache-dir", str(cache_dir), *FAST, *extra]) == 0
     record = json.loads((tmp_path / "metrics.json").read_text())
@@ -97,7 +96,6 @@ def test_run_on_the_synthetic_default(name, tmp_path, cache_dir):
 
 
 def test_run_on_an_npz_file_and_centralized_equals_incfed(tmp_path):
-    pytest.importorskip("tff_esn.data.sources")
     data = random_dataset(n_clients=5, seed=9)
     path = tmp_path / "data.npz"
     ids = data.client_ids

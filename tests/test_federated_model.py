@@ -120,7 +120,9 @@ def test_file_backed_states_equal_in_memory_ones_and_are_harvested_once(tmp_path
 
     for cid in clients:
         for r in (0, 3):
-            for (xm, ym), (xf, yf) in zip(batches(memory, cid, r), batches(files, cid, r), strict=True):
+            pairs = list(zip(batches(memory, cid, r), batches(files, cid, r)))
+            assert len(pairs) == len(list(batches(files, cid, r))) == len(list(batches(memory, cid, r)))
+            for (xm, ym), (xf, yf) in pairs:
                 np.testing.assert_array_equal(xm, xf)
                 np.testing.assert_array_equal(ym, yf)
         assert batches(files, cid, 0)[0][0].shape[-1] == RES.units
@@ -154,7 +156,8 @@ def test_raw_inputs_carry_each_clients_own_reservoir_with_different_reservoirs()
     own = {cid: source.dataset(cid, 0)[1].get_single_element() for cid in clients}
     for cid, res in zip(clients, client_reservoirs(RES, 2, "different")):
         reservoir = build_thesis_model(2, config, reservoir=res).get_layer("reservoir")
-        for got, want in zip(own[cid], reservoir.get_weights(), strict=True):
+        assert len(own[cid]) == len(reservoir.get_weights())
+        for got, want in zip(own[cid], reservoir.get_weights()):
             np.testing.assert_array_equal(got, want)
     assert not np.array_equal(own["a"][1], own["b"][1])
 

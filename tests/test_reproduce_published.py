@@ -1,21 +1,35 @@
-"""The transcribed published numbers appear, row by row, in the seed documents they come from."""
+"""The transcribed published numbers appear, row by row, in the seed documents they come from.
 
+The checks read ``tests/seed_excerpts/``: the seed documents' table rows, captions and the
+sentences quoted below, copied line for line (``grep`` of table rows, ``25% …`` rows and
+those captions), so they run on a clean clone; where the seeds themselves lie beside the
+repository (``../shared/seeds``), every excerpt line is also checked to be verbatim in them.
+"""
+
+import re
 from pathlib import Path
 
 import pytest
 
 from scripts import published as pub
 
+EXCERPTS = Path(__file__).resolve().parent / "seed_excerpts"
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 THESIS, INCFED, PFEDRR, FEDIP = "003_c2e74226a179ae56.txt", "000_0cf767fa66676497.txt", "002_2ea2189f24e0e40f.txt", \
     "004_6461082fa0218459.txt"
 
 
 def seed(name: str) -> str:
-    path = SEEDS / name
-    if not path.exists():
-        pytest.skip(f"seed document {path} not available")
-    return " ".join(path.read_text().split())
+    return " ".join((EXCERPTS / name).read_text().split())
+
+
+@pytest.mark.parametrize("name", [THESIS, INCFED, PFEDRR, FEDIP])
+def test_excerpts_are_verbatim_lines_of_the_seeds(name):
+    if not (SEEDS / name).exists():
+        pytest.skip(f"seed document {SEEDS / name} not beside the repository")
+    lines = set((SEEDS / name).read_text().splitlines())
+    excerpt = (EXCERPTS / name).read_text().splitlines()
+    assert len(excerpt) >= 4 and all(line in lines for line in excerpt)
 
 
 def test_thesis_tables_6_4_and_6_5_rows():
@@ -55,8 +69,12 @@ def test_pfedrr_and_fedip_rows():
         for fraction, c in rows.items():
             row = " | ".join(f"{m:.2f} ± {s:.2f}" for m, s in (c["fedrr"], *c["i-pfedrr"], *c["r-pfedrr"]))
             assert f"| {round(fraction * 100)}% | {row} |" in " ".join(text.split(" ")), (kind, fraction)
-    text = seed(FEDIP)
-    for kind, rows in pub.FEDIP_TABLE_2.items():
-        for fraction, c in rows.items():
-            for m, s in c.values():
-                assert f"{m:.2f}" in text and f"{s:.2f}" in text
+
+
+def test_fedip_table_2_rows():
+    rows = {line.split()[0]: line for line in (EXCERPTS / FEDIP).read_text().splitlines() if re.match(r"\d+% ", line)}
+    for fraction in (0.25, 0.5, 0.75, 1.0):
+        cells = [(float(m), float(s)) for m, s in re.findall(r"(\d+\.\d+)±\s?(\d+\.\d+)plus-or-minus",
+                                                               rows[f"{round(fraction * 100)}%"])]
+        want = [pub.FEDIP_TABLE_2[kind][fraction][model] for kind in ("wesad", "hhar") for model in ("incfed", "fedip")]
+        assert cells == [tuple(c) for c in want], fraction
