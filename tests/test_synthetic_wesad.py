@@ -105,3 +105,12 @@ def test_calibration_statistics_report_the_table_5_1_layout():
     assert set(out["features"]) == set(THESIS_TABLE_5_1)
     assert all(set(v) == {"min", "max", "mean", "var"} for v in out["features"].values())
     assert out["steps_per_subject"] == 120 and 0.05 < out["stress_share"] < 0.2
+
+
+def test_table_5_1_targets_are_the_thesis_rows():
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "seed_excerpts" / "003_c2e74226a179ae56.txt").read_text()
+    for name, s in THESIS_TABLE_5_1.items():
+        assert f"| {name} | {s['min']:.4f} | {s['max']:.4f} | {s['mean']:.4f} | {s['var']:.4f} |" in text, name
+    assert f'label "1": {100 * THESIS_STRESS_SHARE:.2f}%' in text
