@@ -76,9 +76,9 @@ def _calibration(ctx: Context, options: dict) -> None:
               "(extracted features, HRV window 25×64, all subjects), class shares, steps per subject", rows,
               ours=f"synthetic WESAD, {minutes:g}-minute wrist-only subjects", published="real WESAD, thesis §5.2",
               note="Calibrated to the data description (not to any result table): min/mean/var within a factor "
-              "of 2, except HR and HRV variance (≈ 2.1–2.2: wrist artefacts that raise HR variance raise RMSSD "
-              "more in this model) and the minima of HR (0.49 bpm) and HRV (13 ms), single artefacts of the "
-              "real recordings; pEDA's mean is ≈ 0 on both sides (high-pass part of the EDA).")
+              "of 2, except the minima of HR (0.49 bpm: a ~2-minute gap between detected beats) and HRV (13 ms), "
+              "single artefacts of the real recordings; pEDA's mean is ≈ 0 on both sides (high-pass part of the "
+              "EDA). Maxima are not calibrated.")
     _normalisation_figure(ctx, minutes, int(options.get("seed", 0)))
 
 

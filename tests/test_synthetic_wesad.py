@@ -30,9 +30,8 @@ def _pooled_stats(raw):
             for i, n in enumerate(wesad.THESIS_FEATURES)}
 
 
-# statistics not within a factor of 2 on the full 15 subjects (measured: HR var 352 vs 770,
-# HRV var 6878 vs 3245; the thesis' HR min 0.49 bpm and HRV min 13 ms are single artefacts)
-LOOSE = {("HR", "var"): 3.0, ("HRV", "var"): 3.0}
+# not compared: the thesis' HR min 0.49 bpm (a ~2-minute gap between detected beats) and HRV
+# min 13 ms are single artefacts of the real recordings; pEDA's mean is compared on its scale
 SKIPPED = {("HR", "min"), ("HRV", "min"), ("pEDA", "mean")}
 
 
@@ -43,8 +42,7 @@ def test_feature_statistics_within_a_factor_of_two_of_thesis_table_5_1(raw):
             if (name, stat) in SKIPPED:
                 continue
             ref = THESIS_TABLE_5_1[name][stat]
-            factor = LOOSE.get((name, stat), 2.0)
-            assert 1 / factor <= value / ref <= factor, (name, stat, value, ref)
+            assert 0.5 <= value / ref <= 2.0, (name, stat, value, ref)
     # pEDA is the high-pass part of the EDA: mean ≈ 0 (thesis −0.014), compared on its own scale
     assert abs(ours["pEDA"]["mean"]) < 0.05 * np.sqrt(THESIS_TABLE_5_1["pEDA"]["var"])
 

@@ -39,7 +39,7 @@ from tff_esn.io import atomic_write
 REAL_MINUTES = 100.0
 """Length of the real protocol the segment durations below add up to."""
 
-GENERATOR_VERSION = {"chest": 1, "wrist": 4}
+GENERATOR_VERSION = {"chest": 1, "wrist": 5}
 """Version of each device's model (part of the cache key of every data set built from it):
 raise a device's number whenever what it generates changes."""
 
@@ -222,7 +222,7 @@ _AROUSAL = {_T: 0.15, _BASE: 0.0, _STRESS: 1.0, _AMUSE: 0.25, _MEDI: -0.35}
 """Sympathetic arousal each condition drives towards (baseline 0, TSST 1)."""
 _MOTION = {_T: 0.5, _BASE: 0.04, _STRESS: 0.1, _AMUSE: 0.08, _MEDI: 0.02}
 """Wrist motion level per condition (walking between rooms; gestures while speaking in the TSST)."""
-_POOR_CONTACT = 0.15
+_POOR_CONTACT = 0.12
 """Motion-independent BVP artefact level (a loose wrist strap; real wrist HR is noisy in the
 baseline too: thesis Table 5.2's baseline-standardized HR has variance 1.6)."""
 _TSST_PREPARATION = 0.25
@@ -242,7 +242,7 @@ def _wrist_profile(rng: np.random.Generator) -> dict[str, float]:
     eda_responder = rng.random() > 0.2
     cardiac_responder = rng.random() > 0.1
     return dict(
-        hr=rng.uniform(55, 100), rmssd=rng.lognormal(np.log(30), 0.35), tonic=rng.lognormal(0.0, 0.9),
+        hr=rng.uniform(50, 105), rmssd=rng.lognormal(np.log(27), 0.35), tonic=rng.lognormal(0.0, 0.9),
         scr_rate=rng.uniform(2.0, 6.0), scr_amp=rng.lognormal(np.log(1.6), 0.4), temp=rng.uniform(30.5, 33.5),
         r_eda=rng.lognormal(0, 0.35) * (1.0 if eda_responder else 0.1),
         r_heart=rng.lognormal(0, 0.35) * (1.0 if cardiac_responder else 0.15),
