@@ -246,7 +246,7 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
     gets balanced accuracy 0.51 (chance) after it. The default (:data:`THESIS_MA_WINDOW_S`,
     :data:`THESIS_MA_MODE`) is the nearest well-posed reading: the caption's window 25×64
     taken as steps, subtracted — still causal and online, it removes the slow drift of the
-    last ~27 min and keeps the stress levels (balanced accuracy 0.83; tested in
+    last ~27 min and keeps the stress levels (balanced accuracy 0.84; tested in
     ``tests/test_synthetic_wesad.py``). ``ma_window_s=None, ma_mode="divide"`` is the
     literal reading.
 
