@@ -156,7 +156,7 @@ register(Experiment(
     reproduces="thesis Figures 6.8–6.13, Tables 6.4/6.5 (+Disc rows)", run=run,
     settings={"tiny": Settings(server_lrs=(1.0,), reservoirs=("different",), rounds=2, clients_per_round=5, units=10,
                                delta_steps=40),
-              "quick": Settings(rounds=20, delta_steps=300),
+              "quick": Settings(server_lrs=(1.0, 0.1), rounds=10, delta_steps=300),
               "full": Settings()},
     requires=("discriminator.deltas", "discriminator.model", "discriminator.filter", "discriminator.phase"),
 ))

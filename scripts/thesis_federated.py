@@ -20,7 +20,7 @@ import numpy as np
 
 from scripts import published as pub
 from scripts.common import drawdown, plt, read_rounds
-from scripts.framework import Context, Experiment, register
+from scripts.framework import Context, Experiment, fmt, register
 
 ALGORITHMS = (("fedavg", "FedAvg"), ("fedcurv", "FedCurv"))
 RESERVOIRS = ("same", "different")
@@ -225,6 +225,18 @@ def claims(ctx: Context, phase: Phase, s: Settings) -> None:
         ctx.claim("With different reservoirs the federation is less stable than with the server's reservoir",
                   "thesis §6.2, Figure 6.7", mean["different"] > mean["same"],
                   f"mean test-F1 drawdown: same {mean['same']:.3f}, different {mean['different']:.3f}")
+        auc = {res: max((rec["test"]["auc"] for (a, lr, r), (rec, _) in phase.runs.items()
+                         if r == res and rec["test"]["auc"] is not None), default=None) for res in RESERVOIRS}
+        known = None not in auc.values()
+        ctx.claim("Clients with their own reservoirs federate a readout as good as with the server's reservoir "
+                  "(Table 6.5 ≈ Table 6.4)", "thesis §6.2, Tables 6.4–6.5",
+                  auc["different"] >= auc["same"] - 0.05 if known else None,
+                  f"best final test AUC: same reservoir {fmt(auc['same'])}, different {fmt(auc['different'])} "
+                  "(criterion: within 0.05)", cause="seed",
+                  reason="a readout fitted to one random reservoir's states has no meaning on another's (unrelated "
+                  "state coordinates), so the averaged readout is arbitrary on the server's reservoir; the "
+                  "thesis' own Tables 6.4–6.5 give test F1 0.8693 to many different algorithms and learning "
+                  "rates, which looks like a constant answer on its test subject rather than learning")
 
 
 register(Experiment(
@@ -232,6 +244,6 @@ register(Experiment(
     title="Thesis primal phase: FedAvg and FedCurv × 4 server learning rates × same/different reservoirs",
     reproduces="thesis Figures 6.3–6.7, Tables 6.4/6.5 (primal rows)", run=run,
     settings={"tiny": Settings(server_lrs=(1.0,), rounds=2, clients_per_round=2, units=10),
-              "quick": Settings(rounds=20),
+              "quick": Settings(server_lrs=(1.0, 0.1), rounds=10),
               "full": Settings()},
 ))

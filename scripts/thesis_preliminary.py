@@ -93,6 +93,6 @@ register(Experiment(
     title="Thesis Appendix A: FedAvg/FedCurv over rounds × clients per round (preliminary sweeps)",
     reproduces="thesis Figures A.1–A.16", run=run,
     settings={"tiny": Settings(server_lrs=(1.0,), rounds=(1, 2), clients_per_round=(2,), units=10),
-              "quick": Settings(rounds=(5, 10, 20), clients_per_round=(2, 5)),
+              "quick": Settings(server_lrs=(1.0, 0.1), rounds=(5, 10), clients_per_round=(2, 5)),
               "full": Settings()},
 ))

@@ -57,6 +57,10 @@ class Pipeline:
 
     name: ClassVar[str] = ""
     data: ClassVar[str] = ""
+    wesad_devices: ClassVar[tuple[str, ...]] = ()
+    """WESAD devices the pipeline reads (the synthetic source simulates only these)."""
+    synthetic_minutes: ClassVar[float] = 5.0
+    """Default length of a synthetic WESAD subject for this pipeline (real protocol: 100 min)."""
 
     def options(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -70,18 +74,26 @@ class ThesisPipeline(Pipeline):
         hrv_window_s: HRV window in seconds (Table 6.1: 5, 25 or 50).
         hrv_index: ``hrv_time`` index used as the HRV feature.
         rate_hz: output grid (1 Hz: ~6000 steps for a 100-minute subject, as in §5.2).
-        ma_window_s: moving-average window in seconds (default: ``hrv_window_s``).
-        ma_mode: ``divide`` (Table 5.3) or ``subtract``.
+        ma_window_s: moving-average window in seconds; ``None``: ``hrv_window_s``.
+        ma_mode: ``subtract`` or ``divide``.
         sequence_length: steps per sequence (per-step labels).
+
+    The moving-average defaults are :data:`~tff_esn.data.wesad.THESIS_MA_WINDOW_S` and
+    :data:`~tff_esn.data.wesad.THESIS_MA_MODE` (the well-posed reading of §5.2, see there);
+    the literal reading is ``ma_window_s=None, ma_mode="divide"``.
+
+    Synthetic subjects for this pipeline run the full 100-minute protocol, wrist only.
     """
 
     name: ClassVar[str] = "thesis"
     data: ClassVar[str] = "wesad"
+    wesad_devices: ClassVar[tuple[str, ...]] = ("wrist",)
+    synthetic_minutes: ClassVar[float] = 100.0
     hrv_window_s: float = 25
     hrv_index: str = "RMSSD"
     rate_hz: float = 1.0
-    ma_window_s: float | None = None
-    ma_mode: str = "divide"
+    ma_window_s: float | None = wesad.THESIS_MA_WINDOW_S
+    ma_mode: str = wesad.THESIS_MA_MODE
     sequence_length: int = 60
 
     def __post_init__(self) -> None:
@@ -113,9 +125,13 @@ class WesadChestPipeline(Pipeline):
     Attributes:
         chunk: samples per sequence (IncFed: 350; pFedRR, FedIP: 700).
         standardize: z-score each channel over the client's kept samples.
+
+    Synthetic subjects for these pipelines keep the 5-minute time scale (chest only): at
+    700 Hz the full protocol would make every chest experiment ~20× larger.
     """
 
     data: ClassVar[str] = "wesad"
+    wesad_devices: ClassVar[tuple[str, ...]] = ("chest",)
     chunk: int = 350
     standardize: bool = True
 
@@ -175,9 +191,15 @@ def make_pipeline(name: str, **options: Any) -> Pipeline:
     return cls(**options)
 
 
-def iter_subjects(subjects: Iterable[str], load) -> Iterator[tuple[str, dict]]:
-    """``(id, load(id))`` lazily: one raw subject in memory at a time."""
-    for sid in subjects:
+def iter_subjects(subjects: Iterable[str], load, *, desc: str = "WESAD subjects") -> Iterator[tuple[str, dict]]:
+    """``(id, load(id))`` lazily: one raw subject in memory at a time, with a tqdm progress bar
+    (on a terminal only; it lasts while a data set is built, before it is cached)."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    subjects = list(subjects)
+    for sid in tqdm(subjects, desc=desc, unit="subject", leave=False, disable=not sys.stderr.isatty()):
         yield sid, load(sid)
 
 

@@ -2,9 +2,10 @@
 
 Sources:
 
-* ``synthetic-wesad`` — :mod:`tff_esn.data.synthetic_wesad` subjects generated in memory
-  (options ``subjects`` (ids, default all 15), ``minutes`` (default
-  :data:`SYNTHETIC_WESAD_MINUTES`, small so everything runs in tests), ``seed``);
+* ``synthetic-wesad`` — :mod:`tff_esn.data.synthetic_wesad` subjects generated in memory,
+  only the devices the pipeline reads (options ``subjects`` (ids, default all 15),
+  ``minutes`` (default: the pipeline's ``synthetic_minutes`` — the full 100-minute protocol
+  for the wrist pipeline ``thesis``, 5 minutes for the 700 Hz chest pipelines), ``seed``);
 * ``synthetic-hhar`` — :mod:`tff_esn.data.synthetic_hhar` users (options ``users``,
   ``minutes`` per activity (default :data:`SYNTHETIC_HHAR_MINUTES`), ``seed``);
 * ``wesad:DIR`` — a WESAD copy (``DIR/S{n}/S{n}.pkl``; option ``subjects``), one subject in
@@ -26,11 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from tff_esn.data import cache, wesad
-from tff_esn.data.pipelines import iter_subjects, make_pipeline
+from tff_esn.data.pipelines import PIPELINES, Pipeline, iter_subjects, make_pipeline
 from tff_esn.data.sequences import SequenceDataset, load_npz
-
-SYNTHETIC_WESAD_MINUTES = 5.0
-"""Default length of a synthetic WESAD subject (the real protocol is ≈ 100 min)."""
 
 SYNTHETIC_HHAR_MINUTES = 0.5
 """Default minutes per activity of a synthetic HHAR user (real: ≈ 5)."""
@@ -87,7 +85,7 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         return load_npz(arg, length=length, ragged=ragged)
     data = kind.removeprefix("synthetic-")
     if data == "wesad":
-        loader, key = _wesad_loader(kind, arg, options)
+        loader, key = _wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
     else:
         from tff_esn.data.hhar import hhar_loader
 
@@ -103,18 +101,26 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     return dataset
 
 
-def _wesad_loader(kind: str, arg: str, options: dict[str, Any]):
-    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source; pops its options."""
-    if kind == "synthetic-wesad":
-        from tff_esn.data.synthetic_wesad import generate_subject
+def _wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pipeline]):
+    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source; pops its options.
 
-        minutes = float(_pop(options, "minutes", SYNTHETIC_WESAD_MINUTES))
+    The synthetic source simulates the ``pipeline``'s devices only, by default for its
+    ``synthetic_minutes``; the key holds the generator's version, so a changed generator
+    never reads stale cached data.
+    """
+    if kind == "synthetic-wesad":
+        from tff_esn.data.synthetic_wesad import GENERATOR_VERSION, generate_subject
+
+        minutes = float(_pop(options, "minutes", pipeline.synthetic_minutes))
         seed = int(_pop(options, "seed", 0))
         subjects = _wesad_subjects(options, wesad.SUBJECTS)
-        key = {"kind": kind, "minutes": minutes, "seed": seed, "subjects": subjects}
+        devices = pipeline.wesad_devices or wesad.DEVICES
+        key = {"kind": kind, "minutes": minutes, "seed": seed, "subjects": subjects,
+               "generator": {d: GENERATOR_VERSION[d] for d in devices}}
 
         def load(sid: str) -> dict:
-            return wesad.validate_subject(generate_subject(sid, minutes=minutes, seed=seed), f"synthetic {sid}")
+            return wesad.validate_subject(generate_subject(sid, minutes=minutes, seed=seed, devices=devices),
+                                          f"synthetic {sid}", devices)
     else:
         files = wesad.subject_files(arg)
         subjects = _wesad_subjects(options, tuple(files))
@@ -123,4 +129,7 @@ def _wesad_loader(kind: str, arg: str, options: dict[str, Any]):
         def load(sid: str) -> dict:
             return wesad.load_subject(files[sid])
 
-    return (lambda pipe, source: pipe.build(iter_subjects(subjects, load), source)), key
+    def build(pipe: Pipeline, source: str) -> SequenceDataset:
+        return pipe.build(iter_subjects(subjects, load, desc=f"{source} → {pipe.name}"), source)
+
+    return build, key

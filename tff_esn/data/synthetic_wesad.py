@@ -3,18 +3,25 @@
 Each subject follows the WESAD protocol — baseline, amusement, stress (TSST), two guided
 meditations, transients in between — in one of the two published orders (amusement before
 or after stress), time-scaled so the recording lasts ``minutes`` (the real protocol is
-≈ 100 min, ≈ 11.5 % of it stress). Signals come from neurokit2's simulators, one call per
-protocol segment with that segment's parameters: ``ecg_simulate`` (chest ECG),
-``ppg_simulate`` (wrist BVP), ``rsp_simulate`` (chest Resp), ``emg_simulate`` (chest EMG),
-``eda_simulate`` (skin-conductance responses on chest and wrist), on top of slow tonic
-EDA/temperature levels and posture + motion accelerations.
+≈ 100 min, ≈ 11.5 % of it stress). Everything is a function of ``(seed, subject)``.
 
-Clients are not identically distributed: each subject draws its own baselines (heart rate,
-HRV, breathing rate, tonic EDA, SCR rate, temperature, posture, sensor noise) and a
-responsiveness that scales every condition effect; each segment jitters the effects. The
-condition effects: stress raises heart rate, SCR rate, tonic EDA, breathing rate, muscle
-activity and motion and lowers HRV and skin temperature; meditation does the reverse;
-amusement lies in between. Everything is a function of ``(seed, subject)``.
+* Wrist (:func:`wrist_signals`; what the thesis pipeline reads): a vectorised model of
+  stress physiology — a latent arousal per condition followed with rise and recovery lags
+  by heart rate, RMSSD, tonic EDA, SCR rate and skin temperature, per-subject
+  responsiveness with electrodermal and cardiac non-responders, BVP motion artefacts.
+  ≈ 0.4 s for a 100-minute subject. Calibrated to the data description of thesis §5.2
+  (Table 5.1's feature statistics, the 88.6/11.4 % class shares, ~6000 steps per subject;
+  see ``scripts/data_summary.py``), not to any result.
+* Chest (:func:`_chest_signals`; the paper pipelines): neurokit2's simulators, one call per
+  protocol segment with that segment's parameters: ``ecg_simulate``, ``rsp_simulate``,
+  ``emg_simulate``, ``eda_simulate`` (skin-conductance responses), on top of slow tonic
+  EDA/temperature levels and posture + motion accelerations; each subject draws its own
+  baselines and responsiveness, each segment jitters the effects (stress raises heart rate,
+  SCR rate, tonic EDA, breathing rate, muscle activity and motion and lowers HRV and skin
+  temperature; meditation does the reverse; amusement lies in between). ≈ 7 s for a
+  100-minute subject.
+
+Clients are not identically distributed on either device.
 """
 
 from __future__ import annotations
@@ -26,11 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tff_esn.data.wesad import CHEST_RATE, SUBJECTS, WRIST_RATES
+from tff_esn.data.wesad import CHEST_RATE, DEVICES, SUBJECTS, WRIST_RATES
 from tff_esn.io import atomic_write
 
 REAL_MINUTES = 100.0
 """Length of the real protocol the segment durations below add up to."""
+
+GENERATOR_VERSION = {"chest": 1, "wrist": 5}
+"""Version of each device's model (part of the cache key of every data set built from it):
+raise a device's number whenever what it generates changes."""
 
 _T, _BASE, _STRESS, _AMUSE, _MEDI = 0, 1, 2, 3, 4
 PROTOCOLS = {
@@ -105,14 +116,41 @@ def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = 
     return out[:n]
 
 
-def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int = 0) -> dict:
-    """One synthetic subject dict in the WESAD layout (see :mod:`tff_esn.data.wesad`)."""
-    import neurokit2 as nk
+def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int = 0,
+                     devices: tuple[str, ...] = DEVICES) -> dict:
+    """One synthetic subject dict in the WESAD layout (see :mod:`tff_esn.data.wesad`).
 
+    Args:
+        minutes: recording length (the protocol is time-scaled; 100 = the real protocol).
+        seed: with the subject's number, determines everything.
+        devices: the devices to simulate (``("wrist",)`` for the thesis pipeline skips the
+            700 Hz chest streams); a file in the real layout needs both.
+
+    The chest streams (:func:`_chest_signals`) come from the ``(seed, subject)`` stream, the
+    wrist streams (:func:`wrist_signals`) from their own ``(seed, subject, 1)`` stream, so
+    either is the same whether or not the other is simulated.
+    """
+    unknown = [d for d in devices if d not in DEVICES] if isinstance(devices, tuple) else devices
+    if unknown or not devices:
+        raise ValueError(f"devices: expected a non-empty tuple of {DEVICES}, got {devices!r}.")
     number = _subject_number(subject)
     rng = np.random.default_rng(np.random.SeedSequence([seed, number]))
     order = ("amusement-first", "stress-first")[int(rng.integers(2))]
     codes = protocol_seconds(minutes, order)
+    signal = {}
+    if "chest" in devices:
+        signal["chest"] = _chest_signals(codes, minutes, rng)
+    if "wrist" in devices:
+        signal["wrist"] = wrist_signals(codes, minutes=minutes, rng=np.random.default_rng(
+            np.random.SeedSequence([seed, number, 1])))[0]
+    return {"signal": signal, "label": np.repeat(codes, CHEST_RATE).astype(np.int32), "subject": subject}
+
+
+def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) -> dict:
+    """The 700 Hz chest streams: one neurokit2 simulator call per protocol segment with that
+    segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness)."""
+    import neurokit2 as nk
+
     p = _profile(rng)
     # how strongly this subject expresses each effect: overall responsiveness × per-signal factor
     r_k = {k: p["responsiveness"] * rng.uniform(0.2, 1.6) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
@@ -123,7 +161,7 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
     starts = np.flatnonzero(np.diff(codes, prepend=-1))
     stops = np.append(starts[1:], seconds)
     effects = {k: np.zeros(seconds) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
-    ecg, ppg, rsp, emg, scr_chest, scr_wrist = [], [], [], [], [], []
+    ecg, rsp, emg, scr_chest = [], [], [], []
     for start, stop in zip(starts, stops):
         code, dur = int(codes[start]), int(stop - start)
         e = _EFFECTS[code]
@@ -139,18 +177,14 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
         s = rng.integers(2**31, size=6)
         ecg.append(0.25 * _simulate(nk.ecg_simulate, dur, CHEST_RATE, 10, heart_rate=hr, method="simple",
                                     noise=0.03 * p["noise"], random_state=int(s[0])))
-        ppg.append(_simulate(nk.ppg_simulate, dur, WRIST_RATES["BVP"], 10, heart_rate=hr, ibi_randomness=hrv,
-                             frequency_modulation=0.1, motion_amplitude=0.1 + 3 * motion,
-                             drift=0.0, random_state=int(s[1]), with_length=False))
         rsp.append(5.0 * _simulate(nk.rsp_simulate, dur, CHEST_RATE, 30, respiratory_rate=rr,
                                    noise=0.02 * p["noise"], random_state=int(s[2])))
         bursts = int(rng.poisson(e["emg"] * r_k["emg"] * dur / 60.0))
         emg.append(_simulate(nk.emg_simulate, dur, CHEST_RATE, max(2, bursts + 1), burst_number=bursts,
                              burst_duration=0.5, noise=0.01 * p["noise"], random_state=int(s[3])))
         n_scr = int(rng.poisson(scr_rate * dur / 60.0))
-        for out, rate, seed_i in ((scr_chest, CHEST_RATE, s[4]), (scr_wrist, WRIST_RATES["EDA"], s[5])):
-            out.append(p["scr_amp"] * (_simulate(nk.eda_simulate, dur, rate, 1, scr_number=n_scr, drift=0.0,
-                                                 noise=0.0, random_state=int(seed_i)) - 1.0))
+        scr_chest.append(p["scr_amp"] * (_simulate(nk.eda_simulate, dur, CHEST_RATE, 1, scr_number=n_scr, drift=0.0,
+                                                   noise=0.0, random_state=int(s[4])) - 1.0))
 
     tau = max(3.0, 90.0 * scale)  # tonic EDA / temperature follow conditions with a lag
     def wander(size: float) -> np.ndarray:  # slow random drift, same size at any time scale
@@ -169,12 +203,10 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
         return gain * (gravity + moves + 0.003 * p["noise"] * rng.standard_normal((t.size, 3)))
 
     chest_g = np.array([0.9 * np.cos(p["tilt"]), 0.05, -0.4 + 0.9 * np.sin(p["tilt"])])
-    wrist_g = np.array([-0.6, 0.2 + 0.5 * p["tilt"], 0.7])
     n_chest = seconds * CHEST_RATE
     eda_chest = p["tonic_chest"] * (1 + _on_grid(tonic, CHEST_RATE)) + np.concatenate(scr_chest)
-    eda_wrist = p["tonic_wrist"] * (1 + _on_grid(tonic, WRIST_RATES["EDA"])) + 0.3 * np.concatenate(scr_wrist)
     noise = p["noise"]
-    chest = {
+    return {
         "ACC": accel(CHEST_RATE, chest_g, 1.0),
         "ECG": np.concatenate(ecg)[:, None],
         "EMG": np.concatenate(emg)[:, None],
@@ -182,15 +214,210 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
         "Temp": (p["temp_chest"] + 0.5 * _on_grid(temp, CHEST_RATE) + 0.03 * rng.standard_normal(n_chest))[:, None],
         "Resp": np.concatenate(rsp)[:, None],
     }
-    n4 = seconds * WRIST_RATES["EDA"]
+
+
+# ------------------------------------------------------------------ wrist: the thesis pipeline's signals
+
+_AROUSAL = {_T: 0.15, _BASE: 0.0, _STRESS: 1.0, _AMUSE: 0.25, _MEDI: -0.35}
+"""Sympathetic arousal each condition drives towards (baseline 0, TSST 1)."""
+_MOTION = {_T: 0.5, _BASE: 0.04, _STRESS: 0.1, _AMUSE: 0.08, _MEDI: 0.02}
+"""Wrist motion level per condition (walking between rooms; gestures while speaking in the TSST)."""
+_POOR_CONTACT = 0.12
+"""Motion-independent BVP artefact level (a loose wrist strap; real wrist HR is noisy in the
+baseline too: thesis Table 5.2's baseline-standardized HR has variance 1.6)."""
+_TSST_PREPARATION = 0.25
+"""Share of the stress block spent preparing the talk (arousal 0.7 instead of 1)."""
+
+
+def _lag(target: np.ndarray, rise_s: float, recover_s: float) -> np.ndarray:
+    """A response following ``target`` (per second) quickly up and slowly back (the recovery
+    lag): the larger of a fast and a slow first-order low-pass. A rise follows the fast one;
+    after a fall the slow one lingers above it (and a relaxation below 0 sets in slowly)."""
+    return np.maximum(_smooth_levels(target, rise_s), _smooth_levels(target, recover_s))
+
+
+def _wrist_profile(rng: np.random.Generator) -> dict[str, float]:
+    """Per-subject wrist physiology: resting levels, responsiveness (log-normal, some
+    electrodermal and cardiac non-responders), artefact proneness."""
+    eda_responder = rng.random() > 0.2
+    cardiac_responder = rng.random() > 0.1
+    return dict(
+        hr=rng.uniform(50, 105), rmssd=rng.lognormal(np.log(27), 0.35), tonic=rng.lognormal(0.0, 0.9),
+        scr_rate=rng.uniform(2.0, 6.0), scr_amp=rng.lognormal(np.log(1.6), 0.4), temp=rng.uniform(30.5, 33.5),
+        r_eda=rng.lognormal(0, 0.35) * (1.0 if eda_responder else 0.1),
+        r_heart=rng.lognormal(0, 0.35) * (1.0 if cardiac_responder else 0.15),
+        motion=rng.lognormal(0, 0.4), artefacts=rng.uniform(0.5, 1.5), bvp_gain=rng.uniform(40, 120),
+        eda_responder=float(eda_responder), cardiac_responder=float(cardiac_responder),
+    )
+
+
+def _arousal_target(codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per-second arousal the conditions drive towards, jittered per block (±25 %)."""
+    target = np.vectorize(_AROUSAL.get)(codes).astype(np.float64)
+    starts = np.flatnonzero(np.diff(codes, prepend=-1))
+    block = np.cumsum(np.isin(np.arange(codes.size), starts)) - 1
+    target *= np.maximum(1.0 + 0.25 * rng.standard_normal(starts.size), 0.3)[block]
+    for s in starts[codes[starts] == _STRESS]:  # TSST: preparation, then talk and arithmetic
+        n = int(np.sum(block == block[s]))
+        target[s:s + int(round(_TSST_PREPARATION * n))] *= 0.7
+    return target
+
+
+def _beats(hr: np.ndarray, rmssd: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Beat times (s): the integral of the heart rate (per second, bpm) inverted at whole
+    beats, each beat jittered by ``N(0, RMSSD/√6)`` (independent jitter e gives successive
+    RR differences e₊₂ − 2e₊₁ + e with variance 6σ²)."""
+    phase = np.concatenate([[0.0], np.cumsum(hr / 60.0)])
+    k = np.arange(1, int(phase[-1]))
+    t = np.interp(k, phase, np.arange(phase.size))
+    rr = np.diff(t, prepend=0.0)
+    sigma = np.interp(t, np.arange(rmssd.size) + 0.5, rmssd) / 1000.0 / np.sqrt(6.0)
+    jitter = np.clip(rng.standard_normal(t.size) * sigma, -0.3 * rr, 0.3 * rr)
+    return np.sort(t + jitter)
+
+
+def _bvp(beats: np.ndarray, seconds: int, rate: int, gain: float, rng: np.random.Generator) -> np.ndarray:
+    """Pulse waveform at ``rate`` Hz: per beat a systolic and a diastolic Gaussian wave on the
+    beat's phase (0 → 1 between successive beats), amplitude jittered per beat, plus a
+    respiratory baseline."""
+    t = (np.arange(seconds * rate) + 0.5) / rate
+    k = np.clip(np.searchsorted(beats, t, side="right") - 1, 0, beats.size - 2)
+    u = np.clip((t - beats[k]) / (beats[k + 1] - beats[k]), -1.0, 2.0)
+    amp = gain * np.exp(0.1 * rng.standard_normal(beats.size))[k]
+    wave = np.exp(-0.5 * ((u - 0.18) / 0.07) ** 2) + 0.35 * np.exp(-0.5 * ((u - 0.45) / 0.09) ** 2) - 0.28
+    breath = 0.15 * gain * np.sin(2 * np.pi * rng.uniform(0.2, 0.3) * t + rng.uniform(0, 2 * np.pi))
+    return amp * wave + breath
+
+
+def _band_noise(n: int, rate: int, low: float, high: float, rng: np.random.Generator) -> np.ndarray:
+    """Unit-variance Gaussian noise band-limited to ``[low, high]`` Hz (Butterworth, 2nd order)."""
+    from scipy.signal import butter, sosfilt
+
+    noise = sosfilt(butter(2, [low, high], btype="band", fs=rate, output="sos"), rng.standard_normal(n))
+    return noise / max(noise.std(), 1e-12)
+
+
+def _episodes(level: np.ndarray, rate_per_min: float, mean_s: float, rng: np.random.Generator) -> np.ndarray:
+    """0/1 per second: episodes starting at ``rate_per_min · level`` per minute, lasting
+    exponential(``mean_s``) seconds."""
+    starts = rng.random(level.size) < rate_per_min * level / 60.0
+    on = np.zeros(level.size + 1)
+    idx = np.flatnonzero(starts)
+    ends = np.minimum(idx + np.ceil(rng.exponential(mean_s, idx.size)).astype(int), level.size)
+    np.add.at(on, idx, 1.0)
+    np.add.at(on, ends, -1.0)
+    return (np.cumsum(on)[:-1] > 0).astype(np.float64)
+
+
+def _scr_train(rate_per_min: np.ndarray, amplitude: float, seconds: int, rate: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """Skin-conductance responses at ``rate`` Hz: Poisson onsets (per-second rate), log-normal
+    amplitudes, each a bi-exponential response (rise 0.75 s, decay 2 s; Benedek & Kaernbach
+    2010) made by two first-order recursions."""
+    from scipy.signal import lfilter
+
+    per_sample = np.repeat(rate_per_min / 60.0 / rate, rate)
+    onsets = rng.poisson(per_sample).astype(np.float64)
+    impulses = onsets * amplitude * rng.lognormal(0.0, 0.3, onsets.size)
+    fast, slow = np.exp(-1.0 / (0.75 * rate)), np.exp(-1.0 / (2.0 * rate))
+    t_peak = np.log(np.log(fast) / np.log(slow)) / (np.log(slow) - np.log(fast))  # samples to the peak
+    norm = slow ** t_peak - fast ** t_peak
+    return (lfilter([1.0], [1.0, -slow], impulses) - lfilter([1.0], [1.0, -fast], impulses)) / norm
+
+
+def wrist_signals(codes: np.ndarray, *, minutes: float, rng: np.random.Generator) -> tuple[dict, dict]:
+    """The wrist streams (``ACC`` 32 Hz, ``BVP`` 64 Hz, ``EDA`` 4 Hz, ``TEMP`` 4 Hz) of one
+    subject with per-second label ``codes``, and the subject's profile.
+
+    Latent state (per second): each condition drives an arousal level (:data:`_AROUSAL`,
+    jittered per block, the TSST's preparation lower than its talk); heart, electrodermal and
+    thermal responses follow it with their own rise and recovery lags (:func:`_lag`; lags
+    scale with ``minutes`` / 100). Stress physiology (TSST literature: Kirschbaum et al.
+    1993; Boucsein 2012; Kim et al. 2018): heart rate up by ~22 bpm, RMSSD down by ~40 %,
+    tonic EDA up by ~80 %, SCR rate up ~2.5×, wrist temperature down; all scaled by the
+    subject's responsiveness (electrodermal and cardiac non-responders respond at 10–15 %).
+    Measurement: motion artefacts on the BVP (band-limited noise in episodes, more while
+    walking and gesturing, some with a loose strap in any condition) that make peak
+    detection err.
+    """
+    seconds = codes.size
+    scale = minutes / REAL_MINUTES
+    p = _wrist_profile(rng)
+    target = _arousal_target(codes, rng)
+    heart = _lag(target, max(2.0, 20.0 * scale), max(4.0, 90.0 * scale))
+    skin = _lag(target, max(3.0, 60.0 * scale), max(6.0, 240.0 * scale))
+
+    def wander(size: float, tau_s: float) -> np.ndarray:  # slow random drift of about ``size`` over the recording
+        return _smooth_levels(np.cumsum(rng.normal(0, size / np.sqrt(seconds), seconds)), max(2.0, tau_s * scale))
+
+    hr = p["hr"] + 22.0 * p["r_heart"] * heart + wander(8.0, 60.0) + 1.5 * rng.standard_normal(seconds)
+    hr = np.clip(hr, 40.0, 180.0)
+    rmssd = p["rmssd"] * np.exp(-0.5 * p["r_heart"] * heart) * np.exp(0.15 * rng.standard_normal(seconds))
+    rmssd = np.maximum(rmssd, 12.0)  # a physiological floor
+    beats = _beats(hr, rmssd, rng)
+
+    motion_level = np.vectorize(_MOTION.get)(codes) * p["motion"]
+    artefact = _episodes((_POOR_CONTACT + motion_level) * p["artefacts"], 3.0, 6.0, rng)
+    bvp_rate, eda_rate, acc_rate = WRIST_RATES["BVP"], WRIST_RATES["EDA"], WRIST_RATES["ACC"]
+    bvp = _bvp(beats, seconds, bvp_rate, p["bvp_gain"], rng)
+    strength = np.repeat(artefact * rng.lognormal(0.0, 0.5, seconds), bvp_rate)
+    bvp += p["bvp_gain"] * strength * _band_noise(bvp.size, bvp_rate, 0.5, 4.0, rng)
+    bvp += 0.02 * p["bvp_gain"] * rng.standard_normal(bvp.size)
+
+    tonic = p["tonic"] * (1.0 + 0.8 * p["r_eda"] * skin) + wander(0.15 * p["tonic"], 120.0)
+    scr_rate = p["scr_rate"] * np.exp(0.9 * p["r_eda"] * _lag(target, max(1.0, 10.0 * scale), max(3.0, 60.0 * scale)))
+    scr = _scr_train(scr_rate, p["scr_amp"] * (0.3 + p["tonic"]), seconds, eda_rate, rng)
+    eda = _on_grid(tonic, eda_rate) + scr + 0.003 * rng.standard_normal(seconds * eda_rate)
+
+    temp = p["temp"] - 0.4 * p["r_heart"] * _lag(target, max(3.0, 120.0 * scale), max(6.0, 300.0 * scale))
+    temp = temp + wander(0.3, 300.0)
+    shake = _on_grid(motion_level + 0.3 * artefact, acc_rate)[:, None] * rng.standard_normal((seconds * acc_rate, 3))
+    gravity = np.array([-0.6, 0.2, 0.7]) + 0.1 * rng.standard_normal(3)
     wrist = {
-        "ACC": np.round(accel(WRIST_RATES["ACC"], wrist_g, 64.0)),
-        "BVP": (p["bvp_gain"] * np.concatenate(ppg) + 2.0 * noise * rng.standard_normal(seconds * 64))[:, None],
-        "EDA": np.maximum(eda_wrist + 0.005 * noise * rng.standard_normal(n4), 0.0)[:, None],
-        "TEMP": (p["temp_wrist"] + _on_grid(temp, 4) + 0.02 * rng.standard_normal(n4))[:, None],
+        "ACC": np.round(64.0 * (gravity + shake)),
+        "BVP": bvp[:, None],
+        "EDA": np.maximum(eda, 0.01)[:, None],
+        "TEMP": (_on_grid(temp, eda_rate) + 0.02 * rng.standard_normal(seconds * eda_rate))[:, None],
     }
-    return {"signal": {"chest": chest, "wrist": wrist},
-            "label": np.repeat(codes, CHEST_RATE).astype(np.int32), "subject": subject}
+    return wrist, p
+
+
+# ------------------------------------------------------------------ calibration (thesis §5.2's data description)
+THESIS_TABLE_5_1 = {
+    "pEDA": {"min": -4.4867, "max": 5.8884, "mean": -0.0140, "var": 0.9325},
+    "tEDA": {"min": 0.1639, "max": 9.6628, "mean": 1.8536, "var": 4.3981},
+    "HR": {"min": 0.4868, "max": 192.0, "mean": 77.7142, "var": 770.1333},
+    "HRV": {"min": 12.9829, "max": 386.3441, "mean": 45.8408, "var": 3245.0130},
+}
+"""Thesis Table 5.1: statistics of the extracted features (HRV window 25×64) over the 15 real
+subjects — the description the wrist model is calibrated to (never the result tables)."""
+THESIS_STRESS_SHARE = 0.1147
+"""Thesis Table 5.1 caption: 11.47 % of the samples are labelled stress."""
+
+
+def calibration_statistics(subjects: Iterable[str] = SUBJECTS, *, minutes: float = REAL_MINUTES, seed: int = 0,
+                           hrv_window_s: float = 25) -> dict:
+    """Table 5.1's statistics (min, max, mean, var of pEDA, tEDA, HR, HRV pooled over the
+    subjects' defined steps) of wrist-only synthetic subjects, the stress share and the
+    steps per subject — the numbers to put beside :data:`THESIS_TABLE_5_1`.
+
+    Returns:
+        ``{"features": {name: {"min", "max", "mean", "var"}}, "stress_share", "steps_per_subject"}``.
+    """
+    from tff_esn.data.wesad import THESIS_FEATURES, wrist_features
+
+    rows, codes = [], []
+    for s in subjects:
+        x, c = wrist_features(generate_subject(s, minutes=minutes, seed=seed, devices=("wrist",)), hrv_window_s,
+                              source=f"synthetic {s}")
+        rows.append(x)
+        codes.append(c)
+    x, c = np.concatenate(rows), np.concatenate(codes)
+    x = x[np.all(np.isfinite(x), axis=1)]
+    stats = {name: {"min": float(x[:, i].min()), "max": float(x[:, i].max()), "mean": float(x[:, i].mean()),
+                    "var": float(x[:, i].var())} for i, name in enumerate(THESIS_FEATURES)}
+    return {"features": stats, "stress_share": float(np.mean(c == 2)),
+            "steps_per_subject": float(np.mean([len(r) for r in rows]))}
 
 
 def _subject_number(subject: str) -> int:
