@@ -91,8 +91,8 @@ def test_tff_secure_sum_equals_plain_sum_within_the_bound():
     def build(agg):
         @tff.federated_computation(tff.FederatedType(value_type, tff.CLIENTS))
         def comp(local):
-            return federated_stats_sum(local, agg)
-        return lower_secure(comp, agg)
+            return federated_stats_sum(local, agg.secure)
+        return lower_secure(comp, agg.secure)
 
     (plain_a, plain_b), plain_clipped = build(StatsAggregation(5, 4))(values)
     (sec_a, sec_b), clipped = build(secure)(values)

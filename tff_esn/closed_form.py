@@ -27,8 +27,11 @@ from tff_esn.incfed import fit_incfed, incfed_tff
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import READINGS, fit_pfedrr
-from tff_esn.plasticity import NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, run_fedip_tff, state_scaled_l2, step_spread
-from tff_esn.privacy.options import stats_aggregation_from_args, stats_sections
+from tff_esn.plasticity import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
+                                state_scaled_l2, step_spread)
+from tff_esn.privacy.aggregation import StatsAggregation
+from tff_esn.privacy.secure_sum import FixedPoint
+from tff_esn.privacy.options import secure_ridge_sum_from_args, stats_aggregation_from_args, stats_sections
 from tff_esn.ridge import RidgeStats
 
 GROUPS = ("train", "val", "test")
@@ -145,6 +148,22 @@ def run_fedavg_ridge(dataset: SequenceDataset, split: Split, args: argparse.Name
     return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
 
 
+def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
+    """``(aggregate, sections)`` of a numpy closed-form run: ``RidgeStats.sum`` or the secure sum
+    (``--secure-aggregation``), and a function giving its ``privacy``/``secure_aggregation`` sections."""
+    summer = secure_ridge_sum_from_args(run.args, [s.n for s in stats])
+    if summer is None:
+        return RidgeStats.sum, lambda covers: stats_sections(None, 0, 0, covers=covers)
+    agg = StatsAggregation(len(stats), run.n_features, secure=summer.secure)
+
+    def sections(covers: str) -> dict[str, Any]:
+        out = stats_sections(agg, summer.clipped_values, 0, covers=covers)
+        out["secure_aggregation"]["seconds"] = summer.seconds
+        return out
+
+    return summer, sections
+
+
 # ----------------------------------------------------------------------------- partial-incfed
 def _partial_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=None,
@@ -163,9 +182,13 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Na
     """Partial IncFed (thesis eqs. B.15–B.17)."""
     run = Run(dataset, split, args)
     k = args.k if args.k is not None else default_k(run.n_features, len(run.train_ids))
-    result = fit_partial_incfed(run.stats(), k, args.alpha, run.l2, seed=args.seed, mask=args.mask)
-    return run.report(run.scorer(result.readout), communication.partial_incfed(k, run.n_features, run.n_outputs),
-                      k=k, alpha=args.alpha, mask=args.mask)
+    stats = run.stats()
+    aggregate, sections = _secure_ridge_sum(run, stats)
+    result = fit_partial_incfed(stats, k, args.alpha, run.l2, seed=args.seed, mask=args.mask, aggregate=aggregate)
+    return {**run.report(run.scorer(result.readout), communication.partial_incfed(k, run.n_features, run.n_outputs),
+                         k=k, alpha=args.alpha, mask=args.mask),
+            **sections("the masked statistics (A_c*, B_c*, n_c) of eq. B.16; under secure aggregation each client "
+                       "completes/zero-fills its own and uploads them dense")}
 
 
 # ----------------------------------------------------------------------------- pfedrr
@@ -181,16 +204,19 @@ def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
 def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
     run = Run(dataset, split, args)
-    result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed, reading=args.reading)
+    stats = run.stats()
+    aggregate, sections = _secure_ridge_sum(run, stats)
+    result = fit_pfedrr(stats, args.tau, run.l2, seed=args.seed, reading=args.reading, aggregate=aggregate)
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
         comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
     kept = run.n_features - result.n_units  # the bias input, kept in every selection
     cost = communication.pfedrr([u.size + kept for u in result.important_units], run.n_features, run.n_outputs)
-    return run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
-                      percent_units=result.percent_units,
-                      **comparison)
+    return {**run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
+                         percent_units=result.percent_units, **comparison),
+            **sections("the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under "
+                       "secure aggregation B̃_c is uploaded dense (zeros outside the selection)")}
 
 
 # ----------------------------------------------------------------------------- fedip
@@ -219,12 +245,18 @@ def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) 
     cfg = IPConfig(mu=args.ip_mu, sigma=args.ip_sigma, eta=args.ip_eta, epochs=args.ip_epochs,
                    batch_size=args.ip_batch_size, min_gain=args.ip_min_gain)
     clients = list(dataset.select(run.train_ids).values())
-    fedip = run_fedip_tff if args.backend == "tff" else fedip_numpy
-    adapted = fedip(run.weights, clients, cfg, args.rounds)
+    secure = (FixedPoint(args.secure_bits, fedip_secure_range(clients), len(clients))
+              if getattr(args, "secure_aggregation", False) else None)
+    if args.backend == "tff":
+        adapted, rounds_clipped = fedip_tff(run.weights, clients, cfg, args.rounds, secure)
+    else:
+        adapted, rounds_clipped = fedip_numpy(run.weights, clients, cfg, args.rounds), 0
     l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if args.l2_scale == "state" else run.l2
     readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2,
-                                       covers="the readout statistics (A, B, n) only: FedIP's (g, b) rounds are "
-                                              "summed in plain and not privatized")
+                                       covers="the readout statistics (A, B, n); FedIP's (g, b) rounds are secure-"
+                                              "summed with --secure-aggregation (section rounds) but not noised")
+    if secure is not None:
+        privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
     cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
     spread = float(np.median(step_spread(adapted, clients)))
     notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "

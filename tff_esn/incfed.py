@@ -15,8 +15,9 @@ Two implementations of the same algorithm:
 * :func:`fit_incfed` — plain numpy on :class:`~tff_esn.ridge.RidgeStats`, the reference;
 * :func:`build_incfed_computation` / :func:`run_incfed_tff` — a TFF federated computation:
   the server broadcasts the reservoir, each client harvests its states and reduces its
-  dataset to ``(A_c, B_c, n_c)`` in float64, ``tff.federated_sum`` aggregates, the server
-  solves in float64 and the readout is broadcast back to the clients.
+  dataset to ``(A_c, B_c, n_c)`` in float64, ``tff.federated_sum`` aggregates (through
+  :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the one aggregation point; its
+  no-privacy case), the server solves in float64 and the readout is broadcast back to the clients.
 
 Privacy (:mod:`tff_esn.privacy`): with a :class:`~tff_esn.privacy.aggregation.StatsAggregation`
 the clients clip their states, the sum goes through the aggregation it names (plain or
@@ -230,7 +231,7 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     )
     def incfed(reservoir, datasets, l2):
         local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        total = tff.federated_sum(local)
+        total, _ = federated_stats_sum(local, None)
         w, singular, n = tff.federated_map(server_solve, (total, l2))
         return w, tff.federated_broadcast(w), singular, n
 
@@ -270,11 +271,11 @@ def _build_private_incfed(n_inputs: int, steps: int, units: int, n_classes: int,
     )
     def incfed(reservoir, datasets, l2, seeds):
         local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        total, clipped = federated_stats_sum(tff.federated_map(release, (local, seeds)), agg)
+        total, clipped = federated_stats_sum(tff.federated_map(release, (local, seeds)), agg.secure)
         w, singular, n, raised = tff.federated_map(server_solve, (total, l2))
         return w, tff.federated_broadcast(w), singular, n, clipped, raised
 
-    return lower_secure(incfed, agg)
+    return lower_secure(incfed, agg.secure)
 
 
 @dataclasses.dataclass(frozen=True)

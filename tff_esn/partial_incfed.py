@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -164,16 +164,20 @@ def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int =
 
 
 def fit_partial_incfed(stats: Sequence[RidgeStats], k: int, alpha: float, l2: float, *, seed: int = 0,
-                       mask: Mask = "nystrom") -> PartialResult:
+                       mask: Mask = "nystrom",
+                       aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PartialResult:
     """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``.
 
     ``"nystrom"`` and ``"block"`` are solved by Cholesky (:meth:`RidgeStats.solve`), ``"columns"`` by LU
-    (:func:`solve_general`); client i draws its exploration features from seed (seed, i).
+    (:func:`solve_general`); client i draws its exploration features from seed (seed, i). ``aggregate``
+    is the server's sum of eq. B.17 (plain, or :class:`tff_esn.privacy.aggregation.SecureRidgeSum`).
+    Under a secure sum the server never sees one client's k columns, so each client completes its own
+    statistics (Nyström) or zero-fills them (block, columns) and uploads them dense (N_F² + N_Y·N_F floats).
     """
     stats = check_clients(stats)
     check_k_alpha(k, alpha, stats[0].n_features)
     check_mask(mask)
     selected = select_all(stats, k, alpha, seed=seed)
-    total = RidgeStats.sum(mask_stats(s, sel, mask) for s, sel in zip(stats, selected))
+    total = aggregate(mask_stats(s, sel, mask) for s, sel in zip(stats, selected))
     readout = solve_general(total, l2) if mask == "columns" else total.solve(l2)
     return PartialResult(readout, selected)

@@ -46,7 +46,7 @@ The units are the readout features without the bias input.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -148,11 +148,14 @@ class PFedRRResult:
 
 
 def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0,
-               per_client: bool = False, reading: Reading = "consistent") -> PFedRRResult:
+               per_client: bool = False, reading: Reading = "consistent",
+               aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PFedRRResult:
     """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics.
 
     R-pFedRR's client i draws its units with seed ``(seed, i)``; ``reading`` says whether
     A_c is masked like B̃_c (consistent, default) or sent whole (literal; see the module).
+    ``aggregate`` is the server's sum of the clients' uploads (plain, or
+    :class:`tff_esn.privacy.aggregation.SecureRidgeSum`).
     """
     stats = check_clients(stats)
     check_tau(tau)
@@ -160,7 +163,7 @@ def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int 
     parts = [client_parts(s, tau, seed, i, reading) for i, s in enumerate(stats)]
 
     def solve(items):
-        return RidgeStats.sum(items).solve(l2, per_client=per_client)
+        return aggregate(items).solve(l2, per_client=per_client)
 
     return PFedRRResult(
         exact=solve(stats),

@@ -67,6 +67,8 @@ import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.harvest import ReservoirWeights
+from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
+from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.reservoir import Reservoir, run_reservoir_compiled
 from tff_esn.ridge import RidgeStats
 
@@ -219,6 +221,11 @@ def state_scaled_l2(l2: float, initial: Sequence[RidgeStats], adapted: Sequence[
 NEAR_LINEAR_SPREAD = 0.17
 """Median per-step state std below which tanh's cubic term is < 1 % of its linear one (s²/3 < 0.01)."""
 
+FEDIP_PARAMETER_RANGE = 64.0
+"""|g|, |b| above which a secure FedIP round clips (and counts) a client's value. No data bounds
+IP's (g, b); at |g| = 64 tanh(g·x_net) is a step for |x_net| > 0.05 and |b| = 64 saturates
+every unit, so a clip marks a diverged run, never a useful one."""
+
 
 def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], per_client: int = 32) -> np.ndarray:
     """Per-unit std of the reservoir's states over every step of the first ``per_client``
@@ -236,12 +243,15 @@ def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
         raise ValueError("clients: no clients to federate.")
 
 
-def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig):
+def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, secure: FixedPoint | None = None):
     """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
 
     ``initialize() -> (g, b)@SERVER`` with the reservoir's gain and bias;
     ``next((g, b)@SERVER, {x batches}@CLIENTS) -> (g, b)@SERVER``: broadcast, local IP
-    epochs on each client, mean weighted by the clients' numbers of sequences.
+    epochs on each client, mean weighted by the clients' numbers of sequences. With
+    ``secure`` (secure aggregation) the clients send ``(n_c·g_c, n_c·b_c, n_c)`` through
+    :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server divides, and
+    ``next`` returns ``((g, b), clipped)@SERVER`` (the round's clipped values).
     """
     import tensorflow_federated as tff
 
@@ -269,24 +279,54 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig):
     def initialize():
         return tff.federated_eval(server_init, tff.SERVER)
 
+    @tff.tensorflow.computation(client_update.type_signature.result)
+    def weighted(update):
+        (gain, bias), size = update
+        n = tf.cast(size, tf.float64)
+        return n * tf.cast(gain, tf.float64), n * tf.cast(bias, tf.float64), n
+
+    @tff.tensorflow.computation(weighted.type_signature.result)
+    def server_mean(total):
+        gain, bias, n = total
+        return tf.cast(gain / n, tf.float32), tf.cast(bias / n, tf.float32)
+
     @tff.federated_computation(tff.FederatedType(state_type, tff.SERVER), tff.FederatedType(data_type, tff.CLIENTS))
     def next_fn(state, datasets):
         local, sizes = tff.federated_map(client_update, (datasets, tff.federated_broadcast(state)))
-        return tff.federated_mean(local, weight=sizes)
+        if secure is None:
+            return tff.federated_mean(local, weight=sizes)
+        total, clipped = federated_stats_sum(tff.federated_map(weighted, (local, sizes)), secure)
+        return tff.federated_map(server_mean, total), clipped
 
-    return tff.templates.IterativeProcess(initialize, next_fn)
+    return tff.templates.IterativeProcess(initialize, lower_secure(next_fn, secure))
 
 
 def run_fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
                   rounds: int) -> ReservoirWeights:
     """``rounds`` FedIP rounds through TFF; the reservoir with the federated (g, b)."""
+    return fedip_tff(weights, clients, cfg, rounds)[0]
+
+
+def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
+    """Default secure range of the (g, b) rounds: ``max_c n_c · FEDIP_PARAMETER_RANGE`` (its docstring)."""
+    return float(max(len(c) for c in clients)) * FEDIP_PARAMETER_RANGE
+
+
+def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig, rounds: int,
+              secure: FixedPoint | None = None) -> tuple[ReservoirWeights, int]:
+    """:func:`run_fedip_tff` with an optional secure sum of the rounds; also the values it clipped."""
     _check_rounds(rounds, clients)
     steps = {c.x.shape[1] for c in clients}
     if len(steps) != 1:
         raise ValueError(f"clients: sequences must share one length, got {sorted(steps)}.")
-    process = build_fedip_process(weights, steps.pop(), cfg)
+    if secure is not None and secure.clients != len(clients):
+        raise ValueError(f"secure aggregation: encoding for {secure.clients} clients, got {len(clients)}.")
+    process = build_fedip_process(weights, steps.pop(), cfg, secure)
     datasets = [_batches(c, cfg) for c in clients]
-    state = process.initialize()
+    state, clipped = process.initialize(), 0
     for _ in range(rounds):
         state = process.next(state, datasets)
-    return weights.replace(gain=np.asarray(state[0]), bias=np.asarray(state[1]))
+        if secure is not None:
+            state, round_clipped = state
+            clipped += int(round_clipped)
+    return weights.replace(gain=np.asarray(state[0]), bias=np.asarray(state[1])), clipped

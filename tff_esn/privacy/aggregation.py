@@ -5,8 +5,11 @@ server's solve (IncFed eqs. 8–9): state clipping and Gaussian noise
 (:mod:`tff_esn.privacy.dp_stats`) and the sum itself — ``tff.federated_sum`` or
 ``tff.federated_secure_sum_bitwidth`` on the fixed-point encoding of
 :mod:`tff_esn.privacy.secure_sum`. :func:`federated_stats_sum` is called inside a
-``tff.federated_computation``; :func:`lower_secure` makes a computation that uses the
-secure intrinsic runnable on TFF's native runtime.
+``tff.federated_computation`` (IncFed's plain and private computations, FedIP's rounds);
+:func:`lower_secure` makes a computation that uses the secure intrinsic runnable on TFF's
+native runtime. The numpy algorithms (pFedRR, Partial IncFed) sum their clients'
+statistics with :class:`SecureRidgeSum`, a stand-in for ``RidgeStats.sum`` that runs
+:func:`federated_stats_sum` in a TFF computation of its own (:func:`build_secure_sum`).
 
 TFF's native runtime does not execute the secure-sum intrinsics (they need the
 cryptographic protocol of a production deployment). :func:`lower_secure` replaces them with
@@ -19,12 +22,16 @@ the confidentiality of the individual values is not simulated.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import time
+from collections.abc import Iterable
 
 import numpy as np
 import tensorflow as tf
 
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise
 from tff_esn.privacy.secure_sum import FixedPoint
+from tff_esn.ridge import RidgeStats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,18 +83,19 @@ def server_noise(total, agg: StatsAggregation):
     return (*add_noise(a, b, n, agg.dp.server_stddevs(agg.clients), seed), count)
 
 
-def federated_stats_sum(local, agg: StatsAggregation):
-    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS`` (a tuple of float64 tensors).
+def federated_stats_sum(local, secure: FixedPoint | None):
+    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS`` (a tuple of float tensors).
 
-    Plain: ``tff.federated_sum`` and a clipped count of 0. Secure: each client encodes
-    (:meth:`FixedPoint.encode`), ``tff.federated_secure_sum_bitwidth`` sums the integers
-    and the number of clients, the server decodes; the clipped counts are summed securely.
+    Plain (``secure=None``): ``tff.federated_sum`` and a clipped count of 0. Secure: each
+    client encodes (:meth:`FixedPoint.encode`), ``tff.federated_secure_sum_bitwidth`` sums
+    the integers and the number of clients, the server decodes (float64); the clipped counts
+    are summed securely.
     """
     import tensorflow_federated as tff
 
-    if agg.secure is None:
+    if secure is None:
         return tff.federated_sum(local), tff.federated_value(np.int64(0), tff.SERVER)
-    fp = agg.secure
+    fp = secure
     value_type = local.type_signature.member
     coordinates = sum(int(np.prod(t.shape)) for t in tff.structure.flatten(value_type))
 
@@ -108,8 +116,56 @@ def federated_stats_sum(local, agg: StatsAggregation):
     return tff.federated_map(decode, (total, count)), clipped
 
 
-def lower_secure(comp, agg: StatsAggregation):
+def lower_secure(comp, secure: FixedPoint | None):
     """``comp`` with TFF's reference bodies for the secure intrinsics (module docstring)."""
     import tensorflow_federated as tff
 
-    return comp if agg.secure is None else tff.backends.test.replace_secure_intrinsics_with_bodies(comp)
+    return comp if secure is None else tff.backends.test.replace_secure_intrinsics_with_bodies(comp)
+
+
+@functools.lru_cache(maxsize=16)
+def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
+    """``(values@CLIENTS) -> (sum@SERVER, clipped@SERVER)`` for float64 tensors of ``shapes``
+    through :func:`federated_stats_sum` (cached per shape and encoding)."""
+    import tensorflow_federated as tff
+
+    member = tff.StructWithPythonType([tff.TensorType(np.float64, s) for s in shapes], tuple)
+
+    @tff.federated_computation(tff.FederatedType(member, tff.CLIENTS))
+    def secure_sum(values):
+        return federated_stats_sum(values, secure)
+
+    return lower_secure(secure_sum, secure)
+
+
+class SecureRidgeSum:
+    """``RidgeStats.sum`` through the secure sum, for the numpy algorithms (pFedRR, Partial IncFed).
+
+    Each call sums one statistic per client of ``secure.clients`` clients: ``(A_c, B_c, n_c)``
+    are encoded, summed by :func:`build_secure_sum` and decoded (``n`` rounded: its error
+    bound is < 1/2 for any valid encoding of ``n_c ≤ R``). ``clipped_values`` and
+    ``seconds`` accumulate over the calls (a run may sum several statistics, e.g. pFedRR's
+    exact, I- and R- readouts).
+    """
+
+    def __init__(self, secure: FixedPoint):
+        self.secure = secure
+        self.clipped_values = 0
+        self.seconds = 0.0
+
+    def __call__(self, stats: Iterable[RidgeStats]) -> RidgeStats:
+        stats = list(stats)
+        if len(stats) != self.secure.clients:
+            raise ValueError(f"secure aggregation: encoding for {self.secure.clients} clients, "
+                             f"got {len(stats)} client statistics.")
+        from tff_esn import runtime
+
+        runtime.ensure_context()
+        values = [(s.A, s.B, np.float64(s.n)) for s in stats]
+        comp = build_secure_sum(tuple(np.shape(v) for v in values[0]), self.secure)
+        start = time.perf_counter()
+        (a, b, n), clipped = comp(values)
+        self.seconds += time.perf_counter() - start
+        self.clipped_values += int(clipped)
+        return RidgeStats(np.asarray(a), np.asarray(b), int(round(float(n))), sum(s.clients for s in stats),
+                          stats[0].bias)

@@ -14,19 +14,21 @@ import argparse
 from collections.abc import Sequence
 
 from tff_esn.privacy import accounting
-from tff_esn.privacy.aggregation import StatsAggregation
+from tff_esn.privacy.aggregation import SecureRidgeSum, StatsAggregation
 from tff_esn.privacy.dp_stats import MODELS, GaussianStats, check_clip, natural_clip, states_per_record
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
 DEFAULT_SECURE_BITS = 48
 NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(clip) < 1e-15 per coordinate
-SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv")
+SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
+SECURE_ONLY = ("pfedrr", "partial-incfed")  # numpy algorithms: secure aggregation, no DP
 NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
               "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
 
 
 def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("privacy (incfed, fedip, fedavg, fedcurv)")
+    g = parser.add_argument_group("privacy (incfed, fedip, fedavg, fedcurv; pfedrr, partial-incfed: secure "
+                                  "aggregation only)")
     g.add_argument("--secure-aggregation", action="store_true",
                    help="sum the clients' updates with TFF's secure sum (fixed-point encoding)")
     g.add_argument("--secure-bits", type=int, default=DEFAULT_SECURE_BITS,
@@ -66,6 +68,9 @@ def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
     if algorithm not in SUPPORTED:
         raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {', '.join(SUPPORTED)}; "
                          "drop the --secure-*/--dp-* flags.")
+    if algorithm in SECURE_ONLY and dp_requested(args):
+        raise ValueError(f"{algorithm}: differential privacy is implemented for incfed, fedip, fedavg and fedcurv; "
+                         "use --secure-aggregation alone (drop --dp-*).")
     if getattr(args, "backend", "tff") != "tff":
         raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
                          "use --backend tff.")
@@ -118,6 +123,22 @@ def stats_aggregation_from_args(args: argparse.Namespace, n_features: int, steps
             bound = stats_bound([n * m for n in client_sequences]) + NOISE_HEADROOM * noise
         secure = FixedPoint(args.secure_bits, float(bound), len(client_sequences))
     return StatsAggregation(len(client_sequences), n_features, dp=dp, secure=secure)
+
+
+def secure_ridge_sum_from_args(args: argparse.Namespace, client_states: Sequence[int]) -> SecureRidgeSum | None:
+    """The secure sum of pFedRR's / Partial IncFed's uploads (``None`` without ``--secure-aggregation``).
+
+    ``client_states`` are the clients' state counts n_c. The default range ``max_c n_c`` bounds
+    every entry of what they upload: pFedRR's masked ``(A_c D_c, B̃_c)`` and Partial IncFed's
+    block/column masks are entries of ``(A_c, B_c)``, and the Nyström completion is the Gram
+    matrix of the states projected onto a subspace, ``S_c P S_cᵀ`` and ``Y_c P S_cᵀ``
+    (``P`` an orthogonal projection), whose entries are bounded by the products of row norms
+    of ``S_c``, ``Y_c``: ``√n_c·√n_c`` (states in [−1, 1], one-hot targets).
+    """
+    if not getattr(args, "secure_aggregation", False):
+        return None
+    bound = stats_bound(list(client_states)) if args.secure_range is None else args.secure_range
+    return SecureRidgeSum(FixedPoint(args.secure_bits, float(bound), len(client_states)))
 
 
 def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, *, covers: str) -> dict:

@@ -1,0 +1,99 @@
+"""Secure aggregation of pFedRR's, Partial IncFed's and FedIP's sums: plain result within the bound."""
+
+import argparse
+
+import numpy as np
+import pytest
+
+from tff_esn.config import ReservoirConfig
+from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.partial_incfed import fit_partial_incfed, mask_stats, select_all
+from tff_esn.pfedrr import client_parts, fit_pfedrr
+from tff_esn.plasticity import IPConfig, fedip_tff, run_fedip_tff
+from tff_esn.privacy.aggregation import SecureRidgeSum
+from tff_esn.privacy.options import check_privacy_arguments, secure_ridge_sum_from_args
+from tff_esn.privacy.secure_sum import FixedPoint
+from tff_esn.ridge import RidgeStats
+
+from closed_form_data import random_dataset
+
+WEIGHTS = ReservoirWeights.from_config(ReservoirConfig(units=10, leaky=0.7, seed=2), 3)
+
+
+def _stats(seed: int, mode: str = "all") -> list[RidgeStats]:
+    data = random_dataset(n_clients=4, seed=seed)
+    harvester = Harvester(data, StateSpec(mode, 0, True))
+    return [harvester.stats(WEIGHTS, c) for c in data.client_ids]
+
+
+def _args(**kw) -> argparse.Namespace:
+    base = dict(secure_aggregation=True, secure_bits=48, secure_range=None, dp_epsilon=None,
+                dp_noise_multiplier=None, dp_delta=1e-5, dp_clip=None, dp_model="central", dp_seed=None,
+                dp_adaptive_clip=False)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def _uploads(stats: list[RidgeStats], algorithm: str, mask: str = "nystrom") -> list[RidgeStats]:
+    if algorithm == "pfedrr":
+        return [client_parts(s, 0.5, 0, i).important for i, s in enumerate(stats)]
+    return [mask_stats(s, sel, mask) for s, sel in zip(stats, select_all(stats, 5, 0.3))]
+
+
+@pytest.mark.parametrize("algorithm,mask", [("pfedrr", None), ("partial", "nystrom"), ("partial", "block")])
+def test_secure_uploads_equal_the_plain_sum_within_the_bound_and_the_default_range_never_clips(algorithm, mask):
+    stats = _stats(3)
+    uploads = _uploads(stats, algorithm, mask)
+    summer = secure_ridge_sum_from_args(_args(), [s.n for s in stats])
+    secure, plain = summer(uploads), RidgeStats.sum(uploads)
+    bound = summer.secure.error_bound()
+    assert summer.clipped_values == 0 and summer.secure.bound == max(s.n for s in stats)
+    assert secure.n == plain.n and secure.clients == plain.clients == 4
+    np.testing.assert_allclose(secure.A, plain.A, rtol=0, atol=bound)
+    np.testing.assert_allclose(secure.B, plain.B, rtol=0, atol=bound)
+    assert max(np.abs(secure.A - plain.A).max(), np.abs(secure.B - plain.B).max()) > 0  # quantized path
+
+
+def test_secure_pfedrr_and_partial_readouts_match_the_plain_ones():
+    stats = _stats(4, "mean")
+    make = lambda: secure_ridge_sum_from_args(_args(), [s.n for s in stats])  # noqa: E731
+    plain, secure = fit_pfedrr(stats, 0.5, 1e-2), fit_pfedrr(stats, 0.5, 1e-2, aggregate=make())
+    for name in ("exact", "important", "random"):
+        np.testing.assert_allclose(getattr(secure, name), getattr(plain, name), rtol=0, atol=1e-8)
+    p_plain = fit_partial_incfed(stats, 6, 0.3, 1e-2)
+    p_secure = fit_partial_incfed(stats, 6, 0.3, 1e-2, aggregate=make())
+    np.testing.assert_allclose(p_secure.readout, p_plain.readout, rtol=0, atol=1e-8)
+
+
+def test_values_beyond_the_range_are_clipped_and_counted():
+    stats = _stats(3)
+    uploads = _uploads(stats, "pfedrr")
+    summer = SecureRidgeSum(FixedPoint(40, 5.0, 4))
+    total = summer(uploads)
+    expected = sum(int((np.abs(u.A) > 5).sum() + (np.abs(u.B) > 5).sum() + (u.n > 5)) for u in uploads)
+    assert summer.clipped_values == expected > 0
+    assert np.abs(total.B).max() <= 4 * 5.0 + summer.secure.error_bound()  # clipped, not wrapped
+
+
+def test_bad_settings_give_clear_errors():
+    with pytest.raises(ValueError, match="no bit per client"):
+        secure_ridge_sum_from_args(_args(secure_bits=2), [10, 10, 10, 10, 10])
+    with pytest.raises(ValueError, match="4 clients"):
+        SecureRidgeSum(FixedPoint(40, 5.0, 4))(_stats(3)[:3])
+    with pytest.raises(ValueError, match="--secure-aggregation alone"):
+        check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0))
+    check_privacy_arguments("partial-incfed", _args())
+
+
+def test_secure_fedip_round_equals_plain_within_the_bound_and_counts_clips():
+    data = random_dataset(n_clients=3, seed=5)
+    clients = list(data.clients.values())
+    cfg = IPConfig(sigma=0.2, eta=0.01, epochs=1, batch_size=3)
+    plain = run_fedip_tff(WEIGHTS, clients, cfg, 1)
+    fp = FixedPoint(48, 64.0 * max(len(c) for c in clients), 3)
+    secure, clipped = fedip_tff(WEIGHTS, clients, cfg, 1, fp)
+    atol = fp.error_bound() / sum(len(c) for c in clients) + 2 * np.finfo(np.float32).eps * 2
+    assert clipped == 0
+    np.testing.assert_allclose(secure.gain, plain.gain, rtol=0, atol=atol)
+    np.testing.assert_allclose(secure.bias, plain.bias, rtol=0, atol=atol)
+    _, clipped = fedip_tff(WEIGHTS, clients, cfg, 2, FixedPoint(48, 0.5, 3))  # n_c·g_c > 0.5: all gains clip
+    assert clipped >= 2 * 3 * WEIGHTS.units
