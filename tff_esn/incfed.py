@@ -198,11 +198,14 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
                              ragged: bool = False, aggregation: StatsAggregation | None = None):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
 
-    Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS,
-    singular@SERVER, n@SERVER)``; with an ``aggregation`` (privacy, module docstring)
-    ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (..., clipped@SERVER,
-    eigenvalues_raised@SERVER)`` with an int64 seed pair per client for its noise. Here
-    ``reservoir = (kernel, recurrent, bias, gain)``
+    Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER,
+    W@CLIENTS, singular@SERVER, n@SERVER, clipped@SERVER, eigenvalues_raised@SERVER)`` with an
+    int64 seed pair per client for its DP noise. ``aggregation=None`` is IncFed's plain sum
+    (no clipping, no noise, ``tff.federated_sum``: clipped and raised are 0); otherwise the
+    clients clip their states, noise is added where its DP model says, the sum is the one
+    :func:`~tff_esn.privacy.aggregation.federated_stats_sum` chooses and the server floors
+    the eigenvalues of a noisy ``B`` (module docstring). Both cases are this one builder.
+    Here ``reservoir = (kernel, recurrent, bias, gain)``
     float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
     targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
     ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
@@ -210,55 +213,21 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     """
     import tensorflow_federated as tff
 
-    if aggregation is not None:
-        return _build_private_incfed(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets, per_client,
-                                     aggregation, ragged)
+    agg = aggregation
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  ragged)
-    dataset_type, reservoir_type = client_stats.type_signature.parameter
-    stats_type = client_stats.type_signature.result
-
-    @tff.tensorflow.computation(stats_type, tff.TensorType(np.float64))
-    def server_solve(stats, l2):
-        a, b, n, clients = stats
-        w, singular = _server_solve(a, b, l2, clients, per_client)
-        return w, singular, n
-
-    @tff.federated_computation(
-        tff.FederatedType(reservoir_type, tff.SERVER),
-        tff.FederatedType(dataset_type, tff.CLIENTS),
-        tff.FederatedType(tff.TensorType(np.float64), tff.SERVER),
-    )
-    def incfed(reservoir, datasets, l2):
-        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        total, _ = federated_stats_sum(local, None)
-        w, singular, n = tff.federated_map(server_solve, (total, l2))
-        return w, tff.federated_broadcast(w), singular, n
-
-    return incfed
-
-
-def _build_private_incfed(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float, spec: StateSpec,
-                          per_step_targets: bool, per_client: bool, agg: StatsAggregation, ragged: bool = False):
-    """:func:`build_incfed_computation` with clipping, noise and the chosen sum (privacy)."""
-    import tensorflow_federated as tff
-
-    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  ragged, agg.clip)
+                                                  ragged, None if agg is None else agg.clip)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
     stats_type = client_stats.type_signature.result
     seed_type = tff.TensorType(np.int64, [2])
-    floor = agg.floor()
-
-    @tff.tensorflow.computation(stats_type, seed_type)
-    def release(stats, seed):
-        return client_noise(stats, seed, agg)
+    secure = None if agg is None else agg.secure
+    noisy = agg is not None and agg.noisy
+    floor = agg.floor() if noisy else 0.0
 
     @tff.tensorflow.computation(stats_type, tff.TensorType(np.float64))
     def server_solve(total, l2):
-        a, b, n, clients = server_noise(total, agg)
+        a, b, n, clients = server_noise(total, agg) if noisy else total
         raised = tf.constant(0, tf.int32)
-        if agg.noisy:
+        if noisy:
             b, raised = floor_eigenvalues(b, floor)
         w, singular = _server_solve(a, b, l2, clients, per_client)
         return w, singular, n, raised
@@ -271,11 +240,15 @@ def _build_private_incfed(n_inputs: int, steps: int, units: int, n_classes: int,
     )
     def incfed(reservoir, datasets, l2, seeds):
         local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        total, clipped = federated_stats_sum(tff.federated_map(release, (local, seeds)), agg.secure)
+        if noisy:
+            release = tff.tensorflow.computation(lambda stats, seed: client_noise(stats, seed, agg),
+                                                 stats_type, seed_type)
+            local = tff.federated_map(release, (local, seeds))
+        total, clipped = federated_stats_sum(local, secure)
         w, singular, n, raised = tff.federated_map(server_solve, (total, l2))
         return w, tff.federated_broadcast(w), singular, n, clipped, raised
 
-    return lower_secure(incfed, agg.secure)
+    return lower_secure(incfed, secure)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,15 +296,11 @@ def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_
                                     per_step, per_client, ragged, aggregation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
-    clipped = raised = 0
-    if aggregation is None:
-        w, w_clients, singular, _ = comp(reservoir, datasets, np.float64(l2))
-    else:
-        if aggregation.clients != len(clients):
-            raise ValueError(f"aggregation: configured for {aggregation.clients} clients, got {len(clients)}.")
-        seed = aggregation.dp.seed if aggregation.dp is not None else 0
-        seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
-        w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
+    if aggregation is not None and aggregation.clients != len(clients):
+        raise ValueError(f"aggregation: configured for {aggregation.clients} clients, got {len(clients)}.")
+    seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
+    seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
+    w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
     if singular:
         raise SingularSystemError(
             "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
