@@ -1,10 +1,12 @@
 """Secure aggregation of pFedRR's, Partial IncFed's and FedIP's sums: plain result within the bound."""
 
 import argparse
+import json
 
 import numpy as np
 import pytest
 
+from tff_esn.cli import main
 from tff_esn.config import ReservoirConfig
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.partial_incfed import fit_partial_incfed, mask_stats, select_all
@@ -16,6 +18,7 @@ from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset
+from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
 
 WEIGHTS = ReservoirWeights.from_config(ReservoirConfig(units=10, leaky=0.7, seed=2), 3)
 
@@ -46,7 +49,7 @@ def test_secure_uploads_equal_the_plain_sum_within_the_bound_and_the_default_ran
     summer = secure_ridge_sum_from_args(_args(), [s.n for s in stats])
     secure, plain = summer(uploads), RidgeStats.sum(uploads)
     bound = summer.secure.error_bound()
-    assert summer.clipped_values == 0 and summer.secure.bound == max(s.n for s in stats)
+    assert summer.clipped_values == 0 and summer.secure.bound == pytest.approx(max(s.n for s in stats), rel=2e-6)
     assert secure.n == plain.n and secure.clients == plain.clients == 4
     np.testing.assert_allclose(secure.A, plain.A, rtol=0, atol=bound)
     np.testing.assert_allclose(secure.B, plain.B, rtol=0, atol=bound)
@@ -97,3 +100,17 @@ def test_secure_fedip_round_equals_plain_within_the_bound_and_counts_clips():
     np.testing.assert_allclose(secure.bias, plain.bias, rtol=0, atol=atol)
     _, clipped = fedip_tff(WEIGHTS, clients, cfg, 2, FixedPoint(48, 0.5, 3))  # n_c·g_c > 0.5: all gains clip
     assert clipped >= 2 * 3 * WEIGHTS.units
+
+
+@pytest.mark.parametrize("algorithm", ["pfedrr", "partial-incfed", "fedip"])
+def test_run_with_secure_aggregation_reports_the_encoding(fake_sources, tmp_path, algorithm):  # noqa: F811
+    extra = ["--rounds", "1", "--ip-epochs", "1"] if algorithm == "fedip" else []
+    assert main(["run", algorithm, "--out", str(tmp_path), *FAST, *extra, "--secure-aggregation",
+                 "--secure-bits", "40"]) == 0
+    record = json.loads((tmp_path / "metrics.json").read_text())
+    secure = record["secure_aggregation"]
+    assert secure["enabled"] and secure["bits"] == 40 and secure["clipped_values"] == 0
+    assert secure["error_bound"] > 0 and secure["range"][1] > 0
+    assert record["privacy"]["mechanism"] == "none" and record["test"]["accuracy"] is not None
+    if algorithm == "fedip":
+        assert secure["rounds"]["clipped_values"] == 0 and secure["rounds"]["bits"] == 40

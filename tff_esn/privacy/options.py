@@ -21,6 +21,7 @@ from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 DEFAULT_SECURE_BITS = 48
 NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(clip) < 1e-15 per coordinate
 SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
+ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a client's value can attain
 SECURE_ONLY = ("pfedrr", "partial-incfed")  # numpy algorithms: secure aggregation, no DP
 NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
               "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
@@ -133,11 +134,15 @@ def secure_ridge_sum_from_args(args: argparse.Namespace, client_states: Sequence
     block/column masks are entries of ``(A_c, B_c)``, and the Nyström completion is the Gram
     matrix of the states projected onto a subspace, ``S_c P S_cᵀ`` and ``Y_c P S_cᵀ``
     (``P`` an orthogonal projection), whose entries are bounded by the products of row norms
-    of ``S_c``, ``Y_c``: ``√n_c·√n_c`` (states in [−1, 1], one-hot targets).
+    of ``S_c``, ``Y_c``: ``√n_c·√n_c`` (states in [−1, 1], one-hot targets). The bound is
+    attained (the bias input's ``B_c`` diagonal is n_c), and a client's float arithmetic (the
+    Nyström pseudo-inverse) lands a few ulps above it; the range is widened by
+    :data:`ROUNDING_MARGIN` so such a value is not clipped (one was, on synthetic WESAD).
     """
     if not getattr(args, "secure_aggregation", False):
         return None
-    bound = stats_bound(list(client_states)) if args.secure_range is None else args.secure_range
+    bound = (stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN) if args.secure_range is None
+             else args.secure_range)
     return SecureRidgeSum(FixedPoint(args.secure_bits, float(bound), len(client_states)))
 
 
