@@ -114,3 +114,5 @@ def test_run_with_secure_aggregation_reports_the_encoding(fake_sources, tmp_path
     assert record["privacy"]["mechanism"] == "none" and record["test"]["accuracy"] is not None
     if algorithm == "fedip":
         assert secure["rounds"]["clipped_values"] == 0 and secure["rounds"]["bits"] == 40
+    else:  # the masked upload is sent dense under secure aggregation: IncFed's N_F² + N_Y·N_F floats
+        assert record["communication"]["up_floats_per_client"] == 9 ** 2 + 3 * 9

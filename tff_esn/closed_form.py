@@ -30,8 +30,8 @@ from tff_esn.pfedrr import READINGS, fit_pfedrr
 from tff_esn.plasticity import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
                                 state_scaled_l2, step_spread)
 from tff_esn.privacy.aggregation import StatsAggregation
-from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.privacy.options import secure_ridge_sum_from_args, stats_aggregation_from_args, stats_sections
+from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
 
 GROUPS = ("train", "val", "test")
@@ -164,6 +164,13 @@ def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
     return summer, sections
 
 
+def _dense_if_secure(run: Run, cost: communication.CommunicationCost) -> communication.CommunicationCost:
+    """A masked upload's ``cost``, or IncFed's dense one under secure aggregation (zeros are sent too)."""
+    if getattr(run.args, "secure_aggregation", False):
+        return communication.incfed(run.n_features, run.n_outputs)
+    return cost
+
+
 # ----------------------------------------------------------------------------- partial-incfed
 def _partial_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=None,
@@ -185,8 +192,8 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Na
     stats = run.stats()
     aggregate, sections = _secure_ridge_sum(run, stats)
     result = fit_partial_incfed(stats, k, args.alpha, run.l2, seed=args.seed, mask=args.mask, aggregate=aggregate)
-    return {**run.report(run.scorer(result.readout), communication.partial_incfed(k, run.n_features, run.n_outputs),
-                         k=k, alpha=args.alpha, mask=args.mask),
+    cost = _dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
+    return {**run.report(run.scorer(result.readout), cost, k=k, alpha=args.alpha, mask=args.mask),
             **sections("the masked statistics (A_c*, B_c*, n_c) of eq. B.16; under secure aggregation each client "
                        "completes/zero-fills its own and uploads them dense")}
 
@@ -212,7 +219,8 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace)
         comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
     kept = run.n_features - result.n_units  # the bias input, kept in every selection
-    cost = communication.pfedrr([u.size + kept for u in result.important_units], run.n_features, run.n_outputs)
+    cost = _dense_if_secure(run, communication.pfedrr([u.size + kept for u in result.important_units],
+                                                      run.n_features, run.n_outputs))
     return {**run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
                          percent_units=result.percent_units, **comparison),
             **sections("the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under "
