@@ -14,7 +14,6 @@ Compared, all in the same run (same statistics up to float32 rounding, checked):
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
