@@ -28,6 +28,7 @@ from tff_esn.partial_incfed import default_k, fit_partial_incfed
 from tff_esn.pfedrr import fit_pfedrr
 from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
 from tff_esn.ridge import RidgeStats
+from tff_esn.streaming import DatasetClients, stream_incfed, stream_pfedrr
 
 GROUPS = ("train", "val", "test")
 Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -94,13 +95,29 @@ def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Names
 
 
 # ----------------------------------------------------------------------------- incfed
+def _subround_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--subround-size", type=int, default=None, metavar="N",
+                        help="stream the training clients in subrounds of N (tff_esn.streaming: memory of one "
+                             "subround, same readout); default: all clients in one computation")
+
+
+def _training_stream(run: Run) -> DatasetClients:
+    return DatasetClients(run.dataset, tuple(run.train_ids))
+
+
 def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
     _backend_argument(parser)
     parser.add_argument("--l2-per-client", action="store_true",
                         help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
+    _subround_argument(parser)
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool) -> np.ndarray:
+    if getattr(run.args, "subround_size", None) is not None:
+        if run.args.backend != "tff":
+            raise ValueError("--subround-size streams the clients through TFF; drop --backend numpy.")
+        return stream_incfed(weights, _training_stream(run), run.spec, run.l2, subround_size=run.args.subround_size,
+                             per_client=per_client).readout
     if run.args.backend == "tff":
         clients = list(run.dataset.select(run.train_ids).values())
         return run_incfed_tff(weights, clients, run.n_outputs, run.spec, run.l2, per_client=per_client)
@@ -145,17 +162,24 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Na
 def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tau", type=float, default=0.5,
                         help="importance threshold τ ∈ (0, 1]: units with scaled importance ≥ 1 − τ are kept")
+    _subround_argument(parser)
 
 
 def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
     run = Run(dataset, split, args)
-    result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed)
+    if getattr(args, "subround_size", None) is not None:
+        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, args.tau, run.l2, seed=args.seed,
+                               subround_size=args.subround_size)
+        sizes = result.important_sizes
+    else:
+        result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed)
+        sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
         comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
-    cost = communication.pfedrr([u.size for u in result.important_units], run.n_features, run.n_outputs)
+    cost = communication.pfedrr(sizes, run.n_features, run.n_outputs)
     return run.report(run.scorer(result.important), cost, tau=args.tau, percent_units=result.percent_units,
                       **comparison)
 
