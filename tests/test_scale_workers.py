@@ -266,8 +266,8 @@ def test_streamed_incfed_on_two_workers_equals_local(workers):
     source = SimulatedClients(9, sequences=2, steps=6, seed=1)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=5, seed=3), 3)
     _local()
-    local = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4)
+    local = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4, clients_per_call=1)
     _on(workers)
-    two = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4)
+    two = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4, clients_per_call=2)  # blocks 2, 2 | 1
     assert two.stats.clients == local.stats.clients == 9 and two.stats.n == local.stats.n
     np.testing.assert_allclose(two.readout, local.readout, rtol=0, atol=1e-12)
