@@ -154,3 +154,15 @@ def test_run_with_subround_size_writes_the_metrics_of_the_one_shot_run(name, tmp
         assert streamed[group]["f1_macro"] == pytest.approx(whole[group]["f1_macro"], abs=1e-12)
     assert streamed["communication"] == whole["communication"]
     assert streamed["extra"].get("percent_units") == whole["extra"].get("percent_units")
+
+
+def test_interrupted_incfed_stream_resumes_from_its_checkpoint(tmp_path):
+    path = tmp_path / "incfed.npz"
+    with pytest.raises(KeyboardInterrupt):
+        stream_incfed(WEIGHTS, _Recording(SIM, fail_at=2), SPEC, 1e-3, subround_size=3, clients_per_call=2,
+                      checkpoint=path)
+    source = _Recording(SIM)
+    resumed = stream_incfed(WEIGHTS, source, SPEC, 1e-3, subround_size=3, clients_per_call=2, checkpoint=path)
+    assert len(source.delivered) == 2 and resumed.subrounds == 4 and resumed.stats.clients == 11
+    whole = stream_incfed(WEIGHTS, SIM, SPEC, 1e-3, subround_size=3, clients_per_call=2)
+    np.testing.assert_array_equal(resumed.readout, whole.readout)
