@@ -28,8 +28,9 @@ from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import READINGS, fit_pfedrr
 from tff_esn.plasticity import NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, run_fedip_tff, state_scaled_l2, step_spread
-from tff_esn.privacy.options import stats_aggregation_from_args, stats_sections
+from tff_esn.privacy.options import privacy_requested, stats_aggregation_from_args, stats_sections
 from tff_esn.ridge import RidgeStats
+from tff_esn.streaming import DatasetClients, stream_incfed, stream_pfedrr
 
 GROUPS = ("train", "val", "test")
 _LOG = logging.getLogger(__name__)
@@ -109,17 +110,36 @@ def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Names
 
 
 # ----------------------------------------------------------------------------- incfed
+def _subround_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--subround-size", type=int, default=None, metavar="N",
+                        help="stream the training clients in subrounds of N (tff_esn.streaming: memory of one "
+                             "subround, same readout); default: all clients in one computation")
+
+
+def _training_stream(run: Run) -> DatasetClients:
+    return DatasetClients(run.dataset, tuple(run.train_ids))
+
+
 def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
     _backend_argument(parser)
     parser.add_argument("--l2-per-client", action="store_true",
                         help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
+    _subround_argument(parser)
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
                     covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
-    sections (privacy flags)."""
+    sections (privacy flags); with ``--subround-size`` the clients are streamed through TFF in
+    subrounds (:func:`tff_esn.streaming.stream_incfed`)."""
     l2 = run.l2 if l2 is None else l2
+    if getattr(run.args, "subround_size", None) is not None:
+        if run.args.backend != "tff":
+            raise ValueError("--subround-size streams the clients through TFF; drop --backend numpy.")
+        if privacy_requested(run.args):
+            raise ValueError("--subround-size does not combine with the privacy flags; drop one of them.")
+        return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=run.args.subround_size,
+                              per_client=per_client).readout, stats_sections(None, 0, 0, covers=covers))
     if run.args.backend == "tff":
         clients = list(run.dataset.select(run.train_ids).values())
         agg = stats_aggregation_from_args(run.args, run.n_features, max(c.x.shape[1] for c in clients),
@@ -176,18 +196,25 @@ def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
                         help="consistent (default): A_c's columns of unselected units are zeroed like B̃_c's; "
                              "literal: A_c sent whole as pFedRR eq. 2 (collapses to one class when few units are "
                              "kept on OSULeaf)")
+    _subround_argument(parser)
 
 
 def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
     run = Run(dataset, split, args)
-    result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed, reading=args.reading)
+    if getattr(args, "subround_size", None) is not None:
+        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, args.tau, run.l2, seed=args.seed,
+                               subround_size=args.subround_size, reading=args.reading)
+        sizes = result.important_sizes
+    else:
+        result = fit_pfedrr(run.stats(), args.tau, run.l2, seed=args.seed, reading=args.reading)
+        sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
         comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
-    kept = run.n_features - result.n_units  # the bias input, kept in every selection
-    cost = communication.pfedrr([u.size + kept for u in result.important_units], run.n_features, run.n_outputs)
+    kept = run.n_features - run.config.units  # the readout's bias input, kept in every selection
+    cost = communication.pfedrr([size + kept for size in sizes], run.n_features, run.n_outputs)
     return run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
                       percent_units=result.percent_units,
                       **comparison)
