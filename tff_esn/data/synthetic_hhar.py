@@ -31,7 +31,7 @@ published accuracies):
   bias and a linear drift, a few gaps per copy; samsungold has no gyroscope.
 * **Placement** — every user wears the pouch in nearly the same orientation
   (:data:`PLACEMENT_STD_RAD`); within a run the phones are occasionally moved in the pouch
-  (a persistent rotation of ≈ 15°), shared by the phones of a user.
+  (re-seated at ≈ 15° from the placement), shared by the phones of a user.
 
 Motion is a continuous function of time per user (bouts of 2–8 s with their own cadence,
 amplitude and posture; posture changes ramp over 0.8 s and show on the gyroscope); every
@@ -64,8 +64,9 @@ PLACEMENT_STD_RAD = np.radians(15.0)
 rotation about a random axis; version 1 drew a uniformly random frame per user, which made
 the gravity direction a user identity feature)."""
 POUCH_MOVE = (0.04, np.radians(15.0))
-"""Per bout: probability that the phones are moved in the pouch, and the std of that
-persistent rotation."""
+"""Per bout: probability that the phones are re-seated in the pouch, and the std of the
+rotation against the user's placement that they keep until the next move (re-seating does
+not accumulate: a random walk of rotations drifted 47° within one user's run)."""
 _GAIT_AXIS, _GAIT_AXIS2, _ROT_AXIS = (0.3, 1.0, 0.4), (0.5, 0.5, 1.0), (1.0, 0.0, 0.3)
 """Body-frame (x forward, y up, z lateral) directions of the gait acceleration, of its 2nd
 harmonic, and of the periodic rotation (pelvis rock)."""
@@ -180,7 +181,7 @@ def _bouts(user: dict, minutes: float) -> tuple[dict[str, np.ndarray], np.ndarra
             elif name == "walk" and rng.random() < 0.1:  # a turn while walking
                 row["yaw"] = rng.choice((-1, 1)) * rng.uniform(0.5, 1.0) * np.pi / dur
             if rng.random() < POUCH_MOVE[0]:
-                rotation = _rotation(_unit(rng), rng.normal(0.0, POUCH_MOVE[1])) @ rotation
+                rotation = _rotation(_unit(rng), rng.normal(0.0, POUCH_MOVE[1])) @ user["placement"]
             rows.append(row)
             rotations.append(rotation)
             t += dur
