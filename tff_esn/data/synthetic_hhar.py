@@ -1,14 +1,17 @@
 """Synthetic HHAR (version 3): the four CSVs of the real data set, from a motion model with
 the variability that makes real HHAR hard.
 
-Each user performs the six activities in a random order, ``minutes`` each (real: ≈ 5 min per
-activity and user, Stisen et al. 2015 §3; the embedded default is shorter for speed, see
-``SYNTHETIC_HHAR_MINUTES``), with short ``null`` pauses between them, carrying every phone
-(nexus4, s3, s3mini, samsungold; two copies each) in a waist pouch and every watch (gear,
-lgwatch; two copies each). The class shares stay equal, as in the data description.
+As the seeds describe the data (FedIP §3, pFedRR §3, IncFed §IV-b: 9 users, 12 devices, 6
+activities, the Nexus 4 at ≈ 200 Hz), each user performs the six activities in a random
+order, ``minutes`` each (real: ≈ 5 min per activity and user; the embedded default,
+``SYNTHETIC_HHAR_MINUTES``, is shorter for speed), with short ``null`` pauses between them,
+carrying every phone (nexus4, s3, s3mini, samsungold; two copies each) in a waist pouch and
+every watch (gear, lgwatch; two copies each). The class shares stay equal, as in the data.
 
-What the generator is calibrated to (ranges as the literature describes them, never the
-published accuracies):
+What the generator is calibrated to (ranges as the gait, posture and sensor literature
+describes them, never the published accuracies; the spreads were then checked only against
+the brief's regime — logistic regression on held-out users clearly above chance and below
+the ceiling):
 
 * **Gait** — step frequency of level walking ≈ 1.6–2.0 Hz (≈ 95–120 steps/min), per user;
   stair ascent ≈ 10–20 % slower, descent close to level walking, with user-to-user spread so
