@@ -14,13 +14,13 @@ Compared, all in the same run (same statistics up to float32 rounding, checked):
 from __future__ import annotations
 
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bench.harvest import best_of  # noqa: E402
 from tff_esn.config import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
@@ -28,16 +28,6 @@ from tff_esn.reservoir import harvest_stats  # noqa: E402
 from tff_esn.ridge import RidgeStats, one_hot  # noqa: E402
 
 BATCH = 256
-
-
-def best_of(fn, repeats: int) -> float:
-    fn()  # warm-up: tracing
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def workload(n: int, seed: int = 0) -> ClientSequences:

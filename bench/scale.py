@@ -1,27 +1,30 @@
-"""Scale-out: IncFed (streaming subrounds) and FedAvg on 1 vs 2 loopback TFF workers, 100–10,000 clients.
+"""Load: streaming IncFed over 10³–10⁵ simulated clients on 1 and 2 loopback TFF workers (clients/s, peak memory).
 
 Clients are :class:`~tff_esn.data.simulated.SimulatedClients` (4 sequences × 20 steps × 3
-features each). For each number of clients and each algorithm the same work runs on one
-worker (the reference, measured in the same run) and on two workers started for it
-(``MergeableCompExecutionContext`` splits every computation's clients between them).
-Reported per row: wall time and its ratio to the 1-worker row, peak resident memory of
-this (driver) process and of the largest worker, and how far the 2-worker result is from
-the 1-worker one (max |Δ| of the readout / model weights; predictions compared exactly).
+features each, generated subround by subround). IncFed runs through
+:func:`tff_esn.streaming.stream_incfed` in subrounds of 500 clients with a checkpoint file
+(saved atomically after every subround, as a resumable run does), each TFF client carrying a
+block of ``clients_per_call`` clients (their statistics are sums, IncFed eqs. 8–9). Per row:
+wall time, clients/s, driver cost per client, peak resident memory of the driver and of the
+largest worker (``VmHWM``, reset between rows), and the largest |Δ| of the 2-worker readout
+from the 1-worker one.
 
-* IncFed: :func:`tff_esn.streaming.stream_incfed`, subrounds of 500 clients, 20 units —
-  driver memory should stay flat as clients grow (one subround + the statistics);
-* FedAvg: :func:`tff_esn.federated.run_federated` (TFF's weighted FedAvg of the thesis
-  readout), one round with every client, 20 units — its client data is built up front,
-  so its memory grows with the clients.
+* ``cost`` rows: the same 1,000 clients with one TFF client per client (``clients_per_call=1``,
+  the cost before blocking) and with the default blocks — the driver cost per client, before/after;
+* FedAvg (:func:`tff_esn.federated.run_federated`, one round, every client) at 1,000 clients
+  for comparison: its clients cannot be blocked (the server averages per-client models,
+  thesis Alg. 2), and its client data are built up front, so its memory and time grow with
+  the clients.
 
-Peak memory is ``VmHWM`` from ``/proc`` (reset between rows through ``clear_refs``).
-On a 2-core machine two workers and the driver share the cores: expect little speed-up.
-``--quick``: 100 and 1,000 clients only; ``--only=incfed`` / ``--only=fedavg``: one algorithm.
+On a 2-core machine two workers and the driver share the cores: expect little speed-up; on
+a shared machine absolute times vary, ratios within one run are what count.
+``--quick``: 10³ and 10⁴ clients only; ``--only=incfed`` / ``--only=fedavg``: one algorithm.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -32,11 +35,12 @@ from tff_esn import runtime  # noqa: E402
 from tff_esn.config import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import Split  # noqa: E402
 from tff_esn.data.simulated import SimulatedClients  # noqa: E402
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
+from tff_esn.harvest import ReservoirWeights, StateSpec  # noqa: E402
 from tff_esn.streaming import stream_incfed  # noqa: E402
 
 UNITS = 20
 SUBROUND = 500
+PER_CALL = 100
 
 
 def _peak_mb(pid: int | str = "self") -> float:
@@ -70,21 +74,16 @@ def _on_workers(count: int, fn):
         runtime.ensure_context(force=True)
 
 
-def _incfed(n_clients: int):
+def _incfed(n_clients: int, per_call: int = PER_CALL):
     source = SimulatedClients(n_clients, seed=0)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=UNITS, seed=1), source.features)
-    spec = StateSpec()
-    probe = source.dataset(0, 50)
-    harvester = Harvester(probe, spec)
 
     def run():
-        return stream_incfed(weights, source, spec, 1e-3, subround_size=SUBROUND).readout
+        with tempfile.TemporaryDirectory() as tmp:
+            return stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=SUBROUND,
+                                 clients_per_call=per_call, checkpoint=os.path.join(tmp, "stream.npz")).readout
 
-    def compare(a, b):
-        pa, pb = (harvester.scores(w, weights, probe.client_ids)[0].argmax(1) for w in (a, b))
-        return float(np.abs(a - b).max()), bool(np.array_equal(pa, pb))
-
-    return run, compare
+    return run
 
 
 def _fedavg(n_clients: int):
@@ -99,45 +98,42 @@ def _fedavg(n_clients: int):
     config = FederatedConfig(model=model, rounds=1, clients_per_round=n_clients, noise_std=0.0)
 
     def run():
-        result = run_federated(data, split, config, progress=False)
-        w = result["extra"]["weights"]
-        return np.concatenate([w["kernel"].ravel(), w["bias"].ravel()]), result["test"]["accuracy"]
+        w = run_federated(data, split, config, progress=False)["extra"]["weights"]
+        return np.concatenate([w["kernel"].ravel(), w["bias"].ravel()])
 
-    def compare(a, b):
-        return float(np.abs(a[0] - b[0]).max()), a[1] == b[1]
+    return run
 
-    return run, compare
+
+def _row(name: str, n: int, count: int, seconds: float, driver: float, worker: float, delta: str) -> None:
+    print(f"{name:16s} {n:7d} {count:7d} {seconds:9.2f} {n / seconds:10.0f} {seconds / n * 1e3:9.3f} "
+          f"{driver:9.0f} {worker:9.0f}  {delta:>10s}", flush=True)
 
 
 def main(flags: list[str]) -> None:
-    sizes = (100, 1000) if "--quick" in flags else (100, 1000, 10000)
-    print(f"clients: 4 sequences × 20 steps × 3 features each; {UNITS} units; IncFed subrounds of {SUBROUND}; "
-          "FedAvg: 1 round, every client")
-    print("reference: the same work on 1 worker in this run; memory = peak RSS (driver, largest worker)")
-    print(f"{'algorithm':8s} {'clients':>7s} {'workers':>7s} {'seconds':>9s} {'× 1-worker':>10s} "
-          f"{'driver MB':>9s} {'worker MB':>9s}  {'max |Δ| vs 1 worker':>19s}  same predictions")
-    first_memory: dict[tuple[str, int], float] = {}
-    last_memory: dict[tuple[str, int], float] = {}
+    sizes = (1000, 10000) if "--quick" in flags else (1000, 10000, 100000)
     only = {f.split("=", 1)[1].lower() for f in flags if f.startswith("--only=")}
-    for name, build in (("IncFed", _incfed), ("FedAvg", _fedavg)):
-        if only and name.lower() not in only:
-            continue
-        build(10)[0]()  # warm-up: traces and computations of this algorithm
+    print(f"clients: 4 sequences × 20 steps × 3 features each; {UNITS} units; IncFed subrounds of {SUBROUND}, "
+          f"{PER_CALL} clients per TFF client, checkpoint after every subround; FedAvg: 1 round, every client")
+    print("memory = peak RSS (driver, largest worker); Δ = max |readout − 1-worker readout|; shared machine")
+    print(f"{'algorithm':16s} {'clients':>7s} {'workers':>7s} {'seconds':>9s} {'clients/s':>10s} {'ms/client':>9s} "
+          f"{'driver MB':>9s} {'worker MB':>9s}  {'Δ':>10s}")
+    if not only or "incfed" in only:
+        _incfed(1200)()  # warm-up: traces and computations
+        for per_call, label in ((1, "IncFed 1/call"), (PER_CALL, f"IncFed {PER_CALL}/call")):
+            _, seconds, driver, worker = _on_workers(1, _incfed(1000, per_call))
+            _row(label, 1000, 1, seconds, driver, worker, "—")
         for n in sizes:
-            run, compare = build(n)
             reference = None
             for count in (1, 2):
-                result, seconds, driver, worker = _on_workers(count, run)
-                if reference is None:
-                    reference = (result, seconds)
-                    delta, same = "—", "—"
-                else:
-                    d, s = compare(reference[0], result)
-                    delta, same = f"{d:.2e}", "yes" if s else "NO"
-                first_memory.setdefault((name, count), driver)
-                last_memory[name, count] = driver
-                print(f"{name:8s} {n:7d} {count:7d} {seconds:9.2f} {seconds / reference[1]:9.2f}× "
-                      f"{driver:9.0f} {worker:9.0f}  {delta:>19s}  {same}", flush=True)
-    print(f"driver memory at {sizes[-1]} / at {sizes[0]} clients: " + ", ".join(
-        f"{name} {count} worker(s) {last_memory[name, count] / first_memory[name, count]:.2f}×"
-        for name, count in last_memory), flush=True)
+                result, seconds, driver, worker = _on_workers(count, _incfed(n))
+                delta = "—" if reference is None else f"{np.abs(result - reference).max():.1e}"
+                reference = result if reference is None else reference
+                _row("IncFed", n, count, seconds, driver, worker, delta)
+    if not only or "fedavg" in only:
+        _fedavg(10)()
+        reference = None
+        for count in (1, 2):
+            result, seconds, driver, worker = _on_workers(count, _fedavg(1000))
+            delta = "—" if reference is None else f"{np.abs(result - reference).max():.1e}"
+            reference = result if reference is None else reference
+            _row("FedAvg", 1000, count, seconds, driver, worker, delta)

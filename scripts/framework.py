@@ -240,7 +240,8 @@ def experiments() -> dict[str, Experiment]:
     """Every registered experiment, in :data:`MODULES` order."""
     for module in MODULES:
         importlib.import_module(module)
-    return dict(_REGISTRY)
+    order = {module: i for i, module in enumerate(MODULES)}
+    return dict(sorted(_REGISTRY.items(), key=lambda item: order.get(item[1].run.__module__, len(order))))
 
 
 def select(target: str) -> list[Experiment]:

@@ -1,6 +1,7 @@
 """Issue 13.2: the 6-channel HHAR pipelines are learnable by the ESN at least as well as by
 logistic regression on the same sequences, and why they were not (user-specific device
-frames in the generator; a bias-free tanh reservoir is blind to signal power)."""
+frames in the generator; a bias-free tanh reservoir is blind to signal power); synthetic
+HHAR v3 is neither at chance nor at the ceiling (v2: every model and the baseline at 1.00)."""
 
 import numpy as np
 import pytest
@@ -13,12 +14,15 @@ from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.data.synthetic_hhar import _user
+from tff_esn.data.hhar import ACTIVITIES
+from tff_esn.data.synthetic_hhar import _bouts, _user
 from tff_esn.harvest import ReservoirWeights
 from tff_esn.reservoir import run_reservoir
 
 ESN = dict(units=100, spectral_radius=0.9, input_scaling=0.75, bias_scaling=0.75, leaky=0.5, l2=1e-3)
 """FedIP Table 1 HHAR ranges (leakage ≤ 0.5, input scaling [0.5, 1)); bias scaled like the inputs."""
+MARGIN = 0.08
+"""How far the ESN may fall below logistic regression on the 2 test users."""
 
 
 def _lr_accuracy(dataset, split) -> float:
@@ -39,15 +43,36 @@ def pfedrr_hhar(tmp_path_factory):
     return dataset, get_split("pfedrr-hhar", dataset)
 
 
-def test_esn_learns_pfedrr_hhar_at_least_as_well_as_logistic_regression(pfedrr_hhar, tmp_path):
+def test_esn_learns_pfedrr_hhar_about_as_well_as_logistic_regression_below_the_ceiling(pfedrr_hhar, tmp_path):
     dataset, split = pfedrr_hhar
     chance = 1 / dataset.n_classes
     lr = _lr_accuracy(dataset, split)
     record = run_algorithm("centralized", dataset, split, run_namespace("centralized", out=tmp_path, **ESN))
     esn = record["test"]["accuracy"]
-    assert lr > chance + 0.4, lr
-    assert esn >= lr - 0.05, (esn, lr)
+    assert chance + 0.3 < lr < 0.97, lr  # learnable, but held-out users are not at the ceiling
+    assert chance + 0.3 < esn < 0.97, esn
+    assert esn >= lr - MARGIN, (esn, lr)
     assert record["warnings"] == []
+
+
+def test_walking_and_stair_cadences_overlap_across_users():
+    # stairs differ from walking by a slightly lower cadence and a small asymmetry, not by a
+    # cadence range of their own (v2: fixed factors 0.8 / 1.0 / 1.12 of one user cadence)
+    cadence = {a: np.array([_user(0, u)["styles"][a]["cadence"] for u in range(9)])
+               for a in ("walk", "stairsup", "stairsdown")}
+    assert cadence["stairsup"].max() > cadence["walk"].min(), cadence
+    assert cadence["stairsdown"].max() > cadence["walk"].min() and cadence["stairsdown"].min() < cadence["walk"].max()
+    assert all(1.2 < c.min() and c.max() < 2.2 for c in cadence.values()), cadence
+
+
+def test_runs_contain_bouts_of_other_motions_and_pouch_moves():
+    bouts, rotations = _bouts(_user(0, 0), minutes=1.0)
+    up = bouts["label"] == ACTIVITIES.index("stairsup")
+    landings = up & (bouts["yaw"] != 0)
+    assert 0 < landings.sum() < up.sum()  # turns on the landings, labelled stairsup
+    assert np.all(np.diff(bouts["start"]) > 0) and rotations.shape == (len(bouts["start"]), 3, 3)
+    np.testing.assert_allclose(np.einsum("nij,nkj->nik", rotations, rotations), np.broadcast_to(np.eye(3), rotations.shape),
+                               atol=1e-12)
 
 
 def test_synthetic_users_carry_the_devices_in_nearly_the_same_orientation():

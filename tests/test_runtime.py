@@ -132,3 +132,89 @@ def test_unreachable_worker_is_a_clear_error():
         runtime.connect(f"localhost:{runtime.pick_port()}", timeout=1.0)
     with pytest.raises(ValueError, match="host:port"):
         runtime.build_context(["nonsense"])
+
+
+# ---------------------------------------------------------------- stuck workers (issue 16.1)
+STUCK_TIMEOUT = 3.0
+
+
+def _fedavg_config(rounds):
+    from tff_esn import ReservoirConfig
+    from tff_esn.federated import FederatedConfig, ThesisModelConfig
+
+    model = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
+                              learning_rate=0.05)
+    return FederatedConfig(model=model, rounds=rounds, clients_per_round=4, noise_std=0.5)
+
+
+@pytest.fixture
+def one_worker():
+    from tff_esn import runtime
+
+    worker = runtime.LocalWorker().start()
+    runtime.connect(worker.address, worker=worker)
+    yield worker
+    if worker.alive():
+        os.kill(worker.pid, signal.SIGCONT)  # a stopped process would hold SIGTERM pending
+    worker.stop()
+    runtime.ensure_context(force=True)
+
+
+def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one_worker, tmp_path):
+    import numpy as np
+
+    from closed_form_data import THESIS_SPLIT, random_thesis_dataset
+    from tff_esn import runtime
+    from tff_esn.federated import run_federated
+
+    data, config = random_thesis_dataset(), _fedavg_config(rounds=6)
+    runtime.ensure_context([one_worker.address], timeout=STUCK_TIMEOUT)
+    reference = run_federated(data, THESIS_SPLIT, config, progress=False)
+    checkpoints = tmp_path / "checkpoints"
+    stopped = {}
+
+    def stop_after_first_round():
+        while not (checkpoints.is_dir() and any(checkpoints.iterdir())):
+            time.sleep(0.02)
+        os.kill(one_worker.pid, signal.SIGSTOP)
+        stopped["at"] = time.monotonic()
+
+    threading.Thread(target=stop_after_first_round, daemon=True).start()
+    with pytest.raises(runtime.WorkerError, match=f"worker at {one_worker.address} did not answer for 3 s"):
+        run_federated(data, THESIS_SPLIT, config, out_dir=tmp_path, progress=False)
+    waited = time.monotonic() - stopped["at"]
+    print(f"stopped worker → WorkerError after {waited:.2f} s (timeout {STUCK_TIMEOUT} s)")
+    assert waited < STUCK_TIMEOUT + 2.0, f"the stopped worker was waited for {waited:.1f} s"
+    with open(f"/proc/{one_worker.pid}/stat") as fh:
+        assert fh.read().split(") ")[1].split()[0] == "T", "the worker was not stopped during the run"
+    done = max(int(p.name.rsplit("_", 1)[1]) for p in checkpoints.iterdir() if p.name.startswith("program_state_"))
+    assert 1 <= done < config.rounds
+
+    os.kill(one_worker.pid, signal.SIGCONT)
+    resumed = run_federated(data, THESIS_SPLIT, config, out_dir=tmp_path, resume=True, progress=False)
+    assert [r["round"] for r in resumed["extra"]["rounds"]] == list(range(done + 1, config.rounds + 1))
+    for key in ("kernel", "bias"):
+        np.testing.assert_array_equal(resumed["extra"]["weights"][key], reference["extra"]["weights"][key])
+    assert resumed["test"] == reference["test"]
+
+
+def test_a_step_longer_than_the_timeout_on_a_live_worker_is_not_abandoned(one_worker):
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_federated as tff
+
+    from tff_esn import runtime
+
+    timeout = 0.3
+    runtime.ensure_context([one_worker.address], timeout=timeout)
+
+    @tff.tensorflow.computation(tff.TensorType(np.int32, []))
+    def busy(n):
+        m = tf.fill([256, 256], 1e-3)
+        return tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, tf.tanh(tf.matmul(x, m))), (0, m))[1][0, 0]
+
+    busy(np.int32(1))
+    began = time.monotonic()
+    busy(np.int32(6000))
+    took = time.monotonic() - began
+    assert took > 4 * timeout, f"the step took only {took:.2f} s; make it longer so the test means something"

@@ -115,3 +115,54 @@ def test_bad_streams_are_rejected_by_name():
         3, ("x0", "x1", "x2"), ("k0", "k1", "k2"), "mixed")
     with pytest.raises(ValueError, match=r"\(T, F\)"):
         stream_incfed(WEIGHTS, mixed, SPEC, 1e-3, subround_size=1)
+
+
+@pytest.mark.parametrize("clients_per_call", [1, 3, 11])
+def test_blocks_of_clients_per_tff_call_give_the_per_client_readout(everything, clients_per_call):
+    data, stats = everything
+    blocked = stream_incfed(WEIGHTS, SIM, SPEC, 1e-3, subround_size=5, clients_per_call=clients_per_call,
+                            per_client=True)
+    assert blocked.stats.clients == 11 and blocked.stats.n == sum(s.n for s in stats)
+    np.testing.assert_allclose(blocked.readout, fit_incfed(stats, 1e-3, per_client=True), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="clients_per_call"):
+        stream_incfed(WEIGHTS, SIM, SPEC, 1e-3, clients_per_call=0)
+
+
+@pytest.mark.parametrize("name", ["incfed", "pfedrr"])
+def test_run_with_subround_size_writes_the_metrics_of_the_one_shot_run(name, tmp_path, monkeypatch):
+    import json
+    import sys
+    import types
+
+    from tff_esn.cli import main
+    from tff_esn.data.sequences import Split
+
+    ids = SIM.dataset(0, SIM.n_clients).client_ids
+    split = Split("sim", ids[:8], ids[8:10], ids[10:])
+    monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
+                        types.SimpleNamespace(load_source=lambda *a, **k: SIM.dataset(0, SIM.n_clients)))
+    monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=lambda *a, **k: split))
+    flags = ["--units", "6", "--l2", "1e-2", "--washout", "1"]
+    records = []
+    for extra in ([], ["--subround-size", "3"]):
+        out = tmp_path / ("streamed" if extra else "whole")
+        assert main(["run", name, "--out", str(out), *flags, *extra]) == 0
+        records.append(json.loads((out / "metrics.json").read_text()))
+    whole, streamed = records
+    for group in ("train", "val", "test"):
+        assert streamed[group]["accuracy"] == whole[group]["accuracy"]
+        assert streamed[group]["f1_macro"] == pytest.approx(whole[group]["f1_macro"], abs=1e-12)
+    assert streamed["communication"] == whole["communication"]
+    assert streamed["extra"].get("percent_units") == whole["extra"].get("percent_units")
+
+
+def test_interrupted_incfed_stream_resumes_from_its_checkpoint(tmp_path):
+    path = tmp_path / "incfed.npz"
+    with pytest.raises(KeyboardInterrupt):
+        stream_incfed(WEIGHTS, _Recording(SIM, fail_at=2), SPEC, 1e-3, subround_size=3, clients_per_call=2,
+                      checkpoint=path)
+    source = _Recording(SIM)
+    resumed = stream_incfed(WEIGHTS, source, SPEC, 1e-3, subround_size=3, clients_per_call=2, checkpoint=path)
+    assert len(source.delivered) == 2 and resumed.subrounds == 4 and resumed.stats.clients == 11
+    whole = stream_incfed(WEIGHTS, SIM, SPEC, 1e-3, subround_size=3, clients_per_call=2)
+    np.testing.assert_array_equal(resumed.readout, whole.readout)

@@ -207,13 +207,13 @@ def test_worker_command_serves_and_stops_cleanly_on_sigterm(capsys):
 
     port = runtime.pick_port()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.Popen([sys.executable, "-m", "tff_esn", "worker", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "tff_esn", "worker", "--port", str(port), "--listen-all"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         lines = _read_until(proc, "tff-esn worker: serving", 180)
         assert lines and lines[-1].startswith(f"tff-esn worker: serving TFF computations at localhost:{port}"), lines
         runtime.connect(f"localhost:{port}", timeout=10)
-        assert main(["worker", "--port", str(port)]) == 1
+        assert main(["worker", "--port", str(port), "--listen-all"]) == 1
         assert "already in use" in capsys.readouterr().err
         proc.send_signal(signal.SIGTERM)
         rest, _ = proc.communicate(timeout=60)
@@ -226,6 +226,39 @@ def test_worker_command_serves_and_stops_cleanly_on_sigterm(capsys):
         runtime.connect(f"localhost:{port}", timeout=1.0)
 
 
+def test_worker_command_refuses_to_listen_on_every_interface_unasked(capsys):
+    from tff_esn.cli import main
+
+    port = runtime.pick_port()
+    assert main(["worker", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert "listens on every network interface" in err and "--listen-all" in err and "no authentication" in err
+    runtime.check_port_free(port)  # nothing was started on the port
+
+
+def _listen_addresses(port: int) -> set[str]:
+    """Local addresses (hex, as in /proc/net/tcp*) of the sockets listening on ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as fh:
+            for line in list(fh)[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.rsplit(":", 1)
+                if state == "0A" and int(hex_port, 16) == port:
+                    found.add(address)
+    return found
+
+
+def test_the_worker_binary_binds_every_interface_which_is_why_listen_all_is_required():
+    worker = runtime.LocalWorker().start()
+    try:
+        runtime.connect(worker.address, worker=worker)
+        addresses = _listen_addresses(worker.port)
+    finally:
+        worker.stop()
+    assert addresses and all(set(a) == {"0"} for a in addresses), addresses  # [::] / 0.0.0.0, not loopback
+
+
 def test_streamed_incfed_on_two_workers_equals_local(workers):
     from tff_esn.data.simulated import SimulatedClients
     from tff_esn.streaming import stream_incfed
@@ -233,8 +266,8 @@ def test_streamed_incfed_on_two_workers_equals_local(workers):
     source = SimulatedClients(9, sequences=2, steps=6, seed=1)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=5, seed=3), 3)
     _local()
-    local = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4)
+    local = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4, clients_per_call=1)
     _on(workers)
-    two = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4)
+    two = stream_incfed(weights, source, StateSpec(), 1e-3, subround_size=4, clients_per_call=2)  # blocks 2, 2 | 1
     assert two.stats.clients == local.stats.clients == 9 and two.stats.n == local.stats.n
     np.testing.assert_allclose(two.readout, local.readout, rtol=0, atol=1e-12)

@@ -30,9 +30,11 @@ from tff_esn.pfedrr import READINGS, fit_pfedrr
 from tff_esn.plasticity import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
                                 state_scaled_l2, step_spread)
 from tff_esn.privacy.aggregation import StatsAggregation
-from tff_esn.privacy.options import secure_ridge_sum_from_args, stats_aggregation_from_args, stats_sections
+from tff_esn.privacy.options import (privacy_requested, secure_ridge_sum_from_args, stats_aggregation_from_args,
+                                     stats_sections)
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
+from tff_esn.streaming import DatasetClients, stream_incfed, stream_pfedrr
 
 GROUPS = ("train", "val", "test")
 _LOG = logging.getLogger(__name__)
@@ -112,17 +114,36 @@ def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Names
 
 
 # ----------------------------------------------------------------------------- incfed
+def _subround_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--subround-size", type=int, default=None, metavar="N",
+                        help="stream the training clients in subrounds of N (tff_esn.streaming: memory of one "
+                             "subround, same readout); default: all clients in one computation")
+
+
+def _training_stream(run: Run) -> DatasetClients:
+    return DatasetClients(run.dataset, tuple(run.train_ids))
+
+
 def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
     _backend_argument(parser)
     parser.add_argument("--l2-per-client", action="store_true",
                         help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
+    _subround_argument(parser)
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
                     covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
-    sections (privacy flags)."""
+    sections (privacy flags); with ``--subround-size`` the clients are streamed through TFF in
+    subrounds (:func:`tff_esn.streaming.stream_incfed`)."""
     l2 = run.l2 if l2 is None else l2
+    if getattr(run.args, "subround_size", None) is not None:
+        if run.args.backend != "tff":
+            raise ValueError("--subround-size streams the clients through TFF; drop --backend numpy.")
+        if privacy_requested(run.args):
+            raise ValueError("--subround-size does not combine with the privacy flags; drop one of them.")
+        return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=run.args.subround_size,
+                              per_client=per_client).readout, stats_sections(None, 0, 0, covers=covers))
     if run.args.backend == "tff":
         clients = list(run.dataset.select(run.train_ids).values())
         agg = stats_aggregation_from_args(run.args, run.n_features, max(c.x.shape[1] for c in clients),
@@ -148,12 +169,17 @@ def run_fedavg_ridge(dataset: SequenceDataset, split: Split, args: argparse.Name
     return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
 
 
+def _plain_sections(covers: str) -> dict[str, Any]:
+    """``privacy``/``secure_aggregation`` sections of a run without privacy flags."""
+    return stats_sections(None, 0, 0, covers=covers)
+
+
 def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
     """``(aggregate, sections)`` of a numpy closed-form run: ``RidgeStats.sum`` or the secure sum
     (``--secure-aggregation``), and a function giving its ``privacy``/``secure_aggregation`` sections."""
     summer = secure_ridge_sum_from_args(run.args, [s.n for s in stats])
     if summer is None:
-        return RidgeStats.sum, lambda covers: stats_sections(None, 0, 0, covers=covers)
+        return RidgeStats.sum, _plain_sections
     agg = StatsAggregation(len(stats), run.n_features, secure=summer.secure)
 
     def sections(covers: str) -> dict[str, Any]:
@@ -206,21 +232,31 @@ def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
                         help="consistent (default): A_c's columns of unselected units are zeroed like B̃_c's; "
                              "literal: A_c sent whole as pFedRR eq. 2 (collapses to one class when few units are "
                              "kept on OSULeaf)")
+    _subround_argument(parser)
 
 
 def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
     run = Run(dataset, split, args)
-    stats = run.stats()
-    aggregate, sections = _secure_ridge_sum(run, stats)
-    result = fit_pfedrr(stats, args.tau, run.l2, seed=args.seed, reading=args.reading, aggregate=aggregate)
+    if getattr(args, "subround_size", None) is not None:
+        if privacy_requested(args):
+            raise ValueError("--subround-size does not combine with the privacy flags; drop one of them.")
+        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, args.tau, run.l2, seed=args.seed,
+                               subround_size=args.subround_size, reading=args.reading)
+        sizes = result.important_sizes
+        sections = _plain_sections
+    else:
+        stats = run.stats()
+        aggregate, sections = _secure_ridge_sum(run, stats)
+        result = fit_pfedrr(stats, args.tau, run.l2, seed=args.seed, reading=args.reading, aggregate=aggregate)
+        sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
         comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
-    kept = run.n_features - result.n_units  # the bias input, kept in every selection
-    cost = _dense_if_secure(run, communication.pfedrr([u.size + kept for u in result.important_units],
-                                                      run.n_features, run.n_outputs))
+    kept = run.n_features - run.config.units  # the readout's bias input, kept in every selection
+    cost = _dense_if_secure(run, communication.pfedrr([size + kept for size in sizes], run.n_features,
+                                                      run.n_outputs))
     return {**run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
                          percent_units=result.percent_units, **comparison),
             **sections("the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under "

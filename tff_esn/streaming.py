@@ -37,7 +37,7 @@ from tff_esn.data.sequences import SequenceDataset
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.incfed import _client_arrays, build_client_stats_computation
 from tff_esn.io import atomic_write
-from tff_esn.pfedrr import check_tau, client_parts, n_units
+from tff_esn.pfedrr import Reading, check_tau, client_parts, n_units
 from tff_esn.ridge import RidgeStats
 
 
@@ -86,6 +86,12 @@ class StreamedPFedRR:
     random: np.ndarray
     percent_units: float
     subrounds: int
+    selected: dict[int, int] = dataclasses.field(default_factory=dict)  # units kept by I-pFedRR → clients
+
+    @property
+    def important_sizes(self) -> list[int]:
+        """Units each client kept (I-pFedRR), in no particular order (for :func:`tff_esn.communication.pfedrr`)."""
+        return [size for size, count in sorted(self.selected.items()) for _ in range(count)]
 
 
 # (subround clients, index of its first client) -> (partial sums, partial counters)
@@ -174,9 +180,19 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
 
 
 def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, l2: float, *,
-                  subround_size: int = 500, per_client: bool = False, batch_size: int = 256,
-                  checkpoint: str | os.PathLike | None = None, progress: bool = False) -> StreamedIncFed:
+                  subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
+                  batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
+                  progress: bool = False) -> StreamedIncFed:
     """IncFed (IncFed eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients.
+
+    Each TFF client of a subround carries a block of ``clients_per_call`` consecutive
+    clients: their sequences form one dataset, whose statistics are the sum of theirs
+    (IncFed eqs. 8–9 — the sum is associative), so the driver builds and serialises one
+    ``tf.data`` dataset per block instead of one per client. The client count (for λ per
+    client) is that of the source's clients, not of the blocks. ``clients_per_call=1`` is
+    one TFF client per client. FedAvg cannot be blocked this way: its server averages
+    per-client *models* trained from the same start, and a block trained as one client
+    is another model than the average of its members' (thesis Alg. 2).
 
     Every client must have sequences of the same (T, F) (one computation shape). Raises
     ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.ridge.SingularSystemError`
@@ -184,6 +200,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
     """
     from tff_esn import runtime
 
+    if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
+        raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
     runtime.ensure_context()
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
@@ -200,9 +218,11 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
         comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
                                           per_step)
-        datasets = [tf.data.Dataset.from_tensor_slices((x, t)).batch(batch_size) for x, t in arrays]
-        a, b, n, count = comp(reservoir, datasets)
-        return [RidgeStats(np.asarray(a), np.asarray(b), int(n), int(count), spec.readout_bias)], {}
+        blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
+        datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
+                    .batch(batch_size) for block in blocks]
+        a, b, n, _ = comp(reservoir, datasets)
+        return [RidgeStats(np.asarray(a), np.asarray(b), int(n), len(arrays), spec.readout_bias)], {}
 
     identity = {"algorithm": "incfed", "n_clients": source.n_clients, "subround_size": subround_size,
                 "reservoir": weights.key}
@@ -214,7 +234,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, tau: float,
                   l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
-                  progress: bool = False) -> StreamedPFedRR:
+                  progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
     """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds.
 
     Client number ``i`` of the stream draws its R- units with seed ``(seed, i)``, as in
@@ -226,20 +246,23 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
     def subround(clients: SequenceDataset, first: int):
         harvester = Harvester(clients, spec, batch_size=batch_size)
         exact, important, random = [], [], []
-        selected = 0
+        counters: dict[str, float] = {"units": 0}
         for i, cid in enumerate(clients.client_ids):
             stats = harvester.stats(weights, cid)
-            parts = client_parts(stats, tau, seed, first + i)
+            parts = client_parts(stats, tau, seed, first + i, reading)
             exact.append(stats)
             important.append(parts.important)
             random.append(parts.random)
-            selected += parts.important_units.size
-        return [RidgeStats.sum(exact), RidgeStats.sum(important), RidgeStats.sum(random)], {"units": selected}
+            size = int(parts.important_units.size)
+            counters["units"] += size
+            counters[f"size{size}"] = counters.get(f"size{size}", 0) + 1
+        return [RidgeStats.sum(exact), RidgeStats.sum(important), RidgeStats.sum(random)], counters
 
     identity = {"algorithm": "pfedrr", "n_clients": source.n_clients, "subround_size": subround_size,
-                "reservoir": weights.key, "tau": float(tau), "seed": seed}
+                "reservoir": weights.key, "tau": float(tau), "seed": seed, "reading": reading}
     parts, counters, done = _drive(source, subround_size, subround, _Checkpoint(checkpoint, identity), progress,
                                    "pfedrr subrounds")
     exact, important, random = (p.solve(l2, per_client=per_client) for p in parts)
     percent = counters["units"] / (parts[0].clients * n_units(parts[0])) * 100
-    return StreamedPFedRR(exact, important, random, float(percent), done)
+    selected = {int(k[len("size"):]): int(v) for k, v in counters.items() if k.startswith("size")}
+    return StreamedPFedRR(exact, important, random, float(percent), done, selected)

@@ -30,7 +30,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.incfed import fit_incfed
 from tff_esn.metrics import classification_metrics
-from tff_esn.plasticity import IPConfig, fedip_numpy
+from tff_esn.plasticity import IPConfig, fedip_numpy, state_scaled_l2
 from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
 
 IP_KEYS = ("ip_mu", "ip_sigma", "ip_eta", "ip_epochs")
@@ -82,27 +82,35 @@ class ClosedFormTuner(BaseTuner):
         """Flat ``tff-esn run`` hyperparameters of a trial (connection counts → fractions)."""
         return run_hparams(values, n_inputs=self.n_inputs, seed=self.seed)
 
-    def _reservoir(self, hparams: Mapping[str, Any]) -> tuple[Harvester, ReservoirWeights]:
+    def _reservoir(self, hparams: Mapping[str, Any]) -> tuple[Harvester, ReservoirWeights, ReservoirWeights]:
+        """The trial's harvester, its reservoir (after FedIP for IP spaces) and the unadapted one."""
         key = tuple((k, hparams[k]) for k in RESERVOIR_FIELDS + IP_KEYS if k in hparams)
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
         harvester = Harvester(self.dataset, self.spec)
-        weights = ReservoirWeights.from_config(reservoir_config(hparams), self.n_inputs)
+        initial = weights = ReservoirWeights.from_config(reservoir_config(hparams), self.n_inputs)
         if any(k in hparams for k in IP_KEYS):
             weights = _plastic_weights(self.dataset, weights, self.split, hparams, self.ip_rounds)
-        self._cache[key] = (harvester, weights)
+        self._cache[key] = (harvester, weights, initial)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         self.harvests += 1
-        return harvester, weights
+        return harvester, weights, initial
 
     def run_trial(self, trial, *args, **kwargs) -> dict[str, float]:
-        """Harvest (or reuse), solve the IncFed readout (eqs. 8–10), score the validation clients."""
+        """Harvest (or reuse), solve the IncFed readout (eqs. 8–10), score the validation clients.
+
+        After FedIP, λ is moved to the adapted states' scale as ``tff-esn run fedip`` does by
+        default (:func:`tff_esn.plasticity.state_scaled_l2`), so a trial scores what the run gives.
+        """
         hparams = self.hparams(trial.hyperparameters.values)
-        harvester, weights = self._reservoir(hparams)
+        harvester, weights, initial = self._reservoir(hparams)
         stats = [harvester.stats(weights, cid) for cid in self.split.train]
-        readout = fit_incfed(stats, float(hparams["l2"]), per_client=self.per_client_l2)
+        l2 = float(hparams["l2"])
+        if weights is not initial:
+            l2 = state_scaled_l2(l2, [harvester.stats(initial, cid) for cid in self.split.train], stats)
+        readout = fit_incfed(stats, l2, per_client=self.per_client_l2)
         scores, labels = harvester.scores(readout, weights, self.split.val)
         metrics = classification_metrics(labels, scores, self.dataset.n_classes)
         return {f"val_{k}": float(v) for k, v in metrics.items() if k != "n" and v is not None}

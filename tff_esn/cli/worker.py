@@ -1,10 +1,15 @@
-"""``tff-esn worker --port P [--host H]``: serve TFF computations for ``--workers`` runs.
+"""``tff-esn worker --port P --listen-all [--host H]``: serve TFF computations for ``--workers`` runs.
 
 Runs TFF's own C++ ``worker_binary`` in the foreground (:func:`tff_esn.runtime.serve_worker`)
 until Ctrl-C or SIGTERM, then stops it and exits with 0. Other machines (or processes)
-use it with ``tff-esn run ALGORITHM --workers H:P,H2:P2``. The worker listens on every
-network interface of this machine and has no authentication: run it only on a trusted
-network.
+use it with ``tff-esn run ALGORITHM --workers H:P,H2:P2``.
+
+TFF 0.87's ``worker_binary`` has three flags (``--port``, ``--max_concurrent_computation_calls``,
+``--grpc_max_message_length_megabytes``; see ``worker_binary --helpfull``): it always binds
+``[::]:PORT`` (every interface) with insecure gRPC credentials — no bind address, no TLS,
+no authentication — and whoever reaches the port can run any TensorFlow graph (which can
+read and write files) as this user. It cannot be made loopback-only, so the command refuses
+to start unless ``--listen-all`` says that this is understood; it then prints a warning.
 """
 
 from __future__ import annotations
@@ -15,7 +20,19 @@ import sys
 from tff_esn import runtime
 
 
+EXPOSED = ("the TFF worker_binary listens on every network interface (it has no bind-address flag) with no TLS "
+           "and no authentication; anyone who reaches port {port} can run any TensorFlow graph as this user")
+
+
 def _run(args: argparse.Namespace) -> int:
+    if not args.listen_all:
+        print(f"tff-esn worker: error: {EXPOSED.format(port=args.port)}. Start it only behind a firewall that "
+              "admits just the driver (or reach it through an SSH tunnel) and pass --listen-all to confirm.",
+              file=sys.stderr)
+        return 2
+    print(f"tff-esn worker: WARNING: {EXPOSED.format(port=args.port)}; make sure a firewall admits only the driver.",
+          file=sys.stderr, flush=True)
+
     def ready(address: str) -> None:
         print(f"tff-esn worker: serving TFF computations at {address} (listening on all interfaces, port "
               f"{args.port}); stop with Ctrl-C or SIGTERM", flush=True)
@@ -37,9 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "worker", help="serve TFF computations for runs with --workers",
         description="Start a TFF worker in the foreground (stops on Ctrl-C / SIGTERM). "
-                    "Runs use it with --workers HOST:PORT,...",
+                    "Runs use it with --workers HOST:PORT,... The worker listens on every interface "
+                    "without authentication, so --listen-all is required.",
     )
     parser.add_argument("--port", type=int, required=True, help="TCP port to serve on")
+    parser.add_argument("--listen-all", action="store_true",
+                        help="required: confirm that the worker may listen on every interface without "
+                             "authentication (TFF's worker_binary cannot do otherwise; see README, threat model)")
     parser.add_argument("--host", default="localhost",
                         help="name under which this machine is reached (printed and checked; the worker "
                              "binary itself listens on all interfaces) (default %(default)s)")

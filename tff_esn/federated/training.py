@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -155,17 +156,34 @@ def _noise_table(config: FederatedConfig, ids: Sequence[str]) -> dict[str, float
 
 
 class _Checkpoints:
-    """``tff.program.FileProgramStateManager`` over ``{"state", "round"}`` in ``DIR/checkpoints``."""
+    """``tff.program.FileProgramStateManager`` over ``{"state", "round"}`` in ``DIR/checkpoints``.
+
+    TFF writes a version's SavedModel folder in place, so a process killed while saving
+    leaves a partial ``program_state_N`` that ``load_latest`` would pick as the newest.
+    We save into ``checkpoints/.staging`` and rename the finished folder into place (a
+    rename is atomic), then keep the newest :attr:`KEEP` versions.
+    """
+
+    KEEP = 2
 
     def __init__(self, out_dir: Path):
-        self.manager = tff.program.FileProgramStateManager(str(out_dir / "checkpoints"), keep_total=2)
+        self.root = out_dir / "checkpoints"
+        self.manager = tff.program.FileProgramStateManager(str(self.root), keep_total=0)
 
     def latest(self, initial_state) -> tuple[Any, int] | None:
         state, version = asyncio.run(self.manager.load_latest({"state": initial_state, "round": 0}))
         return None if state is None else (state["state"], int(version))
 
     def save(self, state, round_num: int) -> None:
-        asyncio.run(self.manager.save({"state": state, "round": round_num}, round_num))
+        staging = self.root / ".staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        asyncio.run(tff.program.FileProgramStateManager(str(staging), keep_total=0).save(
+            {"state": state, "round": round_num}, round_num))
+        name = f"program_state_{round_num}"
+        os.replace(staging / name, self.root / name)
+        versions = asyncio.run(self.manager.get_versions()) or []
+        for old in versions[:-self.KEEP]:
+            shutil.rmtree(self.root / f"program_state_{old}", ignore_errors=True)
 
 
 class _Releases:
@@ -173,7 +191,9 @@ class _Releases:
 
     def __init__(self, out_dir: Path):
         self.managers = [
-            tff.program.CSVFileReleaseManager(str(out_dir / "rounds.csv"), key_fieldname="round"),
+            # WRITE: the whole file is rewritten and renamed into place (APPEND could leave half a row at a kill)
+            tff.program.CSVFileReleaseManager(str(out_dir / "rounds.csv"), key_fieldname="round",
+                                              save_mode=tff.program.CSVSaveMode.WRITE),
             tff.program.TensorBoardReleaseManager(str(out_dir / "tensorboard")),
         ]
 
