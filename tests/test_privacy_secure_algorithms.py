@@ -116,3 +116,9 @@ def test_run_with_secure_aggregation_reports_the_encoding(fake_sources, tmp_path
         assert secure["rounds"]["clipped_values"] == 0 and secure["rounds"]["bits"] == 40
     else:  # the masked upload is sent dense under secure aggregation: IncFed's N_F² + N_Y·N_F floats
         assert record["communication"]["up_floats_per_client"] == 9 ** 2 + 3 * 9
+
+
+def test_streamed_pfedrr_refuses_secure_aggregation(fake_sources, tmp_path, capsys):  # noqa: F811
+    assert main(["run", "pfedrr", "--out", str(tmp_path), *FAST, "--subround-size", "2",
+                 "--secure-aggregation"]) == 2
+    assert "--subround-size does not combine" in capsys.readouterr().err
