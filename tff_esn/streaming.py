@@ -38,6 +38,7 @@ from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.incfed import _client_arrays, build_client_stats_computation
 from tff_esn.io import atomic_write
 from tff_esn.pfedrr import Reading, check_tau, client_parts, n_units
+from tff_esn.privacy.aggregation import federated_stats_sum
 from tff_esn.ridge import RidgeStats
 
 
@@ -165,7 +166,9 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
                                spec: StateSpec, per_step_targets: bool):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
-    The client computation is :func:`tff_esn.incfed.build_client_stats_computation`.
+    The client computation is :func:`tff_esn.incfed.build_client_stats_computation`; the sum is
+    :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
+    privacy flags).
     """
     import tensorflow_federated as tff
 
@@ -174,7 +177,9 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
 
     @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
     def subround_sum(reservoir, datasets):
-        return tff.federated_sum(tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir))))
+        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+        total, _ = federated_stats_sum(local, None)  # the one aggregation point (plain sum here)
+        return total
 
     return subround_sum
 
