@@ -22,7 +22,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.heterogeneous import align, client_reservoirs, ensemble_scores
-from tff_esn.incfed import fit_incfed, run_incfed_tff
+from tff_esn.incfed import fit_incfed, run_incfed_tff_stats
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import READINGS, fit_pfedrr
@@ -101,10 +101,9 @@ def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool) -> np.ndarray:
-    if run.args.backend == "tff":
-        clients = list(run.dataset.select(run.train_ids).values())
-        return run_incfed_tff(weights, clients, run.n_outputs, run.spec, run.l2, per_client=per_client)
-    return fit_incfed(run.stats(weights), run.l2, per_client=per_client)
+    """The readout from the clients' cached statistics: summed in TFF (fixed reservoir) or in numpy."""
+    fit = run_incfed_tff_stats if run.args.backend == "tff" else fit_incfed
+    return fit(run.stats(weights), run.l2, per_client=per_client)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:

@@ -255,3 +255,66 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
     if not np.array_equal(w, np.asarray(w_clients)):  # the broadcast value is all-equal at CLIENTS
         raise RuntimeError("IncFed: the clients received a readout different from the server's.")
     return w
+
+
+@functools.lru_cache(maxsize=32)
+def build_incfed_sum_computation(n_outputs: int, n_features: int, per_client: bool = False):
+    """IncFed over statistics the clients harvested before the call (fixed reservoir).
+
+    Signature ``(stats@CLIENTS, l2@SERVER) -> (W@SERVER, W@CLIENTS, singular@SERVER,
+    n@SERVER)`` with ``stats = (A_c, B_c, n_c, 1.0)`` float64: the computation only sums
+    (IncFed eqs. 8–9, ``federated_sum``) and solves at the server (IncFed eq. 10), so no
+    reservoir loop runs per client inside TFF.
+    """
+    import tensorflow_federated as tff
+
+    from tff_esn import runtime
+
+    runtime.ensure_context()
+    f64 = np.float64
+    stats_type = tff.StructWithPythonType(
+        [tff.TensorType(f64, [n_outputs, n_features]), tff.TensorType(f64, [n_features, n_features]),
+         tff.TensorType(f64), tff.TensorType(f64)], tuple)
+
+    @tff.tensorflow.computation(stats_type, tff.TensorType(f64))
+    def server_solve(stats, l2):
+        a, b, n, clients = stats
+        w, singular = _server_solve(a, b, l2, clients, per_client)
+        return w, singular, n
+
+    @tff.federated_computation(tff.FederatedType(stats_type, tff.CLIENTS),
+                               tff.FederatedType(tff.TensorType(f64), tff.SERVER))
+    def incfed(stats, l2):
+        w, singular, n = tff.federated_map(server_solve, (tff.federated_sum(stats), l2))
+        return w, tff.federated_broadcast(w), singular, n
+
+    return incfed
+
+
+def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
+    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s cached ones).
+
+    The same readout as :func:`fit_incfed` and :func:`run_incfed_tff` (IncFed eq. 10); the
+    TFF call carries only (A_c, B_c, n_c). Raises ``ValueError`` for no clients or clients
+    whose statistics differ in shape or readout bias, and
+    :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
+    """
+    if not stats:
+        raise ValueError("stats: no clients to federate.")
+    if not np.isfinite(l2) or l2 < 0:
+        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
+    kinds = sorted({(s.A.shape, s.bias) for s in stats})
+    if len(kinds) != 1:
+        raise ValueError(f"stats: clients differ in (A shape, readout bias): {kinds}.")
+    n_outputs, n_features = stats[0].A.shape
+    comp = build_incfed_sum_computation(n_outputs, n_features, per_client)
+    values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
+    w, w_clients, singular, _ = comp(values, np.float64(l2))
+    if singular:
+        raise SingularSystemError(
+            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
+        )
+    w = np.asarray(w)
+    if not np.array_equal(w, np.asarray(w_clients)):
+        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
+    return w
