@@ -181,7 +181,8 @@ class Harvester:
 
         Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
         rows sorted by length, ``x`` cut to the batch's longest sequence, ``lengths``
-        given unless all equal.
+        always given (a batch whose sequences happen to be equal is masked exactly like
+        the others and shares their traced harvest instead of tracing its own).
         """
         n = len(client)
         if not client.ragged:
@@ -193,7 +194,7 @@ class Harvester:
             rows = order[i:i + self.batch_size]
             lengths = client.lengths[rows]
             longest = int(lengths.max())
-            yield rows, client.x[rows, :longest], None if lengths.min() == longest else lengths
+            yield rows, client.x[rows, :longest], lengths
 
     def _check(self, weights: ReservoirWeights) -> None:
         if weights.n_inputs != len(self.dataset.feature_names):
