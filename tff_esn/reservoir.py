@@ -23,6 +23,7 @@ sequence alone (tested against ``tfa.layers.ESN`` per sequence).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -232,6 +233,33 @@ The loops are explicit ``tf.while_loop``s and every branch is on a Python value,
 (≈0.5 s of AST rewriting per trace) is off."""
 
 
+@functools.lru_cache(maxsize=64)
+def _shapeless(leaky: float, state_mode: str, washout: int, with_gain: bool, masked: bool):
+    """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
+    specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
+             tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
+
+    def harvest(inputs, kernel, recurrent, bias, *rest):
+        gain = rest[0] if with_gain else None
+        return run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout,
+                             rest[-1] if masked else None)
+
+    return tf.function(harvest, input_signature=specs, autograph=False)
+
+
+def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float, state_mode: str = "last",
+                            washout: int = 0, lengths=None) -> tf.Tensor:
+    """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
+
+    Batches of any size and length (a client's sorted ragged batches, every client of a
+    federation) share one trace; :data:`run_reservoir_compiled` traces the first shape
+    exactly and then once more per axis that varies (issue 17: no retracing per client).
+    """
+    fn = _shapeless(float(leaky), state_mode, int(washout), gain is not None, lengths is not None)
+    tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
+    return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
+
+
 @tf.function(reduce_retracing=True, autograph=False)
 def _accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                       per_step):
@@ -334,8 +362,8 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
     if lengths is not None and targets.ndim == 3:
         raise ValueError("harvest_stats: per-step targets need equal-length sequences (lengths=None).")
     if state_mode != "all":
-        states = run_reservoir_compiled(inputs, *tensors, leaky, state_mode, washout,
-                                        None if lengths is None else tf.constant(lengths))
+        states = run_reservoir_shapeless(inputs, *tensors, leaky, state_mode, washout,
+                                         None if lengths is None else tf.constant(lengths))
         return RidgeStats.from_states(states.numpy(), targets, bias=bias)
     expected = [(batch, None), (batch, steps, None)]
     if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
