@@ -11,7 +11,7 @@ Per workload and algorithm (same reservoir: 300 units, mean states, readout bias
 
 * CLI wall — ``python -m tff_esn run ALGO`` as a subprocess, import to exit;
 * compute — the ``seconds`` the run reports (fit + predict inside the process);
-* numpy ref — a float32 numpy ESN written here with the *same* weights
+* numpy ref — (best of 3 when under 2 s) a float32 numpy ESN written here with the *same* weights
   (``ReservoirWeights.from_config``): leaky recurrence (IncFed eq. 1) with a length mask,
   mean state, ridge (IncFed eq. 3) in float64; its test accuracy must equal ours;
 * reservoirpy — the same reservoir matrices in ``reservoirpy`` when it is installed.
@@ -210,6 +210,8 @@ def main(argv: list[str]) -> None:
         for clients in (5, 20) if name == "ACSF1" else (5,):
             npz = build_npz(name, wheel, folder, clients)
             ref_s, ref_acc = numpy_reference(npz)
+            if ref_s < 2:  # short references are noisy on a shared machine: best of 3
+                ref_s = min(ref_s, *(numpy_reference(npz)[0] for _ in range(2)))
             rpy = reservoirpy_reference(npz)
             runs = {}
             for label, algo, extra in (("centralized", "centralized", []), ("incfed tff", "incfed", []),
