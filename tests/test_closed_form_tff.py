@@ -6,7 +6,7 @@ import pytest
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import fit_incfed, run_incfed_tff
+from tff_esn.incfed import fit_incfed, run_incfed_tff, run_incfed_tff_stats
 from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff
 from tff_esn.ridge import SingularSystemError
 
@@ -57,6 +57,30 @@ def test_tff_incfed_per_step_labels_and_lambda_per_client():
         ref = fit_incfed(stats, 0.05, per_client=per_client)
         got = run_incfed_tff(WEIGHTS, list(data.clients.values()), 3, spec, 0.05, per_client=per_client)
         np.testing.assert_allclose(got, ref, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("per_client", [False, True])
+def test_tff_incfed_from_harvested_stats_equals_numpy_and_tff_harvest(per_client):
+    data = random_dataset(n_clients=3, seed=5)
+    spec = StateSpec("all", 1)
+    stats = [Harvester(data, spec).stats(WEIGHTS, c) for c in data.client_ids]
+    ref = fit_incfed(stats, 0.05, per_client=per_client)
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(run_incfed_tff_stats(stats, 0.05, per_client=per_client), ref, atol=1e-9 * scale)
+    np.testing.assert_allclose(run_incfed_tff(WEIGHTS, list(data.clients.values()), 3, spec, 0.05,
+                                              per_client=per_client), ref, atol=1e-4 * scale)
+
+
+def test_tff_incfed_from_stats_errors():
+    data = random_dataset(n_clients=2, steps=4, seed=0, sizes=[1, 1])
+    stats = [Harvester(data, StateSpec("last")).stats(WEIGHTS, c) for c in data.client_ids]
+    with pytest.raises(SingularSystemError):
+        run_incfed_tff_stats(stats, 0.0)
+    with pytest.raises(ValueError, match="no clients"):
+        run_incfed_tff_stats([], 0.1)
+    unbiased = Harvester(data, StateSpec("last", readout_bias=False)).stats(WEIGHTS, data.client_ids[0])
+    with pytest.raises(ValueError, match="readout bias"):
+        run_incfed_tff_stats([stats[0], unbiased], 0.1)
 
 
 def test_tff_incfed_errors():

@@ -23,7 +23,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
 from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, ensemble_scores
-from tff_esn.incfed import fit_incfed, incfed_tff
+from tff_esn.incfed import fit_incfed, incfed_tff, run_incfed_tff_stats
 from tff_esn.metrics import split_report
 from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
 from tff_esn.pfedrr import READINGS, fit_pfedrr
@@ -134,8 +134,10 @@ def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
                     covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
-    sections (privacy flags); with ``--subround-size`` the clients are streamed through TFF in
-    subrounds (:func:`tff_esn.streaming.stream_incfed`)."""
+    sections (privacy flags). Without privacy flags TFF sums the Harvester's cached client
+    statistics (:func:`tff_esn.incfed.run_incfed_tff_stats`); with them the clients harvest,
+    clip and add noise inside TFF (:func:`tff_esn.incfed.incfed_tff`); with ``--subround-size``
+    the clients are streamed through TFF in subrounds (:func:`tff_esn.streaming.stream_incfed`)."""
     l2 = run.l2 if l2 is None else l2
     if getattr(run.args, "subround_size", None) is not None:
         if run.args.backend != "tff":
@@ -144,7 +146,10 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
             raise ValueError("--subround-size does not combine with the privacy flags; drop one of them.")
         return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=run.args.subround_size,
                               per_client=per_client).readout, stats_sections(None, 0, 0, covers=covers))
-    if run.args.backend == "tff":
+    if run.args.backend == "tff" and not privacy_requested(run.args):  # fixed reservoir: TFF only sums
+        return (run_incfed_tff_stats(run.stats(weights), l2, per_client=per_client),
+                stats_sections(None, 0, 0, covers=covers))
+    if run.args.backend == "tff":  # clients harvest, clip and add noise inside TFF
         clients = list(run.dataset.select(run.train_ids).values())
         agg = stats_aggregation_from_args(run.args, run.n_features, max(c.x.shape[1] for c in clients),
                                           [len(c) for c in clients])

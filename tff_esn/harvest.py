@@ -35,7 +35,7 @@ import tensorflow as tf
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.reservoir import (
-    STATE_MODES, Reservoir, bias_weights, harvest_stats, input_weights, recurrent_weights, run_reservoir_compiled,
+    STATE_MODES, Reservoir, bias_weights, harvest_stats, input_weights, recurrent_weights, run_reservoir_shapeless,
 )
 from tff_esn.ridge import RidgeStats, one_hot, predict
 
@@ -181,7 +181,8 @@ class Harvester:
 
         Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
         rows sorted by length, ``x`` cut to the batch's longest sequence, ``lengths``
-        given unless all equal.
+        always given (a batch whose sequences happen to be equal is masked exactly like
+        the others and shares their traced harvest instead of tracing its own).
         """
         n = len(client)
         if not client.ragged:
@@ -193,7 +194,7 @@ class Harvester:
             rows = order[i:i + self.batch_size]
             lengths = client.lengths[rows]
             longest = int(lengths.max())
-            yield rows, client.x[rows, :longest], None if lengths.min() == longest else lengths
+            yield rows, client.x[rows, :longest], lengths
 
     def _check(self, weights: ReservoirWeights) -> None:
         if weights.n_inputs != len(self.dataset.feature_names):
@@ -239,7 +240,7 @@ class Harvester:
             blocks = np.zeros((len(client),) + ((client.x.shape[1] - self.spec.washout,) if per_step_all else ())
                               + (weights.units,), np.float64)
             for rows, x, lengths in self.batches(client):
-                blocks[rows] = run_reservoir_compiled(
+                blocks[rows] = run_reservoir_shapeless(
                     tf.constant(x), *arrays, weights.leaky, mode, self.spec.washout,
                     None if lengths is None else tf.constant(lengths, tf.int32)).numpy()
             if per_step_all:

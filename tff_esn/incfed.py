@@ -213,17 +213,54 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     """
     import tensorflow_federated as tff
 
-    agg = aggregation
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  ragged, None if agg is None else agg.clip)
+                                                  ragged, None if aggregation is None else aggregation.clip)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
-    stats_type = client_stats.type_signature.result
+    n_features = client_stats.type_signature.result[0].shape[1]
+    federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
+    seed_type = federate.type_signature.parameter[2]
+
+    @tff.federated_computation(
+        tff.FederatedType(reservoir_type, tff.SERVER),
+        tff.FederatedType(dataset_type, tff.CLIENTS),
+        tff.FederatedType(tff.TensorType(np.float64), tff.SERVER),
+        seed_type,
+    )
+    def incfed(reservoir, datasets, l2, seeds):
+        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+        return federate(local, l2, seeds)
+
+    return lower_secure(incfed, None if aggregation is None else aggregation.secure)
+
+
+@functools.lru_cache(maxsize=32)
+def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: bool = False,
+                                   aggregation: StatsAggregation | None = None):
+    """IncFed's federation of client statistics ``(A_c, B_c, n_c, 1.0)`` (IncFed eqs. 8–10).
+
+    Signature ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS,
+    singular@SERVER, n@SERVER, clipped@SERVER, eigenvalues_raised@SERVER)``: the clients'
+    DP noise where the aggregation's model puts it (seeded by an int64 pair per client),
+    the sum of :func:`~tff_esn.privacy.aggregation.federated_stats_sum` (plain
+    ``federated_sum`` for ``aggregation=None``), and the server's solve, with the
+    eigenvalue floor of a noisy ``B``. :func:`build_incfed_computation` runs it on
+    statistics the clients harvest inside TFF; :func:`run_incfed_tff_stats` on statistics
+    harvested before the call (fixed reservoir: no reservoir loop runs inside TFF).
+    Secure intrinsics are left in place (callers lower the outermost computation).
+    """
+    import tensorflow_federated as tff
+
+    agg = aggregation
+    f64 = np.float64
+    stats_type = tff.StructWithPythonType(
+        [tff.TensorType(f64, [n_outputs, n_features]), tff.TensorType(f64, [n_features, n_features]),
+         tff.TensorType(f64), tff.TensorType(f64)], tuple)
     seed_type = tff.TensorType(np.int64, [2])
     secure = None if agg is None else agg.secure
     noisy = agg is not None and agg.noisy
     floor = agg.floor() if noisy else 0.0
 
-    @tff.tensorflow.computation(stats_type, tff.TensorType(np.float64))
+    @tff.tensorflow.computation(stats_type, tff.TensorType(f64))
     def server_solve(total, l2):
         a, b, n, clients = server_noise(total, agg) if noisy else total
         raised = tf.constant(0, tf.int32)
@@ -233,13 +270,11 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
         return w, singular, n, raised
 
     @tff.federated_computation(
-        tff.FederatedType(reservoir_type, tff.SERVER),
-        tff.FederatedType(dataset_type, tff.CLIENTS),
-        tff.FederatedType(tff.TensorType(np.float64), tff.SERVER),
+        tff.FederatedType(stats_type, tff.CLIENTS),
+        tff.FederatedType(tff.TensorType(f64), tff.SERVER),
         tff.FederatedType(seed_type, tff.CLIENTS),
     )
-    def incfed(reservoir, datasets, l2, seeds):
-        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+    def federate(local, l2, seeds):
         if noisy:
             release = tff.tensorflow.computation(lambda stats, seed: client_noise(stats, seed, agg),
                                                  stats_type, seed_type)
@@ -248,7 +283,7 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
         w, singular, n, raised = tff.federated_map(server_solve, (total, l2))
         return w, tff.federated_broadcast(w), singular, n, clipped, raised
 
-    return lower_secure(incfed, secure)
+    return federate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,3 +344,37 @@ def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_
     if not np.array_equal(w, np.asarray(w_clients)):  # the broadcast value is all-equal at CLIENTS
         raise RuntimeError("IncFed: the clients received a readout different from the server's.")
     return IncFedOutcome(w, int(clipped), int(raised))
+
+
+def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
+    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s cached ones).
+
+    The same readout as :func:`fit_incfed` and :func:`run_incfed_tff` (IncFed eq. 10); the
+    TFF call carries only (A_c, B_c, n_c) through :func:`build_incfed_stats_computation`
+    (plain sum). Raises ``ValueError`` for no clients or clients whose statistics differ in
+    shape or readout bias, and :class:`~tff_esn.ridge.SingularSystemError` for a singular
+    system.
+    """
+    if not stats:
+        raise ValueError("stats: no clients to federate.")
+    if not np.isfinite(l2) or l2 < 0:
+        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
+    kinds = sorted({(s.A.shape, s.bias) for s in stats})
+    if len(kinds) != 1:
+        raise ValueError(f"stats: clients differ in (A shape, readout bias): {kinds}.")
+    from tff_esn import runtime
+
+    runtime.ensure_context()
+    n_outputs, n_features = stats[0].A.shape
+    comp = build_incfed_stats_computation(n_outputs, n_features, per_client)
+    values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
+    seeds = [np.zeros(2, np.int64)] * len(stats)
+    w, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
+    if singular:
+        raise SingularSystemError(
+            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
+        )
+    w = np.asarray(w)
+    if not np.array_equal(w, np.asarray(w_clients)):
+        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
+    return w
