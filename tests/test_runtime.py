@@ -191,6 +191,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
     assert 1 <= done < config.rounds
 
     os.kill(one_worker.pid, signal.SIGCONT)
+    time.sleep(STUCK_TIMEOUT / 4 + 0.2)  # calls within one probe interval of the error still fail fast (Heartbeat.call)
     resumed = run_federated(data, THESIS_SPLIT, config, out_dir=tmp_path, resume=True, progress=False)
     assert [r["round"] for r in resumed["extra"]["rounds"]] == list(range(done + 1, config.rounds + 1))
     for key in ("kernel", "bias"):

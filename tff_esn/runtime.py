@@ -46,6 +46,7 @@ import ctypes
 import dataclasses
 import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -88,6 +89,23 @@ def worker_binary_path() -> str:
 def _die_with_parent() -> None:
     """Runs in the forked child before exec: SIGKILL this process when the parent dies."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _spawn_with_parent_death(args: Sequence[str]) -> subprocess.Popen:
+    """``args`` as a child that gets SIGKILL when this process (its spawning thread) dies.
+
+    util-linux ``setpriv --pdeathsig KILL`` sets the signal and execs ``args``, so no Python
+    code runs in the forked child: ``preexec_fn`` forces a full ``fork()`` of this heavily
+    threaded process (gRPC polling threads, TFF's event loops), whose at-fork handlers were
+    seen to abort the child and later crash gRPC's connectivity thread in the parent
+    (``Fatal Python error: Aborted`` / ``Segmentation fault`` in a long test session). Without
+    ``setpriv`` the ``prctl`` runs as ``preexec_fn``.
+    """
+    setpriv = shutil.which("setpriv")
+    prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+    return subprocess.Popen([*prefix, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, preexec_fn=None if setpriv else _die_with_parent,
+                            close_fds=True)
 
 
 def pick_port() -> int:
@@ -150,14 +168,7 @@ class LocalWorker:
                 f"--port={self.port}",
                 f"--max_concurrent_computation_calls={self.max_concurrent_computation_calls}",
             ]
-            self.process = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
-                close_fds=True,
-            )
+            self.process = _spawn_with_parent_death(args)
             _OWNED.append(self)
             _install_exit_hooks()
             return self
