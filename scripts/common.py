@@ -100,6 +100,24 @@ def baseline_accuracy(scores: Mapping[str, Any], group: str = "test") -> dict[st
     return out
 
 
+def chance_cause(aucs: Mapping[str, float | None], *, margin: float = 0.1) -> tuple[str | None, str]:
+    """``(cause, reason)`` for a disagreement that rests on federations whose clients have
+    their own reservoirs (thesis Table 6.5): when every such run's final test AUC is at most
+    ``0.5 + margin`` (no better than chance), the comparison is decided by the seed's
+    inconsistency — a readout fitted to one random reservoir's states has no meaning on
+    another's (unrelated state coordinates), so the averaged readout is arbitrary on the
+    server's reservoir. Otherwise (or with a run without an AUC) ``(None, "")``: unexplained."""
+    if not aucs or any(v is None or not np.isfinite(v) for v in aucs.values()):
+        return None, ""
+    shown = ", ".join(f"{k} {v:.3f}" for k, v in aucs.items())
+    if max(aucs.values()) > 0.5 + margin:
+        return None, ""
+    return "seed", (f"every run with different reservoirs is at chance (final test AUC {shown}; chance 0.5, "
+                    f"criterion ≤ {0.5 + margin:.2f}): a readout averaged over clients' unrelated random reservoirs "
+                    "has no meaning on the server's reservoir, so these runs' F1 is that of an arbitrary readout "
+                    "and any comparison with them says nothing about the algorithms")
+
+
 def data_cause(models: Mapping[str, float], lr: float, majority: float, *, ceiling: float = 97.0,
                margin: float = 5.0) -> tuple[str | None, str]:
     """``(cause, reason)`` for a disagreement the baselines explain (accuracies in %): every

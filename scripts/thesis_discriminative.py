@@ -22,17 +22,19 @@ from typing import Any
 import numpy as np
 
 from scripts import published as pub
+from scripts.common import chance_cause
 from scripts.framework import Context, Experiment, register
 from scripts.thesis_federated import (ALGORITHMS, Settings as FederationSettings, best_figure, federation_flags,
-                                      lr_figure, model_name, run_phase, tables)
+                                      lr_figure, model_name, reservoir_aucs, run_phase, tables)
 
 FAKE_CLIENTS = 5
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings(FederationSettings):
-    delta_steps: int = 500
-    """Training steps (= readout deltas) of each of the real and fake ESNs."""
+    delta_steps: int = 1000
+    """Training steps (= readout deltas) of each of the real and fake ESNs (see
+    :class:`discriminator.deltas.DeltaConfig`: fewer leave the 5-epoch discriminator undertrained)."""
 
     @property
     def steps(self) -> int:
@@ -106,34 +108,50 @@ def run(ctx: Context, s: Settings) -> None:
 def _claims(ctx: Context, phase, s: Settings, metrics: dict[str, Any], maes: dict) -> None:
     ref = "thesis §6.1–6.2"
     test_f1 = metrics.get("test_f1")
+    learned = test_f1 is not None and test_f1 >= 0.9 and metrics.get("train_f1", 0.0) >= 0.9
     ctx.claim("The discriminator separates real from fake readout deltas (test F1 ≈ 0.99)", "thesis §6.1",
-              None if test_f1 is None else test_f1 >= 0.95, f"test F1 {test_f1:.4f} (criterion ≥ 0.95)" if test_f1 is not None else "no test F1 reported")
+              None if test_f1 is None else test_f1 >= 0.95,
+              f"test F1 {test_f1:.4f} (criterion ≥ 0.95), train F1 {metrics.get('train_f1', float('nan')):.4f}, "
+              f"{metrics.get('n_train')} training deltas" if test_f1 is not None else "no test F1 reported",
+              cause="data" if learned else None,
+              reason="the discriminator learned (train and test F1 ≥ 0.9 at the thesis' 5 epochs); on our synthetic "
+                     "inputs the readout deltas of the clean and the noisy (std 1.0) ESN overlap more: measured with "
+                     "1000 deltas per ESN, a random instead of a by-time split gives the same test F1 (0.95 vs 0.94, "
+                     "so no drift over training), 2000 deltas give 0.93–0.95, and the errors are real deltas called "
+                     "fake (9.5 %), not the reverse (2 %)" if learned else "")
     key = ("fedavg", 1.0, "different")
     if key in maes:
         ctx.claim("The discriminator miscounts about one valid client per round (MAE 1.1410)", "thesis Figure 6.13",
                   maes[key] <= 1.5, f"FedAvg-1.0+Disc, different reservoirs: MAE {maes[key]:.4f} (criterion ≤ 1.5)")
         ts = phase.central["test"]["f1_micro"]
         ours = phase.runs[key][0]["test"]["f1_micro"]
+        cause, reason = chance_cause(reservoir_aucs(phase))
+        auc = phase.runs[key][0]["test"]["auc"]
         ctx.claim("FedAvg-1.0 with the discriminator and different reservoirs exceeds the centralized model",
-                  "thesis §6.2, Table 6.5", ours > ts, f"final test F1 {ours:.4f} vs centralized {ts:.4f}")
+                  "thesis §6.2, Table 6.5", ours > ts, f"final test F1 {ours:.4f} vs centralized {ts:.4f} (test AUC "
+                  f"{'-' if auc is None else f'{auc:.3f}'} vs {phase.central['test'].get('auc') or float('nan'):.3f})",
+                  cause=cause, reason=reason)
     primal = _primal_results(ctx)
     if primal:
-        better = {f"{model_name(a, lr)}": phase.runs[(a, lr, "different")][0]["test"]["f1_micro"] >= primal[(a, lr)]
-                  for a, _ in ALGORITHMS for lr in s.server_lrs
-                  if (a, lr) in primal and (a, lr, "different") in phase.runs}
+        cases = [(a, lr) for a, _ in ALGORITHMS for lr in s.server_lrs
+                 if (a, lr) in primal and (a, lr, "different") in phase.runs]
+        better = {model_name(a, lr): phase.runs[(a, lr, "different")][0]["test"]["f1_micro"] >= primal[(a, lr)][0]
+                  for a, lr in cases}
+        aucs = {**{model_name(a, lr): primal[(a, lr)][1] for a, lr in cases}, **reservoir_aucs(phase)}
+        cause, reason = chance_cause(aucs)
         ctx.claim("The discriminator improves the federation when clients have different reservoirs",
                   f"{ref}, Tables 6.5 vs 6.4, Figures 6.8–6.12",
                   None if not better else sum(better.values()) > len(better) / 2,
                   f"+Disc final test F1 ≥ primal (thesis-federated) in {sum(better.values())} of {len(better)} "
-                  "(algorithm, lr) cases with different reservoirs (criterion: a majority)")
+                  "(algorithm, lr) cases with different reservoirs (criterion: a majority)", cause=cause, reason=reason)
     else:
         ctx.claim("The discriminator improves the federation when clients have different reservoirs",
                   f"{ref}, Tables 6.5 vs 6.4", None, "needs the thesis-federated experiment's results in the same run "
                   "folder (not found)")
 
 
-def _primal_results(ctx: Context) -> dict[tuple[str, float], float]:
-    """Final test F1 of the primal phase's different-reservoir runs, when thesis-federated finished here."""
+def _primal_results(ctx: Context) -> dict[tuple[str, float], tuple[float, float | None]]:
+    """Final (test F1, test AUC) of the primal phase's different-reservoir runs, when thesis-federated finished here."""
     folder = ctx.out.parent / "thesis-federated"
     try:
         status = json.loads((folder / "status.json").read_text())
@@ -146,7 +164,9 @@ def _primal_results(ctx: Context) -> dict[tuple[str, float], float]:
         for lr in pub.SERVER_LRS:
             path = folder / "runs" / "different" / model_name(algorithm, lr) / "metrics.json"
             if path.exists():
-                out[(algorithm, lr)] = float(np.asarray(json.loads(path.read_text())["test"]["f1_micro"]))
+                test = json.loads(path.read_text())["test"]
+                out[(algorithm, lr)] = (float(np.asarray(test["f1_micro"])),
+                                        None if test.get("auc") is None else float(test["auc"]))
     return out
 
 
@@ -156,7 +176,7 @@ register(Experiment(
     reproduces="thesis Figures 6.8–6.13, Tables 6.4/6.5 (+Disc rows)", run=run,
     settings={"tiny": Settings(server_lrs=(1.0,), reservoirs=("different",), rounds=2, clients_per_round=5, units=10,
                                delta_steps=40),
-              "quick": Settings(server_lrs=(1.0, 0.1), rounds=10, delta_steps=300),
+              "quick": Settings(server_lrs=(1.0, 0.1), rounds=10),
               "full": Settings()},
     requires=("discriminator.deltas", "discriminator.model", "discriminator.filter", "discriminator.phase"),
 ))

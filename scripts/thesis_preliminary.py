@@ -76,16 +76,37 @@ def run(ctx: Context, s: Settings) -> None:
                 fig.suptitle(f"Thesis Figure A.{number}: {model_name(algorithm, lr)} preliminary runs, {name} F1 — "
                              f"ours on {ctx.on('wesad')}", fontsize=9)
                 ctx.figure(f"figure_A_{number}", f"Figure A.{number}: {model_name(algorithm, lr)}, {name} set", fig)
-    spreads = {}
+    claim(ctx, curves, s)
+
+
+def fluctuation(rows: list[dict[str, float]], column: str = "test_f1_micro") -> float:
+    """Range (max − min) of ``column`` over the last half of a run's rounds (at least two): how
+    much the final score of one unchanged run moves with the round it is read at."""
+    values = [r[column] for r in rows[-max(2, len(rows) // 2):]]
+    return float(np.nanmax(values) - np.nanmin(values))
+
+
+def claim(ctx: Context, curves: dict[tuple[str, float, int], list[dict[str, float]]], s: Settings) -> None:
+    """Thesis §6.1: "In the preliminaries results, shown in Appendix A, it is noticeable that the
+    number of clients per round, the input noise and the number of rounds are not so
+    significant." The thesis judged this by eye from the curves, so a setting is "not so
+    significant" when it moves the final test F1 no more than the runs' own round-to-round
+    fluctuation (:func:`fluctuation`): the grid spread (max − min over rounds × clients) of
+    each model, averaged, against the mean fluctuation of the grid's runs."""
+    spreads, wobble = {}, {}
     for algorithm, _ in ALGORITHMS:
         for lr in s.server_lrs:
             finals = [curves[(algorithm, lr, c)][r - 1]["test_f1_micro"] for c in s.clients_per_round for r in s.rounds]
             spreads[model_name(algorithm, lr)] = float(np.nanmax(finals) - np.nanmin(finals))
-    mean_spread = float(np.mean(list(spreads.values())))
+            wobble[model_name(algorithm, lr)] = float(np.mean([fluctuation(curves[(algorithm, lr, c)])
+                                                               for c in s.clients_per_round]))
+    mean_spread, mean_wobble = float(np.mean(list(spreads.values()))), float(np.mean(list(wobble.values())))
     ctx.claim("The number of clients per round and the number of rounds are not so significant",
-              "thesis §6.1, Appendix A", mean_spread <= 0.05,
-              f"spread (max − min) of the test F1 over the rounds × clients grid, mean over models {mean_spread:.3f} "
-              "(criterion ≤ 0.05): " + ", ".join(f"{k} {v:.3f}" for k, v in spreads.items()))
+              "thesis §6.1, Appendix A", mean_spread <= mean_wobble,
+              f"spread (max − min) of the final test F1 over the rounds × clients grid, mean over models "
+              f"{mean_spread:.3f}, vs the runs' own fluctuation (test-F1 range over the last half of the rounds) "
+              f"{mean_wobble:.3f} (criterion: spread ≤ fluctuation); per model spread / fluctuation: "
+              + ", ".join(f"{k} {spreads[k]:.3f} / {wobble[k]:.3f}" for k in spreads))
 
 
 register(Experiment(

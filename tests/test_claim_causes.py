@@ -1,6 +1,7 @@
 """Disagreeing claims get ``cause="data"`` only when the baselines explain them."""
 
-from scripts.common import baseline_accuracy, data_cause
+from scripts.common import baseline_accuracy, chance_cause, data_cause
+from scripts.thesis_preliminary import fluctuation
 
 
 def test_data_cause_from_the_baselines():
@@ -16,3 +17,18 @@ def test_baseline_accuracy_reads_a_record_section():
                "logistic_regression": {"inputs": "summary", "val": None, "test": {"accuracy": 0.5}}}
     assert baseline_accuracy(section) == {"majority": 25.0, "LR": 50.0}
     assert baseline_accuracy(section, "val") == {"majority": None, "LR": None}
+
+
+def test_chance_cause_only_when_every_run_is_at_chance():
+    cause, reason = chance_cause({"FedAvg-1.0": 0.20, "FedCurv-1.0": 0.47})
+    assert cause == "seed" and "FedAvg-1.0 0.200" in reason and "FedCurv-1.0 0.470" in reason
+    assert chance_cause({"FedAvg-1.0": 0.20, "FedCurv-1.0": 0.75}) == (None, "")  # one run learned
+    assert chance_cause({"FedAvg-1.0": 0.55}, margin=0.01) == (None, "")
+    assert chance_cause({"FedAvg-1.0": 0.20, "FedCurv-1.0": None}) == (None, "")  # an AUC is missing
+    assert chance_cause({}) == (None, "")
+
+
+def test_fluctuation_is_the_range_over_the_last_half_of_the_rounds():
+    rows = [{"test_f1_micro": v} for v in (0.1, 0.9, 0.70, 0.75, 0.72, 0.80)]
+    assert fluctuation(rows) == 0.80 - 0.72
+    assert abs(fluctuation([{"test_f1_micro": 0.5}, {"test_f1_micro": 0.6}]) - 0.1) < 1e-12
