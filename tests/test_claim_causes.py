@@ -19,3 +19,13 @@ def test_baseline_accuracy_reads_a_record_section():
                "logistic_regression": {"inputs": "summary", "val": None, "test": {"accuracy": 0.5}}}
     assert baseline_accuracy(section) == {"majority": 25.0, "LR": 50.0}
     assert baseline_accuracy(section, "val") == {"majority": None, "LR": None}
+
+
+def test_fedip_transfer_causes():
+    from scripts.fedip_table import _transfer
+
+    m = {(0.25, "incfed"): 49.0, (0.25, "LR"): 51.5, (1.0, "incfed"): 72.0, (1.0, "LR"): 74.5}
+    cause, reason = _transfer(m, [0.25], 1.0)
+    assert cause == "data" and "51.5 %" in reason
+    assert _transfer({**m, (0.25, "incfed"): 40.0}, [0.25], 1.0)[0] == "defect"  # IncFed far below LR
+    assert _transfer({**m, (0.25, "LR"): 70.0, (0.25, "incfed"): 69.0}, [0.25], 1.0) == (None, "")  # split not weak
