@@ -122,13 +122,16 @@ def data_cause(models: Mapping[str, float], lr: float, majority: float, *, ceili
                margin: float = 5.0) -> tuple[str | None, str]:
     """``(cause, reason)`` for a disagreement the baselines explain (accuracies in %): every
     model and logistic regression at the ceiling — no room for differences of a few points —,
-    or logistic regression within ``margin`` of the majority class — nothing a linear model
-    finds in the data. Otherwise ``(None, "")``: unexplained, a defect until shown otherwise."""
+    or logistic regression *and every model* within ``margin`` of the majority class — nothing
+    learnable in the data. Logistic regression alone near the majority class says only that its
+    per-sequence summary features are weak (synthetic WESAD: LR 43 %, majority 39 %, ESNs 62–73 %),
+    not that the data hold nothing. Otherwise ``(None, "")``: unexplained, a defect until shown
+    otherwise."""
     shown = ", ".join(f"{k} {v:.1f}" for k, v in models.items())
     if min(models.values()) >= ceiling and lr >= ceiling:
         return "data", (f"on our synthetic data every model is at the ceiling ({shown}; logistic regression "
                         f"{lr:.1f} %), so the published differences of a few points cannot show")
-    if lr <= majority + margin:
-        return "data", (f"logistic regression ({lr:.1f} %) is within {margin:.0f} points of the majority class "
-                        f"({majority:.1f} %) on these data: nothing learnable for a linear model ({shown})")
+    if lr <= majority + margin and max(models.values()) <= majority + margin:
+        return "data", (f"logistic regression ({lr:.1f} %) and every model ({shown}) are within {margin:.0f} points "
+                        f"of the majority class ({majority:.1f} %) on these data: nothing learnable")
     return None, ""

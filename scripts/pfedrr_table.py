@@ -29,6 +29,7 @@ from scripts.common import (BASELINES, accuracy_of, all_hold, baseline_accuracy,
 from scripts.framework import Context, Experiment, register, run_namespace
 from tff_esn.baselines import baseline_scores
 from tff_esn.pfedrr import fit_pfedrr
+from tff_esn.ridge import RidgeStats
 
 METHODS = ("fedrr", "i-pfedrr", "r-pfedrr")
 LITERAL = "i-pfedrr-literal"
@@ -45,6 +46,11 @@ class Settings:
     input_scaling: float = 0.75
     leaky: float = 0.5
     l2: float = 1e-3
+    """Not searched: on synthetic HHAR v3 (300 units, 25 % = 2 users, 35 200 steps of statistics)
+    FedRR's test accuracy is 47 % at λ 1e-4 and at λ 1 (the range the same authors search, FedIP
+    Table 1), at most 55 % up to λ 1e5, and the validation users' best λ (1e5) gives 45 %; at
+    100 % users λ 100 gives 74 % vs 69 % (issue 13: the gap to logistic regression with few users
+    is not a regularisation matter)."""
     bias_scaling: tuple[float, float] = (0.0, 0.75)
     """(WESAD, HHAR) reservoir bias scale. HHAR: the input scaling, i.e. the bias drawn like
     the weight of one more constant input (the seeds' reservoirs have a bias, FedIP eq. 1). A
@@ -74,6 +80,7 @@ def run(ctx: Context, s: Settings) -> None:
             for fraction, cf in runs.items():
                 stats = cf.stats()
                 base = baseline_accuracy(baseline_scores(dataset, cf.split, seed=seed))
+                fedrr_train = 100 * accuracy_of(cf, RidgeStats.sum(stats).solve(s.l2), cf.split.train)
                 for tau in s.taus:
                     result = fit_pfedrr(stats, tau, s.l2, seed=seed)
                     literal = fit_pfedrr(stats, tau, s.l2, seed=seed, reading="literal")
@@ -82,7 +89,7 @@ def run(ctx: Context, s: Settings) -> None:
                     cells.setdefault((fraction, tau), []).append({
                         **{f"{m} {g}": 100 * accuracy_of(cf, w, getattr(cf.split, g))
                            for m, w in readouts.items() for g in ("val", "test")},
-                        "% units": result.percent_units, **base})
+                        "% units": result.percent_units, "fedrr train": fedrr_train, **base})
                 ctx.step(data=kind, seed=seed, fraction=fraction_label(fraction))
         results[kind] = cells
     _table(ctx, results, s)
@@ -99,7 +106,8 @@ def best(cells: dict, fraction: float, taus, method: str) -> tuple[float, list[d
 
 def summary(cells: dict, fraction: float, s: Settings) -> dict:
     """Table 1's cells of one fraction (accuracy and % units as MeanStd, the chosen τ)."""
-    out = {"fedrr": mean_std(c["fedrr test"] for t in s.taus for c in cells[(fraction, t)])}
+    out = {"fedrr": mean_std(c["fedrr test"] for t in s.taus for c in cells[(fraction, t)]),
+           "fedrr train": mean_std(c["fedrr train"] for c in cells[(fraction, s.taus[0])])}
     out.update({b: mean_std(c[b] for c in cells[(fraction, s.taus[0])]) for b in BASELINES.values()})
     for method in (*METHODS[1:], LITERAL):
         tau, chosen = best(cells, fraction, s.taus, method)
@@ -166,20 +174,22 @@ LEARNED_MARGIN = 5.0
 def _not_learned(sums: dict) -> dict[str, str]:
     """The fractions where FedRR falls more than :data:`LEARNED_MARGIN` points below logistic regression."""
     lr = BASELINES["logistic_regression"]
-    return {fraction_label(f): f"FedRR {v['fedrr'].mean:.1f} vs LR {v[lr].mean:.1f}"
+    return {fraction_label(f): f"FedRR {v['fedrr'].mean:.1f} (train {v['fedrr train'].mean:.1f}) vs LR {v[lr].mean:.1f}"
             for f, v in sums.items() if v["fedrr"].mean < v[lr].mean - LEARNED_MARGIN}
 
 
 def _cause(sums: dict, kind: str, data_reason: str) -> tuple[str | None, str]:
     """``defect`` when FedRR itself falls well below logistic regression (the comparison is then among
-    readouts of a reservoir that did not learn), else ``data`` with ``data_reason`` (unexplained, ``None``,
+    readouts that transfer worse than a linear baseline), else ``data`` with ``data_reason`` (unexplained, ``None``,
     when there is no such reason)."""
     weak = _not_learned(sums)
     if weak:
         return "defect", (f"FedRR is more than {LEARNED_MARGIN:.0f} points below logistic regression on the same "
                           f"synthetic {kind.upper()} split ("
-                          + listing(weak) + "): the reservoir pipeline does not learn this data (issue 13 item 2), "
-                          "so the ordering of the compressed readouts says nothing.")
+                          + listing(weak) + "): the readout fits its training users but transfers to the test "
+                          "users worse than logistic regression on per-sequence summary statistics, and λ from 1e-4 "
+                          "to 1e5 does not close the gap (Settings.l2); until it does, the ordering of the compressed "
+                          "readouts says little.")
     return ("data", data_reason) if data_reason else (None, "")
 
 
