@@ -295,6 +295,20 @@ class IncFedOutcome:
     eigenvalues_raised: int = 0
 
 
+def _received_readout(w, w_clients, singular) -> np.ndarray:
+    """The readout of an IncFed computation's result, after its checks: a singular server
+    system raises :class:`~tff_esn.ridge.SingularSystemError`, and the value broadcast to
+    the clients (all-equal at CLIENTS) must be the server's."""
+    if singular:
+        raise SingularSystemError(
+            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
+        )
+    w = np.asarray(w)
+    if not np.array_equal(w, np.asarray(w_clients)):
+        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
+    return w
+
+
 def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int,
                    spec: StateSpec, l2: float, *, per_client: bool = False,
                    batch_size: int = 256) -> np.ndarray:
@@ -336,14 +350,7 @@ def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
     w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
-    if singular:
-        raise SingularSystemError(
-            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
-        )
-    w = np.asarray(w)
-    if not np.array_equal(w, np.asarray(w_clients)):  # the broadcast value is all-equal at CLIENTS
-        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
-    return IncFedOutcome(w, int(clipped), int(raised))
+    return IncFedOutcome(_received_readout(w, w_clients, singular), int(clipped), int(raised))
 
 
 def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
@@ -370,11 +377,4 @@ def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: 
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
     seeds = [np.zeros(2, np.int64)] * len(stats)
     w, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
-    if singular:
-        raise SingularSystemError(
-            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
-        )
-    w = np.asarray(w)
-    if not np.array_equal(w, np.asarray(w_clients)):
-        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
-    return w
+    return _received_readout(w, w_clients, singular)
