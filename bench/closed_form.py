@@ -20,12 +20,12 @@ import numpy as np  # noqa: E402
 
 from tff_esn.config import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
-from tff_esn.fedavg_ridge import fit_fedavg_ridge  # noqa: E402
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
-from tff_esn.incfed import fit_incfed, run_incfed_tff  # noqa: E402
-from tff_esn.partial_incfed import fit_partial_incfed  # noqa: E402
-from tff_esn.pfedrr import fit_pfedrr  # noqa: E402
-from tff_esn.plasticity import IPConfig, fedip_numpy, run_fedip_tff  # noqa: E402
+from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge  # noqa: E402
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
+from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff  # noqa: E402
+from tff_esn.closed_form.partial_incfed import fit_partial_incfed  # noqa: E402
+from tff_esn.closed_form.pfedrr import fit_pfedrr  # noqa: E402
+from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, run_fedip_tff  # noqa: E402
 
 
 def timed(fn, repeats: int = 1) -> float:

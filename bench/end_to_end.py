@@ -145,7 +145,7 @@ def numpy_mean_states(seqs: list[np.ndarray], w) -> np.ndarray:
 def numpy_reference(npz: Path) -> tuple[float, float]:
     """(seconds, test accuracy) of the numpy float32 ESN with our weights, mean states + ridge."""
     from tff_esn.config import ReservoirConfig
-    from tff_esn.harvest import ReservoirWeights
+    from tff_esn.closed_form.harvest import ReservoirWeights
 
     data = np.load(npz, allow_pickle=True)
     seqs, y, split = list(data["X"]), data["y"], data["split"]
@@ -167,7 +167,7 @@ def reservoirpy_reference(npz: Path) -> float | None:
     except ImportError:
         return None
     from tff_esn.config import ReservoirConfig
-    from tff_esn.harvest import ReservoirWeights
+    from tff_esn.closed_form.harvest import ReservoirWeights
 
     data = np.load(npz, allow_pickle=True)
     seqs, y, split = list(data["X"]), data["y"], data["split"]

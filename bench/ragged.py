@@ -4,7 +4,7 @@ Workload: JapaneseVowels-like, 2560 sequences (4 × the data set) of 7–29 step
 units, ridge statistics with the readout bias, in the ``all`` and ``mean`` state modes.
 Compared, all in the same run (same statistics up to float32 rounding, checked):
 
-* sorted — the :class:`~tff_esn.harvest.Harvester`: rows sorted by length, batches of 256
+* sorted — the :class:`~tff_esn.closed_form.harvest.Harvester`: rows sorted by length, batches of 256
   padded to their own longest sequence, masked (the default);
 * padded — the same masked harvest on batches in file order, every batch padded to 29;
 * per-length — one unmasked harvest per distinct length (23 shapes, one trace each);
@@ -23,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 from bench.harvest import best_of  # noqa: E402
 from tff_esn.config import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
 from tff_esn.reservoir import harvest_stats  # noqa: E402
 from tff_esn.ridge import RidgeStats, one_hot  # noqa: E402
 

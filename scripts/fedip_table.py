@@ -41,7 +41,7 @@ class Settings:
     ip_eta: float = 1e-2
     """FedIP Table 1's η = 0.01. With the literal IP rule this rate drove gains through zero
     (synthetic WESAD, 50 % users: gain min −13 629; NaN in an earlier quick profile); with the
-    gain kept positive (IPConfig.min_gain, see tff_esn.plasticity) the gains stay in
+    gain kept positive (IPConfig.min_gain, see tff_esn.closed_form.fedip) the gains stay in
     0.09–0.3 and the accuracy matches η = 1e-3 (0.64 vs 0.66), so the seed's value is used."""
     ip_epochs: int = 3
     rounds: int = 5
@@ -86,7 +86,7 @@ def run(ctx: Context, s: Settings) -> None:
               ours=", ".join(ctx.on(k) for k in results), published="real WESAD and HHAR, FedIP Table 2", digits=2,
               note=f"Fixed hyperparameters: units {s.units} (WESAD, HHAR), ρ {s.spectral_radius}, input scaling "
                    f"{s.input_scaling}, leakage {s.leaky}, bias scaling {s.bias_scaling}, λ {s.l2} (FedIP: on the "
-                   f"unadapted state scale, see tff_esn.plasticity), IP μ 0, σ {s.ip_sigma}, η {s.ip_eta}, "
+                   f"unadapted state scale, see tff_esn.closed_form.fedip), IP μ 0, σ {s.ip_sigma}, η {s.ip_eta}, "
                    f"{s.ip_epochs} local epochs, {s.rounds} FedIP rounds ({s.backend} backend). majority / LR: the "
                    "training majority class and logistic regression on per-sequence summary statistics, same split.")
     _figure(ctx, results, s)

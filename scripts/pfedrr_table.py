@@ -3,7 +3,7 @@
 pFedRR §3: WESAD (chunks of 700, 9-3-3 subjects) and HHAR (Nexus 4 at 100 Hz, chunks of
 200, 5-2-2 users); 25–100 % of the training clients; for each τ ∈ {0.1, …, 0.9} the server
 solves the exact (FedRR), importance-selected (I-) and random (R-, same number of units)
-readouts on one reservoir from the same client statistics (:func:`tff_esn.pfedrr.fit_pfedrr`);
+readouts on one reservoir from the same client statistics (:func:`tff_esn.closed_form.pfedrr.fit_pfedrr`);
 5 repetitions. Table 1 reports FedRR's mean test accuracy over every experiment, and for
 I- and R-pFedRR the test accuracy and % units at the τ with the best mean validation
 accuracy over the repetitions. Each client is harvested once per repetition (reservoir
@@ -12,7 +12,7 @@ seed ``seed + r``) and every fraction and τ reuses the statistics.
 The paper selects ρ, input scaling and leaking rate by model selection for a 1000-unit
 ESN; here they are fixed mid-range values of its ranges (``Settings``).
 
-I- and R-pFedRR use :mod:`tff_esn.pfedrr`'s consistent reading (A_c masked like B̃_c, the
+I- and R-pFedRR use :mod:`tff_esn.closed_form.pfedrr`'s consistent reading (A_c masked like B̃_c, the
 readout bias kept and not counted as a unit); the paper's literal reading (A_c whole) is
 reported beside it as "I-pFedRR literal", at its own best-validation τ.
 """
@@ -28,7 +28,7 @@ from scripts.common import (BASELINES, accuracy_of, all_hold, baseline_accuracy,
                             mean_std, plt, rep_seeds, shared_closed_form_runs)
 from scripts.framework import Context, Experiment, register, run_namespace
 from tff_esn.baselines import baseline_scores
-from tff_esn.pfedrr import fit_pfedrr
+from tff_esn.closed_form.pfedrr import fit_pfedrr
 from tff_esn.ridge import RidgeStats
 
 METHODS = ("fedrr", "i-pfedrr", "r-pfedrr")
@@ -140,7 +140,7 @@ def _table(ctx: Context, results: dict, s: Settings) -> None:
                    f"{s.leaky}, λ {s.l2}, bias scaling {s.bias_scaling} (WESAD, HHAR) (fixed; the paper tunes ρ, "
                    "scaling and leaking rate for 1000 units). Readout on every step's state with the sequence's label, "
                    "scored on the mean state (the library's default state mode). I-/R-pFedRR: A_c masked like B̃_c "
-                   "and the readout bias kept outside the ranking (tff_esn.pfedrr); 'literal': A_c sent whole as in "
+                   "and the readout bias kept outside the ranking (tff_esn.closed_form.pfedrr); 'literal': A_c sent whole as in "
                    "pFedRR eq. 2. majority / LR: the training majority class and logistic regression on per-sequence "
                    "summary statistics, same split.")
 

@@ -33,8 +33,8 @@ from scripts.framework import Context, Experiment, register
 from scripts.incfed_tables import Settings as IncFedSettings
 from scripts.incfed_tables import flags as incfed_flags
 from tff_esn.algorithms import reservoir_config_from_args
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import incfed_tff
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.incfed import incfed_tff
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.options import DEFAULT_SECURE_BITS
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound

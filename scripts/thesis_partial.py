@@ -4,14 +4,14 @@ Thesis §B.4: WESAD with 8 features and 4 classes as in the IncFed paper (3 vali
 test subjects fixed; 3/5/7/9 training clients), Table B.2's model (500 units, ρ 0.99,
 leaking rate 1.0, input scaling 0.9, λ 1e-6), k = (150 / |C| / 100)·N_x features per
 client, α = 0.3 important + 0.7 random for Partial IncFed, α = 0 for Random
-(:func:`tff_esn.partial_incfed.fit_partial_incfed`), IncFed exact (:func:`tff_esn.incfed.fit_incfed`).
+(:func:`tff_esn.closed_form.partial_incfed.fit_partial_incfed`), IncFed exact (:func:`tff_esn.closed_form.incfed.fit_incfed`).
 Each client is harvested once per repetition; repetition r uses seed ``seed + r`` for the
 reservoir and the random picks. The thesis prints "± the standard deviation of the
 errors" without saying over what; we report mean ± std of test accuracy over repetitions.
 
 Partial IncFed and Random solve eq. B.16 in its well-posed Nyström reading (each client's
 statistics completed from the k columns it sends; the default of
-:func:`~tff_esn.partial_incfed.fit_partial_incfed`); the block mask ``D B_c D`` and the
+:func:`~tff_esn.closed_form.partial_incfed.fit_partial_incfed`); the block mask ``D B_c D`` and the
 literal column mask ``B_c D`` (non-symmetric, ill-conditioned) are reported beside it. The k sweep (all training users,
 k from N_F, where Partial IncFed = IncFed, down past the thesis' k) shows where accuracy
 is lost as fewer features are sent.
@@ -28,8 +28,8 @@ from scripts.common import (accuracy_of, all_hold, baseline_accuracy, fraction_l
 from scripts.framework import Context, Experiment, register, run_namespace
 from tff_esn import communication
 from tff_esn.baselines import baseline_scores
-from tff_esn.incfed import fit_incfed
-from tff_esn.partial_incfed import default_k, fit_partial_incfed
+from tff_esn.closed_form.incfed import fit_incfed
+from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
 
 METHODS = ("IncFed", "Partial IncFed", "Random")
 BLOCK = "Partial IncFed, block D B D"
@@ -113,7 +113,7 @@ def run(ctx: Context, s: Settings) -> None:
                    f"{b2['input_scaling']}, λ {b2['l2']}, α {s.alpha} (Random: α 0); k = round(1.5/|C|·N_F) of "
                    f"N_F = {n_feat} readout features (units + bias). Partial IncFed and Random use the Nyström reading "
                    "of eq. B.16 (each client's B_c, A_c completed from its k columns: symmetric PSD); block = D B_c D; "
-                   "the literal column mask B_c D is ill-conditioned (see tff_esn.partial_incfed). Upload floats per client: IncFed N_F² + N_F·N_Y, Partial IncFed "
+                   "the literal column mask B_c D is ill-conditioned (see tff_esn.closed_form.partial_incfed). Upload floats per client: IncFed N_F² + N_F·N_Y, Partial IncFed "
                    "k(N_Y + N_F) as in §B.3.")
     _sweep_outputs(ctx, s, sweep, ks_sweep, n_feat, ks[max(s.fractions)], baselines[max(s.fractions)])
     pyplot = plt()

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tff_esn import algorithms
-from tff_esn.heterogeneous import align, client_reservoirs, client_seed, ensemble_scores
+from tff_esn.closed_form.heterogeneous import align, client_reservoirs, client_seed, ensemble_scores
 from tff_esn.config import ReservoirConfig
-from tff_esn.harvest import ReservoirWeights
+from tff_esn.closed_form.harvest import ReservoirWeights
 
 from closed_form_data import default_split, random_dataset
 

@@ -5,13 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tff_esn import fedavg_ridge, partial_incfed, pfedrr
+from tff_esn.closed_form import fedavg_ridge, partial_incfed, pfedrr
 from tff_esn.config import ReservoirConfig
 from tff_esn import reservoir as reservoir_module
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.reservoir import Reservoir
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.incfed import aggregate, fit_incfed, update_client
+from tff_esn.closed_form.incfed import aggregate, fit_incfed, update_client
 from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
 
 from closed_form_data import random_dataset

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
-from tff_esn.harvest import ReservoirWeights
-from tff_esn.plasticity import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
+from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
 from tff_esn.reservoir import Reservoir, run_reservoir
 
 from closed_form_data import random_dataset

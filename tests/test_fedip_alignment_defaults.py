@@ -11,9 +11,9 @@ from scripts.framework import run_namespace
 from tff_esn.algorithms import run_algorithm
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.harvest import ReservoirWeights
-from tff_esn.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, spectral_radius
-from tff_esn.plasticity import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
+from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.closed_form.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, spectral_radius
+from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
 from tff_esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset
@@ -101,7 +101,7 @@ def test_alignment_default_learns_and_keeps_the_configured_spectral_radius(tmp_p
 
 
 def test_single_class_predictions_are_warned_in_the_record_and_the_log(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="tff_esn.closed_form"):
+    with caplog.at_level(logging.WARNING, logger="tff_esn.closed_form.commands"):
         record = _run("centralized", tmp_path, l2=1e12, readout_bias=False)
     assert [w.split(":")[0] for w in record["warnings"]] == ["train", "val", "test"]
     assert sum("every prediction is class" in r.getMessage() for r in caplog.records) == 3

@@ -16,7 +16,7 @@ from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
 from tff_esn.data.hhar import ACTIVITIES
 from tff_esn.data.synthetic_hhar import _bouts, _user
-from tff_esn.harvest import ReservoirWeights
+from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.reservoir import run_reservoir
 
 ESN = dict(units=100, spectral_radius=0.9, input_scaling=0.75, bias_scaling=0.75, leaky=0.5, l2=1e-3)

@@ -11,8 +11,8 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tff_esn import partial_incfed, pfedrr
-from tff_esn.incfed import fit_incfed
+from tff_esn.closed_form import partial_incfed, pfedrr
+from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.ridge import SYMMETRY_RTOL, RidgeStats, asymmetry_of, one_hot, with_bias
 
 

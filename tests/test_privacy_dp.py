@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
-from tff_esn.harvest import ReservoirWeights, StateSpec
-from tff_esn.incfed import incfed_tff, run_incfed_tff
+from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
+from tff_esn.closed_form.incfed import incfed_tff, run_incfed_tff
 from tff_esn.privacy import accounting
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise, clip_rows, floor_eigenvalues, natural_clip

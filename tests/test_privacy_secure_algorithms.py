@@ -8,10 +8,10 @@ import pytest
 
 from tff_esn.cli import main
 from tff_esn.config import ReservoirConfig
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.partial_incfed import fit_partial_incfed, mask_stats, select_all
-from tff_esn.pfedrr import client_parts, fit_pfedrr
-from tff_esn.plasticity import IPConfig, fedip_tff, run_fedip_tff
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.partial_incfed import fit_partial_incfed, mask_stats, select_all
+from tff_esn.closed_form.pfedrr import client_parts, fit_pfedrr
+from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
 from tff_esn.privacy.aggregation import SecureRidgeSum
 from tff_esn.privacy.options import check_privacy_arguments, secure_ridge_sum_from_args
 from tff_esn.privacy.secure_sum import FixedPoint

@@ -9,10 +9,10 @@ import pytest
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.data.simulated import SimulatedClients
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import fit_incfed, run_incfed_tff
-from tff_esn.pfedrr import fit_pfedrr
-from tff_esn.streaming import DatasetClients, stream_incfed, stream_pfedrr
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
+from tff_esn.closed_form.pfedrr import fit_pfedrr
+from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
 
 SIM = SimulatedClients(11, sequences=3, steps=8, features=3, n_classes=3, seed=5)
 SPEC = StateSpec(washout=1)

@@ -21,8 +21,8 @@ import pytest
 
 from tff_esn import ReservoirConfig, runtime
 from tff_esn.data.sequences import Split
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import fit_incfed, run_incfed_tff
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
 
 from closed_form_data import THESIS_SPLIT, random_dataset, random_thesis_dataset
 
@@ -261,7 +261,7 @@ def test_the_worker_binary_binds_every_interface_which_is_why_listen_all_is_requ
 
 def test_streamed_incfed_on_two_workers_equals_local(workers):
     from tff_esn.data.simulated import SimulatedClients
-    from tff_esn.streaming import stream_incfed
+    from tff_esn.closed_form.streaming import stream_incfed
 
     source = SimulatedClients(9, sequences=2, steps=6, seed=1)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=5, seed=3), 3)

@@ -8,7 +8,7 @@ from sklearn.metrics import f1_score
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.harvest import StateSpec
+from tff_esn.closed_form.harvest import StateSpec
 from tff_esn.reservoir import Reservoir
 from tuning.closed_form import ClosedFormTuner
 from tuning.oracle import ExhaustiveRandomSearchOracle

@@ -10,7 +10,7 @@ dict or ``None`` when the split has no such clients), ``"communication"`` (a
 algorithm reports one).
 
 Provider modules register their algorithms when imported; :data:`PROVIDERS` lists them
-(the closed-form family in :mod:`tff_esn.closed_form`, the TFF-trained thesis models in
+(the closed-form family in :mod:`tff_esn.closed_form.commands`, the TFF-trained thesis models in
 ``tff_esn.federated``). A provider that is not installed yet is skipped.
 
 ``args`` always carries the common flags of ``tff-esn run`` (see
@@ -34,7 +34,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.privacy.options import NO_PRIVACY
 from tff_esn.reservoir import STATE_MODES
 
-PROVIDERS = ("tff_esn.closed_form", "tff_esn.federated")
+PROVIDERS = ("tff_esn.closed_form.commands", "tff_esn.federated")
 RESULT_SECTIONS = ("train", "val", "test", "communication")
 
 AddArguments = Callable[[argparse.ArgumentParser], None]

@@ -189,7 +189,7 @@ class RidgeStats:
             raise ValueError(
                 f"RidgeStats.solve: B is not symmetric (max |B − Bᵀ| / max |B| = {asymmetry:.2e} > {SYMMETRY_RTOL:g}); "
                 "the Cholesky solve needs B = Sᵀ S. Solve a non-symmetric system by LU "
-                "(tff_esn.partial_incfed.solve_general)."
+                "(tff_esn.closed_form.partial_incfed.solve_general)."
             )
         matrix = self.regularized(l2, per_client=per_client)
         try:

@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tff_esn.harvest import StateSpec
+    from tff_esn.closed_form.harvest import StateSpec
     from tuning.search import tune
 
     spec = StateSpec(args.state_mode, args.washout, args.readout_bias)

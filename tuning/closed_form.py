@@ -8,13 +8,13 @@ reports the validation clients' accuracy, macro F1 and AUC. It is a
 base, the one its own ``SklearnTuner`` extends — so the IncFed, pFedRR and FedIP searches
 get KerasTuner's oracles, trial files, logging and resume.
 
-Harvests go through :class:`tff_esn.harvest.Harvester` (the same states and statistics as
+Harvests go through :class:`tff_esn.closed_form.harvest.Harvester` (the same states and statistics as
 ``tff-esn run``, so a trial's validation accuracy equals the run's with the same
 hyperparameters). Harvests are kept for the ``cache_size`` most recent reservoirs, so trials
 that share every reservoir hyperparameter (differing only in ``l2``) harvest once.
 
 FedIP spaces (``ip_*`` hyperparameters) adapt the reservoir's gain and bias with federated
-intrinsic plasticity (FedIP Alg. 1, :func:`tff_esn.plasticity.fedip_numpy` — the exact
+intrinsic plasticity (FedIP Alg. 1, :func:`tff_esn.closed_form.fedip.fedip_numpy` — the exact
 reference of the TFF process) before the IncFed readout.
 """
 
@@ -27,10 +27,10 @@ from typing import Any
 from keras_tuner.engine.base_tuner import BaseTuner
 
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import fit_incfed
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.metrics import classification_metrics
-from tff_esn.plasticity import IPConfig, fedip_numpy, state_scaled_l2
+from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, state_scaled_l2
 from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
 
 IP_KEYS = ("ip_mu", "ip_sigma", "ip_eta", "ip_epochs")
@@ -102,7 +102,7 @@ class ClosedFormTuner(BaseTuner):
         """Harvest (or reuse), solve the IncFed readout (eqs. 8–10), score the validation clients.
 
         After FedIP, λ is moved to the adapted states' scale as ``tff-esn run fedip`` does by
-        default (:func:`tff_esn.plasticity.state_scaled_l2`), so a trial scores what the run gives.
+        default (:func:`tff_esn.closed_form.fedip.state_scaled_l2`), so a trial scores what the run gives.
         """
         hparams = self.hparams(trial.hyperparameters.values)
         harvester, weights, initial = self._reservoir(hparams)
@@ -118,7 +118,7 @@ class ClosedFormTuner(BaseTuner):
 
 def _plastic_weights(dataset: SequenceDataset, weights: ReservoirWeights, split: Split,
                      hparams: Mapping[str, Any], rounds: int) -> ReservoirWeights:
-    """Reservoir after FedIP (FedIP Alg. 1) on the training clients (``tff_esn.plasticity``)."""
+    """Reservoir after FedIP (FedIP Alg. 1) on the training clients (``tff_esn.closed_form.fedip``)."""
     cfg = IPConfig(mu=float(hparams["ip_mu"]), sigma=float(hparams["ip_sigma"]), eta=float(hparams["ip_eta"]),
                    epochs=int(hparams["ip_epochs"]))
     return fedip_numpy(weights, list(dataset.select(split.train).values()), cfg, rounds)

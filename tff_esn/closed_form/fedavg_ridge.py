@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn.incfed import check_clients
+from tff_esn.closed_form.incfed import check_clients
 from tff_esn.ridge import RidgeStats
 
 

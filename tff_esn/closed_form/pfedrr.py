@@ -51,7 +51,7 @@ from typing import Literal
 
 import numpy as np
 
-from tff_esn.incfed import check_clients
+from tff_esn.closed_form.incfed import check_clients
 from tff_esn.ridge import RidgeStats
 
 Reading = Literal["consistent", "literal"]

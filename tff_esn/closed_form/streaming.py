@@ -6,14 +6,14 @@ sums can be formed piece by piece. The drivers here take the clients in subround
 subround sum, added to the running server sum, and dropped. Memory is one subround's data
 plus the statistics ``N_Y·N_F + N_F²`` floats, whatever the number of clients; the readout
 ``W = A (B + λI)⁻¹`` (IncFed eq. 10) is solved once at the end and equals the one of all
-clients at once (:func:`tff_esn.incfed.fit_incfed`) up to the order of the float64 sums.
+clients at once (:func:`tff_esn.closed_form.incfed.fit_incfed`) up to the order of the float64 sums.
 
 * :func:`stream_incfed` — each subround is one TFF computation: the clients' statistics
-  computation of :mod:`tff_esn.incfed` under ``federated_map`` and a ``federated_sum``;
+  computation of :mod:`tff_esn.closed_form.incfed` under ``federated_map`` and a ``federated_sum``;
   with ``--workers`` the subround's clients are split across the TFF workers.
 * :func:`stream_pfedrr` — each client's statistics are sparsified locally (pFedRR eq. 2,
-  I- and R- selections, :mod:`tff_esn.pfedrr`) and the exact, I- and R- sums run side by
-  side (numpy client path, like :func:`tff_esn.pfedrr.fit_pfedrr`, which it equals).
+  I- and R- selections, :mod:`tff_esn.closed_form.pfedrr`) and the exact, I- and R- sums run side by
+  side (numpy client path, like :func:`tff_esn.closed_form.pfedrr.fit_pfedrr`, which it equals).
 
 With ``checkpoint=FILE`` the running sums are saved atomically after every subround; a
 run given the same file continues after the last completed subround (a run whose worker
@@ -34,10 +34,10 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tff_esn.data.sequences import SequenceDataset
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.incfed import _client_arrays, build_client_stats_computation
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.incfed import _client_arrays, build_client_stats_computation
 from tff_esn.io import atomic_write
-from tff_esn.pfedrr import Reading, check_tau, client_parts, n_units
+from tff_esn.closed_form.pfedrr import Reading, check_tau, client_parts, n_units
 from tff_esn.privacy.aggregation import federated_stats_sum
 from tff_esn.ridge import RidgeStats
 
@@ -166,7 +166,7 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
                                spec: StateSpec, per_step_targets: bool):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
-    The client computation is :func:`tff_esn.incfed.build_client_stats_computation`; the sum is
+    The client computation is :func:`tff_esn.closed_form.incfed.build_client_stats_computation`; the sum is
     :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
     privacy flags).
     """
@@ -243,7 +243,7 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
     """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds.
 
     Client number ``i`` of the stream draws its R- units with seed ``(seed, i)``, as in
-    :func:`tff_esn.pfedrr.fit_pfedrr`, so both give the same readouts on the same clients.
+    :func:`tff_esn.closed_form.pfedrr.fit_pfedrr`, so both give the same readouts on the same clients.
     """
     check_tau(tau)
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source

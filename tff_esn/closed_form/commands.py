@@ -4,7 +4,7 @@
 by default), ``fedavg-ridge`` (IncFed eqs. 4–5), ``partial-incfed`` (thesis §B.3),
 ``pfedrr`` (pFedRR eqs. 2–5; the exact, I- and R- readouts in one pass), ``fedip`` (FedIP
 Alg. 1 + IncFed), ``ensemble`` and ``alignment`` (heterogeneous reservoirs). Every run
-harvests each client once per reservoir through a :class:`~tff_esn.harvest.Harvester`,
+harvests each client once per reservoir through a :class:`~tff_esn.closed_form.harvest.Harvester`,
 reports train/val/test metrics with the random baseline and its communication cost.
 """
 
@@ -20,21 +20,21 @@ import numpy as np
 from tff_esn import communication
 from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.fedavg_ridge import fit_fedavg_ridge, local_readouts
-from tff_esn.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, ensemble_scores
-from tff_esn.incfed import fit_incfed, incfed_tff, run_incfed_tff_stats
+from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts
+from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, ensemble_scores
+from tff_esn.closed_form.incfed import fit_incfed, incfed_tff, run_incfed_tff_stats
 from tff_esn.metrics import split_report
-from tff_esn.partial_incfed import MASKS, default_k, fit_partial_incfed
-from tff_esn.pfedrr import READINGS, fit_pfedrr
-from tff_esn.plasticity import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
+from tff_esn.closed_form.partial_incfed import MASKS, default_k, fit_partial_incfed
+from tff_esn.closed_form.pfedrr import READINGS, fit_pfedrr
+from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
                                 state_scaled_l2, step_spread)
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.options import (privacy_requested, secure_ridge_sum_from_args, stats_aggregation_from_args,
                                      stats_sections)
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
-from tff_esn.streaming import DatasetClients, stream_incfed, stream_pfedrr
+from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
 
 GROUPS = ("train", "val", "test")
 _LOG = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Names
 # ----------------------------------------------------------------------------- incfed
 def _subround_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subround-size", type=int, default=None, metavar="N",
-                        help="stream the training clients in subrounds of N (tff_esn.streaming: memory of one "
+                        help="stream the training clients in subrounds of N (tff_esn.closed_form.streaming: memory of one "
                              "subround, same readout); default: all clients in one computation")
 
 
@@ -135,9 +135,9 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
                     covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
     sections (privacy flags). Without privacy flags TFF sums the Harvester's cached client
-    statistics (:func:`tff_esn.incfed.run_incfed_tff_stats`); with them the clients harvest,
-    clip and add noise inside TFF (:func:`tff_esn.incfed.incfed_tff`); with ``--subround-size``
-    the clients are streamed through TFF in subrounds (:func:`tff_esn.streaming.stream_incfed`)."""
+    statistics (:func:`tff_esn.closed_form.incfed.run_incfed_tff_stats`); with them the clients harvest,
+    clip and add noise inside TFF (:func:`tff_esn.closed_form.incfed.incfed_tff`); with ``--subround-size``
+    the clients are streamed through TFF in subrounds (:func:`tff_esn.closed_form.streaming.stream_incfed`)."""
     l2 = run.l2 if l2 is None else l2
     if getattr(run.args, "subround_size", None) is not None:
         if run.args.backend != "tff":

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tff_esn.config import ReservoirConfig
-from tff_esn.harvest import ReservoirWeights
+from tff_esn.closed_form.harvest import ReservoirWeights
 
 
 DEFAULT_ALPHA = 0.9

@@ -58,7 +58,7 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 
-from tff_esn.incfed import check_clients
+from tff_esn.closed_form.incfed import check_clients
 from tff_esn.ridge import RidgeStats, SingularSystemError
 
 Mask = Literal["nystrom", "block", "columns"]

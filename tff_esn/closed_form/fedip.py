@@ -66,7 +66,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.harvest import ReservoirWeights
+from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.reservoir import Reservoir, run_reservoir_compiled

@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.harvest import ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.reservoir import run_reservoir
