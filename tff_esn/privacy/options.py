@@ -49,7 +49,8 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                    help="closed form: noise added by the server (central), by each client in full (local) or "
                         "in shares σ/√K (distributed; use with --secure-aggregation)")
     g.add_argument("--dp-seed", type=int, default=None,
-                   help="closed form: seed of the DP noise (default: --seed)")
+                   help="seed of the DP noise (default: --seed; FedAvg/FedCurv: fixed clip only, TFF's adaptive "
+                        "query stays unseeded)")
     g.add_argument("--dp-adaptive-clip", action="store_true",
                    help="FedAvg/FedCurv: adaptive clipping (median update norm) instead of a fixed clip")
 
@@ -86,9 +87,9 @@ def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
     if args.dp_clip is not None:
         check_clip(args.dp_clip)
     learning = algorithm in ("fedavg", "fedcurv")
-    if learning and (args.dp_model != "central" or args.secure_range is not None or args.dp_seed is not None
+    if learning and (args.dp_model != "central" or args.secure_range is not None
                      or args.secure_bits != DEFAULT_SECURE_BITS):
-        raise ValueError(f"{algorithm}: --dp-model, --dp-seed, --secure-bits and --secure-range apply to the "
+        raise ValueError(f"{algorithm}: --dp-model, --secure-bits and --secure-range apply to the "
                          "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
     if not learning and args.dp_adaptive_clip:
         raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
