@@ -77,6 +77,9 @@ def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
     if algorithm in LOCAL_ONLY and dp_requested(args) and args.dp_model != "local":
         raise ValueError(f"{algorithm}: a client's upload depends on its data through its mask / completion too, so "
                          "only each client noising its own statistics first is DP: add --dp-model local.")
+    if algorithm in LOCAL_ONLY and dp_requested(args) and args.secure_aggregation and args.secure_range is None:
+        raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
+                         "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
     if getattr(args, "backend", "tff") != "tff":
         raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
                          "use --backend tff.")
