@@ -12,9 +12,10 @@ IncFed and FedAvg on mean states, FedAvg with equal class weights):
   Beside it, the same mechanism re-implemented here in plain numpy from the harvested
   statistics (its own noise-multiplier calibration with ``dp_accounting``, its own noise
   and eigenvalue floor) as a check: equal up to the noise draw.
-* **FedAvg** (thesis pipeline, binary stress, the thesis model): TFF's
-  ``DifferentiallyPrivateFactory.gaussian_fixed`` (client-level DP), ε composed over the
-  rounds with sampling rate m/N.
+* **FedAvg** (thesis pipeline, binary stress, the thesis model; npz: mean states): TFF's
+  ``DifferentiallyPrivateFactory`` with a fixed clip and the seeded Gaussian sum query of
+  :mod:`tff_esn.privacy.learning` (client-level DP), ε composed over the rounds with
+  sampling rate m/N.
 * The majority-class and logistic-regression baselines of the same split, and the
   non-private model (ε = ∞), are in every table.
 * Secure aggregation overhead: seconds of one IncFed computation (and of the FedAvg rounds)
@@ -328,7 +329,7 @@ def _table(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | N
             "noise draw, sets the accuracy (a plateau below the non-private model). "
             f"The numpy check is the mean ± std over {s.numpy_draws} noise draws per repetition. ")
     if fedavg is not None:
-        note += ("FedAvg: client-level DP (TFF DifferentiallyPrivateFactory.gaussian_fixed, clip "
+        note += ("FedAvg: client-level DP (TFF DifferentiallyPrivateFactory, fixed clip "
                  f"{s.fedavg_clip}), {s.rounds} rounds, {s.clients_per_round} clients per round; the DP noise is "
                  "seeded (SeededGaussianSumQuery), so the same seed gives the same row. FedAvg trains the binary "
                  "thesis model; its columns are balanced accuracy (majority class: 50 %) and AUC. Client-level DP "
