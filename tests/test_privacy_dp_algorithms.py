@@ -82,7 +82,8 @@ def _epsilon(z: float, releases: int) -> float:
 
 
 @pytest.mark.parametrize("algorithm", ["pfedrr", "partial-incfed", "fedip"])
-def test_dp_runs_report_the_accountants_epsilon_and_z0_is_the_plain_run(fake_sources, tmp_path, algorithm):  # noqa: F811
+def test_dp_runs_report_the_accountants_epsilon_and_z0_is_the_plain_run(
+        fake_sources, tmp_path, algorithm):  # noqa: F811
     extra = ["--rounds", "2", "--ip-epochs", "1"] if algorithm == "fedip" else []
     model = [] if algorithm == "fedip" else ["--dp-model", "local"]
 

@@ -18,7 +18,8 @@ def test_digits_npz_is_sklearns_digits_as_sequences_with_the_parity_label(tmp_pa
     np.testing.assert_array_equal(arrays["y"], digits.target % 2)
     dataset = load_npz(digits_npz(tmp_path))
     split = get_split("npz", dataset)
-    assert dataset.n_classes == 2 and len(dataset.clients) == 20 and dataset.clients[split.train[0]].x.shape[1:] == (8, 8)
+    assert dataset.n_classes == 2 and len(dataset.clients) == 20
+    assert dataset.clients[split.train[0]].x.shape[1:] == (8, 8)
     assert (len(split.train), len(split.val), len(split.test)) == (14, 3, 3)
     assert sum(len(dataset.clients[c]) for c in dataset.client_ids) == 1797
 

@@ -124,9 +124,9 @@ class LearningPrivacy:
         privacy = dict(NO_PRIVACY, covers="the model updates (readout kernel and bias)")
         if self.dp:
             privacy = accounting.PrivacyReport(
-                mechanism=("tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive (client-level)" if self.adaptive
-                           else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, with the seeded "
-                                "SeededGaussianSumQuery (client-level)"),
+                mechanism=("tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive (client-level)"
+                           if self.adaptive else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, "
+                           "with the seeded SeededGaussianSumQuery (client-level)"),
                 clip=self.clip, noise_multiplier=float(self.noise_multiplier),
                 epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
