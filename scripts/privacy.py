@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 import time
 
 import dp_accounting
@@ -404,7 +405,7 @@ def _figure(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | 
     ax.set_xscale("log", base=2), ax.set_xlabel("ε (δ = %g)" % s.delta)
     ax.set_ylabel("test accuracy (%; FedAvg: balanced)")
     ax.legend(fontsize=7)
-    fig.suptitle(f"Privacy–utility on {ctx.on(task.kind)}", fontsize=9)
+    fig.suptitle(textwrap.fill(f"Privacy–utility on {ctx.on(task.kind)}", 90), fontsize=8)
     ctx.figure(f"privacy_utility{_suffix(task)}", f"Test accuracy vs ε on {task.kind} (IncFed, its numpy check, "
                "FedAvg) with baselines", fig)
 
