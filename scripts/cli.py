@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a real WESAD copy (S2/S2.pkl ...); default: the synthetic generator")
     parser.add_argument("--hhar-dir", default=None, metavar="DIR",
                         help="a real HHAR copy (Phones_accelerometer.csv ...); default: the synthetic generator")
+    parser.add_argument("--npz", default=None, metavar="FILE",
+                        help="your own sequences for the privacy experiment (load_npz format: X, y, client, split); "
+                             "default: scikit-learn's digits as 8-step sequences")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="cache of generated/preprocessed data (default: $TFF_ESN_CACHE or ~/.cache/tff_esn)")
     parser.add_argument("--out", required=True, metavar="DIR", help="run folder; report.md is written there")
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from scripts.framework import FAILED, DataSources, RunRequest, run_experiments, select
 
     select(args.target)
-    data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir)
+    npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
+    data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
     request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
                          progress=args.progress)
     report, records = run_experiments(request)

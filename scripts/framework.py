@@ -47,6 +47,8 @@ CAUSES = {"data": "the data differ (synthetic here, real in the seed)",
           "seed": "the seed's own inconsistency",
           "defect": "a remaining defect of ours"}
 DATA_KINDS = ("wesad", "hhar")
+NPZ_BUILTIN = "sklearn-digits"
+"""The ``npz`` data kind's default: real digits shipped with scikit-learn (:mod:`scripts.digits_npz`)."""
 
 
 class NotRun(Exception):
@@ -61,12 +63,14 @@ class DataSources:
     Attributes:
         wesad: ``synthetic-wesad`` or ``wesad:DIR``.
         hhar: ``synthetic-hhar`` or ``hhar:DIR``.
+        npz: bring-your-own sequences, ``npz:FILE``, or :data:`NPZ_BUILTIN`.
         cache_dir: cache of generated and preprocessed data (``None``: the library default).
         options: extra ``load_source`` options per kind (e.g. a smaller synthetic size for tests).
     """
 
     wesad: str = "synthetic-wesad"
     hhar: str = "synthetic-hhar"
+    npz: str = NPZ_BUILTIN
     cache_dir: str | None = None
     options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
@@ -75,6 +79,8 @@ class DataSources:
             source = getattr(self, kind)
             if source != f"synthetic-{kind}" and not (source.startswith(f"{kind}:") and len(source) > len(kind) + 1):
                 raise ValueError(f"{kind} source: expected 'synthetic-{kind}' or '{kind}:DIR', got {source!r}.")
+        if self.npz != NPZ_BUILTIN and not (self.npz.startswith("npz:") and len(self.npz) > 4):
+            raise ValueError(f"npz source: expected {NPZ_BUILTIN!r} or 'npz:FILE', got {self.npz!r}.")
         unknown = sorted(set(self.options) - set(DATA_KINDS))
         if unknown:
             raise ValueError(f"options: keys must be among {DATA_KINDS}, got {unknown}.")
@@ -93,8 +99,8 @@ class DataSources:
         return cls(**sources, **kwargs)
 
     def source(self, kind: str) -> str:
-        if kind not in DATA_KINDS:
-            raise ValueError(f"data kind: expected one of {DATA_KINDS}, got {kind!r}.")
+        if kind not in (*DATA_KINDS, "npz"):
+            raise ValueError(f"data kind: expected one of {(*DATA_KINDS, 'npz')}, got {kind!r}.")
         return getattr(self, kind)
 
     def synthetic(self, kind: str) -> bool:
@@ -102,12 +108,16 @@ class DataSources:
 
     def describe(self, kind: str) -> str:
         """A phrase naming the data honestly (synthetic vs the real copy at a path)."""
+        if kind == "npz":
+            return ("scikit-learn's handwritten digits (real UCI data shipped with scikit-learn) as 8-step "
+                    "sequences, label = parity, 20 random iid clients" if self.npz == NPZ_BUILTIN
+                    else f"bring-your-own npz at {self.npz.split(':', 1)[1]}")
         if self.synthetic(kind):
             return f"synthetic {kind.upper()} (tff_esn's generator; not the real data set)"
         return f"real {kind.upper()} at {self.source(kind).split(':', 1)[1]}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"wesad": self.wesad, "hhar": self.hhar, "cache_dir": self.cache_dir,
+        return {"wesad": self.wesad, "hhar": self.hhar, "npz": self.npz, "cache_dir": self.cache_dir,
                 "options": {k: dict(v) for k, v in self.options.items()}}
 
 
@@ -284,9 +294,15 @@ class Context:
         except ModuleNotFoundError as err:
             raise NotRun(f"the data layer is not available ({err.name} missing)") from None
         merged = {**self.data.options.get(kind, {}), **options}
-        key = (self.data.source(kind), pipeline, self.data.cache_dir, tuple(sorted(merged.items())))
+        source = self.data.source(kind)
+        if source == NPZ_BUILTIN:
+            from scripts.digits_npz import digits_npz
+            from tff_esn.data.cache import cache_root
+
+            source = f"npz:{digits_npz(cache_root(self.data.cache_dir))}"
+        key = (source, pipeline, self.data.cache_dir, tuple(sorted(merged.items())))
         if key not in _DATA_CACHE:
-            _DATA_CACHE[key] = load_source(self.data.source(kind), pipeline, cache_dir=self.data.cache_dir, **merged)
+            _DATA_CACHE[key] = load_source(source, pipeline, cache_dir=self.data.cache_dir, **merged)
         return _DATA_CACHE[key]
 
     def split(self, name: str, dataset, *, train_fraction: float = 1.0, seed: int | None = None):

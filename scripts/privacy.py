@@ -1,7 +1,10 @@
 """Privacy–utility: accuracy vs ε for IncFed and FedAvg, and the cost of secure aggregation.
 
 No seed publishes this experiment (issue 14); it measures what the privacy mechanisms of
-:mod:`tff_esn.privacy` cost in accuracy on the embedded (synthetic) WESAD:
+:mod:`tff_esn.privacy` cost in accuracy on the embedded (synthetic) WESAD and on a
+bring-your-own npz (data kind ``npz``: ``--npz FILE``, by default scikit-learn's real
+handwritten digits as 8-step sequences with a binary parity label, :mod:`scripts.digits_npz`;
+IncFed and FedAvg on mean states, FedAvg with equal class weights):
 
 * **IncFed** (``incfed-wesad`` pipeline, 4 classes, the IncFed paper's Table III
   hyperparameters): the Gaussian mechanism on the clipped statistics (central model,
@@ -9,9 +12,10 @@ No seed publishes this experiment (issue 14); it measures what the privacy mecha
   Beside it, the same mechanism re-implemented here in plain numpy from the harvested
   statistics (its own noise-multiplier calibration with ``dp_accounting``, its own noise
   and eigenvalue floor) as a check: equal up to the noise draw.
-* **FedAvg** (thesis pipeline, binary stress, the thesis model): TFF's
-  ``DifferentiallyPrivateFactory.gaussian_fixed`` (client-level DP), ε composed over the
-  rounds with sampling rate m/N.
+* **FedAvg** (thesis pipeline, binary stress, the thesis model; npz: mean states): TFF's
+  ``DifferentiallyPrivateFactory`` with a fixed clip and the seeded Gaussian sum query of
+  :mod:`tff_esn.privacy.learning` (client-level DP), ε composed over the rounds with
+  sampling rate m/N.
 * The majority-class and logistic-regression baselines of the same split, and the
   non-private model (ε = ∞), are in every table.
 * Secure aggregation overhead: seconds of one IncFed computation (and of the FedAvg rounds)
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 import time
 
 import dp_accounting
@@ -44,7 +49,33 @@ SECURE_ALGORITHMS = ("pfedrr", "partial-incfed", "fedip")
 
 
 @dataclasses.dataclass(frozen=True)
+class Task:
+    """Where one data kind's IncFed and FedAvg runs read their data (pipeline, split)."""
+
+    kind: str
+    incfed_pipeline: str
+    incfed_split: str
+    fedavg_pipeline: str
+    fedavg_split: str
+    about: str
+    """The note's description of the two tasks and their baselines."""
+
+
+TASKS = {
+    "wesad": Task("wesad", "incfed-wesad", "incfed-wesad", "thesis", "thesis-primal",
+                  "IncFed: 4-class incfed-wesad pipeline, the IncFed paper's Table III hyperparameters, record = one "
+                  "350-step sequence; FedAvg: binary thesis pipeline (per-step stress labels)"),
+    "npz": Task("npz", "npz", "npz", "npz", "npz",
+                "IncFed and FedAvg on the npz file's own split (its 'split' column), mean states (record = one "
+                "sequence, m = 1), FedAvg with equal class weights; binary labels (FedAvg's thesis model is binary)"),
+}
+NPZ_FLAGS = {"state_mode": "mean", "washout": 0}
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
+    datasets: tuple[str, ...] = ("wesad", "npz")
+    """Data kinds of the ε sweep (timing and the secure-aggregation runs: the first)."""
     epsilons: tuple[float, ...] = EPSILONS
     delta: float = 1e-5
     repetitions: int = 1
@@ -66,7 +97,8 @@ class Settings:
     @property
     def steps(self) -> int:
         per_eps = self.repetitions * (self.tff_draws + (1 if self.fedavg else 0))
-        return len(self.epsilons) * per_eps + 1 + (1 if self.fedavg else 0) + len(self.secure_algorithms)
+        return (len(self.datasets) * (len(self.epsilons) * per_eps) + 1 + (1 if self.fedavg else 0)
+                + len(self.secure_algorithms))
 
 
 def _label(eps: float) -> str:
@@ -122,21 +154,38 @@ def numpy_private_accuracy(harvester: Harvester, weights: ReservoirWeights, spli
 
 # ----------------------------------------------------------------------------- experiment
 def run(ctx: Context, s: Settings) -> None:
-    incfed = _incfed(ctx, s)
-    fedavg = _fedavg(ctx, s) if s.fedavg else None
-    _table(ctx, s, incfed, fedavg)
-    _overhead(ctx, s, incfed, fedavg, _secure_runs(ctx, s))
-    _figure(ctx, s, incfed, fedavg)
-    _claims(ctx, s, incfed, fedavg)
+    timed = None
+    for n, kind in enumerate(s.datasets):
+        task = TASKS[kind]
+        incfed = _incfed(ctx, s, task, timing=n == 0)
+        fedavg = _fedavg(ctx, s, task, timing=n == 0) if s.fedavg else None
+        _table(ctx, s, task, incfed, fedavg)
+        _figure(ctx, s, task, incfed, fedavg)
+        _claims(ctx, s, task, incfed, fedavg)
+        if n == 0:
+            timed = task, incfed, fedavg
+    task, incfed, fedavg = timed
+    _overhead(ctx, s, task, incfed, fedavg, _secure_runs(ctx, s, task))
 
 
-def _incfed(ctx: Context, s: Settings) -> dict:
-    dataset = ctx.dataset("wesad", "incfed-wesad")
-    split = ctx.split("incfed-wesad", dataset)
+def _suffix(task: Task) -> str:
+    return "" if task.kind == "wesad" else f"_{task.kind}"
+
+
+def _incfed_flags(task: Task, dataset, s: Settings, seed: int) -> dict:
+    """IncFed's ``tff-esn run`` flags: WESAD the IncFed tables' (Table III), npz mean states."""
+    if task.kind == "wesad":
+        return incfed_flags("wesad", "incfed", len(dataset.feature_names), IncFedSettings(units=s.units), seed)
+    return {"units": s.units or 100, **NPZ_FLAGS, "seed": seed, "backend": "tff"}
+
+
+def _incfed(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
+    dataset = ctx.dataset(task.kind, task.incfed_pipeline)
+    split = ctx.split(task.incfed_split, dataset)
     steps = dataset.clients[split.train[0]].x.shape[1]
     out: dict = {"records": {}, "numpy": {}}
     for seed in rep_seeds(ctx, s.repetitions):
-        fl = incfed_flags("wesad", "incfed", len(dataset.feature_names), IncFedSettings(units=s.units), seed)
+        fl = _incfed_flags(task, dataset, s, seed)
         args = ctx.run_args("incfed", ctx.out / "runs" / "args", **fl)
         weights = ReservoirWeights.from_config(reservoir_config_from_args(args), len(dataset.feature_names))
         spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
@@ -145,14 +194,15 @@ def _incfed(ctx: Context, s: Settings) -> dict:
             for draw in range(s.tff_draws if not math.isinf(eps) else 1):
                 dp_seed = 1000 * seed + 10 * k + draw
                 extra = {} if math.isinf(eps) else {**_dp_flags(eps, s.delta), "dp_seed": dp_seed}
-                record = ctx.run("incfed", dataset, split, f"incfed/eps-{eps:g}-{seed}-{draw}", **fl, **extra)
+                record = ctx.run("incfed", dataset, split, f"incfed{_suffix(task)}/eps-{eps:g}-{seed}-{draw}", **fl,
+                                 **extra)
                 out["records"].setdefault(eps, []).append(record)
-                ctx.step(model="incfed", epsilon=_label(eps))
+                ctx.step(data=task.kind, model="incfed", epsilon=_label(eps))
             out["numpy"].setdefault(eps, []).extend(numpy_private_accuracy(
-                harvester, weights, split, spec, steps, eps, s.delta, fl["l2"],
+                harvester, weights, split, spec, steps, eps, s.delta, args.l2,
                 [1000 * seed + 10 * k + 500 + d for d in range(s.numpy_draws)]))
-        if seed == ctx.seed:
-            out["timing"] = _timed_pair(ctx, dataset, split, weights, spec, fl["l2"], s.timing_repeats)
+        if seed == ctx.seed and timing:
+            out["timing"] = _timed_pair(ctx, dataset, split, weights, spec, args.l2, s.timing_repeats)
     return out
 
 
@@ -189,11 +239,11 @@ def _timed_pair(ctx: Context, dataset, split, weights: ReservoirWeights, spec: S
             "secure_section": secure.secure.to_dict(outcomes["secure"].clipped_values)}
 
 
-def _secure_runs(ctx: Context, s: Settings) -> dict[str, tuple[dict, dict]]:
+def _secure_runs(ctx: Context, s: Settings, task: Task) -> dict[str, tuple[dict, dict]]:
     """``(plain, secure)`` records of each of ``s.secure_algorithms`` on the IncFed pipeline (FedIP: one round)."""
-    dataset = ctx.dataset("wesad", "incfed-wesad")
-    split = ctx.split("incfed-wesad", dataset)
-    fl = incfed_flags("wesad", "incfed", len(dataset.feature_names), IncFedSettings(units=s.units), ctx.seed)
+    dataset = ctx.dataset(task.kind, task.incfed_pipeline)
+    split = ctx.split(task.incfed_split, dataset)
+    fl = _incfed_flags(task, dataset, s, ctx.seed)
     fl.pop("backend", None)
     out = {}
     for algorithm in s.secure_algorithms:
@@ -205,17 +255,22 @@ def _secure_runs(ctx: Context, s: Settings) -> dict[str, tuple[dict, dict]]:
     return out
 
 
-def _fedavg(ctx: Context, s: Settings) -> dict:
-    dataset = ctx.dataset("wesad", "thesis")
-    split = ctx.split("thesis-primal", dataset)
+def _fedavg(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
+    dataset = ctx.dataset(task.kind, task.fedavg_pipeline)
+    split = ctx.split(task.fedavg_split, dataset)
     base = dict(units=s.fedavg_units, seed=ctx.seed, rounds=s.rounds, clients_per_round=s.clients_per_round)
+    if task.kind != "wesad":
+        base.update(NPZ_FLAGS, class_weight=(1.0, 1.0))
     out: dict = {"records": {}}
     for seed in rep_seeds(ctx, s.repetitions):
         for eps in s.epsilons:
             dp = {} if math.isinf(eps) else {"dp_epsilon": eps, "dp_delta": s.delta, "dp_clip": s.fedavg_clip}
-            record = ctx.run("fedavg", dataset, split, f"fedavg/eps-{eps:g}-{seed}", **{**base, "seed": seed}, **dp)
+            record = ctx.run("fedavg", dataset, split, f"fedavg{_suffix(task)}/eps-{eps:g}-{seed}",
+                             **{**base, "seed": seed}, **dp)
             out["records"].setdefault(eps, []).append(record)
-            ctx.step(model="fedavg", epsilon=_label(eps))
+            ctx.step(data=task.kind, model="fedavg", epsilon=_label(eps))
+    if not timing:
+        return out
     secure = ctx.run("fedavg", dataset, split, "fedavg/secure", **base, secure_aggregation=True)
     plain = out["records"][math.inf][0]
     out["timing"] = {"plain": _round_seconds(plain), "secure": _round_seconds(secure),
@@ -245,7 +300,7 @@ def _baseline(records, which: str, key: str = "accuracy"):
     return mean_std([r["baselines"][which]["test"][key] for r in records], 100)
 
 
-def _table(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None:
+def _table(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None) -> None:
     rows = []
     any_incfed = incfed["records"][s.epsilons[0]]
     for eps in s.epsilons:
@@ -275,20 +330,19 @@ def _table(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None
             "noise draw, sets the accuracy (a plateau below the non-private model). "
             f"The numpy check is the mean ± std over {s.numpy_draws} noise draws per repetition. ")
     if fedavg is not None:
-        note += ("FedAvg: client-level DP (TFF DifferentiallyPrivateFactory.gaussian_fixed, clip "
-                 f"{s.fedavg_clip}), {s.rounds} rounds, {s.clients_per_round} clients per round; the TFF DP noise is "
-                 "not seeded (TFF draws it), so FedAvg rows vary between runs. FedAvg trains the thesis model with a "
-                 "class-weighted loss on a binary task whose majority class holds most test steps, so its columns "
-                 "are balanced accuracy (majority class: 50 %) and AUC. Client-level DP with "
-                 f"{s.clients_per_round} clients per round is noise-dominated at every finite ε here: the noise on "
-                 "the averaged update has norm z·C·√d/K, column 'FedAvg noise/clip per round' times the largest "
-                 "update a round can carry (C), so a finite-ε FedAvg row depends on its (unseeded) noise draw and "
-                 "moves by tens of points between runs. Another clip does not change that ratio (signal and noise "
+        note += ("FedAvg: client-level DP (TFF DifferentiallyPrivateFactory, fixed clip "
+                 f"{s.fedavg_clip}), {s.rounds} rounds, {s.clients_per_round} clients per round; the DP noise is "
+                 "seeded (SeededGaussianSumQuery), so the same seed gives the same row. FedAvg trains the binary "
+                 "thesis model; its columns are balanced accuracy (majority class: 50 %) and AUC. Client-level DP "
+                 f"with {s.clients_per_round} clients per round: the noise on the averaged update has norm "
+                 "z·C·√d/K, "
+                 "column 'FedAvg noise/clip per round' times the largest update a round can carry (C); where that "
+                 "column is above 1 a finite-ε FedAvg row is noise-dominated and depends on its noise draw (moves "
+                 "by tens of points between seeds). Another clip does not change that ratio (signal and noise "
                  "both scale with C); more clients per round would. ")
-    note += ("Baselines: fitted on the same training clients, scored on the same test clients (IncFed: 4-class "
-             "incfed-wesad pipeline" + ("; FedAvg: binary thesis pipeline)." if fedavg is not None else ")."))
-    ctx.table("privacy_utility", f"Privacy–utility: test accuracy (%) vs ε, mean ± std over {s.repetitions} "
-              "repetition(s)", rows, ours=ctx.on("wesad"), note=note, digits=2)
+    note += f"Baselines: fitted on the same training clients, scored on the same test clients ({task.about})."
+    ctx.table(f"privacy_utility{_suffix(task)}", f"Privacy–utility on {task.kind}: test accuracy (%) vs ε, mean ± "
+              f"std over {s.repetitions} repetition(s)", rows, ours=ctx.on(task.kind), note=note, digits=2)
 
 
 def _encoding(section: dict) -> str:
@@ -296,7 +350,7 @@ def _encoding(section: dict) -> str:
             f"bound {section['error_bound']:.2e}, clipped {section['clipped_values']}")
 
 
-def _overhead(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None,
+def _overhead(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None,
               secure_runs: dict[str, tuple[dict, dict]]) -> None:
     t = incfed["timing"]
     rows = [{"algorithm": f"IncFed computation (1 round; median of {s.timing_repeats}, max |ΔW| "
@@ -321,7 +375,7 @@ def _overhead(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None,
                      "plain test acc": f["plain_accuracy"], "secure test acc": f["secure_accuracy"],
                      "encoding": "tff.learning.secure_aggregator (SecureSumFactory, 32-bit)"})
     ctx.table("secure_aggregation_overhead", "Secure aggregation: seconds per round, plain vs secure, same run",
-              rows, ours=ctx.on("wesad"), digits=4,
+              rows, ours=ctx.on(task.kind), digits=4,
               note="Measured on a shared 2-core machine; the ratio is what counts. pFedRR, Partial IncFed and FedIP "
                    "rows: seconds of the whole run (harvest, sums, solve, scoring; pFedRR sums three readouts' "
                    "statistics), their plain sum being numpy's and their secure sum a TFF computation of its own. "
@@ -330,7 +384,7 @@ def _overhead(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None,
                    "is not included.")
 
 
-def _figure(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None:
+def _figure(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None) -> None:
     pyplot = plt()
     fig, ax = pyplot.subplots(figsize=(6, 3.8))
     finite = [e for e in s.epsilons if not math.isinf(e)]
@@ -351,18 +405,19 @@ def _figure(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> Non
     ax.set_xscale("log", base=2), ax.set_xlabel("ε (δ = %g)" % s.delta)
     ax.set_ylabel("test accuracy (%; FedAvg: balanced)")
     ax.legend(fontsize=7)
-    fig.suptitle(f"Privacy–utility on {ctx.on('wesad')}", fontsize=9)
-    ctx.figure("privacy_utility", "Test accuracy vs ε (IncFed, its numpy check, FedAvg) with baselines", fig)
+    fig.suptitle(textwrap.fill(f"Privacy–utility on {ctx.on(task.kind)}", 90), fontsize=8)
+    ctx.figure(f"privacy_utility{_suffix(task)}", f"Test accuracy vs ε on {task.kind} (IncFed, its numpy check, "
+               "FedAvg) with baselines", fig)
 
 
-def _claims(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> None:
-    ref = "issue 14 (no published number)"
+def _claims(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None) -> None:
+    ref = f"issue 14 (no published number; {task.kind})"
     def within(e: float) -> bool:
         check = mean_std(incfed["numpy"][e], 100)
         return abs(_acc(incfed["records"][e]).mean - check.mean) <= 3 * check.std + 1.0
 
     inside = {_label(e): within(e) for e in s.epsilons}
-    ctx.claim("The TFF mechanism and its numpy re-implementation give the same accuracy", ref,
+    ctx.claim(f"The TFF mechanism and its numpy re-implementation give the same accuracy on {task.kind}", ref,
               all(inside.values()), "TFF accuracy within the numpy draws' mean ± (3·std + 1 point): "
               + ", ".join(f"ε {k}: {'yes' if v else 'no'}" for k, v in inside.items()))
     top = max(e for e in s.epsilons if not math.isinf(e))
@@ -371,11 +426,11 @@ def _claims(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> Non
         plain = fedavg["records"][math.inf]
         balanced, auc = _acc(plain, ("test", "balanced_accuracy")).mean, _acc(plain, ("test", "auc")).mean
         logreg_auc = _baseline(plain, "logistic_regression", "auc").mean
-        ctx.claim("Non-private FedAvg learns the thesis task (the reference of its ε curve)", ref,
+        ctx.claim(f"Non-private FedAvg learns the {task.kind} task (the reference of its ε curve)", ref,
                   balanced > 55.0 and auc > 60.0,
                   f"FedAvg without DP: balanced accuracy {balanced:.1f} %, AUC {auc:.1f} % (criterion > 55 % and "
                   f"> 60 %); logistic regression on the same split: AUC {logreg_auc:.1f} %")
-    ctx.claim(f"IncFed at ε = {top:g} learns above the majority class", ref,
+    ctx.claim(f"IncFed at ε = {top:g} learns above the majority class on {task.kind}", ref,
               _acc(incfed["records"][top]).mean > majority,
               f"IncFed test accuracy at ε = {top:g}: {_acc(incfed['records'][top]).mean:.2f} %, majority class "
               f"{majority:.2f} %")
@@ -383,10 +438,10 @@ def _claims(ctx: Context, s: Settings, incfed: dict, fedavg: dict | None) -> Non
 
 register(Experiment(
     name="privacy", group="privacy",
-    title="Privacy–utility: accuracy vs ε for IncFed and FedAvg, secure aggregation overhead",
+    title="Privacy–utility: accuracy vs ε for IncFed and FedAvg (WESAD, npz), secure aggregation overhead",
     reproduces="issue 14 (no seed table)", run=run,
-    settings={"tiny": Settings(epsilons=(1.0, math.inf), units=20, fedavg=False, tff_draws=1, numpy_draws=3,
-                               timing_repeats=1, secure_algorithms=()),
+    settings={"tiny": Settings(datasets=("wesad",), epsilons=(1.0, math.inf), units=20, fedavg=False, tff_draws=1,
+                               numpy_draws=3, timing_repeats=1, secure_algorithms=()),
               "quick": Settings(rounds=5), "full": Settings(repetitions=3, tff_draws=3, rounds=78, fedavg_units=200)},
-    data=("wesad",),
+    data=("wesad", "npz"),
 ))

@@ -136,7 +136,8 @@ def write_report(request, records: list[dict[str, Any]], *, seconds: float) -> P
     """Writes ``OUT/report.md`` for ``request`` (a :class:`scripts.framework.RunRequest`)."""
     out = request.out
     records = _records_in(out, records)
-    kinds = tuple(k for k in ("wesad", "hhar") if any(k in r.get("data", {}) for r in records)) or ("wesad", "hhar")
+    kinds = (tuple(k for k in ("wesad", "hhar", "npz") if any(k in r.get("data", {}) for r in records))
+             or ("wesad", "hhar"))
     synthetic = [k for k in kinds if request.data.synthetic(k)]
     lines = ["# Reproduction report", "",
              f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by `tff-esn reproduce {request.target} "

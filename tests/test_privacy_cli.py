@@ -63,4 +63,4 @@ def test_privacy_flags_on_an_algorithm_without_privacy_exit_2(fake_sources, tmp_
     assert main(["run", "fedavg-ridge", "--out", str(tmp_path), *FAST, "--secure-aggregation"]) == 2
     assert "implemented for incfed" in capsys.readouterr().err
     assert main(["run", "pfedrr", "--out", str(tmp_path), *FAST, "--secure-aggregation", "--dp-epsilon", "1"]) == 2
-    assert "--secure-aggregation alone" in capsys.readouterr().err
+    assert "add --dp-model local" in capsys.readouterr().err

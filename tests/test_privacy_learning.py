@@ -55,6 +55,40 @@ def test_dp_fedavg_reports_the_accountants_epsilon(data, plain, privacy):
     assert not np.allclose(_kernel(result), _kernel(plain), atol=1e-3)  # noise of std z·C/m moved the model
 
 
+def test_dp_fedavg_noise_is_seeded(data, plain):
+    """Same LearningPrivacy.seed, same numbers (TFF's own GaussianSumQuery draws unseeded noise)."""
+    def run(seed):
+        privacy = LearningPrivacy(noise_multiplier=0.8, clip=0.5, seed=seed)
+        return _kernel(run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=privacy), progress=False))
+
+    first, again, other = run(7), run(7), run(8)
+    np.testing.assert_array_equal(first, again)
+    assert not np.allclose(first, other, atol=1e-3) and not np.allclose(first, _kernel(plain), atol=1e-3)
+
+
+def test_seeded_query_noise_has_the_configured_scale():
+    """SeededGaussianSumQuery: clipping as tfp.GaussianSumQuery, noise std = stddev, fresh each release."""
+    import tensorflow_privacy as tfp
+
+    from tff_esn.privacy.learning import SeededGaussianSumQuery
+
+    query, reference = SeededGaussianSumQuery(1.0, 0.5, seed=3), tfp.GaussianSumQuery(1.0, 0.5)
+    record = [np.full(3, 2.0, np.float32), np.full(2, -1.0, np.float32)]
+    state = query.initial_global_state()
+    for got, want in zip(query.preprocess_record(query.derive_sample_params(state), record),
+                         reference.preprocess_record(1.0, record)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    zeros = [np.zeros(20000, np.float32), np.zeros(5, np.float32)]
+    first, state1, event = query.get_noised_result(zeros, state)
+    second, _, _ = query.get_noised_result(zeros, state1)
+    again, _, _ = query.get_noised_result(zeros, state)
+    np.testing.assert_array_equal(first[0], again[0])  # same state, same draw
+    assert abs(np.corrcoef(first[0], second[0])[0, 1]) < 0.05  # the next release draws fresh noise
+    # std of 20000 N(0, 0.25) draws: relative standard error 1/√(2·20000) ≈ 0.5 %; 4 % is > 7 SE
+    assert np.std(first[0]) == pytest.approx(0.5, rel=0.04) and abs(np.mean(first[0])) < 0.02
+    assert float(event.noise_multiplier) == pytest.approx(0.5)
+
+
 @pytest.mark.slow
 def test_dp_fedcurv_with_adaptive_clipping_runs(data):
     config = dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=1.0,

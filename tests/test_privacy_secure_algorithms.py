@@ -82,8 +82,11 @@ def test_bad_settings_give_clear_errors():
         secure_ridge_sum_from_args(_args(secure_bits=2), [10, 10, 10, 10, 10])
     with pytest.raises(ValueError, match="4 clients"):
         SecureRidgeSum(FixedPoint(40, 5.0, 4))(_stats(3)[:3])
-    with pytest.raises(ValueError, match="--secure-aggregation alone"):
+    with pytest.raises(ValueError, match="add --dp-model local"):
         check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0))
+    with pytest.raises(ValueError, match="give --secure-range"):
+        check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0, dp_model="local"))
+    check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0, dp_model="local", secure_range=1e5))
     check_privacy_arguments("partial-incfed", _args())
 
 

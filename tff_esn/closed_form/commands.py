@@ -30,8 +30,9 @@ from tff_esn.closed_form.pfedrr import READINGS, fit_pfedrr
 from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
                                 state_scaled_l2, step_spread)
 from tff_esn.privacy.aggregation import StatsAggregation
-from tff_esn.privacy.options import (privacy_requested, secure_ridge_sum_from_args, stats_aggregation_from_args,
-                                     stats_sections)
+from tff_esn.privacy.dp_updates import fedip_privacy, local_noisy_stats, local_privacy
+from tff_esn.privacy.options import (gaussian_stats_from_args, gaussian_updates_from_args, privacy_requested,
+                                     secure_ridge_sum_from_args, stats_aggregation_from_args, stats_sections)
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
 from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
@@ -132,7 +133,8 @@ def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
-                    covers: str = "the readout statistics (A, B, n)") -> tuple[np.ndarray, dict[str, Any]]:
+                    covers: str = "the readout statistics (A, B, n)", releases: int = 1
+                    ) -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
     sections (privacy flags). Without privacy flags TFF sums the Harvester's cached client
     statistics (:func:`tff_esn.closed_form.incfed.run_incfed_tff_stats`); with them the clients harvest,
@@ -152,7 +154,7 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
     if run.args.backend == "tff":  # clients harvest, clip and add noise inside TFF
         clients = list(run.dataset.select(run.train_ids).values())
         agg = stats_aggregation_from_args(run.args, run.n_features, max(c.x.shape[1] for c in clients),
-                                          [len(c) for c in clients])
+                                          [len(c) for c in clients], releases=releases)
         out = incfed_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
         return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, covers=covers)
     return fit_incfed(run.stats(weights), l2, per_client=per_client), stats_sections(None, 0, 0, covers=covers)
@@ -180,19 +182,29 @@ def _plain_sections(covers: str) -> dict[str, Any]:
 
 
 def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
-    """``(aggregate, sections)`` of a numpy closed-form run: ``RidgeStats.sum`` or the secure sum
-    (``--secure-aggregation``), and a function giving its ``privacy``/``secure_aggregation`` sections."""
+    """``(stats, aggregate, sections)`` of a numpy closed-form run: the clients' statistics (each
+    with its own Gaussian noise under DP, :func:`tff_esn.privacy.dp_updates.local_noisy_stats`),
+    ``RidgeStats.sum`` or the secure sum (``--secure-aggregation``), and a function giving the
+    run's ``privacy``/``secure_aggregation`` sections."""
+    steps = max(c.x.shape[1] for c in run.dataset.select(run.train_ids).values())
+    dp = gaussian_stats_from_args(run.args, run.n_features, steps)
+    raised = 0
+    if dp is not None:
+        stats, raised = local_noisy_stats(stats, dp)
     summer = secure_ridge_sum_from_args(run.args, [s.n for s in stats])
-    if summer is None:
-        return RidgeStats.sum, _plain_sections
-    agg = StatsAggregation(len(stats), run.n_features, secure=summer.secure)
+    if summer is None and dp is None:
+        return stats, RidgeStats.sum, _plain_sections
+    agg = StatsAggregation(len(stats), run.n_features, dp=dp, secure=None if summer is None else summer.secure)
 
     def sections(covers: str) -> dict[str, Any]:
-        out = stats_sections(agg, summer.clipped_values, 0, covers=covers)
-        out["secure_aggregation"]["seconds"] = summer.seconds
+        out = stats_sections(agg, 0 if summer is None else summer.clipped_values, raised, covers=covers)
+        if dp is not None:
+            out["privacy"] = local_privacy(out["privacy"], dp, len(stats), run.n_features, raised)
+        if summer is not None:
+            out["secure_aggregation"]["seconds"] = summer.seconds
         return out
 
-    return summer, sections
+    return stats, RidgeStats.sum if summer is None else summer, sections
 
 
 def _dense_if_secure(run: Run, cost: communication.CommunicationCost) -> communication.CommunicationCost:
@@ -220,8 +232,7 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Na
     """Partial IncFed (thesis eqs. B.15–B.17)."""
     run = Run(dataset, split, args)
     k = args.k if args.k is not None else default_k(run.n_features, len(run.train_ids))
-    stats = run.stats()
-    aggregate, sections = _secure_ridge_sum(run, stats)
+    stats, aggregate, sections = _secure_ridge_sum(run, run.stats())
     result = fit_partial_incfed(stats, k, args.alpha, run.l2, seed=args.seed, mask=args.mask, aggregate=aggregate)
     cost = _dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
     return {**run.report(run.scorer(result.readout), cost, k=k, alpha=args.alpha, mask=args.mask),
@@ -251,8 +262,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace)
         sizes = result.important_sizes
         sections = _plain_sections
     else:
-        stats = run.stats()
-        aggregate, sections = _secure_ridge_sum(run, stats)
+        stats, aggregate, sections = _secure_ridge_sum(run, run.stats())
         result = fit_pfedrr(stats, args.tau, run.l2, seed=args.seed, reading=args.reading, aggregate=aggregate)
         sizes = [u.size for u in result.important_units]
     comparison = {}
@@ -294,16 +304,19 @@ def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) 
     cfg = IPConfig(mu=args.ip_mu, sigma=args.ip_sigma, eta=args.ip_eta, epochs=args.ip_epochs,
                    batch_size=args.ip_batch_size, min_gain=args.ip_min_gain)
     clients = list(dataset.select(run.train_ids).values())
-    secure = (FixedPoint(args.secure_bits, fedip_secure_range(clients), len(clients))
-              if getattr(args, "secure_aggregation", False) else None)
+    ip_dp = gaussian_updates_from_args(args, len(clients), args.rounds)
+    secure = (FixedPoint(args.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
+                         len(clients)) if getattr(args, "secure_aggregation", False) else None)
     if args.backend == "tff":
-        adapted, rounds_clipped = fedip_tff(run.weights, clients, cfg, args.rounds, secure)
+        adapted, rounds_clipped = fedip_tff(run.weights, clients, cfg, args.rounds, secure, ip_dp)
     else:
         adapted, rounds_clipped = fedip_numpy(run.weights, clients, cfg, args.rounds), 0
     l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if args.l2_scale == "state" else run.l2
-    readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2,
+    readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2, releases=args.rounds + 1,
                                        covers="the readout statistics (A, B, n); FedIP's (g, b) rounds are secure-"
-                                              "summed with --secure-aggregation (section rounds) but not noised")
+                                              "summed with --secure-aggregation (section rounds)")
+    if ip_dp is not None:
+        privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, args.rounds)
     if secure is not None:
         privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
     cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)

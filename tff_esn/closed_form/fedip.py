@@ -68,6 +68,7 @@ import tensorflow as tf
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
+from tff_esn.privacy.dp_updates import GaussianUpdates
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.reservoir import Reservoir, run_reservoir_compiled
 from tff_esn.ridge import RidgeStats
@@ -243,7 +244,8 @@ def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
         raise ValueError("clients: no clients to federate.")
 
 
-def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, secure: FixedPoint | None = None):
+def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, secure: FixedPoint | None = None,
+                        dp: GaussianUpdates | None = None):
     """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
 
     ``initialize() -> (g, b)@SERVER`` with the reservoir's gain and bias;
@@ -252,6 +254,11 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     ``secure`` (secure aggregation) the clients send ``(n_c·g_c, n_c·b_c, n_c)`` through
     :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server divides, and
     ``next`` returns ``((g, b), clipped)@SERVER`` (the round's clipped values).
+
+    With ``dp`` (:mod:`tff_esn.privacy.dp_updates`) the clients send their clipped updates
+    ``(g_c − g, b_c − b)``, summed plainly or securely, and the server applies their noisy
+    unweighted mean; ``next((g, b), {x}, round)`` takes the round index (the noise seed's second
+    half) and returns ``((g, b), clipped)@SERVER``.
     """
     import tensorflow_federated as tff
 
@@ -290,6 +297,9 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
         gain, bias, n = total
         return tf.cast(gain / n, tf.float32), tf.cast(bias / n, tf.float32)
 
+    if dp is not None:
+        return _dp_process(initialize, client_update, state_type, data_type, units, cfg, secure, dp)
+
     @tff.federated_computation(tff.FederatedType(state_type, tff.SERVER), tff.FederatedType(data_type, tff.CLIENTS))
     def next_fn(state, datasets):
         local, sizes = tff.federated_map(client_update, (datasets, tff.federated_broadcast(state)))
@@ -297,6 +307,36 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
             return tff.federated_mean(local, weight=sizes)
         total, clipped = federated_stats_sum(tff.federated_map(weighted, (local, sizes)), secure)
         return tff.federated_map(server_mean, total), clipped
+
+    return tff.templates.IterativeProcess(initialize, lower_secure(next_fn, secure))
+
+
+def _dp_process(initialize, client_update, state_type, data_type, units: int, cfg: IPConfig,
+                secure: FixedPoint | None, dp: GaussianUpdates):
+    """:func:`build_fedip_process`'s process with DP on the (g, b) updates."""
+    import tensorflow_federated as tff
+
+    @tff.tensorflow.computation(client_update.type_signature.result, state_type)
+    def clipped_update(update, state):
+        (gain, bias), _ = update
+        clipped = dp.clip_update(tf.cast(tf.concat([gain - state[0], bias - state[1]], 0), tf.float64))
+        return clipped[:units], clipped[units:]
+
+    @tff.tensorflow.computation(state_type, clipped_update.type_signature.result, np.int64)
+    def apply_mean(state, total, round_index):
+        mean = tf.cast(dp.noisy_mean(tf.concat(total, 0), round_index), tf.float32)
+        gain = state[0] + mean[:units]
+        if cfg.min_gain is not None:
+            gain = tf.maximum(gain, tf.constant(cfg.min_gain, tf.float32))
+        return gain, state[1] + mean[units:]
+
+    @tff.federated_computation(tff.FederatedType(state_type, tff.SERVER), tff.FederatedType(data_type, tff.CLIENTS),
+                               tff.FederatedType(np.int64, tff.SERVER))
+    def next_fn(state, datasets, round_index):
+        at_clients = tff.federated_broadcast(state)
+        updates = tff.federated_map(client_update, (datasets, at_clients))
+        total, clipped = federated_stats_sum(tff.federated_map(clipped_update, (updates, at_clients)), secure)
+        return tff.federated_map(apply_mean, (state, total, round_index)), clipped
 
     return tff.templates.IterativeProcess(initialize, lower_secure(next_fn, secure))
 
@@ -313,20 +353,22 @@ def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
 
 
 def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig, rounds: int,
-              secure: FixedPoint | None = None) -> tuple[ReservoirWeights, int]:
-    """:func:`run_fedip_tff` with an optional secure sum of the rounds; also the values it clipped."""
+              secure: FixedPoint | None = None, dp: GaussianUpdates | None = None) -> tuple[ReservoirWeights, int]:
+    """:func:`run_fedip_tff` with an optional secure sum and DP of the rounds; also the values it clipped."""
     _check_rounds(rounds, clients)
     steps = {c.x.shape[1] for c in clients}
     if len(steps) != 1:
         raise ValueError(f"clients: sequences must share one length, got {sorted(steps)}.")
     if secure is not None and secure.clients != len(clients):
         raise ValueError(f"secure aggregation: encoding for {secure.clients} clients, got {len(clients)}.")
-    process = build_fedip_process(weights, steps.pop(), cfg, secure)
+    if dp is not None and dp.clients != len(clients):
+        raise ValueError(f"dp: mean over {dp.clients} clients, got {len(clients)}.")
+    process = build_fedip_process(weights, steps.pop(), cfg, secure, dp)
     datasets = [_batches(c, cfg) for c in clients]
     state, clipped = process.initialize(), 0
-    for _ in range(rounds):
-        state = process.next(state, datasets)
-        if secure is not None:
+    for r in range(rounds):
+        state = process.next(state, datasets) if dp is None else process.next(state, datasets, np.int64(r))
+        if secure is not None or dp is not None:
             state, round_clipped = state
             clipped += int(round_clipped)
     return weights.replace(gain=np.asarray(state[0]), bias=np.asarray(state[1])), clipped

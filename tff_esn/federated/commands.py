@@ -115,7 +115,8 @@ def learning_privacy_from_args(args: argparse.Namespace, config: FederatedConfig
     if dp_requested(args):
         z = noise_multiplier_from_args(args, config.rounds, min(1.0, config.clients_per_round / clients))
     return LearningPrivacy(noise_multiplier=z, clip=0.1 if args.dp_clip is None else args.dp_clip,
-                           adaptive=args.dp_adaptive_clip, secure=args.secure_aggregation, delta=args.dp_delta)
+                           adaptive=args.dp_adaptive_clip, secure=args.secure_aggregation, delta=args.dp_delta,
+                           seed=config.seed if args.dp_seed is None else args.dp_seed)
 
 
 def client_filter_from_args(args: argparse.Namespace):

@@ -125,6 +125,10 @@ class GaussianStats:
         """``2·σ_B,sum·√N_F``: the expected spectral norm of the noise on the summed ``B``."""
         return 2.0 * self.sum_stddevs(clients)[1] * math.sqrt(n_features)
 
+    def client_floor(self, clients: int, n_features: int) -> float:
+        """``2·σ_B,client·√N_F``: the floor of one client's own noisy ``B_c`` (``floor`` if given)."""
+        return 2.0 * self.client_stddevs(clients)[1] * math.sqrt(n_features) if self.floor is None else self.floor
+
     def eigenvalue_floor(self, clients: int, n_features: int) -> float:
         return self.default_floor(clients, n_features) if self.floor is None else float(self.floor)
 

@@ -17,18 +17,55 @@
 * Secure aggregation alone: ``tff.learning.secure_aggregator`` (weighted mean, adaptive
   zeroing and clipping, ``SecureSumFactory`` on the weighted values).
 
+**Seeded noise.** ``tfp.GaussianSumQuery`` draws its noise with ``tf.random_normal_initializer``
+and no seed (tensorflow_privacy 0.9), and ``DifferentiallyPrivateFactory.gaussian_fixed``
+offers no seed (only the tree-aggregation factories take ``noise_seed``, for another
+mechanism). With a fixed clip the query is therefore :class:`SeededGaussianSumQuery`: the
+same clipping and noise scale, the noise drawn with ``tf.random.stateless_normal`` from a
+seed pair kept in the query's global state and split every round, so the same
+``LearningPrivacy.seed`` gives the same noise (and numbers) and every round draws fresh
+noise. Adaptive clipping keeps TFF's query, whose noise stays unseeded (the ``privacy``
+section says ``noise_seeded: false``).
+
 TFF's native runtime does not run the secure intrinsics; :func:`lower_secure_process`
 replaces them by TFF's reference bodies as :mod:`tff_esn.privacy.aggregation` does.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
+import dp_accounting
+import tensorflow as tf
 import tensorflow_federated as tff
+import tensorflow_privacy as tfp
 
 from tff_esn.privacy import accounting
 from tff_esn.privacy.dp_stats import check_clip
+
+
+class SeededGaussianSumQuery(tfp.GaussianSumQuery):
+    """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum)
+    with stateless noise from a seed pair in the global state, split once per release."""
+
+    _GlobalState = collections.namedtuple("_GlobalState", ["l2_norm_clip", "stddev", "seed"])
+
+    def __init__(self, l2_norm_clip: float, stddev: float, seed: int):
+        super().__init__(l2_norm_clip, stddev)
+        self._seed = int(seed)
+
+    def make_global_state(self, l2_norm_clip, stddev, seed=None):
+        seed = tf.constant([self._seed, 0], tf.int64) if seed is None else seed
+        return self._GlobalState(tf.cast(l2_norm_clip, tf.float32), tf.cast(stddev, tf.float32), seed)
+
+    def get_noised_result(self, sample_state, global_state):
+        leaves = tf.nest.flatten(sample_state)
+        seeds = tf.random.experimental.stateless_split(global_state.seed, len(leaves) + 1)
+        noised = [v + tf.cast(tf.random.stateless_normal(tf.shape(v), seeds[i], stddev=global_state.stddev), v.dtype)
+                  for i, v in enumerate(leaves)]
+        event = dp_accounting.GaussianDpEvent(global_state.stddev / global_state.l2_norm_clip)
+        return (tf.nest.pack_sequence_as(sample_state, noised), global_state._replace(seed=seeds[-1]), event)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +78,7 @@ class LearningPrivacy:
         adaptive: adaptive clipping (median update norm) instead of a fixed C.
         secure: secure aggregation of the (clipped) updates.
         delta: δ of the reported ε.
+        seed: seed of the DP noise (fixed clip; :class:`SeededGaussianSumQuery`).
     """
 
     noise_multiplier: float | None = None
@@ -48,6 +86,7 @@ class LearningPrivacy:
     adaptive: bool = False
     secure: bool = False
     delta: float = 1e-5
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.noise_multiplier is not None:
@@ -72,11 +111,9 @@ class LearningPrivacy:
         if self.adaptive:
             return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
                 z, m, initial_l2_norm_clip=self.clip, clipped_count_stddev=max(0.05 * m, z))
+        query = tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.clip * z, self.seed), denominator=m)
         if not self.secure:
-            return tff.aggregators.DifferentiallyPrivateFactory.gaussian_fixed(z, m, self.clip)
-        import tensorflow_privacy as tfp
-
-        query = tfp.NormalizedQuery(tfp.GaussianSumQuery(l2_norm_clip=self.clip, stddev=self.clip * z), denominator=m)
+            return tff.aggregators.DifferentiallyPrivateFactory(query)
         return tff.aggregators.DifferentiallyPrivateFactory(query, tff.aggregators.SecureSumFactory(float(self.clip)))
 
     def sections(self, rounds: int, clients_per_round: int, clients: int) -> dict:
@@ -86,13 +123,15 @@ class LearningPrivacy:
         q = min(1.0, clients_per_round / clients)
         privacy = dict(NO_PRIVACY, covers="the model updates (readout kernel and bias)")
         if self.dp:
-            kind = "adaptive" if self.adaptive else "fixed"
             privacy = accounting.PrivacyReport(
-                mechanism=f"tff.aggregators.DifferentiallyPrivateFactory.gaussian_{kind} (client-level)",
+                mechanism=("tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive (client-level)"
+                           if self.adaptive else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, "
+                           "with the seeded SeededGaussianSumQuery (client-level)"),
                 clip=self.clip, noise_multiplier=float(self.noise_multiplier),
                 epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
-                details={"privacy_unit": "one client's update per round", "accountant": "dp_accounting RDP, "
+                details={"privacy_unit": "one client's update per round", "noise_seeded": not self.adaptive,
+                         "noise_seed": None if self.adaptive else self.seed, "accountant": "dp_accounting RDP, "
                          "Poisson-sampled Gaussian composed over rounds", "covers": privacy["covers"]}).to_dict()
         secure = {"enabled": self.secure}
         if self.secure:

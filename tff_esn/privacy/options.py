@@ -16,20 +16,22 @@ from collections.abc import Sequence
 from tff_esn.privacy import accounting
 from tff_esn.privacy.aggregation import SecureRidgeSum, StatsAggregation
 from tff_esn.privacy.dp_stats import MODELS, GaussianStats, check_clip, natural_clip, states_per_record
+from tff_esn.privacy.dp_updates import GaussianUpdates
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
 DEFAULT_SECURE_BITS = 48
 NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(clip) < 1e-15 per coordinate
 SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
 ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a client's value can attain
-SECURE_ONLY = ("pfedrr", "partial-incfed")  # numpy algorithms: secure aggregation, no DP
+DEFAULT_IP_CLIP = 1.0
+LOCAL_ONLY = ("pfedrr", "partial-incfed")  # data-dependent uploads: DP only with each client's own noise
 NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
               "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
 
 
 def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("privacy (incfed, fedip, fedavg, fedcurv; pfedrr, partial-incfed: secure "
-                                  "aggregation only)")
+    g = parser.add_argument_group("privacy (incfed, fedip, fedavg, fedcurv, pfedrr, partial-incfed; DP of pfedrr "
+                                  "and partial-incfed: --dp-model local)")
     g.add_argument("--secure-aggregation", action="store_true",
                    help="sum the clients' updates with TFF's secure sum (fixed-point encoding)")
     g.add_argument("--secure-bits", type=int, default=DEFAULT_SECURE_BITS,
@@ -45,11 +47,14 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dp-clip", type=float, default=None,
                    help="closed form: state norm bound C (default √N_F: no state changes); FedAvg/FedCurv: the "
                         "clients' update norm bound (default 0.1; initial value with --dp-adaptive-clip)")
+    g.add_argument("--dp-ip-clip", type=float, default=DEFAULT_IP_CLIP,
+                   help="fedip: L2 norm bound of a client's (Δg, Δb) update per round (default %(default)s)")
     g.add_argument("--dp-model", choices=MODELS, default="central",
                    help="closed form: noise added by the server (central), by each client in full (local) or "
                         "in shares σ/√K (distributed; use with --secure-aggregation)")
     g.add_argument("--dp-seed", type=int, default=None,
-                   help="closed form: seed of the DP noise (default: --seed)")
+                   help="seed of the DP noise (default: --seed; FedAvg/FedCurv: fixed clip only, TFF's adaptive "
+                        "query stays unseeded)")
     g.add_argument("--dp-adaptive-clip", action="store_true",
                    help="FedAvg/FedCurv: adaptive clipping (median update norm) instead of a fixed clip")
 
@@ -69,9 +74,12 @@ def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
     if algorithm not in SUPPORTED:
         raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {', '.join(SUPPORTED)}; "
                          "drop the --secure-*/--dp-* flags.")
-    if algorithm in SECURE_ONLY and dp_requested(args):
-        raise ValueError(f"{algorithm}: differential privacy is implemented for incfed, fedip, fedavg and fedcurv; "
-                         "use --secure-aggregation alone (drop --dp-*).")
+    if algorithm in LOCAL_ONLY and dp_requested(args) and args.dp_model != "local":
+        raise ValueError(f"{algorithm}: a client's upload depends on its data through its mask / completion too, so "
+                         "only each client noising its own statistics first is DP: add --dp-model local.")
+    if algorithm in LOCAL_ONLY and dp_requested(args) and args.secure_aggregation and args.secure_range is None:
+        raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
+                         "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
     if getattr(args, "backend", "tff") != "tff":
         raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
                          "use --backend tff.")
@@ -85,10 +93,11 @@ def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
         accounting.check_delta(args.dp_delta)
     if args.dp_clip is not None:
         check_clip(args.dp_clip)
+    check_clip(getattr(args, "dp_ip_clip", DEFAULT_IP_CLIP))
     learning = algorithm in ("fedavg", "fedcurv")
-    if learning and (args.dp_model != "central" or args.secure_range is not None or args.dp_seed is not None
+    if learning and (args.dp_model != "central" or args.secure_range is not None
                      or args.secure_bits != DEFAULT_SECURE_BITS):
-        raise ValueError(f"{algorithm}: --dp-model, --dp-seed, --secure-bits and --secure-range apply to the "
+        raise ValueError(f"{algorithm}: --dp-model, --secure-bits and --secure-range apply to the "
                          "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
     if not learning and args.dp_adaptive_clip:
         raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
@@ -103,19 +112,17 @@ def noise_multiplier_from_args(args: argparse.Namespace, rounds: int = 1, sampli
 
 
 def stats_aggregation_from_args(args: argparse.Namespace, n_features: int, steps: int,
-                                client_sequences: Sequence[int]) -> StatsAggregation | None:
+                                client_sequences: Sequence[int], releases: int = 1) -> StatsAggregation | None:
     """The closed-form :class:`StatsAggregation` of the flags (``None``: plain IncFed).
 
-    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts.
+    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts;
+    ``--dp-epsilon`` is met over ``releases`` Gaussian releases of the same noise multiplier
+    (FedIP: its rounds and the statistics).
     """
     if not privacy_requested(args):
         return None
     m = states_per_record(args.state_mode, steps, args.washout)
-    dp = None
-    if dp_requested(args):
-        clip = natural_clip(n_features) if args.dp_clip is None else args.dp_clip
-        dp = GaussianStats(noise_multiplier_from_args(args), args.dp_delta, clip, m, model=args.dp_model,
-                           seed=args.seed if args.dp_seed is None else args.dp_seed)
+    dp = gaussian_stats_from_args(args, n_features, steps, releases)
     secure = None
     if args.secure_aggregation:
         bound = args.secure_range
@@ -124,6 +131,28 @@ def stats_aggregation_from_args(args: argparse.Namespace, n_features: int, steps
             bound = stats_bound([n * m for n in client_sequences]) + NOISE_HEADROOM * noise
         secure = FixedPoint(args.secure_bits, float(bound), len(client_sequences))
     return StatsAggregation(len(client_sequences), n_features, dp=dp, secure=secure)
+
+
+def gaussian_updates_from_args(args: argparse.Namespace, clients: int, rounds: int) -> GaussianUpdates | None:
+    """FedIP's DP on the (g, b) updates (``None`` without DP flags): clip ``--dp-ip-clip``, the
+    noise multiplier that meets ``--dp-epsilon`` over ``rounds`` + 1 releases (the rounds and
+    the readout statistics, :mod:`tff_esn.privacy.dp_updates`)."""
+    if not dp_requested(args):
+        return None
+    return GaussianUpdates(noise_multiplier_from_args(args, rounds + 1), args.dp_delta, args.dp_ip_clip, clients,
+                           seed=args.seed if args.dp_seed is None else args.dp_seed)
+
+
+def gaussian_stats_from_args(args: argparse.Namespace, n_features: int, steps: int,
+                             releases: int = 1) -> GaussianStats | None:
+    """The Gaussian mechanism on ``(A, B, n)`` of the flags (``None`` without DP): IncFed's and
+    FedIP's statistics, and each client's own statistics in pFedRR / Partial IncFed."""
+    if not dp_requested(args):
+        return None
+    clip = natural_clip(n_features) if args.dp_clip is None else args.dp_clip
+    return GaussianStats(noise_multiplier_from_args(args, releases), args.dp_delta, clip,
+                         states_per_record(args.state_mode, steps, args.washout), model=args.dp_model,
+                         seed=args.seed if args.dp_seed is None else args.dp_seed)
 
 
 def secure_ridge_sum_from_args(args: argparse.Namespace, client_states: Sequence[int]) -> SecureRidgeSum | None:
