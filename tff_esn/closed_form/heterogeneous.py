@@ -13,8 +13,9 @@ cannot be averaged. Two answers:
   α < 1 the statistics come from slightly different reservoirs and the result is an
   approximation.
 
-Client i's reservoir is drawn from the shared configuration with seed
-:func:`client_seed` ``(config.seed, i)``; the target is the configuration's own reservoir.
+Client i's reservoir is :func:`tff_esn.config.client_reservoir` ``(config, i)`` — the same
+draw as the gradient family's clients with different reservoirs; the target is the
+configuration's own reservoir.
 
 **What the interpolation does.** Own and target weights are independent draws, so the
 literal mix has entries of variance ((1 − α)² + α²)·v: at α = 0.5 the spectral radius drops
@@ -41,27 +42,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.config import ReservoirConfig, client_reservoir
 from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.reservoir import spectral_radius
 
 
 DEFAULT_ALPHA = 0.9
 """Default interpolation weight toward the target (see the module docstring)."""
 
 
-def client_seed(seed: int, index: int) -> int:
-    """Seed of client ``index``'s reservoir, derived from the run's seed (never the target's)."""
-    if index < 0:
-        raise ValueError(f"index: expected ≥ 0, got {index}.")
-    return int(np.random.SeedSequence([seed, index, 1]).generate_state(1)[0] % (2**31 - 1))
-
-
 def client_reservoirs(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
-    """One reservoir per client: the same hyperparameters, each with its own seed."""
+    """One reservoir per client: :func:`~tff_esn.config.client_reservoir` drawn for ``n_inputs`` inputs."""
     if clients < 1:
         raise ValueError(f"clients: expected ≥ 1, got {clients}.")
-    return [ReservoirWeights.from_config(config.replace(seed=client_seed(config.seed, i)), n_inputs)
-            for i in range(clients)]
+    return [ReservoirWeights.from_config(client_reservoir(config, i), n_inputs) for i in range(clients)]
 
 
 def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, rescale: bool = False) -> ReservoirWeights:
@@ -89,11 +83,6 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
         recurrent = (recurrent * (spectral_radius(target.recurrent) / max(spectral_radius(recurrent), 1e-12))
                      ).astype(np.float32)
     return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), own.leaky)
-
-
-def spectral_radius(matrix: np.ndarray) -> float:
-    """Largest absolute eigenvalue of a square matrix."""
-    return float(np.max(np.abs(np.linalg.eigvals(np.asarray(matrix, dtype=np.float64)))))
 
 
 def ensemble_scores(member_scores: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
