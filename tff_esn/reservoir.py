@@ -124,18 +124,31 @@ def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
     return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
 
 
-def _project(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None) -> tf.Tensor:
+def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None) -> tf.Tensor:
     """Time-major input projection u(t) W_in for all steps in one product (bias folded in when g = 1)."""
     projected = tf.einsum("btf,fu->tbu", inputs, kernel)
     return projected + bias if gain is None else projected
 
 
+def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
+                   gain: tf.Tensor | None, leaky: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """One update of the module's equation on a :func:`project_inputs` step.
+
+    Returns ``(net, activation, state)``: the net input ``u(t) W_in + x(t−1) Ŵ`` (FedIP's
+    x_net, before gain and bias; with ``gain`` None the bias is already folded in), the
+    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃``.
+    Intrinsic plasticity (:mod:`tff_esn.closed_form.fedip`) updates g and b from ``net``
+    and ``activation``.
+    """
+    net = projected + tf.matmul(x, recurrent)
+    new = tf.tanh(net) if gain is None else tf.tanh(gain * net + bias)
+    return net, new, (new if leaky == 1.0 else x + leaky * (new - x))
+
+
 def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
-    """One reservoir update on a projected input (bias already folded in when ``gain`` is None)."""
+    """The new state of :func:`reservoir_step` with fixed weights (bias folded in when ``gain`` is None)."""
     def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
-        pre = projected + tf.matmul(x, recurrent)
-        new = tf.tanh(pre) if gain is None else tf.tanh(gain * pre + bias)
-        return new if leaky == 1.0 else x + leaky * (new - x)
+        return reservoir_step(x, projected, recurrent, bias, gain, leaky)[2]
 
     return step
 
@@ -193,7 +206,7 @@ def run_reservoir(
             steps, and ``"all"`` holds zeros past its end.
     """
     inputs = tf.convert_to_tensor(inputs, tf.float32)
-    projected = _project(inputs, kernel, bias, gain)
+    projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
     update = _step_fn(recurrent, bias, gain, leaky)
@@ -270,7 +283,7 @@ def _accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, l
     stacked once, the steps past a sequence's end are zeroed (bias column included), and
     the block is reduced by one GEMM into float64 accumulators.
     """
-    projected = _project(inputs, kernel, bias, gain)
+    projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]

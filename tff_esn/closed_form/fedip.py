@@ -69,7 +69,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.reservoir import Reservoir, run_reservoir_compiled
+from tff_esn.reservoir import Reservoir, project_inputs, reservoir_step, run_reservoir_compiled
 from tff_esn.ridge import RidgeStats
 
 
@@ -124,18 +124,18 @@ def ip_loss(net, gain, bias, mu: float, sigma: float):
 
 
 def _ip_batch(x, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
-    """Online IP through one batch of sequences (b, T, F): one (g, b) update per time step."""
-    projected = tf.einsum("btf,fu->tbu", x, kernel)
+    """Online IP through one batch of sequences (b, T, F): one (g, b) update per time step,
+    on the net inputs and activations of the reservoir's own step (:func:`~tff_esn.reservoir.reservoir_step`)."""
+    projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
     def body(t, state, g, b):
-        net = projected[t] + tf.matmul(state, recurrent)
-        y = tf.tanh(g * net + b)
+        net, y, state = reservoir_step(state, projected[t], recurrent, b, g, leaky)
         dg, db = ip_updates(net, y, g, cfg.mu, cfg.sigma, cfg.eta)
         g_next = g + tf.reduce_mean(dg, 0)
         if cfg.min_gain is not None:
             g_next = tf.maximum(g_next, cfg.min_gain)
-        return t + 1, state + leaky * (y - state), g_next, b + tf.reduce_mean(db, 0)
+        return t + 1, state, g_next, b + tf.reduce_mean(db, 0)
 
     state0 = tf.zeros([tf.shape(x)[0], tf.shape(kernel)[1]], tf.float32)
     _, _, gain, bias = tf.while_loop(lambda t, *_: t < steps, body, (0, state0, gain, bias))
