@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tff_esn import algorithms
-from tff_esn.closed_form.heterogeneous import align, client_reservoirs, ensemble_scores
+from tff_esn.closed_form.heterogeneous import align, client_reservoirs
 from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.closed_form.harvest import ReservoirWeights
 
@@ -191,8 +191,4 @@ def test_both_families_draw_a_clients_own_reservoir_by_one_seed_rule():
         client_reservoir(cfg, -1)
 
 
-def test_ensemble_scores_are_size_weighted():
-    a, b = np.ones((4, 2)), np.zeros((4, 2))
-    np.testing.assert_allclose(ensemble_scores([a, b], [3, 1]), 0.75 * a)
-    with pytest.raises(ValueError, match="sizes"):
-        ensemble_scores([a, b], [1, 0])
+

@@ -66,6 +66,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
+from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.secure_sum import FixedPoint
@@ -182,13 +183,11 @@ def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], c
                 rounds: int) -> ReservoirWeights:
     """FedIP (Alg. 1) without TFF: the reference the TFF process is checked against."""
     _check_rounds(rounds, clients)
-    sizes = np.array([len(c) for c in clients], dtype=np.float64)
+    sizes = [len(c) for c in clients]
     for _ in range(rounds):
         local = [intrinsic_plasticity(weights, c, cfg) for c in clients]
-        weights = weights.replace(
-            gain=np.tensordot(sizes / sizes.sum(), np.stack([w.gain for w in local]), axes=1),
-            bias=np.tensordot(sizes / sizes.sum(), np.stack([w.bias for w in local]), axes=1),
-        )
+        weights = weights.replace(gain=size_weighted_mean([w.gain for w in local], sizes),
+                                  bias=size_weighted_mean([w.bias for w in local], sizes))
     return weights
 
 

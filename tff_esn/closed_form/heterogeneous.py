@@ -5,7 +5,8 @@ cannot be averaged. Two answers:
 
 * **prediction ensemble** — each client trains its own ridge readout on its own reservoir
   (IncFed eq. 4) and the federation predicts with the size-weighted mean of the members'
-  outputs, ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``, where ``x_c(u)`` is reservoir c's state;
+  outputs, ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``, where ``x_c(u)`` is reservoir c's state
+  (:func:`~tff_esn.closed_form.fedavg_ridge.size_weighted_mean` of the members' scores);
 * **structural alignment** — every client interpolates its reservoir toward a shared
   target, ``θ_c ← (1 − α)·θ_c + α·θ_target`` for W_in, Ŵ, b and g, then the clients
   federate by IncFed on their aligned reservoirs and the readout is used with the target
@@ -37,8 +38,6 @@ concepts page itself finds that "alignment only pays off near full homogenisatio
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -83,17 +82,3 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
         recurrent = (recurrent * (spectral_radius(target.recurrent) / max(spectral_radius(recurrent), 1e-12))
                      ).astype(np.float32)
     return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), own.leaky)
-
-
-def ensemble_scores(member_scores: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
-    """Size-weighted mean of the members' outputs on the same samples, ``Σ_c (n_c/n) ŷ_c``."""
-    if not member_scores or len(member_scores) != len(sizes):
-        raise ValueError(f"ensemble: expected one score array per member, got {len(member_scores)} and "
-                         f"{len(sizes)} sizes.")
-    sizes = np.asarray(sizes, dtype=np.float64)
-    if np.any(sizes <= 0):
-        raise ValueError(f"sizes: expected positive member sizes, got {sizes.tolist()}.")
-    shapes = {np.shape(s) for s in member_scores}
-    if len(shapes) != 1:
-        raise ValueError(f"ensemble: members scored different shapes {sorted(shapes)}.")
-    return np.tensordot(sizes / sizes.sum(), np.stack(member_scores), axes=1)
