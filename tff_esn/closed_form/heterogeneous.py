@@ -30,7 +30,9 @@ the readout is fitted on the clients' aligned states and used on the target's, a
 is a different feature at training and at test time.
 Measured (100 units, mean states, λ 1e-6, literal): test accuracy at α = 0.5 / 0.9 / 1 —
 OSULeaf 0.26 / 0.23 / 0.68 (majority 0.24), BasicMotions 0.50 / 1.00 / 1.00, JapaneseVowels
-0.77 / 0.96 / 0.99; synthetic WESAD (fedip-wesad, λ 1e-3) 0.53 / 0.69 / IncFed 0.64. With a reservoir
+0.77 / 0.96 / 0.99 (the UCR numbers with the clients' seeds drawn before the one seed rule of
+:func:`~tff_esn.config.client_reservoir`); synthetic WESAD (fedip-wesad, λ 1e-3) 0.55 / 0.67 /
+IncFed 0.64 (0.53 / 0.69 with the former seeds: another draw). With a reservoir
 bias (scale 1) the mismatched biases also shift every output, and on OSULeaf alignment
 predicts a single class even at α = 0.9 (IncFed 0.56) — the run's ``warnings`` say so. The
 concepts page itself finds that "alignment only pays off near full homogenisation"; hence
