@@ -149,8 +149,8 @@ def test_state_stats_of_random_chunks_sum_to_the_naive_statistics(seed, rows, ch
     valid[0] = True
     dtype = np.float32 if f32 else np.float64
     cuts = np.sort(rng.integers(0, rows + 1, chunks - 1))
-    parts = [state_stats(tf.constant(s[a:b], dtype), tf.constant(y[a:b]), readout_bias=bias, valid=tf.constant(valid[a:b]))
-             for a, b in zip([0, *cuts], [*cuts, rows])]
+    parts = [state_stats(tf.constant(s[a:b], dtype), tf.constant(y[a:b]), readout_bias=bias,
+                         valid=tf.constant(valid[a:b])) for a, b in zip([0, *cuts], [*cuts, rows])]
     got = RidgeStats(sum(p[0].numpy() for p in parts), sum(p[1].numpy() for p in parts), int(valid.sum()), 1, bias)
     ref = RidgeStats.from_states(s[valid], y[valid], bias=bias)
     tol = {"rtol": 1e-5, "atol": 1e-4} if f32 else {"rtol": 1e-12, "atol": 1e-12}

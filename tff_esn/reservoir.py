@@ -412,8 +412,8 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
         raise ValueError("harvest_stats: per-step targets need equal-length sequences (lengths=None).")
     expected = [(batch, None)] + ([(batch, steps, None)] if state_mode == "all" else [])
     if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
-        raise ValueError(f"harvest_stats: targets must be {' or '.join(str(e).replace('None', 'n_out') for e in expected)} "
-                         f"for state_mode={state_mode!r}, got {targets.shape}.")
+        shapes = " or ".join(str(e).replace("None", "n_out") for e in expected)
+        raise ValueError(f"harvest_stats: targets must be {shapes} for state_mode={state_mode!r}, got {targets.shape}.")
     if not np.all(np.isfinite(targets)):
         raise ValueError("harvest_stats: targets contain NaN or inf.")
     if state_mode != "all":
