@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tff_esn import algorithms
-from tff_esn.closed_form.heterogeneous import align, client_reservoirs, client_seed, ensemble_scores
-from tff_esn.config import ReservoirConfig
+from tff_esn.closed_form.heterogeneous import align, client_reservoirs
+from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.closed_form.harvest import ReservoirWeights
 
 from closed_form_data import default_split, random_dataset
@@ -168,7 +168,7 @@ def test_client_reservoirs_differ_and_alignment_interpolates():
     target = ReservoirWeights.from_config(cfg, 3)
     members = client_reservoirs(cfg, 3, 3)
     assert len({m.key for m in members} | {target.key}) == 4
-    assert client_seed(4, 0) == client_seed(4, 0) != client_seed(4, 1)
+    assert [m.key for m in members] == [ReservoirWeights.from_config(client_reservoir(cfg, i), 3).key for i in range(3)]
     half = align(members[0], target, 0.5)
     np.testing.assert_allclose(half.recurrent, 0.5 * (members[0].recurrent + target.recurrent), rtol=1e-6)
     rescaled = align(members[0], target, 0.5, rescale=True).recurrent  # the same mix, scaled back to the target's ρ
@@ -178,8 +178,17 @@ def test_client_reservoirs_differ_and_alignment_interpolates():
         align(members[0], ReservoirWeights.from_config(cfg.replace(units=7), 3), 0.5)
 
 
-def test_ensemble_scores_are_size_weighted():
-    a, b = np.ones((4, 2)), np.zeros((4, 2))
-    np.testing.assert_allclose(ensemble_scores([a, b], [3, 1]), 0.75 * a)
-    with pytest.raises(ValueError, match="sizes"):
-        ensemble_scores([a, b], [1, 0])
+def test_both_families_draw_a_clients_own_reservoir_by_one_seed_rule():
+    from tff_esn.federated.clients import client_reservoirs as federated_reservoirs
+
+    cfg = ReservoirConfig(units=6, seed=4)
+    gradient = federated_reservoirs(cfg, 3, "different")
+    assert [r.seed for r in gradient] == [child_seed(4, 3, i) for i in range(3)] == [client_reservoir(cfg, i).seed
+                                                                                     for i in range(3)]
+    assert [ReservoirWeights.from_config(r, 3).key for r in gradient] == [m.key for m in client_reservoirs(cfg, 3, 3)]
+    assert client_reservoir(cfg, 1) == client_reservoir(cfg, 1) and 4 not in {r.seed for r in gradient}
+    with pytest.raises(ValueError, match="index"):
+        client_reservoir(cfg, -1)
+
+
+

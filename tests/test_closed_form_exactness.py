@@ -148,9 +148,23 @@ def test_fedavg_ridge_of_one_client_is_its_ridge_and_differs_from_incfed_in_gene
 
 def test_fedavg_average_rejects_bad_weights():
     with pytest.raises(ValueError, match="sizes"):
-        fedavg_ridge.average_readouts([np.ones((2, 3))], [-1])
+        fedavg_ridge.size_weighted_mean([np.ones((2, 3))], [-1])
+    with pytest.raises(ValueError, match="sizes"):
+        fedavg_ridge.size_weighted_mean([np.ones((2, 3)), np.zeros((2, 3))], [1, 0])
     with pytest.raises(ValueError, match="shape"):
-        fedavg_ridge.average_readouts([np.ones((2, 3)), np.ones((2, 4))], [1, 1])
+        fedavg_ridge.size_weighted_mean([np.ones((2, 3)), np.ones((2, 4))], [1, 1])
+    with pytest.raises(ValueError, match="lengths"):
+        fedavg_ridge.size_weighted_mean([], [])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_size_weighted_mean_equals_numpy_average(clients, seed):
+    rng = np.random.default_rng(seed)
+    values = [rng.normal(size=(3, 4)) for _ in range(clients)]
+    sizes = rng.integers(1, 1000, clients)
+    np.testing.assert_allclose(fedavg_ridge.size_weighted_mean(values, sizes),
+                               np.average(np.stack(values), axis=0, weights=sizes), rtol=1e-12, atol=1e-15)
 
 
 # ------------------------------------------------------------------ Partial IncFed and pFedRR details
@@ -181,7 +195,7 @@ def test_partial_incfed_selection_mixes_top_and_random():
     sel = partial_incfed.select_features(scores, 4, 0.5, np.random.default_rng(0))
     assert sel.size == 4 and {9, 8} <= set(sel.tolist())
     assert partial_incfed.select_features(scores, 4, 1.0, np.random.default_rng(0)).tolist() == [6, 7, 8, 9]
-    assert partial_incfed.importance(np.array([[1.0, 2.0], [2.0, -5.0]])).tolist() == [3.0, -3.0]
+    assert partial_incfed.row_sum_importance(np.array([[1.0, 2.0], [2.0, -5.0]])).tolist() == [3.0, -3.0]
     assert partial_incfed.default_k(100, 3) == 50
 
 
@@ -197,9 +211,9 @@ def test_pfedrr_sparsify_keeps_diagonal_and_selected_block():
     np.testing.assert_array_equal(literal.A, parts[0].A)
     np.testing.assert_array_equal(consistent.A[:, [1, 2]], parts[0].A[:, [1, 2]])
     np.testing.assert_array_equal(consistent.A[:, [0, 3, 4, 5, 6]], 0)
-    imp = pfedrr.importance(b)
+    imp = pfedrr.squared_row_importance(b)
     assert imp.min() == 0.0 and imp.max() == 1.0
-    assert pfedrr.importance(np.eye(3)).tolist() == [1.0, 1.0, 1.0]
+    assert pfedrr.squared_row_importance(np.eye(3)).tolist() == [1.0, 1.0, 1.0]
 
 
 def test_pfedrr_random_policy_uses_the_same_number_of_units_and_is_seeded():

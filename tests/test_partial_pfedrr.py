@@ -162,9 +162,9 @@ def test_pfedrr_does_not_rank_the_bias_input_as_a_unit():
     rng = np.random.default_rng(0)
     s = 0.01 * rng.normal(size=(200, 10)) + rng.uniform(-0.05, 0.05, size=10)
     stats = RidgeStats.from_states(s, one_hot(rng.integers(0, 2, 200), 2), bias=True)
-    assert pfedrr.importance(stats.B).argmax() == 10  # ranked with the units, the bias would win
+    assert pfedrr.squared_row_importance(stats.B).argmax() == 10  # ranked with the units, the bias would win
     units = pfedrr.select_important(stats, 0.5)
-    np.testing.assert_array_equal(units, np.flatnonzero(pfedrr.importance(stats.B[:10, :10]) >= 0.5))
+    np.testing.assert_array_equal(units, np.flatnonzero(pfedrr.squared_row_importance(stats.B[:10, :10]) >= 0.5))
     parts = pfedrr.client_parts(stats, 0.5, 0, 0)
     assert parts.important.B[10, units[0]] == stats.B[10, units[0]]  # the bias row is kept for selected units
     result = pfedrr.fit_pfedrr([stats], 0.5, 1e-3)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
@@ -132,3 +133,43 @@ def test_last_state_stats_and_bad_targets():
     np.testing.assert_allclose(stats.B, ref.B, atol=1e-12)
     with pytest.raises(ValueError, match="targets"):
         Reservoir(units=8, state_mode="all").harvest_stats(x, np.zeros((5, 3), np.float32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.integers(1, 60), chunks=st.integers(1, 6), bias=st.booleans(),
+       f32=st.booleans())
+def test_state_stats_of_random_chunks_sum_to_the_naive_statistics(seed, rows, chunks, bias, f32):
+    """The one statistics function (every harvest and the TFF client use it) equals ``Yᵀ S, Sᵀ S``
+    of the valid rows, summed over any cut into chunks, and solves to scikit-learn's ridge."""
+    from tff_esn.reservoir import state_stats
+
+    rng = np.random.default_rng(seed)
+    s, y = _data(n=rows, f=5, y=2, seed=seed)
+    valid = rng.random(rows) < 0.8
+    valid[0] = True
+    dtype = np.float32 if f32 else np.float64
+    cuts = np.sort(rng.integers(0, rows + 1, chunks - 1))
+    parts = [state_stats(tf.constant(s[a:b], dtype), tf.constant(y[a:b]), readout_bias=bias,
+                         valid=tf.constant(valid[a:b])) for a, b in zip([0, *cuts], [*cuts, rows])]
+    got = RidgeStats(sum(p[0].numpy() for p in parts), sum(p[1].numpy() for p in parts), int(valid.sum()), 1, bias)
+    ref = RidgeStats.from_states(s[valid], y[valid], bias=bias)
+    tol = {"rtol": 1e-5, "atol": 1e-4} if f32 else {"rtol": 1e-12, "atol": 1e-12}
+    np.testing.assert_allclose(got.A, ref.A, **tol)
+    np.testing.assert_allclose(got.B, ref.B, **tol)
+    if not f32:
+        feats = with_bias(s[valid]) if bias else s[valid]
+        sk = Ridge(alpha=0.1, fit_intercept=False, solver="cholesky").fit(feats, y[valid])
+        np.testing.assert_allclose(got.solve(0.1), sk.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_state_stats_clips_each_row_bias_input_included():
+    from tff_esn.reservoir import state_stats
+
+    s, y = _data(n=30, f=4, y=1, seed=3)
+    a, b = state_stats(tf.constant(s), tf.constant(y), readout_bias=True, clip=1.5)
+    rows = with_bias(s)
+    rows = rows * np.minimum(1.0, 1.5 / np.linalg.norm(rows, axis=1, keepdims=True))
+    assert a.dtype == b.dtype == tf.float64
+    np.testing.assert_allclose(b.numpy(), rows.T @ rows, rtol=1e-12)
+    np.testing.assert_allclose(a.numpy(), y.T @ rows, rtol=1e-12)
+    assert np.trace(b.numpy()) <= 30 * 1.5 ** 2 * (1 + 1e-12)

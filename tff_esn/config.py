@@ -6,6 +6,8 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
+
 
 @dataclasses.dataclass(frozen=True)
 class ReservoirConfig:
@@ -87,3 +89,29 @@ def connectivity_from_count(count: int, fan_in: int) -> float:
     if count < 1 or fan_in < 1:
         raise ValueError(f"connectivity_from_count: count and fan_in must be ≥ 1, got {count}, {fan_in}.")
     return min(1.0, count / fan_in)
+
+
+def child_seed(seed: int, *path: int) -> int:
+    """A 31-bit integer seed derived from ``seed`` and a path of integers (numpy ``SeedSequence``)."""
+    return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+RESERVOIR_SEED_PURPOSE = 3
+"""The path element that marks a client's own reservoir among a run's seeded draws (the
+federated clients' input noise and shuffling use 1 and 2, client sampling 4)."""
+
+
+def client_reservoir(config: ReservoirConfig, index: int) -> ReservoirConfig:
+    """Client ``index``'s own reservoir when every client draws its own ("different
+    reservoirs", thesis Table 6.5; concepts page "When reservoirs differ").
+
+    The same hyperparameters with the seed ``child_seed(config.seed, 3, index)``: the path
+    (run seed, purpose, client index) is the one every per-client draw of a run follows, so
+    the reservoir seed is a pure function of the configured seed and the client's position
+    (the same for any number of clients, on resume, and in the closed-form and gradient
+    families alike), it cannot coincide with the client's noise or shuffling seeds, and it
+    is not the configured seed (the server's, or alignment's target, reservoir).
+    """
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ValueError(f"index: expected an integer ≥ 0, got {index!r}.")
+    return config.replace(seed=child_seed(config.seed, RESERVOIR_SEED_PURPOSE, index))

@@ -124,18 +124,31 @@ def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
     return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
 
 
-def _project(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None) -> tf.Tensor:
+def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None) -> tf.Tensor:
     """Time-major input projection u(t) W_in for all steps in one product (bias folded in when g = 1)."""
     projected = tf.einsum("btf,fu->tbu", inputs, kernel)
     return projected + bias if gain is None else projected
 
 
+def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
+                   gain: tf.Tensor | None, leaky: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """One update of the module's equation on a :func:`project_inputs` step.
+
+    Returns ``(net, activation, state)``: the net input ``u(t) W_in + x(t−1) Ŵ`` (FedIP's
+    x_net, before gain and bias; with ``gain`` None the bias is already folded in), the
+    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃``.
+    Intrinsic plasticity (:mod:`tff_esn.closed_form.fedip`) updates g and b from ``net``
+    and ``activation``.
+    """
+    net = projected + tf.matmul(x, recurrent)
+    new = tf.tanh(net) if gain is None else tf.tanh(gain * net + bias)
+    return net, new, (new if leaky == 1.0 else x + leaky * (new - x))
+
+
 def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
-    """One reservoir update on a projected input (bias already folded in when ``gain`` is None)."""
+    """The new state of :func:`reservoir_step` with fixed weights (bias folded in when ``gain`` is None)."""
     def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
-        pre = projected + tf.matmul(x, recurrent)
-        new = tf.tanh(pre) if gain is None else tf.tanh(gain * pre + bias)
-        return new if leaky == 1.0 else x + leaky * (new - x)
+        return reservoir_step(x, projected, recurrent, bias, gain, leaky)[2]
 
     return step
 
@@ -193,7 +206,7 @@ def run_reservoir(
             steps, and ``"all"`` holds zeros past its end.
     """
     inputs = tf.convert_to_tensor(inputs, tf.float32)
-    projected = _project(inputs, kernel, bias, gain)
+    projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
     update = _step_fn(recurrent, bias, gain, leaky)
@@ -261,16 +274,50 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float,
     return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
 
 
-@tf.function(reduce_retracing=True, autograph=False)
-def _accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
-                      per_step):
-    """(Yᵀ S, Sᵀ S) over every step after ``washout`` and before each sequence's length.
+def state_stats(states: tf.Tensor, targets: tf.Tensor, *, readout_bias: bool, valid: tf.Tensor | None = None,
+                clip: float | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+    """Ridge statistics ``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7), float64.
 
-    States are never all materialised: each chunk of ``chunk`` steps × batch states is
-    stacked once, the steps past a sequence's end are zeroed (bias column included), and
-    the block is reduced by one GEMM into float64 accumulators.
+    The one computation of the statistics: every reservoir harvest (:func:`accumulate_stats`,
+    :func:`harvest_stats`, the IncFed client inside TFF) sums its blocks through it.
+
+    Args:
+        states: (m, units) rows of states S; the products are taken in their dtype
+            (float32: a 3–5× faster Gram than float64, for the harvest; float64 for the
+            exact TFF client) and returned as float64, so callers accumulate in float64.
+        targets: (m, n_out) the rows' targets Y.
+        readout_bias: append the constant-1 readout-bias input to every row.
+        valid: ``None`` or (m,) bool; invalid rows (padding past a sequence's end)
+            contribute nothing, bias input included.
+        clip: ``None`` or a bound on each row's norm (bias input included), applied by
+            :func:`tff_esn.privacy.dp_stats.clip_rows` (rows within it stay bit-identical).
     """
-    projected = _project(inputs, kernel, bias, gain)
+    s = states
+    if readout_bias:
+        s = tf.concat([s, tf.ones_like(s[:, :1])], axis=1)
+    if valid is not None:
+        s *= tf.cast(valid, s.dtype)[:, None]
+    if clip is not None:
+        from tff_esn.privacy.dp_stats import clip_rows
+
+        s = clip_rows(s, clip)
+    y = tf.cast(targets, s.dtype)
+    return (tf.cast(tf.matmul(y, s, transpose_a=True), tf.float64),
+            tf.cast(tf.matmul(s, s, transpose_a=True), tf.float64))
+
+
+@tf.function(reduce_retracing=True, autograph=False)
+def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
+                     per_step, clip=None, dtype=tf.float32):
+    """``(Yᵀ S, Sᵀ S, n)`` float64 over every step after ``washout`` and before each sequence's length.
+
+    ``targets`` are (batch, n_out) per sequence or (batch, time − washout, n_out) per step;
+    ``n`` counts the states. States are never all materialised: each chunk of ``chunk``
+    steps × batch states is stacked once and reduced by :func:`state_stats` in ``dtype``
+    (steps past a sequence's end masked, rows clipped to ``clip``) into float64
+    accumulators — memory O(chunk · batch · units).
+    """
+    projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]
@@ -290,18 +337,15 @@ def _accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, l
             return x, ta.write(t - start, x)
 
         x, ta = _time_loop(start, stop, inner, (x, ta))
-        block = ta.stack()  # (len, batch, units)
-        if add_bias:
-            block = tf.concat([block, tf.ones_like(block[..., :1])], axis=-1)
-        block *= tf.cast(tf.range(start, stop)[:, None] < lengths[None, :], tf.float32)[..., None]
-        flat = tf.reshape(block, [-1, features])
-        sts += tf.cast(tf.matmul(flat, flat, transpose_a=True), tf.float64)
+        flat = tf.reshape(ta.stack(), [-1, units])  # (len · batch, units), time-major
+        valid = tf.reshape(tf.range(start, stop)[:, None] < lengths[None, :], [-1])
         if per_step:
-            y = tf.reshape(tf.transpose(targets[:, start:stop], [1, 0, 2]), [-1, n_out])
-            yts += tf.cast(tf.matmul(y, flat, transpose_a=True), tf.float64)
+            y = tf.transpose(targets[:, start - washout:stop - washout], [1, 0, 2])
         else:
-            yts += tf.cast(tf.matmul(targets, tf.reduce_sum(block, axis=0), transpose_a=True), tf.float64)
-        return stop, x, sts, yts
+            y = tf.broadcast_to(targets[None], [stop - start, batch, n_out])
+        a, b = state_stats(tf.cast(flat, dtype), tf.reshape(y, [-1, n_out]), readout_bias=add_bias, valid=valid,
+                           clip=clip)
+        return stop, x, sts + b, yts + a
 
     sts0 = tf.zeros([features, features], tf.float64)
     yts0 = tf.zeros([n_out, features], tf.float64)
@@ -309,7 +353,7 @@ def _accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, l
         lambda s, x, a, b: s < steps, chunk_body, (washout, x, sts0, yts0),
         shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), tf.TensorShape([None, None]), tf.TensorShape([None, None])),
     )
-    return yts, sts
+    return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64)
 
 
 def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
@@ -332,8 +376,12 @@ def _check_lengths(lengths, batch: int, steps: int, state_mode: str, washout: in
     return lengths.astype(np.int32)
 
 
+STATS_CHUNK = 64
+"""Default time steps per block of :func:`accumulate_stats`."""
+
+
 def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "last", washout: int = 0, *,
-                  bias: bool = False, chunk: int = 64, lengths=None):
+                  bias: bool = False, chunk: int = STATS_CHUNK, lengths=None):
     """Ridge statistics (IncFed eqs. 6–7, ``tff_esn.ridge.RidgeStats``) of a reservoir's states.
 
     Args:
@@ -362,26 +410,27 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
     lengths = _check_lengths(lengths, batch, steps, state_mode, washout)
     if lengths is not None and targets.ndim == 3:
         raise ValueError("harvest_stats: per-step targets need equal-length sequences (lengths=None).")
-    if state_mode != "all":
-        states = run_reservoir_shapeless(inputs, *tensors, leaky, state_mode, washout,
-                                         None if lengths is None else tf.constant(lengths))
-        return RidgeStats.from_states(states.numpy(), targets, bias=bias)
-    expected = [(batch, None), (batch, steps, None)]
+    expected = [(batch, None)] + ([(batch, steps, None)] if state_mode == "all" else [])
     if not any(targets.ndim == len(e) and targets.shape[:-1] == e[:-1] for e in expected):
-        raise ValueError(
-            f"harvest_stats: targets must be (batch={batch}, n_out) or (batch={batch}, time={steps}, n_out), "
-            f"got {targets.shape}."
-        )
+        shapes = " or ".join(str(e).replace("None", "n_out") for e in expected)
+        raise ValueError(f"harvest_stats: targets must be {shapes} for state_mode={state_mode!r}, got {targets.shape}.")
     if not np.all(np.isfinite(targets)):
         raise ValueError("harvest_stats: targets contain NaN or inf.")
+    if state_mode != "all":
+        if batch == 0:
+            raise ValueError("harvest_stats: no sequences; a client needs at least one state.")
+        states = run_reservoir_shapeless(inputs, *tensors, leaky, state_mode, washout,
+                                         None if lengths is None else tf.constant(lengths))
+        yts, sts = state_stats(tf.cast(states, tf.float64), targets, readout_bias=bias)
+        return RidgeStats(yts.numpy(), sts.numpy(), batch, 1, bias)
     if chunk < 1:
         raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
     full = np.full(batch, steps, np.int32) if lengths is None else lengths
-    yts, sts = _accumulate_stats(
-        inputs, tf.constant(targets), tf.constant(full), *tensors, leaky, tf.constant(washout), tf.constant(chunk),
-        bias, targets.ndim == 3,
+    yts, sts, n = accumulate_stats(
+        inputs, tf.constant(targets[:, washout:] if targets.ndim == 3 else targets), tf.constant(full), *tensors,
+        leaky, tf.constant(washout), tf.constant(chunk), bias, targets.ndim == 3,
     )
-    return RidgeStats(yts.numpy(), sts.numpy(), int(np.sum(full - washout)), 1, bias)
+    return RidgeStats(yts.numpy(), sts.numpy(), int(n), 1, bias)
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -475,7 +524,7 @@ class Reservoir(tf.keras.layers.Layer):
     def _weight_list(self) -> list:
         return [self.kernel, self.recurrent_kernel, self.bias, self.gain]
 
-    def harvest_stats(self, inputs, targets, *, bias: bool = False, chunk: int = 64):
+    def harvest_stats(self, inputs, targets, *, bias: bool = False, chunk: int = STATS_CHUNK):
         """Ridge statistics of this reservoir's states (module :func:`harvest_stats`); builds the layer on first use."""
         inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
         if not self.built:

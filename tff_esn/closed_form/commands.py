@@ -20,9 +20,9 @@ import numpy as np
 from tff_esn import communication
 from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts
+from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts, size_weighted_mean
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.closed_form.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs, ensemble_scores
+from tff_esn.closed_form.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs
 from tff_esn.closed_form.incfed import fit_incfed, incfed_tff, run_incfed_tff_stats
 from tff_esn.metrics import split_report
 from tff_esn.closed_form.partial_incfed import MASKS, default_k, fit_partial_incfed
@@ -341,7 +341,7 @@ def run_ensemble(dataset: SequenceDataset, split: Split, args: argparse.Namespac
 
     def scorer(ids):
         outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
-        return ensemble_scores([o[0] for o in outputs], sizes), outputs[0][1]
+        return size_weighted_mean([o[0] for o in outputs], sizes), outputs[0][1]
 
     return run.report(scorer, communication.ensemble(len(members), run.n_features, run.n_outputs))
 

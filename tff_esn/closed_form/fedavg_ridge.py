@@ -23,20 +23,26 @@ def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:
     return [s.solve(l2) for s in check_clients(stats)]
 
 
-def average_readouts(readouts: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
-    """Size-weighted mean ``Σ_c (n_c / n) W_c`` of equally shaped readouts (IncFed eq. 5, corrected)."""
-    if not readouts or len(readouts) != len(sizes):
-        raise ValueError(f"readouts and sizes: expected equal, non-zero lengths, got {len(readouts)} and {len(sizes)}.")
+def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> np.ndarray:
+    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64.
+
+    The one size-weighted mean of the closed-form family: the readouts of FedAvg-ridge
+    (IncFed eq. 5, corrected), FedIP's (g, b) (FedIP Alg. 1) and the ensemble's outputs
+    (thesis Table 6.5 ensemble). Raises ``ValueError`` for no values, a length mismatch,
+    non-positive or non-finite sizes, or values of different shapes.
+    """
+    if not len(values) or len(values) != len(sizes):
+        raise ValueError(f"values and sizes: expected equal, non-zero lengths, got {len(values)} and {len(sizes)}.")
     sizes = np.asarray(sizes, dtype=np.float64)
     if np.any(~np.isfinite(sizes)) or np.any(sizes <= 0):
         raise ValueError(f"sizes: expected positive local sizes, got {sizes.tolist()}.")
-    shapes = {np.shape(w) for w in readouts}
+    shapes = {np.shape(v) for v in values}
     if len(shapes) != 1:
-        raise ValueError(f"readouts: expected one shape for every client, got {sorted(shapes)}.")
-    return np.tensordot(sizes / sizes.sum(), np.stack(readouts), axes=1)
+        raise ValueError(f"values: expected one shape for every client, got {sorted(shapes)}.")
+    return np.tensordot(sizes / sizes.sum(), np.stack(values).astype(np.float64), axes=1)
 
 
 def fit_fedavg_ridge(stats: Sequence[RidgeStats], l2: float) -> np.ndarray:
     """FedAvg of the clients' local ridge readouts, weighted by their numbers of states."""
     stats = check_clients(stats)
-    return average_readouts(local_readouts(stats, l2), [s.n for s in stats])
+    return size_weighted_mean(local_readouts(stats, l2), [s.n for s in stats])

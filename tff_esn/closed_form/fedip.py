@@ -66,11 +66,12 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.data.sequences import ClientSequences
+from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.dp_updates import GaussianUpdates
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.reservoir import Reservoir, run_reservoir_compiled
+from tff_esn.reservoir import Reservoir, project_inputs, reservoir_step, run_reservoir_compiled
 from tff_esn.ridge import RidgeStats
 
 
@@ -125,18 +126,18 @@ def ip_loss(net, gain, bias, mu: float, sigma: float):
 
 
 def _ip_batch(x, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
-    """Online IP through one batch of sequences (b, T, F): one (g, b) update per time step."""
-    projected = tf.einsum("btf,fu->tbu", x, kernel)
+    """Online IP through one batch of sequences (b, T, F): one (g, b) update per time step,
+    on the net inputs and activations of the reservoir's own step (:func:`~tff_esn.reservoir.reservoir_step`)."""
+    projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
     def body(t, state, g, b):
-        net = projected[t] + tf.matmul(state, recurrent)
-        y = tf.tanh(g * net + b)
+        net, y, state = reservoir_step(state, projected[t], recurrent, b, g, leaky)
         dg, db = ip_updates(net, y, g, cfg.mu, cfg.sigma, cfg.eta)
         g_next = g + tf.reduce_mean(dg, 0)
         if cfg.min_gain is not None:
             g_next = tf.maximum(g_next, cfg.min_gain)
-        return t + 1, state + leaky * (y - state), g_next, b + tf.reduce_mean(db, 0)
+        return t + 1, state, g_next, b + tf.reduce_mean(db, 0)
 
     state0 = tf.zeros([tf.shape(x)[0], tf.shape(kernel)[1]], tf.float32)
     _, _, gain, bias = tf.while_loop(lambda t, *_: t < steps, body, (0, state0, gain, bias))
@@ -183,13 +184,11 @@ def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], c
                 rounds: int) -> ReservoirWeights:
     """FedIP (Alg. 1) without TFF: the reference the TFF process is checked against."""
     _check_rounds(rounds, clients)
-    sizes = np.array([len(c) for c in clients], dtype=np.float64)
+    sizes = [len(c) for c in clients]
     for _ in range(rounds):
         local = [intrinsic_plasticity(weights, c, cfg) for c in clients]
-        weights = weights.replace(
-            gain=np.tensordot(sizes / sizes.sum(), np.stack([w.gain for w in local]), axes=1),
-            bias=np.tensordot(sizes / sizes.sum(), np.stack([w.bias for w in local]), axes=1),
-        )
+        weights = weights.replace(gain=size_weighted_mean([w.gain for w in local], sizes),
+                                  bias=size_weighted_mean([w.bias for w in local], sizes))
     return weights
 
 

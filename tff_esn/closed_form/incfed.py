@@ -37,8 +37,8 @@ import tensorflow as tf
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
-from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
-from tff_esn.reservoir import run_reservoir
+from tff_esn.privacy.dp_stats import floor_eigenvalues
+from tff_esn.reservoir import STATS_CHUNK, accumulate_stats, run_reservoir, state_stats
 from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
 
 
@@ -105,30 +105,25 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
+    The states' statistics are those of every harvest (:func:`tff_esn.reservoir.state_stats`;
+    for ``"all"`` accumulated in chunks of steps by :func:`tff_esn.reservoir.accumulate_stats`),
+    with products in float64.
     With ``lengths``, each right-padded sequence contributes only its own steps. With
     ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
     (:func:`tff_esn.privacy.dp_stats.clip_rows`).
     """
     kernel, recurrent, bias, gain = reservoir
-    states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout, lengths)
-    units = tf.shape(kernel)[1]
     if spec.state_mode == "all":
-        if t.shape.rank == 2:
-            t = tf.broadcast_to(t[:, None, :], tf.concat([tf.shape(states)[:2], tf.shape(t)[-1:]], 0))
-        if lengths is not None:
-            valid = spec.washout + tf.range(tf.shape(states)[1])[None, :] < lengths[:, None]
-            states, t = tf.boolean_mask(states, valid), tf.boolean_mask(t, valid)
-        states = tf.reshape(states, [-1, units])
-        t = tf.reshape(t, [-1, tf.shape(t)[-1]])
-    s = tf.cast(states, tf.float64)
-    if spec.readout_bias:
-        s = tf.concat([s, tf.ones_like(s[:, :1])], axis=1)
-    if clip is not None:
-        s = clip_rows(s, clip)
-    y = tf.cast(t, tf.float64)
-    a, b, n = acc
-    return (a + tf.matmul(y, s, transpose_a=True), b + tf.matmul(s, s, transpose_a=True),
-            n + tf.cast(tf.shape(s)[0], tf.float64))
+        if lengths is None:
+            lengths = tf.fill(tf.shape(x)[:1], tf.shape(x)[1])
+        a, b, n = accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky, spec.washout,
+                                   STATS_CHUNK, spec.readout_bias, t.shape.rank == 3, clip, tf.float64)
+    else:
+        states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout, lengths)
+        a, b = state_stats(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias, clip=clip)
+        n = tf.cast(tf.shape(states)[0], tf.float64)
+    acc_a, acc_b, acc_n = acc
+    return acc_a + a, acc_b + b, acc_n + n
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):

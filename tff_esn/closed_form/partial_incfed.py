@@ -67,8 +67,13 @@ PINV_RCOND = 1e-10
 """Eigenvalues of ``B_c[S, S]`` below this share of the largest are dropped in its pseudo-inverse."""
 
 
-def importance(b: np.ndarray) -> np.ndarray:
-    """``I = B 1`` (thesis eq. B.15): how much each feature correlates with all the others."""
+def row_sum_importance(b: np.ndarray) -> np.ndarray:
+    """Partial IncFed's importance ``I = B 1`` (thesis eq. B.15, the row sums of the Fisher
+    matrix ``B``, eqs. B.11–B.14): how much each feature correlates with all the others.
+
+    Unscaled and signed; not pFedRR's squared rows
+    (:func:`~tff_esn.closed_form.pfedrr.squared_row_importance`).
+    """
     return np.asarray(b, dtype=np.float64).sum(axis=1)
 
 
@@ -158,7 +163,7 @@ class PartialResult:
 def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int = 0) -> tuple[np.ndarray, ...]:
     """Every client's k features (importance eq. B.15 + exploration); client i draws from seed (seed, i)."""
     return tuple(
-        select_features(importance(s.B), k, alpha, np.random.default_rng(np.random.SeedSequence([seed, i])))
+        select_features(row_sum_importance(s.B), k, alpha, np.random.default_rng(np.random.SeedSequence([seed, i])))
         for i, s in enumerate(stats)
     )
 

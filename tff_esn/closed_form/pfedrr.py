@@ -58,8 +58,12 @@ Reading = Literal["consistent", "literal"]
 READINGS: tuple[str, ...] = ("consistent", "literal")
 
 
-def importance(b: np.ndarray) -> np.ndarray:
-    """``Σ_j B_ij²`` min-max scaled to [0, 1] (pFedRR eq. 5); all ones when constant."""
+def squared_row_importance(b: np.ndarray) -> np.ndarray:
+    """pFedRR's importance ``I_i = Σ_j B_ij²`` (eq. 5, the squared rows of the Fisher matrix
+    ``B``, eq. 4), min-max scaled to [0, 1]; all ones when constant.
+
+    Not Partial IncFed's ``B 1`` (:func:`~tff_esn.closed_form.partial_incfed.row_sum_importance`).
+    """
     values = np.square(np.asarray(b, dtype=np.float64)).sum(axis=1)
     span = values.max() - values.min()
     return np.ones_like(values) if span <= 0 else (values - values.min()) / span
@@ -90,7 +94,7 @@ def select_important(stats: RidgeStats, tau: float) -> np.ndarray:
     """Sorted unit indices ``{i : I_i ≥ 1 − τ}`` of the scaled importance over the units (pFedRR §2)."""
     check_tau(tau)
     units = n_units(stats)
-    return np.flatnonzero(importance(stats.B[:units, :units]) >= 1.0 - tau)
+    return np.flatnonzero(squared_row_importance(stats.B[:units, :units]) >= 1.0 - tau)
 
 
 def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consistent") -> RidgeStats:

@@ -37,27 +37,23 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.reservoir import Reservoir
 
 RESERVOIR_MODES = ("same", "different")
-_NOISE, _SHUFFLE, _RESERVOIR = 1, 2, 3
-
-
-def child_seed(seed: int, *path: int) -> int:
-    """A 31-bit integer seed derived from ``seed`` and a path of integers."""
-    return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0] & 0x7FFFFFFF)
+_NOISE, _SHUFFLE = 1, 2
 
 
 def client_reservoirs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
-    """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own seed (``different``, Table 6.5)."""
+    """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
+    (``different``, Table 6.5: :func:`~tff_esn.config.client_reservoir`)."""
     if mode not in RESERVOIR_MODES:
         raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
     if mode == "same":
         return [server] * n_clients
-    return [server.replace(seed=child_seed(server.seed, _RESERVOIR, i)) for i in range(n_clients)]
+    return [client_reservoir(server, i) for i in range(n_clients)]
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
