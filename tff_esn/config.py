@@ -6,6 +6,9 @@ import dataclasses
 import math
 from typing import Any
 
+#: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
+STATE_MODES = ("last", "mean", "all")
+
 
 @dataclasses.dataclass(frozen=True)
 class ReservoirConfig:

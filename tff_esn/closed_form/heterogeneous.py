@@ -32,7 +32,7 @@ OSULeaf 0.26 / 0.23 / 0.68 (majority 0.24), BasicMotions 0.50 / 1.00 / 1.00, Jap
 bias (scale 1) the mismatched biases also shift every output, and on OSULeaf alignment
 predicts a single class even at α = 0.9 (IncFed 0.56) — the run's ``warnings`` say so. The
 concepts page itself finds that "alignment only pays off near full homogenisation"; hence
-:data:`DEFAULT_ALPHA` = 0.9, not 0.5.
+:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9, not 0.5.
 """
 
 from __future__ import annotations
@@ -43,10 +43,6 @@ import numpy as np
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.closed_form.harvest import ReservoirWeights
-
-
-DEFAULT_ALPHA = 0.9
-"""Default interpolation weight toward the target (see the module docstring)."""
 
 
 def client_seed(seed: int, index: int) -> int:

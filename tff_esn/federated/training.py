@@ -33,13 +33,13 @@ from tff_esn.communication import CommunicationCost, Phase
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
+from tff_esn.federated.configs import STATE_SOURCES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process
 
 ALGORITHMS = ("fedavg", "fedcurv")
-STATE_SOURCES = ("cached", "faithful")
 _SAMPLE = 4
 
 

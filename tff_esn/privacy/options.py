@@ -1,133 +1,53 @@
-"""The privacy flags of ``tff-esn run`` and what they become for each algorithm family.
+"""What the privacy settings (:class:`~tff_esn.privacy.config.PrivacyConfig`) become for the closed form.
 
-``--secure-aggregation [--secure-bits B] [--secure-range R]`` sums the closed-form
-statistics with :mod:`tff_esn.privacy.secure_sum` (FedAvg/FedCurv: TFF's
-``SecureSumFactory`` inside the mean, :mod:`tff_esn.privacy.learning`).
-``--dp-epsilon E`` or ``--dp-noise-multiplier Z`` (with ``--dp-delta``, ``--dp-clip``,
-``--dp-model``; ``--dp-adaptive-clip`` for FedAvg/FedCurv) turns on the Gaussian mechanism.
-Every ``metrics.json`` gets a ``privacy`` section (:data:`NO_PRIVACY` without DP).
+``secure_aggregation`` sums the closed-form statistics with :mod:`tff_esn.privacy.secure_sum`
+(FedAvg/FedCurv: TFF's ``SecureSumFactory`` inside the mean, :mod:`tff_esn.privacy.learning`);
+``dp_epsilon`` or ``dp_noise_multiplier`` turns on the Gaussian mechanism. Every
+``metrics.json`` gets a ``privacy`` section (:data:`NO_PRIVACY` without DP).
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
-from tff_esn.privacy import accounting
 from tff_esn.privacy.aggregation import SecureRidgeSum, StatsAggregation
-from tff_esn.privacy.dp_stats import MODELS, GaussianStats, check_clip, natural_clip, states_per_record
+from tff_esn.privacy.config import NO_PRIVACY, PrivacyConfig
+from tff_esn.privacy.dp_stats import GaussianStats, natural_clip, states_per_record
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
-DEFAULT_SECURE_BITS = 48
+__all__ = ["NO_PRIVACY", "secure_ridge_sum", "stats_aggregation", "stats_sections"]
+
 NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(clip) < 1e-15 per coordinate
-SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
 ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a client's value can attain
-SECURE_ONLY = ("pfedrr", "partial-incfed")  # numpy algorithms: secure aggregation, no DP
-NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
-              "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
 
 
-def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("privacy (incfed, fedip, fedavg, fedcurv; pfedrr, partial-incfed: secure "
-                                  "aggregation only)")
-    g.add_argument("--secure-aggregation", action="store_true",
-                   help="sum the clients' updates with TFF's secure sum (fixed-point encoding)")
-    g.add_argument("--secure-bits", type=int, default=DEFAULT_SECURE_BITS,
-                   help="closed form: bit width of the secure sum; each client value gets bits − ⌈log₂ K⌉ "
-                        "(default %(default)s)")
-    g.add_argument("--secure-range", type=float, default=None,
-                   help="closed form: values are clipped to ±R before encoding (default: the largest client's "
-                        "state count, which bounds every entry of A, B, n, plus 8 σ of the clients' DP noise)")
-    g.add_argument("--dp-epsilon", type=float, default=None, help="target ε of the Gaussian mechanism")
-    g.add_argument("--dp-noise-multiplier", type=float, default=None,
-                   help="noise multiplier z instead of --dp-epsilon (ε is then reported)")
-    g.add_argument("--dp-delta", type=float, default=1e-5, help="δ (default %(default)s)")
-    g.add_argument("--dp-clip", type=float, default=None,
-                   help="closed form: state norm bound C (default √N_F: no state changes); FedAvg/FedCurv: the "
-                        "clients' update norm bound (default 0.1; initial value with --dp-adaptive-clip)")
-    g.add_argument("--dp-model", choices=MODELS, default="central",
-                   help="closed form: noise added by the server (central), by each client in full (local) or "
-                        "in shares σ/√K (distributed; use with --secure-aggregation)")
-    g.add_argument("--dp-seed", type=int, default=None,
-                   help="closed form: seed of the DP noise (default: --seed)")
-    g.add_argument("--dp-adaptive-clip", action="store_true",
-                   help="FedAvg/FedCurv: adaptive clipping (median update norm) instead of a fixed clip")
+def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, seed: int, n_features: int,
+                      steps: int, client_sequences: Sequence[int]) -> StatsAggregation | None:
+    """The closed-form :class:`StatsAggregation` of ``privacy`` (``None``: plain IncFed).
 
-
-def dp_requested(args: argparse.Namespace) -> bool:
-    return getattr(args, "dp_epsilon", None) is not None or getattr(args, "dp_noise_multiplier", None) is not None
-
-
-def privacy_requested(args: argparse.Namespace) -> bool:
-    return dp_requested(args) or bool(getattr(args, "secure_aggregation", False))
-
-
-def check_privacy_arguments(algorithm: str, args: argparse.Namespace) -> None:
-    """``ValueError`` for privacy flags on an algorithm without privacy, or inconsistent flags."""
-    if not privacy_requested(args):
-        return
-    if algorithm not in SUPPORTED:
-        raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {', '.join(SUPPORTED)}; "
-                         "drop the --secure-*/--dp-* flags.")
-    if algorithm in SECURE_ONLY and dp_requested(args):
-        raise ValueError(f"{algorithm}: differential privacy is implemented for incfed, fedip, fedavg and fedcurv; "
-                         "use --secure-aggregation alone (drop --dp-*).")
-    if getattr(args, "backend", "tff") != "tff":
-        raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
-                         "use --backend tff.")
-    if args.dp_epsilon is not None and args.dp_noise_multiplier is not None:
-        raise ValueError("give either --dp-epsilon or --dp-noise-multiplier, not both.")
-    if args.dp_epsilon is not None:
-        accounting.check_epsilon(args.dp_epsilon)
-    if args.dp_noise_multiplier is not None:
-        accounting.check_noise_multiplier(args.dp_noise_multiplier)
-    if dp_requested(args):
-        accounting.check_delta(args.dp_delta)
-    if args.dp_clip is not None:
-        check_clip(args.dp_clip)
-    learning = algorithm in ("fedavg", "fedcurv")
-    if learning and (args.dp_model != "central" or args.secure_range is not None or args.dp_seed is not None
-                     or args.secure_bits != DEFAULT_SECURE_BITS):
-        raise ValueError(f"{algorithm}: --dp-model, --dp-seed, --secure-bits and --secure-range apply to the "
-                         "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
-    if not learning and args.dp_adaptive_clip:
-        raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
-                         "at --dp-clip).")
-
-
-def noise_multiplier_from_args(args: argparse.Namespace, rounds: int = 1, sampling_rate: float = 1.0) -> float:
-    """``--dp-noise-multiplier``, or the one that meets ``--dp-epsilon`` over the schedule."""
-    if args.dp_noise_multiplier is not None:
-        return accounting.check_noise_multiplier(args.dp_noise_multiplier)
-    return accounting.noise_multiplier_for(args.dp_epsilon, args.dp_delta, rounds, sampling_rate)
-
-
-def stats_aggregation_from_args(args: argparse.Namespace, n_features: int, steps: int,
-                                client_sequences: Sequence[int]) -> StatsAggregation | None:
-    """The closed-form :class:`StatsAggregation` of the flags (``None``: plain IncFed).
-
-    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts.
+    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts,
+    ``seed`` the run's (the DP noise's unless ``privacy.dp_seed``).
     """
-    if not privacy_requested(args):
+    if not privacy.requested:
         return None
-    m = states_per_record(args.state_mode, steps, args.washout)
+    m = states_per_record(state_mode, steps, washout)
     dp = None
-    if dp_requested(args):
-        clip = natural_clip(n_features) if args.dp_clip is None else args.dp_clip
-        dp = GaussianStats(noise_multiplier_from_args(args), args.dp_delta, clip, m, model=args.dp_model,
-                           seed=args.seed if args.dp_seed is None else args.dp_seed)
+    if privacy.dp_requested:
+        clip = natural_clip(n_features) if privacy.dp_clip is None else privacy.dp_clip
+        dp = GaussianStats(privacy.noise_multiplier(), privacy.dp_delta, clip, m, model=privacy.dp_model,
+                           seed=seed if privacy.dp_seed is None else privacy.dp_seed)
     secure = None
-    if args.secure_aggregation:
-        bound = args.secure_range
+    if privacy.secure_aggregation:
+        bound = privacy.secure_range
         if bound is None:
             noise = max(dp.client_stddevs(len(client_sequences))) if dp is not None else 0.0
             bound = stats_bound([n * m for n in client_sequences]) + NOISE_HEADROOM * noise
-        secure = FixedPoint(args.secure_bits, float(bound), len(client_sequences))
+        secure = FixedPoint(privacy.secure_bits, float(bound), len(client_sequences))
     return StatsAggregation(len(client_sequences), n_features, dp=dp, secure=secure)
 
 
-def secure_ridge_sum_from_args(args: argparse.Namespace, client_states: Sequence[int]) -> SecureRidgeSum | None:
-    """The secure sum of pFedRR's / Partial IncFed's uploads (``None`` without ``--secure-aggregation``).
+def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:
+    """The secure sum of pFedRR's / Partial IncFed's uploads (``None`` without ``secure_aggregation``).
 
     ``client_states`` are the clients' state counts n_c. The default range ``max_c n_c`` bounds
     every entry of what they upload: pFedRR's masked ``(A_c D_c, B̃_c)`` and Partial IncFed's
@@ -139,11 +59,11 @@ def secure_ridge_sum_from_args(args: argparse.Namespace, client_states: Sequence
     Nyström pseudo-inverse) lands a few ulps above it; the range is widened by
     :data:`ROUNDING_MARGIN` so such a value is not clipped (one was, on synthetic WESAD).
     """
-    if not getattr(args, "secure_aggregation", False):
+    if not privacy.secure_aggregation:
         return None
-    bound = (stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN) if args.secure_range is None
-             else args.secure_range)
-    return SecureRidgeSum(FixedPoint(args.secure_bits, float(bound), len(client_states)))
+    bound = (stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN) if privacy.secure_range is None
+             else privacy.secure_range)
+    return SecureRidgeSum(FixedPoint(privacy.secure_bits, float(bound), len(client_states)))
 
 
 def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, *, covers: str) -> dict:
