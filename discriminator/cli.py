@@ -27,7 +27,6 @@ from tff_esn.cli import UsageError, lazy_command
 from tff_esn.cli.flags import add_common_arguments
 from tff_esn.config import ReservoirConfig
 from tff_esn.federated.configs import RESERVOIR_MODES, THESIS_RESERVOIR, ThesisModelConfig
-from tff_esn.io import write_json_atomic
 
 GROUP = "discriminator"
 """The split group holding the subjects the discriminator is trained on (thesis §6.1)."""
@@ -111,6 +110,7 @@ def _phase(args: argparse.Namespace) -> int:
     from discriminator.model import load_discriminator
     from discriminator.phase import run_discriminative_phase
     from tff_esn.federated.training import FederatedConfig
+    from tff_esn.io import write_json_atomic
 
     disc = load_discriminator(args.discriminator)
     model = model_config_from_info(disc.info)

@@ -29,14 +29,13 @@ import dp_accounting
 import numpy as np
 
 from scripts.common import mean_std, plt, rep_seeds
-from scripts.framework import Context, Experiment, register
+from scripts.framework import Context, Experiment, register, run_config
 from scripts.incfed_tables import Settings as IncFedSettings
 from scripts.incfed_tables import flags as incfed_flags
-from tff_esn.algorithms import reservoir_config_from_args
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import incfed_tff
 from tff_esn.privacy.aggregation import StatsAggregation
-from tff_esn.privacy.options import DEFAULT_SECURE_BITS
+from tff_esn.privacy.config import DEFAULT_SECURE_BITS
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, math.inf)
@@ -137,9 +136,9 @@ def _incfed(ctx: Context, s: Settings) -> dict:
     out: dict = {"records": {}, "numpy": {}}
     for seed in rep_seeds(ctx, s.repetitions):
         fl = incfed_flags("wesad", "incfed", len(dataset.feature_names), IncFedSettings(units=s.units), seed)
-        args = ctx.run_args("incfed", ctx.out / "runs" / "args", **fl)
-        weights = ReservoirWeights.from_config(reservoir_config_from_args(args), len(dataset.feature_names))
-        spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
+        config = run_config("incfed", **fl)
+        weights = ReservoirWeights.from_config(config.reservoir, len(dataset.feature_names))
+        spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
         harvester = Harvester(dataset, spec)
         for k, eps in enumerate(s.epsilons):
             for draw in range(s.tff_draws if not math.isinf(eps) else 1):

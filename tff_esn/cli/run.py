@@ -18,7 +18,6 @@ from pathlib import Path
 from tff_esn import algorithms, runtime
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
-from tff_esn.io import write_json_atomic
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -87,6 +86,7 @@ def npz_options(args: argparse.Namespace) -> dict:
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
+    from tff_esn.io import write_json_atomic
 
     if args.hparams:
         apply_hparams(args, parser, args.hparams)
