@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from tff_esn.cli import lazy_command
+from tff_esn.cli import UsageError, lazy_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +39,11 @@ def run(args: argparse.Namespace) -> int:
     tf.get_logger().setLevel("ERROR")  # retracing warnings of many short Keras fits would bury the progress bars
     from scripts.framework import FAILED, DataSources, RunRequest, run_experiments, select
 
-    select(args.target)
-    data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir)
+    try:
+        select(args.target)
+        data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir)
+    except (ValueError, FileNotFoundError) as err:  # the target's name or a --*-dir flag
+        raise UsageError(str(err)) from None
     request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
                          progress=args.progress)
     report, records = run_experiments(request)
