@@ -11,24 +11,16 @@ Builds on :mod:`tff_esn`; ``tff_esn`` never imports this package (it finds the f
 loader through the ``tff_esn.client_filters`` entry point).
 """
 
-from discriminator.deltas import FAKE, REAL, DeltaConfig, DeltaSet, generate_deltas, readout_trajectory
-from discriminator.filter import DiscriminatorFilter, load_filter
-from discriminator.model import (
-    Discriminator,
-    DiscriminatorConfig,
-    DiscriminatorFileError,
-    build_discriminator,
-    evaluate,
-    load_discriminator,
-    save_discriminator,
-    train_discriminator,
-)
-from discriminator.phase import acceptance_report, choose_fake_clients, plot_acceptance, run_discriminative_phase
-from discriminator.search import search_discriminator
+from tff_esn.lazy import lazy_exports
 
-__all__ = [
-    "FAKE", "REAL", "DeltaConfig", "DeltaSet", "Discriminator", "DiscriminatorConfig", "DiscriminatorFileError",
-    "DiscriminatorFilter", "acceptance_report", "build_discriminator", "choose_fake_clients", "evaluate",
-    "generate_deltas", "load_discriminator", "load_filter", "plot_acceptance", "readout_trajectory",
-    "run_discriminative_phase", "save_discriminator", "search_discriminator", "train_discriminator",
-]
+_EXPORTS = {
+    **dict.fromkeys(("FAKE", "REAL", "DeltaConfig", "DeltaSet", "generate_deltas", "readout_trajectory"), ".deltas"),
+    **dict.fromkeys(("DiscriminatorFilter", "load_filter"), ".filter"),
+    **dict.fromkeys(("Discriminator", "DiscriminatorConfig", "DiscriminatorFileError", "build_discriminator",
+                     "evaluate", "load_discriminator", "save_discriminator", "train_discriminator"), ".model"),
+    **dict.fromkeys(("acceptance_report", "choose_fake_clients", "plot_acceptance", "run_discriminative_phase"),
+                    ".phase"),
+    "search_discriminator": ".search",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)  # importing the package (its CLI) imports no TensorFlow

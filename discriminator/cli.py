@@ -11,7 +11,8 @@
   accepted-vs-real report (``acceptance.csv``, ``acceptance.png``, MAE) next to
   ``metrics.json``.
 
-Registered through the ``tff_esn.commands`` entry-point group.
+Registered through the ``tff_esn.commands`` entry-point group; the flags (whose defaults
+come from the TF-backed configs) are built when the command runs, not for ``tff-esn --help``.
 """
 
 from __future__ import annotations
@@ -21,18 +22,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from discriminator.deltas import DeltaConfig, generate_deltas
-from discriminator.filter import DiscriminatorFilter
-from discriminator.model import DiscriminatorConfig, load_discriminator, train_discriminator
-from discriminator.phase import run_discriminative_phase
-from discriminator.search import search_discriminator
-from tff_esn.algorithms import add_common_arguments, reservoir_config_from_args
-from tff_esn.cli import UsageError
+from tff_esn.algorithms import config_from_flags
+from tff_esn.cli import UsageError, lazy_command
+from tff_esn.cli.flags import add_common_arguments
 from tff_esn.config import ReservoirConfig
-from tff_esn.federated import FederatedConfig, ThesisModelConfig
-from tff_esn.federated.clients import RESERVOIR_MODES
-from tff_esn.federated.model import THESIS_RESERVOIR
-from tff_esn.io import write_json_atomic
+from tff_esn.federated.configs import RESERVOIR_MODES, THESIS_RESERVOIR, ThesisModelConfig
 
 GROUP = "discriminator"
 """The split group holding the subjects the discriminator is trained on (thesis §6.1)."""
@@ -68,8 +62,13 @@ def _load(args: argparse.Namespace):
 
 
 def _train(args: argparse.Namespace) -> int:
+    from discriminator.deltas import DeltaConfig, generate_deltas
+    from discriminator.model import DiscriminatorConfig, train_discriminator
+    from discriminator.search import search_discriminator
+
     try:
-        model = ThesisModelConfig(reservoir=reservoir_config_from_args(args), learning_rate=args.client_lr,
+        model = ThesisModelConfig(reservoir=config_from_flags(ReservoirConfig, vars(args), strict=False),
+                                  learning_rate=args.client_lr,
                                   batch_size=args.batch_size, state_mode=args.state_mode, washout=args.washout)
         delta_config = DeltaConfig(model=model, noise_std=args.noise_std, steps=args.steps,
                                    test_fraction=args.test_fraction, restart_every=args.restart_every,
@@ -107,6 +106,12 @@ def model_config_from_info(info: dict[str, Any]) -> ThesisModelConfig:
 
 
 def _phase(args: argparse.Namespace) -> int:
+    from discriminator.filter import DiscriminatorFilter
+    from discriminator.model import load_discriminator
+    from discriminator.phase import run_discriminative_phase
+    from tff_esn.federated.training import FederatedConfig
+    from tff_esn.io import write_json_atomic
+
     disc = load_discriminator(args.discriminator)
     model = model_config_from_info(disc.info)
     try:
@@ -132,9 +137,20 @@ def _phase(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "anomalous-client discriminator: train it, run the discriminative phase"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("discriminator", help="anomalous-client discriminator: train it, run the "
-                                   "discriminative phase", description=__doc__.split("\n\n")[0])
+    """``tff-esn discriminator``; its flags are built when the command runs."""
+    lazy_command(subparsers, "discriminator", _add_arguments, help=HELP)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    from discriminator.deltas import DeltaConfig
+    from discriminator.model import DiscriminatorConfig
+    from tff_esn.federated.training import FederatedConfig
+
+    parser.description = __doc__.split("\n\n")[0]
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     train = sub.add_parser("train", help="train and save a discriminator (thesis §6.1)")

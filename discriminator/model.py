@@ -38,6 +38,7 @@ import tensorflow as tf
 from sklearn.metrics import f1_score
 
 from discriminator.deltas import DeltaSet
+from tff_esn.data.errors import DataError
 from tff_esn.io import write_json_atomic
 
 FORMAT = "tff_esn.discriminator/1"
@@ -45,8 +46,9 @@ MODEL_FILE = "model.keras"
 META_FILE = "discriminator.json"
 
 
-class DiscriminatorFileError(ValueError):
-    """A discriminator folder that cannot be used: missing, corrupted or of another shape."""
+class DiscriminatorFileError(DataError):
+    """A discriminator folder that cannot be used: missing, corrupted or of another shape (bad
+    input from files: the command line reports it in one line with exit code 2)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,11 +8,13 @@ import os
 import sys
 from pathlib import Path
 
-from scripts.framework import GROUPS, PROFILES
+from tff_esn.cli import UsageError, lazy_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The reproduce flags (shared by ``tff-esn reproduce`` and ``python -m scripts.reproduce_all``)."""
+    from scripts.framework import GROUPS, PROFILES
+
     parser.add_argument("target", metavar="TARGET",
                         help=f"all, a seed ({', '.join(GROUPS)}) or one experiment name")
     parser.add_argument("--profile", choices=PROFILES, default="quick",
@@ -40,9 +42,12 @@ def run(args: argparse.Namespace) -> int:
     tf.get_logger().setLevel("ERROR")  # retracing warnings of many short Keras fits would bury the progress bars
     from scripts.framework import FAILED, DataSources, RunRequest, run_experiments, select
 
-    select(args.target)
-    npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
-    data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
+    try:
+        select(args.target)
+        npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
+        data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
+    except (ValueError, FileNotFoundError) as err:  # the target's name or a --*-dir flag
+        raise UsageError(str(err)) from None
     request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
                          progress=args.progress)
     report, records = run_experiments(request)
@@ -55,11 +60,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "reproduce", help="re-run the seeds' tables and figures and write report.md",
-        description="Re-run the published experiments (thesis, IncFed, pFedRR, FedIP) on the synthetic default "
-                    "or a real copy, write tables (CSV + Markdown, published numbers beside ours), figures (PNG) "
-                    "and DIR/report.md. Finished experiments are skipped unless --force.",
-    )
+    """``tff-esn reproduce``; its flags (the framework's profiles) are built when the command runs."""
+    lazy_command(subparsers, "reproduce", _add_command_arguments,
+                 help="re-run the seeds' tables and figures and write report.md")
+
+
+def _add_command_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Re-run the published experiments (thesis, IncFed, pFedRR, FedIP) on the synthetic default "
+                          "or a real copy, write tables (CSV + Markdown, published numbers beside ours), figures (PNG) "
+                          "and DIR/report.md. Finished experiments are skipped unless --force.")
     add_arguments(parser)
     parser.set_defaults(func=run)

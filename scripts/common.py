@@ -21,7 +21,7 @@ def fraction_label(fraction: float) -> str:
     return f"{round(fraction * 100)}%"
 
 
-def shared_closed_form_runs(dataset, splits: Mapping[Any, Any], args) -> dict[Any, Any]:
+def shared_closed_form_runs(dataset, splits: Mapping[Any, Any], config) -> dict[Any, Any]:
     """A :class:`tff_esn.closed_form.commands.Run` per split, all sharing one harvester.
 
     The splits differ only in their training clients (IncFed/pFedRR/FedIP 25–100 %), so
@@ -33,7 +33,7 @@ def shared_closed_form_runs(dataset, splits: Mapping[Any, Any], args) -> dict[An
     runs: dict[Any, Any] = {}
     shared = None
     for key, split in splits.items():
-        run = Run(dataset, split, args)
+        run = Run(dataset, split, config, "shared")
         if shared is None:
             shared = run.harvester
         else:

@@ -20,7 +20,6 @@ unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.m
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import json
@@ -326,13 +325,12 @@ class Context:
         return json.loads(done.read_text())
 
     def run(self, algorithm: str, dataset, split, tag: str, **flags: Any) -> dict[str, Any]:
-        """Runs ``algorithm`` of the ``tff-esn run`` registry with its default flags overridden by
-        ``flags`` (argparse destinations), cached under ``tag`` (:meth:`cached`)."""
+        """Runs ``algorithm`` of the run registry with its config's defaults overridden by
+        ``flags`` (settings by flag name, :func:`run_config`), cached under ``tag`` (:meth:`cached`)."""
         from tff_esn import algorithms
 
         def compute(folder: Path) -> dict[str, Any]:
-            args = self.run_args(algorithm, folder, **flags)
-            return algorithms.run_algorithm(algorithm, dataset, split, args)
+            return algorithms.run_algorithm(algorithm, dataset, split, self.run_config(algorithm, folder, **flags))
 
         return self.cached(tag, compute)
 
@@ -342,12 +340,12 @@ class Context:
         by inputs, reservoir and noise): the data cache when given, else ``OUT/cache``."""
         return Path(self.data.cache_dir) if self.data.cache_dir else self.out.parent / "cache"
 
-    def run_args(self, algorithm: str, folder: Path, **flags: Any) -> argparse.Namespace:
-        """:func:`run_namespace` with this run's cache folder, resuming a federated run left in ``folder``."""
-        args = run_namespace(algorithm, out=folder, cache_dir=str(self.cache_dir), **flags)
-        if hasattr(args, "resume"):
-            args.resume = (folder / "checkpoints").exists()
-        return args
+    def run_config(self, algorithm: str, folder: Path, **flags: Any):
+        """:func:`run_config` writing to ``folder`` with this run's cache folder, resuming a federated
+        run left in ``folder``, without a progress bar of its own."""
+        run = {"out": str(folder), "cache_dir": str(self.cache_dir), "resume": (folder / "checkpoints").exists(),
+               "progress": False}
+        return run_config(algorithm, **{**_settings_of(algorithm, run), **flags})
 
     # ---- outputs
     def table(self, name: str, title: str, rows: Sequence[Mapping[str, Any]], *, ours: str,
@@ -395,31 +393,24 @@ class Context:
             self.bar.set_postfix(postfix, refresh=False)
 
 
-_RUN_PARSER: argparse.ArgumentParser | None = None
+def _settings_of(algorithm: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``values`` that ``algorithm``'s config has (e.g. ``out`` only for federated runs)."""
+    from tff_esn import algorithms
+
+    fields = algorithms.config_fields(algorithms.get_algorithm(algorithm).config)
+    return {k: v for k, v in values.items() if k in fields}
 
 
-def run_namespace(algorithm: str, *, out: Path, **flags: Any) -> argparse.Namespace:
-    """The ``tff-esn run ALGORITHM`` arguments with ``flags`` (argparse destinations) set.
+def run_config(algorithm: str, **flags: Any):
+    """``algorithm``'s typed config (:mod:`tff_esn.algorithms`) with ``flags`` set — its settings
+    by flag name (``units``, ``l2``, ``server_lr``, ``reservoir``, ``ip_sigma``, ...).
 
-    Defaults come from the algorithm's own parser, so an experiment states only what it
-    changes; an unknown flag is an error naming it. Library progress bars are turned off
-    (the experiment's bar reports progress).
+    Defaults come from the config class, so an experiment states only what it changes; an
+    unknown setting is an error naming it.
     """
-    global _RUN_PARSER
-    if _RUN_PARSER is None:
-        from tff_esn.cli import run as run_cli
+    from tff_esn import algorithms
 
-        _RUN_PARSER = argparse.ArgumentParser(prog="tff-esn")
-        run_cli.register(_RUN_PARSER.add_subparsers(dest="command"))
-    args = _RUN_PARSER.parse_args(["run", algorithm, "--out", str(out)])
-    if hasattr(args, "progress"):
-        args.progress = False
-    unknown = sorted(k for k in flags if not hasattr(args, k))
-    if unknown:
-        raise ValueError(f"run {algorithm}: unknown flag(s) {unknown}.")
-    for key, value in flags.items():
-        setattr(args, key, value)
-    return args
+    return algorithms.config_from_flags(algorithms.get_algorithm(algorithm).config, flags)
 
 
 # ----------------------------------------------------------------------------- runner

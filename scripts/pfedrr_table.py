@@ -26,7 +26,7 @@ import numpy as np
 from scripts import published as pub
 from scripts.common import (BASELINES, accuracy_of, all_hold, baseline_accuracy, data_cause, fraction_label, listing,
                             mean_std, plt, rep_seeds, shared_closed_form_runs)
-from scripts.framework import Context, Experiment, register, run_namespace
+from scripts.framework import Context, Experiment, register, run_config
 from tff_esn.baselines import baseline_scores
 from tff_esn.closed_form.pfedrr import fit_pfedrr
 from tff_esn.ridge import RidgeStats
@@ -73,10 +73,10 @@ def run(ctx: Context, s: Settings) -> None:
         splits = {f: ctx.split(f"pfedrr-{kind}", dataset, train_fraction=f) for f in s.fractions}
         cells: dict[tuple[float, float], list[dict]] = {}
         for seed in rep_seeds(ctx, s.repetitions):
-            args = run_namespace("pfedrr", out=ctx.out, units=s.units, spectral_radius=s.spectral_radius,
-                                 input_scaling=s.input_scaling, leaky=s.leaky, l2=s.l2, seed=seed,
-                                 bias_scaling=bias_scaling)
-            runs = shared_closed_form_runs(dataset, splits, args)
+            config = run_config("pfedrr", units=s.units, spectral_radius=s.spectral_radius,
+                                input_scaling=s.input_scaling, leaky=s.leaky, l2=s.l2, seed=seed,
+                                bias_scaling=bias_scaling)
+            runs = shared_closed_form_runs(dataset, splits, config)
             for fraction, cf in runs.items():
                 stats = cf.stats()
                 base = baseline_accuracy(baseline_scores(dataset, cf.split, seed=seed))

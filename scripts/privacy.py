@@ -34,14 +34,13 @@ import dp_accounting
 import numpy as np
 
 from scripts.common import mean_std, plt, rep_seeds
-from scripts.framework import Context, Experiment, register
+from scripts.framework import Context, Experiment, register, run_config
 from scripts.incfed_tables import Settings as IncFedSettings
 from scripts.incfed_tables import flags as incfed_flags
-from tff_esn.algorithms import reservoir_config_from_args
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import incfed_tff
 from tff_esn.privacy.aggregation import StatsAggregation
-from tff_esn.privacy.options import DEFAULT_SECURE_BITS
+from tff_esn.privacy.config import DEFAULT_SECURE_BITS
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0, math.inf)
@@ -186,9 +185,9 @@ def _incfed(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
     out: dict = {"records": {}, "numpy": {}}
     for seed in rep_seeds(ctx, s.repetitions):
         fl = _incfed_flags(task, dataset, s, seed)
-        args = ctx.run_args("incfed", ctx.out / "runs" / "args", **fl)
-        weights = ReservoirWeights.from_config(reservoir_config_from_args(args), len(dataset.feature_names))
-        spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
+        config = run_config("incfed", **fl)
+        weights = ReservoirWeights.from_config(config.reservoir, len(dataset.feature_names))
+        spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
         harvester = Harvester(dataset, spec)
         for k, eps in enumerate(s.epsilons):
             for draw in range(s.tff_draws if not math.isinf(eps) else 1):
@@ -199,10 +198,10 @@ def _incfed(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
                 out["records"].setdefault(eps, []).append(record)
                 ctx.step(data=task.kind, model="incfed", epsilon=_label(eps))
             out["numpy"].setdefault(eps, []).extend(numpy_private_accuracy(
-                harvester, weights, split, spec, steps, eps, s.delta, args.l2,
+                harvester, weights, split, spec, steps, eps, s.delta, config.l2,
                 [1000 * seed + 10 * k + 500 + d for d in range(s.numpy_draws)]))
         if seed == ctx.seed and timing:
-            out["timing"] = _timed_pair(ctx, dataset, split, weights, spec, args.l2, s.timing_repeats)
+            out["timing"] = _timed_pair(ctx, dataset, split, weights, spec, config.l2, s.timing_repeats)
     return out
 
 

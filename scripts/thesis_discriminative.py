@@ -23,7 +23,7 @@ import numpy as np
 
 from scripts import published as pub
 from scripts.common import chance_cause
-from scripts.framework import Context, Experiment, register
+from scripts.framework import Context, Experiment, register, run_config
 from scripts.thesis_federated import (ALGORITHMS, Settings as FederationSettings, best_figure, federation_flags,
                                       lr_figure, model_name, reservoir_aucs, run_phase, tables)
 
@@ -44,11 +44,10 @@ class Settings(FederationSettings):
 def _train_discriminator(ctx: Context, s: Settings, dataset, split) -> tuple[Path, dict[str, Any]]:
     from discriminator.deltas import DeltaConfig, generate_deltas
     from discriminator.model import DiscriminatorConfig, load_discriminator, save_discriminator, train_discriminator
-    from tff_esn.federated.commands import model_config_from_args
 
     path = ctx.out / "discriminator"
     if not (path / "discriminator.json").exists():
-        model = model_config_from_args(ctx.run_args("fedavg", ctx.out, units=s.units, seed=ctx.seed))
+        model = run_config("thesis-central", units=s.units, seed=ctx.seed).model
         held_out = dataset.select(split.extra["discriminator"])
         config = DeltaConfig(model=model, steps=s.delta_steps, seed=ctx.seed)
         deltas = generate_deltas(held_out, config, test_subjects=dataset.select(split.test))
@@ -61,7 +60,7 @@ def _train_discriminator(ctx: Context, s: Settings, dataset, split) -> tuple[Pat
 def run(ctx: Context, s: Settings) -> None:
     from discriminator.filter import load_filter
     from discriminator.phase import plot_acceptance, run_discriminative_phase
-    from tff_esn.federated.commands import federated_config_from_args
+    from tff_esn.federated.commands import federated_config
 
     dataset = ctx.dataset("wesad", "thesis")
     split = ctx.split("thesis-discriminative", dataset)
@@ -76,11 +75,12 @@ def run(ctx: Context, s: Settings) -> None:
     def runner(data, data_split):
         def one(algorithm: str, lr: float, reservoir: str, tag: str) -> dict[str, Any]:
             def compute(folder: Path) -> dict[str, Any]:
-                args = ctx.run_args(algorithm, folder, **federation_flags(s, lr, reservoir, ctx.seed))
-                return run_discriminative_phase(data, data_split, federated_config_from_args(algorithm, args),
+                config = ctx.run_config(algorithm, folder, **federation_flags(s, lr, reservoir, ctx.seed))
+                return run_discriminative_phase(data, data_split,
+                                                federated_config(algorithm, config, len(data_split.train)),
                                                 client_filter, fake_clients=FAKE_CLIENTS, out_dir=folder,
-                                                resume=args.resume, progress=False,
-                                                cache_dir=Path(args.cache_dir) / "federated-states")
+                                                resume=config.resume, progress=False,
+                                                cache_dir=Path(config.cache_dir) / "federated-states")
             return ctx.cached(tag, compute)
         return one
 

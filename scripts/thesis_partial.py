@@ -25,7 +25,7 @@ import warnings
 from scripts import published as pub
 from scripts.common import (accuracy_of, all_hold, baseline_accuracy, fraction_label, listing, mean_std, plt,
                             rep_seeds, shared_closed_form_runs)
-from scripts.framework import Context, Experiment, register, run_namespace
+from scripts.framework import Context, Experiment, register, run_config
 from tff_esn import communication
 from tff_esn.baselines import baseline_scores
 from tff_esn.closed_form.incfed import fit_incfed
@@ -77,9 +77,9 @@ def run(ctx: Context, s: Settings) -> None:
     n_feat = s.units + 1
     ks_sweep = sweep_ks(n_feat, s.sweep_shares)
     for seed in rep_seeds(ctx, s.repetitions):
-        args = run_namespace("partial-incfed", out=ctx.out, units=s.units, spectral_radius=b2["spectral_radius"],
-                             leaky=b2["leaky"], input_scaling=b2["input_scaling"], l2=b2["l2"], seed=seed)
-        runs = shared_closed_form_runs(dataset, splits, args)
+        config = run_config("partial-incfed", units=s.units, spectral_radius=b2["spectral_radius"],
+                            leaky=b2["leaky"], input_scaling=b2["input_scaling"], l2=b2["l2"], seed=seed)
+        runs = shared_closed_form_runs(dataset, splits, config)
         for fraction, cf in runs.items():
             stats = cf.stats()
             ks[fraction] = k = default_k(cf.n_features, len(stats))

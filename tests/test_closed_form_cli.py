@@ -64,13 +64,44 @@ def test_hparams_file_fills_defaults_and_flags_win(fake_sources, tmp_path):
 
 
 def test_bad_cli_input_exits_2_without_writing(fake_sources, tmp_path, capsys):
-    assert main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "999"]) == 2
-    assert "k: expected" in capsys.readouterr().err
+    assert main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "error: PartialIncFedConfig.k (--k): expected None or an integer ≥ 1, got 0." in err
+    assert "Traceback" not in err and not (tmp_path / "metrics.json").exists()
+    assert main(["run", "incfed", "--out", str(tmp_path), *FAST, "--backend", "numpy", "--subround-size", "2"]) == 2
+    assert "--subround-size" in capsys.readouterr().err
+    assert main(["run", "centralized", "--out", str(tmp_path), *FAST, "--dp-epsilon", "1"]) == 2
+    assert "centralized: secure aggregation / DP are implemented for" in capsys.readouterr().err
     assert not (tmp_path / "metrics.json").exists()
     with pytest.raises(SystemExit):
         main(["run", "no-such-algorithm", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         main(["run", "incfed", "--out", str(tmp_path), "--train-fraction", "0.3"])
+
+
+def test_a_library_error_is_no_usage_error(fake_sources, tmp_path):
+    """k > N_F is found inside the library (N_F is known only there): a ValueError, not exit 2."""
+    with pytest.raises(ValueError, match="k: expected"):
+        main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "999"])
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_cli_run_equals_the_registry_run_with_a_typed_config(fake_sources, tmp_path):
+    from tff_esn.algorithms import run_algorithm
+    from tff_esn.closed_form.configs import PFedRRConfig
+    from tff_esn.config import ReservoirConfig
+
+    assert main(["run", "pfedrr", "--out", str(tmp_path), *FAST, "--seed", "5", "--tau", "0.7",
+                 "--reading", "literal"]) == 0
+    cli = json.loads((tmp_path / "metrics.json").read_text())
+    data = random_dataset(n_clients=5, seed=3)
+    ids = data.client_ids
+    config = PFedRRConfig(reservoir=ReservoirConfig(units=8, seed=5), l2=1e-2, washout=1, tau=0.7, reading="literal")
+    lib = json.loads(json.dumps(run_algorithm("pfedrr", data, Split("s", ids[:3], (ids[3],), (ids[4],)), config)))
+    for key in ("train", "val", "test", "communication", "extra", "privacy", "baselines", "config"):
+        assert cli[key] == lib[key], key
+    assert lib["config"]["seed"] == 5 and lib["config"]["tau"] == 0.7 and lib["config"]["reading"] == "literal"
+    assert cli["cli"]["out"] == str(tmp_path) and "tau" not in cli["cli"]
 
 
 def test_default_pipeline_and_split():

@@ -4,8 +4,6 @@ Sections and shapes of the record, seeded determinism, communication-cost accoun
 seeds' formulas, and clear errors for bad input.
 """
 
-import argparse
-
 import numpy as np
 import pytest
 
@@ -21,14 +19,10 @@ UNITS, CLASSES, ROUNDS = 8, 3, 2
 N_F = UNITS + 1  # readout bias input
 
 
-def _args(name, *extra):
-    parser = argparse.ArgumentParser()
-    algorithms.add_common_arguments(parser)
-    algorithms.get_algorithm(name).add_arguments(parser)
-    flags = ["--units", str(UNITS), "--l2", "1e-2", "--seed", "3", "--washout", "1", *extra]
-    if name == "fedip":
-        flags += ["--rounds", str(ROUNDS)]
-    return parser.parse_args(flags)
+def _args(name, **settings):
+    """``name``'s typed config: the contract's common settings, then ``settings`` (flag names)."""
+    common = dict(units=UNITS, l2=1e-2, seed=3, washout=1, **({"rounds": ROUNDS} if name == "fedip" else {}))
+    return algorithms.config_from_flags(algorithms.get_algorithm(name).config, {**common, **settings})
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +74,8 @@ def test_centralized_and_incfed_give_identical_metrics(records):
 
 
 def test_alignment_with_alpha_one_is_incfed(data):
-    rec = algorithms.run_algorithm("alignment", data, default_split(data), _args("alignment", "--alpha", "1"))
-    ref = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", "--backend", "numpy"))
+    rec = algorithms.run_algorithm("alignment", data, default_split(data), _args("alignment", alpha=1.0))
+    ref = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", backend="numpy"))
     for group in ("train", "val", "test"):
         assert rec[group] == ref[group]
 
@@ -114,26 +108,26 @@ def test_communication_follows_the_seed_formulas(name, records, data):
 
 
 def test_pfedrr_with_tau_one_costs_incfed_and_reports_the_comparison(data):
-    rec = algorithms.run_algorithm("pfedrr", data, default_split(data), _args("pfedrr", "--tau", "1"))
+    rec = algorithms.run_algorithm("pfedrr", data, default_split(data), _args("pfedrr", tau=1.0))
     assert rec["communication"]["up_floats_per_client"] == N_F**2 + N_F * CLASSES
     assert rec["extra"]["percent_units"] == 100.0
     assert rec["extra"]["fedrr"]["test"] == rec["test"] == rec["extra"]["r-pfedrr"]["test"]
 
 
 @pytest.mark.parametrize("name,flags,match", [
-    ("partial-incfed", ["--k", "0"], "k: expected"),
-    ("partial-incfed", ["--k", str(N_F + 1)], "k: expected"),
-    ("partial-incfed", ["--alpha", "2"], "alpha"),
-    ("pfedrr", ["--tau", "0"], "tau"),
-    ("pfedrr", ["--tau", "1.5"], "tau"),
-    ("alignment", ["--alpha", "-0.5"], "alpha"),
-    ("incfed", ["--washout", "10"], "washout"),
-    ("centralized", ["--units", "0"], "units"),
-    ("fedip", ["--ip-sigma", "0"], "sigma"),
+    ("partial-incfed", {"k": 0}, r"PartialIncFedConfig.k \(--k\): expected"),
+    ("partial-incfed", {"k": N_F + 1}, "k: expected"),
+    ("partial-incfed", {"alpha": 2.0}, "alpha"),
+    ("pfedrr", {"tau": 0.0}, "tau"),
+    ("pfedrr", {"tau": 1.5}, "tau"),
+    ("alignment", {"alpha": -0.5}, "alpha"),
+    ("incfed", {"washout": 10}, "washout"),
+    ("centralized", {"units": 0}, "units"),
+    ("fedip", {"ip_sigma": 0.0}, "sigma"),
 ])
 def test_bad_input_is_rejected_by_name(name, flags, match, data):
     with pytest.raises(ValueError, match=match):
-        algorithms.run_algorithm(name, data, default_split(data), _args(name, *flags))
+        algorithms.run_algorithm(name, data, default_split(data), _args(name, **flags))
 
 
 def test_singular_system_and_unknown_algorithm(data):
@@ -141,8 +135,8 @@ def test_singular_system_and_unknown_algorithm(data):
 
     small = random_dataset(n_clients=3, seed=1, sizes=[1, 1, 1])
     with pytest.raises(SingularSystemError):
-        algorithms.run_algorithm("incfed", small, default_split(small), _args("incfed", "--l2", "0", "--state-mode",
-                                                                             "last", "--units", "20"))
+        algorithms.run_algorithm("incfed", small, default_split(small), _args("incfed", l2=0.0, state_mode="last",
+                                                                             units=20))
     with pytest.raises(KeyError, match="unknown algorithm 'nope'"):
         algorithms.get_algorithm("nope")
 
@@ -152,14 +146,16 @@ def test_per_step_labels_need_a_per_step_state_mode():
     rec = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed"))
     assert rec["test"]["n"] == len(data.clients["c3"]) * (10 - 1)  # every step after washout
     with pytest.raises(ValueError, match="mean"):
-        algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", "--state-mode", "mean"))
+        algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", state_mode="mean"))
 
 
 def test_registry_rejects_bad_registrations():
     with pytest.raises(ValueError, match="lower-case"):
-        algorithms.register_algorithm("Bad Name", lambda p: None, lambda d, s, a: {})
+        algorithms.register_algorithm("Bad Name", ReservoirConfig, lambda d, s, a: {})
+    with pytest.raises(TypeError, match="dataclass type"):
+        algorithms.register_algorithm("fine", dict, lambda d, s, a: {})
     with pytest.raises(ValueError, match="already registered"):
-        algorithms.register_algorithm("incfed", lambda p: None, lambda d, s, a: {})
+        algorithms.register_algorithm("incfed", ReservoirConfig, lambda d, s, a: {})
 
 
 # ------------------------------------------------------------------ heterogeneous reservoirs

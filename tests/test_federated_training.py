@@ -9,7 +9,9 @@ import pytest
 
 from tff_esn import ReservoirConfig, algorithms
 from tff_esn.cli import build_parser
+from tff_esn.cli.flags import config_of
 from tff_esn.data.sequences import SequenceDataset
+from tff_esn.federated.configs import FedCurvConfig
 from tff_esn.federated import FederatedConfig, ThesisModelConfig, build_thesis_model, run_federated, sample_clients
 from tff_esn.metrics import classification_metrics
 
@@ -128,18 +130,20 @@ def test_bad_configurations_are_named(data):
 
 
 def _run_args(argv):
+    """The parsed flags of ``tff-esn run ...`` and the typed config the CLI maps them to."""
     args = build_parser().parse_args(argv)
     assert isinstance(args, argparse.Namespace)
-    return args
+    return args, config_of(algorithms.get_algorithm(args.algorithm), args)
 
 
 def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
     assert {"fedavg", "fedcurv", "thesis-central"} <= set(algorithms.available_algorithms())
-    defaults = _run_args(["run", "fedcurv", "--out", str(tmp_path)])
+    defaults, config = _run_args(["run", "fedcurv", "--out", str(tmp_path)])
     assert (defaults.units, defaults.spectral_radius, defaults.pipeline, defaults.rounds, defaults.clients_per_round,
             defaults.noise_std, defaults.penalty, defaults.client_lr, defaults.batch_size) == \
         (200, 0.99, "thesis", 78, 5, 0.5, 1e-4, 0.1, 20)
-    args = _run_args(["run", "fedcurv", "--out", str(tmp_path), "--units", "6", "--rounds", "2",
+    assert config == FedCurvConfig(out=str(tmp_path))  # the flags' defaults are the config's
+    _, args = _run_args(["run", "fedcurv", "--out", str(tmp_path), "--units", "6", "--rounds", "2",
                       "--clients-per-round", "2", "--noise-std", "0", "--penalty", "0.01", "--server-lr", "0.1",
                       "--reservoir", "different", "--batch-size", "4", "--no-progress",
                       "--cache-dir", str(tmp_path / "cache")])
@@ -147,6 +151,6 @@ def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
     assert record["algorithm"] == "fedcurv" and record["communication"]["rounds"] == 2
     assert record["extra"]["federated_config"]["penalty"] == 0.01 and (tmp_path / "rounds.csv").exists()
     assert len(list((tmp_path / "cache" / "federated-states").glob("states-*"))) == 4  # one per training client
-    central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
+    _, central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
     record = algorithms.run_algorithm("thesis-central", data, SPLIT, central)
     assert record["test"]["n"] == 110 and "design" in record["extra"]

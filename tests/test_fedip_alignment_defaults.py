@@ -7,12 +7,13 @@ import logging
 import numpy as np
 import pytest
 
-from scripts.framework import run_namespace
+from scripts.framework import run_config
 from tff_esn.algorithms import run_algorithm
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.closed_form.harvest import ReservoirWeights
-from tff_esn.closed_form.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs
+from tff_esn.closed_form.configs import DEFAULT_ALPHA
+from tff_esn.closed_form.heterogeneous import align, client_reservoirs
 from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
 from tff_esn.reservoir import spectral_radius
 from tff_esn.ridge import RidgeStats
@@ -39,7 +40,7 @@ COMMON = dict(units=60, state_mode="mean", bias_scaling=0.5, l2=1e-3, seed=0)
 
 
 def _run(name, tmp_path, **flags):
-    return run_algorithm(name, DATA, SPLIT, run_namespace(name, out=tmp_path, **{**COMMON, **flags}))
+    return run_algorithm(name, DATA, SPLIT, run_config(name, **{**COMMON, **flags}))
 
 
 def test_ip_gain_stays_positive_where_the_literal_rule_crosses_zero():
@@ -68,8 +69,8 @@ def test_fedip_with_defaults_learns_where_incfed_learns(tmp_path):
     data = random_dataset(n_clients=8, steps=20, features=3, n_classes=3, sizes=[24] * 8, seed=4)
     split = Split("random", tuple(f"c{i}" for i in range(6)), ("c6",), ("c7",))
     flags = {**COMMON, "backend": "numpy"}
-    incfed = run_algorithm("incfed", data, split, run_namespace("incfed", out=tmp_path, **flags))
-    fedip = run_algorithm("fedip", data, split, run_namespace("fedip", out=tmp_path, rounds=2, **flags))
+    incfed = run_algorithm("incfed", data, split, run_config("incfed", **flags))
+    fedip = run_algorithm("fedip", data, split, run_config("fedip", rounds=2, **flags))
     assert incfed["test"]["accuracy"] > 0.8
     assert not [w for w in fedip["warnings"] if "every prediction" in w]
     assert fedip["test"]["accuracy"] > 1 / 3 + 0.3, (fedip["test"], incfed["test"])

@@ -1,11 +1,11 @@
 """``tff-esn run`` privacy flags: metrics.json sections and clear usage errors."""
 
-import argparse
 import json
 
 import pytest
 
 from tff_esn import algorithms
+from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.cli import main
 from tff_esn.data.sequences import Split
 from tff_esn.privacy import accounting
@@ -24,8 +24,8 @@ def test_a_run_without_privacy_gets_a_none_privacy_section(monkeypatch):
     split = Split("s", data.client_ids[:2], (data.client_ids[2],), (data.client_ids[3],))
     sections = {"train": None, "val": None, "test": None, "communication": {}}
     monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))  # providers loaded first
-    algorithms.register_algorithm("privacy-fake", lambda p: None, lambda d, s, a: dict(sections))
-    record = algorithms.run_algorithm("privacy-fake", data, split, argparse.Namespace(seed=0))
+    algorithms.register_algorithm("privacy-fake", ReadoutConfig, lambda d, s, a: dict(sections))
+    record = algorithms.run_algorithm("privacy-fake", data, split, ReadoutConfig())
     assert record["privacy"] == NO_PRIVACY and record["privacy"] is not NO_PRIVACY
 
 
@@ -49,7 +49,6 @@ def test_incfed_with_dp_and_secure_aggregation_reports_both(fake_sources, tmp_pa
     (["--dp-epsilon", "1", "--dp-delta", "1"], "delta"),
     (["--dp-noise-multiplier", "1", "--dp-clip", "0"], "clip"),
     (["--dp-epsilon", "1", "--dp-noise-multiplier", "1"], "either"),
-    (["--secure-aggregation", "--secure-bits", "2"], "no bit per client"),
     (["--dp-epsilon", "1", "--backend", "numpy"], "backend"),
     (["--dp-epsilon", "1", "--dp-adaptive-clip"], "adaptive"),
 ])
@@ -57,6 +56,12 @@ def test_bad_privacy_settings_exit_2(fake_sources, tmp_path, capsys, flags, mess
     assert main(["run", "incfed", "--out", str(tmp_path), *FAST, *flags]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "metrics.json").exists()
+
+
+def test_a_secure_bit_width_too_small_for_the_clients_is_found_by_the_library(fake_sources, tmp_path):  # noqa: F811
+    """The clients' count is known only inside the run: a ValueError with its traceback, not exit 2."""
+    with pytest.raises(ValueError, match="no bit per client"):
+        main(["run", "incfed", "--out", str(tmp_path), *FAST, "--secure-aggregation", "--secure-bits", "2"])
 
 
 def test_privacy_flags_on_an_algorithm_without_privacy_exit_2(fake_sources, tmp_path, capsys):  # noqa: F811

@@ -1,6 +1,5 @@
 """Secure aggregation of pFedRR's, Partial IncFed's and FedIP's sums: plain result within the bound."""
 
-import argparse
 import json
 
 import numpy as np
@@ -13,7 +12,8 @@ from tff_esn.closed_form.partial_incfed import fit_partial_incfed, mask_stats, s
 from tff_esn.closed_form.pfedrr import client_parts, fit_pfedrr
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
 from tff_esn.privacy.aggregation import SecureRidgeSum
-from tff_esn.privacy.options import check_privacy_arguments, secure_ridge_sum_from_args
+from tff_esn.privacy.config import PrivacyConfig, check_privacy
+from tff_esn.privacy.options import secure_ridge_sum
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
 
@@ -29,11 +29,8 @@ def _stats(seed: int, mode: str = "all") -> list[RidgeStats]:
     return [harvester.stats(WEIGHTS, c) for c in data.client_ids]
 
 
-def _args(**kw) -> argparse.Namespace:
-    base = dict(secure_aggregation=True, secure_bits=48, secure_range=None, dp_epsilon=None,
-                dp_noise_multiplier=None, dp_delta=1e-5, dp_clip=None, dp_model="central", dp_seed=None,
-                dp_adaptive_clip=False)
-    return argparse.Namespace(**{**base, **kw})
+def _args(**kw) -> PrivacyConfig:
+    return PrivacyConfig(**{"secure_aggregation": True, **kw})
 
 
 def _uploads(stats: list[RidgeStats], algorithm: str, mask: str = "nystrom") -> list[RidgeStats]:
@@ -46,7 +43,7 @@ def _uploads(stats: list[RidgeStats], algorithm: str, mask: str = "nystrom") -> 
 def test_secure_uploads_equal_the_plain_sum_within_the_bound_and_the_default_range_never_clips(algorithm, mask):
     stats = _stats(3)
     uploads = _uploads(stats, algorithm, mask)
-    summer = secure_ridge_sum_from_args(_args(), [s.n for s in stats])
+    summer = secure_ridge_sum(_args(), [s.n for s in stats])
     secure, plain = summer(uploads), RidgeStats.sum(uploads)
     bound = summer.secure.error_bound()
     assert summer.clipped_values == 0 and summer.secure.bound == pytest.approx(max(s.n for s in stats), rel=2e-6)
@@ -58,7 +55,7 @@ def test_secure_uploads_equal_the_plain_sum_within_the_bound_and_the_default_ran
 
 def test_secure_pfedrr_and_partial_readouts_match_the_plain_ones():
     stats = _stats(4, "mean")
-    make = lambda: secure_ridge_sum_from_args(_args(), [s.n for s in stats])  # noqa: E731
+    make = lambda: secure_ridge_sum(_args(), [s.n for s in stats])  # noqa: E731
     plain, secure = fit_pfedrr(stats, 0.5, 1e-2), fit_pfedrr(stats, 0.5, 1e-2, aggregate=make())
     for name in ("exact", "important", "random"):
         np.testing.assert_allclose(getattr(secure, name), getattr(plain, name), rtol=0, atol=1e-8)
@@ -79,15 +76,15 @@ def test_values_beyond_the_range_are_clipped_and_counted():
 
 def test_bad_settings_give_clear_errors():
     with pytest.raises(ValueError, match="no bit per client"):
-        secure_ridge_sum_from_args(_args(secure_bits=2), [10, 10, 10, 10, 10])
+        secure_ridge_sum(_args(secure_bits=2), [10, 10, 10, 10, 10])
     with pytest.raises(ValueError, match="4 clients"):
         SecureRidgeSum(FixedPoint(40, 5.0, 4))(_stats(3)[:3])
     with pytest.raises(ValueError, match="add --dp-model local"):
-        check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0))
+        check_privacy("pfedrr", _args(dp_epsilon=1.0))
     with pytest.raises(ValueError, match="give --secure-range"):
-        check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0, dp_model="local"))
-    check_privacy_arguments("pfedrr", _args(dp_epsilon=1.0, dp_model="local", secure_range=1e5))
-    check_privacy_arguments("partial-incfed", _args())
+        check_privacy("pfedrr", _args(dp_epsilon=1.0, dp_model="local"))
+    check_privacy("pfedrr", _args(dp_epsilon=1.0, dp_model="local", secure_range=1e5))
+    check_privacy("partial-incfed", _args())
 
 
 def test_secure_fedip_round_equals_plain_within_the_bound_and_counts_clips():
@@ -124,4 +121,4 @@ def test_run_with_secure_aggregation_reports_the_encoding(fake_sources, tmp_path
 def test_streamed_pfedrr_refuses_secure_aggregation(fake_sources, tmp_path, capsys):  # noqa: F811
     assert main(["run", "pfedrr", "--out", str(tmp_path), *FAST, "--subround-size", "2",
                  "--secure-aggregation"]) == 2
-    assert "--subround-size does not combine" in capsys.readouterr().err
+    assert "(--subround-size) does not combine with the privacy settings" in capsys.readouterr().err

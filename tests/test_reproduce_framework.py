@@ -128,8 +128,10 @@ def test_bad_requests_are_rejected_by_name(fake_registry, tmp_path):
     real = DataSources.from_dirs(hhar_dir=str(tmp_path))
     assert real.hhar == f"hhar:{tmp_path.resolve()}" and not real.synthetic("hhar") and real.synthetic("wesad")
     assert real.describe("hhar") == f"real HHAR at {tmp_path.resolve()}"
-    with pytest.raises(ValueError, match="unknown flag"):
-        framework.run_namespace("incfed", out=tmp_path, no_such_flag=1)
+    with pytest.raises(ValueError, match=r"IncFedConfig: unknown setting\(s\) \['no_such_flag'\]"):
+        framework.run_config("incfed", no_such_flag=1)
+    config = framework.run_config("fedavg", units=6, server_lr=0.1, reservoir="different", out=str(tmp_path))
+    assert (config.model.reservoir.units, config.server_lr, config.reservoirs) == (6, 0.1, "different")
 
 
 def test_registry_lists_every_published_group():

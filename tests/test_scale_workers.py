@@ -156,7 +156,7 @@ def test_run_command_with_workers_writes_the_same_metrics(workers, tmp_path, mon
     assert main([*common, "--out", str(tmp_path / "one")]) == 0
     assert runtime.current_workers() is None
     one, two = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("one", "two"))
-    assert one["test"] == two["test"] and two["config"]["workers"] == addresses.split(",")
+    assert one["test"] == two["test"] and two["cli"]["workers"] == addresses.split(",")
 
 
 @pytest.mark.parametrize("text, message", [

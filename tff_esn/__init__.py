@@ -1,18 +1,21 @@
 """tff_esn — federated Echo State Networks on TensorFlow Federated.
 
 The light core (reservoir, closed-form readouts) imports TensorFlow only; modules that
-run federated computations install the package's own TFF execution context through
-:mod:`tff_esn.runtime`, which owns and stops the TFF worker processes.
+run federated computations use the TFF execution context of :mod:`tff_esn.runtime`, which
+owns and stops the TFF worker processes. Importing the package imports nothing heavy and
+changes nothing in the process: the exports below are loaded on first use (PEP 562).
 """
 
-import os as _os
+from __future__ import annotations
 
-_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from tff_esn.config import ReservoirConfig, connectivity_from_count  # noqa: E402
-from tff_esn.reservoir import Reservoir, spectral_radius  # noqa: E402
-from tff_esn.ridge import RidgeStats  # noqa: E402
+from tff_esn.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "ReservoirConfig": "tff_esn.config", "connectivity_from_count": "tff_esn.config",
+    "Reservoir": "tff_esn.reservoir", "spectral_radius": "tff_esn.reservoir",
+    "RidgeStats": "tff_esn.ridge",
+}
 __all__ = ["ReservoirConfig", "Reservoir", "RidgeStats", "connectivity_from_count", "spectral_radius"]
+__getattr__ = lazy_exports(__name__, _EXPORTS)

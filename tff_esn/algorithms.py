@@ -1,75 +1,89 @@
-"""Registry of runnable algorithms: what ``tff-esn run ALGORITHM`` can run.
+"""Registry of runnable algorithms: what ``tff-esn run ALGORITHM`` and library users can run.
 
-An algorithm is a name, a function adding its own command-line flags, and a ``run``
-function ``(dataset, split, args) -> dict`` returning the sections of ``metrics.json`` it
-owns: ``"train"``, ``"val"``, ``"test"`` (each a :func:`tff_esn.metrics.classification_metrics`
-dict or ``None`` when the split has no such clients), ``"communication"`` (a
-:class:`tff_esn.communication.CommunicationCost` as dict) and optionally ``"extra"``.
-:func:`run_algorithm` adds ``"algorithm"``, ``"data"``, ``"split"``, ``"config"`` and
-``"seconds"``, and a ``"privacy"`` section (:data:`tff_esn.privacy.options.NO_PRIVACY` unless the
-algorithm reports one).
+An algorithm is a name, a frozen config dataclass (its typed hyperparameters, validated on
+construction) and a ``run`` function ``(dataset, split, config) -> dict`` returning the
+sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
+:func:`tff_esn.metrics.classification_metrics` dict or ``None`` when the split has no such
+clients), ``"communication"`` (a :class:`tff_esn.communication.CommunicationCost` as dict)
+and optionally ``"extra"``. :func:`run_algorithm` adds ``"algorithm"``, ``"data"``,
+``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"`` and a
+``"privacy"`` section (:data:`tff_esn.privacy.config.NO_PRIVACY` unless the algorithm
+reports one)::
 
-Provider modules register their algorithms when imported; :data:`PROVIDERS` lists them
-(the closed-form family in :mod:`tff_esn.closed_form.commands`, the TFF-trained thesis models in
-``tff_esn.federated``). A provider that is not installed yet is skipped.
+    from tff_esn.algorithms import run_algorithm
+    from tff_esn.closed_form.configs import IncFedConfig
+    from tff_esn.config import ReservoirConfig
 
-``args`` always carries the common flags of ``tff-esn run`` (see
-:func:`add_common_arguments`); :func:`reservoir_config_from_args` turns them into a
-:class:`~tff_esn.config.ReservoirConfig`.
+    config = IncFedConfig(reservoir=ReservoirConfig(units=50, seed=1), l2=1e-4, backend="numpy")
+    record = run_algorithm("incfed", dataset, split, config)
+
+Registering is light: a ``run`` given as ``"module:function"`` is imported when the
+algorithm runs, so listing the algorithms (and ``tff-esn --help``) imports no TensorFlow.
+:data:`PROVIDERS` lists the modules that register the built-in algorithms (the closed-form
+family in :mod:`tff_esn.closed_form.configs`, the TFF-trained thesis models in
+:mod:`tff_esn.federated.configs`).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from tff_esn.baselines import baseline_scores
-from tff_esn.config import ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.privacy.options import NO_PRIVACY
-from tff_esn.reservoir import STATE_MODES
+from tff_esn.privacy.config import NO_PRIVACY, check_privacy
 
-PROVIDERS = ("tff_esn.closed_form.commands", "tff_esn.federated")
+if TYPE_CHECKING:
+    from tff_esn.data.sequences import SequenceDataset, Split
+
+PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
 RESULT_SECTIONS = ("train", "val", "test", "communication")
 
-AddArguments = Callable[[argparse.ArgumentParser], None]
-RunFn = Callable[[SequenceDataset, Split, argparse.Namespace], dict]
+RunFn = Callable[["SequenceDataset", "Split", Any], dict]
 
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: ``name``, its flags (``add_arguments``), ``run``, one-line ``help``.
+    """A registered algorithm: ``name``, its ``config`` class, ``run``, one-line ``help``.
 
-    ``ragged``: ``run`` handles sequences of unequal length (``ClientSequences.lengths``);
-    otherwise :func:`run_algorithm` refuses such data with a :class:`DataError`.
+    ``run`` is a function ``(dataset, split, config) -> dict`` or its ``"module:function"``
+    name (imported on first use: :attr:`run_function`). ``ragged``: ``run`` handles sequences
+    of unequal length (``ClientSequences.lengths``); otherwise :func:`run_algorithm` refuses
+    such data with a :class:`DataError`.
     """
 
     name: str
-    add_arguments: AddArguments
-    run: RunFn
+    config: type
+    run: RunFn | str
     help: str = ""
     ragged: bool = False
+
+    @property
+    def run_function(self) -> RunFn:
+        if callable(self.run):
+            return self.run
+        module, _, function = self.run.partition(":")
+        return getattr(importlib.import_module(module), function)
 
 
 _REGISTRY: dict[str, Algorithm] = {}
 
 
-def register_algorithm(name: str, add_arguments: AddArguments, run: RunFn, *, help: str = "",
+def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str = "",
                        ragged: bool = False) -> Algorithm:
     """Adds an algorithm; registering the same name twice with another ``run`` is an error."""
     if not isinstance(name, str) or not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
-    if not callable(add_arguments) or not callable(run):
-        raise TypeError(f"register_algorithm({name!r}): add_arguments and run must be callables.")
-    algo = Algorithm(name, add_arguments, run, help, ragged)
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        raise TypeError(f"register_algorithm({name!r}): config must be a dataclass type, got {config!r}.")
+    if not (callable(run) or (isinstance(run, str) and ":" in run)):
+        raise TypeError(f"register_algorithm({name!r}): run must be a callable or 'module:function', got {run!r}.")
+    algo = Algorithm(name, config, run, help, ragged)
     known = _REGISTRY.get(name)
-    if known is not None and known.run is not run:
-        raise ValueError(f"register_algorithm: {name!r} is already registered by {known.run.__module__}.")
+    if known is not None and known.run != run:
+        raise ValueError(f"register_algorithm: {name!r} is already registered with run {known.run!r}.")
     _REGISTRY[name] = algo
     return algo
 
@@ -97,44 +111,69 @@ def get_algorithm(name: str) -> Algorithm:
     return algorithms[name]
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every algorithm: reservoir hyperparameters, readout, states, seed."""
-    d = ReservoirConfig()
-    g = parser.add_argument_group("reservoir")
-    g.add_argument("--units", type=int, default=d.units, help="reservoir units N_R (default %(default)s)")
-    g.add_argument("--spectral-radius", type=float, default=d.spectral_radius, help="ρ(Ŵ) (default %(default)s)")
-    g.add_argument("--leaky", type=float, default=d.leaky, help="leaking rate a ∈ (0, 1] (default %(default)s)")
-    g.add_argument("--input-scaling", type=float, default=d.input_scaling, help="default %(default)s")
-    g.add_argument("--input-connectivity", type=float, default=d.input_connectivity,
-                   help="fraction in (0, 1] of inputs per unit (default %(default)s)")
-    g.add_argument("--recurrent-connectivity", type=float, default=d.recurrent_connectivity,
-                   help="fraction in (0, 1] of units feeding each unit (default %(default)s)")
-    g.add_argument("--bias-scaling", type=float, default=d.bias_scaling, help="reservoir bias scale (default %(default)s)")
-    g.add_argument("--seed", type=int, default=d.seed, help="seed of the reservoir and of every random choice")
-    g = parser.add_argument_group("readout and states")
-    g.add_argument("--l2", type=float, default=1e-6, help="ridge λ ≥ 0 (default %(default)s)")
-    g.add_argument("--state-mode", choices=STATE_MODES, default="all",
-                   help="states entering the readout: every step after washout (all), last, or mean")
-    g.add_argument("--washout", type=int, default=0, help="initial steps dropped (default %(default)s)")
-    g.add_argument("--no-readout-bias", dest="readout_bias", action="store_false",
-                   help="no constant-1 input (readout bias) appended to the states")
+def _nested(field: dataclasses.Field) -> Any:
+    """The default of a field holding a config dataclass (e.g. ``reservoir``), else ``None``."""
+    default = field.default
+    return default if dataclasses.is_dataclass(default) and not isinstance(default, type) else None
 
 
-def reservoir_config_from_args(args: argparse.Namespace) -> ReservoirConfig:
-    """The :class:`ReservoirConfig` of the common flags (validated by the dataclass)."""
-    return ReservoirConfig(
-        units=args.units, spectral_radius=args.spectral_radius, leaky=args.leaky,
-        input_scaling=args.input_scaling, input_connectivity=args.input_connectivity,
-        recurrent_connectivity=args.recurrent_connectivity, bias_scaling=args.bias_scaling, seed=args.seed,
-    )
+def _flag(field: dataclasses.Field) -> str:
+    """A field's setting name: ``metadata["flag"]`` (e.g. ``client_lr`` for ``learning_rate``) or its name."""
+    return field.metadata.get("flag", field.name)
 
 
-def _config_of(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k, v in sorted(vars(args).items()) if not callable(v) and k not in ("command", "algorithm")}
+def config_fields(config: type, prefix: str = "") -> dict[str, dataclasses.Field]:
+    """Every flat setting of a config class by name: its own fields and those of its nested
+    configs (``reservoir.units`` is ``units``; a nested field with ``metadata={"prefix": "ip_"}``
+    names ``ip.mu`` ``ip_mu``; a field with ``metadata={"flag": name}`` is called ``name``), the
+    way the flags name them."""
+    out: dict[str, dataclasses.Field] = {}
+    for field in dataclasses.fields(config):
+        inner = _nested(field)
+        if inner is not None:
+            out.update(config_fields(type(inner), prefix + field.metadata.get("prefix", "")))
+        else:
+            out[prefix + _flag(field)] = field
+    return out
 
 
-def run_algorithm(name: str, dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict[str, Any]:
-    """Runs algorithm ``name`` and returns the full ``metrics.json`` record.
+def config_from_flags(config: type, flags: Mapping[str, Any], *, strict: bool = True, prefix: str = "",
+                      base: Any = None) -> Any:
+    """``config`` built from flat ``flags`` (:func:`config_fields` names; nested configs such as
+    ``reservoir`` take theirs from the same mapping, starting from the field's default). Keys
+    that are no setting are an error naming them unless ``strict=False``."""
+    if strict:
+        unknown = sorted(set(flags) - set(config_fields(config, prefix)))
+        if unknown:
+            raise ValueError(f"{config.__name__}: unknown setting(s) {unknown}; known: "
+                             f"{', '.join(sorted(config_fields(config, prefix)))}.")
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        inner = _nested(field)
+        if inner is not None:
+            values[field.name] = config_from_flags(type(inner), flags, strict=False, base=inner,
+                                                   prefix=prefix + field.metadata.get("prefix", ""))
+        elif prefix + _flag(field) in flags:
+            values[field.name] = flags[prefix + _flag(field)]
+    return config(**values) if base is None else dataclasses.replace(base, **values)
+
+
+def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``dataclasses.asdict(config)`` with nested configs lifted to the top (``units``, ``seed``,
+    ``ip_mu``, …: the keys of ``metrics.json``'s ``config`` section, the flags' names)."""
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if dataclasses.is_dataclass(value):
+            out.update(flat_config(value, prefix + field.metadata.get("prefix", "")))
+        else:
+            out[prefix + _flag(field)] = list(value) if isinstance(value, tuple) else value
+    return dict(sorted(out.items()))
+
+
+def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any) -> dict[str, Any]:
+    """Runs algorithm ``name`` with ``config`` (an instance of its config class) and returns the
+    full ``metrics.json`` record.
 
     ``{"algorithm", "data", "split", "config", "train", "val", "test", "communication",
     ..., "seconds", "baselines"}``; a ``run`` that omits a required section is reported by
@@ -142,19 +181,25 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, args: argpa
     split (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
     """
     algo = get_algorithm(name)
+    if not isinstance(config, algo.config):
+        raise TypeError(f"run_algorithm({name!r}): config must be a {algo.config.__name__}, "
+                        f"got {type(config).__name__}.")
+    check_privacy(name, config.privacy, backend=getattr(config, "backend", "tff"))
     if dataset.ragged and not algo.ragged:
         raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more), "
                         f"which {name!r} cannot run; cut them to one length (--ragged crop) or use a closed-form "
                         f"algorithm ({', '.join(n for n, a in sorted(_REGISTRY.items()) if a.ragged)}).")
+    from tff_esn.baselines import baseline_scores
+
     start = time.perf_counter()
-    result = algo.run(dataset, split, args)
+    result = algo.run_function(dataset, split, config)
     seconds = time.perf_counter() - start
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
-    record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": _config_of(args)}
+    record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": flat_config(config)}
     record.update(result)
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
-    record["baselines"] = baseline_scores(dataset, split, seed=getattr(args, "seed", 0))
+    record["baselines"] = baseline_scores(dataset, split, seed=config.seed)
     return record

@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 import numpy as np
+#: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
+STATE_MODES = ("last", "mean", "all")
 
 
 @dataclasses.dataclass(frozen=True)

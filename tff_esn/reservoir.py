@@ -29,9 +29,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig
-
-STATE_MODES = ("last", "mean", "all")
+from tff_esn.config import STATE_MODES, ReservoirConfig
 
 
 def _child_rng(seed: int, part: int) -> np.random.Generator:

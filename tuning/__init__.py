@@ -13,11 +13,12 @@
 ``tuning`` builds on ``tff_esn``; ``tff_esn`` never imports ``tuning``.
 """
 
-from tuning.closed_form import ClosedFormTuner
-from tuning.oracle import ExhaustiveRandomSearchOracle
-from tuning.search import TuneResult, tune
-from tuning.spaces import SPACES, SearchSpace, get_space
-from tuning.thesis import BinaryF1, ThesisHyperModel
+from tff_esn.lazy import lazy_exports
 
-__all__ = ["BinaryF1", "ClosedFormTuner", "ExhaustiveRandomSearchOracle", "SPACES", "SearchSpace", "ThesisHyperModel",
-           "TuneResult", "get_space", "tune"]
+_EXPORTS = {
+    "ClosedFormTuner": ".closed_form", "ExhaustiveRandomSearchOracle": ".oracle", "TuneResult": ".search",
+    "tune": ".search", "SPACES": ".spaces", "SearchSpace": ".spaces", "get_space": ".spaces",
+    "BinaryF1": ".thesis", "ThesisHyperModel": ".thesis",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)  # importing the package (its CLI) imports no TensorFlow

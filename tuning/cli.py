@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from tff_esn.reservoir import STATE_MODES
-from tuning.spaces import SPACES
+from tff_esn.cli import lazy_command
+from tff_esn.config import STATE_MODES
 
 SUGGESTED_RUN = {"gradient": "fedavg", "closed-form": "incfed"}
 
@@ -21,13 +21,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+HELP = "KerasTuner random search over a published space; writes best_hparams.json"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """``tff-esn tune``; its flags (the spaces need KerasTuner) are built when the command runs."""
+    lazy_command(subparsers, "tune", _add_arguments, help=HELP)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    from tuning.spaces import SPACES
+
     spaces = "; ".join(f"{s.name} ({s.reference})" for s in SPACES.values())
-    parser = subparsers.add_parser(
-        "tune", help="KerasTuner random search over a published space; writes best_hparams.json",
-        description=f"Random search over a named space and write DIR/best_hparams.json for "
-                    f"`tff-esn run ... --hparams`. Running again with the same --out resumes. Spaces: {spaces}.",
-    )
+    parser.description = (f"Random search over a named space and write DIR/best_hparams.json for "
+                          f"`tff-esn run ... --hparams`. Running again with the same --out resumes. Spaces: {spaces}.")
     parser.add_argument("space", choices=list(SPACES), metavar="SPACE", help=f"one of {', '.join(SPACES)}")
     parser.add_argument("--data", default=None, metavar="SOURCE",
                         help="synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE "
@@ -51,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from tff_esn.closed_form.harvest import StateSpec
     from tuning.search import tune
+    from tuning.spaces import SPACES
 
     spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
     result = tune(args.space, data=args.data, trials=args.trials, out=args.out, seed=args.seed,

@@ -5,12 +5,17 @@ packages that build on ``tff_esn`` (``tuning``, ``discriminator``) add theirs th
 ``tff_esn.commands`` entry-point group, so ``tff_esn`` never imports them. A command's
 ``register`` adds a sub-parser and sets ``func`` (called with the parsed arguments; its
 return value is the exit code).
+
+The parser is built without importing TensorFlow (``tff-esn --help`` answers at once):
+commands import data, models and TFF when they run. :func:`main` turns TF's C++ log noise
+off for the CLI's process (before TF is imported); importing :mod:`tff_esn` changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +28,26 @@ Register = Callable[[argparse._SubParsersAction], None]
 
 
 class UsageError(ValueError):
-    """Bad command-line input; printed without a traceback."""
+    """Bad command-line input; printed without a traceback (exit code 2)."""
+
+
+def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Callable[[argparse.ArgumentParser], None],
+                 *, help: str) -> None:
+    """Adds sub-command ``name`` whose flags ``build(parser)`` adds only when the command is used.
+
+    For commands whose flags need heavy imports (defaults of TF-backed configs, KerasTuner
+    spaces): ``tff-esn --help`` lists the command without importing them; ``tff-esn NAME
+    ...`` (``--help`` included) builds the full parser then and parses the rest of the line.
+    """
+    stub = subparsers.add_parser(name, help=help, add_help=False)
+
+    def run(args: argparse.Namespace) -> int:
+        full = argparse.ArgumentParser(prog=stub.prog, description=help)
+        build(full)
+        inner = full.parse_args(getattr(args, "rest", []))
+        return int(inner.func(inner) or 0)
+
+    stub.set_defaults(func=run, lazy=True)
 
 
 def _registrars() -> Iterator[Register]:
@@ -49,16 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parses ``argv`` and runs the command; bad input exits with code 2 and a one-line message.
 
-    Bad input is a :class:`UsageError` (flags) or a :class:`~tff_esn.data.errors.DataError`
-    (a malformed data file). ``ValueError``/``KeyError``/``FileNotFoundError`` are still
-    reported the same way because the library's parameter checks raise them (issue 15
-    replaces them by typed configs); every other exception keeps its traceback.
+    Bad input is a :class:`UsageError` (flags, including a config that refuses their values)
+    or a :class:`~tff_esn.data.errors.DataError` (a malformed or missing data file); a worker
+    that fails is reported in one line with exit code 1. Every other exception — a
+    ``ValueError`` or ``KeyError`` from inside the library is a bug, not bad input — keeps
+    its traceback.
     """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported by a command
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "lazy", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if rest:
+        args.rest = rest
     try:
         return int(args.func(args) or 0)
-    except (UsageError, DataError, ValueError, FileNotFoundError, KeyError) as err:
+    except (UsageError, DataError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2
     except WorkerError as err:

@@ -2,8 +2,9 @@
 
 Loads the data (:func:`tff_esn.data.sources.load_source`), splits it by client
 (:func:`tff_esn.data.splits.get_split`), runs the algorithm from the registry
-(:mod:`tff_esn.algorithms`), writes ``DIR/metrics.json`` atomically and prints a one-line
-summary. ``--hparams FILE`` reads a flat JSON object of flag values (``units``,
+(:mod:`tff_esn.algorithms`) with the typed config its flags map to
+(:func:`tff_esn.cli.flags.config_of`), writes ``DIR/metrics.json`` atomically and prints a
+one-line summary. Data, model and TFF are imported when a run starts, never for ``--help``. ``--hparams FILE`` reads a flat JSON object of flag values (``units``,
 ``spectral_radius``, ``l2``, ``alpha``, ... — the flags' names with ``_``): they replace
 the defaults, and flags given on the command line with a non-default value win.
 """
@@ -16,8 +17,7 @@ from pathlib import Path
 
 from tff_esn import algorithms, runtime
 from tff_esn.cli import UsageError
-from tff_esn.io import write_json_atomic
-from tff_esn.privacy.options import add_privacy_arguments, check_privacy_arguments
+from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -86,19 +86,20 @@ def npz_options(args: argparse.Namespace) -> dict:
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
+    from tff_esn.io import write_json_atomic
 
     if args.hparams:
         apply_hparams(args, parser, args.hparams)
-    try:
-        check_privacy_arguments(args.algorithm, args)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    algo = algorithms.get_algorithm(args.algorithm)
+    config = config_of(algo, args)
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
     dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
     runtime.context_from_args(args)
-    record = algorithms.run_algorithm(args.algorithm, dataset, split, args)
+    record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
+    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
+                     and k not in ("func", "command", "algorithm")}
     path = write_json_atomic(Path(args.out) / "metrics.json", record)
     print(summary_line(record, path))
     return 0
@@ -128,6 +129,10 @@ def summary_line(record: dict, path: Path) -> str:
     )
 
 
+def _no_flags(parser: argparse.ArgumentParser) -> None:
+    """An algorithm registered outside this package: the common flags only."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="run one algorithm and write metrics.json",
@@ -136,9 +141,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     algos = parser.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
     for name, algo in algorithms.available_algorithms().items():
         sub = algos.add_parser(name, help=algo.help, description=algo.help)
-        algorithms.add_common_arguments(sub)
+        add_common_arguments(sub)
         _add_data_arguments(sub)
-        algo.add_arguments(sub)
+        ALGORITHM_FLAGS.get(name, _no_flags)(sub)
         add_privacy_arguments(sub)
         runtime.add_worker_arguments(sub)
         sub.set_defaults(func=lambda args, _p=sub: _run(args, _p))

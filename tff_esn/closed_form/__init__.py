@@ -8,7 +8,8 @@
 * :mod:`~tff_esn.closed_form.fedip` — intrinsic plasticity and FedIP (FedIP Alg. 1);
 * :mod:`~tff_esn.closed_form.heterogeneous` — clients with different reservoirs: ensemble, alignment;
 * :mod:`~tff_esn.closed_form.streaming` — IncFed/pFedRR over clients streamed in blocks;
-* :mod:`~tff_esn.closed_form.commands` — these algorithms in the ``tff-esn run`` registry.
+* :mod:`~tff_esn.closed_form.configs` — their typed configs and registry entries (light: no TensorFlow);
+* :mod:`~tff_esn.closed_form.commands` — their run functions ``(dataset, split, config)``.
 
 Importing the package imports none of them; import the module you use.
 """

@@ -1,16 +1,16 @@
-"""The closed-form family as runnable algorithms of ``tff-esn run`` (registered on import).
+"""The run functions of the closed-form family (registered in :mod:`tff_esn.closed_form.configs`).
 
 ``centralized`` (pooled ridge, IncFed eq. 3), ``incfed`` (IncFed eqs. 6–10, through TFF
 by default), ``fedavg-ridge`` (IncFed eqs. 4–5), ``partial-incfed`` (thesis §B.3),
 ``pfedrr`` (pFedRR eqs. 2–5; the exact, I- and R- readouts in one pass), ``fedip`` (FedIP
 Alg. 1 + IncFed), ``ensemble`` and ``alignment`` (heterogeneous reservoirs). Every run
 harvests each client once per reservoir through a :class:`~tff_esn.closed_form.harvest.Harvester`,
-reports train/val/test metrics with the random baseline and its communication cost.
+reports train/val/test metrics with the random baseline and its communication cost. Each
+takes ``(dataset, split, config)`` with the algorithm's typed config.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,21 +18,21 @@ from typing import Any
 import numpy as np
 
 from tff_esn import communication
-from tff_esn.algorithms import register_algorithm, reservoir_config_from_args
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts, size_weighted_mean
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
-from tff_esn.closed_form.heterogeneous import DEFAULT_ALPHA, align, client_reservoirs
+from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, PartialIncFedConfig,
+                                         PFedRRConfig, ReadoutConfig)
+from tff_esn.closed_form.heterogeneous import align, client_reservoirs
 from tff_esn.closed_form.incfed import fit_incfed, incfed_tff, run_incfed_tff_stats
 from tff_esn.metrics import split_report
-from tff_esn.closed_form.partial_incfed import MASKS, default_k, fit_partial_incfed
-from tff_esn.closed_form.pfedrr import READINGS, fit_pfedrr
-from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, IPConfig, fedip_numpy, fedip_secure_range, fedip_tff,
+from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
+from tff_esn.closed_form.pfedrr import fit_pfedrr
+from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, fedip_numpy, fedip_secure_range, fedip_tff,
                                 state_scaled_l2, step_spread)
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_updates import fedip_privacy, local_noisy_stats, local_privacy
-from tff_esn.privacy.options import (gaussian_stats_from_args, gaussian_updates_from_args, privacy_requested,
-                                     secure_ridge_sum_from_args, stats_aggregation_from_args, stats_sections)
+from tff_esn.privacy.options import gaussian_stats, gaussian_updates, secure_ridge_sum, stats_aggregation, stats_sections
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
 from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
@@ -45,13 +45,13 @@ Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 class Run:
     """What every closed-form run shares: the reservoir, the harvest, λ and the split."""
 
-    def __init__(self, dataset: SequenceDataset, split: Split, args: argparse.Namespace):
-        self.dataset, self.split, self.args = dataset, split, args
-        self.config = reservoir_config_from_args(args)
-        self.spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
+    def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str):
+        self.dataset, self.split, self.settings, self.name = dataset, split, config, name
+        self.config = config.reservoir
+        self.spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
         self.harvester = Harvester(dataset, self.spec)
         self.weights = ReservoirWeights.from_config(self.config, len(dataset.feature_names))
-        self.l2 = float(args.l2)
+        self.l2 = float(config.l2)
         self.train_ids = split.train
 
     @property
@@ -79,7 +79,7 @@ class Run:
             ids = getattr(self.split, group)
             if ids:
                 scores, labels = scorer(ids)
-                out[group] = split_report(labels, scores, self.n_outputs, seed=self.args.seed)
+                out[group] = split_report(labels, scores, self.n_outputs, seed=self.settings.seed)
                 predicted = np.unique(np.argmax(scores, axis=-1))
                 if predicted.size == 1 and np.unique(labels).size > 1:
                     warnings.append(f"{group}: every prediction is class {int(predicted[0])} "
@@ -88,26 +88,17 @@ class Run:
             else:
                 out[group] = None
         for text in warnings:
-            _LOG.warning("%s: %s", getattr(self.args, "algorithm", "closed-form run"), text)
+            _LOG.warning("%s: %s", self.name, text)
         out["warnings"] = warnings
         out["communication"] = cost.to_dict()
         out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), **extra}
         return out
 
 
-def _no_arguments(parser: argparse.ArgumentParser) -> None:
-    """This algorithm has only the common flags."""
-
-
-def _backend_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=("tff", "numpy"), default="tff",
-                        help="TFF federated computation (default) or the plain numpy path")
-
-
 # ----------------------------------------------------------------------------- centralized
-def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """Ridge on the pooled training data (IncFed eq. 3): the reference of every federation."""
-    run = Run(dataset, split, args)
+    run = Run(dataset, split, config, "centralized")
     pooled = dataset.pooled(run.train_ids)
     readout = run.harvester.stats_of(run.weights, pooled).solve(run.l2)
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
@@ -115,21 +106,8 @@ def run_centralized(dataset: SequenceDataset, split: Split, args: argparse.Names
 
 
 # ----------------------------------------------------------------------------- incfed
-def _subround_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--subround-size", type=int, default=None, metavar="N",
-                        help="stream the training clients in subrounds of N (tff_esn.closed_form.streaming: memory of one "
-                             "subround, same readout); default: all clients in one computation")
-
-
 def _training_stream(run: Run) -> DatasetClients:
     return DatasetClients(run.dataset, tuple(run.train_ids))
-
-
-def _incfed_arguments(parser: argparse.ArgumentParser) -> None:
-    _backend_argument(parser)
-    parser.add_argument("--l2-per-client", action="store_true",
-                        help="each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ)")
-    _subround_argument(parser)
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
@@ -141,37 +119,36 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
     clip and add noise inside TFF (:func:`tff_esn.closed_form.incfed.incfed_tff`); with ``--subround-size``
     the clients are streamed through TFF in subrounds (:func:`tff_esn.closed_form.streaming.stream_incfed`)."""
     l2 = run.l2 if l2 is None else l2
-    if getattr(run.args, "subround_size", None) is not None:
-        if run.args.backend != "tff":
-            raise ValueError("--subround-size streams the clients through TFF; drop --backend numpy.")
-        if privacy_requested(run.args):
-            raise ValueError("--subround-size does not combine with the privacy flags; drop one of them.")
-        return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=run.args.subround_size,
+    settings = run.settings
+    if getattr(settings, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
+        return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=settings.subround_size,
                               per_client=per_client).readout, stats_sections(None, 0, 0, covers=covers))
-    if run.args.backend == "tff" and not privacy_requested(run.args):  # fixed reservoir: TFF only sums
+    if settings.backend == "tff" and not settings.privacy.requested:  # fixed reservoir: TFF only sums
         return (run_incfed_tff_stats(run.stats(weights), l2, per_client=per_client),
                 stats_sections(None, 0, 0, covers=covers))
-    if run.args.backend == "tff":  # clients harvest, clip and add noise inside TFF
+    if settings.backend == "tff":  # clients harvest, clip and add noise inside TFF
         clients = list(run.dataset.select(run.train_ids).values())
-        agg = stats_aggregation_from_args(run.args, run.n_features, max(c.x.shape[1] for c in clients),
-                                          [len(c) for c in clients], releases=releases)
+        agg = stats_aggregation(settings.privacy, state_mode=settings.state_mode, washout=settings.washout,
+                                seed=settings.seed, n_features=run.n_features,
+                                steps=max(c.x.shape[1] for c in clients), client_sequences=[len(c) for c in clients],
+                                releases=releases)
         out = incfed_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
         return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, covers=covers)
     return fit_incfed(run.stats(weights), l2, per_client=per_client), stats_sections(None, 0, 0, covers=covers)
 
 
-def run_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10)."""
-    run = Run(dataset, split, args)
-    readout, privacy = _incfed_readout(run, run.weights, args.l2_per_client)
+    run = Run(dataset, split, config, "incfed")
+    readout, privacy = _incfed_readout(run, run.weights, config.l2_per_client)
     return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
-                         backend=args.backend), **privacy}
+                         backend=config.backend), **privacy}
 
 
 # ----------------------------------------------------------------------------- fedavg-ridge
-def run_fedavg_ridge(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """Size-weighted FedAvg of the clients' local ridge readouts (IncFed eqs. 4–5)."""
-    run = Run(dataset, split, args)
+    run = Run(dataset, split, config, "fedavg-ridge")
     readout = fit_fedavg_ridge(run.stats(), run.l2)
     return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
 
@@ -186,12 +163,14 @@ def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
     with its own Gaussian noise under DP, :func:`tff_esn.privacy.dp_updates.local_noisy_stats`),
     ``RidgeStats.sum`` or the secure sum (``--secure-aggregation``), and a function giving the
     run's ``privacy``/``secure_aggregation`` sections."""
+    settings = run.settings
     steps = max(c.x.shape[1] for c in run.dataset.select(run.train_ids).values())
-    dp = gaussian_stats_from_args(run.args, run.n_features, steps)
+    dp = gaussian_stats(settings.privacy, state_mode=settings.state_mode, washout=settings.washout,
+                        seed=settings.seed, n_features=run.n_features, steps=steps)
     raised = 0
     if dp is not None:
         stats, raised = local_noisy_stats(stats, dp)
-    summer = secure_ridge_sum_from_args(run.args, [s.n for s in stats])
+    summer = secure_ridge_sum(settings.privacy, [s.n for s in stats])
     if summer is None and dp is None:
         return stats, RidgeStats.sum, _plain_sections
     agg = StatsAggregation(len(stats), run.n_features, dp=dp, secure=None if summer is None else summer.secure)
@@ -209,61 +188,37 @@ def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
 
 def _dense_if_secure(run: Run, cost: communication.CommunicationCost) -> communication.CommunicationCost:
     """A masked upload's ``cost``, or IncFed's dense one under secure aggregation (zeros are sent too)."""
-    if getattr(run.args, "secure_aggregation", False):
+    if run.settings.privacy.secure_aggregation:
         return communication.incfed(run.n_features, run.n_outputs)
     return cost
 
 
 # ----------------------------------------------------------------------------- partial-incfed
-def _partial_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=int, default=None,
-                        help="features each client uploads (default: the thesis' 1.5/|C| of N_F)")
-    parser.add_argument("--alpha", type=float, default=0.3,
-                        help="share of the k features chosen by importance, the rest at random "
-                             "(thesis Table B.2: 0.3; 0 = the Random strategy)")
-    parser.add_argument("--mask", choices=MASKS, default="nystrom",
-                        help="reading of thesis eq. B.16: nystrom (default) = each client's B_c, A_c completed "
-                             "from its k columns (symmetric PSD, Cholesky); block = D B_c D, the selected rows and "
-                             "columns (PSD; collapses on offset-dominated states such as OSULeaf mean states); "
-                             "columns = B_c D, the literal reading (non-symmetric, LU; ill-conditioned, near chance)")
-
-
-def run_partial_incfed(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIncFedConfig) -> dict:
     """Partial IncFed (thesis eqs. B.15–B.17)."""
-    run = Run(dataset, split, args)
-    k = args.k if args.k is not None else default_k(run.n_features, len(run.train_ids))
+    run = Run(dataset, split, config, "partial-incfed")
+    k = config.k if config.k is not None else default_k(run.n_features, len(run.train_ids))
     stats, aggregate, sections = _secure_ridge_sum(run, run.stats())
-    result = fit_partial_incfed(stats, k, args.alpha, run.l2, seed=args.seed, mask=args.mask, aggregate=aggregate)
+    result = fit_partial_incfed(stats, k, config.alpha, run.l2, seed=config.seed, mask=config.mask,
+                                aggregate=aggregate)
     cost = _dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
-    return {**run.report(run.scorer(result.readout), cost, k=k, alpha=args.alpha, mask=args.mask),
+    return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
             **sections("the masked statistics (A_c*, B_c*, n_c) of eq. B.16; under secure aggregation each client "
                        "completes/zero-fills its own and uploads them dense")}
 
 
 # ----------------------------------------------------------------------------- pfedrr
-def _pfedrr_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tau", type=float, default=0.5,
-                        help="importance threshold τ ∈ (0, 1]: units with scaled importance ≥ 1 − τ are kept")
-    parser.add_argument("--reading", choices=READINGS, default="consistent",
-                        help="consistent (default): A_c's columns of unselected units are zeroed like B̃_c's; "
-                             "literal: A_c sent whole as pFedRR eq. 2 (collapses to one class when few units are "
-                             "kept on OSULeaf)")
-    _subround_argument(parser)
-
-
-def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
-    run = Run(dataset, split, args)
-    if getattr(args, "subround_size", None) is not None:
-        if privacy_requested(args):
-            raise ValueError("--subround-size does not combine with the privacy flags; drop one of them.")
-        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, args.tau, run.l2, seed=args.seed,
-                               subround_size=args.subround_size, reading=args.reading)
+    run = Run(dataset, split, config, "pfedrr")
+    if config.subround_size is not None:  # PFedRRConfig refuses it with privacy settings
+        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, config.tau, run.l2, seed=config.seed,
+                               subround_size=config.subround_size, reading=config.reading)
         sizes = result.important_sizes
         sections = _plain_sections
     else:
         stats, aggregate, sections = _secure_ridge_sum(run, run.stats())
-        result = fit_pfedrr(stats, args.tau, run.l2, seed=args.seed, reading=args.reading, aggregate=aggregate)
+        result = fit_pfedrr(stats, config.tau, run.l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
         sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
@@ -272,68 +227,47 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, args: argparse.Namespace)
     kept = run.n_features - run.config.units  # the readout's bias input, kept in every selection
     cost = _dense_if_secure(run, communication.pfedrr([size + kept for size in sizes], run.n_features,
                                                       run.n_outputs))
-    return {**run.report(run.scorer(result.important), cost, tau=args.tau, reading=args.reading,
+    return {**run.report(run.scorer(result.important), cost, tau=config.tau, reading=config.reading,
                          percent_units=result.percent_units, **comparison),
             **sections("the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under "
                        "secure aggregation B̃_c is uploaded dense (zeros outside the selection)")}
 
 
 # ----------------------------------------------------------------------------- fedip
-def _fedip_arguments(parser: argparse.ArgumentParser) -> None:
-    _backend_argument(parser)
-    d = IPConfig()
-    parser.add_argument("--rounds", type=int, default=3, help="FedIP rounds (default %(default)s)")
-    parser.add_argument("--ip-mu", type=float, default=d.mu, help="IP target mean μ (FedIP Table 1: 0)")
-    parser.add_argument("--ip-sigma", type=float, default=d.sigma, help="IP target std σ (FedIP: 0.005–0.15)")
-    parser.add_argument("--ip-eta", type=float, default=d.eta, help="IP learning rate η (default %(default)s; FedIP Table 1: 0.01)")
-    parser.add_argument("--ip-epochs", type=int, default=d.epochs, help="local IP epochs per round (FedIP: 3–10)")
-    parser.add_argument("--ip-batch-size", type=int, default=d.batch_size,
-                        help="sequences per online IP step (default %(default)s)")
-    parser.add_argument("--ip-min-gain", type=float, default=d.min_gain,
-                        help="gain floor after every IP step (projection onto g > 0; default %(default)s)")
-    parser.add_argument("--ip-literal-gain", dest="ip_min_gain", action="store_const", const=None,
-                        help="the literal IP rule, whose gain can cross zero")
-    parser.add_argument("--l2-scale", choices=("state", "absolute"), default="state",
-                        help="state (default): λ is on the unadapted reservoir's state scale and follows the "
-                             "adapted states' (λ × adapted/initial state variance); absolute: λ as given")
-
-
-def run_fedip(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> dict:
     """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
-    run = Run(dataset, split, args)
-    cfg = IPConfig(mu=args.ip_mu, sigma=args.ip_sigma, eta=args.ip_eta, epochs=args.ip_epochs,
-                   batch_size=args.ip_batch_size, min_gain=args.ip_min_gain)
+    run = Run(dataset, split, config, "fedip")
     clients = list(dataset.select(run.train_ids).values())
-    ip_dp = gaussian_updates_from_args(args, len(clients), args.rounds)
-    secure = (FixedPoint(args.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
-                         len(clients)) if getattr(args, "secure_aggregation", False) else None)
-    if args.backend == "tff":
-        adapted, rounds_clipped = fedip_tff(run.weights, clients, cfg, args.rounds, secure, ip_dp)
+    ip_dp = gaussian_updates(config.privacy, seed=config.seed, clients=len(clients), rounds=config.rounds)
+    secure = (FixedPoint(config.privacy.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
+                         len(clients)) if config.privacy.secure_aggregation else None)
+    if config.backend == "tff":
+        adapted, rounds_clipped = fedip_tff(run.weights, clients, config.ip, config.rounds, secure, ip_dp)
     else:
-        adapted, rounds_clipped = fedip_numpy(run.weights, clients, cfg, args.rounds), 0
-    l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if args.l2_scale == "state" else run.l2
-    readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2, releases=args.rounds + 1,
+        adapted, rounds_clipped = fedip_numpy(run.weights, clients, config.ip, config.rounds), 0
+    l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if config.l2_scale == "state" else run.l2
+    readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2, releases=config.rounds + 1,
                                        covers="the readout statistics (A, B, n); FedIP's (g, b) rounds are secure-"
                                               "summed with --secure-aggregation (section rounds)")
     if ip_dp is not None:
-        privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, args.rounds)
+        privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:
         privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
-    cost = communication.fedip(args.rounds, run.config.units, run.n_features, run.n_outputs)
+    cost = communication.fedip(config.rounds, run.config.units, run.n_features, run.n_outputs)
     spread = float(np.median(step_spread(adapted, clients)))
     notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
              f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
              f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
-    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, backend=args.backend, l2_effective=l2,
+    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, backend=config.backend, l2_effective=l2,
                          state_std_median=spread,
                          gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
                          bias_mean=float(adapted.bias.mean())), **privacy}
 
 
 # ----------------------------------------------------------------------------- heterogeneous
-def run_ensemble(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_ensemble(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """Each client its own reservoir and ridge readout; size-weighted ensemble of outputs."""
-    run = Run(dataset, split, args)
+    run = Run(dataset, split, config, "ensemble")
     members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
     stats = [run.harvester.stats(w, cid) for w, cid in zip(members, run.train_ids)]
     readouts = local_readouts(stats, run.l2)
@@ -346,37 +280,10 @@ def run_ensemble(dataset: SequenceDataset, split: Split, args: argparse.Namespac
     return run.report(scorer, communication.ensemble(len(members), run.n_features, run.n_outputs))
 
 
-def _alignment_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
-                        help="interpolation weight toward the shared reservoir, in [0, 1] (1 = IncFed; default "
-                             "%(default)s: alignment only works near full homogenisation)")
-    parser.add_argument("--rescale", action="store_true",
-                        help="scale the interpolated Ŵ and W_in back to the target's ρ and norm (default: the literal "
-                             "interpolation, under which both shrink)")
-
-
-def run_alignment(dataset: SequenceDataset, split: Split, args: argparse.Namespace) -> dict:
+def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfig) -> dict:
     """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
-    run = Run(dataset, split, args)
+    run = Run(dataset, split, config, "alignment")
     members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
-    aligned = [align(w, run.weights, args.alpha, rescale=args.rescale) for w in members]
+    aligned = [align(w, run.weights, config.alpha, rescale=config.rescale) for w in members]
     readout = fit_incfed([run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)], run.l2)
-    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=args.alpha)
-
-
-register_algorithm("centralized", _no_arguments, run_centralized, ragged=True,
-                   help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
-register_algorithm("incfed", _incfed_arguments, run_incfed, ragged=True,
-                   help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
-register_algorithm("fedavg-ridge", _no_arguments, run_fedavg_ridge, ragged=True,
-                   help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
-register_algorithm("partial-incfed", _partial_arguments, run_partial_incfed, ragged=True,
-                   help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
-register_algorithm("pfedrr", _pfedrr_arguments, run_pfedrr, ragged=True,
-                   help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
-register_algorithm("fedip", _fedip_arguments, run_fedip,
-                   help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
-register_algorithm("ensemble", _no_arguments, run_ensemble, ragged=True,
-                   help="different reservoir per client; size-weighted ensemble of local readouts")
-register_algorithm("alignment", _alignment_arguments, run_alignment, ragged=True,
-                   help="different reservoirs interpolated toward a shared one with weight α, then IncFed")
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=config.alpha)

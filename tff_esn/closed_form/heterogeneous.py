@@ -36,7 +36,7 @@ IncFed 0.64 (0.53 / 0.69 with the former seeds: another draw). With a reservoir
 bias (scale 1) the mismatched biases also shift every output, and on OSULeaf alignment
 predicts a single class even at α = 0.9 (IncFed 0.56) — the run's ``warnings`` say so. The
 concepts page itself finds that "alignment only pays off near full homogenisation"; hence
-:data:`DEFAULT_ALPHA` = 0.9, not 0.5.
+:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9, not 0.5.
 """
 
 from __future__ import annotations
@@ -48,8 +48,6 @@ from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.reservoir import spectral_radius
 
 
-DEFAULT_ALPHA = 0.9
-"""Default interpolation weight toward the target (see the module docstring)."""
 
 
 def client_reservoirs(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:

@@ -58,11 +58,11 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 
+from tff_esn.closed_form.configs import MASKS
 from tff_esn.closed_form.incfed import check_clients
 from tff_esn.ridge import RidgeStats, SingularSystemError
 
 Mask = Literal["nystrom", "block", "columns"]
-MASKS: tuple[str, ...] = ("nystrom", "block", "columns")
 PINV_RCOND = 1e-10
 """Eigenvalues of ``B_c[S, S]`` below this share of the largest are dropped in its pseudo-inverse."""
 

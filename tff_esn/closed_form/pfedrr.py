@@ -51,11 +51,11 @@ from typing import Literal
 
 import numpy as np
 
+from tff_esn.closed_form.configs import READINGS
 from tff_esn.closed_form.incfed import check_clients
 from tff_esn.ridge import RidgeStats
 
 Reading = Literal["consistent", "literal"]
-READINGS: tuple[str, ...] = ("consistent", "literal")
 
 
 def squared_row_importance(b: np.ndarray) -> np.ndarray:

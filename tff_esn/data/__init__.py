@@ -1,5 +1,7 @@
 """Data: real WESAD/HHAR loaders, format-exact synthetic generators, pipelines, client datasets."""
 
-from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.lazy import lazy_exports
 
-__all__ = ["ClientSequences", "SequenceDataset", "Split"]
+_EXPORTS = dict.fromkeys(("ClientSequences", "SequenceDataset", "Split"), ".sequences")
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)  # tff_esn.data.errors (the CLI's) imports no numpy

@@ -6,24 +6,18 @@
 * :mod:`~tff_esn.federated.clients` — cached-state and raw-input client datasets;
 * :mod:`~tff_esn.federated.training` — ``run_federated``: rounds, metrics, checkpoints, resume;
 * :mod:`~tff_esn.federated.centralized` — the centralized thesis ESN (Table 6.3);
-* :mod:`~tff_esn.federated.commands` — ``fedavg``/``fedcurv`` in the ``tff-esn run`` registry.
+* :mod:`~tff_esn.federated.configs` — the typed configs and the ``fedavg``/``fedcurv``/``thesis-central``
+  registry entries; :mod:`~tff_esn.federated.commands` — their run functions.
 """
 
-from tff_esn.federated.client_work import ClientFilter, build_readout_client_work
-from tff_esn.federated.model import (
-    THESIS_RESERVOIR,
-    ThesisModelConfig,
-    WeightedBinaryCrossentropy,
-    build_thesis_model,
-    compile_thesis_model,
-)
-from tff_esn.federated.processes import build_fedavg, build_fedcurv, curvature
-from tff_esn.federated.training import FederatedConfig, run_federated, sample_clients
+from tff_esn.lazy import lazy_exports
 
-__all__ = [
-    "THESIS_RESERVOIR", "ClientFilter", "FederatedConfig", "ThesisModelConfig", "WeightedBinaryCrossentropy",
-    "build_fedavg", "build_fedcurv", "build_readout_client_work", "build_thesis_model", "compile_thesis_model",
-    "curvature", "run_federated", "sample_clients",
-]
-
-from tff_esn.federated import commands  # noqa: E402,F401  (registers fedavg, fedcurv, thesis-central)
+_EXPORTS = {
+    "ClientFilter": ".client_work", "build_readout_client_work": ".client_work",
+    "THESIS_RESERVOIR": ".configs", "ThesisModelConfig": ".configs",
+    "WeightedBinaryCrossentropy": ".model", "build_thesis_model": ".model", "compile_thesis_model": ".model",
+    "build_fedavg": ".processes", "build_fedcurv": ".processes", "curvature": ".processes",
+    "FederatedConfig": ".training", "run_federated": ".training", "sample_clients": ".training",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)  # importing the package imports no TensorFlow

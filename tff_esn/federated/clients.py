@@ -39,10 +39,10 @@ import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
+from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.reservoir import Reservoir
 
-RESERVOIR_MODES = ("same", "different")
 _NOISE, _SHUFFLE = 1, 2
 
 

@@ -16,32 +16,16 @@ Two forms share the readout, so their trainable weights have the same structure
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any
 
 import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
+from tff_esn.federated.configs import THESIS_RESERVOIR, ThesisModelConfig, check_class_weight
 from tff_esn.reservoir import Reservoir
 
-THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
-"""Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
-
-
-def _check_class_weight(class_weight: Any) -> tuple[float, float]:
-    """``{0: w0, 1: w1}`` (or a pair) → ``(w0, w1)``, finite and ≥ 0, not both 0."""
-    if isinstance(class_weight, dict):
-        if set(class_weight) != {0, 1}:
-            raise ValueError(f"class_weight: expected keys {{0, 1}}, got {sorted(class_weight)}.")
-        pair = (class_weight[0], class_weight[1])
-    else:
-        pair = tuple(class_weight)
-    if len(pair) != 2 or not all(isinstance(w, (int, float)) and math.isfinite(w) and w >= 0 for w in pair) \
-            or sum(pair) == 0:
-        raise ValueError(f"class_weight: expected two finite weights ≥ 0 (not both 0), got {class_weight!r}.")
-    return float(pair[0]), float(pair[1])
-
+__all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy", "build_thesis_model",
+           "compile_thesis_model", "readout_layer", "thesis_loss"]
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
@@ -54,7 +38,7 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
 
     def __init__(self, class_weight: Any = (12.0, 88.0), name: str = "weighted_binary_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
-        self.class_weight = _check_class_weight(class_weight)
+        self.class_weight = check_class_weight(class_weight)
 
     def call(self, y_true, y_pred):
         y_true = tf.cast(y_true, y_pred.dtype)
@@ -64,54 +48,6 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "class_weight": list(self.class_weight)}
-
-
-@dataclasses.dataclass(frozen=True)
-class ThesisModelConfig:
-    """Everything that defines the thesis model and its local training (thesis Table 6.2).
-
-    Attributes:
-        reservoir: the reservoir hyperparameters (Table 6.2: 200 units, ρ 0.99, α 1.0).
-        learning_rate: Adam's learning rate η (Table 6.2: 0.1) — the clients' optimizer.
-        batch_size: sequences per mini-batch B (Table 6.2: 20).
-        epochs: local epochs E per round (thesis §6.1: one epoch per round).
-        class_weight: ``(w0, w1)`` loss weights of the two classes (thesis §6.1: 12, 88).
-        state_mode: ``"all"`` (a prediction per time step; per-step labels) or ``"last"`` /
-            ``"mean"`` (one prediction per sequence; per-sequence labels).
-        washout: initial steps whose states and labels are dropped (≥ 0).
-    """
-
-    reservoir: ReservoirConfig = THESIS_RESERVOIR
-    learning_rate: float = 0.1
-    batch_size: int = 20
-    epochs: int = 1
-    class_weight: tuple[float, float] = (12.0, 88.0)
-    state_mode: str = "all"
-    washout: int = 0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.reservoir, ReservoirConfig):
-            raise TypeError(f"ThesisModelConfig.reservoir: expected a ReservoirConfig, got {type(self.reservoir).__name__}.")
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
-                and self.learning_rate > 0):
-            raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0, got {self.learning_rate!r}.")
-        for name in ("batch_size", "epochs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ThesisModelConfig.{name}: expected an integer ≥ 1, got {value!r}.")
-        object.__setattr__(self, "class_weight", _check_class_weight(self.class_weight))
-        if self.state_mode not in ("all", "last", "mean"):
-            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last' or 'mean', got {self.state_mode!r}.")
-        if not isinstance(self.washout, int) or self.washout < 0:
-            raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
-
-    @property
-    def per_step(self) -> bool:
-        """Whether the model predicts at every time step (``state_mode="all"``)."""
-        return self.state_mode == "all"
-
-    def replace(self, **changes: Any) -> "ThesisModelConfig":
-        return dataclasses.replace(self, **changes)
 
 
 def readout_layer(seed: int) -> tf.keras.layers.Dense:

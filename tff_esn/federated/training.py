@@ -33,13 +33,13 @@ from tff_esn.communication import CommunicationCost, Phase
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
+from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process
 
 ALGORITHMS = ("fedavg", "fedcurv")
-STATE_SOURCES = ("cached", "faithful")
 _SAMPLE = 4
 
 
@@ -69,14 +69,14 @@ class FederatedConfig:
 
     algorithm: str = "fedavg"
     model: ThesisModelConfig = ThesisModelConfig()
-    rounds: int = 78
-    clients_per_round: int = 5
-    server_learning_rate: float = 1.0
-    noise_std: float = 0.5
+    rounds: int = FedCurvConfig.rounds  # the thesis' defaults: one source, the run configs
+    clients_per_round: int = FedCurvConfig.clients_per_round
+    server_learning_rate: float = FedCurvConfig.server_lr
+    noise_std: float = FedCurvConfig.noise_std
     noisy_clients: tuple[str, ...] | None = None
-    reservoirs: str = "same"
-    states: str = "cached"
-    penalty: float = 1e-4
+    reservoirs: str = FedCurvConfig.reservoirs
+    states: str = FedCurvConfig.states
+    penalty: float = FedCurvConfig.penalty
     seed: int = 0
     shuffle: bool = True
     privacy: LearningPrivacy | None = None

@@ -49,8 +49,8 @@ import math
 import tensorflow as tf
 
 from tff_esn.privacy import accounting
+from tff_esn.privacy.config import MODELS, check_clip
 
-MODELS = ("central", "local", "distributed")
 RELEASED_BLOCKS = 3  # A, B, n
 
 
@@ -150,13 +150,6 @@ class GaussianStats:
                      "psd": {"method": "eigenvalue floor V·max(Λ, floor)·Vᵀ on B + noise",
                              "floor": self.eigenvalue_floor(clients, n_features),
                              "eigenvalues_raised": raised}})
-
-
-def check_clip(clip: float) -> float:
-    """C as a float > 0; otherwise a ``ValueError`` naming the fix."""
-    if not isinstance(clip, (int, float)) or isinstance(clip, bool) or not math.isfinite(clip) or clip <= 0:
-        raise ValueError(f"dp clip: expected a finite state norm bound > 0 (e.g. the default √N_F), got {clip!r}.")
-    return float(clip)
 
 
 # ----------------------------------------------------------------------------- TF pieces

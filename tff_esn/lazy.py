@@ -1,0 +1,19 @@
+"""Package exports imported on first use (PEP 562), so importing a package imports nothing heavy."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` that imports ``exports[name]`` (a module path,
+    relative with a leading ``.``) when attribute ``name`` is first used."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(exports[name], package), name)
+
+    return __getattr__

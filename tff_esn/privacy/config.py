@@ -1,0 +1,135 @@
+"""Typed privacy settings of a run: secure aggregation and the Gaussian mechanism.
+
+:class:`PrivacyConfig` is what ``--secure-aggregation``/``--secure-*``/``--dp-*`` become
+(the flags' names with ``_`` are its fields); :func:`check_privacy` says whether an
+algorithm implements the requested mechanism. Light: importing this module imports neither
+TensorFlow nor ``dp_accounting`` (the ε/δ checks import :mod:`tff_esn.privacy.accounting`
+when a run asks for DP).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+DEFAULT_SECURE_BITS = 48
+MODELS = ("central", "local", "distributed")
+SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
+LOCAL_ONLY = ("pfedrr", "partial-incfed")  # data-dependent uploads: DP only with each client's own noise
+DEFAULT_IP_CLIP = 1.0
+LEARNING = ("fedavg", "fedcurv")
+NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
+              "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
+
+
+def check_clip(clip: float) -> float:
+    """C as a float > 0; otherwise a ``ValueError`` naming the fix."""
+    if not isinstance(clip, (int, float)) or isinstance(clip, bool) or not math.isfinite(clip) or clip <= 0:
+        raise ValueError(f"dp clip: expected a finite state norm bound > 0 (e.g. the default √N_F), got {clip!r}.")
+    return float(clip)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyConfig:
+    """Secure aggregation and differential privacy of one run (default: neither).
+
+    Attributes:
+        secure_aggregation: sum the clients' uploads with TFF's secure sum (fixed-point encoding).
+        secure_bits: closed form: bit width of the secure sum (each client gets bits − ⌈log₂ K⌉).
+        secure_range: closed form: values are clipped to ±R before encoding (``None``: derived).
+        dp_epsilon: target ε of the Gaussian mechanism (``None``: no DP unless ``dp_noise_multiplier``).
+        dp_noise_multiplier: noise multiplier z instead of ``dp_epsilon`` (ε is then reported).
+        dp_delta: δ.
+        dp_clip: closed form: state norm bound (``None``: √N_F); FedAvg/FedCurv: update norm bound
+            (``None``: 0.1).
+        dp_model: closed form: ``central``, ``local`` or ``distributed`` noise.
+        dp_ip_clip: FedIP: L2 norm bound of a client's (Δg, Δb) update per round.
+        dp_seed: seed of the DP noise (``None``: the run's seed; FedAvg/FedCurv: fixed clip only,
+            TFF's adaptive query stays unseeded).
+        dp_adaptive_clip: FedAvg/FedCurv: adaptive clipping instead of a fixed clip.
+    """
+
+    secure_aggregation: bool = False
+    secure_bits: int = DEFAULT_SECURE_BITS
+    secure_range: float | None = None
+    dp_epsilon: float | None = None
+    dp_noise_multiplier: float | None = None
+    dp_delta: float = 1e-5
+    dp_clip: float | None = None
+    dp_ip_clip: float = DEFAULT_IP_CLIP
+    dp_model: str = "central"
+    dp_seed: int | None = None
+    dp_adaptive_clip: bool = False
+
+    def __post_init__(self) -> None:
+        if self.dp_epsilon is not None and self.dp_noise_multiplier is not None:
+            raise ValueError("PrivacyConfig: give either dp_epsilon (--dp-epsilon) or dp_noise_multiplier "
+                             "(--dp-noise-multiplier), not both.")
+        if self.dp_requested:
+            from tff_esn.privacy import accounting  # dp_accounting: only when DP is asked for
+
+            if self.dp_epsilon is not None:
+                accounting.check_epsilon(self.dp_epsilon)
+            if self.dp_noise_multiplier is not None:
+                accounting.check_noise_multiplier(self.dp_noise_multiplier)
+            accounting.check_delta(self.dp_delta)
+        if self.dp_clip is not None:
+            check_clip(self.dp_clip)
+        check_clip(self.dp_ip_clip)
+        if self.dp_adaptive_clip and not self.dp_requested:
+            raise ValueError("PrivacyConfig.dp_adaptive_clip (--dp-adaptive-clip) needs --dp-epsilon or "
+                             "--dp-noise-multiplier.")
+        if self.dp_adaptive_clip and self.secure_aggregation:
+            raise ValueError("secure aggregation with DP needs a fixed clip (SecureSumFactory bounds each coordinate "
+                             "by C); drop --dp-adaptive-clip or --secure-aggregation.")
+        if self.dp_model not in MODELS:
+            raise ValueError(f"PrivacyConfig.dp_model (--dp-model): expected one of {MODELS}, got {self.dp_model!r}.")
+        if not isinstance(self.secure_bits, int) or isinstance(self.secure_bits, bool) or self.secure_bits < 1:
+            raise ValueError(f"PrivacyConfig.secure_bits (--secure-bits): expected an integer ≥ 1, "
+                             f"got {self.secure_bits!r}.")
+        if self.secure_range is not None and not (math.isfinite(self.secure_range) and self.secure_range > 0):
+            raise ValueError(f"PrivacyConfig.secure_range (--secure-range): expected a finite number > 0, "
+                             f"got {self.secure_range!r}.")
+
+    @property
+    def dp_requested(self) -> bool:
+        return self.dp_epsilon is not None or self.dp_noise_multiplier is not None
+
+    @property
+    def requested(self) -> bool:
+        return self.dp_requested or self.secure_aggregation
+
+    def noise_multiplier(self, rounds: int = 1, sampling_rate: float = 1.0) -> float:
+        """``dp_noise_multiplier``, or the one that meets ``dp_epsilon`` over the schedule."""
+        from tff_esn.privacy import accounting
+
+        if self.dp_noise_multiplier is not None:
+            return accounting.check_noise_multiplier(self.dp_noise_multiplier)
+        return accounting.noise_multiplier_for(self.dp_epsilon, self.dp_delta, rounds, sampling_rate)
+
+
+def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
+    """``ValueError`` when ``algorithm`` (run with ``backend``) does not implement what ``privacy`` asks."""
+    if not privacy.requested:
+        return
+    if algorithm not in SUPPORTED:
+        raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {', '.join(SUPPORTED)}; "
+                         "drop the --secure-*/--dp-* flags.")
+    if algorithm in LOCAL_ONLY and privacy.dp_requested and privacy.dp_model != "local":
+        raise ValueError(f"{algorithm}: a client's upload depends on its data through its mask / completion too, so "
+                         "only each client noising its own statistics first is DP: add --dp-model local.")
+    if (algorithm in LOCAL_ONLY and privacy.dp_requested and privacy.secure_aggregation
+            and privacy.secure_range is None):
+        raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
+                         "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
+    if backend != "tff":
+        raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
+                         "use --backend tff.")
+    learning = algorithm in LEARNING
+    if learning and (privacy.dp_model != "central" or privacy.secure_range is not None
+                     or privacy.secure_bits != DEFAULT_SECURE_BITS):
+        raise ValueError(f"{algorithm}: --dp-model, --secure-bits and --secure-range apply to the "
+                         "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
+    if not learning and privacy.dp_adaptive_clip:
+        raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
+                         "at --dp-clip).")
