@@ -64,15 +64,17 @@ def test_configs_are_frozen_and_the_seed_is_the_reservoirs():
         config.l2 = 1.0  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("algorithm, message", [
-    ("centralized", "centralized: secure aggregation / DP are implemented for"),
-    ("pfedrr", "pfedrr: differential privacy is implemented for"),
-    ("fedavg", "fedavg: --dp-model, --dp-seed"),
+@pytest.mark.parametrize("algorithm, model, message", [
+    ("centralized", "local", "centralized: secure aggregation / DP are implemented for"),
+    ("pfedrr", "central", "pfedrr: .* add --dp-model local"),
+    ("partial-incfed", "distributed", "partial-incfed: .* add --dp-model local"),
+    ("fedavg", "local", "fedavg: --dp-model, --secure-bits"),
 ])
-def test_privacy_is_refused_where_it_is_not_implemented(algorithm, message):
-    privacy = PrivacyConfig(dp_epsilon=1.0, dp_model="local")
+def test_privacy_is_refused_where_it_is_not_implemented(algorithm, model, message):
     with pytest.raises(ValueError, match=message):
-        check_privacy(algorithm, privacy)
+        check_privacy(algorithm, PrivacyConfig(dp_epsilon=1.0, dp_model=model))
+    privacy = PrivacyConfig(dp_epsilon=1.0, dp_model="local")
+    check_privacy("pfedrr", privacy)
     check_privacy("incfed", privacy)
     with pytest.raises(ValueError, match="--backend numpy"):
         check_privacy("incfed", privacy, backend="numpy")

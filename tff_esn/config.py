@@ -6,7 +6,6 @@ import dataclasses
 import math
 from typing import Any
 
-import numpy as np
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
 
@@ -95,6 +94,8 @@ def connectivity_from_count(count: int, fan_in: int) -> float:
 
 def child_seed(seed: int, *path: int) -> int:
     """A 31-bit integer seed derived from ``seed`` and a path of integers (numpy ``SeedSequence``)."""
+    import numpy as np  # this module stays importable without numpy: the CLI's --help reads its defaults
+
     return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0] & 0x7FFFFFFF)
 
 
