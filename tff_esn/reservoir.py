@@ -213,7 +213,8 @@ def run_reservoir(
             x = step(x, t)
             return x, acc + (x if lengths is None else tf.cast(_valid(t, lengths), tf.float32) * x)
 
-        x0 = _time_loop(0, washout, lambda t, x: (step(x, t),), (x0,))[0]
+        if washout:
+            x0 = _time_loop(0, washout, lambda t, x: (step(x, t),), (x0,))[0]
         _, acc = _time_loop(washout, steps, body, (x0, tf.zeros_like(x0)))
         count = steps - washout if lengths is None else (lengths - washout)[:, None]
         return acc / tf.cast(count, tf.float32)
