@@ -38,6 +38,7 @@ test-all: venv
 	$(PY) -m pytest -q $(PYTEST_FLAGS)
 
 bench: venv
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[bench]"
 	$(PY) -m bench
 
 reproduce: venv

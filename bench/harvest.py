@@ -5,6 +5,10 @@ W2 = 1500 × 350 × 8 → 500 units. Modes: all states returned, final state, an
 statistics (``Reservoir.harvest_stats``). The floor is the time of GEMMs with the same
 multiply-adds as the recurrence (one (T·B, U)×(U, U) product per state matrix, plus one
 (U, T·B)×(T·B, U) product for Sᵀ S in the statistics mode), measured in the same run.
+On W1 a "before" row per mode traces the same layer with one time step per loop iteration (the
+loop before issue 17's unrolling), so the gain is a ratio within one run. A second table
+times the recurrence with a dense and a ``tf.SparseTensor`` Ŵ (connectivity 0.1, 500–2000
+units): the layer would use the sparse kernel only where it wins (issue 17).
 """
 
 from __future__ import annotations
@@ -17,17 +21,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tff_esn import Reservoir, ReservoirConfig  # noqa: E402
+from tff_esn import Reservoir, ReservoirConfig, reservoir  # noqa: E402
+
+
+def timed(fn, repeats: int) -> tuple[float, float]:
+    """Best wall and best process-CPU seconds of ``repeats`` calls after a warm-up (tracing)."""
+    fn()
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return min(wall), min(cpu)
 
 
 def best_of(fn, repeats: int) -> float:
-    fn()  # warm-up: tracing / compilation
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return timed(fn, repeats)[0]
 
 
 def gemm_floor(rows: int, units: int, products: int, repeats: int) -> float:
@@ -51,7 +61,8 @@ def tfa_layer(units: int, leaky: float, return_sequences: bool):
     return tfa.layers.ESN(units, leaky=leaky, connectivity=0.1, return_sequences=return_sequences)
 
 
-def run_workload(name: str, batch: int, steps: int, features: int, units: int, repeats: int) -> list[tuple]:
+def run_workload(name: str, batch: int, steps: int, features: int, units: int, repeats: int,
+                 before: bool = False) -> list[tuple]:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(batch, steps, features)).astype(np.float32)
     y = rng.normal(size=(batch, 2)).astype(np.float32)
@@ -64,22 +75,68 @@ def run_workload(name: str, batch: int, steps: int, features: int, units: int, r
         ref = tfa_layer(units, 0.5, mode == "all")
         ref_fn = tf.function(lambda v: ref(v))
         ours_fn = tf.function(lambda v: ours(v))
-        t_ours = best_of(lambda: ours_fn(x).numpy(), repeats)
-        t_tfa = best_of(lambda: ref_fn(x).numpy(), repeats)
+        t_ours, c_ours = timed(lambda: ours_fn(x).numpy(), repeats)
+        t_tfa, c_tfa = timed(lambda: ref_fn(x).numpy(), repeats)
         rows.append((name, f"{mode} states", t_ours, t_tfa, t_tfa / t_ours, floor, t_ours / floor,
-                     2 * macs / t_ours / 1e9))
+                     2 * macs / t_ours / 1e9, c_tfa / c_ours))
+        if not before:
+            continue
+        one_fn = _one_step_loop(ours, x)
+        t_one, c_one = timed(lambda: one_fn(x).numpy(), repeats)
+        rows.append((name, f"{mode} states, before: 1 step/iteration", t_one, t_tfa, t_tfa / t_one, floor,
+                     t_one / floor, 2 * macs / t_one / 1e9, c_tfa / c_one))
     ours = Reservoir(cfg, state_mode="all")
     ours.build(x.shape)
     t_stats = best_of(lambda: ours.harvest_stats(x, y, chunk=32), repeats)
     t_tfa_stats = best_of(lambda: _tfa_then_stats(x, y, units), 1) if batch * steps * units <= 1e9 else float("nan")
     stats_floor = gemm_floor(steps * batch, units, 2, repeats)
     rows.append((name, "in-loop stats", t_stats, t_tfa_stats, t_tfa_stats / t_stats, stats_floor,
-                 t_stats / stats_floor, 2 * (macs + steps * batch * units * units) / t_stats / 1e9))
+                 t_stats / stats_floor, 2 * (macs + steps * batch * units * units) / t_stats / 1e9, float("nan")))
     if batch * steps <= 200_000:
         k, r, b = (w.numpy() for w in (ours.kernel, ours.recurrent_kernel, ours.bias))
         t_np = best_of(lambda: numpy_harvest(x, k, r, b, 0.5), 1)
         rows.append((name, "numpy last state", t_np, float("nan"), float("nan"), floor, t_np / floor,
-                     2 * macs / t_np / 1e9))
+                     2 * macs / t_np / 1e9, float("nan")))
+    return rows
+
+
+def _one_step_loop(layer: Reservoir, x: np.ndarray):
+    """``layer`` traced for ``x`` with one time step per ``tf.while_loop`` iteration (the loop before unrolling)."""
+    saved, reservoir.UNROLL = reservoir.UNROLL, 1
+    try:
+        fn = tf.function(lambda v: layer(v))
+        fn(x)
+    finally:
+        reservoir.UNROLL = saved
+    return fn
+
+
+def sparse_rows(quick: bool) -> list[tuple]:
+    """Per-step µs of the recurrence with a dense Ŵ vs a ``tf.SparseTensor`` Ŵ (connectivity 0.1).
+
+    Same loop (8 steps per iteration, batch 15, 200 steps) around ``tf.matmul`` or
+    ``tf.sparse.sparse_dense_matmul``; wall and process CPU seconds (CPU time is the steadier
+    figure on a shared machine).
+    """
+    steps, batch, rows = 200, 15, []
+    for units in (500,) if quick else (500, 1000, 2000):
+        w = reservoir.recurrent_weights(ReservoirConfig(units=units, recurrent_connectivity=0.1, seed=0))
+        proj = tf.random.stateless_normal([steps, batch, units], seed=[0, 0])
+        dense = tf.constant(w)
+        sparse_t = tf.sparse.from_dense(tf.constant(w.T))
+
+        def loop(product):
+            def block(t, x):
+                for i in range(8):
+                    x = x + 0.5 * (tf.tanh(tf.gather(proj, t + i) + product(x)) - x)
+                return t + 8, x
+            return tf.function(lambda: tf.while_loop(lambda t, x: t < steps, block, (0, tf.zeros([batch, units])))[1],
+                               autograph=False)
+
+        (dw, dc), (sw, sc) = (timed(lambda: fn().numpy(), 3) for fn in (
+            loop(lambda x: tf.matmul(x, dense)),
+            loop(lambda x: tf.transpose(tf.sparse.sparse_dense_matmul(sparse_t, x, adjoint_b=True)))))
+        rows.append((units, *(v / steps * 1e6 for v in (dw, sw, dc, sc)), "sparse" if sc < dc else "dense"))
     return rows
 
 
@@ -101,13 +158,20 @@ def _tfa_then_stats(x, y, units):
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     repeats = 1 if quick else 3
-    workloads = [("W1 15×6000×1→200", 15, 6000 if not quick else 600, 1, 200),
-                 ("W2 1500×350×8→500", 1500 if not quick else 150, 350, 8, 500)]
-    header = ("workload", "mode", "ours s", "tfa s", "tfa/ours", "GEMM floor s", "ours/floor", "GFLOP/s")
+    workloads = [("W1 15×6000×1→200", 15, 6000 if not quick else 600, 1, 200, True),
+                 ("W2 1500×350×8→500", 1500 if not quick else 150, 350, 8, 500, False)]
+    header = ("workload", "mode", "ours s", "tfa s", "tfa/ours", "GEMM floor s", "ours/floor", "GFLOP/s",
+              "tfa/ours CPU")
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
-    for name, b, t, f, u in workloads:
-        for row in run_workload(name, b, t, f, u, repeats):
+    for name, b, t, f, u, before in workloads:
+        for row in run_workload(name, b, t, f, u, repeats, before):
             print(" | ".join(v if isinstance(v, str) else f"{v:.3g}" for v in row), flush=True)
     print(f"\n(threads: {tf.config.threading.get_inter_op_parallelism_threads() or 'default'}, "
           f"cores: {os.cpu_count()}; best of {repeats})")
+    print("\nrecurrent kernel, connectivity 0.1, batch 15 (µs per step; best of 3)")
+    header = ("units", "dense wall", "sparse wall", "dense CPU", "sparse CPU", "faster (CPU)")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for row in sparse_rows(quick):
+        print(" | ".join(v if isinstance(v, str) else f"{v:.4g}" for v in row), flush=True)

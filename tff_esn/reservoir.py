@@ -210,22 +210,23 @@ def run_reservoir(
     update = _step_fn(recurrent, bias, gain, leaky)
     if lengths is None:
         def step(x, t):
-            return update(x, projected[t])
+            return update(x, tf.gather(projected, t))
     else:
         lengths = tf.cast(lengths, tf.int32)
 
         def step(x, t):  # frozen after the sequence's end
-            return tf.where(_valid(t, lengths), update(x, projected[t]), x)
+            return tf.where(_valid(t, lengths), update(x, tf.gather(projected, t)), x)
 
     if state_mode == "last":
         return _time_loop(0, steps, lambda t, x: (step(x, t),), (x0,))[0]
     if state_mode == "mean":
         def body(t, x, acc):
             x = step(x, t)
-            keep = t >= washout if lengths is None else tf.logical_and(t >= washout, _valid(t, lengths))
-            return x, acc + tf.cast(keep, tf.float32) * x
+            return x, acc + (x if lengths is None else tf.cast(_valid(t, lengths), tf.float32) * x)
 
-        _, acc = _time_loop(0, steps, body, (x0, tf.zeros_like(x0)))
+        if washout:
+            x0 = _time_loop(0, washout, lambda t, x: (step(x, t),), (x0,))[0]
+        _, acc = _time_loop(washout, steps, body, (x0, tf.zeros_like(x0)))
         count = steps - washout if lengths is None else (lengths - washout)[:, None]
         return acc / tf.cast(count, tf.float32)
     states = tf.TensorArray(tf.float32, size=steps, element_shape=x0.shape)
