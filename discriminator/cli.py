@@ -26,6 +26,7 @@ from discriminator.filter import DiscriminatorFilter
 from discriminator.model import DiscriminatorConfig, load_discriminator, train_discriminator
 from discriminator.phase import run_discriminative_phase
 from discriminator.search import search_discriminator
+from tff_esn import runtime
 from tff_esn.algorithms import add_common_arguments, reservoir_config_from_args
 from tff_esn.cli import UsageError
 from tff_esn.config import ReservoirConfig
@@ -78,6 +79,7 @@ def _train(args: argparse.Namespace) -> int:
                                           batch_size=args.disc_batch_size, seed=args.seed)
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None
+    runtime.ensure_context()
     dataset, split = _load(args)
     if GROUP not in split.extra:
         raise UsageError(f"split {split.name!r} has no {GROUP!r} group (groups: {sorted(split.extra)}); "
@@ -117,6 +119,7 @@ def _phase(args: argparse.Namespace) -> int:
         client_filter = None if args.no_filter else DiscriminatorFilter(disc, threshold=args.threshold)
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None
+    runtime.ensure_context()
     dataset, split = _load(args)
     out = Path(args.out)
     result = run_discriminative_phase(dataset, split, config, client_filter, fake_clients=args.fake_clients,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 
 from tff_esn.data.errors import DataError
-from tff_esn.runtime import WorkerError
+from tff_esn.runtime import WorkerError, install_exit_hooks
 
 Register = Callable[[argparse._SubParsersAction], None]
 
@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    install_exit_hooks()
     try:
         return int(args.func(args) or 0)
     except (UsageError, DataError, ValueError, FileNotFoundError, KeyError) as err:

@@ -14,8 +14,9 @@ import argparse
 import json
 from pathlib import Path
 
-from tff_esn import algorithms, runtime
+from tff_esn import algorithms
 from tff_esn.cli import UsageError
+from tff_esn.cli.workers import add_worker_arguments, context_from_args
 from tff_esn.io import write_json_atomic
 from tff_esn.privacy.options import add_privacy_arguments, check_privacy_arguments
 
@@ -97,7 +98,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     split_name = args.split or default_split(args.data, pipeline)
     dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
-    runtime.context_from_args(args)
+    context_from_args(args)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, args)
     path = write_json_atomic(Path(args.out) / "metrics.json", record)
     print(summary_line(record, path))
@@ -140,5 +141,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _add_data_arguments(sub)
         algo.add_arguments(sub)
         add_privacy_arguments(sub)
-        runtime.add_worker_arguments(sub)
+        add_worker_arguments(sub)
         sub.set_defaults(func=lambda args, _p=sub: _run(args, _p))
