@@ -1,8 +1,9 @@
 """tff_esn — federated Echo State Networks on TensorFlow Federated.
 
 The light core (reservoir, closed-form readouts) imports TensorFlow only; modules that
-run federated computations install the package's own TFF execution context through
-:mod:`tff_esn.runtime`, which owns and stops the TFF worker processes.
+run federated computations use the installed TFF execution context and never install one:
+entry points (the CLI, scripts, benches) or the user call ``tff_esn.runtime.ensure_context()``
+(:mod:`tff_esn.runtime` owns and stops the TFF worker processes).
 """
 
 import os as _os
