@@ -11,6 +11,9 @@ def main(argv: list[str]) -> int:
     names = [m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_")]
     wanted = [a for a in argv if not a.startswith("-")] or names
     flags = [a for a in argv if a.startswith("-")]
+    from tff_esn import runtime
+
+    runtime.install_exit_hooks()
     for name in sorted(wanted):
         if name not in names:
             print(f"unknown benchmark {name!r}; available: {', '.join(sorted(names))}", file=sys.stderr)

@@ -18,6 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
+from tff_esn import runtime  # noqa: E402
 from tff_esn.config import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge  # noqa: E402
@@ -50,6 +51,7 @@ def dataset(clients: int, n: int, steps: int, features: int = 8, classes: int = 
 
 def main(flags: list[str]) -> None:
     quick = "--quick" in flags
+    runtime.ensure_context()
     clients, n, steps, units = (4, 40, 100, 50) if quick else (10, 100, 350, 100)
     data = dataset(clients, n, steps)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=units, spectral_radius=0.9, seed=1), 8)

@@ -22,6 +22,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from tff_esn import runtime
 from tff_esn.algorithms import config_from_flags
 from tff_esn.cli import UsageError, lazy_command
 from tff_esn.cli.flags import add_common_arguments
@@ -77,6 +78,7 @@ def _train(args: argparse.Namespace) -> int:
                                           batch_size=args.disc_batch_size, seed=args.seed)
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None
+    runtime.ensure_context()
     dataset, split = _load(args)
     if GROUP not in split.extra:
         raise UsageError(f"split {split.name!r} has no {GROUP!r} group (groups: {sorted(split.extra)}); "
@@ -122,6 +124,7 @@ def _phase(args: argparse.Namespace) -> int:
         client_filter = None if args.no_filter else DiscriminatorFilter(disc, threshold=args.threshold)
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None
+    runtime.ensure_context()
     dataset, split = _load(args)
     out = Path(args.out)
     result = run_discriminative_phase(dataset, split, config, client_filter, fake_clients=args.fake_clients,

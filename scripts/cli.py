@@ -40,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # retracing warnings of many short Keras fits would bury the progress bars
+    from tff_esn import runtime
+
+    runtime.ensure_context()
     from scripts.framework import FAILED, DataSources, RunRequest, run_experiments, select
 
     try:

@@ -7,12 +7,14 @@ import sys
 from collections.abc import Sequence
 
 from scripts.cli import add_arguments, run
+from tff_esn import runtime
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.reproduce_all", description=__doc__)
     add_arguments(parser)
     args = parser.parse_args(argv)
+    runtime.install_exit_hooks()
     try:
         return run(args)
     except (ValueError, FileNotFoundError) as err:

@@ -9,15 +9,18 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_orphaned_workers():
-    """Every TFF worker must come from ``tff_esn.runtime`` and be gone after the session.
+    """The session is an entry point: it installs our TFF context; every worker must be gone after it.
 
-    A worker that is a child of this process but not owned by the runtime was started by
-    TFF's default context, i.e. some code ran a computation without
-    ``tff_esn.runtime.ensure_context()``: in a piped run it would hang the pipe.
+    Library code never installs a context (:mod:`tff_esn.runtime`), so the session does, as
+    the CLI does. A worker that is a child of this process but not owned by the runtime was
+    started by TFF's default context, i.e. a test replaced our context and ran a computation
+    without restoring it (``tff_esn.runtime.ensure_context(force=True)``): in a piped run it
+    would hang the pipe.
     """
-    yield
     from tff_esn import runtime
 
+    runtime.ensure_context()
+    yield
     rogue = sorted(set(runtime.child_worker_pids()) - set(runtime.owned_worker_pids()))
     runtime.stop_workers()
     left = runtime.child_worker_pids()

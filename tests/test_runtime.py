@@ -8,12 +8,15 @@ import textwrap
 import threading
 import time
 
+import numpy as np
 import pytest
 
 SCRIPT = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from tff_esn import runtime
+    if sys.argv[2] == "entry":  # what the CLI main does; a library caller ("library") does neither
+        runtime.install_exit_hooks()
     runtime.ensure_context()
     import numpy as np
     import tensorflow_federated as tff
@@ -23,6 +26,7 @@ SCRIPT = textwrap.dedent(
         return x * 2.0
 
     print("result", double(np.array([1.0, 2.0], np.float32)).tolist(), flush=True)
+    print("sigterm", "default" if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else "handled", flush=True)
     print("workers", *runtime.owned_worker_pids(), flush=True)
     mode = sys.argv[1]
     if mode == "raise":
@@ -41,9 +45,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _run(mode: str, timeout: float = 120) -> tuple[subprocess.Popen, list[str]]:
+def _run(mode: str, timeout: float = 120, caller: str = "entry") -> tuple[subprocess.Popen, list[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, mode],
+        [sys.executable, "-c", SCRIPT, mode, caller],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -103,6 +107,89 @@ def test_signalled_parent_takes_worker_down(sig):
     assert not _alive(pids[0]), f"worker survived {sig.name} of its parent"
     if sig == signal.SIGTERM:
         assert proc.returncode == 128 + signal.SIGTERM
+
+
+def test_library_calls_install_no_handler_and_the_worker_still_dies_with_the_process():
+    """Without the entry point's hooks SIGTERM keeps its default action; the parent-death signal stops the worker."""
+    proc, lines = _run("wait", caller="library")
+    pids = _worker_pids(lines)
+    assert "sigterm default\n" in lines, "a library call installed a SIGTERM handler"
+    proc.send_signal(signal.SIGTERM)
+    _drain_to_eof(proc)
+    assert proc.returncode == -signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while _alive(pids[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pids[0]), "worker survived its SIGTERMed parent"
+
+
+def test_a_worker_started_on_a_thread_that_ends_lives_on():
+    """PR_SET_PDEATHSIG follows the forking *thread*: workers are forked on the long-lived spawner thread."""
+    from tff_esn import runtime
+
+    started = []
+
+    def start_and_connect():  # as TFF's event-loop thread of a context does (then it may end)
+        started.append(runtime.LocalWorker().start())
+        runtime.connect(started[0].address, worker=started[0], timeout=30)
+
+    thread = threading.Thread(target=start_and_connect)
+    thread.start()
+    thread.join()
+    worker = started[0]
+    try:
+        time.sleep(0.5)
+        assert worker.alive(), "the worker died with the thread that started it"
+    finally:
+        worker.stop()
+
+
+def test_library_builders_leave_a_user_context_installed():
+    """Building and running IncFed through TFF uses the installed context and never replaces it."""
+    import tensorflow_federated as tff
+
+    from closed_form_data import random_dataset
+    from tff_esn import runtime
+    from tff_esn.config import ReservoirConfig
+    from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+    from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff, run_incfed_tff_stats
+
+    data = random_dataset(n_clients=3, seed=1)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=8, seed=3), 3)
+    spec = StateSpec("mean", 0)
+    stats = [Harvester(data, spec).stats(weights, c) for c in data.client_ids]
+    ours = runtime.ensure_context()
+    user = runtime.build_context()  # a context object the runtime did not install
+    stack = tff.framework.get_context_stack()
+    stack.set_default_context(user)
+    try:
+        got = run_incfed_tff_stats(stats, 1e-2)
+        assert stack.current is user
+        got_raw = run_incfed_tff(weights, list(data.clients.values()), 3, spec, 1e-2)
+        assert stack.current is user
+    finally:
+        assert runtime.ensure_context() is ours  # puts ours back: the next tests run on it
+        assert stack.current is ours
+        runtime.stop_workers()
+    ref = fit_incfed(stats, 1e-2)
+    np.testing.assert_allclose(got, ref, atol=1e-9 * np.abs(ref).max())
+    np.testing.assert_allclose(got_raw, ref, atol=1e-4 * np.abs(ref).max())
+
+
+def test_partitioning_patch_refuses_other_tff_versions(monkeypatch):
+    import tensorflow_federated as tff
+    from tensorflow_federated.python.core.impl.execution_contexts import mergeable_comp_execution_context as mc
+
+    from tff_esn import runtime
+    from tff_esn.runtime import tff_patch
+
+    assert tff.__version__ in tff_patch.PATCHED_VERSIONS  # the pinned version is the patched one
+    monkeypatch.setattr(tff, "__version__", "0.88.0")
+    before = mc._partition_value
+    with pytest.raises(runtime.TFFVersionError, match=r"written for tensorflow-federated 0\.87\.0; installed: 0\.88\.0"):
+        runtime.build_context(["localhost:1", "localhost:2"])
+    assert mc._partition_value is before, "the patch was applied on a version it was not written for"
+    runtime.build_context(["localhost:1"])  # one worker needs no patch
 
 
 def test_in_process_context_and_stop():

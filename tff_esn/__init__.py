@@ -1,9 +1,11 @@
 """tff_esn — federated Echo State Networks on TensorFlow Federated.
 
 The light core (reservoir, closed-form readouts) imports TensorFlow only; modules that
-run federated computations use the TFF execution context of :mod:`tff_esn.runtime`, which
-owns and stops the TFF worker processes. Importing the package imports nothing heavy and
-changes nothing in the process: the exports below are loaded on first use (PEP 562).
+run federated computations use the installed TFF execution context and never install one:
+entry points (the CLI, scripts, benches) or the user call ``tff_esn.runtime.ensure_context()``
+(:mod:`tff_esn.runtime` owns and stops the TFF worker processes). Importing the package
+imports nothing heavy and changes nothing in the process: the exports below are loaded on
+first use (PEP 562).
 """
 
 from __future__ import annotations

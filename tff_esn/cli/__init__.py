@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 
 from tff_esn.data.errors import DataError
-from tff_esn.runtime import WorkerError
+from tff_esn.runtime import WorkerError, install_exit_hooks
 
 Register = Callable[[argparse._SubParsersAction], None]
 
@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if rest:
         args.rest = rest
+    install_exit_hooks()
     try:
         return int(args.func(args) or 0)
     except (UsageError, DataError) as err:

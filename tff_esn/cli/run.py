@@ -15,9 +15,10 @@ import argparse
 import json
 from pathlib import Path
 
-from tff_esn import algorithms, runtime
+from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
+from tff_esn.cli.workers import add_worker_arguments, context_from_args
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -96,7 +97,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     split_name = args.split or default_split(args.data, pipeline)
     dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
-    runtime.context_from_args(args)
+    context_from_args(args)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
                      and k not in ("func", "command", "algorithm")}
@@ -145,5 +146,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _add_data_arguments(sub)
         ALGORITHM_FLAGS.get(name, _no_flags)(sub)
         add_privacy_arguments(sub)
-        runtime.add_worker_arguments(sub)
+        add_worker_arguments(sub)
         sub.set_defaults(func=lambda args, _p=sub: _run(args, _p))

@@ -225,9 +225,6 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     """
     import tensorflow_federated as tff
 
-    from tff_esn import runtime
-
-    runtime.ensure_context()
     units, n_inputs = weights.units, weights.n_inputs
     vec = tff.TensorType(np.float32, [units])
     state_type = tff.StructWithPythonType([vec, vec], tuple)

@@ -162,9 +162,6 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
     """
     import tensorflow_federated as tff
 
-    from tff_esn import runtime
-
-    runtime.ensure_context()
     f32 = np.float32
     reservoir_type = tff.StructWithPythonType(
         [tff.TensorType(f32, [n_inputs, units]), tff.TensorType(f32, [units, units]),
@@ -364,9 +361,6 @@ def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: 
     kinds = sorted({(s.A.shape, s.bias) for s in stats})
     if len(kinds) != 1:
         raise ValueError(f"stats: clients differ in (A shape, readout bias): {kinds}.")
-    from tff_esn import runtime
-
-    runtime.ensure_context()
     n_outputs, n_features = stats[0].A.shape
     comp = build_incfed_stats_computation(n_outputs, n_features, per_client)
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]

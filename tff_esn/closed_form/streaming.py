@@ -203,11 +203,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
     ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.ridge.SingularSystemError`
     for a singular system and :class:`~tff_esn.runtime.WorkerError` when a worker is lost.
     """
-    from tff_esn import runtime
-
     if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
-    runtime.ensure_context()
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     shape: dict[str, tuple] = {}

@@ -28,7 +28,6 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow_federated as tff
 
-from tff_esn import runtime
 from tff_esn.federated.client_work import ClientFilter, build_readout_client_work
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
@@ -80,7 +79,6 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
             its own reservoir (module docstring).
         model_aggregator: replaces the weighted mean of the updates (module docstring).
     """
-    runtime.ensure_context()
     client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
     if client_filter is None and not client_reservoirs:
@@ -110,7 +108,6 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
 
     The state's ``client_work`` holds ``{"u": ..., "v": ...}`` (see :func:`curvature`).
     """
-    runtime.ensure_context()
     client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
     if not isinstance(penalty, (int, float)) or isinstance(penalty, bool):

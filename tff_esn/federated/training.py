@@ -252,7 +252,6 @@ def run_federated(
         of thesis Fig. 6.13), ``accepted_clients`` per round, ``weights`` (final readout
         kernel and bias) and the config.
     """
-    runtime.ensure_context()
     if dataset.n_classes != 2:
         raise ValueError(f"run_federated: the thesis model is a binary classifier; the data has {dataset.n_classes} classes.")
     if resume and out_dir is None:

@@ -158,9 +158,6 @@ class SecureRidgeSum:
         if len(stats) != self.secure.clients:
             raise ValueError(f"secure aggregation: encoding for {self.secure.clients} clients, "
                              f"got {len(stats)} client statistics.")
-        from tff_esn import runtime
-
-        runtime.ensure_context()
         values = [(s.A, s.B, np.float64(s.n)) for s in stats]
         comp = build_secure_sum(tuple(np.shape(v) for v in values[0]), self.secure)
         start = time.perf_counter()

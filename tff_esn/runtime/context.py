@@ -1,0 +1,191 @@
+"""Our TFF execution context: built on our own worker(s) and installed by entry points.
+
+:func:`ensure_context` installs it as TFF's default context; the CLI, ``scripts``, the
+benches and the test session call it, library builders never do. With ``workers=None``
+one :class:`~tff_esn.runtime.workers.LocalWorker` is started lazily on the first
+computation (and restarted if it died); with ``host:port`` addresses the computations run
+on those workers, split across them with TFF's ``MergeableCompExecutionContext`` when
+there are several (:mod:`tff_esn.runtime.tff_patch` corrects how TFF 0.87 splits them).
+TFF retries a call whose worker went away (gRPC ``UNAVAILABLE``) forever; our executor
+factory waits at most ``timeout`` seconds for the worker to answer again, then raises
+:class:`~tff_esn.runtime.workers.WorkerError` naming it.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+
+from tff_esn.runtime import tff_patch
+from tff_esn.runtime.heartbeat import connect
+from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LOCK, LocalWorker, WorkerError
+
+_LAZY: list[LocalWorker] = []
+_STATE: dict[str, object] = {"context": None, "key": None}
+
+
+def parse_workers(workers: str | Sequence[str] | None) -> list[str] | None:
+    """``"h1:p1,h2:p2"`` or a list of ``host:port`` strings → the list; ``None`` stays ``None``.
+
+    Raises ``ValueError`` naming the bad entry for an empty list, a missing host, a port
+    that is not a number in 1–65535 or a repeated address.
+    """
+    if workers is None:
+        return None
+    items = workers.split(",") if isinstance(workers, str) else list(workers)
+    items = [str(w).strip() for w in items]
+    if not items or not any(items):
+        raise ValueError(f"workers: expected one or more 'host:port' addresses, got {workers!r}.")
+    for w in items:
+        host, _, port = w.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"workers: {w!r} is not a 'host:port' address (port 1–65535), in {workers!r}.")
+    repeated = sorted({w for w in items if items.count(w) > 1})
+    if repeated:
+        raise ValueError(f"workers: address(es) {repeated} given more than once in {workers!r}.")
+    return items
+
+
+def _stop_lazy(workers: Sequence[LocalWorker]) -> None:
+    """Stops local workers that a context started on demand and forgets them."""
+    for worker in workers:
+        worker.stop()
+        if worker in _LAZY:
+            _LAZY.remove(worker)
+
+
+def _executor_factory(addresses: Sequence[str] | None, start_timeout: float):
+    """A ``ResourceManagingExecutorFactory`` whose executors talk to one worker.
+
+    With ``addresses=None`` a :class:`LocalWorker` is started lazily on first use and
+    restarted if it died; otherwise the remote worker at ``addresses[0]`` is used.
+    """
+    import tensorflow_federated as tff
+
+    holder: dict[str, object] = {}
+
+    def stub_fn():
+        stub = holder.get("stub")
+        worker = holder.get("worker")
+        if stub is not None and stub.is_ready and stub.heartbeat.silent is None and (worker is None or worker.alive()):
+            return stub
+        if addresses is None:
+            if worker is not None:
+                _stop_lazy([worker])
+            worker = LocalWorker().start()
+            _LAZY.append(worker)
+            holder["worker"] = worker
+            stub = connect(worker.address, timeout=start_timeout, worker=worker)
+        else:
+            try:
+                stub = connect(addresses[0], timeout=start_timeout)
+            except WorkerError:
+                if stub is None:
+                    raise
+                raise WorkerError(
+                    f"TFF worker at {addresses[0]} died or became unreachable during the run and did not "
+                    f"answer again within {start_timeout:.0f} s; restart it (`tff-esn worker --port P`) and "
+                    "run again (round-based runs continue from their last completed round with --resume)."
+                ) from None
+        holder["stub"] = stub
+        return stub
+
+    def stack_fn(cardinalities):
+        if cardinalities.get(tff.CLIENTS) is None:
+            cardinalities[tff.CLIENTS] = 0
+        ex = tff.framework.RemoteExecutor(stub_fn())
+        ex.set_cardinalities(cardinalities)
+        return ex
+
+    return tff.framework.ResourceManagingExecutorFactory(executor_stack_fn=stack_fn)
+
+
+def _context_kwargs():
+    import tensorflow_federated as tff
+
+    return dict(
+        compiler_fn=tff.backends.native.desugar_and_transform_to_native,
+        transform_args=tff.tensorflow.transform_args,
+        transform_result=tff.tensorflow.transform_result,
+    )
+
+
+def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = DEFAULT_TIMEOUT):
+    """An execution context on our own worker(s) (not installed; see :func:`ensure_context`).
+
+    Args:
+        workers: ``None`` for one local worker owned by this process (started lazily), or
+            a list of ``host:port`` addresses of running workers. With more than one
+            address the computation is split across them with TFF's
+            ``MergeableCompExecutionContext`` (one async context per worker); this needs
+            the TFF version of :mod:`tff_esn.runtime.tff_patch` (else ``TFFVersionError``).
+        start_timeout: seconds to wait for a worker to answer, at start and again after
+            it went away during a computation (then :class:`WorkerError`).
+    """
+    import tensorflow_federated as tff
+
+    workers = parse_workers(workers)
+    if workers is None or len(workers) == 1:
+        return tff.framework.SyncExecutionContext(
+            executor_fn=_executor_factory(workers, start_timeout), **_context_kwargs()
+        )
+    tff_patch.fix_subround_partitioning()
+    contexts = [
+        tff.framework.AsyncExecutionContext(
+            executor_fn=_executor_factory([w], start_timeout), **_context_kwargs()
+        )
+        for w in workers
+    ]
+    return tff.framework.MergeableCompExecutionContext(
+        contexts, compiler_fn=tff.backends.native.compile_to_mergeable_comp_form
+    )
+
+
+def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                   force: bool = False):
+    """Installs our execution context as TFF's default and returns it (entry points and users only).
+
+    Without arguments it keeps the context of ours already built (whatever its workers) and
+    makes it TFF's default again if another context replaced it, or installs the local
+    single-worker one. With ``workers`` (a list or ``"h:p,h:p"``; see :func:`build_context`)
+    it switches to those workers; ``force=True`` with no workers switches back to a fresh
+    local worker. A switch stops the local worker of the previous context, never the
+    workers given by address. TFF's context stack is per thread: call it on the thread that
+    runs the computations.
+    """
+    import tensorflow_federated as tff
+
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}.")
+    workers = parse_workers(workers)
+    with LOCK:
+        key = (None if workers is None else tuple(workers), float(timeout))
+        stack = tff.framework.get_context_stack()
+        if _STATE["context"] is not None and not force and (workers is None or _STATE["key"] == key):
+            if stack.current is not _STATE["context"]:
+                stack.set_default_context(_STATE["context"])
+            return _STATE["context"]
+        _stop_lazy(list(_LAZY))
+        context = build_context(workers, start_timeout=timeout)
+        stack.set_default_context(context)
+        _STATE["context"] = context
+        _STATE["key"] = key
+        return context
+
+
+def current_workers() -> list[str] | None:
+    """The ``host:port`` addresses of our installed context (``None``: the local worker, or none installed)."""
+    key = _STATE["key"]
+    return None if key is None or key[0] is None else list(key[0])
+
+
+def on_this_host(workers: Sequence[str] | None) -> bool:
+    """Whether all ``workers`` (``None``: the local worker) run on this machine and so read its files.
+
+    Decides whether client datasets may be file-backed (only a path travels) or must travel
+    in memory to workers on other hosts.
+    """
+    if workers is None:
+        return True
+    local = {"localhost", "127.0.0.1", "::1", "[::1]", socket.gethostname(), socket.getfqdn()}
+    return all(w.rpartition(":")[0] in local for w in workers)

@@ -1,0 +1,45 @@
+"""``serve_worker``: one TFF worker in the foreground, for ``tff-esn worker``."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+from tff_esn.runtime.heartbeat import connect
+from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LocalWorker
+
+
+def serve_worker(port: int, *, host: str = "localhost", timeout: float = DEFAULT_TIMEOUT,
+                 max_concurrent_computation_calls: int = -1, ready: Callable[[str], None] | None = None) -> int:
+    """Runs a TFF worker in the foreground until SIGTERM/SIGINT (then 0) or until it exits.
+
+    The ``worker_binary`` listens on ``port`` of every interface (it has no bind-address
+    flag); ``host`` is the name other machines use to reach it: the worker is checked
+    through ``host:port`` before ``ready(address)`` is called. Returns the worker's exit
+    code if it stops by itself. Raises :class:`~tff_esn.runtime.workers.WorkerError` if it
+    does not come up (e.g. the port is taken). Installs SIGTERM/SIGINT handlers for its
+    duration and restores the previous ones (call it from the main thread).
+    """
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"port: expected an integer in 1–65535, got {port!r}.")
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    worker = LocalWorker(port=port, host=host, max_concurrent_computation_calls=max_concurrent_computation_calls)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        worker.start()
+        connect(worker.address, timeout=timeout, worker=worker)
+        if ready is not None:
+            ready(worker.address)
+        while not stop.wait(0.2):
+            if not worker.alive():
+                return int(worker.process.returncode)
+        return 0
+    finally:
+        worker.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,76 @@
+"""A correction of TFF 0.87's subround partitioning, applied only on the version it was written for.
+
+``MergeableCompExecutionContext`` (the multi-worker context of
+:func:`tff_esn.runtime.build_context`) splits the CLIENTS-placed parts of a computation's
+argument between workers with the private function ``_partition_value``. In TFF 0.87.0 it
+walks a struct argument element by element but returns the split position of its *last*
+element. When the clients' value is not the last argument — IncFed's
+``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER)`` — the position never advances, every
+worker gets the first ⌈n/k⌉ clients and the others are silently dropped (measured: IncFed
+on 2 workers returned the readout of the first half of the clients).
+
+The patch replaces a private function, so it is tied to :data:`PATCHED_VERSIONS`. On any
+other TFF version :func:`fix_subround_partitioning` raises :class:`TFFVersionError` (it does
+not skip: whether the bug is gone there is unknown, and a silent drop of clients is the
+worst outcome). Only multi-worker contexts need it; a single worker or TFF's own context
+never calls it.
+"""
+
+from __future__ import annotations
+
+PATCHED_VERSIONS = ("0.87.0",)
+
+
+class TFFVersionError(RuntimeError):
+    """The installed TFF is not a version the subround-partitioning patch was written for."""
+
+
+def check_version(version: str) -> None:
+    """Raises :class:`TFFVersionError` naming ``version`` unless it is in :data:`PATCHED_VERSIONS`."""
+    if version not in PATCHED_VERSIONS:
+        raise TFFVersionError(
+            f"multi-worker runs (--workers with 2 or more addresses) need tff_esn's correction of TFF's private "
+            f"_partition_value, written for tensorflow-federated {', '.join(PATCHED_VERSIONS)}; installed: {version}. "
+            "Install the pinned version (`pip install -c constraints.txt tensorflow-federated`), or run on one "
+            "worker; to support this version, check that tests/test_scale_workers.py passes on it without the "
+            "patch or with it, and add the version to tff_esn.runtime.tff_patch.PATCHED_VERSIONS."
+        )
+
+
+def fix_subround_partitioning() -> None:
+    """Splits every element of a struct argument from the same position (idempotent; TFF 0.87.0 only).
+
+    The replacement continues from the element that took clients, so the clients are dealt
+    to the workers exactly once whatever their position in the argument. Raises
+    :class:`TFFVersionError` on another TFF version (module docstring).
+    """
+    import tensorflow_federated as tff
+
+    check_version(tff.__version__)
+    from tensorflow_federated.python.common_libs import structure
+    from tensorflow_federated.python.core.impl.execution_contexts import mergeable_comp_execution_context as mc
+    from tensorflow_federated.python.core.impl.types import computation_types
+
+    original = getattr(mc._partition_value, "__wrapped__", mc._partition_value)
+
+    def partition_value(val, type_signature):
+        if not isinstance(type_signature, computation_types.StructType):
+            return original(val, type_signature)
+        elements = []
+        advanced = None
+        for (_, value), (name, elem_type) in zip(structure.iter_elements(structure.from_container(val.payload)),
+                                                 structure.iter_elements(type_signature)):
+            part = partition_value(mc._PartitioningValue(value, val.num_remaining_clients,
+                                                         val.num_remaining_partitions, val.last_client_index),
+                                   elem_type)
+            elements.append((name, part.payload))
+            if part.last_client_index != val.last_client_index:
+                advanced = part
+        if not elements:
+            raise ValueError(f"Expected the value to not be empty, found {val}.")
+        position = advanced or val
+        return mc._PartitioningValue(structure.Struct(elements), position.num_remaining_clients,
+                                     position.num_remaining_partitions, position.last_client_index)
+
+    partition_value.__wrapped__ = original
+    mc._partition_value = partition_value
