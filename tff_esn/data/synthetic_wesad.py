@@ -152,9 +152,9 @@ def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) 
 
     The ECG carries each segment's heart rate but no beat-to-beat variability: neurokit2's
     ``"simple"`` simulator ignores ``heart_rate_std``, and the chest pipelines read raw ECG
-    in chunks of 350–700 samples (0.5–1 s), shorter than a beat interval pair. The HRV effect lives in the wrist
-    streams (:func:`wrist_signals`), which the thesis pipeline reads. ``r_k["hrv"]`` is still
-    drawn so the chest streams stay those of generator version 1."""
+    in chunks of 350–700 samples (0.5–1 s), shorter than a pair of beat intervals. The HRV
+    effect lives in the wrist streams (:func:`wrist_signals`), which the thesis pipeline
+    reads. ``r_k["hrv"]`` is still drawn so the chest streams stay those of version 1."""
     import neurokit2 as nk
 
     p = _profile(rng)
