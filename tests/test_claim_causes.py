@@ -72,3 +72,15 @@ def test_pfedrr_and_fedip_causes_turn_data_only_with_the_measurement():
     m = {(0.25, "incfed"): 40.0, (0.25, "LR"): 51.5, (1.0, "incfed"): 72.0, (1.0, "LR"): 74.5}
     assert _transfer(m, [0.25], 1.0)[0] == "defect"
     assert _transfer(m, [0.25], 1.0, {"25%": lost})[0] == "data"
+
+
+def test_fedavg_train_accuracy_reason_needs_interpolating_orthogonal_local_readouts():
+    from scripts.incfed_tables import _fedavg_averages_local_fits
+
+    cells = {(f, "incfed"): [{"train": {"accuracy": a}}] for f, a in ((0.25, 1.0), (1.0, 0.987))}
+    local = {0.25: {"own": 100.0, "cos": -0.06, "average": 78.0}, 1.0: {"own": 100.0, "cos": 0.04, "average": 82.6}}
+    reason = _fedavg_averages_local_fits(cells, local, (0.25, 1.0))
+    assert reason is not None and "78.0 %" in reason and "-0.06" in reason and "98.7" in reason
+    assert _fedavg_averages_local_fits(cells, None, (0.25, 1.0)) is None
+    assert _fedavg_averages_local_fits(cells, {**local, 1.0: {**local[1.0], "cos": 0.5}}, (0.25, 1.0)) is None
+    assert _fedavg_averages_local_fits(cells, {**local, 0.25: {**local[0.25], "own": 90.0}}, (0.25, 1.0)) is None
