@@ -144,13 +144,25 @@ def lean_options() -> tf.data.Options:
 
 
 def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
-    """Shuffled (seeded, anew each epoch), batched, repeated for ``config.epochs`` local epochs."""
-    if shuffle_seed is not None:
-        ds = ds.shuffle(n, seed=shuffle_seed, reshuffle_each_iteration=True)
-    ds = ds.batch(config.batch_size)
-    if config.epochs > 1:
-        ds = ds.repeat(config.epochs)
-    return ds.with_options(lean_options())
+    """Shuffled (seeded, anew each epoch), batched, repeated for ``config.epochs`` local epochs.
+
+    The epochs' orders are numpy permutations drawn from ``shuffle_seed`` alone, applied by
+    ``tf.gather``: ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
+    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process (the centralized ESN, the
+    discriminator) changed every later federated run of the same seed (issue 13).
+    """
+    if shuffle_seed is None:
+        ds = ds.batch(config.batch_size)
+        return (ds.repeat(config.epochs) if config.epochs > 1 else ds).with_options(lean_options())
+    rng = np.random.default_rng(shuffle_seed)
+    orders = tf.constant(np.stack([rng.permutation(n) for _ in range(config.epochs)]), tf.int64)
+
+    def epochs(*whole):
+        def epoch(order):
+            return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(config.batch_size)
+        return tf.data.Dataset.from_tensor_slices(orders).flat_map(epoch)
+
+    return ds.batch(n).flat_map(epochs).with_options(lean_options())
 
 
 class _ClientSource:
