@@ -143,26 +143,32 @@ def lean_options() -> tf.data.Options:
     return options
 
 
-def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
-    """Shuffled (seeded, anew each epoch), batched, repeated for ``config.epochs`` local epochs.
+def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, seed: int) -> tf.data.Dataset:
+    """The ``n`` elements of ``ds`` in ``epochs`` passes, each in its own order and batched.
 
-    The epochs' orders are numpy permutations drawn from ``shuffle_seed`` alone, applied by
-    ``tf.gather``: ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
+    The orders are numpy permutations drawn from ``seed`` alone, applied by ``tf.gather``:
+    ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
     ``tf.keras.utils.set_random_seed`` anywhere earlier in the process (the centralized ESN, the
-    discriminator) changed every later federated run of the same seed (issue 13).
+    discriminator) changed every later run of the same seed (issue 13).
     """
-    if shuffle_seed is None:
-        ds = ds.batch(config.batch_size)
-        return (ds.repeat(config.epochs) if config.epochs > 1 else ds).with_options(lean_options())
-    rng = np.random.default_rng(shuffle_seed)
-    orders = tf.constant(np.stack([rng.permutation(n) for _ in range(config.epochs)]), tf.int64)
+    rng = np.random.default_rng(seed)
+    orders = tf.constant(np.stack([rng.permutation(n) for _ in range(epochs)]), tf.int64)
 
-    def epochs(*whole):
-        def epoch(order):
-            return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(config.batch_size)
-        return tf.data.Dataset.from_tensor_slices(orders).flat_map(epoch)
+    def passes(*whole):
+        def one(order):
+            return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(batch_size)
+        return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
 
-    return ds.batch(n).flat_map(epochs).with_options(lean_options())
+    return ds.batch(n).flat_map(passes)
+
+
+def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
+    """Shuffled (seeded, anew each epoch: :func:`seeded_epochs`), batched, repeated for
+    ``config.epochs`` local epochs."""
+    if shuffle_seed is not None:
+        return seeded_epochs(ds, n, config.batch_size, config.epochs, shuffle_seed).with_options(lean_options())
+    ds = ds.batch(config.batch_size)
+    return (ds.repeat(config.epochs) if config.epochs > 1 else ds).with_options(lean_options())
 
 
 class _ClientSource:
