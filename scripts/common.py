@@ -94,13 +94,13 @@ below it, the readout cannot read the motion power of half the channels (see :fu
 def power_reason(weak: Mapping[str, Any], transfer: Mapping[str, Any]) -> str | None:
     """A data reason (a sentence to append) when, at every fraction label in ``weak``, the
     :func:`summary_transfer` in ``transfer`` shows the mean states carrying the input means to
-    the test users (R² ≥ 0.9) while the median channel's std stays below :data:`POWER_R2`; else
-    ``None``."""
+    the test users (every channel's R² above the median channel's R² for the std) while the median
+    channel's std stays below :data:`POWER_R2`; else ``None``."""
     found = [transfer.get(f) for f in weak]
-    if not found or any(t is None or t["mean_min"] < 0.9 or t["std_median"] >= POWER_R2 for t in found):
+    if not found or any(t is None or t["std_median"] >= min(POWER_R2, t["mean_min"]) for t in found):
         return None
-    return (" A linear map of the reservoir's mean states (what the readout scores) carries every input channel's "
-            "per-sequence mean to the test users (R² " + listing({f: f"{t['mean_min']:.2f}–{t['mean_max']:.2f}"
+    return (" A linear map of the reservoir's mean states (what the readout scores) carries the input channels' "
+            "per-sequence means to the test users (R² " + listing({f: f"{t['mean_min']:.2f}–{t['mean_max']:.2f}"
                                                                    for f, t in zip(weak, found)})
             + ") but not its std, the motion power that logistic regression reads from its std feature (R² median "
             "channel, best channel: " + listing({f: f"{t['std_median']:.2f}, {t['std_max']:.2f}"

@@ -55,7 +55,8 @@ def test_power_reason_needs_means_carried_and_power_lost_at_every_weak_fraction(
     assert reason is not None and "0.93–1.00" in reason and "-0.90, 0.59" in reason
     assert power_reason({"25%": "gap", "50%": "gap"}, {"25%": lost}) is None  # 50 % not measured
     assert power_reason({"25%": "gap"}, {"25%": {**lost, "std_median": POWER_R2}}) is None  # power carried
-    assert power_reason({"25%": "gap"}, {"25%": {**lost, "mean_min": 0.5}}) is None  # means not carried either
+    assert power_reason({"25%": "gap"}, {"25%": {**lost, "mean_min": -1.0}}) is None  # means carried no better
+    assert power_reason({"25%": "gap"}, {"25%": {**lost, "mean_min": 0.68}}) is not None
     assert power_reason({"25%": "gap"}, {"25%": None}) is None  # per-step labels: no summary
 
 
