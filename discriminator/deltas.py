@@ -157,9 +157,9 @@ def readout_trajectory(states: np.ndarray, labels: np.ndarray, config: ThesisMod
     optimizer = tff.learning.optimizers.build_adam(config.learning_rate)
     variables = tuple(model.trainable_variables)
     specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in variables)
-    ds = (tf.data.Dataset.from_tensor_slices((states, labels))
-          .shuffle(len(states), seed=seed, reshuffle_each_iteration=True)
-          .batch(config.batch_size).repeat().take(steps))
+    passes = math.ceil(steps / math.ceil(len(states) / config.batch_size))
+    ds = client_data.seeded_epochs(tf.data.Dataset.from_tensor_slices((states, labels)), len(states),
+                                   config.batch_size, passes, seed).take(steps)
 
     def flat() -> tf.Tensor:
         return tf.concat([tf.reshape(v, [-1]) for v in variables], axis=0)

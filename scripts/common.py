@@ -50,6 +50,66 @@ def accuracy_of(run, readout: np.ndarray, ids: Sequence[str]) -> float:
     return accuracy(labels, predictions(scores))
 
 
+def summary_transfer(run, *, l2: float = 1e-3) -> dict[str, float] | None:
+    """How much of the per-sequence input mean and std a *linear* map of the reservoir's
+    sequence states carries from the training clients to the test clients.
+
+    Per input channel, a ridge map (``l2``, states standardised on the training clients) from
+    ``run``'s mean states to the sequence's mean and std of that channel is fitted on
+    ``run.split.train`` and scored by R² on ``run.split.test``; the result gives the lowest and
+    highest R² over the channels (``mean_min``, ``mean_max``, ``std_min``, ``std_max``) and the
+    median channel's R² for the std (``std_median``). The
+    mean states are what a linear readout of the ``all``/``mean`` state modes scores
+    (IncFed eq. 2 averaged over the steps), so a low held-out R² for the std says that the
+    readout cannot read the motion power that logistic regression's std feature gives it.
+    ``None`` for per-step labels or unequal lengths (no per-sequence summary to compare).
+    """
+    clients = run.dataset.select([*run.split.train, *run.split.test])
+    if any(c.per_step or c.ragged for c in clients.values()):
+        return None
+
+    def rows(ids):
+        states = np.concatenate([run.harvester.features(run.weights, cid).states for cid in ids])
+        x = np.concatenate([clients[cid].x for cid in ids]).astype(np.float64)
+        return states, np.concatenate([x.mean(axis=1), x.std(axis=1)], axis=1)
+
+    s_train, t_train = rows(run.split.train)
+    s_test, t_test = rows(run.split.test)
+    mu, sd = s_train.mean(axis=0), s_train.std(axis=0) + 1e-12
+    a = np.hstack([(s_train - mu) / sd, np.ones((len(s_train), 1))])
+    w = np.linalg.solve(a.T @ a + l2 * len(a) * np.eye(a.shape[1]), a.T @ t_train)
+    pred = np.hstack([(s_test - mu) / sd, np.ones((len(s_test), 1))]) @ w
+    r2 = 1.0 - ((pred - t_test) ** 2).mean(axis=0) / np.maximum(t_test.var(axis=0), 1e-12)
+    n = t_test.shape[1] // 2
+    return {"mean_min": float(r2[:n].min()), "mean_max": float(r2[:n].max()),
+            "std_min": float(r2[n:].min()), "std_max": float(r2[n:].max()),
+            "std_median": float(np.median(r2[n:]))}
+
+
+POWER_R2 = 0.5
+"""Held-out R² of the sequence's input std from the mean states: when the median channel stays
+below it, the readout cannot read the motion power of half the channels (see :func:`summary_transfer`)."""
+
+
+def power_reason(weak: Mapping[str, Any], transfer: Mapping[str, Any]) -> str | None:
+    """A data reason (a sentence to append) when, at every fraction label in ``weak``, the
+    :func:`summary_transfer` in ``transfer`` shows the mean states carrying the input means to
+    the test users (every channel's R² above the median channel's R² for the std) while the median
+    channel's std stays below :data:`POWER_R2`; else ``None``."""
+    found = [transfer.get(f) for f in weak]
+    if not found or any(t is None or t["std_median"] >= min(POWER_R2, t["mean_min"]) for t in found):
+        return None
+    return (" A linear map of the reservoir's mean states (what the readout scores) carries the input channels' "
+            "per-sequence means to the test users (R² " + listing({f: f"{t['mean_min']:.2f}–{t['mean_max']:.2f}"
+                                                                   for f, t in zip(weak, found)})
+            + ") but not its std, the motion power that logistic regression reads from its std feature (R² median "
+            "channel, best channel: " + listing({f: f"{t['std_median']:.2f}, {t['std_max']:.2f}"
+                                                for f, t in zip(weak, found)})
+            + "). The synthetic HHAR users differ in posture and pouch placement, so a readout that separates "
+            "the activities by the few training users' posture means does not transfer (measurements: "
+            "scripts/pfedrr_table.py, Settings.l2).")
+
+
 def read_rounds(path: Path) -> list[dict[str, float]]:
     """The per-round rows a federated run released to ``rounds.csv`` (numbers as floats), by round."""
     with open(path, newline="") as fh:

@@ -15,8 +15,8 @@ import dataclasses
 
 from scripts import published as pub
 from scripts.common import (BASELINES, all_hold, baseline_accuracy, data_cause, fraction_label, listing, mean_std, plt,
-                            rep_seeds)
-from scripts.framework import Context, Experiment, register
+                            power_reason, rep_seeds, shared_closed_form_runs, summary_transfer)
+from scripts.framework import Context, Experiment, register, run_config
 
 MODELS = ("incfed", "fedip")
 
@@ -53,11 +53,12 @@ class Settings:
 
 
 def run(ctx: Context, s: Settings) -> None:
-    results = {}
+    results, transfers = {}, {}
     for kind in s.datasets:
         i = 0 if kind == "wesad" else 1
         dataset = ctx.dataset(kind, f"fedip-{kind}")
         cells: dict = {}
+        harvester = None
         for fraction in s.fractions:
             split = ctx.split(f"fedip-{kind}", dataset, train_fraction=fraction)
             for seed in rep_seeds(ctx, s.repetitions):
@@ -65,6 +66,11 @@ def run(ctx: Context, s: Settings) -> None:
                               leaky=s.leaky[i], l2=s.l2, seed=seed, backend=s.backend, bias_scaling=s.bias_scaling[i])
                 extra = {"incfed": {}, "fedip": dict(ip_mu=0.0, ip_sigma=s.ip_sigma, ip_eta=s.ip_eta,
                                                      ip_epochs=s.ip_epochs, rounds=s.rounds)}
+                if seed == ctx.seed:  # IncFed's reservoir: what its readout's mean states carry to the test users
+                    cf = shared_closed_form_runs(dataset, {fraction: split},
+                                                 run_config("incfed", **common))[fraction]
+                    cf.harvester = harvester = harvester or cf.harvester  # one harvest per kind
+                    transfers.setdefault(kind, {})[fraction_label(fraction)] = summary_transfer(cf)
                 for model in MODELS:
                     record = ctx.run(model, dataset, split, f"{kind}/{fraction_label(fraction)}/{model}-{seed}",
                                      **common, **extra[model])
@@ -90,7 +96,7 @@ def run(ctx: Context, s: Settings) -> None:
                    f"{s.ip_epochs} local epochs, {s.rounds} FedIP rounds ({s.backend} backend). majority / LR: the "
                    "training majority class and logistic regression on per-sequence summary statistics, same split.")
     _figure(ctx, results, s)
-    _claims(ctx, results, s)
+    _claims(ctx, results, s, transfers)
 
 
 def _figure(ctx: Context, results: dict, s: Settings) -> None:
@@ -115,15 +121,20 @@ LEARNED_MARGIN = 5.0
 """IncFed more than this many points below logistic regression = the readout transfers worse than a linear baseline."""
 
 
-def _transfer(m: dict, fractions, full: float) -> tuple[str | None, str]:
+def _transfer(m: dict, fractions, full: float, transfer: dict | None = None) -> tuple[str | None, str]:
     """``defect`` when IncFed is :data:`LEARNED_MARGIN` points below logistic regression at one of
-    ``fractions`` (FedIP's change of that reservoir then says little); ``data`` when logistic
+    ``fractions`` (FedIP's change of that reservoir then says little) — ``data`` instead when
+    :func:`scripts.common.power_reason` measures why on ``transfer`` (per fraction label); ``data`` when logistic
     regression at every one of them is :data:`WEAK` points below its accuracy with every training
     user (the few users' statistics, FedIP's IP rounds included, do not carry what transfers);
     else unexplained."""
     lr = BASELINES["logistic_regression"]
     weak = {fraction_label(f): f"IncFed {m[(f, 'incfed')]:.1f} vs LR {m[(f, lr)]:.1f}" for f in fractions
             if m[(f, "incfed")] < m[(f, lr)] - LEARNED_MARGIN}
+    why = power_reason(weak, transfer or {}) if weak else None
+    if why:
+        return "data", (f"IncFed is more than {LEARNED_MARGIN:.0f} points below logistic regression on the same "
+                        f"split ({listing(weak)})." + why)
     if weak:
         return "defect", (f"IncFed is more than {LEARNED_MARGIN:.0f} points below logistic regression on the same "
                           f"split ({listing(weak)}): the reservoir readout transfers to the test users worse than "
@@ -136,18 +147,18 @@ def _transfer(m: dict, fractions, full: float) -> tuple[str | None, str]:
     return None, ""
 
 
-def _claims(ctx: Context, results: dict, s: Settings) -> None:
+def _claims(ctx: Context, results: dict, s: Settings, transfers: dict) -> None:
     ref = "FedIP §3, Table 2"
     means = {k: {key: mean_std(v).mean for key, v in cells.items()} for k, cells in results.items()}
 
-    def why(m: dict, fractions) -> dict:
+    def why(m: dict, fractions, kind: str) -> dict:
         """cause/reason from the baselines at ``fractions`` (the worst case over them)."""
         models = {f"{name} {fraction_label(f)}": m[(f, name)] for f in fractions for name in MODELS}
         lr = min(m[(f, BASELINES["logistic_regression"])] for f in fractions)
         majority = max(m[(f, BASELINES["majority"])] for f in fractions)
         cause, reason = data_cause(models, lr, majority)
         if cause is None:
-            cause, reason = _transfer(m, fractions, max(s.fractions))
+            cause, reason = _transfer(m, fractions, max(s.fractions), transfers.get(kind))
         return {"cause": cause, "reason": reason}
 
     if "wesad" in means:
@@ -155,13 +166,13 @@ def _claims(ctx: Context, results: dict, s: Settings) -> None:
         wins = {fraction_label(f): m[(f, "fedip")] >= m[(f, "incfed")] for f in s.fractions}
         ctx.claim("On WESAD, FedIP improves on IncFed at every percentage of users", ref, all_hold(wins),
                   "FedIP ≥ IncFed mean test accuracy: " + listing(wins),
-                  **why(m, [f for f in s.fractions if not wins[fraction_label(f)]] or s.fractions))
+                  **why(m, [f for f in s.fractions if not wins[fraction_label(f)]] or s.fractions, "wesad"))
         if len(s.fractions) > 1:
             lo, hi = min(s.fractions), max(s.fractions)
             ctx.claim("On WESAD, FedIP's accuracy grows with the number of users", ref,
                       m[(hi, "fedip")] > m[(lo, "fedip")],
                       f"FedIP {fraction_label(lo)}: {m[(lo, 'fedip')]:.2f} %, {fraction_label(hi)}: "
-                      f"{m[(hi, 'fedip')]:.2f} %", **why(m, (lo, hi)))
+                      f"{m[(hi, 'fedip')]:.2f} %", **why(m, (lo, hi), "wesad"))
     if "hhar" in means:
         m = means["hhar"]
         if len(s.fractions) > 1:
@@ -169,12 +180,12 @@ def _claims(ctx: Context, results: dict, s: Settings) -> None:
             ctx.claim("On HHAR, IncFed's accuracy grows with the number of users", ref,
                       m[(hi, "incfed")] > m[(lo, "incfed")],
                       f"IncFed {fraction_label(lo)}: {m[(lo, 'incfed')]:.2f} %, {fraction_label(hi)}: "
-                      f"{m[(hi, 'incfed')]:.2f} %", **why(m, (lo, hi)))
+                      f"{m[(hi, 'incfed')]:.2f} %", **why(m, (lo, hi), "hhar"))
         lo = min(s.fractions)
         ctx.claim("On HHAR, FedIP generalizes better than IncFed already with 25 % of the users", ref,
                   m[(lo, "fedip")] > m[(lo, "incfed")] if lo == 0.25 else None,
                   f"at {fraction_label(lo)}: FedIP {m[(lo, 'fedip')]:.2f} % vs IncFed {m[(lo, 'incfed')]:.2f} %",
-                  **why(m, (lo,)))
+                  **why(m, (lo,), "hhar"))
 
 
 register(Experiment(

@@ -45,3 +45,43 @@ def test_fedip_transfer_causes():
     assert cause == "data" and "51.5 %" in reason
     assert _transfer({**m, (0.25, "incfed"): 40.0}, [0.25], 1.0)[0] == "defect"  # IncFed far below LR
     assert _transfer({**m, (0.25, "LR"): 70.0, (0.25, "incfed"): 69.0}, [0.25], 1.0) == (None, "")  # split not weak
+
+
+def test_power_reason_needs_means_carried_and_power_lost_at_every_weak_fraction():
+    from scripts.common import POWER_R2, power_reason
+
+    lost = {"mean_min": 0.93, "mean_max": 1.0, "std_min": -2.7, "std_max": 0.59, "std_median": -0.9}
+    reason = power_reason({"25%": "gap"}, {"25%": lost})
+    assert reason is not None and "0.93–1.00" in reason and "-0.90, 0.59" in reason
+    assert power_reason({"25%": "gap", "50%": "gap"}, {"25%": lost}) is None  # 50 % not measured
+    assert power_reason({"25%": "gap"}, {"25%": {**lost, "std_median": POWER_R2}}) is None  # power carried
+    assert power_reason({"25%": "gap"}, {"25%": {**lost, "mean_min": -1.0}}) is None  # means carried no better
+    assert power_reason({"25%": "gap"}, {"25%": {**lost, "mean_min": 0.68}}) is not None
+    assert power_reason({"25%": "gap"}, {"25%": None}) is None  # per-step labels: no summary
+
+
+def test_pfedrr_and_fedip_causes_turn_data_only_with_the_measurement():
+    from scripts.fedip_table import _transfer
+    from scripts.framework import MeanStd
+    from scripts.pfedrr_table import _cause
+
+    lost = {"mean_min": 0.93, "mean_max": 1.0, "std_min": -2.7, "std_max": 0.59, "std_median": -0.9}
+    sums = {0.25: {"fedrr": MeanStd(46.0, 1.0), "fedrr train": MeanStd(99.0, 0.0), "LR": MeanStd(67.0, 0.0)}}
+    assert _cause(sums, "hhar", "")[0] == "defect"
+    cause, reason = _cause(sums, "hhar", "", {"25%": lost})
+    assert cause == "data" and "46.0" in reason and "motion power" in reason
+    m = {(0.25, "incfed"): 40.0, (0.25, "LR"): 51.5, (1.0, "incfed"): 72.0, (1.0, "LR"): 74.5}
+    assert _transfer(m, [0.25], 1.0)[0] == "defect"
+    assert _transfer(m, [0.25], 1.0, {"25%": lost})[0] == "data"
+
+
+def test_fedavg_train_accuracy_reason_needs_interpolating_orthogonal_local_readouts():
+    from scripts.incfed_tables import _fedavg_averages_local_fits
+
+    cells = {(f, "incfed"): [{"train": {"accuracy": a}}] for f, a in ((0.25, 1.0), (1.0, 0.987))}
+    local = {0.25: {"own": 100.0, "cos": -0.06, "average": 78.0}, 1.0: {"own": 100.0, "cos": 0.04, "average": 82.6}}
+    reason = _fedavg_averages_local_fits(cells, local, (0.25, 1.0))
+    assert reason is not None and "78.0 %" in reason and "-0.06" in reason and "98.7" in reason
+    assert _fedavg_averages_local_fits(cells, None, (0.25, 1.0)) is None
+    assert _fedavg_averages_local_fits(cells, {**local, 1.0: {**local[1.0], "cos": 0.5}}, (0.25, 1.0)) is None
+    assert _fedavg_averages_local_fits(cells, {**local, 0.25: {**local[0.25], "own": 90.0}}, (0.25, 1.0)) is None

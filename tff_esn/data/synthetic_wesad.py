@@ -148,7 +148,13 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
 
 def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) -> dict:
     """The 700 Hz chest streams: one neurokit2 simulator call per protocol segment with that
-    segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness)."""
+    segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness).
+
+    The ECG carries each segment's heart rate but no beat-to-beat variability: neurokit2's
+    ``"simple"`` simulator ignores ``heart_rate_std``, and the chest pipelines read raw ECG
+    in chunks of 350–700 samples (0.5–1 s), shorter than a pair of beat intervals. The HRV
+    effect lives in the wrist streams (:func:`wrist_signals`), which the thesis pipeline
+    reads. ``r_k["hrv"]`` is still drawn so the chest streams stay those of version 1."""
     import neurokit2 as nk
 
     p = _profile(rng)
@@ -167,7 +173,6 @@ def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) 
         e = _EFFECTS[code]
         jitter = 1.0 + 0.4 * rng.standard_normal()
         hr = p["hr"] + r_k["hr"] * jitter * e["hr"] + rng.normal(0, 3.0)
-        hrv = p["hrv"] * max(1.0 + r_k["hrv"] * jitter * (e["hrv"] - 1.0), 0.2)
         rr = max(p["rr"] + r_k["rr"] * jitter * e["rr"] + rng.normal(0, 1.0), 5.0)
         scr_rate = p["scr"] * max(1.0 + r_k["scr"] * jitter * (e["scr"] - 1.0), 0.1)  # per minute
         motion = max(e["motion"] * r_k["motion"] * (1.0 + 0.5 * rng.standard_normal()), 0.002)

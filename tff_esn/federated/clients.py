@@ -139,14 +139,32 @@ def lean_options() -> tf.data.Options:
     return options
 
 
+def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, seed: int) -> tf.data.Dataset:
+    """The ``n`` elements of ``ds`` in ``epochs`` passes, each in its own order and batched.
+
+    The orders are numpy permutations drawn from ``seed`` alone, applied by ``tf.gather``:
+    ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
+    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process (the centralized ESN, the
+    discriminator) changed every later run of the same seed (issue 13).
+    """
+    rng = np.random.default_rng(seed)
+    orders = tf.constant(np.stack([rng.permutation(n) for _ in range(epochs)]), tf.int64)
+
+    def passes(*whole):
+        def one(order):
+            return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(batch_size)
+        return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
+
+    return ds.batch(n).flat_map(passes)
+
+
 def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
-    """Shuffled (seeded, anew each epoch), batched, repeated for ``config.epochs`` local epochs."""
+    """Shuffled (seeded, anew each epoch: :func:`seeded_epochs`), batched, repeated for
+    ``config.epochs`` local epochs."""
     if shuffle_seed is not None:
-        ds = ds.shuffle(n, seed=shuffle_seed, reshuffle_each_iteration=True)
+        return seeded_epochs(ds, n, config.batch_size, config.epochs, shuffle_seed).with_options(lean_options())
     ds = ds.batch(config.batch_size)
-    if config.epochs > 1:
-        ds = ds.repeat(config.epochs)
-    return ds.with_options(lean_options())
+    return (ds.repeat(config.epochs) if config.epochs > 1 else ds).with_options(lean_options())
 
 
 class _ClientSource:
