@@ -1,6 +1,7 @@
 """Discriminator training data, network, save/load and filter conversion (thesis §6.1, ch. 4)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from discriminator import (
     train_discriminator,
 )
 from discriminator.search import SPACE
+from global_rng import call_untouched
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import ThesisModelConfig
@@ -124,6 +126,16 @@ def test_same_seed_same_discriminator(deltas, trained):
         np.testing.assert_array_equal(a, b)
 
 
+def test_training_ignores_and_keeps_the_global_seeds(deltas):
+    # issue 15: initialisation, dropout (rate > 0) and epoch orders come from the config's seed alone
+    config = DiscriminatorConfig(epochs=2, dropout=(0.3, 0.3), seed=3)
+    first, again = (call_untouched(lambda: train_discriminator(deltas, config), global_seed)
+                    for global_seed in (7, 123))
+    assert first.metrics == again.metrics
+    for a, b in zip(first.model.get_weights(), again.model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_save_load_round_trip_and_filter_equals_keras_predict(trained, deltas, tmp_path):
     path = trained.save(tmp_path / "disc")
     loaded = load_discriminator(path, n_inputs=UNITS + 1)
@@ -206,3 +218,16 @@ def test_random_search_returns_a_configuration_from_the_space(deltas):
     assert best.hidden[0] in SPACE["hidden_1"] and best.hidden[1] in SPACE["hidden_2"]
     assert best.dropout[0] in SPACE["dropout_1"] and best.dropout[1] in SPACE["dropout_2"]
     assert best.epochs == 2 and best.seed == 4
+
+
+def test_random_search_ignores_and_keeps_the_global_seeds(deltas, tmp_path):
+    # issue 15: the same candidates get the same validation scores whatever global seed ran before
+    def search(folder):
+        best = search_discriminator(deltas, DiscriminatorConfig(epochs=2, seed=4), max_trials=2,
+                                    directory=tmp_path / folder)
+        trials = sorted((tmp_path / folder / "discriminator").glob("trial_*/trial.json"))
+        return best, [(t["hyperparameters"]["values"], t["score"]) for t in map(json.loads, map(Path.read_text, trials))]
+
+    first, again = (call_untouched(lambda: search(str(global_seed)), global_seed) for global_seed in (7, 123))
+    assert len(first[1]) == 2 and all(score is not None for _, score in first[1])
+    assert first == again
