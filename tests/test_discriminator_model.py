@@ -96,7 +96,7 @@ def test_restarting_the_optimizer_each_step_makes_every_delta_a_first_adam_step(
 
 
 def test_same_seed_same_deltas_and_other_seed_other_noise(deltas):
-    tf.random.set_seed(11)  # a global seed (train_discriminator sets one) must not reach the deltas (issue 13)
+    tf.random.set_seed(11)  # a global seed set elsewhere in the process must not reach the deltas (issue 13)
     try:
         again = generate_deltas(_subjects(), DeltaConfig(model=MODEL, steps=300, seed=1))
     finally:

@@ -144,8 +144,8 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
 
     The orders are numpy permutations drawn from ``seed`` alone, applied by ``tf.gather``:
     ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
-    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process (the centralized ESN, the
-    discriminator) changed every later run of the same seed (issue 13).
+    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process changed every later run
+    of the same seed (issue 13).
     """
     rng = np.random.default_rng(seed)
     orders = tf.constant(np.stack([rng.permutation(n) for _ in range(epochs)]), tf.int64)
