@@ -226,7 +226,8 @@ def test_random_search_ignores_and_keeps_the_global_seeds(deltas, tmp_path):
         best = search_discriminator(deltas, DiscriminatorConfig(epochs=2, seed=4), max_trials=2,
                                     directory=tmp_path / folder)
         trials = sorted((tmp_path / folder / "discriminator").glob("trial_*/trial.json"))
-        return best, [(t["hyperparameters"]["values"], t["score"]) for t in map(json.loads, map(Path.read_text, trials))]
+        records = [json.loads(t.read_text()) for t in trials]
+        return best, [(r["hyperparameters"]["values"], r["score"]) for r in records]
 
     first, again = (call_untouched(lambda: search(str(global_seed)), global_seed) for global_seed in (7, 123))
     assert len(first[1]) == 2 and all(score is not None for _, score in first[1])
