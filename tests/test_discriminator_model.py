@@ -1,7 +1,6 @@
 """Discriminator training data, network, save/load and filter conversion (thesis §6.1, ch. 4)."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
