@@ -39,6 +39,7 @@ from sklearn.metrics import f1_score
 
 from discriminator.deltas import DeltaSet
 from tff_esn.data.errors import DataError
+from tff_esn.federated.clients import seeded_fit_data
 from tff_esn.io import write_json_atomic
 
 FORMAT = "tff_esn.discriminator/1"
@@ -134,13 +135,17 @@ def build_discriminator(n_inputs: int, config: DiscriminatorConfig, adapt_to: np
         return tf.keras.layers.Dense(units, activation=activation, name=f"dense_{i}",
                                      kernel_initializer=tf.keras.initializers.GlorotUniform(seed=config.seed + i))
 
+    def dropout(rate: float, i: int) -> tf.keras.layers.Dropout:
+        # a tf.random.Generator from the seed: Keras' default (legacy) dropout mixes TF's global seed in
+        return tf.keras.layers.Dropout(rate, seed=config.seed + 10 + i, rng_type="stateful", name=f"dropout_{i}")
+
     model = tf.keras.Sequential([
         tf.keras.Input((n_inputs,), name="delta"),
         norm,
         dense(config.hidden[0], config.activation, 1),
-        tf.keras.layers.Dropout(config.dropout[0], seed=config.seed + 11, name="dropout_1"),
+        dropout(config.dropout[0], 1),
         dense(config.hidden[1], config.activation, 2),
-        tf.keras.layers.Dropout(config.dropout[1], seed=config.seed + 12, name="dropout_2"),
+        dropout(config.dropout[1], 2),
         dense(1, "sigmoid", 3),
     ], name="discriminator")
     model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate), loss="binary_crossentropy",
@@ -198,8 +203,9 @@ def train_discriminator(deltas: DeltaSet, config: DiscriminatorConfig = Discrimi
                         info: Mapping[str, Any] | None = None) -> Discriminator:
     """Trains the discriminator on ``deltas.x_train`` (thesis §6.1).
 
-    The training deltas are shuffled (seeded) before Keras takes the last
-    ``validation_split`` of them for validation, so both classes are validated.
+    The training deltas are shuffled (seeded) before the last ``validation_split`` of them
+    are held out for validation, so both classes are validated. Every draw (initialisation,
+    dropout, epoch orders) comes from ``config.seed``; no global RNG is read or set.
 
     Returns:
         The :class:`Discriminator` with its metrics (see there); ``info`` is stored as
@@ -210,20 +216,21 @@ def train_discriminator(deltas: DeltaSet, config: DiscriminatorConfig = Discrimi
     if len(np.unique(deltas.y_train)) != 2:
         raise ValueError(f"train_discriminator: the training deltas need both labels (real and fake), got "
                          f"{sorted(set(deltas.y_train.tolist()))}.")
-    tf.keras.utils.set_random_seed(config.seed)
     order = np.random.default_rng(config.seed).permutation(len(deltas.y_train))
     x, y = deltas.x_train[order], deltas.y_train[order].astype(np.float32)
     n_fit = len(x) - int(len(x) * config.validation_split)
     model = build_discriminator(deltas.n_inputs, config, x[:n_fit])
-    history = model.fit(x, y, epochs=config.epochs, batch_size=config.batch_size,
-                        validation_split=config.validation_split, shuffle=True, verbose=0)
+    batches, steps = seeded_fit_data(x[:n_fit], y[:n_fit], batch_size=config.batch_size, epochs=config.epochs,
+                                     seed=config.seed)
+    history = model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0,
+                        validation_data=(x[n_fit:], y[n_fit:]) if n_fit < len(x) else None)
     disc = Discriminator(model, info={"discriminator_config": config.to_dict(), **(info or {})})
     train_acc, train_f1 = _binary_scores(deltas.y_train, disc.predict(deltas.x_train))
     test_acc, test_f1 = _binary_scores(deltas.y_test, disc.predict(deltas.x_test))
     metrics: dict[str, Any] = {"train_accuracy": train_acc, "train_f1": train_f1,
                                "test_accuracy": test_acc, "test_f1": test_f1,
                                "n_train": int(len(deltas.y_train)), "n_test": int(len(deltas.y_test))}
-    if config.validation_split > 0:
+    if n_fit < len(x):
         metrics["val_binary_accuracy"] = float(history.history["val_accuracy"][-1])
     for name, scores in deltas.esn_metrics.items():
         metrics[f"{name}_esn_test_f1"] = float(scores["f1_micro"])

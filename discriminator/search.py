@@ -3,7 +3,8 @@
 Thesis §6.1: "The hyper-parameters have been chosen with a random search." KerasTuner's
 ``RandomSearch`` draws the two hidden sizes and the two dropout rates from
 :data:`SPACE`, trains each candidate as :func:`discriminator.model.train_discriminator`
-does (same epochs, batch, validation split, seed) and keeps the best validation accuracy.
+does (same epochs, batch, validation split, seed, seeded epoch orders) and keeps the best
+validation accuracy. No global RNG is read or set: the oracle draws from ``base.seed``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 from discriminator.deltas import DeltaSet
 from discriminator.model import DiscriminatorConfig, build_discriminator
+from tff_esn.federated.clients import seeded_fit_data
 
 SPACE = {"hidden_1": (16, 32, 64, 128), "hidden_2": (8, 16, 32, 64), "dropout_1": (0.0, 0.1, 0.2, 0.3, 0.5),
          "dropout_2": (0.0, 0.1, 0.2, 0.3, 0.5)}
@@ -56,11 +58,12 @@ def search_discriminator(deltas: DeltaSet, base: DiscriminatorConfig = Discrimin
 
     workdir = tempfile.mkdtemp(prefix="disc-search-") if directory is None else str(directory)
     try:
-        tf.keras.utils.set_random_seed(base.seed)
         tuner = kt.RandomSearch(build, objective="val_accuracy", max_trials=max_trials, seed=base.seed,
                                 directory=workdir, project_name="discriminator", overwrite=True)
-        tuner.search(x[:n_fit], y[:n_fit], validation_data=(x[n_fit:], y[n_fit:]), epochs=base.epochs,
-                     batch_size=base.batch_size, verbose=0)
+        batches, steps = seeded_fit_data(x[:n_fit], y[:n_fit], batch_size=base.batch_size, epochs=base.epochs,
+                                         seed=base.seed)
+        tuner.search(batches, validation_data=(x[n_fit:], y[n_fit:]), epochs=base.epochs, steps_per_epoch=steps,
+                     verbose=0)
         return config_of(tuner.get_best_hyperparameters(1)[0])
     finally:
         if directory is None:

@@ -21,6 +21,7 @@ from discriminator import (
     train_discriminator,
 )
 from discriminator.search import SPACE
+from global_rng import call_untouched
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import ThesisModelConfig
@@ -94,7 +95,7 @@ def test_restarting_the_optimizer_each_step_makes_every_delta_a_first_adam_step(
 
 
 def test_same_seed_same_deltas_and_other_seed_other_noise(deltas):
-    tf.random.set_seed(11)  # a global seed (train_discriminator sets one) must not reach the deltas (issue 13)
+    tf.random.set_seed(11)  # a global seed set elsewhere in the process must not reach the deltas (issue 13)
     try:
         again = generate_deltas(_subjects(), DeltaConfig(model=MODEL, steps=300, seed=1))
     finally:
@@ -121,6 +122,16 @@ def test_discriminator_separates_real_from_fake_well_above_chance(trained, delta
 def test_same_seed_same_discriminator(deltas, trained):
     again = train_discriminator(deltas, DiscriminatorConfig(epochs=30, seed=3))
     for a, b in zip(trained.model.get_weights(), again.model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_training_ignores_and_keeps_the_global_seeds(deltas):
+    # issue 15: initialisation, dropout (rate > 0) and epoch orders come from the config's seed alone
+    config = DiscriminatorConfig(epochs=2, dropout=(0.3, 0.3), seed=3)
+    first, again = (call_untouched(lambda: train_discriminator(deltas, config), global_seed)
+                    for global_seed in (7, 123))
+    assert first.metrics == again.metrics
+    for a, b in zip(first.model.get_weights(), again.model.get_weights()):
         np.testing.assert_array_equal(a, b)
 
 
@@ -206,3 +217,17 @@ def test_random_search_returns_a_configuration_from_the_space(deltas):
     assert best.hidden[0] in SPACE["hidden_1"] and best.hidden[1] in SPACE["hidden_2"]
     assert best.dropout[0] in SPACE["dropout_1"] and best.dropout[1] in SPACE["dropout_2"]
     assert best.epochs == 2 and best.seed == 4
+
+
+def test_random_search_ignores_and_keeps_the_global_seeds(deltas, tmp_path):
+    # issue 15: the same candidates get the same validation scores whatever global seed ran before
+    def search(folder):
+        best = search_discriminator(deltas, DiscriminatorConfig(epochs=2, seed=4), max_trials=2,
+                                    directory=tmp_path / folder)
+        trials = sorted((tmp_path / folder / "discriminator").glob("trial_*/trial.json"))
+        records = [json.loads(t.read_text()) for t in trials]
+        return best, [(r["hyperparameters"]["values"], r["score"]) for r in records]
+
+    first, again = (call_untouched(lambda: search(str(global_seed)), global_seed) for global_seed in (7, 123))
+    assert len(first[1]) == 2 and all(score is not None for _, score in first[1])
+    assert first == again

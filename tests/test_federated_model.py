@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from global_rng import call_untouched
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.federated.centralized import train_centralized
@@ -185,3 +186,35 @@ def test_centralized_reports_table_6_3_metrics_and_repeats():
     assert first["design"]["n"] == 4 * 12 * 16 and first["test"]["auc"] > 0.7
     with pytest.raises(ValueError, match="binary"):
         train_centralized(SequenceDataset(data.clients, 3, data.feature_names, ("a", "b", "c"), "x"), split, cfg)
+
+
+def test_seeded_fit_data_is_every_element_once_per_epoch_in_a_seeded_order():
+    x = np.arange(10, dtype=np.float32)[:, None]
+    ds, steps = client_data.seeded_fit_data(x, x[:, 0] * 2, batch_size=4, epochs=3, seed=5)
+    batches = [(a.numpy()[:, 0], b.numpy()) for a, b in ds]
+    assert steps == 3 and len(batches) == 3 * 3 and [len(a) for a, _ in batches[:3]] == [4, 4, 2]
+    epochs = [np.concatenate([a for a, _ in batches[3 * e: 3 * e + 3]]) for e in range(3)]
+    for order in epochs:
+        np.testing.assert_array_equal(np.sort(order), np.arange(10))
+    assert not np.array_equal(epochs[0], epochs[1])  # a new order each epoch
+    np.testing.assert_array_equal(np.concatenate([b for _, b in batches]), 2 * np.concatenate(epochs))
+    again, _ = client_data.seeded_fit_data(x, x[:, 0] * 2, batch_size=4, epochs=3, seed=5)
+    np.testing.assert_array_equal(np.concatenate([a.numpy()[:, 0] for a, _ in again]), np.concatenate(epochs))
+    with pytest.raises(ValueError, match="as many inputs as labels"):
+        client_data.seeded_fit_data(x, x[:5, 0], batch_size=4, epochs=1, seed=0)
+
+
+def test_centralized_ignores_and_keeps_the_global_seeds():
+    # issue 15: the same seed gives the same model whatever global seed ran before, and the
+    # process-global random streams are left where they were
+    data = _dataset()
+    split = Split("s", train=("S0", "S1", "S2"), val=(), test=("S4",))
+    cfg = ThesisModelConfig(reservoir=RES, epochs=2, learning_rate=0.05, batch_size=4)
+    runs = [call_untouched(lambda: train_centralized(data, split, cfg, seed=1), global_seed)
+            for global_seed in (7, 123)]
+    (model_a, report_a), (model_b, report_b) = runs
+    assert report_a == report_b
+    for a, b in zip(model_a.get_weights(), model_b.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    other, _ = train_centralized(data, split, cfg, seed=2)  # the seed reaches the epoch orders
+    assert not np.array_equal(other.get_weights()[0], model_a.get_weights()[0])

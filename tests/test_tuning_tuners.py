@@ -6,6 +6,7 @@ import pytest
 from sklearn.linear_model import Ridge
 from sklearn.metrics import f1_score
 
+from global_rng import call_untouched
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.closed_form.harvest import StateSpec
@@ -169,6 +170,27 @@ def test_thesis_search_is_seeded_and_scores_validation_f1(tmp_path):
     pred = best.predict(val.x[..., cols], verbose=0)
     assert tuner.oracle.get_best_trials(1)[0].score == pytest.approx(
         f1_score(val.y.ravel(), (pred.ravel() > 0.5).astype(int)), abs=1e-6)
+
+
+def test_thesis_search_ignores_and_keeps_the_global_seeds(tmp_path):
+    # issue 15: the trials' scores and trained readouts depend on the hypermodel's seed alone
+    hp = get_space("thesis").build()
+
+    def search(folder):
+        data, _ = _thesis_data()
+        tuner = ThesisTuner(oracle=_oracle(hp.copy(), 2, objective="val_f1"), hypermodel=ThesisHyperModel(data, seed=3),
+                            directory=str(tmp_path / folder), project_name="p")
+        tuner.progress = False
+        tuner.search(verbose=0)
+        trials = list(tuner.oracle.trials.values())
+        return [(t.hyperparameters.values, t.metrics.get_last_value("val_f1"), t.metrics.get_last_value("loss"))
+                for t in trials], tuner.get_best_models(1)[0].get_weights()
+
+    (first, weights_a), (again, weights_b) = (call_untouched(lambda: search(str(global_seed)), global_seed)
+                                              for global_seed in (7, 123))
+    assert len(first) == 2 and first == again
+    for a, b in zip(weights_a, weights_b):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_progress_tuner_records_seconds_per_trial(tmp_path):

@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
+from tff_esn.federated.clients import seeded_fit_data
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 
 ThesisData = Callable[[int], tuple[ClientSequences, ClientSequences, tuple[str, ...]]]
@@ -65,7 +66,8 @@ class ThesisHyperModel(kt.HyperModel):
     Args:
         data: ``window → (train, validation, feature names)``; called once per trial with
             the trial's window (cache it: windows repeat).
-        seed: reservoir seed and Keras seed (readout initialisation, shuffling) of every trial.
+        seed: seed of every trial's reservoir, readout initialisation and epoch orders
+            (:func:`tff_esn.federated.clients.seeded_fit_data`); no global RNG is read or set.
         class_weight: loss weight per class.
     """
 
@@ -101,12 +103,10 @@ class ThesisHyperModel(kt.HyperModel):
         train, val, names = self.data(hp.get("window"))
         cols = self._columns(hp, names)
         config = self.model_config(hp)
-        tf.keras.utils.set_random_seed(self.seed)
-        return model.fit(
-            train.x[..., cols], _targets(train),
-            batch_size=config.batch_size, epochs=config.epochs,
-            validation_data=(val.x[..., cols], _targets(val)), **kwargs,
-        )
+        batches, steps = seeded_fit_data(train.x[..., cols], _targets(train), batch_size=config.batch_size,
+                                         epochs=config.epochs, seed=self.seed)
+        return model.fit(batches, epochs=config.epochs, steps_per_epoch=steps,
+                         validation_data=(val.x[..., cols], _targets(val)), **kwargs)
 
 
 def _targets(data: ClientSequences) -> np.ndarray:

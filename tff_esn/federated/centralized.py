@@ -34,8 +34,9 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     Args:
         include_validation: train on training + validation subjects (the design set, as for
             Table 6.3); ``False`` trains on the training subjects only (model selection).
-        seed: seeds Keras (readout initialisation is seeded by the reservoir seed; this
-            seeds the epoch shuffling).
+        seed: seed of the epoch orders (:func:`tff_esn.federated.clients.seeded_fit_data`;
+            the readout's initialisation is seeded by the reservoir seed). No global RNG is
+            read or set.
 
     Returns:
         ``(readout_model, report)`` where ``report`` has the ``train``, ``val``, ``test``
@@ -46,10 +47,11 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         raise ValueError(f"train_centralized: the thesis model is a binary classifier; the data has "
                          f"{dataset.n_classes} classes.")
     design_ids = tuple(split.train) + (tuple(split.val) if include_validation else ())
-    tf.keras.utils.set_random_seed(seed)
     states, labels = _states(dataset, design_ids, config)
     model = compile_thesis_model(build_thesis_model(config.reservoir.units, config, readout_only=True), config)
-    model.fit(states, labels, batch_size=config.batch_size, epochs=config.epochs, shuffle=True, verbose=0)
+    batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
+                                                 epochs=config.epochs, seed=seed)
+    model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0)
 
     def report(ids):
         if not ids:

@@ -144,8 +144,8 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
 
     The orders are numpy permutations drawn from ``seed`` alone, applied by ``tf.gather``:
     ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
-    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process (the centralized ESN, the
-    discriminator) changed every later run of the same seed (issue 13).
+    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process changed every later run
+    of the same seed (issue 13).
     """
     rng = np.random.default_rng(seed)
     orders = tf.constant(np.stack([rng.permutation(n) for _ in range(epochs)]), tf.int64)
@@ -156,6 +156,21 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
         return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
 
     return ds.batch(n).flat_map(passes)
+
+
+def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
+    """``(dataset, steps_per_epoch)`` for ``model.fit(dataset, epochs=epochs, steps_per_epoch=…)``.
+
+    The dataset holds all ``epochs`` passes over ``(x, y)``, each in its own order drawn from
+    ``seed`` alone (:func:`seeded_epochs`); ``steps_per_epoch`` makes Keras read on from one
+    iterator across epochs. It replaces ``fit(x, y, shuffle=True)``, whose orders come from
+    TF's global RNG, so anything seeded earlier in the process changed them (issue 15).
+    """
+    n = len(x)
+    if n == 0 or len(y) != n:
+        raise ValueError(f"seeded_fit_data: expected as many inputs as labels (≥ 1), got {n} and {len(y)}.")
+    ds = seeded_epochs(tf.data.Dataset.from_tensor_slices((x, y)), n, batch_size, epochs, seed)
+    return ds, -(-n // batch_size)
 
 
 def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
