@@ -89,6 +89,93 @@ def test_seeded_query_noise_has_the_configured_scale():
     assert float(event.noise_multiplier) == pytest.approx(0.5)
 
 
+def test_dp_fedavg_adaptive_clip_noise_is_seeded(data, plain):
+    """Adaptive clipping too: same LearningPrivacy.seed, same numbers; another seed, other numbers."""
+    def run(seed):
+        privacy = LearningPrivacy(noise_multiplier=0.8, clip=0.5, adaptive=True, seed=seed)
+        return run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=privacy), progress=False)
+
+    first, again, other = run(7), run(7), run(8)
+    np.testing.assert_array_equal(_kernel(first), _kernel(again))
+    assert not np.allclose(_kernel(first), _kernel(other), atol=1e-3)
+    assert not np.allclose(_kernel(first), _kernel(plain), atol=1e-3)
+    section = first["privacy"]
+    assert "gaussian_adaptive" in section["mechanism"] and section["noise_seeded"] is True
+    assert section["noise_seed"] == 7
+
+
+def _without_seeds(state):
+    """A TFF/tfp state as plain nested values, minus the seed pairs only our queries carry."""
+    if hasattr(state, "_asdict"):
+        return {k: _without_seeds(v) for k, v in state._asdict().items() if k != "seed"}
+    if isinstance(state, (list, tuple)):
+        return [_without_seeds(v) for v in state]
+    return state
+
+
+def _adaptive_factories(noise_multiplier, clipped_count_stddev, seed=5):
+    import tensorflow_federated as tff
+
+    from tff_esn.privacy.learning import seeded_gaussian_adaptive
+
+    kwargs = dict(initial_l2_norm_clip=0.1, clipped_count_stddev=clipped_count_stddev)
+    return (seeded_gaussian_adaptive(noise_multiplier, 4, seed, **kwargs),
+            tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(noise_multiplier, 4, **kwargs))
+
+
+def test_seeded_adaptive_factory_matches_tffs_gaussian_adaptive():
+    """Same parameters (noise multipliers, clipped-count std, DP event = accounting) as TFF's
+    gaussian_adaptive; without noise, the same clip trajectory and means on the same updates."""
+    import tensorflow_federated as tff
+
+    from tff_esn import runtime
+
+    runtime.ensure_context()
+    value_type = tff.TensorType(np.float32, [5])
+    ours, theirs = (f.create(value_type) for f in _adaptive_factories(1.0, 1.0))
+    assert _without_seeds(ours.initialize()) == _without_seeds(theirs.initialize())
+
+    ours, theirs = (f.create(value_type) for f in _adaptive_factories(0.0, 0.0))
+    state_ours, state_theirs = ours.initialize(), theirs.initialize()
+    rng = np.random.default_rng(2)
+    clips = []
+    for scale in (0.02, 0.05, 0.3, 0.3):  # norms below, then above the clip: it shrinks, then grows
+        updates = [(rng.normal(size=5) * scale).astype(np.float32) for _ in range(4)]
+        out_ours, out_theirs = ours.next(state_ours, updates), theirs.next(state_theirs, updates)
+        np.testing.assert_allclose(out_ours.result, out_theirs.result, rtol=1e-6, atol=1e-8)
+        clip = out_ours.measurements["dp_query_metrics"]["clip"]
+        assert clip == pytest.approx(out_theirs.measurements["dp_query_metrics"]["clip"], rel=1e-6)
+        clips.append(clip)
+        state_ours, state_theirs = out_ours.state, out_theirs.state
+    np.testing.assert_array_equal(np.sign(np.diff([0.1] + clips)), [-1, -1, 1, 1])  # the clip moved both ways
+
+
+def test_seeded_adaptive_query_noise_has_the_configured_scale():
+    """Sum noise std z_v·C_t; clipped-count noise std σ_b, read back from the clip's geometric
+    update C_{t+1} = C_t·exp(−η(0.5 + n_t/m − ½)) with exactly half the records below C_t."""
+    import tensorflow_privacy as tfp
+
+    from tff_esn.privacy.learning import SeededQuantileAdaptiveClipSumQuery
+
+    args = dict(initial_l2_norm_clip=1.0, noise_multiplier=0.5, target_unclipped_quantile=0.5, learning_rate=0.2,
+                clipped_count_stddev=2.0, expected_num_records=100.0, geometric_update=True)
+    query = SeededQuantileAdaptiveClipSumQuery(seed=3, **args)
+    sample = query.initial_sample_state(np.zeros(2000, np.float32))  # zero sum, count of (below − ½) = 0
+    state, clips, sums = query.initial_global_state(), [], []
+    for _ in range(1000):
+        clips.append(float(state.sum_state.l2_norm_clip))
+        noised, state, event = query.get_noised_result(sample, state)
+        sums.append(noised.numpy() / clips[-1])
+    clips.append(float(state.sum_state.l2_norm_clip))
+    counts = -100.0 * np.diff(np.log(clips)) / 0.2
+    # 2·10⁶ sum draws (relative SE 0.05 %) and 1000 count draws (relative SE 2.2 %, tolerance > 3.5 SE)
+    assert np.std(sums) == pytest.approx(0.5, rel=0.01) and np.std(counts) == pytest.approx(2.0, rel=0.08)
+    assert abs(np.mean(counts)) < 0.2 and abs(np.corrcoef(counts[:-1], counts[1:])[0, 1]) < 0.12
+    assert abs(np.corrcoef(sums[0], sums[1])[0, 1]) < 0.1  # fresh sum noise every round (the seed is split)
+    reference = tfp.QuantileAdaptiveClipSumQuery(**args)
+    _, _, reference_event = reference.get_noised_result(sample, reference.initial_global_state())
+    assert repr(event) == repr(reference_event)  # the same DP event: the same accounting
+
 @pytest.mark.slow
 def test_dp_fedcurv_with_adaptive_clipping_runs(data):
     config = dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=1.0,

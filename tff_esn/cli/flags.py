@@ -72,8 +72,8 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                    help="closed form: noise added by the server (central), by each client in full (local) or "
                         "in shares σ/√K (distributed; use with --secure-aggregation)")
     g.add_argument("--dp-seed", type=int, default=None,
-                   help="seed of the DP noise (default: --seed; FedAvg/FedCurv: fixed clip only, TFF's adaptive "
-                        "query stays unseeded)")
+                   help="seed of the DP noise (default: --seed; FedAvg/FedCurv: also the clipped-count noise "
+                        "of --dp-adaptive-clip)")
     g.add_argument("--dp-adaptive-clip", action="store_true",
                    help="FedAvg/FedCurv: adaptive clipping (median update norm) instead of a fixed clip")
 

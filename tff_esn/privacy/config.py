@@ -44,8 +44,8 @@ class PrivacyConfig:
             (``None``: 0.1).
         dp_model: closed form: ``central``, ``local`` or ``distributed`` noise.
         dp_ip_clip: FedIP: L2 norm bound of a client's (Δg, Δb) update per round.
-        dp_seed: seed of the DP noise (``None``: the run's seed; FedAvg/FedCurv: fixed clip only,
-            TFF's adaptive query stays unseeded).
+        dp_seed: seed of the DP noise (``None``: the run's seed; FedAvg/FedCurv: fixed and
+            adaptive clip).
         dp_adaptive_clip: FedAvg/FedCurv: adaptive clipping instead of a fixed clip.
     """
 

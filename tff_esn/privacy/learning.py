@@ -24,8 +24,12 @@ mechanism). With a fixed clip the query is therefore :class:`SeededGaussianSumQu
 same clipping and noise scale, the noise drawn with ``tf.random.stateless_normal`` from a
 seed pair kept in the query's global state and split every round, so the same
 ``LearningPrivacy.seed`` gives the same noise (and numbers) and every round draws fresh
-noise. Adaptive clipping keeps TFF's query, whose noise stays unseeded (the ``privacy``
-section says ``noise_seeded: false``).
+noise. Adaptive clipping uses :func:`seeded_gaussian_adaptive`, the query
+``gaussian_adaptive`` builds (``QuantileAdaptiveClipSumQuery`` in ``NormalizedQuery``, the
+same noise multipliers from TFF's ``adaptive_clip_noise_params``, so the same accounting)
+with both of its noise sources drawn by :class:`SeededGaussianSumQuery`: the sum's noise
+from stream 0 of the seed and the noise on the quantile estimator's below-clip count from
+stream 1 (``privacy.noise_seeded: true`` in both cases).
 
 TFF's native runtime does not run the secure intrinsics; :func:`lower_secure_process`
 replaces them by TFF's reference bodies as :mod:`tff_esn.privacy.aggregation` does.
@@ -40,6 +44,7 @@ import dp_accounting
 import tensorflow as tf
 import tensorflow_federated as tff
 import tensorflow_privacy as tfp
+from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
 from tff_esn.privacy import accounting
 from tff_esn.privacy.dp_stats import check_clip
@@ -47,25 +52,95 @@ from tff_esn.privacy.dp_stats import check_clip
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
     """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum)
-    with stateless noise from a seed pair in the global state, split once per release."""
+    with stateless noise from a seed pair in the global state, split once per release.
+
+    The initial pair is ``(seed, stream)``: distinct streams give independent noise for the
+    same ``seed`` (the adaptive query's sum and clipped-count noise)."""
 
     _GlobalState = collections.namedtuple("_GlobalState", ["l2_norm_clip", "stddev", "seed"])
 
-    def __init__(self, l2_norm_clip: float, stddev: float, seed: int):
+    def __init__(self, l2_norm_clip: float, stddev: float, seed: int, stream: int = 0):
         super().__init__(l2_norm_clip, stddev)
-        self._seed = int(seed)
+        self._seed, self._stream = int(seed), int(stream)
 
     def make_global_state(self, l2_norm_clip, stddev, seed=None):
-        seed = tf.constant([self._seed, 0], tf.int64) if seed is None else seed
+        seed = tf.constant([self._seed, self._stream], tf.int64) if seed is None else seed
         return self._GlobalState(tf.cast(l2_norm_clip, tf.float32), tf.cast(stddev, tf.float32), seed)
+
+    @staticmethod
+    def split_seed(seed, sample_state):
+        """Seeds of one release: one per leaf of ``sample_state``, then the next state's seed."""
+        return tf.random.experimental.stateless_split(seed, len(tf.nest.flatten(sample_state)) + 1)
 
     def get_noised_result(self, sample_state, global_state):
         leaves = tf.nest.flatten(sample_state)
-        seeds = tf.random.experimental.stateless_split(global_state.seed, len(leaves) + 1)
+        seeds = self.split_seed(global_state.seed, sample_state)
         noised = [v + tf.cast(tf.random.stateless_normal(tf.shape(v), seeds[i], stddev=global_state.stddev), v.dtype)
                   for i, v in enumerate(leaves)]
         event = dp_accounting.GaussianDpEvent(global_state.stddev / global_state.l2_norm_clip)
         return (tf.nest.pack_sequence_as(sample_state, noised), global_state._replace(seed=seeds[-1]), event)
+
+
+class SeededQuantileEstimatorQuery(tfp.QuantileEstimatorQuery):
+    """``tfp.QuantileEstimatorQuery`` (Andrew et al. 2021, Alg. 1: private estimate of a quantile
+    from the noised fraction of records below it) whose below-estimate count is noised by
+    :class:`SeededGaussianSumQuery` (sensitivity 0.5, std ``below_estimate_stddev``)."""
+
+    def __init__(self, initial_estimate: float, target_quantile: float, learning_rate: float,
+                 below_estimate_stddev: float, expected_num_records: float, geometric_update: bool, seed: int,
+                 stream: int):
+        self._seed, self._stream = int(seed), int(stream)
+        super().__init__(initial_estimate, target_quantile, learning_rate, below_estimate_stddev,
+                         expected_num_records, geometric_update)
+
+    def _construct_below_estimate_query(self, below_estimate_stddev, expected_num_records):
+        count = SeededGaussianSumQuery(0.5, below_estimate_stddev, self._seed, self._stream)
+        return tfp.NormalizedQuery(count, denominator=expected_num_records)
+
+
+class SeededQuantileAdaptiveClipSumQuery(tfp.QuantileAdaptiveClipSumQuery):
+    """``tfp.QuantileAdaptiveClipSumQuery`` (clip to C_t, noise std ``z_v·C_t`` on the sum; C_t
+    follows the target quantile of the update norms, Andrew et al. 2021 eq. 3, geometric
+    update) with its sum noise from stream 0 and its clipped-count noise from stream 1 of
+    ``seed``."""
+
+    def __init__(self, initial_l2_norm_clip: float, noise_multiplier: float, target_unclipped_quantile: float,
+                 learning_rate: float, clipped_count_stddev: float, expected_num_records: float,
+                 geometric_update: bool, seed: int):
+        super().__init__(initial_l2_norm_clip, noise_multiplier, target_unclipped_quantile, learning_rate,
+                         clipped_count_stddev, expected_num_records, geometric_update)
+        self._sum_query = SeededGaussianSumQuery(initial_l2_norm_clip, noise_multiplier * initial_l2_norm_clip,
+                                                 seed, stream=0)
+        self._quantile_estimator_query = SeededQuantileEstimatorQuery(
+            initial_l2_norm_clip, target_unclipped_quantile, learning_rate, clipped_count_stddev,
+            expected_num_records, geometric_update, seed, stream=1)
+
+    def get_noised_result(self, sample_state, global_state):
+        """tfp's release; the new sum state (rebuilt there for the new clip) keeps the split seed."""
+        noised, state, event = super().get_noised_result(sample_state, global_state)
+        next_seed = SeededGaussianSumQuery.split_seed(global_state.sum_state.seed, sample_state.sum_state)[-1]
+        return noised, state._replace(sum_state=state.sum_state._replace(seed=next_seed)), event
+
+
+def seeded_gaussian_adaptive(noise_multiplier: float, clients_per_round: float, seed: int,
+                             initial_l2_norm_clip: float = 0.1, target_unclipped_quantile: float = 0.5,
+                             learning_rate: float = 0.2, clipped_count_stddev: float | None = None,
+                             ) -> tff.aggregators.DifferentiallyPrivateFactory:
+    """``DifferentiallyPrivateFactory.gaussian_adaptive`` with seeded noise: the same arguments,
+    defaults, noise multipliers (TFF's ``adaptive_clip_noise_params``: value noise
+    ``(z^-2 − (2σ_b)^-2)^-½``) and query structure, built from
+    :class:`SeededQuantileAdaptiveClipSumQuery`."""
+    accounting.check_noise_multiplier(noise_multiplier)
+    check_clip(initial_l2_norm_clip)
+    if not clients_per_round > 0:
+        raise ValueError(f"clients_per_round: expected a number > 0, got {clients_per_round!r}.")
+    m = float(clients_per_round)
+    value_noise_multiplier, clipped_count_stddev = adaptive_clip_noise_params(noise_multiplier, m,
+                                                                              clipped_count_stddev)
+    query = SeededQuantileAdaptiveClipSumQuery(initial_l2_norm_clip, value_noise_multiplier,
+                                               target_unclipped_quantile, learning_rate, clipped_count_stddev,
+                                               m, geometric_update=True, seed=seed)
+    return tff.aggregators.DifferentiallyPrivateFactory(tfp.NormalizedQuery(query, denominator=m))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +153,8 @@ class LearningPrivacy:
         adaptive: adaptive clipping (median update norm) instead of a fixed C.
         secure: secure aggregation of the (clipped) updates.
         delta: δ of the reported ε.
-        seed: seed of the DP noise (fixed clip; :class:`SeededGaussianSumQuery`).
+        seed: seed of the DP noise (:class:`SeededGaussianSumQuery`; with ``adaptive`` also of the
+            clipped-count noise).
     """
 
     noise_multiplier: float | None = None
@@ -109,8 +185,8 @@ class LearningPrivacy:
             return tff.learning.secure_aggregator(zeroing=True, clipping=True, weighted=True)
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
-            return tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(
-                z, m, initial_l2_norm_clip=self.clip, clipped_count_stddev=max(0.05 * m, z))
+            return seeded_gaussian_adaptive(z, m, self.seed, initial_l2_norm_clip=self.clip,
+                                            clipped_count_stddev=max(0.05 * m, z))
         query = tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.clip * z, self.seed), denominator=m)
         if not self.secure:
             return tff.aggregators.DifferentiallyPrivateFactory(query)
@@ -124,14 +200,15 @@ class LearningPrivacy:
         privacy = dict(NO_PRIVACY, covers="the model updates (readout kernel and bias)")
         if self.dp:
             privacy = accounting.PrivacyReport(
-                mechanism=("tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive (client-level)"
+                mechanism=("tff.aggregators.DifferentiallyPrivateFactory as gaussian_adaptive, with the seeded "
+                           "SeededQuantileAdaptiveClipSumQuery (client-level)"
                            if self.adaptive else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, "
                            "with the seeded SeededGaussianSumQuery (client-level)"),
                 clip=self.clip, noise_multiplier=float(self.noise_multiplier),
                 epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
-                details={"privacy_unit": "one client's update per round", "noise_seeded": not self.adaptive,
-                         "noise_seed": None if self.adaptive else self.seed, "accountant": "dp_accounting RDP, "
+                details={"privacy_unit": "one client's update per round", "noise_seeded": True,
+                         "noise_seed": self.seed, "accountant": "dp_accounting RDP, "
                          "Poisson-sampled Gaussian composed over rounds", "covers": privacy["covers"]}).to_dict()
         secure = {"enabled": self.secure}
         if self.secure:
