@@ -66,9 +66,15 @@ TASKS = {
                   "350-step sequence; FedAvg: binary thesis pipeline (per-step stress labels)"),
     "npz": Task("npz", "npz", "npz", "npz", "npz",
                 "IncFed and FedAvg on the npz file's own split (its 'split' column), mean states (record = one "
-                "sequence, m = 1), FedAvg with equal class weights; binary labels (FedAvg's thesis model is binary)"),
+                "sequence, m = 1), FedAvg with equal class weights and client learning rate 0.01; binary labels "
+                "(FedAvg's thesis model is binary)"),
 }
 NPZ_FLAGS = {"state_mode": "mean", "washout": 0}
+# FedAvg on an npz: equal class weights, and a client learning rate chosen on the validation clients of the
+# digits-parity file among the thesis' 0.1 and 0.01 (validation balanced accuracy 0.565 vs 0.697, seed 0): at
+# 0.1, tuned for WESAD's per-step sequences, the readout's threshold swings from round to round (test balanced
+# accuracy 0.66, 0.74, 0.55, 0.61, 0.54 over 5 rounds while the AUC stays 0.80-0.82).
+NPZ_FEDAVG = {"class_weight": (1.0, 1.0), "client_lr": 0.01}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,7 +265,7 @@ def _fedavg(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
     split = ctx.split(task.fedavg_split, dataset)
     base = dict(units=s.fedavg_units, seed=ctx.seed, rounds=s.rounds, clients_per_round=s.clients_per_round)
     if task.kind != "wesad":
-        base.update(NPZ_FLAGS, class_weight=(1.0, 1.0))
+        base.update(NPZ_FLAGS, **NPZ_FEDAVG)
     out: dict = {"records": {}}
     for seed in rep_seeds(ctx, s.repetitions):
         for eps in s.epsilons:
