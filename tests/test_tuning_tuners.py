@@ -146,16 +146,20 @@ def _thesis_data(seed=0):
     return data, windows
 
 
+def _thesis_search(folder):
+    """Two trials of the thesis search (hypermodel seed 3) in ``folder``: ``(tuner, trials, data, windows)``."""
+    data, windows = _thesis_data()
+    tuner = ThesisTuner(oracle=_oracle(get_space("thesis").build(), 2, objective="val_f1"),
+                        hypermodel=ThesisHyperModel(data, seed=3), directory=str(folder), project_name="p")
+    tuner.progress = False
+    tuner.search(verbose=0)
+    return tuner, list(tuner.oracle.trials.values()), data, windows
+
+
 def test_thesis_search_is_seeded_and_scores_validation_f1(tmp_path):
-    hp = get_space("thesis").build()
     results = []
     for run in ("a", "b"):
-        data, windows = _thesis_data()
-        tuner = ThesisTuner(oracle=_oracle(hp.copy(), 2, objective="val_f1"), hypermodel=ThesisHyperModel(data, seed=3),
-                            directory=str(tmp_path / run), project_name="p")
-        tuner.progress = False
-        tuner.search(verbose=0)
-        trials = list(tuner.oracle.trials.values())
+        tuner, trials, data, windows = _thesis_search(tmp_path / run)
         assert len(trials) == 2 and all(t.status == "COMPLETED" for t in trials)
         assert set(windows) <= {320, 1600, 3200}
         results.append([(t.hyperparameters.values, t.score) for t in trials])
@@ -174,15 +178,8 @@ def test_thesis_search_is_seeded_and_scores_validation_f1(tmp_path):
 
 def test_thesis_search_ignores_and_keeps_the_global_seeds(tmp_path):
     # issue 15: the trials' scores and trained readouts depend on the hypermodel's seed alone
-    hp = get_space("thesis").build()
-
     def search(folder):
-        data, _ = _thesis_data()
-        tuner = ThesisTuner(oracle=_oracle(hp.copy(), 2, objective="val_f1"), hypermodel=ThesisHyperModel(data, seed=3),
-                            directory=str(tmp_path / folder), project_name="p")
-        tuner.progress = False
-        tuner.search(verbose=0)
-        trials = list(tuner.oracle.trials.values())
+        tuner, trials, _, _ = _thesis_search(tmp_path / folder)
         return [(t.hyperparameters.values, t.metrics.get_last_value("val_f1"), t.metrics.get_last_value("loss"))
                 for t in trials], tuner.get_best_models(1)[0].get_weights()
 
