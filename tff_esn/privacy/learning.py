@@ -47,7 +47,7 @@ import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
 from tff_esn.privacy import accounting
-from tff_esn.privacy.dp_stats import check_clip
+from tff_esn.privacy.config import check_clip
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
