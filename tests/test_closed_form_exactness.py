@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from tff_esn.closed_form import fedavg_ridge, partial_incfed, pfedrr
 from tff_esn.config import ReservoirConfig
 from tff_esn import reservoir as reservoir_module
+from tff_esn.closed_form import harvest as harvest_module
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.reservoir import Reservoir
 from tff_esn.data.sequences import ClientSequences
@@ -91,6 +92,51 @@ def test_harvested_client_stats_sum_to_the_pooled_harvest():
         pooled = h.stats_of(weights, data.pooled(data.client_ids))
         np.testing.assert_allclose(aggregate(parts).B, pooled.B, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(fit_incfed(parts, 1e-2), pooled.solve(1e-2), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,per_step,ragged", [("all", False, False), ("all", False, True), ("mean", False, True),
+                                                   ("last", False, False), ("all", True, False), ("last", True, False)])
+def test_one_pass_gives_the_stats_and_the_states_of_two_passes(mode, per_step, ragged):
+    """``harvest_stats(with_states=True)``: the statistics of the stats-only pass and the states of
+    ``run_reservoir`` (mean states for ``all`` with sequence labels), to float32 rounding (TF may fuse
+    the step's operations differently in the two graphs)."""
+    data = random_dataset(n_clients=1, steps=12, seed=9, per_step=per_step, sizes=[7])
+    client = data.clients["c0"]
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=11, leaky=0.4, seed=3), 3)
+    arrays = weights.layer_weights()
+    lengths = np.array([12, 5, 9, 12, 4, 7, 10], np.int32) if ragged else None
+    h = Harvester(data, StateSpec(mode, washout=2))
+    targets = h.targets(client)
+    alone = reservoir_module.harvest_stats(client.x, targets, arrays, weights.leaky, mode, 2, bias=True, chunk=4,
+                                           lengths=lengths)
+    stats, states = reservoir_module.harvest_stats(client.x, targets, arrays, weights.leaky, mode, 2, bias=True,
+                                                   chunk=4, lengths=lengths, with_states=True)
+    np.testing.assert_allclose(stats.A, alone.A, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(stats.B, alone.B, rtol=1e-6, atol=1e-6)
+    assert stats.n == alone.n
+    scored = "all" if per_step and mode == "all" else ("mean" if mode == "all" else mode)
+    ref = reservoir_module.run_reservoir_shapeless(client.x, *arrays, weights.leaky, scored, 2, lengths)
+    np.testing.assert_allclose(states, ref.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_harvester_runs_each_client_through_the_reservoir_once(monkeypatch):
+    """A training client's statistics and evaluation states come from one pass, in either order."""
+    data = random_dataset(n_clients=2, seed=4)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=9, seed=6), 3)
+    for mode in ("all", "mean"):
+        calls = []
+        for name in ("harvest_stats", "run_reservoir_shapeless"):
+            real = getattr(harvest_module, name)
+            monkeypatch.setattr(harvest_module, name, lambda *a, _real=real, _name=name, **k: (calls.append(_name),
+                                                                                             _real(*a, **k))[1])
+        h = Harvester(data, StateSpec(mode, washout=1))
+        first = h.stats(weights, "c0"), h.features(weights, "c0")
+        h.features(weights, "c1"), h.stats(weights, "c1")
+        assert len(calls) == (2 if mode == "mean" else 3), calls
+        fresh = Harvester(data, StateSpec(mode, washout=1))
+        np.testing.assert_allclose(fresh.features(weights, "c0").states, first[1].states, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(fresh.stats(weights, "c0").B, first[0].B, rtol=1e-6, atol=1e-6)
+        monkeypatch.undo()
 
 
 def test_harvester_uses_the_given_weights_without_drawing_a_reservoir(monkeypatch):

@@ -308,13 +308,16 @@ def state_stats(states: tf.Tensor, targets: tf.Tensor, *, readout_bias: bool, va
 @tf.function(reduce_retracing=True, autograph=False)
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                      per_step, clip=None, dtype=tf.float32):
-    """``(Yᵀ S, Sᵀ S, n)`` float64 over every step after ``washout`` and before each sequence's length.
+    """``(Yᵀ S, Sᵀ S, n, Σ x)`` over every step after ``washout`` and before each sequence's length.
 
     ``targets`` are (batch, n_out) per sequence or (batch, time − washout, n_out) per step;
-    ``n`` counts the states. States are never all materialised: each chunk of ``chunk``
-    steps × batch states is stacked once and reduced by :func:`state_stats` in ``dtype``
-    (steps past a sequence's end masked, rows clipped to ``clip``) into float64
-    accumulators — memory O(chunk · batch · units).
+    ``n`` counts the states; the statistics are float64. States are never all materialised:
+    each chunk of ``chunk`` steps × batch states is stacked once and reduced by
+    :func:`state_stats` in ``dtype`` (steps past a sequence's end masked, rows clipped to
+    ``clip``) into float64 accumulators — memory O(chunk · batch · units). ``Σ x`` is each
+    sequence's float32 sum of its valid states (batch, units), summed step by step exactly as
+    :func:`run_reservoir`'s ``"mean"`` mode does, so ``Σ x / (length − washout)`` is that
+    mode's mean state bit for bit: one pass gives a client's statistics and its mean states.
     """
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
@@ -327,15 +330,15 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
     x = tf.zeros([batch, units], tf.float32)
     x = _time_loop(0, washout, lambda t, x: (step(x, projected[t]),), (x,))[0]
 
-    def chunk_body(start, x, sts, yts):
+    def chunk_body(start, x, sts, yts, total):
         stop = tf.minimum(start + chunk, steps)
         ta = tf.TensorArray(tf.float32, size=stop - start, element_shape=[None, None])
 
-        def inner(t, x, ta):
+        def inner(t, x, ta, total):
             x = step(x, projected[t])
-            return x, ta.write(t - start, x)
+            return x, ta.write(t - start, x), total + tf.cast(_valid(t, lengths), tf.float32) * x
 
-        x, ta = _time_loop(start, stop, inner, (x, ta))
+        x, ta, total = _time_loop(start, stop, inner, (x, ta, total))
         flat = tf.reshape(ta.stack(), [-1, units])  # (len · batch, units), time-major
         valid = tf.reshape(tf.range(start, stop)[:, None] < lengths[None, :], [-1])
         if per_step:
@@ -344,15 +347,16 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
             y = tf.broadcast_to(targets[None], [stop - start, batch, n_out])
         a, b = state_stats(tf.cast(flat, dtype), tf.reshape(y, [-1, n_out]), readout_bias=add_bias, valid=valid,
                            clip=clip)
-        return stop, x, sts + b, yts + a
+        return stop, x, sts + b, yts + a, total
 
     sts0 = tf.zeros([features, features], tf.float64)
     yts0 = tf.zeros([n_out, features], tf.float64)
-    _, _, sts, yts = tf.while_loop(
-        lambda s, x, a, b: s < steps, chunk_body, (washout, x, sts0, yts0),
-        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]), tf.TensorShape([None, None]), tf.TensorShape([None, None])),
+    matrix = tf.TensorShape([None, None])
+    _, _, sts, yts, total = tf.while_loop(
+        lambda s, *_: s < steps, chunk_body, (washout, x, sts0, yts0, tf.zeros_like(x)),
+        shape_invariants=(tf.TensorShape([]), matrix, matrix, matrix, matrix),
     )
-    return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64)
+    return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64), total
 
 
 def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
@@ -380,8 +384,15 @@ STATS_CHUNK = 64
 
 
 def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "last", washout: int = 0, *,
-                  bias: bool = False, chunk: int = STATS_CHUNK, lengths=None):
+                  bias: bool = False, chunk: int = STATS_CHUNK, lengths=None, with_states: bool = False):
     """Ridge statistics (IncFed eqs. 6–7, ``tff_esn.ridge.RidgeStats``) of a reservoir's states.
+
+    With ``with_states`` it returns ``(stats, states)`` from the same pass: the float32
+    states a linear readout scores — ``"last"``/``"mean"``: (batch, units) as
+    :func:`run_reservoir`; ``"all"`` with per-sequence targets: (batch, units) mean states
+    (IncFed eq. 2 averaged over the steps); ``"all"`` with per-step targets:
+    (batch, time − washout, units), every state (the statistics are then taken from them,
+    in the same ``chunk`` blocks and order as without ``with_states``).
 
     Args:
         inputs: (batch, time, features) sequences.
@@ -421,15 +432,36 @@ def harvest_stats(inputs, targets, weights, leaky: float, state_mode: str = "las
         states = run_reservoir_shapeless(inputs, *tensors, leaky, state_mode, washout,
                                          None if lengths is None else tf.constant(lengths))
         yts, sts = state_stats(tf.cast(states, tf.float64), targets, readout_bias=bias)
-        return RidgeStats(yts.numpy(), sts.numpy(), batch, 1, bias)
+        stats = RidgeStats(yts.numpy(), sts.numpy(), batch, 1, bias)
+        return (stats, states.numpy()) if with_states else stats
     if chunk < 1:
         raise ValueError(f"harvest_stats: chunk must be ≥ 1, got {chunk}.")
+    if targets.ndim == 3 and with_states:
+        states = run_reservoir_shapeless(inputs, *tensors, leaky, "all", washout)
+        return _stats_of_states(states, targets[:, washout:], bias, chunk), states.numpy()
     full = np.full(batch, steps, np.int32) if lengths is None else lengths
-    yts, sts, n = accumulate_stats(
+    yts, sts, n, total = accumulate_stats(
         inputs, tf.constant(targets[:, washout:] if targets.ndim == 3 else targets), tf.constant(full), *tensors,
         leaky, tf.constant(washout), tf.constant(chunk), bias, targets.ndim == 3,
     )
-    return RidgeStats(yts.numpy(), sts.numpy(), int(n), 1, bias)
+    stats = RidgeStats(yts.numpy(), sts.numpy(), int(n), 1, bias)
+    return (stats, total.numpy() / (full - washout)[:, None].astype(np.float32)) if with_states else stats
+
+
+def _stats_of_states(states: tf.Tensor, targets: np.ndarray, bias: bool, chunk: int):
+    """:class:`~tff_esn.ridge.RidgeStats` of every state in ``states`` (batch, steps, units) with
+    per-step ``targets`` (batch, steps, n_out), reduced in time-major blocks of ``chunk`` steps
+    exactly as :func:`accumulate_stats` reduces them."""
+    from tff_esn.ridge import RidgeStats
+
+    yts = sts = 0
+    units, n_out = int(states.shape[2]), targets.shape[2]
+    for start in range(0, int(states.shape[1]), chunk):
+        block = tf.reshape(tf.transpose(states[:, start:start + chunk], [1, 0, 2]), [-1, units])
+        y = np.transpose(targets[:, start:start + chunk], [1, 0, 2]).reshape(-1, n_out)
+        a, b = state_stats(block, y, readout_bias=bias)
+        yts, sts = yts + a.numpy(), sts + b.numpy()
+    return RidgeStats(yts, sts, int(states.shape[0] * states.shape[1]), 1, bias)
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")

@@ -97,10 +97,13 @@ class Run:
 
 # ----------------------------------------------------------------------------- centralized
 def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
-    """Ridge on the pooled training data (IncFed eq. 3): the reference of every federation."""
+    """Ridge on the pooled training data (IncFed eq. 3): the reference of every federation.
+
+    The pooled statistics are the sum of the training clients' (IncFed eqs. 6–7: the same
+    ``Sᵀ S`` and ``Yᵀ S`` as stacking their states), so the harvest that gives them also
+    gives the training clients' evaluation states."""
     run = Run(dataset, split, config, "centralized")
-    pooled = dataset.pooled(run.train_ids)
-    readout = run.harvester.stats_of(run.weights, pooled).solve(run.l2)
+    readout = RidgeStats.sum(run.stats()).solve(run.l2)
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
     return run.report(run.scorer(readout), communication.centralized(raw))
 

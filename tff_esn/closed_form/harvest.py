@@ -209,46 +209,62 @@ class Harvester:
         return one_hot(y.reshape(-1), self.n_classes).reshape(y.shape + (self.n_classes,))
 
     def stats(self, weights: ReservoirWeights, cid: str) -> RidgeStats:
-        """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached."""
+        """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached.
+
+        Harvested in one pass with the client's evaluation features (:meth:`features` is
+        then free); when the features are already cached and are the training states
+        (``"last"``/``"mean"``), the statistics are taken from them without a pass."""
         key = (weights.key, cid)
         if key not in self._stats:
-            self._stats[key] = self.stats_of(weights, self._client(cid))
+            client = self._client(cid)
+            cached = self._features.get(key)
+            if cached is not None and self.spec.state_mode != "all":
+                self._stats[key] = RidgeStats.from_states(cached.states, self.targets(client),
+                                                          bias=self.spec.readout_bias)
+            else:
+                self._stats[key], features = self._harvest(weights, client, with_stats=True)
+                self._features.setdefault(key, features)
         return self._stats[key]
 
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
         self.spec.check(client.shortest, client.per_step)
-        self._check(weights)
-        targets = self.targets(client)
-        arrays = [tf.constant(w) for w in weights.layer_weights()]
-        parts = [
-            harvest_stats(x, targets[rows], arrays, weights.leaky, self.spec.state_mode, self.spec.washout,
-                          bias=self.spec.readout_bias, lengths=lengths)
-            for rows, x, lengths in self.batches(client)
-        ]
-        return RidgeStats.sum(parts)
+        return self._harvest(weights, client, with_stats=True)[0]
 
     def features(self, weights: ReservoirWeights, cid: str) -> Features:
         """Client ``cid``'s evaluation states and labels, cached (see the module docstring)."""
         key = (weights.key, cid)
         if key not in self._features:
-            client = self._client(cid)
-            self._check(weights)
-            per_step_all = client.per_step and self.spec.state_mode == "all"
-            mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
-            arrays = [tf.constant(w) for w in weights.layer_weights()]
-            blocks = np.zeros((len(client),) + ((client.x.shape[1] - self.spec.washout,) if per_step_all else ())
-                              + (weights.units,), np.float64)
-            for rows, x, lengths in self.batches(client):
+            self._features[key] = self._harvest(weights, self._client(cid), with_stats=False)[1]
+        return self._features[key]
+
+    def _harvest(self, weights: ReservoirWeights, client: ClientSequences, *,
+                 with_stats: bool) -> tuple[RidgeStats | None, Features]:
+        """One pass over ``client``'s sequences: its evaluation :class:`Features` and, when
+        ``with_stats``, its ridge statistics (:func:`~tff_esn.reservoir.harvest_stats`)."""
+        self._check(weights)
+        per_step_all = client.per_step and self.spec.state_mode == "all"
+        mode = "all" if per_step_all else ("mean" if self.spec.state_mode == "all" else self.spec.state_mode)
+        arrays = [tf.constant(w) for w in weights.layer_weights()]
+        targets = self.targets(client) if with_stats else None
+        blocks = np.zeros((len(client),) + ((client.x.shape[1] - self.spec.washout,) if per_step_all else ())
+                          + (weights.units,), np.float64)
+        parts = []
+        for rows, x, lengths in self.batches(client):
+            if with_stats:
+                stats, blocks[rows] = harvest_stats(x, targets[rows], arrays, weights.leaky, self.spec.state_mode,
+                                                    self.spec.washout, bias=self.spec.readout_bias, lengths=lengths,
+                                                    with_states=True)
+                parts.append(stats)
+            else:
                 blocks[rows] = run_reservoir_shapeless(
                     tf.constant(x), *arrays, weights.leaky, mode, self.spec.washout,
                     None if lengths is None else tf.constant(lengths, tf.int32)).numpy()
-            if per_step_all:
-                labels = client.y[:, self.spec.washout:].reshape(-1)
-            else:
-                labels = client.y[:, -1] if client.per_step else client.y
-            self._features[key] = Features(blocks.reshape(-1, weights.units), labels)
-        return self._features[key]
+        if per_step_all:
+            labels = client.y[:, self.spec.washout:].reshape(-1)
+        else:
+            labels = client.y[:, -1] if client.per_step else client.y
+        return (RidgeStats.sum(parts) if with_stats else None), Features(blocks.reshape(-1, weights.units), labels)
 
     def scores(self, readout: np.ndarray, weights: ReservoirWeights, ids) -> tuple[np.ndarray, np.ndarray]:
         """Readout outputs (m, N_Y) and labels (m,) over the clients ``ids`` (IncFed eq. 2)."""

@@ -116,8 +116,8 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengt
     if spec.state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(x)[:1], tf.shape(x)[1])
-        a, b, n = accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky, spec.washout,
-                                   STATS_CHUNK, spec.readout_bias, t.shape.rank == 3, clip, tf.float64)
+        a, b, n, _ = accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky, spec.washout,
+                                      STATS_CHUNK, spec.readout_bias, t.shape.rank == 3, clip, tf.float64)
     else:
         states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout, lengths)
         a, b = state_stats(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias, clip=clip)
