@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tff_esn import algorithms
+from tff_esn.cli import main
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, IPConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)
 from tff_esn.config import ReservoirConfig
@@ -154,3 +156,44 @@ def test_lazy_commands_build_their_flags_when_used(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["run", "incfed", "--out", "x", "--no-such-flag"])
     assert stop.value.code == 2 and "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+
+
+def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tmp_path):
+    """``Algorithm.runs_tff`` is what the CLI reads before it installs TFF's context: every closed-form
+    run it calls numpy-only must run (and write its metrics) without importing TFF at all."""
+    from closed_form_data import random_dataset
+
+    data = random_dataset(n_clients=5, seed=9)
+    ids = data.client_ids
+    path = tmp_path / "data.npz"
+    np.savez(path, X=np.concatenate([data.clients[c].x for c in ids]),
+             y=np.concatenate([data.clients[c].y for c in ids]),
+             client=np.concatenate([[c] * len(data.clients[c]) for c in ids]),
+             split=np.concatenate([[g] * len(data.clients[c]) for c, g in zip(ids, ["train"] * 3 + ["val", "test"])]))
+    runs = {"centralized": [], "incfed": ["--backend", "numpy"], "fedavg-ridge": [], "partial-incfed": [],
+            "pfedrr": [], "fedip": ["--backend", "numpy", "--rounds", "1"], "ensemble": [], "alignment": []}
+    code = ("import sys\nfrom tff_esn.cli import main\n"
+            f"for name, extra in {runs!r}.items():\n"
+            f"    assert main(['run', name, '--data', 'npz:{path}', '--out', '{tmp_path}/' + name, '--units', '8',\n"
+            "                 '--l2', '1e-2', *extra]) == 0, name\n"
+            "print('tensorflow_federated' in sys.modules)\n")
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-1] == "False"
+    assert all((tmp_path / name / "metrics.json").exists() for name in runs)
+
+    predicate = {name: algorithms.get_algorithm(name).runs_tff for name in runs}
+    assert not predicate["incfed"](IncFedConfig(backend="numpy"))
+    assert predicate["incfed"](IncFedConfig())  # TFF backend by default
+    assert predicate["incfed"](IncFedConfig(subround_size=2))
+    assert predicate["pfedrr"](algorithms.config_from_flags(algorithms.get_algorithm("pfedrr").config,
+                                                            {"secure_aggregation": True}))
+    assert algorithms.get_algorithm("fedavg").runs_tff(FedAvgConfig(out=str(tmp_path)))
+
+
+def test_workers_with_a_numpy_only_run_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "centralized", "--out", str(tmp_path), "--workers", "localhost:8000"])
+    assert exit_info.value.code == 2
+    assert "--workers: centralized with these settings runs no TFF computation" in capsys.readouterr().err
+    assert not (tmp_path / "metrics.json").exists()

@@ -51,7 +51,8 @@ class Algorithm:
     ``run`` is a function ``(dataset, split, config) -> dict`` or its ``"module:function"``
     name (imported on first use: :attr:`run_function`). ``ragged``: ``run`` handles sequences
     of unequal length (``ClientSequences.lengths``); otherwise :func:`run_algorithm` refuses
-    such data with a :class:`DataError`.
+    such data with a :class:`DataError`. ``tff``: whether a run with a given config runs TFF
+    computations (a bool, or a predicate of the config; :meth:`runs_tff`).
     """
 
     name: str
@@ -59,6 +60,13 @@ class Algorithm:
     run: RunFn | str
     help: str = ""
     ragged: bool = False
+    tff: bool | Callable[[Any], bool] = True
+
+    def runs_tff(self, config: Any) -> bool:
+        """Whether running with ``config`` executes TFF computations: an entry point installs TFF's
+        execution context (:func:`tff_esn.runtime.ensure_context`) only then, so a numpy-only run
+        never imports TFF nor starts a worker."""
+        return bool(self.tff(config)) if callable(self.tff) else self.tff
 
     @property
     def run_function(self) -> RunFn:
@@ -72,15 +80,18 @@ _REGISTRY: dict[str, Algorithm] = {}
 
 
 def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str = "",
-                       ragged: bool = False) -> Algorithm:
-    """Adds an algorithm; registering the same name twice with another ``run`` is an error."""
+                       ragged: bool = False, tff: bool | Callable[[Any], bool] = True) -> Algorithm:
+    """Adds an algorithm; registering the same name twice with another ``run`` is an error.
+    ``tff`` (default ``True``, the safe side): see :meth:`Algorithm.runs_tff`."""
     if not isinstance(name, str) or not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
         raise TypeError(f"register_algorithm({name!r}): config must be a dataclass type, got {config!r}.")
     if not (callable(run) or (isinstance(run, str) and ":" in run)):
         raise TypeError(f"register_algorithm({name!r}): run must be a callable or 'module:function', got {run!r}.")
-    algo = Algorithm(name, config, run, help, ragged)
+    if not (callable(tff) or isinstance(tff, bool)):
+        raise TypeError(f"register_algorithm({name!r}): tff must be a bool or a predicate of the config, got {tff!r}.")
+    algo = Algorithm(name, config, run, help, ragged, tff)
     known = _REGISTRY.get(name)
     if known is not None and known.run != run:
         raise ValueError(f"register_algorithm: {name!r} is already registered with run {known.run!r}.")
@@ -191,8 +202,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
                         f"algorithm ({', '.join(n for n, a in sorted(_REGISTRY.items()) if a.ragged)}).")
     from tff_esn.baselines import baseline_scores
 
+    run = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
     start = time.perf_counter()
-    result = algo.run_function(dataset, split, config)
+    result = run(dataset, split, config)
     seconds = time.perf_counter() - start
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:

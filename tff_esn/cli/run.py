@@ -93,11 +93,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         apply_hparams(args, parser, args.hparams)
     algo = algorithms.get_algorithm(args.algorithm)
     config = config_of(algo, args)
+    uses_tff = algo.runs_tff(config)
+    if not uses_tff and args.workers is not None:
+        parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
+                     "(numpy backend, no privacy, no subrounds); drop --workers.")
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
     dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
-    context_from_args(args)
+    if uses_tff:
+        context_from_args(args)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
                      and k not in ("func", "command", "algorithm")}

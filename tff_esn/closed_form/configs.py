@@ -236,19 +236,27 @@ class AlignmentConfig(ReadoutConfig):
         check_field(self, "alpha", _finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
 
 
+def runs_tff(config: ReadoutConfig) -> bool:
+    """Whether a closed-form run executes TFF computations: the ``tff`` backend, any privacy
+    setting (secure aggregation and DP run inside TFF) or streaming subrounds; every other run
+    is numpy (and TensorFlow for the harvest) only."""
+    return (getattr(config, "backend", "numpy") == "tff" or config.privacy.requested
+            or getattr(config, "subround_size", None) is not None)
+
+
 register_algorithm("centralized", ReadoutConfig, _RUN + "run_centralized", ragged=True,
-                   help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
+                   tff=runs_tff, help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
 register_algorithm("incfed", IncFedConfig, _RUN + "run_incfed", ragged=True,
-                   help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
+                   tff=runs_tff, help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
 register_algorithm("fedavg-ridge", ReadoutConfig, _RUN + "run_fedavg_ridge", ragged=True,
-                   help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
+                   tff=runs_tff, help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
 register_algorithm("partial-incfed", PartialIncFedConfig, _RUN + "run_partial_incfed", ragged=True,
-                   help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
+                   tff=runs_tff, help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
 register_algorithm("pfedrr", PFedRRConfig, _RUN + "run_pfedrr", ragged=True,
-                   help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
+                   tff=runs_tff, help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
 register_algorithm("fedip", FedIPConfig, _RUN + "run_fedip",
-                   help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
+                   tff=runs_tff, help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
 register_algorithm("ensemble", ReadoutConfig, _RUN + "run_ensemble", ragged=True,
-                   help="different reservoir per client; size-weighted ensemble of local readouts")
+                   tff=runs_tff, help="different reservoir per client; size-weighted ensemble of local readouts")
 register_algorithm("alignment", AlignmentConfig, _RUN + "run_alignment", ragged=True,
-                   help="different reservoirs interpolated toward a shared one with weight α, then IncFed")
+                   tff=runs_tff, help="different reservoirs interpolated toward a shared one with weight α, then IncFed")

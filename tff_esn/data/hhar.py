@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from tff_esn.data.errors import DataError, MissingDataError
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a CSV is read: loading other sources does not pay for pandas
 
 COLUMNS = ("Index", "Arrival_Time", "Creation_Time", "x", "y", "z", "User", "Model", "Device", "gt")
 FILES = {("phone", "acc"): "Phones_accelerometer.csv", ("phone", "gyro"): "Phones_gyroscope.csv",
@@ -47,6 +50,8 @@ def read_sensor_csv(path: str | Path) -> pd.DataFrame:
             unparsable values or activity labels outside :data:`ACTIVITIES` and ``null``
             (names the file and the column).
     """
+    import pandas as pd
+
     path = Path(path)
     if not path.is_file():
         raise MissingDataError(f"HHAR file {path} does not exist.")
@@ -72,6 +77,8 @@ def read_sensor_csv(path: str | Path) -> pd.DataFrame:
 
 def _first_bad_cell(path: Path) -> str | None:
     """``"COLUMN: row R holds 'V', not an integer/a number"`` for the first cell that does not parse."""
+    import pandas as pd
+
     try:
         text = pd.read_csv(path, usecols=list(COLUMNS), dtype=str, keep_default_na=False)
     except (ValueError, TypeError, pd.errors.ParserError):
@@ -128,6 +135,8 @@ def _gaps(times_ns: np.ndarray) -> int:
 
 def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ...], pd.DataFrame]:
     """Rows of ``frame`` per combination of the categorical ``columns`` (numpy on the category codes)."""
+    import pandas as pd
+
     key = np.zeros(len(frame), dtype=np.int64)
     for c in columns:
         col = frame[c] if isinstance(frame[c].dtype, pd.CategoricalDtype) else frame[c].astype("category")
@@ -150,6 +159,8 @@ def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=Non
     nearest ``Creation_Time`` (within two median gyroscope periods, else the sample is dropped);
     ``null``-labelled samples are dropped.
     """
+    import pandas as pd
+
     runs = {}
     keep = (acc["gt"] != NULL_LABEL).to_numpy()
     if models is not None:
