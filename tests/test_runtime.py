@@ -306,3 +306,26 @@ def test_a_step_longer_than_the_timeout_on_a_live_worker_is_not_abandoned(one_wo
     busy(np.int32(6000))
     took = time.monotonic() - began
     assert took > 4 * timeout, f"the step took only {took:.2f} s; make it longer so the test means something"
+
+
+def test_a_prestarted_worker_is_running_at_once_and_serves_the_first_computation():
+    code = textwrap.dedent(
+        """
+        from tff_esn import runtime
+        runtime.install_exit_hooks()
+        runtime.ensure_context(prestart=True)
+        before = runtime.owned_worker_pids()
+        import numpy as np
+        import tensorflow_federated as tff
+
+        @tff.tensorflow.computation(tff.TensorType(np.int32, []))
+        def inc(x):
+            return x + 1
+
+        print(len(before), before == runtime.owned_worker_pids(), inc(np.int32(1)), before == runtime.owned_worker_pids())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["1", "True", "2", "True"]

@@ -97,12 +97,12 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not uses_tff and args.workers is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy backend, no privacy, no subrounds); drop --workers.")
+    if uses_tff:
+        context_from_args(args, prestart=True)  # the local worker boots while the data loads
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
     dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
-    if uses_tff:
-        context_from_args(args)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
                      and k not in ("func", "command", "algorithm")}

@@ -24,10 +24,11 @@ def _workers_argument(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def context_from_args(args: argparse.Namespace):
-    """:func:`tff_esn.runtime.ensure_context` with the flags of :func:`add_worker_arguments` (local when absent)."""
+def context_from_args(args: argparse.Namespace, *, prestart: bool = False):
+    """:func:`tff_esn.runtime.ensure_context` with the flags of :func:`add_worker_arguments` (local when absent;
+    ``prestart``: a new local worker starts at once)."""
     workers = getattr(args, "workers", None)
     timeout = getattr(args, "worker_timeout", runtime.DEFAULT_TIMEOUT)
     if workers is None and runtime.current_workers() is None:
-        return runtime.ensure_context(timeout=timeout)
-    return runtime.ensure_context(workers, timeout=timeout, force=workers is None)
+        return runtime.ensure_context(timeout=timeout, prestart=prestart)
+    return runtime.ensure_context(workers, timeout=timeout, force=workers is None, prestart=prestart)
