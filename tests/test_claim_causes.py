@@ -47,6 +47,18 @@ def test_fedip_transfer_causes():
     assert _transfer({**m, (0.25, "LR"): 70.0, (0.25, "incfed"): 69.0}, [0.25], 1.0) == (None, "")  # split not weak
 
 
+def test_squared_reason_needs_the_squared_inputs_within_the_margin_of_lr_at_every_weak_fraction():
+    from scripts.common import squared_reason
+
+    lr = {"25%": 67.0, "50%": 64.0}
+    closed = {"25%": {"fedrr": 63.0, "LR": 56.0}, "50%": {"fedrr": 60.0, "LR": 56.0}}
+    reason = squared_reason({"25%": "gap", "50%": "gap"}, closed, lr, margin=5.0)
+    assert "25%: 63.0 vs 67.0, 56.0" in reason and "50%: 60.0 vs 64.0, 56.0" in reason
+    assert squared_reason({"25%": "gap", "50%": "gap"}, {"25%": closed["25%"]}, lr, margin=5.0) is None  # unmeasured
+    assert squared_reason({"25%": "gap"}, {"25%": {"fedrr": 61.9, "LR": 56.0}}, lr, margin=5.0) is None  # 5.1 below
+    assert squared_reason({}, closed, lr, margin=5.0) is None
+
+
 def test_power_reason_needs_means_carried_and_power_lost_at_every_weak_fraction():
     from scripts.common import POWER_R2, power_reason
 

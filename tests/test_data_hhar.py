@@ -116,3 +116,16 @@ def test_generator_is_deterministic():
 def test_cli_rejects_unknown_users(tmp_path, capsys):
     assert main(["data", "synth-hhar", "--out", str(tmp_path), "--users", "a,z"]) == 2
     assert "unknown user(s) ['z']" in capsys.readouterr().err
+
+
+def test_squared_appends_the_square_of_each_standardized_axis(hhar_dir, tmp_path):
+    plain = load_source(f"hhar:{hhar_dir}", "pfedrr-hhar", cache_dir=tmp_path)
+    squared = load_source(f"hhar:{hhar_dir}", "pfedrr-hhar", cache_dir=tmp_path, squared=True)
+    assert squared.feature_names == (*plain.feature_names, *(f"{a}^2" for a in plain.feature_names))
+    for u in USERS:
+        x = squared.clients[u].x
+        assert x.shape == plain.clients[u].x.shape[:2] + (12,)
+        np.testing.assert_array_equal(x[..., :6], plain.clients[u].x)
+        np.testing.assert_allclose(x[..., 6:], plain.clients[u].x.astype(np.float64) ** 2, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(squared.clients[u].y, plain.clients[u].y)
+    assert len(list((tmp_path / "datasets").glob("pfedrr-hhar-*.npz"))) == 2  # its own cache key

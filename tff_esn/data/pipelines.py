@@ -11,7 +11,8 @@ one client per subject (WESAD) or user (HHAR):
 * ``incfed-hhar`` — IncFed §IV-b: accelerometer + gyroscope of every phone, 32 features
   (6 axes, mean/std/min/max over windows of 200 with 50 % overlap, 2 magnitudes), sequences of 500.
 * ``pfedrr-hhar`` / ``fedip-hhar`` — pFedRR §3, FedIP §3: the LG Nexus 4 only, resampled to
-  100 Hz, standardized per user, chunks of 200 / 400.
+  100 Hz, standardized per user, chunks of 200 / 400; ``squared=True`` (ours, not in the seeds)
+  appends each standardized axis' square as 6 more inputs.
 
 A pipeline's fields are its options (``load_source(..., **options)``); the cache key is the
 pipeline's name and fields.
@@ -231,9 +232,11 @@ def window_features(values: np.ndarray, window: int = 200) -> np.ndarray:
     return np.concatenate([values, stats, mags], axis=1)
 
 
-def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare) -> SequenceDataset:
+def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare, *,
+                  squared: bool = False) -> SequenceDataset:
     """Per user: ``prepare(run) → [(x, labels) per gap-free stretch]``, standardized over the
-    user's samples, chunked inside label runs; one client per user."""
+    user's samples (then, with ``squared``, each standardized feature's square appended), chunked
+    inside label runs; one client per user."""
     clients = {}
     for user in sorted({u for u, _ in runs}):
         parts = [part for (u, _), run in sorted(runs.items()) if u == user for part in prepare(run)]
@@ -245,6 +248,8 @@ def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare
             rows = standardize_to(rows, rows[np.all(np.isfinite(rows), axis=1)],
                                   what=f"{source} user {user}: {pipeline.name} features")
             xs = np.split(rows, np.cumsum([len(x) for x in xs])[:-1])
+        if squared:
+            xs = [np.concatenate([x, x * x], axis=1) for x in xs]
         chunks, labels = [], []
         for x, (_, y) in zip(xs, parts):
             c, l = chunk_runs(x.astype(np.float32), y, int(pipeline.chunk))
@@ -252,6 +257,7 @@ def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare
             labels.append(l)
         if sum(len(c) for c in chunks):
             clients[user] = ClientSequences(np.concatenate(chunks), np.concatenate(labels))
+    features = (*features, *(f"{name}^2" for name in features)) if squared else features
     return _dataset(clients, pipeline, len(hhar.ACTIVITIES), features, hhar.ACTIVITIES, source)
 
 
@@ -293,12 +299,20 @@ class IncFedHhar(Pipeline):
 class Nexus4Hhar(Pipeline):
     """pFedRR §3 / FedIP §3: the LG Nexus 4 only, resampled to ``rate_hz`` (``np.interp`` on the
     sensor timestamps, each gap-free stretch separately; a step takes the label of the latest
-    sample at or before it), standardized per user, chunks of ``chunk`` steps."""
+    sample at or before it), standardized per user, chunks of ``chunk`` steps.
+
+    Attributes:
+        squared: append the square of each (standardized) axis as 6 more inputs — ours, not in
+            the seeds. The per-step power enters the reservoir as an input, whose per-sequence
+            mean a linear readout of the mean state carries to new users; without it the
+            mean-state readout has to form the motion power from the states (issue 13).
+    """
 
     data: ClassVar[str] = "hhar"
     rate_hz: float = 100.0
     chunk: int = 200
     standardize: bool = True
+    squared: bool = False
 
     def __post_init__(self) -> None:
         _check_positive(self.name, "rate_hz", self.rate_hz, float)
@@ -317,7 +331,7 @@ class Nexus4Hhar(Pipeline):
                 parts.append((x, run.labels[s][np.searchsorted(t, grid, side="right") - 1]))
             return parts
 
-        return _hhar_clients(self, runs, source, HHAR_AXES, prepare)
+        return _hhar_clients(self, runs, source, HHAR_AXES, prepare, squared=self.squared)
 
 
 @dataclasses.dataclass(frozen=True)
