@@ -315,9 +315,10 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
     each chunk of ``chunk`` steps × batch states is stacked once and reduced by
     :func:`state_stats` in ``dtype`` (steps past a sequence's end masked, rows clipped to
     ``clip``) into float64 accumulators — memory O(chunk · batch · units). ``Σ x`` is each
-    sequence's float32 sum of its valid states (batch, units), summed step by step exactly as
-    :func:`run_reservoir`'s ``"mean"`` mode does, so ``Σ x / (length − washout)`` is that
-    mode's mean state bit for bit: one pass gives a client's statistics and its mean states.
+    sequence's float32 sum of its valid states (batch, units), summed step by step in the order
+    of :func:`run_reservoir`'s ``"mean"`` mode, so ``Σ x / (length − washout)`` is that mode's
+    mean state to float32 rounding (TF may fuse a step's operations differently in the two
+    graphs): one pass gives a client's statistics and its mean states.
     """
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
