@@ -9,6 +9,7 @@ from tff_esn.closed_form import fedavg_ridge, partial_incfed, pfedrr
 from tff_esn.config import ReservoirConfig
 from tff_esn import reservoir as reservoir_module
 from tff_esn.closed_form import harvest as harvest_module
+from tff_esn.closed_form import recurrence as recurrence_module
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.reservoir import Reservoir
 from tff_esn.data.sequences import ClientSequences
@@ -120,23 +121,35 @@ def test_one_pass_gives_the_stats_and_the_states_of_two_passes(mode, per_step, r
 
 
 def test_harvester_runs_each_client_through_the_reservoir_once(monkeypatch):
-    """A training client's statistics and evaluation states come from one pass, in either order."""
-    data = random_dataset(n_clients=2, seed=4)
+    """A training client's statistics and evaluation states come from one pass, in either order;
+    clients asked for together share one pass, and their statistics equal each client's alone."""
+    data = random_dataset(n_clients=3, seed=4)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=9, seed=6), 3)
+    calls = []
+    real = recurrence_module.harvest
+    monkeypatch.setattr(recurrence_module, "harvest", lambda *a, **k: (calls.append(k["keep"]), real(*a, **k))[1])
     for mode in ("all", "mean"):
-        calls = []
-        for name in ("harvest_stats", "run_reservoir_shapeless"):
-            real = getattr(harvest_module, name)
-            monkeypatch.setattr(harvest_module, name, lambda *a, _real=real, _name=name, **k: (calls.append(_name),
-                                                                                             _real(*a, **k))[1])
+        calls.clear()
         h = Harvester(data, StateSpec(mode, washout=1))
         first = h.stats(weights, "c0"), h.features(weights, "c0")
         h.features(weights, "c1"), h.stats(weights, "c1")
         assert len(calls) == (2 if mode == "mean" else 3), calls
-        fresh = Harvester(data, StateSpec(mode, washout=1))
-        np.testing.assert_allclose(fresh.features(weights, "c0").states, first[1].states, rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(fresh.stats(weights, "c0").B, first[0].B, rtol=1e-6, atol=1e-6)
-        monkeypatch.undo()
+        calls.clear()
+        together = Harvester(data, StateSpec(mode, washout=1))
+        together.harvest(weights, data.client_ids)
+        assert len(calls) == 1
+        for cid in data.client_ids:
+            together.features(weights, cid), together.stats(weights, cid)
+        assert len(calls) == 1
+        for cid in data.client_ids:
+            alone = Harvester(data, StateSpec(mode, washout=1))
+            np.testing.assert_allclose(together.features(weights, cid).states, alone.features(weights, cid).states,
+                                       rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(together.stats(weights, cid).B, alone.stats(weights, cid).B, rtol=1e-6,
+                                       atol=1e-5)
+            assert together.stats(weights, cid).n == alone.stats(weights, cid).n
+        np.testing.assert_allclose(together.features(weights, "c0").states, first[1].states, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(together.stats(weights, "c0").B, first[0].B, rtol=1e-6, atol=1e-5)
 
 
 def test_harvester_uses_the_given_weights_without_drawing_a_reservoir(monkeypatch):
@@ -151,7 +164,7 @@ def test_harvester_uses_the_given_weights_without_drawing_a_reservoir(monkeypatc
     def no_draw(*args, **kwargs):
         raise AssertionError("a reservoir was drawn")
 
-    monkeypatch.setattr(reservoir_module, "recurrent_weights", no_draw)
+    monkeypatch.setattr(harvest_module, "recurrent_weights", no_draw)
     h = Harvester(data, StateSpec("all", washout=2))
     client = data.clients["c0"]
     got = h.stats(weights, "c0")

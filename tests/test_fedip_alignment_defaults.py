@@ -15,7 +15,7 @@ from tff_esn.closed_form.harvest import ReservoirWeights
 from tff_esn.closed_form.configs import DEFAULT_ALPHA
 from tff_esn.closed_form.heterogeneous import align, client_reservoirs
 from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
-from tff_esn.reservoir import spectral_radius
+from tff_esn.draw import spectral_radius
 from tff_esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset

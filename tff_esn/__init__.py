@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "ReservoirConfig": "tff_esn.config", "connectivity_from_count": "tff_esn.config",
-    "Reservoir": "tff_esn.reservoir", "spectral_radius": "tff_esn.reservoir",
+    "Reservoir": "tff_esn.reservoir", "spectral_radius": "tff_esn.draw",
     "RidgeStats": "tff_esn.ridge",
 }
 __all__ = ["ReservoirConfig", "Reservoir", "RidgeStats", "connectivity_from_count", "spectral_radius"]

@@ -63,7 +63,9 @@ class Run:
         return self.dataset.n_classes
 
     def stats(self, weights: ReservoirWeights | None = None) -> list[RidgeStats]:
-        return [self.harvester.stats(weights or self.weights, cid) for cid in self.train_ids]
+        weights = weights or self.weights
+        self.harvester.harvest(weights, self.train_ids)
+        return [self.harvester.stats(weights, cid) for cid in self.train_ids]
 
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)

@@ -45,7 +45,7 @@ import numpy as np
 
 from tff_esn.config import ReservoirConfig, client_reservoir
 from tff_esn.closed_form.harvest import ReservoirWeights
-from tff_esn.reservoir import spectral_radius
+from tff_esn.draw import spectral_radius
 
 
 

@@ -1,0 +1,160 @@
+"""The reservoir recurrence in numpy float32: the closed-form harvest's kernel (no TensorFlow).
+
+Equation (IncFed eq. 1; FedIP eq. 1 with the intrinsic-plasticity gain g)::
+
+    x(0) = 0
+    x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)
+
+The same equation as :mod:`tff_esn.reservoir`, whose TensorFlow loop serves the graphs
+(the Keras layer trained by FedAvg/FedCurv, the IncFed and FedIP clients inside TFF). The
+closed-form family needs the states once per client and reservoir, outside any graph, and
+here they cost what their arithmetic costs: the input projection in one product, then one
+BLAS product and a few in-place float32 updates per step, with no tracing (issue 17: a
+``tf.function`` trace plus its first execution cost 0.3–0.45 s per process, more than the
+whole harvest of a small data set) and no TensorFlow import (≈2 s per process).
+
+A batch may hold sequences of several clients (``groups``): the states of a batch are
+computed together, and the ridge statistics (IncFed eqs. 6–7) are accumulated per client
+— a client's statistics do not depend on which other sequences share its batch. Sequences
+of unequal length (``lengths``) freeze after their last step and contribute only their own
+steps, as if harvested alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+STATS_CHUNK = 64
+"""Time steps whose states are stacked and reduced to statistics at once (memory
+O(chunk · batch · units))."""
+
+
+def _states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
+            leaky: float, valid: np.ndarray | None) -> Iterator[np.ndarray]:
+    """Yields x(t) (batch, units) for t = 0, 1, …: one buffer, overwritten at the next step.
+
+    ``valid`` is ``None`` or (time, batch, 1) float32, 1 inside a sequence and 0 past its end,
+    where the state stays frozen (so after the loop it is each sequence's last state).
+    """
+    batch, units = inputs.shape[0], recurrent.shape[0]
+    unit_gain = bool(np.all(gain == 1))
+    projected = np.einsum("btf,fu->tbu", inputs, kernel)
+    if unit_gain:
+        projected += bias
+    a = np.float32(leaky)
+    x = np.zeros((batch, units), np.float32)
+    new = np.empty_like(x)
+    for t in range(inputs.shape[1]):
+        np.matmul(x, recurrent, out=new)
+        new += projected[t]
+        if not unit_gain:
+            new *= gain
+            new += bias
+        np.tanh(new, out=new)
+        if a != 1:
+            new -= x
+            new *= a
+            if valid is not None:
+                new *= valid[t]
+            x += new
+        elif valid is None:
+            x, new = new, x
+        else:
+            np.copyto(x, new, where=valid[t].astype(bool))
+        yield x
+
+
+def harvest(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
+            leaky: float, *, keep: str, washout: int = 0, lengths: np.ndarray | None = None,
+            targets: np.ndarray | None = None, groups: np.ndarray | None = None, n_groups: int = 1,
+            readout_bias: bool = True, chunk: int = STATS_CHUNK) -> tuple[np.ndarray, list | None]:
+    """States of a batch of sequences and, with ``targets``, each group's ridge statistics.
+
+    Args:
+        inputs: (batch, time, features) float32, right-padded when ``lengths`` is given.
+        kernel, recurrent, bias, gain, leaky: W_in (features, units), Ŵ (units, units), b, g
+            (units,) and the leaking rate a.
+        keep: the states returned — ``"last"`` (batch, units) each sequence's last state;
+            ``"mean"`` (batch, units) the mean of its states after ``washout``; ``"all"``
+            (batch, time − washout, units), zero past a sequence's end.
+        lengths: ``None`` or (batch,) valid steps, each > ``washout`` unless ``keep="last"``.
+        targets: ``None``, or the targets of every state after ``washout`` as training
+            samples: (batch, n_out) per sequence (repeated at each step) or (batch, time −
+            washout, n_out) per step.
+        groups: (batch,) int group (client) of each sequence, in [0, n_groups); ``None``: one group.
+        readout_bias: append the constant-1 readout-bias input to every sample.
+        chunk: time steps reduced to statistics at once.
+
+    Returns:
+        ``(states, stats)``; ``stats`` is ``None`` without ``targets``, else one
+        ``(A, B, n)`` per group: A = Yᵀ S (n_out, F), B = Sᵀ S (F, F) in float64 (each chunk's
+        products in float32, summed in float64) and the sample count n (IncFed eqs. 6–7).
+    """
+    batch, steps = inputs.shape[0], inputs.shape[1]
+    units = recurrent.shape[0]
+    valid = None
+    if lengths is not None:
+        valid = (np.arange(steps)[:, None] < np.asarray(lengths)[None, :]).astype(np.float32)[:, :, None]
+    kept = (np.zeros((batch, units), np.float32) if keep == "mean"
+            else np.zeros((steps - washout, batch, units), np.float32) if keep == "all" else None)
+    accumulate = targets is not None
+    if accumulate:
+        groups = np.zeros(batch, np.int64) if groups is None else np.asarray(groups)
+        members = [np.flatnonzero(groups == g) for g in range(n_groups)]
+        features = units + int(readout_bias)
+        n_out = targets.shape[-1]
+        stats = [[np.zeros((n_out, features)), np.zeros((features, features)), 0] for _ in range(n_groups)]
+        block = np.zeros((chunk, batch, features), np.float32)
+        if readout_bias:
+            block[:, :, units] = 1
+        per_step = targets.ndim == 3
+        targets = targets.astype(np.float32)
+
+    def reduce(start: int, stop: int) -> None:
+        """Adds the states of steps [start, stop) (after the washout) to each group's statistics."""
+        rows = block[:stop - start]
+        if readout_bias and valid is not None:
+            rows[:, :, units] = valid[start + washout:stop + washout, :, 0]
+        for g, member in enumerate(members):
+            if not member.size:
+                continue
+            whole = member.size == batch
+            s = (rows if whole else rows[:, member]).reshape(-1, features)
+            y = targets if whole else targets[member]
+            y = (np.swapaxes(y[:, start:stop], 0, 1) if per_step
+                 else np.broadcast_to(y, (stop - start, member.size, n_out))).reshape(-1, n_out)
+            stats[g][0] += (y.T @ s).astype(np.float64)
+            stats[g][1] += (s.T @ s).astype(np.float64)
+
+    for t, x in enumerate(_states(inputs, kernel, recurrent, bias, gain, leaky, valid)):
+        if t < washout:
+            continue
+        i = t - washout
+        if keep == "mean":
+            kept += x if valid is None else x * valid[t]
+        elif keep == "all":
+            np.multiply(x, 1 if valid is None else valid[t], out=kept[i])
+        if accumulate:
+            if keep == "all":
+                block[i % chunk, :, :units] = kept[i]
+            elif valid is None:
+                block[i % chunk, :, :units] = x
+            else:
+                np.multiply(x, valid[t], out=block[i % chunk, :, :units])
+            if i % chunk == chunk - 1 or t == steps - 1:
+                reduce(i - i % chunk, i + 1)
+    if keep == "last":
+        out = x.copy() if steps else np.zeros((batch, units), np.float32)
+    elif keep == "mean":
+        count = steps - washout if lengths is None else (np.asarray(lengths) - washout)[:, None]
+        out = kept / np.float32(count) if lengths is None else kept / count.astype(np.float32)
+    else:
+        out = np.ascontiguousarray(np.swapaxes(kept, 0, 1))
+    if not accumulate:
+        return out, None
+    counts = (np.full(batch, steps - washout) if lengths is None else np.asarray(lengths) - washout)
+    for g, member in enumerate(members):
+        stats[g][2] = int(counts[member].sum())
+    return out, [tuple(s) for s in stats]
