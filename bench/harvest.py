@@ -2,7 +2,8 @@
 
 Workloads (issue 2): W1 = 15 sequences × 6000 steps × 1 feature → 200 units;
 W2 = 1500 × 350 × 8 → 500 units. Modes: all states returned, final state, and in-loop ridge
-statistics (``Reservoir.harvest_stats``). The floor is the time of GEMMs with the same
+statistics (``Reservoir.harvest_stats``), and the closed-form harvest's numpy recurrence
+(:mod:`tff_esn.closed_form.recurrence`, all states). The floor is the time of GEMMs with the same
 multiply-adds as the recurrence (one (T·B, U)×(U, U) product per state matrix, plus one
 (U, T·B)×(T·B, U) product for Sᵀ S in the statistics mode), measured in the same run.
 On W1 a "before" row per mode traces the same layer with one time step per loop iteration (the
@@ -22,6 +23,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tff_esn import Reservoir, ReservoirConfig, reservoir  # noqa: E402
+from tff_esn.closed_form import recurrence  # noqa: E402
 
 
 def timed(fn, repeats: int) -> tuple[float, float]:
@@ -47,14 +49,6 @@ def gemm_floor(rows: int, units: int, products: int, repeats: int) -> float:
     return products * best_of(lambda: gemm().numpy(), repeats)
 
 
-def numpy_harvest(x: np.ndarray, kernel, recurrent, bias, leaky) -> np.ndarray:
-    proj = np.einsum("btf,fu->tbu", x, kernel)
-    state = np.zeros((x.shape[0], kernel.shape[1]), np.float32)
-    for t in range(x.shape[1]):
-        state = (1 - leaky) * state + leaky * np.tanh(proj[t] + state @ recurrent + bias)
-    return state
-
-
 def tfa_layer(units: int, leaky: float, return_sequences: bool):
     import tensorflow_addons as tfa
 
@@ -77,6 +71,8 @@ def run_workload(name: str, batch: int, steps: int, features: int, units: int, r
         ours_fn = tf.function(lambda v: ours(v))
         t_ours, c_ours = timed(lambda: ours_fn(x).numpy(), repeats)
         t_tfa, c_tfa = timed(lambda: ref_fn(x).numpy(), repeats)
+        if mode == "all":
+            t_all_tfa, c_all_tfa = t_tfa, c_tfa
         rows.append((name, f"{mode} states", t_ours, t_tfa, t_tfa / t_ours, floor, t_ours / floor,
                      2 * macs / t_ours / 1e9, c_tfa / c_ours))
         if not before:
@@ -92,11 +88,10 @@ def run_workload(name: str, batch: int, steps: int, features: int, units: int, r
     stats_floor = gemm_floor(steps * batch, units, 2, repeats)
     rows.append((name, "in-loop stats", t_stats, t_tfa_stats, t_tfa_stats / t_stats, stats_floor,
                  t_stats / stats_floor, 2 * (macs + steps * batch * units * units) / t_stats / 1e9, float("nan")))
-    if batch * steps <= 200_000:
-        k, r, b = (w.numpy() for w in (ours.kernel, ours.recurrent_kernel, ours.bias))
-        t_np = best_of(lambda: numpy_harvest(x, k, r, b, 0.5), 1)
-        rows.append((name, "numpy last state", t_np, float("nan"), float("nan"), floor, t_np / floor,
-                     2 * macs / t_np / 1e9, float("nan")))
+    arrays = [w.numpy() for w in (ours.kernel, ours.recurrent_kernel, ours.bias)] + [np.ones(units, np.float32)]
+    t_np, c_np = timed(lambda: recurrence.harvest(x, *arrays, 0.5, keep="all"), repeats)
+    rows.append((name, "all states, closed-form numpy recurrence", t_np, t_all_tfa, t_all_tfa / t_np, floor,
+                 t_np / floor, 2 * macs / t_np / 1e9, c_all_tfa / c_np))
     return rows
 
 

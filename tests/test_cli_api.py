@@ -160,7 +160,8 @@ def test_lazy_commands_build_their_flags_when_used(capsys):
 
 def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tmp_path):
     """``Algorithm.runs_tff`` is what the CLI reads before it installs TFF's context: every closed-form
-    run it calls numpy-only must run (and write its metrics) without importing TFF at all."""
+    run it calls numpy-only must run (and write its metrics) without importing TFF at all, and every
+    one but FedIP (its plasticity rule runs in TensorFlow) without importing TensorFlow (issue 17)."""
     from closed_form_data import random_dataset
 
     data = random_dataset(n_clients=5, seed=9)
@@ -171,15 +172,17 @@ def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tm
              client=np.concatenate([[c] * len(data.clients[c]) for c in ids]),
              split=np.concatenate([[g] * len(data.clients[c]) for c, g in zip(ids, ["train"] * 3 + ["val", "test"])]))
     runs = {"centralized": [], "incfed": ["--backend", "numpy"], "fedavg-ridge": [], "partial-incfed": [],
-            "pfedrr": [], "fedip": ["--backend", "numpy", "--rounds", "1"], "ensemble": [], "alignment": []}
+            "pfedrr": [], "ensemble": [], "alignment": [], "fedip": ["--backend", "numpy", "--rounds", "1"]}
     code = ("import sys\nfrom tff_esn.cli import main\n"
             f"for name, extra in {runs!r}.items():\n"
+            "    if name == 'fedip':\n"
+            "        print('tensorflow imported:', 'tensorflow' in sys.modules)\n"
             f"    assert main(['run', name, '--data', 'npz:{path}', '--out', '{tmp_path}/' + name, '--units', '8',\n"
             "                 '--l2', '1e-2', *extra]) == 0, name\n"
-            "print('tensorflow_federated' in sys.modules)\n")
+            "print('tensorflow_federated imported:', 'tensorflow_federated' in sys.modules)\n")
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split()[-1] == "False"
+    assert "tensorflow imported: False" in proc.stdout and "tensorflow_federated imported: False" in proc.stdout
     assert all((tmp_path / name / "metrics.json").exists() for name in runs)
 
     predicate = {name: algorithms.get_algorithm(name).runs_tff for name in runs}

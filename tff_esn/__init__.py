@@ -1,6 +1,6 @@
 """tff_esn — federated Echo State Networks on TensorFlow Federated.
 
-The light core (reservoir, closed-form readouts) imports TensorFlow only; modules that
+The closed-form readouts run on numpy (the Keras reservoir layer imports TensorFlow); modules that
 run federated computations use the installed TFF execution context and never install one:
 entry points (the CLI, scripts, benches) or the user call ``tff_esn.runtime.ensure_context()``
 (:mod:`tff_esn.runtime` owns and stops the TFF worker processes). Importing the package

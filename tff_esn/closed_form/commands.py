@@ -28,8 +28,6 @@ from tff_esn.closed_form.incfed import fit_incfed, incfed_tff, run_incfed_tff_st
 from tff_esn.metrics import split_report
 from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
 from tff_esn.closed_form.pfedrr import fit_pfedrr
-from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, fedip_numpy, fedip_secure_range, fedip_tff,
-                                state_scaled_l2, step_spread)
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_updates import fedip_privacy, local_noisy_stats, local_privacy
 from tff_esn.privacy.options import gaussian_stats, gaussian_updates, secure_ridge_sum, stats_aggregation, stats_sections
@@ -62,9 +60,13 @@ class Run:
     def n_outputs(self) -> int:
         return self.dataset.n_classes
 
-    def stats(self, weights: ReservoirWeights | None = None) -> list[RidgeStats]:
+    def stats(self, weights: ReservoirWeights | None = None, *, scored: bool = True) -> list[RidgeStats]:
+        """The training clients' statistics under ``weights`` (default the run's reservoir). With
+        ``scored`` (the run scores every group with these weights) the validation and test clients
+        share the training clients' pooled pass (:meth:`Harvester.harvest`)."""
         weights = weights or self.weights
-        self.harvester.harvest(weights, self.train_ids)
+        scored_ids = [*self.split.val, *self.split.test] if scored else []
+        self.harvester.harvest(weights, [*self.train_ids, *scored_ids], stats=self.train_ids)
         return [self.harvester.stats(weights, cid) for cid in self.train_ids]
 
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
@@ -241,6 +243,9 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
 # ----------------------------------------------------------------------------- fedip
 def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> dict:
     """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
+    from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, fedip_numpy, fedip_secure_range, fedip_tff,
+                                           state_scaled_l2, step_spread)
+
     run = Run(dataset, split, config, "fedip")
     clients = list(dataset.select(run.train_ids).values())
     ip_dp = gaussian_updates(config.privacy, seed=config.seed, clients=len(clients), rounds=config.rounds)
@@ -250,7 +255,7 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
         adapted, rounds_clipped = fedip_tff(run.weights, clients, config.ip, config.rounds, secure, ip_dp)
     else:
         adapted, rounds_clipped = fedip_numpy(run.weights, clients, config.ip, config.rounds), 0
-    l2 = state_scaled_l2(run.l2, run.stats(), run.stats(adapted)) if config.l2_scale == "state" else run.l2
+    l2 = state_scaled_l2(run.l2, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" else run.l2
     readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2, releases=config.rounds + 1,
                                        covers="the readout statistics (A, B, n); FedIP's (g, b) rounds are secure-"
                                               "summed with --secure-aggregation (section rounds)")

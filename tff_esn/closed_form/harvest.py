@@ -222,30 +222,35 @@ class Harvester:
 
     def features(self, weights: ReservoirWeights, cid: str) -> Features:
         """Client ``cid``'s evaluation states and labels, cached (see the module docstring)."""
-        self.harvest(weights, [cid], stats=False)
+        self.harvest(weights, [cid], stats=())
         return self._features[(weights.key, cid)]
 
-    def harvest(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: bool = True) -> None:
-        """Caches the evaluation states (and with ``stats`` the statistics) of the clients ``ids``.
+    def harvest(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: Iterable[str] | None = None) -> None:
+        """Caches the evaluation states of the clients ``ids`` and the statistics of those in
+        ``stats`` (default: all of ``ids``; ``()``: none).
 
         The clients not yet cached run through the reservoir together, in one pass over
         their pooled sequences (batched across clients, statistics kept per client), which
         gives each client's statistics and its evaluation states at once. When a client's
         features are cached and are its training states (``"last"``/``"mean"``), its
         statistics are taken from them without a pass."""
+        ids = list(dict.fromkeys(ids))
+        wanted = set(ids if stats is None else stats)
         todo = []
-        for cid in dict.fromkeys(ids):
+        for cid in dict.fromkeys([*ids, *wanted]):
             key = (weights.key, cid)
-            if key in self._features and (not stats or key in self._stats):
+            needs_stats = cid in wanted and key not in self._stats
+            if key in self._features and not needs_stats:
                 continue
             client = self._client(cid)
             if key in self._features and self.spec.state_mode != "all":
                 self._stats[key] = RidgeStats.from_states(self._features[key].states, self.targets(client),
                                                           bias=self.spec.readout_bias)
             else:
-                todo.append((cid, client))
+                todo.append((cid, client, needs_stats))
         if todo:
-            for (cid, _), (part, features) in zip(todo, self._pass(weights, [c for _, c in todo], with_stats=stats)):
+            results = self._pass(weights, [c for _, c, _ in todo], [n for _, _, n in todo])
+            for (cid, _, _), (part, features) in zip(todo, results):
                 key = (weights.key, cid)
                 self._features.setdefault(key, features)
                 if part is not None:
@@ -254,37 +259,39 @@ class Harvester:
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
         self.spec.check(client.shortest, client.per_step)
-        return self._pass(weights, [client], with_stats=True)[0][0]
+        return self._pass(weights, [client], [True])[0][0]
 
-    def _pass(self, weights: ReservoirWeights, clients: list[ClientSequences], *,
-              with_stats: bool) -> list[tuple[RidgeStats | None, Features]]:
+    def _pass(self, weights: ReservoirWeights, clients: list[ClientSequences],
+              with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
         """One pass of the pooled ``clients`` through the reservoir (:func:`recurrence.harvest`):
-        each client's evaluation :class:`Features` and, when ``with_stats``, its statistics.
+        each client's evaluation :class:`Features` and, where ``with_stats``, its statistics.
 
         Clients with per-step labels of different lengths cannot share a padded batch and
         run in one pool per length."""
         self._check(weights)
-        if with_stats and not all(len(c) for c in clients):
+        if not all(len(c) for c, w in zip(clients, with_stats) if w):
             raise ValueError("harvest: a client has no sequences; a client needs at least one state.")
         pools: dict[int, list[int]] = {}
         for i, c in enumerate(clients):
             pools.setdefault(c.x.shape[1] if c.per_step else -1, []).append(i)
         out: list = [None] * len(clients)
         for members in pools.values():
-            for i, result in zip(members, self._pooled_pass(weights, [clients[i] for i in members], with_stats)):
+            results = self._pooled_pass(weights, [clients[i] for i in members], [with_stats[i] for i in members])
+            for i, result in zip(members, results):
                 out[i] = result
         return out
 
     def _pooled_pass(self, weights: ReservoirWeights, clients: list[ClientSequences],
-                     with_stats: bool) -> list[tuple[RidgeStats | None, Features]]:
+                     with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
         spec = self.spec
         pooled = ClientSequences.concat(clients)
         per_step_all = pooled.per_step and spec.state_mode == "all"
         keep = "all" if per_step_all else ("mean" if spec.state_mode == "all" else spec.state_mode)
         sizes = [len(c) for c in clients]
-        groups = np.repeat(np.arange(len(clients)), sizes)
-        targets = self.targets(pooled) if with_stats else None
-        in_loop = with_stats and spec.state_mode == "all"
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        in_loop = spec.state_mode == "all" and any(with_stats)
+        groups = np.repeat(np.where(with_stats, np.arange(len(clients)), -1), sizes)
+        targets = self.targets(pooled) if any(with_stats) else None
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
         states = np.zeros((len(pooled),) + ((pooled.x.shape[1] - spec.washout,) if per_step_all else ())
@@ -300,13 +307,13 @@ class Harvester:
                     total[j] += part[j]
         results = []
         for k, client in enumerate(clients):
-            rows = slice(int(np.sum(sizes[:k])), int(np.sum(sizes[:k + 1])))
+            rows = slice(starts[k], starts[k + 1])
             if per_step_all:
                 labels = client.y[:, spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
             features = Features(states[rows].reshape(-1, weights.units), labels)
-            if not with_stats:
+            if not with_stats[k]:
                 stats = None
             elif in_loop:
                 stats = RidgeStats(totals[k][0], totals[k][1], totals[k][2], 1, spec.readout_bias)
@@ -317,7 +324,7 @@ class Harvester:
 
     def scores(self, readout: np.ndarray, weights: ReservoirWeights, ids) -> tuple[np.ndarray, np.ndarray]:
         """Readout outputs (m, N_Y) and labels (m,) over the clients ``ids`` (IncFed eq. 2)."""
-        self.harvest(weights, ids, stats=False)
+        self.harvest(weights, ids, stats=())
         feats = [self.features(weights, cid) for cid in ids]
         if not feats:
             raise ValueError("scores: no clients to evaluate.")

@@ -32,14 +32,16 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 
+from tff_esn.lazy import LazyModule
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import floor_eigenvalues
-from tff_esn.reservoir import STATS_CHUNK, accumulate_stats, run_reservoir, state_stats
 from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
+
+tf = LazyModule("tensorflow")
+reservoir_loop = LazyModule("tff_esn.reservoir")
 
 
 def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
@@ -116,11 +118,14 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengt
     if spec.state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(x)[:1], tf.shape(x)[1])
-        a, b, n, _ = accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky, spec.washout,
-                                      STATS_CHUNK, spec.readout_bias, t.shape.rank == 3, clip, tf.float64)
+        a, b, n, _ = reservoir_loop.accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky,
+                                                     spec.washout, reservoir_loop.STATS_CHUNK, spec.readout_bias,
+                                                     t.shape.rank == 3, clip, tf.float64)
     else:
-        states = run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout, lengths)
-        a, b = state_stats(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias, clip=clip)
+        states = reservoir_loop.run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode,
+                                              spec.washout, lengths)
+        a, b = reservoir_loop.state_stats(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias,
+                                          clip=clip)
         n = tf.cast(tf.shape(states)[0], tf.float64)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-import tensorflow as tf
 from tqdm.auto import tqdm
 
+from tff_esn.lazy import LazyModule
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import _client_arrays, build_client_stats_computation
@@ -40,6 +40,8 @@ from tff_esn.io import atomic_write
 from tff_esn.closed_form.pfedrr import Reading, check_tau, client_parts, n_units
 from tff_esn.privacy.aggregation import federated_stats_sum
 from tff_esn.ridge import RidgeStats
+
+tf = LazyModule("tensorflow")
 
 
 class ClientSource(Protocol):

@@ -27,11 +27,13 @@ import time
 from collections.abc import Iterable
 
 import numpy as np
-import tensorflow as tf
 
+from tff_esn.lazy import LazyModule
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
+
+tf = LazyModule("tensorflow")
 
 
 @dataclasses.dataclass(frozen=True)

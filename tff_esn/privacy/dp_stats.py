@@ -46,10 +46,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import tensorflow as tf
 
+from tff_esn.lazy import LazyModule
 from tff_esn.privacy import accounting
 from tff_esn.privacy.config import MODELS, check_clip
+
+tf = LazyModule("tensorflow")
 
 RELEASED_BLOCKS = 3  # A, B, n
 

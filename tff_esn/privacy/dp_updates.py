@@ -32,12 +32,14 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 
+from tff_esn.lazy import LazyModule
 from tff_esn.privacy import accounting
 from tff_esn.privacy.config import check_clip
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise, clip_rows, floor_eigenvalues
 from tff_esn.ridge import RidgeStats
+
+tf = LazyModule("tensorflow")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import tensorflow as tf
+from tff_esn.lazy import LazyModule
+
+tf = LazyModule("tensorflow")
 
 MAX_BITS = 62  # TFF's secure sum runs on int64 and keeps one bit for the sum of two values
 UNIT_ROUNDOFF = 2.0 ** -53
