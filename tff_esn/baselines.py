@@ -15,6 +15,9 @@ Inputs of the logistic regression, with no reservoir:
 Features are standardised with the training mean and deviation; classes are weighted
 inversely to their training frequency (``class_weight="balanced"``), like the thesis'
 weighted loss, so the baseline is not itself a majority vote on imbalanced data.
+
+:func:`ridge_on_features` fits the seeds' ridge readout to the same standardised rows: beside
+logistic regression it measures what the least-squares loss costs without a reservoir.
 """
 
 from __future__ import annotations
