@@ -1,5 +1,7 @@
 """Disagreeing claims get ``cause="data"`` only when the baselines explain them."""
 
+import numpy as np
+
 from scripts.common import baseline_accuracy, chance_cause, data_cause
 from scripts.thesis_preliminary import fluctuation
 
@@ -151,3 +153,19 @@ def test_pfedrr_cause_prefers_the_loss_and_else_reports_what_was_measured_beside
     assert "inputs (no reservoir) 25% 64.0; FedRR on the squared inputs 25% 55.0." in reason
     cause, reason = _cause({0.25: far}, "hhar", "", None, {"25%": {"fedrr": 62.8, "LR": 56.4}})
     assert cause == "data" and "62.8 vs 65.5, 56.4" in reason  # the squared inputs reach LR
+
+
+def test_select_l2_returns_the_readout_with_the_best_validation_accuracy():
+    from closed_form_data import default_split, random_dataset
+    from scripts.common import accuracy_of, chosen_l2, select_l2, shared_closed_form_runs
+    from scripts.framework import run_config
+    from tff_esn.ridge import RidgeStats
+
+    data = random_dataset(n_clients=6, steps=10, features=3, n_classes=3, seed=3, sizes=[12] * 6)
+    run = shared_closed_form_runs(data, {1.0: default_split(data)}, run_config("incfed", units=15, seed=1))[1.0]
+    total = RidgeStats.sum(run.stats())
+    grid = (1e-4, 1e-1, 1e2, 1e5)
+    l2, readout = select_l2(run, total, grid)
+    val = [accuracy_of(run, total.solve(g), run.split.val) for g in grid]
+    assert l2 == grid[chosen_l2(val)]
+    np.testing.assert_allclose(readout, total.solve(l2), rtol=1e-7, atol=1e-10)
