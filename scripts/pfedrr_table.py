@@ -196,7 +196,8 @@ def _table(ctx: Context, results: dict, s: Settings) -> None:
             row = {"data": kind.upper(), "users": fraction_label(fraction),
                    "FedRR acc (ours)": ours["fedrr"], "FedRR acc (published)": paper["fedrr"],
                    "FedRR λ (ours)": lambdas(ours["λ"]), f"FedRR acc λ {s.l2:g} (ours)": ours["fedrr λ fixed"],
-                   **{f"{b} acc (ours)": ours[b] for b in (*BASELINES.values(), FEATURE_RIDGE)}}
+                   **{f"{b} acc (ours)": ours[b] for b in (*BASELINES.values(), FEATURE_RIDGE)},
+                   f"{FEATURE_RIDGE} acc λ {s.l2:g} (ours)": ours[f"{FEATURE_RIDGE} λ fixed"]}
             for method, name in (("i-pfedrr", "I-pFedRR"), ("r-pfedrr", "R-pFedRR")):
                 acc, units, tau = ours[method]
                 row.update({f"{name} τ (ours)": tau, f"{name} acc (ours)": acc,
