@@ -7,7 +7,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
 from closed_form_data import THESIS_SPLIT, default_split, random_dataset, random_thesis_dataset
-from tff_esn.baselines import baseline_scores, sequence_features
+from tff_esn.baselines import baseline_scores, ridge_on_features, sequence_features
 
 
 def test_summary_features_per_sequence_and_rows_per_step():
@@ -51,3 +51,22 @@ def test_per_step_binary_baselines():
     assert got["majority"]["test"]["accuracy"] == pytest.approx(np.mean(test.y == 0))
     assert got["logistic_regression"]["test"]["auc"] > 0.9  # the label is a noisy threshold of channel 0
     assert got["logistic_regression"]["test"]["balanced_accuracy"] > 0.75
+
+
+def test_ridge_on_features_is_sklearn_ridge_on_the_logistic_regressions_standardized_rows():
+    from sklearn.linear_model import Ridge
+
+    data = random_dataset(n_clients=7, steps=12, features=3, n_classes=3, seed=1, sizes=[30] * 7)
+    split = default_split(data)
+    got = ridge_on_features(data, split, (1e-2, 1e6))
+    train, test = data.pooled(split.train), data.pooled(split.test)
+    x_train, x_test = sequence_features(train.x, False), sequence_features(test.x, False)
+    mean, std = x_train.mean(0), x_train.std(0)
+    targets = np.eye(3)[train.y]
+    for l2, metrics in zip((1e-2, 1e6), got["test"]):
+        rows = np.hstack([(x_train - mean) / std, np.ones((len(x_train), 1))])
+        coef = Ridge(alpha=l2, fit_intercept=False).fit(rows, targets).coef_
+        pred = np.argmax(np.hstack([(x_test - mean) / std, np.ones((len(x_test), 1))]) @ coef.T, axis=1)
+        assert metrics["accuracy"] == pytest.approx(np.mean(pred == test.y))
+    assert len(got["val"]) == 2 and got["val"][0]["n"] == data.pooled(split.val).y.size
+    assert got["test"][0]["accuracy"] > 0.6  # the classes shift the inputs' mean (chance 1/3)

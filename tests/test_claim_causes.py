@@ -1,5 +1,7 @@
 """Disagreeing claims get ``cause="data"`` only when the baselines explain them."""
 
+import numpy as np
+
 from scripts.common import baseline_accuracy, chance_cause, data_cause
 from scripts.thesis_preliminary import fluctuation
 
@@ -97,3 +99,73 @@ def test_fedavg_train_accuracy_reason_needs_interpolating_orthogonal_local_reado
     assert _fedavg_averages_local_fits(cells, None, (0.25, 1.0)) is None
     assert _fedavg_averages_local_fits(cells, {**local, 1.0: {**local[1.0], "cos": 0.5}}, (0.25, 1.0)) is None
     assert _fedavg_averages_local_fits(cells, {**local, 0.25: {**local[0.25], "own": 90.0}}, (0.25, 1.0)) is None
+
+
+def test_chosen_l2_is_the_best_validation_accuracy_and_a_tie_goes_to_the_larger_lambda():
+    from scripts.common import chosen_l2
+
+    assert chosen_l2([0.5, 0.7, 0.6]) == 1
+    assert chosen_l2([0.5, 0.7, 0.7, 0.6]) == 2
+    assert chosen_l2([0.4]) == 0
+
+
+def test_feature_ridge_accuracy_picks_lambda_on_validation():
+    from closed_form_data import default_split, random_dataset
+    from scripts.common import FEATURE_RIDGE, chosen_l2, feature_ridge_accuracy
+    from tff_esn.baselines import ridge_on_features
+
+    data = random_dataset(n_clients=7, steps=12, features=3, n_classes=3, seed=2, sizes=[30] * 7)
+    split = default_split(data)
+    grid = (1e-3, 1e1, 1e5)
+    got = feature_ridge_accuracy(data, split, 0.5, grid=grid)
+    every = ridge_on_features(data, split, (*grid, 0.5))
+    best = chosen_l2([m["accuracy"] for m in every["val"][:3]])
+    assert got == {FEATURE_RIDGE: 100 * every["test"][best]["accuracy"],
+                   f"{FEATURE_RIDGE} λ fixed": 100 * every["test"][3]["accuracy"]}
+
+
+def test_loss_reason_needs_fedrr_within_the_margin_of_ridge_on_the_lr_features_at_every_weak_fraction():
+    from scripts.common import loss_reason
+
+    lr = {"25%": 67.4, "50%": 64.0}
+    ridge = {"25%": 60.1, "50%": 58.0}
+    reason = loss_reason({"25%": "gap", "50%": "gap"}, {"25%": 57.4, "50%": 53.5}, ridge, lr, margin=5.0)
+    assert "25%: 57.4 vs 60.1 vs 67.4" in reason and "50%: 53.5 vs 58.0 vs 64.0" in reason and "loss" in reason
+    assert loss_reason({"25%": "gap", "50%": "gap"}, {"25%": 57.4, "50%": 52.9}, ridge, lr, margin=5.0) is None
+    assert loss_reason({"25%": "gap"}, {"25%": 43.6}, {"25%": 64.0}, lr, margin=5.0) is None  # the reservoir's part
+    assert loss_reason({"25%": "gap"}, {"25%": 57.4}, {}, lr, margin=5.0) is None  # not measured
+    assert loss_reason({}, {}, ridge, lr, margin=5.0) is None
+
+
+def test_pfedrr_cause_prefers_the_loss_and_else_reports_what_was_measured_beside():
+    from scripts.framework import MeanStd
+    from scripts.pfedrr_table import FEATURE_RIDGE, _cause
+
+    lost = {"mean_min": 0.93, "mean_max": 1.0, "std_min": -2.7, "std_max": 0.59, "std_median": -0.9}
+    cell = {"fedrr": MeanStd(57.4, 1.0), "fedrr train": MeanStd(80.0, 0.0), "LR": MeanStd(65.5, 0.0),
+            FEATURE_RIDGE: MeanStd(61.8, 0.0)}
+    cause, reason = _cause({0.25: cell}, "hhar", "")
+    assert cause == "data" and "57.4 vs 61.8 vs 65.5" in reason and "Beside it" not in reason
+    far = {**cell, "fedrr": MeanStd(43.6, 1.0), FEATURE_RIDGE: MeanStd(64.0, 0.0)}
+    assert _cause({0.25: far}, "hhar", "")[0] == "defect"
+    cause, reason = _cause({0.25: far}, "hhar", "", {"25%": lost}, {"25%": {"fedrr": 55.0, "LR": 56.4}})
+    assert cause == "data" and "motion power" in reason
+    assert "inputs (no reservoir) 25% 64.0; FedRR on the squared inputs 25% 55.0." in reason
+    cause, reason = _cause({0.25: far}, "hhar", "", None, {"25%": {"fedrr": 62.8, "LR": 56.4}})
+    assert cause == "data" and "62.8 vs 65.5, 56.4" in reason  # the squared inputs reach LR
+
+
+def test_select_l2_returns_the_readout_with_the_best_validation_accuracy():
+    from closed_form_data import default_split, random_dataset
+    from scripts.common import accuracy_of, chosen_l2, select_l2, shared_closed_form_runs
+    from scripts.framework import run_config
+    from tff_esn.ridge import RidgeStats
+
+    data = random_dataset(n_clients=6, steps=10, features=3, n_classes=3, seed=3, sizes=[12] * 6)
+    run = shared_closed_form_runs(data, {1.0: default_split(data)}, run_config("incfed", units=15, seed=1))[1.0]
+    total = RidgeStats.sum(run.stats())
+    grid = (1e-4, 1e-1, 1e2, 1e5)
+    l2, readout = select_l2(run, total, grid)
+    val = [accuracy_of(run, total.solve(g), run.split.val) for g in grid]
+    assert l2 == grid[chosen_l2(val)]
+    np.testing.assert_allclose(readout, total.solve(l2), rtol=1e-7, atol=1e-10)

@@ -75,6 +75,22 @@ def test_lambda_once_versus_per_client():
     assert parts.solve(0.2).shape == (2, 5)
 
 
+@pytest.mark.parametrize("per_client", [False, True])
+def test_solve_path_equals_solve_at_every_lambda(per_client):
+    s, y = _data(n=80, f=9, y=3)
+    stats = RidgeStats.sum(RidgeStats.from_states(s[i::2] * (i + 1), y[i::2], bias=True) for i in range(2))
+    grid = (1e-4, 1e-1, 10.0, 1e5)
+    path = stats.solve_path(grid, per_client=per_client)
+    assert path.shape == (4, 3, 10)
+    for l2, w in zip(grid, path):
+        np.testing.assert_allclose(w, stats.solve(l2, per_client=per_client), rtol=1e-8, atol=1e-12)
+    assert np.abs(path[-1]).max() < np.abs(path[0]).max() / 100  # λ 1e5 shrinks the readout
+    with pytest.raises(ValueError, match="l2s"):
+        stats.solve_path([1e-3, 0.0])
+    with pytest.raises(ValueError, match="l2s"):
+        stats.solve_path([])
+
+
 def test_singular_system_with_zero_l2_is_a_clear_error():
     s, y = _data(n=4, f=10, y=1)
     stats = RidgeStats.from_states(s, y)

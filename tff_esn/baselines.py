@@ -15,6 +15,9 @@ Inputs of the logistic regression, with no reservoir:
 Features are standardised with the training mean and deviation; classes are weighted
 inversely to their training frequency (``class_weight="balanced"``), like the thesis'
 weighted loss, so the baseline is not itself a majority vote on imbalanced data.
+
+:func:`ridge_on_features` fits the seeds' ridge readout to the same standardised rows: beside
+logistic regression it measures what the least-squares loss costs without a reservoir.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from sklearn.linear_model import LogisticRegression
 
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.metrics import classification_metrics
+from tff_esn.ridge import RidgeStats, one_hot, predict
 
 GROUPS = ("val", "test")
 MAX_TRAIN_ROWS = 200_000
@@ -59,6 +63,20 @@ def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.
     return sequence_features(pooled.x, pooled.per_step), pooled.y.reshape(-1)
 
 
+def _training_rows(dataset: SequenceDataset, split: Split,
+                   seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The training rows (at most ``MAX_TRAIN_ROWS``, subsampled with ``seed``), their labels, and the
+    mean and deviation that standardise every group's rows (a constant feature's deviation is 1)."""
+    x_train, y_train = _rows(dataset, split.train)
+    if x_train.shape[0] > MAX_TRAIN_ROWS:
+        keep = np.random.default_rng(np.random.SeedSequence([seed, 11])).choice(
+            x_train.shape[0], MAX_TRAIN_ROWS, replace=False)
+        x_train, y_train = x_train[keep], y_train[keep]
+    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+    std[std == 0] = 1.0
+    return x_train, y_train, mean, std
+
+
 def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0) -> dict[str, dict[str, Any]]:
     """Majority-class and logistic-regression metrics on ``split``'s validation and test clients.
 
@@ -78,15 +96,9 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0) ->
     cached = _memo.setdefault(dataset, {})
     if key in cached:
         return cached[key]
-    x_train, y_train = _rows(dataset, split.train)
-    if x_train.shape[0] > MAX_TRAIN_ROWS:
-        keep = np.random.default_rng(np.random.SeedSequence([seed, 11])).choice(
-            x_train.shape[0], MAX_TRAIN_ROWS, replace=False)
-        x_train, y_train = x_train[keep], y_train[keep]
+    x_train, y_train, mean, std = _training_rows(dataset, split, seed)
     n_classes = dataset.n_classes
     majority = int(np.bincount(y_train, minlength=n_classes).argmax())
-    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
-    std[std == 0] = 1.0
     model = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
     fitted_classes = np.unique(y_train)
     if fitted_classes.size > 1:
@@ -118,3 +130,34 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0) ->
             y, scores(x) if n_classes > 2 else 1.0 / (1.0 + np.exp(-scores(x))), n_classes)
     cached[key] = result
     return result
+
+
+def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[float], *,
+                      seed: int = 0) -> dict[str, list[dict[str, Any]] | None]:
+    """Ridge regression on logistic regression's inputs: the least-squares loss without a reservoir.
+
+    The same standardised rows as :func:`baseline_scores`' logistic regression (per-sequence
+    summary statistics, or per-step inputs) are the states of the seeds' ridge readout
+    (one-hot targets, a bias input, ``W = A (B + λI)⁻¹``, IncFed eq. 3) solved for every λ in
+    ``l2s`` (:meth:`tff_esn.ridge.RidgeStats.solve_path`). Beside logistic regression on the same
+    rows it measures what the ridge loss itself costs; beside the ESN's ridge readout, what the
+    reservoir's states add.
+
+    Returns:
+        ``{"val": [...], "test": [...]}``: per group, one
+        :func:`~tff_esn.metrics.classification_metrics` per λ (in ``l2s``' order), or ``None``
+        for an empty group.
+    """
+    x_train, y_train, mean, std = _training_rows(dataset, split, seed)
+    stats = RidgeStats.from_states((x_train - mean) / std, one_hot(y_train, dataset.n_classes), bias=True)
+    readouts = stats.solve_path(l2s)
+    out: dict[str, list[dict[str, Any]] | None] = {}
+    for group in GROUPS:
+        ids = getattr(split, group)
+        if not ids:
+            out[group] = None
+            continue
+        x, y = _rows(dataset, ids)
+        out[group] = [classification_metrics(y, predict(w, (x - mean) / std, bias=True), dataset.n_classes)
+                      for w in readouts]
+    return out

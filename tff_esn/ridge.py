@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import scipy.linalg
@@ -206,6 +206,28 @@ class RidgeStats:
                 RuntimeWarning, stacklevel=2,
             )
             return scipy.linalg.lstsq(matrix, self.A.T)[0].T
+
+    def solve_path(self, l2s: Sequence[float], *, per_client: bool = False) -> np.ndarray:
+        """Readouts ``W(λ) = A (B + λI)⁻¹`` for every λ in ``l2s``, (len(l2s), n_outputs, n_features).
+
+        One symmetric eigendecomposition ``B = V diag(e) Vᵀ`` serves every λ:
+        ``W(λ) = (A V) diag(1 / (e + λ)) Vᵀ`` — the model-selection path of a grid of λ on
+        the same statistics (equal to :meth:`solve` per λ up to rounding). Every λ must be
+        > 0; ``B`` must be symmetric, as for :meth:`solve`.
+        """
+        if self.n == 0:
+            raise ValueError("RidgeStats.solve_path: no samples were accumulated (empty clients?).")
+        grid = np.asarray(l2s, dtype=np.float64)
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+            raise ValueError(f"l2s: expected a non-empty sequence of finite numbers > 0, got {l2s!r}.")
+        asymmetry = asymmetry_of(self.B)
+        if asymmetry > SYMMETRY_RTOL:
+            raise ValueError(f"RidgeStats.solve_path: B is not symmetric (max |B − Bᵀ| / max |B| = {asymmetry:.2e}).")
+        scale = self.clients if per_client else 1
+        eigenvalues, vectors = np.linalg.eigh(self.B)
+        eigenvalues = np.clip(eigenvalues, 0.0, None)  # B = Sᵀ S is PSD; rounding may give tiny negatives
+        projected = self.A @ vectors
+        return np.stack([(projected / (eigenvalues + scale * l2)) @ vectors.T for l2 in grid])
 
     def floats(self) -> int:
         """Floats a client uploads to send these statistics: N_Y·N_R + N_R² (IncFed §III)."""
