@@ -5,16 +5,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_esn.closed_form.recurrence import harvest
+from tff_esn.closed_form.recurrence import SPARSE_DENSITY, harvest
 from tff_esn.reservoir import run_reservoir
 from tff_esn.ridge import RidgeStats
 
 tfa = pytest.importorskip("tensorflow_addons")
 
 
-def _weights(units, features, seed, gain=False):
+def _weights(units, features, seed, gain=False, density=1.0):
     rng = np.random.default_rng(seed)
-    w = rng.uniform(-1, 1, (units, units)).astype(np.float32)
+    w = (rng.uniform(-1, 1, (units, units)) * (rng.random((units, units)) < density)).astype(np.float32)
     w *= np.float32(0.9 / np.max(np.abs(np.linalg.eigvals(w))))
     return (rng.uniform(-1, 1, (features, units)).astype(np.float32), w,
             rng.uniform(-0.5, 0.5, units).astype(np.float32),
@@ -41,15 +41,19 @@ def test_states_equal_tfa_esn_with_the_same_weights(batch, steps, features, unit
 
 
 @pytest.mark.parametrize("keep", ["last", "mean", "all"])
-@pytest.mark.parametrize("leaky,gain,ragged", [(0.4, True, True), (1.0, False, True), (0.6, False, False),
-                                               (1.0, True, False)])
-def test_states_equal_the_tensorflow_loop(keep, leaky, gain, ragged):
-    """Intrinsic-plasticity gain, leaking rate 1 and unequal lengths (frozen after each end)."""
+@pytest.mark.parametrize("leaky,gain,ragged,density", [(0.4, True, True, 1.0), (1.0, False, True, 1.0),
+                                                       (0.6, False, False, 1.0), (1.0, True, False, 1.0),
+                                                       (0.5, False, True, 0.015)])
+def test_states_equal_the_tensorflow_loop(keep, leaky, gain, ragged, density):
+    """Intrinsic-plasticity gain, leaking rate 1, unequal lengths (frozen after each end) and a
+    sparse Ŵ (density ≤ ``SPARSE_DENSITY``: the CSR product)."""
     x = np.random.default_rng(1).normal(size=(6, 17, 3)).astype(np.float32)
     lengths = np.array([17, 4, 9, 17, 6, 12]) if ragged else None
     if ragged:
         x[np.arange(17)[None, :] >= lengths[:, None]] = 0
-    arrays = _weights(20, 3, 7, gain)
+    units = 20 if density == 1.0 else 200
+    arrays = _weights(units, 3, 7, gain, density)
+    assert (np.count_nonzero(arrays[1]) <= SPARSE_DENSITY * arrays[1].size) == (density < 1)
     got = harvest(x, *arrays, leaky, keep=keep, washout=2, lengths=lengths)[0]
     ref = run_reservoir(x, *arrays[:3], tf.constant(arrays[3]), leaky, keep, 2,
                         None if lengths is None else tf.constant(lengths, tf.int32)).numpy()
