@@ -1,11 +1,14 @@
 """HHAR: CSV loader (null labels, copies, nearest-time join), synthetic CSVs, the HHAR pipelines."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tff_esn.cli import main
 from tff_esn.data import hhar
+from tff_esn.data.cache import load_dataset
 from tff_esn.data.pipelines import INCFED_HHAR_FEATURES, window_features
 from tff_esn.data.sources import load_source
 from tff_esn.data.synthetic_hhar import generate_frames, write_hhar
@@ -129,3 +132,21 @@ def test_squared_appends_the_square_of_each_standardized_axis(hhar_dir, tmp_path
         np.testing.assert_allclose(x[..., 6:], plain.clients[u].x.astype(np.float64) ** 2, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(squared.clients[u].y, plain.clients[u].y)
     assert len(list((tmp_path / "datasets").glob("pfedrr-hhar-*.npz"))) == 2  # its own cache key
+
+
+def test_cli_squared_inputs_reach_the_pipeline_and_are_refused_where_they_do_not_apply(hhar_dir, tmp_path, capsys):
+    five = tmp_path / "five"
+    write_hhar(five, users=list("abcde"), minutes=0.25, seed=2, models=["nexus4"])
+    flags = ["--data", f"hhar:{five}", "--pipeline", "pfedrr-hhar", "--cache-dir", str(tmp_path), "--units", "8"]
+    for name, extra in (("plain", []), ("squared", ["--squared-inputs"])):
+        assert main(["run", "centralized", *flags, *extra, "--out", str(tmp_path / name)]) == 0
+    plain, squared = (json.loads((tmp_path / n / "metrics.json").read_text()) for n in ("plain", "squared"))
+    assert squared["cli"]["squared_inputs"] is True and plain["cli"]["squared_inputs"] is False
+    assert plain["extra"]["n_features"] == squared["extra"]["n_features"] == 9  # the reservoir's, not the inputs'
+    cached = sorted((tmp_path / "datasets").glob("pfedrr-hhar-*.npz"))  # the squared inputs: their own data set
+    assert sorted(len(load_dataset(p).feature_names) for p in cached) == [6, 12]
+    capsys.readouterr()
+    assert main(["run", "centralized", "--data", f"hhar:{hhar_dir}", "--pipeline", "incfed-hhar", "--squared-inputs",
+                 "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "--squared-inputs: applies to the pipelines fedip-hhar, pfedrr-hhar, got --pipeline incfed-hhar" in err

@@ -53,6 +53,9 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
                    help="npz:FILE sequences of unequal length: each at its own length (pad, the default) or "
                         "cut to the shortest (crop)")
+    g.add_argument("--squared-inputs", action="store_true",
+                   help="pfedrr-hhar / fedip-hhar: append each standardized axis' square as 6 more inputs, so the "
+                        "reservoir's mean states carry the signal power (ours, not in the seeds; issue 13)")
     g.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     g.add_argument("--hparams", default=None, metavar="FILE", help="JSON object of flag values (see above)")
     g.add_argument("--out", required=True, metavar="DIR", help="run folder; metrics.json is written there")
@@ -75,13 +78,27 @@ def apply_hparams(args: argparse.Namespace, parser: argparse.ArgumentParser, pat
     return args
 
 
-def npz_options(args: argparse.Namespace) -> dict:
-    """``{"ragged": ...}`` for an ``npz:`` source given ``--ragged``; the flag is refused for other sources."""
-    if args.ragged is None:
-        return {}
-    if _source_kind(args.data) != "npz":
-        raise UsageError(f"--ragged: applies to npz:FILE sources only, got --data {args.data}.")
-    return {"ragged": args.ragged}
+def source_options(args: argparse.Namespace, pipeline: str) -> dict:
+    """The options of ``load_source``: ``ragged`` for an ``npz:`` source given ``--ragged``,
+    ``squared`` for a pipeline that has it given ``--squared-inputs``; either flag is refused
+    where it does not apply."""
+    import dataclasses
+
+    from tff_esn.data.pipelines import PIPELINES
+
+    options = {}
+    npz = _source_kind(args.data) == "npz"
+    if args.ragged is not None:
+        if not npz:
+            raise UsageError(f"--ragged: applies to npz:FILE sources only, got --data {args.data}.")
+        options["ragged"] = args.ragged
+    if args.squared_inputs:
+        squares = [n for n, cls in sorted(PIPELINES.items()) if "squared" in {f.name for f in dataclasses.fields(cls)}]
+        if npz or pipeline not in squares:
+            raise UsageError(f"--squared-inputs: applies to the pipelines {', '.join(squares)}, got "
+                             f"{'an npz:FILE source' if npz else '--pipeline ' + pipeline}.")
+        options["squared"] = True
+    return options
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -101,7 +118,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         context_from_args(args, prestart=True)  # the local worker boots while the data loads
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
-    dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **npz_options(args))
+    dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
     split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
