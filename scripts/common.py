@@ -265,6 +265,15 @@ def chance_cause(aucs: Mapping[str, float | None], *, margin: float = 0.1) -> tu
                     "and any comparison with them says nothing about the algorithms")
 
 
+def unless_at_chance(holds: bool | None, aucs: Mapping[str, float | None]) -> tuple[bool | None, str | None, str]:
+    """``(holds, cause, reason)`` of a claim resting on the runs whose clients have their own
+    reservoirs: when :func:`chance_cause` finds every such run at chance, the claim cannot hold —
+    their F1 is that of an arbitrary readout (on WESAD the majority class gives F1 ≈ 0.87), so
+    "exceeds" or "improves" there is not learning — and it disagrees for that reason."""
+    cause, reason = chance_cause(aucs)
+    return (False if cause is not None and holds is not None else holds), cause, reason
+
+
 def data_cause(models: Mapping[str, float], lr: float, majority: float, *, ceiling: float = 97.0,
                margin: float = 5.0) -> tuple[str | None, str]:
     """``(cause, reason)`` for a disagreement the baselines explain (accuracies in %): every

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from scripts.common import baseline_accuracy, chance_cause, data_cause
+from scripts.common import baseline_accuracy, chance_cause, data_cause, unless_at_chance
 from scripts.thesis_preliminary import fluctuation
 
 
@@ -31,6 +31,17 @@ def test_chance_cause_only_when_every_run_is_at_chance():
     assert chance_cause({"FedAvg-1.0": 0.55}, margin=0.01) == (None, "")
     assert chance_cause({"FedAvg-1.0": 0.20, "FedCurv-1.0": None}) == (None, "")  # an AUC is missing
     assert chance_cause({}) == (None, "")
+
+
+
+def test_a_claim_on_runs_at_chance_cannot_hold():
+    """thesis-discriminative: FedAvg+Disc with different reservoirs 'exceeded' the centralized F1 (0.874 vs
+    0.810) at test AUC 0.48 — the majority class's F1, not learning."""
+    assert unless_at_chance(True, {"FedAvg-1.0+Disc": 0.48, "FedCurv-1.0+Disc": 0.52}) == (
+        False, "seed", chance_cause({"FedAvg-1.0+Disc": 0.48, "FedCurv-1.0+Disc": 0.52})[1])
+    assert unless_at_chance(True, {"FedAvg-1.0+Disc": 0.48, "FedCurv-1.0+Disc": 0.71}) == (True, None, "")
+    assert unless_at_chance(False, {"FedAvg-1.0+Disc": 0.71}) == (False, None, "")
+    assert unless_at_chance(None, {"FedAvg-1.0+Disc": 0.48})[0] is None  # undetermined stays undetermined
 
 
 def test_fluctuation_is_the_range_over_the_last_half_of_the_rounds():
