@@ -15,7 +15,7 @@ from tff_esn.cli import main
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, IPConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)
 from tff_esn.config import ReservoirConfig
-from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig, ThesisModelConfig
+from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig, ThesisCentralConfig, ThesisModelConfig
 from tff_esn.privacy.config import PrivacyConfig, check_privacy
 
 
@@ -192,6 +192,10 @@ def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tm
     assert predicate["pfedrr"](algorithms.config_from_flags(algorithms.get_algorithm("pfedrr").config,
                                                             {"secure_aggregation": True}))
     assert algorithms.get_algorithm("fedavg").runs_tff(FedAvgConfig(out=str(tmp_path)))
+    assert not algorithms.get_algorithm("thesis-central").runs_tff(ThesisCentralConfig())  # Keras only, no TFF
+    proc = _python("import sys\nfrom tff_esn.federated.commands import run_central\n"
+                   "print('tensorflow_federated' in sys.modules)\n")
+    assert proc.returncode == 0 and proc.stdout.split()[-1] == "False", proc.stderr[-2000:]
 
 
 def test_workers_with_a_numpy_only_run_is_a_usage_error(tmp_path, capsys):

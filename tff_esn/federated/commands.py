@@ -9,26 +9,31 @@ Besides ``metrics.json`` (written by ``tff-esn run``), a federated run writes
 continues an interrupted run from its last completed round. Harvested client states are
 kept under ``CACHE/federated-states`` (``cache_dir``, else ``$TFF_ESN_CACHE``, else
 ``~/.cache/tff_esn``), keyed by inputs, reservoir and noise, so runs that share them (every
-server learning rate, both algorithms) harvest once.
+server learning rate, both algorithms) harvest once. TFF is imported by the federated runs
+only: ``thesis-central`` trains its Keras model without it.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tff_esn import runtime
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig
-from tff_esn.federated.training import FederatedConfig, run_federated
-from tff_esn.privacy.learning import LearningPrivacy
+
+if TYPE_CHECKING:
+    from tff_esn.federated.training import FederatedConfig
 
 
 def federated_config(algorithm: str, config: FedAvgConfig, clients: int) -> FederatedConfig:
     """The training :class:`FederatedConfig` of a run config (``clients``: training clients, the
     DP sampling rate's denominator: ε is calibrated over the rounds at clients_per_round / clients)."""
+    from tff_esn.federated.training import FederatedConfig
+    from tff_esn.privacy.learning import LearningPrivacy
+
     privacy = None
     settings = config.privacy
     if settings.requested:
@@ -61,6 +66,8 @@ def client_filter(config: FedAvgConfig):
 
 
 def _run(algorithm: str, dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
+    from tff_esn.federated.training import run_federated
+
     out = Path(config.out)
     local = runtime.on_this_host(runtime.current_workers())
     states_dir = cache_root(config.cache_dir) / "federated-states" if config.cache_dir or local else None

@@ -180,5 +180,5 @@ register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg",
                    help="FedAvg of the thesis ESN readout in TFF, with a server learning rate (thesis Alg. 1)")
 register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv",
                    help="FedCurv of the thesis ESN readout in TFF (thesis ch. 3, Alg. 2)")
-register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central",
+register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False,
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
