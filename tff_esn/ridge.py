@@ -172,6 +172,18 @@ class RidgeStats:
         scale = l2 * (self.clients if per_client else 1)
         return self.B + scale * np.eye(self.n_features)
 
+    def _check_solvable(self, method: str) -> None:
+        """Raises ``ValueError`` for statistics without samples or with a non-symmetric ``B``."""
+        if self.n == 0:
+            raise ValueError(f"RidgeStats.{method}: no samples were accumulated (empty clients?).")
+        asymmetry = asymmetry_of(self.B)
+        if asymmetry > SYMMETRY_RTOL:
+            raise ValueError(
+                f"RidgeStats.{method}: B is not symmetric (max |B − Bᵀ| / max |B| = {asymmetry:.2e} > "
+                f"{SYMMETRY_RTOL:g}); the Cholesky solve needs B = Sᵀ S. Solve a non-symmetric system by LU "
+                "(tff_esn.closed_form.partial_incfed.solve_general)."
+            )
+
     def solve(self, l2: float, *, per_client: bool = False) -> np.ndarray:
         """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10), (n_outputs, n_features), float64.
 
@@ -182,15 +194,7 @@ class RidgeStats:
         ``l2 = 0`` and otherwise falls back to a least-squares solve with a warning. Never
         forms an explicit inverse.
         """
-        if self.n == 0:
-            raise ValueError("RidgeStats.solve: no samples were accumulated (empty clients?).")
-        asymmetry = asymmetry_of(self.B)
-        if asymmetry > SYMMETRY_RTOL:
-            raise ValueError(
-                f"RidgeStats.solve: B is not symmetric (max |B − Bᵀ| / max |B| = {asymmetry:.2e} > {SYMMETRY_RTOL:g}); "
-                "the Cholesky solve needs B = Sᵀ S. Solve a non-symmetric system by LU "
-                "(tff_esn.closed_form.partial_incfed.solve_general)."
-            )
+        self._check_solvable("solve")
         matrix = self.regularized(l2, per_client=per_client)
         try:
             factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
@@ -215,14 +219,10 @@ class RidgeStats:
         the same statistics (equal to :meth:`solve` per λ up to rounding). Every λ must be
         > 0; ``B`` must be symmetric, as for :meth:`solve`.
         """
-        if self.n == 0:
-            raise ValueError("RidgeStats.solve_path: no samples were accumulated (empty clients?).")
+        self._check_solvable("solve_path")
         grid = np.asarray(l2s, dtype=np.float64)
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
             raise ValueError(f"l2s: expected a non-empty sequence of finite numbers > 0, got {l2s!r}.")
-        asymmetry = asymmetry_of(self.B)
-        if asymmetry > SYMMETRY_RTOL:
-            raise ValueError(f"RidgeStats.solve_path: B is not symmetric (max |B − Bᵀ| / max |B| = {asymmetry:.2e}).")
         scale = self.clients if per_client else 1
         eigenvalues, vectors = np.linalg.eigh(self.B)
         eigenvalues = np.clip(eigenvalues, 0.0, None)  # B = Sᵀ S is PSD; rounding may give tiny negatives

@@ -235,10 +235,11 @@ class Harvester:
         gives each client's statistics and its evaluation states at once. When a client's
         features are cached and are its training states (``"last"``/``"mean"``), its
         statistics are taken from them without a pass."""
-        ids = list(dict.fromkeys(ids))
-        wanted = set(ids if stats is None else stats)
+        ids = list(ids)
+        with_stats = ids if stats is None else list(stats)
+        wanted = set(with_stats)
         todo = []
-        for cid in dict.fromkeys([*ids, *wanted]):
+        for cid in dict.fromkeys([*ids, *with_stats]):  # first-seen order: the same pooled batches every run
             key = (weights.key, cid)
             needs_stats = cid in wanted and key not in self._stats
             if key in self._features and not needs_stats:

@@ -119,6 +119,7 @@ def harvest(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias:
     valid = None
     if lengths is not None:
         valid = (np.arange(steps)[:, None] < np.asarray(lengths)[None, :]).astype(np.float32)[:, :, None]
+    counts = np.full(batch, steps - washout) if lengths is None else np.asarray(lengths) - washout
     kept = (np.zeros((batch, units), np.float32) if keep == "mean"
             else np.zeros((steps - washout, batch, units), np.float32) if keep == "all" else None)
     accumulate = targets is not None
@@ -150,33 +151,28 @@ def harvest(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias:
             stats[g][0] += (y.T @ s).astype(np.float64)
             stats[g][1] += (s.T @ s).astype(np.float64)
 
+    masked = np.empty((batch, units), np.float32)
     for t, x in enumerate(_states(inputs, kernel, recurrent, bias, gain, leaky, valid)):
         if t < washout:
             continue
         i = t - washout
+        state = x if valid is None else np.multiply(x, valid[t], out=masked)  # zero past a sequence's end
         if keep == "mean":
-            kept += x if valid is None else x * valid[t]
+            kept += state
         elif keep == "all":
-            np.multiply(x, 1 if valid is None else valid[t], out=kept[i])
+            kept[i] = state
         if accumulate:
-            if keep == "all":
-                block[i % chunk, :, :units] = kept[i]
-            elif valid is None:
-                block[i % chunk, :, :units] = x
-            else:
-                np.multiply(x, valid[t], out=block[i % chunk, :, :units])
+            block[i % chunk, :, :units] = state
             if i % chunk == chunk - 1 or t == steps - 1:
                 reduce(i - i % chunk, i + 1)
     if keep == "last":
         out = x.copy() if steps else np.zeros((batch, units), np.float32)
     elif keep == "mean":
-        count = steps - washout if lengths is None else (np.asarray(lengths) - washout)[:, None]
-        out = kept / np.float32(count) if lengths is None else kept / count.astype(np.float32)
+        out = kept / counts[:, None].astype(np.float32)
     else:
         out = np.ascontiguousarray(np.swapaxes(kept, 0, 1))
     if not accumulate:
         return out, None
-    counts = (np.full(batch, steps - washout) if lengths is None else np.asarray(lengths) - washout)
     for g, member in enumerate(members):
         stats[g][2] = int(counts[member].sum())
     return out, [tuple(s) for s in stats]

@@ -105,6 +105,8 @@ class ClientSequences:
         parts = list(parts)
         if not parts:
             raise ValueError("ClientSequences.concat: nothing to pool.")
+        if len(parts) == 1:  # frozen: no copy, no second validation
+            return parts[0]
         steps = max(p.x.shape[1] for p in parts)
         if all(p.x.shape[1] == steps for p in parts) and not any(p.ragged for p in parts):
             return ClientSequences(np.concatenate([p.x for p in parts]), np.concatenate([p.y for p in parts]))
