@@ -6,8 +6,8 @@ sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
 :func:`tff_esn.metrics.classification_metrics` dict or ``None`` when the split has no such
 clients), ``"communication"`` (a :class:`tff_esn.communication.CommunicationCost` as dict)
 and optionally ``"extra"``. :func:`run_algorithm` adds ``"algorithm"``, ``"data"``,
-``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"`` and a
-``"privacy"`` section (:data:`tff_esn.privacy.config.NO_PRIVACY` unless the algorithm
+``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"``,
+``"warnings"`` (:mod:`tff_esn.run_warnings`) and a ``"privacy"`` section (:data:`tff_esn.privacy.config.NO_PRIVACY` unless the algorithm
 reports one)::
 
     from tff_esn.algorithms import run_algorithm
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import NO_PRIVACY, check_privacy
+from tff_esn.run_warnings import recording
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -187,8 +188,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     full ``metrics.json`` record.
 
     ``{"algorithm", "data", "split", "config", "train", "val", "test", "communication",
-    ..., "seconds", "baselines"}``; a ``run`` that omits a required section is reported by
-    name. ``baselines`` holds the majority-class and logistic-regression scores on the same
+    ..., "seconds", "baselines", "warnings"}``; a ``run`` that omits a required section is
+    reported by name. ``warnings`` lists every :class:`~tff_esn.run_warnings.RunWarning`
+    said during the run. ``baselines`` holds the majority-class and logistic-regression scores on the same
     split (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
     """
     algo = get_algorithm(name)
@@ -203,9 +205,11 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     from tff_esn.baselines import baseline_scores
 
     run = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
-    start = time.perf_counter()
-    result = run(dataset, split, config)
-    seconds = time.perf_counter() - start
+    with recording() as said:
+        start = time.perf_counter()
+        result = run(dataset, split, config)
+        seconds = time.perf_counter() - start
+        baselines = baseline_scores(dataset, split, seed=config.seed)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
@@ -213,5 +217,6 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record.update(result)
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
-    record["baselines"] = baseline_scores(dataset, split, seed=config.seed)
+    record["baselines"] = baselines
+    record["warnings"] = said
     return record

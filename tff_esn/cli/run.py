@@ -19,6 +19,7 @@ from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
 from tff_esn.cli.workers import add_worker_arguments, context_from_args
+from tff_esn.run_warnings import recording
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -118,9 +119,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         context_from_args(args, prestart=True)  # the local worker boots while the data loads
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
-    dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
-    split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
+    with recording() as said:
+        dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
+        split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
+    record["warnings"] = said + [w for w in record["warnings"] if w not in said]
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
                      and k not in ("func", "command", "algorithm")}
     path = write_json_atomic(Path(args.out) / "metrics.json", record)

@@ -11,7 +11,6 @@ zeros to the longest and carry their ``lengths``: sequence i is ``x[i, :lengths[
 from __future__ import annotations
 
 import dataclasses
-import warnings
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tff_esn import run_warnings
 from tff_esn.data.errors import DataError, MissingDataError
 
 SPLIT_GROUPS = ("train", "val", "test")
@@ -341,8 +341,8 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
         if length < 1 or length > shortest:
             raise DataError(f"{path}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
         if lengths.max() > length:
-            warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last {length} "
-                          "steps (ragged='pad' keeps them whole).", stacklevel=2)
+            run_warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
+                              f"{length} steps (ragged='pad' keeps them whole).", stacklevel=2)
         seqs = [s[s.shape[0] - length:] for s in seqs]
         lengths = np.full(n, length)
     steps = int(lengths.max())

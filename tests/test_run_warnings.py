@@ -1,0 +1,43 @@
+"""Warnings a run records (tff_esn.run_warnings) and their place in metrics.json."""
+
+import warnings
+
+import numpy as np
+
+from tff_esn.algorithms import run_algorithm
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.config import ReservoirConfig
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.run_warnings import RunWarning, recording, warn
+
+
+def test_recording_keeps_each_message_once_in_order_and_passes_others_through(capsys):
+    with warnings.catch_warnings(record=True) as outer:
+        warnings.simplefilter("always")
+        with recording() as said:
+            warn("first   thing\n said")
+            warn("second")
+            warn("first thing said")
+            warnings.warn("not ours", DeprecationWarning)
+    assert said == ["first thing said", "second"]
+    assert [str(w.message) for w in outer] == ["not ours"]
+    assert capsys.readouterr().err.count("warning: first thing said") == 1
+
+
+def test_run_algorithm_records_the_warnings_of_the_run(monkeypatch):
+    rng = np.random.default_rng(0)
+    clients = {c: ClientSequences(rng.normal(size=(12, 10, 2)), rng.integers(0, 2, 12)) for c in ("a", "b")}
+    dataset = SequenceDataset(clients, 2, ("f0", "f1"), ("0", "1"), "test")
+    config = ReadoutConfig(reservoir=ReservoirConfig(units=8, seed=1))
+    import tff_esn.closed_form.commands as commands
+
+    real = commands.run_centralized
+
+    def noisy(*args):
+        warn("something to know")
+        return real(*args)
+
+    monkeypatch.setattr(commands, "run_centralized", noisy)
+    record = run_algorithm("centralized", dataset, Split("s", ("a",), test=("b",)), config)
+    assert record["warnings"] == ["something to know"]
+    assert issubclass(RunWarning, UserWarning)

@@ -1,0 +1,48 @@
+"""Warnings a run records: inputs or settings that can mislead without stopping the run.
+
+Code that notices such an input (a fallback solve, a setting that defeats the model, data
+that only just passes) calls :func:`warn`. :func:`recording` collects what is said inside
+it, in order and without repeats, and still shows each message once on stderr; every
+``metrics.json`` holds the collected messages under ``"warnings"``, so a result is never
+read without what was said about it. Other warnings pass through untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
+
+
+class RunWarning(UserWarning):
+    """An input or setting that can give a misleading result; recorded in ``metrics.json``."""
+
+
+def warn(message: str, *, stacklevel: int = 2) -> None:
+    """Emits ``message`` (whitespace folded to one line) as a :class:`RunWarning`."""
+    warnings.warn(" ".join(str(message).split()), RunWarning, stacklevel=stacklevel + 1)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[str]]:
+    """Collects the :class:`RunWarning` messages emitted inside the block into the yielded list.
+
+    Each distinct message is recorded and printed to stderr (``warning: …``) once, also when
+    it is emitted again; any other warning goes to the warning display in force outside.
+    """
+    said: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RunWarning)
+        outer = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if not issubclass(category, RunWarning):
+                return outer(message, category, filename, lineno, file, line)
+            text = str(message)
+            if text not in said:
+                said.append(text)
+                print(f"warning: {text}", file=sys.stderr)
+
+        warnings.showwarning = show
+        yield said
