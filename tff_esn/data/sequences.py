@@ -271,14 +271,19 @@ def _npz_sequences(x: np.ndarray, path: Path) -> list[np.ndarray]:
     return seqs
 
 
-def _npz_labels(y: np.ndarray, n: int, path: Path) -> int:
-    """Checks ``y`` ((n,) integers ≥ 0 coding classes 0..C−1) and returns C."""
+def _npz_labels(y: np.ndarray, n: int, path: Path | str, label_names: tuple[str, ...] | None = None) -> int:
+    """Checks ``y`` ((n,) integers ≥ 0 coding classes 0..C−1) and returns C (``len(label_names)`` when given)."""
     if y.shape != (n,):
         raise DataError(f"{path}: y: must have shape ({n},) like X, got {y.shape}.")
     if y.dtype.kind not in "iu":
         raise DataError(f"{path}: y: must hold integer labels ≥ 0, got dtype {y.dtype}.")
     if y.min() < 0:
         raise DataError(f"{path}: y: must hold integer labels ≥ 0, got min {y.min()}.")
+    if label_names is not None:
+        if len(label_names) < 2 or y.max() >= len(label_names):
+            raise DataError(f"{path}: y: labels must lie in [0, {len(label_names)}) and name at least 2 classes "
+                            f"({list(label_names)}), got max {y.max()}.")
+        return len(label_names)
     n_classes = int(y.max()) + 1
     if n_classes < 2:
         raise DataError(f"{path}: y: every label is 0; a classifier needs labels of at least 2 classes.")
@@ -287,6 +292,82 @@ def _npz_labels(y: np.ndarray, n: int, path: Path) -> int:
         raise DataError(f"{path}: y: labels span [0, {n_classes}) but only {present} distinct values occur; "
                         "code the classes as 0..C−1 (e.g. np.unique(y, return_inverse=True)[1]).")
     return n_classes
+
+
+def dataset_from_arrays(sequences: list[np.ndarray], y: np.ndarray, client: np.ndarray,
+                        split: np.ndarray | None = None, *, source: str, ragged: str = "pad",
+                        length: int | None = None, label_names: tuple[str, ...] | None = None) -> SequenceDataset:
+    """The :class:`SequenceDataset` of n labelled sequences with their client ids: every file
+    format's one builder and validation.
+
+    Args:
+        sequences: n real-valued (T_i, F) arrays sharing F ≥ 1, each with T_i ≥ 1 steps.
+        y: (n,) integer labels in [0, C).
+        client: (n,) client ids (strings or integers); clients keep their first-seen order.
+        split: optional (n,) ``"train"``/``"val"``/``"test"``, the same for all sequences of a
+            client (the dataset's :attr:`~SequenceDataset.groups`).
+        source: the dataset's ``source`` (``"npz:FILE"``); errors name what follows ``KIND:``.
+        ragged, length: as :func:`load_npz`.
+        label_names: one name per class (C = their number); ``None``: C = max(y) + 1, named
+            ``"0"``…, and a C beyond twice the distinct labels present is refused.
+
+    Raises:
+        DataError: one line naming the source and the array and what is wrong.
+        ValueError: an unknown ``ragged`` mode.
+    """
+    if ragged not in RAGGED_MODES:
+        raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
+    path = source.partition(":")[2] or source
+    n = len(sequences)
+    y = np.asarray(y)
+    for key, values in (("client", client), ("split", split)):
+        if values is not None and np.shape(values) != (n,):
+            raise DataError(f"{path}: {key}: must have shape ({n},) like X, got {np.shape(values)}.")
+    n_classes = _npz_labels(y, n, path, label_names)
+    seqs = list(sequences)
+    lengths = np.array([s.shape[0] for s in seqs])
+    shortest = int(lengths.min())
+    if length is not None or ragged == "crop":
+        length = shortest if length is None else int(length)
+        if length < 1 or length > shortest:
+            raise DataError(f"{path}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
+        if lengths.max() > length:
+            run_warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
+                              f"{length} steps (ragged='pad' keeps them whole).", stacklevel=3)
+        seqs = [s[s.shape[0] - length:] for s in seqs]
+        lengths = np.full(n, length)
+    steps = int(lengths.max())
+    x = np.zeros((n, steps, seqs[0].shape[1]), np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, s in enumerate(seqs):
+            x[i, :s.shape[0]] = s
+    finite = np.all(np.isfinite(x), axis=(1, 2))
+    if not finite.all():
+        raise DataError(f"{path}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
+                        "(or values beyond float32).")
+    ids = np.array([str(c) for c in client])
+    order = list(dict.fromkeys(ids))
+    groups = {}
+    if split is not None:
+        split = np.array([str(s) for s in split])
+        bad = sorted(set(split) - set(SPLIT_GROUPS))
+        if bad:
+            raise DataError(f"{path}: split: values must be {SPLIT_GROUPS}, got {bad}.")
+        for cid in order:
+            values = set(split[ids == cid])
+            if len(values) != 1:
+                raise DataError(f"{path}: split: client {cid!r} has sequences in several groups {sorted(values)}; "
+                                "splits are client-wise.")
+            groups[cid] = values.pop()
+        if "train" not in groups.values():
+            raise DataError(f"{path}: split: no client is in 'train'.")
+    clients = {}
+    for cid in order:
+        rows = ids == cid
+        clients[cid] = ClientSequences(x[rows, :lengths[rows].max()], y[rows], lengths[rows])
+    names = tuple(str(i) for i in range(n_classes)) if label_names is None else tuple(label_names)
+    return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
+                           groups=groups)
 
 
 def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:
@@ -328,51 +409,5 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
                             f"(found {sorted(keys)}).")
         arrays = {k: _npz_member(archive, k, path) for k in ("X", "y", "client", "split") if k in keys}
     seqs = _npz_sequences(arrays["X"], path)
-    n = len(seqs)
-    for key in ("client", "split"):
-        if key in arrays and arrays[key].shape != (n,):
-            raise DataError(f"{path}: {key}: must have shape ({n},) like X, got {arrays[key].shape}.")
-    y = arrays["y"]
-    n_classes = _npz_labels(y, n, path)
-    lengths = np.array([s.shape[0] for s in seqs])
-    shortest = int(lengths.min())
-    if length is not None or ragged == "crop":
-        length = shortest if length is None else int(length)
-        if length < 1 or length > shortest:
-            raise DataError(f"{path}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
-        if lengths.max() > length:
-            run_warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
-                              f"{length} steps (ragged='pad' keeps them whole).", stacklevel=2)
-        seqs = [s[s.shape[0] - length:] for s in seqs]
-        lengths = np.full(n, length)
-    steps = int(lengths.max())
-    x = np.zeros((n, steps, seqs[0].shape[1]), np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for i, s in enumerate(seqs):
-            x[i, :s.shape[0]] = s
-    finite = np.all(np.isfinite(x), axis=(1, 2))
-    if not finite.all():
-        raise DataError(f"{path}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
-                        "(or values beyond float32).")
-    ids = np.array([str(c) for c in arrays["client"]])
-    order = list(dict.fromkeys(ids))
-    groups = {}
-    if "split" in arrays:
-        split = np.array([str(s) for s in arrays["split"]])
-        bad = sorted(set(split) - set(SPLIT_GROUPS))
-        if bad:
-            raise DataError(f"{path}: split: values must be {SPLIT_GROUPS}, got {bad}.")
-        for cid in order:
-            values = set(split[ids == cid])
-            if len(values) != 1:
-                raise DataError(f"{path}: split: client {cid!r} has sequences in several groups {sorted(values)}; "
-                                "splits are client-wise.")
-            groups[cid] = values.pop()
-        if "train" not in groups.values():
-            raise DataError(f"{path}: split: no client is in 'train'.")
-    clients = {}
-    for cid in order:
-        rows = ids == cid
-        clients[cid] = ClientSequences(x[rows, :lengths[rows].max()], y[rows], lengths[rows])
-    return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])),
-                           tuple(str(i) for i in range(n_classes)), f"npz:{path}", groups=groups)
+    return dataset_from_arrays(seqs, arrays["y"], arrays["client"], arrays.get("split"), source=f"npz:{path}",
+                               ragged=ragged, length=length)
