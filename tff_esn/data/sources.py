@@ -12,7 +12,10 @@ Sources:
   memory at a time;
 * ``hhar:DIR`` — the HHAR CSVs in ``DIR`` (option ``users``);
 * ``npz:FILE`` — :func:`tff_esn.data.sequences.load_npz` (the pipeline is ignored; options
-  ``ragged`` (``"pad"``, the default, or ``"crop"``) and ``length``).
+  ``ragged`` (``"pad"``, the default, or ``"crop"``) and ``length``);
+* ``ts:DIR/NAME`` — :func:`tff_esn.data.ts.load_ts`, the UEA/UCR ``NAME_TRAIN.ts`` and
+  ``NAME_TEST.ts`` (the pipeline is ignored; options ``missing`` (``"refuse"``, the default,
+  or ``"interpolate"``), ``ragged`` and ``length``).
 
 Every other option configures the pipeline (:mod:`tff_esn.data.pipelines`). The result is
 cached under :func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their
@@ -33,7 +36,7 @@ from tff_esn.data.sequences import SequenceDataset, load_npz
 SYNTHETIC_HHAR_MINUTES = 0.5
 """Default minutes per activity of a synthetic HHAR user (real: ≈ 5)."""
 
-SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz")
+SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
 
 
 def _parse(source: str) -> tuple[str, str]:
@@ -41,8 +44,8 @@ def _parse(source: str) -> tuple[str, str]:
         raise ValueError(f"source: expected a string, got {type(source).__name__}.")
     kind, _, arg = source.partition(":")
     if kind not in SOURCE_KINDS or (kind.startswith("synthetic") != (arg == "")):
-        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE, "
-                         f"got {source!r}.")
+        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or "
+                         f"ts:DIR/NAME, got {source!r}.")
     return kind, arg
 
 
@@ -83,6 +86,14 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
             raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (npz takes 'ragged' and "
                              "'length').")
         return load_npz(arg, length=length, ragged=ragged)
+    if kind == "ts":
+        from tff_esn.data.ts import load_ts
+
+        settings = {k: options.pop(k) for k in ("missing", "ragged", "length") if k in options}
+        if options:
+            raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (ts takes 'missing', 'ragged' "
+                             "and 'length').")
+        return load_ts(arg, **settings)
     data = kind.removeprefix("synthetic-")
     if data == "wesad":
         loader, key = _wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
