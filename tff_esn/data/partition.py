@@ -1,0 +1,250 @@
+"""Seeded partitioners: the training sequences of a split spread over clients under control.
+
+A partition pools the split's training clients' sequences and deals them to ``clients`` new
+training clients (``p00``, ``p01``, …); the validation, test and extra clients are kept as
+they are. The partitioners are the field's convention (Flower's dataset partitioners;
+Hsu et al. 2019 for the Dirichlet label skew; McMahan et al. 2017 for the pathological
+shards; Li et al. 2022, "Federated learning on non-IID data silos", for quantity skew):
+
+* ``natural`` — the data's own clients (subjects, users, devices), unchanged;
+* ``iid`` — a random permutation cut into ``clients`` parts of equal size (±1);
+* ``dirichlet:α`` — label skew: each class's sequences are dealt to the clients in
+  proportions drawn from Dir(α·1); α → ∞ approaches IID, α → 0 one class per client;
+* ``pathological:k`` — each client holds k classes (a seeded permutation of the classes
+  dealt cyclically: client i gets classes i, …, i+k−1), each class's sequences split
+  equally among its holders;
+* ``quantity:α`` — size skew with IID labels: client sizes 1 + Multinomial(n − clients,
+  Dir(α·1));
+* ``powerlaw:a`` — size skew with IID labels: client sizes ∝ rank^(−a) (Zipf) in a random order,
+  at least 1 each.
+
+Every client keeps ≥ 1 sequence: where a draw leaves a client empty (Dirichlet,
+pathological), the fullest client gives it one of its sequences (so n ≥ clients is required).
+A sequence's label is its class, or for per-step labels its most frequent step label. Every
+partitioner covers each training sequence exactly once and is a function of the seed.
+
+IncFed's readout (IncFed eq. 10) sums the clients' statistics, so it does not depend on the
+partition. FedAvg of local ridge readouts (IncFed eq. 5) differs from it for any partition;
+under ``iid`` with equal client sizes the local statistics equal the pooled ones divided by
+the number of clients only in expectation over the draw, so the two readouts agree only in
+expectation, not per draw.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+
+PARTITIONERS = ("natural", "iid", "dirichlet", "pathological", "quantity", "powerlaw")
+_PARAMETER = {"dirichlet": "concentration α > 0", "pathological": "classes per client k ≥ 1",
+              "quantity": "concentration α > 0", "powerlaw": "exponent a ≥ 0"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Partitioner:
+    """A partitioner and its parameter (module docstring); ``str()`` gives ``kind[:value]``."""
+
+    kind: str = "natural"
+    value: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in PARTITIONERS:
+            raise ValueError(f"partition: expected one of {', '.join(PARTITIONERS)}, got {self.kind!r}.")
+        if (self.kind in _PARAMETER) != (self.value is not None):
+            raise ValueError(f"partition {self.kind!r}: " + (f"expects a {_PARAMETER[self.kind]}, e.g. "
+                                                             f"'{self.kind}:1'" if self.kind in _PARAMETER
+                                                             else "takes no parameter"))
+        if self.value is not None:
+            value = self.value
+            ok = math.isfinite(value) and (value >= 0 if self.kind == "powerlaw" else value > 0)
+            if self.kind == "pathological":
+                ok = ok and float(value).is_integer()
+            if not ok:
+                raise ValueError(f"partition {self.kind!r}: expected a {_PARAMETER[self.kind]}, got {value!r}.")
+
+    @classmethod
+    def parse(cls, text: str) -> "Partitioner":
+        """``natural``, ``iid``, ``dirichlet:0.1``, ``pathological:2``, ``quantity:0.5``, ``powerlaw:1.5``."""
+        kind, _, value = str(text).partition(":")
+        try:
+            number = float(value) if value else None
+        except ValueError:
+            raise ValueError(f"partition {kind!r}: expected a {_PARAMETER.get(kind, 'number')} after ':', "
+                             f"got {value!r}.") from None
+        return cls(kind, number)
+
+    def __str__(self) -> str:
+        return self.kind if self.value is None else f"{self.kind}:{self.value:g}"
+
+
+def _rng(seed: int, partitioner: Partitioner) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, PARTITIONERS.index(partitioner.kind), 0x9A27]))
+
+
+def _sizes_to_assignment(sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random permutation of n = Σ sizes sequences cut into consecutive parts of ``sizes``."""
+    owner = np.repeat(np.arange(sizes.size), sizes)
+    out = np.empty_like(owner)
+    out[rng.permutation(owner.size)] = owner
+    return out
+
+
+def _largest_remainder(weights: np.ndarray, total: int) -> np.ndarray:
+    """Integers ≥ 0 summing to ``total`` proportional to ``weights`` (Hamilton's method)."""
+    share = weights / weights.sum() * total
+    sizes = np.floor(share).astype(np.int64)
+    sizes[np.argsort(-(share - sizes), kind="stable")[:total - sizes.sum()]] += 1
+    return sizes
+
+
+def _fill_empty(assignment: np.ndarray, clients: int, rng: np.random.Generator) -> np.ndarray:
+    """Gives every empty client one sequence of the fullest client (chosen at random)."""
+    assignment = assignment.copy()
+    counts = np.bincount(assignment, minlength=clients)
+    for empty in np.flatnonzero(counts == 0):
+        donor = int(counts.argmax())
+        moved = rng.choice(np.flatnonzero(assignment == donor))
+        assignment[moved] = empty
+        counts[donor] -= 1
+        counts[empty] += 1
+    return assignment
+
+
+def _dirichlet(labels: np.ndarray, clients: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
+    assignment = np.empty(labels.size, np.int64)
+    for c in np.unique(labels):
+        rows = rng.permutation(np.flatnonzero(labels == c))
+        shares = rng.dirichlet(np.full(clients, alpha))
+        assignment[rows] = _sizes_to_assignment(_largest_remainder(shares, rows.size), rng)
+    return _fill_empty(assignment, clients, rng)
+
+
+def _pathological(labels: np.ndarray, clients: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    classes = rng.permutation(np.unique(labels))
+    if k > classes.size:
+        raise DataError(f"partition pathological:{k}: the training sequences hold only {classes.size} classes.")
+    if clients + k - 1 < classes.size:
+        raise DataError(f"partition pathological:{k}: {clients} clients holding {k} classes each cover at most "
+                        f"{clients + k - 1} of the {classes.size} classes; use more clients or a larger k.")
+    holders: dict[int, list[int]] = {int(c): [] for c in classes}
+    for i in range(clients):
+        for j in range(k):
+            holders[int(classes[(i + j) % classes.size])].append(i)
+    assignment = np.empty(labels.size, np.int64)
+    for c, owners in holders.items():
+        rows = rng.permutation(np.flatnonzero(labels == c))
+        assignment[rows] = np.asarray(owners)[np.arange(rows.size) % len(owners)]
+    return _fill_empty(assignment, clients, rng)
+
+
+def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int) -> np.ndarray:
+    """The client index in [0, clients) of each of the n sequences with class ``labels`` (n,).
+
+    Raises:
+        DataError: fewer sequences than clients, or a pathological k the classes cannot meet.
+        ValueError: ``natural`` (it keeps the data's clients: nothing to assign) or clients < 1.
+    """
+    labels = np.asarray(labels)
+    if partitioner.kind == "natural":
+        raise ValueError("partition 'natural' keeps the data's own clients; there is nothing to assign.")
+    if not isinstance(clients, (int, np.integer)) or clients < 1:
+        raise ValueError(f"clients: expected an integer ≥ 1, got {clients!r}.")
+    n = labels.size
+    if n < clients:
+        raise DataError(f"partition {partitioner}: {clients} clients need at least {clients} training sequences "
+                        f"(every client keeps one), the split has {n}.")
+    rng = _rng(seed, partitioner)
+    kind, value = partitioner.kind, partitioner.value
+    if kind == "iid":
+        return _sizes_to_assignment(_largest_remainder(np.ones(clients), n), rng)
+    if kind == "dirichlet":
+        return _dirichlet(labels, clients, value, rng)
+    if kind == "pathological":
+        return _pathological(labels, clients, int(value), rng)
+    if kind == "quantity":
+        sizes = 1 + rng.multinomial(n - clients, rng.dirichlet(np.full(clients, value)))
+    else:
+        weights = rng.permutation(np.arange(1, clients + 1, dtype=np.float64) ** -value)
+        sizes = 1 + _largest_remainder(weights, n - clients)
+    return _sizes_to_assignment(sizes, rng)
+
+
+def sequence_labels(client: ClientSequences) -> np.ndarray:
+    """(n,) one class per sequence: its label, or for per-step labels the most frequent step label
+    (ties to the smaller class)."""
+    if not client.per_step:
+        return client.y
+    n_classes = int(client.y.max()) + 1
+    counts = (client.y[:, :, None] == np.arange(n_classes)).sum(axis=1)
+    return counts.argmax(axis=1)
+
+
+def label_histogram(dataset: SequenceDataset, ids: tuple[str, ...]) -> dict[str, list[int]]:
+    """Client id → label counts per class (counts of steps for per-step labels)."""
+    return {cid: np.bincount(dataset.clients[cid].y.reshape(-1), minlength=dataset.n_classes).tolist()
+            for cid in ids}
+
+
+def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Partitioner | str,
+                      clients: int | None = None, *,
+                      seed: int = 0) -> tuple[SequenceDataset, Split, dict[str, Any]]:
+    """``split``'s training sequences dealt to ``clients`` new training clients by ``partitioner``.
+
+    Args:
+        dataset, split: the data and its client-wise split.
+        partitioner: a :class:`Partitioner` or its text (``dirichlet:0.1``).
+        clients: number of training clients (``None`` only for ``natural``).
+        seed: the partition's seed.
+
+    Returns:
+        ``(dataset, split, record)``: the dataset holding the new training clients and the
+        split's validation/test/extra clients unchanged (clients outside the split dropped);
+        its split (name ``SPLIT+PARTITIONER``); and the record saved with a run —
+        ``{"partitioner", "clients", "seed", "label_names", "sizes", "label_histogram"}``.
+        ``natural`` returns the inputs themselves and their record.
+
+    Raises:
+        DataError / ValueError: as :func:`assign`; ``clients`` given with ``natural`` or
+        missing otherwise.
+    """
+    if isinstance(partitioner, str):
+        partitioner = Partitioner.parse(partitioner)
+    if partitioner.kind == "natural":
+        if clients is not None:
+            raise ValueError("clients: partition 'natural' keeps the data's own clients; give a partitioner "
+                             "(e.g. iid or dirichlet:0.3) to choose their number.")
+        new_dataset, new_split = dataset, split
+    else:
+        if clients is None:
+            raise ValueError(f"clients: partition {partitioner} needs the number of training clients.")
+        pooled = dataset.pooled(split.train)
+        owner = assign(sequence_labels(pooled), clients, partitioner, seed)
+        width = len(str(clients - 1))
+        ids = tuple(f"p{i:0{width}d}" for i in range(clients))
+        kept = (*split.val, *split.test, *(c for group in split.extra.values() for c in group))
+        clash = sorted(set(ids) & set(kept))
+        if clash:
+            raise ValueError(f"partition: new client ids {clash} clash with the split's evaluation clients.")
+        parts = {}
+        for i, cid in enumerate(ids):
+            rows = np.flatnonzero(owner == i)
+            lengths = None if pooled.lengths is None else pooled.lengths[rows]
+            steps = pooled.x.shape[1] if lengths is None else int(lengths.max())
+            parts[cid] = ClientSequences(pooled.x[rows, :steps], pooled.y[rows], lengths)
+        parts.update(dataset.select(kept))
+        groups = {cid: "train" for cid in ids} | {c: g for c, g in dataset.groups.items() if c in kept}
+        new_dataset = SequenceDataset(parts, dataset.n_classes, dataset.feature_names, dataset.label_names,
+                                      dataset.source, groups=groups if dataset.groups else {})
+        new_split = Split(f"{split.name}+{partitioner}", ids, split.val, split.test, dict(split.extra))
+    histogram = label_histogram(new_dataset, new_split.train)
+    record = {"partitioner": str(partitioner), "clients": len(new_split.train), "seed": seed,
+              "label_names": list(dataset.label_names),
+              "sizes": {cid: len(new_dataset.clients[cid]) for cid in new_split.train},
+              "label_histogram": histogram}
+    return new_dataset, new_split, record
