@@ -18,7 +18,9 @@ from pathlib import Path
 from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
+from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.workers import add_worker_arguments, context_from_args
+from tff_esn.data.ts import MISSING_MODES
 from tff_esn.run_warnings import recording
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -36,8 +38,9 @@ def default_pipeline(source: str) -> str:
 
 
 def default_split(source: str, pipeline: str) -> str:
-    """``npz`` for npz files, ``thesis-primal`` for the thesis pipeline, else the pipeline's name."""
-    if _source_kind(source) == "npz":
+    """``npz`` (the file's own groups) for npz and ts files, ``thesis-primal`` for the thesis pipeline, else the
+    pipeline's name."""
+    if _source_kind(source) in ("npz", "ts"):
         return "npz"
     return "thesis-primal" if pipeline == "thesis" else pipeline
 
@@ -45,15 +48,20 @@ def default_split(source: str, pipeline: str) -> str:
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("data and output")
     g.add_argument("--data", default="synthetic-wesad", metavar="SOURCE",
-                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE")
+                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or ts:DIR/NAME "
+                        "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts)")
     g.add_argument("--pipeline", default=None,
                    help="preprocessing pipeline (default: incfed-wesad / incfed-hhar from the source)")
     g.add_argument("--split", default=None, help="client split (default: the pipeline's, npz for npz files)")
     g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
                    help="fraction of the training clients used (IncFed Tables V–VI)")
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
-                   help="npz:FILE sequences of unequal length: each at its own length (pad, the default) or "
-                        "cut to the shortest (crop)")
+                   help="npz:FILE / ts:DIR/NAME sequences of unequal length: each at its own length (pad, the "
+                        "default) or cut to the shortest (crop)")
+    g.add_argument("--missing", choices=MISSING_MODES, default=None,
+                   help="ts:DIR/NAME missing values ('?', NaN): refused (refuse, the default) or interpolated over "
+                        "time within their dimension (interpolate)")
+    add_partition_arguments(g)
     g.add_argument("--squared-inputs", action="store_true",
                    help="pfedrr-hhar / fedip-hhar: append each standardized axis' square as 6 more inputs, so the "
                         "reservoir's mean states carry the signal power (ours, not in the seeds; issue 13)")
@@ -88,11 +96,15 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
     from tff_esn.data.pipelines import PIPELINES
 
     options = {}
-    npz = _source_kind(args.data) == "npz"
+    npz = _source_kind(args.data) in ("npz", "ts")
     if args.ragged is not None:
         if not npz:
-            raise UsageError(f"--ragged: applies to npz:FILE sources only, got --data {args.data}.")
+            raise UsageError(f"--ragged: applies to npz:FILE and ts:DIR/NAME sources only, got --data {args.data}.")
         options["ragged"] = args.ragged
+    if args.missing is not None:
+        if _source_kind(args.data) != "ts":
+            raise UsageError(f"--missing: applies to ts:DIR/NAME sources only, got --data {args.data}.")
+        options["missing"] = args.missing
     if args.squared_inputs:
         squares = [n for n, cls in sorted(PIPELINES.items()) if "squared" in {f.name for f in dataclasses.fields(cls)}]
         if npz or pipeline not in squares:
@@ -122,7 +134,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
         split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
+        dataset, split, partition = partitioned(args, dataset, split)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
+    record["partition"] = partition
     record["warnings"] = said + [w for w in record["warnings"] if w not in said]
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
                      and k not in ("func", "command", "algorithm")}

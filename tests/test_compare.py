@@ -1,0 +1,128 @@
+"""``tff-esn compare`` and the ``--partition``/``--clients`` flags of ``tff-esn run``, on small ``.ts`` files."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from tff_esn import compare
+from tff_esn.cli import main
+from tff_esn.compare import Comparison, fitting_algorithms, run_comparison
+from tff_esn.data.ts import load_ts
+
+
+def _ts(folder, name="Toy", n_train=24, n_test=12, classes=3, steps=12, seed=0, ragged=False):
+    """A learnable .ts problem: the class shifts both dimensions' mean."""
+    rng = np.random.default_rng(seed)
+    labels = [f"c{i}" for i in range(classes)]
+    head = f"@problemName {name}\n@univariate false\n@dimensions 2\n@classLabel true {' '.join(labels)}\n@data\n"
+    for part, n in (("TRAIN", n_train), ("TEST", n_test)):
+        lines = []
+        for i in range(n):
+            k = i % classes
+            t = int(rng.integers(steps // 2, steps + 1)) if ragged else steps
+            x = rng.normal(size=(t, 2)) + k
+            lines.append(":".join(",".join(f"{v:.4f}" for v in x[:, d]) for d in range(2)) + f":{labels[k]}")
+        (folder / f"{name}_{part}.ts").write_text(head + "\n".join(lines) + "\n")
+    return f"ts:{folder / name}"
+
+
+def _rows(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_a_comparison_writes_csv_table_and_figure_and_incfed_equals_centralized_on_every_partition(tmp_path):
+    source = _ts(tmp_path)
+    comparison = Comparison(source, "ignored", "npz", partitions=("iid", "dirichlet:0.1"), clients=4, seeds=(0, 1),
+                            algorithms=("centralized", "incfed", "fedavg-ridge"))
+    paths = run_comparison(comparison, tmp_path / "out", progress=False)
+    rows = _rows(paths["csv"])
+    assert [(r["algorithm"], r["partition"], r["seed"]) for r in rows] == [
+        ("centralized", "natural", "0"), ("centralized", "natural", "1"),
+        *[(a, p, s) for a in ("incfed", "fedavg-ridge") for p in ("iid", "dirichlet:0.1") for s in "01"]]
+    assert all(r["error"] == "" and r["scored_on"] == "test" for r in rows)
+    central = {r["seed"]: r["accuracy"] for r in rows if r["algorithm"] == "centralized"}
+    assert all(r["accuracy"] == central[r["seed"]] for r in rows if r["algorithm"] == "incfed")
+    record = json.loads((tmp_path / "out/runs/fedavg-ridge/dirichlet-0.1/seed1/metrics.json").read_text())
+    assert record["partition"]["partitioner"] == "dirichlet:0.1" and record["partition"]["clients"] == 4
+    assert sum(map(sum, record["partition"]["label_histogram"].values())) == 24
+    assert record["config"]["seed"] == 1 and record["config"]["units"] == 100  # run's default reservoir
+    fedavg = [float(r["accuracy"]) for r in rows if r["algorithm"] == "fedavg-ridge" and r["partition"] == "iid"]
+    table = paths["table"].read_text()
+    assert f"| fedavg-ridge | {np.mean(fedavg):.3f} ± {np.std(fedavg):.3f} |" in table
+    assert "logistic regression (pooled data, reference)" in table and "| 4000 |" not in table
+    up = float(rows[-1]["up_floats_per_client"])
+    assert up == 2 * 101 * 3 / 2 == 303  # FedAvg of ridge: N_Y · N_F floats up (IncFed §II-B)
+    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_finished_cells_are_read_not_rerun_and_other_settings_are_refused(tmp_path, monkeypatch):
+    source = _ts(tmp_path, seed=3)
+    comparison = Comparison(source, "ignored", "npz", partitions=("iid",), clients=3, seeds=(0,),
+                            algorithms=("centralized", "incfed"))
+    first = run_comparison(comparison, tmp_path / "out", progress=False)["csv"].read_text()
+
+    def fail(*args, **kwargs):
+        raise AssertionError("re-ran a finished cell")
+
+    monkeypatch.setattr(compare, "run_cell", fail)
+    assert run_comparison(comparison, tmp_path / "out", progress=False)["csv"].read_text() == first
+    with pytest.raises(ValueError, match="holds a comparison with other settings"):
+        run_comparison(Comparison(source, "ignored", "npz", partitions=("iid",), clients=2, seeds=(0,),
+                                  algorithms=("centralized", "incfed")), tmp_path / "out", progress=False)
+
+
+def test_the_algorithms_that_fit_the_labels_and_lengths(tmp_path):
+    four = load_ts(_ts(tmp_path, "Four", classes=4)[3:])
+    two = load_ts(_ts(tmp_path, "Two", classes=2)[3:])
+    ragged = load_ts(_ts(tmp_path, "Rag", classes=2, ragged=True)[3:])
+    assert fitting_algorithms(four)[0] == "centralized"
+    assert {"incfed", "fedavg-ridge", "pfedrr", "fedip"} <= set(fitting_algorithms(four))
+    assert not {"fedavg", "fedcurv", "thesis-central"} & set(fitting_algorithms(four))
+    assert {"fedavg", "fedcurv"} <= set(fitting_algorithms(two))
+    assert "fedip" not in fitting_algorithms(ragged) and "fedavg" not in fitting_algorithms(ragged)
+    assert "incfed" in fitting_algorithms(ragged)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"partitions": ()}, "at least one partitioner"), ({"partitions": ("natural",)}, "has no client count"),
+    ({"partitions": ("iid", "iid")}, "repeated"), ({"seeds": (1, 1)}, "distinct integers"),
+    ({"clients": 0}, "clients: expected"), ({"algorithms": ("nope",)}, "unknown"),
+])
+def test_bad_comparisons(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Comparison("synthetic-hhar", "incfed-hhar", "incfed-hhar", **kwargs)
+
+
+def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(tmp_path, capsys):
+    source = _ts(tmp_path)
+    argv = ["compare", "--data", source, "--algorithms", "centralized,incfed", "--partitions", "iid,pathological:1",
+            "--clients", "3", "--seeds", "0", "--no-progress", "--out", str(tmp_path / "o")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| incfed |" in out and "k=1" in out and (tmp_path / "o/ts-Toy/accuracy.png").exists()
+    assert main([*argv[:-1], str(tmp_path / "o2"), "--clients", "30"]) == 2
+    assert "30 clients need at least 30 training sequences" in capsys.readouterr().err
+    assert main([*argv[:-1], str(tmp_path / "o3"), "--missing", "interpolate", "--data", "synthetic-hhar"]) == 2
+    assert "--missing: applies to ts:DIR/NAME sources only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--partitions", "dirichlet:-1"])
+    assert "concentration α > 0" in capsys.readouterr().err
+
+
+def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, capsys):
+    source = _ts(tmp_path)
+    base = ["run", "incfed", "--backend", "numpy", "--data", source, "--units", "20"]
+    assert main([*base, "--partition", "pathological:1", "--clients", "3", "--out", str(tmp_path / "a")]) == 0
+    record = json.loads((tmp_path / "a/metrics.json").read_text())
+    assert record["split"] == "npz+pathological:1" and record["partition"]["clients"] == 3
+    assert all(np.count_nonzero(h) == 1 for h in record["partition"]["label_histogram"].values())
+    assert main([*base, "--out", str(tmp_path / "b")]) == 0
+    natural = json.loads((tmp_path / "b/metrics.json").read_text())
+    assert natural["partition"] == {"partitioner": "natural", "clients": 1, "seed": 0, "label_names": ["c0", "c1", "c2"],
+                                    "sizes": {"train": 24}, "label_histogram": {"train": [8, 8, 8]}}
+    assert natural["test"]["accuracy"] == record["test"]["accuracy"]  # IncFed: the partition changes nothing
+    assert main([*base, "--clients", "3", "--out", str(tmp_path / "c")]) == 2
+    assert "--clients: give it with a --partition other than natural" in capsys.readouterr().err

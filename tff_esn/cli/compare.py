@@ -1,0 +1,99 @@
+"""``tff-esn compare --data SOURCE --out DIR``: every fitting algorithm × a heterogeneity grid × seeds.
+
+A thin layer over :func:`tff_esn.compare.run_comparison`: each ``--data`` (default: the
+synthetic HHAR and WESAD) gets ``DIR/SOURCE/`` with ``results.csv``, ``table.md``,
+``accuracy.png`` and the cells' run folders; the table is printed. ``--profile`` picks the
+grid (:data:`tff_esn.compare.PROFILES`); ``--partitions``, ``--clients``, ``--seeds`` and
+``--algorithms`` replace its parts. Re-running the same command resumes: finished cells are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tff_esn.cli import UsageError
+from tff_esn.cli.partition import partitioner
+from tff_esn.cli.run import default_pipeline, default_split, source_options
+from tff_esn.data.ts import MISSING_MODES
+
+DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
+PROFILE_NAMES = ("quick", "full")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def _partitions(text: str) -> tuple[str, ...]:
+    return tuple(partitioner(t) for t in _names(text))
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(t) for t in _names(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers 'S,S,...', got {text!r}") from None
+
+
+def folder_name(source: str) -> str:
+    """``DIR/``'s sub-folder of a source: ``synthetic-hhar``, ``wesad``, ``ts-BasicMotions``, ``npz-digits``."""
+    kind, _, arg = source.partition(":")
+    return kind if not arg or kind in ("wesad", "hhar") else f"{kind}-{Path(arg).stem}"
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from tff_esn.compare import PROFILES, Comparison, run_comparison
+
+    profile = PROFILES[args.profile]
+    sources = tuple(args.data or DEFAULT_SOURCES)
+    folders = [folder_name(s) for s in sources]
+    if len(set(folders)) != len(folders):
+        raise UsageError(f"--data: sources {list(sources)} share a folder name {folders}; compare them one at a time.")
+    for source, folder in zip(sources, folders):
+        pipeline = args.pipeline or default_pipeline(source)
+        options = source_options(argparse.Namespace(**{**vars(args), "data": source, "squared_inputs": False}),
+                                 pipeline)
+        try:
+            comparison = Comparison(source, pipeline, args.split or default_split(source, pipeline),
+                                    partitions=args.partitions or profile.partitions,
+                                    clients=args.clients or profile.clients, seeds=args.seeds or profile.seeds,
+                                    algorithms=args.algorithms, options=options, cache_dir=args.cache_dir)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        out = Path(args.out) / folder
+        paths = run_comparison(comparison, out, progress=args.progress)
+        print(paths["table"].read_text())
+        print(f"→ {paths['csv']}, {paths['table']}, {paths['figure']}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="every fitting algorithm under a grid of client heterogeneity, over seeds",
+        description="Run every algorithm that fits the data on partitions of its training sequences from nearly "
+                    "IID to strongly skewed, over several seeds; write results.csv, table.md and accuracy.png.",
+    )
+    parser.add_argument("--data", action="append", default=None, metavar="SOURCE",
+                        help="data source, repeatable: synthetic-hhar, synthetic-wesad (both by default), "
+                             "wesad:DIR, hhar:DIR, npz:FILE, ts:DIR/NAME")
+    parser.add_argument("--profile", choices=PROFILE_NAMES, default="full",
+                        help="grid size: quick (α 100, 1, 0.1; seeds 0, 1; 10 clients) or full (the default: iid and "
+                             "α 100, 1, 0.3, 0.1; seeds 0–4; 20 clients)")
+    parser.add_argument("--partitions", type=_partitions, default=None, metavar="P,P,...",
+                        help="partitioners from least to most heterogeneous, e.g. iid,dirichlet:1,dirichlet:0.1")
+    parser.add_argument("--clients", type=int, default=None, metavar="N", help="training clients of every partition")
+    parser.add_argument("--seeds", type=_seeds, default=None, metavar="S,S,...",
+                        help="seeds (each the partition's and the algorithm's)")
+    parser.add_argument("--algorithms", type=_names, default=None, metavar="A,A,...",
+                        help="algorithms (default: every one that fits the labels and the sequence lengths)")
+    parser.add_argument("--pipeline", default=None, help="preprocessing pipeline (default: the source's, as run)")
+    parser.add_argument("--split", default=None, help="client split (default: the source's, as run)")
+    parser.add_argument("--ragged", choices=("pad", "crop"), default=None,
+                        help="npz/ts sequences of unequal length: kept whole (pad) or cut to the shortest (crop)")
+    parser.add_argument("--missing", choices=MISSING_MODES, default=None,
+                        help="ts missing values: refuse (default) or interpolate")
+    parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (one sub-folder per source)")
+    parser.set_defaults(func=_compare)

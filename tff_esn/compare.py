@@ -1,0 +1,354 @@
+"""Every algorithm under controlled client heterogeneity: one data source, a grid of
+partitioners, several seeds (``tff-esn compare``).
+
+A comparison runs each algorithm that fits the data (:func:`fitting_algorithms`) on the
+source's split with its training sequences re-dealt by each partitioner of the grid
+(:mod:`tff_esn.data.partition`; by default Dirichlet label skew α ∈ {100, 1, 0.3, 0.1},
+from nearly IID to nearly one class per client), once per seed — the seed is the
+partition's and the algorithm's (the reservoir's). The centralized readout and logistic
+regression on the pooled training data do not depend on the partition: they are run once per
+seed and drawn as reference lines.
+
+The algorithms keep the hyperparameters of ``tff-esn run`` (their configs' defaults, built in
+one place, :func:`config_for`); only the backend of the algorithms that have one is
+``numpy``, whose numbers are TFF's (the closed-form exactness tests) without a TFF worker.
+
+``OUT`` receives ``runs/ALGORITHM/PARTITION/seedS/metrics.json`` (each cell's full record,
+with the partition's label histogram), ``results.csv`` (a row per cell), ``table.md``
+(accuracy mean ± std over seeds per algorithm and partition, communication per client and
+wall time) and ``accuracy.png``. A cell whose ``metrics.json`` exists is read, not re-run, so
+an interrupted comparison resumes; ``comparison.json`` holds the settings, and a folder
+holding a comparison with other settings is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tff_esn import algorithms
+from tff_esn.data.errors import DataError
+from tff_esn.data.partition import Partitioner, partition_dataset
+from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+
+REFERENCE = "centralized"
+"""The closed-form algorithm run on the pooled training data: a reference line, not a grid line."""
+DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichlet:0.1")
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareProfile:
+    """A grid size: the partitioners (least to most heterogeneous), the seeds and the client count."""
+
+    partitions: tuple[str, ...]
+    seeds: tuple[int, ...]
+    clients: int
+
+
+PROFILES = {
+    "quick": CompareProfile(("dirichlet:100", "dirichlet:1", "dirichlet:0.1"), (0, 1), 10),
+    "full": CompareProfile(("iid", *DEFAULT_PARTITIONS), (0, 1, 2, 3, 4), 20),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """What one comparison runs.
+
+    Attributes:
+        source: the data source (``synthetic-hhar``, ``ts:DIR/NAME``, …).
+        pipeline, split: as ``tff-esn run`` (the source's defaults are chosen by the caller).
+        partitions: partitioner texts, least to most heterogeneous (the figure's x axis).
+        clients: training clients of every partition.
+        seeds: one run per seed and cell.
+        algorithms: the grid's algorithms (``None``: :func:`fitting_algorithms`).
+        options: ``load_source`` options (``ragged``, ``missing``, …).
+        cache_dir: the data cache (``None``: the library default).
+    """
+
+    source: str
+    pipeline: str
+    split: str
+    partitions: tuple[str, ...] = DEFAULT_PARTITIONS
+    clients: int = 20
+    seeds: tuple[int, ...] = (0, 1, 2)
+    algorithms: tuple[str, ...] | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.partitions:
+            raise ValueError("partitions: expected at least one partitioner.")
+        for text in self.partitions:
+            if Partitioner.parse(text).kind == "natural":
+                raise ValueError("partitions: 'natural' has no client count; compare re-deals the training "
+                                 "sequences (use iid for the unskewed end of the grid).")
+        if len(set(self.partitions)) != len(self.partitions):
+            raise ValueError(f"partitions: repeated entries in {list(self.partitions)}.")
+        if not isinstance(self.clients, int) or self.clients < 1:
+            raise ValueError(f"clients: expected an integer ≥ 1, got {self.clients!r}.")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or \
+                not all(isinstance(s, int) and s >= 0 for s in self.seeds):
+            raise ValueError(f"seeds: expected distinct integers ≥ 0, got {list(self.seeds)}.")
+        if self.algorithms is not None:
+            known = algorithms.available_algorithms()
+            unknown = [a for a in self.algorithms if a not in known]
+            if unknown or not self.algorithms:
+                raise ValueError(f"algorithms: unknown {unknown}; available: {', '.join(known)}.")
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as JSON (``comparison.json``)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+def _family(algo: algorithms.Algorithm) -> str:
+    from tff_esn.closed_form.configs import ReadoutConfig
+    from tff_esn.federated.configs import FedAvgConfig
+
+    if issubclass(algo.config, ReadoutConfig):
+        return "closed form"
+    return "federated" if issubclass(algo.config, FedAvgConfig) else "other"
+
+
+def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
+    """The registry's algorithms a comparison runs on ``dataset``: the closed-form family (the
+    :data:`REFERENCE` first) and the thesis' FedAvg/FedCurv where the labels are binary; those
+    that cannot run sequences of unequal length are left out for ragged data."""
+    chosen = []
+    for name, algo in algorithms.available_algorithms().items():
+        family = _family(algo)
+        fits = family == "closed form" or (family == "federated" and dataset.n_classes == 2)
+        if fits and (algo.ragged or not dataset.ragged):
+            chosen.append(name)
+    return tuple(sorted(chosen, key=lambda n: n != REFERENCE))
+
+
+def config_for(name: str, dataset: Any, **given: Any) -> Any:
+    """``name``'s config as ``tff-esn run`` builds it from its defaults, with ``given`` settings (by
+    flag name; those the config lacks are ignored) and the ``numpy`` backend where it has one."""
+    algo = algorithms.get_algorithm(name)
+    fields = algorithms.config_fields(algo.config)
+    if "backend" in fields:
+        given.setdefault("backend", "numpy")
+    return algorithms.config_from_flags(algo.config, {k: v for k, v in given.items() if k in fields})
+
+
+def _slug(text: str) -> str:
+    return text.replace(":", "-").replace("/", "_")
+
+
+def _score(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The group a record is scored on (test, else validation) and its metrics."""
+    group = "test" if record.get("test") else "val"
+    return group, record.get(group) or {}
+
+
+def _row(comparison: Comparison, name: str, partition: str, seed: int, record: Mapping[str, Any]) -> dict[str, Any]:
+    if "error" in record:
+        return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
+                "clients": None, "scored_on": None, "accuracy": None, "f1_macro": None, "logistic_regression": None,
+                "up_floats_per_client": None, "down_floats_per_client": None, "rounds": None, "seconds": None,
+                "error": record["error"]}
+    group, metrics = _score(record)
+    logistic = ((record.get("baselines") or {}).get("logistic_regression") or {}).get(group) or {}
+    comm = record["communication"]
+    return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
+            "clients": record["partition"]["clients"], "scored_on": group, "accuracy": metrics.get("accuracy"),
+            "f1_macro": metrics.get("f1_macro"), "logistic_regression": logistic.get("accuracy"),
+            "up_floats_per_client": comm["up_floats_per_client"],
+            "down_floats_per_client": comm["down_floats_per_client"], "rounds": comm["rounds"],
+            "seconds": record["seconds"], "error": ""}
+
+
+def run_cell(name: str, dataset: Any, split: Any, partition: str, clients: int | None, seed: int,
+             folder: Path) -> dict[str, Any]:
+    """One algorithm on one partition and seed: ``metrics.json``'s record (with ``"partition"``),
+    or ``{"error": message}`` when the data or settings refuse the run (a one-line reason)."""
+    data, cell_split, record_partition = partition_dataset(dataset, split, partition, clients, seed=seed)
+    run = {"seed": seed, "out": str(folder), "progress": False, "resume": (folder / "checkpoints").exists()}
+    config = config_for(name, data, **run)
+    if algorithms.get_algorithm(name).runs_tff(config):
+        from tff_esn import runtime
+
+        runtime.ensure_context()
+    try:
+        record = algorithms.run_algorithm(name, data, cell_split, config)
+    except (DataError, ValueError) as err:
+        return {"error": " ".join(f"{type(err).__name__}: {err}".split())}
+    record["partition"] = record_partition
+    return record
+
+
+def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, str, int | None, int]]:
+    """``(algorithm, partition, clients, seed)``: the reference once per seed on the data's own
+    clients, every other algorithm on every partition."""
+    cells = []
+    for name in names:
+        for partition in (("natural",) if name == REFERENCE else comparison.partitions):
+            for seed in comparison.seeds:
+                cells.append((name, partition, None if partition == "natural" else comparison.clients, seed))
+    return cells
+
+
+def _check_folder(out: Path, comparison: Comparison) -> None:
+    path = out / "comparison.json"
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            previous = None
+        if previous != comparison.settings():
+            raise ValueError(f"{out}: holds a comparison with other settings ({path}); choose another folder "
+                             "or remove it.")
+    write_json_atomic(path, comparison.settings())
+
+
+def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True,
+                   on_cell: Callable[[str, str, int], None] | None = None) -> dict[str, Path]:
+    """Runs (or resumes) ``comparison`` into ``out`` and writes its CSV, table and figure.
+
+    Returns:
+        ``{"csv", "table", "figure"}`` paths.
+
+    Raises:
+        ValueError: ``out`` holds a comparison with other settings; a bad setting.
+        DataError: the source or a partition refuses the data (e.g. fewer training sequences
+            than clients).
+    """
+    from tqdm.auto import tqdm
+
+    from tff_esn.data.sources import load_source
+    from tff_esn.data.splits import get_split
+
+    out = Path(out)
+    start = time.perf_counter()
+    dataset = load_source(comparison.source, comparison.pipeline, cache_dir=comparison.cache_dir,
+                          **dict(comparison.options))
+    split = get_split(comparison.split, dataset)
+    names = comparison.algorithms or fitting_algorithms(dataset)
+    for text in comparison.partitions:  # refuse an impossible grid before any run
+        partition_dataset(dataset, split, text, comparison.clients, seed=comparison.seeds[0])
+    _check_folder(out, comparison)
+    rows = []
+    cells = _cells(comparison, names)
+    bar = tqdm(cells, desc=f"compare {comparison.source}", unit="run", disable=not progress)
+    for name, partition, clients, seed in bar:
+        bar.set_postfix(now=f"{name} {partition} seed {seed}", refresh=False)
+        folder = out / "runs" / name / _slug(partition) / f"seed{seed}"
+        done = folder / "metrics.json"
+        if done.exists():
+            record = json.loads(done.read_text())
+        else:
+            record = run_cell(name, dataset, split, partition, clients, seed, folder)
+            write_json_atomic(done, record)
+        rows.append(_row(comparison, name, partition, seed, record))
+        if on_cell is not None:
+            on_cell(name, partition, seed)
+    bar.close()
+    seconds = time.perf_counter() - start
+    paths = {"csv": write_csv_atomic(out / "results.csv", rows, fieldnames=list(rows[0])),
+             "table": write_text_atomic(out / "table.md", markdown_table(comparison, dataset, rows, seconds)),
+             "figure": out / "accuracy.png"}
+    draw_figure(comparison, dataset, rows, paths["figure"])
+    return paths
+
+
+def _mean_std(values: Sequence[float | None]) -> tuple[float, float, int]:
+    arr = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+    return (float(arr.mean()), float(arr.std()), arr.size) if arr.size else (math.nan, math.nan, 0)
+
+
+def _cell_text(values: Sequence[float | None], expected: int) -> str:
+    mean, std, n = _mean_std(values)
+    if n == 0:
+        return "failed"
+    return f"{mean:.3f} ± {std:.3f}" + ("" if n == expected else f" ({n}/{expected})")
+
+
+def _label(partition: str) -> str:
+    p = Partitioner.parse(partition)
+    names = {"dirichlet": "α", "pathological": "k", "quantity": "size α", "powerlaw": "size a"}
+    return "own clients" if p.kind == "natural" else p.kind if p.value is None else f"{names[p.kind]}={p.value:g}"
+
+
+def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], seconds: float) -> str:
+    """Accuracy mean ± std over seeds per algorithm (rows) and partition (columns), the centralized
+    readout and logistic regression on the pooled data, floats sent per client and seconds per run."""
+    scored = sorted({r["scored_on"] for r in rows if r["scored_on"]}) or ["test"]
+    n = len(comparison.seeds)
+    head = ["algorithm", *(_label(p) for p in comparison.partitions), "up floats/client", "down floats/client",
+            "rounds", "s/run"]
+    files = comparison.source.partition(":")[0] in ("npz", "ts")  # read as they are: no pipeline
+    lines = [f"**{comparison.source}** ({'' if files else comparison.pipeline + ', '}split {comparison.split}): "
+             f"{' / '.join(scored)} "
+             f"accuracy, mean ± std over seeds {list(comparison.seeds)}; {comparison.clients} training clients "
+             f"dealt by each partitioner; {dataset.n_classes} classes.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    reference = [r for r in rows if r["algorithm"] == REFERENCE]
+    for name in dict.fromkeys(r["algorithm"] for r in rows):
+        mine = [r for r in rows if r["algorithm"] == name]
+        ok = [r for r in mine if not r["error"]]
+        if name == REFERENCE:
+            cells = [_cell_text([r["accuracy"] for r in mine], n)] * len(comparison.partitions)
+        else:
+            cells = [_cell_text([r["accuracy"] for r in mine if r["partition"] == p], n) for p in comparison.partitions]
+        comm = [_mean_std([r[k] for r in ok])[0] for k in ("up_floats_per_client", "down_floats_per_client",
+                                                         "rounds", "seconds")]
+        label = f"{name} (pooled data, reference)" if name == REFERENCE else name
+        lines.append("| " + " | ".join([label, *cells, *(f"{v:.0f}" if not math.isnan(v) else "-" for v in comm[:3]),
+                                         f"{comm[3]:.1f}" if not math.isnan(comm[3]) else "-"]) + " |")
+    if reference:
+        lr = _cell_text([r["logistic_regression"] for r in reference], n)
+        lines.append("| " + " | ".join(["logistic regression (pooled data, reference)",
+                                         *[lr] * len(comparison.partitions), "-", "-", "-", "-"]) + " |")
+    errors = sorted({f"{r['algorithm']}: {r['error']}" for r in rows if r["error"]})
+    lines += ["", f"Wall time {seconds:.0f} s (cells read from an earlier run count 0 s)."]
+    lines += [f"Failed: {e}" for e in errors]
+    return "\n".join(lines) + "\n"
+
+
+def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Accuracy (mean ± std band over seeds) against the partitions, one line per algorithm; the
+    centralized readout and logistic regression on the pooled data as dashed reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = np.arange(len(comparison.partitions))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name in dict.fromkeys(r["algorithm"] for r in rows):
+        if name == REFERENCE:
+            continue
+        stats = np.array([_mean_std([r["accuracy"] for r in rows if r["algorithm"] == name and r["partition"] == p])
+                          for p in comparison.partitions])
+        line, = ax.plot(x, stats[:, 0], marker="o", label=name)
+        ax.fill_between(x, stats[:, 0] - stats[:, 1], stats[:, 0] + stats[:, 1], color=line.get_color(), alpha=0.15)
+    reference = [r for r in rows if r["algorithm"] == REFERENCE]
+    for key, label, color in ((("accuracy"), "centralized (pooled)", "black"),
+                              (("logistic_regression"), "logistic regression (pooled)", "grey")):
+        mean, std, n = _mean_std([r[key] for r in reference])
+        if n:
+            ax.axhline(mean, color=color, linestyle="--", label=label)
+            ax.axhspan(mean - std, mean + std, color=color, alpha=0.08)
+    ax.set_xticks(x, [_label(p) for p in comparison.partitions])
+    ax.set_xlabel("partition of the training sequences (more heterogeneous →)")
+    group = next((r["scored_on"] for r in rows if r["scored_on"]), "test")
+    ax.set_ylabel(f"{group} accuracy")
+    ax.set_title(f"{comparison.source}: {comparison.clients} clients, {len(comparison.seeds)} seeds, "
+                 f"{dataset.n_classes} classes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    try:
+        with atomic_write(path) as fh:
+            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path
