@@ -121,8 +121,9 @@ def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, caps
     assert all(np.count_nonzero(h) == 1 for h in record["partition"]["label_histogram"].values())
     assert main([*base, "--out", str(tmp_path / "b")]) == 0
     natural = json.loads((tmp_path / "b/metrics.json").read_text())
-    assert natural["partition"] == {"partitioner": "natural", "clients": 1, "seed": 0, "label_names": ["c0", "c1", "c2"],
-                                    "sizes": {"train": 24}, "label_histogram": {"train": [8, 8, 8]}}
+    assert natural["partition"] == {"partitioner": "natural", "clients": 1, "seed": 0,
+                                    "label_names": ["c0", "c1", "c2"], "sizes": {"train": 24},
+                                    "label_histogram": {"train": [8, 8, 8]}}
     assert natural["test"]["accuracy"] == record["test"]["accuracy"]  # IncFed: the partition changes nothing
     assert main([*base, "--clients", "3", "--out", str(tmp_path / "c")]) == 2
     assert "--clients: give it with a --partition other than natural" in capsys.readouterr().err

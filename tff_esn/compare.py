@@ -53,7 +53,7 @@ class CompareProfile:
 
 
 PROFILES = {
-    "quick": CompareProfile(("dirichlet:100", "dirichlet:1", "dirichlet:0.1"), (0, 1), 10),
+    "quick": CompareProfile(("dirichlet:100", "dirichlet:1", "dirichlet:0.1"), (0, 1), 5),
     "full": CompareProfile(("iid", *DEFAULT_PARTITIONS), (0, 1, 2, 3, 4), 20),
 }
 

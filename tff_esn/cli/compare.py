@@ -78,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="data source, repeatable: synthetic-hhar, synthetic-wesad (both by default), "
                              "wesad:DIR, hhar:DIR, npz:FILE, ts:DIR/NAME")
     parser.add_argument("--profile", choices=PROFILE_NAMES, default="full",
-                        help="grid size: quick (α 100, 1, 0.1; seeds 0, 1; 10 clients) or full (the default: iid and "
+                        help="grid size: quick (α 100, 1, 0.1; seeds 0, 1; 5 clients) or full (the default: iid and "
                              "α 100, 1, 0.3, 0.1; seeds 0–4; 20 clients)")
     parser.add_argument("--partitions", type=_partitions, default=None, metavar="P,P,...",
                         help="partitioners from least to most heterogeneous, e.g. iid,dirichlet:1,dirichlet:0.1")
