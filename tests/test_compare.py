@@ -104,7 +104,7 @@ def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(
     out = capsys.readouterr().out
     assert "| incfed |" in out and "k=1" in out and (tmp_path / "o/ts-Toy/accuracy.png").exists()
     assert main([*argv[:-1], str(tmp_path / "o2"), "--clients", "30"]) == 2
-    assert "30 clients need at least 30 training sequences" in capsys.readouterr().err
+    assert "train clients ['train']: partition iid: 30 clients need at least 30 sequences" in capsys.readouterr().err
     assert main([*argv[:-1], str(tmp_path / "o3"), "--missing", "interpolate", "--data", "synthetic-hhar"]) == 2
     assert "--missing: applies to ts:DIR/NAME sources only" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -121,9 +121,18 @@ def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, caps
     assert all(np.count_nonzero(h) == 1 for h in record["partition"]["label_histogram"].values())
     assert main([*base, "--out", str(tmp_path / "b")]) == 0
     natural = json.loads((tmp_path / "b/metrics.json").read_text())
-    assert natural["partition"] == {"partitioner": "natural", "clients": 1, "seed": 0,
+    assert natural["partition"] == {"partitioner": "natural", "clients": 1, "seed": 0, "groups": ["train"],
                                     "label_names": ["c0", "c1", "c2"], "sizes": {"train": 24},
                                     "label_histogram": {"train": [8, 8, 8]}}
     assert natural["test"]["accuracy"] == record["test"]["accuracy"]  # IncFed: the partition changes nothing
     assert main([*base, "--clients", "3", "--out", str(tmp_path / "c")]) == 2
     assert "--clients: give it with a --partition other than natural" in capsys.readouterr().err
+    dealt = [*base, "--partition", "iid", "--clients", "3", "--partition-groups", "train,test"]
+    assert main([*dealt, "--out", str(tmp_path / "d")]) == 0
+    both = json.loads((tmp_path / "d/metrics.json").read_text())
+    assert both["split"] == "npz+iid" and both["partition"]["groups"] == ["train", "test"]
+    assert sorted(both["partition"]["sizes"].items()) == [("p0", 8), ("p1", 8), ("p2", 8), ("t0", 4), ("t1", 4),
+                                                          ("t2", 4)]
+    assert both["test"]["accuracy"] == natural["test"]["accuracy"]  # the same test sequences, pooled
+    assert main([*dealt[:-1], "val", "--out", str(tmp_path / "e")]) == 2
+    assert "groups: the split 'npz' has no val clients to deal" in capsys.readouterr().err

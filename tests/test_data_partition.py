@@ -119,12 +119,33 @@ def test_natural_keeps_the_data_and_refuses_a_client_count():
     assert record["partitioner"] == "natural" and set(PARTITIONERS) >= {"natural", "iid"}
     with pytest.raises(ValueError, match="keeps the data's own clients"):
         partition_dataset(data, split, "natural", 5)
-    with pytest.raises(ValueError, match="needs the number of training clients"):
+    with pytest.raises(ValueError, match="needs the number of clients"):
         partition_dataset(data, split, "iid")
-    with pytest.raises(DataError, match="20 clients need at least 20 training sequences"):
+    with pytest.raises(DataError, match="20 clients need at least 20 sequences"):
         partition_dataset(data, split, "iid", 20)
     with pytest.raises(DataError, match="cover at most 2 of the 3 classes"):
         partition_dataset(*tagged_dataset([30]), "pathological:1", 2)
+
+
+def test_validation_and_test_are_dealt_only_when_named():
+    data, split = tagged_dataset([6, 6], seed=4)
+    new, new_split, record = partition_dataset(data, split, "iid", 3, seed=1, groups=("test",))
+    assert new_split.val == ("v",) and new_split.test == ("t0", "t1", "t2") and record["groups"] == ["train", "test"]
+    np.testing.assert_array_equal(np.sort(_tags(new, new_split.test)), np.sort(_tags(data, ("t",))))
+    assert set(record["sizes"]) == {"p0", "p1", "p2", "t0", "t1", "t2"} and record["sizes"]["t0"] == 1
+    same = partition_dataset(data, split, "iid", 3, seed=1)[0]
+    np.testing.assert_array_equal(_tags(new, new_split.train), _tags(same, new_split.train))  # own seed streams
+    with pytest.raises(DataError, match=r"val clients \['v'\]: partition iid: 4 clients need at least 4 .*got 3"):
+        partition_dataset(data, split, "iid", 4, groups=("val",))
+    with pytest.raises(ValueError, match=r"expected some of \('train', 'val', 'test'\)"):
+        partition_dataset(data, split, "iid", 3, groups=("extra",))
+    with pytest.raises(ValueError, match="groups: partition 'natural'"):
+        partition_dataset(data, split, "natural", groups=("test",))
+    clash = Split("s", ("c0",), ("p0",), ())
+    renamed = SequenceDataset({"c0": data.clients["c0"], "p0": data.clients["v"]}, 3, ("a", "b"),
+                              data.label_names, "tagged")
+    with pytest.raises(ValueError, match=r"new client ids \['p0'\] clash"):
+        partition_dataset(renamed, clash, "iid", 2)
 
 
 def test_ragged_and_per_step_data_keep_lengths_and_labels():

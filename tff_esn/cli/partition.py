@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from tff_esn.cli import UsageError
-from tff_esn.data.partition import PARTITIONERS, Partitioner
+from tff_esn.data.errors import DataError
+from tff_esn.data.partition import PARTITION_GROUPS, PARTITIONERS, Partitioner
 
 
 def partitioner(text: str) -> str:
@@ -17,14 +18,25 @@ def partitioner(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _groups(text: str) -> tuple[str, ...]:
+    groups = tuple(g.strip() for g in text.split(",") if g.strip())
+    unknown = sorted(set(groups) - set(PARTITION_GROUPS))
+    if unknown or not groups:
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(PARTITION_GROUPS)}, got {text!r}")
+    return groups
+
+
 def add_partition_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument("--partition", type=partitioner, default="natural", metavar="KIND[:VALUE]",
                        help=f"how the training clients' sequences are dealt to clients: {', '.join(PARTITIONERS)} "
                             "(natural, the default: the data's own clients; e.g. iid, dirichlet:0.1 label skew, "
                             "pathological:2 classes per client, quantity:0.5 or powerlaw:1.5 size skew); seeded "
-                            "by --seed; validation and test clients are kept")
+                            "by --seed; validation and test clients are kept unless --partition-groups names them")
     group.add_argument("--clients", type=int, default=None, metavar="N",
                        help="number of training clients of --partition (not with natural)")
+    group.add_argument("--partition-groups", type=_groups, default=("train",), metavar="G,G",
+                       help="split groups --partition deals anew: train (the default) and val and/or test, each "
+                            "into --clients clients (otherwise they keep their own clients)")
 
 
 def partitioned(args: argparse.Namespace, dataset: Any, split: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -32,9 +44,18 @@ def partitioned(args: argparse.Namespace, dataset: Any, split: Any) -> tuple[Any
     the record goes into ``metrics.json["partition"]``."""
     from tff_esn.data.partition import partition_dataset
 
-    if (Partitioner.parse(args.partition).kind == "natural") != (args.clients is None):
+    natural = Partitioner.parse(args.partition).kind == "natural"
+    if natural != (args.clients is None):
         raise UsageError("--clients: give it with a --partition other than natural (e.g. --partition iid "
                          "--clients 20), and only then.")
+    if natural and set(args.partition_groups) != {"train"}:
+        raise UsageError("--partition-groups: needs a --partition other than natural.")
     if args.clients is not None and args.clients < 1:
         raise UsageError(f"--clients: expected an integer ≥ 1, got {args.clients}.")
-    return partition_dataset(dataset, split, args.partition, args.clients, seed=args.seed)
+    try:
+        return partition_dataset(dataset, split, args.partition, args.clients, seed=args.seed,
+                                 groups=args.partition_groups)
+    except DataError:
+        raise
+    except ValueError as err:
+        raise UsageError(str(err)) from None

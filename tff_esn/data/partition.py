@@ -2,7 +2,7 @@
 
 A partition pools the split's training clients' sequences and deals them to ``clients`` new
 training clients (``p00``, ``p01``, …); the validation, test and extra clients are kept as
-they are. The partitioners are the field's convention (Flower's dataset partitioners;
+they are unless the validation or test group is named to be dealt too (``v00``…, ``t00``…). The partitioners are the field's convention (Flower's dataset partitioners;
 Hsu et al. 2019 for the Dirichlet label skew; McMahan et al. 2017 for the pathological
 shards; Li et al. 2022, "Federated learning on non-IID data silos", for quantity skew):
 
@@ -83,8 +83,8 @@ class Partitioner:
         return self.kind if self.value is None else f"{self.kind}:{self.value:g}"
 
 
-def _rng(seed: int, partitioner: Partitioner) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, PARTITIONERS.index(partitioner.kind), 0x9A27]))
+def _rng(seed: int, partitioner: Partitioner, stream: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, PARTITIONERS.index(partitioner.kind), 0x9A27, stream]))
 
 
 def _sizes_to_assignment(sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -143,8 +143,9 @@ def _pathological(labels: np.ndarray, clients: int, k: int, rng: np.random.Gener
     return _fill_empty(assignment, clients, rng)
 
 
-def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int) -> np.ndarray:
-    """The client index in [0, clients) of each of the n sequences with class ``labels`` (n,).
+def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int, *, stream: int = 0) -> np.ndarray:
+    """The client index in [0, clients) of each of the n sequences with class ``labels`` (n,)
+    (``stream``: an independent draw for the same seed, e.g. per split group).
 
     Raises:
         DataError: fewer sequences than clients, or a pathological k the classes cannot meet.
@@ -157,9 +158,9 @@ def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int
         raise ValueError(f"clients: expected an integer ≥ 1, got {clients!r}.")
     n = labels.size
     if n < clients:
-        raise DataError(f"partition {partitioner}: {clients} clients need at least {clients} training sequences "
-                        f"(every client keeps one), the split has {n}.")
-    rng = _rng(seed, partitioner)
+        raise DataError(f"partition {partitioner}: {clients} clients need at least {clients} sequences "
+                        f"(every client keeps one), got {n}.")
+    rng = _rng(seed, partitioner, stream)
     kind, value = partitioner.kind, partitioner.value
     if kind == "iid":
         return _sizes_to_assignment(_largest_remainder(np.ones(clients), n), rng)
@@ -191,60 +192,94 @@ def label_histogram(dataset: SequenceDataset, ids: tuple[str, ...]) -> dict[str,
             for cid in ids}
 
 
+PARTITION_GROUPS = ("train", "val", "test")
+_PREFIX = {"train": "p", "val": "v", "test": "t"}
+
+
+def _deal(pooled: ClientSequences, owner: np.ndarray, ids: tuple[str, ...]) -> dict[str, ClientSequences]:
+    """The clients ``ids``: client i holds the rows of ``pooled`` whose ``owner`` is i."""
+    parts = {}
+    for i, cid in enumerate(ids):
+        rows = np.flatnonzero(owner == i)
+        lengths = None if pooled.lengths is None else pooled.lengths[rows]
+        steps = pooled.x.shape[1] if lengths is None else int(lengths.max())
+        parts[cid] = ClientSequences(pooled.x[rows, :steps], pooled.y[rows], lengths)
+    return parts
+
+
 def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Partitioner | str,
-                      clients: int | None = None, *,
-                      seed: int = 0) -> tuple[SequenceDataset, Split, dict[str, Any]]:
+                      clients: int | None = None, *, seed: int = 0,
+                      groups: tuple[str, ...] = ("train",)) -> tuple[SequenceDataset, Split, dict[str, Any]]:
     """``split``'s training sequences dealt to ``clients`` new training clients by ``partitioner``.
 
     Args:
         dataset, split: the data and its client-wise split.
         partitioner: a :class:`Partitioner` or its text (``dirichlet:0.1``).
-        clients: number of training clients (``None`` only for ``natural``).
+        clients: number of clients per dealt group (``None`` only for ``natural``).
         seed: the partition's seed.
+        groups: the split's groups dealt anew (:data:`PARTITION_GROUPS`; ``train`` always):
+            validation and test keep their clients unless named here, in which case each is
+            pooled and dealt to ``clients`` clients (``v00``…, ``t00``…) the same way, on a
+            seed stream of its own.
 
     Returns:
-        ``(dataset, split, record)``: the dataset holding the new training clients and the
-        split's validation/test/extra clients unchanged (clients outside the split dropped);
-        its split (name ``SPLIT+PARTITIONER``); and the record saved with a run —
-        ``{"partitioner", "clients", "seed", "label_names", "sizes", "label_histogram"}``.
-        ``natural`` returns the inputs themselves and their record.
+        ``(dataset, split, record)``: the dataset holding the new clients and the split's
+        other clients unchanged (clients outside the split dropped); its split (name
+        ``SPLIT+PARTITIONER``); and the record saved with a run — ``{"partitioner", "clients",
+        "seed", "groups", "label_names", "sizes", "label_histogram"}`` (sizes and label counts
+        of every dealt client). ``natural`` returns the inputs themselves and their record.
 
     Raises:
         DataError / ValueError: as :func:`assign`; ``clients`` given with ``natural`` or
-        missing otherwise.
+        missing otherwise; unknown groups, a dealt group with no clients.
     """
     if isinstance(partitioner, str):
         partitioner = Partitioner.parse(partitioner)
+    groups = tuple(dict.fromkeys(("train", *groups)))
+    unknown = sorted(set(groups) - set(PARTITION_GROUPS))
+    if unknown:
+        raise ValueError(f"groups: expected some of {PARTITION_GROUPS}, got {unknown}.")
     if partitioner.kind == "natural":
-        if clients is not None:
-            raise ValueError("clients: partition 'natural' keeps the data's own clients; give a partitioner "
-                             "(e.g. iid or dirichlet:0.3) to choose their number.")
-        new_dataset, new_split = dataset, split
+        if clients is not None or groups != ("train",):
+            raise ValueError(f"{'clients' if clients is not None else 'groups'}: partition 'natural' keeps the "
+                             "data's own clients; give a partitioner (e.g. iid or dirichlet:0.3) to deal them anew.")
+        new_dataset, new_split, dealt = dataset, split, split.train
     else:
         if clients is None:
-            raise ValueError(f"clients: partition {partitioner} needs the number of training clients.")
-        pooled = dataset.pooled(split.train)
-        owner = assign(sequence_labels(pooled), clients, partitioner, seed)
+            raise ValueError(f"clients: partition {partitioner} needs the number of clients.")
+        empty = [g for g in groups if not getattr(split, g)]
+        if empty:
+            raise ValueError(f"groups: the split {split.name!r} has no {empty[0]} clients to deal.")
+        new_ids, parts = {}, {}
         width = len(str(clients - 1))
-        ids = tuple(f"p{i:0{width}d}" for i in range(clients))
-        kept = (*split.val, *split.test, *(c for group in split.extra.values() for c in group))
-        clash = sorted(set(ids) & set(kept))
-        if clash:
-            raise ValueError(f"partition: new client ids {clash} clash with the split's evaluation clients.")
-        parts = {}
-        for i, cid in enumerate(ids):
-            rows = np.flatnonzero(owner == i)
-            lengths = None if pooled.lengths is None else pooled.lengths[rows]
-            steps = pooled.x.shape[1] if lengths is None else int(lengths.max())
-            parts[cid] = ClientSequences(pooled.x[rows, :steps], pooled.y[rows], lengths)
-        parts.update(dataset.select(kept))
-        groups = {cid: "train" for cid in ids} | {c: g for c, g in dataset.groups.items() if c in kept}
+        for stream, group in enumerate((*PARTITION_GROUPS, "extra")):
+            if group == "extra":
+                new = dataset.select(c for ids in split.extra.values() for c in ids)
+            elif group not in groups:
+                new = dataset.select(getattr(split, group))
+            else:
+                pooled = dataset.pooled(getattr(split, group))
+                try:
+                    owner = assign(sequence_labels(pooled), clients, partitioner, seed, stream=stream)
+                except DataError as err:
+                    where = f"{dataset.source}: {group} clients {list(getattr(split, group))}"
+                    raise DataError(f"{where}: {err}") from None
+                new = _deal(pooled, owner, tuple(f"{_PREFIX[group]}{i:0{width}d}" for i in range(clients)))
+            clash = sorted(set(parts) & set(new))
+            if clash:
+                raise ValueError(f"partition: new client ids {clash} clash with the split's kept clients.")
+            new_ids[group] = tuple(new)
+            parts.update(new)
+        dealt = tuple(c for g in groups for c in new_ids[g])
+        labels = {cid: g for g in PARTITION_GROUPS for cid in new_ids[g]}
+        kept = {c: g for c, g in dataset.groups.items() if c in parts}
         new_dataset = SequenceDataset(parts, dataset.n_classes, dataset.feature_names, dataset.label_names,
-                                      dataset.source, groups=groups if dataset.groups else {})
-        new_split = Split(f"{split.name}+{partitioner}", ids, split.val, split.test, dict(split.extra))
-    histogram = label_histogram(new_dataset, new_split.train)
-    record = {"partitioner": str(partitioner), "clients": len(new_split.train), "seed": seed,
+                                      dataset.source, groups=kept | {c: labels[c] for c in dealt}
+                                      if dataset.groups else {})
+        new_split = Split(f"{split.name}+{partitioner}", new_ids["train"], new_ids["val"], new_ids["test"],
+                          dict(split.extra))
+    record = {"partitioner": str(partitioner), "clients": len(new_split.train), "seed": seed, "groups": list(groups),
               "label_names": list(dataset.label_names),
-              "sizes": {cid: len(new_dataset.clients[cid]) for cid in new_split.train},
-              "label_histogram": histogram}
+              "sizes": {cid: len(new_dataset.clients[cid]) for cid in dealt},
+              "label_histogram": label_histogram(new_dataset, dealt)}
     return new_dataset, new_split, record
