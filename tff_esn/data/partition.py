@@ -3,8 +3,9 @@
 A partition pools the split's training clients' sequences and deals them to ``clients`` new
 training clients (``p00``, ``p01``, …); the validation, test and extra clients are kept as
 they are unless the validation or test group is named to be dealt too (``v00``…, ``t00``…).
-The partitioners are the field's convention (Flower's dataset partitioners; Hsu et al. 2019 for the Dirichlet label skew; McMahan et al. 2017 for the pathological
-shards; Li et al. 2022, "Federated learning on non-IID data silos", for quantity skew):
+The partitioners are the field's convention (Flower's dataset partitioners; Hsu et al. 2019
+for the Dirichlet label skew; McMahan et al. 2017 for the pathological shards; Li et al. 2022,
+"Federated learning on non-IID data silos", for quantity skew):
 
 * ``natural`` — the data's own clients (subjects, users, devices), unchanged;
 * ``iid`` — a random permutation cut into ``clients`` parts of equal size (±1);
