@@ -69,7 +69,7 @@ def test_finished_cells_are_read_not_rerun_and_other_settings_are_refused(tmp_pa
 
     monkeypatch.setattr(compare, "run_cell", fail)
     assert run_comparison(comparison, tmp_path / "out", progress=False)["csv"].read_text() == first
-    with pytest.raises(ValueError, match="holds a comparison with other settings"):
+    with pytest.raises(FileExistsError, match="holds a comparison with other settings"):
         run_comparison(Comparison(source, "ignored", "npz", partitions=("iid",), clients=2, seeds=(0,),
                                   algorithms=("centralized", "incfed")), tmp_path / "out", progress=False)
 
@@ -106,7 +106,10 @@ def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(
     assert main([*argv[:-1], str(tmp_path / "o2"), "--clients", "30"]) == 2
     assert "train clients ['train']: partition iid: 30 clients need at least 30 sequences" in capsys.readouterr().err
     assert main([*argv[:-1], str(tmp_path / "o3"), "--missing", "interpolate", "--data", "synthetic-hhar"]) == 2
-    assert "--missing: applies to ts:DIR/NAME sources only" in capsys.readouterr().err
+    assert "--missing: expected one of refuse, interpolate with a ts:DIR/NAME source, got --missing interpolate " \
+        "with --data synthetic-hhar" in capsys.readouterr().err
+    assert main([*argv[:9], "--seeds", "0,1", *argv[11:]]) == 2  # o holds a comparison of seed 0 only
+    assert "holds a comparison with other settings" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*argv, "--partitions", "dirichlet:-1"])
     assert "concentration α > 0" in capsys.readouterr().err

@@ -205,8 +205,8 @@ def _check_folder(out: Path, comparison: Comparison) -> None:
         except (OSError, json.JSONDecodeError):
             previous = None
         if previous != comparison.settings():
-            raise ValueError(f"{out}: holds a comparison with other settings ({path}); choose another folder "
-                             "or remove it.")
+            raise FileExistsError(f"{out}: holds a comparison with other settings ({path}); choose another "
+                                  "folder or remove it.")
     write_json_atomic(path, comparison.settings())
 
 
@@ -218,7 +218,7 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
         ``{"csv", "table", "figure"}`` paths.
 
     Raises:
-        ValueError: ``out`` holds a comparison with other settings; a bad setting.
+        FileExistsError: ``out`` holds a comparison with other settings.
         DataError: the source or a partition refuses the data (e.g. fewer training sequences
             than clients).
     """

@@ -15,7 +15,6 @@ from pathlib import Path
 from tff_esn.cli import UsageError
 from tff_esn.cli.partition import partitioner
 from tff_esn.cli.run import default_pipeline, default_split, source_options
-from tff_esn.data.ts import MISSING_MODES
 
 DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
 PROFILE_NAMES = ("quick", "full")
@@ -50,19 +49,23 @@ def _compare(args: argparse.Namespace) -> int:
     folders = [folder_name(s) for s in sources]
     if len(set(folders)) != len(folders):
         raise UsageError(f"--data: sources {list(sources)} share a folder name {folders}; compare them one at a time.")
-    for source, folder in zip(sources, folders):
+    comparisons = []
+    for source in sources:  # every source's settings checked before the first run
         pipeline = args.pipeline or default_pipeline(source)
         options = source_options(argparse.Namespace(**{**vars(args), "data": source, "squared_inputs": False}),
                                  pipeline)
         try:
-            comparison = Comparison(source, pipeline, args.split or default_split(source, pipeline),
-                                    partitions=args.partitions or profile.partitions,
-                                    clients=args.clients or profile.clients, seeds=args.seeds or profile.seeds,
-                                    algorithms=args.algorithms, options=options, cache_dir=args.cache_dir)
+            comparisons.append(Comparison(source, pipeline, args.split or default_split(source, pipeline),
+                                          partitions=args.partitions or profile.partitions,
+                                          clients=args.clients or profile.clients, seeds=args.seeds or profile.seeds,
+                                          algorithms=args.algorithms, options=options, cache_dir=args.cache_dir))
         except ValueError as err:
             raise UsageError(str(err)) from None
-        out = Path(args.out) / folder
-        paths = run_comparison(comparison, out, progress=args.progress)
+    for comparison, folder in zip(comparisons, folders):
+        try:
+            paths = run_comparison(comparison, Path(args.out) / folder, progress=args.progress)
+        except FileExistsError as err:
+            raise UsageError(str(err)) from None
         print(paths["table"].read_text())
         print(f"→ {paths['csv']}, {paths['table']}, {paths['figure']}")
     return 0
@@ -91,8 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--split", default=None, help="client split (default: the source's, as run)")
     parser.add_argument("--ragged", choices=("pad", "crop"), default=None,
                         help="npz/ts sequences of unequal length: kept whole (pad) or cut to the shortest (crop)")
-    parser.add_argument("--missing", choices=MISSING_MODES, default=None,
-                        help="ts missing values: refuse (default) or interpolate")
+    parser.add_argument("--missing", default=None, metavar="MODE",
+                        help="ts missing values: refuse (the default) or interpolate")
     parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (one sub-folder per source)")

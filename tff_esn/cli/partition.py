@@ -1,4 +1,5 @@
-"""The partition flags (``--partition dirichlet:0.1 --clients 20``) shared by ``run`` and ``compare``."""
+"""The partition flags (``--partition dirichlet:0.1 --clients 20``) of ``run``; light: numpy and the
+partitioners (:mod:`tff_esn.data.partition`) are imported when the flags are parsed."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from typing import Any
 
 from tff_esn.cli import UsageError
 from tff_esn.data.errors import DataError
-from tff_esn.data.partition import PARTITION_GROUPS, PARTITIONERS, Partitioner
 
 
 def partitioner(text: str) -> str:
-    """``--partition``'s value checked by :meth:`Partitioner.parse` (argparse reports a bad one), as text."""
+    """``--partition``'s value checked by :meth:`~tff_esn.data.partition.Partitioner.parse` (argparse reports a
+    bad one), as text."""
+    from tff_esn.data.partition import Partitioner
+
     try:
         return str(Partitioner.parse(text))
     except ValueError as err:
@@ -19,6 +22,8 @@ def partitioner(text: str) -> str:
 
 
 def _groups(text: str) -> tuple[str, ...]:
+    from tff_esn.data.partition import PARTITION_GROUPS
+
     groups = tuple(g.strip() for g in text.split(",") if g.strip())
     unknown = sorted(set(groups) - set(PARTITION_GROUPS))
     if unknown or not groups:
@@ -28,9 +33,9 @@ def _groups(text: str) -> tuple[str, ...]:
 
 def add_partition_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument("--partition", type=partitioner, default="natural", metavar="KIND[:VALUE]",
-                       help=f"how the training clients' sequences are dealt to clients: {', '.join(PARTITIONERS)} "
-                            "(natural, the default: the data's own clients; e.g. iid, dirichlet:0.1 label skew, "
-                            "pathological:2 classes per client, quantity:0.5 or powerlaw:1.5 size skew); seeded "
+                       help="how the training clients' sequences are dealt to clients: natural (the default: the data's "
+                            "own clients), iid, dirichlet:α (label skew, e.g. dirichlet:0.1), pathological:k (k "
+                            "classes per client), quantity:α or powerlaw:a (size skew); seeded "
                             "by --seed; validation and test clients are kept unless --partition-groups names them")
     group.add_argument("--clients", type=int, default=None, metavar="N",
                        help="number of training clients of --partition (not with natural)")
@@ -42,7 +47,7 @@ def add_partition_arguments(group: argparse._ActionsContainer) -> None:
 def partitioned(args: argparse.Namespace, dataset: Any, split: Any) -> tuple[Any, Any, dict[str, Any]]:
     """``(dataset, split, record)`` after ``args.partition`` with ``args.clients`` (seed ``args.seed``);
     the record goes into ``metrics.json["partition"]``."""
-    from tff_esn.data.partition import partition_dataset
+    from tff_esn.data.partition import Partitioner, partition_dataset
 
     natural = Partitioner.parse(args.partition).kind == "natural"
     if natural != (args.clients is None):

@@ -20,7 +20,6 @@ from tff_esn.cli import UsageError
 from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
 from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.workers import add_worker_arguments, context_from_args
-from tff_esn.data.ts import MISSING_MODES
 from tff_esn.run_warnings import recording
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -58,7 +57,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
                    help="npz:FILE / ts:DIR/NAME sequences of unequal length: each at its own length (pad, the "
                         "default) or cut to the shortest (crop)")
-    g.add_argument("--missing", choices=MISSING_MODES, default=None,
+    g.add_argument("--missing", default=None, metavar="MODE",
                    help="ts:DIR/NAME missing values ('?', NaN): refused (refuse, the default) or interpolated over "
                         "time within their dimension (interpolate)")
     add_partition_arguments(g)
@@ -99,11 +98,14 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
     npz = _source_kind(args.data) in ("npz", "ts")
     if args.ragged is not None:
         if not npz:
-            raise UsageError(f"--ragged: applies to npz:FILE and ts:DIR/NAME sources only, got --data {args.data}.")
+            raise UsageError(f"--ragged: applies to npz:FILE sources only (and ts:DIR/NAME), got --data {args.data}.")
         options["ragged"] = args.ragged
     if args.missing is not None:
-        if _source_kind(args.data) != "ts":
-            raise UsageError(f"--missing: applies to ts:DIR/NAME sources only, got --data {args.data}.")
+        from tff_esn.data.ts import MISSING_MODES
+
+        if _source_kind(args.data) != "ts" or args.missing not in MISSING_MODES:
+            raise UsageError(f"--missing: expected one of {', '.join(MISSING_MODES)} with a ts:DIR/NAME source, got "
+                             f"--missing {args.missing} with --data {args.data}.")
         options["missing"] = args.missing
     if args.squared_inputs:
         squares = [n for n, cls in sorted(PIPELINES.items()) if "squared" in {f.name for f in dataclasses.fields(cls)}]
