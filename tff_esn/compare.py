@@ -27,7 +27,7 @@ import dataclasses
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,11 +167,11 @@ def _row(comparison: Comparison, name: str, partition: str, seed: int, record: M
             "seconds": record["seconds"], "error": ""}
 
 
-def run_cell(name: str, dataset: Any, split: Any, partition: str, clients: int | None, seed: int,
+def run_cell(name: str, data: Any, split: Any, partition: Mapping[str, Any], seed: int,
              folder: Path) -> dict[str, Any]:
-    """One algorithm on one partition and seed: ``metrics.json``'s record (with ``"partition"``),
-    or ``{"error": message}`` when the data or settings refuse the run (a one-line reason)."""
-    data, cell_split, record_partition = partition_dataset(dataset, split, partition, clients, seed=seed)
+    """One algorithm on one partitioned dataset (:func:`~tff_esn.data.partition.partition_dataset`'s
+    ``data``, ``split`` and ``partition`` record) with ``seed``: ``metrics.json``'s record (with
+    ``"partition"``), or ``{"error": message}`` when the data or settings refuse the run (one line)."""
     run = {"seed": seed, "out": str(folder), "progress": False, "resume": (folder / "checkpoints").exists()}
     config = config_for(name, data, **run)
     if algorithms.get_algorithm(name).runs_tff(config):
@@ -179,21 +179,21 @@ def run_cell(name: str, dataset: Any, split: Any, partition: str, clients: int |
 
         runtime.ensure_context()
     try:
-        record = algorithms.run_algorithm(name, data, cell_split, config)
+        record = algorithms.run_algorithm(name, data, split, config)
     except (DataError, ValueError) as err:
         return {"error": " ".join(f"{type(err).__name__}: {err}".split())}
-    record["partition"] = record_partition
+    record["partition"] = dict(partition)
     return record
 
 
-def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, str, int | None, int]]:
-    """``(algorithm, partition, clients, seed)``: the reference once per seed on the data's own
-    clients, every other algorithm on every partition."""
-    cells = []
-    for name in names:
-        for partition in (("natural",) if name == REFERENCE else comparison.partitions):
-            for seed in comparison.seeds:
-                cells.append((name, partition, None if partition == "natural" else comparison.clients, seed))
+def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, int, str]]:
+    """``(partition, seed, algorithm)``: the reference once per seed on the data's own clients, every
+    other algorithm on every partition; grouped by partition and seed, so that one dealt dataset
+    (and its memoised baselines) serves every algorithm of a group."""
+    cells = [("natural", seed, REFERENCE) for seed in comparison.seeds if REFERENCE in names]
+    for partition in comparison.partitions:
+        for seed in comparison.seeds:
+            cells += [(partition, seed, name) for name in names if name != REFERENCE]
     return cells
 
 
@@ -210,8 +210,7 @@ def _check_folder(out: Path, comparison: Comparison) -> None:
     write_json_atomic(path, comparison.settings())
 
 
-def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True,
-                   on_cell: Callable[[str, str, int], None] | None = None) -> dict[str, Path]:
+def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True) -> dict[str, Path]:
     """Runs (or resumes) ``comparison`` into ``out`` and writes its CSV, table and figure.
 
     Returns:
@@ -237,21 +236,25 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
         partition_dataset(dataset, split, text, comparison.clients, seed=comparison.seeds[0])
     _check_folder(out, comparison)
     rows = []
-    cells = _cells(comparison, names)
-    bar = tqdm(cells, desc=f"compare {comparison.source}", unit="run", disable=not progress)
-    for name, partition, clients, seed in bar:
+    dealt: dict[tuple[str, int], tuple] = {}
+    bar = tqdm(_cells(comparison, names), desc=f"compare {comparison.source}", unit="run", disable=not progress)
+    for partition, seed, name in bar:
         bar.set_postfix(now=f"{name} {partition} seed {seed}", refresh=False)
         folder = out / "runs" / name / _slug(partition) / f"seed{seed}"
         done = folder / "metrics.json"
         if done.exists():
             record = json.loads(done.read_text())
         else:
-            record = run_cell(name, dataset, split, partition, clients, seed, folder)
+            if (partition, seed) not in dealt:  # the group's dataset, dealt once (the previous one freed)
+                clients = None if partition == "natural" else comparison.clients
+                dealt = {(partition, seed): partition_dataset(dataset, split, partition, clients, seed=seed)}
+            record = run_cell(name, *dealt[(partition, seed)], seed, folder)
             write_json_atomic(done, record)
         rows.append(_row(comparison, name, partition, seed, record))
-        if on_cell is not None:
-            on_cell(name, partition, seed)
     bar.close()
+    order = {name: i for i, name in enumerate(names)}
+    rows.sort(key=lambda r: (order[r["algorithm"]], r["partition"] != "natural" and
+                             comparison.partitions.index(r["partition"]), comparison.seeds.index(r["seed"])))
     seconds = time.perf_counter() - start
     paths = {"csv": write_csv_atomic(out / "results.csv", rows, fieldnames=list(rows[0])),
              "table": write_text_atomic(out / "table.md", markdown_table(comparison, dataset, rows, seconds)),
