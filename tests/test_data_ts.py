@@ -1,5 +1,6 @@
 """The UEA/UCR ``.ts`` data source: files written here, the real BasicMotions in a slow test."""
 
+import csv
 import subprocess
 import sys
 import zipfile
@@ -143,3 +144,21 @@ def test_the_real_basic_motions(tmp_path_factory):
     assert data.clients["train"].x.shape == (40, 100, 6) and data.clients["test"].x.shape == (40, 100, 6)
     np.testing.assert_array_equal(np.bincount(data.clients["train"].y), [10, 10, 10, 10])
     assert read_ts(Path(f"{data.source[3:]}_TRAIN.ts")).labels[0] == "Standing"
+
+
+@pytest.mark.slow
+def test_compare_on_the_real_basic_motions(tmp_path_factory, tmp_path):
+    from tff_esn.cli.compare import folder_name
+    from tff_esn.compare import Comparison, run_comparison
+
+    source = f"ts:{_real_basic_motions(tmp_path_factory)}"
+    comparison = Comparison(source, "ignored", "npz", partitions=("iid", "dirichlet:0.1"), clients=10, seeds=(0, 1),
+                            algorithms=("centralized", "incfed", "fedavg-ridge"))
+    paths = run_comparison(comparison, tmp_path / folder_name(source), progress=False)
+    with open(paths["csv"]) as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2 + 2 * 2 * 2 and paths["csv"].parent.name == "ts-BasicMotions"
+    accuracy = {(r["algorithm"], r["partition"], r["seed"]): float(r["accuracy"]) for r in rows}
+    for seed in "01":  # IncFed equals the centralized readout whatever the partition
+        assert accuracy[("incfed", "iid", seed)] == accuracy[("incfed", "dirichlet:0.1", seed)] == \
+            accuracy[("centralized", "natural", seed)] >= 0.9
