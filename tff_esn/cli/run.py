@@ -51,7 +51,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
                         "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts)")
     g.add_argument("--pipeline", default=None,
                    help="preprocessing pipeline (default: incfed-wesad / incfed-hhar from the source)")
-    g.add_argument("--split", default=None, help="client split (default: the pipeline's, npz for npz files)")
+    g.add_argument("--split", default=None, help="client split (default: the pipeline's, npz for npz and ts files)")
     g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
                    help="fraction of the training clients used (IncFed Tables V–VI)")
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
