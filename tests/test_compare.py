@@ -110,6 +110,8 @@ def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(
         "with --data synthetic-hhar" in capsys.readouterr().err
     assert main([*argv[:9], "--seeds", "0,1", *argv[11:]]) == 2  # o holds a comparison of seed 0 only
     assert "holds a comparison with other settings" in capsys.readouterr().err
+    assert main([*argv, "--clients", "0"]) == 2 and "clients: expected an integer ≥ 1" in capsys.readouterr().err
+    assert main([*argv, "--seeds", ","]) == 2 and "seeds: expected distinct integers" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*argv, "--partitions", "dirichlet:-1"])
     assert "concentration α > 0" in capsys.readouterr().err

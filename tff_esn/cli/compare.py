@@ -56,8 +56,8 @@ def _compare(args: argparse.Namespace) -> int:
                                  pipeline)
         try:
             comparisons.append(Comparison(source, pipeline, args.split or default_split(source, pipeline),
-                                          partitions=args.partitions or profile.partitions,
-                                          clients=args.clients or profile.clients, seeds=args.seeds or profile.seeds,
+                                          **{k: getattr(profile, k) if getattr(args, k) is None else getattr(args, k)
+                                             for k in ("partitions", "clients", "seeds")},
                                           algorithms=args.algorithms, options=options, cache_dir=args.cache_dir))
         except ValueError as err:
             raise UsageError(str(err)) from None
