@@ -74,7 +74,8 @@ def test_configs_are_frozen_and_the_seed_is_the_reservoirs():
 ])
 def test_privacy_is_refused_where_it_is_not_implemented(algorithm, model, message):
     with pytest.raises(ValueError, match=message):
-        check_privacy(algorithm, PrivacyConfig(dp_epsilon=1.0, dp_model=model))
+        check_privacy(algorithm, PrivacyConfig(dp_epsilon=1.0, dp_model=model,
+                                               secure_aggregation=model == "distributed"))
     privacy = PrivacyConfig(dp_epsilon=1.0, dp_model="local")
     check_privacy("pfedrr", privacy)
     check_privacy("incfed", privacy)

@@ -133,7 +133,7 @@ def test_bad_input_is_rejected_by_name(name, flags, match, data):
 def test_singular_system_and_unknown_algorithm(data):
     from tff_esn.ridge import SingularSystemError
 
-    small = random_dataset(n_clients=3, seed=1, sizes=[1, 1, 1])
+    small = random_dataset(n_clients=3, seed=1, sizes=[8, 4, 4], n_classes=2)  # 8 states, 21 unknowns
     with pytest.raises(SingularSystemError):
         algorithms.run_algorithm("incfed", small, default_split(small), _args("incfed", l2=0.0, state_mode="last",
                                                                              units=20))

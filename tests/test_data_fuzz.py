@@ -419,7 +419,7 @@ def _one_error_line(err: str, *names: str) -> None:
 
 def test_cli_maps_malformed_files_to_exit_2(tmp_path, capsys):
     files = _bad_files(tmp_path)
-    out = ["--out", str(tmp_path / "run"), "--units", "10", "--state-mode", "mean"]
+    out = ["--out", str(tmp_path / "run"), "--force", "--units", "10", "--state-mode", "mean"]
     assert main(["run", "centralized", "--data", f"npz:{files['numpy2']}", *out]) == 0
     capsys.readouterr()
     for name, field in (("truncated", "not an .npz"), ("code", "refuses to load the global os.system")):

@@ -259,8 +259,9 @@ def test_cli_runs_ragged_npz_whole_or_cropped(tmp_path, capsys):
     assert main(["run", "incfed", "--data", f"npz:{path}", "--out", str(tmp_path / "inc"), *flags]) == 0
     assert json.loads((tmp_path / "inc" / "metrics.json").read_text())["test"]["accuracy"] == acc["pad"]
     capsys.readouterr()
-    with pytest.raises(ValueError, match=r"shorter than the shortest sequence \(3 steps\)"):  # found in the library
-        main(["run", "centralized", "--data", f"npz:{path}", "--washout", "3", "--out", str(tmp_path / "w"), *flags])
+    assert main(["run", "centralized", "--data", f"npz:{path}", "--washout", "3", "--out", str(tmp_path / "w"),
+                 *flags]) == 2  # refused before the run, in one line
+    assert "--washout 3 drops every step of the shortest sequence (3 steps)" in capsys.readouterr().err
     assert main(["run", "fedip", "--data", f"npz:{path}", "--out", str(tmp_path / "f"), *flags]) == 2
     err = capsys.readouterr().err
     assert "r.npz: X: sequences of unequal length" in err and "--ragged crop" in err and len(err.splitlines()) == 1

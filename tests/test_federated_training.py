@@ -99,6 +99,9 @@ def test_resume_continues_to_the_same_final_weights(data, tmp_path):
         assert [r["round"] for r in csv.DictReader(fh)] == ["1", "2", "3"]
     with pytest.raises(ValueError, match="resume"):
         run_federated(data, SPLIT, config, out_dir=tmp_path / "whole", progress=False)
+    with pytest.raises(ValueError, match=r"holds a run of 3 rounds; resuming it with rounds=2 would report"):
+        run_federated(data, SPLIT, _config(algorithm="fedcurv", rounds=2, noise_std=0.3, penalty=1e-2),
+                      out_dir=tmp_path / "whole", resume=True, progress=False)
 
 
 def test_seeded_runs_repeat_and_sampling_is_a_function_of_seed_and_round(data):

@@ -183,15 +183,22 @@ def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any) -> dict[str, Any]:
+def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
+                  test_required: bool = True) -> dict[str, Any]:
     """Runs algorithm ``name`` with ``config`` (an instance of its config class) and returns the
     full ``metrics.json`` record.
 
     ``{"algorithm", "data", "split", "config", "train", "val", "test", "communication",
-    ..., "seconds", "baselines", "warnings"}``; a ``run`` that omits a required section is
-    reported by name. ``warnings`` lists every :class:`~tff_esn.run_warnings.RunWarning`
-    said during the run. ``baselines`` holds the majority-class and logistic-regression scores on the same
-    split (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
+    ..., "seconds", "baselines", "warnings", "clients", "split_rule", "versions"}``; a ``run``
+    that omits a required section is reported by name. ``warnings`` lists every
+    :class:`~tff_esn.run_warnings.RunWarning` said during the run. ``baselines`` holds the
+    majority-class and logistic-regression scores on the same split
+    (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
+    ``clients``, ``split_rule`` and ``versions`` say what the run ran on
+    (:func:`tff_esn.provenance.run_provenance`).
+
+    Before anything runs, :func:`tff_esn.run_checks.check_run` refuses data and settings that
+    would mislead (``test_required=False``: a split without test clients is intended).
     """
     algo = get_algorithm(name)
     if not isinstance(config, algo.config):
@@ -203,9 +210,12 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
                         f"which {name!r} cannot run; cut them to one length (--ragged crop) or use a closed-form "
                         f"algorithm ({', '.join(n for n, a in sorted(_REGISTRY.items()) if a.ragged)}).")
     from tff_esn.baselines import baseline_scores
+    from tff_esn.provenance import run_provenance
+    from tff_esn.run_checks import check_run
 
     run = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
     with recording() as said:
+        check_run(name, dataset, split, config, test_required=test_required)
         start = time.perf_counter()
         result = run(dataset, split, config)
         seconds = time.perf_counter() - start
@@ -219,4 +229,5 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record["seconds"] = seconds
     record["baselines"] = baselines
     record["warnings"] = said
+    record.update(run_provenance(split))
     return record

@@ -2,7 +2,8 @@
 
 Each writer writes a temporary file in the destination's folder, flushes and fsyncs it, then
 ``os.replace``s it onto the destination (atomic on POSIX). An exception while serialising
-leaves the previous file (if any) untouched and removes the temporary file.
+leaves the previous file (if any) untouched and removes the temporary file. Files are created
+with mode 0666 less the process' umask, like ``open``'s (not ``tempfile.mkstemp``'s 0600).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import io
 import json
 import math
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +41,17 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"write_json_atomic: cannot serialise a value of type {type(value).__name__}: {value!r}.")
 
 
+def _create_beside(path: Path) -> tuple[int, str]:
+    """A new hidden temporary file in ``path``'s folder, mode 0666 & ~umask: ``(fd, name)``."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"atomic_write: no free temporary name beside {path}.")
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO]:
     """Opens a temporary file beside ``path``; on success it is fsynced and renamed onto ``path``.
@@ -50,7 +62,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, mode, **open_kwargs) as fh:
             yield fh

@@ -4,7 +4,10 @@ Loads the data (:func:`tff_esn.data.sources.load_source`), splits it by client
 (:func:`tff_esn.data.splits.get_split`), runs the algorithm from the registry
 (:mod:`tff_esn.algorithms`) with the typed config its flags map to
 (:func:`tff_esn.cli.flags.config_of`), writes ``DIR/metrics.json`` atomically and prints a
-one-line summary. Data, model and TFF are imported when a run starts, never for ``--help``. ``--hparams FILE`` reads a flat JSON object of flag values (``units``,
+one-line summary. Data, model and TFF are imported when a run starts, never for ``--help``.
+Before any work, :mod:`tff_esn.cli.preflight` checks ``--data``'s form and the ``--out``
+folder, then the loaded data and split (one line, exit code 2, before TensorFlow is
+imported). ``--hparams FILE`` reads a flat JSON object of flag values (``units``,
 ``spectral_radius``, ``l2``, ``alpha``, ... — the flags' names with ``_``): they replace
 the defaults, and flags given on the command line with a non-default value win.
 """
@@ -19,6 +22,7 @@ from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
 from tff_esn.cli.partition import add_partition_arguments, partitioned
+from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_loaded
 from tff_esn.cli.workers import add_worker_arguments, context_from_args
 from tff_esn.run_warnings import recording
 
@@ -67,6 +71,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     g.add_argument("--hparams", default=None, metavar="FILE", help="JSON object of flag values (see above)")
     g.add_argument("--out", required=True, metavar="DIR", help="run folder; metrics.json is written there")
+    add_output_arguments(g)
 
 
 def apply_hparams(args: argparse.Namespace, parser: argparse.ArgumentParser, path: str) -> argparse.Namespace:
@@ -77,7 +82,8 @@ def apply_hparams(args: argparse.Namespace, parser: argparse.ArgumentParser, pat
         raise UsageError(f"--hparams: cannot read a JSON object from {path}: {err}") from None
     if not isinstance(values, dict):
         raise UsageError(f"--hparams: expected a JSON object in {path}, got {type(values).__name__}.")
-    unknown = sorted(k for k in values if not hasattr(args, k) or k in ("func", "hparams", "out", "data"))
+    unknown = sorted(k for k in values
+                     if not hasattr(args, k) or k in ("func", "hparams", "out", "data", "force", "no_test"))
     if unknown:
         raise UsageError(f"--hparams: unknown key(s) {unknown} in {path}.")
     for key, value in values.items():
@@ -120,6 +126,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
     from tff_esn.io import write_json_atomic
+    from tff_esn.run_folder import clear_run
 
     if args.hparams:
         apply_hparams(args, parser, args.hparams)
@@ -129,20 +136,24 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not uses_tff and args.workers is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy backend, no privacy, no subrounds); drop --workers.")
-    if uses_tff:
-        context_from_args(args, prestart=True)  # the local worker boots while the data loads
+    out = check_arguments(args, config)
     pipeline = args.pipeline or default_pipeline(args.data)
     split_name = args.split or default_split(args.data, pipeline)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
         split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
         dataset, split, partition = partitioned(args, dataset, split)
-    record = algorithms.run_algorithm(args.algorithm, dataset, split, config)
+    check_loaded(args, dataset, split, config)
+    if uses_tff:
+        context_from_args(args, prestart=True)
+    if args.force:
+        clear_run(out)
+    record = algorithms.run_algorithm(args.algorithm, dataset, split, config, test_required=not args.no_test)
     record["partition"] = partition
     record["warnings"] = said + [w for w in record["warnings"] if w not in said]
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
                      and k not in ("func", "command", "algorithm")}
-    path = write_json_atomic(Path(args.out) / "metrics.json", record)
+    path = write_json_atomic(out / "metrics.json", record)
     print(summary_line(record, path))
     return 0
 

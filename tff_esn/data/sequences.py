@@ -6,11 +6,16 @@ or one per step (n, T). Pipelines cut long recordings into chunks of equal lengt
 §IV, pFedRR §3, FedIP §3), so one array per client suffices. Sequences of unequal length
 (an ``npz`` file's object array, e.g. JapaneseVowels' 7–29 steps) are right-padded with
 zeros to the longest and carry their ``lengths``: sequence i is ``x[i, :lengths[i]]``.
+
+Own data enters through :func:`dataset_from_arrays` (arrays → dataset; :func:`load_npz`
+reads a file into it), which refuses in one line what would mislead a run: labels that are
+not exactly the classes 0…K−1 (a gap, a stray code) or a single class, bad shapes, NaN.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -119,18 +124,27 @@ class ClientSequences:
 
 @dataclasses.dataclass(frozen=True)
 class Split:
-    """A named client-wise train/validation/test split (disjoint client ids)."""
+    """A named client-wise train/validation/test split (disjoint client ids).
+
+    ``rule`` says how the groups were made (a file's column, a named split, a seeded rule;
+    ``metrics.json`` records it beside the client ids); it takes no part in equality.
+    """
 
     name: str
     train: tuple[str, ...]
     val: tuple[str, ...] = ()
     test: tuple[str, ...] = ()
     extra: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    rule: str = dataclasses.field(default="given by the caller", compare=False)
+
+    @property
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Group name → client ids: ``train``, ``val``, ``test`` and every extra group."""
+        return {"train": self.train, "val": self.val, "test": self.test, **dict(self.extra)}
 
     def __post_init__(self) -> None:
-        groups = {"train": self.train, "val": self.val, "test": self.test, **dict(self.extra)}
         seen: dict[str, str] = {}
-        for group, ids in groups.items():
+        for group, ids in self.groups.items():
             for cid in ids:
                 if cid in seen:
                     raise ValueError(f"Split {self.name!r}: client {cid!r} is in both {seen[cid]!r} and {group!r}.")
@@ -240,99 +254,122 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
     return data.reshape(shape, order="F" if fortran else "C")
 
 
-def _npz_sequences(x: np.ndarray, path: Path) -> list[np.ndarray]:
-    """The (T_i, F) real-valued sequences held by ``X`` ((n, T, F) numbers or an object array)."""
-    if x.dtype == object:
-        if x.ndim != 1:
-            raise DataError(f"{path}: X: an object array must be 1-D (n,) of (T_i, F) arrays, got shape {x.shape}.")
-        seqs = []
-        for i, item in enumerate(x):
-            try:
-                seq = np.asarray(item)
-            except (ValueError, TypeError) as err:
-                raise DataError(f"{path}: X[{i}]: not an array ({err}).") from None
-            if seq.ndim != 2 or seq.dtype.kind not in "biuf":
-                raise DataError(f"{path}: X[{i}]: must be a real-valued (T_i, F) array, got shape {seq.shape} "
-                                f"dtype {seq.dtype}.")
-            seqs.append(seq)
-    elif x.ndim == 3 and x.dtype.kind in "biuf":
-        seqs = list(x)
+def _sequence_list(sequences, source: str) -> list[np.ndarray]:
+    """The (T_i, F) real-valued sequences held by ``sequences``: (n, T, F) numbers, or a 1-D
+    object array or list of (T_i, F) arrays."""
+    if isinstance(sequences, (list, tuple)):
+        items = list(sequences)
     else:
-        raise DataError(f"{path}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, "
-                        f"got shape {x.shape} dtype {x.dtype}.")
+        x = np.asarray(sequences)
+        if x.dtype == object:
+            if x.ndim != 1:
+                raise DataError(f"{source}: X: an object array must be 1-D (n,) of (T_i, F) arrays, got shape "
+                                f"{x.shape}.")
+            items = list(x)
+        elif x.ndim == 3 and x.dtype.kind in "biuf":
+            items = list(x)
+        else:
+            raise DataError(f"{source}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, "
+                            f"got shape {x.shape} dtype {x.dtype}.")
+    seqs = []
+    for i, item in enumerate(items):
+        try:
+            seq = np.asarray(item)
+        except (ValueError, TypeError) as err:
+            raise DataError(f"{source}: X[{i}]: not an array ({err}).") from None
+        if seq.ndim != 2 or seq.dtype.kind not in "biuf":
+            raise DataError(f"{source}: X[{i}]: must be a real-valued (T_i, F) array, got shape {seq.shape} "
+                            f"dtype {seq.dtype}.")
+        seqs.append(seq)
     if not seqs:
-        raise DataError(f"{path}: X: holds no sequences.")
+        raise DataError(f"{source}: X: holds no sequences.")
     features = sorted({s.shape[1] for s in seqs})
     if len(features) != 1 or features[0] < 1:
-        raise DataError(f"{path}: X: sequences must share a number of features ≥ 1, got {features}.")
+        raise DataError(f"{source}: X: sequences must share a number of features ≥ 1, got {features}.")
     empty = [i for i, s in enumerate(seqs) if s.shape[0] < 1]
     if empty:
-        raise DataError(f"{path}: X[{empty[0]}]: sequence has no steps.")
+        raise DataError(f"{source}: X[{empty[0]}]: sequence has no steps.")
     return seqs
 
 
-def _npz_labels(y: np.ndarray, n: int, path: Path | str, label_names: tuple[str, ...] | None = None) -> int:
-    """Checks ``y`` ((n,) integers ≥ 0 coding classes 0..C−1) and returns C (``len(label_names)`` when given)."""
+def _listing(values) -> str:
+    values = [int(v) for v in values]
+    return ", ".join(map(str, values[:10])) + (", …" if len(values) > 10 else "")
+
+
+def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ...] | None) -> int:
+    """Checks that ``y`` ((n,) integers) codes exactly the classes 0…K−1, each present, and returns K.
+
+    K is ``len(label_names)`` when names are given, else ``max(y) + 1``. A gap, a stray code
+    or a single class is an error suggesting the remap ``np.unique(y, return_inverse=True)``.
+    """
     if y.shape != (n,):
-        raise DataError(f"{path}: y: must have shape ({n},) like X, got {y.shape}.")
+        raise DataError(f"{source}: y: must have shape ({n},) like X, got {y.shape}.")
     if y.dtype.kind not in "iu":
-        raise DataError(f"{path}: y: must hold integer labels ≥ 0, got dtype {y.dtype}.")
-    if y.min() < 0:
-        raise DataError(f"{path}: y: must hold integer labels ≥ 0, got min {y.min()}.")
-    if label_names is not None:
-        if len(label_names) < 2 or y.max() >= len(label_names):
-            raise DataError(f"{path}: y: labels must lie in [0, {len(label_names)}) and name at least 2 classes "
-                            f"({list(label_names)}), got max {y.max()}.")
-        return len(label_names)
-    n_classes = int(y.max()) + 1
-    if n_classes < 2:
-        raise DataError(f"{path}: y: every label is 0; a classifier needs labels of at least 2 classes.")
-    present = len(np.unique(y))
-    if n_classes > 2 * present:
-        raise DataError(f"{path}: y: labels span [0, {n_classes}) but only {present} distinct values occur; "
-                        "code the classes as 0..C−1 (e.g. np.unique(y, return_inverse=True)[1]).")
+        raise DataError(f"{source}: y: must hold integer labels 0…K−1, got dtype {y.dtype}.")
+    present = np.unique(y)
+    remap = "recode them with classes, y = np.unique(y, return_inverse=True)"
+    if len(present) == 1:
+        raise DataError(f"{source}: y: every label is {int(present[0])}: one class only; a classifier needs the "
+                        "labels of at least 2 classes.")
+    n_classes = len(label_names) if label_names is not None else int(present[-1]) + 1
+    outside = present[(present < 0) | (present >= n_classes)]
+    inside = set(present[(present >= 0) & (present < n_classes)].tolist())
+    missing = list(itertools.islice((k for k in range(n_classes) if k not in inside), 11))
+    if outside.size or missing:
+        expected = f"the {n_classes} label names' classes 0…{n_classes - 1}" if label_names is not None else \
+            f"the classes 0…{n_classes - 1}"
+        found = "; ".join(part for part in (f"codes outside it: {_listing(outside)}" if outside.size else "",
+                                            f"no sequence of {_listing(missing)}" if missing else "") if part)
+        raise DataError(f"{source}: y: labels must be exactly {expected}, each present; got {_listing(present)} "
+                        f"({found}); {remap}.")
     return n_classes
 
 
-def dataset_from_arrays(sequences: list[np.ndarray], y: np.ndarray, client: np.ndarray,
-                        split: np.ndarray | None = None, *, source: str, ragged: str = "pad",
-                        length: int | None = None, label_names: tuple[str, ...] | None = None) -> SequenceDataset:
-    """The :class:`SequenceDataset` of n labelled sequences with their client ids: every file
-    format's one builder and validation.
+def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged: str = "pad",
+                        length: int | None = None, label_names=None) -> SequenceDataset:
+    """A :class:`SequenceDataset` from arrays: the one builder of own data (``npz`` files, UEA/UCR sets).
 
     Args:
-        sequences: n real-valued (T_i, F) arrays sharing F ≥ 1, each with T_i ≥ 1 steps.
-        y: (n,) integer labels in [0, C).
-        client: (n,) client ids (strings or integers); clients keep their first-seen order.
-        split: optional (n,) ``"train"``/``"val"``/``"test"``, the same for all sequences of a
-            client (the dataset's :attr:`~SequenceDataset.groups`).
-        source: the dataset's ``source`` (``"npz:FILE"``); errors name what follows ``KIND:``.
-        ragged, length: as :func:`load_npz`.
-        label_names: one name per class (C = their number); ``None``: C = max(y) + 1, named
-            ``"0"``…, and a C beyond twice the distinct labels present is refused.
+        sequences: (n, T, F) numbers, or n (T_i, F) arrays (a list or a 1-D object array) of
+            unequal lengths T_i.
+        y: (n,) integer labels coding the classes exactly as 0…K−1, every class present.
+        client: (n,) client ids (strings or integers; ``str`` of each is the id).
+        split: optional (n,) of ``"train"``/``"val"``/``"test"``, the same for all sequences of
+            a client (the ``npz`` split uses it: :attr:`SequenceDataset.groups`).
+        source: names the data in every message and in ``metrics.json`` (e.g. ``"npz:FILE"``).
+        ragged: sequences of unequal length are kept whole (``"pad"``: padded, with their
+            ``lengths``) or cut to ``length`` steps (``"crop"``).
+        length: steps kept per sequence (implies ``"crop"``); with ``"crop"`` and ``None``,
+            the shortest sequence's length. Longer sequences keep their *last* ``length``
+            steps (where a per-sequence label is decided); a shortening is a recorded warning.
+        label_names: one name per class (K = their number); default ``"0"``…``"K−1"``.
 
     Raises:
-        DataError: one line naming the source and the array and what is wrong.
+        DataError: one line naming ``source``, the array and what is wrong (shapes, dtypes,
+            NaN, labels that are not exactly 0…K−1 or a single class, a client in several groups).
         ValueError: an unknown ``ragged`` mode.
     """
     if ragged not in RAGGED_MODES:
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
-    path = source.partition(":")[2] or source
-    n = len(sequences)
-    y = np.asarray(y)
+    seqs = _sequence_list(sequences, source)
+    n = len(seqs)
+    client = np.asarray(client)
+    split = None if split is None else np.asarray(split)
     for key, values in (("client", client), ("split", split)):
-        if values is not None and np.shape(values) != (n,):
-            raise DataError(f"{path}: {key}: must have shape ({n},) like X, got {np.shape(values)}.")
-    n_classes = _npz_labels(y, n, path, label_names)
-    seqs = list(sequences)
+        if values is not None and values.shape != (n,):
+            raise DataError(f"{source}: {key}: must have shape ({n},) like X, got {values.shape}.")
+    y = np.asarray(y)
+    label_names = None if label_names is None else tuple(str(name) for name in label_names)
+    n_classes = _check_labels(y, n, source, label_names)
     lengths = np.array([s.shape[0] for s in seqs])
     shortest = int(lengths.min())
     if length is not None or ragged == "crop":
         length = shortest if length is None else int(length)
         if length < 1 or length > shortest:
-            raise DataError(f"{path}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
+            raise DataError(f"{source}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
         if lengths.max() > length:
-            run_warnings.warn(f"{path}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
+            run_warnings.warn(f"{source}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
                               f"{length} steps (ragged='pad' keeps them whole).", stacklevel=3)
         seqs = [s[s.shape[0] - length:] for s in seqs]
         lengths = np.full(n, length)
@@ -343,7 +380,7 @@ def dataset_from_arrays(sequences: list[np.ndarray], y: np.ndarray, client: np.n
             x[i, :s.shape[0]] = s
     finite = np.all(np.isfinite(x), axis=(1, 2))
     if not finite.all():
-        raise DataError(f"{path}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
+        raise DataError(f"{source}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
                         "(or values beyond float32).")
     ids = np.array([str(c) for c in client])
     order = list(dict.fromkeys(ids))
@@ -352,20 +389,20 @@ def dataset_from_arrays(sequences: list[np.ndarray], y: np.ndarray, client: np.n
         split = np.array([str(s) for s in split])
         bad = sorted(set(split) - set(SPLIT_GROUPS))
         if bad:
-            raise DataError(f"{path}: split: values must be {SPLIT_GROUPS}, got {bad}.")
+            raise DataError(f"{source}: split: values must be {SPLIT_GROUPS}, got {bad}.")
         for cid in order:
             values = set(split[ids == cid])
             if len(values) != 1:
-                raise DataError(f"{path}: split: client {cid!r} has sequences in several groups {sorted(values)}; "
-                                "splits are client-wise.")
+                raise DataError(f"{source}: split: client {cid!r} has sequences in several groups "
+                                f"{sorted(values)}; splits are client-wise.")
             groups[cid] = values.pop()
         if "train" not in groups.values():
-            raise DataError(f"{path}: split: no client is in 'train'.")
+            raise DataError(f"{source}: split: no client is in 'train'.")
     clients = {}
     for cid in order:
         rows = ids == cid
         clients[cid] = ClientSequences(x[rows, :lengths[rows].max()], y[rows], lengths[rows])
-    names = tuple(str(i) for i in range(n_classes)) if label_names is None else tuple(label_names)
+    names = label_names if label_names is not None else tuple(str(i) for i in range(n_classes))
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
                            groups=groups)
 
@@ -375,15 +412,12 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
 
     Args:
         path: file holding ``X`` — (n, T, F) numbers, or an object array of n (T_i, F)
-            arrays —, ``y`` (n,) integer labels in [0, C), ``client`` (n,) ids (strings or
-            integers) and optionally ``split`` (n,) of ``"train"``/``"val"``/``"test"``, the
-            same for all sequences of a client (the ``npz`` split uses it).
-        ragged: sequences of unequal length are kept whole (``"pad"``, the default: padded
-            with their ``lengths``, which every closed-form algorithm harvests exactly) or
-            cut to ``length`` steps (``"crop"``).
-        length: steps kept per sequence (implies ``"crop"``); with ``"crop"`` and ``None``,
-            the shortest sequence's length. Longer sequences keep their *last* ``length``
-            steps (where a per-sequence label is decided); a shortening emits a warning.
+            arrays —, ``y`` (n,) integer labels coding the classes as 0…K−1, ``client`` (n,)
+            ids (strings or integers) and optionally ``split`` (n,) of
+            ``"train"``/``"val"``/``"test"``, the same for all sequences of a client (the
+            ``npz`` split uses it; without it, :mod:`tff_esn.data.splits`' seeded rule splits
+            the clients). ``~`` is expanded.
+        ragged, length: as in :func:`dataset_from_arrays`, which builds the dataset.
 
     Object arrays are read through the data allow-list unpickler (no code runs).
 
@@ -392,9 +426,7 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
             truncated, shapes, dtypes, NaN, labels, ids, an unsafe pickle).
         ValueError: an unknown ``ragged`` mode.
     """
-    if ragged not in RAGGED_MODES:
-        raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
-    path = Path(path)
+    path = Path(path).expanduser()
     if not path.is_file():
         raise MissingDataError(f"{path}: npz file does not exist.")
     try:
@@ -408,6 +440,5 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
             raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split "
                             f"(found {sorted(keys)}).")
         arrays = {k: _npz_member(archive, k, path) for k in ("X", "y", "client", "split") if k in keys}
-    seqs = _npz_sequences(arrays["X"], path)
-    return dataset_from_arrays(seqs, arrays["y"], arrays["client"], arrays.get("split"), source=f"npz:{path}",
-                               ragged=ragged, length=length)
+    return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
+                               source=f"npz:{path}", ragged=ragged, length=length)

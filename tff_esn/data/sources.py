@@ -17,10 +17,11 @@ Sources:
   ``NAME_TEST.ts`` (the pipeline is ignored; options ``missing`` (``"refuse"``, the default,
   or ``"interpolate"``), ``ragged`` and ``length``).
 
-Every other option configures the pipeline (:mod:`tff_esn.data.pipelines`). The result is
-cached under :func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their
-names, sizes and modification times), the pipeline and every option, so a repeated call
-loads in well under a second.
+A path may start with ``~`` (the home folder). Every other option configures the pipeline
+(:mod:`tff_esn.data.pipelines`). The result is cached under
+:func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their names, sizes and
+modification times), the pipeline and every option, so a repeated call loads in well under
+a second.
 """
 
 from __future__ import annotations
@@ -32,22 +33,10 @@ from typing import Any
 from tff_esn.data import cache, wesad
 from tff_esn.data.pipelines import PIPELINES, Pipeline, iter_subjects, make_pipeline
 from tff_esn.data.sequences import SequenceDataset, load_npz
+from tff_esn.data.source_names import parse_source
 
 SYNTHETIC_HHAR_MINUTES = 0.5
 """Default minutes per activity of a synthetic HHAR user (real: ≈ 5)."""
-
-SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
-
-
-def _parse(source: str) -> tuple[str, str]:
-    if not isinstance(source, str):
-        raise ValueError(f"source: expected a string, got {type(source).__name__}.")
-    kind, _, arg = source.partition(":")
-    if kind not in SOURCE_KINDS or (kind.startswith("synthetic") != (arg == "")):
-        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or "
-                         f"ts:DIR/NAME, got {source!r}.")
-    return kind, arg
-
 
 def _files_key(paths) -> list[tuple[str, int, int]]:
     return [(str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths]
@@ -77,7 +66,7 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
             data error (message names the file and key).
         FileNotFoundError: the directory or file does not exist.
     """
-    kind, arg = _parse(source)
+    kind, arg = parse_source(source)
     options = dict(options)
     if kind == "npz":
         length = _pop(options, "length", None)

@@ -11,13 +11,18 @@ them any extra group — and gives every remaining client to training. On the re
   9-3-3): train S2–S10, val S11, S13, S14, test S15–S17.
 * ``incfed-hhar``, ``pfedrr-hhar``, ``fedip-hhar`` (IncFed §IV-b 2 + 2 fixed, pFedRR/FedIP
   5-2-2): train a–e, val f, g, test h, i.
-* ``npz``: the file's own ``split`` column; without one, the last 20 % of the clients test and
-  the 20 % before them validate (one each for 3–4 clients).
+* ``npz``: the file's own ``split`` column; without one, a seeded rule: the clients (in
+  natural order) are shuffled by a permutation drawn from ``seed`` (the run's ``--seed``);
+  the first ``max(1, n // 5)`` test, the next ``n // 5`` validate (one for 3–9 clients,
+  none for 2), the rest train — 2 clients: 1/0/1 (train/val/test), 3: 1/1/1, 5: 3/1/1,
+  10: 6/2/2. One client has no test group. Client ids that look like group names
+  (``test0``, ``val_a``, …) in a file without ``split`` are a recorded warning.
 
 ``train_fraction`` (IncFed Tables V–VI, pFedRR Table 1, FedIP Table 2: 25/50/75/100 % of the
 training clients) keeps ``ceil(fraction · n_train)`` training clients — 3, 5, 7, 9 of 9 as
 the thesis' appendix B.4 lists — drawn by a ``seed``-ed permutation; validation and test
-stay fixed. Same name, data and seed → same split.
+stay fixed. Same name, data and seed → same split. Every split says how it was made in its
+``rule`` (``metrics.json`` records it with the client ids of each group).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import re
 
 import numpy as np
 
+from tff_esn import run_warnings
+from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 
 
@@ -72,26 +79,48 @@ def _subsample(train: list[str], train_fraction: float, seed: int) -> tuple[str,
     return tuple(train[i] for i in sorted(order[:k]))
 
 
+def _fraction_rule(train_fraction: float, seed: int) -> str:
+    return "" if train_fraction == 1 else f"; {train_fraction:g} of the training clients drawn with seed {seed}"
+
+
+def _npz_rule_sizes(n: int) -> tuple[int, int]:
+    """(validation, test) clients of the seeded ``npz`` rule for ``n`` clients."""
+    test = max(1, n // 5) if n >= 2 else 0
+    val = max(1, n // 5) if n >= 3 else 0
+    return val, test
+
+
 def _npz_split(dataset: SequenceDataset, train_fraction: float, seed: int) -> Split:
     ids = natural_order(dataset.client_ids)
     if dataset.groups:
         missing = [c for c in ids if c not in dataset.groups]
         if missing:
-            raise ValueError(f"split 'npz': clients {missing} have no split group.")
+            raise DataError(f"{dataset.source}: split 'npz': clients {missing} have no split group.")
         groups = {g: [c for c in ids if dataset.groups[c] == g] for g in ("train", "val", "test")}
         if not groups["train"]:
-            raise ValueError("split 'npz': the file's split column names no 'train' client.")
-        return Split("npz", _subsample(groups["train"], train_fraction, seed),
-                     tuple(groups["val"]), tuple(groups["test"]))
-    n = len(ids)
-    n_test = n_val = n // 5 if n >= 5 else (1 if n >= 3 else 0)
-    return _fixed_split("npz", ids, SplitSpec(n_val, n_test), train_fraction, seed)
+            raise DataError(f"{dataset.source}: split 'npz': the data's split column names no 'train' client.")
+        return Split("npz", _subsample(groups["train"], train_fraction, seed), tuple(groups["val"]),
+                     tuple(groups["test"]), rule="the data's split column" + _fraction_rule(train_fraction, seed))
+    named = [c for c in ids if re.match(r"(train|validation|valid|val|test)(?![a-z])", c, re.I)]
+    if named:
+        run_warnings.warn(f"{dataset.source}: client ids {named[:5]} look like group names, but the data has no "
+                          "split column: the clients are split by the seeded rule (add a 'split' array to choose "
+                          "the groups).", stacklevel=4)
+    n_val, n_test = _npz_rule_sizes(len(ids))
+    order = np.random.default_rng(np.random.SeedSequence([seed, len(ids), 0x5E1])).permutation(len(ids))
+    shuffled = [ids[i] for i in order]
+    test, val = set(shuffled[:n_test]), set(shuffled[n_test:n_test + n_val])
+    train = [c for c in ids if c not in test and c not in val]
+    rule = (f"seeded shuffle of the clients (seed {seed}): {n_test} test, {n_val} validation, {len(train)} train"
+            + _fraction_rule(train_fraction, seed))
+    return Split("npz", _subsample(train, train_fraction, seed), tuple(c for c in ids if c in val),
+                 tuple(c for c in ids if c in test), rule=rule)
 
 
 def _fixed_split(name: str, ids: list[str], spec: SplitSpec, train_fraction: float, seed: int) -> Split:
     fixed = spec.val + spec.test + sum(n for _, n in spec.extra)
     if len(ids) <= fixed:
-        raise ValueError(f"split {name!r} needs more than {fixed} clients ({spec.val} validation, {spec.test} test"
+        raise DataError(f"split {name!r} needs more than {fixed} clients ({spec.val} validation, {spec.test} test"
                          f"{''.join(f', {n} {g}' for g, n in spec.extra)}) and at least one to train; "
                          f"the data set has {len(ids)}: {ids}.")
     test = ids[len(ids) - spec.test:]
@@ -101,7 +130,9 @@ def _fixed_split(name: str, ids: list[str], spec: SplitSpec, train_fraction: flo
     for group, n in reversed(spec.extra):
         extra[group] = tuple(ids[end - n: end])
         end -= n
-    return Split(name, _subsample(ids[:end], train_fraction, seed), tuple(val), tuple(test), extra)
+    rule = f"named split {name!r} ({spec.reference}): fixed groups at the end of the natural order" \
+        + _fraction_rule(train_fraction, seed)
+    return Split(name, _subsample(ids[:end], train_fraction, seed), tuple(val), tuple(test), extra, rule=rule)
 
 
 def get_split(name: str, dataset: SequenceDataset, *, train_fraction: float = 1.0, seed: int = 0) -> Split:
@@ -114,7 +145,8 @@ def get_split(name: str, dataset: SequenceDataset, *, train_fraction: float = 1.
         seed: chooses which training clients a fraction < 1 keeps.
 
     Raises:
-        ValueError: unknown name, bad fraction, or too few clients for the split's fixed groups.
+        DataError: too few clients for the split's fixed groups, or clients without a group.
+        ValueError: unknown name or bad fraction.
     """
     _check_fraction(train_fraction)
     if name == "npz":

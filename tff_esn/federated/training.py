@@ -313,6 +313,10 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
                              "(--resume) to continue it, or choose a new output folder.")
         if found is not None:
             state, start_round = found
+            if start_round > config.rounds:
+                raise ValueError(f"run_federated: {out} holds a run of {start_round} rounds; resuming it with "
+                                 f"rounds={config.rounds} would report its round-{start_round} model as "
+                                 f"{config.rounds} rounds: give rounds ≥ {start_round}, or a new output folder.")
 
     rows = []
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,

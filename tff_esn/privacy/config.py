@@ -84,6 +84,10 @@ class PrivacyConfig:
                              "by C); drop --dp-adaptive-clip or --secure-aggregation.")
         if self.dp_model not in MODELS:
             raise ValueError(f"PrivacyConfig.dp_model (--dp-model): expected one of {MODELS}, got {self.dp_model!r}.")
+        if self.dp_model == "distributed" and not self.secure_aggregation:
+            raise ValueError("PrivacyConfig.dp_model (--dp-model) distributed: each client adds a share σ/√K of the "
+                             "noise, private only inside a secure sum; add --secure-aggregation (or use --dp-model "
+                             "central/local).")
         if not isinstance(self.secure_bits, int) or isinstance(self.secure_bits, bool) or self.secure_bits < 1:
             raise ValueError(f"PrivacyConfig.secure_bits (--secure-bits): expected an integer ≥ 1, "
                              f"got {self.secure_bits!r}.")

@@ -1,0 +1,51 @@
+"""``tff-esn run``'s checks before any work: arguments before the data loads, the loaded data
+before TensorFlow is imported. Each refusal is one line with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+from typing import Any
+
+from tff_esn.cli import UsageError
+from tff_esn.run_warnings import RunWarning
+
+
+def check_arguments(args: argparse.Namespace, config: Any) -> Path:
+    """The run folder after :func:`tff_esn.run_folder.check_run_folder`; also refuses a ``--data``
+    of no known form (a bare path: ``npz:PATH`` is suggested)."""
+    from tff_esn.data.source_names import parse_source
+    from tff_esn.run_folder import RunFolderError, check_run_folder
+
+    try:
+        parse_source(args.data)
+    except ValueError as err:
+        raise UsageError(f"--data: {err}") from None
+    try:
+        return check_run_folder(args.out, force=args.force, resume=getattr(config, "resume", False),
+                                rounds=getattr(config, "rounds", None), resumable=hasattr(config, "resume"))
+    except RunFolderError as err:
+        raise UsageError(str(err)) from None
+
+
+def check_loaded(args: argparse.Namespace, dataset, split, config: Any) -> None:
+    """:func:`tff_esn.run_checks.check_run` on the loaded data (its warnings are said, and recorded,
+    when :func:`tff_esn.algorithms.run_algorithm` repeats the checks)."""
+    from tff_esn.memory import MemoryLimitError
+    from tff_esn.run_checks import check_run
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunWarning)
+        try:
+            check_run(args.algorithm, dataset, split, config, test_required=not args.no_test)
+        except MemoryLimitError as err:
+            raise UsageError(str(err)) from None
+
+
+def add_output_arguments(group: argparse._ArgumentGroup) -> None:
+    """``--force`` and ``--no-test``."""
+    group.add_argument("--force", action="store_true",
+                       help="overwrite the run in --out (its metrics.json, rounds.csv, checkpoints/, tensorboard/)")
+    group.add_argument("--no-test", action="store_true",
+                       help="run a split without test clients on purpose (else refused)")

@@ -1,0 +1,77 @@
+"""Checks of a dataset against a split, before any algorithm runs (one line each).
+
+:func:`check_split` is called by :func:`tff_esn.algorithms.run_algorithm` and by
+``tff-esn run`` before TensorFlow is imported. A :class:`~tff_esn.data.errors.DataError`
+stops the run: a split without test clients (unless the caller asks for that on purpose),
+classes of the validation or test clients that no training client has, and classes with
+fewer than 2 training labels. A federated algorithm on a single training client is a
+recorded :class:`~tff_esn.run_warnings.RunWarning` (the federation is then a centralized fit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tff_esn import run_warnings
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import SequenceDataset, Split
+
+MIN_TRAINING_LABELS = 2
+"""Labels each class needs among the training clients."""
+
+
+def _label_counts(dataset: SequenceDataset, ids) -> np.ndarray:
+    """(K,) labels of each class among the clients ``ids`` (sequences, or steps for per-step labels)."""
+    counts = np.zeros(dataset.n_classes, np.int64)
+    for cid in ids:
+        counts += np.bincount(dataset.clients[cid].y.ravel(), minlength=dataset.n_classes)
+    return counts
+
+
+def _names(dataset: SequenceDataset, classes) -> str:
+    return ", ".join(repr(dataset.label_names[k]) for k in classes)
+
+
+def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test_required: bool = True) -> None:
+    """Refuses a ``split`` of ``dataset`` that would give a misleading result; warns on one client.
+
+    Args:
+        dataset: the clients and their labels.
+        split: the groups the run uses.
+        federated: the algorithm federates its training clients (a single one is a warning).
+        test_required: a split without test clients is an error (``False``: the caller runs
+            without a test group on purpose; ``tff-esn run --no-test``).
+
+    Raises:
+        DataError: unknown client ids, no test clients, classes in validation/test that no
+            training client has, or a class with fewer than :data:`MIN_TRAINING_LABELS`
+            training labels.
+    """
+    source = dataset.source
+    unknown = [cid for ids in split.groups.values() for cid in ids if cid not in dataset.clients]
+    if unknown:
+        raise DataError(f"{source}: split {split.name!r} names client id(s) {unknown[:5]} that the data does not "
+                        f"have; its clients are {list(dataset.client_ids)[:10]}.")
+    if test_required and not split.test:
+        raise DataError(f"{source}: split {split.name!r} has no test clients ({split.rule}); give the data test "
+                        "clients (an npz 'split' array with 'test', or more clients), or run without a test group on "
+                        "purpose (--no-test; run_algorithm(..., test_required=False)).")
+    per_step = any(c.per_step for c in dataset.clients.values())
+    unit = "labelled steps" if per_step else "sequences"
+    train = _label_counts(dataset, split.train)
+    for group in ("val", "test"):
+        ids = getattr(split, group)
+        unseen = np.flatnonzero((_label_counts(dataset, ids) > 0) & (train == 0))
+        if unseen.size:
+            raise DataError(f"{source}: class(es) {_names(dataset, unseen)} occur in the {group} clients but in no "
+                            f"training client (training: {list(split.train)[:5]}); move clients between the groups so "
+                            "that training sees every class, or drop those sequences.")
+    scarce = np.flatnonzero(train < MIN_TRAINING_LABELS)
+    if scarce.size:
+        counts = ", ".join(f"{dataset.label_names[k]!r}: {train[k]}" for k in scarce)
+        raise DataError(f"{source}: class(es) with fewer than {MIN_TRAINING_LABELS} training {unit} ({counts}); a "
+                        "classifier cannot learn them: add training data of those classes, or merge or drop them and "
+                        "recode the labels 0…K−1.")
+    if federated and len(split.train) == 1:
+        run_warnings.warn(f"{source}: one training client ({split.train[0]!r}): the federation fits that client "
+                          "alone, a centralized fit; split the data into more clients to federate.", stacklevel=3)

@@ -1,0 +1,26 @@
+"""The forms of a data source string (``npz:FILE``, ``ts:DIR/NAME``, ...), parsed without heavy imports.
+
+The command line checks ``--data`` with :func:`parse_source` before anything loads;
+:func:`tff_esn.data.sources.load_source` parses the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
+
+
+def parse_source(source: str) -> tuple[str, str]:
+    """``(kind, argument)`` of a source (a path's ``~`` expanded); a ``ValueError`` names the
+    expected forms, and suggests ``npz:PATH`` for a bare path."""
+    if not isinstance(source, str):
+        raise ValueError(f"source: expected a string, got {type(source).__name__}.")
+    kind, _, arg = source.partition(":")
+    if kind not in SOURCE_KINDS or (kind.startswith("synthetic") != (arg == "")):
+        bare = kind not in SOURCE_KINDS and (source.endswith(".npz") or Path(source).expanduser().is_file())
+        hint = f" (a file? write npz:{source})" if bare else ""
+        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or "
+                         f"ts:DIR/NAME, got {source!r}{hint}.")
+    return kind, os.path.expanduser(arg)

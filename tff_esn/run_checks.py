@@ -1,0 +1,43 @@
+"""What is checked before an algorithm runs, by the library and by ``tff-esn run`` alike.
+
+:func:`check_run` — called by :func:`tff_esn.algorithms.run_algorithm` and, before
+TensorFlow is imported, by the command line — refuses in one line a split that would
+mislead (:func:`tff_esn.data.checks.check_split`), a washout as long as the shortest
+sequence, and a run whose memory estimate exceeds the machine's
+(:func:`tff_esn.memory.check_memory`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tff_esn.data.checks import check_split
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.memory import MemoryEstimate, check_memory
+
+CENTRALIZED = frozenset({"centralized", "thesis-central"})
+"""Algorithms that pool the training clients instead of federating them."""
+
+
+def check_washout(config: Any, dataset: SequenceDataset) -> None:
+    """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state
+    (``state_mode`` ``all``/``mean``; ``last`` reads the final state whatever the washout)."""
+    model = getattr(config, "model", config)
+    washout, mode = getattr(model, "washout", 0), getattr(model, "state_mode", "all")
+    if mode != "last" and washout >= dataset.shortest:
+        raise DataError(f"{dataset.source}: --washout {washout} drops every step of the shortest sequence "
+                        f"({dataset.shortest} steps); use a washout below {dataset.shortest} (or --state-mode last).")
+
+
+def check_run(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
+              test_required: bool = True) -> MemoryEstimate:
+    """Refuses a run of algorithm ``name`` that would mislead or cannot fit; returns its memory estimate.
+
+    Raises:
+        DataError: see :func:`~tff_esn.data.checks.check_split` and :func:`check_washout`.
+        MemoryLimitError: the estimate exceeds the machine's memory.
+    """
+    check_split(dataset, split, federated=name not in CENTRALIZED, test_required=test_required)
+    check_washout(config, dataset)
+    return check_memory(config, dataset, split)

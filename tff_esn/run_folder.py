@@ -1,0 +1,83 @@
+"""A run folder (``--out``) checked before any work: no run is silently overwritten or mixed.
+
+:func:`check_run_folder` refuses, in one line, an ``--out`` that is a file or cannot be
+created, a folder holding a finished run (``metrics.json``) unless it is overwritten on
+purpose (``force``) or continued (``resume``), a folder holding checkpoints of an unfinished
+run without either, and a resume asking for fewer rounds than the checkpoints already hold
+(it would report the later model under the smaller round count). :func:`clear_run` removes an
+earlier run's outputs before a forced rerun. Checkpoints are ``checkpoints/program_state_N``
+folders (:mod:`tff_esn.federated.training`), read here without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+RUN_OUTPUTS = ("metrics.json", "rounds.csv", "checkpoints", "tensorboard")
+"""What a run writes into its folder (and a forced rerun removes first)."""
+
+
+class RunFolderError(ValueError):
+    """An ``--out`` folder a run must not write into as asked (one line naming the fix)."""
+
+
+def rounds_done(out: str | os.PathLike) -> int | None:
+    """The last round checkpointed in ``out`` (``None``: no checkpoints)."""
+    root = Path(out) / "checkpoints"
+    rounds = [int(m.group(1)) for p in root.glob("program_state_*")
+              if (m := re.fullmatch(r"program_state_(\d+)", p.name))]
+    return max(rounds) if rounds else None
+
+
+def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,
+                     rounds: int | None = None, resumable: bool = False) -> Path:
+    """The folder ``out`` (``~`` expanded) after the checks of the module docstring.
+
+    Args:
+        out: the run folder.
+        force: overwrite a finished or unfinished run in ``out``.
+        resume: continue the run in ``out`` (round-based algorithms: ``resumable``).
+        rounds: the rounds a resumed run is asked to reach.
+        resumable: the algorithm checkpoints rounds (its messages then offer ``--resume``).
+
+    Raises:
+        RunFolderError: see the module docstring.
+    """
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"--out {out}: is a file, not a folder; give a folder (metrics.json is written into it).")
+    ancestor = next(p for p in (out, *out.parents) if p.exists())
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise RunFolderError(f"--out {out}: cannot create or write it ({ancestor} is "
+                             f"{'a file' if not ancestor.is_dir() else 'not writable'}); give a writable folder.")
+    if force and resume:
+        raise RunFolderError("--force starts the run in --out over, --resume continues it; give one of them.")
+    done = rounds_done(out)
+    if resume:
+        if done is not None and rounds is not None and rounds < done:
+            raise RunFolderError(f"--resume --rounds {rounds}: {out} already holds {done} rounds; give --rounds ≥ "
+                                 f"{done}, or --force to start over.")
+        return out
+    if force:
+        return out
+    cont = "--resume to continue it, " if resumable else ""
+    if (out / "metrics.json").exists():
+        raise RunFolderError(f"--out {out}: holds a finished run (metrics.json); pass --force to overwrite it, "
+                             f"{cont}or choose a new folder.")
+    if done is not None:
+        raise RunFolderError(f"--out {out}: holds checkpoints of an earlier run (round {done}); pass {cont}"
+                             "--force to start over, or choose a new folder.")
+    return out
+
+
+def clear_run(out: str | os.PathLike) -> None:
+    """Removes the :data:`RUN_OUTPUTS` of an earlier run from ``out`` (other files stay)."""
+    for name in RUN_OUTPUTS:
+        path = Path(out).expanduser() / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
