@@ -228,6 +228,6 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
     record["baselines"] = baselines
-    record["warnings"] = said
+    record["warnings"] = said + [w for w in result.get("warnings", ()) if w not in said]
     record.update(run_provenance(split))
     return record
