@@ -18,7 +18,7 @@ from tff_esn.lazy import lazy_exports
 _EXPORTS = {
     "ClosedFormTuner": ".closed_form", "ExhaustiveRandomSearchOracle": ".oracle", "TuneResult": ".search",
     "tune": ".search", "SPACES": ".spaces", "SearchSpace": ".spaces", "get_space": ".spaces",
-    "BinaryF1": ".thesis", "ThesisHyperModel": ".thesis",
+    "BinaryF1": ".thesis", "MacroF1": ".thesis", "ThesisHyperModel": ".thesis",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)  # importing the package (its CLI) imports no TensorFlow
