@@ -2,7 +2,8 @@
 
 :class:`DiscriminatorFilter` is a :data:`tff_esn.federated.ClientFilter`: called inside a
 client's TensorFlow graph with the client's readout delta ``(kernel_delta (U, C),
-bias_delta (C,))`` (C = 1 for two classes, else K) (``w_t − w_{t+1}``, thesis Alg. 3 line 9 / Alg. 4 line 8), it returns
+bias_delta (C,))`` (C = 1 for two classes, else K; ``w_t − w_{t+1}``, thesis Alg. 3 line 9 /
+Alg. 4 line 8), it returns
 ``P(real) > threshold`` — ``valid`` — and a rejected client contributes no update (the
 thesis' "if not valid then w_{t+1}^k ← w_t^k").
 
@@ -89,8 +90,8 @@ class DiscriminatorFilter:
         size = kernel_delta.shape.num_elements(), bias_delta.shape.num_elements()
         if None in size or sum(size) != self.n_inputs:
             raise ValueError(
-                f"DiscriminatorFilter: the discriminator takes deltas of {self.n_inputs} values, but the client's "
-                f"readout has kernel {tuple(kernel_delta.shape)} and bias {tuple(bias_delta.shape)} — train a "
+                f"DiscriminatorFilter: the discriminator takes deltas of {self.n_inputs} values (kernel and bias), "
+                f"but the client's readout has kernel {tuple(kernel_delta.shape)} and bias {tuple(bias_delta.shape)} — train a "
                 "discriminator for this reservoir size and number of classes.")
         delta = tf.concat([tf.reshape(kernel_delta, [-1]), tf.reshape(bias_delta, [-1])], axis=0)
         return self.probability(delta[None, :])[0] > self.threshold

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,7 +48,7 @@ def check_class_weight(class_weight: Any) -> tuple[float, ...] | str:
         raise ValueError(f"class_weight: expected {BALANCED!r} or one weight per class, got {class_weight!r}.")
     else:
         weights = tuple(class_weight)
-    if len(weights) < 2 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w)
+    if len(weights) < 2 or not all(isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w)
                                    and w >= 0 for w in weights) or sum(weights) == 0:
         raise ValueError(f"class_weight: expected {BALANCED!r} or K ≥ 2 finite weights ≥ 0 (not all 0), "
                          f"got {class_weight!r}.")
@@ -286,9 +287,9 @@ class FedCurvConfig(FedAvgConfig):
                     and self.penalty >= 0, "a finite number ≥ 0")
 
 
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg",
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True,
                    help="FedAvg of the thesis ESN readout in TFF, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv",
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True,
                    help="FedCurv of the thesis ESN readout in TFF (thesis ch. 3, Alg. 2)")
-register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False,
+register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
