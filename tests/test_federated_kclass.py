@@ -24,6 +24,7 @@ from tff_esn.federated.model import (
 )
 from tff_esn.federated.training import FederatedConfig, run_federated
 from tff_esn.reservoir import Reservoir
+from tff_esn.run_warnings import recording
 
 K = 3
 UNITS = 6
@@ -56,15 +57,16 @@ def source():
     return CachedStates(clients, CFG, seed=1, shuffle=False)
 
 
+def _model_fn(cfg, source):
+    """A TFF readout model of ``cfg`` on ``source``'s cached states."""
+    spec = source.dataset(source.ids[0], 0).element_spec
+    return lambda: tff.learning.models.from_keras_model(build_thesis_model(UNITS, cfg, readout_only=True),
+                                                        loss=thesis_loss(cfg), input_spec=spec)
+
+
 @pytest.fixture(scope="module")
 def model_fn(source):
-    spec = source.dataset(IDS[0], 0).element_spec
-
-    def fn():
-        return tff.learning.models.from_keras_model(
-            build_thesis_model(UNITS, CFG, readout_only=True), loss=thesis_loss(CFG), input_spec=spec)
-
-    return fn
+    return _model_fn(CFG, source)
 
 
 def test_softmax_loss_is_keras_categorical_crossentropy_with_class_weights():
@@ -132,10 +134,7 @@ def test_one_client_one_local_step_is_the_centralized_step():
     model, _ = train_centralized(data, Split("s", train=("a",)), cfg, include_validation=False)
     central = [np.asarray(w) for w in model.weights]
     source = CachedStates(clients, cfg, shuffle=False)
-    spec = source.dataset("a", 0).element_spec
-    process = build_fedavg(lambda: tff.learning.models.from_keras_model(
-        build_thesis_model(UNITS, cfg, readout_only=True), loss=thesis_loss(cfg), input_spec=spec),
-        client_learning_rate=cfg.learning_rate)
+    process = build_fedavg(_model_fn(cfg, source), client_learning_rate=cfg.learning_rate)
     state = process.next(process.initialize(), source.datasets(["a"], 0)).state
     for got, want in zip(process.get_model_weights(state).trainable, central):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
@@ -197,5 +196,17 @@ def test_thesis_central_on_k_classes_stops_early_on_validation_loss():
     _, report = train_centralized(data, split, cfg, patience=3)
     assert report["epochs"] < 200 and report["test"]["accuracy"] > 1 / K + 0.2
     assert report["design"]["n"] == sum(len(data.clients[c]) for c in split.train)  # validation held out
-    with pytest.raises(DataError, match="needs validation clients"):
-        train_centralized(data, Split("s", train=("c0",), test=("c4",)), cfg, patience=3)
+    with recording() as said:
+        _, report = train_centralized(data, Split("s", train=("c0",), test=("c4",)), cfg.replace(epochs=4),
+                                      patience=3)
+    assert report["epochs"] == 4 and said == [
+        "patience 3: the split 's' has no validation clients to stop on; trained on the design set for 4 epochs."]
+
+
+def test_keep_best_without_validation_clients_keeps_the_last_round_and_says_so():
+    data = _dataset()
+    config = FederatedConfig(model=CFG, rounds=2, clients_per_round=2, noise_std=0.0, keep_best=True)
+    with recording() as said:
+        result = run_federated(data, Split("s", train=("c0", "c1"), test=("c4",)), config, progress=False)
+    assert result["extra"]["kept_round"] == 2
+    assert said == ["keep_best: no validation clients to choose a round on; the result is the last round's model."]

@@ -18,12 +18,12 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.communication import centralized as centralized_cost
-from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
 from tff_esn.metrics import split_report
+from tff_esn.run_warnings import warn
 
 
 def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig):
@@ -43,7 +43,8 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         patience: ≥ 1 trains on the training subjects only, for at most ``config.epochs``
             epochs, stopping once the validation subjects' loss has not improved for
             ``patience`` epochs and restoring the best epoch's weights (Keras
-            ``EarlyStopping``); 0 trains for ``config.epochs`` epochs.
+            ``EarlyStopping``); 0 — or no validation subjects, with a recorded warning —
+            trains for ``config.epochs`` epochs.
         seed: seed of the epoch orders (:func:`tff_esn.federated.clients.seeded_fit_data`;
             the readout's initialisation is seeded by the reservoir seed). No global RNG is
             read or set.
@@ -55,8 +56,9 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         ``class_weight`` (the weights used) and ``epochs`` (epochs trained).
     """
     if patience and not split.val:
-        raise DataError(f"{dataset.source}: early stopping (patience {patience}) needs validation clients; the split "
-                        f"{split.name!r} has none (set patience 0 to train for the epochs given).")
+        warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
+             f"design set for {config.epochs} epochs.")
+        patience = 0
     config = for_data(config, dataset, split.train)
     design_ids = tuple(split.train) + (tuple(split.val) if include_validation and not patience else ())
     states, labels = _states(dataset, design_ids, config)

@@ -13,16 +13,18 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Iterable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from tff_esn.algorithms import register_algorithm
 from tff_esn.closed_form.configs import check_field
 from tff_esn.config import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.privacy.config import PrivacyConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tff_esn.data.sequences import ClientSequences, SequenceDataset
 
 THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
 """Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
@@ -123,6 +125,8 @@ class ThesisModelConfig:
 
 def loss_labels(clients: Iterable[ClientSequences], config: ThesisModelConfig) -> np.ndarray:
     """The labels the loss counts, flat: one per sequence, or one per step after the washout."""
+    import numpy as np
+
     parts = [c.y[:, config.washout:].reshape(-1) if c.per_step else c.y for c in clients]
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
@@ -163,6 +167,8 @@ def resolve_class_weight(class_weight: tuple[float, ...] | str, labels: np.ndarr
                          source: str = "data") -> tuple[float, ...]:
     """One weight per class: ``"balanced"`` → ``n / (K · n_k)`` over ``labels`` (sklearn's
     ``compute_class_weight("balanced")``); explicit weights must number ``n_classes``."""
+    import numpy as np
+
     if class_weight == BALANCED:
         counts = np.bincount(labels, minlength=n_classes)
         if np.any(counts == 0):
@@ -203,7 +209,8 @@ class ThesisCentralConfig(ThesisRunConfig):
         patience: 0 trains on the design set (training + validation clients) for ``epochs``
             epochs (thesis Table 6.3); n ≥ 1 trains on the training clients for at most
             ``epochs`` epochs and stops once the validation clients' loss has not improved
-            for n epochs, restoring the best epoch's weights (needs validation clients).
+            for n epochs, restoring the best epoch's weights (without validation clients:
+            ``epochs`` epochs on the design set, with a recorded warning).
     """
 
     patience: int = 0
@@ -234,7 +241,8 @@ class FedAvgConfig(ThesisRunConfig):
         discriminator: a discriminator folder used as client filter (thesis Alg. 3–4).
         discriminator_threshold: accept a client when its P(real) exceeds this.
         keep_best: the result is the server model of the round with the best validation
-            macro-F1 instead of the last round's (needs validation clients).
+            macro-F1 instead of the last round's (without validation clients: the last
+            round's, with a recorded warning).
     """
 
     server_lr: float = 1.0
