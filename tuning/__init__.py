@@ -4,7 +4,7 @@
   FedIP Table 1, pFedRR §3) as named ``keras_tuner.HyperParameters`` builders.
 * :mod:`tuning.oracle` — random search without replacement that stops when a finite space
   is exhausted (thesis §6.1).
-* :mod:`tuning.thesis` — the thesis hypermodel (reservoir + sigmoid readout, validation F1).
+* :mod:`tuning.thesis` — the thesis hypermodel (reservoir + sigmoid or softmax readout, validation F1).
 * :mod:`tuning.closed_form` — a KerasTuner tuner whose trial fits the ridge readout in
   closed form (IncFed eq. 10; FedIP first), reusing harvests across trials.
 * :mod:`tuning.search` — :func:`tune`: data, tuner, progress, resume, ``best_hparams.json``.
