@@ -25,9 +25,9 @@ from typing import Any
 from tff_esn import runtime
 from tff_esn.algorithms import config_from_flags
 from tff_esn.cli import UsageError, lazy_command
-from tff_esn.cli.flags import add_common_arguments
+from tff_esn.cli.flags import add_common_arguments, class_weight
 from tff_esn.config import ReservoirConfig
-from tff_esn.federated.configs import RESERVOIR_MODES, THESIS_RESERVOIR, ThesisModelConfig
+from tff_esn.federated.configs import RESERVOIR_MODES, THESIS_RESERVOIR, ThesisModelConfig, for_data
 
 GROUP = "discriminator"
 """The split group holding the subjects the discriminator is trained on (thesis §6.1)."""
@@ -69,8 +69,8 @@ def _train(args: argparse.Namespace) -> int:
 
     try:
         model = ThesisModelConfig(reservoir=config_from_flags(ReservoirConfig, vars(args), strict=False),
-                                  learning_rate=args.client_lr,
-                                  batch_size=args.batch_size, state_mode=args.state_mode, washout=args.washout)
+                                  learning_rate=args.client_lr, batch_size=args.batch_size,
+                                  class_weight=args.class_weight, state_mode=args.state_mode, washout=args.washout)
         delta_config = DeltaConfig(model=model, noise_std=args.noise_std, steps=args.steps,
                                    test_fraction=args.test_fraction, restart_every=args.restart_every,
                                    seed=args.seed)
@@ -83,6 +83,7 @@ def _train(args: argparse.Namespace) -> int:
     if GROUP not in split.extra:
         raise UsageError(f"split {split.name!r} has no {GROUP!r} group (groups: {sorted(split.extra)}); "
                          "use --split thesis-discriminative.")
+    delta_config = dataclasses.replace(delta_config, model=for_data(model, dataset, split.extra[GROUP]))
     deltas = generate_deltas(dataset.select(split.extra[GROUP]), delta_config,
                              test_subjects=dataset.select(split.test) if split.test else None)
     if args.search:
@@ -164,6 +165,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     g = train.add_argument_group("real and fake ESNs (thesis §6.1)")
     g.add_argument("--client-lr", type=float, default=d_model.learning_rate, help="Adam η (default %(default)s)")
     g.add_argument("--batch-size", type=int, default=d_model.batch_size, help="ESN batch (default %(default)s)")
+    g.add_argument("--class-weight", type=class_weight, default=d_model.class_weight, metavar="W0,W1,…|balanced",
+                   help="loss weight of each class, or 'balanced' from the subjects' labels (default 12,88)")
     g.add_argument("--noise-std", type=float, default=d_delta.noise_std,
                    help="noise std of the fake ESN's inputs (default %(default)s)")
     g.add_argument("--steps", type=int, default=d_delta.steps,

@@ -1,11 +1,12 @@
 """The discriminator's training data: readout deltas of a "real" and a "fake" ESN (thesis §6.1, ch. 4).
 
 Two thesis ESNs (:func:`tff_esn.federated.build_thesis_model`: a fixed reservoir and a
-sigmoid ``Dense`` readout) are trained step by step on the subjects held out for the
-discriminator (the ``thesis-discriminative`` split): the *real* ESN on their clean
-inputs, the *fake* ESN on the same inputs plus Gaussian noise (thesis §6.1: std 1.0).
-After every optimisation step the readout delta is recorded — kernel (U values) then
-bias (1 value), U + 1 = 201 for the thesis' 200 units — labelled 1 (real) or 0 (fake).
+``Dense`` readout, sigmoid for two classes, softmax over K for more) are trained step by
+step on the subjects held out for the discriminator (the ``thesis-discriminative`` split):
+the *real* ESN on their clean inputs, the *fake* ESN on the same inputs plus Gaussian noise
+(thesis §6.1: std 1.0). After every optimisation step the readout delta is recorded —
+kernel (U·C values, row-major) then bias (C values), C = 1 for two classes (U + 1 = 201 for
+the thesis' 200 units), else K (U·K + K) — labelled 1 (real) or 0 (fake).
 
 Choices (each documented where it matters):
 
@@ -47,7 +48,8 @@ import tensorflow_federated as tff
 
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import clients as client_data
-from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.federated.configs import loss_labels
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.metrics import classification_metrics
 
 REAL, FAKE = 1, 0
@@ -62,7 +64,9 @@ class DeltaConfig:
 
     Attributes:
         model: the thesis ESN both models are (Table 6.2: 200 units, ρ 0.99, α 1.0, Adam
-            η 0.1, batch 20, weighted cross-entropy); its ``epochs`` are not used.
+            η 0.1, batch 20, weighted cross-entropy); its ``epochs`` are not used. Its
+            ``class_weight`` holds one weight per class (resolve ``"balanced"`` first:
+            :func:`tff_esn.federated.configs.for_data`): their number sets the readout.
         noise_std: std of the Gaussian noise on the fake ESN's inputs (thesis: 1.0).
         steps: optimisation steps, i.e. deltas, per ESN; the sequences are passed over
             (reshuffled each pass) as often as needed. The thesis fixes the
@@ -102,8 +106,8 @@ class DeltaConfig:
 
     @property
     def n_inputs(self) -> int:
-        """Length of one delta: readout kernel (units) plus bias (1)."""
-        return self.model.reservoir.units + 1
+        """Length of one delta: readout kernel (U·C) plus bias (C); the model's class weights resolved."""
+        return (self.model.reservoir.units + 1) * self.model.n_outputs
 
 
 def _number(value: Any) -> bool:
@@ -115,7 +119,7 @@ class DeltaSet:
     """Labelled readout deltas split by time.
 
     Attributes:
-        x_train, x_test: (n, U + 1) float32 deltas ``w_{t−1} − w_t`` (kernel, then bias).
+        x_train, x_test: (n, (U + 1)·C) float32 deltas ``w_{t−1} − w_t`` (kernel, then bias).
         y_train, y_test: (n,) int64 labels, :data:`REAL` or :data:`FAKE`.
         step_train, step_test: (n,) int64 optimisation step of each delta (1-based, per ESN).
         esn_metrics: the real and fake ESNs' final readouts scored on the test subjects
@@ -148,8 +152,8 @@ def readout_trajectory(states: np.ndarray, labels: np.ndarray, config: ThesisMod
         restart_every: reset Adam's state every this many steps (``None``: never).
 
     Returns:
-        (steps + 1, U + 1) float32: row 0 the initial readout, row t the readout after step
-        t, each as kernel (U) then bias (1).
+        (steps + 1, (U + 1)·C) float32: row 0 the initial readout, row t the readout after
+        step t, each as kernel (U·C, row-major) then bias (C).
     """
     units = config.reservoir.units
     model = build_thesis_model(units, config, readout_only=True)
@@ -184,9 +188,10 @@ def readout_trajectory(states: np.ndarray, labels: np.ndarray, config: ThesisMod
     return train().numpy()
 
 
-def _esn_metrics(weights: np.ndarray, states: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
-    z = states.reshape(-1, states.shape[-1]).astype(np.float64) @ weights[:-1].astype(np.float64) + weights[-1]
-    return classification_metrics(labels.reshape(-1).astype(np.int64), 1.0 / (1.0 + np.exp(-z)), 2)
+def _esn_metrics(weights: np.ndarray, states: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[str, Any]:
+    c = 1 if n_classes == 2 else n_classes
+    kernel, bias = weights[:-c].reshape(-1, c), weights[-c:]
+    return classification_metrics(labels, readout_probabilities(states, kernel, bias), n_classes)
 
 
 def generate_deltas(subjects: ClientSequences | Mapping[str, ClientSequences], config: DeltaConfig = DeltaConfig(),
@@ -216,7 +221,7 @@ def generate_deltas(subjects: ClientSequences | Mapping[str, ClientSequences], c
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("x_train", "y_train", "x_test", "y_test", "s_train", "s_test")}
     finals = {}
     for label, x in inputs.items():
-        states = client_data.harvest(x, model.reservoir, model)
+        states = client_data.harvest(x, model.reservoir, model, lengths=data.lengths)
         trajectory = readout_trajectory(states, labels, model, steps=config.steps, seed=shuffle_seed,
                                         restart_every=config.restart_every)
         deltas = trajectory[:-1] - trajectory[1:]
@@ -232,9 +237,9 @@ def generate_deltas(subjects: ClientSequences | Mapping[str, ClientSequences], c
     metrics = {}
     if test_subjects is not None:
         test = _pooled(test_subjects, "test_subjects")
-        test_states = client_data.harvest(test.x, model.reservoir, model)
-        test_labels = client_data.targets(test, model)
-        metrics = {name: _esn_metrics(finals[label], test_states, test_labels)
+        test_states = client_data.client_states(test, model.reservoir, model)
+        test_labels = loss_labels([test], model).astype(np.int64)
+        metrics = {name: _esn_metrics(finals[label], test_states, test_labels, model.n_classes)
                    for name, label in (("real", REAL), ("fake", FAKE))}
     cat = {k: np.concatenate(v) for k, v in parts.items()}
     return DeltaSet(cat["x_train"].astype(np.float32), cat["y_train"], cat["x_test"].astype(np.float32),

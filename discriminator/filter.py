@@ -1,8 +1,9 @@
 """The discriminator as the client filter of the federated processes (thesis Alg. 3–4).
 
 :class:`DiscriminatorFilter` is a :data:`tff_esn.federated.ClientFilter`: called inside a
-client's TensorFlow graph with the client's readout delta ``(kernel_delta (U, 1),
-bias_delta (1,))`` (``w_t − w_{t+1}``, thesis Alg. 3 line 9 / Alg. 4 line 8), it returns
+client's TensorFlow graph with the client's readout delta ``(kernel_delta (U, C),
+bias_delta (C,))`` (C = 1 for two classes, else K; ``w_t − w_{t+1}``, thesis Alg. 3 line 9 /
+Alg. 4 line 8), it returns
 ``P(real) > threshold`` — ``valid`` — and a rejected client contributes no update (the
 thesis' "if not valid then w_{t+1}^k ← w_t^k").
 
@@ -67,13 +68,13 @@ class DiscriminatorFilter:
             raise ValueError(f"DiscriminatorFilter.threshold: expected a number in [0, 1], got {threshold!r}.")
         if len(model.input_shape) != 2 or model.output_shape != (None, 1):
             raise DiscriminatorFileError(f"DiscriminatorFilter: the model maps {model.input_shape} → "
-                                         f"{model.output_shape}; expected (None, U + 1) → (None, 1).")
+                                         f"{model.output_shape}; expected (None, (U + 1)·C) → (None, 1).")
         self.n_inputs = int(model.input_shape[-1])
         self.threshold = float(threshold)
         self._ops = [op for op in map(_layer_op, model.layers) if op is not None]
 
     def probability(self, deltas: tf.Tensor | np.ndarray) -> tf.Tensor:
-        """P(real) of (n, U + 1) deltas (kernel, then bias), shape (n,)."""
+        """P(real) of (n, (U + 1)·C) deltas (kernel, then bias), shape (n,)."""
         x = tf.convert_to_tensor(deltas, tf.float32)
         if x.shape.rank != 2 or x.shape[-1] != self.n_inputs:
             raise ValueError(f"DiscriminatorFilter.probability: expected deltas of shape (n, {self.n_inputs}), "
@@ -83,20 +84,21 @@ class DiscriminatorFilter:
         return tf.reshape(x, [-1])
 
     def __call__(self, kernel_delta: tf.Tensor, bias_delta: tf.Tensor) -> tf.Tensor:
-        """``valid`` (scalar bool) for one client's readout delta ``(kernel (U, 1), bias (1,))``."""
+        """``valid`` (scalar bool) for one client's readout delta ``(kernel (U, C), bias (C,))``."""
         kernel_delta = tf.convert_to_tensor(kernel_delta, tf.float32)
         bias_delta = tf.convert_to_tensor(bias_delta, tf.float32)
         size = kernel_delta.shape.num_elements(), bias_delta.shape.num_elements()
         if None in size or sum(size) != self.n_inputs:
             raise ValueError(
-                f"DiscriminatorFilter: the discriminator takes deltas of {self.n_inputs} values (a readout of "
-                f"{self.n_inputs - 1} units + bias), but the client's readout has kernel {tuple(kernel_delta.shape)} "
-                f"and bias {tuple(bias_delta.shape)} — train a discriminator for this reservoir size.")
+                f"DiscriminatorFilter: the discriminator takes deltas of {self.n_inputs} values (kernel and bias), "
+                f"but the client's readout has kernel {tuple(kernel_delta.shape)} and bias {tuple(bias_delta.shape)} — train a "
+                "discriminator for this reservoir size and number of classes.")
         delta = tf.concat([tf.reshape(kernel_delta, [-1]), tf.reshape(bias_delta, [-1])], axis=0)
         return self.probability(delta[None, :])[0] > self.threshold
 
 
-def load_filter(path: str | os.PathLike, *, threshold: float = 0.5, units: int | None = None) -> DiscriminatorFilter:
+def load_filter(path: str | os.PathLike, *, threshold: float = 0.5, units: int | None = None,
+                outputs: int = 1) -> DiscriminatorFilter:
     """The client filter of the discriminator saved in ``path`` (``tff_esn.client_filters`` entry point).
 
     Args:
@@ -104,6 +106,7 @@ def load_filter(path: str | os.PathLike, *, threshold: float = 0.5, units: int |
         threshold: accept when P(real) > threshold.
         units: the federated model's reservoir units; a discriminator trained for another
             readout size is rejected here, before any federated computation is built.
+        outputs: the readout's units C (1 for two classes, else K).
     """
-    disc = load_discriminator(path, n_inputs=None if units is None else units + 1)
+    disc = load_discriminator(path, n_inputs=None if units is None else (units + 1) * outputs)
     return DiscriminatorFilter(disc, threshold=threshold)

@@ -118,7 +118,7 @@ def build_discriminator(n_inputs: int, config: DiscriminatorConfig, adapt_to: np
     """The compiled discriminator (thesis Fig. 6.2) for deltas of ``n_inputs`` values.
 
     Args:
-        n_inputs: delta length, readout units + 1 (thesis: 201).
+        n_inputs: delta length, (readout units + 1)·C (thesis: 201; U·K + K for K > 2 classes).
         config: architecture and optimiser.
         adapt_to: (n, n_inputs) training deltas whose mean and variance the
             ``Normalization`` layer takes.
@@ -158,7 +158,7 @@ class Discriminator:
     """A trained discriminator: the Keras model, its metrics and where it came from.
 
     Attributes:
-        model: ``(n, U + 1) deltas → (n, 1) P(real)``.
+        model: ``(n, (U + 1)·C) deltas → (n, 1) P(real)``.
         metrics: ``val_binary_accuracy``, ``train_f1``, ``test_f1``, ``train_accuracy``,
             ``test_accuracy`` (F1 of the "real" class at threshold 0.5) and the real/fake
             ESNs' test scores (``real_esn_test_f1``, ``fake_esn_test_f1``) when known.
@@ -171,11 +171,11 @@ class Discriminator:
 
     @property
     def n_inputs(self) -> int:
-        """Delta length the model accepts (readout units + 1)."""
+        """Delta length the model accepts ((readout units + 1)·C)."""
         return int(self.model.input_shape[-1])
 
     def predict(self, deltas: np.ndarray) -> np.ndarray:
-        """P(real) of each (n, U + 1) delta, shape (n,)."""
+        """P(real) of each (n, (U + 1)·C) delta, shape (n,)."""
         deltas = np.asarray(deltas, np.float32)
         if deltas.ndim != 2 or deltas.shape[1] != self.n_inputs:
             raise ValueError(f"Discriminator.predict: expected deltas of shape (n, {self.n_inputs}), "
@@ -273,7 +273,7 @@ def load_discriminator(path: str | os.PathLike, *, n_inputs: int | None = None) 
 
     Args:
         path: the folder.
-        n_inputs: when given, the delta length the caller will feed (readout units + 1);
+        n_inputs: when given, the delta length the caller will feed ((units + 1)·C);
             a discriminator trained for another size is rejected.
 
     Raises:
@@ -305,6 +305,6 @@ def load_discriminator(path: str | os.PathLike, *, n_inputs: int | None = None) 
                                      f"{model.output_shape}, expected (None, {meta['n_inputs']}) → (None, 1).")
     if n_inputs is not None and n_inputs != disc.n_inputs:
         raise DiscriminatorFileError(
-            f"discriminator {path} takes deltas of {disc.n_inputs} values (a readout of {disc.n_inputs - 1} units + "
-            f"bias), but this model's readout has {n_inputs - 1} units + bias = {n_inputs} values.")
+            f"discriminator {path} takes deltas of {disc.n_inputs} values, but this model's readout (kernel and bias) "
+            f"has {n_inputs} values — train a discriminator for this reservoir size and number of classes.")
     return disc

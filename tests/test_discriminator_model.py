@@ -158,7 +158,7 @@ def test_corrupted_missing_and_mismatched_files_give_clear_errors(trained, tmp_p
     with pytest.raises(DiscriminatorFileError, match="model.keras and discriminator.json"):
         load_discriminator(tmp_path / "empty")
     path = trained.save(tmp_path / "disc")
-    with pytest.raises(DiscriminatorFileError, match=f"{UNITS + 1} values .* 200 units \\+ bias = 201"):
+    with pytest.raises(DiscriminatorFileError, match=f"{UNITS + 1} values, but .* has 201 values"):
         load_filter(path, units=200)
     flt = load_filter(path)
     with pytest.raises(ValueError, match=f"takes deltas of {UNITS + 1} values .* kernel \\(200, 1\\)"):
@@ -231,3 +231,27 @@ def test_random_search_ignores_and_keeps_the_global_seeds(deltas, tmp_path):
     first, again = (call_untouched(lambda: search(str(global_seed)), global_seed) for global_seed in (7, 123))
     assert len(first[1]) == 2 and all(score is not None for _, score in first[1])
     assert first == again
+
+
+def test_k_class_deltas_are_the_whole_softmax_readout_and_the_filter_reads_them(tmp_path):
+    """K = 3 classes, sequences of unequal length: a delta is kernel (U·K, row-major) then bias (K)."""
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 3, 18)
+    x = (rng.normal(size=(18, 12, 2)) + (y - 1.0)[:, None, None]).astype(np.float32)
+    subjects = ClientSequences(x, y, rng.integers(6, 13, 18))
+    model = MODEL.replace(class_weight=(1.0, 1.0, 2.0), state_mode="mean")
+    d = generate_deltas(subjects, DeltaConfig(model=model, steps=40, seed=1), test_subjects=subjects)
+    assert d.n_inputs == (UNITS + 1) * 3 == d.x_train.shape[1]
+    # Adam's first step is η·sign(g) for every weight with a gradient: all K biases, no weight further
+    assert np.allclose(np.abs(d.x_train[0, -3:]), model.learning_rate, atol=1e-5)
+    assert np.all(np.abs(d.x_train[0]) <= model.learning_rate + 1e-5)
+    assert set(d.esn_metrics["real"]) >= {"accuracy", "f1_macro", "auc"}
+    disc = train_discriminator(d, DiscriminatorConfig(epochs=2, seed=0))
+    path = disc.save(tmp_path / "disc")
+    flt = load_filter(path, units=UNITS, outputs=3)
+    deltas = d.x_test[:6]
+    want = disc.predict(deltas) > 0.5
+    got = [bool(flt(row[:-3].reshape(UNITS, 3), row[-3:]).numpy()) for row in deltas]
+    assert got == list(want)
+    with pytest.raises(DiscriminatorFileError, match=f"{(UNITS + 1) * 3} values, but .* has {UNITS + 1} values"):
+        load_filter(path, units=UNITS, outputs=1)

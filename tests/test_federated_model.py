@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from global_rng import call_untouched
 from tff_esn import ReservoirConfig
+from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.federated.centralized import train_centralized
 from tff_esn.federated import clients as client_data
@@ -184,7 +185,7 @@ def test_centralized_reports_table_6_3_metrics_and_repeats():
         assert {"accuracy", "auc", "f1_micro"} <= set(first[name])
         assert first[name]["f1_micro"] == pytest.approx(first[name]["accuracy"])  # binary: F1 micro = accuracy
     assert first["design"]["n"] == 4 * 12 * 16 and first["test"]["auc"] > 0.7
-    with pytest.raises(ValueError, match="binary"):
+    with pytest.raises(DataError, match="3 classes, but class_weight has 2 weights"):
         train_centralized(SequenceDataset(data.clients, 3, data.feature_names, ("a", "b", "c"), "x"), split, cfg)
 
 

@@ -157,7 +157,7 @@ def test_bad_configurations_are_named(data):
     with pytest.raises(ValueError, match="out_dir"):
         run_federated(data, SPLIT, _config(), resume=True, progress=False)
     three = SequenceDataset(data.clients, 3, data.feature_names, ("a", "b", "c"), "x")
-    with pytest.raises(ValueError, match="binary"):
+    with pytest.raises(ValueError, match="3 classes, but class_weight has 2 weights"):
         run_federated(three, SPLIT, _config(), progress=False)
 
 

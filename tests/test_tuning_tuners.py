@@ -15,7 +15,7 @@ from tuning.closed_form import ClosedFormTuner
 from tuning.oracle import ExhaustiveRandomSearchOracle
 from tuning.search import ClosedFormSearchTuner, ThesisTuner
 from tuning.spaces import get_space
-from tuning.thesis import BinaryF1, ThesisHyperModel
+from tuning.thesis import BinaryF1, MacroF1, ThesisHyperModel
 
 
 def _dataset(n_clients=5, n=12, steps=20, features=4, classes=3, seed=0):
@@ -196,3 +196,37 @@ def test_progress_tuner_records_seconds_per_trial(tmp_path):
     tuner.progress = False
     tuner.search(verbose=0)
     assert all(t.metrics.get_last_value("seconds") > 0 for t in tuner.oracle.trials.values())
+
+
+def test_macro_f1_matches_sklearn_on_per_step_softmax_outputs():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 4, (6, 9))
+    p = rng.random((6, 9, 4)).astype(np.float32)
+    metric = MacroF1()
+    metric.update_state(np.eye(4, dtype=np.float32)[y], p)
+    want = f1_score(y.ravel(), p.reshape(-1, 4).argmax(1), average="macro")
+    assert float(metric.result()) == pytest.approx(want, abs=1e-6)
+
+
+def test_thesis_search_on_k_classes_scores_validation_macro_f1(tmp_path):
+    rng = np.random.default_rng(1)
+    names = ("pEDA", "tEDA", "HR", "HRV")
+
+    def make(n):
+        y = rng.integers(0, 3, n)
+        return ClientSequences((rng.normal(size=(n, 30, 4)) + 1.5 * (y - 1.0)[:, None, None]).astype(np.float32), y)
+
+    train, val = make(24), make(12)
+    model = ThesisHyperModel(lambda window: (train, val, names), seed=3, class_weight="balanced", n_classes=3)
+    tuner = ThesisTuner(oracle=_oracle(get_space("thesis").build(), 1, objective="val_f1"), hypermodel=model,
+                        directory=str(tmp_path), project_name="p")
+    tuner.progress = False
+    tuner.search(verbose=0)
+    trial = tuner.oracle.get_best_trials(1)[0]
+    config = model.model_config(trial.hyperparameters)
+    assert config.n_outputs == 3 and config.class_weight == pytest.approx((24 / (3 * np.bincount(train.y))).tolist())
+    best = tuner.get_best_models(1)[0]
+    cols = [names.index(f) for f in trial.hyperparameters.values["features"].split(",")]
+    pred = best.predict(val.x[..., cols], verbose=0)
+    assert pred.shape == (12, 3)
+    assert trial.score == pytest.approx(f1_score(val.y, pred.argmax(1), average="macro"), abs=1e-6)

@@ -1,11 +1,12 @@
-"""The thesis hypermodel: reservoir + sigmoid readout searched on validation F1 (thesis §6.1).
+"""The thesis hypermodel: reservoir + readout searched on validation F1 (thesis §6.1).
 
 :class:`ThesisHyperModel` builds, for one point of Table 6.1's space, the thesis model of
 :mod:`tff_esn.federated.model` (reservoir with ρ = 0.99 and a ``Dense(1, "sigmoid")``
-readout, Adam + binary cross-entropy weighted ``{0: 12, 1: 88}``) and trains it for the trial's
-epochs and batch size on the trial's feature subset of the data preprocessed with the
-trial's window. The objective is ``val_f1``: the validation F1 score of the stress class
-(:class:`BinaryF1`, a Keras metric), maximised.
+readout, Adam + binary cross-entropy weighted ``{0: 12, 1: 88}``; on K > 2 classes a
+``Dense(K, "softmax")`` readout with the weighted categorical cross-entropy) and trains it for
+the trial's epochs and batch size on the trial's feature subset of the data preprocessed
+with the trial's window. The objective is ``val_f1``: the validation F1 score of the stress
+class (:class:`BinaryF1`, a Keras metric), or the macro F1 over the K classes, maximised.
 
 The thesis' "F1" is ambiguous: Table 6.3's "F1 (micro)" equals its accuracy (micro F1 of a
 single-label task always does), while the selection criterion is motivated as suited to the
@@ -18,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import keras_tuner as kt
-import numpy as np
 import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated.clients import seeded_fit_data
+from tff_esn.federated.clients import seeded_fit_data, targets
+from tff_esn.federated.configs import loss_labels, resolve_class_weight
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 
 ThesisData = Callable[[int], tuple[ClientSequences, ClientSequences, tuple[str, ...]]]
@@ -52,10 +53,34 @@ class BinaryF1(tf.keras.metrics.F1Score):
         return super().update_state(y_true, y_pred, sample_weight)
 
 
+@tf.keras.utils.register_keras_serializable(package="tuning")
+class MacroF1(tf.keras.metrics.F1Score):
+    """Macro F1 over K classes of softmax outputs of any shape (per sequence or per step):
+    ``tf.keras.metrics.F1Score(average="macro")`` on one-hot labels and probabilities
+    flattened to K columns, the prediction being the most probable class."""
+
+    def __init__(self, name: str = "f1", dtype=None, average: str = "macro", threshold=None):
+        if average != "macro" or threshold is not None:
+            raise ValueError("MacroF1: the macro F1 of the most probable class (average 'macro', no threshold).")
+        super().__init__(average="macro", name=name, dtype=dtype)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        k = y_pred.shape[-1]
+        y_true = tf.reshape(tf.cast(y_true, self.dtype), [-1, k])
+        y_pred = tf.reshape(tf.cast(y_pred, self.dtype), [-1, k])
+        if sample_weight is not None:
+            sample_weight = tf.reshape(sample_weight, [-1])
+        return super().update_state(y_true, y_pred, sample_weight)
+
+
 def compile_for_search(model: tf.keras.Model, config: ThesisModelConfig) -> tf.keras.Model:
-    """Compiles like :func:`tff_esn.federated.model.compile_thesis_model`, adding :class:`BinaryF1`."""
+    """Compiles like :func:`tff_esn.federated.model.compile_thesis_model`, adding :class:`BinaryF1`
+    (two classes) or :class:`MacroF1` as ``f1``."""
+    binary = config.n_classes == 2
     model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate), loss=thesis_loss(config),
-                  metrics=[BinaryF1(), tf.keras.metrics.BinaryAccuracy(name="accuracy"),
+                  metrics=[BinaryF1() if binary else MacroF1(),
+                           tf.keras.metrics.BinaryAccuracy(name="accuracy") if binary
+                           else tf.keras.metrics.CategoricalAccuracy(name="accuracy"),
                            tf.keras.metrics.AUC(name="auc")])
     return model
 
@@ -68,23 +93,29 @@ class ThesisHyperModel(kt.HyperModel):
             the trial's window (cache it: windows repeat).
         seed: seed of every trial's reservoir, readout initialisation and epoch orders
             (:func:`tff_esn.federated.clients.seeded_fit_data`); no global RNG is read or set.
-        class_weight: loss weight per class.
+        class_weight: loss weight per class, or ``"balanced"`` (from each trial's training labels).
+        n_classes: K, the classes of the data (labels in [0, K)); more than two train a
+            softmax readout.
     """
 
-    def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: tuple[float, float] = (12.0, 88.0)):
+    def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: tuple[float, ...] | str = (12.0, 88.0),
+                 n_classes: int = 2):
         super().__init__(name="thesis")
         self.data = data
         self.seed = seed
         self.class_weight = class_weight
+        self.n_classes = n_classes
 
     def model_config(self, hp: kt.HyperParameters) -> ThesisModelConfig:
         """The thesis model configuration of one point of the space."""
         reservoir = ReservoirConfig(units=hp.get("units"), spectral_radius=hp.get("spectral_radius"),
                                     leaky=hp.get("leaky"), seed=self.seed)
-        per_step = self.data(hp.get("window"))[0].per_step
-        return ThesisModelConfig(reservoir=reservoir, learning_rate=hp.get("learning_rate"),
-                                 batch_size=hp.get("batch_size"), epochs=hp.get("epochs"),
-                                 class_weight=self.class_weight, state_mode="all" if per_step else "last")
+        train = self.data(hp.get("window"))[0]
+        config = ThesisModelConfig(reservoir=reservoir, learning_rate=hp.get("learning_rate"),
+                                   batch_size=hp.get("batch_size"), epochs=hp.get("epochs"),
+                                   class_weight=self.class_weight, state_mode="all" if train.per_step else "last")
+        return config.replace(class_weight=resolve_class_weight(self.class_weight, loss_labels([train], config),
+                                                                self.n_classes))
 
     def _columns(self, hp: kt.HyperParameters, names: tuple[str, ...]) -> list[int]:
         wanted = hp.get("features").split(",")
@@ -103,12 +134,7 @@ class ThesisHyperModel(kt.HyperModel):
         train, val, names = self.data(hp.get("window"))
         cols = self._columns(hp, names)
         config = self.model_config(hp)
-        batches, steps = seeded_fit_data(train.x[..., cols], _targets(train), batch_size=config.batch_size,
+        batches, steps = seeded_fit_data(train.x[..., cols], targets(train, config), batch_size=config.batch_size,
                                          epochs=config.epochs, seed=self.seed)
         return model.fit(batches, epochs=config.epochs, steps_per_epoch=steps,
-                         validation_data=(val.x[..., cols], _targets(val)), **kwargs)
-
-
-def _targets(data: ClientSequences) -> np.ndarray:
-    """Float targets shaped like the model's outputs: (n, T, 1) per step, (n, 1) per sequence."""
-    return data.y[..., None].astype(np.float32)
+                         validation_data=(val.x[..., cols], targets(val, config)), **kwargs)

@@ -154,12 +154,18 @@ def _alignment_arguments(parser: argparse.ArgumentParser) -> None:
                              "interpolation, under which both shrink)")
 
 
-def _class_weight(text: str) -> tuple[float, float]:
+def class_weight(text: str) -> tuple[float, ...] | str:
+    """``--class-weight``: ``balanced`` or one number per class ``W0,W1,…``."""
+    if text == "balanced":
+        return text
     try:
-        w0, w1 = (float(v) for v in text.split(","))
+        weights = tuple(float(v) for v in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected two numbers 'W0,W1' (e.g. 12,88), got {text!r}") from None
-    return w0, w1
+        weights = ()
+    if len(weights) < 2:
+        raise argparse.ArgumentTypeError(f"expected 'balanced' or one number per class 'W0,W1,…' (e.g. 12,88), "
+                                         f"got {text!r}")
+    return weights
 
 
 def _noisy_clients(text: str) -> tuple[str, ...] | None:
@@ -176,8 +182,16 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Adam learning rate η of the (client) training (default %(default)s)")
     g.add_argument("--batch-size", type=int, default=d.batch_size, help="sequences per batch (default %(default)s)")
     g.add_argument("--epochs", type=int, default=d.epochs, help="(local) epochs per round (default %(default)s)")
-    g.add_argument("--class-weight", type=_class_weight, default=d.class_weight, metavar="W0,W1",
-                   help="loss weights of the two classes (default 12,88)")
+    g.add_argument("--class-weight", type=class_weight, default=d.class_weight, metavar="W0,W1,…|balanced",
+                   help="loss weight of each class, or 'balanced': n / (K·n_k) from the training labels (default "
+                        "12,88)")
+
+
+def _central_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    parser.add_argument("--patience", type=int, default=0,
+                        help="n ≥ 1: train on the training clients, stop when the validation loss has not improved "
+                             "for n epochs and keep the best epoch (default 0: the design set for --epochs)")
 
 
 def add_federated_arguments(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +214,8 @@ def add_federated_arguments(parser: argparse.ArgumentParser) -> None:
                    help="cached: readout trained on states harvested once (noise fixed per client); "
                         "faithful: reservoir inside the model, noise redrawn every round")
     g.add_argument("--no-shuffle", dest="shuffle", action="store_false", help="keep each client's order")
+    g.add_argument("--keep-best", action="store_true",
+                   help="the result is the round with the best validation macro-F1 (default: the last round)")
     g.add_argument("--resume", action="store_true", help="continue the run in --out from its last round")
     g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     g.add_argument("--discriminator", default=None, metavar="PATH",
@@ -220,7 +236,7 @@ ALGORITHM_FLAGS: dict[str, AddFlags] = {
     "centralized": _no_arguments, "incfed": _incfed_arguments, "fedavg-ridge": _no_arguments,
     "partial-incfed": _partial_arguments, "pfedrr": _pfedrr_arguments, "fedip": _fedip_arguments,
     "ensemble": _no_arguments, "alignment": _alignment_arguments,
-    "fedavg": add_federated_arguments, "fedcurv": add_fedcurv_arguments, "thesis-central": add_model_arguments,
+    "fedavg": add_federated_arguments, "fedcurv": add_fedcurv_arguments, "thesis-central": _central_arguments,
 }
 
 

@@ -1,6 +1,6 @@
 """The thesis' federated training in TFF: FedAvg with a server learning rate and FedCurv.
 
-* :mod:`~tff_esn.federated.model` — the thesis ESN (reservoir + sigmoid readout, weighted BCE);
+* :mod:`~tff_esn.federated.model` — the thesis ESN (reservoir + sigmoid or softmax readout, weighted cross-entropy);
 * :mod:`~tff_esn.federated.client_work` — FedAvg/FedCurv client work with the client filter hook;
 * :mod:`~tff_esn.federated.processes` — ``build_fedavg``, ``build_fedcurv`` (TFF templates);
 * :mod:`~tff_esn.federated.clients` — cached-state and raw-input client datasets;
@@ -14,8 +14,8 @@ from tff_esn.lazy import lazy_exports
 
 _EXPORTS = {
     "ClientFilter": ".client_work", "build_readout_client_work": ".client_work",
-    "THESIS_RESERVOIR": ".configs", "ThesisModelConfig": ".configs",
-    "WeightedBinaryCrossentropy": ".model", "build_thesis_model": ".model", "compile_thesis_model": ".model",
+    "THESIS_RESERVOIR": ".configs", "ThesisModelConfig": ".configs", "for_data": ".configs",
+    "WeightedBinaryCrossentropy": ".model", "WeightedCategoricalCrossentropy": ".model", "build_thesis_model": ".model", "compile_thesis_model": ".model",
     "build_fedavg": ".processes", "build_fedcurv": ".processes", "curvature": ".processes",
     "FederatedConfig": ".training", "run_federated": ".training", "sample_clients": ".training",
 }

@@ -26,7 +26,8 @@ reservoir.
 
 The client filter is a callable ``client_filter(kernel_delta, bias_delta) -> bool`` traced
 inside the client's TensorFlow graph: ``kernel_delta`` is the readout kernel's
-``w_server − w_client`` (shape (U, 1)), ``bias_delta`` the bias' (shape (1,)) — the sign of
+``w_server − w_client`` (shape (U, C); C = 1 for the thesis' two classes, else K),
+``bias_delta`` the bias' (shape (C,)) — the sign of
 thesis Alg. 3 line 9 and of TFF's model delta. It must be built from TensorFlow ops and
 constants (e.g. a discriminator's weights as numpy arrays), create no variables, and
 return a scalar (or one-element) boolean or 0/1 tensor.
@@ -47,15 +48,19 @@ _EPSILON = 1e-7
 
 
 def log_likelihood(predictions: tf.Tensor) -> tf.Tensor:
-    """``Σ [log p + log(1 − p)]`` over a batch of sigmoid outputs (thesis Alg. 2 line 19).
+    """Every class log-probability of every prediction, summed (thesis Alg. 2 line 19).
 
-    The readout has one sigmoid output p, whose two class log-probabilities are
-    ``log_softmax([0, z]) = [log(1 − p), log p]``. The thesis code (Listing 3.6) applies
-    ``tf.nn.log_softmax`` to the single sigmoid output itself, which is identically 0 (a
-    softmax over one logit is 1), so its Fisher — and its penalty — vanished; here both
-    class log-probabilities enter, as the algorithm states.
+    With K softmax outputs that is ``Σ_k log p_k`` over the batch, so the Fisher covers every
+    readout weight. The binary readout has one sigmoid output p, whose two class
+    log-probabilities are ``log_softmax([0, z]) = [log(1 − p), log p]``: ``Σ [log p +
+    log(1 − p)]``. The thesis code (Listing 3.6) applies ``tf.nn.log_softmax`` to the single
+    sigmoid output itself, which is identically 0 (a softmax over one logit is 1), so its
+    Fisher — and its penalty — vanished; here both class log-probabilities enter, as the
+    algorithm states.
     """
     p = tf.clip_by_value(predictions, _EPSILON, 1.0 - _EPSILON)
+    if predictions.shape[-1] != 1:
+        return tf.reduce_sum(tf.math.log(p))
     return tf.reduce_sum(tf.math.log(p)) + tf.reduce_sum(tf.math.log(1.0 - p))
 
 

@@ -12,7 +12,9 @@ draws there.
 
 Both sources expose ``datasets(client_ids, round_num)``: the batched ``tf.data`` datasets
 of those clients for that round, elements ``(inputs, labels)`` with labels float32 of the
-model's output shape ((B, T', 1) per step, (B, 1) per sequence). In the faithful mode with
+model's output shape ((B, T', C) per step, (B, C) per sequence; C = 1 for two classes, else
+K one-hot columns: :func:`targets`). Sequences of unequal length are harvested each at its
+own length (cached states only: :func:`harvest`). In the faithful mode with
 different reservoirs each client's data is the pair ``(batches, reservoir)``, where
 ``reservoir`` is a one-element dataset of the client's own reservoir weights (the model's
 non-trainable variables), which replace the broadcast server reservoir before local
@@ -41,7 +43,7 @@ from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
-from tff_esn.reservoir import Reservoir
+from tff_esn.reservoir import Reservoir, run_reservoir_shapeless
 
 _NOISE, _SHUFFLE = 1, 2
 
@@ -57,18 +59,23 @@ def client_reservoirs(server: ReservoirConfig, n_clients: int, mode: str) -> lis
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
-    """float32 labels shaped like the model's output; validates labels against the state mode."""
+    """float32 targets shaped like the model's output: the 0/1 label (…, 1) for two classes,
+    the one-hot label (…, K) for K; validates labels against the state mode."""
     if config.per_step:
         if not client.per_step:
             raise ValueError("state_mode='all' predicts at every step and needs per-step labels (n, T); "
                              f"got per-sequence labels {client.y.shape}: use state_mode 'last' or 'mean'.")
         if config.washout >= client.x.shape[1]:
             raise ValueError(f"washout ({config.washout}) must be shorter than the sequences ({client.x.shape[1]} steps).")
-        return client.y[:, config.washout:, None].astype(np.float32)
-    if client.per_step:
+        labels = client.y[:, config.washout:]
+    elif client.per_step:
         raise ValueError(f"state_mode={config.state_mode!r} predicts once per sequence and needs per-sequence labels "
                          f"(n,); got per-step labels {client.y.shape}: use state_mode 'all'.")
-    return client.y[:, None].astype(np.float32)
+    else:
+        labels = client.y
+    if config.n_outputs == 1:
+        return labels[..., None].astype(np.float32)
+    return np.eye(config.n_outputs, dtype=np.float32)[labels]
 
 
 def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
@@ -78,15 +85,28 @@ def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
     return (x + np.random.default_rng(seed).normal(0.0, std, size=x.shape)).astype(np.float32)
 
 
-def harvest(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *, chunk: int = 256) -> np.ndarray:
+def harvest(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *, lengths: np.ndarray | None = None,
+            chunk: int = 256) -> np.ndarray:
     """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them.
 
     (n, T − washout, U) for ``state_mode="all"``, else (n, U); float32, in chunks of
-    ``chunk`` sequences.
+    ``chunk`` sequences. With ``lengths`` (right-padded sequences of unequal length,
+    :attr:`ClientSequences.lengths`) each sequence's state is the one at its own end
+    (``"last"``) or the mean over its own steps (``"mean"``), as harvested alone.
     """
     layer = Reservoir(reservoir, state_mode=config.state_mode, washout=config.washout)
     layer.build((None, x.shape[1], x.shape[2]))
-    return np.concatenate([layer(x[i:i + chunk]).numpy() for i in range(0, len(x), chunk)])
+    if lengths is None:
+        return np.concatenate([layer(x[i:i + chunk]).numpy() for i in range(0, len(x), chunk)])
+    weights = [tf.convert_to_tensor(w) for w in layer.get_weights()]
+    return np.concatenate([run_reservoir_shapeless(x[i:i + chunk], *weights, None, layer.leaky, config.state_mode,
+                                                   config.washout, lengths[i:i + chunk]).numpy()
+                           for i in range(0, len(x), chunk)])
+
+
+def client_states(client: ClientSequences, reservoir: ReservoirConfig, config: ThesisModelConfig) -> np.ndarray:
+    """:func:`harvest` of a client's sequences, each at its own length."""
+    return harvest(client.x, reservoir, config, lengths=client.lengths)
 
 
 def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
@@ -299,19 +319,22 @@ class CachedStates(_ClientSource):
             "reservoir": self.reservoirs[cid].to_dict(), "state_mode": self.config.state_mode,
             "washout": self.config.washout, "noise": self.noise[cid],
             "noise_seed": child_seed(self.seed, _NOISE, self.index(cid)) if self.noise[cid] else None,
-            "shape": list(client.x.shape), "format": "raw-float32",
+            "shape": list(client.x.shape), "format": "raw-float32", "outputs": self.config.n_outputs,
+            "lengths": None if client.lengths is None else client.lengths.tolist(),
         }, sort_keys=True).encode())
         return digest.hexdigest()[:24]
+
+    def _states(self, cid: str) -> np.ndarray:
+        return harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
     def _prepare(self, cid: str) -> tf.data.Dataset:
         """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""
         labels = targets(self.clients[cid], self.config)
         if self.cache_dir is None:
-            return tf.data.Dataset.from_tensor_slices(
-                (harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels))
+            return tf.data.Dataset.from_tensor_slices((self._states(cid), labels))
         path = self.cache_dir / f"states-{self._key(cid)}"
         if not (path / "shapes.json").exists():
-            _save_raw(path, harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config), labels)
+            _save_raw(path, self._states(cid), labels)
         return _load_raw(path)
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:

@@ -15,6 +15,7 @@ only: ``thesis-central`` trains its Keras model without it.
 
 from __future__ import annotations
 
+import dataclasses
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tff_esn import runtime
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig
+from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig, for_data
 
 if TYPE_CHECKING:
     from tff_esn.federated.training import FederatedConfig
@@ -48,13 +49,14 @@ def federated_config(algorithm: str, config: FedAvgConfig, clients: int) -> Fede
         algorithm=algorithm, model=config.model, rounds=config.rounds, clients_per_round=config.clients_per_round,
         server_learning_rate=config.server_lr, noise_std=config.noise_std, noisy_clients=config.noisy_clients,
         reservoirs=config.reservoirs, states=config.states, penalty=getattr(config, "penalty", FederatedConfig().penalty),
-        seed=config.seed, shuffle=config.shuffle, privacy=privacy,
+        seed=config.seed, shuffle=config.shuffle, privacy=privacy, keep_best=config.keep_best,
     )
 
 
 def client_filter(config: FedAvgConfig):
     """The client filter of ``config.discriminator`` (``None`` without one), through the
-    ``tff_esn.client_filters`` entry point ``discriminator`` (``tff_esn`` never imports that package)."""
+    ``tff_esn.client_filters`` entry point ``discriminator`` (``tff_esn`` never imports that package);
+    ``config.model`` is resolved (its class count sets the readout delta's length)."""
     if not config.discriminator:
         return None
     loaders = {ep.name: ep for ep in entry_points(group="tff_esn.client_filters")}
@@ -62,10 +64,12 @@ def client_filter(config: FedAvgConfig):
         raise ValueError("discriminator: no 'discriminator' loader in the tff_esn.client_filters entry-point group "
                          "(is the discriminator package installed?).")
     return loaders["discriminator"].load()(config.discriminator, threshold=config.discriminator_threshold,
-                                           units=config.model.reservoir.units)
+                                           units=config.model.reservoir.units, outputs=config.model.n_outputs)
 
 
 def _run(algorithm: str, dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
+    config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
+                                                        faithful=config.states == "faithful"))
     from tff_esn.federated.training import run_federated
 
     out = Path(config.out)
@@ -92,6 +96,6 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     """The centralized thesis ESN on the design set (thesis Table 6.3)."""
     from tff_esn.federated.centralized import train_centralized
 
-    _, report = train_centralized(dataset, split, config.model, seed=config.seed)
-    report["extra"] = {"design": report.pop("design")}
+    _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience)
+    report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs")}
     return report

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+import numbers
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from tff_esn.algorithms import register_algorithm
 from tff_esn.closed_form.configs import check_field
 from tff_esn.config import STATE_MODES, ReservoirConfig
+from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import PrivacyConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tff_esn.data.sequences import ClientSequences, SequenceDataset
 
 THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
 """Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
@@ -25,19 +33,28 @@ STATE_SOURCES = ("cached", "faithful")
 _RUN = "tff_esn.federated.commands:"
 
 
-def check_class_weight(class_weight: Any) -> tuple[float, float]:
-    """``{0: w0, 1: w1}`` (or a pair) → ``(w0, w1)``, finite and ≥ 0, not both 0."""
-    if isinstance(class_weight, dict):
-        if set(class_weight) != {0, 1}:
-            raise ValueError(f"class_weight: expected keys {{0, 1}}, got {sorted(class_weight)}.")
-        pair = (class_weight[0], class_weight[1])
-    else:
-        pair = tuple(class_weight)
-    if len(pair) != 2 or not all(isinstance(w, (int, float)) and math.isfinite(w) and w >= 0 for w in pair) \
-            or sum(pair) == 0:
-        raise ValueError(f"class_weight: expected two finite weights ≥ 0 (not both 0), got {class_weight!r}.")
-    return float(pair[0]), float(pair[1])
+BALANCED = "balanced"
+"""``class_weight`` resolved from the training labels: ``n / (K · n_k)`` per class k."""
 
+
+def check_class_weight(class_weight: Any) -> tuple[float, ...] | str:
+    """``"balanced"``, ``{0: w0, …, K−1: w_{K−1}}`` or K ≥ 2 weights → ``"balanced"`` or ``(w0, …)``,
+    finite and ≥ 0, not all 0."""
+    if class_weight == BALANCED:
+        return BALANCED
+    if isinstance(class_weight, dict):
+        if set(class_weight) != set(range(len(class_weight))):
+            raise ValueError(f"class_weight: expected keys 0 … K − 1, got {sorted(class_weight)}.")
+        weights = tuple(class_weight[k] for k in range(len(class_weight)))
+    elif isinstance(class_weight, str):
+        raise ValueError(f"class_weight: expected {BALANCED!r} or one weight per class, got {class_weight!r}.")
+    else:
+        weights = tuple(class_weight)
+    if len(weights) < 2 or not all(isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w)
+                                   and w >= 0 for w in weights) or sum(weights) == 0:
+        raise ValueError(f"class_weight: expected {BALANCED!r} or K ≥ 2 finite weights ≥ 0 (not all 0), "
+                         f"got {class_weight!r}.")
+    return tuple(float(w) for w in weights)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,9 +66,14 @@ class ThesisModelConfig:
         learning_rate: Adam's learning rate η (Table 6.2: 0.1) — the clients' optimizer.
         batch_size: sequences per mini-batch B (Table 6.2: 20).
         epochs: local epochs E per round (thesis §6.1: one epoch per round).
-        class_weight: ``(w0, w1)`` loss weights of the two classes (thesis §6.1: 12, 88).
+        class_weight: loss weight of each class, ``W0,W1,…`` (one per class; thesis §6.1: 12, 88),
+            or ``balanced``: ``n / (K · n_k)`` from the training clients' labels, resolved when
+            the run starts (:func:`for_data`; the numbers used are recorded). A resolved
+            config holds one weight per class, so it also fixes the readout: a sigmoid unit
+            for two classes, a softmax over K for more.
         state_mode: ``"all"`` (a prediction per time step; per-step labels) or ``"last"`` /
-            ``"mean"`` (one prediction per sequence; per-sequence labels).
+            ``"mean"`` (one prediction per sequence; per-sequence labels; sequences of unequal
+            length each give the state at their own end or the mean over their own steps).
         washout: initial steps whose states and labels are dropped (≥ 0).
     """
 
@@ -59,7 +81,7 @@ class ThesisModelConfig:
     learning_rate: float = dataclasses.field(default=0.1, metadata={"flag": "client_lr"})
     batch_size: int = 20
     epochs: int = 1
-    class_weight: tuple[float, float] = (12.0, 88.0)
+    class_weight: tuple[float, ...] | str = (12.0, 88.0)
     state_mode: str = "all"
     washout: int = 0
 
@@ -80,6 +102,19 @@ class ThesisModelConfig:
             raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
 
     @property
+    def n_classes(self) -> int:
+        """K, the number of classes the (resolved) config's readout separates."""
+        if self.class_weight == BALANCED:
+            raise ValueError("ThesisModelConfig: class_weight='balanced' is resolved from the training labels first "
+                             "(tff_esn.federated.configs.for_data).")
+        return len(self.class_weight)
+
+    @property
+    def n_outputs(self) -> int:
+        """Readout units: 1 (sigmoid, two classes: the thesis) or K (softmax)."""
+        return 1 if self.n_classes == 2 else self.n_classes
+
+    @property
     def per_step(self) -> bool:
         """Whether the model predicts at every time step (``state_mode="all"``)."""
         return self.state_mode == "all"
@@ -88,10 +123,70 @@ class ThesisModelConfig:
         return dataclasses.replace(self, **changes)
 
 
+def loss_labels(clients: Iterable[ClientSequences], config: ThesisModelConfig) -> np.ndarray:
+    """The labels the loss counts, flat: one per sequence, or one per step after the washout."""
+    import numpy as np
+
+    parts = [c.y[:, config.washout:].reshape(-1) if c.per_step else c.y for c in clients]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Iterable[str], *,
+             faithful: bool = False) -> ThesisModelConfig:
+    """``config`` checked against the data and resolved for it: one class weight per class.
+
+    ``class_weight="balanced"`` becomes ``n / (K · n_k)`` over the labels the loss counts on
+    the training clients (:func:`loss_labels`, sklearn's ``compute_class_weight``); explicit
+    weights must number ``dataset.n_classes``. The label layout must suit the state mode:
+    ``"all"`` is the thesis' per-step classifier (a label per step), ``"mean"``/``"last"``
+    predict once per sequence. Sequences of unequal length are harvested at their own
+    length from cached states; ``faithful`` (the reservoir inside the Keras model) takes
+    equal-length sequences only. Raises :class:`~tff_esn.data.errors.DataError` in one line.
+    """
+    train = dataset.select(train_ids).values()
+    per_step = {c.per_step for c in dataset.clients.values()}
+    if config.per_step and per_step != {True}:
+        raise DataError(f"{dataset.source}: y: one label per sequence, but state_mode 'all' is the thesis' per-step "
+                        "classifier (a label at every step); use --state-mode mean (or last) to predict one class "
+                        "per sequence.")
+    if not config.per_step and per_step != {False}:
+        raise DataError(f"{dataset.source}: y: labels per time step, but state_mode {config.state_mode!r} predicts "
+                        "once per sequence; use --state-mode all.")
+    if config.state_mode != "last" and config.washout >= dataset.shortest:
+        raise DataError(f"{dataset.source}: X: the shortest sequence has {dataset.shortest} steps; washout "
+                        f"{config.washout} must be shorter.")
+    if faithful and dataset.ragged:
+        raise DataError(f"{dataset.source}: X: sequences of unequal length; --states faithful runs the reservoir "
+                        "inside the Keras model on equal-length batches: use --states cached (each sequence "
+                        "harvested at its own length) or --ragged crop.")
+    return dataclasses.replace(config, class_weight=resolve_class_weight(
+        config.class_weight, loss_labels(train, config), dataset.n_classes, dataset.source))
+
+
+def resolve_class_weight(class_weight: tuple[float, ...] | str, labels: np.ndarray, n_classes: int,
+                         source: str = "data") -> tuple[float, ...]:
+    """One weight per class: ``"balanced"`` → ``n / (K · n_k)`` over ``labels`` (sklearn's
+    ``compute_class_weight("balanced")``); explicit weights must number ``n_classes``."""
+    import numpy as np
+
+    if class_weight == BALANCED:
+        counts = np.bincount(labels, minlength=n_classes)
+        if np.any(counts == 0):
+            raise DataError(f"{source}: y: class(es) {np.flatnonzero(counts == 0).tolist()} have no training labels, "
+                            "so class_weight 'balanced' (n / (K · n_k)) is undefined; give --class-weight one weight "
+                            "per class.")
+        return tuple(float(w) for w in counts.sum() / (n_classes * counts))
+    if len(class_weight) != n_classes:
+        raise DataError(f"{source}: y: {n_classes} classes, but class_weight has {len(class_weight)} weights "
+                        f"{list(class_weight)}; give --class-weight {n_classes} weights W0,…,W{n_classes - 1} or "
+                        "'balanced'.")
+    return tuple(class_weight)
+
+
 @dataclasses.dataclass(frozen=True)
-class ThesisCentralConfig:
-    """The centralized thesis ESN on the design set (thesis Table 6.3): ``model`` and the
-    (refused) ``privacy`` settings; the seed is the reservoir's."""
+class ThesisRunConfig:
+    """What every run of the thesis model has: ``model`` and the ``privacy`` settings; the
+    seed is the reservoir's."""
 
     model: ThesisModelConfig = ThesisModelConfig()
     privacy: PrivacyConfig = PrivacyConfig()
@@ -107,7 +202,27 @@ class ThesisCentralConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class FedAvgConfig(ThesisCentralConfig):
+class ThesisCentralConfig(ThesisRunConfig):
+    """The centralized thesis ESN on the design set (thesis Table 6.3; ``privacy`` is refused).
+
+    Attributes:
+        patience: 0 trains on the design set (training + validation clients) for ``epochs``
+            epochs (thesis Table 6.3); n ≥ 1 trains on the training clients for at most
+            ``epochs`` epochs and stops once the validation clients' loss has not improved
+            for n epochs, restoring the best epoch's weights (without validation clients:
+            ``epochs`` epochs on the design set, with a recorded warning).
+    """
+
+    patience: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_field(self, "patience", isinstance(self.patience, int) and not isinstance(self.patience, bool)
+                    and self.patience >= 0, "an integer ≥ 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class FedAvgConfig(ThesisRunConfig):
     """A federated run of the thesis model (thesis §6.1–6.2, Alg. 1; flags of ``tff-esn run fedavg``).
 
     Attributes:
@@ -125,6 +240,9 @@ class FedAvgConfig(ThesisCentralConfig):
         cache_dir: data cache root (harvested states go to ``CACHE/federated-states``).
         discriminator: a discriminator folder used as client filter (thesis Alg. 3–4).
         discriminator_threshold: accept a client when its P(real) exceeds this.
+        keep_best: the result is the server model of the round with the best validation
+            macro-F1 instead of the last round's (without validation clients: the last
+            round's, with a recorded warning).
     """
 
     server_lr: float = 1.0
@@ -141,6 +259,7 @@ class FedAvgConfig(ThesisCentralConfig):
     cache_dir: str | None = None
     discriminator: str | None = None
     discriminator_threshold: float = 0.5
+    keep_best: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -176,9 +295,9 @@ class FedCurvConfig(FedAvgConfig):
                     and self.penalty >= 0, "a finite number ≥ 0")
 
 
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg",
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True,
                    help="FedAvg of the thesis ESN readout in TFF, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv",
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True,
                    help="FedCurv of the thesis ESN readout in TFF (thesis ch. 3, Alg. 2)")
-register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False,
+register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")

@@ -1,31 +1,38 @@
-"""The thesis model: a fixed reservoir and a sigmoid ``Dense`` readout (thesis §6.1, Fig. 6.1).
+"""The thesis model: a fixed reservoir and a ``Dense`` readout (thesis §6.1, Fig. 6.1), on K classes.
 
-The reservoir (thesis eq. 2.1, :class:`tff_esn.Reservoir`) is fixed; only the readout
-``y(t) = sigmoid(x(t) w + b)`` (thesis Alg. 2 line 18) is trained, with Adam and a binary
-cross-entropy weighted by ``class_weight={0: 12, 1: 88}`` (thesis §6.1) against the ≈ 11.5 %
-positive (stress) labels. Table 6.2 gives the best model: 200 units, leaky 1.0, ρ = 0.99,
-η = 0.1, batch 20, one epoch.
+The reservoir (thesis eq. 2.1, :class:`tff_esn.Reservoir`) is fixed; only the readout is
+trained, with Adam and a class-weighted cross-entropy. For two classes it is the thesis'
+``y(t) = sigmoid(x(t) w + b)`` (thesis Alg. 2 line 18) with a binary cross-entropy weighted
+by ``class_weight={0: 12, 1: 88}`` (thesis §6.1) against the ≈ 11.5 % positive (stress)
+labels; for K > 2 classes it is ``softmax(x(t) W + b)`` over K units with the categorical
+cross-entropy weighted per class (the multinomial form of the same model). Table 6.2 gives
+the best model: 200 units, leaky 1.0, ρ = 0.99, η = 0.1, batch 20, one epoch.
 
 Two forms share the readout, so their trainable weights have the same structure
-(``[kernel (U, 1), bias (1,)]``) and can be federated interchangeably:
+(``[kernel (U, C), bias (C,)]``, C = 1 for two classes, else K) and can be federated
+interchangeably:
 
-* the full model — ``Input(T, F) → Reservoir → Dense(1, sigmoid)`` — as in the thesis;
-* the readout-only model — ``Input(T, U) → Dense(1, sigmoid)`` — trained on cached
-  reservoir states (the reservoir is fixed, so its states are harvested once).
+* the full model — ``Input(T, F) → Reservoir → Dense(C)`` — as in the thesis;
+* the readout-only model — ``Input(T, U) → Dense(C)`` — trained on cached reservoir
+  states (the reservoir is fixed, so its states are harvested once).
+
+Targets are float32 shaped like the output: the 0/1 label for the sigmoid, the one-hot
+label for the softmax (:func:`tff_esn.federated.clients.targets`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from tff_esn.config import ReservoirConfig
 from tff_esn.federated.configs import THESIS_RESERVOIR, ThesisModelConfig, check_class_weight
 from tff_esn.reservoir import Reservoir
 
-__all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy", "build_thesis_model",
-           "compile_thesis_model", "readout_layer", "thesis_loss"]
+__all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy", "WeightedCategoricalCrossentropy",
+           "build_thesis_model", "compile_thesis_model", "readout_layer", "readout_probabilities", "thesis_loss"]
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
@@ -38,7 +45,7 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
 
     def __init__(self, class_weight: Any = (12.0, 88.0), name: str = "weighted_binary_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
-        self.class_weight = check_class_weight(class_weight)
+        self.class_weight = _weights(class_weight, 2)
 
     def call(self, y_true, y_pred):
         y_true = tf.cast(y_true, y_pred.dtype)
@@ -50,10 +57,51 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
         return {**super().get_config(), "class_weight": list(self.class_weight)}
 
 
-def readout_layer(seed: int) -> tf.keras.layers.Dense:
-    """The sigmoid readout ``Dense(1)`` (thesis Alg. 2 line 18), Glorot-uniform with a seed."""
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class WeightedCategoricalCrossentropy(tf.keras.losses.Loss):
+    """Categorical cross-entropy of softmax probabilities with per-class weights (K ≥ 2 classes).
+
+    ``mean(w[y] · (−log p_y))`` over every prediction, with one-hot targets — what Keras'
+    ``CategoricalCrossentropy`` computes with ``sample_weight = w[y]`` (tested), for
+    per-sequence (batch, K) and per-step (batch, T, K) targets alike.
+    """
+
+    def __init__(self, class_weight: Any, name: str = "weighted_categorical_crossentropy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.class_weight = _weights(class_weight, None)
+
+    def call(self, y_true, y_pred):
+        y_true = tf.cast(y_true, y_pred.dtype)
+        weights = tf.reduce_sum(y_true * tf.constant(self.class_weight, y_pred.dtype), axis=-1)
+        return weights * tf.keras.backend.categorical_crossentropy(y_true, y_pred)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "class_weight": list(self.class_weight)}
+
+
+def _weights(class_weight: Any, k: int | None) -> tuple[float, ...]:
+    weights = check_class_weight(class_weight)
+    if isinstance(weights, str) or (k is not None and len(weights) != k):
+        raise ValueError(f"class_weight: expected {k or 'K'} numbers, got {class_weight!r}.")
+    return weights
+
+
+def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """The readout's class probabilities in numpy: ``sigmoid(x w + b)`` (thesis Alg. 2 line 18),
+    flat (n,), for a (U, 1) kernel, else ``softmax(x W + b)``, (n, K). ``states`` (…, U) are
+    flattened to rows; the product is float32 like the Keras model's, the rest float64."""
+    z = (states.reshape(-1, states.shape[-1]) @ kernel.astype(np.float32)).astype(np.float64) + bias
+    if z.shape[1] == 1:
+        return 1.0 / (1.0 + np.exp(-z[:, 0]))
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def readout_layer(seed: int, n_outputs: int = 1) -> tf.keras.layers.Dense:
+    """The readout, Glorot-uniform with a seed: ``Dense(1, sigmoid)`` (thesis Alg. 2 line 18) or
+    ``Dense(K, softmax)``."""
     return tf.keras.layers.Dense(
-        1, activation="sigmoid", name="readout",
+        n_outputs, activation="sigmoid" if n_outputs == 1 else "softmax", name="readout",
         kernel_initializer=tf.keras.initializers.GlorotUniform(seed=seed),
     )
 
@@ -65,15 +113,17 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
     Args:
         n_inputs: input features F (thesis: pEDA, tEDA, HR, HRV), or — with
             ``readout_only`` — the reservoir units whose cached states are the input.
-        config: model configuration; the readout's initial weights are seeded by
-            ``config.reservoir.seed``, so every build gives the same initial model.
+        config: model configuration, its class weights resolved (one per class: the
+            readout's width, :attr:`ThesisModelConfig.n_outputs`); the readout's initial
+            weights are seeded by ``config.reservoir.seed``, so every build gives the same
+            initial model.
         readout_only: the readout alone on (cached) states.
         reservoir: the reservoir of this model when it differs from ``config.reservoir``
             (a client with its own reservoir, thesis Table 6.5).
 
     Returns:
-        ``(batch, T, F) → (batch, T − washout, 1)`` when ``config.per_step``, else
-        ``(batch, T, F) → (batch, 1)``; the readout-only model maps states of the same
+        ``(batch, T, F) → (batch, T − washout, C)`` when ``config.per_step``, else
+        ``(batch, T, F) → (batch, C)``; the readout-only model maps states of the same
         layout ((batch, T', U) or (batch, U)).
     """
     if not isinstance(n_inputs, int) or n_inputs < 1:
@@ -87,20 +137,21 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
     else:
         inputs = tf.keras.Input((None, n_inputs), name="inputs")
         states = Reservoir(res, state_mode=config.state_mode, washout=config.washout, name="reservoir")(inputs)
-    outputs = readout_layer(config.reservoir.seed)(states)
+    outputs = readout_layer(config.reservoir.seed, config.n_outputs)(states)
     return tf.keras.Model(inputs, outputs, name="thesis_esn_readout" if readout_only else "thesis_esn")
 
 
-def thesis_loss(config: ThesisModelConfig) -> WeightedBinaryCrossentropy:
-    """The thesis' class-weighted binary cross-entropy."""
-    return WeightedBinaryCrossentropy(config.class_weight)
+def thesis_loss(config: ThesisModelConfig) -> tf.keras.losses.Loss:
+    """The class-weighted cross-entropy: the thesis' binary one for two classes, else categorical."""
+    if config.n_classes == 2:
+        return WeightedBinaryCrossentropy(config.class_weight)
+    return WeightedCategoricalCrossentropy(config.class_weight)
 
 
 def compile_thesis_model(model: tf.keras.Model, config: ThesisModelConfig) -> tf.keras.Model:
-    """Compiles with Adam(η), the weighted BCE, binary accuracy and AUC (thesis §6.1)."""
-    model.compile(
-        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
-        loss=thesis_loss(config),
-        metrics=[tf.keras.metrics.BinaryAccuracy(name="accuracy"), tf.keras.metrics.AUC(name="auc")],
-    )
+    """Compiles with Adam(η), the weighted cross-entropy, accuracy and AUC (thesis §6.1)."""
+    accuracy = (tf.keras.metrics.BinaryAccuracy(name="accuracy") if config.n_classes == 2
+                else tf.keras.metrics.CategoricalAccuracy(name="accuracy"))
+    model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate), loss=thesis_loss(config),
+                  metrics=[accuracy, tf.keras.metrics.AUC(name="auc")])
     return model

@@ -33,11 +33,12 @@ from tff_esn.communication import CommunicationCost, Phase
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig
-from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig, for_data, loss_labels
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process
+from tff_esn.run_warnings import warn
 
 ALGORITHMS = ("fedavg", "fedcurv")
 _SAMPLE = 4
@@ -65,6 +66,9 @@ class FederatedConfig:
         seed: seed of client sampling, noise and shuffling.
         shuffle: shuffle each client's sequences every round (seeded).
         privacy: DP and/or secure aggregation of the updates (``None``: TFF's weighted mean).
+        keep_best: the result is the server model of the round with the best validation
+            macro-F1 (the first such round), not the last round's; without validation
+            clients the last round's, with a recorded warning.
     """
 
     algorithm: str = "fedavg"
@@ -80,6 +84,7 @@ class FederatedConfig:
     seed: int = 0
     shuffle: bool = True
     privacy: LearningPrivacy | None = None
+    keep_best: bool = False
 
     def __post_init__(self) -> None:
         def check(name: str, ok: bool, expected: str) -> None:
@@ -101,6 +106,7 @@ class FederatedConfig:
         if self.noisy_clients is not None:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
         check("privacy", self.privacy is None or isinstance(self.privacy, LearningPrivacy), "a LearningPrivacy or None")
+        check("keep_best", isinstance(self.keep_best, bool), "True or False")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -125,18 +131,16 @@ class _EvalSet:
     labels: np.ndarray
 
     def scores(self, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        """Readout probabilities sigmoid(x w + b) (thesis Alg. 2 line 18), flattened; the
-        product in float32 like the Keras model's, the sigmoid in float64."""
-        z = self.states.reshape(-1, self.states.shape[-1]) @ kernel.astype(np.float32)
-        return 1.0 / (1.0 + np.exp(-(z[:, 0].astype(np.float64) + float(bias[0]))))
+        """The readout's probabilities: (n,) for two classes, (n, K) for more."""
+        return readout_probabilities(self.states, kernel, bias)
 
 
 def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig) -> _EvalSet | None:
     if not ids:
         return None
     pooled = dataset.pooled(ids)
-    labels = client_data.targets(pooled, config).reshape(-1).astype(np.int64)
-    return _EvalSet(client_data.harvest(pooled.x, config.reservoir, config), labels)
+    labels = loss_labels([pooled], config).astype(np.int64)
+    return _EvalSet(client_data.client_states(pooled, config.reservoir, config), labels)
 
 
 def _communication(config: FederatedConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
@@ -207,11 +211,33 @@ class _Releases:
         asyncio.run(release_all())
 
 
-def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray) -> dict[str, float]:
+def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
     if group is None:
         return {}
-    m = classification_metrics(group.labels, group.scores(kernel, bias), 2)
+    m = classification_metrics(group.labels, group.scores(kernel, bias), n_classes)
     return {k: (math.nan if v is None else float(v)) for k, v in m.items() if k != "n"}
+
+
+class _BestRound:
+    """The round with the best validation macro-F1 so far and its readout; with a run folder
+    kept in ``DIR/best_round.npz`` (written atomically), which a resumed run (``resumed``) reads."""
+
+    def __init__(self, out: Path | None, resumed: bool):
+        self.path = None if out is None else out / "best_round.npz"
+        self.round, self.score, self.kernel, self.bias = 0, -math.inf, None, None
+        if resumed and self.path is not None and self.path.exists():
+            with np.load(self.path) as saved:
+                self.round, self.score = int(saved["round"]), float(saved["score"])
+                self.kernel, self.bias = saved["kernel"], saved["bias"]
+
+    def offer(self, score: float, round_num: int, kernel: np.ndarray, bias: np.ndarray) -> None:
+        if not score > self.score:
+            return
+        self.round, self.score, self.kernel, self.bias = round_num, score, kernel, bias
+        if self.path is not None:
+            tmp = self.path.with_suffix(".tmp.npz")
+            np.savez(tmp, round=round_num, score=score, kernel=kernel, bias=bias)
+            os.replace(tmp, self.path)
 
 
 def run_federated(
@@ -228,10 +254,12 @@ def run_federated(
     """Trains the thesis model with FedAvg or FedCurv on ``split.train`` clients.
 
     Args:
-        dataset: binary-labelled sequences (thesis pipeline: pEDA, tEDA, HR, HRV; stress).
+        dataset: labelled sequences, K ≥ 2 classes (thesis pipeline: pEDA, tEDA, HR, HRV;
+            stress); sequences of unequal length with cached states.
         split: training clients are federated; validation and test clients evaluate the
             server model every round.
-        config: the run's configuration.
+        config: the run's configuration; its model is resolved for the data
+            (:func:`~tff_esn.federated.configs.for_data`: one class weight per class).
         out_dir: where ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` go; ``None``
             keeps everything in memory (no resume).
         resume: continue from the last checkpoint in ``out_dir`` (a finished run returns
@@ -250,10 +278,11 @@ def run_federated(
         per-round rows of this call, with the ``sampled`` client ids, ``accepted_clients``
         and ``clean_clients`` — sampled clients without input noise, the truly valid ones
         of thesis Fig. 6.13), ``accepted_clients`` per round, ``weights`` (final readout
-        kernel and bias) and the config.
+        kernel and bias), ``class_weight`` (the weights used), ``kept_round`` (the round whose
+        model is the result) and the config.
     """
-    if dataset.n_classes != 2:
-        raise ValueError(f"run_federated: the thesis model is a binary classifier; the data has {dataset.n_classes} classes.")
+    config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
+                                                        faithful=config.states == "faithful"))
     if resume and out_dir is None:
         raise ValueError("run_federated: resume=True needs out_dir (where the checkpoints are).")
     with contextlib.ExitStack() as stack:
@@ -294,6 +323,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
     if privacy.secure:
         process = lower_secure_process(process)
     groups = {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")}
+    k_classes = dataset.n_classes
 
     state = process.initialize()
     weights = process.get_model_weights(state)
@@ -317,6 +347,11 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
                 raise ValueError(f"run_federated: {out} holds a run of {start_round} rounds; resuming it with "
                                  f"rounds={config.rounds} would report its round-{start_round} model as "
                                  f"{config.rounds} rounds: give rounds ≥ {start_round}, or a new output folder.")
+    best = None
+    if config.keep_best and groups["val"] is None:
+        warn("keep_best: no validation clients to choose a round on; the result is the last round's model.")
+    elif config.keep_best:
+        best = _BestRound(out, resumed=start_round > 0)
 
     rows = []
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
@@ -336,24 +371,30 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
                "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
                "seconds": seconds}
         for name, group in groups.items():
-            row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias).items()})
+            row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias, k_classes).items()})
+        if best is not None:
+            best.offer(row.get("val_f1_macro", math.nan), round_num + 1, kernel, bias)
         rows.append({**row, "sampled": sampled})
-        bar.set_postfix(val_f1=row.get("val_f1_micro", math.nan), accepted=row["accepted_clients"])
+        bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row["accepted_clients"])
         if out is not None:
             releases.release(row, round_num + 1)
             checkpoints.save(state, round_num + 1)
     bar.close()
 
     kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
+    kept = config.rounds
+    if best is not None and best.round:
+        kept, kernel, bias = best.round, best.kernel, best.bias
     report = {}
     for name in ("train", "val", "test"):
         group = _eval_set(dataset, getattr(split, name), model_cfg) if name == "train" else groups[name]
-        report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), 2,
+        report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), k_classes,
                                                                seed=config.seed)
     return {
         **report,
         "communication": _communication(config, trainable, non_trainable, config.rounds).to_dict(),
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "federated_config": config.to_dict(),
+                  "class_weight": list(model_cfg.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows]},
         **privacy.sections(config.rounds, config.clients_per_round, len(split.train)),
     }
