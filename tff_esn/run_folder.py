@@ -16,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-RUN_OUTPUTS = ("metrics.json", "rounds.csv", "checkpoints", "tensorboard")
+RUN_OUTPUTS = ("metrics.json", "rounds.csv", "best_round.npz", "checkpoints", "tensorboard")
 """What a run writes into its folder (and a forced rerun removes first)."""
 
 
