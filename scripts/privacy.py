@@ -16,6 +16,9 @@ IncFed and FedAvg on mean states, FedAvg with equal class weights):
   ``DifferentiallyPrivateFactory`` with a fixed clip and the seeded Gaussian sum query of
   :mod:`tff_esn.privacy.learning` (client-level DP), ε composed over the rounds with
   sampling rate m/N.
+* **FedCurv** (same task and flags): the joint release of the update and the curvature
+  terms (u, v), each clipped to C, noise z·√2·C; its ε covers everything a client sends
+  (the DP clients send no training metrics).
 * The majority-class and logistic-regression baselines of the same split, and the
   non-private model (ε = ∞), are in every table.
 * Secure aggregation overhead: seconds of one IncFed computation (and of the FedAvg rounds)
@@ -87,6 +90,8 @@ class Settings:
     units: int | None = None
     """IncFed reservoir units (None: the published 100)."""
     fedavg: bool = True
+    fedcurv: bool = True
+    """FedCurv rows beside FedAvg's (needs ``fedavg``)."""
     fedavg_units: int = 50
     rounds: int = 10
     clients_per_round: int = 5
@@ -100,8 +105,12 @@ class Settings:
     """Closed-form algorithms whose whole run is timed plain and secure (overhead table)."""
 
     @property
+    def curvature(self) -> bool:
+        return self.fedavg and self.fedcurv
+
+    @property
     def steps(self) -> int:
-        per_eps = self.repetitions * (self.tff_draws + (1 if self.fedavg else 0))
+        per_eps = self.repetitions * (self.tff_draws + (1 if self.fedavg else 0) + (1 if self.curvature else 0))
         return (len(self.datasets) * (len(self.epsilons) * per_eps) + 1 + (1 if self.fedavg else 0)
                 + len(self.secure_algorithms))
 
@@ -163,10 +172,11 @@ def run(ctx: Context, s: Settings) -> None:
     for n, kind in enumerate(s.datasets):
         task = TASKS[kind]
         incfed = _incfed(ctx, s, task, timing=n == 0)
-        fedavg = _fedavg(ctx, s, task, timing=n == 0) if s.fedavg else None
-        _table(ctx, s, task, incfed, fedavg)
+        fedavg = _learning(ctx, s, task, "fedavg", timing=n == 0) if s.fedavg else None
+        fedcurv = _learning(ctx, s, task, "fedcurv", timing=False) if s.curvature else None
+        _table(ctx, s, task, incfed, fedavg, fedcurv)
         _figure(ctx, s, task, incfed, fedavg)
-        _claims(ctx, s, task, incfed, fedavg)
+        _claims(ctx, s, task, incfed, fedavg, fedcurv)
         if n == 0:
             timed = task, incfed, fedavg
     task, incfed, fedavg = timed
@@ -260,7 +270,8 @@ def _secure_runs(ctx: Context, s: Settings, task: Task) -> dict[str, tuple[dict,
     return out
 
 
-def _fedavg(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
+def _learning(ctx: Context, s: Settings, task: Task, algorithm: str, timing: bool) -> dict:
+    """FedAvg's or FedCurv's runs over ε (and, with ``timing``, the secure run)."""
     dataset = ctx.dataset(task.kind, task.fedavg_pipeline)
     split = ctx.split(task.fedavg_split, dataset)
     base = dict(units=s.fedavg_units, seed=ctx.seed, rounds=s.rounds, clients_per_round=s.clients_per_round)
@@ -270,10 +281,10 @@ def _fedavg(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
     for seed in rep_seeds(ctx, s.repetitions):
         for eps in s.epsilons:
             dp = {} if math.isinf(eps) else {"dp_epsilon": eps, "dp_delta": s.delta, "dp_clip": s.fedavg_clip}
-            record = ctx.run("fedavg", dataset, split, f"fedavg{_suffix(task)}/eps-{eps:g}-{seed}",
+            record = ctx.run(algorithm, dataset, split, f"{algorithm}{_suffix(task)}/eps-{eps:g}-{seed}",
                              **{**base, "seed": seed}, **dp)
             out["records"].setdefault(eps, []).append(record)
-            ctx.step(data=task.kind, model="fedavg", epsilon=_label(eps))
+            ctx.step(data=task.kind, model=algorithm, epsilon=_label(eps))
     if not timing:
         return out
     secure = ctx.run("fedavg", dataset, split, "fedavg/secure", **base, secure_aggregation=True)
@@ -305,7 +316,7 @@ def _baseline(records, which: str, key: str = "accuracy"):
     return mean_std([r["baselines"][which]["test"][key] for r in records], 100)
 
 
-def _table(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None) -> None:
+def _table(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None, fedcurv: dict | None) -> None:
     rows = []
     any_incfed = incfed["records"][s.epsilons[0]]
     for eps in s.epsilons:
@@ -321,6 +332,12 @@ def _table(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | N
                         "FedAvg noise/clip per round": _noise_to_clip(frec[0], s.clients_per_round),
                         "FedAvg test balanced acc % (TFF)": _acc(frec, ("test", "balanced_accuracy")),
                         "FedAvg test AUC %": _acc(frec, ("test", "auc"))})
+        if fedcurv is not None:
+            crec = fedcurv["records"][eps]
+            row.update({"FedCurv z": crec[0]["privacy"]["noise_multiplier"],
+                        "FedCurv ε (update, u, v)": crec[0]["privacy"]["epsilon"],
+                        "FedCurv test balanced acc % (TFF)": _acc(crec, ("test", "balanced_accuracy")),
+                        "FedCurv test AUC %": _acc(crec, ("test", "auc"))})
         rows.append(row)
     for name, which in (("majority class", "majority"), ("logistic regression", "logistic_regression")):
         row = {"ε": name, "IncFed test acc % (TFF)": _baseline(any_incfed, which)}
@@ -345,6 +362,11 @@ def _table(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | N
                  "column is above 1 a finite-ε FedAvg row is noise-dominated and depends on its noise draw (moves "
                  "by tens of points between seeds). Another clip does not change that ratio (signal and noise "
                  "both scale with C); more clients per round would. ")
+    if fedcurv is not None:
+        note += ("FedCurv: the same flags; its DP release is the update and the curvature terms (u, v) together, "
+                 "each clipped to C, noise z·√2·C on both sums, so its ε (column 'FedCurv ε') covers every value "
+                 "its clients send (they send no training metrics under DP) and its update carries √2 times "
+                 "FedAvg's noise at the same ε. ")
     note += f"Baselines: fitted on the same training clients, scored on the same test clients ({task.about})."
     ctx.table(f"privacy_utility{_suffix(task)}", f"Privacy–utility on {task.kind}: test accuracy (%) vs ε, mean ± "
               f"std over {s.repetitions} repetition(s)", rows, ours=ctx.on(task.kind), note=note, digits=2)
@@ -415,7 +437,7 @@ def _figure(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | 
                "FedAvg) with baselines", fig)
 
 
-def _claims(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None) -> None:
+def _claims(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None, fedcurv: dict | None) -> None:
     ref = f"issue 14 (no published number; {task.kind})"
     def within(e: float) -> bool:
         check = mean_std(incfed["numpy"][e], 100)
@@ -435,6 +457,13 @@ def _claims(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | 
                   balanced > 55.0 and auc > 60.0,
                   f"FedAvg without DP: balanced accuracy {balanced:.1f} %, AUC {auc:.1f} % (criterion > 55 % and "
                   f"> 60 %); logistic regression on the same split: AUC {logreg_auc:.1f} %")
+    if fedcurv is not None:
+        finite = [e for e in s.epsilons if not math.isinf(e)]
+        reported = {e: fedcurv["records"][e][0]["privacy"] for e in finite}
+        ctx.claim(f"FedCurv's reported ε covers all its uploads and meets the target on {task.kind}", ref,
+                  all(p["epsilon"] <= e * (1 + 1e-6) and "(u_b, v_b)" in p["covers"] for e, p in reported.items()),
+                  "reported ε per target: " + ", ".join(f"{e:g} → {p['epsilon']:.4g}" for e, p in reported.items())
+                  + "; covers: " + (reported[finite[0]]["covers"] if finite else "-"))
     ctx.claim(f"IncFed at ε = {top:g} learns above the majority class on {task.kind}", ref,
               _acc(incfed["records"][top]).mean > majority,
               f"IncFed test accuracy at ε = {top:g}: {_acc(incfed['records'][top]).mean:.2f} %, majority class "

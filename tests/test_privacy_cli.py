@@ -58,6 +58,13 @@ def test_bad_privacy_settings_exit_2(fake_sources, tmp_path, capsys, flags, mess
     assert not (tmp_path / "metrics.json").exists()
 
 
+def test_fedcurv_with_adaptive_clipping_exits_2(fake_sources, tmp_path, capsys):  # noqa: F811
+    """FedCurv's u, v have no adaptive-clip joint release: refused in one line, before any run."""
+    assert main(["run", "fedcurv", "--out", str(tmp_path), "--dp-noise-multiplier", "1", "--dp-adaptive-clip"]) == 2
+    assert "fedcurv with --dp-adaptive-clip" in capsys.readouterr().err
+    assert not (tmp_path / "metrics.json").exists()
+
+
 def test_a_secure_bit_width_too_small_for_the_clients_is_found_by_the_library(fake_sources, tmp_path):  # noqa: F811
     """The clients' count is known only inside the run: a ValueError with its traceback, not exit 2."""
     with pytest.raises(ValueError, match="no bit per client"):

@@ -177,11 +177,24 @@ def test_seeded_adaptive_query_noise_has_the_configured_scale():
     assert repr(event) == repr(reference_event)  # the same DP event: the same accounting
 
 @pytest.mark.slow
-def test_dp_fedcurv_with_adaptive_clipping_runs(data):
-    config = dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=1.0,
-                                                                                    adaptive=True))
+def test_fedcurv_refuses_adaptive_clipping():
+    """u, v have no adaptive-clip joint release: the combination is refused, not reported with a partial ε."""
+    with pytest.raises(ValueError, match="fedcurv with --dp-adaptive-clip"):
+        dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=1.0, adaptive=True))
+
+
+def test_dp_fedcurv_reports_one_joint_release_per_round_and_no_training_metrics(data):
+    """(update, (u, v)) each clipped to C: noise z·√2·C per coordinate, ε of z over the rounds; the
+    DP clients send no training metrics (train_loss NaN)."""
+    config = dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=0.8, clip=0.5))
     result = run_federated(data, THESIS_SPLIT, config, progress=False)
-    assert "gaussian_adaptive" in result["privacy"]["mechanism"] and np.all(np.isfinite(_kernel(result)))
+    section = result["privacy"]
+    q = 2 / len(THESIS_SPLIT.train)
+    assert section["epsilon"] == pytest.approx(accounting.epsilon(0.8, 1e-5, rounds=2, sampling_rate=q))
+    assert section["noise_stddev_on_sum"] == pytest.approx(0.8 * np.sqrt(2) * 0.5)
+    assert "(u_b, v_b)" in section["covers"] and "training metrics" in section["not_sent"][0]
+    assert all(np.isnan(row["train_loss"]) for row in result["extra"]["rounds"])
+    assert np.all(np.isfinite(_kernel(result)))
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -194,3 +207,47 @@ def test_dp_fedcurv_with_adaptive_clipping_runs(data):
 def test_bad_learning_privacy_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LearningPrivacy(**kwargs)
+
+
+def _curvature_after_a_round(privacy, scales: tuple[float, ...]) -> list:
+    """FedCurv's (u, v) and client-work measurements after one round on 3 random clients whose
+    inputs have each of ``scales`` (one process, built once)."""
+    import tensorflow as tf
+    import tensorflow_federated as tff
+
+    from tff_esn.federated.model import build_thesis_model, thesis_loss
+    from tff_esn.federated.processes import curvature
+    from tff_esn.federated.training import build_process
+    from tff_esn.privacy.learning import lower_secure_process
+
+    spec = (tf.TensorSpec([None, 5, 6], tf.float32), tf.TensorSpec([None, 5, 1], tf.float32))
+
+    def model_fn():
+        return tff.learning.models.from_keras_model(build_thesis_model(6, MODEL, readout_only=True),
+                                                    loss=thesis_loss(MODEL), input_spec=spec)
+
+    config = dataclasses.replace(BASE, algorithm="fedcurv", clients_per_round=3, privacy=privacy)
+    process = build_process(config, model_fn)
+    if privacy is not None and privacy.secure:
+        process = lower_secure_process(process)
+    out = []
+    for scale in scales:
+        rng = np.random.default_rng(5)
+        data = [tf.data.Dataset.from_tensor_slices((scale * rng.uniform(-1, 1, (8, 5, 6)).astype(np.float32),
+                                                    rng.integers(0, 2, (8, 5, 1)).astype(np.float32))).batch(4)
+                for _ in range(3)]
+        output = process.next(process.initialize(), data)
+        u, v = curvature(output.state)
+        out.append((np.concatenate([np.ravel(t) for t in u + v]), output.metrics["client_work"]))
+    return out
+
+
+def test_secure_fedcurv_sums_u_and_v_as_the_plain_sum_and_counts_what_its_range_clipped():
+    from tff_esn.privacy.learning import secure_clipped
+
+    [(plain, _)] = _curvature_after_a_round(None, (0.05,))
+    (secure, work), (_, big) = _curvature_after_a_round(LearningPrivacy(secure=True), (0.05, 30.0))
+    assert np.abs(plain).max() > 0 and secure_clipped(work["curvature"]) == 0
+    np.testing.assert_allclose(secure, plain, rtol=1e-4, atol=1e-6)
+    assert "secure_sum_measurements" in work["train"]  # secure_sum_then_finalize
+    assert secure_clipped(big["curvature"]) > 0  # u beyond the first round's bound of 50: counted, and warned

@@ -118,7 +118,7 @@ def _training_stream(run: Run) -> DatasetClients:
 
 
 def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
-                    covers: str = "the readout statistics (A, B, n)", releases: int = 1
+                    algorithm: str = "incfed", releases: int = 1
                     ) -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
     sections (privacy flags). Without privacy flags TFF sums the Harvester's cached client
@@ -129,10 +129,10 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
     settings = run.settings
     if getattr(settings, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=settings.subround_size,
-                              per_client=per_client).readout, stats_sections(None, 0, 0, covers=covers))
+                              per_client=per_client).readout, stats_sections(None, 0, 0, algorithm=algorithm))
     if settings.backend == "tff" and not settings.privacy.requested:  # fixed reservoir: TFF only sums
         return (run_incfed_tff_stats(run.stats(weights), l2, per_client=per_client),
-                stats_sections(None, 0, 0, covers=covers))
+                stats_sections(None, 0, 0, algorithm=algorithm))
     if settings.backend == "tff":  # clients harvest, clip and add noise inside TFF
         clients = list(run.dataset.select(run.train_ids).values())
         agg = stats_aggregation(settings.privacy, state_mode=settings.state_mode, washout=settings.washout,
@@ -140,8 +140,8 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
                                 steps=max(c.x.shape[1] for c in clients), client_sequences=[len(c) for c in clients],
                                 releases=releases)
         out = incfed_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
-        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, covers=covers)
-    return fit_incfed(run.stats(weights), l2, per_client=per_client), stats_sections(None, 0, 0, covers=covers)
+        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, algorithm=algorithm)
+    return fit_incfed(run.stats(weights), l2, per_client=per_client), stats_sections(None, 0, 0, algorithm=algorithm)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
@@ -160,9 +160,9 @@ def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConf
     return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
 
 
-def _plain_sections(covers: str) -> dict[str, Any]:
+def _plain_sections(algorithm: str) -> dict[str, Any]:
     """``privacy``/``secure_aggregation`` sections of a run without privacy flags."""
-    return stats_sections(None, 0, 0, covers=covers)
+    return stats_sections(None, 0, 0, algorithm=algorithm)
 
 
 def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
@@ -182,8 +182,8 @@ def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
         return stats, RidgeStats.sum, _plain_sections
     agg = StatsAggregation(len(stats), run.n_features, dp=dp, secure=None if summer is None else summer.secure)
 
-    def sections(covers: str) -> dict[str, Any]:
-        out = stats_sections(agg, 0 if summer is None else summer.clipped_values, raised, covers=covers)
+    def sections(algorithm: str) -> dict[str, Any]:
+        out = stats_sections(agg, 0 if summer is None else summer.clipped_values, raised, algorithm=algorithm)
         if dp is not None:
             out["privacy"] = local_privacy(out["privacy"], dp, len(stats), run.n_features, raised)
         if summer is not None:
@@ -210,8 +210,7 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
                                 aggregate=aggregate)
     cost = _dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
     return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
-            **sections("the masked statistics (A_c*, B_c*, n_c) of eq. B.16; under secure aggregation each client "
-                       "completes/zero-fills its own and uploads them dense")}
+            **sections("partial-incfed")}
 
 
 # ----------------------------------------------------------------------------- pfedrr
@@ -236,8 +235,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
                                                       run.n_outputs))
     return {**run.report(run.scorer(result.important), cost, tau=config.tau, reading=config.reading,
                          percent_units=result.percent_units, **comparison),
-            **sections("the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under "
-                       "secure aggregation B̃_c is uploaded dense (zeros outside the selection)")}
+            **sections("pfedrr")}
 
 
 # ----------------------------------------------------------------------------- fedip
@@ -257,8 +255,7 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
         adapted, rounds_clipped = fedip_numpy(run.weights, clients, config.ip, config.rounds), 0
     l2 = state_scaled_l2(run.l2, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" else run.l2
     readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2, releases=config.rounds + 1,
-                                       covers="the readout statistics (A, B, n); FedIP's (g, b) rounds are secure-"
-                                              "summed with --secure-aggregation (section rounds)")
+                                       algorithm="fedip")
     if ip_dp is not None:
         privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:

@@ -9,9 +9,10 @@ One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis 
   Fisher aggregates ``u`` and ``v`` (thesis eq. 2.18); they are broadcast to the clients,
   every batch adds the gradient of the curvature penalty to the loss gradient (one forward
   pass serves the loss and the Fisher), and each client's own ``(u_b, v_b)`` of its last
-  batch is summed back into the next state — eq. 2.18's ``u = Σ_j D_j``, ``v = Σ_j D_j w_j``.
-  (Alg. 2 returns ``u − u_b``; summed over m clients that gives ``m·u − Σ D``, which grows
-  geometrically with the rounds);
+  batch is summed back into the next state — eq. 2.18's ``u = Σ_j D_j``, ``v = Σ_j D_j w_j`` —
+  by the curvature aggregator of :class:`~tff_esn.privacy.learning.LearningAggregation`
+  (a plain sum without privacy, secure or DP as the run claims). (Alg. 2 returns ``u − u_b``;
+  summed over m clients that gives ``m·u − Σ D``, which grows geometrically with the rounds);
 * an optional client filter (thesis Alg. 3–4, ``valid ← disc(w_t − w_{t+1})``) judges the
   client's readout delta inside the client computation; a rejected client is treated the
   way TFF treats a non-finite update — zero update, zero weight — so it contributes
@@ -41,6 +42,8 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+
+from tff_esn.privacy.learning import LearningAggregation
 
 ClientFilter = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 
@@ -80,6 +83,12 @@ def curvature_penalty_gradient(weights, u, v, u_b, v_b) -> tuple[tf.Tensor, ...]
     Alg. 2 line 26 differentiates it, as here.)
     """
     return tuple(2.0 * w * (uu - ub) - 2.0 * (vv - vb) for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b))
+
+
+@tff.tensorflow.computation
+def _nonnegative(u):
+    """``max(u, 0)``: a Fisher diagonal is ≥ 0 (post-processing of a noisy DP sum)."""
+    return tf.nest.map_structure(lambda t: tf.maximum(t, 0.0), u)
 
 
 def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
@@ -148,6 +157,7 @@ def build_readout_client_work(
     penalty: float | None = None,
     client_filter: ClientFilter | None = None,
     client_reservoirs: bool = False,
+    aggregation: LearningAggregation | None = None,
 ) -> tff.learning.templates.ClientWorkProcess:
     """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``) client work.
 
@@ -158,19 +168,25 @@ def build_readout_client_work(
         client_filter: optional accept/reject rule on the readout delta (module docstring).
         client_reservoirs: client data is ``(batches, reservoir)`` and each client trains
             with its own reservoir (module docstring).
+        aggregation: how the training metrics, FedCurv's ``(u_b, v_b)`` and the accepted
+            flags reach the server (:class:`tff_esn.privacy.learning.LearningAggregation`;
+            ``None``: plain sums).
 
     Returns:
-        A ``ClientWorkProcess`` whose state is ``()`` (FedAvg) or ``{"u", "v"}`` (FedCurv,
-        zeros at start, thesis Alg. 2 line 2), and whose measurements hold the training
-        metrics plus ``accepted_clients`` and ``clients``.
+        A ``ClientWorkProcess`` whose state is ``()`` (FedAvg) or ``{"u", "v", "aggregator"}``
+        (FedCurv: u, v zeros at start, thesis Alg. 2 line 2; the state of their aggregator),
+        and whose measurements hold the training metrics plus ``accepted_clients`` and
+        ``clients`` (FedCurv: and ``curvature``, the measurements of the u, v aggregator).
     """
     if penalty is not None and not (np.isfinite(penalty) and penalty >= 0):
         raise ValueError(f"penalty: expected a finite number ≥ 0 (or None for FedAvg), got {penalty!r}.")
     if client_filter is not None and not callable(client_filter):
         raise TypeError(f"client_filter: expected a callable (kernel_delta, bias_delta) -> bool, got {client_filter!r}.")
+    aggregation = aggregation or LearningAggregation()
+    curvature_factory = aggregation.curvature or tff.aggregators.SumFactory()
     with tf.Graph().as_default():
         model = model_fn()
-        metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(model.metric_finalizers())
+        metrics_aggregation_fn = aggregation.metrics_aggregator()(model.metric_finalizers())
         weights_type = tff.learning.models.weights_type_from_model(model)
         data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
         if client_reservoirs:
@@ -179,19 +195,25 @@ def build_readout_client_work(
             own_type = tff.types.tensorflow_to_type(tuple(tf.TensorSpec(v.shape, v.dtype)
                                                           for v in model.non_trainable_variables))
             data_type = tff.StructWithPythonType([data_type, tff.SequenceType(own_type)], tuple)
-        zeros = collections.OrderedDict(
-            u=tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables),
-            v=tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables),
-        )
-    initial_state = zeros if penalty is not None else ()
+        zeros = tuple(np.zeros(v.shape, np.float32) for v in model.trainable_variables)
+        curvature_type = tff.types.tensorflow_to_type(collections.OrderedDict(
+            u=tuple(tf.TensorSpec(v.shape, v.dtype) for v in model.trainable_variables),
+            v=tuple(tf.TensorSpec(v.shape, v.dtype) for v in model.trainable_variables)))
+    curvature_sum = curvature_factory.create(curvature_type) if penalty is not None else None
 
     @tff.federated_computation
     def init_fn():
-        return tff.federated_value(initial_state, tff.SERVER)
+        if penalty is None:
+            return tff.federated_value((), tff.SERVER)
+        return tff.federated_zip(collections.OrderedDict(
+            u=tff.federated_value(zeros, tff.SERVER), v=tff.federated_value(zeros, tff.SERVER),
+            aggregator=curvature_sum.initialize()))
 
     state_type = init_fn.type_signature.result.member
+    broadcast_type = (state_type if penalty is None else
+                      tff.StructWithPythonType([("u", state_type.u), ("v", state_type.v)], collections.OrderedDict))
 
-    @tff.tensorflow.computation(state_type, weights_type, data_type)
+    @tff.tensorflow.computation(broadcast_type, weights_type, data_type)
     def client_update_computation(state, weights, data):
         update_fn = _build_client_update(model_fn, optimizer, penalty, client_filter)
         dataset, reservoir = data if client_reservoirs else (data, None)
@@ -209,13 +231,18 @@ def build_readout_client_work(
         tff.FederatedType(data_type, tff.CLIENTS),
     )
     def next_fn(state, weights, client_data):
-        state_at_clients = tff.federated_broadcast(state)
+        curvature = state if penalty is None else tff.federated_zip(collections.OrderedDict(u=state.u, v=state.v))
+        state_at_clients = tff.federated_broadcast(curvature)
         outputs = tff.federated_map(client_update_computation, (state_at_clients, weights, client_data))
-        accepted = tff.federated_sum(outputs[2])
-        clients = tff.federated_sum(tff.federated_value(1, tff.CLIENTS))
-        measurements = tff.federated_zip(collections.OrderedDict(
-            train=metrics_aggregation_fn(outputs[1]), accepted_clients=accepted, clients=clients))
-        new_state = state if penalty is None else tff.federated_sum(outputs[3])
-        return tff.templates.MeasuredProcessOutput(new_state, outputs[0], measurements)
+        measured = collections.OrderedDict(
+            train=metrics_aggregation_fn(outputs[1]), accepted_clients=aggregation.count_sum(outputs[2]),
+            clients=tff.federated_sum(tff.federated_value(1, tff.CLIENTS)))
+        new_state = state
+        if penalty is not None:
+            summed = curvature_sum.next(state.aggregator, outputs[3])
+            new_state = tff.federated_zip(collections.OrderedDict(
+                u=tff.federated_map(_nonnegative, summed.result.u), v=summed.result.v, aggregator=summed.state))
+            measured["curvature"] = summed.measurements
+        return tff.templates.MeasuredProcessOutput(new_state, outputs[0], tff.federated_zip(measured))
 
     return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)

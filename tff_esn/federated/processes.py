@@ -16,9 +16,11 @@ thesis Table 6.5) each client's data is ``(batches, reservoir)`` and the client 
 its own reservoir weights (:mod:`tff_esn.federated.client_work`); FedAvg then also runs
 through the composed process.
 
-``model_aggregator`` (both builders) replaces the mean of the model updates, e.g. TFF's
-DP or secure aggregators (:class:`tff_esn.privacy.learning.LearningPrivacy`); an
-unweighted factory (DP) averages the clients uniformly.
+``aggregation`` (both builders, :meth:`tff_esn.privacy.learning.LearningPrivacy.aggregation`)
+says how every value a client sends reaches the server: its ``model`` factory replaces the
+mean of the model updates (TFF's DP or secure aggregators; an unweighted factory — DP —
+averages the clients uniformly), and the training metrics, FedCurv's ``(u_b, v_b)`` and the
+accepted flags go through the aggregators it names.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 import tensorflow_federated as tff
 
 from tff_esn.federated.client_work import ClientFilter, build_readout_client_work
+from tff_esn.privacy.learning import LearningAggregation
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 
@@ -41,23 +44,22 @@ def _check_rate(name: str, value: float) -> float:
 
 def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *, penalty: float | None,
              client_filter: ClientFilter | None, client_reservoirs: bool,
-             model_aggregator: tff.aggregators.AggregationFactory | None = None
-             ) -> tff.learning.templates.LearningProcess:
-    """FedAvg's distributor, mean aggregator (or ``model_aggregator``) and SGD finalizer around our client work."""
+             aggregation: LearningAggregation | None = None) -> tff.learning.templates.LearningProcess:
+    """FedAvg's distributor, mean aggregator (or ``aggregation.model``) and SGD finalizer around our client work."""
 
     @tff.tensorflow.computation
     def initial_model_weights_fn():
         return tff.learning.models.ModelWeights.from_model(model_fn())
 
     weights_type = initial_model_weights_fn.type_signature.result
-    aggregator = model_aggregator or tff.aggregators.MeanFactory()
+    aggregator = (aggregation and aggregation.model) or tff.aggregators.MeanFactory()
     if isinstance(aggregator, tff.aggregators.UnweightedAggregationFactory):
         aggregator = tff.aggregators.as_weighted_aggregator(aggregator)
     return tff.learning.templates.compose_learning_process(
         initial_model_weights_fn,
         tff.learning.templates.build_broadcast_process(weights_type),
         build_readout_client_work(model_fn, client_optimizer, penalty=penalty, client_filter=client_filter,
-                                  client_reservoirs=client_reservoirs),
+                                  client_reservoirs=client_reservoirs, aggregation=aggregation),
         aggregator.create(weights_type.trainable, tff.TensorType(np.float32)),
         tff.learning.templates.build_apply_optimizer_finalizer(
             tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate), weights_type),
@@ -66,8 +68,7 @@ def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *
 
 def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
-                 model_aggregator: tff.aggregators.AggregationFactory | None = None
-                 ) -> tff.learning.templates.LearningProcess:
+                 aggregation: LearningAggregation | None = None) -> tff.learning.templates.LearningProcess:
     """FedAvg with a server learning rate (thesis §6.2, Alg. 1; Alg. 3 with ``client_filter``).
 
     Args:
@@ -77,28 +78,28 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
         client_filter: optional accept/reject rule on the client's readout delta.
         client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
             its own reservoir (module docstring).
-        model_aggregator: replaces the weighted mean of the updates (module docstring).
+        aggregation: the aggregators of the client values (module docstring; ``None``: plain).
     """
     client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
     if client_filter is None and not client_reservoirs:
-        unweighted = isinstance(model_aggregator, tff.aggregators.UnweightedAggregationFactory)
+        aggregation = aggregation or LearningAggregation()
+        unweighted = isinstance(aggregation.model, tff.aggregators.UnweightedAggregationFactory)
         build = (tff.learning.algorithms.build_unweighted_fed_avg if unweighted
                  else tff.learning.algorithms.build_weighted_fed_avg)
         return build(
             model_fn, client_optimizer_fn=client_optimizer,
             server_optimizer_fn=tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate),
-            model_aggregator=model_aggregator,
+            model_aggregator=aggregation.model, metrics_aggregator=aggregation.metrics,
             loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR,
         )
     return _compose(model_fn, client_optimizer, server_learning_rate, penalty=None, client_filter=client_filter,
-                    client_reservoirs=client_reservoirs, model_aggregator=model_aggregator)
+                    client_reservoirs=client_reservoirs, aggregation=aggregation)
 
 
 def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
                   penalty: float = 1e-4, client_filter: ClientFilter | None = None,
-                  client_reservoirs: bool = False,
-                  model_aggregator: tff.aggregators.AggregationFactory | None = None
+                  client_reservoirs: bool = False, aggregation: LearningAggregation | None = None
                   ) -> tff.learning.templates.LearningProcess:
     """FedCurv (thesis ch. 3, Alg. 2; Alg. 4 with ``client_filter``).
 
@@ -106,7 +107,7 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
         penalty: the curvature penalty weight λ (thesis Listing 3.7: 1e-4; ≥ 0).
         Others: as :func:`build_fedavg`.
 
-    The state's ``client_work`` holds ``{"u": ..., "v": ...}`` (see :func:`curvature`).
+    The state's ``client_work`` holds ``{"u": ..., "v": ..., "aggregator": ...}`` (see :func:`curvature`).
     """
     client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
@@ -114,7 +115,7 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
         raise ValueError(f"penalty: expected a finite number ≥ 0, got {penalty!r}.")
     return _compose(model_fn, client_optimizer, server_learning_rate, penalty=float(penalty),
                     client_filter=client_filter, client_reservoirs=client_reservoirs,
-                    model_aggregator=model_aggregator)
+                    aggregation=aggregation)
 
 
 def curvature(state) -> tuple[list[np.ndarray], list[np.ndarray]]:

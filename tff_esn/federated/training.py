@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,8 @@ from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig, for_data, lo
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.metrics import classification_metrics, split_report
-from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process
+from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
+from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.run_warnings import warn
 
 ALGORITHMS = ("fedavg", "fedcurv")
@@ -107,6 +108,8 @@ class FederatedConfig:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
         check("privacy", self.privacy is None or isinstance(self.privacy, LearningPrivacy), "a LearningPrivacy or None")
         check("keep_best", isinstance(self.keep_best, bool), "True or False")
+        if self.algorithm == "fedcurv" and self.privacy is not None and self.privacy.adaptive:
+            raise ValueError(ADAPTIVE_FEDCURV)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -240,6 +243,19 @@ class _BestRound:
             os.replace(tmp, self.path)
 
 
+def build_process(config: FederatedConfig, model_fn: Callable[[], tff.learning.models.VariableModel], *,
+                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False) -> tff.learning.templates.LearningProcess:
+    """The FedAvg/FedCurv process of ``config`` with its privacy aggregators, secure intrinsics in
+    place (:func:`run_federated` lowers them for TFF's native runtime; the privacy audit reads them)."""
+    aggregation = (config.privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
+                   if config.privacy else None)
+    common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_learning_rate,
+                  client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
+    if config.algorithm == "fedcurv":
+        return build_fedcurv(model_fn, penalty=config.penalty, **common)
+    return build_fedavg(model_fn, **common)
+
+
 def run_federated(
     dataset: SequenceDataset,
     split: Split,
@@ -315,11 +331,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model_cfg), input_spec=input_spec)
 
     privacy = config.privacy or LearningPrivacy()
-    aggregator = config.privacy.factory(config.clients_per_round) if config.privacy else None
-    common = dict(client_learning_rate=model_cfg.learning_rate, server_learning_rate=config.server_learning_rate,
-                  client_filter=client_filter, client_reservoirs=own_reservoirs, model_aggregator=aggregator)
-    process = (build_fedcurv(model_fn, penalty=config.penalty, **common) if config.algorithm == "fedcurv"
-               else build_fedavg(model_fn, **common))
+    process = build_process(config, model_fn, client_filter=client_filter, client_reservoirs=own_reservoirs)
     if privacy.secure:
         process = lower_secure_process(process)
     groups = {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")}
@@ -353,7 +365,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
     elif config.keep_best:
         best = _BestRound(out, resumed=start_round > 0)
 
-    rows = []
+    rows, curvature_clipped = [], 0
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
                desc=f"{config.algorithm} rounds", disable=not progress, unit="round")
     for round_num in bar:
@@ -364,10 +376,11 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         seconds = time.perf_counter() - began
         kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
         work = output.metrics["client_work"]
+        curvature_clipped += secure_clipped(work.get("curvature"))
         row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
                "accepted_clients": int(work.get("accepted_clients", len(sampled))),
                "clean_clients": sum(noise[cid] == 0 for cid in sampled),
-               "train_loss": float(work["train"]["loss"]),
+               "train_loss": float(work["train"].get("loss", math.nan)),  # DP clients send no metrics
                "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
                "seconds": seconds}
         for name, group in groups.items():
@@ -380,6 +393,9 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
             releases.release(row, round_num + 1)
             checkpoints.save(state, round_num + 1)
     bar.close()
+    if curvature_clipped:
+        warn(f"secure aggregation clipped {curvature_clipped} values of FedCurv's u, v to the secure sum's adaptive "
+             "range (it grows from 50 over the rounds): u, v were smaller than the plain sums in those rounds")
 
     kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
     kept = config.rounds
@@ -396,5 +412,6 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "federated_config": config.to_dict(),
                   "class_weight": list(model_cfg.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows]},
-        **privacy.sections(config.rounds, config.clients_per_round, len(split.train)),
+        **privacy.sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
+                           own_client_work=client_filter is not None or own_reservoirs),
     }

@@ -10,5 +10,10 @@
   ``tff.federated_secure_sum_bitwidth`` with its quantization error bound;
 * :mod:`tff_esn.privacy.aggregation` — the one place where a federated computation of
   ours chooses how the clients' statistics are summed (plain, secure, noised);
-* :mod:`tff_esn.privacy.learning` — TFF's DP and secure aggregators for FedAvg/FedCurv.
+* :mod:`tff_esn.privacy.learning` — TFF's DP and secure aggregators for FedAvg/FedCurv
+  (their updates, FedCurv's u, v, the training metrics);
+* :mod:`tff_esn.privacy.coverage` — what each mechanism covers and what is public: the one
+  declaration behind ``metrics.json``'s privacy section and the audit;
+* :mod:`tff_esn.privacy.audit` — every CLIENTS → SERVER value of a built TFF computation,
+  and the ones that break a claim of secure aggregation or DP.
 """

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from tff_esn.lazy import LazyModule
+from tff_esn.privacy.coverage import public
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
@@ -91,7 +92,7 @@ def federated_stats_sum(local, secure: FixedPoint | None):
     Plain (``secure=None``): ``tff.federated_sum`` and a clipped count of 0. Secure: each
     client encodes (:meth:`FixedPoint.encode`), ``tff.federated_secure_sum_bitwidth`` sums
     the integers and the number of clients, the server decodes (float64); the clipped counts
-    are summed securely.
+    are summed securely (public by design: :data:`tff_esn.privacy.coverage.PUBLIC`).
     """
     import tensorflow_federated as tff
 
@@ -108,7 +109,8 @@ def federated_stats_sum(local, secure: FixedPoint | None):
 
     encoded = tff.federated_map(encode, local)
     total = tff.federated_secure_sum_bitwidth(encoded[0], fp.client_bits)
-    clipped = tff.federated_secure_sum_bitwidth(encoded[1], max(1, int(coordinates).bit_length()))
+    clipped = tff.federated_secure_sum_bitwidth(public(encoded[1], "secure_clipped_count"),
+                                                max(1, int(coordinates).bit_length()))
     count = tff.federated_secure_sum_bitwidth(encoded[2], 1)
 
     @tff.tensorflow.computation(total.type_signature.member, count.type_signature.member)

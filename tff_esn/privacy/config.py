@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
+
 DEFAULT_SECURE_BITS = 48
 MODELS = ("central", "local", "distributed")
 SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
@@ -134,6 +136,8 @@ def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff
                      or privacy.secure_bits != DEFAULT_SECURE_BITS):
         raise ValueError(f"{algorithm}: --dp-model, --secure-bits and --secure-range apply to the "
                          "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
+    if algorithm == "fedcurv" and privacy.dp_adaptive_clip:
+        raise ValueError(ADAPTIVE_FEDCURV)
     if not learning and privacy.dp_adaptive_clip:
         raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
                          "at --dp-clip).")

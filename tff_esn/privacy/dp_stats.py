@@ -156,11 +156,13 @@ class GaussianStats:
 
 # ----------------------------------------------------------------------------- TF pieces
 def clip_rows(s: tf.Tensor, clip: float) -> tf.Tensor:
-    """Each row scaled to norm ≤ ``clip`` (rows already within are returned bit-identical)."""
-    norms = tf.norm(s, axis=1, keepdims=True)
-    tiny = tf.constant(1e-300, s.dtype)
-    factor = tf.minimum(tf.ones_like(norms), tf.constant(clip, s.dtype) / tf.maximum(norms, tiny))
-    return s * factor
+    """Each row scaled to norm ≤ ``clip`` (rows already within are returned bit-identical); under the
+    name scope ``dp_clip``, the mark of a DP clip for :mod:`tff_esn.privacy.audit`."""
+    with tf.name_scope("dp_clip"):
+        norms = tf.norm(s, axis=1, keepdims=True)
+        tiny = tf.constant(1e-300, s.dtype)
+        factor = tf.minimum(tf.ones_like(norms), tf.constant(clip, s.dtype) / tf.maximum(norms, tiny))
+        return s * factor
 
 
 def symmetric_normal(size, seed) -> tf.Tensor:

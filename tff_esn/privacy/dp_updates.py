@@ -130,8 +130,7 @@ def fedip_privacy(stats_section: dict, dp: GaussianUpdates, rounds: int) -> dict
             "rounds": rounds + 1, "readout_statistics_epsilon": stats_section["epsilon"],
             "privacy_unit": f"{stats_section['privacy_unit']} (the total ε is record-level; the (g, b) rounds "
                             "alone protect a whole client)",
-            "ip_rounds": dp.section(rounds),
-            "covers": "FedIP's (g, b) updates and the readout statistics (A, B, n)"}
+            "ip_rounds": dp.section(rounds)}
 
 
 def local_privacy(stats_section: dict, dp: GaussianStats, clients: int, n_features: int, raised: int) -> dict:

@@ -31,6 +31,30 @@ with both of its noise sources drawn by :class:`SeededGaussianSumQuery`: the sum
 from stream 0 of the seed and the noise on the quantile estimator's below-clip count from
 stream 1 (``privacy.noise_seeded: true`` in both cases).
 
+**FedCurv's curvature terms and the training metrics** (:class:`LearningAggregation`, what
+every value a FedAvg/FedCurv client sends goes through; :mod:`tff_esn.privacy.coverage`
+declares it):
+
+* FedCurv's ``(u_b, v_b)`` (thesis Alg. 2, eq. 2.18) are summed by :meth:`LearningPrivacy.curvature_factory`:
+  ``tff.aggregators.SumFactory`` without privacy; under secure aggregation alone
+  ``SecureSumFactory`` with the adaptive bound of ``tff.learning.secure_aggregator`` (2× the
+  95th percentile of the clients' largest |value|, from 50; larger values are clipped, and
+  a run that clipped any says so in a RunWarning, :func:`secure_clipped`);
+  under DP the same seeded Gaussian sum query as the update: **joint release**. A FedCurv
+  client's record is ``(Δw, (u_b, v_b))`` with ``Δw`` clipped to L2 norm C and ``(u_b, v_b)``
+  clipped to L2 norm C, so adding or removing one client moves the joint sums by at most
+  ``√2·C``; both sums get N(0, (z·√2·C)²) per coordinate, which is one Gaussian mechanism
+  with noise multiplier z on the joint vector, accounted once per round. The server
+  keeps ``u`` ≥ 0 (a Fisher diagonal; post-processing). Adaptive clipping has no
+  joint-release counterpart here and is refused for FedCurv.
+* The training metrics (loss sums, example and batch counts): plain ``sum_then_finalize``
+  without privacy; ``tff.learning.metrics.secure_sum_then_finalize`` under secure
+  aggregation alone; under DP the clients do not send them (:func:`withheld_metrics`: the
+  ε covers everything a client sends, and these sums are not clipped or noised), so a DP
+  run has no training loss.
+* The client filter's accepted flag (+Disc): secure-summed under secure aggregation; under
+  DP its sum is public by design (:data:`tff_esn.privacy.coverage.PUBLIC`).
+
 TFF's native runtime does not run the secure intrinsics; :func:`lower_secure_process`
 replaces them by TFF's reference bodies as :mod:`tff_esn.privacy.aggregation` does.
 """
@@ -39,6 +63,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
+from collections.abc import Callable
 
 import dp_accounting
 import tensorflow as tf
@@ -46,8 +72,11 @@ import tensorflow_federated as tff
 import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
-from tff_esn.privacy import accounting
+from tff_esn.privacy import accounting, coverage
+from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.config import check_clip
+
+CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b), each clipped to C
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
@@ -179,42 +208,132 @@ class LearningPrivacy:
     def dp(self) -> bool:
         return self.noise_multiplier is not None
 
-    def factory(self, clients_per_round: int) -> tff.aggregators.AggregationFactory:
-        """The model aggregator (weighted for secure-only, unweighted with DP)."""
+    def noise_stddev(self, parts: int = 1) -> float:
+        """``z·√parts·C``: the noise std per coordinate of each sum when a client's record has
+        ``parts`` pieces, each clipped to C (L2 sensitivity ``√parts·C``)."""
+        return float(self.noise_multiplier) * math.sqrt(parts) * self.clip
+
+    def factory(self, clients_per_round: int, parts: int = 1) -> tff.aggregators.AggregationFactory:
+        """The model aggregator (weighted for secure-only, unweighted with DP); ``parts``: pieces of
+        a client's joint record (FedCurv: :data:`CURVATURE_PARTS`), each clipped to C."""
         if not self.dp:
             return tff.learning.secure_aggregator(zeroing=True, clipping=True, weighted=True)
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
+            if parts != 1:
+                raise ValueError(ADAPTIVE_FEDCURV)
             return seeded_gaussian_adaptive(z, m, self.seed, initial_l2_norm_clip=self.clip,
                                             clipped_count_stddev=max(0.05 * m, z))
-        query = tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.clip * z, self.seed), denominator=m)
+        query = tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.noise_stddev(parts), self.seed),
+                                    denominator=m)
         if not self.secure:
             return tff.aggregators.DifferentiallyPrivateFactory(query)
         return tff.aggregators.DifferentiallyPrivateFactory(query, tff.aggregators.SecureSumFactory(float(self.clip)))
 
-    def sections(self, rounds: int, clients_per_round: int, clients: int) -> dict:
-        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``."""
+    def curvature_factory(self) -> tff.aggregators.UnweightedAggregationFactory:
+        """The sum of FedCurv's ``(u_b, v_b)`` (module docstring): the second part of the joint
+        record under DP (noise from stream 2 of ``seed``), secure or plain otherwise."""
+        if self.dp:
+            if self.adaptive:
+                raise ValueError(ADAPTIVE_FEDCURV)
+            query = SeededGaussianSumQuery(self.clip, self.noise_stddev(CURVATURE_PARTS), self.seed, stream=2)
+            inner = tff.aggregators.SecureSumFactory(float(self.clip)) if self.secure else None
+            return tff.aggregators.DifferentiallyPrivateFactory(query, inner)
+        if self.secure:
+            return tff.aggregators.SecureSumFactory(tff.aggregators.PrivateQuantileEstimationProcess.no_noise(
+                initial_estimate=50.0, target_quantile=0.95, learning_rate=1.0, multiplier=2.0,
+                secure_estimation=True))
+        return tff.aggregators.SumFactory()
+
+    def aggregation(self, clients_per_round: int, *, curvature: bool) -> LearningAggregation:
+        """What FedAvg (``curvature=False``) or FedCurv's client values go through."""
+        parts = CURVATURE_PARTS if curvature else 1
+        metrics = withheld_metrics if self.dp else (
+            tff.learning.metrics.secure_sum_then_finalize if self.secure else None)
+        return LearningAggregation(model=self.factory(clients_per_round, parts),
+                                   curvature=self.curvature_factory() if curvature else None,
+                                   metrics=metrics, secure=self.secure)
+
+    def sections(self, rounds: int, clients_per_round: int, clients: int, algorithm: str = "fedavg",
+                 own_client_work: bool = False) -> dict:
+        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
+        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`."""
         from tff_esn.privacy.options import NO_PRIVACY
 
         q = min(1.0, clients_per_round / clients)
-        privacy = dict(NO_PRIVACY, covers="the model updates (readout kernel and bias)")
+        declared = coverage.declaration(algorithm, secure=self.secure, dp=self.dp,
+                                        own_client_work=own_client_work)
+        privacy = dict(NO_PRIVACY, **declared)
         if self.dp:
+            curvature = algorithm == "fedcurv"
             privacy = accounting.PrivacyReport(
                 mechanism=("tff.aggregators.DifferentiallyPrivateFactory as gaussian_adaptive, with the seeded "
                            "SeededQuantileAdaptiveClipSumQuery (client-level)"
                            if self.adaptive else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, "
-                           "with the seeded SeededGaussianSumQuery (client-level)"),
+                           "with the seeded SeededGaussianSumQuery (client-level)"
+                           + (" on the joint record (update, (u, v))" if curvature else "")),
                 clip=self.clip, noise_multiplier=float(self.noise_multiplier),
                 epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
-                details={"privacy_unit": "one client's update per round", "noise_seeded": True,
+                details={"privacy_unit": "one client's upload per round", "noise_seeded": True,
                          "noise_seed": self.seed, "accountant": "dp_accounting RDP, "
-                         "Poisson-sampled Gaussian composed over rounds", "covers": privacy["covers"]}).to_dict()
+                         "Poisson-sampled Gaussian composed over rounds, one release per round",
+                         "sensitivity": (f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)"
+                                         if curvature else "C"),
+                         "noise_stddev_on_sum": None if self.adaptive else self.noise_stddev(
+                             CURVATURE_PARTS if curvature else 1),
+                         **declared}).to_dict()
         secure = {"enabled": self.secure}
         if self.secure:
             secure["factory"] = ("DifferentiallyPrivateFactory(GaussianSumQuery, SecureSumFactory(clip))" if self.dp
                                  else "tff.learning.secure_aggregator(zeroing=True, clipping=True)")
         return {"privacy": privacy, "secure_aggregation": secure}
+
+
+@dataclasses.dataclass(frozen=True)
+class LearningAggregation:
+    """How a FedAvg/FedCurv client's values reach the server (module docstring).
+
+    Attributes:
+        model: the model update aggregator (``None``: TFF's example-weighted mean).
+        curvature: FedCurv's ``(u_b, v_b)`` sum (``None``: FedAvg).
+        metrics: the training metrics aggregator (``None``: ``sum_then_finalize``).
+        secure: the accepted flags are secure-summed.
+    """
+
+    model: tff.aggregators.AggregationFactory | None = None
+    curvature: tff.aggregators.UnweightedAggregationFactory | None = None
+    metrics: Callable | None = None
+    secure: bool = False
+
+    def metrics_aggregator(self):
+        return self.metrics or tff.learning.metrics.sum_then_finalize
+
+    def count_sum(self, flags):
+        """The sum of the clients' int32 0/1 ``flags`` (accepted), public by design
+        (:func:`tff_esn.privacy.coverage.public`), secure-summed under secure aggregation."""
+        marked = coverage.public(flags, "accepted_clients")
+        return tff.federated_secure_sum_bitwidth(marked, 1) if self.secure else tff.federated_sum(marked)
+
+
+def secure_clipped(measurements) -> int:
+    """The values a ``SecureSumFactory`` clipped to its range, found in an aggregator's ``measurements``."""
+    if isinstance(measurements, dict):
+        return sum(int(v) if k.startswith("secure_") and k.endswith("_clipped_count") else secure_clipped(v)
+                   for k, v in measurements.items())
+    return 0
+
+
+def withheld_metrics(metric_finalizers, local_unfinalized_metrics_type=None):
+    """A metrics aggregator that releases nothing (DP runs: the clients send no training metrics)."""
+    del metric_finalizers, local_unfinalized_metrics_type
+
+    @tff.federated_computation
+    def aggregate(client_metrics):
+        del client_metrics
+        return tff.federated_value(collections.OrderedDict(), tff.SERVER)
+
+    return aggregate
 
 
 def lower_secure_process(process: tff.learning.templates.LearningProcess) -> tff.learning.templates.LearningProcess:
