@@ -106,14 +106,16 @@ def _val_accuracy(name, data, split, l2, **settings):
     return record["val"]["accuracy"], record
 
 
-@pytest.mark.parametrize("name", ["centralized", "incfed", "fedavg-ridge", "ensemble", "pfedrr"])
+@pytest.mark.parametrize("name", ["centralized", "incfed", "fedavg-ridge", "ensemble", "pfedrr", "partial-incfed",
+                                  "alignment", "fedip"])
 def test_auto_l2_is_the_grid_value_with_the_best_validation_accuracy(name):
     """Brute force: a run per λ of the grid with that λ given; ``auto`` picks the best
     validation accuracy (a tie to the larger λ) and reports the same test metrics."""
     data = random_dataset(n_clients=6, seed=4, sizes=[6, 6, 6, 6, 12, 12])
     split = default_split(data)
     grid = (1e-6, 1e-2, 1e1, 1e3)
-    settings = {"l2_grid": grid, **({"backend": "numpy"} if name == "incfed" else {})}
+    settings = {"l2_grid": grid, **({"backend": "numpy"} if name in ("incfed", "fedip") else {}),
+                **({"rounds": 1} if name == "fedip" else {})}
     runs = [_val_accuracy(name, data, split, l2, **settings) for l2 in grid]
     best = max(a for a, _ in runs)
     expected = max(i for i, (a, _) in enumerate(runs) if a == best)
