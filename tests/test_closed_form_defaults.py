@@ -293,3 +293,36 @@ def test_auto_l2_val_scores_are_the_readouts_accuracies():
         scores, labels = run.scorer(total.solve(l2))(split.val)
         expected.append(accuracy(labels, predictions(scores)))
     assert record["l2_selection"]["validation_accuracy"] == pytest.approx(expected)
+
+
+# ----------------------------------------------------------------------------- real data (slow)
+UEA = "/work/uea/npz"
+UEA_SETS = ("BasicMotions", "JapaneseVowels", "GunPoint", "PickupGestureWiimoteZ")
+OWN_DATA = {"state_mode": "mean", "bias_scaling": 1.0, "l2": "auto"}
+"""The closed-form settings recommended for a researcher's own sequence classification data."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", UEA_SETS)
+def test_own_data_settings_learn_on_ucr_uea_sets(name):
+    """centralized and incfed within 0.05 of logistic regression (or above it), every other
+    closed-form algorithm exits cleanly, with the own-data settings on four UCR/UEA sets."""
+    import os
+
+    from tff_esn.data.sources import load_source
+    from tff_esn.data.splits import get_split
+
+    path = f"{UEA}/{name}.npz"
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not available")
+    data = load_source(f"npz:{path}", "incfed-wesad")
+    split = get_split("npz", data)
+    for algorithm in ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble",
+                      "alignment"):
+        config = algorithms.config_from_flags(algorithms.get_algorithm(algorithm).config, OWN_DATA)
+        record = algorithms.run_algorithm(algorithm, data, split, config)
+        assert record["l2_selection"] == {"l2": l2_selection.DEFAULT_L2, "rule": "default",
+                                          "reason": "the split has no validation clients"}
+        if algorithm in ("centralized", "incfed"):
+            baseline = record["baselines"]["logistic_regression"]["test"]["accuracy"]
+            assert record["test"]["accuracy"] >= baseline - 0.05, (algorithm, record["test"], baseline)
