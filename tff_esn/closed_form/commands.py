@@ -120,9 +120,8 @@ class Run:
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
         """The result sections: train/val/test metrics (None for an empty group), communication,
-        extra, and ``warnings`` (a list, logged too): the algorithm's ``notes`` and every group
-        whose predictions are all one class while its labels are not — a collapse, never a result —
-        each also a RunWarning; ``l2_selection``, the λ used and how it was chosen; and in ``extra``
+        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` and every
+        group whose predictions are all one class while its labels are not — a collapse, never a result; ``l2_selection``, the λ used and how it was chosen; and in ``extra``
         the ``states`` check of the run's reservoir on the training sequences (saturation,
         :func:`tff_esn.closed_form.saturation.check_states`, warned about there)."""
         if self._states is None:
@@ -138,8 +137,8 @@ class Run:
                 predicted = np.unique(np.argmax(scores, axis=-1))
                 if predicted.size == 1 and np.unique(labels).size > 1:
                     said.append(f"{group}: every prediction is class {int(predicted[0])} "
-                                    f"({np.unique(labels).size} classes present); check λ, the state mode and "
-                                    f"the algorithm's own hyperparameters")
+                                f"({np.unique(labels).size} classes present); check λ, the state mode and "
+                                f"the algorithm's own hyperparameters")
             else:
                 out[group] = None
         for text in said:
@@ -201,6 +200,7 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: f
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10)."""
     run = Run(dataset, split, config, "incfed")
+    # the harvest inside the lambda runs only when λ is swept (never under privacy settings)
     l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(), per_client=config.l2_per_client)(grid))
     readout, privacy = _incfed_readout(run, run.weights, config.l2_per_client, l2)
     return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
