@@ -246,6 +246,14 @@ def test_fedip_tff_equals_numpy_on_ragged_clients_and_runs_end_to_end():
     assert 0 <= record["test"]["accuracy"] <= 1
 
 
+def test_streamed_incfed_refuses_unequal_lengths_in_one_line():
+    from tff_esn.data.errors import DataError
+
+    data = _ragged_dataset()
+    with pytest.raises(DataError, match="--subround-size streams clients of one length"):
+        algorithms.run_algorithm("incfed", data, default_split(data), _config("incfed", subround_size=1))
+
+
 # ----------------------------------------------------------------------------- saturation, k
 def test_a_saturated_reservoir_is_a_recorded_warning():
     data = random_dataset(n_clients=4, seed=2)

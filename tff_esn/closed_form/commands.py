@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tff_esn import communication
+from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts, size_weighted_mean
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
@@ -199,6 +200,10 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: f
 
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10)."""
+    if config.subround_size is not None and dataset.ragged:
+        raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more); "
+                        "--subround-size streams clients of one length through one TFF computation: drop "
+                        "--subround-size or cut them to one length (--ragged crop).")
     run = Run(dataset, split, config, "incfed")
     # the harvest inside the lambda runs only when λ is swept (never under privacy settings)
     l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(), per_client=config.l2_per_client)(grid))
