@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from closed_form_data import default_split, random_dataset
+from closed_form_data import default_split
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +23,18 @@ from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_tol
 from tff_esn.run_warnings import recording
 
 SINGULAR = "numerically singular"
+
+
+def _dataset(sizes, n_classes=3, seed=0, steps=10, features=3) -> SequenceDataset:
+    """Clients whose labels cycle through every class (so training sees each) and shift the input mean."""
+    rng = np.random.default_rng(seed)
+    clients = {}
+    for i, n in enumerate(sizes):
+        y = (np.arange(n) + i) % n_classes
+        x = rng.normal(size=(n, steps, features)) + 0.5 * y[:, None, None]
+        clients[f"c{i}"] = ClientSequences(x.astype(np.float32), y)
+    return SequenceDataset(clients, n_classes, tuple(f"f{j}" for j in range(features)),
+                           tuple(f"k{j}" for j in range(n_classes)), "cycled")
 
 
 def _config(name, **settings):
@@ -82,18 +94,18 @@ def test_singular_system_gives_the_same_readout_from_numpy_and_tff():
 @pytest.mark.parametrize("name", ["centralized", "incfed", "fedavg-ridge", "pfedrr", "partial-incfed", "ensemble",
                                   "alignment"])
 def test_every_backend_follows_the_singular_rule_and_records_it(name):
-    """One sequence per client and 12 units: every B is singular at λ = 1e-300."""
-    data = random_dataset(n_clients=4, seed=1, sizes=[1, 1, 1, 1])
+    """Two sequences per client and 12 units: every B is singular at λ = 1e-300."""
+    data = _dataset([2, 2, 2, 2], n_classes=2, seed=1)
     split = default_split(data)
     record = algorithms.run_algorithm(name, data, split, _config(name, l2=1e-300))
     assert any(SINGULAR in text for text in record["warnings"]), record["warnings"]
-    assert record["test"]["n"] == 1
+    assert record["test"]["n"] == 2
     with pytest.raises(SingularSystemError):
         algorithms.run_algorithm(name, data, split, _config(name, l2=0.0))
 
 
 def test_incfed_numpy_and_tff_backends_agree_on_a_singular_run():
-    data = random_dataset(n_clients=4, seed=1, sizes=[1, 1, 1, 1])
+    data = _dataset([2, 2, 2, 2], n_classes=2, seed=1)
     split = default_split(data)
     records = [algorithms.run_algorithm("incfed", data, split, _config("incfed", l2=1e-300, backend=b))
                for b in ("numpy", "tff")]
@@ -111,7 +123,7 @@ def _val_accuracy(name, data, split, l2, **settings):
 def test_auto_l2_is_the_grid_value_with_the_best_validation_accuracy(name):
     """Brute force: a run per λ of the grid with that λ given; ``auto`` picks the best
     validation accuracy (a tie to the larger λ) and reports the same test metrics."""
-    data = random_dataset(n_clients=6, seed=4, sizes=[6, 6, 6, 6, 12, 12])
+    data = _dataset([6, 6, 6, 6, 12, 12], seed=4)
     split = default_split(data)
     grid = (1e-6, 1e-2, 1e1, 1e3)
     settings = {"l2_grid": grid, **({"backend": "numpy"} if name in ("incfed", "fedip") else {}),
@@ -127,7 +139,7 @@ def test_auto_l2_is_the_grid_value_with_the_best_validation_accuracy(name):
 
 
 def test_auto_l2_without_validation_clients_or_with_privacy_is_the_stated_default():
-    data = random_dataset(n_clients=4, seed=2)
+    data = _dataset([6, 5, 7, 6], seed=2)
     ids = data.client_ids
     no_val = Split("no-val", ids[:3], (), ids[3:])
     record = algorithms.run_algorithm("centralized", data, no_val, _config("centralized", l2="auto"))
@@ -224,7 +236,7 @@ def _ragged_dataset(seed=0) -> SequenceDataset:
     clients = {}
     for i in range(4):
         lengths = rng.integers(4, 12, size=6)
-        y = rng.integers(0, 2, 6)
+        y = np.arange(6) % 2
         x = (rng.normal(size=(6, 12, 2)) + y[:, None, None]).astype(np.float32)
         clients[f"c{i}"] = ClientSequences(x[:, :int(lengths.max())] if i else x, y, lengths)
     return SequenceDataset(clients, 2, ("a", "b"), ("n", "p"), "ragged")
@@ -256,7 +268,7 @@ def test_streamed_incfed_refuses_unequal_lengths_in_one_line():
 
 # ----------------------------------------------------------------------------- saturation, k
 def test_a_saturated_reservoir_is_a_recorded_warning():
-    data = random_dataset(n_clients=4, seed=2)
+    data = _dataset([6, 5, 7, 6], seed=2)
     split = default_split(data)
     saturated = algorithms.run_algorithm("centralized", data, split, _config("centralized", spectral_radius=1e6))
     assert any("saturates" in text for text in saturated["warnings"])
@@ -288,7 +300,7 @@ def test_partial_incfed_k_beyond_the_features_is_refused_by_the_config():
 
 def test_auto_l2_val_scores_are_the_readouts_accuracies():
     """The recorded validation accuracies are those of the exact readout at each λ (solve_path)."""
-    data = random_dataset(n_clients=5, seed=6)
+    data = _dataset([6, 5, 7, 6, 8], seed=6)
     split = default_split(data)
     grid = (1e-4, 1e0, 1e2)
     record = algorithms.run_algorithm("centralized", data, split, _config("centralized", l2="auto", l2_grid=grid))

@@ -142,9 +142,9 @@ class Run:
                                 f"the algorithm's own hyperparameters")
             else:
                 out[group] = None
-        for text in said:
-            warn(f"{self.name}: {text}")
-        out["warnings"] = said
+        out["warnings"] = [f"{self.name}: {text}" for text in said]
+        for text in out["warnings"]:
+            warn(text)
         if self.l2_choice is not None:
             out["l2_selection"] = self.l2_choice.to_dict()
         out["communication"] = cost.to_dict()
