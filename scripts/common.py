@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from scripts.framework import Context, MeanStd
+from tff_esn.closed_form.l2_selection import chosen_l2
 
 
 def rep_seeds(ctx: Context, repetitions: int) -> list[int]:
@@ -55,13 +56,6 @@ L2_GRID = tuple(10.0 ** k for k in range(-4, 6))
 to 1e5. On the ``all``-mode statistics of 200-step sequences ``B``'s scale is ~10⁴, so the seeds' range
 alone changes nothing (synthetic HHAR, 10 data seeds, 300 units: FedRR's mean test accuracy 56.6 % at
 every λ ≤ 1e-2, 57.3–57.9 % at 1e1–1e3, 50.2 % at 1e6)."""
-
-
-def chosen_l2(val_accuracy: Sequence[float]) -> int:
-    """Index of the best validation accuracy over an ascending λ grid; a tie goes to the larger λ
-    (the smoother readout: with 2–3 validation users neighbouring λ often tie)."""
-    best = max(val_accuracy)
-    return max(i for i, v in enumerate(val_accuracy) if v == best)
 
 
 def select_l2(run, stats, grid: Sequence[float] = L2_GRID) -> tuple[float, np.ndarray]:

@@ -28,7 +28,7 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 # ------------------------------------------------------------------ configs
 @pytest.mark.parametrize("make, message", [
-    (lambda: ReadoutConfig(l2=-1.0), r"ReadoutConfig.l2 \(--l2\): expected a finite number ≥ 0, got -1.0"),
+    (lambda: ReadoutConfig(l2=-1.0), r"ReadoutConfig.l2 \(--l2\): expected a finite number ≥ 0 or 'auto', got -1.0"),
     (lambda: ReadoutConfig(state_mode="first"), r"ReadoutConfig.state_mode \(--state-mode\): expected one of"),
     (lambda: ReadoutConfig(washout=-2), r"ReadoutConfig.washout \(--washout\): expected an integer ≥ 0"),
     (lambda: ReadoutConfig(reservoir=ReservoirConfig(units=0)), r"ReservoirConfig.units: expected an integer ≥ 1"),
@@ -133,8 +133,8 @@ def test_a_usage_error_is_one_line_with_exit_2_before_any_heavy_import(tmp_path)
             "print(rc, 'tensorflow' in sys.modules)\n")
     proc = _python(code)
     assert proc.stdout.split() == ["2", "False"]
-    assert proc.stderr.strip() == ("tff-esn run: error: IncFedConfig.l2 (--l2): expected a finite number ≥ 0, "
-                                   "got -1.0.")
+    assert proc.stderr.strip() == ("tff-esn run: error: IncFedConfig.l2 (--l2): expected a finite number ≥ 0 or "
+                                   "'auto', got -1.0.")
 
 
 @pytest.mark.parametrize("error", ["KeyError('internal')", "ValueError('internal')"])

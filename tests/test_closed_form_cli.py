@@ -66,7 +66,7 @@ def test_hparams_file_fills_defaults_and_flags_win(fake_sources, tmp_path):
 def test_bad_cli_input_exits_2_without_writing(fake_sources, tmp_path, capsys):
     assert main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "0"]) == 2
     err = capsys.readouterr().err
-    assert "error: PartialIncFedConfig.k (--k): expected None or an integer ≥ 1, got 0." in err
+    assert "error: PartialIncFedConfig.k (--k): expected None or an integer in [1, 9]" in err
     assert "Traceback" not in err and not (tmp_path / "metrics.json").exists()
     assert main(["run", "incfed", "--out", str(tmp_path), *FAST, "--backend", "numpy", "--subround-size", "2"]) == 2
     assert "--subround-size" in capsys.readouterr().err
@@ -79,10 +79,10 @@ def test_bad_cli_input_exits_2_without_writing(fake_sources, tmp_path, capsys):
         main(["run", "incfed", "--out", str(tmp_path), "--train-fraction", "0.3"])
 
 
-def test_a_library_error_is_no_usage_error(fake_sources, tmp_path):
-    """k > N_F is found inside the library (N_F is known only there): a ValueError, not exit 2."""
-    with pytest.raises(ValueError, match="k: expected"):
-        main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "999"])
+def test_k_beyond_the_readout_features_is_a_usage_error_before_any_work(fake_sources, tmp_path, capsys):
+    """k > N_F = units + readout bias: one line from the config, exit 2, nothing written."""
+    assert main(["run", "partial-incfed", "--out", str(tmp_path), *FAST, "--k", "999"]) == 2
+    assert "k (--k): expected None or an integer in [1, 9]" in capsys.readouterr().err
     assert not (tmp_path / "metrics.json").exists()
 
 

@@ -116,7 +116,7 @@ def test_pfedrr_with_tau_one_costs_incfed_and_reports_the_comparison(data):
 
 @pytest.mark.parametrize("name,flags,match", [
     ("partial-incfed", {"k": 0}, r"PartialIncFedConfig.k \(--k\): expected"),
-    ("partial-incfed", {"k": N_F + 1}, "k: expected"),
+    ("partial-incfed", {"k": N_F + 1}, r"k \(--k\): expected None or an integer in \[1, "),
     ("partial-incfed", {"alpha": 2.0}, "alpha"),
     ("pfedrr", {"tau": 0.0}, "tau"),
     ("pfedrr", {"tau": 1.5}, "tau"),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tff_esn.closed_form import partial_incfed, pfedrr
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.ridge import SYMMETRY_RTOL, RidgeStats, asymmetry_of, one_hot, with_bias
+from tff_esn.run_warnings import RunWarning
 
 
 def _clients(seed: int, n_clients: int, *, per: int = 40, f: int = 8, classes: int = 3,
@@ -126,7 +127,7 @@ def test_partial_incfed_default_stays_near_incfed_on_a_learnable_set():
         default = _accuracy(partial_incfed.fit_partial_incfed(parts, 30, 0.3, 1e-6, seed=seed).readout, states,
                             labels)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # ill-conditioned (the point of the comparison)
+            warnings.simplefilter("ignore", RunWarning)  # ill-conditioned (the point of the comparison)
             literal = partial_incfed.fit_partial_incfed(parts, 30, 0.3, 1e-6, seed=seed, mask="columns").readout
         assert default > 0.6
         gaps.append(incfed - default)

@@ -19,15 +19,59 @@ column is the readout bias; the bias is regularised like every other weight.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import scipy.linalg
 
+from tff_esn.run_warnings import warn
+
 
 class SingularSystemError(np.linalg.LinAlgError):
     """``B + λI`` is singular (typically ``l2 = 0`` with fewer samples than features)."""
+
+
+def singular_tolerance(eigenvalues: np.ndarray) -> float:
+    """``N·ε·max |e|`` for the eigenvalues ``e`` of an (N, N) symmetric system: eigenvalues at or
+    below it are rounding noise, and the system is numerically singular if its smallest is."""
+    eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
+    return float(eigenvalues.size * np.finfo(np.float64).eps * np.abs(eigenvalues).max(initial=0.0))
+
+
+def singular_message(l2: float) -> str:
+    """The :class:`SingularSystemError` text (``l2 = 0``) or the RunWarning text (``l2 > 0``) of
+    a numerically singular ridge system, the same from every backend."""
+    if l2 == 0:
+        return ("B is singular or not positive definite and l2 = 0: the ridge readout is not unique; "
+                "set l2 > 0 (e.g. --l2 auto or 1e-6) or use more states than readout features.")
+    return (f"B + λI is numerically singular at λ = {l2:g} (its smallest eigenvalue is at most N·ε·largest): "
+            "solved by the pseudo-inverse (eigen-directions at rounding level dropped), the minimum-norm "
+            "readout; a larger λ (--l2 auto) regularises it instead.")
+
+
+def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
+    """``W = a · matrix⁻¹`` for the symmetric ridge system ``matrix = B + λI`` (IncFed eq. 10).
+
+    The rule every backend follows (the TFF server solve,
+    :func:`tff_esn.closed_form.incfed._server_solve`, mirrors it): a system whose smallest
+    eigenvalue exceeds :func:`singular_tolerance` is solved by Cholesky; a numerically
+    singular one raises :class:`SingularSystemError` when ``l2 = 0`` and otherwise is solved
+    by the pseudo-inverse ``W = (a V_k) diag(1 / e_k) V_kᵀ`` over the eigenpairs above the
+    tolerance (the minimum-norm least-squares solution), with a recorded RunWarning.
+    """
+    eigenvalues = np.linalg.eigvalsh(matrix)
+    if eigenvalues[0] > singular_tolerance(eigenvalues):
+        try:
+            factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
+            return scipy.linalg.cho_solve(factor, a.T).T
+        except np.linalg.LinAlgError:
+            pass
+    if l2 == 0:
+        raise SingularSystemError(singular_message(l2))
+    warn(singular_message(l2))
+    eigenvalues, vectors = np.linalg.eigh(matrix)
+    keep = eigenvalues > singular_tolerance(eigenvalues)
+    return ((a @ vectors[:, keep]) / eigenvalues[keep]) @ vectors[:, keep].T
 
 
 def _as_2d(name: str, value: np.ndarray, rows: int | None = None) -> np.ndarray:
@@ -187,29 +231,15 @@ class RidgeStats:
     def solve(self, l2: float, *, per_client: bool = False) -> np.ndarray:
         """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10), (n_outputs, n_features), float64.
 
-        Solved by Cholesky, which only applies to a symmetric ``B``: a non-symmetric ``B``
-        (e.g. Partial IncFed's column-masked sum, thesis eq. B.16 read literally) raises
-        ``ValueError`` instead of being silently solved from its lower triangle. A matrix
-        that is not numerically positive definite raises :class:`SingularSystemError` when
-        ``l2 = 0`` and otherwise falls back to a least-squares solve with a warning. Never
-        forms an explicit inverse.
+        Solved by :func:`solve_symmetric` (Cholesky; a numerically singular system raises
+        :class:`SingularSystemError` at ``l2 = 0`` and is solved by the pseudo-inverse with a
+        RunWarning at ``l2 > 0``), which only applies to a symmetric ``B``: a non-symmetric
+        ``B`` (e.g. Partial IncFed's column-masked sum, thesis eq. B.16 read literally) raises
+        ``ValueError`` instead of being silently solved from its lower triangle. Never forms
+        an explicit inverse.
         """
         self._check_solvable("solve")
-        matrix = self.regularized(l2, per_client=per_client)
-        try:
-            factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
-            return scipy.linalg.cho_solve(factor, self.A.T).T
-        except np.linalg.LinAlgError:
-            if l2 == 0:
-                raise SingularSystemError(
-                    f"B is singular or not positive definite ({self.n} samples, {self.n_features} features) "
-                    "and l2 = 0; set l2 > 0 (e.g. 1e-6) or use more samples than reservoir units."
-                ) from None
-            warnings.warn(
-                "B + λI is not numerically positive definite; falling back to a least-squares solve.",
-                RuntimeWarning, stacklevel=2,
-            )
-            return scipy.linalg.lstsq(matrix, self.A.T)[0].T
+        return solve_symmetric(self.A, self.regularized(l2, per_client=per_client), l2)
 
     def solve_path(self, l2s: Sequence[float], *, per_client: bool = False) -> np.ndarray:
         """Readouts ``W(λ) = A (B + λI)⁻¹`` for every λ in ``l2s``, (len(l2s), n_outputs, n_features).

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from tff_esn.algorithms import Algorithm, config_from_flags
 from tff_esn.cli import UsageError
+from tff_esn.closed_form.l2_selection import AUTO
 from tff_esn.closed_form.configs import (BACKENDS, L2_SCALES, MASKS, READINGS, AlignmentConfig, FedIPConfig,
                                          IPConfig, PartialIncFedConfig, PFedRRConfig, ReadoutConfig)
 from tff_esn.config import STATE_MODES, ReservoirConfig
@@ -22,6 +23,16 @@ from tff_esn.federated.configs import (RESERVOIR_MODES, STATE_SOURCES, THESIS_RE
 from tff_esn.privacy.config import DEFAULT_IP_CLIP, DEFAULT_SECURE_BITS, MODELS, check_privacy
 
 AddFlags = Callable[[argparse.ArgumentParser], None]
+
+
+def _l2(text: str) -> float | str:
+    """``--l2``: a number, or ``auto`` (λ chosen on the validation clients)."""
+    if text == AUTO:
+        return AUTO
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 0 or {AUTO!r}, got {text!r}") from None
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +50,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--bias-scaling", type=float, default=d.bias_scaling, help="reservoir bias scale (default %(default)s)")
     g.add_argument("--seed", type=int, default=d.seed, help="seed of the reservoir and of every random choice")
     g = parser.add_argument_group("readout and states")
-    g.add_argument("--l2", type=float, default=r.l2, help="ridge λ ≥ 0 (default %(default)s)")
+    g.add_argument("--l2", type=_l2, default=r.l2,
+                   help="ridge λ ≥ 0, or 'auto': chosen on the validation clients (default %(default)s)")
     g.add_argument("--state-mode", choices=STATE_MODES, default=r.state_mode,
                    help="states entering the readout: every step after washout (all), last, or mean")
     g.add_argument("--washout", type=int, default=r.washout, help="initial steps dropped (default %(default)s)")

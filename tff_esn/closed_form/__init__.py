@@ -8,6 +8,8 @@
 * :mod:`~tff_esn.closed_form.fedip` — intrinsic plasticity and FedIP (FedIP Alg. 1);
 * :mod:`~tff_esn.closed_form.heterogeneous` — clients with different reservoirs: ensemble, alignment;
 * :mod:`~tff_esn.closed_form.streaming` — IncFed/pFedRR over clients streamed in blocks;
+* :mod:`~tff_esn.closed_form.l2_selection` — λ chosen on the validation clients (``l2="auto"``);
+* :mod:`~tff_esn.closed_form.saturation` — the warning when the reservoir's states saturate or do not vary;
 * :mod:`~tff_esn.closed_form.configs` — their typed configs and registry entries (light: no TensorFlow);
 * :mod:`~tff_esn.closed_form.commands` — their run functions ``(dataset, split, config)``.
 

@@ -12,36 +12,42 @@ takes ``(dataset, split, config)`` with the algorithm's typed config.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from tff_esn import communication
+from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts, size_weighted_mean
 from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)
 from tff_esn.closed_form.heterogeneous import align, client_reservoirs
+from tff_esn.closed_form.l2_selection import AUTO, L2Choice, by_default, on_validation
 from tff_esn.closed_form.incfed import fit_incfed, incfed_tff, run_incfed_tff_stats
-from tff_esn.metrics import split_report
+from tff_esn.metrics import accuracy, predictions, split_report
 from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
 from tff_esn.closed_form.pfedrr import fit_pfedrr
+from tff_esn.closed_form.saturation import check_states
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_updates import fedip_privacy, local_noisy_stats, local_privacy
 from tff_esn.privacy.options import gaussian_stats, gaussian_updates, secure_ridge_sum, stats_aggregation, stats_sections
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.ridge import RidgeStats
+from tff_esn.run_warnings import RunWarning, warn
 from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
 
 GROUPS = ("train", "val", "test")
 _LOG = logging.getLogger(__name__)
 Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
+Sweep = Callable[[Sequence[float]], Sequence[Scorer]]
 
 
 class Run:
-    """What every closed-form run shares: the reservoir, the harvest, λ and the split."""
+    """What every closed-form run shares: the reservoir, the harvest, λ (:meth:`choose_l2`) and the split."""
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str):
         self.dataset, self.split, self.settings, self.name = dataset, split, config, name
@@ -49,8 +55,9 @@ class Run:
         self.spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
         self.harvester = Harvester(dataset, self.spec)
         self.weights = ReservoirWeights.from_config(self.config, len(dataset.feature_names))
-        self.l2 = float(config.l2)
+        self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.train_ids = split.train
+        self._states: dict[str, float] | None = None
 
     @property
     def n_features(self) -> int:
@@ -59,6 +66,13 @@ class Run:
     @property
     def n_outputs(self) -> int:
         return self.dataset.n_classes
+
+    @property
+    def l2(self) -> float:
+        """The run's λ: the configured number, or the one :meth:`choose_l2` chose for ``auto``."""
+        if self.l2_choice is None:
+            raise ValueError(f"{self.name}: l2 is {AUTO!r} and not chosen yet (Run.choose_l2).")
+        return self.l2_choice.l2
 
     def stats(self, weights: ReservoirWeights | None = None, *, scored: bool = True) -> list[RidgeStats]:
         """The training clients' statistics under ``weights`` (default the run's reservoir). With
@@ -72,13 +86,50 @@ class Run:
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
+    def choose_l2(self, sweep: Sweep) -> float:
+        """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
+        readout is most accurate on the validation clients (a tie to the larger λ;
+        :mod:`tff_esn.closed_form.l2_selection`). ``sweep(grid)`` gives the algorithm's readout
+        at each λ of the grid as a scorer; it runs only when there is something to choose on (the
+        singular-system warnings of the λ it tries are not the run's and are not recorded).
+        Without validation clients, or with privacy settings, the stated default λ is used. The
+        choice is reported in ``l2_selection``."""
+        if self.l2_choice is None:
+            settings = self.settings
+            if settings.privacy.requested:
+                self.l2_choice = by_default("privacy settings: choosing λ on the validation clients would "
+                                            "release readouts the privacy accounting does not cover")
+            elif not self.split.val:
+                self.l2_choice = by_default("the split has no validation clients")
+            else:
+                grid = settings.l2_grid
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RunWarning)
+                    scorers = sweep(grid)
+                scores = [scorer(self.split.val) for scorer in scorers]
+                self.l2_choice = on_validation(grid, [accuracy(labels, predictions(out)) for out, labels in scores])
+            _LOG.info("%s: λ = %g (%s)", self.name, self.l2_choice.l2, self.l2_choice.rule)
+        return self.l2_choice.l2
+
+    def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
+                    per_client: bool = False, scale: float = 1.0) -> Sweep:
+        """The sweep of the exact (IncFed = centralized) readout of ``stats`` at ``scale``·λ: one
+        eigendecomposition for the whole grid (:meth:`RidgeStats.solve_path`)."""
+        return lambda grid: [self.scorer(w, weights) for w in RidgeStats.sum(stats).solve_path(
+            [scale * l2 for l2 in grid], per_client=per_client)]
+
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
         """The result sections: train/val/test metrics (None for an empty group), communication,
-        extra, and ``warnings`` (a list, logged too): the algorithm's ``notes`` and every group
-        whose predictions are all one class while its labels are not — a collapse, never a result."""
+        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` and every
+        group whose predictions are all one class while its labels are not — a collapse, never a result; ``l2_selection``, the λ used and how it was chosen; and in ``extra``
+        the ``states`` check of the run's reservoir on the training sequences (saturation,
+        :func:`tff_esn.closed_form.saturation.check_states`, warned about there)."""
+        if self._states is None:
+            washout = 0 if self.spec.state_mode == "last" else self.spec.washout
+            self._states = check_states(self.weights, list(self.dataset.select(self.train_ids).values()), washout)
         out: dict[str, Any] = {}
-        warnings = list(notes)
+        said = list(notes)
         for group in GROUPS:
             ids = getattr(self.split, group)
             if ids:
@@ -86,16 +137,19 @@ class Run:
                 out[group] = split_report(labels, scores, self.n_outputs, seed=self.settings.seed)
                 predicted = np.unique(np.argmax(scores, axis=-1))
                 if predicted.size == 1 and np.unique(labels).size > 1:
-                    warnings.append(f"{group}: every prediction is class {int(predicted[0])} "
-                                    f"({np.unique(labels).size} classes present); check λ, the state mode and "
-                                    f"the algorithm's own hyperparameters")
+                    said.append(f"{group}: every prediction is class {int(predicted[0])} "
+                                f"({np.unique(labels).size} classes present); check λ, the state mode and "
+                                f"the algorithm's own hyperparameters")
             else:
                 out[group] = None
-        for text in warnings:
-            _LOG.warning("%s: %s", self.name, text)
-        out["warnings"] = warnings
+        out["warnings"] = [f"{self.name}: {text}" for text in said]
+        for text in out["warnings"]:
+            warn(text)
+        if self.l2_choice is not None:
+            out["l2_selection"] = self.l2_choice.to_dict()
         out["communication"] = cost.to_dict()
-        out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), **extra}
+        out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), "states": self._states,
+                        **extra}
         return out
 
 
@@ -107,7 +161,8 @@ def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfi
     ``Sᵀ S`` and ``Yᵀ S`` as stacking their states), so the harvest that gives them also
     gives the training clients' evaluation states."""
     run = Run(dataset, split, config, "centralized")
-    readout = RidgeStats.sum(run.stats()).solve(run.l2)
+    stats = run.stats()
+    readout = RidgeStats.sum(stats).solve(run.choose_l2(run.exact_sweep(stats)))
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
     return run.report(run.scorer(readout), communication.centralized(raw))
 
@@ -117,15 +172,14 @@ def _training_stream(run: Run) -> DatasetClients:
     return DatasetClients(run.dataset, tuple(run.train_ids))
 
 
-def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2: float | None = None,
+def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
                     algorithm: str = "incfed", releases: int = 1
                     ) -> tuple[np.ndarray, dict[str, Any]]:
-    """The IncFed readout (λ = ``l2``, default the run's) and its ``privacy``/``secure_aggregation``
+    """The IncFed readout at λ = ``l2`` and its ``privacy``/``secure_aggregation``
     sections (privacy flags). Without privacy flags TFF sums the Harvester's cached client
     statistics (:func:`tff_esn.closed_form.incfed.run_incfed_tff_stats`); with them the clients harvest,
     clip and add noise inside TFF (:func:`tff_esn.closed_form.incfed.incfed_tff`); with ``--subround-size``
     the clients are streamed through TFF in subrounds (:func:`tff_esn.closed_form.streaming.stream_incfed`)."""
-    l2 = run.l2 if l2 is None else l2
     settings = run.settings
     if getattr(settings, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, _training_stream(run), run.spec, l2, subround_size=settings.subround_size,
@@ -146,8 +200,14 @@ def _incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, *, l2
 
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10)."""
+    if config.subround_size is not None and dataset.ragged:
+        raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more); "
+                        "--subround-size streams clients of one length through one TFF computation: drop "
+                        "--subround-size or cut them to one length (--ragged crop).")
     run = Run(dataset, split, config, "incfed")
-    readout, privacy = _incfed_readout(run, run.weights, config.l2_per_client)
+    # the harvest inside the lambda runs only when λ is swept (never under privacy settings)
+    l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(), per_client=config.l2_per_client)(grid))
+    readout, privacy = _incfed_readout(run, run.weights, config.l2_per_client, l2)
     return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
                          backend=config.backend), **privacy}
 
@@ -156,7 +216,9 @@ def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> 
 def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """Size-weighted FedAvg of the clients' local ridge readouts (IncFed eqs. 4–5)."""
     run = Run(dataset, split, config, "fedavg-ridge")
-    readout = fit_fedavg_ridge(run.stats(), run.l2)
+    stats = run.stats()
+    readout = fit_fedavg_ridge(stats, run.choose_l2(
+        lambda grid: [run.scorer(fit_fedavg_ridge(stats, l2)) for l2 in grid]))
     return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
 
 
@@ -206,8 +268,11 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
     run = Run(dataset, split, config, "partial-incfed")
     k = config.k if config.k is not None else default_k(run.n_features, len(run.train_ids))
     stats, aggregate, sections = _secure_ridge_sum(run, run.stats())
-    result = fit_partial_incfed(stats, k, config.alpha, run.l2, seed=config.seed, mask=config.mask,
-                                aggregate=aggregate)
+
+    def fit(l2: float):
+        return fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
+
+    result = fit(run.choose_l2(lambda grid: [run.scorer(fit(l2).readout) for l2 in grid]))
     cost = _dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
     return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
             **sections("partial-incfed")}
@@ -217,14 +282,16 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
 def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> dict:
     """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
     run = Run(dataset, split, config, "pfedrr")
+    l2 = run.choose_l2(lambda grid: [run.scorer(fit_pfedrr(run.stats(), config.tau, l2, seed=config.seed,
+                                                           reading=config.reading).important) for l2 in grid])
     if config.subround_size is not None:  # PFedRRConfig refuses it with privacy settings
-        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, config.tau, run.l2, seed=config.seed,
+        result = stream_pfedrr(run.weights, _training_stream(run), run.spec, config.tau, l2, seed=config.seed,
                                subround_size=config.subround_size, reading=config.reading)
         sizes = result.important_sizes
         sections = _plain_sections
     else:
         stats, aggregate, sections = _secure_ridge_sum(run, run.stats())
-        result = fit_pfedrr(stats, config.tau, run.l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
+        result = fit_pfedrr(stats, config.tau, l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
         sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
@@ -253,9 +320,9 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
         adapted, rounds_clipped = fedip_tff(run.weights, clients, config.ip, config.rounds, secure, ip_dp)
     else:
         adapted, rounds_clipped = fedip_numpy(run.weights, clients, config.ip, config.rounds), 0
-    l2 = state_scaled_l2(run.l2, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" else run.l2
-    readout, privacy = _incfed_readout(run, adapted, per_client=False, l2=l2, releases=config.rounds + 1,
-                                       algorithm="fedip")
+    scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" else 1.0
+    l2 = scale * run.choose_l2(lambda grid: run.exact_sweep(run.stats(adapted), adapted, scale=scale)(grid))
+    readout, privacy = _incfed_readout(run, adapted, False, l2, releases=config.rounds + 1, algorithm="fedip")
     if ip_dp is not None:
         privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:
@@ -277,14 +344,19 @@ def run_ensemble(dataset: SequenceDataset, split: Split, config: ReadoutConfig) 
     run = Run(dataset, split, config, "ensemble")
     members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
     stats = [run.harvester.stats(w, cid) for w, cid in zip(members, run.train_ids)]
-    readouts = local_readouts(stats, run.l2)
     sizes = [s.n for s in stats]
 
-    def scorer(ids):
-        outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
-        return size_weighted_mean([o[0] for o in outputs], sizes), outputs[0][1]
+    def scorer(l2: float) -> Scorer:
+        readouts = local_readouts(stats, l2)
 
-    return run.report(scorer, communication.ensemble(len(members), run.n_features, run.n_outputs))
+        def score(ids):
+            outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
+            return size_weighted_mean([o[0] for o in outputs], sizes), outputs[0][1]
+
+        return score
+
+    chosen = scorer(run.choose_l2(lambda grid: [scorer(l2) for l2 in grid]))
+    return run.report(chosen, communication.ensemble(len(members), run.n_features, run.n_outputs))
 
 
 def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfig) -> dict:
@@ -292,5 +364,6 @@ def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfi
     run = Run(dataset, split, config, "alignment")
     members = client_reservoirs(run.config, run.weights.n_inputs, len(run.train_ids))
     aligned = [align(w, run.weights, config.alpha, rescale=config.rescale) for w in members]
-    readout = fit_incfed([run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)], run.l2)
+    stats = [run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)]
+    readout = fit_incfed(stats, run.choose_l2(run.exact_sweep(stats)))
     return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=config.alpha)

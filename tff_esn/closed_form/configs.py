@@ -16,6 +16,7 @@ from typing import Any
 
 from tff_esn.algorithms import register_algorithm
 from tff_esn.config import STATE_MODES, ReservoirConfig
+from tff_esn.closed_form.l2_selection import AUTO, L2_GRID, check_grid
 from tff_esn.privacy.config import PrivacyConfig
 
 BACKENDS = ("tff", "numpy")
@@ -85,7 +86,12 @@ class ReadoutConfig:
 
     Attributes:
         reservoir: the reservoir; its ``seed`` is the run's seed (every random choice).
-        l2: ridge λ ≥ 0 (IncFed eq. 3).
+        l2: ridge λ ≥ 0 (IncFed eq. 3), or ``"auto"``: chosen from ``l2_grid`` by the
+            validation clients' accuracy (a tie to the larger λ); without validation clients,
+            or with privacy settings, the stated default
+            :data:`~tff_esn.closed_form.l2_selection.DEFAULT_L2`. ``metrics.json``'s
+            ``l2_selection`` records the λ used and how it was chosen.
+        l2_grid: the λ ``"auto"`` searches, ascending (default 1e-6 … 1e3 in decades).
         state_mode: states entering the readout: every step after the washout (``all``),
             the ``last`` or the ``mean``.
         washout: initial steps dropped (≥ 0).
@@ -94,7 +100,8 @@ class ReadoutConfig:
     """
 
     reservoir: ReservoirConfig = ReservoirConfig()
-    l2: float = 1e-6
+    l2: float | str = 1e-6
+    l2_grid: tuple[float, ...] = L2_GRID
     state_mode: str = "all"
     washout: int = 0
     readout_bias: bool = True
@@ -107,7 +114,9 @@ class ReadoutConfig:
         if not isinstance(self.privacy, PrivacyConfig):
             raise TypeError(f"{type(self).__name__}.privacy: expected a PrivacyConfig, "
                             f"got {type(self.privacy).__name__}.")
-        check_field(self, "l2", _finite(self.l2) and self.l2 >= 0, "a finite number ≥ 0")
+        check_field(self, "l2", self.l2 == AUTO or (_finite(self.l2) and self.l2 >= 0),
+                    f"a finite number ≥ 0 or {AUTO!r}")
+        object.__setattr__(self, "l2_grid", check_grid(self.l2_grid))
         check_field(self, "state_mode", self.state_mode in STATE_MODES, f"one of {STATE_MODES}")
         check_field(self, "washout", _count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
@@ -159,7 +168,8 @@ class PartialIncFedConfig(ReadoutConfig):
     """Partial IncFed (thesis §B.3, eqs. B.15–B.17).
 
     Attributes:
-        k: features each client uploads (``None``: the thesis' 1.5/|C| of N_F).
+        k: features each client uploads, at most the readout's N_F = units (+1 with the readout
+            bias) (``None``: the thesis' 1.5/|C| of N_F).
         alpha: share of the k features chosen by importance, the rest at random (Table B.2: 0.3).
         mask: reading of eq. B.16 (:data:`MASKS`; see :mod:`tff_esn.closed_form.partial_incfed`).
     """
@@ -170,7 +180,10 @@ class PartialIncFedConfig(ReadoutConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "k", self.k is None or _count(self.k, 1), "None or an integer ≥ 1")
+        features = self.reservoir.units + int(self.readout_bias)
+        check_field(self, "k", self.k is None or (_count(self.k, 1) and self.k <= features),
+                    f"None or an integer in [1, {features}] (the readout's features: --units "
+                    f"{self.reservoir.units}{' + the readout bias' if self.readout_bias else ''})")
         check_field(self, "alpha", _finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
         check_field(self, "mask", self.mask in MASKS, f"one of {MASKS}")
 
@@ -254,7 +267,7 @@ register_algorithm("partial-incfed", PartialIncFedConfig, _RUN + "run_partial_in
                    tff=runs_tff, help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
 register_algorithm("pfedrr", PFedRRConfig, _RUN + "run_pfedrr", ragged=True,
                    tff=runs_tff, help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
-register_algorithm("fedip", FedIPConfig, _RUN + "run_fedip",
+register_algorithm("fedip", FedIPConfig, _RUN + "run_fedip", ragged=True,
                    tff=runs_tff, help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
 register_algorithm("ensemble", ReadoutConfig, _RUN + "run_ensemble", ragged=True,
                    tff=runs_tff, help="different reservoir per client; size-weighted ensemble of local readouts")

@@ -16,7 +16,10 @@ bias, so the reservoir update is ``x(t) = (1 − a) x(t−1) + a x̃(t)`` (the
 
 Learning is online: every time step updates (g, b) by the mean of the per-sequence
 updates over a batch of sequences (batch size 1 is the classical online rule), for
-``epochs`` passes over the local data; washout is not applied to IP.
+``epochs`` passes over the local data; washout is not applied to IP. Sequences of unequal
+length are padded and each runs and updates at its own length: at step t the mean is over
+the sequences still running (a step no sequence of the batch reaches updates nothing), so
+a batch of one sequence is IP on that sequence alone.
 
 **Positive gain.** L is defined for g > 0 only (the −log g term), and eq. 3's η/g changes
 sign with g. Applied literally, one large step (|Δb·x_net| grows with the input's scale)
@@ -89,19 +92,23 @@ def ip_loss(net, gain, bias, mu: float, sigma: float):
     return -tf.math.log(gain) - tf.math.log(1.0 - y * y) + tf.square(y - mu) / (2.0 * sigma * sigma)
 
 
-def _ip_batch(x, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
-    """Online IP through one batch of sequences (b, T, F): one (g, b) update per time step,
-    on the net inputs and activations of the reservoir's own step (:func:`~tff_esn.reservoir.reservoir_step`)."""
+def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
+    """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
+    one (g, b) update per time step, the mean over the sequences still running of the updates
+    on the net inputs and activations of the reservoir's own step
+    (:func:`~tff_esn.reservoir.reservoir_step`)."""
     projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
     def body(t, state, g, b):
         net, y, state = reservoir_step(state, projected[t], recurrent, b, g, leaky)
         dg, db = ip_updates(net, y, g, cfg.mu, cfg.sigma, cfg.eta)
-        g_next = g + tf.reduce_mean(dg, 0)
+        running = tf.cast(t < lengths, tf.float32)[:, None]
+        count = tf.maximum(tf.reduce_sum(running), 1.0)
+        g_next = g + tf.reduce_sum(dg * running, 0) / count
         if cfg.min_gain is not None:
             g_next = tf.maximum(g_next, cfg.min_gain)
-        return t + 1, state, g_next, b + tf.reduce_mean(db, 0)
+        return t + 1, state, g_next, b + tf.reduce_sum(db * running, 0) / count
 
     state0 = tf.zeros([tf.shape(x)[0], tf.shape(kernel)[1]], tf.float32)
     _, _, gain, bias = tf.while_loop(lambda t, *_: t < steps, body, (0, state0, gain, bias))
@@ -111,16 +118,18 @@ def _ip_batch(x, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
 def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
     """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate)."""
     return dataset.repeat(cfg.epochs).reduce(
-        (gain, bias), lambda gb, x: _ip_batch(x, kernel, recurrent, gb[0], gb[1], leaky, cfg))
+        (gain, bias), lambda gb, batch: _ip_batch(batch[0], batch[1], kernel, recurrent, gb[0], gb[1], leaky, cfg))
 
 
 _local_ip_compiled = tf.function(_local_ip, reduce_retracing=True)
 
 
-def _batches(client: ClientSequences, cfg: IPConfig) -> tf.data.Dataset:
+def _batches(client: ClientSequences, cfg: IPConfig, steps: int | None = None) -> tf.data.Dataset:
+    """Batches ``(x, lengths)`` of the client's sequences, right-padded to ``steps`` when given."""
     if len(client) == 0:
         raise ValueError("clients: empty client (no sequences).")
-    return tf.data.Dataset.from_tensor_slices(client.x).batch(cfg.batch_size)
+    x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))
+    return tf.data.Dataset.from_tensor_slices((x, client.steps.astype(np.int32))).batch(cfg.batch_size)
 
 
 def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
@@ -192,12 +201,14 @@ every unit, so a clip marks a diverged run, never a useful one."""
 
 
 def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], per_client: int = 32) -> np.ndarray:
-    """Per-unit std of the reservoir's states over every step of the first ``per_client``
-    sequences of each client (the quantity IP drives to σ)."""
+    """Per-unit std of the reservoir's states over every step (each sequence's own) of the first
+    ``per_client`` sequences of each client (the quantity IP drives to σ)."""
     arrays = [tf.constant(a) for a in (weights.kernel, weights.recurrent, weights.bias, weights.gain)]
-    states = [run_reservoir_compiled(tf.constant(c.x[:per_client]), *arrays, weights.leaky, "all", 0).numpy()
-              for c in clients]
-    return np.concatenate([s.reshape(-1, weights.units) for s in states]).std(axis=0)
+    states = []
+    for c in clients:
+        run = run_reservoir_compiled(tf.constant(c.x[:per_client]), *arrays, weights.leaky, "all", 0).numpy()
+        states.append(run[np.arange(run.shape[1]) < c.steps[:per_client, None]])
+    return np.concatenate(states).std(axis=0)
 
 
 def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
@@ -212,7 +223,7 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
 
     ``initialize() -> (g, b)@SERVER`` with the reservoir's gain and bias;
-    ``next((g, b)@SERVER, {x batches}@CLIENTS) -> (g, b)@SERVER``: broadcast, local IP
+    ``next((g, b)@SERVER, {(x, lengths) batches}@CLIENTS) -> (g, b)@SERVER``: broadcast, local IP
     epochs on each client, mean weighted by the clients' numbers of sequences. With
     ``secure`` (secure aggregation) the clients send ``(n_c·g_c, n_c·b_c, n_c)`` through
     :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server divides, and
@@ -228,7 +239,8 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     units, n_inputs = weights.units, weights.n_inputs
     vec = tff.TensorType(np.float32, [units])
     state_type = tff.StructWithPythonType([vec, vec], tuple)
-    data_type = tff.SequenceType(tff.TensorType(np.float32, [None, steps, n_inputs]))
+    data_type = tff.SequenceType(tff.StructWithPythonType(
+        [tff.TensorType(np.float32, [None, steps, n_inputs]), tff.TensorType(np.int32, [None])], tuple))
     kernel, recurrent, leaky = weights.kernel, weights.recurrent, float(weights.leaky)
     gain0, bias0 = weights.gain, weights.bias
 
@@ -239,7 +251,8 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     @tff.tensorflow.computation(data_type, state_type)
     def client_update(dataset, state):
         gain, bias = _local_ip(dataset, tf.constant(kernel), tf.constant(recurrent), state[0], state[1], leaky, cfg)
-        size = dataset.reduce(tf.constant(0.0, tf.float32), lambda n, x: n + tf.cast(tf.shape(x)[0], tf.float32))
+        size = dataset.reduce(tf.constant(0.0, tf.float32),
+                              lambda n, batch: n + tf.cast(tf.shape(batch[0])[0], tf.float32))
         return (gain, bias), size
 
     @tff.federated_computation
@@ -316,15 +329,13 @@ def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg
               secure: FixedPoint | None = None, dp: GaussianUpdates | None = None) -> tuple[ReservoirWeights, int]:
     """:func:`run_fedip_tff` with an optional secure sum and DP of the rounds; also the values it clipped."""
     _check_rounds(rounds, clients)
-    steps = {c.x.shape[1] for c in clients}
-    if len(steps) != 1:
-        raise ValueError(f"clients: sequences must share one length, got {sorted(steps)}.")
+    steps = max(c.x.shape[1] for c in clients)  # shorter clients are padded; each sequence runs its own steps
     if secure is not None and secure.clients != len(clients):
         raise ValueError(f"secure aggregation: encoding for {secure.clients} clients, got {len(clients)}.")
     if dp is not None and dp.clients != len(clients):
         raise ValueError(f"dp: mean over {dp.clients} clients, got {len(clients)}.")
-    process = build_fedip_process(weights, steps.pop(), cfg, secure, dp)
-    datasets = [_batches(c, cfg) for c in clients]
+    process = build_fedip_process(weights, steps, cfg, secure, dp)
+    datasets = [_batches(c, cfg, steps) for c in clients]
     state, clipped = process.initialize(), 0
     for r in range(rounds):
         state = process.next(state, datasets) if dp is None else process.next(state, datasets, np.int64(r))

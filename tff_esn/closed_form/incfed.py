@@ -38,7 +38,8 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import floor_eigenvalues
-from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
+from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_message
+from tff_esn.run_warnings import warn
 
 tf = LazyModule("tensorflow")
 reservoir_loop = LazyModule("tff_esn.reservoir")
@@ -132,22 +133,31 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengt
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):
-    """``W = A (B + λI)⁻¹`` in float64 by Cholesky, plus a singularity flag.
+    """``W = A (B + λI)⁻¹`` in float64, plus a singularity flag: the rule of
+    :func:`tff_esn.ridge.solve_symmetric` inside the computation.
 
-    TF's factorizations raise on a singular matrix inside the computation, so the server
-    first checks the smallest eigenvalue of the symmetric system: at or below
-    N·ε·(largest) the system is flagged singular and not solved; :func:`run_incfed_tff`
-    turns the flag into :class:`~tff_esn.ridge.SingularSystemError`.
+    The server takes the symmetric system's eigendecomposition: with the smallest
+    eigenvalue above N·ε·(largest) it solves by Cholesky; at or below, the flag is set and
+    ``W`` is the pseudo-inverse solution over the eigenpairs above that tolerance.
+    :func:`_received_readout` turns the flag into :class:`~tff_esn.ridge.SingularSystemError`
+    (``l2 = 0``) or a RunWarning (``l2 > 0``).
     """
     size = tf.shape(b)[0]
     scale = l2 * clients if per_client else l2
     matrix = b + scale * tf.eye(size, dtype=tf.float64)
-    eigenvalues = tf.linalg.eigvalsh(matrix)
+    eigenvalues, vectors = tf.linalg.eigh(matrix)
     eps = tf.constant(np.finfo(np.float64).eps, tf.float64)
-    singular = eigenvalues[0] <= tf.cast(size, tf.float64) * eps * tf.abs(eigenvalues[-1])
+    tolerance = tf.cast(size, tf.float64) * eps * tf.reduce_max(tf.abs(eigenvalues))
+    singular = eigenvalues[0] <= tolerance
+
+    def pseudo_inverse():
+        inverse = tf.where(eigenvalues > tolerance, 1.0 / tf.where(eigenvalues > tolerance, eigenvalues, 1.0),
+                           tf.zeros_like(eigenvalues))
+        return tf.matmul(tf.matmul(a, vectors) * inverse, vectors, transpose_b=True)
+
     w = tf.cond(
         singular,
-        lambda: tf.zeros_like(a),
+        pseudo_inverse,
         lambda: tf.transpose(tf.linalg.cholesky_solve(tf.linalg.cholesky(matrix), tf.transpose(a))),
     )
     return w, singular
@@ -292,14 +302,15 @@ class IncFedOutcome:
     eigenvalues_raised: int = 0
 
 
-def _received_readout(w, w_clients, singular) -> np.ndarray:
+def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
     """The readout of an IncFed computation's result, after its checks: a singular server
-    system raises :class:`~tff_esn.ridge.SingularSystemError`, and the value broadcast to
-    the clients (all-equal at CLIENTS) must be the server's."""
+    system raises :class:`~tff_esn.ridge.SingularSystemError` at ``l2 = 0`` and is recorded
+    as a RunWarning at ``l2 > 0`` (the pseudo-inverse readout, :func:`_server_solve`), and
+    the value broadcast to the clients (all-equal at CLIENTS) must be the server's."""
+    if singular and l2 == 0:
+        raise SingularSystemError(singular_message(l2))
     if singular:
-        raise SingularSystemError(
-            "B + λI is singular at the server; set l2 > 0 (e.g. 1e-6) or use more states than readout features."
-        )
+        warn(singular_message(l2))
     w = np.asarray(w)
     if not np.array_equal(w, np.asarray(w_clients)):
         raise RuntimeError("IncFed: the clients received a readout different from the server's.")
@@ -314,7 +325,8 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
     Sequences of unequal length (within or between clients) are padded to the longest and
     harvested each at its own length. Raises ``ValueError`` for no clients, empty clients
     or clients with different numbers of features, and
-    :class:`~tff_esn.ridge.SingularSystemError` for a singular system.
+    :class:`~tff_esn.ridge.SingularSystemError` for a singular system at ``l2 = 0`` (at
+    ``l2 > 0`` the pseudo-inverse readout and a RunWarning, :func:`_server_solve`).
     """
     return incfed_tff(weights, clients, n_classes, spec, l2, per_client=per_client, batch_size=batch_size).readout
 
@@ -347,7 +359,7 @@ def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
     w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
-    return IncFedOutcome(_received_readout(w, w_clients, singular), int(clipped), int(raised))
+    return IncFedOutcome(_received_readout(w, w_clients, singular, l2), int(clipped), int(raised))
 
 
 def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
@@ -357,7 +369,7 @@ def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: 
     TFF call carries only (A_c, B_c, n_c) through :func:`build_incfed_stats_computation`
     (plain sum). Raises ``ValueError`` for no clients or clients whose statistics differ in
     shape or readout bias, and :class:`~tff_esn.ridge.SingularSystemError` for a singular
-    system.
+    system at ``l2 = 0``.
     """
     if not stats:
         raise ValueError("stats: no clients to federate.")
@@ -371,4 +383,4 @@ def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: 
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
     seeds = [np.zeros(2, np.int64)] * len(stats)
     w, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
-    return _received_readout(w, w_clients, singular)
+    return _received_readout(w, w_clients, singular, l2)

@@ -60,7 +60,8 @@ import scipy.linalg
 
 from tff_esn.closed_form.configs import MASKS
 from tff_esn.closed_form.incfed import check_clients
-from tff_esn.ridge import RidgeStats, SingularSystemError
+from tff_esn.ridge import RidgeStats, SingularSystemError, singular_message
+from tff_esn.run_warnings import warn
 
 Mask = Literal["nystrom", "block", "columns"]
 PINV_RCOND = 1e-10
@@ -133,23 +134,23 @@ def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") 
 def solve_general(total: RidgeStats, l2: float) -> np.ndarray:
     """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` (LU; no explicit inverse).
 
-    Raises :class:`SingularSystemError` when the system is singular or, with ``l2 = 0``,
-    numerically ill-conditioned; warns when it is ill-conditioned with ``l2 > 0``.
+    The singular-system rule of :func:`tff_esn.ridge.solve_symmetric` for a general matrix: a
+    singular or ill-conditioned system raises :class:`SingularSystemError` when ``l2 = 0``
+    and otherwise is solved by least squares (the minimum-norm solution, singular values
+    below N·ε·largest dropped) with a recorded RunWarning.
     """
     matrix = total.regularized(l2)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
             return scipy.linalg.solve(matrix.T, total.A.T).T
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning) as err:
-        if l2 > 0 and isinstance(err, scipy.linalg.LinAlgWarning):
-            warnings.warn(f"Partial IncFed: ill-conditioned system ({err}); the column-masked B* of the "
-                          "literal eq. B.16 is not positive definite, λ does not regularise it "
-                          "(use mask='nystrom').", RuntimeWarning, stacklevel=2)
-            return scipy.linalg.solve(matrix.T, total.A.T).T
-        raise SingularSystemError(
-            f"B* + λI is singular (l2={l2}); features no client selected have a zero column: set l2 > 0."
-        ) from None
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+        if l2 == 0:
+            raise SingularSystemError(singular_message(l2)) from None
+    warn(singular_message(l2) + " The column-masked B* of the literal eq. B.16 is not positive definite and λ "
+         "does not regularise it (use mask='nystrom').")
+    cutoff = matrix.shape[0] * np.finfo(np.float64).eps
+    return scipy.linalg.lstsq(matrix.T, total.A.T, cond=cutoff)[0].T
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -202,7 +202,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
     is another model than the average of its members' (thesis Alg. 2).
 
     Every client must have sequences of the same (T, F) (one computation shape). Raises
-    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.ridge.SingularSystemError`
+    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.ridge.SingularSystemError` (at ``l2 = 0``)
     for a singular system and :class:`~tff_esn.runtime.WorkerError` when a worker is lost.
     """
     if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:

@@ -1,0 +1,68 @@
+"""Whether a reservoir's states can carry information: saturation and constant states.
+
+A reservoir driven far into tanh's flat tails (a huge spectral radius, input or bias
+scaling) gives states of ±1 whatever the input, and a readout on them is at chance without
+any error. :func:`check_states` runs the reservoir on a sample of the training sequences
+(each at its own length, after the washout) and records a RunWarning when most states are
+saturated (:data:`SATURATED_SHARE` of them beyond :data:`SATURATED`) or when the states do
+not vary between sequences (every unit's spread over the sample below :data:`CONSTANT_SPREAD`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tff_esn.closed_form import recurrence
+from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.run_warnings import warn
+
+SATURATED = 0.99
+"""|x| beyond which a unit's state is saturated (tanh's slope there is below 0.02)."""
+
+SATURATED_SHARE = 0.5
+"""Share of saturated states above which a run records a warning."""
+
+CONSTANT_SPREAD = 1e-6
+"""Per-unit standard deviation over the sampled states below which a unit carries nothing."""
+
+SAMPLE = 64
+"""Training sequences :func:`check_states` runs (the first ones, client by client)."""
+
+
+def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int,
+                 sample: int = SAMPLE) -> np.ndarray:
+    """The states (m, units) after ``washout`` of every step of the first ``sample`` sequences of
+    ``clients`` (client by client), each sequence at its own length (IncFed eq. 1)."""
+    parts = []
+    left = sample
+    for client in clients:
+        if left <= 0:
+            break
+        steps = client.steps[:left]
+        x = client.x[:left, :int(steps.max())]
+        states, _ = recurrence.harvest(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
+                                       weights.leaky, keep="all", washout=washout, lengths=steps)
+        parts.append(states[np.arange(states.shape[1])[None, :] < (steps - washout)[:, None]])
+        left -= len(steps)
+    return np.concatenate(parts) if parts else np.zeros((0, weights.units), np.float32)
+
+
+def check_states(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int) -> dict[str, float]:
+    """Records a RunWarning when the reservoir's states on the training sequences are mostly
+    saturated or do not vary; returns ``{"saturated_share", "max_unit_std"}`` of the sample."""
+    states = state_sample(weights, clients, washout)
+    if not states.size:
+        return {"saturated_share": 0.0, "max_unit_std": 0.0}
+    share = float(np.mean(np.abs(states) > SATURATED))
+    spread = float(states.std(axis=0).max())
+    if share > SATURATED_SHARE:
+        warn(f"the reservoir saturates: {100 * share:.0f} % of the training states have |x| > {SATURATED} "
+             f"(tanh's flat tails), so the readout sees nearly binary states whatever the input; lower "
+             f"--spectral-radius, --input-scaling or --bias-scaling (or standardise the inputs).")
+    elif spread < CONSTANT_SPREAD:
+        warn(f"the reservoir's states do not vary between training steps and sequences (largest per-unit std "
+             f"{spread:.1e}): the readout cannot separate the classes; raise --input-scaling or check the inputs.")
+    return {"saturated_share": share, "max_unit_std": spread}
