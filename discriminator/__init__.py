@@ -1,5 +1,6 @@
 """Anomalous-client discriminator (thesis ch. 4, §6.1–6.2, Alg. 3–4).
 
+* :mod:`~discriminator.configs` — how the deltas are made and the network (light);
 * :mod:`~discriminator.deltas` — training data: readout deltas of a real and a fake ESN;
 * :mod:`~discriminator.model` — the network (Fig. 6.2), training, save/load with Keras;
 * :mod:`~discriminator.search` — random search of its hidden sizes and dropout;
@@ -14,9 +15,10 @@ loader through the ``tff_esn.client_filters`` entry point).
 from tff_esn.lazy import lazy_exports
 
 _EXPORTS = {
-    **dict.fromkeys(("FAKE", "REAL", "DeltaConfig", "DeltaSet", "generate_deltas", "readout_trajectory"), ".deltas"),
+    **dict.fromkeys(("DeltaConfig", "DiscriminatorConfig"), ".configs"),
+    **dict.fromkeys(("FAKE", "REAL", "DeltaSet", "generate_deltas", "readout_trajectory"), ".deltas"),
     **dict.fromkeys(("DiscriminatorFilter", "load_filter"), ".filter"),
-    **dict.fromkeys(("Discriminator", "DiscriminatorConfig", "DiscriminatorFileError", "build_discriminator",
+    **dict.fromkeys(("Discriminator", "DiscriminatorFileError", "build_discriminator",
                      "evaluate", "load_discriminator", "save_discriminator", "train_discriminator"), ".model"),
     **dict.fromkeys(("acceptance_report", "choose_fake_clients", "plot_acceptance", "run_discriminative_phase"),
                     ".phase"),

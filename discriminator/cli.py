@@ -11,37 +11,31 @@
   accepted-vs-real report (``acceptance.csv``, ``acceptance.png``, MAE) next to
   ``metrics.json``.
 
-Registered through the ``tff_esn.commands`` entry-point group; the flags (whose defaults
-come from the TF-backed configs) are built when the command runs, not for ``tff-esn --help``.
+Registered through the ``tff_esn.commands`` entry-point group. The flags are generated from
+the configs they set (:mod:`tff_esn.cli.flags`): the thesis model's
+(:class:`~tff_esn.federated.configs.ThesisModelConfig`), the deltas' and the network's
+(:mod:`discriminator.configs`) and the federation's (:class:`~tff_esn.federated.configs.FedCurvConfig`),
+none of which imports TensorFlow, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from discriminator.configs import DeltaConfig, DiscriminatorConfig
 from tff_esn import runtime
-from tff_esn.algorithms import config_from_flags
 from tff_esn.cli import UsageError, lazy_command
-from tff_esn.cli.flags import add_common_arguments, class_weight
+from tff_esn.cli.flags import add_setting_flags
 from tff_esn.config import ReservoirConfig
-from tff_esn.federated.configs import RESERVOIR_MODES, THESIS_RESERVOIR, ThesisModelConfig, for_data
+from tff_esn.federated.configs import FedCurvConfig, ThesisModelConfig, federated_algorithms, for_data
+from tff_esn.settings import Setting, config_from_flags, pick_settings, settings
 
 GROUP = "discriminator"
 """The split group holding the subjects the discriminator is trained on (thesis §6.1)."""
-
-
-def _pair(kind: type):
-    def parse(text: str) -> tuple:
-        try:
-            a, b = (kind(v) for v in text.split(","))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected two values 'A,B', got {text!r}") from None
-        return a, b
-
-    return parse
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser, out_help: str) -> None:
@@ -62,20 +56,29 @@ def _load(args: argparse.Namespace):
     return dataset, get_split(args.split, dataset, seed=args.seed)
 
 
+MODEL = pick_settings(settings(ThesisModelConfig), [n for n in settings(ThesisModelConfig) if n != "epochs"])
+"""The real/fake ESNs' settings (their epochs are not used; the discriminator has its own)."""
+DELTAS = pick_settings(settings(DeltaConfig), ("noise_std", "steps", "restart_every", "test_fraction"))
+NETWORK = pick_settings(settings(DiscriminatorConfig), ("hidden", "dropout", "epochs"), disc_batch_size="batch_size")
+FEDERATION = pick_settings(settings(FedCurvConfig), ("noise_std", "rounds", "clients_per_round", "server_lr", "reservoir",
+                                             "penalty", "seed", "resume", "progress"),
+                   threshold="discriminator_threshold")
+
+
+def _values(args: argparse.Namespace, chosen: Mapping[str, Setting]) -> dict[str, Any]:
+    """``chosen``'s values in ``args`` under their settings' names (``disc_batch_size`` → ``batch_size``)."""
+    return {s.field.metadata.get("flag", s.field.name): getattr(args, flag) for flag, s in chosen.items()}
+
+
 def _train(args: argparse.Namespace) -> int:
-    from discriminator.deltas import DeltaConfig, generate_deltas
-    from discriminator.model import DiscriminatorConfig, train_discriminator
+    from discriminator.deltas import generate_deltas
+    from discriminator.model import train_discriminator
     from discriminator.search import search_discriminator
 
     try:
-        model = ThesisModelConfig(reservoir=config_from_flags(ReservoirConfig, vars(args), strict=False),
-                                  learning_rate=args.client_lr, batch_size=args.batch_size,
-                                  class_weight=args.class_weight, state_mode=args.state_mode, washout=args.washout)
-        delta_config = DeltaConfig(model=model, noise_std=args.noise_std, steps=args.steps,
-                                   test_fraction=args.test_fraction, restart_every=args.restart_every,
-                                   seed=args.seed)
-        disc_config = DiscriminatorConfig(hidden=args.hidden, dropout=args.dropout, epochs=args.epochs,
-                                          batch_size=args.disc_batch_size, seed=args.seed)
+        model = config_from_flags(ThesisModelConfig, _values(args, MODEL))
+        delta_config = DeltaConfig(model=model, seed=args.seed, **_values(args, DELTAS))
+        disc_config = DiscriminatorConfig(seed=args.seed, **_values(args, NETWORK))
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None
     runtime.ensure_context()
@@ -150,62 +153,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    from discriminator.deltas import DeltaConfig
-    from discriminator.model import DiscriminatorConfig
-    from tff_esn.federated.training import FederatedConfig
-
     parser.description = __doc__.split("\n\n")[0]
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     train = sub.add_parser("train", help="train and save a discriminator (thesis §6.1)")
-    add_common_arguments(train)
-    train.set_defaults(units=THESIS_RESERVOIR.units, spectral_radius=THESIS_RESERVOIR.spectral_radius,
-                       leaky=THESIS_RESERVOIR.leaky, func=_train)
-    d_model, d_delta = ThesisModelConfig(), DeltaConfig()
-    g = train.add_argument_group("real and fake ESNs (thesis §6.1)")
-    g.add_argument("--client-lr", type=float, default=d_model.learning_rate, help="Adam η (default %(default)s)")
-    g.add_argument("--batch-size", type=int, default=d_model.batch_size, help="ESN batch (default %(default)s)")
-    g.add_argument("--class-weight", type=class_weight, default=d_model.class_weight, metavar="W0,W1,…|balanced",
-                   help="loss weight of each class, or 'balanced' from the subjects' labels (default 12,88)")
-    g.add_argument("--noise-std", type=float, default=d_delta.noise_std,
-                   help="noise std of the fake ESN's inputs (default %(default)s)")
-    g.add_argument("--steps", type=int, default=d_delta.steps,
-                   help="training steps, i.e. deltas, per ESN (default %(default)s)")
-    g.add_argument("--restart-every", type=int, default=d_delta.restart_every, metavar="K",
-                   help="reset the ESNs' Adam state every K steps, as a federated client's round does "
-                        "(default: never, one continuous training as in the thesis)")
-    g.add_argument("--test-fraction", type=float, default=d_delta.test_fraction,
-                   help="last fraction of the steps kept as test deltas (default %(default)s)")
-    d_disc = DiscriminatorConfig()
-    g = train.add_argument_group("discriminator (thesis Fig. 6.2)")
-    g.add_argument("--hidden", type=_pair(int), default=d_disc.hidden, metavar="H1,H2",
-                   help="hidden Dense units (default %s)" % ",".join(map(str, d_disc.hidden)))
-    g.add_argument("--dropout", type=_pair(float), default=d_disc.dropout, metavar="R1,R2",
-                   help="dropout rates (default %s)" % ",".join(map(str, d_disc.dropout)))
-    g.add_argument("--epochs", type=int, default=d_disc.epochs, help="training epochs (default %(default)s)")
-    g.add_argument("--disc-batch-size", type=int, default=d_disc.batch_size, help="default %(default)s")
-    g.add_argument("--search", type=int, default=0, metavar="N",
-                   help="random-search hidden sizes and dropout over N trials first (default: no search)")
+    train.set_defaults(func=_train)
+    add_setting_flags(train, {**MODEL, **DELTAS}, title="real and fake ESNs (thesis Table 6.2, §6.1)")
+    add_setting_flags(train, NETWORK, title="discriminator (thesis Fig. 6.2)")
+    train.add_argument("--search", type=int, default=0, metavar="N",
+                       help="random-search hidden sizes and dropout over N trials first (default: no search)")
     _add_data_arguments(train, "discriminator folder to write (model.keras + discriminator.json)")
 
     phase = sub.add_parser("phase", help="FedAvg/FedCurv+Disc with 5 fake of 10 clients (thesis §6.2, Fig. 6.13)")
     phase.set_defaults(func=_phase)
-    d_fed = FederatedConfig()
     g = phase.add_argument_group("discriminative phase (thesis §6.1–6.2)")
     g.add_argument("--discriminator", required=True, metavar="PATH", help="folder from `discriminator train`")
-    g.add_argument("--algorithm", choices=("fedavg", "fedcurv"), default="fedavg")
-    g.add_argument("--threshold", type=float, default=0.5, help="accept when P(real) > threshold (default 0.5)")
+    g.add_argument("--algorithm", choices=federated_algorithms(), default="fedavg")
     g.add_argument("--no-filter", action="store_true", help="the same federation without the discriminator")
     g.add_argument("--fake-clients", type=int, default=5, help="fake training clients (default %(default)s)")
-    g.add_argument("--noise-std", type=float, default=d_fed.noise_std,
-                   help="noise std of the fake clients' inputs (default %(default)s)")
-    g.add_argument("--rounds", type=int, default=d_fed.rounds, help="default %(default)s")
-    g.add_argument("--clients-per-round", type=int, default=d_fed.clients_per_round, help="default %(default)s")
-    g.add_argument("--server-lr", type=float, default=d_fed.server_learning_rate, help="default %(default)s")
-    g.add_argument("--reservoir", choices=RESERVOIR_MODES, default=d_fed.reservoirs,
-                   help="clients use the server's reservoir (same) or their own (different)")
-    g.add_argument("--penalty", type=float, default=d_fed.penalty, help="FedCurv λ (default %(default)s)")
-    g.add_argument("--seed", type=int, default=d_fed.seed, help="seed of sampling, noise, fake clients")
-    g.add_argument("--resume", action="store_true", help="continue the run in --out from its last round")
-    g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    add_setting_flags(phase, FEDERATION, title="federation (thesis §6.1–6.2)")
     _add_data_arguments(phase, "run folder (metrics.json, rounds.csv, acceptance.csv/png)")

@@ -46,6 +46,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from discriminator.configs import DeltaConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import loss_labels
@@ -56,62 +57,6 @@ REAL, FAKE = 1, 0
 """Labels of the deltas: 1 = real (a valid client), 0 = fake (an anomalous client)."""
 
 _NOISE, _SHUFFLE = 11, 12
-
-
-@dataclasses.dataclass(frozen=True)
-class DeltaConfig:
-    """How the real/fake readout deltas are generated (thesis §6.1).
-
-    Attributes:
-        model: the thesis ESN both models are (Table 6.2: 200 units, ρ 0.99, α 1.0, Adam
-            η 0.1, batch 20, weighted cross-entropy); its ``epochs`` are not used. Its
-            ``class_weight`` holds one weight per class (resolve ``"balanced"`` first:
-            :func:`tff_esn.federated.configs.for_data`): their number sets the readout.
-        noise_std: std of the Gaussian noise on the fake ESN's inputs (thesis: 1.0).
-        steps: optimisation steps, i.e. deltas, per ESN; the sequences are passed over
-            (reshuffled each pass) as often as needed. The thesis fixes the
-            discriminator's 5 epochs but not the number of deltas, and the epochs only
-            give the discriminator ``5 · 0.8 · 2 · 0.8 · steps / 64`` Adam steps: with 300
-            steps (30 Adam steps) it stayed undertrained on the 100-minute synthetic WESAD
-            (test F1 0.69–0.79; 0.91 with 20 epochs), with 1000 steps (100 Adam steps) it
-            reached test F1 0.94–0.95 at the thesis' 5 epochs (seeds 0, 1).
-        test_fraction: the last fraction of each ESN's steps kept as test deltas, in (0, 1).
-        restart_every: reset the optimiser state every this many steps (a federated
-            client's round); ``None`` = one continuous training (thesis).
-        seed: seed of the noise and of the per-epoch shuffling.
-    """
-
-    model: ThesisModelConfig = ThesisModelConfig()
-    noise_std: float = 1.0
-    steps: int = 1000
-    test_fraction: float = 0.2
-    restart_every: int | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, ThesisModelConfig):
-            raise TypeError(f"DeltaConfig.model: expected a ThesisModelConfig, got {type(self.model).__name__}.")
-        if not (_number(self.noise_std) and self.noise_std > 0):
-            raise ValueError(f"DeltaConfig.noise_std: expected a finite number > 0, got {self.noise_std!r}.")
-        if not (isinstance(self.steps, int) and not isinstance(self.steps, bool) and self.steps >= 2):
-            raise ValueError(f"DeltaConfig.steps: expected an integer ≥ 2, got {self.steps!r}.")
-        if not (_number(self.test_fraction) and 0 < self.test_fraction < 1):
-            raise ValueError(f"DeltaConfig.test_fraction: expected a number in (0, 1), got {self.test_fraction!r}.")
-        if self.restart_every is not None and not (isinstance(self.restart_every, int)
-                                                   and not isinstance(self.restart_every, bool)
-                                                   and self.restart_every >= 1):
-            raise ValueError(f"DeltaConfig.restart_every: expected an integer ≥ 1 or None, got {self.restart_every!r}.")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
-            raise ValueError(f"DeltaConfig.seed: expected an integer ≥ 0, got {self.seed!r}.")
-
-    @property
-    def n_inputs(self) -> int:
-        """Length of one delta: readout kernel (U·C) plus bias (C); the model's class weights resolved."""
-        return (self.model.reservoir.units + 1) * self.model.n_outputs
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 from sklearn.metrics import f1_score
 
+from discriminator.configs import DiscriminatorConfig
 from discriminator.deltas import DeltaSet
 from tff_esn.data.errors import DataError
 from tff_esn.federated.clients import seeded_fit_data
@@ -52,66 +53,8 @@ class DiscriminatorFileError(DataError):
     input from files: the command line reports it in one line with exit code 2)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class DiscriminatorConfig:
-    """The discriminator's architecture and training (thesis §6.1, Fig. 6.2).
-
-    Attributes:
-        hidden: units of the two hidden ``Dense`` layers (default 64, 16; set by hand).
-        dropout: rates of the two ``Dropout`` layers, in [0, 1) (default 0.1, 0.1; set by hand).
-        activation: activation of the hidden layers.
-        learning_rate: Adam's learning rate (thesis: 1e-3).
-        epochs: training epochs (thesis: 5).
-        batch_size: deltas per batch (thesis: 64).
-        validation_split: fraction of the (shuffled) training deltas held out for
-            validation, in [0, 1) (thesis: 0.2).
-        seed: seed of the initialisation, the shuffling and the dropout.
-    """
-
-    hidden: tuple[int, int] = (64, 16)
-    dropout: tuple[float, float] = (0.1, 0.1)
-    activation: str = "relu"
-    learning_rate: float = 1e-3
-    epochs: int = 5
-    batch_size: int = 64
-    validation_split: float = 0.2
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden", tuple(self.hidden))
-        object.__setattr__(self, "dropout", tuple(self.dropout))
-        if len(self.hidden) != 2 or not all(_integer(h) and h >= 1 for h in self.hidden):
-            raise ValueError(f"DiscriminatorConfig.hidden: expected two integers ≥ 1, got {self.hidden!r}.")
-        if len(self.dropout) != 2 or not all(_finite(r) and 0 <= r < 1 for r in self.dropout):
-            raise ValueError(f"DiscriminatorConfig.dropout: expected two rates in [0, 1), got {self.dropout!r}.")
-        try:
-            tf.keras.activations.get(self.activation)
-        except ValueError:
-            raise ValueError(f"DiscriminatorConfig.activation: unknown Keras activation {self.activation!r}.") from None
-        if not (_finite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"DiscriminatorConfig.learning_rate: expected a number > 0, got {self.learning_rate!r}.")
-        for name in ("epochs", "batch_size"):
-            if not (_integer(getattr(self, name)) and getattr(self, name) >= 1):
-                raise ValueError(f"DiscriminatorConfig.{name}: expected an integer ≥ 1, got {getattr(self, name)!r}.")
-        if not (_finite(self.validation_split) and 0 <= self.validation_split < 1):
-            raise ValueError(f"DiscriminatorConfig.validation_split: expected a number in [0, 1), "
-                             f"got {self.validation_split!r}.")
-        if not (_integer(self.seed) and self.seed >= 0):
-            raise ValueError(f"DiscriminatorConfig.seed: expected an integer ≥ 0, got {self.seed!r}.")
-
-    def replace(self, **changes: Any) -> "DiscriminatorConfig":
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 def _integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def build_discriminator(n_inputs: int, config: DiscriminatorConfig, adapt_to: np.ndarray) -> tf.keras.Model:

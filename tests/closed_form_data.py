@@ -19,6 +19,16 @@ def random_dataset(n_clients=5, steps=10, features=3, n_classes=3, seed=0, per_s
                            tuple(f"k{j}" for j in range(n_classes)), "random")
 
 
+def write_npz(path, dataset, groups):
+    """``dataset`` as an npz file (X, y, client, split), client ``i`` in group ``groups[i]``; returns ``path``."""
+    ids = dataset.client_ids
+    np.savez(path, X=np.concatenate([dataset.clients[c].x for c in ids]),
+             y=np.concatenate([dataset.clients[c].y for c in ids]),
+             client=np.concatenate([[c] * len(dataset.clients[c]) for c in ids]),
+             split=np.concatenate([[g] * len(dataset.clients[c]) for c, g in zip(ids, groups)]))
+    return path
+
+
 def default_split(dataset):
     ids = dataset.client_ids
     return Split("random", tuple(ids[:-2]), (ids[-2],), (ids[-1],))

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tff_esn import algorithms
@@ -70,7 +69,7 @@ def test_configs_are_frozen_and_the_seed_is_the_reservoirs():
     ("centralized", "local", "centralized: secure aggregation / DP are implemented for"),
     ("pfedrr", "central", "pfedrr: .* add --dp-model local"),
     ("partial-incfed", "distributed", "partial-incfed: .* add --dp-model local"),
-    ("fedavg", "local", "fedavg: --dp-model, --secure-bits"),
+    ("fedavg", "local", "fedavg: --dp-model does not apply to its privacy"),
 ])
 def test_privacy_is_refused_where_it_is_not_implemented(algorithm, model, message):
     with pytest.raises(ValueError, match=message):
@@ -163,15 +162,9 @@ def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tm
     """``Algorithm.runs_tff`` is what the CLI reads before it installs TFF's context: every closed-form
     run it calls numpy-only must run (and write its metrics) without importing TFF at all, and every
     one but FedIP (its plasticity rule runs in TensorFlow) without importing TensorFlow (issue 17)."""
-    from closed_form_data import random_dataset
+    from closed_form_data import random_dataset, write_npz
 
-    data = random_dataset(n_clients=5, seed=9)
-    ids = data.client_ids
-    path = tmp_path / "data.npz"
-    np.savez(path, X=np.concatenate([data.clients[c].x for c in ids]),
-             y=np.concatenate([data.clients[c].y for c in ids]),
-             client=np.concatenate([[c] * len(data.clients[c]) for c in ids]),
-             split=np.concatenate([[g] * len(data.clients[c]) for c, g in zip(ids, ["train"] * 3 + ["val", "test"])]))
+    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
     runs = {"centralized": [], "incfed": ["--backend", "numpy"], "fedavg-ridge": [], "partial-incfed": [],
             "pfedrr": [], "ensemble": [], "alignment": [], "fedip": ["--backend", "numpy", "--rounds", "1"]}
     code = ("import sys\nfrom tff_esn.cli import main\n"

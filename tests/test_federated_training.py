@@ -10,6 +10,7 @@ import pytest
 from tff_esn import ReservoirConfig, algorithms
 from tff_esn.cli import build_parser
 from tff_esn.cli.flags import config_of
+from tff_esn.cli.run import data_settings
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.federated.configs import FedCurvConfig
 from tff_esn.federated import FederatedConfig, ThesisModelConfig, build_thesis_model, run_federated, sample_clients
@@ -165,15 +166,16 @@ def _run_args(argv):
     """The parsed flags of ``tff-esn run ...`` and the typed config the CLI maps them to."""
     args = build_parser().parse_args(argv)
     assert isinstance(args, argparse.Namespace)
-    return args, config_of(algorithms.get_algorithm(args.algorithm), args)
+    return args, config_of(algorithms.get_algorithm(args.algorithm), args)[0]
 
 
 def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
     assert {"fedavg", "fedcurv", "thesis-central"} <= set(algorithms.available_algorithms())
     defaults, config = _run_args(["run", "fedcurv", "--out", str(tmp_path)])
-    assert (defaults.units, defaults.spectral_radius, defaults.pipeline, defaults.rounds, defaults.clients_per_round,
+    assert (defaults.units, defaults.spectral_radius, defaults.rounds, defaults.clients_per_round,
             defaults.noise_std, defaults.penalty, defaults.client_lr, defaults.batch_size) == \
-        (200, 0.99, "thesis", 78, 5, 0.5, 1e-4, 0.1, 20)
+        (200, 0.99, 78, 5, 0.5, 1e-4, 0.1, 20)
+    assert data_settings(defaults, algorithms.get_algorithm("fedcurv"))[:2] == ("thesis", "thesis-primal")
     assert config == FedCurvConfig(out=str(tmp_path))  # the flags' defaults are the config's
     _, args = _run_args(["run", "fedcurv", "--out", str(tmp_path), "--units", "6", "--rounds", "2",
                       "--clients-per-round", "2", "--noise-std", "0", "--penalty", "0.01", "--server-lr", "0.1",

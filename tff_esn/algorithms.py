@@ -1,5 +1,12 @@
 """Registry of runnable algorithms: what ``tff-esn run ALGORITHM`` and library users can run.
 
+One entry (:func:`register_algorithm`, :class:`Algorithm`) declares everything about an
+algorithm: its config class (whose settings are its flags, help and defaults included:
+:mod:`tff_esn.settings`, :mod:`tff_esn.cli.flags`), the data it takes (ragged or not, label
+kinds, its pipeline on the seeds' sources), the privacy it implements, the function computing
+its communication cost and whether it runs TFF. Adding an algorithm touches its entry and its
+own module only.
+
 An algorithm is a name, a frozen config dataclass (its typed hyperparameters, validated on
 construction) and a ``run`` function ``(dataset, split, config) -> dict`` returning the
 sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
@@ -33,8 +40,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.privacy.config import NO_PRIVACY, check_privacy
+from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport, check_privacy
 from tff_esn.run_warnings import recording
+from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
+
+__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "config_fields", "config_from_flags",
+           "flat_config", "get_algorithm", "names_where", "register_algorithm", "run_algorithm"]
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -45,15 +56,32 @@ RESULT_SECTIONS = ("train", "val", "test", "communication")
 RunFn = Callable[["SequenceDataset", "Split", Any], dict]
 
 
+LABEL_KINDS = ("binary", "multiclass")
+"""Label kinds an algorithm can take: two classes, or K > 2 classes."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: ``name``, its ``config`` class, ``run``, one-line ``help``.
+    """A registered algorithm: one entry declares everything the package knows about it.
 
-    ``run`` is a function ``(dataset, split, config) -> dict`` or its ``"module:function"``
-    name (imported on first use: :attr:`run_function`). ``ragged``: ``run`` handles sequences
-    of unequal length (``ClientSequences.lengths``); otherwise :func:`run_algorithm` refuses
-    such data with a :class:`DataError`. ``tff``: whether a run with a given config runs TFF
-    computations (a bool, or a predicate of the config; :meth:`runs_tff`).
+    Attributes:
+        name: ``tff-esn run NAME``.
+        config: its frozen config dataclass; its settings (:func:`tff_esn.settings.settings`)
+            are the algorithm's flags, help and defaults included.
+        run: a function ``(dataset, split, config) -> dict`` or its ``"module:function"`` name
+            (imported on first use: :attr:`run_function`).
+        help: one line for ``tff-esn run --help``.
+        ragged: ``run`` handles sequences of unequal length (``ClientSequences.lengths``);
+            otherwise :func:`run_algorithm` refuses such data with a :class:`DataError`.
+        labels: the label kinds it takes (:data:`LABEL_KINDS`); other data is refused.
+        tff: whether a run with a given config runs TFF computations (a bool, or a predicate
+            of the config; :meth:`runs_tff`); ``False`` drops the worker flags.
+        privacy: the :class:`~tff_esn.privacy.config.PrivacySupport` it implements; its
+            settings are the privacy flags it takes.
+        communication: the function of :mod:`tff_esn.communication` computing its cost
+            (a name there, or ``"module:function"``; :attr:`communication_function`).
+        pipeline: the preprocessing pipeline it runs on the thesis' sources (``None``: the
+            source's IncFed pipeline, :func:`tff_esn.defaults.default_pipeline`).
     """
 
     name: str
@@ -61,7 +89,11 @@ class Algorithm:
     run: RunFn | str
     help: str = ""
     ragged: bool = False
+    labels: tuple[str, ...] = LABEL_KINDS
     tff: bool | Callable[[Any], bool] = True
+    privacy: PrivacySupport = NONE
+    communication: str = ""
+    pipeline: str | None = None
 
     def runs_tff(self, config: Any) -> bool:
         """Whether running with ``config`` executes TFF computations: an entry point installs TFF's
@@ -71,19 +103,39 @@ class Algorithm:
 
     @property
     def run_function(self) -> RunFn:
-        if callable(self.run):
-            return self.run
-        module, _, function = self.run.partition(":")
-        return getattr(importlib.import_module(module), function)
+        return _resolve(self.run)
+
+    @property
+    def communication_function(self) -> Callable[..., Any] | None:
+        """The function computing the run's :class:`~tff_esn.communication.CommunicationCost`."""
+        if not self.communication:
+            return None
+        return _resolve(self.communication if ":" in self.communication
+                        else f"tff_esn.communication:{self.communication}")
+
+    def settings(self) -> dict[str, Setting]:
+        """The settings a user can set: the config's, without the privacy ones it does not implement."""
+        return {name: s for name, s in settings(self.config).items()
+                if s.owner is not PrivacyConfig or name in self.privacy.settings}
+
+
+def _resolve(target: Callable | str) -> Callable:
+    if callable(target):
+        return target
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 _REGISTRY: dict[str, Algorithm] = {}
 
 
-def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str = "",
-                       ragged: bool = False, tff: bool | Callable[[Any], bool] = True) -> Algorithm:
-    """Adds an algorithm; registering the same name twice with another ``run`` is an error.
-    ``tff`` (default ``True``, the safe side): see :meth:`Algorithm.runs_tff`."""
+def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str = "", ragged: bool = False,
+                       labels: tuple[str, ...] = LABEL_KINDS, tff: bool | Callable[[Any], bool] = True,
+                       privacy: PrivacySupport = NONE, communication: str = "",
+                       pipeline: str | None = None) -> Algorithm:
+    """Adds an algorithm (see :class:`Algorithm` for the fields); registering the same name twice
+    with another ``run`` is an error. ``tff`` (default ``True``, the safe side): see
+    :meth:`Algorithm.runs_tff`."""
     if not isinstance(name, str) or not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
@@ -92,7 +144,11 @@ def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str =
         raise TypeError(f"register_algorithm({name!r}): run must be a callable or 'module:function', got {run!r}.")
     if not (callable(tff) or isinstance(tff, bool)):
         raise TypeError(f"register_algorithm({name!r}): tff must be a bool or a predicate of the config, got {tff!r}.")
-    algo = Algorithm(name, config, run, help, ragged, tff)
+    if not labels or set(labels) - set(LABEL_KINDS):
+        raise ValueError(f"register_algorithm({name!r}): labels must be among {LABEL_KINDS}, got {labels!r}.")
+    if not isinstance(privacy, PrivacySupport):
+        raise TypeError(f"register_algorithm({name!r}): privacy must be a PrivacySupport, got {privacy!r}.")
+    algo = Algorithm(name, config, run, help, ragged, tuple(labels), tff, privacy, communication, pipeline)
     known = _REGISTRY.get(name)
     if known is not None and known.run != run:
         raise ValueError(f"register_algorithm: {name!r} is already registered with run {known.run!r}.")
@@ -115,72 +171,18 @@ def available_algorithms() -> dict[str, Algorithm]:
     return dict(sorted(_REGISTRY.items()))
 
 
+def names_where(predicate: Callable[[Algorithm], bool]) -> list[str]:
+    """The names of the registered algorithms for which ``predicate`` holds, in registration order."""
+    _load_providers()
+    return [name for name, algo in _REGISTRY.items() if predicate(algo)]
+
+
 def get_algorithm(name: str) -> Algorithm:
     """The algorithm called ``name``; an unknown name raises ``KeyError`` listing the known ones."""
     algorithms = available_algorithms()
     if name not in algorithms:
         raise KeyError(f"unknown algorithm {name!r}; available: {', '.join(algorithms)}.")
     return algorithms[name]
-
-
-def _nested(field: dataclasses.Field) -> Any:
-    """The default of a field holding a config dataclass (e.g. ``reservoir``), else ``None``."""
-    default = field.default
-    return default if dataclasses.is_dataclass(default) and not isinstance(default, type) else None
-
-
-def _flag(field: dataclasses.Field) -> str:
-    """A field's setting name: ``metadata["flag"]`` (e.g. ``client_lr`` for ``learning_rate``) or its name."""
-    return field.metadata.get("flag", field.name)
-
-
-def config_fields(config: type, prefix: str = "") -> dict[str, dataclasses.Field]:
-    """Every flat setting of a config class by name: its own fields and those of its nested
-    configs (``reservoir.units`` is ``units``; a nested field with ``metadata={"prefix": "ip_"}``
-    names ``ip.mu`` ``ip_mu``; a field with ``metadata={"flag": name}`` is called ``name``), the
-    way the flags name them."""
-    out: dict[str, dataclasses.Field] = {}
-    for field in dataclasses.fields(config):
-        inner = _nested(field)
-        if inner is not None:
-            out.update(config_fields(type(inner), prefix + field.metadata.get("prefix", "")))
-        else:
-            out[prefix + _flag(field)] = field
-    return out
-
-
-def config_from_flags(config: type, flags: Mapping[str, Any], *, strict: bool = True, prefix: str = "",
-                      base: Any = None) -> Any:
-    """``config`` built from flat ``flags`` (:func:`config_fields` names; nested configs such as
-    ``reservoir`` take theirs from the same mapping, starting from the field's default). Keys
-    that are no setting are an error naming them unless ``strict=False``."""
-    if strict:
-        unknown = sorted(set(flags) - set(config_fields(config, prefix)))
-        if unknown:
-            raise ValueError(f"{config.__name__}: unknown setting(s) {unknown}; known: "
-                             f"{', '.join(sorted(config_fields(config, prefix)))}.")
-    values: dict[str, Any] = {}
-    for field in dataclasses.fields(config):
-        inner = _nested(field)
-        if inner is not None:
-            values[field.name] = config_from_flags(type(inner), flags, strict=False, base=inner,
-                                                   prefix=prefix + field.metadata.get("prefix", ""))
-        elif prefix + _flag(field) in flags:
-            values[field.name] = flags[prefix + _flag(field)]
-    return config(**values) if base is None else dataclasses.replace(base, **values)
-
-
-def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
-    """``dataclasses.asdict(config)`` with nested configs lifted to the top (``units``, ``seed``,
-    ``ip_mu``, …: the keys of ``metrics.json``'s ``config`` section, the flags' names)."""
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(config):
-        value = getattr(config, field.name)
-        if dataclasses.is_dataclass(value):
-            out.update(flat_config(value, prefix + field.metadata.get("prefix", "")))
-        else:
-            out[prefix + _flag(field)] = list(value) if isinstance(value, tuple) else value
-    return dict(sorted(out.items()))
 
 
 def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
@@ -204,11 +206,16 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     if not isinstance(config, algo.config):
         raise TypeError(f"run_algorithm({name!r}): config must be a {algo.config.__name__}, "
                         f"got {type(config).__name__}.")
-    check_privacy(name, config.privacy, backend=getattr(config, "backend", "tff"))
+    check_privacy(name, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
+    kind = "multiclass" if dataset.n_classes > 2 else "binary"
+    if kind not in algo.labels:
+        raise DataError(f"{dataset.source}: y: {dataset.n_classes} classes, but {name!r} takes "
+                        f"{' or '.join(algo.labels)} labels only; use an algorithm that takes {kind} labels "
+                        f"({', '.join(names_where(lambda a: kind in a.labels))}).")
     if dataset.ragged and not algo.ragged:
         raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more), "
                         f"which {name!r} cannot run; cut them to one length (--ragged crop) or use a closed-form "
-                        f"algorithm ({', '.join(n for n, a in sorted(_REGISTRY.items()) if a.ragged)}).")
+                        f"algorithm ({', '.join(names_where(lambda a: a.ragged))}).")
     from tff_esn.baselines import baseline_scores
     from tff_esn.provenance import run_provenance
     from tff_esn.run_checks import check_run
@@ -219,7 +226,7 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
         start = time.perf_counter()
         result = run(dataset, split, config)
         seconds = time.perf_counter() - start
-        baselines = baseline_scores(dataset, split, seed=config.seed)
+        baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0))
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")

@@ -14,7 +14,12 @@ N_Y outputs and N_U inputs:
 * FedIP: each round up 2·N_R and down 2·N_R (gain and bias, FedIP §2), then one IncFed round;
 * ensemble of heterogeneous reservoirs: up N_Y·N_F (a readout; the reservoir travels as its
   seed), down C·N_Y·N_F (every member's readout); structural alignment: as IncFed;
-* centralized: every client uploads its raw sequences (n_c·T·N_U floats), nothing comes back.
+* centralized: every client uploads its raw sequences (n_c·T·N_U floats), nothing comes back;
+* FedAvg of the thesis model: per round the model down (trainable and non-trainable weights,
+  as TFF broadcasts both), the trainable delta up; FedCurv adds u and v both ways (float32).
+
+Each algorithm's registry entry names the function computing its cost
+(:attr:`tff_esn.algorithms.Algorithm.communication`).
 
 Scalars (N_train,c, seeds, indices) are ignored as in IncFed §II-B. Bytes use the width of
 the values actually sent (float64 statistics and readouts, float32 gain/bias).
@@ -150,3 +155,18 @@ def centralized(raw_floats: Sequence[int]) -> CommunicationCost:
     if not raw_floats:
         raise ValueError("communication: centralized needs at least one client.")
     return CommunicationCost((Phase("centralized", sum(raw_floats) / len(raw_floats), 0, 1, 4),))
+
+
+def fedavg(trainable: int, non_trainable: int, rounds: int = 1) -> CommunicationCost:
+    """Thesis Alg. 1: per round down the model (trainable + non-trainable weights), up the trainable delta."""
+    _check(trainable=trainable)
+    if non_trainable < 0 or rounds < 0:
+        raise ValueError(f"communication: non_trainable and rounds must be ≥ 0, got {non_trainable}, {rounds}.")
+    return CommunicationCost((Phase("fedavg", trainable, trainable + non_trainable, rounds, bytes_per_float=4),))
+
+
+def fedcurv(trainable: int, non_trainable: int, rounds: int = 1) -> CommunicationCost:
+    """Thesis Alg. 2: FedAvg's floats plus the Fisher terms u and v (2 × trainable) both ways."""
+    (phase,) = fedavg(trainable, non_trainable, rounds).phases
+    return CommunicationCost((dataclasses.replace(phase, name="fedcurv", up=phase.up + 2 * trainable,
+                                                  down=phase.down + 2 * trainable),))

@@ -9,8 +9,8 @@ partition's and the algorithm's (the reservoir's). The centralized readout and l
 regression on the pooled training data do not depend on the partition: they are run once per
 seed and drawn as reference lines.
 
-The algorithms keep the hyperparameters of ``tff-esn run`` (their configs' defaults, built in
-one place, :func:`config_for`); only the backend of the algorithms that have one is
+The algorithms keep the hyperparameters of ``tff-esn run`` (their configs' defaults on the
+source, :mod:`tff_esn.defaults`, built in one place, :func:`config_for`); only the backend of the algorithms that have one is
 ``numpy``, whose numbers are TFF's (the closed-form exactness tests) without a TFF worker.
 
 ``OUT`` receives ``runs/ALGORITHM/PARTITION/seedS/metrics.json`` (each cell's full record,
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn import algorithms
+from tff_esn import algorithms, defaults
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
 from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
@@ -119,25 +119,26 @@ def _family(algo: algorithms.Algorithm) -> str:
 
 def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
     """The registry's algorithms a comparison runs on ``dataset``: the closed-form family (the
-    :data:`REFERENCE` first) and the thesis' FedAvg/FedCurv where the labels are binary; those
-    that cannot run sequences of unequal length are left out for ragged data."""
+    :data:`REFERENCE` first) and the thesis' FedAvg/FedCurv, each where its registry entry takes
+    the dataset's label kind and, for ragged data, sequences of unequal length."""
+    kind = "multiclass" if dataset.n_classes > 2 else "binary"
     chosen = []
     for name, algo in algorithms.available_algorithms().items():
-        family = _family(algo)
-        fits = family == "closed form" or (family == "federated" and dataset.n_classes == 2)
+        fits = _family(algo) in ("closed form", "federated") and kind in algo.labels
         if fits and (algo.ragged or not dataset.ragged):
             chosen.append(name)
     return tuple(sorted(chosen, key=lambda n: n != REFERENCE))
 
 
 def config_for(name: str, dataset: Any, **given: Any) -> Any:
-    """``name``'s config as ``tff-esn run`` builds it from its defaults, with ``given`` settings (by
-    flag name; those the config lacks are ignored) and the ``numpy`` backend where it has one."""
+    """``name``'s config as ``tff-esn run`` builds it on ``dataset``'s source (its defaults there:
+    :func:`tff_esn.defaults.config_for`), with ``given`` settings (by flag name; those the config
+    lacks are ignored) and the ``numpy`` backend where it has one."""
     algo = algorithms.get_algorithm(name)
     fields = algorithms.config_fields(algo.config)
     if "backend" in fields:
         given.setdefault("backend", "numpy")
-    return algorithms.config_from_flags(algo.config, {k: v for k, v in given.items() if k in fields})
+    return defaults.config_for(name, dataset, **{k: v for k, v in given.items() if k in fields})
 
 
 def _slug(text: str) -> str:

@@ -99,8 +99,12 @@ def machine_memory() -> int:
     return total
 
 
-def check_memory(config: Any, dataset: SequenceDataset, split: Split, *, limit: int | None = None) -> MemoryEstimate:
-    """:func:`estimate_memory`; above ``limit`` (default :func:`machine_memory`) a :class:`MemoryLimitError`."""
+def check_memory(config: Any, dataset: SequenceDataset, split: Split, *,
+                 limit: int | None = None) -> MemoryEstimate | None:
+    """:func:`estimate_memory`; above ``limit`` (default :func:`machine_memory`) a :class:`MemoryLimitError`.
+    A config without a reservoir (an algorithm registered outside the package) has no estimate: ``None``."""
+    if _setting(config, "reservoir", None) is None:
+        return None
     limit = machine_memory() if limit is None else limit
     estimate = estimate_memory(config, dataset, split)
     if estimate.bytes > limit:

@@ -31,8 +31,9 @@ def check_washout(config: Any, dataset: SequenceDataset) -> None:
 
 
 def check_run(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
-              test_required: bool = True) -> MemoryEstimate:
-    """Refuses a run of algorithm ``name`` that would mislead or cannot fit; returns its memory estimate.
+              test_required: bool = True) -> MemoryEstimate | None:
+    """Refuses a run of algorithm ``name`` that would mislead or cannot fit; returns its memory estimate
+    (``None`` for a config without a reservoir).
 
     Raises:
         DataError: see :func:`~tff_esn.data.checks.check_split` and :func:`check_washout`.

@@ -9,7 +9,12 @@ from __future__ import annotations
 import argparse
 
 from tff_esn.cli import lazy_command
-from tff_esn.config import STATE_MODES
+from tff_esn.cli.flags import add_setting_flags
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.settings import pick_settings, settings
+
+STATES = pick_settings(settings(ReadoutConfig), ("state_mode", "washout", "readout_bias"))
+"""The ridge readouts' state settings (closed-form spaces), as ``tff-esn run`` has them."""
 
 SUGGESTED_RUN = {"gradient": "fedavg", "closed-form": "incfed"}
 
@@ -44,11 +49,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="search folder (resumed when it exists)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the oracle, reservoir and data split")
     parser.add_argument("--overwrite", action="store_true", help="start over instead of resuming DIR")
-    parser.add_argument("--state-mode", choices=STATE_MODES, default="all",
-                        help="states entering ridge readouts (closed-form spaces; as `tff-esn run`)")
-    parser.add_argument("--washout", type=int, default=0, help="initial steps dropped (closed-form spaces)")
-    parser.add_argument("--no-readout-bias", dest="readout_bias", action="store_false",
-                        help="no constant-1 readout input (closed-form spaces)")
+    add_setting_flags(parser, STATES, title="states of the ridge readouts (closed-form spaces)")
     parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     parser.add_argument("--top", type=_positive_int, default=5, help="rows of the summary table (default 5)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")

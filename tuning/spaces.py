@@ -26,8 +26,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import keras_tuner as kt
+if TYPE_CHECKING:  # KerasTuner (and TensorFlow) are imported when a space is built: ``tff-esn tune --help`` reads
+    import keras_tuner as kt  # the spaces' names without them
+
+
+def _hyperparameters() -> kt.HyperParameters:
+    import keras_tuner as kt
+
+    return kt.HyperParameters()
 
 THESIS_FEATURE_SUBSETS = ("pEDA,tEDA,HR,HRV", "tEDA,pEDA", "HR,HRV", "pEDA")
 """Thesis Table 6.1 feature subsets, as comma-joined names of the thesis pipeline's features."""
@@ -70,7 +78,7 @@ class SearchSpace:
 
 def thesis_space() -> kt.HyperParameters:
     """Thesis Table 6.1; ρ(Ŵ) = 0.99 and epochs = 1 fixed (Table 6.2)."""
-    hp = kt.HyperParameters()
+    hp = _hyperparameters()
     hp.Choice("units", [50, 100, 200])
     hp.Choice("leaky", [0.5, 0.8, 1.0])
     hp.Choice("learning_rate", [0.001, 0.01, 0.1])
@@ -88,7 +96,7 @@ def _l2(hp: kt.HyperParameters) -> None:
 
 def _incfed(units: list[int]) -> Callable[[], kt.HyperParameters]:
     def build() -> kt.HyperParameters:
-        hp = kt.HyperParameters()
+        hp = _hyperparameters()
         hp.Choice("units", units)
         hp.Float("spectral_radius", 0.1, 0.99)
         hp.Float("leaky", 0.1, 1.0)
@@ -104,7 +112,7 @@ def _incfed(units: list[int]) -> Callable[[], kt.HyperParameters]:
 
 def _fedip(units: list[int], leaky_max: float) -> Callable[[], kt.HyperParameters]:
     def build() -> kt.HyperParameters:
-        hp = kt.HyperParameters()
+        hp = _hyperparameters()
         hp.Choice("units", units)
         hp.Float("spectral_radius", 0.3, 0.99)
         hp.Float("input_scaling", 0.5, 1.0)
@@ -122,7 +130,7 @@ def _fedip(units: list[int], leaky_max: float) -> Callable[[], kt.HyperParameter
 
 def pfedrr_space() -> kt.HyperParameters:
     """pFedRR §3: 1000 units, ρ ∈ [0.3, 0.99], input scaling ∈ [0.5, 1), a ∈ [0.1, 0.9]."""
-    hp = kt.HyperParameters()
+    hp = _hyperparameters()
     hp.Fixed("units", 1000)
     hp.Float("spectral_radius", 0.3, 0.99)
     hp.Float("input_scaling", 0.5, 1.0)
@@ -160,6 +168,8 @@ def get_space(name: str) -> SearchSpace:
 
 def space_size(hp: kt.HyperParameters) -> float:
     """Number of distinct configurations (``math.inf`` when a continuous range is present)."""
+    import keras_tuner as kt
+
     size = 1.0
     for param in hp.space:
         if isinstance(param, kt.engine.hyperparameters.Float) and param.step is None:

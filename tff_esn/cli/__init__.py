@@ -4,7 +4,8 @@ Every module in this package that defines ``register(subparsers)`` adds one sub-
 packages that build on ``tff_esn`` (``tuning``, ``discriminator``) add theirs through the
 ``tff_esn.commands`` entry-point group, so ``tff_esn`` never imports them. A command's
 ``register`` adds a sub-parser and sets ``func`` (called with the parsed arguments; its
-return value is the exit code).
+return value is the exit code) and optionally ``refuse`` (given the arguments its parser did
+not take, the one-line reason to refuse them, e.g. a flag of another algorithm, or ``None``).
 
 The parser is built without importing TensorFlow (``tff-esn --help`` answers at once):
 commands import data, models and TFF when they run. :func:`main` turns TF's C++ log noise
@@ -83,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and not getattr(args, "lazy", False):
+        refusal = getattr(args, "refuse", lambda _: None)(rest)
+        if refusal:
+            print(f"tff-esn {args.command}: error: {refusal}", file=sys.stderr)
+            return 2
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if rest:
         args.rest = rest

@@ -7,55 +7,48 @@ Loads the data (:func:`tff_esn.data.sources.load_source`), splits it by client
 one-line summary. Data, model and TFF are imported when a run starts, never for ``--help``.
 Before any work, :mod:`tff_esn.cli.preflight` checks ``--data``'s form and the ``--out``
 folder, then the loaded data and split (one line, exit code 2, before TensorFlow is
-imported). ``--hparams FILE`` reads a flat JSON object of flag values (``units``,
-``spectral_radius``, ``l2``, ``alpha``, ... — the flags' names with ``_``): they replace
-the defaults, and flags given on the command line with a non-default value win.
+imported).
+
+Each algorithm's flags are its registry entry's settings (:mod:`tff_esn.cli.flags`), the data
+and output flags, and the TFF worker flags when it can run TFF; a flag of another algorithm
+is refused in one line. ``--hparams FILE`` reads a flat JSON object of settings (``units``,
+``spectral_radius``, ``l2``, ``alpha``, ... — the flags' names with ``_``); flags given on
+the command line win over it, and it wins over the data source's defaults
+(:mod:`tff_esn.defaults`). ``metrics.json["settings"]`` records every effective setting with
+its origin (``flag``, ``file``, ``own-data default`` or ``default``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from tff_esn import algorithms
 from tff_esn.cli import UsageError
-from tff_esn.cli.flags import ALGORITHM_FLAGS, add_common_arguments, add_privacy_arguments, config_of
+from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
 from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_loaded
 from tff_esn.cli.workers import add_worker_arguments, context_from_args
+from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
 from tff_esn.run_warnings import recording
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+DATA_KEYS = ("pipeline", "split")
+"""``--hparams`` keys that are data flags (a search writes the pipeline and split it ran on)."""
 
 
-def _source_kind(source: str) -> str:
-    kind = source.split(":", 1)[0]
-    return kind[len("synthetic-"):] if kind.startswith("synthetic-") else kind
-
-
-def default_pipeline(source: str) -> str:
-    """The IncFed-paper pipeline of a source (``incfed-wesad`` / ``incfed-hhar``; npz ignores it)."""
-    kind = _source_kind(source)
-    return f"incfed-{kind}" if kind in ("wesad", "hhar") else "incfed-wesad"
-
-
-def default_split(source: str, pipeline: str) -> str:
-    """``npz`` (the file's own groups) for npz and ts files, ``thesis-primal`` for the thesis pipeline, else the
-    pipeline's name."""
-    if _source_kind(source) in ("npz", "ts"):
-        return "npz"
-    return "thesis-primal" if pipeline == "thesis" else pipeline
-
-
-def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algorithm) -> None:
+    own = "/".join(k + ":" for k in OWN_DATA_SOURCES)
+    pipeline = algo.pipeline or "incfed-wesad / incfed-hhar after the source"
     g = parser.add_argument_group("data and output")
     g.add_argument("--data", default="synthetic-wesad", metavar="SOURCE",
                    help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or ts:DIR/NAME "
                         "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts)")
     g.add_argument("--pipeline", default=None,
-                   help="preprocessing pipeline (default: incfed-wesad / incfed-hhar from the source)")
-    g.add_argument("--split", default=None, help="client split (default: the pipeline's, npz for npz and ts files)")
+                   help=f"preprocessing pipeline of the seeds' sources (default: {pipeline}); {own} data has none")
+    g.add_argument("--split", default=None,
+                   help=f"client split (default: the pipeline's; npz on {own} data: the file's groups, else a "
+                        "seeded rule)")
     g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
                    help="fraction of the training clients used (IncFed Tables V–VI)")
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
@@ -67,29 +60,34 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     add_partition_arguments(g)
     g.add_argument("--squared-inputs", action="store_true",
                    help="pfedrr-hhar / fedip-hhar: append each standardized axis' square as 6 more inputs, so the "
-                        "reservoir's mean states carry the signal power (ours, not in the seeds; issue 13)")
+                        "reservoir's mean states carry the signal power (ours, not in the seeds)")
     g.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
-    g.add_argument("--hparams", default=None, metavar="FILE", help="JSON object of flag values (see above)")
+    g.add_argument("--hparams", default=None, metavar="FILE",
+                   help="JSON object of settings (the flags' names with '_'); flags given win over it")
     g.add_argument("--out", required=True, metavar="DIR", help="run folder; metrics.json is written there")
     add_output_arguments(g)
 
 
-def apply_hparams(args: argparse.Namespace, parser: argparse.ArgumentParser, path: str) -> argparse.Namespace:
-    """Copies the JSON object in ``path`` onto ``args`` where ``args`` holds the parser default."""
-    try:
-        values = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise UsageError(f"--hparams: cannot read a JSON object from {path}: {err}") from None
-    if not isinstance(values, dict):
-        raise UsageError(f"--hparams: expected a JSON object in {path}, got {type(values).__name__}.")
-    unknown = sorted(k for k in values
-                     if not hasattr(args, k) or k in ("func", "hparams", "out", "data", "force", "no_test"))
-    if unknown:
-        raise UsageError(f"--hparams: unknown key(s) {unknown} in {path}.")
-    for key, value in values.items():
-        if getattr(args, key) == parser.get_default(key):
-            setattr(args, key, value)
-    return args
+def data_settings(args: argparse.Namespace, algo: algorithms.Algorithm,
+                  file: dict | None = None) -> tuple[str, str, dict]:
+    """The pipeline and split of ``args.data`` (flag, else ``file``'s, else the default) and their
+    settings records. An own-data source has no pipeline: ``--pipeline`` is a :class:`UsageError`
+    there, a search file's is not applied, and the record's pipeline is ``None``."""
+    own = own_data(args.data)
+    if own and args.pipeline is not None:
+        raise UsageError(f"--pipeline: {source_kind(args.data)}: data has no preprocessing pipeline to choose (it is "
+                         "read as the file holds it); drop --pipeline.")
+    values, origins = {}, {}
+    for name in DATA_KEYS:
+        if getattr(args, name) is not None:
+            values[name], origins[name] = getattr(args, name), "flag"
+        elif (file or {}).get(name) is not None and not (own and name == "pipeline"):
+            values[name], origins[name] = file[name], "file"
+    pipeline = values.get("pipeline") or default_pipeline(args.data, algo.pipeline)
+    split = values.get("split") or default_split(args.data, pipeline)
+    record = {"pipeline": {"value": None if own else pipeline, "origin": origins.get("pipeline", "default")},
+              "split": {"value": split, "origin": origins.get("split", "default")}}
+    return pipeline, split, record
 
 
 def source_options(args: argparse.Namespace, pipeline: str) -> dict:
@@ -101,7 +99,7 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
     from tff_esn.data.pipelines import PIPELINES
 
     options = {}
-    npz = _source_kind(args.data) in ("npz", "ts")
+    npz = own_data(args.data)
     if args.ragged is not None:
         if not npz:
             raise UsageError(f"--ragged: applies to npz:FILE sources only (and ts:DIR/NAME), got --data {args.data}.")
@@ -109,7 +107,7 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
     if args.missing is not None:
         from tff_esn.data.ts import MISSING_MODES
 
-        if _source_kind(args.data) != "ts" or args.missing not in MISSING_MODES:
+        if source_kind(args.data) != "ts" or args.missing not in MISSING_MODES:
             raise UsageError(f"--missing: expected one of {', '.join(MISSING_MODES)} with a ts:DIR/NAME source, got "
                              f"--missing {args.missing} with --data {args.data}.")
         options["missing"] = args.missing
@@ -128,20 +126,18 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.io import write_json_atomic
     from tff_esn.run_folder import clear_run
 
-    if args.hparams:
-        apply_hparams(args, parser, args.hparams)
     algo = algorithms.get_algorithm(args.algorithm)
-    config = config_of(algo, args)
+    file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
+    config, settings = config_of(algo, args, file)
+    pipeline, split_name, data_record = data_settings(args, algo, file)
     uses_tff = algo.runs_tff(config)
-    if not uses_tff and args.workers is not None:
+    if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy backend, no privacy, no subrounds); drop --workers.")
     out = check_arguments(args, config)
-    pipeline = args.pipeline or default_pipeline(args.data)
-    split_name = args.split or default_split(args.data, pipeline)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
-        split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=args.seed)
+        split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
         dataset, split, partition = partitioned(args, dataset, split)
     check_loaded(args, dataset, split, config)
     if uses_tff:
@@ -151,8 +147,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config, test_required=not args.no_test)
     record["partition"] = partition
     record["warnings"] = said + [w for w in record["warnings"] if w not in said]
-    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in algorithms.config_fields(algo.config)
-                     and k not in ("func", "command", "algorithm")}
+    record["settings"] = {**settings, **data_record}
+    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in settings
+                     and k not in ("func", "command", "algorithm", "refuse", GIVEN)}
     path = write_json_atomic(out / "metrics.json", record)
     print(summary_line(record, path))
     return 0
@@ -182,8 +179,25 @@ def summary_line(record: dict, path: Path) -> str:
     )
 
 
-def _no_flags(parser: argparse.ArgumentParser) -> None:
-    """An algorithm registered outside this package: the common flags only."""
+def _refusal(algorithm: str, owners: dict[str, list[str]]):
+    """The one-line refusal of a flag ``algorithm`` does not take but another algorithm does."""
+    private = algorithms.names_where(lambda a: bool(a.privacy))
+
+    def refuse(rest: list[str]) -> str | None:
+        reasons = dict(algorithms.get_algorithm(algorithm).privacy.refused)
+        for token in rest:
+            flag = token.split("=", 1)[0]
+            if flag not in owners:
+                continue
+            if flag[2:].replace("-", "_") in reasons:
+                return reasons[flag[2:].replace("-", "_")]
+            if flag.startswith(("--secure-", "--dp-")) and algorithm not in private:
+                return f"{algorithm}: secure aggregation / DP are implemented for {', '.join(private)}; drop {flag}."
+            return (f"{algorithm}: {flag} does not apply (a flag of {', '.join(owners[flag])}); "
+                    f"see tff-esn run {algorithm} --help.")
+        return None
+
+    return refuse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -192,11 +206,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run one algorithm on one data set and write DIR/metrics.json.",
     )
     algos = parser.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
+    owners: dict[str, list[str]] = {}
     for name, algo in algorithms.available_algorithms().items():
-        sub = algos.add_parser(name, help=algo.help, description=algo.help)
-        add_common_arguments(sub)
-        _add_data_arguments(sub)
-        ALGORITHM_FLAGS.get(name, _no_flags)(sub)
-        add_privacy_arguments(sub)
-        add_worker_arguments(sub)
-        sub.set_defaults(func=lambda args, _p=sub: _run(args, _p))
+        sub = algos.add_parser(name, help=algo.help, description=_description(algo), allow_abbrev=False)
+        _add_data_arguments(sub, algo)
+        add_algorithm_flags(sub, algo, skip=SHARED)
+        if algo.tff is not False:
+            add_worker_arguments(sub)
+        sub.set_defaults(func=lambda args, _p=sub: _run(args, _p), refuse=_refusal(name, owners))
+        for flag in sub._option_string_actions:
+            owners.setdefault(flag, []).append(name)
+
+
+def _description(algo: algorithms.Algorithm) -> str:
+    cost = algo.communication_function
+    doc = (cost.__doc__ or "").strip().splitlines()[0] if cost is not None else ""
+    return f"{algo.help}." + (f" Communication: {doc}" if doc else "")

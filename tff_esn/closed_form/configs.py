@@ -17,7 +17,7 @@ from typing import Any
 from tff_esn.algorithms import register_algorithm
 from tff_esn.config import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.l2_selection import AUTO, L2_GRID, check_grid
-from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 
 BACKENDS = ("tff", "numpy")
 MASKS: tuple[str, ...] = ("nystrom", "block", "columns")
@@ -45,12 +45,20 @@ def _count(value: Any, low: int) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class IPConfig:
-    """IP hyperparameters (FedIP Table 1): target mean ``mu`` and std ``sigma`` > 0, learning
-    rate ``eta`` ≥ 0, local ``epochs`` ≥ 1, and ``batch_size`` sequences per online step.
+    """IP hyperparameters (FedIP Table 1).
 
     FedIP Table 1 fixes η = 0.01. With this online rule (one update per time step) and
     σ = 0.1 that rate overshoots on our test data (per-unit std 0.9 instead of 0.1), while
     η = 1e-3 reaches σ within one epoch; hence the default η = 1e-3.
+
+    Attributes:
+        mu: IP target mean μ (FedIP Table 1: 0).
+        sigma: IP target std σ > 0 (FedIP: 0.005–0.15).
+        eta: IP learning rate η ≥ 0 (FedIP Table 1: 0.01).
+        epochs: local IP epochs per round (FedIP: 3–10).
+        batch_size: sequences per online IP step.
+        min_gain: gain floor after every IP step (projection onto g > 0, see
+            :mod:`tff_esn.closed_form.fedip`); ``None``: the literal eqs. 2–3, whose gain can cross zero.
     """
 
     mu: float = 0.0
@@ -59,8 +67,6 @@ class IPConfig:
     epochs: int = 1
     batch_size: int = 16
     min_gain: float | None = 1e-2
-    """Lower bound of the gain after every step (projection onto g > 0, see
-    :mod:`tff_esn.closed_form.fedip`); ``None``: the literal eqs. 2–3, whose gain can cross zero."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -100,9 +106,9 @@ class ReadoutConfig:
     """
 
     reservoir: ReservoirConfig = ReservoirConfig()
-    l2: float | str = 1e-6
+    l2: float | str = dataclasses.field(default=1e-6, metadata={"choices": (AUTO,)})
     l2_grid: tuple[float, ...] = L2_GRID
-    state_mode: str = "all"
+    state_mode: str = dataclasses.field(default="all", metadata={"choices": STATE_MODES})
     washout: int = 0
     readout_bias: bool = True
     privacy: PrivacyConfig = PrivacyConfig()
@@ -144,13 +150,13 @@ class IncFedConfig(ReadoutConfig):
     """IncFed / FedRR (IncFed eqs. 6–10).
 
     Attributes:
-        backend: ``tff`` (a TFF computation) or ``numpy``.
+        backend: ``tff`` (a TFF computation) or ``numpy`` (the plain numpy path).
         l2_per_client: each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ).
         subround_size: stream the training clients through TFF in subrounds of this many
             (:mod:`tff_esn.closed_form.streaming`); ``None``: all in one computation.
     """
 
-    backend: str = "tff"
+    backend: str = dataclasses.field(default="tff", metadata={"choices": BACKENDS})
     l2_per_client: bool = False
     subround_size: int | None = None
 
@@ -171,12 +177,15 @@ class PartialIncFedConfig(ReadoutConfig):
         k: features each client uploads, at most the readout's N_F = units (+1 with the readout
             bias) (``None``: the thesis' 1.5/|C| of N_F).
         alpha: share of the k features chosen by importance, the rest at random (Table B.2: 0.3).
-        mask: reading of eq. B.16 (:data:`MASKS`; see :mod:`tff_esn.closed_form.partial_incfed`).
+        mask: reading of eq. B.16: ``nystrom`` = each client's B_c, A_c completed from its k columns
+            (symmetric PSD, Cholesky); ``block`` = D B_c D, the selected rows and columns (PSD; collapses
+            on offset-dominated states such as OSULeaf mean states); ``columns`` = B_c D, the literal
+            reading (non-symmetric, LU; ill-conditioned, near chance).
     """
 
     k: int | None = None
     alpha: float = 0.3
-    mask: str = "nystrom"
+    mask: str = dataclasses.field(default="nystrom", metadata={"choices": MASKS})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -199,7 +208,7 @@ class PFedRRConfig(ReadoutConfig):
     """
 
     tau: float = 0.5
-    reading: str = "consistent"
+    reading: str = dataclasses.field(default="consistent", metadata={"choices": READINGS})
     subround_size: int | None = None
 
     def __post_init__(self) -> None:
@@ -217,13 +226,14 @@ class FedIPConfig(ReadoutConfig):
         backend: ``tff`` or ``numpy``.
         rounds: FedIP rounds (≥ 1).
         ip: the IP rule's hyperparameters (flags ``--ip-mu``, ``--ip-sigma``, …).
-        l2_scale: ``state``: λ follows the adapted states' variance; ``absolute``: λ as given.
+        l2_scale: ``state``: λ is on the unadapted reservoir's state scale and follows the adapted
+            states' (λ × adapted/initial state variance); ``absolute``: λ as given.
     """
 
-    backend: str = "tff"
+    backend: str = dataclasses.field(default="tff", metadata={"choices": BACKENDS})
     rounds: int = 3
     ip: IPConfig = dataclasses.field(default=IPConfig(), metadata={"prefix": "ip_"})
-    l2_scale: str = "state"
+    l2_scale: str = dataclasses.field(default="state", metadata={"choices": L2_SCALES})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -238,7 +248,8 @@ class AlignmentConfig(ReadoutConfig):
 
     Attributes:
         alpha: interpolation weight toward the shared reservoir in [0, 1] (1 = IncFed).
-        rescale: scale the interpolated Ŵ and W_in back to the target's ρ and norm.
+        rescale: scale the interpolated Ŵ and W_in back to the target's ρ and norm (default: the
+            literal interpolation, under which both shrink).
     """
 
     alpha: float = DEFAULT_ALPHA
@@ -257,19 +268,27 @@ def runs_tff(config: ReadoutConfig) -> bool:
             or getattr(config, "subround_size", None) is not None)
 
 
-register_algorithm("centralized", ReadoutConfig, _RUN + "run_centralized", ragged=True,
-                   tff=runs_tff, help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
-register_algorithm("incfed", IncFedConfig, _RUN + "run_incfed", ragged=True,
-                   tff=runs_tff, help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
-register_algorithm("fedavg-ridge", ReadoutConfig, _RUN + "run_fedavg_ridge", ragged=True,
-                   tff=runs_tff, help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
-register_algorithm("partial-incfed", PartialIncFedConfig, _RUN + "run_partial_incfed", ragged=True,
-                   tff=runs_tff, help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
-register_algorithm("pfedrr", PFedRRConfig, _RUN + "run_pfedrr", ragged=True,
-                   tff=runs_tff, help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
-register_algorithm("fedip", FedIPConfig, _RUN + "run_fedip", ragged=True,
-                   tff=runs_tff, help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
-register_algorithm("ensemble", ReadoutConfig, _RUN + "run_ensemble", ragged=True,
-                   tff=runs_tff, help="different reservoir per client; size-weighted ensemble of local readouts")
-register_algorithm("alignment", AlignmentConfig, _RUN + "run_alignment", ragged=True,
-                   tff=runs_tff, help="different reservoirs interpolated toward a shared one with weight α, then IncFed")
+register_algorithm("centralized", ReadoutConfig, _RUN + "run_centralized", ragged=True, tff=runs_tff,
+                   communication="centralized",
+                   help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
+register_algorithm("incfed", IncFedConfig, _RUN + "run_incfed", ragged=True, tff=runs_tff, privacy=STATISTICS,
+                   communication="incfed",
+                   help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
+register_algorithm("fedavg-ridge", ReadoutConfig, _RUN + "run_fedavg_ridge", ragged=True, tff=runs_tff,
+                   communication="fedavg_ridge",
+                   help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
+register_algorithm("partial-incfed", PartialIncFedConfig, _RUN + "run_partial_incfed", ragged=True, tff=runs_tff,
+                   privacy=LOCAL_STATISTICS, communication="partial_incfed",
+                   help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
+register_algorithm("pfedrr", PFedRRConfig, _RUN + "run_pfedrr", ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS,
+                   communication="pfedrr",
+                   help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
+register_algorithm("fedip", FedIPConfig, _RUN + "run_fedip", ragged=True, tff=runs_tff, privacy=IP_STATISTICS,
+                   communication="fedip",
+                   help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
+register_algorithm("ensemble", ReadoutConfig, _RUN + "run_ensemble", ragged=True, tff=runs_tff,
+                   communication="ensemble",
+                   help="different reservoir per client; size-weighted ensemble of local readouts")
+register_algorithm("alignment", AlignmentConfig, _RUN + "run_alignment", ragged=True, tff=runs_tff,
+                   communication="incfed",
+                   help="different reservoirs interpolated toward a shared one with weight α, then IncFed")

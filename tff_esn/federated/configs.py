@@ -15,11 +15,11 @@ import numbers
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tff_esn.algorithms import register_algorithm
+from tff_esn.algorithms import available_algorithms, register_algorithm
 from tff_esn.closed_form.configs import check_field
 from tff_esn.config import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.privacy.config import FEDCURV_LEARNING, LEARNING, PrivacyConfig
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,8 +81,9 @@ class ThesisModelConfig:
     learning_rate: float = dataclasses.field(default=0.1, metadata={"flag": "client_lr"})
     batch_size: int = 20
     epochs: int = 1
-    class_weight: tuple[float, ...] | str = (12.0, 88.0)
-    state_mode: str = "all"
+    class_weight: tuple[float, ...] | str = dataclasses.field(
+        default=(12.0, 88.0), metadata={"choices": (BALANCED,), "metavar": "W0,W1,…|balanced"})
+    state_mode: str = dataclasses.field(default="all", metadata={"choices": STATE_MODES})
     washout: int = 0
 
     def __post_init__(self) -> None:
@@ -231,14 +232,16 @@ class FedAvgConfig(ThesisRunConfig):
         clients_per_round: clients sampled per round (thesis: 5).
         noise_std: std of the Gaussian noise on the noisy clients' inputs (thesis: 0.5).
         noisy_clients: ids of the clients that get noise (``None``: every training client).
-        reservoirs: ``same`` (the server's reservoir) or ``different`` (flag ``--reservoir``).
-        states: ``cached`` (states harvested once) or ``faithful`` (reservoir in the model).
+        reservoirs: ``same`` (the server's reservoir) or ``different`` (each client its own).
+        states: ``cached`` (readout trained on states harvested once, noise fixed per client) or
+            ``faithful`` (reservoir inside the model, noise redrawn every round).
         shuffle: shuffle each client's sequences every round (seeded).
         out: the run folder (``rounds.csv``, ``tensorboard/``, ``checkpoints/``); required.
         resume: continue the run in ``out`` from its last completed round.
         progress: show a progress bar.
         cache_dir: data cache root (harvested states go to ``CACHE/federated-states``).
-        discriminator: a discriminator folder used as client filter (thesis Alg. 3–4).
+        discriminator: a discriminator folder used as client filter (thesis Alg. 3–4, FedAvg/FedCurv+Disc),
+            loaded by the ``discriminator`` entry point of the ``tff_esn.client_filters`` group.
         discriminator_threshold: accept a client when its P(real) exceeds this.
         keep_best: the result is the server model of the round with the best validation
             macro-F1 instead of the last round's (without validation clients: the last
@@ -249,15 +252,15 @@ class FedAvgConfig(ThesisRunConfig):
     rounds: int = 78
     clients_per_round: int = 5
     noise_std: float = 0.5
-    noisy_clients: tuple[str, ...] | None = None
-    reservoirs: str = dataclasses.field(default="same", metadata={"flag": "reservoir"})
-    states: str = "cached"
+    noisy_clients: tuple[str, ...] | None = dataclasses.field(default=None, metadata={"metavar": "ID,ID"})
+    reservoirs: str = dataclasses.field(default="same", metadata={"flag": "reservoir", "choices": RESERVOIR_MODES})
+    states: str = dataclasses.field(default="cached", metadata={"choices": STATE_SOURCES})
     shuffle: bool = True
     out: str | None = None
     resume: bool = False
     progress: bool = True
     cache_dir: str | None = None
-    discriminator: str | None = None
+    discriminator: str | None = dataclasses.field(default=None, metadata={"metavar": "PATH"})
     discriminator_threshold: float = 0.5
     keep_best: bool = False
 
@@ -285,7 +288,11 @@ class FedAvgConfig(ThesisRunConfig):
 
 @dataclasses.dataclass(frozen=True)
 class FedCurvConfig(FedAvgConfig):
-    """A FedCurv run (thesis ch. 3, Alg. 2): :class:`FedAvgConfig` and the penalty weight λ."""
+    """A FedCurv run (thesis ch. 3, Alg. 2): :class:`FedAvgConfig` and the penalty weight λ.
+
+    Attributes:
+        penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4).
+    """
 
     penalty: float = 1e-4
 
@@ -295,9 +302,18 @@ class FedCurvConfig(FedAvgConfig):
                     and self.penalty >= 0, "a finite number ≥ 0")
 
 
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True,
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING,
+                   communication="fedavg", pipeline="thesis",
                    help="FedAvg of the thesis ESN readout in TFF, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True,
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, privacy=FEDCURV_LEARNING,
+                   communication="fedcurv", pipeline="thesis",
                    help="FedCurv of the thesis ESN readout in TFF (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
+                   communication="centralized", pipeline="thesis",
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
+
+
+def federated_algorithms() -> tuple[str, ...]:
+    """The registered algorithms that train the thesis model in a federation (their config is a
+    :class:`FedAvgConfig`): what a :class:`~tff_esn.federated.training.FederatedConfig` can run."""
+    return tuple(n for n, a in available_algorithms().items() if issubclass(a.config, FedAvgConfig))

@@ -29,11 +29,12 @@ import tensorflow_federated as tff
 from tqdm.auto import tqdm
 
 from tff_esn import runtime
-from tff_esn.communication import CommunicationCost, Phase
+from tff_esn.algorithms import get_algorithm
+from tff_esn.communication import CommunicationCost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig, for_data, loss_labels
+from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig, federated_algorithms, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.metrics import classification_metrics, split_report
@@ -41,7 +42,6 @@ from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.run_warnings import warn
 
-ALGORITHMS = ("fedavg", "fedcurv")
 _SAMPLE = 4
 
 
@@ -92,7 +92,7 @@ class FederatedConfig:
             if not ok:
                 raise ValueError(f"FederatedConfig.{name}: expected {expected}, got {getattr(self, name)!r}.")
 
-        check("algorithm", self.algorithm in ALGORITHMS, f"one of {ALGORITHMS}")
+        check("algorithm", self.algorithm in federated_algorithms(), f"one of {federated_algorithms()}")
         check("model", isinstance(self.model, ThesisModelConfig), "a ThesisModelConfig")
         for name in ("rounds", "clients_per_round"):
             value = getattr(self, name)
@@ -147,11 +147,8 @@ def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelC
 
 
 def _communication(config: FederatedConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
-    """Floats per client per round: the model weights down (TFF broadcasts trainable and
-    non-trainable ones), the readout delta up; FedCurv adds u and v both ways."""
-    extra = 2 * trainable if config.algorithm == "fedcurv" else 0
-    return CommunicationCost((Phase(config.algorithm, trainable + extra, trainable + non_trainable + extra,
-                                    rounds, bytes_per_float=4),))
+    """The cost function the algorithm's registry entry names (:func:`tff_esn.communication.fedavg`, ``fedcurv``)."""
+    return get_algorithm(config.algorithm).communication_function(trainable, non_trainable, rounds)
 
 
 def _noise_table(config: FederatedConfig, ids: Sequence[str]) -> dict[str, float]:

@@ -1,10 +1,11 @@
 """Typed privacy settings of a run: secure aggregation and the Gaussian mechanism.
 
 :class:`PrivacyConfig` is what ``--secure-aggregation``/``--secure-*``/``--dp-*`` become
-(the flags' names with ``_`` are its fields); :func:`check_privacy` says whether an
-algorithm implements the requested mechanism. Light: importing this module imports neither
-TensorFlow nor ``dp_accounting`` (the ε/δ checks import :mod:`tff_esn.privacy.accounting`
-when a run asks for DP).
+(the flags' names with ``_`` are its fields); an algorithm's registry entry declares the
+:class:`PrivacySupport` it implements (:data:`NONE`, :data:`STATISTICS`, :data:`LOCAL_STATISTICS`,
+:data:`IP_STATISTICS`, :data:`LEARNING`) and :func:`check_privacy` holds a config to it.
+Light: importing this module imports neither TensorFlow nor ``dp_accounting`` (the ε/δ
+checks import :mod:`tff_esn.privacy.accounting` when a run asks for DP).
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 
 DEFAULT_SECURE_BITS = 48
 MODELS = ("central", "local", "distributed")
-SUPPORTED = ("incfed", "fedip", "fedavg", "fedcurv", "pfedrr", "partial-incfed")
-LOCAL_ONLY = ("pfedrr", "partial-incfed")  # data-dependent uploads: DP only with each client's own noise
 DEFAULT_IP_CLIP = 1.0
-LEARNING = ("fedavg", "fedcurv")
 NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
               "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
 
@@ -38,13 +36,15 @@ class PrivacyConfig:
     Attributes:
         secure_aggregation: sum the clients' uploads with TFF's secure sum (fixed-point encoding).
         secure_bits: closed form: bit width of the secure sum (each client gets bits − ⌈log₂ K⌉).
-        secure_range: closed form: values are clipped to ±R before encoding (``None``: derived).
+        secure_range: closed form: values are clipped to ±R before encoding (``None``: the largest
+            client's state count, which bounds every entry of A, B, n, plus 8 σ of the clients' DP noise).
         dp_epsilon: target ε of the Gaussian mechanism (``None``: no DP unless ``dp_noise_multiplier``).
         dp_noise_multiplier: noise multiplier z instead of ``dp_epsilon`` (ε is then reported).
         dp_delta: δ.
-        dp_clip: closed form: state norm bound (``None``: √N_F); FedAvg/FedCurv: update norm bound
-            (``None``: 0.1).
-        dp_model: closed form: ``central``, ``local`` or ``distributed`` noise.
+        dp_clip: closed form: state norm bound C (``None``: √N_F, no state changes); FedAvg/FedCurv:
+            the clients' update norm bound (``None``: 0.1; initial value with dp_adaptive_clip).
+        dp_model: closed form: noise added by the server (``central``), by each client in full
+            (``local``) or in shares σ/√K (``distributed``; with secure aggregation).
         dp_ip_clip: FedIP: L2 norm bound of a client's (Δg, Δb) update per round.
         dp_seed: seed of the DP noise (``None``: the run's seed; FedAvg/FedCurv: fixed and
             adaptive clip).
@@ -59,7 +59,7 @@ class PrivacyConfig:
     dp_delta: float = 1e-5
     dp_clip: float | None = None
     dp_ip_clip: float = DEFAULT_IP_CLIP
-    dp_model: str = "central"
+    dp_model: str = dataclasses.field(default="central", metadata={"choices": MODELS})
     dp_seed: int | None = None
     dp_adaptive_clip: bool = False
 
@@ -114,30 +114,77 @@ class PrivacyConfig:
         return accounting.noise_multiplier_for(self.dp_epsilon, self.dp_delta, rounds, sampling_rate)
 
 
+@dataclasses.dataclass(frozen=True)
+class PrivacySupport:
+    """The privacy an algorithm implements (its registry entry's ``privacy``).
+
+    Attributes:
+        settings: the :class:`PrivacyConfig` fields it reads; their flags are the privacy
+            flags of its ``tff-esn run ALGO --help``, and any other one set is refused.
+        local_only: DP only with each client noising its own statistics first
+            (``dp_model="local"``): a client's upload depends on its data beyond the sums.
+        refused: ``(setting, reason)`` pairs: why a setting it does not read is refused, where
+            the reason is more than "it does not apply".
+    """
+
+    settings: tuple[str, ...] = ()
+    local_only: bool = False
+    refused: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.settings) - {f.name for f in dataclasses.fields(PrivacyConfig)})
+        if unknown:
+            raise ValueError(f"PrivacySupport.settings: {unknown} are no PrivacyConfig fields.")
+
+    def __bool__(self) -> bool:
+        return bool(self.settings)
+
+
+_DP = ("dp_epsilon", "dp_noise_multiplier", "dp_delta", "dp_clip", "dp_seed")
+NONE = PrivacySupport()
+"""No secure aggregation, no DP."""
+STATISTICS = PrivacySupport(("secure_aggregation", "secure_bits", "secure_range", *_DP, "dp_model"))
+"""Closed form: secure sum and Gaussian mechanism on the summed statistics (central, local or distributed)."""
+LOCAL_STATISTICS = PrivacySupport(STATISTICS.settings, local_only=True)
+"""Closed form with data-dependent uploads (masks, completions): DP with each client's own noise only."""
+IP_STATISTICS = PrivacySupport((*STATISTICS.settings, "dp_ip_clip"))
+"""FedIP: the closed form's statistics plus the clipped (Δg, Δb) updates of its rounds."""
+LEARNING = PrivacySupport(("secure_aggregation", *_DP, "dp_adaptive_clip"))
+"""FedAvg: TFF's DP (fixed or adaptive clip) and secure-sum aggregators as they are."""
+FEDCURV_LEARNING = PrivacySupport(tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
+                                  refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),))
+"""FedCurv: as FedAvg with a fixed clip only (its u, v are released jointly with the update)."""
+
+
 def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
-    """``ValueError`` when ``algorithm`` (run with ``backend``) does not implement what ``privacy`` asks."""
+    """``ValueError`` when ``algorithm`` (run with ``backend``) does not implement what ``privacy`` asks:
+    its registry entry's :class:`PrivacySupport` says which settings it reads."""
+    from tff_esn.algorithms import get_algorithm, names_where  # the registry imports this module
+
+    support = get_algorithm(algorithm).privacy
+    defaults = PrivacyConfig()
+    unused = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(PrivacyConfig)
+              if f.name not in support.settings and getattr(privacy, f.name) != getattr(defaults, f.name)]
+    if not support and (unused or privacy.requested):
+        supported = ", ".join(names_where(lambda a: bool(a.privacy)))
+        raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {supported}; "
+                         "drop the --secure-*/--dp-* flags.")
+    reasons = dict(support.refused)
+    for flag in unused:
+        if flag[2:].replace("-", "_") in reasons:
+            raise ValueError(reasons[flag[2:].replace("-", "_")])
+    if unused:
+        verb = "does" if len(unused) == 1 else "do"
+        raise ValueError(f"{algorithm}: {', '.join(unused)} {verb} not apply to its privacy "
+                         f"(it reads {', '.join('--' + s.replace('_', '-') for s in support.settings)}).")
     if not privacy.requested:
         return
-    if algorithm not in SUPPORTED:
-        raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {', '.join(SUPPORTED)}; "
-                         "drop the --secure-*/--dp-* flags.")
-    if algorithm in LOCAL_ONLY and privacy.dp_requested and privacy.dp_model != "local":
+    if support.local_only and privacy.dp_requested and privacy.dp_model != "local":
         raise ValueError(f"{algorithm}: a client's upload depends on its data through its mask / completion too, so "
                          "only each client noising its own statistics first is DP: add --dp-model local.")
-    if (algorithm in LOCAL_ONLY and privacy.dp_requested and privacy.secure_aggregation
-            and privacy.secure_range is None):
+    if support.local_only and privacy.dp_requested and privacy.secure_aggregation and privacy.secure_range is None:
         raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
                          "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
     if backend != "tff":
         raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
                          "use --backend tff.")
-    learning = algorithm in LEARNING
-    if learning and (privacy.dp_model != "central" or privacy.secure_range is not None
-                     or privacy.secure_bits != DEFAULT_SECURE_BITS):
-        raise ValueError(f"{algorithm}: --dp-model, --secure-bits and --secure-range apply to the "
-                         "closed-form statistics; FedAvg/FedCurv use TFF's DP and secure aggregators as they are.")
-    if algorithm == "fedcurv" and privacy.dp_adaptive_clip:
-        raise ValueError(ADAPTIVE_FEDCURV)
-    if not learning and privacy.dp_adaptive_clip:
-        raise ValueError(f"{algorithm}: --dp-adaptive-clip applies to fedavg/fedcurv (the closed form clips states "
-                         "at --dp-clip).")

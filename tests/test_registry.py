@@ -1,0 +1,298 @@
+"""One registry entry declares an algorithm: flags generated from its config, foreign flags refused
+in one line, privacy and communication from the entry, own-data defaults with their origins."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tff_esn import algorithms, communication
+from tff_esn.cli import main
+from tff_esn.closed_form.configs import IncFedConfig
+from tff_esn.config import ReservoirConfig
+from tff_esn.data.errors import DataError
+from tff_esn.defaults import OWN_DATA, config_for, effective_config
+from tff_esn.federated.configs import FedAvgConfig
+from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.settings import config_from_flags, settings
+
+from closed_form_data import default_split, random_dataset, write_npz
+from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyConfig:
+    """A toy algorithm's settings.
+
+    Attributes:
+        scale: factor of the reported score, > 0.
+        mode: which toy rule runs.
+        rate: a number, or ``auto``.
+        seed: seed of the toy.
+    """
+
+    scale: float = 1.0
+    mode: str = dataclasses.field(default="plain", metadata={"choices": ("plain", "fancy")})
+    rate: float | str = dataclasses.field(default=1.0, metadata={"choices": ("auto",)})
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.scale > 0:
+            raise ValueError(f"ToyConfig.scale (--scale): expected a number > 0, got {self.scale!r}.")
+
+
+def _toy_run(dataset, split, config):
+    test = {"accuracy": 0.1 * config.scale, "f1_macro": 0.0, "random_baseline_accuracy": 0.5, "n": len(split.test),
+            "mode": config.mode}
+    return {"train": None, "val": None, "test": test, "communication": communication.centralized([1]).to_dict()}
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The registry with a toy algorithm added (taken back after the test)."""
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))
+    return algorithms.register_algorithm("toy", ToyConfig, _toy_run, tff=False, communication="centralized",
+                                         help="a toy")
+
+
+def _metrics(path):
+    return json.loads((path / "metrics.json").read_text())
+
+
+def test_a_toy_algorithm_runs_through_the_cli_with_its_generated_flags(toy, fake_sources, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "toy", "--help"])
+    out = capsys.readouterr().out
+    assert "--scale SCALE  factor of the reported score, > 0 (default 1.0)" in " ".join(out.split()).replace(
+        "SCALE factor", "SCALE  factor")
+    assert "--mode {plain,fancy}" in out and "--workers" not in out and "--dp-epsilon" not in out
+    assert "--l2" not in out and "--units" not in out
+
+    assert main(["run", "toy", "--out", str(tmp_path), "--scale", "2.5", "--mode", "fancy"]) == 0
+    record = _metrics(tmp_path)
+    assert record["test"]["accuracy"] == pytest.approx(0.25) and record["test"]["mode"] == "fancy"
+    assert record["config"] == {"scale": 2.5, "mode": "fancy", "rate": 1.0, "seed": 0}
+    assert record["settings"]["scale"] == {"value": 2.5, "origin": "flag"}
+    assert record["settings"]["seed"] == {"value": 0, "origin": "default"}
+    capsys.readouterr()
+    assert main(["run", "toy", "--out", str(tmp_path / "b"), "--scale", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == ("tff-esn run: error: ToyConfig.scale (--scale): expected a number > 0, "
+                                               "got -1.0.")
+    assert main(["run", "toy", "--out", str(tmp_path / "b"), "--l2", "1"]) == 2
+    assert "toy: --l2 does not apply (a flag of " in capsys.readouterr().err
+    for text, value in (("auto", "auto"), ("0.5", 0.5)):  # a number-or-option setting
+        assert main(["run", "toy", "--out", str(tmp_path / text), "--rate", text]) == 0
+        assert _metrics(tmp_path / text)["config"]["rate"] == value
+    with pytest.raises(SystemExit):
+        main(["run", "toy", "--out", str(tmp_path / "c"), "--rate", "fast"])
+    assert "expected a float or one of auto, got 'fast'" in capsys.readouterr().err
+
+
+def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
+    algorithms.register_algorithm("toy-binary", ToyConfig, _toy_run, labels=("binary",), tff=False)
+    data = random_dataset(n_clients=4, n_classes=3, seed=1)
+    with pytest.raises(DataError, match=r"random: y: 3 classes, but 'toy-binary' takes binary labels only; use an "
+                                        r"algorithm that takes multiclass labels \(.*incfed.*toy\)"):
+        algorithms.run_algorithm("toy-binary", data, default_split(data), ToyConfig())
+    binary = random_dataset(n_clients=4, n_classes=2, seed=1)
+    assert algorithms.run_algorithm("toy-binary", binary, default_split(binary), ToyConfig())["test"]["mode"] == "plain"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fedavg", "--l2", "1e-3"], "fedavg: --l2 does not apply (a flag of "),
+    (["fedavg", "--no-readout-bias"], "fedavg: --no-readout-bias does not apply"),
+    (["incfed", "--dp-ip-clip", "2"], "incfed: --dp-ip-clip does not apply (a flag of fedip)"),
+    (["incfed", "--dp-adaptive-clip"], "incfed: --dp-adaptive-clip does not apply (a flag of fedavg, fedcurv)"),
+    (["fedavg", "--dp-model", "local"], "fedavg: --dp-model does not apply"),
+    (["ensemble", "--dp-epsilon", "1"], "ensemble: secure aggregation / DP are implemented for incfed, "
+                                        "partial-incfed, pfedrr, fedip, fedavg, fedcurv; drop --dp-epsilon."),
+    (["thesis-central", "--workers", "localhost:8000"], "thesis-central: --workers does not apply"),
+    (["incfed", "--data", "npz:data.npz", "--pipeline", "incfed-wesad"], "--pipeline: npz: data has no preprocessing"),
+    (["fedavg", "--data", "ts:dir/Name", "--pipeline", "thesis"], "--pipeline: ts: data has no preprocessing"),
+])
+def test_a_flag_that_does_not_apply_is_refused_in_one_line(argv, message, tmp_path, capsys):
+    assert main(["run", argv[0], "--out", str(tmp_path), *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tff-esn run: error: {message}") and err.count("\n") == 1, err
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def _help(*argv: str) -> str:
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(out.getvalue().split())
+
+
+def test_an_algorithms_help_shows_its_flags_only_with_their_defaults():
+    fedavg = _help("run", "fedavg")
+    assert "--pipeline PIPELINE preprocessing pipeline of the seeds' sources (default: thesis)" in fedavg
+    assert "(default all; mean on npz:/ts: data)" in fedavg and "(default 0.5; 0.0 on npz:/ts: data)" in fedavg
+    assert "--units UNITS number of reservoir units N_R (≥ 1) (default 200)" in fedavg
+    assert "--dp-adaptive-clip" in fedavg and "--workers" in fedavg
+    assert not {"--l2", "--dp-model", "--dp-ip-clip", "--secure-bits", "--no-readout-bias"} & set(fedavg.split())
+    incfed = _help("run", "incfed")
+    assert "--backend {tff,numpy}" in incfed and "(default tff)" in incfed
+    assert "--dp-model {central,local,distributed}" in incfed
+    assert "--pipeline PIPELINE preprocessing pipeline of the seeds' sources (default: incfed-wesad" in incfed
+    assert not {"--dp-ip-clip", "--dp-adaptive-clip", "--rounds", "--client-lr"} & set(incfed.split())
+    assert "--dp-ip-clip" in _help("run", "fedip")
+    central = _help("run", "thesis-central")
+    assert not {"--workers", "--secure-aggregation", "--dp-epsilon", "--rounds"} & set(central.split())
+    assert "--secure-aggregation" not in _help("run", "centralized")
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=os.environ)
+
+
+def test_tune_and_discriminator_help_import_no_tensorflow():
+    code = ("import sys, contextlib, io\nfrom tff_esn.cli import main\n"
+            "for argv in (['tune', '--help'], ['discriminator', '--help'], ['discriminator', 'train', '--help'],\n"
+            "             ['discriminator', 'phase', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+            "        main(argv)\n"
+            "    assert 'usage: tff-esn' in out.getvalue(), argv\n"
+            "print(sorted(m for m in ('tensorflow', 'keras', 'keras_tuner', 'tensorflow_federated', 'numpy')\n"
+            "             if m in sys.modules))\n")
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
+
+
+def test_discriminator_flags_come_from_the_configs_they_set():
+    train = _help("discriminator", "train")
+    assert "--units UNITS number of reservoir units N_R (≥ 1) (default 200)" in train
+    assert "--noise-std NOISE_STD std of the Gaussian noise on the fake ESN's inputs (thesis: 1.0) (default 1.0)" \
+        in train and "--disc-batch-size" in train and "--l2" not in train.split()
+    phase = _help("discriminator", "phase")
+    assert "--server-lr SERVER_LR" in phase and "(default 78)" in phase and "--threshold THRESHOLD" in phase
+    assert "--algorithm {fedavg,fedcurv}" in phase
+
+    import argparse
+
+    from discriminator import cli
+    from discriminator.configs import DeltaConfig
+    from tff_esn.federated.configs import ThesisModelConfig
+
+    parser = argparse.ArgumentParser()
+    cli._add_arguments(parser)
+    args = parser.parse_args(["train", "--out", "d", "--units", "20", "--client-lr", "0.01", "--steps", "50",
+                              "--epochs", "3", "--disc-batch-size", "32", "--hidden", "8,4"])
+    model = config_from_flags(ThesisModelConfig, cli._values(args, cli.MODEL))
+    assert (model.reservoir.units, model.reservoir.spectral_radius, model.learning_rate, model.epochs) == \
+        (20, 0.99, 0.01, 1)
+    assert DeltaConfig(model=model, **cli._values(args, cli.DELTAS)).steps == 50
+    assert cli._values(args, cli.NETWORK) == {"hidden": (8, 4), "dropout": (0.1, 0.1), "epochs": 3, "batch_size": 32}
+
+
+@pytest.fixture
+def npz_file(tmp_path):
+    return write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
+
+
+def test_own_data_defaults_apply_where_nothing_was_given_and_metrics_record_each_origin(npz_file, tmp_path):
+    hp = tmp_path / "hp.json"
+    hp.write_text(json.dumps({"washout": 1, "units": 6}))
+    out = tmp_path / "run"
+    assert main(["run", "centralized", "--data", f"npz:{npz_file}", "--out", str(out), "--units", "8",
+                 "--l2", "1e-2", "--hparams", str(hp)]) == 0
+    record = _metrics(out)
+    settings_ = record["settings"]
+    assert settings_["units"] == {"value": 8, "origin": "flag"}  # the flag wins over the file
+    assert settings_["washout"] == {"value": 1, "origin": "file"}
+    assert settings_["state_mode"] == {"value": "mean", "origin": "own-data default"}
+    assert settings_["bias_scaling"] == {"value": 1.0, "origin": "own-data default"}
+    assert settings_["leaky"] == {"value": 1.0, "origin": "default"}
+    assert settings_["pipeline"] == {"value": None, "origin": "default"} and settings_["split"]["value"] == "npz"
+    assert set(settings_) == set(record["config"]) | {"pipeline", "split"}
+    assert {k: v["value"] for k, v in settings_.items() if k in record["config"]} == record["config"]
+
+    again = tmp_path / "again"  # a flag equal to the class default is still the user's choice
+    assert main(["run", "centralized", "--data", f"npz:{npz_file}", "--out", str(again), "--units", "8",
+                 "--state-mode", "all"]) == 0
+    assert _metrics(again)["settings"]["state_mode"] == {"value": "all", "origin": "flag"}
+
+
+def test_the_seeds_sources_keep_the_class_defaults(fake_sources, tmp_path):  # noqa: F811
+    assert main(["run", "incfed", "--out", str(tmp_path), *FAST, "--backend", "numpy"]) == 0
+    settings_ = _metrics(tmp_path)["settings"]
+    assert settings_["state_mode"] == {"value": "all", "origin": "default"}
+    assert settings_["bias_scaling"] == {"value": 0.0, "origin": "default"}
+    assert settings_["pipeline"] == {"value": "incfed-wesad", "origin": "default"}
+    hp = tmp_path / "best.json"  # a search's file names the pipeline and split it ran on
+    hp.write_text(json.dumps({"pipeline": "incfed-hhar", "split": "incfed-hhar", "l2": 0.5}))
+    assert main(["run", "incfed", "--out", str(tmp_path / "b"), *FAST, "--backend", "numpy", "--hparams", str(hp),
+                 "--split", "mine"]) == 0
+    settings_ = _metrics(tmp_path / "b")["settings"]
+    assert settings_["pipeline"] == {"value": "incfed-hhar", "origin": "file"}
+    assert settings_["split"] == {"value": "mine", "origin": "flag"} and fake_sources[-1][1] == "mine"
+    assert settings_["l2"] == {"value": 1e-2, "origin": "flag"}
+
+
+def test_config_for_is_the_clis_config_for_library_users():
+    data = random_dataset(n_clients=4, seed=2)  # arrays from Python: own data
+    assert config_for("incfed", data, units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30, bias_scaling=1.0),
+                                                                state_mode="mean")
+    assert config_for("incfed", "synthetic-hhar", units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30))
+    own = config_for("fedavg", "npz:/data/mine.npz", out="o", units=30)
+    assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \
+        (0.0, "mean", 1.0, 30)
+    assert config_for("fedavg", "synthetic-wesad", out="o") == FedAvgConfig(out="o")
+    assert config_for("fedavg", "npz:x.npz", out="o", noise_std=0.3).noise_std == 0.3
+    _, record = effective_config("fedip", "ts:GunPoint", ("flag", {"ip_sigma": 0.2}), ("file", {"ip_sigma": 0.1}))
+    assert record["ip_sigma"] == {"value": 0.2, "origin": "flag"}
+    assert record["state_mode"]["origin"] == "own-data default"
+
+
+def test_every_entry_declares_flags_with_help_a_cost_function_and_valid_own_data_settings():
+    for name, algo in algorithms.available_algorithms().items():
+        for setting in algo.settings().values():
+            assert setting.help, f"{name}: --{setting.name} has no help (metadata['help'] or the docstring)"
+        cost = algo.communication_function
+        assert cost is not None and cost.__module__ == "tff_esn.communication", name
+        assert set(OWN_DATA.get(name, {})) <= set(algo.settings()), name
+        privacy = {n for n, s in algo.settings().items() if s.owner is PrivacyConfig}
+        assert privacy == set(algo.privacy.settings), name
+    assert set(OWN_DATA) <= set(algorithms.available_algorithms())
+
+
+def test_generated_flags_parse_tuples_and_none(fake_sources, tmp_path):  # noqa: F811
+    assert main(["run", "fedip", "--out", str(tmp_path), *FAST, "--rounds", "1", "--backend", "numpy",
+                 "--ip-min-gain", "none"]) == 0
+    assert _metrics(tmp_path)["config"]["ip_min_gain"] is None
+    fields = settings(FedAvgConfig)
+    assert fields["class_weight"].parse("1,3") == (1.0, 3.0)
+    assert fields["noisy_clients"].parse("S2, S3") == ("S2", "S3") and fields["noisy_clients"].parse("none") is None
+    assert fields["class_weight"].parse("balanced") == "balanced"
+    with pytest.raises(ValueError, match="expected a tuple or one of balanced, got 'even'"):
+        fields["class_weight"].parse("even")
+    from discriminator.configs import DiscriminatorConfig
+
+    with pytest.raises(ValueError, match="expected 2 comma-separated values"):
+        settings(DiscriminatorConfig)["hidden"].parse("8")
+
+
+def test_fedavg_and_fedcurv_costs_name_the_registry_functions():
+    fedavg, fedcurv = communication.fedavg(201, 0, 3), communication.fedcurv(201, 0, 3)
+    assert (fedavg.up_floats, fedavg.down_floats, fedavg.rounds) == (603, 603, 3)
+    assert (fedcurv.up_floats, fedcurv.down_floats) == (603 * 3, 603 * 3)
+    assert algorithms.get_algorithm("fedcurv").communication_function is communication.fedcurv
+
+
+def test_help_comes_from_the_declaring_class_docstring():
+    from tff_esn.settings import attribute_help
+
+    text = attribute_help(IncFedConfig)
+    assert text["l2"] == "ridge λ ≥ 0 (IncFed eq. 3)."  # declared on the base, ReadoutConfig
+    assert text["subround_size"] == ("stream the training clients through TFF in subrounds of this many "
+                                     "(tff_esn.closed_form.streaming); None: all in one computation.")
+    steps = settings(FedAvgConfig)["noise_std"]
+    assert (steps.help, steps.owner, steps.group) == ("std of the Gaussian noise on the noisy clients' inputs "
+                                                      "(thesis: 0.5).", FedAvgConfig, "")
+    assert settings(FedAvgConfig)["units"].default == 200 and settings(FedAvgConfig)["units"].group == "reservoir"

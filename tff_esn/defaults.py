@@ -1,0 +1,127 @@
+"""Defaults that depend on the data source, declared in one place.
+
+The config classes' defaults are the seeds' settings (thesis Table 6.2 and §6.1, the IncFed,
+pFedRR and FedIP papers): they hold on the seeds' data (:data:`SEED_SOURCES`:
+``synthetic-wesad``, ``wesad:``, ``synthetic-hhar``, ``hhar:``) and the reproduction scripts
+rely on them. On a researcher's own data — every other source: ``npz:``, ``ts:``, arrays
+given in Python — they would apply the thesis' input noise, all-step states without a
+reservoir bias and the like silently; there :data:`OWN_DATA` replaces them with neutral
+settings wherever the user gave no value:
+
+======================  ====================================================================
+algorithm               own-data defaults
+======================  ====================================================================
+fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mean"``,
+                        ``bias_scaling=1.0`` (a reservoir bias), ``class_weight="balanced"``
+                        (weights from the training labels)
+thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``
+closed-form algorithms  ``state_mode="mean"``, ``bias_scaling=1.0``
+======================  ====================================================================
+
+A value may be any value of the setting, a string option included. :func:`effective_config`
+builds the config a run uses from the values given (each with its origin) and records every
+effective setting with where it came from — ``metrics.json["settings"]``; :func:`config_for`
+is the same for library users. The pipeline and split a source is read with by default
+(:func:`default_pipeline`, :func:`default_split`) live here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tff_esn.algorithms import get_algorithm
+from tff_esn.settings import config_from_flags, flat_config
+
+if TYPE_CHECKING:
+    from tff_esn.data.sequences import SequenceDataset
+
+SEED_SOURCES = ("wesad", "hhar")
+"""Source kinds of the seeds' data (``synthetic-`` copies included): the class defaults hold there."""
+OWN_DATA_SOURCES = ("npz", "ts")
+"""The command line's sources of own data (``npz:FILE``, ``ts:DIR/NAME``): no pipeline, own-data defaults."""
+OWN_DATA_ORIGIN = "own-data default"
+ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
+"""Where an effective setting came from, highest precedence first."""
+
+_NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
+_THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced"}
+_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0}
+_CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+
+OWN_DATA: dict[str, dict[str, Any]] = {
+    "fedavg": _THESIS_FEDERATION,
+    "fedcurv": _THESIS_FEDERATION,
+    "thesis-central": _THESIS_MODEL,
+    **dict.fromkeys(_CLOSED_FORM, _NEUTRAL_STATES),
+}
+"""Per algorithm, the settings (flat names) that replace its class defaults on own data."""
+
+
+def source_kind(source: str) -> str:
+    """``npz`` for ``npz:FILE``, ``wesad`` for ``synthetic-wesad`` and ``wesad:DIR``, …"""
+    kind = source.split(":", 1)[0]
+    return kind[len("synthetic-"):] if kind.startswith("synthetic-") else kind
+
+
+def own_data(source: str) -> bool:
+    """Whether ``source`` holds a researcher's own data (not the seeds'; no pipeline; :data:`OWN_DATA` applies)."""
+    return source_kind(source) not in SEED_SOURCES
+
+
+def source_defaults(algorithm: str, source: str) -> dict[str, Any]:
+    """The settings that replace ``algorithm``'s class defaults on ``source`` (``{}`` on the seeds' data)."""
+    return dict(OWN_DATA.get(algorithm, {})) if own_data(source) else {}
+
+
+def default_pipeline(source: str, pipeline: str | None = None) -> str:
+    """The pipeline a source is read with: the algorithm's own (``pipeline``, e.g. the thesis
+    models' ``thesis``), else the IncFed-paper pipeline of the source (``incfed-wesad`` /
+    ``incfed-hhar``); own-data sources ignore it."""
+    if pipeline is not None:
+        return pipeline
+    kind = source_kind(source)
+    return f"incfed-{kind}" if kind in ("wesad", "hhar") else "incfed-wesad"
+
+
+def default_split(source: str, pipeline: str) -> str:
+    """``npz`` (the file's own groups) for own data (npz and ts files), ``thesis-primal`` for the
+    thesis pipeline, else the pipeline's name."""
+    if own_data(source):
+        return "npz"
+    return "thesis-primal" if pipeline == "thesis" else pipeline
+
+
+def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str, Any]]) -> tuple[Any, dict]:
+    """``algorithm``'s config on ``source`` and the record of every effective setting.
+
+    ``given`` are ``(origin, {setting: value})`` layers, highest precedence first (the CLI
+    passes ``("flag", …)`` then ``("file", …)``); a setting none of them gives takes the
+    source's default (:func:`source_defaults`, origin ``"own-data default"``), else the
+    class default (``"default"``). Returns ``(config, {setting: {"value", "origin"}})`` with
+    every flat setting of the config (:func:`tff_esn.settings.flat_config`); a config that
+    refuses the values raises its ``ValueError``.
+    """
+    algo = get_algorithm(algorithm)
+    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source))]
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for origin, layer in reversed(layers):
+        values.update(layer)
+        origins.update(dict.fromkeys(layer, origin))
+    config = config_from_flags(algo.config, values)
+    record = {name: {"value": value, "origin": origins.get(name, "default")}
+              for name, value in flat_config(config).items()}
+    return config, record
+
+
+def config_for(algorithm: str, data: SequenceDataset | str, **settings: Any) -> Any:
+    """``algorithm``'s config for ``data`` (a dataset or its source string): ``settings`` (flat
+    names, e.g. ``units=300``) over the source's defaults over the class defaults — the config
+    ``tff-esn run ALGO --data SOURCE`` builds from the same flags::
+
+        config = config_for("incfed", dataset, units=300, backend="numpy")
+        record = run_algorithm("incfed", dataset, split, config)
+    """
+    source = data if isinstance(data, str) else data.source
+    return effective_config(algorithm, source, ("flag", settings))[0]

@@ -1,0 +1,227 @@
+"""The flat settings of a config dataclass: names, defaults, types, choices and help.
+
+A run's config is a frozen dataclass that may nest others (``reservoir``, ``privacy``,
+``ip``, ``model``). Its *settings* are the leaves under flat names — the names of
+``metrics.json``'s ``config`` section, of ``--hparams`` files and (with ``-``) of the
+``tff-esn run`` flags: ``reservoir.units`` is ``units``; a nested field with
+``metadata={"prefix": "ip_"}`` names ``ip.mu`` ``ip_mu``; a field with
+``metadata={"flag": name}`` is called ``name``.
+
+Everything a flag needs is declared on the field: its help is ``metadata["help"]`` or the
+field's entry in the ``Attributes:`` section of the declaring class's docstring (searched
+along the class' bases); ``metadata["choices"]`` lists the allowed values;
+``metadata["type"]`` parses a value from text where the annotation does not say how;
+``metadata["metavar"]`` names the value in ``--help``. Light: no numpy, no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One flat setting of a config class.
+
+    Attributes:
+        name: the flat name (``units``, ``ip_mu``, ``client_lr``); the flag is ``--`` + name with ``-``.
+        field: the dataclass field holding it.
+        owner: the dataclass declaring ``field`` (its docstring gives the help).
+        default: the value when nobody sets it (from the enclosing config's default, so
+            ``units`` of ``FedAvgConfig`` is the thesis reservoir's 200).
+        group: the nested field it sits in (``reservoir``, ``privacy``, …; ``""`` at the top).
+    """
+
+    name: str
+    field: dataclasses.Field
+    owner: type
+    default: Any
+    group: str = ""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def help(self) -> str:
+        """``metadata["help"]`` or the first sentence of the docstring's attribute text (``""`` when
+        neither says)."""
+        text = self.field.metadata.get("help") or attribute_help(self.owner).get(self.field.name, "")
+        return re.split(r"(?<=\.) (?=[A-Z])", text, maxsplit=1)[0]
+
+    @property
+    def choices(self) -> tuple | None:
+        choices = self.field.metadata.get("choices")
+        return tuple(choices) if choices is not None else None
+
+    @property
+    def annotation(self) -> Any:
+        """The field's resolved type (``int``, ``float | None``, ``tuple[float, float]``, …)."""
+        return _hints(self.owner)[self.field.name]
+
+    @property
+    def optional(self) -> bool:
+        """Whether ``None`` is a value of this setting (written ``none`` on the command line)."""
+        return type(None) in typing.get_args(self.annotation)
+
+    @property
+    def kinds(self) -> tuple:
+        """The types a value can have besides ``None`` (``(float, str)`` for ``float | str``)."""
+        annotation = self.annotation
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+            return tuple(a for a in typing.get_args(annotation) if a is not type(None))
+        return (annotation,)
+
+    def parse(self, text: str) -> Any:
+        """The value of ``text`` as this setting holds it (``ValueError`` when it does not parse).
+
+        A setting of several types (``float | str``) takes the first non-string type that parses,
+        else the text itself when it is one of ``choices`` (or any text without choices): e.g.
+        ``--l2 1e-3`` or ``--l2 auto``."""
+        if self.optional and text.lower() == "none":
+            return None
+        custom = self.field.metadata.get("type")
+        if custom is not None:
+            return custom(text)
+        for kind in (k for k in self.kinds if k is not str):
+            try:
+                return _parse(kind, text)
+            except ValueError:
+                if str not in self.kinds:
+                    raise
+        if str in self.kinds and (self.choices is None or text in self.choices):
+            return text
+        raise ValueError(f"expected a {' or '.join(k.__name__ for k in self.kinds if k is not str)} or one of "
+                         f"{', '.join(map(str, self.choices or ()))}, got {text!r}")
+
+
+def _parse(kind: Any, text: str) -> Any:
+    if kind in (int, float, str):
+        return kind(text)
+    if typing.get_origin(kind) is tuple:
+        args = typing.get_args(kind)
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(args[0](p) for p in parts)
+        if len(parts) != len(args):
+            raise ValueError(f"expected {len(args)} comma-separated values, got {text!r}")
+        return tuple(a(p) for a, p in zip(args, parts))
+    raise ValueError(f"no text form for {kind!r}; declare metadata['type']")
+
+
+@functools.cache
+def _hints(owner: type) -> dict[str, Any]:
+    return typing.get_type_hints(owner)
+
+
+_ATTRIBUTE = re.compile(r"^(\s+)([A-Za-z_][A-Za-z0-9_]*): (.*)$")
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+@functools.cache
+def attribute_help(owner: type) -> dict[str, str]:
+    """``{field: text}`` from the ``Attributes:`` sections of ``owner``'s docstring and its bases'
+    (the nearest class wins), one line each, rst markup (````x````, ``:mod:`x```) dropped."""
+    out: dict[str, str] = {}
+    for cls in reversed(owner.__mro__):
+        doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
+        if "Attributes:" not in doc:
+            continue
+        entries: dict[str, list[str]] = {}
+        indent, current = None, None
+        for line in doc.split("Attributes:", 1)[1].splitlines()[1:]:
+            if not line.strip():
+                continue
+            match = _ATTRIBUTE.match(line)
+            width = len(line) - len(line.lstrip())
+            if match and (indent is None or width == indent):
+                indent, current = width, match.group(2)
+                entries[current] = [match.group(3).strip()]
+            elif current is not None and indent is not None and width > indent:
+                entries[current].append(line.strip())
+            else:
+                break
+        out.update({k: _ROLE.sub(r"\1", " ".join(v)).replace("``", "") for k, v in entries.items()})
+    return out
+
+
+def _nested(field: dataclasses.Field) -> Any:
+    """The default of a field holding a config dataclass (e.g. ``reservoir``), else ``None``."""
+    default = field.default
+    return default if dataclasses.is_dataclass(default) and not isinstance(default, type) else None
+
+
+def _name(field: dataclasses.Field) -> str:
+    """A field's setting name: ``metadata["flag"]`` (e.g. ``client_lr`` for ``learning_rate``) or its name."""
+    return field.metadata.get("flag", field.name)
+
+
+def settings(config: type, prefix: str = "", base: Any = None, group: str = "") -> dict[str, Setting]:
+    """Every flat setting of ``config`` by name, in declaration order (nested configs in place),
+    with the default each takes inside ``config`` (``base``: the enclosing default instance)."""
+    out: dict[str, Setting] = {}
+    for field in dataclasses.fields(config):
+        inner = getattr(base, field.name) if base is not None else _nested(field)
+        if dataclasses.is_dataclass(inner) and not isinstance(inner, type):
+            out.update(settings(type(inner), prefix + field.metadata.get("prefix", ""), inner, field.name))
+        else:
+            default = inner if base is not None else field.default
+            if default is dataclasses.MISSING and field.default_factory is not dataclasses.MISSING:
+                default = field.default_factory()
+            out[prefix + _name(field)] = Setting(prefix + _name(field), field, config, default, group)
+    return out
+
+
+def pick_settings(all_settings: Mapping[str, Setting], names: Iterable[str], **renamed: str) -> dict[str, Setting]:
+    """The settings ``names`` of ``all_settings``, and ``renamed`` ones (new name → setting name) under a
+    new name: a command that sets parts of several configs takes their flags from them this way."""
+    picked = {name: all_settings[name] for name in names}
+    picked.update({new: dataclasses.replace(all_settings[name], name=new) for new, name in renamed.items()})
+    return picked
+
+
+def config_fields(config: type, prefix: str = "") -> dict[str, dataclasses.Field]:
+    """Every flat setting of a config class by name (:func:`settings`), as its dataclass field."""
+    return {name: s.field for name, s in settings(config, prefix).items()}
+
+
+def config_from_flags(config: type, flags: Mapping[str, Any], *, strict: bool = True, prefix: str = "",
+                      base: Any = None) -> Any:
+    """``config`` built from flat ``flags`` (:func:`settings` names; nested configs such as
+    ``reservoir`` take theirs from the same mapping, starting from the field's default). Keys
+    that are no setting are an error naming them unless ``strict=False``."""
+    if strict:
+        unknown = sorted(set(flags) - set(config_fields(config, prefix)))
+        if unknown:
+            raise ValueError(f"{config.__name__}: unknown setting(s) {unknown}; known: "
+                             f"{', '.join(sorted(config_fields(config, prefix)))}.")
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        inner = _nested(field) if base is None else getattr(base, field.name)
+        if dataclasses.is_dataclass(inner) and not isinstance(inner, type):
+            values[field.name] = config_from_flags(type(inner), flags, strict=False, base=inner,
+                                                   prefix=prefix + field.metadata.get("prefix", ""))
+        elif prefix + _name(field) in flags:
+            values[field.name] = flags[prefix + _name(field)]
+    return config(**values) if base is None else dataclasses.replace(base, **values)
+
+
+def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``dataclasses.asdict(config)`` with nested configs lifted to the top (``units``, ``seed``,
+    ``ip_mu``, …: the keys of ``metrics.json``'s ``config`` section, the flags' names)."""
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if dataclasses.is_dataclass(value):
+            out.update(flat_config(value, prefix + field.metadata.get("prefix", "")))
+        else:
+            out[prefix + _name(field)] = list(value) if isinstance(value, tuple) else value
+    return dict(sorted(out.items()))
+
