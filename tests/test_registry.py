@@ -105,7 +105,8 @@ def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
     (["fedavg", "--l2", "1e-3"], "fedavg: --l2 does not apply (a flag of "),
     (["fedavg", "--no-readout-bias"], "fedavg: --no-readout-bias does not apply"),
     (["incfed", "--dp-ip-clip", "2"], "incfed: --dp-ip-clip does not apply (a flag of fedip)"),
-    (["incfed", "--dp-adaptive-clip"], "incfed: --dp-adaptive-clip does not apply (a flag of fedavg, fedcurv)"),
+    (["incfed", "--dp-adaptive-clip"], "incfed: --dp-adaptive-clip does not apply (a flag of fedavg)"),
+    (["fedcurv", "--dp-adaptive-clip"], "fedcurv with --dp-adaptive-clip: the curvature terms (u, v) need the fixed"),
     (["fedavg", "--dp-model", "local"], "fedavg: --dp-model does not apply"),
     (["ensemble", "--dp-epsilon", "1"], "ensemble: secure aggregation / DP are implemented for incfed, "
                                         "partial-incfed, pfedrr, fedip, fedavg, fedcurv; drop --dp-epsilon."),
@@ -238,7 +239,7 @@ def test_the_seeds_sources_keep_the_class_defaults(fake_sources, tmp_path):  # n
 def test_config_for_is_the_clis_config_for_library_users():
     data = random_dataset(n_clients=4, seed=2)  # arrays from Python: own data
     assert config_for("incfed", data, units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30, bias_scaling=1.0),
-                                                                state_mode="mean")
+                                                                state_mode="mean", l2="auto")
     assert config_for("incfed", "synthetic-hhar", units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30))
     own = config_for("fedavg", "npz:/data/mine.npz", out="o", units=30)
     assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \
@@ -289,7 +290,7 @@ def test_help_comes_from_the_declaring_class_docstring():
     from tff_esn.settings import attribute_help
 
     text = attribute_help(IncFedConfig)
-    assert text["l2"] == "ridge λ ≥ 0 (IncFed eq. 3)."  # declared on the base, ReadoutConfig
+    assert text["l2"].startswith("ridge λ ≥ 0 (IncFed eq. 3), or \"auto\": chosen from l2_grid")  # on ReadoutConfig
     assert text["subround_size"] == ("stream the training clients through TFF in subrounds of this many "
                                      "(tff_esn.closed_form.streaming); None: all in one computation.")
     steps = settings(FedAvgConfig)["noise_std"]

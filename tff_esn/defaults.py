@@ -15,7 +15,8 @@ fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mea
                         ``bias_scaling=1.0`` (a reservoir bias), ``class_weight="balanced"``
                         (weights from the training labels)
 thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``
-closed-form algorithms  ``state_mode="mean"``, ``bias_scaling=1.0``
+closed-form algorithms  ``state_mode="mean"``, ``bias_scaling=1.0``, ``l2="auto"`` (λ chosen on
+                        the validation clients, :mod:`tff_esn.closed_form.l2_selection`)
 ======================  ====================================================================
 
 A value may be any value of the setting, a string option included. :func:`effective_config`
@@ -47,13 +48,14 @@ ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
 _NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
 _THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced"}
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0}
+_RIDGE = {**_NEUTRAL_STATES, "l2": "auto"}
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
 
 OWN_DATA: dict[str, dict[str, Any]] = {
     "fedavg": _THESIS_FEDERATION,
     "fedcurv": _THESIS_FEDERATION,
     "thesis-central": _THESIS_MODEL,
-    **dict.fromkeys(_CLOSED_FORM, _NEUTRAL_STATES),
+    **dict.fromkeys(_CLOSED_FORM, _RIDGE),
 }
 """Per algorithm, the settings (flat names) that replace its class defaults on own data."""
 
