@@ -170,10 +170,11 @@ def test_l2_flag_and_grid_are_validated():
 def test_cli_parses_l2_auto():
     import argparse
 
-    from tff_esn.cli.flags import add_common_arguments
+    from tff_esn.algorithms import get_algorithm
+    from tff_esn.cli.flags import add_algorithm_flags
 
     parser = argparse.ArgumentParser()
-    add_common_arguments(parser)
+    add_algorithm_flags(parser, get_algorithm("incfed"))
     assert parser.parse_args(["--l2", "auto"]).l2 == "auto"
     assert parser.parse_args(["--l2", "1e-3"]).l2 == 1e-3
     with pytest.raises(SystemExit):
