@@ -14,7 +14,7 @@ from tff_esn.cli import main
 from tff_esn.closed_form.configs import IncFedConfig
 from tff_esn.config import ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.defaults import OWN_DATA, config_for, effective_config
+from tff_esn.defaults import OWN_DATA, config_for, default_pipeline, effective_config
 from tff_esn.federated.configs import FedAvgConfig
 from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.settings import config_from_flags, settings
@@ -245,6 +245,11 @@ def test_config_for_is_the_clis_config_for_library_users():
     assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \
         (0.0, "mean", 1.0, 30)
     assert config_for("fedavg", "synthetic-wesad", out="o") == FedAvgConfig(out="o")
+    for source, pipeline in (("synthetic-hhar", None), ("synthetic-wesad", "incfed-wesad")):  # per-sequence labels
+        paper = config_for("fedavg", source, pipeline=pipeline, out="o")
+        assert (paper.noise_std, paper.model.state_mode, paper.model.epochs) == (0.0, "mean", 10)
+    assert default_pipeline("synthetic-hhar", "thesis") == "incfed-hhar"
+    assert default_pipeline("synthetic-wesad", "thesis") == "thesis"
     assert config_for("fedavg", "npz:x.npz", out="o", noise_std=0.3).noise_std == 0.3
     _, record = effective_config("fedip", "ts:GunPoint", ("flag", {"ip_sigma": 0.2}), ("file", {"ip_sigma": 0.1}))
     assert record["ip_sigma"] == {"value": 0.2, "origin": "flag"}

@@ -3,10 +3,12 @@
 The config classes' defaults are the seeds' settings (thesis Table 6.2 and §6.1, the IncFed,
 pFedRR and FedIP papers): they hold on the seeds' data (:data:`SEED_SOURCES`:
 ``synthetic-wesad``, ``wesad:``, ``synthetic-hhar``, ``hhar:``) and the reproduction scripts
-rely on them. On a researcher's own data — every other source: ``npz:``, ``ts:``, arrays
-given in Python — they would apply the thesis' input noise, all-step states without a
-reservoir bias and the like silently; there :data:`OWN_DATA` replaces them with neutral
-settings wherever the user gave no value:
+rely on them; the thesis models' settings hold on WESAD read by the thesis pipeline only
+(:func:`seed_settings_hold`). On a researcher's own data — every other source: ``npz:``,
+``ts:``, arrays given in Python — and for the thesis models on the paper pipelines' per-sequence
+labels (HHAR, ``incfed-wesad``) they would apply the thesis' input noise, all-step states
+without a reservoir bias and the like silently; there :data:`OWN_DATA` replaces them with
+neutral settings wherever the user gave no value:
 
 ======================  ====================================================================
 algorithm               own-data defaults
@@ -78,19 +80,35 @@ def own_data(source: str) -> bool:
     return source_kind(source) not in SEED_SOURCES
 
 
-def source_defaults(algorithm: str, source: str) -> dict[str, Any]:
-    """The settings that replace ``algorithm``'s class defaults on ``source`` (``{}`` on the seeds' data)."""
-    return dict(OWN_DATA.get(algorithm, {})) if own_data(source) else {}
+def seed_settings_hold(algorithm: str, source: str, pipeline: str | None = None) -> bool:
+    """Whether ``algorithm``'s class defaults (its seed's settings) hold on ``source`` read with
+    ``pipeline`` (``None``: :func:`default_pipeline`): the seeds' data read by the algorithm's
+    own seed pipeline (the thesis models: WESAD through ``thesis``; the closed form: WESAD and
+    HHAR through any pipeline). Elsewhere — own data, or the thesis models on HHAR or on a paper
+    pipeline's per-sequence labels — :data:`OWN_DATA` applies."""
+    if own_data(source):
+        return False
+    own = get_algorithm(algorithm).pipeline
+    return own is None or (pipeline or default_pipeline(source, own)) == own
+
+
+def source_defaults(algorithm: str, source: str, pipeline: str | None = None) -> dict[str, Any]:
+    """The settings that replace ``algorithm``'s class defaults on ``source`` read with ``pipeline``
+    (``{}`` where the seed's settings hold, :func:`seed_settings_hold`)."""
+    return {} if seed_settings_hold(algorithm, source, pipeline) else dict(OWN_DATA.get(algorithm, {}))
 
 
 def default_pipeline(source: str, pipeline: str | None = None) -> str:
     """The pipeline a source is read with: the algorithm's own (``pipeline``, e.g. the thesis
-    models' ``thesis``), else the IncFed-paper pipeline of the source (``incfed-wesad`` /
-    ``incfed-hhar``); own-data sources ignore it."""
-    if pipeline is not None:
-        return pipeline
+    models' ``thesis``) when it reads the source's data, else the IncFed-paper pipeline of the
+    source (``incfed-wesad`` / ``incfed-hhar``); own-data sources ignore it."""
     kind = source_kind(source)
-    return f"incfed-{kind}" if kind in ("wesad", "hhar") else "incfed-wesad"
+    if pipeline is not None and kind in SEED_SOURCES:
+        from tff_esn.data.pipelines import PIPELINES  # numpy: only once a run is under way
+
+        if PIPELINES[pipeline].data == kind:
+            return pipeline
+    return f"incfed-{kind}" if kind in SEED_SOURCES else "incfed-wesad"
 
 
 def default_split(source: str, pipeline: str) -> str:
@@ -101,8 +119,9 @@ def default_split(source: str, pipeline: str) -> str:
     return "thesis-primal" if pipeline == "thesis" else pipeline
 
 
-def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str, Any]]) -> tuple[Any, dict]:
-    """``algorithm``'s config on ``source`` and the record of every effective setting.
+def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str, Any]],
+                     pipeline: str | None = None) -> tuple[Any, dict]:
+    """``algorithm``'s config on ``source`` read with ``pipeline`` and the record of every effective setting.
 
     ``given`` are ``(origin, {setting: value})`` layers, highest precedence first (the CLI
     passes ``("flag", …)`` then ``("file", …)``); a setting none of them gives takes the
@@ -112,7 +131,7 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
     refuses the values raises its ``ValueError``.
     """
     algo = get_algorithm(algorithm)
-    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source))]
+    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source, pipeline))]
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for origin, layer in reversed(layers):
@@ -124,13 +143,14 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
     return config, record
 
 
-def config_for(algorithm: str, data: SequenceDataset | str, **settings: Any) -> Any:
-    """``algorithm``'s config for ``data`` (a dataset or its source string): ``settings`` (flat
-    names, e.g. ``units=300``) over the source's defaults over the class defaults — the config
-    ``tff-esn run ALGO --data SOURCE`` builds from the same flags::
+def config_for(algorithm: str, data: SequenceDataset | str, *, pipeline: str | None = None, **settings: Any) -> Any:
+    """``algorithm``'s config for ``data`` (a dataset or its source string, read with ``pipeline``,
+    ``None``: the default one): ``settings`` (flat names, e.g. ``units=300``) over the source's
+    defaults over the class defaults — the config ``tff-esn run ALGO --data SOURCE`` builds from
+    the same flags::
 
         config = config_for("incfed", dataset, units=300, backend="numpy")
         record = run_algorithm("incfed", dataset, split, config)
     """
     source = data if isinstance(data, str) else data.source
-    return effective_config(algorithm, source, ("flag", settings))[0]
+    return effective_config(algorithm, source, ("flag", settings), pipeline=pipeline)[0]

@@ -119,8 +119,9 @@ def read_hparams(path: str, known: Iterable[str]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
-def config_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any] = {}) -> tuple[Any, dict]:
-    """``algo``'s effective config on ``args.data`` and its settings record
+def config_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any] = {},
+              pipeline: str | None = None) -> tuple[Any, dict]:
+    """``algo``'s effective config on ``args.data`` read with ``pipeline`` and its settings record
     (:func:`tff_esn.defaults.effective_config`): the flags given (the :data:`SHARED` ones when set)
     over ``file``'s settings (``--hparams``) over the source's defaults over the class defaults.
     A config that refuses them is a :class:`UsageError`."""
@@ -129,7 +130,7 @@ def config_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any]
     flags = {**{k: v for k, v in shared.items() if k in settings and v is not None}, **given(args)}
     file = {k: v for k, v in file.items() if k in settings}
     try:
-        config, record = effective_config(algo.name, args.data, ("flag", flags), ("file", file))
+        config, record = effective_config(algo.name, args.data, ("flag", flags), ("file", file), pipeline=pipeline)
         privacy = getattr(config, "privacy", PrivacyConfig())
         check_privacy(algo.name, privacy, backend=getattr(config, "backend", "tff"))
         return config, record

@@ -128,8 +128,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     algo = algorithms.get_algorithm(args.algorithm)
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
-    config, settings = config_of(algo, args, file)
     pipeline, split_name, data_record = data_settings(args, algo, file)
+    config, settings = config_of(algo, args, file, pipeline)
     uses_tff = algo.runs_tff(config)
     if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
