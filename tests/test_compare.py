@@ -140,3 +140,16 @@ def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, caps
     assert both["test"]["accuracy"] == natural["test"]["accuracy"]  # the same test sequences, pooled
     assert main([*dealt[:-1], "val", "--out", str(tmp_path / "e")]) == 2
     assert "groups: the split 'npz' has no val clients to deal" in capsys.readouterr().err
+
+
+def test_fedavg_on_k_classes_runs_the_comparisons_rounds_with_the_neutral_settings(tmp_path):
+    source = _ts(tmp_path, name="Three", n_train=12, n_test=6, steps=8)
+    comparison = Comparison(source, "ignored", "npz", partitions=("iid",), clients=2, seeds=(0,),
+                            algorithms=("centralized", "fedavg"), rounds=2)
+    rows = _rows(run_comparison(comparison, tmp_path / "out", progress=False)["csv"])
+    fedavg = next(r for r in rows if r["algorithm"] == "fedavg")
+    assert fedavg["error"] == "" and fedavg["rounds"] == "2"
+    record = json.loads((tmp_path / "out/runs/fedavg/iid/seed0/metrics.json").read_text())
+    assert (record["config"]["rounds"], record["config"]["state_mode"], record["config"]["noise_std"]) == (2, "mean", 0.0)
+    with pytest.raises(ValueError, match="rounds: expected"):
+        Comparison(source, "ignored", "npz", rounds=0)

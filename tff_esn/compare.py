@@ -45,15 +45,17 @@ DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichle
 
 @dataclasses.dataclass(frozen=True)
 class CompareProfile:
-    """A grid size: the partitioners (least to most heterogeneous), the seeds and the client count."""
+    """A grid size: the partitioners (least to most heterogeneous), the seeds, the client count and
+    the rounds of FedAvg/FedCurv (``None``: their own)."""
 
     partitions: tuple[str, ...]
     seeds: tuple[int, ...]
     clients: int
+    rounds: int | None = None
 
 
 PROFILES = {
-    "quick": CompareProfile(("dirichlet:100", "dirichlet:1", "dirichlet:0.1"), (0, 1), 5),
+    "quick": CompareProfile(("dirichlet:100", "dirichlet:1", "dirichlet:0.1"), (0, 1), 5, 10),
     "full": CompareProfile(("iid", *DEFAULT_PARTITIONS), (0, 1, 2, 3, 4), 20),
 }
 
@@ -82,6 +84,7 @@ class Comparison:
     algorithms: tuple[str, ...] | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     cache_dir: str | None = None
+    rounds: int | None = None
 
     def __post_init__(self) -> None:
         if not self.partitions:
@@ -94,6 +97,8 @@ class Comparison:
             raise ValueError(f"partitions: repeated entries in {list(self.partitions)}.")
         if not isinstance(self.clients, int) or self.clients < 1:
             raise ValueError(f"clients: expected an integer ≥ 1, got {self.clients!r}.")
+        if self.rounds is not None and (not isinstance(self.rounds, int) or self.rounds < 1):
+            raise ValueError(f"rounds: expected an integer ≥ 1 or None, got {self.rounds!r}.")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or \
                 not all(isinstance(s, int) and s >= 0 for s in self.seeds):
             raise ValueError(f"seeds: expected distinct integers ≥ 0, got {list(self.seeds)}.")
@@ -130,7 +135,7 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
     return tuple(sorted(chosen, key=lambda n: n != REFERENCE))
 
 
-def config_for(name: str, dataset: Any, **given: Any) -> Any:
+def config_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> Any:
     """``name``'s config as ``tff-esn run`` builds it on ``dataset``'s source (its defaults there:
     :func:`tff_esn.defaults.config_for`), with ``given`` settings (by flag name; those the config
     lacks are ignored) and the ``numpy`` backend where it has one."""
@@ -138,7 +143,7 @@ def config_for(name: str, dataset: Any, **given: Any) -> Any:
     fields = algorithms.config_fields(algo.config)
     if "backend" in fields:
         given.setdefault("backend", "numpy")
-    return defaults.config_for(name, dataset, **{k: v for k, v in given.items() if k in fields})
+    return defaults.config_for(name, dataset, pipeline=pipeline, **{k: v for k, v in given.items() if k in fields})
 
 
 def _slug(text: str) -> str:
@@ -168,13 +173,16 @@ def _row(comparison: Comparison, name: str, partition: str, seed: int, record: M
             "seconds": record["seconds"], "error": ""}
 
 
-def run_cell(name: str, data: Any, split: Any, partition: Mapping[str, Any], seed: int,
+def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition: Mapping[str, Any], seed: int,
              folder: Path) -> dict[str, Any]:
-    """One algorithm on one partitioned dataset (:func:`~tff_esn.data.partition.partition_dataset`'s
-    ``data``, ``split`` and ``partition`` record) with ``seed``: ``metrics.json``'s record (with
-    ``"partition"``), or ``{"error": message}`` when the data or settings refuse the run (one line)."""
+    """One algorithm of ``comparison`` on one partitioned dataset
+    (:func:`~tff_esn.data.partition.partition_dataset`'s ``data``, ``split`` and ``partition``
+    record) with ``seed``: ``metrics.json``'s record (with ``"partition"``), or ``{"error":
+    message}`` when the data or settings refuse the run (one line)."""
     run = {"seed": seed, "out": str(folder), "progress": False, "resume": (folder / "checkpoints").exists()}
-    config = config_for(name, data, **run)
+    if comparison.rounds is not None and _family(algorithms.get_algorithm(name)) == "federated":
+        run["rounds"] = comparison.rounds
+    config = config_for(name, data, comparison.pipeline, **run)
     if algorithms.get_algorithm(name).runs_tff(config):
         from tff_esn import runtime
 
@@ -249,7 +257,7 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
             if (partition, seed) not in dealt:  # the group's dataset, dealt once (the previous one freed)
                 clients = None if partition == "natural" else comparison.clients
                 dealt = {(partition, seed): partition_dataset(dataset, split, partition, clients, seed=seed)}
-            record = run_cell(name, *dealt[(partition, seed)], seed, folder)
+            record = run_cell(comparison, name, *dealt[(partition, seed)], seed, folder)
             write_json_atomic(done, record)
         rows.append(_row(comparison, name, partition, seed, record))
     bar.close()
@@ -293,7 +301,8 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
     lines = [f"**{comparison.source}** ({'' if files else comparison.pipeline + ', '}split {comparison.split}): "
              f"{' / '.join(scored)} "
              f"accuracy, mean ± std over seeds {list(comparison.seeds)}; {comparison.clients} training clients "
-             f"dealt by each partitioner; {dataset.n_classes} classes.", "",
+             f"dealt by each partitioner; {dataset.n_classes} classes"
+             f"{'' if comparison.rounds is None else f'; FedAvg/FedCurv {comparison.rounds} rounds'}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     reference = [r for r in rows if r["algorithm"] == REFERENCE]
     for name in dict.fromkeys(r["algorithm"] for r in rows):

@@ -57,7 +57,7 @@ def _compare(args: argparse.Namespace) -> int:
         try:
             comparisons.append(Comparison(source, pipeline, args.split or default_split(source, pipeline),
                                           **{k: getattr(profile, k) if getattr(args, k) is None else getattr(args, k)
-                                             for k in ("partitions", "clients", "seeds")},
+                                             for k in ("partitions", "clients", "seeds", "rounds")},
                                           algorithms=args.algorithms, options=options, cache_dir=args.cache_dir))
         except ValueError as err:
             raise UsageError(str(err)) from None
@@ -86,6 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--partitions", type=_partitions, default=None, metavar="P,P,...",
                         help="partitioners from least to most heterogeneous, e.g. iid,dirichlet:1,dirichlet:0.1")
     parser.add_argument("--clients", type=int, default=None, metavar="N", help="training clients of every partition")
+    parser.add_argument("--rounds", type=int, default=None, metavar="N",
+                        help="rounds of FedAvg/FedCurv (default: the profile's, 10 in quick; full: their own)")
     parser.add_argument("--seeds", type=_seeds, default=None, metavar="S,S,...",
                         help="seeds (each the partition's and the algorithm's)")
     parser.add_argument("--algorithms", type=_names, default=None, metavar="A,A,...",
