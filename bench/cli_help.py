@@ -1,4 +1,4 @@
-"""How fast the CLI answers ``--help`` (issue 15: ≤ 0.5 s without importing TensorFlow).
+"""How fast the CLI answers ``--help`` (target ≤ 0.5 s, without importing TensorFlow).
 
 Each command runs as a subprocess (``python -m tff_esn ...``, import to exit), best of
 ``--repeats`` (3; 1 with ``--quick``) against a bare ``python -c pass`` in the same run, and

@@ -1,4 +1,4 @@
-"""End to end cost of a run on real UEA/UCR data (issue 17): CLI, compute, numpy reference.
+"""End to end cost of a run on real UEA/UCR data: CLI, compute, numpy reference.
 
 Workloads: JapaneseVowels (ragged, 7–29 × 12), BasicMotions (100 × 6), OSULeaf (427 × 1),
 ACSF1 (1460 × 1), read from the ``.ts`` files shipped in the public sktime wheel, which is
@@ -16,7 +16,7 @@ Per workload and algorithm (same reservoir: 300 units, mean states, readout bias
   mean state, ridge (IncFed eq. 3) in float64; its test accuracy must equal ours;
 * reservoirpy — the same reservoir matrices in ``reservoirpy`` when it is installed.
 
-Targets (issue 17) are printed with met/missed: compute ≤ 1.2× numpy ref; CLI wall ≤
+Targets are printed with met/missed: compute ≤ 1.2× numpy ref; CLI wall ≤
 1.5× compute + 1 s; IncFed TFF ≤ 1.3× IncFed numpy; harvest ≥ 2× tfa on W1 (from
 ``bench/harvest.py`` in the same run); ``make reproduce`` quick ≤ 20 min (not measured here).
 """

@@ -1,15 +1,15 @@
 """Reservoir harvest speed: our layer vs ``tfa.layers.ESN`` vs numpy, against a GEMM floor.
 
-Workloads (issue 2): W1 = 15 sequences × 6000 steps × 1 feature → 200 units;
+Workloads: W1 = 15 sequences × 6000 steps × 1 feature → 200 units;
 W2 = 1500 × 350 × 8 → 500 units. Modes: all states returned, final state, and in-loop ridge
 statistics (``Reservoir.harvest_stats``), and the closed-form harvest's numpy recurrence
 (:mod:`tff_esn.closed_form.recurrence`, all states). The floor is the time of GEMMs with the same
 multiply-adds as the recurrence (one (T·B, U)×(U, U) product per state matrix, plus one
 (U, T·B)×(T·B, U) product for Sᵀ S in the statistics mode), measured in the same run.
 On W1 a "before" row per mode traces the same layer with one time step per loop iteration (the
-loop before issue 17's unrolling), so the gain is a ratio within one run. A second table
+loop without unrolling), so the gain is a ratio within one run. A second table
 times the recurrence with a dense and a ``tf.SparseTensor`` Ŵ (connectivity 0.1, 500–2000
-units): the layer would use the sparse kernel only where it wins (issue 17).
+units): the layer would use the sparse kernel only where it wins.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Reported, each measured in this run:
   ``nk.hrv_time`` called per window (timed on a sample of windows, extrapolated);
 * ``thesis_features`` for the whole subject, and the generation of the subject for scale
   (both devices, and wrist only — what the thesis pipeline's synthetic source simulates;
-  issue 13's budget: 15 wrist-only subjects + their features within 10 min on 2 cores).
+  the budget: 15 wrist-only subjects + their features within 10 min on 2 cores).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Harvest cost of sequences of unequal length (issue 13 item 4).
+"""Harvest cost of sequences of unequal length.
 
 Workload: JapaneseVowels-like, 2560 sequences (4 × the data set) of 7–29 steps (uniform) × 12 features → 300
 units, ridge statistics with the readout bias, in the ``all`` and ``mean`` state modes.

@@ -1,4 +1,4 @@
-"""Seconds per federated round of the thesis model, side by side in one process (issue 5).
+"""Seconds per federated round of the thesis model, side by side in one process.
 
 Workload: 10 clients × 6000 steps, 1 feature (pEDA, Table 6.2), 200 units, batch 20, one
 local epoch, FedAvg with every client in every round; the 6000 steps are cut into 100

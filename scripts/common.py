@@ -142,7 +142,7 @@ def power_reason(weak: Mapping[str, Any], transfer: Mapping[str, Any]) -> str | 
             + "). With identical synthetic users the ESN matches logistic regression (93–98 % vs 91–98 %); the gap "
             "comes from the generator's user differences together (posture, placement, gait axes, rotation phase, "
             "pouch moves) with 2–5 training users — removing any one of them does not close it (measurements: "
-            "scripts/pfedrr_table.py, Settings.l2_grid; issue 13 note).")
+            "scripts/pfedrr_table.py, Settings.l2_grid).")
 
 
 def loss_reason(weak: Mapping[str, Any], model: Mapping[str, float], ridge: Mapping[str, float],
@@ -172,7 +172,7 @@ def squared_reason(weak: Mapping[str, Any], squared: Mapping[str, Mapping[str, f
     ``squared``, ours and not in the seed) is at most ``margin`` points below logistic regression on the
     seed's sequences (``lr[f]``); ``squared[f]["LR"]`` is logistic regression on the squared sequences.
     Else ``None``. Measured on synthetic HHAR (data seeds 0–4 × 25–100 %, 300 units, λ on the validation
-    users from 1e-6…1e3, a tie to the smaller λ, issue 13): FedRR 61.7 %, a quadratic readout of the states
+    users from 1e-6…1e3, a tie to the smaller λ): FedRR 61.7 %, a quadratic readout of the states
     [x, x ⊙ x] 60.9 %, the squared inputs 68.0 % (64.6 % at λ 1e-3, FedRR 59.8 %), logistic regression
     69.1 % (66.8 % on the squared sequences). Data seeds 0–9, λ from :data:`L2_GRID` (a tie to the larger):
     squared inputs 66.5 % (61.8 % at λ 1e-3), FedRR 57.4 % (56.6 %), logistic regression 65.5 % (65.6 % on
@@ -187,7 +187,7 @@ def squared_reason(weak: Mapping[str, Any], squared: Mapping[str, Mapping[str, f
                                                                     for f, q in zip(weak, found)})
             + "). The seed's readout scores the mean state, which carries each input's per-sequence mean to new "
             "users but has to form the motion power (a channel's std) from the states; a quadratic readout of the "
-            "states [x, x ⊙ x] does not close the gap (issue 13), the squared inputs do. The gap is the linear "
+            "states [x, x ⊙ x] does not close the gap, the squared inputs do. The gap is the linear "
             "readout of our 2–5 diverse synthetic users, not a defect of the federated algorithms.")
 
 

@@ -42,7 +42,7 @@ class Settings:
     52.5/58.1/59.4/62.0; logistic regression 58.5/64.7/69.9/70.9)."""
     bias_scaling: tuple[float, float] = (0.0, 0.75)
     """(WESAD, HHAR) reservoir bias scale (FedIP eq. 1 has a bias); HHAR: the input scaling —
-    a bias-free tanh reservoir is odd and its state averages miss the signal power (issue 13)."""
+    a bias-free tanh reservoir is odd and its state averages miss the signal power."""
     ip_sigma: float = 0.1
     ip_eta: float = 1e-2
     """FedIP Table 1's η = 0.01. With the literal IP rule this rate drove gains through zero

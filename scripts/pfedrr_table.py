@@ -22,7 +22,7 @@ reported beside it as "I-pFedRR literal", at its own best-validation τ.
 
 HHAR also gets ``table_1_squared`` (ours, not in the seed): FedRR on the same users with each
 standardized axis' square appended as 6 more inputs (pipeline option ``squared``), beside
-FedRR on the seed's inputs and logistic regression on both (issue 13).
+FedRR on the seed's inputs and logistic regression on both.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Settings:
     accuracy, then sweeps τ). The same rule for the squared-input FedRR and for ridge on logistic
     regression's inputs. ``None``: ``l2`` throughout.
 
-    Why (issue 13; synthetic HHAR, data seeds 0–9, split and reservoir seed = data seed, 300 units,
+    Why (synthetic HHAR, data seeds 0–9, split and reservoir seed = data seed, 300 units,
     mean test % at 25/50/75/100 % users, mean): FedRR at λ 1e-3 49.3/55.8/58.9/62.2 (56.6), λ on
     validation 54.1/56.1/57.5/61.9 (57.4); squared inputs 56.1/62.6/63.8/64.8 (61.8) → 65.3/65.7/67.2/
     67.9 (66.5); logistic regression 57.1/64.9/69.8/70.0 (65.5); ridge on logistic regression's inputs
@@ -97,7 +97,7 @@ class Settings:
     """(WESAD, HHAR) reservoir bias scale. HHAR: the input scaling, i.e. the bias drawn like
     the weight of one more constant input (the seeds' reservoirs have a bias, FedIP eq. 1). A
     bias-free tanh reservoir is an odd map, so its state averages miss the signal power that
-    tells the moving activities apart (issue 13; centralized, 300 units, leaking rate 0.3:
+    tells the moving activities apart (centralized, 300 units, leaking rate 0.3:
     validation/test accuracy 0.81/0.94 without, 0.87/1.00 with it; with this table's
     leaking rate 0.5, FedRR test accuracy at 25 % / 100 % users 0.76/0.93 without, 0.92/0.91
     with it; logistic regression on the same sequences ≈ 1.00)."""
@@ -258,7 +258,7 @@ def _squared_table(ctx: Context, cells: dict, squared: dict, s: Settings) -> Non
               ours=ctx.on("hhar"), digits=2,
               note="Same users, reservoirs (12 instead of 6 inputs), λ selection and state mode as table_1's FedRR; the seed's "
                    "FedRR reads the 6 axes only. The readout scores the mean state, which carries an input's "
-                   "per-sequence mean to new users; squaring the inputs makes the motion power such a mean (issue 13; "
+                   "per-sequence mean to new users; squaring the inputs makes the motion power such a mean ("
                    "a quadratic readout of the states, [x, x ⊙ x], did not close the gap to logistic regression).")
 
 

@@ -1,6 +1,6 @@
 """Privacy–utility: accuracy vs ε for IncFed and FedAvg, and the cost of secure aggregation.
 
-No seed publishes this experiment (issue 14); it measures what the privacy mechanisms of
+No seed publishes this experiment; it measures what the privacy mechanisms of
 :mod:`tff_esn.privacy` cost in accuracy on the embedded (synthetic) WESAD and on a
 bring-your-own npz (data kind ``npz``: ``--npz FILE``, by default scikit-learn's real
 handwritten digits as 8-step sequences with a binary parity label, :mod:`scripts.digits_npz`;
@@ -438,7 +438,7 @@ def _figure(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | 
 
 
 def _claims(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | None, fedcurv: dict | None) -> None:
-    ref = f"issue 14 (no published number; {task.kind})"
+    ref = f"no seed (no published number; {task.kind})"
     def within(e: float) -> bool:
         check = mean_std(incfed["numpy"][e], 100)
         return abs(_acc(incfed["records"][e]).mean - check.mean) <= 3 * check.std + 1.0
@@ -473,7 +473,7 @@ def _claims(ctx: Context, s: Settings, task: Task, incfed: dict, fedavg: dict | 
 register(Experiment(
     name="privacy", group="privacy",
     title="Privacy–utility: accuracy vs ε for IncFed and FedAvg (WESAD, npz), secure aggregation overhead",
-    reproduces="issue 14 (no seed table)", run=run,
+    reproduces="no seed table", run=run,
     settings={"tiny": Settings(datasets=("wesad",), epsilons=(1.0, math.inf), units=20, fedavg=False, tff_draws=1,
                                numpy_draws=3, timing_repeats=1, secure_algorithms=()),
               "quick": Settings(rounds=5), "full": Settings(repetitions=3, tff_draws=3, rounds=78, fedavg_units=200)},

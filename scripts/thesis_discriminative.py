@@ -117,7 +117,7 @@ def _claims(ctx: Context, phase, s: Settings, metrics: dict[str, Any], maes: dic
               cause="data" if learned else None,
               reason="the discriminator learned (train F1 ≥ 0.9, test F1 ≥ 0.8, at the thesis' 5 epochs); its test F1 "
                      "depends on the seed of the deltas and of its training: seeds 0–3 (× 2 training seeds) gave "
-                     "0.86–0.95, mean 0.92, train F1 0.94–0.98 (issue 15); on our synthetic "
+                     "0.86–0.95, mean 0.92, train F1 0.94–0.98; on our synthetic "
                      "inputs the readout deltas of the clean and the noisy (std 1.0) ESN overlap more: measured with "
                      "1000 deltas per ESN, a random instead of a by-time split gives the same test F1 (0.95 vs 0.94, "
                      "so no drift over training), 2000 deltas give 0.93–0.95, and the errors are real deltas called "

@@ -1,4 +1,4 @@
-"""Checks that library code neither reads nor changes the process-global random state (issue 15).
+"""Checks that library code neither reads nor changes the process-global random state.
 
 Library calls seed what they draw; a call must give the same numbers whatever global seed was
 set before it (``tf.keras.utils.set_random_seed`` seeds Python's ``random``, numpy's global RNG

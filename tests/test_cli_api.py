@@ -1,4 +1,4 @@
-"""The typed library API under a thin CLI (issue 15): configs validate themselves, flags map
+"""The typed library API under a thin CLI: configs validate themselves, flags map
 to configs one to one, the CLI answers ``--help`` without TensorFlow, and only bad input is a
 user error (exit 2, no traceback)."""
 
@@ -161,7 +161,7 @@ def test_lazy_commands_build_their_flags_when_used(capsys):
 def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tmp_path):
     """``Algorithm.runs_tff`` is what the CLI reads before it installs TFF's context: every closed-form
     run it calls numpy-only must run (and write its metrics) without importing TFF at all, and every
-    one but FedIP (its plasticity rule runs in TensorFlow) without importing TensorFlow (issue 17)."""
+    one but FedIP (its plasticity rule runs in TensorFlow) without importing TensorFlow."""
     from closed_form_data import random_dataset, write_npz
 
     path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])

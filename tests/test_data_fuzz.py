@@ -1,4 +1,4 @@
-"""Malformed input fuzz (issue 16 item 4): every case loads or raises one clear DataError.
+"""Malformed input fuzz: every case loads or raises one clear DataError.
 
 Hypothesis mutates valid npz files, WESAD subject pickles and HHAR CSVs (missing keys,
 wrong dtypes/ranks/rates, NaN/inf, empty clients, labels out of range, pickles naming

@@ -1,4 +1,4 @@
-"""Sequences of unequal length: each harvested at its own length, exactly (issue 13 item 4).
+"""Sequences of unequal length: each harvested at its own length, exactly.
 
 References: ``tfa.layers.ESN`` and our Reservoir run on each sequence alone; the ragged
 batch must give the same states and ridge statistics (≤ 1e-5). Also the numpy-2 ragged

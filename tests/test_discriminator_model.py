@@ -95,7 +95,7 @@ def test_restarting_the_optimizer_each_step_makes_every_delta_a_first_adam_step(
 
 
 def test_same_seed_same_deltas_and_other_seed_other_noise(deltas):
-    tf.random.set_seed(11)  # a global seed set elsewhere in the process must not reach the deltas (issue 13)
+    tf.random.set_seed(11)  # a global seed set elsewhere in the process must not reach the deltas
     try:
         again = generate_deltas(_subjects(), DeltaConfig(model=MODEL, steps=300, seed=1))
     finally:
@@ -126,7 +126,7 @@ def test_same_seed_same_discriminator(deltas, trained):
 
 
 def test_training_ignores_and_keeps_the_global_seeds(deltas):
-    # issue 15: initialisation, dropout (rate > 0) and epoch orders come from the config's seed alone
+    # Initialisation, dropout (rate > 0) and epoch orders come from the config's seed alone
     config = DiscriminatorConfig(epochs=2, dropout=(0.3, 0.3), seed=3)
     first, again = (call_untouched(lambda: train_discriminator(deltas, config), global_seed)
                     for global_seed in (7, 123))
@@ -220,7 +220,7 @@ def test_random_search_returns_a_configuration_from_the_space(deltas):
 
 
 def test_random_search_ignores_and_keeps_the_global_seeds(deltas, tmp_path):
-    # issue 15: the same candidates get the same validation scores whatever global seed ran before
+    # The same candidates get the same validation scores whatever global seed ran before
     def search(folder):
         best = search_discriminator(deltas, DiscriminatorConfig(epochs=2, seed=4), max_trials=2,
                                     directory=tmp_path / folder)

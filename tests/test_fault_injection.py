@@ -1,4 +1,4 @@
-"""Kill -9 anywhere (issue 16.3): ``tff-esn run fedavg`` and ``tff-esn reproduce`` killed at seeded
+"""Kill -9 anywhere: ``tff-esn run fedavg`` and ``tff-esn reproduce`` killed at seeded
 random moments leave no partial file that reads back as valid and no TFF worker, and a re-run
 (``--resume`` for ``run``; ``reproduce`` resumes by itself) ends with the metrics of an
 uninterrupted run.

@@ -206,7 +206,7 @@ def test_seeded_fit_data_is_every_element_once_per_epoch_in_a_seeded_order():
 
 
 def test_centralized_ignores_and_keeps_the_global_seeds():
-    # issue 15: the same seed gives the same model whatever global seed ran before, and the
+    # The same seed gives the same model whatever global seed ran before, and the
     # process-global random streams are left where they were
     data = _dataset()
     split = Split("s", train=("S0", "S1", "S2"), val=(), test=("S4",))

@@ -123,7 +123,7 @@ def test_seeded_runs_repeat_and_sampling_is_a_function_of_seed_and_round(data):
                  marks=pytest.mark.slow),
 ])
 def test_same_seed_same_metrics_whatever_ran_before(data, kwargs):
-    """Issue 13: same seed, same numbers — every per-round metric equal (not close), also when
+    """Same seed, same numbers — every per-round metric equal (not close), also when
     another seed's run and a global TF seed (set by centralized/discriminator training, which
     ``Dataset.shuffle`` used to mix into the client shuffling) came in between."""
     import tensorflow as tf

@@ -1,4 +1,4 @@
-"""Issue 13.3: FedIP and alignment defaults do not collapse to one class; the IP gain stays
+"""FedIP and alignment defaults do not collapse to one class; the IP gain stays
 positive; λ follows the adapted state scale; single-class predictions and a linearised
 reservoir are reported."""
 

@@ -1,4 +1,4 @@
-"""Issue 13.2: the 6-channel HHAR pipelines are learnable by the ESN at least as well as by
+"""The 6-channel HHAR pipelines are learnable by the ESN at least as well as by
 logistic regression on the same sequences, and why they were not (user-specific device
 frames in the generator; a bias-free tanh reservoir is blind to signal power); synthetic
 HHAR v3 is neither at chance nor at the ceiling (v2: every model and the baseline at 1.00)."""

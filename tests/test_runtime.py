@@ -221,7 +221,7 @@ def test_unreachable_worker_is_a_clear_error():
         runtime.build_context(["nonsense"])
 
 
-# ---------------------------------------------------------------- stuck workers (issue 16.1)
+# ---------------------------------------------------------------- stuck workers
 STUCK_TIMEOUT = 3.0
 
 

@@ -177,7 +177,7 @@ def test_thesis_search_is_seeded_and_scores_validation_f1(tmp_path):
 
 
 def test_thesis_search_ignores_and_keeps_the_global_seeds(tmp_path):
-    # issue 15: the trials' scores and trained readouts depend on the hypermodel's seed alone
+    # The trials' scores and trained readouts depend on the hypermodel's seed alone
     def search(folder):
         tuner, trials, _, _ = _thesis_search(tmp_path / folder)
         return [(t.hyperparameters.values, t.metrics.get_last_value("val_f1"), t.metrics.get_last_value("loss"))

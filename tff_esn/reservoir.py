@@ -103,7 +103,7 @@ def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leak
 
 UNROLL = 8
 """Time steps per ``tf.while_loop`` iteration: for small batches the per-iteration overhead,
-not the arithmetic, sets the harvest time (issue 17: 1.2–1.5× on 15 × 6000 × 1 → 200 units
+not the arithmetic, sets the harvest time (1.2–1.5× on 15 × 6000 × 1 → 200 units
 measured on a shared machine; no measurable change on 1500 × 350 × 8 → 500)."""
 
 
@@ -216,7 +216,7 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float,
 
     Batches of any size and length (a client's sorted ragged batches, every client of a
     federation) share one trace; :data:`run_reservoir_compiled` traces the first shape
-    exactly and then once more per axis that varies (issue 17: no retracing per client).
+    exactly and then once more per axis that varies (no retracing per client).
     """
     fn = _shapeless(float(leaky), state_mode, int(washout), gain is not None, lengths is not None)
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])

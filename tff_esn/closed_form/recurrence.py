@@ -9,7 +9,7 @@ The same equation as :mod:`tff_esn.reservoir`, whose TensorFlow loop serves the 
 (the Keras layer trained by FedAvg/FedCurv, the IncFed and FedIP clients inside TFF). The
 closed-form family needs the states once per client and reservoir, outside any graph, and
 here they cost what their arithmetic costs: the input projection one BLAS product per block of
-steps, then one BLAS product and a few in-place float32 updates per step, with no tracing (issue 17: a
+steps, then one BLAS product and a few in-place float32 updates per step, with no tracing (a
 ``tf.function`` trace plus its first execution cost 0.3–0.45 s per process, more than the
 whole harvest of a small data set) and no TensorFlow import (≈2 s per process).
 
@@ -33,7 +33,7 @@ O(chunk · batch · units))."""
 
 SPARSE_DENSITY = 0.02
 """Ŵ with at most this fraction of non-zeros is multiplied as a sparse (CSR) matrix. Measured
-(issue 17, x Ŵ per step, 2 cores): density 0.01, 1000 units: 75 vs 737 µs at batch 15, 999 vs
+(x Ŵ per step, 2 cores): density 0.01, 1000 units: 75 vs 737 µs at batch 15, 999 vs
 2596 µs at batch 256; 0.005, 2000 units: 147 vs 1749 µs, 2027 vs 10230 µs; at 0.03–0.05 the
 sparse product wins only for small batches (300 units at batch 256: a tie), so dense above."""
 

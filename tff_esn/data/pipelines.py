@@ -305,7 +305,7 @@ class Nexus4Hhar(Pipeline):
         squared: append the square of each (standardized) axis as 6 more inputs — ours, not in
             the seeds. The per-step power enters the reservoir as an input, whose per-sequence
             mean a linear readout of the mean state carries to new users; without it the
-            mean-state readout has to form the motion power from the states (issue 13).
+            mean-state readout has to form the motion power from the states.
     """
 
     data: ClassVar[str] = "hhar"

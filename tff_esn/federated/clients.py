@@ -165,7 +165,7 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
     The orders are numpy permutations drawn from ``seed`` alone, applied by ``tf.gather``:
     ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
     ``tf.keras.utils.set_random_seed`` anywhere earlier in the process changed every later run
-    of the same seed (issue 13).
+    of the same seed.
     """
     rng = np.random.default_rng(seed)
     orders = tf.constant(np.stack([rng.permutation(n) for _ in range(epochs)]), tf.int64)
@@ -184,7 +184,7 @@ def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[t
     The dataset holds all ``epochs`` passes over ``(x, y)``, each in its own order drawn from
     ``seed`` alone (:func:`seeded_epochs`); ``steps_per_epoch`` makes Keras read on from one
     iterator across epochs. It replaces ``fit(x, y, shuffle=True)``, whose orders come from
-    TF's global RNG, so anything seeded earlier in the process changed them (issue 15).
+    TF's global RNG, so anything seeded earlier in the process changed them.
     """
     n = len(x)
     if n == 0 or len(y) != n:
