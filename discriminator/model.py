@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import shutil
 import tempfile

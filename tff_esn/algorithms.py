@@ -36,12 +36,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport, check_privacy
-from tff_esn.run_warnings import recording
+from tff_esn.run_warnings import merged, recording
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
 
 __all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "config_fields", "config_from_flags",
@@ -112,6 +112,12 @@ class Algorithm:
             return None
         return _resolve(self.communication if ":" in self.communication
                         else f"tff_esn.communication:{self.communication}")
+
+    @property
+    def pooled(self) -> bool:
+        """Whether it pools the clients' raw sequences instead of federating them (its cost is
+        :func:`tff_esn.communication.centralized`'s)."""
+        return self.communication == "centralized"
 
     def settings(self) -> dict[str, Setting]:
         """The settings a user can set: the config's, without the privacy ones it does not implement."""
@@ -235,6 +241,6 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
     record["baselines"] = baselines
-    record["warnings"] = said + [w for w in result.get("warnings", ()) if w not in said]
+    record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
     return record

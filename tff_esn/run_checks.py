@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tff_esn.algorithms import get_algorithm
 from tff_esn.data.checks import check_split
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.memory import MemoryEstimate, check_memory
-
-CENTRALIZED = frozenset({"centralized", "thesis-central"})
-"""Algorithms that pool the training clients instead of federating them."""
-
 
 def check_washout(config: Any, dataset: SequenceDataset) -> None:
     """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state
@@ -39,6 +36,6 @@ def check_run(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
         DataError: see :func:`~tff_esn.data.checks.check_split` and :func:`check_washout`.
         MemoryLimitError: the estimate exceeds the machine's memory.
     """
-    check_split(dataset, split, federated=name not in CENTRALIZED, test_required=test_required)
+    check_split(dataset, split, federated=not get_algorithm(name).pooled, test_required=test_required)
     check_washout(config, dataset)
     return check_memory(config, dataset, split)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 class RunWarning(UserWarning):
@@ -22,6 +22,11 @@ class RunWarning(UserWarning):
 def warn(message: str, *, stacklevel: int = 2) -> None:
     """Emits ``message`` (whitespace folded to one line) as a :class:`RunWarning`."""
     warnings.warn(" ".join(str(message).split()), RunWarning, stacklevel=stacklevel + 1)
+
+
+def merged(*lists: Iterable[str]) -> list[str]:
+    """The messages of ``lists`` in order, each once (a run's own list beside what was said around it)."""
+    return list(dict.fromkeys(m for messages in lists for m in messages))
 
 
 @contextlib.contextmanager

@@ -30,7 +30,7 @@ from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_loaded
 from tff_esn.cli.workers import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
-from tff_esn.run_warnings import recording
+from tff_esn.run_warnings import merged, recording
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 DATA_KEYS = ("pipeline", "split")
@@ -99,9 +99,9 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
     from tff_esn.data.pipelines import PIPELINES
 
     options = {}
-    npz = own_data(args.data)
+    own = own_data(args.data)
     if args.ragged is not None:
-        if not npz:
+        if not own:
             raise UsageError(f"--ragged: applies to npz:FILE sources only (and ts:DIR/NAME), got --data {args.data}.")
         options["ragged"] = args.ragged
     if args.missing is not None:
@@ -113,9 +113,9 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
         options["missing"] = args.missing
     if args.squared_inputs:
         squares = [n for n, cls in sorted(PIPELINES.items()) if "squared" in {f.name for f in dataclasses.fields(cls)}]
-        if npz or pipeline not in squares:
+        if own or pipeline not in squares:
             raise UsageError(f"--squared-inputs: applies to the pipelines {', '.join(squares)}, got "
-                             f"{'an npz:FILE source' if npz else '--pipeline ' + pipeline}.")
+                             f"{'an npz:FILE source' if own else '--pipeline ' + pipeline}.")
         options["squared"] = True
     return options
 
@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         clear_run(out)
     record = algorithms.run_algorithm(args.algorithm, dataset, split, config, test_required=not args.no_test)
     record["partition"] = partition
-    record["warnings"] = said + [w for w in record["warnings"] if w not in said]
+    record["warnings"] = merged(said, record["warnings"])
     record["settings"] = {**settings, **data_record}
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in settings
                      and k not in ("func", "command", "algorithm", "refuse", GIVEN)}
