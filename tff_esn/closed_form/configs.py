@@ -11,13 +11,13 @@ functions live in :mod:`tff_esn.closed_form.commands` and are imported when a ru
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from tff_esn.algorithms import register_algorithm
 from tff_esn.config import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.l2_selection import AUTO, L2_GRID, check_grid
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
+from tff_esn.validation import check_field, is_count, is_finite
 
 BACKENDS = ("tff", "numpy")
 MASKS: tuple[str, ...] = ("nystrom", "block", "columns")
@@ -26,21 +26,6 @@ DEFAULT_ALPHA = 0.9
 """Default interpolation weight of ``alignment`` toward the target (see :mod:`tff_esn.closed_form.heterogeneous`)."""
 L2_SCALES = ("state", "absolute")
 _RUN = "tff_esn.closed_form.commands:"
-
-
-def check_field(config: Any, name: str, ok: bool, expected: str) -> None:
-    """``ValueError`` naming ``config``'s field ``name``, its flag and ``expected`` unless ``ok``."""
-    if not ok:
-        raise ValueError(f"{type(config).__name__}.{name} (--{name.replace('_', '-')}): expected {expected}, "
-                         f"got {getattr(config, name)!r}.")
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _count(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,12 +55,12 @@ class IPConfig:
 
     def __post_init__(self) -> None:
         checks = {
-            "mu": _finite(self.mu),
-            "sigma": _finite(self.sigma) and self.sigma > 0,
-            "eta": _finite(self.eta) and self.eta >= 0,
-            "epochs": _count(self.epochs, 1),
-            "batch_size": _count(self.batch_size, 1),
-            "min_gain": self.min_gain is None or (_finite(self.min_gain) and self.min_gain > 0),
+            "mu": is_finite(self.mu),
+            "sigma": is_finite(self.sigma) and self.sigma > 0,
+            "eta": is_finite(self.eta) and self.eta >= 0,
+            "epochs": is_count(self.epochs, 1),
+            "batch_size": is_count(self.batch_size, 1),
+            "min_gain": self.min_gain is None or (is_finite(self.min_gain) and self.min_gain > 0),
         }
         expected = {"mu": "a finite number", "sigma": "a finite number > 0", "eta": "a finite number ≥ 0",
                     "epochs": "an integer ≥ 1", "batch_size": "an integer ≥ 1",
@@ -120,11 +105,11 @@ class ReadoutConfig:
         if not isinstance(self.privacy, PrivacyConfig):
             raise TypeError(f"{type(self).__name__}.privacy: expected a PrivacyConfig, "
                             f"got {type(self.privacy).__name__}.")
-        check_field(self, "l2", self.l2 == AUTO or (_finite(self.l2) and self.l2 >= 0),
+        check_field(self, "l2", self.l2 == AUTO or (is_finite(self.l2) and self.l2 >= 0),
                     f"a finite number ≥ 0 or {AUTO!r}")
         object.__setattr__(self, "l2_grid", check_grid(self.l2_grid))
         check_field(self, "state_mode", self.state_mode in STATE_MODES, f"one of {STATE_MODES}")
-        check_field(self, "washout", _count(self.washout, 0), "an integer ≥ 0")
+        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
 
     @property
@@ -139,7 +124,7 @@ def _check_backend(config: Any) -> None:
 
 def _check_subrounds(config: Any) -> None:
     size = config.subround_size
-    check_field(config, "subround_size", size is None or _count(size, 1), "None or an integer ≥ 1")
+    check_field(config, "subround_size", size is None or is_count(size, 1), "None or an integer ≥ 1")
     if size is not None and config.privacy.requested:
         raise ValueError(f"{type(config).__name__}.subround_size (--subround-size) does not combine with the privacy "
                          "settings (--secure-*/--dp-*); drop one of them.")
@@ -190,10 +175,10 @@ class PartialIncFedConfig(ReadoutConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         features = self.reservoir.units + int(self.readout_bias)
-        check_field(self, "k", self.k is None or (_count(self.k, 1) and self.k <= features),
+        check_field(self, "k", self.k is None or (is_count(self.k, 1) and self.k <= features),
                     f"None or an integer in [1, {features}] (the readout's features: --units "
                     f"{self.reservoir.units}{' + the readout bias' if self.readout_bias else ''})")
-        check_field(self, "alpha", _finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
+        check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
         check_field(self, "mask", self.mask in MASKS, f"one of {MASKS}")
 
 
@@ -213,7 +198,7 @@ class PFedRRConfig(ReadoutConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "tau", _finite(self.tau) and 0 < self.tau <= 1, "a number in (0, 1]")
+        check_field(self, "tau", is_finite(self.tau) and 0 < self.tau <= 1, "a number in (0, 1]")
         check_field(self, "reading", self.reading in READINGS, f"one of {READINGS}")
         _check_subrounds(self)
 
@@ -238,7 +223,7 @@ class FedIPConfig(ReadoutConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_backend(self)
-        check_field(self, "rounds", _count(self.rounds, 1), "an integer ≥ 1")
+        check_field(self, "rounds", is_count(self.rounds, 1), "an integer ≥ 1")
         check_field(self, "l2_scale", self.l2_scale in L2_SCALES, f"one of {L2_SCALES}")
 
 
@@ -257,7 +242,7 @@ class AlignmentConfig(ReadoutConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "alpha", _finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
+        check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
 
 
 def runs_tff(config: ReadoutConfig) -> bool:

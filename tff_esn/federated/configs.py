@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
-from tff_esn.closed_form.configs import check_field
+from tff_esn.validation import check_field
 from tff_esn.config import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import FEDCURV_LEARNING, LEARNING, PrivacyConfig

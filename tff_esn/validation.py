@@ -1,0 +1,36 @@
+"""Checks shared by every config's ``__post_init__``: one error format for a bad field.
+
+A config validates each field with :func:`check_field`; the ``ValueError`` names the
+config, the field, its ``tff-esn run`` flag and what was expected, so a mistake on the
+command line and one in library code read the same. Light: no TensorFlow, no numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+
+def flag_of(config: Any, name: str) -> str:
+    """The ``tff-esn run`` flag of ``config``'s field ``name`` (``metadata["flag"]`` or the name)."""
+    fields = {f.name: f for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else {}
+    flag = fields[name].metadata.get("flag", name) if name in fields else name
+    return "--" + flag.replace("_", "-")
+
+
+def check_field(config: Any, name: str, ok: bool, expected: str) -> None:
+    """``ValueError`` naming ``config``'s field ``name``, its flag and ``expected`` unless ``ok``."""
+    if not ok:
+        raise ValueError(f"{type(config).__name__}.{name} ({flag_of(config, name)}): expected {expected}, "
+                         f"got {getattr(config, name)!r}.")
+
+
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a finite int or float (``bool`` is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_count(value: Any, low: int) -> bool:
+    """Whether ``value`` is an int (not ``bool``) ≥ ``low``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
