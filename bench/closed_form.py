@@ -19,10 +19,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from tff_esn import runtime  # noqa: E402
-from tff_esn.config import ReservoirConfig  # noqa: E402
+from tff_esn.esn.hyperparameters import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge  # noqa: E402
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
+from tff_esn.closed_form.harvest import Harvester  # noqa: E402
+from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff  # noqa: E402
 from tff_esn.closed_form.partial_incfed import fit_partial_incfed  # noqa: E402
 from tff_esn.closed_form.pfedrr import fit_pfedrr  # noqa: E402

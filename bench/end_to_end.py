@@ -146,8 +146,8 @@ def numpy_mean_states(seqs: list[np.ndarray], w) -> np.ndarray:
 
 def numpy_reference(npz: Path) -> tuple[float, float]:
     """(seconds, test accuracy) of the numpy float32 ESN with our weights, mean states + ridge."""
-    from tff_esn.config import ReservoirConfig
-    from tff_esn.closed_form.harvest import ReservoirWeights
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.esn.weights import ReservoirWeights
 
     data = np.load(npz, allow_pickle=True)
     seqs, y, split = list(data["X"]), data["y"], data["split"]
@@ -170,8 +170,8 @@ def reservoirpy_reference(npz: Path) -> tuple[float, float] | None:
     except ImportError:
         return None
     reservoirpy.verbosity(0)
-    from tff_esn.config import ReservoirConfig
-    from tff_esn.closed_form.harvest import ReservoirWeights
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.esn.weights import ReservoirWeights
 
     data = np.load(npz, allow_pickle=True)
     seqs, y, split = list(data["X"]), data["y"], data["split"]

@@ -21,11 +21,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench.harvest import best_of  # noqa: E402
-from tff_esn.config import ReservoirConfig  # noqa: E402
+from tff_esn.esn.hyperparameters import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec  # noqa: E402
+from tff_esn.closed_form.harvest import Harvester  # noqa: E402
+from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
 from tff_esn.reservoir import harvest_stats  # noqa: E402
-from tff_esn.ridge import RidgeStats, one_hot  # noqa: E402
+from tff_esn.esn.ridge import RidgeStats, one_hot  # noqa: E402
 
 BATCH = 256
 

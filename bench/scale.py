@@ -32,10 +32,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from tff_esn import runtime  # noqa: E402
-from tff_esn.config import ReservoirConfig  # noqa: E402
+from tff_esn.esn.hyperparameters import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import Split  # noqa: E402
 from tff_esn.data.simulated import SimulatedClients  # noqa: E402
-from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec  # noqa: E402
+from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
 from tff_esn.closed_form.streaming import stream_incfed  # noqa: E402
 
 UNITS = 20

@@ -30,7 +30,7 @@ from discriminator.configs import DeltaConfig, DiscriminatorConfig
 from tff_esn import runtime
 from tff_esn.cli import UsageError, lazy_command
 from tff_esn.cli.flags import add_setting_flags
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import FedCurvConfig, ThesisModelConfig, federated_algorithms, for_data
 from tff_esn.settings import Setting, config_from_flags, pick_settings, settings
 

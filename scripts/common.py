@@ -59,7 +59,7 @@ every λ ≤ 1e-2, 57.3–57.9 % at 1e1–1e3, 50.2 % at 1e6)."""
 
 
 def select_l2(run, stats, grid: Sequence[float] = L2_GRID) -> tuple[float, np.ndarray]:
-    """The λ of ``grid`` whose ridge readout from ``stats`` (:class:`tff_esn.ridge.RidgeStats`, e.g. the
+    """The λ of ``grid`` whose ridge readout from ``stats`` (:class:`tff_esn.esn.ridge.RidgeStats`, e.g. the
     FedRR sum) is most accurate on ``run.split.val`` (:func:`chosen_l2`), and that readout — the paper's
     model selection on the validation users (pFedRR §3, FedIP §3 and Table 1)."""
     path = stats.solve_path(grid)

@@ -20,7 +20,7 @@ from scripts import published as pub
 from scripts.common import (BASELINES, accuracy_of, all_hold, baseline_accuracy, data_cause, fraction_label, listing,
                             mean_std, plt, rep_seeds, shared_closed_form_runs)
 from scripts.framework import Context, Experiment, register, run_config
-from tff_esn.config import connectivity_from_count
+from tff_esn.esn.hyperparameters import connectivity_from_count
 
 MODELS = ("centralized", "fedavg", "incfed")
 ALGORITHM = {"centralized": "centralized", "fedavg": "fedavg-ridge", "incfed": "incfed"}

@@ -38,7 +38,7 @@ from scripts.common import (BASELINES, FEATURE_RIDGE, L2_GRID, accuracy_of, all_
 from scripts.framework import Context, Experiment, MeanStd, register, run_config
 from tff_esn.baselines import baseline_scores
 from tff_esn.closed_form.pfedrr import fit_pfedrr
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 METHODS = ("fedrr", "i-pfedrr", "r-pfedrr")
 LITERAL = "i-pfedrr-literal"

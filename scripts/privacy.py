@@ -40,7 +40,8 @@ from scripts.common import mean_std, plt, rep_seeds
 from scripts.framework import Context, Experiment, register, run_config
 from scripts.incfed_tables import Settings as IncFedSettings
 from scripts.incfed_tables import flags as incfed_flags
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import incfed_tff
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.config import DEFAULT_SECURE_BITS

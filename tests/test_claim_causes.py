@@ -170,7 +170,7 @@ def test_select_l2_returns_the_readout_with_the_best_validation_accuracy():
     from closed_form_data import default_split, random_dataset
     from scripts.common import accuracy_of, chosen_l2, select_l2, shared_closed_form_runs
     from scripts.framework import run_config
-    from tff_esn.ridge import RidgeStats
+    from tff_esn.esn.ridge import RidgeStats
 
     data = random_dataset(n_clients=6, steps=10, features=3, n_classes=3, seed=3, sizes=[12] * 6)
     run = shared_closed_form_runs(data, {1.0: default_split(data)}, run_config("incfed", units=15, seed=1))[1.0]

@@ -9,8 +9,8 @@ import pytest
 
 from tff_esn import algorithms
 from tff_esn.closed_form.heterogeneous import align, client_reservoirs
-from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
-from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
+from tff_esn.esn.weights import ReservoirWeights
 
 from closed_form_data import default_split, random_dataset
 
@@ -131,7 +131,7 @@ def test_bad_input_is_rejected_by_name(name, flags, match, data):
 
 
 def test_singular_system_and_unknown_algorithm(data):
-    from tff_esn.ridge import SingularSystemError
+    from tff_esn.esn.ridge import SingularSystemError
 
     small = random_dataset(n_clients=3, seed=1, sizes=[8, 4, 4], n_classes=2)  # 8 states, 21 unknowns
     with pytest.raises(SingularSystemError):

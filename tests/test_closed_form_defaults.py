@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from tff_esn import algorithms
 from tff_esn.closed_form import l2_selection
 from tff_esn.closed_form.configs import IPConfig
-from tff_esn.closed_form.harvest import ReservoirWeights
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.metrics import accuracy, predictions
-from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_tolerance
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_tolerance
 from tff_esn.run_warnings import recording
 
 SINGULAR = "numerically singular"

@@ -6,15 +6,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn.closed_form import fedavg_ridge, partial_incfed, pfedrr
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn import reservoir as reservoir_module
 from tff_esn.closed_form import harvest as harvest_module
 from tff_esn.closed_form import recurrence as recurrence_module
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.reservoir import Reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.incfed import aggregate, fit_incfed, update_client
-from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot
 
 from closed_form_data import random_dataset
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig
-from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
 from tff_esn.reservoir import Reservoir, run_reservoir
 

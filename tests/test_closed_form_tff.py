@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff, run_incfed_tff_stats
 from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, run_fedip_tff
-from tff_esn.ridge import SingularSystemError
+from tff_esn.esn.ridge import SingularSystemError
 
 from closed_form_data import random_dataset
 

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import PARTITIONERS, Partitioner, assign, partition_dataset, sequence_labels
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split

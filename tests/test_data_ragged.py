@@ -18,14 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tff_esn.cli import main
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.data.safe_pickle import UnsafePickleError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
 from tff_esn.reservoir import harvest_stats, run_reservoir_compiled
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 tfa = pytest.importorskip("tensorflow_addons")
 

@@ -8,14 +8,14 @@ import pytest
 
 from scripts.framework import run_config
 from tff_esn.algorithms import run_algorithm
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.configs import DEFAULT_ALPHA
 from tff_esn.closed_form.heterogeneous import align, client_reservoirs
 from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
-from tff_esn.draw import spectral_radius
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.draws import spectral_radius
+from tff_esn.esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset
 

@@ -10,13 +10,13 @@ from sklearn.preprocessing import StandardScaler
 
 from scripts.framework import run_config
 from tff_esn.algorithms import run_algorithm
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
 from tff_esn.data.hhar import ACTIVITIES
 from tff_esn.data.synthetic_hhar import _bouts, _user
-from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.reservoir import run_reservoir
 
 ESN = dict(units=100, spectral_radius=0.9, input_scaling=0.75, bias_scaling=0.75, leaky=0.5, l2=1e-3)

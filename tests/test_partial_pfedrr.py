@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tff_esn.closed_form import partial_incfed, pfedrr
 from tff_esn.closed_form.incfed import fit_incfed
-from tff_esn.ridge import SYMMETRY_RTOL, RidgeStats, asymmetry_of, one_hot, with_bias
+from tff_esn.esn.ridge import SYMMETRY_RTOL, RidgeStats, asymmetry_of, one_hot, with_bias
 from tff_esn.run_warnings import RunWarning
 
 

@@ -18,8 +18,8 @@ import tensorflow_federated as tff
 
 from tff_esn.closed_form import incfed
 from tff_esn.closed_form.fedip import IPConfig, build_fedip_process
-from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.client_work import build_readout_client_work
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.federated.training import FederatedConfig, build_process

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig
-from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import incfed_tff, run_incfed_tff
 from tff_esn.privacy import accounting
 from tff_esn.privacy.aggregation import StatsAggregation

@@ -12,7 +12,7 @@ from tff_esn.cli import main
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
 from tff_esn.privacy.dp_stats import GaussianStats
 from tff_esn.privacy.dp_updates import GaussianUpdates, local_noisy_stats
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)

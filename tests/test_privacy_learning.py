@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.model import ThesisModelConfig
 from tff_esn.federated.training import FederatedConfig, run_federated
 from tff_esn.privacy import accounting

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from tff_esn.cli import main
-from tff_esn.config import ReservoirConfig
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.partial_incfed import fit_partial_incfed, mask_stats, select_all
 from tff_esn.closed_form.pfedrr import client_parts, fit_pfedrr
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
@@ -15,7 +16,7 @@ from tff_esn.privacy.aggregation import SecureRidgeSum
 from tff_esn.privacy.config import PrivacyConfig, check_privacy
 from tff_esn.privacy.options import secure_ridge_sum
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn import runtime
-from tff_esn.config import ReservoirConfig
-from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import incfed_tff, run_incfed_tff
 from tff_esn.privacy.aggregation import StatsAggregation, federated_stats_sum, lower_secure
 from tff_esn.privacy.secure_sum import FixedPoint, client_bits, stats_bound

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from tff_esn.closed_form.recurrence import SPARSE_DENSITY, harvest
 from tff_esn.reservoir import run_reservoir
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 tfa = pytest.importorskip("tensorflow_addons")
 

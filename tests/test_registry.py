@@ -12,7 +12,7 @@ import pytest
 from tff_esn import algorithms, communication
 from tff_esn.cli import main
 from tff_esn.closed_form.configs import IncFedConfig
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.defaults import OWN_DATA, config_for, default_pipeline, effective_config
 from tff_esn.federated.configs import FedAvgConfig

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tff_esn import Reservoir, ReservoirConfig, connectivity_from_count, spectral_radius
-from tff_esn.draw import input_weights, recurrent_weights
+from tff_esn.esn.draws import input_weights, recurrent_weights
 
 tfa = pytest.importorskip("tensorflow_addons")
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
 
 from tff_esn import Reservoir, ReservoirConfig
-from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot, predict, with_bias
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, predict, with_bias
 
 
 def _data(n=200, f=12, y=3, seed=0):

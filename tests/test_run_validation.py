@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from tff_esn.algorithms import run_algorithm
 from tff_esn.closed_form.configs import ReadoutConfig
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.checks import check_split
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split, dataset_from_arrays, load_npz
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.draw import recurrent_weights
+from tff_esn.esn.draws import recurrent_weights
 from tff_esn.io import write_json_atomic
 from tff_esn.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_memory
 from tff_esn.privacy.config import PrivacyConfig

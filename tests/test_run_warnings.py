@@ -6,7 +6,7 @@ import numpy as np
 
 from tff_esn.algorithms import run_algorithm
 from tff_esn.closed_form.configs import ReadoutConfig
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.run_warnings import RunWarning, recording, warn
 

@@ -150,8 +150,9 @@ def test_library_builders_leave_a_user_context_installed():
 
     from closed_form_data import random_dataset
     from tff_esn import runtime
-    from tff_esn.config import ReservoirConfig
-    from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.closed_form.harvest import Harvester
+    from tff_esn.esn.weights import ReservoirWeights, StateSpec
     from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff, run_incfed_tff_stats
 
     data = random_dataset(n_clients=3, seed=1)

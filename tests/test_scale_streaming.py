@@ -9,7 +9,8 @@ import pytest
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.data.simulated import SimulatedClients
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
 from tff_esn.closed_form.pfedrr import fit_pfedrr
 from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr

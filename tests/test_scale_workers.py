@@ -21,7 +21,8 @@ import pytest
 
 from tff_esn import ReservoirConfig, runtime
 from tff_esn.data.sequences import Split
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
 
 from closed_form_data import THESIS_SPLIT, random_dataset, random_thesis_dataset

@@ -7,9 +7,9 @@ from sklearn.linear_model import Ridge
 from sklearn.metrics import f1_score
 
 from global_rng import call_untouched
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.closed_form.harvest import StateSpec
+from tff_esn.esn.weights import StateSpec
 from tff_esn.reservoir import Reservoir
 from tuning.closed_form import ClosedFormTuner
 from tuning.oracle import ExhaustiveRandomSearchOracle

@@ -15,9 +15,9 @@ from tff_esn.lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ReservoirConfig": "tff_esn.config", "connectivity_from_count": "tff_esn.config",
-    "Reservoir": "tff_esn.reservoir", "spectral_radius": "tff_esn.draw",
-    "RidgeStats": "tff_esn.ridge",
+    "ReservoirConfig": "tff_esn.esn.hyperparameters", "connectivity_from_count": "tff_esn.esn.hyperparameters",
+    "Reservoir": "tff_esn.esn.layer", "spectral_radius": "tff_esn.esn.draws",
+    "RidgeStats": "tff_esn.esn.ridge",
 }
 __all__ = ["ReservoirConfig", "Reservoir", "RidgeStats", "connectivity_from_count", "spectral_radius"]
 __getattr__ = lazy_exports(__name__, _EXPORTS)

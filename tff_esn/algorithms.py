@@ -19,7 +19,7 @@ reports one)::
 
     from tff_esn.algorithms import run_algorithm
     from tff_esn.closed_form.configs import IncFedConfig
-    from tff_esn.config import ReservoirConfig
+    from tff_esn.esn.hyperparameters import ReservoirConfig
 
     config = IncFedConfig(reservoir=ReservoirConfig(units=50, seed=1), l2=1e-4, backend="numpy")
     record = run_algorithm("incfed", dataset, split, config)

@@ -31,7 +31,7 @@ from sklearn.linear_model import LogisticRegression
 
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.metrics import classification_metrics
-from tff_esn.ridge import RidgeStats, one_hot, predict
+from tff_esn.esn.ridge import RidgeStats, one_hot, predict
 
 GROUPS = ("val", "test")
 MAX_TRAIN_ROWS = 200_000
@@ -139,7 +139,7 @@ def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[floa
     The same standardised rows as :func:`baseline_scores`' logistic regression (per-sequence
     summary statistics, or per-step inputs) are the states of the seeds' ridge readout
     (one-hot targets, a bias input, ``W = A (B + λI)⁻¹``, IncFed eq. 3) solved for every λ in
-    ``l2s`` (:meth:`tff_esn.ridge.RidgeStats.solve_path`). Beside logistic regression on the same
+    ``l2s`` (:meth:`tff_esn.esn.ridge.RidgeStats.solve_path`). Beside logistic regression on the same
     rows it measures what the ridge loss itself costs; beside the ESN's ridge readout, what the
     reservoir's states add.
 

@@ -4,7 +4,7 @@
 and refusing a run above the machine's memory (:func:`check_memory`) is always right:
 
 * **reservoir weights** — Ŵ is drawn as an (N_R, N_R) float64 matrix and its spectral
-  radius computed on a float64 copy (:mod:`tff_esn.draw`): 16 bytes · N_R², plus 17 bytes ·
+  radius computed on a float64 copy (:mod:`tff_esn.esn.draws`): 16 bytes · N_R², plus 17 bytes ·
   N_R² for the sparsity mask's draw when ``recurrent_connectivity`` < 1;
 * **ridge statistics** — Sᵀ S, (N_R + 1)² float64, and the copy its solve factorises
   (IncFed eqs. 6–7): 16 bytes · (N_R + 1)²;

@@ -57,7 +57,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tff_esn.closed_form.harvest import StateSpec
+    from tff_esn.esn.weights import StateSpec
     from tuning.search import tune
     from tuning.spaces import SPACES
 

@@ -27,7 +27,8 @@ from typing import Any
 from keras_tuner.engine.base_tuner import BaseTuner
 
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.metrics import classification_metrics
 from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, state_scaled_l2

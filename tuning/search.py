@@ -34,7 +34,7 @@ from typing import Any
 import keras_tuner as kt
 from tqdm.auto import tqdm
 
-from tff_esn.closed_form.harvest import StateSpec
+from tff_esn.esn.weights import StateSpec
 from tff_esn.io import write_csv_atomic, write_json_atomic
 from tuning.closed_form import ClosedFormTuner
 from tuning.hparams import run_hparams, write_hparams

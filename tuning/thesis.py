@@ -21,7 +21,7 @@ from collections.abc import Callable
 import keras_tuner as kt
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.clients import seeded_fit_data, targets
 from tff_esn.federated.configs import loss_labels, resolve_class_weight

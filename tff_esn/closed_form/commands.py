@@ -22,7 +22,8 @@ from tff_esn import communication
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge, local_readouts, size_weighted_mean
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)
 from tff_esn.closed_form.heterogeneous import align, client_reservoirs
@@ -36,7 +37,7 @@ from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_updates import fedip_privacy, local_noisy_stats, local_privacy
 from tff_esn.privacy.options import gaussian_stats, gaussian_updates, secure_ridge_sum, stats_aggregation, stats_sections
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 from tff_esn.run_warnings import RunWarning, warn
 from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
 

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from tff_esn.algorithms import register_algorithm
-from tff_esn.config import STATE_MODES, ReservoirConfig
+from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.l2_selection import AUTO, L2_GRID, check_grid
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.validation import check_field, is_count, is_finite

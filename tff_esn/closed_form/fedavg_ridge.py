@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tff_esn.closed_form.incfed import check_clients
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 
 def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:

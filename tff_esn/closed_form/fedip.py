@@ -12,7 +12,7 @@ The FedIP paper prints eq. 2 without the factor x̃/σ² over (2σ² + 1 − x̃
 the analytic gradient above (checked against automatic differentiation of L in the
 tests). Here ``x_net = W_in u(t) + Ŵ x(t−1)`` is the unit's net input before gain and
 bias, so the reservoir update is ``x(t) = (1 − a) x(t−1) + a x̃(t)`` (the
-:class:`~tff_esn.reservoir.Reservoir` layer with ``use_gain=True``).
+:class:`~tff_esn.esn.layer.Reservoir` layer with ``use_gain=True``).
 
 Learning is online: every time step updates (g, b) by the mean of the per-sequence
 updates over a batch of sequences (batch size 1 is the classical online rule), for
@@ -70,12 +70,13 @@ import tensorflow as tf
 from tff_esn.closed_form.configs import IPConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
-from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.dp_updates import GaussianUpdates
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.reservoir import Reservoir, project_inputs, reservoir_step, run_reservoir_compiled
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.layer import Reservoir
+from tff_esn.esn.states_tf import project_inputs, reservoir_step, run_reservoir_compiled
+from tff_esn.esn.ridge import RidgeStats
 
 
 def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
@@ -96,7 +97,7 @@ def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float, cfg: IPCo
     """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
     one (g, b) update per time step, the mean over the sequences still running of the updates
     on the net inputs and activations of the reservoir's own step
-    (:func:`~tff_esn.reservoir.reservoir_step`)."""
+    (:func:`~tff_esn.esn.states_tf.reservoir_step`)."""
     projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 

@@ -14,7 +14,7 @@ cannot be averaged. Two answers:
   α < 1 the statistics come from slightly different reservoirs and the result is an
   approximation.
 
-Client i's reservoir is :func:`tff_esn.config.client_reservoir` ``(config, i)`` — the same
+Client i's reservoir is :func:`tff_esn.esn.hyperparameters.client_reservoir` ``(config, i)`` — the same
 draw as the gradient family's clients with different reservoirs; the target is the
 configuration's own reservoir.
 
@@ -31,7 +31,7 @@ is a different feature at training and at test time.
 Measured (100 units, mean states, λ 1e-6, literal): test accuracy at α = 0.5 / 0.9 / 1 —
 OSULeaf 0.26 / 0.23 / 0.68 (majority 0.24), BasicMotions 0.50 / 1.00 / 1.00, JapaneseVowels
 0.77 / 0.96 / 0.99 (the UCR numbers with the clients' seeds drawn before the one seed rule of
-:func:`~tff_esn.config.client_reservoir`); synthetic WESAD (fedip-wesad, λ 1e-3) 0.55 / 0.67 /
+:func:`~tff_esn.esn.hyperparameters.client_reservoir`); synthetic WESAD (fedip-wesad, λ 1e-3) 0.55 / 0.67 /
 IncFed 0.64 (0.53 / 0.69 with the former seeds: another draw). With a reservoir
 bias (scale 1) the mismatched biases also shift every output, and on OSULeaf alignment
 predicts a single class even at α = 0.9 (IncFed 0.56) — the run's ``warnings`` say so. The
@@ -43,15 +43,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from tff_esn.config import ReservoirConfig, client_reservoir
-from tff_esn.closed_form.harvest import ReservoirWeights
-from tff_esn.draw import spectral_radius
+from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
+from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.esn.draws import spectral_radius
 
 
 
 
 def client_reservoirs(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
-    """One reservoir per client: :func:`~tff_esn.config.client_reservoir` drawn for ``n_inputs`` inputs."""
+    """One reservoir per client: :func:`~tff_esn.esn.hyperparameters.client_reservoir` drawn for ``n_inputs`` inputs."""
     if clients < 1:
         raise ValueError(f"clients: expected ≥ 1, got {clients}.")
     return [ReservoirWeights.from_config(client_reservoir(config, i), n_inputs) for i in range(clients)]

@@ -12,7 +12,7 @@ the server's system carries ``C·λ``.
 
 Two implementations of the same algorithm:
 
-* :func:`fit_incfed` — plain numpy on :class:`~tff_esn.ridge.RidgeStats`, the reference;
+* :func:`fit_incfed` — plain numpy on :class:`~tff_esn.esn.ridge.RidgeStats`, the reference;
 * :func:`build_incfed_computation` / :func:`run_incfed_tff` — a TFF federated computation:
   the server broadcasts the reservoir, each client harvests its states and reduces its
   dataset to ``(A_c, B_c, n_c)`` in float64, ``tff.federated_sum`` aggregates (through
@@ -35,14 +35,15 @@ import numpy as np
 
 from tff_esn.lazy import LazyModule
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.closed_form.harvest import ReservoirWeights, StateSpec
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
-from tff_esn.privacy.dp_stats import floor_eigenvalues
-from tff_esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_message
+from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
+from tff_esn.esn.ridge import STATS_CHUNK, RidgeStats, SingularSystemError, one_hot, singular_message
 from tff_esn.run_warnings import warn
 
 tf = LazyModule("tensorflow")
-reservoir_loop = LazyModule("tff_esn.reservoir")
+states_tf = LazyModule("tff_esn.esn.states_tf")
+ridge_tf = LazyModule("tff_esn.esn.ridge_tf")
 
 
 def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
@@ -108,25 +109,25 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
-    The states' statistics are those of every harvest (:func:`tff_esn.reservoir.state_stats`;
-    for ``"all"`` accumulated in chunks of steps by :func:`tff_esn.reservoir.accumulate_stats`),
+    The states and their statistics come from the ESN core's TensorFlow backend
+    (:func:`tff_esn.esn.states_tf.run_reservoir` and :func:`tff_esn.esn.ridge_tf.ridge_products`;
+    for ``"all"`` accumulated in chunks of steps by :func:`tff_esn.esn.states_tf.accumulate_stats`),
     with products in float64.
     With ``lengths``, each right-padded sequence contributes only its own steps. With
     ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
     (:func:`tff_esn.privacy.dp_stats.clip_rows`).
     """
     kernel, recurrent, bias, gain = reservoir
+    clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     if spec.state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(x)[:1], tf.shape(x)[1])
-        a, b, n, _ = reservoir_loop.accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky,
-                                                     spec.washout, reservoir_loop.STATS_CHUNK, spec.readout_bias,
-                                                     t.shape.rank == 3, clip, tf.float64)
+        a, b, n = states_tf.accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky, spec.washout,
+                                             STATS_CHUNK, spec.readout_bias, t.shape.rank == 3, clip_fn, tf.float64)
     else:
-        states = reservoir_loop.run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode,
-                                              spec.washout, lengths)
-        a, b = reservoir_loop.state_stats(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias,
-                                          clip=clip)
+        states = states_tf.run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout,
+                                         lengths)
+        a, b = ridge_tf.ridge_products(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias, clip=clip_fn)
         n = tf.cast(tf.shape(states)[0], tf.float64)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n
@@ -134,12 +135,12 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengt
 
 def _server_solve(a, b, l2, clients, per_client: bool):
     """``W = A (B + λI)⁻¹`` in float64, plus a singularity flag: the rule of
-    :func:`tff_esn.ridge.solve_symmetric` inside the computation.
+    :func:`tff_esn.esn.ridge.solve_symmetric` inside the computation.
 
     The server takes the symmetric system's eigendecomposition: with the smallest
     eigenvalue above N·ε·(largest) it solves by Cholesky; at or below, the flag is set and
     ``W`` is the pseudo-inverse solution over the eigenpairs above that tolerance.
-    :func:`_received_readout` turns the flag into :class:`~tff_esn.ridge.SingularSystemError`
+    :func:`_received_readout` turns the flag into :class:`~tff_esn.esn.ridge.SingularSystemError`
     (``l2 = 0``) or a RunWarning (``l2 > 0``).
     """
     size = tf.shape(b)[0]
@@ -304,7 +305,7 @@ class IncFedOutcome:
 
 def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
     """The readout of an IncFed computation's result, after its checks: a singular server
-    system raises :class:`~tff_esn.ridge.SingularSystemError` at ``l2 = 0`` and is recorded
+    system raises :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` and is recorded
     as a RunWarning at ``l2 > 0`` (the pseudo-inverse readout, :func:`_server_solve`), and
     the value broadcast to the clients (all-equal at CLIENTS) must be the server's."""
     if singular and l2 == 0:
@@ -325,7 +326,7 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
     Sequences of unequal length (within or between clients) are padded to the longest and
     harvested each at its own length. Raises ``ValueError`` for no clients, empty clients
     or clients with different numbers of features, and
-    :class:`~tff_esn.ridge.SingularSystemError` for a singular system at ``l2 = 0`` (at
+    :class:`~tff_esn.esn.ridge.SingularSystemError` for a singular system at ``l2 = 0`` (at
     ``l2 > 0`` the pseudo-inverse readout and a RunWarning, :func:`_server_solve`).
     """
     return incfed_tff(weights, clients, n_classes, spec, l2, per_client=per_client, batch_size=batch_size).readout
@@ -368,7 +369,7 @@ def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: 
     The same readout as :func:`fit_incfed` and :func:`run_incfed_tff` (IncFed eq. 10); the
     TFF call carries only (A_c, B_c, n_c) through :func:`build_incfed_stats_computation`
     (plain sum). Raises ``ValueError`` for no clients or clients whose statistics differ in
-    shape or readout bias, and :class:`~tff_esn.ridge.SingularSystemError` for a singular
+    shape or readout bias, and :class:`~tff_esn.esn.ridge.SingularSystemError` for a singular
     system at ``l2 = 0``.
     """
     if not stats:

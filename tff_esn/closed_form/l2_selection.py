@@ -4,7 +4,7 @@ With validation clients, λ is the value of a grid (:data:`L2_GRID`, ascending) 
 is most accurate on them, a tie going to the larger λ (:func:`chosen_l2`) — the seeds' model
 selection on the validation users (pFedRR §3, FedIP §3 and Table 1). Each algorithm supplies
 its readout at every λ of the grid (the exact IncFed/centralized readouts share one
-eigendecomposition, :meth:`tff_esn.ridge.RidgeStats.solve_path`). Without validation clients,
+eigendecomposition, :meth:`tff_esn.esn.ridge.RidgeStats.solve_path`). Without validation clients,
 or when the run's statistics are private (a validation sweep would release more than the one
 readout the privacy accounting covers), λ is the stated :data:`DEFAULT_L2` and the record says
 why. Light: no TensorFlow.

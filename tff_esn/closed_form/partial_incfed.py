@@ -60,7 +60,7 @@ import scipy.linalg
 
 from tff_esn.closed_form.configs import MASKS
 from tff_esn.closed_form.incfed import check_clients
-from tff_esn.ridge import RidgeStats, SingularSystemError, singular_message
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
 from tff_esn.run_warnings import warn
 
 Mask = Literal["nystrom", "block", "columns"]
@@ -134,7 +134,7 @@ def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") 
 def solve_general(total: RidgeStats, l2: float) -> np.ndarray:
     """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` (LU; no explicit inverse).
 
-    The singular-system rule of :func:`tff_esn.ridge.solve_symmetric` for a general matrix: a
+    The singular-system rule of :func:`tff_esn.esn.ridge.solve_symmetric` for a general matrix: a
     singular or ill-conditioned system raises :class:`SingularSystemError` when ``l2 = 0``
     and otherwise is solved by least squares (the minimum-norm solution, singular values
     below N·ε·largest dropped) with a recorded RunWarning.

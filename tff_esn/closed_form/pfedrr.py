@@ -53,7 +53,7 @@ import numpy as np
 
 from tff_esn.closed_form.configs import READINGS
 from tff_esn.closed_form.incfed import check_clients
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 Reading = Literal["consistent", "literal"]
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn.closed_form import recurrence
-from tff_esn.closed_form.harvest import ReservoirWeights
+from tff_esn.esn.states_numpy import states_and_statistics
+from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.run_warnings import warn
 
@@ -43,7 +43,7 @@ def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
             break
         steps = client.steps[:left]
         x = client.x[:left, :int(steps.max())]
-        states, _ = recurrence.harvest(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
+        states, _ = states_and_statistics(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
                                        weights.leaky, keep="all", washout=washout, lengths=steps)
         parts.append(states[np.arange(states.shape[1])[None, :] < (steps - washout)[:, None]])
         left -= len(steps)

@@ -34,12 +34,13 @@ from tqdm.auto import tqdm
 
 from tff_esn.lazy import LazyModule
 from tff_esn.data.sequences import SequenceDataset
-from tff_esn.closed_form.harvest import Harvester, ReservoirWeights, StateSpec
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import _client_arrays, build_client_stats_computation
 from tff_esn.io import atomic_write
 from tff_esn.closed_form.pfedrr import Reading, check_tau, client_parts, n_units
 from tff_esn.privacy.aggregation import federated_stats_sum
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 tf = LazyModule("tensorflow")
 
@@ -202,7 +203,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
     is another model than the average of its members' (thesis Alg. 2).
 
     Every client must have sequences of the same (T, F) (one computation shape). Raises
-    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.ridge.SingularSystemError` (at ``l2 = 0``)
+    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.esn.ridge.SingularSystemError` (at ``l2 = 0``)
     for a singular system and :class:`~tff_esn.runtime.WorkerError` when a worker is lost.
     """
     if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:

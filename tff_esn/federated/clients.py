@@ -39,18 +39,19 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig, child_seed, client_reservoir
+from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
-from tff_esn.reservoir import Reservoir, run_reservoir_shapeless
+from tff_esn.esn.layer import Reservoir
+from tff_esn.esn.states_tf import run_reservoir_shapeless
 
 _NOISE, _SHUFFLE = 1, 2
 
 
 def client_reservoirs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
-    (``different``, Table 6.5: :func:`~tff_esn.config.client_reservoir`)."""
+    (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
     if mode not in RESERVOIR_MODES:
         raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
     if mode == "same":

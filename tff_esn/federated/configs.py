@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
 from tff_esn.validation import check_field
-from tff_esn.config import STATE_MODES, ReservoirConfig
+from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import FEDCURV_LEARNING, LEARNING, PrivacyConfig
 

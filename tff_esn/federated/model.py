@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import THESIS_RESERVOIR, ThesisModelConfig, check_class_weight
-from tff_esn.reservoir import Reservoir
+from tff_esn.esn.layer import Reservoir
 
 __all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy", "WeightedCategoricalCrossentropy",
            "build_thesis_model", "compile_thesis_model", "readout_layer", "readout_probabilities", "thesis_loss"]

@@ -32,7 +32,7 @@ from tff_esn.lazy import LazyModule
 from tff_esn.privacy.coverage import public
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 tf = LazyModule("tensorflow")
 

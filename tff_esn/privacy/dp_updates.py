@@ -37,7 +37,7 @@ from tff_esn.lazy import LazyModule
 from tff_esn.privacy import accounting
 from tff_esn.privacy.config import check_clip
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise, clip_rows, floor_eigenvalues
-from tff_esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats
 
 tf = LazyModule("tensorflow")
 

@@ -1,17 +1,17 @@
-"""The reservoir recurrence in numpy float32: the closed-form harvest's kernel (no TensorFlow).
+"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it
+(no TensorFlow).
 
 Equation (IncFed eq. 1; FedIP eq. 1 with the intrinsic-plasticity gain g)::
 
     x(0) = 0
     x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)
 
-The same equation as :mod:`tff_esn.reservoir`, whose TensorFlow loop serves the graphs
-(the Keras layer trained by FedAvg/FedCurv, the IncFed and FedIP clients inside TFF). The
-closed-form family needs the states once per client and reservoir, outside any graph, and
-here they cost what their arithmetic costs: the input projection one BLAS product per block of
-steps, then one BLAS product and a few in-place float32 updates per step, with no tracing (a
-``tf.function`` trace plus its first execution cost 0.3–0.45 s per process, more than the
-whole harvest of a small data set) and no TensorFlow import (≈2 s per process).
+The TensorFlow twin (:mod:`tff_esn.esn.states_tf`) serves the graphs (the Keras layer trained
+by FedAvg/FedCurv, the IncFed and FedIP clients inside TFF). The closed-form family needs
+the states once per client and reservoir, outside any graph, and here they cost what their
+arithmetic costs: the input projection one BLAS product per block of steps, then one BLAS
+product and a few in-place float32 updates per step, with neither a ``tf.function`` trace
+nor a TensorFlow import per process.
 
 A batch may hold sequences of several clients (``groups``): the states of a batch are
 computed together, and the ridge statistics (IncFed eqs. 6–7) are accumulated per client
@@ -26,24 +26,21 @@ from collections.abc import Iterator
 
 import numpy as np
 
-STATS_CHUNK = 64
-"""Time steps whose states are stacked and reduced to statistics at once (memory
-O(chunk · batch · units))."""
-
+from tff_esn.esn.ridge import STATS_CHUNK, ridge_products
 
 SPARSE_DENSITY = 0.02
-"""Ŵ with at most this fraction of non-zeros is multiplied as a sparse (CSR) matrix. Measured
-(x Ŵ per step, 2 cores): density 0.01, 1000 units: 75 vs 737 µs at batch 15, 999 vs
-2596 µs at batch 256; 0.005, 2000 units: 147 vs 1749 µs, 2027 vs 10230 µs; at 0.03–0.05 the
-sparse product wins only for small batches (300 units at batch 256: a tie), so dense above."""
+"""Ŵ with at most this fraction of non-zeros is multiplied as a sparse (CSR) matrix: at such
+densities the CSR product per step is cheaper than the dense one at every batch size, while
+at a few percent it wins only for small batches (``bench/harvest.py`` times both)."""
 
 PROJECTION_BLOCK = 256
 """Time steps whose input projection is one matrix product (memory O(block · batch · units))."""
 
 
-def _states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
+def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
             leaky: float, valid: np.ndarray | None) -> Iterator[np.ndarray]:
-    """Yields x(t) (batch, units) for t = 0, 1, …: one buffer, overwritten at the next step.
+    """Yields the states x(t) (batch, units) of the module's equation for t = 0, 1, …: one
+    buffer, overwritten at the next step.
 
     ``valid`` is ``None`` or (time, batch, 1) float32, 1 inside a sequence and 0 past its end,
     where the state stays frozen (so after the loop it is each sequence's last state).
@@ -88,10 +85,63 @@ def _states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias:
         yield x
 
 
-def harvest(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
-            leaky: float, *, keep: str, washout: int = 0, lengths: np.ndarray | None = None,
-            targets: np.ndarray | None = None, groups: np.ndarray | None = None, n_groups: int = 1,
-            readout_bias: bool = True, chunk: int = STATS_CHUNK) -> tuple[np.ndarray, list | None]:
+class _GroupStatistics:
+    """Each group's ridge statistics ``[A, B, n]`` (IncFed eqs. 6–7), accumulated from blocks
+    of ``chunk`` steps' states: each block's products in float32, summed in float64."""
+
+    def __init__(self, targets: np.ndarray, groups: np.ndarray | None, n_groups: int, units: int,
+                 readout_bias: bool, chunk: int, valid: np.ndarray | None, washout: int):
+        batch = targets.shape[0]
+        groups = np.zeros(batch, np.int64) if groups is None else np.asarray(groups)
+        self.members = [np.flatnonzero(groups == g) for g in range(n_groups)]
+        self.units, self.readout_bias, self.chunk = units, readout_bias, chunk
+        self.valid, self.washout = valid, washout
+        self.features = units + int(readout_bias)
+        self.n_out = targets.shape[-1]
+        self.stats = [[np.zeros((self.n_out, self.features)), np.zeros((self.features, self.features)), 0]
+                      for _ in range(n_groups)]
+        self.block = np.zeros((chunk, batch, self.features), np.float32)
+        if readout_bias:
+            self.block[:, :, units] = 1
+        self.per_step = targets.ndim == 3
+        self.targets = targets.astype(np.float32)
+
+    def add(self, i: int, state: np.ndarray, last: bool) -> None:
+        """Stores sample step ``i``'s states (batch, units); reduces the block when it is full or ``last``."""
+        self.block[i % self.chunk, :, :self.units] = state
+        if i % self.chunk == self.chunk - 1 or last:
+            self._reduce(i - i % self.chunk, i + 1)
+
+    def _reduce(self, start: int, stop: int) -> None:
+        """Adds the states of sample steps [start, stop) to each group's statistics."""
+        rows = self.block[:stop - start]
+        if self.readout_bias and self.valid is not None:
+            rows[:, :, self.units] = self.valid[start + self.washout:stop + self.washout, :, 0]
+        batch = rows.shape[1]
+        for g, member in enumerate(self.members):
+            if not member.size:
+                continue
+            whole = member.size == batch
+            s = (rows if whole else rows[:, member]).reshape(-1, self.features)
+            y = self.targets if whole else self.targets[member]
+            y = (np.swapaxes(y[:, start:stop], 0, 1) if self.per_step
+                 else np.broadcast_to(y, (stop - start, member.size, self.n_out))).reshape(-1, self.n_out)
+            a, b = ridge_products(s, y)
+            self.stats[g][0] += a
+            self.stats[g][1] += b
+
+    def result(self, counts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """``(A, B, n)`` per group, ``n`` the group's sample count from each sequence's ``counts``."""
+        for g, member in enumerate(self.members):
+            self.stats[g][2] = int(counts[member].sum())
+        return [tuple(s) for s in self.stats]
+
+
+def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
+                          gain: np.ndarray, leaky: float, *, keep: str, washout: int = 0,
+                          lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
+                          groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
+                          chunk: int = STATS_CHUNK) -> tuple[np.ndarray, list | None]:
     """States of a batch of sequences and, with ``targets``, each group's ridge statistics.
 
     Args:
@@ -122,37 +172,10 @@ def harvest(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias:
     counts = np.full(batch, steps - washout) if lengths is None else np.asarray(lengths) - washout
     kept = (np.zeros((batch, units), np.float32) if keep == "mean"
             else np.zeros((steps - washout, batch, units), np.float32) if keep == "all" else None)
-    accumulate = targets is not None
-    if accumulate:
-        groups = np.zeros(batch, np.int64) if groups is None else np.asarray(groups)
-        members = [np.flatnonzero(groups == g) for g in range(n_groups)]
-        features = units + int(readout_bias)
-        n_out = targets.shape[-1]
-        stats = [[np.zeros((n_out, features)), np.zeros((features, features)), 0] for _ in range(n_groups)]
-        block = np.zeros((chunk, batch, features), np.float32)
-        if readout_bias:
-            block[:, :, units] = 1
-        per_step = targets.ndim == 3
-        targets = targets.astype(np.float32)
-
-    def reduce(start: int, stop: int) -> None:
-        """Adds the states of steps [start, stop) (after the washout) to each group's statistics."""
-        rows = block[:stop - start]
-        if readout_bias and valid is not None:
-            rows[:, :, units] = valid[start + washout:stop + washout, :, 0]
-        for g, member in enumerate(members):
-            if not member.size:
-                continue
-            whole = member.size == batch
-            s = (rows if whole else rows[:, member]).reshape(-1, features)
-            y = targets if whole else targets[member]
-            y = (np.swapaxes(y[:, start:stop], 0, 1) if per_step
-                 else np.broadcast_to(y, (stop - start, member.size, n_out))).reshape(-1, n_out)
-            stats[g][0] += (y.T @ s).astype(np.float64)
-            stats[g][1] += (s.T @ s).astype(np.float64)
-
+    statistics = None if targets is None else _GroupStatistics(
+        targets, groups, n_groups, units, readout_bias, chunk, valid, washout)
     masked = np.empty((batch, units), np.float32)
-    for t, x in enumerate(_states(inputs, kernel, recurrent, bias, gain, leaky, valid)):
+    for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid)):
         if t < washout:
             continue
         i = t - washout
@@ -161,18 +184,12 @@ def harvest(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias:
             kept += state
         elif keep == "all":
             kept[i] = state
-        if accumulate:
-            block[i % chunk, :, :units] = state
-            if i % chunk == chunk - 1 or t == steps - 1:
-                reduce(i - i % chunk, i + 1)
+        if statistics is not None:
+            statistics.add(i, state, t == steps - 1)
     if keep == "last":
         out = x.copy() if steps else np.zeros((batch, units), np.float32)
     elif keep == "mean":
         out = kept / counts[:, None].astype(np.float32)
     else:
         out = np.ascontiguousarray(np.swapaxes(kept, 0, 1))
-    if not accumulate:
-        return out, None
-    for g, member in enumerate(members):
-        stats[g][2] = int(counts[member].sum())
-    return out, [tuple(s) for s in stats]
+    return out, None if statistics is None else statistics.result(counts)

@@ -26,6 +26,20 @@ import scipy.linalg
 
 from tff_esn.run_warnings import warn
 
+STATS_CHUNK = 64
+"""Time steps whose states a chunked harvest (either backend) stacks and reduces to
+statistics at once (memory O(chunk · batch · units))."""
+
+
+def ridge_products(states: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Yᵀ S, Sᵀ S)`` of state rows ``S`` (m, F) and their targets ``Y`` (m, N_Y) (IncFed eqs. 6–7),
+    the products taken in the rows' dtype and returned as float64 (callers accumulate in float64).
+
+    Every numpy harvest sums its blocks through it; the TensorFlow twin is
+    :func:`tff_esn.esn.ridge_tf.ridge_products`.
+    """
+    return (targets.T @ states).astype(np.float64, copy=False), (states.T @ states).astype(np.float64, copy=False)
+
 
 class SingularSystemError(np.linalg.LinAlgError):
     """``B + λI`` is singular (typically ``l2 = 0`` with fewer samples than features)."""
@@ -156,7 +170,7 @@ class RidgeStats:
             raise ValueError("states: no samples; a client needs at least one state.")
         if bias:
             s = with_bias(s)
-        return cls(y.T @ s, s.T @ s, s.shape[0], 1, bias)
+        return cls(*ridge_products(s, y), s.shape[0], 1, bias)
 
     @property
     def n_features(self) -> int:

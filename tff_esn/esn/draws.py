@@ -1,15 +1,16 @@
 """Seeded draws of a reservoir's W_in, Ŵ and b (IncFed eq. 1; thesis §2.1), without TensorFlow.
 
 Each matrix comes from its own child generator of ``config.seed``, so Ŵ does not depend on
-the number of inputs. The Keras layer (:mod:`tff_esn.reservoir`) and the closed-form harvest
-(:mod:`tff_esn.closed_form.harvest`) draw through these functions, so both see one reservoir.
+the number of inputs. The Keras layer (:mod:`tff_esn.esn.layer`) and
+:meth:`~tff_esn.esn.weights.ReservoirWeights.from_config` draw through these functions, so both
+see one reservoir.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tff_esn.config import ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 
 
 def _child_rng(seed: int, part: int) -> np.random.Generator:

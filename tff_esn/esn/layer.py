@@ -1,0 +1,171 @@
+"""The leaky-integrator reservoir as a Keras layer (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1).
+
+``kernel`` W_in is (features, units), ``recurrent_kernel`` Ŵ is (units, units), ``bias`` b is
+(units,) and the optional intrinsic-plasticity ``gain`` g is (units,), ones by default. With
+``g = 1`` the layer is exactly ``tfa.layers.ESN``'s cell, so
+``layer.set_weights([esn_kernel, esn_recurrent_kernel, esn_bias])`` reproduces its states.
+The weights are drawn by :mod:`tff_esn.esn.draws` from the layer's
+:class:`~tff_esn.esn.hyperparameters.ReservoirConfig` (so the layer serializes with
+``get_config`` and reloads the same reservoir), and its states come from
+:func:`tff_esn.esn.states_tf.run_reservoir`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
+
+
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class ReservoirInitializer(tf.keras.initializers.Initializer):
+    """Initializer drawing one part of a reservoir from a :class:`ReservoirConfig`.
+
+    ``part`` is ``"kernel"``, ``"recurrent_kernel"`` or ``"bias"``; the draw is a pure
+    function of the config (seeded), so a model clones and reloads identically.
+    """
+
+    def __init__(self, part: str, config: dict[str, Any]):
+        if part not in ("kernel", "recurrent_kernel", "bias"):
+            raise ValueError(f"ReservoirInitializer: unknown part {part!r}.")
+        self.part = part
+        self.config = dict(config)
+
+    def __call__(self, shape, dtype=None, **kwargs):
+        cfg = ReservoirConfig.from_dict(self.config)
+        if self.part == "kernel":
+            value = input_weights(cfg, int(shape[0]))
+        elif self.part == "recurrent_kernel":
+            value = recurrent_weights(cfg)
+        else:
+            value = bias_weights(cfg)
+        if tuple(value.shape) != tuple(shape):
+            raise ValueError(f"ReservoirInitializer({self.part}): config gives {value.shape}, layer asks {tuple(shape)}.")
+        return tf.constant(value, dtype=dtype or tf.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"part": self.part, "config": self.config}
+
+
+def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
+    if inputs.shape.rank is not None and inputs.shape.rank != 3:
+        raise ValueError(
+            f"Reservoir: inputs must be 3-D (batch, time, features), got shape {inputs.shape}; "
+            "add a batch axis with x[None] or a feature axis with x[..., None]."
+        )
+    return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
+
+
+def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
+    if state_mode != "last" and steps is not None and washout >= steps:
+        raise ValueError(f"Reservoir: washout ({washout}) must be shorter than the sequences ({steps} steps).")
+
+
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class Reservoir(tf.keras.layers.Layer):
+    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1).
+
+    Args:
+        config: a :class:`ReservoirConfig`, or ``None`` to build one from ``**hparams``
+            (``units``, ``spectral_radius``, ``leaky``, ``input_scaling``,
+            ``input_connectivity``, ``recurrent_connectivity``, ``bias_scaling``, ``seed``).
+        state_mode: which states the layer returns — ``"last"`` (default, (batch, units)),
+            ``"mean"`` over the steps after ``washout`` ((batch, units)), or ``"all"``
+            ((batch, time − washout, units)).
+        return_sequences: Keras spelling of ``state_mode="all"``.
+        washout: initial steps ignored by the ``"mean"`` and ``"all"`` modes (≥ 0).
+        use_gain: adds the intrinsic-plasticity gain g (ones) as a fourth weight (FedIP eq. 1).
+
+    Weights (in this order): ``kernel`` (features, units), ``recurrent_kernel``
+    (units, units), ``bias`` (units,), and ``gain`` (units,) when ``use_gain``.
+    """
+
+    def __init__(
+        self,
+        config: ReservoirConfig | dict[str, Any] | None = None,
+        *,
+        state_mode: str = "last",
+        return_sequences: bool = False,
+        washout: int = 0,
+        use_gain: bool = False,
+        **kwargs: Any,
+    ):
+        hparam_names = set(ReservoirConfig.__dataclass_fields__)
+        hparams = {k: kwargs.pop(k) for k in list(kwargs) if k in hparam_names}
+        super().__init__(**kwargs)
+        if config is None:
+            config = ReservoirConfig(**hparams)
+        elif hparams:
+            raise ValueError(f"Reservoir: pass either config or hyperparameters, not both (got {sorted(hparams)}).")
+        elif isinstance(config, dict):
+            config = ReservoirConfig.from_dict(config)
+        elif not isinstance(config, ReservoirConfig):
+            raise TypeError(f"Reservoir: config must be a ReservoirConfig, got {type(config).__name__}.")
+        if return_sequences:
+            state_mode = "all"
+        if state_mode not in STATE_MODES:
+            raise ValueError(f"Reservoir: state_mode must be one of {STATE_MODES}, got {state_mode!r}.")
+        if not isinstance(washout, int) or washout < 0:
+            raise ValueError(f"Reservoir: washout must be an integer ≥ 0, got {washout!r}.")
+        self.reservoir_config = config
+        self.state_mode = state_mode
+        self.washout = washout
+        self.use_gain = bool(use_gain)
+        self.supports_masking = False
+
+    @property
+    def units(self) -> int:
+        return self.reservoir_config.units
+
+    @property
+    def leaky(self) -> float:
+        return float(self.reservoir_config.leaky)
+
+    def build(self, input_shape) -> None:
+        features = tf.TensorShape(input_shape)[-1]
+        if features is None:
+            raise ValueError(f"Reservoir: the feature axis of the input must be known, got shape {input_shape}.")
+        cfg = self.reservoir_config.to_dict()
+        self.kernel = self.add_weight(
+            name="kernel", shape=(int(features), self.units),
+            initializer=ReservoirInitializer("kernel", cfg), trainable=False)
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel", shape=(self.units, self.units),
+            initializer=ReservoirInitializer("recurrent_kernel", cfg), trainable=False)
+        self.bias = self.add_weight(
+            name="bias", shape=(self.units,), initializer=ReservoirInitializer("bias", cfg), trainable=False)
+        self.gain = (
+            self.add_weight(name="gain", shape=(self.units,), initializer="ones", trainable=False)
+            if self.use_gain else None
+        )
+        super().build(input_shape)
+
+    def call(self, inputs: tf.Tensor) -> tf.Tensor:
+        inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
+        _check_washout(inputs.shape[1], self.state_mode, self.washout)
+        if tf.executing_eagerly():
+            # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
+            weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
+            return run_reservoir_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout)
+        return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout)
+
+    def _weight_list(self) -> list:
+        return [self.kernel, self.recurrent_kernel, self.bias, self.gain]
+
+    def compute_output_shape(self, input_shape):
+        shape = tf.TensorShape(input_shape)
+        if self.state_mode == "all":
+            steps = None if shape[1] is None else shape[1] - self.washout
+            return tf.TensorShape([shape[0], steps, self.units])
+        return tf.TensorShape([shape[0], self.units])
+
+    def get_config(self) -> dict[str, Any]:
+        base = super().get_config()
+        base.update(self.reservoir_config.to_dict())
+        base.update({"state_mode": self.state_mode, "washout": self.washout, "use_gain": self.use_gain})
+        return base
+

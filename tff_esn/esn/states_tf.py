@@ -1,0 +1,237 @@
+"""The reservoir's state equation in TensorFlow: one step, the batched time loop and the
+statistics accumulated inside it (the graphs' backend: the Keras layer, FedIP's plasticity
+loop, the IncFed client inside TFF).
+
+Equation (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1 with gain and bias)::
+
+    x(0) = 0
+    x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)
+
+in row-vector layout: W_in is (features, units), Ŵ (units, units), b (units,) and the
+optional intrinsic-plasticity gain g (units,); ``gain=None`` means g = 1, where the bias is
+folded into the input projection. With ``g = 1`` this is exactly ``tfa.layers.ESN``'s cell.
+
+A run is one ``tf.while_loop`` over time (:data:`UNROLL` steps per iteration) batched over
+sequences, with the input projection done once as a single matrix product; no per-sample
+Python. Sequences of unequal length run in one padded batch with their ``lengths``
+(sequence i is ``inputs[i, :lengths[i]]``): a sequence's state is frozen after its last
+step, ``"mean"`` averages its own steps after the washout, ``"all"`` zeroes the steps past
+its end and the ridge statistics count only its valid steps — the same numbers as running
+each sequence alone. The numpy twin of this equation is :mod:`tff_esn.esn.states_numpy`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from tff_esn.esn.ridge_tf import ridge_products
+
+
+def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None) -> tf.Tensor:
+    """Time-major input projection u(t) W_in for all steps in one product (bias folded in when g = 1)."""
+    projected = tf.einsum("btf,fu->tbu", inputs, kernel)
+    return projected + bias if gain is None else projected
+
+
+def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
+                   gain: tf.Tensor | None, leaky: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """One update of the state equation (module docstring) on a :func:`project_inputs` step.
+
+    Returns ``(net, activation, state)``: the net input ``u(t) W_in + x(t−1) Ŵ`` (FedIP's
+    x_net, before gain and bias; with ``gain`` None the bias is already folded in), the
+    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃``.
+    Intrinsic plasticity (:mod:`tff_esn.closed_form.fedip`) updates g and b from ``net``
+    and ``activation``.
+    """
+    net = projected + tf.matmul(x, recurrent)
+    new = tf.tanh(net) if gain is None else tf.tanh(gain * net + bias)
+    return net, new, (new if leaky == 1.0 else x + leaky * (new - x))
+
+
+def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
+    """The new state of :func:`reservoir_step` with fixed weights (bias folded in when ``gain`` is None)."""
+    def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
+        return reservoir_step(x, projected, recurrent, bias, gain, leaky)[2]
+
+    return step
+
+
+
+UNROLL = 8
+"""Time steps per ``tf.while_loop`` iteration: for small batches the per-iteration overhead,
+not the arithmetic, sets the run time, and unrolling amortises it over several steps
+(``bench/harvest.py`` times the loop with and without)."""
+
+
+def _time_loop(start, stop, one, state: tuple) -> tuple:
+    """``state = one(t, *state)`` for t in [start, stop), ``UNROLL`` steps per loop iteration.
+
+    The same operations in the same order as a one-step loop (bit-identical states); the
+    steps that do not fill a last unrolled block run one at a time.
+    """
+    def block(t, *s):
+        for i in range(UNROLL):
+            s = one(t + i, *s)
+        return (t + UNROLL, *s)
+
+    full = stop - (stop - start) % UNROLL
+    t, *s = tf.while_loop(lambda t, *s: t < full, block, (start, *state))
+    _, *s = tf.while_loop(lambda t, *s: t < stop, lambda t, *s: (t + 1, *one(t, *s)), (t, *s))
+    return tuple(s)
+
+
+def _valid(t: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+    """(batch, 1) bool: whether step ``t`` lies inside each sequence."""
+    return (t < lengths)[:, None]
+
+
+def run_reservoir(
+    inputs: tf.Tensor,
+    kernel: tf.Tensor,
+    recurrent: tf.Tensor,
+    bias: tf.Tensor,
+    gain: tf.Tensor | None,
+    leaky: float,
+    state_mode: str = "last",
+    washout: int = 0,
+    lengths: tf.Tensor | None = None,
+) -> tf.Tensor:
+    """States of the reservoir for a batch of sequences.
+
+    Args:
+        inputs: (batch, time, features).
+        state_mode: ``"last"`` → (batch, units) state at the last step; ``"mean"`` →
+            (batch, units) mean of the states after ``washout``; ``"all"`` →
+            (batch, time − washout, units).
+        washout: number of initial steps dropped by ``"mean"`` and ``"all"``.
+        lengths: ``None`` (every sequence has ``time`` steps) or (batch,) int32 valid
+            steps of each right-padded sequence, each > ``washout`` for ``"mean"``: the
+            last state is the one at a sequence's own end, the mean runs over its own
+            steps, and ``"all"`` holds zeros past its end.
+    """
+    inputs = tf.convert_to_tensor(inputs, tf.float32)
+    projected = project_inputs(inputs, kernel, bias, gain)
+    steps = tf.shape(projected)[0]
+    x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
+    update = _step_fn(recurrent, bias, gain, leaky)
+    if lengths is None:
+        def step(x, t):
+            return update(x, tf.gather(projected, t))
+    else:
+        lengths = tf.cast(lengths, tf.int32)
+
+        def step(x, t):  # frozen after the sequence's end
+            return tf.where(_valid(t, lengths), update(x, tf.gather(projected, t)), x)
+
+    if state_mode == "last":
+        return _time_loop(0, steps, lambda t, x: (step(x, t),), (x0,))[0]
+    if state_mode == "mean":
+        def body(t, x, acc):
+            x = step(x, t)
+            return x, acc + (x if lengths is None else tf.cast(_valid(t, lengths), tf.float32) * x)
+
+        if washout:
+            x0 = _time_loop(0, washout, lambda t, x: (step(x, t),), (x0,))[0]
+        _, acc = _time_loop(washout, steps, body, (x0, tf.zeros_like(x0)))
+        count = steps - washout if lengths is None else (lengths - washout)[:, None]
+        return acc / tf.cast(count, tf.float32)
+    states = tf.TensorArray(tf.float32, size=steps, element_shape=x0.shape)
+
+    def body_all(t, x, ta):
+        x = step(x, t)
+        return x, ta.write(t, x if lengths is None else tf.where(_valid(t, lengths), x, tf.zeros_like(x)))
+
+    _, states = _time_loop(0, steps, body_all, (x0, states))
+    return tf.transpose(states.stack()[washout:], [1, 0, 2])
+
+
+run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True, autograph=False)
+"""Compiled :func:`run_reservoir` for eager callers; pass weight *tensors*, never variables.
+
+The loops are explicit ``tf.while_loop``s and every branch is on a Python value, so autograph
+(AST rewriting on every trace) is off."""
+
+
+@functools.lru_cache(maxsize=64)
+def _shapeless(leaky: float, state_mode: str, washout: int, with_gain: bool, masked: bool):
+    """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
+    specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
+             tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
+
+    def states(inputs, kernel, recurrent, bias, *rest):
+        gain = rest[0] if with_gain else None
+        return run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout,
+                             rest[-1] if masked else None)
+
+    return tf.function(states, input_signature=specs, autograph=False)
+
+
+def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float, state_mode: str = "last",
+                            washout: int = 0, lengths=None) -> tf.Tensor:
+    """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
+
+    Batches of any size and length (a client's sorted ragged batches, every client of a
+    federation) share one trace; :data:`run_reservoir_compiled` traces the first shape
+    exactly and then once more per axis that varies (no retracing per client).
+    """
+    fn = _shapeless(float(leaky), state_mode, int(washout), gain is not None, lengths is not None)
+    tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
+    return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
+
+
+@tf.function(reduce_retracing=True, autograph=False)
+def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
+                     per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32):
+    """``(Yᵀ S, Sᵀ S, n)`` over every step after ``washout`` and before each sequence's length
+    (IncFed eqs. 6–7 with every state a sample).
+
+    ``targets`` are (batch, n_out) per sequence or (batch, time − washout, n_out) per step;
+    ``n`` counts the states; the statistics are float64. States are never all materialised:
+    each chunk of ``chunk`` steps × batch states is stacked once and reduced by
+    :func:`~tff_esn.esn.ridge_tf.ridge_products` in ``dtype`` (steps past a sequence's end
+    masked, rows passed through ``clip``) into float64 accumulators — memory
+    O(chunk · batch · units).
+    """
+    projected = project_inputs(inputs, kernel, bias, gain)
+    steps = tf.shape(projected)[0]
+    batch = tf.shape(projected)[1]
+    units = tf.shape(kernel)[1]
+    features = units + (1 if add_bias else 0)
+    targets = tf.ensure_shape(targets, [None, None, None] if per_step else [None, None])
+    n_out = tf.shape(targets)[-1]
+    step = _step_fn(recurrent, bias, gain, leaky)
+    x = tf.zeros([batch, units], tf.float32)
+    x = _time_loop(0, washout, lambda t, x: (step(x, projected[t]),), (x,))[0]
+
+    def chunk_body(start, x, sts, yts):
+        stop = tf.minimum(start + chunk, steps)
+        ta = tf.TensorArray(tf.float32, size=stop - start, element_shape=[None, None])
+
+        def inner(t, x, ta):
+            x = step(x, projected[t])
+            return x, ta.write(t - start, x)
+
+        x, ta = _time_loop(start, stop, inner, (x, ta))
+        flat = tf.reshape(ta.stack(), [-1, units])  # (len · batch, units), time-major
+        valid = tf.reshape(tf.range(start, stop)[:, None] < lengths[None, :], [-1])
+        if per_step:
+            y = tf.transpose(targets[:, start - washout:stop - washout], [1, 0, 2])
+        else:
+            y = tf.broadcast_to(targets[None], [stop - start, batch, n_out])
+        a, b = ridge_products(tf.cast(flat, dtype), tf.reshape(y, [-1, n_out]), readout_bias=add_bias, valid=valid,
+                              clip=clip)
+        return stop, x, sts + b, yts + a
+
+    sts0 = tf.zeros([features, features], tf.float64)
+    yts0 = tf.zeros([n_out, features], tf.float64)
+    matrix = tf.TensorShape([None, None])
+    _, _, sts, yts = tf.while_loop(
+        lambda s, *_: s < steps, chunk_body, (washout, x, sts0, yts0),
+        shape_invariants=(tf.TensorShape([]), matrix, matrix, matrix),
+    )
+    return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64)
+
+

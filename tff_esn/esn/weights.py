@@ -1,0 +1,112 @@
+"""The arrays of one reservoir and which of its states a readout sees (IncFed eq. 1, FedIP eq. 1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+
+if TYPE_CHECKING:
+    from tff_esn.esn.layer import Reservoir
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ReservoirWeights:
+    """The arrays of one reservoir (Keras layout) plus its leaking rate (IncFed eq. 1, FedIP eq. 1).
+
+    Attributes:
+        kernel: W_in (n_inputs, units) float32.
+        recurrent: Ŵ (units, units) float32.
+        bias: b (units,) float32.
+        gain: intrinsic-plasticity gain g (units,) float32 (ones when no IP).
+        leaky: leaking rate a ∈ (0, 1].
+    """
+
+    kernel: np.ndarray
+    recurrent: np.ndarray
+    bias: np.ndarray
+    gain: np.ndarray
+    leaky: float
+
+    def __post_init__(self) -> None:
+        arrays = {}
+        for name in ("kernel", "recurrent", "bias", "gain"):
+            arr = np.asarray(getattr(self, name), dtype=np.float32)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"ReservoirWeights.{name}: contains NaN or inf.")
+            arrays[name] = arr
+        units = arrays["recurrent"].shape[0] if arrays["recurrent"].ndim == 2 else -1
+        shapes = {"kernel": (arrays["kernel"].shape[0] if arrays["kernel"].ndim == 2 else -1, units),
+                  "recurrent": (units, units), "bias": (units,), "gain": (units,)}
+        for name, arr in arrays.items():
+            if units < 1 or arr.shape != shapes[name]:
+                raise ValueError(f"ReservoirWeights.{name}: expected shape {shapes[name]}, got {arr.shape}.")
+            object.__setattr__(self, name, arr)
+        if not 0 < self.leaky <= 1:
+            raise ValueError(f"ReservoirWeights.leaky: expected a number in (0, 1], got {self.leaky!r}.")
+
+    @classmethod
+    def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
+        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1."""
+        return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
+                   np.ones(config.units, np.float32), float(config.leaky))
+
+    @classmethod
+    def from_layer(cls, layer: "Reservoir") -> "ReservoirWeights":
+        """The weights of a built :class:`~tff_esn.esn.layer.Reservoir` (gain 1 without ``use_gain``)."""
+        if not layer.built:
+            raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
+        gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
+        return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky)
+
+    @property
+    def units(self) -> int:
+        return int(self.recurrent.shape[0])
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.kernel.shape[0])
+
+    @property
+    def key(self) -> str:
+        """Content hash: equal arrays give equal keys (the cache key of a harvest)."""
+        h = hashlib.sha1(np.float64(self.leaky).tobytes())
+        for arr in (self.kernel, self.recurrent, self.bias, self.gain):
+            h.update(arr.tobytes())
+        return h.hexdigest()
+
+    def replace(self, **changes: Any) -> "ReservoirWeights":
+        return dataclasses.replace(self, **changes)
+
+    def layer_weights(self) -> list[np.ndarray]:
+        """Weights in :class:`~tff_esn.esn.layer.Reservoir` order (with ``use_gain=True``)."""
+        return [self.kernel, self.recurrent, self.bias, self.gain]
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSpec:
+    """Which states the readout sees: ``state_mode``, ``washout`` and the readout bias input."""
+
+    state_mode: str = "all"
+    washout: int = 0
+    readout_bias: bool = True
+
+    def __post_init__(self) -> None:
+        if self.state_mode not in STATE_MODES:
+            raise ValueError(f"state_mode: expected one of {STATE_MODES}, got {self.state_mode!r}.")
+        if not isinstance(self.washout, int) or self.washout < 0:
+            raise ValueError(f"washout: expected an integer ≥ 0, got {self.washout!r}.")
+
+    def check(self, steps: int, per_step: bool) -> None:
+        """Rejects a washout as long as the (shortest) sequence, and per-step labels with ``"mean"``."""
+        if self.state_mode != "last" and self.washout >= steps:
+            raise ValueError(f"washout: must be shorter than the shortest sequence ({steps} steps), "
+                             f"got {self.washout}.")
+        if per_step and self.state_mode == "mean":
+            raise ValueError("state_mode: 'mean' needs one label per sequence; these labels are per step "
+                             "(use 'all' or 'last').")
