@@ -2,14 +2,16 @@
 
 Workloads: W1 = 15 sequences × 6000 steps × 1 feature → 200 units;
 W2 = 1500 × 350 × 8 → 500 units. Modes: all states returned, final state, and in-loop ridge
-statistics (``Reservoir.harvest_stats``), and the closed-form harvest's numpy recurrence
-(:mod:`tff_esn.closed_form.recurrence`, all states). The floor is the time of GEMMs with the same
-multiply-adds as the recurrence (one (T·B, U)×(U, U) product per state matrix, plus one
-(U, T·B)×(T·B, U) product for Sᵀ S in the statistics mode), measured in the same run.
-On W1 a "before" row per mode traces the same layer with one time step per loop iteration (the
-loop without unrolling), so the gain is a ratio within one run. A second table
-times the recurrence with a dense and a ``tf.SparseTensor`` Ŵ (connectivity 0.1, 500–2000
-units): the layer would use the sparse kernel only where it wins.
+statistics (:func:`tff_esn.esn.states_tf.accumulate_stats`), and the numpy backend
+(:func:`tff_esn.esn.states_numpy.states_and_statistics`, all states). The floor is the time of
+GEMMs with the same multiply-adds as the recurrence (one (T·B, U)×(U, U) product per state
+matrix, plus one (U, T·B)×(T·B, U) product for Sᵀ S in the statistics mode), measured in the
+same run. On W1 a "1 step/iteration" row per mode traces the same layer with one time step per
+loop iteration (the loop without unrolling, :data:`~tff_esn.esn.states_tf.UNROLL`), so the gain
+is a ratio within one run. A second table times the TF recurrence with a dense and a
+``tf.SparseTensor`` Ŵ (connectivity 0.1, 500–2000 units): the layer would use the sparse kernel
+only where it wins. A third times the numpy recurrence's step with a dense and a CSR Ŵ at
+low densities (:data:`~tff_esn.esn.states_numpy.SPARSE_DENSITY` is where CSR starts).
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tff_esn import Reservoir, ReservoirConfig, reservoir  # noqa: E402
-from tff_esn.closed_form import recurrence  # noqa: E402
+from tff_esn import Reservoir, ReservoirConfig  # noqa: E402
+from tff_esn.esn import states_numpy, states_tf  # noqa: E402
+from tff_esn.esn.draws import recurrent_weights  # noqa: E402
+from tff_esn.esn.states_numpy import states_and_statistics  # noqa: E402
+from tff_esn.esn.weights import ReservoirWeights  # noqa: E402
 
 
 def timed(fn, repeats: int) -> tuple[float, float]:
@@ -79,30 +84,38 @@ def run_workload(name: str, batch: int, steps: int, features: int, units: int, r
             continue
         one_fn = _one_step_loop(ours, x)
         t_one, c_one = timed(lambda: one_fn(x).numpy(), repeats)
-        rows.append((name, f"{mode} states, before: 1 step/iteration", t_one, t_tfa, t_tfa / t_one, floor,
+        rows.append((name, f"{mode} states, 1 step/iteration", t_one, t_tfa, t_tfa / t_one, floor,
                      t_one / floor, 2 * macs / t_one / 1e9, c_tfa / c_one))
     ours = Reservoir(cfg, state_mode="all")
     ours.build(x.shape)
-    t_stats = best_of(lambda: ours.harvest_stats(x, y, chunk=32), repeats)
+    weights = ReservoirWeights.from_layer(ours)
+    tensors = [tf.constant(w) for w in weights.layer_weights()[:3]]
+    lengths = tf.fill([batch], steps)
+
+    def in_loop_stats():
+        return [v.numpy() for v in states_tf.accumulate_stats(
+            tf.constant(x), tf.constant(y), lengths, *tensors, None, weights.leaky, tf.constant(0), tf.constant(32),
+            False, False)]
+
+    t_stats = best_of(in_loop_stats, repeats)
     t_tfa_stats = best_of(lambda: _tfa_then_stats(x, y, units), 1) if batch * steps * units <= 1e9 else float("nan")
     stats_floor = gemm_floor(steps * batch, units, 2, repeats)
     rows.append((name, "in-loop stats", t_stats, t_tfa_stats, t_tfa_stats / t_stats, stats_floor,
                  t_stats / stats_floor, 2 * (macs + steps * batch * units * units) / t_stats / 1e9, float("nan")))
-    arrays = [w.numpy() for w in (ours.kernel, ours.recurrent_kernel, ours.bias)] + [np.ones(units, np.float32)]
-    t_np, c_np = timed(lambda: recurrence.harvest(x, *arrays, 0.5, keep="all"), repeats)
-    rows.append((name, "all states, closed-form numpy recurrence", t_np, t_all_tfa, t_all_tfa / t_np, floor,
+    t_np, c_np = timed(lambda: states_and_statistics(x, *weights.layer_weights(), 0.5, keep="all"), repeats)
+    rows.append((name, "all states, numpy backend", t_np, t_all_tfa, t_all_tfa / t_np, floor,
                  t_np / floor, 2 * macs / t_np / 1e9, c_all_tfa / c_np))
     return rows
 
 
 def _one_step_loop(layer: Reservoir, x: np.ndarray):
-    """``layer`` traced for ``x`` with one time step per ``tf.while_loop`` iteration (the loop before unrolling)."""
-    saved, reservoir.UNROLL = reservoir.UNROLL, 1
+    """``layer`` traced for ``x`` with one time step per ``tf.while_loop`` iteration (no unrolling)."""
+    saved, states_tf.UNROLL = states_tf.UNROLL, 1
     try:
         fn = tf.function(lambda v: layer(v))
         fn(x)
     finally:
-        reservoir.UNROLL = saved
+        states_tf.UNROLL = saved
     return fn
 
 
@@ -115,7 +128,7 @@ def sparse_rows(quick: bool) -> list[tuple]:
     """
     steps, batch, rows = 200, 15, []
     for units in (500,) if quick else (500, 1000, 2000):
-        w = reservoir.recurrent_weights(ReservoirConfig(units=units, recurrent_connectivity=0.1, seed=0))
+        w = recurrent_weights(ReservoirConfig(units=units, recurrent_connectivity=0.1, seed=0))
         proj = tf.random.stateless_normal([steps, batch, units], seed=[0, 0])
         dense = tf.constant(w)
         sparse_t = tf.sparse.from_dense(tf.constant(w.T))
@@ -132,6 +145,28 @@ def sparse_rows(quick: bool) -> list[tuple]:
             loop(lambda x: tf.matmul(x, dense)),
             loop(lambda x: tf.transpose(tf.sparse.sparse_dense_matmul(sparse_t, x, adjoint_b=True)))))
         rows.append((units, *(v / steps * 1e6 for v in (dw, sw, dc, sc)), "sparse" if sc < dc else "dense"))
+    return rows
+
+
+def numpy_sparse_rows(quick: bool) -> list[tuple]:
+    """µs per step of the numpy recurrence (:func:`tff_esn.esn.states_numpy.states`) with Ŵ
+    multiplied dense and as CSR, at low densities and two batch sizes (best of 3, 100 steps)."""
+    cases = [(1000, 0.01, 15), (1000, 0.01, 256)] if quick else [
+        (1000, 0.01, 15), (1000, 0.01, 256), (2000, 0.005, 15), (2000, 0.005, 256), (300, 0.03, 256),
+        (300, 0.05, 256)]
+    steps, rows = 100, []
+    saved = states_numpy.SPARSE_DENSITY
+    for units, density, batch in cases:
+        w = ReservoirWeights.from_config(ReservoirConfig(units=units, recurrent_connectivity=density, seed=0), 4)
+        x = np.random.default_rng(0).normal(size=(batch, steps, 4)).astype(np.float32)
+        times = []
+        for threshold in (-1.0, 1.0):  # never CSR, always CSR
+            states_numpy.SPARSE_DENSITY = threshold
+            try:
+                times.append(best_of(lambda: sum(1 for _ in states_numpy.states(x, *w.layer_weights(), 0.5, None)), 3))
+            finally:
+                states_numpy.SPARSE_DENSITY = saved
+        rows.append((units, density, batch, *(t / steps * 1e6 for t in times), "CSR" if times[1] < times[0] else "dense"))
     return rows
 
 
@@ -169,4 +204,11 @@ def main(argv: list[str]) -> None:
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for row in sparse_rows(quick):
+        print(" | ".join(v if isinstance(v, str) else f"{v:.4g}" for v in row), flush=True)
+    print(f"\nnumpy recurrent product, dense vs CSR (µs per step; best of 3; CSR at density ≤ "
+          f"{states_numpy.SPARSE_DENSITY})")
+    header = ("units", "density", "batch", "dense", "CSR", "faster")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for row in numpy_sparse_rows(quick):
         print(" | ".join(v if isinstance(v, str) else f"{v:.4g}" for v in row), flush=True)

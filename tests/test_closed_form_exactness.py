@@ -7,12 +7,11 @@ from hypothesis import strategies as st
 
 from tff_esn.closed_form import fedavg_ridge, partial_incfed, pfedrr
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn import reservoir as reservoir_module
 from tff_esn.closed_form import harvest as harvest_module
-from tff_esn.closed_form import recurrence as recurrence_module
 from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn import states_numpy, weights as weights_module
+from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.reservoir import Reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.incfed import aggregate, fit_incfed, update_client
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot
@@ -98,10 +97,14 @@ def test_harvested_client_stats_sum_to_the_pooled_harvest():
 
 @pytest.mark.parametrize("mode,per_step,ragged", [("all", False, False), ("all", False, True), ("mean", False, True),
                                                    ("last", False, False), ("all", True, False), ("last", True, False)])
-def test_one_pass_gives_the_stats_and_the_states_of_two_passes(mode, per_step, ragged):
-    """``harvest_stats(with_states=True)``: the statistics of the stats-only pass and the states of
-    ``run_reservoir`` (mean states for ``all`` with sequence labels), to float32 rounding (TF may fuse
-    the step's operations differently in the two graphs)."""
+def test_tf_and_numpy_backends_give_the_same_states_and_statistics(mode, per_step, ragged):
+    """The TensorFlow harvest (``run_reservoir`` states; ``accumulate_stats`` for ``all``, else
+    ``ridge_products`` of the states) equals the numpy one (``states_and_statistics``) on the same
+    reservoir, to float32 rounding: statistics, sample count and the states a readout scores."""
+    import tensorflow as tf
+
+    from tff_esn.esn import ridge_tf, states_tf
+
     data = random_dataset(n_clients=1, steps=12, seed=9, per_step=per_step, sizes=[7])
     client = data.clients["c0"]
     weights = ReservoirWeights.from_config(ReservoirConfig(units=11, leaky=0.4, seed=3), 3)
@@ -109,16 +112,31 @@ def test_one_pass_gives_the_stats_and_the_states_of_two_passes(mode, per_step, r
     lengths = np.array([12, 5, 9, 12, 4, 7, 10], np.int32) if ragged else None
     h = Harvester(data, StateSpec(mode, washout=2))
     targets = h.targets(client)
-    alone = reservoir_module.harvest_stats(client.x, targets, arrays, weights.leaky, mode, 2, bias=True, chunk=4,
-                                           lengths=lengths)
-    stats, states = reservoir_module.harvest_stats(client.x, targets, arrays, weights.leaky, mode, 2, bias=True,
-                                                   chunk=4, lengths=lengths, with_states=True)
-    np.testing.assert_allclose(stats.A, alone.A, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(stats.B, alone.B, rtol=1e-6, atol=1e-6)
-    assert stats.n == alone.n
+    if targets.ndim == 3:
+        targets = targets[:, 2:]
     scored = "all" if per_step and mode == "all" else ("mean" if mode == "all" else mode)
-    ref = reservoir_module.run_reservoir_shapeless(client.x, *arrays, weights.leaky, scored, 2, lengths)
-    np.testing.assert_allclose(states, ref.numpy(), rtol=1e-6, atol=1e-6)
+    np_states, np_stats = states_numpy.states_and_statistics(
+        client.x, *arrays, weights.leaky, keep=scored, washout=2, lengths=lengths,
+        targets=targets if mode == "all" else None, readout_bias=True, chunk=4)
+    tensors = [tf.constant(w) for w in arrays]
+    tf_states = states_tf.run_reservoir_shapeless(tf.constant(client.x), *tensors, weights.leaky, scored, 2,
+                                                  lengths).numpy()
+    if mode == "all":
+        full = np.full(len(client), client.x.shape[1], np.int32) if lengths is None else lengths
+        got = states_tf.accumulate_stats(tf.constant(client.x), tf.constant(targets), tf.constant(full), *tensors,
+                                         weights.leaky, tf.constant(2), tf.constant(4), True, targets.ndim == 3)
+        got_a, got_b, got_n = (v.numpy() for v in got)
+        (a, b, n), = np_stats
+    else:
+        ref = RidgeStats.from_states(np_states, targets, bias=True)
+        a, b, n = ref.A, ref.B, ref.n
+        got_a, got_b = (v.numpy() for v in ridge_tf.ridge_products(tf.constant(tf_states, tf.float64), targets,
+                                                                   readout_bias=True))
+        got_n = len(tf_states)
+    np.testing.assert_allclose(tf_states, np_states, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_a, a, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got_b, b, rtol=1e-5, atol=1e-4)
+    assert got_n == n
 
 
 def test_harvester_runs_each_client_through_the_reservoir_once(monkeypatch):
@@ -127,8 +145,9 @@ def test_harvester_runs_each_client_through_the_reservoir_once(monkeypatch):
     data = random_dataset(n_clients=3, seed=4)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=9, seed=6), 3)
     calls = []
-    real = recurrence_module.harvest
-    monkeypatch.setattr(recurrence_module, "harvest", lambda *a, **k: (calls.append(k["keep"]), real(*a, **k))[1])
+    real = harvest_module.states_and_statistics
+    monkeypatch.setattr(harvest_module, "states_and_statistics",
+                        lambda *a, **k: (calls.append(k["keep"]), real(*a, **k))[1])
     for mode in ("all", "mean"):
         calls.clear()
         h = Harvester(data, StateSpec(mode, washout=1))
@@ -165,7 +184,7 @@ def test_harvester_uses_the_given_weights_without_drawing_a_reservoir(monkeypatc
     def no_draw(*args, **kwargs):
         raise AssertionError("a reservoir was drawn")
 
-    monkeypatch.setattr(harvest_module, "recurrent_weights", no_draw)
+    monkeypatch.setattr(weights_module, "recurrent_weights", no_draw)
     h = Harvester(data, StateSpec("all", washout=2))
     client = data.clients["c0"]
     got = h.stats(weights, "c0")

@@ -7,7 +7,8 @@ import tensorflow as tf
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
-from tff_esn.reservoir import Reservoir, run_reservoir
+from tff_esn.esn.layer import Reservoir
+from tff_esn.esn.states_tf import run_reservoir
 
 from closed_form_data import random_dataset
 

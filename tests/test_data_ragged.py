@@ -25,8 +25,10 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
-from tff_esn.reservoir import harvest_stats, run_reservoir_compiled
+from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.ridge import RidgeStats
+from tff_esn.esn.ridge_tf import ridge_products
+from tff_esn.esn.states_tf import accumulate_stats, run_reservoir_compiled
 
 tfa = pytest.importorskip("tensorflow_addons")
 
@@ -82,6 +84,19 @@ def test_ragged_states_equal_each_sequence_alone(lengths, leaky, washout, seed):
             np.testing.assert_allclose(got[i, :n - wo] if mode == "all" else got[i], alone, atol=1e-5, rtol=0)
 
 
+def _tf_stats(x, targets, w, mode, washout, bias, lengths, chunk=4):
+    """The TensorFlow backend's statistics: ``accumulate_stats`` for ``all``, else ``ridge_products``
+    of ``run_reservoir``'s states (the IncFed client inside TFF)."""
+    arrays = [tf.constant(a) for a in w.layer_weights()]
+    if mode == "all":
+        a, b, n = accumulate_stats(tf.constant(x), tf.constant(targets), tf.constant(lengths, tf.int32), *arrays,
+                                   w.leaky, tf.constant(washout), tf.constant(chunk), bias, False)
+        return RidgeStats(a.numpy(), b.numpy(), int(n), 1, bias)
+    states = _run(x, w, mode, washout, lengths)
+    a, b = ridge_products(tf.constant(states, tf.float64), targets, readout_bias=bias)
+    return RidgeStats(a.numpy(), b.numpy(), len(states), 1, bias)
+
+
 @pytest.mark.parametrize("mode, washout, bias", [("all", 0, True), ("all", 2, False), ("last", 0, True),
                                                   ("mean", 2, True)])
 def test_ragged_ridge_statistics_equal_the_sum_over_sequences(mode, washout, bias):
@@ -89,10 +104,9 @@ def test_ragged_ridge_statistics_equal_the_sum_over_sequences(mode, washout, bia
     lengths = np.array([3, 12, 5, 12, 8, 4])
     x = _padded(lengths, seed=1)
     targets = np.eye(2, dtype=np.float32)[[0, 1, 1, 0, 1, 0]]
-    arrays = [tf.constant(a) for a in w.layer_weights()]
-    got = harvest_stats(x, targets, arrays, w.leaky, mode, washout, bias=bias, chunk=4, lengths=lengths)
-    alone = RidgeStats.sum([harvest_stats(x[i:i + 1, :n], targets[i:i + 1], arrays, w.leaky, mode, washout,
-                                          bias=bias) for i, n in enumerate(lengths)])
+    got = _tf_stats(x, targets, w, mode, washout, bias, lengths)
+    alone = RidgeStats.sum([_tf_stats(x[i:i + 1, :n], targets[i:i + 1], w, mode, washout, bias, np.array([n]))
+                            for i, n in enumerate(lengths)])
     assert got.n == alone.n == (len(lengths) if mode != "all" else int(np.sum(lengths - washout)))
     np.testing.assert_allclose(got.A, alone.A, atol=1e-5 * np.abs(alone.A).max(), rtol=0)
     np.testing.assert_allclose(got.B, alone.B, atol=1e-5 * np.abs(alone.B).max(), rtol=0)
@@ -102,7 +116,7 @@ def test_washout_is_checked_against_the_shortest_sequence():
     w = _weights()
     x = _padded([3, 9])
     with pytest.raises(ValueError, match=r"washout \(3\) must be shorter than the sequences \(3 steps\)"):
-        harvest_stats(x, np.eye(2)[[0, 1]], w.layer_weights(), w.leaky, "mean", 3, lengths=np.array([3, 9]))
+        Reservoir(units=12, state_mode="mean", washout=3)(x[:1, :3])
     data = _dataset({"a": [3, 9], "b": [5, 6]})
     with pytest.raises(ValueError, match=r"shorter than the shortest sequence \(3 steps\), got 4"):
         Harvester(data, StateSpec("all", 4)).stats(w, "a")

@@ -23,7 +23,7 @@ from tff_esn.federated.model import (
     thesis_loss,
 )
 from tff_esn.federated.training import FederatedConfig, run_federated
-from tff_esn.reservoir import Reservoir
+from tff_esn.esn.layer import Reservoir
 from tff_esn.run_warnings import recording
 
 K = 3

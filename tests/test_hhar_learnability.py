@@ -17,7 +17,7 @@ from tff_esn.data.splits import get_split
 from tff_esn.data.hhar import ACTIVITIES
 from tff_esn.data.synthetic_hhar import _bouts, _user
 from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.reservoir import run_reservoir
+from tff_esn.esn.states_tf import run_reservoir
 
 ESN = dict(units=100, spectral_radius=0.9, input_scaling=0.75, bias_scaling=0.75, leaky=0.5, l2=1e-3)
 """FedIP Table 1 HHAR ranges (leakage ≤ 0.5, input scaling [0.5, 1)); bias scaled like the inputs."""

@@ -16,6 +16,7 @@ The learning mechanisms run through the TFF aggregators the runs build
 the clipped sum itself.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -24,8 +25,8 @@ import tensorflow_federated as tff
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tff_esn import reservoir
-from tff_esn.privacy.dp_stats import GaussianStats
+from tff_esn.esn.ridge_tf import ridge_products
+from tff_esn.privacy.dp_stats import GaussianStats, clip_rows
 from tff_esn.privacy.dp_updates import GaussianUpdates
 from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
 
@@ -38,7 +39,8 @@ def _stats(records, clip: float, n_classes: int):
     """(A, B, n) of the clipped rows of ``records`` (each (states (m, F), labels (m,))) by the harvest's function."""
     states = np.concatenate([r[0] for r in records])
     targets = np.eye(n_classes)[np.concatenate([r[1] for r in records])]
-    a, b = reservoir.state_stats(tf.constant(states), tf.constant(targets), readout_bias=True, clip=clip)
+    a, b = ridge_products(tf.constant(states), tf.constant(targets), readout_bias=True,
+                          clip=functools.partial(clip_rows, clip=clip))
     return np.asarray(a), np.asarray(b), float(len(states))
 
 

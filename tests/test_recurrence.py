@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_esn.closed_form.recurrence import SPARSE_DENSITY, harvest
-from tff_esn.reservoir import run_reservoir
+from tff_esn.esn.states_numpy import SPARSE_DENSITY, states_and_statistics
+from tff_esn.esn.states_tf import run_reservoir
 from tff_esn.esn.ridge import RidgeStats
 
 tfa = pytest.importorskip("tensorflow_addons")
@@ -32,11 +32,11 @@ def test_states_equal_tfa_esn_with_the_same_weights(batch, steps, features, unit
     ref = esn(x).numpy()
     cell = esn.cell
     arrays = (cell.kernel.numpy(), cell.recurrent_kernel.numpy(), cell.bias.numpy(), np.ones(units, np.float32))
-    states, stats = harvest(x, *arrays, leaky, keep="all")
+    states, stats = states_and_statistics(x, *arrays, leaky, keep="all")
     assert stats is None and states.shape == ref.shape == (batch, steps, units)
     np.testing.assert_allclose(states, ref, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(harvest(x, *arrays, leaky, keep="last")[0], ref[:, -1], atol=1e-5, rtol=0)
-    np.testing.assert_allclose(harvest(x, *arrays, leaky, keep="mean", washout=2)[0], ref[:, 2:].mean(axis=1),
+    np.testing.assert_allclose(states_and_statistics(x, *arrays, leaky, keep="last")[0], ref[:, -1], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(states_and_statistics(x, *arrays, leaky, keep="mean", washout=2)[0], ref[:, 2:].mean(axis=1),
                                atol=1e-5, rtol=0)
 
 
@@ -54,7 +54,7 @@ def test_states_equal_the_tensorflow_loop(keep, leaky, gain, ragged, density):
     units = 20 if density == 1.0 else 200
     arrays = _weights(units, 3, 7, gain, density)
     assert (np.count_nonzero(arrays[1]) <= SPARSE_DENSITY * arrays[1].size) == (density < 1)
-    got = harvest(x, *arrays, leaky, keep=keep, washout=2, lengths=lengths)[0]
+    got = states_and_statistics(x, *arrays, leaky, keep=keep, washout=2, lengths=lengths)[0]
     ref = run_reservoir(x, *arrays[:3], tf.constant(arrays[3]), leaky, keep, 2,
                         None if lengths is None else tf.constant(lengths, tf.int32)).numpy()
     assert got.shape == ref.shape
@@ -77,9 +77,9 @@ def test_per_group_stats_equal_each_groups_own_states(case):
     targets = np.eye(3)[labels]
     arrays = _weights(units, 2, case, gain=case == 5)
     chunk = int(rng.integers(1, 7))
-    _, stats = harvest(x, *arrays, 0.5, keep="mean", washout=washout, lengths=lengths, targets=targets,
+    _, stats = states_and_statistics(x, *arrays, 0.5, keep="mean", washout=washout, lengths=lengths, targets=targets,
                        groups=groups, n_groups=n_groups, readout_bias=bias, chunk=chunk)
-    states = harvest(x, *arrays, 0.5, keep="all", washout=washout, lengths=lengths)[0]
+    states = states_and_statistics(x, *arrays, 0.5, keep="all", washout=washout, lengths=lengths)[0]
     valid = np.ones((batch, steps - washout), bool) if lengths is None else \
         np.arange(washout, steps)[None, :] < lengths[:, None]
     assert len(stats) == n_groups

@@ -9,6 +9,10 @@ from sklearn.linear_model import Ridge
 
 from tff_esn import Reservoir, ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, predict, with_bias
+from tff_esn.esn.ridge_tf import ridge_products
+from tff_esn.esn.states_numpy import states_and_statistics
+from tff_esn.esn.states_tf import accumulate_stats
+from tff_esn.esn.weights import ReservoirWeights
 
 
 def _data(n=200, f=12, y=3, seed=0):
@@ -125,48 +129,62 @@ def test_bad_shapes_and_values():
 @pytest.mark.parametrize("per_step", [False, True])
 @pytest.mark.parametrize("chunk,washout,bias", [(1, 0, False), (7, 5, True), (64, 3, False), (1000, 0, True)])
 def test_in_loop_accumulation_equals_harvest_then_compute(per_step, chunk, washout, bias):
+    """Both backends' chunked statistics (``accumulate_stats`` in TF, ``states_and_statistics`` in
+    numpy) equal the statistics of the Keras layer's states computed afterwards."""
     rng = np.random.default_rng(chunk + washout)
     x = rng.normal(size=(5, 33, 4)).astype(np.float32)
     cfg = ReservoirConfig(units=24, leaky=0.7, recurrent_connectivity=0.3, bias_scaling=0.2, seed=9)
     layer = Reservoir(cfg, state_mode="all", washout=washout)
     targets = rng.normal(size=(5, 33, 2) if per_step else (5, 2)).astype(np.float32)
-    got = layer.harvest_stats(x, targets, bias=bias, chunk=chunk)
+    sample_targets = targets[:, washout:] if per_step else targets
     states = layer(x).numpy().reshape(-1, 24)
+    weights = ReservoirWeights.from_layer(layer)
+    a, b, n = accumulate_stats(tf.constant(x), tf.constant(sample_targets), tf.constant([33] * 5),
+                               *[tf.constant(w) for w in weights.layer_weights()][:3], None, weights.leaky,
+                               tf.constant(washout), tf.constant(chunk), bias, per_step)
+    tf_stats = RidgeStats(a.numpy(), b.numpy(), int(n), 1, bias)
+    _, [(a, b, n)] = states_and_statistics(x, *weights.layer_weights(), weights.leaky, keep="last",
+                                           washout=washout, targets=sample_targets, readout_bias=bias, chunk=chunk)
+    np_stats = RidgeStats(a, b, n, 1, bias)
     y = (targets[:, washout:] if per_step else np.repeat(targets[:, None], 33 - washout, axis=1)).reshape(-1, 2)
     ref = RidgeStats.from_states(states, y, bias=bias)
-    assert got.n == ref.n == 5 * (33 - washout)
-    np.testing.assert_allclose(got.B, ref.B, rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(got.A, ref.A, rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(got.solve(1e-2), ref.solve(1e-2), rtol=1e-4, atol=1e-5)
+    for got, solve_rtol in ((tf_stats, 1e-4), (np_stats, 1e-3)):  # numpy: layer's states to float32 rounding
+        assert got.n == ref.n == 5 * (33 - washout)
+        np.testing.assert_allclose(got.B, ref.B, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got.A, ref.A, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got.solve(1e-2), ref.solve(1e-2), rtol=solve_rtol, atol=1e-5)
 
 
-def test_last_state_stats_and_bad_targets():
+def test_last_state_stats_of_both_backends_equal_the_layers():
     x = np.random.default_rng(0).normal(size=(6, 10, 2)).astype(np.float32)
     layer = Reservoir(units=8, seed=1)
     y = one_hot(np.array([0, 1, 2, 0, 1, 2]), 3)
-    stats = layer.harvest_stats(x, y)
-    ref = RidgeStats.from_states(layer(x).numpy(), y)
-    np.testing.assert_allclose(stats.B, ref.B, atol=1e-12)
-    with pytest.raises(ValueError, match="targets"):
-        Reservoir(units=8, state_mode="all").harvest_stats(x, np.zeros((5, 3), np.float32))
+    states = layer(x).numpy()
+    ref = RidgeStats.from_states(states, y)
+    a, b = ridge_products(tf.constant(states, tf.float64), y, readout_bias=False)
+    np.testing.assert_allclose(b.numpy(), ref.B, atol=1e-12)
+    np.testing.assert_allclose(a.numpy(), ref.A, atol=1e-12)
+    weights = ReservoirWeights.from_layer(layer)
+    last, _ = states_and_statistics(x, *weights.layer_weights(), weights.leaky, keep="last")
+    np.testing.assert_allclose(last, states, atol=1e-5)
+    with pytest.raises(ValueError, match="rows"):
+        RidgeStats.from_states(states, y[:5])
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), rows=st.integers(1, 60), chunks=st.integers(1, 6), bias=st.booleans(),
        f32=st.booleans())
-def test_state_stats_of_random_chunks_sum_to_the_naive_statistics(seed, rows, chunks, bias, f32):
-    """The one statistics function (every harvest and the TFF client use it) equals ``Yᵀ S, Sᵀ S``
-    of the valid rows, summed over any cut into chunks, and solves to scikit-learn's ridge."""
-    from tff_esn.reservoir import state_stats
-
+def test_ridge_products_of_random_chunks_sum_to_the_naive_statistics(seed, rows, chunks, bias, f32):
+    """The TensorFlow statistics function (every TF harvest and the TFF client use it) equals
+    ``Yᵀ S, Sᵀ S`` of the valid rows, summed over any cut into chunks, and solves to scikit-learn's ridge."""
     rng = np.random.default_rng(seed)
     s, y = _data(n=rows, f=5, y=2, seed=seed)
     valid = rng.random(rows) < 0.8
     valid[0] = True
     dtype = np.float32 if f32 else np.float64
     cuts = np.sort(rng.integers(0, rows + 1, chunks - 1))
-    parts = [state_stats(tf.constant(s[a:b], dtype), tf.constant(y[a:b]), readout_bias=bias,
-                         valid=tf.constant(valid[a:b])) for a, b in zip([0, *cuts], [*cuts, rows])]
+    parts = [ridge_products(tf.constant(s[a:b], dtype), tf.constant(y[a:b]), readout_bias=bias,
+                            valid=tf.constant(valid[a:b])) for a, b in zip([0, *cuts], [*cuts, rows])]
     got = RidgeStats(sum(p[0].numpy() for p in parts), sum(p[1].numpy() for p in parts), int(valid.sum()), 1, bias)
     ref = RidgeStats.from_states(s[valid], y[valid], bias=bias)
     tol = {"rtol": 1e-5, "atol": 1e-4} if f32 else {"rtol": 1e-12, "atol": 1e-12}
@@ -178,11 +196,15 @@ def test_state_stats_of_random_chunks_sum_to_the_naive_statistics(seed, rows, ch
         np.testing.assert_allclose(got.solve(0.1), sk.coef_, rtol=1e-8, atol=1e-10)
 
 
-def test_state_stats_clips_each_row_bias_input_included():
-    from tff_esn.reservoir import state_stats
+def test_ridge_products_clip_each_row_bias_input_included():
+    """The caller's clip (DP's row clip) applies to every row, bias input included, before the products."""
+    import functools
+
+    from tff_esn.privacy.dp_stats import clip_rows
 
     s, y = _data(n=30, f=4, y=1, seed=3)
-    a, b = state_stats(tf.constant(s), tf.constant(y), readout_bias=True, clip=1.5)
+    a, b = ridge_products(tf.constant(s), tf.constant(y), readout_bias=True,
+                          clip=functools.partial(clip_rows, clip=1.5))
     rows = with_bias(s)
     rows = rows * np.minimum(1.0, 1.5 / np.linalg.norm(rows, axis=1, keepdims=True))
     assert a.dtype == b.dtype == tf.float64

@@ -10,7 +10,7 @@ from global_rng import call_untouched
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import StateSpec
-from tff_esn.reservoir import Reservoir
+from tff_esn.esn.layer import Reservoir
 from tuning.closed_form import ClosedFormTuner
 from tuning.oracle import ExhaustiveRandomSearchOracle
 from tuning.search import ClosedFormSearchTuner, ThesisTuner
