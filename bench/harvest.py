@@ -11,7 +11,10 @@ loop iteration (the loop without unrolling, :data:`~tff_esn.esn.states_tf.UNROLL
 is a ratio within one run. A second table times the TF recurrence with a dense and a
 ``tf.SparseTensor`` Ŵ (connectivity 0.1, 500–2000 units): the layer would use the sparse kernel
 only where it wins. A third times the numpy recurrence's step with a dense and a CSR Ŵ at
-low densities (:data:`~tff_esn.esn.states_numpy.SPARSE_DENSITY` is where CSR starts).
+low densities (:data:`~tff_esn.esn.states_numpy.SPARSE_DENSITY` is where CSR starts). A fourth
+times the closed-form :class:`~tff_esn.closed_form.harvest.Harvester` on an ACSF1-sized data set
+(200 sequences × 1460 steps × 1 feature → 300 units, mean states) split into 5 and 20 clients:
+every client pooled in one pass vs one client at a time.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tff_esn import Reservoir, ReservoirConfig  # noqa: E402
+from tff_esn.closed_form.harvest import Harvester  # noqa: E402
+from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E402
 from tff_esn.esn import states_numpy, states_tf  # noqa: E402
 from tff_esn.esn.draws import recurrent_weights  # noqa: E402
 from tff_esn.esn.states_numpy import states_and_statistics  # noqa: E402
-from tff_esn.esn.weights import ReservoirWeights  # noqa: E402
+from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
 
 
 def timed(fn, repeats: int) -> tuple[float, float]:
@@ -159,14 +164,40 @@ def numpy_sparse_rows(quick: bool) -> list[tuple]:
     for units, density, batch in cases:
         w = ReservoirWeights.from_config(ReservoirConfig(units=units, recurrent_connectivity=density, seed=0), 4)
         x = np.random.default_rng(0).normal(size=(batch, steps, 4)).astype(np.float32)
-        times = []
+        arrays, times = w.layer_weights(), []
         for threshold in (-1.0, 1.0):  # never CSR, always CSR
             states_numpy.SPARSE_DENSITY = threshold
             try:
-                times.append(best_of(lambda: sum(1 for _ in states_numpy.states(x, *w.layer_weights(), 0.5, None)), 3))
+                times.append(best_of(lambda: sum(1 for _ in states_numpy.states(x, *arrays, 0.5, None)), 3))
             finally:
                 states_numpy.SPARSE_DENSITY = saved
-        rows.append((units, density, batch, *(t / steps * 1e6 for t in times), "CSR" if times[1] < times[0] else "dense"))
+        faster = "CSR" if times[1] < times[0] else "dense"
+        rows.append((units, density, batch, *(t / steps * 1e6 for t in times), faster))
+    return rows
+
+
+def pooled_rows(quick: bool) -> list[tuple]:
+    """Seconds of the Harvester's statistics of every client: pooled in one pass vs one client at a time."""
+    sequences, steps = (40, 300) if quick else (200, 1460)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(sequences, steps, 1)).astype(np.float32)
+    y = rng.integers(0, 10, sequences)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=300, leaky=0.5, seed=0), 1)
+    rows = []
+    for n_clients in (5, 20):
+        parts = np.array_split(np.arange(sequences), n_clients)
+        data = SequenceDataset({f"c{i}": ClientSequences(x[p], y[p]) for i, p in enumerate(parts)}, 10, ("f0",),
+                               tuple(str(c) for c in range(10)), "bench")
+
+        def pooled():
+            Harvester(data, StateSpec("mean")).harvest(weights, data.client_ids)
+
+        def one_at_a_time():
+            harvester = Harvester(data, StateSpec("mean"))
+            for cid in data.client_ids:
+                harvester.harvest(weights, [cid])
+
+        rows.append((sequences, steps, n_clients, best_of(pooled, 3), best_of(one_at_a_time, 3)))
     return rows
 
 
@@ -212,3 +243,9 @@ def main(argv: list[str]) -> None:
     print(" | ".join("---" for _ in header))
     for row in numpy_sparse_rows(quick):
         print(" | ".join(v if isinstance(v, str) else f"{v:.4g}" for v in row), flush=True)
+    print("\nclosed-form harvest, 300 units, mean states: clients pooled vs one at a time (s; best of 3)")
+    header = ("sequences", "steps", "clients", "pooled", "one at a time")
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for row in pooled_rows(quick):
+        print(" | ".join(f"{v:.3g}" for v in row), flush=True)

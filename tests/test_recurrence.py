@@ -35,9 +35,10 @@ def test_states_equal_tfa_esn_with_the_same_weights(batch, steps, features, unit
     states, stats = states_and_statistics(x, *arrays, leaky, keep="all")
     assert stats is None and states.shape == ref.shape == (batch, steps, units)
     np.testing.assert_allclose(states, ref, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(states_and_statistics(x, *arrays, leaky, keep="last")[0], ref[:, -1], atol=1e-5, rtol=0)
-    np.testing.assert_allclose(states_and_statistics(x, *arrays, leaky, keep="mean", washout=2)[0], ref[:, 2:].mean(axis=1),
-                               atol=1e-5, rtol=0)
+    last = states_and_statistics(x, *arrays, leaky, keep="last")[0]
+    mean = states_and_statistics(x, *arrays, leaky, keep="mean", washout=2)[0]
+    np.testing.assert_allclose(last, ref[:, -1], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(mean, ref[:, 2:].mean(axis=1), atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("keep", ["last", "mean", "all"])

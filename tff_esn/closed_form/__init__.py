@@ -1,6 +1,6 @@
 """The closed-form family: readouts fitted from ridge statistics, federated by summing them.
 
-* :mod:`~tff_esn.closed_form.harvest` — the per-client cache of states and statistics (the reservoir itself is :mod:`tff_esn.esn`);
+* :mod:`~tff_esn.closed_form.harvest` — the per-client cache of states and statistics (the reservoir: :mod:`tff_esn.esn`);
 * :mod:`~tff_esn.closed_form.incfed` — IncFed (IncFed eqs. 6–10), numpy and through TFF;
 * :mod:`~tff_esn.closed_form.fedavg_ridge` — local ridge readouts averaged once (IncFed eqs. 4–5);
 * :mod:`~tff_esn.closed_form.partial_incfed` — Partial IncFed with a top-k readout mask (thesis §B.3);

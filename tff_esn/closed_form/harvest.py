@@ -164,7 +164,8 @@ class Harvester:
 
     def _pass(self, weights: ReservoirWeights, clients: list[ClientSequences],
               with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
-        """One pass of the pooled ``clients`` through the reservoir (:func:`~tff_esn.esn.states_numpy.states_and_statistics`):
+        """One pass of the pooled ``clients`` through the reservoir
+        (:func:`~tff_esn.esn.states_numpy.states_and_statistics`):
         each client's evaluation :class:`Features` and, where ``with_stats``, its statistics.
 
         Clients with per-step labels of different lengths cannot share a padded batch and
