@@ -98,12 +98,12 @@ def test_harvested_client_stats_sum_to_the_pooled_harvest():
 @pytest.mark.parametrize("mode,per_step,ragged", [("all", False, False), ("all", False, True), ("mean", False, True),
                                                    ("last", False, False), ("all", True, False), ("last", True, False)])
 def test_tf_and_numpy_backends_give_the_same_states_and_statistics(mode, per_step, ragged):
-    """The TensorFlow harvest (``run_reservoir`` states; ``accumulate_stats`` for ``all``, else
-    ``ridge_products`` of the states) equals the numpy one (``states_and_statistics``) on the same
-    reservoir, to float32 rounding: statistics, sample count and the states a readout scores."""
+    """The TensorFlow harvest (``run_reservoir`` states, ``batch_statistics``) equals the numpy one
+    (``states_and_statistics``; for ``last``/``mean`` ``RidgeStats.from_states`` of its states) on the
+    same reservoir, to float32 rounding: statistics, sample count and the states a readout scores."""
     import tensorflow as tf
 
-    from tff_esn.esn import ridge_tf, states_tf
+    from tff_esn.esn import states_tf
 
     data = random_dataset(n_clients=1, steps=12, seed=9, per_step=per_step, sizes=[7])
     client = data.clients["c0"]
@@ -121,18 +121,14 @@ def test_tf_and_numpy_backends_give_the_same_states_and_statistics(mode, per_ste
     tensors = [tf.constant(w) for w in arrays]
     tf_states = states_tf.run_reservoir_shapeless(tf.constant(client.x), *tensors, weights.leaky, scored, 2,
                                                   lengths).numpy()
+    got_a, got_b, got_n = (v.numpy() for v in states_tf.batch_statistics(
+        tf.constant(client.x), tf.constant(targets), *tensors, weights.leaky, mode, 2, True,
+        lengths=None if lengths is None else tf.constant(lengths), dtype=tf.float32))
     if mode == "all":
-        full = np.full(len(client), client.x.shape[1], np.int32) if lengths is None else lengths
-        got = states_tf.accumulate_stats(tf.constant(client.x), tf.constant(targets), tf.constant(full), *tensors,
-                                         weights.leaky, tf.constant(2), tf.constant(4), True, targets.ndim == 3)
-        got_a, got_b, got_n = (v.numpy() for v in got)
         (a, b, n), = np_stats
     else:
         ref = RidgeStats.from_states(np_states, targets, bias=True)
         a, b, n = ref.A, ref.B, ref.n
-        got_a, got_b = (v.numpy() for v in ridge_tf.ridge_products(tf.constant(tf_states, tf.float64), targets,
-                                                                   readout_bias=True))
-        got_n = len(tf_states)
     np.testing.assert_allclose(tf_states, np_states, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got_a, a, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(got_b, b, rtol=1e-5, atol=1e-4)

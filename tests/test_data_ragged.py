@@ -27,8 +27,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.ridge import RidgeStats
-from tff_esn.esn.ridge_tf import ridge_products
-from tff_esn.esn.states_tf import accumulate_stats, run_reservoir_compiled
+from tff_esn.esn.states_tf import batch_statistics, run_reservoir_compiled
 
 tfa = pytest.importorskip("tensorflow_addons")
 
@@ -84,17 +83,11 @@ def test_ragged_states_equal_each_sequence_alone(lengths, leaky, washout, seed):
             np.testing.assert_allclose(got[i, :n - wo] if mode == "all" else got[i], alone, atol=1e-5, rtol=0)
 
 
-def _tf_stats(x, targets, w, mode, washout, bias, lengths, chunk=4):
-    """The TensorFlow backend's statistics: ``accumulate_stats`` for ``all``, else ``ridge_products``
-    of ``run_reservoir``'s states (the IncFed client inside TFF)."""
-    arrays = [tf.constant(a) for a in w.layer_weights()]
-    if mode == "all":
-        a, b, n = accumulate_stats(tf.constant(x), tf.constant(targets), tf.constant(lengths, tf.int32), *arrays,
-                                   w.leaky, tf.constant(washout), tf.constant(chunk), bias, False)
-        return RidgeStats(a.numpy(), b.numpy(), int(n), 1, bias)
-    states = _run(x, w, mode, washout, lengths)
-    a, b = ridge_products(tf.constant(states, tf.float64), targets, readout_bias=bias)
-    return RidgeStats(a.numpy(), b.numpy(), len(states), 1, bias)
+def _tf_stats(x, targets, w, mode, washout, bias, lengths):
+    """The TensorFlow backend's statistics of a batch (the IncFed client inside TFF)."""
+    a, b, n = batch_statistics(tf.constant(x), tf.constant(targets), *[tf.constant(a) for a in w.layer_weights()],
+                               w.leaky, mode, washout, bias, lengths=tf.constant(lengths, tf.int32))
+    return RidgeStats(a.numpy(), b.numpy(), int(n), 1, bias)
 
 
 @pytest.mark.parametrize("mode, washout, bias", [("all", 0, True), ("all", 2, False), ("last", 0, True),

@@ -38,12 +38,11 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
-from tff_esn.esn.ridge import STATS_CHUNK, RidgeStats, SingularSystemError, one_hot, singular_message
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_message
 from tff_esn.run_warnings import warn
 
 tf = LazyModule("tensorflow")
 states_tf = LazyModule("tff_esn.esn.states_tf")
-ridge_tf = LazyModule("tff_esn.esn.ridge_tf")
 
 
 def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
@@ -109,26 +108,15 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
-    The states and their statistics come from the ESN core's TensorFlow backend
-    (:func:`tff_esn.esn.states_tf.run_reservoir` and :func:`tff_esn.esn.ridge_tf.ridge_products`;
-    for ``"all"`` accumulated in chunks of steps by :func:`tff_esn.esn.states_tf.accumulate_stats`),
-    with products in float64.
+    The statistics are the ESN core's TensorFlow reduction
+    (:func:`tff_esn.esn.states_tf.batch_statistics`), with products in float64.
     With ``lengths``, each right-padded sequence contributes only its own steps. With
     ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
     (:func:`tff_esn.privacy.dp_stats.clip_rows`).
     """
-    kernel, recurrent, bias, gain = reservoir
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
-    if spec.state_mode == "all":
-        if lengths is None:
-            lengths = tf.fill(tf.shape(x)[:1], tf.shape(x)[1])
-        a, b, n = states_tf.accumulate_stats(x, t, lengths, kernel, recurrent, bias, gain, leaky, spec.washout,
-                                             STATS_CHUNK, spec.readout_bias, t.shape.rank == 3, clip_fn, tf.float64)
-    else:
-        states = states_tf.run_reservoir(x, kernel, recurrent, bias, gain, leaky, spec.state_mode, spec.washout,
-                                         lengths)
-        a, b = ridge_tf.ridge_products(tf.cast(states, tf.float64), t, readout_bias=spec.readout_bias, clip=clip_fn)
-        n = tf.cast(tf.shape(states)[0], tf.float64)
+    a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
+                                         lengths=lengths, clip=clip_fn, dtype=tf.float64)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n
 

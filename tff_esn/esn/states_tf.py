@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from tff_esn.esn.ridge import STATS_CHUNK
 from tff_esn.esn.ridge_tf import ridge_products
 
 
@@ -233,5 +234,27 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
         shape_invariants=(tf.TensorShape([]), matrix, matrix, matrix),
     )
     return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64)
+
+
+def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float, state_mode: str, washout: int,
+                     readout_bias: bool, *, lengths=None, clip: Callable[[tf.Tensor], tf.Tensor] | None = None,
+                     dtype=tf.float64) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences (IncFed eqs. 6–7), float64: with ``"all"``
+    every state after ``washout`` is a sample (:func:`accumulate_stats`, products in ``dtype``),
+    otherwise each sequence's last or mean state (:func:`run_reservoir`, then
+    :func:`~tff_esn.esn.ridge_tf.ridge_products` in float64).
+
+    ``targets`` as :func:`accumulate_stats` for ``"all"``, else (batch, n_out); ``lengths``
+    ``None`` or (batch,) valid steps of right-padded sequences; ``clip`` as
+    :func:`~tff_esn.esn.ridge_tf.ridge_products`.
+    """
+    if state_mode == "all":
+        if lengths is None:
+            lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])
+        return accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, STATS_CHUNK,
+                                readout_bias, targets.shape.rank == 3, clip, dtype)
+    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths)
+    a, b = ridge_products(tf.cast(states, tf.float64), targets, readout_bias=readout_bias, clip=clip)
+    return a, b, tf.cast(tf.shape(states)[0], tf.float64)
 
 
