@@ -1,5 +1,6 @@
-"""The numpy recurrence of the closed-form harvest: equal to tfa.layers.ESN and to our TF loop;
-its per-client statistics equal the float64 statistics of each client's own states."""
+"""The numpy backend of the state equation (``tff_esn.esn.states_numpy``): equal to
+tfa.layers.ESN and to our TF loop; its per-client statistics equal the float64 statistics of
+each client's own states."""
 
 import numpy as np
 import pytest
