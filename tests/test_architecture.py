@@ -62,3 +62,22 @@ def test_the_import_scan_sees_every_form_of_import():
     found = _outside(_tff_esn_imports(source, "tff_esn.esn"), ESN_CORE_MAY_IMPORT)
     assert found == {"tff_esn.privacy.dp_stats", "tff_esn.closed_form", "tff_esn.federated", "tff_esn.data",
                      "tff_esn.runtime", "tff_esn.cli.run", "tff_esn.algorithms"}
+
+
+def test_the_esn_core_numpy_side_imports_no_tensorflow_and_exports_resolve():
+    """``tff_esn.esn``'s numpy modules and lazy exports load without TensorFlow; the layer brings it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import tff_esn.esn as esn\n"
+        "from tff_esn.esn import draws, hyperparameters, ridge, states_numpy, weights\n"
+        "names = [n for n in esn.__all__ if n != 'Reservoir']\n"
+        "print(all(getattr(esn, n) is not None for n in names), 'tensorflow' in sys.modules)\n"
+        "print(esn.Reservoir.__module__, 'tensorflow' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE.parent).stdout.split("\n")
+    assert out[0] == "True False"
+    assert out[1] == "tff_esn.esn.layer True"
