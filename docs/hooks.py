@@ -1,4 +1,5 @@
-"""MkDocs hook: fills the algorithm pages with facts read from the registry at build time.
+"""MkDocs hook: fills the algorithm pages with facts read from the registry at build time, and
+includes the repository's own Markdown files (``DEVIATIONS.md``, ``ARCHITECTURE.md``).
 
 A page line ``<!-- algorithm: NAME -->`` becomes NAME's facts (:func:`algorithm_facts`: what it
 runs, its data, its communication cost, its privacy support and every flag with its default and
@@ -11,7 +12,10 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 TABLE_MARKER = "<!-- algorithms -->"
 
@@ -84,7 +88,19 @@ def algorithms_table() -> str:
     return "\n".join(lines)
 
 
+def include(match: re.Match) -> str:
+    """The text of a file at the repository's root; a missing one fails the build unless the
+    marker says ``include-if-present``, where a note takes its place."""
+    path = ROOT / match.group(2)
+    if path.is_file():
+        return path.read_text()
+    if match.group(1):
+        return f"# {path.stem.title()}\n\n`{path.name}` is not written yet; the [API reference](reference/tff_esn/index.md) lists every module."
+    raise FileNotFoundError(f"docs: {path} is included by a page but does not exist.")
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     """MkDocs event: expands the markers of a page."""
+    markdown = INCLUDE.sub(include, markdown)
     markdown = MARKER.sub(lambda m: algorithm_facts(m.group(1)), markdown)
     return markdown.replace(TABLE_MARKER, algorithms_table())
