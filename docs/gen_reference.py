@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mkdocs_gen_files
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tff_esn", "tuning", "discriminator")
 
@@ -28,13 +26,22 @@ def public_modules(package: str) -> list[tuple[str, ...]]:
     return sorted(found)
 
 
-nav = mkdocs_gen_files.Nav()
-for package in PACKAGES:
-    for parts in public_modules(package):
-        is_package = (ROOT / Path(*parts)).is_dir()
-        page = Path("reference", *parts, "index.md") if is_package else Path("reference", *parts).with_suffix(".md")
-        nav[parts] = page.relative_to("reference").as_posix()
-        with mkdocs_gen_files.open(page, "w") as out:
-            out.write(f"::: {'.'.join(parts)}\n")
-with mkdocs_gen_files.open("reference/SUMMARY.md", "w") as out:
-    out.writelines(nav.build_literate_nav())
+def write_reference() -> None:
+    """Writes ``reference/<module path>.md`` (a mkdocstrings ``:::`` block) per public module and
+    ``reference/SUMMARY.md``, the section's nav."""
+    import mkdocs_gen_files
+
+    nav = mkdocs_gen_files.Nav()
+    for package in PACKAGES:
+        for parts in public_modules(package):
+            is_package = (ROOT / Path(*parts)).is_dir()
+            page = Path("reference", *parts, "index.md") if is_package else Path("reference", *parts).with_suffix(".md")
+            nav[parts] = page.relative_to("reference").as_posix()
+            with mkdocs_gen_files.open(page, "w") as out:
+                out.write(f"::: {'.'.join(parts)}\n")
+    with mkdocs_gen_files.open("reference/SUMMARY.md", "w") as out:
+        out.writelines(nav.build_literate_nav())
+
+
+if __name__ in ("__main__", "<run_path>"):  # run by mkdocs-gen-files (runpy.run_path)
+    write_reference()
