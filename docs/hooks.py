@@ -54,13 +54,13 @@ def algorithm_facts(name: str) -> str:
     tff = "yes" if algo.tff is True else ("no" if algo.tff is False else
                                            "only with `--backend tff`, privacy flags or subrounds")
     own = OWN_DATA.get(name, {})
+    pipeline = f"`{algo.pipeline}`" if algo.pipeline else "the source's IncFed pipeline"
     lines = [
         f"`tff-esn run {name}`: {algo.help}.",
         "",
         f"- **Config**: {_reference(algo.config)}",
         f"- **Data**: labels {' or '.join(algo.labels)}; sequences of unequal length "
-        f"{'harvested each at its own length' if algo.ragged else 'refused'}; pipeline on the seeds' sources: "
-        f"`{algo.pipeline or 'the source IncFed pipeline'}`",
+        f"{'harvested each at its own length' if algo.ragged else 'refused'}; pipeline on the seeds' sources: {pipeline}",
         f"- **Runs TensorFlow Federated**: {tff}",
         f"- **Communication per client**: {cost_text}",
         f"- **Privacy**: {_privacy(algo)}",
