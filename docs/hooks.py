@@ -3,9 +3,11 @@ includes the repository's own Markdown files (``DEVIATIONS.md``, ``ARCHITECTURE.
 
 A page line ``<!-- algorithm: NAME -->`` becomes NAME's facts (:func:`algorithm_facts`: what it
 runs, its data, its communication cost, its privacy support and every flag with its default and
-own-data default); ``<!-- algorithms -->`` becomes the table of every registered algorithm. The
-facts come from :func:`tff_esn.algorithms.available_algorithms`, so a renamed flag, a new default
-or a new algorithm shows on the site without editing a page; an unknown NAME fails the build.
+own-data default); ``<!-- algorithms -->`` becomes the table of every registered algorithm and
+``<!-- experiments -->`` the table of the reproduction experiments. The facts come from
+:func:`tff_esn.algorithms.available_algorithms` and :func:`scripts.framework.experiments`, so
+a renamed flag, a new default, a new algorithm or experiment shows on the site without editing
+a page; an unknown NAME fails the build.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 TABLE_MARKER = "<!-- algorithms -->"
+EXPERIMENTS_MARKER = "<!-- experiments -->"
 
 
 def _cell(text: object) -> str:
@@ -88,6 +91,18 @@ def algorithms_table() -> str:
     return "\n".join(lines)
 
 
+def experiments_table() -> str:
+    """One row per reproduction experiment (:func:`scripts.framework.experiments`, in the order
+    ``reproduce all`` runs them): its target, group, what it runs and the published results."""
+    from scripts.framework import experiments
+
+    lines = ["| experiment | group | what it runs | reproduces | data |", "| --- | --- | --- | --- | --- |"]
+    for name, experiment in experiments().items():
+        lines.append(f"| `{name}` | `{experiment.group}` | {_cell(experiment.title)} | {_cell(experiment.reproduces)} | "
+                     f"{', '.join(experiment.data)} |")
+    return "\n".join(lines)
+
+
 def include(match: re.Match) -> str:
     """The text of a file at the repository's root; a missing one fails the build unless the
     marker says ``include-if-present``, where a note takes its place."""
@@ -103,4 +118,6 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     """MkDocs event: expands the markers of a page."""
     markdown = INCLUDE.sub(include, markdown)
     markdown = MARKER.sub(lambda m: algorithm_facts(m.group(1)), markdown)
+    if EXPERIMENTS_MARKER in markdown:
+        markdown = markdown.replace(EXPERIMENTS_MARKER, experiments_table())
     return markdown.replace(TABLE_MARKER, algorithms_table())

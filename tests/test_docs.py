@@ -89,6 +89,14 @@ def test_algorithm_facts_show_the_flags_with_their_seed_and_own_data_defaults():
         hooks.algorithm_facts("nope")
 
 
+def test_the_experiments_table_lists_every_reproduction_experiment_in_run_order():
+    from scripts.framework import experiments
+
+    rows = _hooks().experiments_table().splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == list(experiments())
+    assert any("| `incfed-tables` | `incfed` |" in row and "IncFed paper Tables III–VI" in row for row in rows)
+
+
 def test_include_markers_read_repository_files_and_fail_on_a_missing_required_one():
     hooks = _hooks()
     deviations = hooks.INCLUDE.sub(hooks.include, "<!-- include: DEVIATIONS.md -->")
