@@ -4,7 +4,8 @@ includes the repository's own Markdown files (``DEVIATIONS.md``, ``ARCHITECTURE.
 A page line ``<!-- algorithm: NAME -->`` becomes NAME's facts (:func:`algorithm_facts`: what it
 runs, its data, its communication cost, its privacy support and every flag with its default and
 own-data default); ``<!-- algorithms -->`` becomes the table of every registered algorithm and
-``<!-- experiments -->`` the table of the reproduction experiments. The facts come from
+``<!-- experiments -->`` the table of the reproduction experiments, ``<!-- privacy-coverage -->``
+the privacy declaration of :mod:`tff_esn.privacy.coverage`. The facts come from
 :func:`tff_esn.algorithms.available_algorithms` and :func:`scripts.framework.experiments`, so
 a renamed flag, a new default, a new algorithm or experiment shows on the site without editing
 a page; an unknown NAME fails the build.
@@ -21,6 +22,7 @@ INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULT
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 TABLE_MARKER = "<!-- algorithms -->"
 EXPERIMENTS_MARKER = "<!-- experiments -->"
+COVERAGE_MARKER = "<!-- privacy-coverage -->"
 
 
 def _cell(text: object) -> str:
@@ -103,6 +105,19 @@ def experiments_table() -> str:
     return "\n".join(lines)
 
 
+def coverage_table() -> str:
+    """Per algorithm with a privacy declaration (:mod:`tff_esn.privacy.coverage`): what secure
+    aggregation covers, and the values released as public with secure aggregation and DP on."""
+    from tff_esn.privacy.coverage import ALGORITHMS, declaration
+
+    lines = ["| algorithm | covered | public (secure aggregation + DP) |", "| --- | --- | --- |"]
+    for name in ALGORITHMS:
+        said = declaration(name, secure=True, dp=True)
+        public = ", ".join(f"`{value}`" for value in said["public"])
+        lines.append(f"| [{name}](algorithms/{name}.md) | {_cell(said['covers'])} | {public} |")
+    return "\n".join(lines)
+
+
 def include(match: re.Match) -> str:
     """The text of a file at the repository's root; a missing one fails the build unless the
     marker says ``include-if-present``, where a note takes its place."""
@@ -118,6 +133,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     """MkDocs event: expands the markers of a page."""
     markdown = INCLUDE.sub(include, markdown)
     markdown = MARKER.sub(lambda m: algorithm_facts(m.group(1)), markdown)
+    if COVERAGE_MARKER in markdown:
+        markdown = markdown.replace(COVERAGE_MARKER, coverage_table())
     if EXPERIMENTS_MARKER in markdown:
         markdown = markdown.replace(EXPERIMENTS_MARKER, experiments_table())
     return markdown.replace(TABLE_MARKER, algorithms_table())

@@ -97,6 +97,15 @@ def test_the_experiments_table_lists_every_reproduction_experiment_in_run_order(
     assert any("| `incfed-tables` | `incfed` |" in row and "IncFed paper Tables III–VI" in row for row in rows)
 
 
+def test_the_coverage_table_is_the_privacy_declaration():
+    from tff_esn.privacy.coverage import ALGORITHMS, declaration
+
+    rows = _hooks().coverage_table().splitlines()[2:]
+    assert len(rows) == len(ALGORITHMS)
+    fedcurv = next(row for row in rows if row.startswith("| [fedcurv]"))
+    assert declaration("fedcurv", secure=True, dp=True)["covers"] in fedcurv and "`accepted_clients`" in fedcurv
+
+
 def test_include_markers_read_repository_files_and_fail_on_a_missing_required_one():
     hooks = _hooks()
     deviations = hooks.INCLUDE.sub(hooks.include, "<!-- include: DEVIATIONS.md -->")
