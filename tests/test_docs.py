@@ -53,6 +53,21 @@ def test_readme_is_a_short_landing_page_linking_into_the_docs():
         assert (ROOT / link).is_file(), f"README links to {link}, which does not exist"
 
 
+def test_readme_example_runs_on_arrays_saved_as_it_expects(tmp_path, monkeypatch):
+    import numpy as np
+
+    (code,) = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.DOTALL | re.MULTILINE)
+    rng = np.random.default_rng(0)
+    y = np.tile(np.arange(3), 40)
+    x = np.sin(0.3 * (1 + y)[:, None, None] * np.arange(20)[None, :, None]) + rng.normal(0, 0.3, (120, 20, 2))
+    monkeypatch.chdir(tmp_path)
+    for name, array in (("X", x), ("y", y), ("client", np.repeat([f"u{i}" for i in range(10)], 12))):
+        np.save(f"{name}.npy", array)
+    namespace: dict = {}
+    exec(compile(code, str(ROOT / "README.md"), "exec"), namespace)
+    assert namespace["record"]["test"]["accuracy"] > namespace["record"]["baselines"]["majority"]["test"]["accuracy"]
+
+
 def test_every_docs_page_is_in_the_nav_and_every_nav_entry_is_a_page():
     nav, pages = nav_pages(), docs_pages()
     assert sorted(nav) == pages, (f"pages missing from the nav: {sorted(set(pages) - set(nav))}; "
