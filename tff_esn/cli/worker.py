@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, required=True, help="TCP port to serve on")
     parser.add_argument("--listen-all", action="store_true",
                         help="required: confirm that the worker may listen on every interface without "
-                             "authentication (TFF's worker_binary cannot do otherwise; see README, threat model)")
+                             "authentication (TFF's worker_binary cannot do otherwise; see docs/scale-out.md, threat model)")
     parser.add_argument("--host", default="localhost",
                         help="name under which this machine is reached (printed and checked; the worker "
                              "binary itself listens on all interfaces) (default %(default)s)")

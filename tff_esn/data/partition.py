@@ -232,7 +232,7 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
 
     Raises:
         DataError / ValueError: as :func:`assign`; ``clients`` given with ``natural`` or
-        missing otherwise; unknown groups, a dealt group with no clients.
+            missing otherwise; unknown groups, a dealt group with no clients.
     """
     if isinstance(partitioner, str):
         partitioner = Partitioner.parse(partitioner)

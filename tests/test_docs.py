@@ -1,0 +1,151 @@
+"""The docs site: the README is a short landing page, every page is in the nav and every nav entry
+is a page, the algorithm pages follow the registry, and (slow) the strict build passes."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README_LIMIT = 6_000
+NAV_PAGE = re.compile(r"^\s*-\s+(?:[^:\n]+:\s+)?([\w./-]+\.md)\s*$", re.MULTILINE)
+LINK = re.compile(r"\]\(((?:docs/)[^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _load(name: str):
+    """A build script of docs/ as a module (``docs_hooks``, ``docs_gen_reference``)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{name}", DOCS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _hooks():
+    return _load("hooks")
+
+
+def nav_pages() -> list[str]:
+    """The pages listed in mkdocs.yml's nav (the generated API reference is its own section)."""
+    text = (ROOT / "mkdocs.yml").read_text()
+    return NAV_PAGE.findall(text[text.index("\nnav:"):])
+
+
+def docs_pages() -> list[str]:
+    return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
+
+
+def test_readme_is_a_short_landing_page_linking_into_the_docs():
+    text = (ROOT / "README.md").read_text()
+    assert len(text) < README_LIMIT, f"README.md has {len(text)} characters; move details into docs/"
+    for command in ("make reproduce", "make test", "make docs"):
+        assert command in text
+    links = LINK.findall(text)
+    assert len(links) >= 8
+    for link in links:
+        assert (ROOT / link).is_file(), f"README links to {link}, which does not exist"
+
+
+def test_readme_example_runs_on_arrays_saved_as_it_expects(tmp_path, monkeypatch):
+    import numpy as np
+
+    (code,) = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), re.DOTALL | re.MULTILINE)
+    rng = np.random.default_rng(0)
+    y = np.tile(np.arange(3), 40)
+    x = np.sin(0.3 * (1 + y)[:, None, None] * np.arange(20)[None, :, None]) + rng.normal(0, 0.3, (120, 20, 2))
+    monkeypatch.chdir(tmp_path)
+    for name, array in (("X", x), ("y", y), ("client", np.repeat([f"u{i}" for i in range(10)], 12))):
+        np.save(f"{name}.npy", array)
+    namespace: dict = {}
+    exec(compile(code, str(ROOT / "README.md"), "exec"), namespace)
+    assert namespace["record"]["test"]["accuracy"] > namespace["record"]["baselines"]["majority"]["test"]["accuracy"]
+
+
+def test_every_docs_page_is_in_the_nav_and_every_nav_entry_is_a_page():
+    nav, pages = nav_pages(), docs_pages()
+    assert sorted(nav) == pages, (f"pages missing from the nav: {sorted(set(pages) - set(nav))}; "
+                                  f"nav entries without a page: {sorted(set(nav) - set(pages))}")
+    assert "  - API reference: reference/" in (ROOT / "mkdocs.yml").read_text()
+
+
+def test_every_registered_algorithm_has_a_page_showing_its_registry_facts():
+    from tff_esn.algorithms import available_algorithms
+
+    marked = {}
+    for page in sorted((DOCS / "algorithms").glob("*.md")):
+        for name in _hooks().MARKER.findall(page.read_text()):
+            marked[name] = page.stem
+    assert marked == {name: name for name in available_algorithms()}
+
+
+def test_algorithm_facts_show_the_flags_with_their_seed_and_own_data_defaults():
+    hooks = _hooks()
+    incfed = hooks.algorithm_facts("incfed")
+    assert "| `--l2` | `1e-06` | `'auto'` |" in incfed
+    assert "IncFed §III: up N_F² + N_F·N_Y, down N_Y·N_F." in incfed
+    assert "[`IncFedConfig`][tff_esn.closed_form.configs.IncFedConfig]" in incfed
+    assert "`--dp-epsilon`" in incfed and "`--dp-adaptive-clip`" not in incfed
+    fedcurv = hooks.algorithm_facts("fedcurv")
+    assert "| `--penalty` | `0.0001` |" in fedcurv and "| `--rounds` | `78` |" in fedcurv  # thesis §6.1
+    assert "`--dp-adaptive-clip`" not in fedcurv and "| `--l2`" not in fedcurv
+    assert "none (no secure aggregation" in hooks.algorithm_facts("ensemble")
+    from tff_esn.algorithms import available_algorithms
+
+    rows = hooks.algorithms_table().splitlines()[2:]
+    assert [row.split("]")[0][3:] for row in rows] == list(available_algorithms())
+    with pytest.raises(KeyError, match="unknown algorithm 'nope'"):
+        hooks.algorithm_facts("nope")
+
+
+def test_the_experiments_table_lists_every_reproduction_experiment_in_run_order():
+    from scripts.framework import experiments
+
+    rows = _hooks().experiments_table().splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == list(experiments())
+    assert any("| `incfed-tables` | `incfed` |" in row and "IncFed paper Tables III–VI" in row for row in rows)
+
+
+def test_the_coverage_table_is_the_privacy_declaration():
+    from tff_esn.privacy.coverage import ALGORITHMS, declaration
+
+    rows = _hooks().coverage_table().splitlines()[2:]
+    assert len(rows) == len(ALGORITHMS)
+    fedcurv = next(row for row in rows if row.startswith("| [fedcurv]"))
+    assert declaration("fedcurv", secure=True, dp=True)["covers"] in fedcurv and "`accepted_clients`" in fedcurv
+
+
+def test_include_markers_read_repository_files_and_fail_on_a_missing_required_one():
+    hooks = _hooks()
+    deviations = hooks.INCLUDE.sub(hooks.include, "<!-- include: DEVIATIONS.md -->")
+    assert deviations == (ROOT / "DEVIATIONS.md").read_text()
+    assert "not written yet" in hooks.INCLUDE.sub(hooks.include, "<!-- include-if-present: NOPE.md -->")
+    with pytest.raises(FileNotFoundError, match="NOPE.md"):
+        hooks.INCLUDE.sub(hooks.include, "<!-- include: NOPE.md -->")
+
+
+def test_the_reference_covers_every_public_module_and_skips_private_ones():
+    modules = {".".join(parts) for parts in _load("gen_reference").public_modules("tff_esn")}
+    assert {"tff_esn", "tff_esn.algorithms", "tff_esn.esn.ridge", "tff_esn.privacy.coverage"} <= modules
+    assert "tff_esn.__main__" not in modules
+    files = [p for p in (ROOT / "tff_esn").rglob("*.py") if p.name == "__init__.py" or not p.name.startswith("_")]
+    assert len(modules) == len(files)
+
+
+@pytest.mark.slow
+def test_strict_docs_build(tmp_path):
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
+    if mkdocs is None:
+        pytest.skip("mkdocs is not installed (make docs installs the docs extra)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+    done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "algorithms" / "incfed" / "index.html").is_file()
+    assert (tmp_path / "site" / "reference" / "tff_esn" / "esn" / "ridge" / "index.html").is_file()
