@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from tff_esn import reservoir
 from tff_esn.privacy.dp_stats import GaussianStats
-from tff_esn.privacy.dp_updates import GaussianUpdates
+from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
 
 SLOW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
