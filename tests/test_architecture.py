@@ -19,28 +19,39 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run: at module level and in function bodies alike (a
-    function-level import defers a cycle to the first call, it does not remove it), except
-    under ``if TYPE_CHECKING:`` (annotations only, never executed)."""
-    found: list[ast.Import | ast.ImportFrom] = []
+LAZY_IMPORTERS = ("LazyModule", "import_module")
+"""Calls that import the module named by their first argument (when it is a string literal)."""
+
+
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom | ast.Call]:
+    """Every import that can run: statements at module level and in function bodies alike (a
+    function-level import defers a cycle to the first call, it does not remove it), and
+    ``LazyModule("a.b")`` / ``importlib.import_module("a.b")``; not under ``if TYPE_CHECKING:``
+    (annotations only, never executed)."""
+    found: list[ast.Import | ast.ImportFrom | ast.Call] = []
     pending: list[ast.AST] = [tree]
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            continue
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in LAZY_IMPORTERS
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
             pending += node.orelse
         else:
             pending += ast.iter_child_nodes(node)
     return found
 
 
-def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
+def _targets(node: ast.Import | ast.ImportFrom | ast.Call, module: str, is_package: bool,
              modules: set[str]) -> set[str]:
-    """The project modules an import statement loads (``from a import b`` loads ``a.b`` when
-    that is a module, else ``a``)."""
-    if isinstance(node, ast.Import):
+    """The project modules an import loads (``from a import b`` loads ``a.b`` when that is a
+    module, else ``a``)."""
+    if isinstance(node, ast.Call):
+        names = [node.args[0].value]
+    elif isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     else:
         base = node.module or ""
@@ -135,3 +146,20 @@ def test_cycle_finder_names_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
     assert sorted(find_cycles(graph)) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
     assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_import_scan_sees_function_level_lazy_and_relative_imports_but_not_type_checking():
+    source = ("from typing import TYPE_CHECKING\n"
+              "import tff_esn.data.sources\n"
+              "from . import ridge\n"
+              "from ..privacy import config\n"
+              "if TYPE_CHECKING:\n    from tff_esn import algorithms\n"
+              "def f():\n    from tff_esn.runtime import ensure_context\n"
+              "tf = LazyModule('tff_esn.reservoir')\n"
+              "m = importlib.import_module('scripts.report')\n")
+    modules = {"tff_esn", "tff_esn.data.sources", "tff_esn.esn", "tff_esn.esn.ridge", "tff_esn.privacy",
+               "tff_esn.privacy.config", "tff_esn.algorithms", "tff_esn.runtime", "tff_esn.reservoir",
+               "scripts.report", "tff_esn.data"}
+    found = set().union(*(_targets(n, "tff_esn.esn.layer", False, modules) for n in _imports(ast.parse(source))))
+    assert found == {"tff_esn.data.sources", "tff_esn.esn.ridge", "tff_esn.privacy.config", "tff_esn.runtime",
+                     "tff_esn.reservoir", "scripts.report"}
