@@ -10,7 +10,7 @@ largest worker (``VmHWM``, reset between rows), and the largest |Δ| of the 2-wo
 from the 1-worker one.
 
 * ``cost`` rows: the same 1,000 clients with one TFF client per client (``clients_per_call=1``,
-  the cost before blocking) and with the default blocks — the driver cost per client, before/after;
+  unblocked) and with the default blocks — the driver cost per client of each;
 * FedAvg (:func:`tff_esn.federated.run_federated`, one round, every client) at 1,000 clients
   for comparison: its clients cannot be blocked (the server averages per-client models,
   thesis Alg. 2), and its client data are built up front, so its memory and time grow with

@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from tff_esn import runtime
 
     runtime.ensure_context()
-    from scripts.framework import FAILED, DataSources, RunRequest, run_experiments, select
+    from scripts.framework import FAILED, DataSources, RunRequest, select
+    from scripts.runner import run_experiments
 
     try:
         select(args.target)

@@ -54,8 +54,7 @@ def accuracy_of(run, readout: np.ndarray, ids: Sequence[str]) -> float:
 L2_GRID = tuple(10.0 ** k for k in range(-4, 6))
 """λ searched on the validation users, ascending: FedIP Table 1's range [1e-4, 1] in decades, extended
 to 1e5. On the ``all``-mode statistics of 200-step sequences ``B``'s scale is ~10⁴, so the seeds' range
-alone changes nothing (synthetic HHAR, 10 data seeds, 300 units: FedRR's mean test accuracy 56.6 % at
-every λ ≤ 1e-2, 57.3–57.9 % at 1e1–1e3, 50.2 % at 1e6)."""
+alone changes nothing."""
 
 
 def select_l2(run, stats, grid: Sequence[float] = L2_GRID) -> tuple[float, np.ndarray]:
@@ -141,8 +140,7 @@ def power_reason(weak: Mapping[str, Any], transfer: Mapping[str, Any]) -> str | 
                                                 for f, t in zip(weak, found)})
             + "). With identical synthetic users the ESN matches logistic regression (93–98 % vs 91–98 %); the gap "
             "comes from the generator's user differences together (posture, placement, gait axes, rotation phase, "
-            "pouch moves) with 2–5 training users — removing any one of them does not close it (measurements: "
-            "scripts/pfedrr_table.py, Settings.l2_grid).")
+            "pouch moves) with 2–5 training users — removing any one of them does not close it.")
 
 
 def loss_reason(weak: Mapping[str, Any], model: Mapping[str, float], ridge: Mapping[str, float],
@@ -152,9 +150,7 @@ def loss_reason(weak: Mapping[str, Any], model: Mapping[str, float], ridge: Mapp
     own inputs (``ridge[f]``, :data:`FEATURE_RIDGE`, λ chosen the same way): the reservoir learns what the
     seeds' least-squares readout can learn from those features, and the rest of the gap to logistic
     regression (``lr[f]``) is the loss — ridge regression is the seeds' readout (IncFed eq. 3, pFedRR §2),
-    not our choice. Else ``None``. Measured on synthetic HHAR (10 data seeds × 25–100 %, 300 units, λ on
-    the validation users): FedRR 57.4 %, ridge on LR's inputs 61.8 % (63.1 % at λ 1e-3), logistic
-    regression 65.5 %; with the squared inputs FedRR 66.5 %."""
+    not our choice. Else ``None``."""
     found = [(model.get(f), ridge.get(f)) for f in weak]
     if not found or any(m is None or r is None or m < r - margin for m, r in found):
         return None
@@ -171,13 +167,7 @@ def squared_reason(weak: Mapping[str, Any], squared: Mapping[str, Mapping[str, f
     sequences with each standardized axis' square appended (``squared[f]["fedrr"]``, %; pipeline option
     ``squared``, ours and not in the seed) is at most ``margin`` points below logistic regression on the
     seed's sequences (``lr[f]``); ``squared[f]["LR"]`` is logistic regression on the squared sequences.
-    Else ``None``. Measured on synthetic HHAR (data seeds 0–4 × 25–100 %, 300 units, λ on the validation
-    users from 1e-6…1e3, a tie to the smaller λ): FedRR 61.7 %, a quadratic readout of the states
-    [x, x ⊙ x] 60.9 %, the squared inputs 68.0 % (64.6 % at λ 1e-3, FedRR 59.8 %), logistic regression
-    69.1 % (66.8 % on the squared sequences). Data seeds 0–9, λ from :data:`L2_GRID` (a tie to the larger):
-    squared inputs 66.5 % (61.8 % at λ 1e-3), FedRR 57.4 % (56.6 %), logistic regression 65.5 % (65.6 % on
-    the squared sequences); the grid's top matters (seeds 0–4 from :data:`L2_GRID`: FedRR 58.8 %, squared
-    70.1 %)."""
+    Else ``None``."""
     found = [squared.get(f) for f in weak]
     if not found or any(q is None or q["fedrr"] < lr[f] - margin for f, q in zip(weak, found)):
         return None

@@ -36,19 +36,14 @@ class Settings:
     l2: float = 1e-3
     """Fixed, not selected on validation as ``pfedrr-table`` does (``scripts.pfedrr_table.Settings.l2_grid``):
     inside FedIP Table 1's own λ range [1e-4, 1] the choice does not matter, and beyond it selection
-    does not help here (IncFed on synthetic ``fedip-hhar``, data seeds 0–9, split and reservoir seed =
-    data seed, the quick profile's 100 units and leakage 0.3, mean test % at 25/50/75/100 % users: λ 1e-3
-    52.7/59.6/61.5/62.5; λ chosen on validation from [1e-4, 1] within 0.1 points of it; from 1e-4…1e5
-    52.5/58.1/59.4/62.0; logistic regression 58.5/64.7/69.9/70.9)."""
+    does not help on synthetic ``fedip-hhar``."""
     bias_scaling: tuple[float, float] = (0.0, 0.75)
     """(WESAD, HHAR) reservoir bias scale (FedIP eq. 1 has a bias); HHAR: the input scaling —
     a bias-free tanh reservoir is odd and its state averages miss the signal power."""
     ip_sigma: float = 0.1
     ip_eta: float = 1e-2
-    """FedIP Table 1's η = 0.01. With the literal IP rule this rate drove gains through zero
-    (synthetic WESAD, 50 % users: gain min −13 629; NaN in an earlier quick profile); with the
-    gain kept positive (IPConfig.min_gain, see tff_esn.closed_form.fedip) the gains stay in
-    0.09–0.3 and the accuracy matches η = 1e-3 (0.64 vs 0.66), so the seed's value is used."""
+    """FedIP Table 1's η = 0.01, with the gain kept positive (``IPConfig.min_gain``; the unconstrained
+    rule drives gains through zero at this rate: DEVIATIONS.md, FedIP eqs. 2–3)."""
     ip_epochs: int = 3
     rounds: int = 5
     backend: str = "tff"

@@ -11,10 +11,10 @@ code and records what it produced through its :class:`Context`:
 * ``ctx.claim(...)`` — a published claim and whether this run agrees with it;
 * ``ctx.step()`` — advances the experiment's progress bar.
 
-:func:`run_experiments` runs a selection into ``OUT/<experiment>/`` with one overall bar and
-a bar per experiment. Each experiment leaves ``status.json`` (``done``, ``failed`` or
-``not run`` with the reason, wall time, settings, outputs); a failure is recorded and the
-next experiment runs. A ``done`` experiment with the same profile, data and seed is skipped
+:func:`scripts.runner.run_experiments` runs a selection into ``OUT/<experiment>/`` with one
+overall bar and a bar per experiment (:func:`run_one` each). Each experiment leaves
+``status.json`` (``done``, ``failed`` or ``not run`` with the reason, wall time, settings,
+outputs); a failure is recorded and the next experiment runs. A ``done`` experiment with the same profile, data and seed is skipped
 unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
 """
 
@@ -502,21 +502,3 @@ def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -
                   claims=[dataclasses.asdict(c) for c in ctx.claims], notes=ctx.notes, skipped=False)
     write_json_atomic(folder / STATUS_FILE, record)
     return record
-
-
-def run_experiments(request: RunRequest) -> tuple[Path, list[dict[str, Any]]]:
-    """Runs the request's experiments in order and writes ``OUT/report.md``; returns its path and the records."""
-    from scripts.report import write_report
-
-    chosen = select(request.target)
-    request.out.mkdir(parents=True, exist_ok=True)
-    records = []
-    start = time.perf_counter()
-    overall = tqdm(chosen, desc=f"reproduce {request.target} ({request.profile})", position=0,
-                   disable=not request.progress, unit="experiment")
-    for experiment in overall:
-        overall.set_postfix(now=experiment.name, refresh=True)
-        records.append(run_one(experiment, request))
-    overall.close()
-    report = write_report(request, records, seconds=time.perf_counter() - start)
-    return report, records

@@ -138,10 +138,7 @@ def _weak_split(cells: dict, fraction: float, full: float) -> str | None:
     transfers to the test subjects in a pooled fit — logistic regression on the same split is
     :data:`WEAK` points below its accuracy with every training subject, and IncFed (the pooled
     ridge fit, eq. 10) is :data:`WEAK` points worse on the test than on the training subjects.
-    None when either does not hold. Measured on synthetic WESAD at 25 % (subjects S5, S6,
-    S9, seed 0): on one reservoir the pooled readout reaches 42 % on the test subjects and the
-    average of the per-subject readouts 53 % (FedAvg's reservoir: 38 % vs 62 %), at every λ from
-    1e-6 to 10."""
+    None when either does not hold."""
     train, test = _acc(cells[(fraction, "incfed")], "train").mean, _acc(cells[(fraction, "incfed")], "test").mean
     if _lr(cells, fraction) > _lr(cells, full) - WEAK or train - test < WEAK:
         return None

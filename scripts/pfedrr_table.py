@@ -11,9 +11,8 @@ seed ``seed + r``) and every fraction and τ reuses the statistics.
 
 The paper selects ρ, input scaling and leaking rate by model selection for a 1000-unit
 ESN; here they are fixed mid-range values of its ranges (``Settings``). λ is selected the
-paper's way, on the validation users (per repetition and fraction, ``Settings.l2_grid``, with
-the measurements that made us select it); FedRR at the fixed λ 1e-3 of earlier tables stays
-beside it. Ridge regression on logistic regression's own inputs (``ridge on LR features``)
+paper's way, on the validation users (per repetition and fraction, ``Settings.l2_grid``);
+FedRR at the fixed λ 1e-3 of the IncFed and FedIP tables stays beside it. Ridge regression on logistic regression's own inputs (``ridge on LR features``)
 sits beside logistic regression: the seeds' least-squares readout without a reservoir.
 
 I- and R-pFedRR use :mod:`tff_esn.closed_form.pfedrr`'s consistent reading (A_c masked like B̃_c, the
@@ -55,52 +54,20 @@ class Settings:
     input_scaling: float = 0.75
     leaky: float = 0.5
     l2: float = 1e-3
-    """The fixed λ of the earlier tables (FedIP Table 1's range; :mod:`scripts.fedip_table` keeps it),
+    """The fixed λ of the IncFed and FedIP tables (FedIP Table 1's range; :mod:`scripts.fedip_table` keeps it),
     reported beside the selected one ("λ 1e-3" columns), so nothing is hidden; the λ of every run
     when ``l2_grid`` is ``None``."""
     l2_grid: tuple[float, ...] | None = L2_GRID
     """λ chosen per repetition and fraction on the validation users from this ascending grid, by FedRR's
     validation accuracy (:func:`scripts.common.select_l2`, a tie to the larger λ); I-/R-pFedRR use that λ
-    and their τ is picked on validation as before (the paper fixes a configuration by validation
+    and their τ is picked on validation too (the paper fixes a configuration by validation
     accuracy, then sweeps τ). The same rule for the squared-input FedRR and for ridge on logistic
-    regression's inputs. ``None``: ``l2`` throughout.
-
-    Why (synthetic HHAR, data seeds 0–9, split and reservoir seed = data seed, 300 units,
-    mean test % at 25/50/75/100 % users, mean): FedRR at λ 1e-3 49.3/55.8/58.9/62.2 (56.6), λ on
-    validation 54.1/56.1/57.5/61.9 (57.4); squared inputs 56.1/62.6/63.8/64.8 (61.8) → 65.3/65.7/67.2/
-    67.9 (66.5); logistic regression 57.1/64.9/69.8/70.0 (65.5); ridge on logistic regression's inputs
-    60.1/60.9/62.5/63.7 (61.8; 63.1 at λ 1e-3). The chosen λ is 1e3–1e5 in 30 of 40 cells (squared:
-    1e4–1e5 in 28): ``B``'s scale is ~1e4, so within the seeds' own range [1e-4, 1] every λ gives the
-    λ-1e-3 readout (selected there: within 0.7 points per fraction). Paired over the seeds (mean over
-    the fractions, ± standard error): FedRR +0.8 ± 1.3 points (+1.6 ± 0.9 over 20 reservoirs, seeds d and
-    d + 1), the squared inputs +4.7 ± 1.7 (+4.0 ± 1.1); on synthetic WESAD (data seeds 0–9) FedRR
-    +0.1 ± 0.5 (55.5 → 55.6 %; logistic regression 53.1 %): one rule for both data sets.
-
-    The earlier single-seed note (validation's λ 1e5 gives 45 % at 25 % users against 47 % at λ 1e-3)
-    is data seed 0 — reproduced exactly (45.3 vs 47.1) — the seed where selection costs the seed's
-    inputs most (45.3/47.1/58.7/61.0 vs 47.1/55.8/65.1/69.2; logistic regression 67.4/64.0/68.0/65.7)
-    while the squared inputs gain most (48.3/55.2/58.7/65.1 → 65.7/56.4/72.7/77.3). It is also the
-    quick profile's data seed. Over 10 seeds the per-seed spread (std 8–9 points) is larger than
-    any λ effect on the seed's inputs.
-
-    Not a matter of the reservoir either (seed 0, FedRR test % at 25/50/75/100 % users at λ 1e-3):
-    leaking rate 0.5/0.1/0.02 × input scaling 0.75/0.2 × bias 0.75/0.2 stay at 13–58 % at 25 %;
-    30/100/1000 units 47–62 %; state mode mean/last 38/33 %; dropping the per-user z-score takes
-    logistic regression to 53–59 % and FedRR to 27–45 %. What it is: the readout scores the mean
-    state, and a linear map of the mean states carries each channel's sequence mean to the test users
-    (R² 0.92–1.00) but not its std (best channel R² 0.59 at 25 %, 0.88 at 100 %; see
-    :func:`scripts.common.summary_transfer`), while the synthetic users' posture means differ
-    (z-scored "stand" acc_z −1.8…+1.2 across users): at 25 % the readout calls 14 of 28 test "stand"
-    sequences "bike". Logistic regression on the sequence means alone gets 48/41/48/53 %, with the
-    stds 61–65 %."""
+    regression's inputs. ``None``: ``l2`` throughout."""
     bias_scaling: tuple[float, float] = (0.0, 0.75)
     """(WESAD, HHAR) reservoir bias scale. HHAR: the input scaling, i.e. the bias drawn like
     the weight of one more constant input (the seeds' reservoirs have a bias, FedIP eq. 1). A
     bias-free tanh reservoir is an odd map, so its state averages miss the signal power that
-    tells the moving activities apart (centralized, 300 units, leaking rate 0.3:
-    validation/test accuracy 0.81/0.94 without, 0.87/1.00 with it; with this table's
-    leaking rate 0.5, FedRR test accuracy at 25 % / 100 % users 0.76/0.93 without, 0.92/0.91
-    with it; logistic regression on the same sequences ≈ 1.00)."""
+    tells the moving activities apart."""
 
     squared_inputs: bool = True
     """HHAR: also FedRR on the sequences with each axis' square appended (``table_1_squared``; ours)."""
@@ -233,7 +200,7 @@ def _l2_note(s: Settings) -> str:
         return f"λ {s.l2:g} (fixed)."
     return (f"λ chosen per repetition and fraction on the validation users among {lambdas(s.l2_grid)} by FedRR's "
             f"validation accuracy (a tie to the larger λ); I-/R-pFedRR use it, then τ is chosen on validation; "
-            f"'λ {s.l2:g}' columns: FedRR at the fixed λ of earlier tables.")
+            f"'λ {s.l2:g}' columns: FedRR at the fixed λ of the IncFed and FedIP tables.")
 
 
 def squared_summary(squared: dict, fraction: float) -> dict[str, MeanStd]:

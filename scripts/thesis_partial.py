@@ -68,14 +68,29 @@ def readouts(stats, k: int, alpha: float, l2: float, seed: int) -> dict:
 
 
 def run(ctx: Context, s: Settings) -> None:
-    b2 = pub.THESIS_TABLE_B_2
     dataset = ctx.dataset("wesad", "incfed-wesad")
     splits = {f: ctx.split("incfed-wesad", dataset, train_fraction=f) for f in s.fractions}
+    n_feat = s.units + 1
+    ks_sweep = sweep_ks(n_feat, s.sweep_shares)
+    cells, sweep, ks = _measure(ctx, s, dataset, splits, ks_sweep)
+    baselines = {f: {name: value / 100 for name, value in
+                     baseline_accuracy(baseline_scores(dataset, split, seed=ctx.seed)).items()}
+                 for f, split in splits.items()}
+    _table_b3(ctx, s, cells, ks, baselines, n_feat, dataset.n_classes)
+    _sweep_outputs(ctx, s, sweep, ks_sweep, n_feat, ks[max(s.fractions)], baselines[max(s.fractions)])
+    _curves(ctx, s, cells)
+    means = {key: mean_std(v).mean for key, v in cells.items()}
+    _claims(ctx, s, means, n_feat)
+
+
+def _measure(ctx: Context, s: Settings, dataset, splits: dict, ks_sweep: list[int]) -> tuple[dict, dict, dict]:
+    """Test accuracies (%) per repetition: ``cells[(fraction, method)]`` at the thesis' k,
+    ``sweep[(k, method)]`` (and ``sweep["IncFed"]``) over ``ks_sweep`` with all training users,
+    and the thesis' k per fraction."""
+    b2 = pub.THESIS_TABLE_B_2
     cells: dict = {}
     sweep: dict = {}
     ks = {}
-    n_feat = s.units + 1
-    ks_sweep = sweep_ks(n_feat, s.sweep_shares)
     for seed in rep_seeds(ctx, s.repetitions):
         config = run_config("partial-incfed", units=s.units, spectral_radius=b2["spectral_radius"],
                             leaky=b2["leaky"], input_scaling=b2["input_scaling"], l2=b2["l2"], seed=seed)
@@ -94,10 +109,12 @@ def run(ctx: Context, s: Settings) -> None:
             for method, w in readouts(stats, k, s.alpha, cf.l2, seed).items():
                 sweep.setdefault((k, method), []).append(100 * accuracy_of(cf, w, cf.split.test))
         ctx.step(seed=seed, sweep="k")
-    n_out = dataset.n_classes
-    baselines = {f: {name: value / 100 for name, value in
-                     baseline_accuracy(baseline_scores(dataset, split, seed=ctx.seed)).items()}
-                 for f, split in splits.items()}
+    return cells, sweep, ks
+
+
+def _table_b3(ctx: Context, s: Settings, cells: dict, ks: dict, baselines: dict, n_feat: int, n_out: int) -> None:
+    """Thesis Table B.3: ours beside the published accuracies, baselines and upload sizes per fraction."""
+    b2 = pub.THESIS_TABLE_B_2
     rows = []
     for fraction in sorted(s.fractions, reverse=True):
         up_inc = communication.incfed(n_feat, n_out).up_floats
@@ -115,7 +132,10 @@ def run(ctx: Context, s: Settings) -> None:
                    "of eq. B.16 (each client's B_c, A_c completed from its k columns: symmetric PSD); block = D B_c D; "
                    "the literal column mask B_c D is ill-conditioned (see tff_esn.closed_form.partial_incfed). Upload floats per client: IncFed N_F² + N_F·N_Y, Partial IncFed "
                    "k(N_Y + N_F) as in §B.3.")
-    _sweep_outputs(ctx, s, sweep, ks_sweep, n_feat, ks[max(s.fractions)], baselines[max(s.fractions)])
+
+
+def _curves(ctx: Context, s: Settings, cells: dict) -> None:
+    """Table B.3 as curves: test accuracy vs training users, ours and published."""
     pyplot = plt()
     fig, ax = pyplot.subplots(figsize=(5.5, 3.8))
     x = [100 * f for f in s.fractions]
@@ -128,8 +148,6 @@ def run(ctx: Context, s: Settings) -> None:
            title=f"Thesis Table B.3 — ours on {'synthetic' if ctx.data.synthetic('wesad') else 'real'} WESAD")
     ax.legend(fontsize=7)
     ctx.figure("table_b3_curves", "Thesis Table B.3 as curves: test accuracy vs training users", fig)
-    means = {key: mean_std(v).mean for key, v in cells.items()}
-    _claims(ctx, s, means, n_feat)
 
 
 def _sweep_outputs(ctx: Context, s: Settings, sweep: dict, ks_sweep: list[int], n_feat: int, thesis_k: int,

@@ -1,4 +1,6 @@
-"""The package's layering, read from the source (AST), not from what a run happens to import."""
+"""The package's import structure and layering, read from the source with ``ast`` (nothing is imported)."""
+
+from __future__ import annotations
 
 import ast
 from pathlib import Path
@@ -81,3 +83,163 @@ def test_the_esn_core_numpy_side_imports_no_tensorflow_and_exports_resolve():
                          cwd=PACKAGE.parent).stdout.split("\n")
     assert out[0] == "True False"
     assert out[1] == "tff_esn.esn.layer True"
+
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tff_esn", "discriminator", "tuning", "scripts")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+LAZY_IMPORTERS = ("LazyModule", "import_module")
+"""Calls that import the module named by their first argument (when it is a string literal)."""
+
+
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom | ast.Call]:
+    """Every import that can run: statements at module level and in function bodies alike (a
+    function-level import defers a cycle to the first call, it does not remove it), and
+    ``LazyModule("a.b")`` / ``importlib.import_module("a.b")``; not under ``if TYPE_CHECKING:``
+    (annotations only, never executed)."""
+    found: list[ast.Import | ast.ImportFrom | ast.Call] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+            continue
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in LAZY_IMPORTERS
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending += node.orelse
+        else:
+            pending += ast.iter_child_nodes(node)
+    return found
+
+
+def _targets(node: ast.Import | ast.ImportFrom | ast.Call, module: str, is_package: bool,
+             modules: set[str]) -> set[str]:
+    """The project modules an import loads (``from a import b`` loads ``a.b`` when that is a
+    module, else ``a``)."""
+    if isinstance(node, ast.Call):
+        names = [node.args[0].value]
+    elif isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            anchor = module.split(".") if is_package else module.split(".")[:-1]
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join(anchor + ([base] if base else []))
+        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                 for alias in node.names]
+    found = set()
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name:
+            found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the project modules it imports (:func:`_imports`)."""
+    files = {_module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    modules = set(files)
+    graph = {}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        is_package = path.name == "__init__.py"
+        graph[name] = set().union(*(_targets(n, name, is_package, modules)
+                                    for n in _imports(tree))) - {name}
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path ``a → b → … → a``) per strongly connected component with more than
+    one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_cycle_through(component, graph) for component in components]
+
+
+def _cycle_through(component: set[str], graph: dict[str, set[str]]) -> list[str]:
+    """A shortest cycle through the component's first module (breadth-first)."""
+    start = min(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(graph[v] & component):
+                if w == start:
+                    return paths[v] + [start]
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    following.append(w)
+        frontier = following
+    raise AssertionError(f"no cycle in strongly connected component {sorted(component)}")
+
+
+def test_no_import_cycles():
+    cycles = find_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" → ".join(c) for c in cycles)
+
+
+def test_cycle_finder_names_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
+    assert sorted(find_cycles(graph)) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
+    assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_import_scan_sees_function_level_lazy_and_relative_imports_but_not_type_checking():
+    source = ("from typing import TYPE_CHECKING\n"
+              "import tff_esn.data.sources\n"
+              "from . import ridge\n"
+              "from ..privacy import config\n"
+              "if TYPE_CHECKING:\n    from tff_esn import algorithms\n"
+              "def f():\n    from tff_esn.runtime import ensure_context\n"
+              "tf = LazyModule('tff_esn.reservoir')\n"
+              "m = importlib.import_module('scripts.report')\n")
+    modules = {"tff_esn", "tff_esn.data.sources", "tff_esn.esn", "tff_esn.esn.ridge", "tff_esn.privacy",
+               "tff_esn.privacy.config", "tff_esn.algorithms", "tff_esn.runtime", "tff_esn.reservoir",
+               "scripts.report", "tff_esn.data"}
+    found = set().union(*(_targets(n, "tff_esn.esn.layer", False, modules) for n in _imports(ast.parse(source))))
+    assert found == {"tff_esn.data.sources", "tff_esn.esn.ridge", "tff_esn.privacy.config", "tff_esn.runtime",
+                     "tff_esn.reservoir", "scripts.report"}

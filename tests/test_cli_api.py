@@ -10,12 +10,13 @@ import sys
 import pytest
 
 from tff_esn import algorithms
+from tff_esn.algorithms import check_privacy
 from tff_esn.cli import main
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, IPConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig, ThesisCentralConfig, ThesisModelConfig
-from tff_esn.privacy.config import PrivacyConfig, check_privacy
+from tff_esn.privacy.config import PrivacyConfig
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:

@@ -107,8 +107,7 @@ def test_same_seed_same_deltas_and_other_seed_other_noise(deltas):
 
 def test_discriminator_separates_real_from_fake_well_above_chance(trained, deltas):
     m = trained.metrics
-    # chance is 0.5; on this 16-sequence toy set the test score moves with the batch order (0.825 / 0.79
-    # since the orders stopped depending on TF's global seed, ≥ 0.85 before)
+    # chance is 0.5; on this 16-sequence toy set the test score moves with the batch order
     assert m["test_accuracy"] >= 0.75 and m["test_f1"] >= 0.75, m
     assert m["train_accuracy"] >= 0.85 and m["val_binary_accuracy"] >= 0.8, m
     assert m["n_train"] == 480 and m["n_test"] == 120

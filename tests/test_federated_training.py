@@ -124,8 +124,9 @@ def test_seeded_runs_repeat_and_sampling_is_a_function_of_seed_and_round(data):
 ])
 def test_same_seed_same_metrics_whatever_ran_before(data, kwargs):
     """Same seed, same numbers — every per-round metric equal (not close), also when
-    another seed's run and a global TF seed (set by centralized/discriminator training, which
-    ``Dataset.shuffle`` used to mix into the client shuffling) came in between."""
+    another seed's run and a global TF seed (set by centralized/discriminator training;
+    ``Dataset.shuffle`` would mix it into the client shuffling, see
+    :func:`tff_esn.federated.clients.seeded_epochs`) came in between."""
     import tensorflow as tf
 
     config = _config(rounds=3, **kwargs)

@@ -24,10 +24,10 @@ from tff_esn.federated.client_work import build_readout_client_work
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.federated.training import FederatedConfig, build_process
 from tff_esn.privacy import aggregation, audit, coverage
+from tff_esn.privacy.closed_form import stats_aggregation
 from tff_esn.privacy.config import PrivacyConfig
-from tff_esn.privacy.dp_updates import GaussianUpdates
+from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.learning import LearningPrivacy
-from tff_esn.privacy.options import stats_aggregation
 from tff_esn.privacy.secure_sum import FixedPoint
 
 SETTINGS = {"secure": dict(secure=True, dp=False), "dp": dict(secure=False, dp=True),

@@ -9,7 +9,7 @@ from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.cli import main
 from tff_esn.data.sequences import Split
 from tff_esn.privacy import accounting
-from tff_esn.privacy.options import NO_PRIVACY
+from tff_esn.privacy.config import NO_PRIVACY
 
 from closed_form_data import random_dataset
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)

@@ -11,7 +11,8 @@ import tensorflow as tf
 from tff_esn.cli import main
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
 from tff_esn.privacy.dp_stats import GaussianStats
-from tff_esn.privacy.dp_updates import GaussianUpdates, local_noisy_stats
+from tff_esn.privacy.dp_fedip import GaussianUpdates
+from tff_esn.privacy.dp_local_stats import local_noisy_stats
 from tff_esn.esn.ridge import RidgeStats
 
 from closed_form_data import random_dataset

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from tff_esn.algorithms import check_privacy
 from tff_esn.cli import main
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.closed_form.harvest import Harvester
@@ -13,8 +14,8 @@ from tff_esn.closed_form.partial_incfed import fit_partial_incfed, mask_stats, s
 from tff_esn.closed_form.pfedrr import client_parts, fit_pfedrr
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
 from tff_esn.privacy.aggregation import SecureRidgeSum
-from tff_esn.privacy.config import PrivacyConfig, check_privacy
-from tff_esn.privacy.options import secure_ridge_sum
+from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.esn.ridge import RidgeStats
 

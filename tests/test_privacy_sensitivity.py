@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from tff_esn.esn.ridge_tf import ridge_products
 from tff_esn.privacy.dp_stats import GaussianStats, clip_rows
-from tff_esn.privacy.dp_updates import GaussianUpdates
+from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
 
 SLOW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,6 +8,7 @@ import pytest
 
 from scripts import framework
 from scripts.framework import DataSources, Experiment, MeanStd, RunRequest
+from scripts.runner import run_experiments
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _request(tmp_path, **kw):
 
 
 def test_failure_is_isolated_and_reported(fake_registry, tmp_path):
-    report, records = framework.run_experiments(_request(tmp_path))
+    report, records = run_experiments(_request(tmp_path))
     status = {r["name"]: r["status"] for r in records}
     assert status == {"ok-one": "done", "boom": "failed", "needs-lib": "not run", "ok-two": "done"}
     assert CALLS == ["ok-one", "boom", "ok-two"]
@@ -90,27 +91,27 @@ def test_failure_is_isolated_and_reported(fake_registry, tmp_path):
 
 
 def test_rerun_skips_finished_unless_forced(fake_registry, tmp_path):
-    framework.run_experiments(_request(tmp_path))
+    run_experiments(_request(tmp_path))
     CALLS.clear()
-    _, records = framework.run_experiments(_request(tmp_path))
+    _, records = run_experiments(_request(tmp_path))
     assert CALLS == ["boom"]
     assert [r["name"] for r in records if r.get("skipped")] == ["ok-one", "ok-two"]
     CALLS.clear()
-    _, records = framework.run_experiments(_request(tmp_path, force=True))
+    _, records = run_experiments(_request(tmp_path, force=True))
     assert CALLS == ["ok-one", "boom", "ok-two"] and not any(r.get("skipped") for r in records)
 
 
 def test_other_settings_rerun_a_finished_experiment(fake_registry, tmp_path):
-    framework.run_experiments(_request(tmp_path))
+    run_experiments(_request(tmp_path))
     CALLS.clear()
-    framework.run_experiments(_request(tmp_path, seed=3))
+    run_experiments(_request(tmp_path, seed=3))
     assert CALLS == ["ok-one", "boom", "ok-two"]
 
 
 def test_report_keeps_experiments_finished_by_an_earlier_invocation(fake_registry, tmp_path):
-    framework.run_experiments(_request(tmp_path))
+    run_experiments(_request(tmp_path))
     one = RunRequest("ok-two", "tiny", DataSources(), tmp_path / "out", progress=False)
-    report, records = framework.run_experiments(one)
+    report, records = run_experiments(one)
     assert [r["name"] for r in records] == ["ok-two"] and records[0]["skipped"]
     text = report.read_text()
     assert all(f"`{name}`" in text for name in ("ok-one", "boom", "needs-lib", "ok-two"))

@@ -36,7 +36,7 @@ def _fake_get_split(name, dataset, *, train_fraction=1.0, seed=0):
 
 @pytest.fixture
 def fake_data(monkeypatch):
-    """Stands in for tff_esn.data.sources / splits (the data issue's modules) with tiny data."""
+    """Stands in for tff_esn.data.sources / splits with tiny data."""
     sources = types.ModuleType("tff_esn.data.sources")
     sources.load_source = _fake_load_source
     splits = types.ModuleType("tff_esn.data.splits")

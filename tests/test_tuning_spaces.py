@@ -117,6 +117,18 @@ def test_exhaustive_oracle_tries_every_configuration_once_then_stops(tmp_path):
     assert sorted(_order(other)) == sorted(tried) and _order(other) != tried
 
 
+def test_exhaustive_oracle_seed_0_is_a_seed(tmp_path):
+    """KerasTuner replaces a falsy seed by a random one; 0 (the CLI's default) must fix the order too."""
+    orders = []
+    for run in range(2):
+        oracle = _oracle(None, seed=0)
+        assert oracle.seed == 0 and oracle._seed_state == 0
+        tuner = _Scorer(oracle, directory=str(tmp_path / str(run)), project_name="p")
+        tuner.search(verbose=0)
+        orders.append(_order(tuner))
+    assert orders[0] == orders[1] and len(set(orders[0])) == 6
+
+
 def test_exhaustive_oracle_respects_budget_and_rejects_unbounded_continuous_search(tmp_path):
     tuner = _Scorer(_oracle(4), directory=str(tmp_path), project_name="p")
     tuner.search(verbose=0)

@@ -40,12 +40,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport, check_privacy
+from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.run_warnings import merged, recording
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
 
-__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "config_fields", "config_from_flags",
-           "flat_config", "get_algorithm", "names_where", "register_algorithm", "run_algorithm"]
+__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "check_privacy", "config_fields",
+           "config_from_flags", "flat_config", "get_algorithm", "names_where", "register_algorithm", "run_algorithm"]
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -191,6 +191,38 @@ def get_algorithm(name: str) -> Algorithm:
     return algorithms[name]
 
 
+def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
+    """``ValueError`` when ``algorithm`` (run with ``backend``) does not implement what ``privacy`` asks:
+    its registry entry's :class:`PrivacySupport` says which settings it reads."""
+    support = get_algorithm(algorithm).privacy
+    defaults = PrivacyConfig()
+    unused = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(PrivacyConfig)
+              if f.name not in support.settings and getattr(privacy, f.name) != getattr(defaults, f.name)]
+    if not support and (unused or privacy.requested):
+        supported = ", ".join(names_where(lambda a: bool(a.privacy)))
+        raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {supported}; "
+                         "drop the --secure-*/--dp-* flags.")
+    reasons = dict(support.refused)
+    for flag in unused:
+        if flag[2:].replace("-", "_") in reasons:
+            raise ValueError(reasons[flag[2:].replace("-", "_")])
+    if unused:
+        verb = "does" if len(unused) == 1 else "do"
+        raise ValueError(f"{algorithm}: {', '.join(unused)} {verb} not apply to its privacy "
+                         f"(it reads {', '.join('--' + s.replace('_', '-') for s in support.settings)}).")
+    if not privacy.requested:
+        return
+    if support.local_only and privacy.dp_requested and privacy.dp_model != "local":
+        raise ValueError(f"{algorithm}: a client's upload depends on its data through its mask / completion too, so "
+                         "only each client noising its own statistics first is DP: add --dp-model local.")
+    if support.local_only and privacy.dp_requested and privacy.secure_aggregation and privacy.secure_range is None:
+        raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
+                         "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
+    if backend != "tff":
+        raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
+                         "use --backend tff.")
+
+
 def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
                   test_required: bool = True) -> dict[str, Any]:
     """Runs algorithm ``name`` with ``config`` (an instance of its config class) and returns the
@@ -228,7 +260,7 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
 
     run = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
     with recording() as said:
-        check_run(name, dataset, split, config, test_required=test_required)
+        check_run(algo, dataset, split, config, test_required=test_required)
         start = time.perf_counter()
         result = run(dataset, split, config)
         seconds = time.perf_counter() - start

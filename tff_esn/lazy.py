@@ -23,7 +23,7 @@ class LazyModule:
     """A module imported on first attribute access: ``tf = LazyModule("tensorflow")`` at the top
     of a module whose TensorFlow code runs only on some paths, so that importing it (and the
     closed-form runs on the numpy backend, which never reach that code) costs no TensorFlow
-    import (≈2 s). Annotations stay unevaluated (``from __future__ import annotations``)."""
+    import. Annotations stay unevaluated (``from __future__ import annotations``)."""
 
     def __init__(self, name: str):
         self._name = name

@@ -9,13 +9,15 @@ sequence, and a run whose memory estimate exceeds the machine's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tff_esn.algorithms import get_algorithm
 from tff_esn.data.checks import check_split
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.memory import MemoryEstimate, check_memory
+
+if TYPE_CHECKING:
+    from tff_esn.algorithms import Algorithm
 
 def check_washout(config: Any, dataset: SequenceDataset) -> None:
     """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state
@@ -27,15 +29,15 @@ def check_washout(config: Any, dataset: SequenceDataset) -> None:
                         f"({dataset.shortest} steps); use a washout below {dataset.shortest} (or --state-mode last).")
 
 
-def check_run(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
+def check_run(algo: Algorithm, dataset: SequenceDataset, split: Split, config: Any, *,
               test_required: bool = True) -> MemoryEstimate | None:
-    """Refuses a run of algorithm ``name`` that would mislead or cannot fit; returns its memory estimate
+    """Refuses a run of the registered algorithm ``algo`` that would mislead or cannot fit; returns its memory estimate
     (``None`` for a config without a reservoir).
 
     Raises:
         DataError: see :func:`~tff_esn.data.checks.check_split` and :func:`check_washout`.
         MemoryLimitError: the estimate exceeds the machine's memory.
     """
-    check_split(dataset, split, federated=not get_algorithm(name).pooled, test_required=test_required)
+    check_split(dataset, split, federated=not algo.pooled, test_required=test_required)
     check_washout(config, dataset)
     return check_memory(config, dataset, split)

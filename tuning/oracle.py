@@ -25,11 +25,15 @@ class ExhaustiveRandomSearchOracle(RandomSearchOracle):
     """``RandomSearchOracle`` whose finite spaces are searched without replacement to the end.
 
     Same arguments as ``keras_tuner.oracles.RandomSearchOracle``; ``max_trials=None`` means
-    "until exhausted" (only allowed for a finite space).
+    "until exhausted" (only allowed for a finite space). ``seed`` is used as given, 0 included
+    (KerasTuner's oracle takes ``seed or random.randint(1, 10000)``, so seed 0 would draw a
+    different seed in every process); ``None`` draws one.
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args, seed: int | None = None, **kwargs):
+        super().__init__(*args, seed=seed, **kwargs)
+        if seed is not None:
+            self.seed = self._seed_state = seed
         if self.max_trials is None and space_size(self.hyperparameters) == float("inf"):
             raise ValueError(
                 "ExhaustiveRandomSearchOracle: max_trials=None (search until exhausted) needs a finite space; "

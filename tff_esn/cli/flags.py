@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tff_esn.algorithms import Algorithm
+from tff_esn.algorithms import Algorithm, check_privacy
 from tff_esn.cli import UsageError
 from tff_esn.defaults import OWN_DATA, OWN_DATA_SOURCES, effective_config
-from tff_esn.privacy.config import PrivacyConfig, check_privacy
+from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.settings import Setting
 
 GIVEN = "given_settings"

@@ -28,7 +28,7 @@ from tff_esn.cli import UsageError
 from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
 from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_loaded
-from tff_esn.cli.workers import add_worker_arguments, context_from_args
+from tff_esn.cli.worker_flags import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
 from tff_esn.run_warnings import merged, recording
 

@@ -34,8 +34,9 @@ from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
 from tff_esn.closed_form.pfedrr import fit_pfedrr
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.privacy.aggregation import StatsAggregation
-from tff_esn.privacy.dp_updates import fedip_privacy, local_noisy_stats, local_privacy
-from tff_esn.privacy.options import gaussian_stats, gaussian_updates, secure_ridge_sum, stats_aggregation, stats_sections
+from tff_esn.privacy.closed_form import gaussian_stats, gaussian_updates, secure_ridge_sum, stats_aggregation, stats_sections
+from tff_esn.privacy.dp_fedip import fedip_privacy
+from tff_esn.privacy.dp_local_stats import local_noisy_stats, local_privacy
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.run_warnings import RunWarning, warn
@@ -230,7 +231,7 @@ def _plain_sections(algorithm: str) -> dict[str, Any]:
 
 def _secure_ridge_sum(run: Run, stats: Sequence[RidgeStats]):
     """``(stats, aggregate, sections)`` of a numpy closed-form run: the clients' statistics (each
-    with its own Gaussian noise under DP, :func:`tff_esn.privacy.dp_updates.local_noisy_stats`),
+    with its own Gaussian noise under DP, :func:`tff_esn.privacy.dp_local_stats.local_noisy_stats`),
     ``RidgeStats.sum`` or the secure sum (``--secure-aggregation``), and a function giving the
     run's ``privacy``/``secure_aggregation`` sections."""
     settings = run.settings

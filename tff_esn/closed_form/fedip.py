@@ -72,7 +72,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
-from tff_esn.privacy.dp_updates import GaussianUpdates
+from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import project_inputs, reservoir_step, run_reservoir_compiled
@@ -230,7 +230,7 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server divides, and
     ``next`` returns ``((g, b), clipped)@SERVER`` (the round's clipped values).
 
-    With ``dp`` (:mod:`tff_esn.privacy.dp_updates`) the clients send their clipped updates
+    With ``dp`` (:mod:`tff_esn.privacy.dp_fedip`) the clients send their clipped updates
     ``(g_c − g, b_c − b)``, summed plainly or securely, and the server applies their noisy
     unweighted mean; ``next((g, b), {x}, round)`` takes the round index (the noise seed's second
     half) and returns ``((g, b), clipped)@SERVER``.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,12 @@ def cache_key(payload: dict[str, Any]) -> str:
     """A short stable hash of a JSON-serialisable ``payload`` (plus :data:`CACHE_VERSION`)."""
     text = json.dumps({"version": CACHE_VERSION, **payload}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def files_key(paths: Iterable[str | os.PathLike]) -> list[tuple[str, int, int]]:
+    """The part of a cache key that names source files: each one's resolved path, size and
+    modification time, so an edited file is read again."""
+    return [(str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths]
 
 
 def save_dataset(path: str | os.PathLike, dataset: SequenceDataset) -> Path:

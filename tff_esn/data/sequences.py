@@ -363,41 +363,12 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     label_names = None if label_names is None else tuple(str(name) for name in label_names)
     n_classes = _check_labels(y, n, source, label_names)
     lengths = np.array([s.shape[0] for s in seqs])
-    shortest = int(lengths.min())
     if length is not None or ragged == "crop":
-        length = shortest if length is None else int(length)
-        if length < 1 or length > shortest:
-            raise DataError(f"{source}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
-        if lengths.max() > length:
-            run_warnings.warn(f"{source}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
-                              f"{length} steps (ragged='pad' keeps them whole).", stacklevel=3)
-        seqs = [s[s.shape[0] - length:] for s in seqs]
-        lengths = np.full(n, length)
-    steps = int(lengths.max())
-    x = np.zeros((n, steps, seqs[0].shape[1]), np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for i, s in enumerate(seqs):
-            x[i, :s.shape[0]] = s
-    finite = np.all(np.isfinite(x), axis=(1, 2))
-    if not finite.all():
-        raise DataError(f"{source}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
-                        "(or values beyond float32).")
+        seqs, lengths = _cropped(seqs, lengths, length, source)
+    x = _padded(seqs, lengths, source)
     ids = np.array([str(c) for c in client])
     order = list(dict.fromkeys(ids))
-    groups = {}
-    if split is not None:
-        split = np.array([str(s) for s in split])
-        bad = sorted(set(split) - set(SPLIT_GROUPS))
-        if bad:
-            raise DataError(f"{source}: split: values must be {SPLIT_GROUPS}, got {bad}.")
-        for cid in order:
-            values = set(split[ids == cid])
-            if len(values) != 1:
-                raise DataError(f"{source}: split: client {cid!r} has sequences in several groups "
-                                f"{sorted(values)}; splits are client-wise.")
-            groups[cid] = values.pop()
-        if "train" not in groups.values():
-            raise DataError(f"{source}: split: no client is in 'train'.")
+    groups = {} if split is None else _client_groups(ids, order, split, source)
     clients = {}
     for cid in order:
         rows = ids == cid
@@ -405,6 +376,53 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     names = label_names if label_names is not None else tuple(str(i) for i in range(n_classes))
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
                            groups=groups)
+
+
+def _cropped(seqs: list[np.ndarray], lengths: np.ndarray, length: int | None,
+             source: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every sequence cut to its last ``length`` steps (``None``: the shortest's length), and
+    the new lengths; a shortening is a recorded warning."""
+    shortest = int(lengths.min())
+    length = shortest if length is None else int(length)
+    if length < 1 or length > shortest:
+        raise DataError(f"{source}: length: must be in [1, {shortest}] (the shortest sequence), got {length}.")
+    if lengths.max() > length:
+        run_warnings.warn(f"{source}: sequences of {lengths.min()}–{lengths.max()} steps keep their last "
+                          f"{length} steps (ragged='pad' keeps them whole).", stacklevel=4)
+    return [s[s.shape[0] - length:] for s in seqs], np.full(len(seqs), length)
+
+
+def _padded(seqs: list[np.ndarray], lengths: np.ndarray, source: str) -> np.ndarray:
+    """The sequences as one (n, max T_i, F) float32 array, right-padded with zeros; NaN, inf or
+    values beyond float32 are an error naming the sequence."""
+    x = np.zeros((len(seqs), int(lengths.max()), seqs[0].shape[1]), np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, s in enumerate(seqs):
+            x[i, :s.shape[0]] = s
+    finite = np.all(np.isfinite(x), axis=(1, 2))
+    if not finite.all():
+        raise DataError(f"{source}: X[{int(np.flatnonzero(~finite)[0])}]: contains NaN or inf "
+                        "(or values beyond float32).")
+    return x
+
+
+def _client_groups(ids: np.ndarray, order: list[str], split: np.ndarray, source: str) -> dict[str, str]:
+    """Client id → its group (``train``/``val``/``test``) from the per-sequence ``split``: one
+    group per client, and some client in ``train``."""
+    split = np.array([str(s) for s in split])
+    bad = sorted(set(split) - set(SPLIT_GROUPS))
+    if bad:
+        raise DataError(f"{source}: split: values must be {SPLIT_GROUPS}, got {bad}.")
+    groups = {}
+    for cid in order:
+        values = set(split[ids == cid])
+        if len(values) != 1:
+            raise DataError(f"{source}: split: client {cid!r} has sequences in several groups "
+                            f"{sorted(values)}; splits are client-wise.")
+        groups[cid] = values.pop()
+    if "train" not in groups.values():
+        raise DataError(f"{source}: split: no client is in 'train'.")
+    return groups
 
 
 def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:

@@ -7,7 +7,7 @@ Sources:
   ``minutes`` (default: the pipeline's ``synthetic_minutes`` — the full 100-minute protocol
   for the wrist pipeline ``thesis``, 5 minutes for the 700 Hz chest pipelines), ``seed``);
 * ``synthetic-hhar`` — :mod:`tff_esn.data.synthetic_hhar` users (options ``users``,
-  ``minutes`` per activity (default :data:`SYNTHETIC_HHAR_MINUTES`), ``seed``);
+  ``minutes`` per activity (default :data:`~tff_esn.data.hhar_source.SYNTHETIC_HHAR_MINUTES`), ``seed``);
 * ``wesad:DIR`` — a WESAD copy (``DIR/S{n}/S{n}.pkl``; option ``subjects``), one subject in
   memory at a time;
 * ``hhar:DIR`` — the HHAR CSVs in ``DIR`` (option ``users``);
@@ -27,34 +27,14 @@ a second.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
-from tff_esn.data import cache, wesad
-from tff_esn.data.pipelines import PIPELINES, Pipeline, iter_subjects, make_pipeline
+from tff_esn.data import cache
+from tff_esn.data.hhar_source import hhar_loader
+from tff_esn.data.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.sequences import SequenceDataset, load_npz
 from tff_esn.data.source_names import parse_source
-
-SYNTHETIC_HHAR_MINUTES = 0.5
-"""Default minutes per activity of a synthetic HHAR user (real: ≈ 5)."""
-
-def _files_key(paths) -> list[tuple[str, int, int]]:
-    return [(str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths]
-
-
-def _pop(options: dict[str, Any], name: str, default: Any) -> Any:
-    return options.pop(name) if name in options else default
-
-
-def _wesad_subjects(options: dict[str, Any], available: tuple[str, ...]) -> tuple[str, ...]:
-    subjects = _pop(options, "subjects", None)
-    if subjects is None:
-        return available
-    subjects = (subjects,) if isinstance(subjects, str) else tuple(subjects)
-    unknown = [s for s in subjects if s not in available]
-    if unknown or not subjects:
-        raise ValueError(f"subjects: expected a non-empty subset of {available}, got {list(subjects)}.")
-    return subjects
+from tff_esn.data.wesad_source import wesad_loader
 
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
@@ -69,8 +49,8 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     kind, arg = parse_source(source)
     options = dict(options)
     if kind == "npz":
-        length = _pop(options, "length", None)
-        ragged = _pop(options, "ragged", "pad")
+        length = options.pop("length", None)
+        ragged = options.pop("ragged", "pad")
         if options:
             raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (npz takes 'ragged' and "
                              "'length').")
@@ -85,10 +65,8 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         return load_ts(arg, **settings)
     data = kind.removeprefix("synthetic-")
     if data == "wesad":
-        loader, key = _wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
+        loader, key = wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
     else:
-        from tff_esn.data.hhar import hhar_loader
-
         loader, key = hhar_loader(kind, arg, options)
     pipe = make_pipeline(pipeline, **options)
     if pipe.data != data:
@@ -99,37 +77,3 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     dataset = loader(pipe, source)
     cache.save_dataset(path, dataset)
     return dataset
-
-
-def _wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pipeline]):
-    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source; pops its options.
-
-    The synthetic source simulates the ``pipeline``'s devices only, by default for its
-    ``synthetic_minutes``; the key holds the generator's version, so a changed generator
-    never reads stale cached data.
-    """
-    if kind == "synthetic-wesad":
-        from tff_esn.data.synthetic_wesad import GENERATOR_VERSION, generate_subject
-
-        minutes = float(_pop(options, "minutes", pipeline.synthetic_minutes))
-        seed = int(_pop(options, "seed", 0))
-        subjects = _wesad_subjects(options, wesad.SUBJECTS)
-        devices = pipeline.wesad_devices or wesad.DEVICES
-        key = {"kind": kind, "minutes": minutes, "seed": seed, "subjects": subjects,
-               "generator": {d: GENERATOR_VERSION[d] for d in devices}}
-
-        def load(sid: str) -> dict:
-            return wesad.validate_subject(generate_subject(sid, minutes=minutes, seed=seed, devices=devices),
-                                          f"synthetic {sid}", devices)
-    else:
-        files = wesad.subject_files(arg)
-        subjects = _wesad_subjects(options, tuple(files))
-        key = {"kind": kind, "files": _files_key(files[s] for s in subjects)}
-
-        def load(sid: str) -> dict:
-            return wesad.load_subject(files[sid])
-
-    def build(pipe: Pipeline, source: str) -> SequenceDataset:
-        return pipe.build(iter_subjects(subjects, load, desc=f"{source} → {pipe.name}"), source)
-
-    return build, key

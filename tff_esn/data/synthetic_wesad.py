@@ -9,7 +9,7 @@ or after stress), time-scaled so the recording lasts ``minutes`` (the real proto
   stress physiology — a latent arousal per condition followed with rise and recovery lags
   by heart rate, RMSSD, tonic EDA, SCR rate and skin temperature, per-subject
   responsiveness with electrodermal and cardiac non-responders, BVP motion artefacts.
-  ≈ 0.4 s for a 100-minute subject. Calibrated to the data description of thesis §5.2
+  Calibrated to the data description of thesis §5.2
   (Table 5.1's feature statistics, the 88.6/11.4 % class shares, ~6000 steps per subject;
   see ``scripts/data_summary.py``), not to any result.
 * Chest (:func:`_chest_signals`; the paper pipelines): neurokit2's simulators, one call per
@@ -18,8 +18,7 @@ or after stress), time-scaled so the recording lasts ``minutes`` (the real proto
   EDA/temperature levels and posture + motion accelerations; each subject draws its own
   baselines and responsiveness, each segment jitters the effects (stress raises heart rate,
   SCR rate, tonic EDA, breathing rate, muscle activity and motion and lowers HRV and skin
-  temperature; meditation does the reverse; amusement lies in between). ≈ 7 s for a
-  100-minute subject.
+  temperature; meditation does the reverse; amusement lies in between).
 
 Clients are not identically distributed on either device.
 """
@@ -105,7 +104,7 @@ def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = 
     n = seconds * rate
     sim_s = max(seconds, minimum)
     if fn.__name__ != "emg_simulate":
-        kwargs["random_state_distort"] = "legacy"  # "spawn" costs ~10 ms of MT19937 jumps per call
+        kwargs["random_state_distort"] = "legacy"  # "spawn" costs MT19937 jumps on every call
     if with_length:
         kwargs["length"] = sim_s * rate
     with warnings.catch_warnings():
@@ -146,24 +145,14 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
     return {"signal": signal, "label": np.repeat(codes, CHEST_RATE).astype(np.int32), "subject": subject}
 
 
-def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) -> dict:
-    """The 700 Hz chest streams: one neurokit2 simulator call per protocol segment with that
-    segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness).
-
-    The ECG carries each segment's heart rate but no beat-to-beat variability: neurokit2's
-    ``"simple"`` simulator ignores ``heart_rate_std``, and the chest pipelines read raw ECG
-    in chunks of 350–700 samples (0.5–1 s), shorter than a pair of beat intervals. The HRV
-    effect lives in the wrist streams (:func:`wrist_signals`), which the thesis pipeline
-    reads. ``r_k["hrv"]`` is still drawn so the chest streams stay those of version 1."""
+def _chest_segments(codes: np.ndarray, p: dict, r_k: dict, rng: np.random.Generator):
+    """Per protocol segment, its parameters (:data:`_EFFECTS` scaled by the subject's
+    responsiveness ``r_k``, jittered per segment) and its 700 Hz ECG, respiration, EMG and
+    chest-EDA responses from neurokit2's simulators. Returns the per-second effect levels
+    (tonic, temp, motion, emg) and the four lists of segment streams."""
     import neurokit2 as nk
 
-    p = _profile(rng)
-    # how strongly this subject expresses each effect: overall responsiveness × per-signal factor
-    r_k = {k: p["responsiveness"] * rng.uniform(0.2, 1.6) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
     seconds = codes.size
-    scale = minutes / REAL_MINUTES
-
-    # per-segment parameters (effects scaled by responsiveness, jittered per segment)
     starts = np.flatnonzero(np.diff(codes, prepend=-1))
     stops = np.append(starts[1:], seconds)
     effects = {k: np.zeros(seconds) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
@@ -190,6 +179,25 @@ def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) 
         n_scr = int(rng.poisson(scr_rate * dur / 60.0))
         scr_chest.append(p["scr_amp"] * (_simulate(nk.eda_simulate, dur, CHEST_RATE, 1, scr_number=n_scr, drift=0.0,
                                                    noise=0.0, random_state=int(s[4])) - 1.0))
+    return effects, ecg, rsp, emg, scr_chest
+
+
+def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) -> dict:
+    """The 700 Hz chest streams: one neurokit2 simulator call per protocol segment with that
+    segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness).
+
+    The ECG carries each segment's heart rate but no beat-to-beat variability: neurokit2's
+    ``"simple"`` simulator ignores ``heart_rate_std``, and the chest pipelines read raw ECG
+    in chunks of 350–700 samples (0.5–1 s), shorter than a pair of beat intervals. The HRV
+    effect lives in the wrist streams (:func:`wrist_signals`), which the thesis pipeline
+    reads. ``r_k["hrv"]`` is drawn though the chest does not use it: the draw order defines
+    the chest streams of :data:`GENERATOR_VERSION` ``["chest"]``."""
+    p = _profile(rng)
+    # how strongly this subject expresses each effect: overall responsiveness × per-signal factor
+    r_k = {k: p["responsiveness"] * rng.uniform(0.2, 1.6) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
+    seconds = codes.size
+    scale = minutes / REAL_MINUTES
+    effects, ecg, rsp, emg, scr_chest = _chest_segments(codes, p, r_k, rng)
 
     tau = max(3.0, 90.0 * scale)  # tonic EDA / temperature follow conditions with a lag
     def wander(size: float) -> np.ndarray:  # slow random drift, same size at any time scale

@@ -246,17 +246,15 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
     ``divide``; labels stress (code 2) → 1, everything else → 0.
 
     The literal reading of §5.2 — divide by a moving average over the HRV window (25 s) —
-    is ill-posed and erases the stress signal: features standardized to the baseline have
-    mean ≈ 0 there, so the divisor crosses zero (Table 5.3's own extremes, tEDA −20054 …
-    12748, show it on the real data), and a 25 s average follows every sustained level, so
-    ``x/MA`` ≈ 1 through an 11.5-minute stress block. On the embedded data a per-step
-    logistic regression on the four features (trained on 14 subjects, scored per subject)
-    gets balanced accuracy 0.51 (chance) after it. The default (:data:`THESIS_MA_WINDOW_S`,
-    :data:`THESIS_MA_MODE`) is the nearest well-posed reading: the caption's window 25×64
-    taken as steps, subtracted — still causal and online, it removes the slow drift of the
-    last ~27 min and keeps the stress levels (balanced accuracy 0.84; tested in
-    ``tests/test_synthetic_wesad.py``). ``ma_window_s=None, ma_mode="divide"`` is the
-    literal reading.
+    is ill-posed and erases the stress signal (DEVIATIONS.md, thesis §5.2): features
+    standardized to the baseline have mean ≈ 0 there, so the divisor crosses zero (Table 5.3's
+    own extremes, tEDA −20054 … 12748, show it on the real data), and a 25 s average follows
+    every sustained level, so ``x/MA`` ≈ 1 through an 11.5-minute stress block. The default
+    (:data:`THESIS_MA_WINDOW_S`, :data:`THESIS_MA_MODE`) is the nearest well-posed reading:
+    the caption's window 25×64 taken as steps, subtracted — still causal and online, it
+    removes the slow drift of the last ~27 min and keeps the stress levels
+    (``tests/test_synthetic_wesad.py`` scores both readings). ``ma_window_s=None,
+    ma_mode="divide"`` is the literal reading.
 
     Returns:
         features (T, 4) float32 in the order pEDA, tEDA, HR, HRV, and labels (T,) int64 ∈ {0, 1}.

@@ -6,6 +6,12 @@
 * :mod:`tff_esn.privacy.dp_stats` — the Gaussian mechanism on clipped ridge statistics
   ``(A, B, n)`` of IncFed/FedRR (sensitivity derived there), central or per-client noise,
   and the eigenvalue floor that keeps ``B`` + noise positive definite;
+* :mod:`tff_esn.privacy.dp_fedip` — the Gaussian mechanism on FedIP's clipped (g, b) rounds
+  (client-level);
+* :mod:`tff_esn.privacy.dp_local_stats` — each client's own noise on its statistics, the DP
+  of pFedRR / Partial IncFed (local model);
+* :mod:`tff_esn.privacy.closed_form` — what a :class:`~tff_esn.privacy.config.PrivacyConfig`
+  becomes for the closed-form algorithms, and their ``metrics.json`` sections;
 * :mod:`tff_esn.privacy.secure_sum` — the fixed-point encoding of float statistics for
   ``tff.federated_secure_sum_bitwidth`` with its quantization error bound;
 * :mod:`tff_esn.privacy.aggregation` — the one place where a federated computation of

@@ -3,7 +3,7 @@
 :class:`PrivacyConfig` is what ``--secure-aggregation``/``--secure-*``/``--dp-*`` become
 (the flags' names with ``_`` are its fields); an algorithm's registry entry declares the
 :class:`PrivacySupport` it implements (:data:`NONE`, :data:`STATISTICS`, :data:`LOCAL_STATISTICS`,
-:data:`IP_STATISTICS`, :data:`LEARNING`) and :func:`check_privacy` holds a config to it.
+:data:`IP_STATISTICS`, :data:`LEARNING`) and :func:`tff_esn.algorithms.check_privacy` holds a config to it.
 Light: importing this module imports neither TensorFlow nor ``dp_accounting`` (the ε/δ
 checks import :mod:`tff_esn.privacy.accounting` when a run asks for DP).
 """
@@ -154,37 +154,3 @@ LEARNING = PrivacySupport(("secure_aggregation", *_DP, "dp_adaptive_clip"))
 FEDCURV_LEARNING = PrivacySupport(tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
                                   refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),))
 """FedCurv: as FedAvg with a fixed clip only (its u, v are released jointly with the update)."""
-
-
-def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
-    """``ValueError`` when ``algorithm`` (run with ``backend``) does not implement what ``privacy`` asks:
-    its registry entry's :class:`PrivacySupport` says which settings it reads."""
-    from tff_esn.algorithms import get_algorithm, names_where  # the registry imports this module
-
-    support = get_algorithm(algorithm).privacy
-    defaults = PrivacyConfig()
-    unused = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(PrivacyConfig)
-              if f.name not in support.settings and getattr(privacy, f.name) != getattr(defaults, f.name)]
-    if not support and (unused or privacy.requested):
-        supported = ", ".join(names_where(lambda a: bool(a.privacy)))
-        raise ValueError(f"{algorithm}: secure aggregation / DP are implemented for {supported}; "
-                         "drop the --secure-*/--dp-* flags.")
-    reasons = dict(support.refused)
-    for flag in unused:
-        if flag[2:].replace("-", "_") in reasons:
-            raise ValueError(reasons[flag[2:].replace("-", "_")])
-    if unused:
-        verb = "does" if len(unused) == 1 else "do"
-        raise ValueError(f"{algorithm}: {', '.join(unused)} {verb} not apply to its privacy "
-                         f"(it reads {', '.join('--' + s.replace('_', '-') for s in support.settings)}).")
-    if not privacy.requested:
-        return
-    if support.local_only and privacy.dp_requested and privacy.dp_model != "local":
-        raise ValueError(f"{algorithm}: a client's upload depends on its data through its mask / completion too, so "
-                         "only each client noising its own statistics first is DP: add --dp-model local.")
-    if support.local_only and privacy.dp_requested and privacy.secure_aggregation and privacy.secure_range is None:
-        raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
-                         "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
-    if backend != "tff":
-        raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
-                         "use --backend tff.")

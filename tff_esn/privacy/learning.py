@@ -258,7 +258,7 @@ class LearningPrivacy:
                  own_client_work: bool = False) -> dict:
         """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
         cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`."""
-        from tff_esn.privacy.options import NO_PRIVACY
+        from tff_esn.privacy.config import NO_PRIVACY
 
         q = min(1.0, clients_per_round / clients)
         declared = coverage.declaration(algorithm, secure=self.secure, dp=self.dp,

@@ -35,8 +35,8 @@ Modules, one job each:
   ``tff-esn worker``.
 
 The command-line flags (``--workers``, ``--worker-timeout``) live in
-:mod:`tff_esn.cli.workers`. The modules here import TensorFlow, TFF and gRPC only inside the
-functions that need them.
+:mod:`tff_esn.cli.worker_flags`. The modules here import TensorFlow, TFF and gRPC only inside
+the functions that need them.
 """
 
 from tff_esn.runtime.context import (build_context, current_workers, ensure_context, on_this_host,

@@ -132,8 +132,8 @@ def build_context(workers: Sequence[str] | None = None, *, start_timeout: float 
         start_timeout: seconds to wait for a worker to answer, at start and again after
             it went away during a computation (then :class:`WorkerError`).
         prestart: start the local worker now instead of at the first computation (for an
-            entry point that knows a computation will run: the worker's ≈0.1–0.2 s start
-            overlaps the data loading).
+            entry point that knows a computation will run: the worker's start overlaps the
+            data loading).
     """
     import tensorflow_federated as tff
 

@@ -13,8 +13,8 @@ the call (it is cancelled) with :class:`~tff_esn.runtime.workers.WorkerError` na
 
 The channel reconnects after at most 50 ms at first and 1 s later (gRPC's defaults are
 1 s, growing to 120 s): a worker that is still starting when the channel first dials is
-picked up as soon as it listens (≈0.1 s instead of ≈1 s per run), and a worker
-restarted during a run is found again within a second.
+picked up as soon as it listens, and a worker restarted during a run is found again within
+a second.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ argument between workers with the private function ``_partition_value``. In TFF 
 walks a struct argument element by element but returns the split position of its *last*
 element. When the clients' value is not the last argument — IncFed's
 ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER)`` — the position never advances, every
-worker gets the first ⌈n/k⌉ clients and the others are silently dropped (measured: IncFed
-on 2 workers returned the readout of the first half of the clients).
+worker gets the first ⌈n/k⌉ clients and the others are silently dropped (IncFed on 2 workers
+returns the readout of the first half of the clients).
 
 The patch replaces a private function, so it is tied to :data:`PATCHED_VERSIONS`. On any
 other TFF version :func:`fix_subround_partitioning` raises :class:`TFFVersionError` (it does

@@ -14,10 +14,10 @@ from tff_esn.privacy.aggregation import SecureRidgeSum, StatsAggregation
 from tff_esn.privacy.config import NO_PRIVACY, PrivacyConfig
 from tff_esn.privacy.coverage import declaration
 from tff_esn.privacy.dp_stats import GaussianStats, natural_clip, states_per_record
-from tff_esn.privacy.dp_updates import GaussianUpdates
+from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
 
-__all__ = ["NO_PRIVACY", "gaussian_stats", "gaussian_updates", "secure_ridge_sum", "stats_aggregation", "stats_sections"]
+__all__ = ["gaussian_stats", "gaussian_updates", "secure_ridge_sum", "stats_aggregation", "stats_sections"]
 
 NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(clip) < 1e-15 per coordinate
 ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a client's value can attain
@@ -49,7 +49,7 @@ def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, 
 def gaussian_updates(privacy: PrivacyConfig, *, seed: int, clients: int, rounds: int) -> GaussianUpdates | None:
     """FedIP's DP on the (g, b) updates (``None`` without DP): clip ``dp_ip_clip``, the noise
     multiplier that meets ``dp_epsilon`` over ``rounds`` + 1 releases (the rounds and the readout
-    statistics, :mod:`tff_esn.privacy.dp_updates`)."""
+    statistics, :mod:`tff_esn.privacy.dp_fedip`)."""
     if not privacy.dp_requested:
         return None
     return GaussianUpdates(privacy.noise_multiplier(rounds + 1), privacy.dp_delta, privacy.dp_ip_clip, clients,

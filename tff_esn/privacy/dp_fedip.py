@@ -1,9 +1,7 @@
-"""Gaussian mechanisms for the closed-form algorithms beyond IncFed: FedIP's (g, b) rounds and
-the local statistics of pFedRR / Partial IncFed.
+"""The Gaussian mechanism on FedIP's (g, b) rounds (FedIP Alg. 1; DP-FedAvg, McMahan et al. 2018).
 
-**FedIP's (g, b) rounds** (FedIP Alg. 1; DP-FedAvg, McMahan et al. 2018). Privacy unit: a
-*client* — its (g, b) after local IP is a function of all its sequences, with no per-record
-bound. Each round client c sends its update ``Δ_c = (g_c − g, b_c − b)`` (one vector of 2·N
+Privacy unit: a *client* — its (g, b) after local IP is a function of all its sequences,
+with no per-record bound. Each round client c sends its update ``Δ_c = (g_c − g, b_c − b)`` (one vector of 2·N
 numbers) clipped to L2 norm ``C`` (:func:`tff_esn.privacy.dp_stats.clip_rows`); the server
 averages with the fixed denominator K (all K clients take part every round), adds
 N(0, (z·C/K)²) per coordinate and applies the mean: ``(g, b) ← (g, b) + Σ_c Δ̄_c / K + noise``.
@@ -13,31 +11,17 @@ Client-level DP implies record-level DP at the same (ε, δ), so a FedIP run's t
 composition of its rounds with the one release of the readout statistics
 (:class:`~tff_esn.privacy.dp_stats.GaussianStats`, same z): ``rounds + 1`` Gaussian releases.
 The noisy gain is projected onto ``g ≥ min_gain`` (post-processing).
-
-**pFedRR / Partial IncFed** (local model only). A client's upload — pFedRR's masked
-``(A_c D_c, B̃_c)`` (pFedRR eq. 2) or Partial IncFed's masked/completed ``(A_c*, B_c*)``
-(thesis eq. B.16) — depends on its data twice: through the statistics and through the mask
-(importance ranking) or the Nyström completion, so the per-record sensitivity of the upload
-is unbounded and noise on the server's sum would not be DP. Each client therefore perturbs
-its full ``(A_c, B_c, n_c)`` with the Gaussian mechanism *before* anything else
-(:func:`local_noisy_stats`: σ_j = z·√3·Δ_j as IncFed's local model, B_c's eigenvalues floored
-at the client's own noise edge 2·σ_B·√N_F); ranking, masking and completion are then
-post-processing of a DP release, and every upload is (ε, δ)-DP against anyone.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
-
-import numpy as np
 
 from tff_esn.lazy import LazyModule
 from tff_esn.privacy import accounting
 from tff_esn.privacy.config import check_clip
-from tff_esn.privacy.dp_stats import GaussianStats, add_noise, clip_rows, floor_eigenvalues
-from tff_esn.esn.ridge import RidgeStats
+from tff_esn.privacy.dp_stats import clip_rows
 
 tf = LazyModule("tensorflow")
 
@@ -91,33 +75,6 @@ class GaussianUpdates:
                 accounting.epsilon(self.noise_multiplier, self.delta, rounds)}
 
 
-def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[list[RidgeStats], int]:
-    """Each client's ``(A_c, B_c, n_c)`` with its own Gaussian noise (local model, module docstring)
-    and the total number of eigenvalues raised by the clients' floors.
-
-    The statistics must be those of clipped states: the harvest does not clip, so
-    ``dp.clip`` must be at least √N_F (every reservoir state's norm; nothing to clip).
-    Client c's noise is drawn from the seed pair ``(dp.seed, c)``.
-    """
-    if dp.model != "local":
-        raise ValueError("a client's upload here depends on its data through its mask / completion too, so only "
-                         "each client noising its own statistics first is DP: use --dp-model local.")
-    out, raised_total = [], 0
-    for c, s in enumerate(stats):
-        n_features = s.B.shape[0]
-        if dp.clip < math.sqrt(n_features) * (1 - 1e-12):
-            raise ValueError(f"dp clip {dp.clip:g} < √N_F = {math.sqrt(n_features):.4g}: these statistics are "
-                             "harvested unclipped; omit --dp-clip (the default √N_F clips nothing).")
-        stddevs = dp.client_stddevs(len(stats))
-        a, b, n = add_noise(tf.constant(s.A, tf.float64), tf.constant(s.B, tf.float64),
-                            tf.constant(float(s.n), tf.float64), stddevs, tf.constant([dp.seed, c], tf.int64))
-        if dp.noise_multiplier > 0:
-            b, raised = floor_eigenvalues(b, dp.client_floor(len(stats), n_features))
-            raised_total += int(raised)
-        out.append(RidgeStats(np.asarray(a), np.asarray(b), max(0, int(round(float(n)))), s.clients, s.bias))
-    return out, raised_total
-
-
 def fedip_privacy(stats_section: dict, dp: GaussianUpdates, rounds: int) -> dict:
     """The ``privacy`` section of a DP FedIP run: ``rounds`` (g, b) releases and the one release of
     the readout statistics (``stats_section``, same z), composed by the accountant."""
@@ -131,10 +88,3 @@ def fedip_privacy(stats_section: dict, dp: GaussianUpdates, rounds: int) -> dict
             "privacy_unit": f"{stats_section['privacy_unit']} (the total ε is record-level; the (g, b) rounds "
                             "alone protect a whole client)",
             "ip_rounds": dp.section(rounds)}
-
-
-def local_privacy(stats_section: dict, dp: GaussianStats, clients: int, n_features: int, raised: int) -> dict:
-    """The ``privacy`` section of pFedRR / Partial IncFed under :func:`local_noisy_stats`."""
-    return {**stats_section, "psd": {"method": "eigenvalue floor V·max(Λ, floor)·Vᵀ on each client's B_c + noise",
-                                     "floor": dp.client_floor(clients, n_features), "eigenvalues_raised": raised},
-            "noise": "each client perturbs its full (A_c, B_c, n_c) before ranking, masking or completing"}

@@ -1,0 +1,59 @@
+"""The WESAD sources of :func:`tff_esn.data.sources.load_source`: ``wesad:DIR`` (the subject
+files of :mod:`tff_esn.data.wesad`, one in memory at a time) and ``synthetic-wesad``
+(:mod:`tff_esn.data.synthetic_wesad`), each as a cache key and a builder that runs the
+pipeline over the subjects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tff_esn.data import wesad
+from tff_esn.data.cache import files_key
+from tff_esn.data.pipelines import Pipeline, iter_subjects
+from tff_esn.data.sequences import SequenceDataset
+
+
+def _wesad_subjects(options: dict[str, Any], available: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``subjects`` option (pops it): a non-empty subset of ``available``, default all."""
+    subjects = options.pop("subjects", None)
+    if subjects is None:
+        return available
+    subjects = (subjects,) if isinstance(subjects, str) else tuple(subjects)
+    unknown = [s for s in subjects if s not in available]
+    if unknown or not subjects:
+        raise ValueError(f"subjects: expected a non-empty subset of {available}, got {list(subjects)}.")
+    return subjects
+
+
+def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pipeline]):
+    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source; pops its options.
+
+    The synthetic source simulates the ``pipeline``'s devices only, by default for its
+    ``synthetic_minutes``; the key holds the generator's version, so a changed generator
+    never reads stale cached data.
+    """
+    if kind == "synthetic-wesad":
+        from tff_esn.data.synthetic_wesad import GENERATOR_VERSION, generate_subject
+
+        minutes = float(options.pop("minutes", pipeline.synthetic_minutes))
+        seed = int(options.pop("seed", 0))
+        subjects = _wesad_subjects(options, wesad.SUBJECTS)
+        devices = pipeline.wesad_devices or wesad.DEVICES
+        key = {"kind": kind, "minutes": minutes, "seed": seed, "subjects": subjects,
+               "generator": {d: GENERATOR_VERSION[d] for d in devices}}
+
+        def load(sid: str) -> dict:
+            return wesad.validate_subject(generate_subject(sid, minutes=minutes, seed=seed, devices=devices),
+                                          f"synthetic {sid}", devices)
+    else:
+        files = wesad.subject_files(arg)
+        subjects = _wesad_subjects(options, tuple(files))
+        key = {"kind": kind, "files": files_key(files[s] for s in subjects)}
+
+        def load(sid: str) -> dict:
+            return wesad.load_subject(files[sid])
+
+    def build(pipe: Pipeline, source: str) -> SequenceDataset:
+        return pipe.build(iter_subjects(subjects, load, desc=f"{source} → {pipe.name}"), source)
+
+    return build, key

@@ -1,0 +1,58 @@
+"""Each client's own Gaussian noise on its ridge statistics: the DP of pFedRR / Partial IncFed.
+
+Local model only. A client's upload — pFedRR's masked ``(A_c D_c, B̃_c)`` (pFedRR eq. 2) or Partial IncFed's masked/completed ``(A_c*, B_c*)``
+(thesis eq. B.16) — depends on its data twice: through the statistics and through the mask
+(importance ranking) or the Nyström completion, so the per-record sensitivity of the upload
+is unbounded and noise on the server's sum would not be DP. Each client therefore perturbs
+its full ``(A_c, B_c, n_c)`` with the Gaussian mechanism *before* anything else
+(:func:`local_noisy_stats`: σ_j = z·√3·Δ_j as IncFed's local model, B_c's eigenvalues floored
+at the client's own noise edge 2·σ_B·√N_F); ranking, masking and completion are then
+post-processing of a DP release, and every upload is (ε, δ)-DP against anyone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from tff_esn.lazy import LazyModule
+from tff_esn.privacy.dp_stats import GaussianStats, add_noise, floor_eigenvalues
+from tff_esn.esn.ridge import RidgeStats
+
+tf = LazyModule("tensorflow")
+
+
+def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[list[RidgeStats], int]:
+    """Each client's ``(A_c, B_c, n_c)`` with its own Gaussian noise (local model, module docstring)
+    and the total number of eigenvalues raised by the clients' floors.
+
+    The statistics must be those of clipped states: the harvest does not clip, so
+    ``dp.clip`` must be at least √N_F (every reservoir state's norm; nothing to clip).
+    Client c's noise is drawn from the seed pair ``(dp.seed, c)``.
+    """
+    if dp.model != "local":
+        raise ValueError("a client's upload here depends on its data through its mask / completion too, so only "
+                         "each client noising its own statistics first is DP: use --dp-model local.")
+    out, raised_total = [], 0
+    for c, s in enumerate(stats):
+        n_features = s.B.shape[0]
+        if dp.clip < math.sqrt(n_features) * (1 - 1e-12):
+            raise ValueError(f"dp clip {dp.clip:g} < √N_F = {math.sqrt(n_features):.4g}: these statistics are "
+                             "harvested unclipped; omit --dp-clip (the default √N_F clips nothing).")
+        stddevs = dp.client_stddevs(len(stats))
+        a, b, n = add_noise(tf.constant(s.A, tf.float64), tf.constant(s.B, tf.float64),
+                            tf.constant(float(s.n), tf.float64), stddevs, tf.constant([dp.seed, c], tf.int64))
+        if dp.noise_multiplier > 0:
+            b, raised = floor_eigenvalues(b, dp.client_floor(len(stats), n_features))
+            raised_total += int(raised)
+        out.append(RidgeStats(np.asarray(a), np.asarray(b), max(0, int(round(float(n)))), s.clients, s.bias))
+    return out, raised_total
+
+
+def local_privacy(stats_section: dict, dp: GaussianStats, clients: int, n_features: int, raised: int) -> dict:
+    """The ``privacy`` section of pFedRR / Partial IncFed under :func:`local_noisy_stats`."""
+    return {**stats_section, "psd": {"method": "eigenvalue floor V·max(Λ, floor)·Vᵀ on each client's B_c + noise",
+                                     "floor": dp.client_floor(clients, n_features), "eigenvalues_raised": raised},
+            "noise": "each client perturbs its full (A_c, B_c, n_c) before ranking, masking or completing"}
