@@ -11,8 +11,9 @@ PYTHON ?= $(shell for p in python3.11 python3.10 python3.9 python3; do \
 	done)
 PYTEST_FLAGS ?=
 REPRO_OUT ?= runs
+REPORT ?= $(REPRO_OUT)
 
-.PHONY: test test-slow test-all bench reproduce docs docs-serve venv clean
+.PHONY: test test-slow test-all bench reproduce docs docs-results docs-serve venv clean
 
 venv: $(VENV)/.installed
 
@@ -51,6 +52,10 @@ $(VENV)/.docs-installed: $(VENV)/.installed
 
 docs: $(VENV)/.docs-installed
 	$(MKDOCS) build --strict --site-dir site
+
+# The results snapshots the docs pages show (docs/results/), from a finished `make reproduce`.
+docs-results: venv
+	$(PY) -m scripts.docs_results $(REPORT)
 
 docs-serve: $(VENV)/.docs-installed
 	$(MKDOCS) serve

@@ -5,7 +5,9 @@ A page line ``<!-- algorithm: NAME -->`` becomes NAME's facts (:func:`algorithm_
 runs, its data, its communication cost, its privacy support and every flag with its default and
 own-data default); ``<!-- algorithms -->`` becomes the table of every registered algorithm and
 ``<!-- experiments -->`` the table of the reproduction experiments, ``<!-- privacy-coverage -->``
-the privacy declaration of :mod:`tff_esn.privacy.coverage`. The facts come from
+the privacy declaration of :mod:`tff_esn.privacy.coverage`, and ``<!-- results: EXPERIMENT -->``
+the committed snapshot of our last ``tff-esn reproduce`` run of EXPERIMENT (``docs/results/``,
+written by :mod:`scripts.docs_results`; a missing one fails the build). The facts come from
 :func:`tff_esn.algorithms.available_algorithms` and :func:`scripts.framework.experiments`, so
 a renamed flag, a new default, a new algorithm or experiment shows on the site without editing
 a page; an unknown NAME fails the build.
@@ -20,6 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
+RESULTS = re.compile(r"^<!-- results: ([a-z0-9-]+) -->$", re.MULTILINE)
+RESULTS_DIR = ROOT / "docs" / "results"
+NOT_REPRODUCED = "Not part of `tff-esn reproduce`"
+"""How an algorithm page without a results marker says so (no seed table exercises it)."""
 TABLE_MARKER = "<!-- algorithms -->"
 EXPERIMENTS_MARKER = "<!-- experiments -->"
 COVERAGE_MARKER = "<!-- privacy-coverage -->"
@@ -93,16 +99,47 @@ def algorithms_table() -> str:
     return "\n".join(lines)
 
 
+def results_pages() -> dict[str, list[str]]:
+    """Experiment → the pages (paths under ``docs/``) whose ``<!-- results: ... -->`` marker shows it."""
+    shown: dict[str, list[str]] = {}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if RESULTS_DIR not in page.parents:
+            for name in RESULTS.findall(page.read_text()):
+                shown.setdefault(name, []).append(page.relative_to(ROOT / "docs").as_posix())
+    return shown
+
+
 def experiments_table() -> str:
     """One row per reproduction experiment (:func:`scripts.framework.experiments`, in the order
-    ``reproduce all`` runs them): its target, group, what it runs and the published results."""
+    ``reproduce all`` runs them): its target, group, what it runs, the published results and the
+    pages showing our run's tables (links relative to the docs root)."""
     from scripts.framework import experiments
 
-    lines = ["| experiment | group | what it runs | reproduces | data |", "| --- | --- | --- | --- | --- |"]
+    shown = results_pages()
+    lines = ["| experiment | group | what it runs | reproduces | data | our results |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for name, experiment in experiments().items():
+        pages = ", ".join(f"[{Path(page).stem}]({page})" for page in shown.get(name, []))
         lines.append(f"| `{name}` | `{experiment.group}` | {_cell(experiment.title)} | {_cell(experiment.reproduces)} | "
-                     f"{', '.join(experiment.data)} |")
+                     f"{', '.join(experiment.data)} | {pages} |")
     return "\n".join(lines)
+
+
+def results(match: re.Match) -> str:
+    """The results snapshot of experiment ``match.group(1)``; an unknown experiment or a missing
+    snapshot fails the build with the command that writes it."""
+    from scripts.framework import experiments
+
+    name = match.group(1)
+    if name not in experiments():
+        raise KeyError(f"docs: results marker names {name!r}, not a reproduction experiment "
+                       f"({', '.join(experiments())}).")
+    path = RESULTS_DIR / f"{name}.md"
+    if not path.is_file():
+        raise FileNotFoundError(f"docs: {path} (our results of {name!r}) is missing; write it with "
+                                "`make reproduce` then `make docs-results REPORT=runs` "
+                                "(python -m scripts.docs_results RUN_DIR).")
+    return path.read_text()
 
 
 def coverage_table() -> str:
@@ -133,6 +170,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     """MkDocs event: expands the markers of a page."""
     markdown = INCLUDE.sub(include, markdown)
     markdown = MARKER.sub(lambda m: algorithm_facts(m.group(1)), markdown)
+    markdown = RESULTS.sub(results, markdown)
     if COVERAGE_MARKER in markdown:
         markdown = markdown.replace(COVERAGE_MARKER, coverage_table())
     if EXPERIMENTS_MARKER in markdown:

@@ -14,7 +14,7 @@ code and records what it produced through its :class:`Context`:
 :func:`scripts.runner.run_experiments` runs a selection into ``OUT/<experiment>/`` with one
 overall bar and a bar per experiment (:func:`run_one` each). Each experiment leaves
 ``status.json`` (``done``, ``failed`` or ``not run`` with the reason, wall time, settings,
-outputs); a failure is recorded and the next experiment runs. A ``done`` experiment with the same profile, data and seed is skipped
+outputs, when it finished and the git commit of the source that ran); a failure is recorded and the next experiment runs. A ``done`` experiment with the same profile, data and seed is skipped
 unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
 """
 
@@ -35,6 +35,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.provenance import source_commit
 
 PROFILES = ("tiny", "quick", "full")
 STATUS_FILE = "status.json"
@@ -499,6 +500,7 @@ def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -
     finally:
         bar.close()
     record.update(seconds=time.perf_counter() - start, tables=ctx.tables, figures=ctx.figures,
-                  claims=[dataclasses.asdict(c) for c in ctx.claims], notes=ctx.notes, skipped=False)
+                  claims=[dataclasses.asdict(c) for c in ctx.claims], notes=ctx.notes, skipped=False,
+                  finished=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit=source_commit())
     write_json_atomic(folder / STATUS_FILE, record)
     return record

@@ -42,7 +42,8 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
+    """A wall time as ``6 min 34 s`` (``5.0 s`` under a minute, ``-`` when unknown)."""
     if seconds is None:
         return "-"
     minutes, secs = divmod(int(round(seconds)), 60)
@@ -64,8 +65,16 @@ def _records_in(out: Path, current: list[dict[str, Any]]) -> list[dict[str, Any]
     return sorted(current + earlier, key=lambda r: order.get(r["name"], len(order)))
 
 
-def _settings_line(settings: dict[str, Any]) -> str:
+def settings_line(settings: dict[str, Any]) -> str:
+    """An experiment's settings as ``name=value, ...`` (without the progress bar's ``steps``)."""
     return ", ".join(f"{k}={v}" for k, v in settings.items() if k != "steps")
+
+
+def claim_text(claim: dict[str, Any]) -> str:
+    """One claim of a ``status.json``: the statement, where it is published, our evidence and,
+    for a disagreement, why."""
+    why = f" *Why:* {claim['reason']}" if claim.get("reason") else ""
+    return f"**{claim['statement']}** ({claim['reference']}) — {claim['evidence']}{why}"
 
 
 def _claims(records: list[dict[str, Any]]) -> list[str]:
@@ -74,8 +83,7 @@ def _claims(records: list[dict[str, Any]]) -> list[str]:
               "agreement means the qualitative behaviour is reproduced by our implementation on our data, not "
               "that the published values are.", ""]
     def item(r: dict[str, Any], c: dict[str, Any]) -> str:
-        why = f" *Why:* {c['reason']}" if c.get("reason") else ""
-        return f"- **{c['statement']}** ({c['reference']}) — {c['evidence']}{why} [`{r['name']}`]"
+        return f"- {claim_text(c)} [`{r['name']}`]"
 
     for verdict, heading in (("agrees", "Agrees"), ("disagrees", "Disagrees"), ("undetermined", "Undetermined")):
         items = [(r, c) for r in records for c in r.get("claims", []) if c["verdict"] == verdict]
@@ -103,19 +111,19 @@ def _experiment_section(out: Path, record: dict[str, Any]) -> list[str]:
     lines = [f"### `{name}` — {record['title']}", ""]
     lines.append(f"Reproduces: {record['reproduces']}. Status: **{record.get('status')}**"
                  + (f" — {record['reason']}" if record.get("reason") else "")
-                 + f". Wall time: {_duration(record.get('seconds'))}"
+                 + f". Wall time: {duration(record.get('seconds'))}"
                  + (" (finished earlier, skipped in this invocation)" if record.get("skipped") else "") + ".")
     lines.append("")
     data = record.get("data_descriptions", {})
     if data:
         lines.append("Data: " + "; ".join(data.values()) + ".")
-    lines.append(f"Profile `{record.get('profile')}`, seed {record.get('seed')}: {_settings_line(record.get('settings', {}))}.")
+    lines.append(f"Profile `{record.get('profile')}`, seed {record.get('seed')}: {settings_line(record.get('settings', {}))}.")
     if record.get("profile") != "full":
         from scripts.framework import experiments
 
         known = experiments().get(name)
         if known is not None:
-            lines.append(f"Profile `full` (the seeds' settings): {_settings_line(dataclasses.asdict(known.settings['full']))}.")
+            lines.append(f"Profile `full` (the seeds' settings): {settings_line(dataclasses.asdict(known.settings['full']))}.")
     lines.append("")
     if record.get("status") == "failed":
         lines += [f"The traceback is in [{name}/error.txt]({name}/error.txt).", ""]
@@ -147,7 +155,7 @@ def write_report(request, records: list[dict[str, Any]], *, seconds: float) -> P
         lines.append(f"- {kind.upper()}: {request.data.describe(kind)} (`{request.data.source(kind)}`)")
     lines.append(f"- Profile: {PROFILE_TEXT[request.profile]}")
     lines.append(f"- Seed: {request.seed} (reservoirs, splits, sampling, noise; repetition r uses seed {request.seed} + r)")
-    lines.append(f"- Wall time of this invocation: {_duration(seconds)}")
+    lines.append(f"- Wall time of this invocation: {duration(seconds)}")
     lines.append("")
     if synthetic:
         names = " and ".join(k.upper() for k in synthetic)
@@ -161,7 +169,7 @@ def write_report(request, records: list[dict[str, Any]], *, seconds: float) -> P
         data = ", ".join(("synthetic " if r.get("data", {}).get(k, "").startswith("synthetic") else "real ") + k
                          for k in r.get("data", {}))
         lines.append(f"| [`{r['name']}`](#{r['name']}) | {r['reproduces']} | {data} | {r.get('status')} | "
-                     f"{_duration(r.get('seconds'))}{' (earlier)' if r.get('skipped') else ''} | "
+                     f"{duration(r.get('seconds'))}{' (earlier)' if r.get('skipped') else ''} | "
                      f"{len(r.get('tables', []))} | {len(r.get('figures', []))} |")
     lines.append("")
     lines += _claims(records)

@@ -39,7 +39,8 @@ def nav_pages() -> list[str]:
 
 
 def docs_pages() -> list[str]:
-    return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
+    """The pages under docs/ (the results snapshots are included into pages, not pages themselves)."""
+    return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if (DOCS / "results") not in p.parents)
 
 
 def test_readme_is_a_short_landing_page_linking_into_the_docs():
@@ -110,6 +111,50 @@ def test_the_experiments_table_lists_every_reproduction_experiment_in_run_order(
     rows = _hooks().experiments_table().splitlines()[2:]
     assert [row.split("`")[1] for row in rows] == list(experiments())
     assert any("| `incfed-tables` | `incfed` |" in row and "IncFed paper Tables III–VI" in row for row in rows)
+
+
+def test_every_algorithm_page_shows_our_results_or_says_reproduce_does_not_run_it():
+    from scripts.framework import experiments
+
+    hooks = _hooks()
+    for page in sorted((DOCS / "algorithms").glob("*.md")):
+        if page.stem == "index":
+            continue
+        text = page.read_text()
+        shown = hooks.RESULTS.findall(text)
+        assert shown or hooks.NOT_REPRODUCED in text, f"{page.name}: neither a results marker nor '{hooks.NOT_REPRODUCED}'"
+        assert not (shown and hooks.NOT_REPRODUCED in text), page.name
+        assert set(shown) <= set(experiments()), page.name
+    assert hooks.RESULTS.findall((DOCS / "algorithms" / "incfed.md").read_text()) == ["incfed-tables"]
+    assert hooks.RESULTS.findall((DOCS / "algorithms" / "fedcurv.md").read_text()) == [
+        "thesis-federated", "thesis-discriminative", "thesis-preliminary"]
+
+
+def test_every_experiment_has_a_committed_snapshot_shown_on_a_page():
+    from scripts.framework import experiments
+
+    shown = _hooks().results_pages()
+    assert set(shown) == set(experiments()), f"experiments no page shows: {set(experiments()) - set(shown)}"
+    assert sorted(p.name for p in (DOCS / "results").iterdir()) == sorted(f"{name}.md" for name in experiments())
+    rows = _hooks().experiments_table().splitlines()
+    assert rows[0].endswith("| our results |")
+    incfed = next(row for row in rows if row.startswith("| `incfed-tables` |"))
+    assert incfed.endswith("| [centralized](algorithms/centralized.md), [fedavg-ridge](algorithms/fedavg-ridge.md), "
+                           "[incfed](algorithms/incfed.md) |")
+
+
+def test_results_markers_include_the_snapshot_and_fail_on_a_missing_or_unknown_one(tmp_path, monkeypatch):
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "RESULTS_DIR", tmp_path)
+    (tmp_path / "privacy.md").write_text("### Our run of `privacy`\n\n| a |\n| --- |\n| 1 |\n")
+    page = "# Privacy\n\n<!-- results: privacy -->\n\nafter\n"
+    assert hooks.on_page_markdown(page, None, None, None) == (
+        "# Privacy\n\n### Our run of `privacy`\n\n| a |\n| --- |\n| 1 |\n\n\nafter\n")
+    with pytest.raises(FileNotFoundError, match=r"pfedrr-table\.md \(our results of 'pfedrr-table'\) is missing; "
+                                                 r"write it with `make reproduce` then `make docs-results REPORT=runs`"):
+        hooks.on_page_markdown("<!-- results: pfedrr-table -->", None, None, None)
+    with pytest.raises(KeyError, match="'table-42', not a reproduction experiment"):
+        hooks.on_page_markdown("<!-- results: table-42 -->", None, None, None)
 
 
 def test_the_coverage_table_is_the_privacy_declaration():

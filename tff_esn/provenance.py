@@ -2,13 +2,16 @@
 made, and the versions of the packages that computed the numbers.
 
 Versions are read with :mod:`importlib.metadata` (no TensorFlow import); ``tff_esn`` reports
-its own ``__version__`` (the source that ran, also when it is not the installed copy).
+its own ``__version__`` (the source that ran, also when it is not the installed copy), and
+:func:`source_commit` the git commit of that source when it is a git checkout.
 """
 
 from __future__ import annotations
 
 import platform
+import subprocess
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from tff_esn.data.sequences import Split
@@ -29,6 +32,30 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return versions
+
+
+def source_commit() -> str | None:
+    """The git commit of the ``tff_esn`` source that runs (12 hex digits, ``-dirty`` when tracked
+    files differ from it); ``None`` when that source is not the top of a git checkout (an
+    installed copy) or git is missing."""
+    import tff_esn
+
+    root = Path(tff_esn.__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != root:
+        return None
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if commit is None:
+        return None
+    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def run_provenance(split: Split) -> dict[str, Any]:
