@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 RESULTS = re.compile(r"^<!-- results: ([a-z0-9-]+) -->$", re.MULTILINE)
-RESULTS_DIR = ROOT / "docs" / "results"
 NOT_REPRODUCED = "Not part of `tff-esn reproduce`"
 """How an algorithm page without a results marker says so (no seed table exercises it)."""
 TABLE_MARKER = "<!-- algorithms -->"
@@ -101,9 +100,11 @@ def algorithms_table() -> str:
 
 def results_pages() -> dict[str, list[str]]:
     """Experiment → the pages (paths under ``docs/``) whose ``<!-- results: ... -->`` marker shows it."""
+    from scripts.docs_results import SNAPSHOTS
+
     shown: dict[str, list[str]] = {}
     for page in sorted((ROOT / "docs").rglob("*.md")):
-        if RESULTS_DIR not in page.parents:
+        if SNAPSHOTS not in page.parents:
             for name in RESULTS.findall(page.read_text()):
                 shown.setdefault(name, []).append(page.relative_to(ROOT / "docs").as_posix())
     return shown
@@ -128,13 +129,14 @@ def experiments_table() -> str:
 def results(match: re.Match) -> str:
     """The results snapshot of experiment ``match.group(1)``; an unknown experiment or a missing
     snapshot fails the build with the command that writes it."""
+    from scripts import docs_results
     from scripts.framework import experiments
 
     name = match.group(1)
     if name not in experiments():
         raise KeyError(f"docs: results marker names {name!r}, not a reproduction experiment "
                        f"({', '.join(experiments())}).")
-    path = RESULTS_DIR / f"{name}.md"
+    path = docs_results.SNAPSHOTS / f"{name}.md"
     if not path.is_file():
         raise FileNotFoundError(f"docs: {path} (our results of {name!r}) is missing; write it with "
                                 "`make reproduce` then `make docs-results REPORT=runs` "

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.framework import CAUSES, DONE, experiments, read_status
-from scripts.report import claim_text, duration, settings_line
+from scripts.report import claim_text, duration, full_settings_line, settings_line
 from tff_esn.io import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,11 @@ def snapshot(run_dir: Path, record: dict[str, Any]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |",
              f"| `{record.get('profile')}` | {record.get('seed')} | {'; '.join(data.values()) or '-'} | {commit} | "
              f"{_finished(run_dir, record)} | {duration(record.get('seconds'))} | {record.get('status')} |", "",
-             f"Settings: {settings_line(record.get('settings', {}))}.", ""]
+             f"Settings (profile `{record.get('profile')}`): {settings_line(record.get('settings', {}))}."]
+    full = full_settings_line(name)
+    if record.get("profile") != "full" and full is not None:
+        lines += ["", f"The seeds' settings (`--profile full`): {full}."]
+    lines.append("")
     if record.get("status") != DONE:
         lines += ["!!! failure \"This experiment did not finish in the run\"",
                   f"    {record.get('status')}: {record.get('reason', '')}", ""]
@@ -82,6 +86,10 @@ def snapshot(run_dir: Path, record: dict[str, Any]) -> str:
             raise FileNotFoundError(f"{md}: listed by {name}/status.json but missing; re-run "
                                     f"`tff-esn reproduce {name} --force --out {run_dir}`.")
         lines += [md.read_text().rstrip(), ""]
+    figures = record.get("figures", [])
+    if figures:
+        lines += [f"Figures of this run (PNG in the run folder's `{name}/`, not copied here): "
+                  + "; ".join(f"{figure['title']} (`{figure['png']}`)" for figure in figures) + ".", ""]
     return "\n".join(lines + _claims(record)).rstrip() + "\n"
 
 

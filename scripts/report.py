@@ -70,6 +70,15 @@ def settings_line(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items() if k != "steps")
 
 
+def full_settings_line(name: str) -> str | None:
+    """Experiment ``name``'s settings in profile ``full`` (the seeds' settings) as :func:`settings_line`;
+    ``None`` for a name that is not a registered experiment."""
+    from scripts.framework import experiments
+
+    known = experiments().get(name)
+    return None if known is None else settings_line(dataclasses.asdict(known.settings["full"]))
+
+
 def claim_text(claim: dict[str, Any]) -> str:
     """One claim of a ``status.json``: the statement, where it is published, our evidence and,
     for a disagreement, why."""
@@ -118,12 +127,9 @@ def _experiment_section(out: Path, record: dict[str, Any]) -> list[str]:
     if data:
         lines.append("Data: " + "; ".join(data.values()) + ".")
     lines.append(f"Profile `{record.get('profile')}`, seed {record.get('seed')}: {settings_line(record.get('settings', {}))}.")
-    if record.get("profile") != "full":
-        from scripts.framework import experiments
-
-        known = experiments().get(name)
-        if known is not None:
-            lines.append(f"Profile `full` (the seeds' settings): {settings_line(dataclasses.asdict(known.settings['full']))}.")
+    full = full_settings_line(name)
+    if record.get("profile") != "full" and full is not None:
+        lines.append(f"Profile `full` (the seeds' settings): {full}.")
     lines.append("")
     if record.get("status") == "failed":
         lines += [f"The traceback is in [{name}/error.txt]({name}/error.txt).", ""]

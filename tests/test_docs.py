@@ -144,8 +144,10 @@ def test_every_experiment_has_a_committed_snapshot_shown_on_a_page():
 
 
 def test_results_markers_include_the_snapshot_and_fail_on_a_missing_or_unknown_one(tmp_path, monkeypatch):
+    from scripts import docs_results
+
     hooks = _hooks()
-    monkeypatch.setattr(hooks, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(docs_results, "SNAPSHOTS", tmp_path)
     (tmp_path / "privacy.md").write_text("### Our run of `privacy`\n\n| a |\n| --- |\n| 1 |\n")
     page = "# Privacy\n\n<!-- results: privacy -->\n\nafter\n"
     assert hooks.on_page_markdown(page, None, None, None) == (

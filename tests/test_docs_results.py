@@ -29,6 +29,9 @@ class Tiny:
 def _tables(ctx, s):
     ctx.table("table_v", "Table V: accuracy (%)", [{"model": "incfed", "ours": MeanStd.of([70.0, 72.0]),
                                                     "published": 77.92}], ours=ctx.on("wesad"), published="real WESAD")
+    fig, ax = __import__("scripts.common", fromlist=["plt"]).plt().subplots()
+    ax.plot([0, 1], [70, 72])
+    ctx.figure("curves", "Table V as curves", fig)
     ctx.claim("IncFed equals the centralized ESN", "IncFed §IV-C", True, "max difference 0.0")
     ctx.claim("Accuracy grows with the clients", "IncFed §IV-C", False, "25%: 71, 100%: 70", cause="data",
               reason="the synthetic subjects do not differ")
@@ -71,6 +74,10 @@ def test_snapshots_show_the_provenance_tables_and_claims_of_each_experiment(run_
     assert (run_dir / "incfed-tables" / "table_v.md").read_text().rstrip() in text
     assert "| incfed | 71.0000 ± 1.0000 | 77.9200 |" in text
     assert "Our WESAD numbers come from tff_esn's synthetic generator" in text
+    assert "\n\nSettings (profile `quick`): datasets=['wesad', 'hhar'].\n\n" in text
+    assert "\n\nThe seeds' settings (`--profile full`): datasets=('wesad', 'hhar').\n\n" in text
+    assert ("Figures of this run (PNG in the run folder's `incfed-tables/`, not copied here): "
+            "Table V as curves (`curves.png`).") in text
     claims = text[text.index("**Published claims checked by this run** (agrees: 1, disagrees: 2, undetermined: 1;"):]
     lines = [line for line in claims.splitlines() if line.startswith("- ")]
     assert [line.split(":")[0] for line in lines] == [
