@@ -141,3 +141,10 @@ def test_no_commit_for_a_copy_that_is_not_the_top_of_a_git_checkout(monkeypatch,
     assert source_commit() is None
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     assert source_commit() is None  # inside another checkout (a venv's site-packages in a repository)
+
+
+def test_make_docs_results_writes_the_snapshots_from_the_reproduce_folder():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^docs-results: venv\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe is not None and recipe.group(1) == "$(PY) -m scripts.docs_results $(REPORT)"
+    assert "\nREPORT ?= $(REPRO_OUT)\n" in makefile and "--out $(REPRO_OUT)" in makefile
