@@ -1,11 +1,12 @@
 """``python -m scripts.docs_results RUN_DIR [--out docs/results]``: the results snapshots the docs show.
 
 Reads the ``status.json`` and Markdown tables a ``tff-esn reproduce`` run left in ``RUN_DIR``
-and writes one Markdown file per finished experiment, ``OUT/EXPERIMENT.md``: a header with the
+and writes one Markdown file per experiment it holds, ``OUT/EXPERIMENT.md``: a header with the
 profile, the data (synthetic or a real copy, as the run recorded it), the seed, the git commit
 of the source that ran, when it finished and its wall time; the experiment's tables (our numbers
 beside the published ones where the seed has them); the published claims the run checked, with
-their verdicts. The docs' ``<!-- results: EXPERIMENT -->`` marker includes the file
+their verdicts (a failed or not-run experiment's file says so and why). The docs'
+``<!-- results: EXPERIMENT -->`` marker includes the file
 (``docs/hooks.py``). Only the tables travel: CSVs, figures and run folders stay in ``RUN_DIR``.
 """
 
