@@ -24,10 +24,10 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset  # noqa: E40
 from tff_esn.closed_form.fedavg_ridge import fit_fedavg_ridge  # noqa: E402
 from tff_esn.closed_form.harvest import Harvester  # noqa: E402
 from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
-from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff  # noqa: E402
+from tff_esn.closed_form.incfed import fit_incfed, federate_tff  # noqa: E402
 from tff_esn.closed_form.partial_incfed import fit_partial_incfed  # noqa: E402
 from tff_esn.closed_form.pfedrr import fit_pfedrr  # noqa: E402
-from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, run_fedip_tff  # noqa: E402
+from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, fedip_tff  # noqa: E402
 
 
 def timed(fn, repeats: int = 1) -> float:
@@ -68,8 +68,8 @@ def main(flags: list[str]) -> None:
     numpy_incfed()  # warm-up (tracing)
     ref = timed(numpy_incfed, 2)
     clients_data = list(data.clients.values())
-    run_incfed_tff(weights, clients_data, 4, spec, 1e-6)  # warm-up (computation build, worker start)
-    tff_time = timed(lambda: run_incfed_tff(weights, clients_data, 4, spec, 1e-6), 2)
+    federate_tff(weights, clients_data, 4, spec, 1e-6)  # warm-up (computation build, worker start)
+    tff_time = timed(lambda: federate_tff(weights, clients_data, 4, spec, 1e-6).readout, 2)
     print(f"{'reference: numpy harvest + IncFed solve':60s} {ref:8.3f} s   1.00×")
     print(f"{'TFF IncFed (harvest inside the computation)':60s} {tff_time:8.3f} s   {tff_time / ref:.2f}×")
 
@@ -90,8 +90,8 @@ def main(flags: list[str]) -> None:
     cfg = IPConfig(sigma=0.1, eta=1e-3, epochs=1, batch_size=16)
     fedip_numpy(weights, clients_data, cfg, 1)
     ip_np = timed(lambda: fedip_numpy(weights, clients_data, cfg, 1))
-    run_fedip_tff(weights, clients_data, cfg, 1)
-    ip_tff = timed(lambda: run_fedip_tff(weights, clients_data, cfg, 1))
+    fedip_tff(weights, clients_data, cfg, 1)
+    ip_tff = timed(lambda: fedip_tff(weights, clients_data, cfg, 1)[0])
     print(f"{'one FedIP round, numpy (eager TF per client)':60s} {ip_np:8.3f} s   1.00×")
     print(f"{'one FedIP round, TFF process (incl. build)':60s} {ip_tff:8.3f} s   {ip_tff / ip_np:.2f}×")
 

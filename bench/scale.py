@@ -2,7 +2,7 @@
 
 Clients are :class:`~tff_esn.data.simulated.SimulatedClients` (4 sequences × 20 steps × 3
 features each, generated subround by subround). IncFed runs through
-:func:`tff_esn.closed_form.streaming.stream_incfed` in subrounds of 500 clients with a checkpoint file
+:func:`tff_esn.closed_form.incfed.stream_incfed` in subrounds of 500 clients with a checkpoint file
 (saved atomically after every subround, as a resumable run does), each TFF client carrying a
 block of ``clients_per_call`` clients (their statistics are sums, IncFed eqs. 8–9). Per row:
 wall time, clients/s, driver cost per client, peak resident memory of the driver and of the
@@ -36,7 +36,7 @@ from tff_esn.esn.hyperparameters import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import Split  # noqa: E402
 from tff_esn.data.simulated import SimulatedClients  # noqa: E402
 from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
-from tff_esn.closed_form.streaming import stream_incfed  # noqa: E402
+from tff_esn.closed_form.incfed import stream_incfed  # noqa: E402
 
 UNITS = 20
 SUBROUND = 500

@@ -8,18 +8,10 @@ when constructed, to validate its activation).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from tff_esn.federated.configs import ThesisModelConfig
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+from tff_esn.validation import check_field, is_count, is_finite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,18 +47,13 @@ class DeltaConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.model, ThesisModelConfig):
             raise TypeError(f"DeltaConfig.model: expected a ThesisModelConfig, got {type(self.model).__name__}.")
-        if not (_finite(self.noise_std) and self.noise_std > 0):
-            raise ValueError(f"DeltaConfig.noise_std: expected a finite number > 0, got {self.noise_std!r}.")
-        if not (isinstance(self.steps, int) and not isinstance(self.steps, bool) and self.steps >= 2):
-            raise ValueError(f"DeltaConfig.steps: expected an integer ≥ 2, got {self.steps!r}.")
-        if not (_finite(self.test_fraction) and 0 < self.test_fraction < 1):
-            raise ValueError(f"DeltaConfig.test_fraction: expected a number in (0, 1), got {self.test_fraction!r}.")
-        if self.restart_every is not None and not (isinstance(self.restart_every, int)
-                                                   and not isinstance(self.restart_every, bool)
-                                                   and self.restart_every >= 1):
-            raise ValueError(f"DeltaConfig.restart_every: expected an integer ≥ 1 or None, got {self.restart_every!r}.")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
-            raise ValueError(f"DeltaConfig.seed: expected an integer ≥ 0, got {self.seed!r}.")
+        check_field(self, "noise_std", is_finite(self.noise_std) and self.noise_std > 0, "a finite number > 0")
+        check_field(self, "steps", is_count(self.steps, 2), "an integer ≥ 2")
+        check_field(self, "test_fraction", is_finite(self.test_fraction) and 0 < self.test_fraction < 1,
+                    "a number in (0, 1)")
+        check_field(self, "restart_every", self.restart_every is None or is_count(self.restart_every, 1),
+                    "an integer ≥ 1 or None")
+        check_field(self, "seed", is_count(self.seed, 0), "an integer ≥ 0")
 
     @property
     def n_inputs(self) -> int:
@@ -102,26 +89,23 @@ class DiscriminatorConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(self.hidden))
         object.__setattr__(self, "dropout", tuple(self.dropout))
-        if len(self.hidden) != 2 or not all(_integer(h) and h >= 1 for h in self.hidden):
-            raise ValueError(f"DiscriminatorConfig.hidden: expected two integers ≥ 1, got {self.hidden!r}.")
-        if len(self.dropout) != 2 or not all(_finite(r) and 0 <= r < 1 for r in self.dropout):
-            raise ValueError(f"DiscriminatorConfig.dropout: expected two rates in [0, 1), got {self.dropout!r}.")
+        check_field(self, "hidden", len(self.hidden) == 2 and all(is_count(h, 1) for h in self.hidden),
+                    "two integers ≥ 1")
+        check_field(self, "dropout", len(self.dropout) == 2 and all(is_finite(r) and 0 <= r < 1 for r in self.dropout),
+                    "two rates in [0, 1)")
         import tensorflow as tf  # only to validate the activation: the defaults are read without TensorFlow
 
         try:
             tf.keras.activations.get(self.activation)
         except ValueError:
             raise ValueError(f"DiscriminatorConfig.activation: unknown Keras activation {self.activation!r}.") from None
-        if not (_finite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"DiscriminatorConfig.learning_rate: expected a number > 0, got {self.learning_rate!r}.")
-        for name in ("epochs", "batch_size"):
-            if not (_integer(getattr(self, name)) and getattr(self, name) >= 1):
-                raise ValueError(f"DiscriminatorConfig.{name}: expected an integer ≥ 1, got {getattr(self, name)!r}.")
-        if not (_finite(self.validation_split) and 0 <= self.validation_split < 1):
-            raise ValueError(f"DiscriminatorConfig.validation_split: expected a number in [0, 1), "
-                             f"got {self.validation_split!r}.")
-        if not (_integer(self.seed) and self.seed >= 0):
-            raise ValueError(f"DiscriminatorConfig.seed: expected an integer ≥ 0, got {self.seed!r}.")
+        check_field(self, "learning_rate", is_finite(self.learning_rate) and self.learning_rate > 0,
+                    "a finite number > 0", flag="")
+        check_field(self, "epochs", is_count(self.epochs, 1), "an integer ≥ 1")
+        check_field(self, "batch_size", is_count(self.batch_size, 1), "an integer ≥ 1", flag="--disc-batch-size")
+        check_field(self, "validation_split", is_finite(self.validation_split) and 0 <= self.validation_split < 1,
+                    "a number in [0, 1)", flag="")
+        check_field(self, "seed", is_count(self.seed, 0), "an integer ≥ 0")
 
     def replace(self, **changes: Any) -> "DiscriminatorConfig":
         return dataclasses.replace(self, **changes)

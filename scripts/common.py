@@ -23,13 +23,13 @@ def fraction_label(fraction: float) -> str:
 
 
 def shared_closed_form_runs(dataset, splits: Mapping[Any, Any], config) -> dict[Any, Any]:
-    """A :class:`tff_esn.closed_form.commands.Run` per split, all sharing one harvester.
+    """A :class:`tff_esn.closed_form.run.Run` per split, all sharing one harvester.
 
     The splits differ only in their training clients (IncFed/pFedRR/FedIP 25–100 %), so
     each client is harvested once per reservoir and every fraction, τ and selection
     reuses those statistics and states (as ``tff-esn run`` would compute them one by one).
     """
-    from tff_esn.closed_form.commands import Run
+    from tff_esn.closed_form.run import Run
 
     runs: dict[Any, Any] = {}
     shared = None

@@ -42,7 +42,7 @@ from scripts.incfed_tables import Settings as IncFedSettings
 from scripts.incfed_tables import flags as incfed_flags
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import incfed_tff
+from tff_esn.closed_form.incfed import federate_tff
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.config import DEFAULT_SECURE_BITS
 from tff_esn.privacy.secure_sum import FixedPoint, stats_bound
@@ -240,7 +240,7 @@ def _timed_pair(ctx: Context, dataset, split, weights: ReservoirWeights, spec: S
     for attempt in range(repeats + 1):
         for name, agg in (("plain", None), ("secure", secure)):
             start = time.perf_counter()
-            outcomes[name] = incfed_tff(weights, clients, n_classes, spec, l2, aggregation=agg)
+            outcomes[name] = federate_tff(weights, clients, n_classes, spec, l2, aggregation=agg)
             if attempt:
                 times[name].append(time.perf_counter() - start)
     accuracy = {}

@@ -31,7 +31,8 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     (lambda: ReadoutConfig(l2=-1.0), r"ReadoutConfig.l2 \(--l2\): expected a finite number ≥ 0 or 'auto', got -1.0"),
     (lambda: ReadoutConfig(state_mode="first"), r"ReadoutConfig.state_mode \(--state-mode\): expected one of"),
     (lambda: ReadoutConfig(washout=-2), r"ReadoutConfig.washout \(--washout\): expected an integer ≥ 0"),
-    (lambda: ReadoutConfig(reservoir=ReservoirConfig(units=0)), r"ReservoirConfig.units: expected an integer ≥ 1"),
+    (lambda: ReadoutConfig(reservoir=ReservoirConfig(units=0)), r"ReservoirConfig.units \(--units\): expected an integer ≥ 1"),
+    (lambda: ReservoirConfig(leaky=True), r"ReservoirConfig.leaky \(--leaky\): expected a number in \(0, 1\], got True"),
     (lambda: IncFedConfig(backend="jax"), r"IncFedConfig.backend \(--backend\): expected one of \('tff', 'numpy'\)"),
     (lambda: IncFedConfig(subround_size=0), r"IncFedConfig.subround_size \(--subround-size\)"),
     (lambda: IncFedConfig(backend="numpy", subround_size=2), "streams the clients through TFF"),
@@ -42,6 +43,7 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     (lambda: PFedRRConfig(reading="loose"), r"PFedRRConfig.reading \(--reading\)"),
     (lambda: FedIPConfig(rounds=0), r"FedIPConfig.rounds \(--rounds\): expected an integer ≥ 1"),
     (lambda: FedIPConfig(ip=IPConfig(sigma=0.0)), r"IPConfig.sigma \(--ip-sigma\): expected a finite number > 0"),
+    (lambda: IPConfig(min_gain=0.0), r"IPConfig.min_gain \(--ip-min-gain\): expected None or a finite number > 0"),
     (lambda: FedIPConfig(l2_scale="log"), r"FedIPConfig.l2_scale \(--l2-scale\)"),
     (lambda: AlignmentConfig(alpha=-0.1), r"AlignmentConfig.alpha \(--alpha\)"),
     (lambda: FedAvgConfig(), r"FedAvgConfig.out \(--out\): expected the run folder"),
@@ -52,6 +54,10 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     (lambda: PrivacyConfig(dp_epsilon=1.0, dp_noise_multiplier=1.0), "either dp_epsilon"),
     (lambda: PrivacyConfig(dp_epsilon=-1.0), "dp epsilon: expected a number > 0"),
     (lambda: PrivacyConfig(dp_model="global"), r"PrivacyConfig.dp_model \(--dp-model\)"),
+    (lambda: PrivacyConfig(dp_clip=-1.0), r"PrivacyConfig.dp_clip \(--dp-clip\): expected None or a finite norm bound"),
+    (lambda: PrivacyConfig(dp_ip_clip=float("nan")), r"PrivacyConfig.dp_ip_clip \(--dp-ip-clip\): expected a finite"),
+    (lambda: PrivacyConfig(secure_bits=0), r"PrivacyConfig.secure_bits \(--secure-bits\): expected an integer ≥ 1"),
+    (lambda: PrivacyConfig(secure_range="wide"), r"PrivacyConfig.secure_range \(--secure-range\): expected None or"),
     (lambda: PrivacyConfig(dp_adaptive_clip=True), r"dp_adaptive_clip \(--dp-adaptive-clip\) needs"),
 ])
 def test_a_config_refuses_bad_values_naming_the_field_and_flag(make, message):

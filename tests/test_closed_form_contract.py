@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tff_esn import algorithms
-from tff_esn.closed_form.heterogeneous import align, client_reservoirs
+from tff_esn.closed_form.heterogeneous import align, client_weights
 from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.esn.weights import ReservoirWeights
 
@@ -159,10 +159,10 @@ def test_registry_rejects_bad_registrations():
 
 
 # ------------------------------------------------------------------ heterogeneous reservoirs
-def test_client_reservoirs_differ_and_alignment_interpolates():
+def test_client_weights_differ_and_alignment_interpolates():
     cfg = ReservoirConfig(units=6, seed=4)
     target = ReservoirWeights.from_config(cfg, 3)
-    members = client_reservoirs(cfg, 3, 3)
+    members = client_weights(cfg, 3, 3)
     assert len({m.key for m in members} | {target.key}) == 4
     assert [m.key for m in members] == [ReservoirWeights.from_config(client_reservoir(cfg, i), 3).key for i in range(3)]
     half = align(members[0], target, 0.5)
@@ -181,7 +181,7 @@ def test_both_families_draw_a_clients_own_reservoir_by_one_seed_rule():
     gradient = federated_reservoirs(cfg, 3, "different")
     assert [r.seed for r in gradient] == [child_seed(4, 3, i) for i in range(3)] == [client_reservoir(cfg, i).seed
                                                                                      for i in range(3)]
-    assert [ReservoirWeights.from_config(r, 3).key for r in gradient] == [m.key for m in client_reservoirs(cfg, 3, 3)]
+    assert [ReservoirWeights.from_config(r, 3).key for r in gradient] == [m.key for m in client_weights(cfg, 3, 3)]
     assert client_reservoir(cfg, 1) == client_reservoir(cfg, 1) and 4 not in {r.seed for r in gradient}
     with pytest.raises(ValueError, match="index"):
         client_reservoir(cfg, -1)

@@ -78,17 +78,17 @@ def test_singular_system_is_solved_by_the_pseudo_inverse_with_a_recorded_warning
 
 
 def test_singular_system_gives_the_same_readout_from_numpy_and_tff():
-    from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff_stats
+    from tff_esn.closed_form.incfed import fit_incfed, federate_stats_tff
 
     stats = _singular_stats(7)
     with recording() as numpy_said:
         numpy_readout = fit_incfed(stats, 1e-9)
     with recording() as tff_said:
-        tff_readout = run_incfed_tff_stats(stats, 1e-9)
+        tff_readout = federate_stats_tff(stats, 1e-9)
     assert numpy_said == tff_said and SINGULAR in numpy_said[0]
     np.testing.assert_allclose(tff_readout, numpy_readout, atol=1e-8 * np.abs(numpy_readout).max())
     with pytest.raises(SingularSystemError, match="l2 > 0"):
-        run_incfed_tff_stats(stats, 0.0)
+        federate_stats_tff(stats, 0.0)
 
 
 @pytest.mark.parametrize("name", ["centralized", "incfed", "fedavg-ridge", "pfedrr", "partial-incfed", "ensemble",
@@ -305,7 +305,7 @@ def test_auto_l2_val_scores_are_the_readouts_accuracies():
     split = default_split(data)
     grid = (1e-4, 1e0, 1e2)
     record = algorithms.run_algorithm("centralized", data, split, _config("centralized", l2="auto", l2_grid=grid))
-    from tff_esn.closed_form.commands import Run
+    from tff_esn.closed_form.run import Run
 
     run = Run(data, split, _config("centralized", l2=1.0), "check")
     total = RidgeStats.sum(run.stats())

@@ -13,7 +13,7 @@ from tff_esn.esn import states_numpy, weights as weights_module
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.closed_form.incfed import aggregate, fit_incfed, update_client
+from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot
 
 from closed_form_data import random_dataset
@@ -91,7 +91,7 @@ def test_harvested_client_stats_sum_to_the_pooled_harvest():
         h = Harvester(data, StateSpec(mode, washout=2))
         parts = [h.stats(weights, cid) for cid in data.client_ids]
         pooled = h.stats_of(weights, data.pooled(data.client_ids))
-        np.testing.assert_allclose(aggregate(parts).B, pooled.B, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(RidgeStats.sum(parts).B, pooled.B, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(fit_incfed(parts, 1e-2), pooled.solve(1e-2), rtol=1e-4, atol=1e-5)
 
 
@@ -152,7 +152,7 @@ def test_harvester_runs_each_client_through_the_reservoir_once(monkeypatch):
         assert len(calls) == (2 if mode == "mean" else 3), calls
         calls.clear()
         together = Harvester(data, StateSpec(mode, washout=1))
-        together.harvest(weights, data.client_ids)
+        together.cache(weights, data.client_ids)
         assert len(calls) == 1
         for cid in data.client_ids:
             together.features(weights, cid), together.stats(weights, cid)
@@ -198,9 +198,9 @@ def test_a_client_adding_new_sequences_equals_its_batch_harvest():
     h = Harvester(data, StateSpec("all", washout=1))
     stats = h.stats_of(weights, ClientSequences(client.x[:4], client.y[:4]))
     for part in (slice(4, 5), slice(5, 9)):  # new data arrives twice (IncFed eqs. 11–12)
-        stats = update_client(stats, h.stats_of(weights, ClientSequences(client.x[part], client.y[part])))
+        stats = stats + h.stats_of(weights, ClientSequences(client.x[part], client.y[part]))
     batch = h.stats(weights, "c0")
-    assert stats.n == batch.n and stats.clients == 1
+    assert stats.n == batch.n
     np.testing.assert_allclose(stats.B, batch.B, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(fit_incfed([stats], 1e-2), fit_incfed([batch], 1e-2), rtol=1e-4, atol=1e-5)
 

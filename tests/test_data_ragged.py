@@ -24,7 +24,7 @@ from tff_esn.data.safe_pickle import UnsafePickleError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
+from tff_esn.closed_form.incfed import fit_incfed, federate_tff
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.esn.states_tf import batch_statistics, run_reservoir_compiled
@@ -160,7 +160,7 @@ def test_incfed_tff_on_ragged_clients_equals_numpy_and_pooled():
     assert pooled.n == summed.n == sum(int(np.sum(c.lengths - 1)) for c in data.clients.values() if c.ragged) + 9
     np.testing.assert_allclose(pooled.B, summed.B, atol=1e-5 * np.abs(summed.B).max(), rtol=0)
     numpy_w = fit_incfed(clients, 0.1)
-    tff_w = run_incfed_tff(w, list(data.clients.values()), 2, spec, 0.1)
+    tff_w = federate_tff(w, list(data.clients.values()), 2, spec, 0.1).readout
     np.testing.assert_allclose(tff_w, numpy_w, atol=1e-5 * np.abs(numpy_w).max(), rtol=0)
 
 

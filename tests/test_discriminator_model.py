@@ -195,6 +195,12 @@ def test_bad_configurations_are_named(deltas):
         DeltaConfig(test_fraction=1.0)
     with pytest.raises(ValueError, match="restart_every"):
         DeltaConfig(restart_every=0)
+    with pytest.raises(ValueError, match=r"DeltaConfig.steps \(--steps\): expected an integer ≥ 2, got 1"):
+        DeltaConfig(steps=1)
+    with pytest.raises(ValueError, match=r"DiscriminatorConfig.batch_size \(--disc-batch-size\): expected an integer"):
+        DiscriminatorConfig(batch_size=0)
+    with pytest.raises(ValueError, match=r"DiscriminatorConfig.learning_rate: expected a finite number > 0"):
+        DiscriminatorConfig(learning_rate=0.0)
     with pytest.raises(ValueError, match="hidden"):
         DiscriminatorConfig(hidden=(64,))
     with pytest.raises(ValueError, match="dropout"):

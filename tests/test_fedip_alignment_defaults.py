@@ -12,7 +12,7 @@ from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.configs import DEFAULT_ALPHA
-from tff_esn.closed_form.heterogeneous import align, client_reservoirs
+from tff_esn.closed_form.heterogeneous import align, client_weights
 from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
 from tff_esn.esn.draws import spectral_radius
 from tff_esn.esn.ridge import RidgeStats
@@ -93,7 +93,7 @@ def test_alignment_default_learns_and_keeps_the_configured_spectral_radius(tmp_p
     assert record["test"]["accuracy"] > 1 / DATA.n_classes + 0.3, record["test"]
     config = ReservoirConfig(units=50, spectral_radius=0.9, seed=0)
     target = ReservoirWeights.from_config(config, 2)
-    own = client_reservoirs(config, 2, 2)[1]
+    own = client_weights(config, 2, 2)[1]
     literal, rescaled = align(own, target, 0.5), align(own, target, 0.5, rescale=True)
     assert spectral_radius(literal.recurrent) < 0.8  # independent draws: the literal mix contracts
     assert spectral_radius(rescaled.recurrent) == pytest.approx(0.9, rel=1e-4)

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import incfed_tff, run_incfed_tff
+from tff_esn.closed_form.incfed import federate_tff
 from tff_esn.privacy import accounting
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise, clip_rows, floor_eigenvalues, natural_clip
@@ -108,9 +108,9 @@ def test_dp_without_noise_and_within_the_natural_clip_is_plain_incfed():
     data = random_dataset(n_clients=4, seed=1)
     spec = StateSpec("all", 0)
     clients = list(data.clients.values())
-    plain = run_incfed_tff(WEIGHTS, clients, 3, spec, 1e-2)
+    plain = federate_tff(WEIGHTS, clients, 3, spec, 1e-2).readout
     agg = StatsAggregation(4, 11, dp=GaussianStats(0.0, 1e-5, natural_clip(11), 10))
-    out = incfed_tff(WEIGHTS, clients, 3, spec, 1e-2, aggregation=agg)
+    out = federate_tff(WEIGHTS, clients, 3, spec, 1e-2, aggregation=agg)
     np.testing.assert_array_equal(out.readout, plain)
     assert (out.clipped_values, out.eigenvalues_raised) == (0, 0)
 
@@ -119,11 +119,11 @@ def test_central_dp_incfed_is_seeded_floors_b_and_moves_with_the_noise():
     data = random_dataset(n_clients=4, seed=1)
     spec = StateSpec("last")
     clients = list(data.clients.values())
-    plain = run_incfed_tff(WEIGHTS, clients, 3, spec, 1e-2)
+    plain = federate_tff(WEIGHTS, clients, 3, spec, 1e-2).readout
 
     def run(z, seed, model="central"):
         agg = StatsAggregation(4, 11, dp=GaussianStats(z, 1e-5, natural_clip(11), 1, model=model, seed=seed))
-        return incfed_tff(WEIGHTS, clients, 3, spec, 1e-2, aggregation=agg)
+        return federate_tff(WEIGHTS, clients, 3, spec, 1e-2, aggregation=agg)
 
     first, again, other = run(0.5, 1), run(0.5, 1), run(0.5, 2)
     np.testing.assert_array_equal(first.readout, again.readout)

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tff_esn.cli import main
-from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
+from tff_esn.closed_form.fedip import IPConfig, fedip_tff
 from tff_esn.privacy.dp_stats import GaussianStats
 from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.dp_local_stats import local_noisy_stats
@@ -68,7 +68,7 @@ def test_fedip_without_noise_and_clip_equals_the_plain_rounds():
     """z = 0 and a clip no update reaches: the noisy-mean path is FedIP's mean (equal client sizes)."""
     clients = list(random_dataset(n_clients=3, seed=5, sizes=[6, 6, 6]).clients.values())
     cfg = IPConfig(sigma=0.2, eta=0.01, epochs=1, batch_size=3)
-    plain = run_fedip_tff(WEIGHTS, clients, cfg, 2)
+    plain = fedip_tff(WEIGHTS, clients, cfg, 2)[0]
     private, _ = fedip_tff(WEIGHTS, clients, cfg, 2, dp=GaussianUpdates(0.0, 1e-5, clip=1e6, clients=3))
     np.testing.assert_allclose(private.gain, plain.gain, rtol=0, atol=1e-6)  # float32 (g, b), another sum order
     np.testing.assert_allclose(private.bias, plain.bias, rtol=0, atol=1e-6)

@@ -12,7 +12,7 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.partial_incfed import fit_partial_incfed, mask_stats, select_all
 from tff_esn.closed_form.pfedrr import client_parts, fit_pfedrr
-from tff_esn.closed_form.fedip import IPConfig, fedip_tff, run_fedip_tff
+from tff_esn.closed_form.fedip import IPConfig, fedip_tff
 from tff_esn.privacy.aggregation import SecureRidgeSum
 from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.privacy.closed_form import secure_ridge_sum
@@ -93,7 +93,7 @@ def test_secure_fedip_round_equals_plain_within_the_bound_and_counts_clips():
     data = random_dataset(n_clients=3, seed=5)
     clients = list(data.clients.values())
     cfg = IPConfig(sigma=0.2, eta=0.01, epochs=1, batch_size=3)
-    plain = run_fedip_tff(WEIGHTS, clients, cfg, 1)
+    plain = fedip_tff(WEIGHTS, clients, cfg, 1)[0]
     fp = FixedPoint(48, 64.0 * max(len(c) for c in clients), 3)
     secure, clipped = fedip_tff(WEIGHTS, clients, cfg, 1, fp)
     atol = fp.error_bound() / sum(len(c) for c in clients) + 2 * np.finfo(np.float32).eps * 2

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tff_esn import runtime
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import incfed_tff, run_incfed_tff
+from tff_esn.closed_form.incfed import federate_tff
 from tff_esn.privacy.aggregation import StatsAggregation, federated_stats_sum, lower_secure
 from tff_esn.privacy.secure_sum import FixedPoint, client_bits, stats_bound
 
@@ -107,8 +107,8 @@ def test_secure_incfed_equals_plain_incfed():
     data = random_dataset(n_clients=4, seed=1)
     spec = StateSpec("all", 0)
     clients = list(data.clients.values())
-    plain = run_incfed_tff(WEIGHTS, clients, 3, spec, 1e-2)
+    plain = federate_tff(WEIGHTS, clients, 3, spec, 1e-2).readout
     fp = FixedPoint(48, stats_bound([len(c) * 10 for c in clients]), 4)
-    out = incfed_tff(WEIGHTS, clients, 3, spec, 1e-2, aggregation=StatsAggregation(4, 11, secure=fp))
+    out = federate_tff(WEIGHTS, clients, 3, spec, 1e-2, aggregation=StatsAggregation(4, 11, secure=fp))
     assert out.clipped_values == 0
     np.testing.assert_allclose(out.readout, plain, rtol=0, atol=1e-7 * np.abs(plain).max())

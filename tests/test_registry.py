@@ -91,6 +91,78 @@ def test_a_toy_algorithm_runs_through_the_cli_with_its_generated_flags(toy, fake
     assert "expected a float or one of auto, got 'fast'" in capsys.readouterr().err
 
 
+SHRUNK_MODULE = '''
+"""A closed-form algorithm outside the package: pooled ridge with the readout scaled."""
+
+import dataclasses
+
+from tff_esn import communication
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.run import Run
+from tff_esn.esn.ridge import RidgeStats
+from tff_esn.validation import check_field, is_finite
+
+
+@dataclasses.dataclass(frozen=True)
+class ShrunkConfig(ReadoutConfig):
+    """Pooled ridge, the readout scaled.
+
+    Attributes:
+        shrink: factor of the readout, in (0, 1].
+    """
+
+    shrink: float = 0.5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_field(self, "shrink", is_finite(self.shrink) and 0 < self.shrink <= 1, "a number in (0, 1]")
+
+
+def run_shrunk(dataset, split, config):
+    run = Run(dataset, split, config, "shrunk")
+    stats = run.stats()
+    readout = config.shrink * RidgeStats.sum(stats).solve(run.choose_l2(run.exact_sweep(stats)))
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), shrink=config.shrink)
+'''
+
+
+def test_a_closed_form_algorithm_is_its_own_module_and_one_registry_entry(monkeypatch, fake_sources, tmp_path,
+                                                                         capsys):
+    """A module outside the package (its config, its run function on the Run harness) and one
+    register_algorithm call: the CLI runs it with the shared readout flags and its own."""
+    (tmp_path / "toy_shrunk.py").write_text(SHRUNK_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))
+    from toy_shrunk import ShrunkConfig
+
+    algorithms.register_algorithm("shrunk", ShrunkConfig, "toy_shrunk:run_shrunk", ragged=True, tff=False,
+                                  communication="incfed", help="pooled ridge, readout scaled")
+    assert "--shrink SHRINK factor of the readout, in (0, 1] (default 0.5)" in _help("run", "shrunk")
+    assert main(["run", "shrunk", "--out", str(tmp_path / "s"), *FAST, "--shrink", "0.25"]) == 0
+    assert main(["run", "centralized", "--out", str(tmp_path / "c"), *FAST]) == 0
+    shrunk, central = _metrics(tmp_path / "s"), _metrics(tmp_path / "c")
+    assert shrunk["extra"]["shrink"] == 0.25 and shrunk["config"]["shrink"] == 0.25
+    for group in ("train", "val", "test"):  # a positive factor changes no prediction and no ranking
+        assert shrunk[group] == central[group], group
+    capsys.readouterr()
+    assert main(["run", "shrunk", "--out", str(tmp_path / "bad"), *FAST, "--shrink", "2"]) == 2
+    assert capsys.readouterr().err.strip() == ("tff-esn run: error: ShrunkConfig.shrink (--shrink): expected a number "
+                                               "in (0, 1], got 2.0.")
+
+
+def test_each_closed_form_run_function_lives_in_its_algorithms_module():
+    """``run_<name>`` beside the algorithm's math, in the module named for it (heterogeneous
+    reservoirs: ensemble and alignment share one)."""
+    closed_form = {name: algo for name, algo in algorithms.available_algorithms().items()
+                   if algo.config.__module__ == "tff_esn.closed_form.configs"}
+    assert len(closed_form) == 8
+    for name, algo in closed_form.items():
+        function = algo.run_function
+        assert function.__name__ == "run_" + name.replace("-", "_"), name
+        assert function.__module__ == "tff_esn.closed_form." + (
+            "heterogeneous" if name in ("ensemble", "alignment") else name.replace("-", "_")), name
+
+
 def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
     algorithms.register_algorithm("toy-binary", ToyConfig, _toy_run, labels=("binary",), tff=False)
     data = random_dataset(n_clients=4, n_classes=3, seed=1)

@@ -30,15 +30,15 @@ def test_run_algorithm_records_the_warnings_of_the_run(monkeypatch):
     clients = {c: ClientSequences(rng.normal(size=(12, 10, 2)) + y[:, None, None], y) for c, y in labels.items()}
     dataset = SequenceDataset(clients, 2, ("f0", "f1"), ("0", "1"), "test")
     config = ReadoutConfig(reservoir=ReservoirConfig(units=8, seed=1))
-    import tff_esn.closed_form.commands as commands
+    import tff_esn.closed_form.centralized as centralized
 
-    real = commands.run_centralized
+    real = centralized.run_centralized
 
     def noisy(*args):
         warn("something to know")
         return real(*args)
 
-    monkeypatch.setattr(commands, "run_centralized", noisy)
+    monkeypatch.setattr(centralized, "run_centralized", noisy)
     record = run_algorithm("centralized", dataset, Split("s", ("a",), test=("b",)), config)
     assert record["warnings"] == ["something to know"]
     assert issubclass(RunWarning, UserWarning)

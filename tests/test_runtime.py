@@ -153,7 +153,7 @@ def test_library_builders_leave_a_user_context_installed():
     from tff_esn.esn.hyperparameters import ReservoirConfig
     from tff_esn.closed_form.harvest import Harvester
     from tff_esn.esn.weights import ReservoirWeights, StateSpec
-    from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff, run_incfed_tff_stats
+    from tff_esn.closed_form.incfed import fit_incfed, federate_tff, federate_stats_tff
 
     data = random_dataset(n_clients=3, seed=1)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=8, seed=3), 3)
@@ -164,9 +164,9 @@ def test_library_builders_leave_a_user_context_installed():
     stack = tff.framework.get_context_stack()
     stack.set_default_context(user)
     try:
-        got = run_incfed_tff_stats(stats, 1e-2)
+        got = federate_stats_tff(stats, 1e-2)
         assert stack.current is user
-        got_raw = run_incfed_tff(weights, list(data.clients.values()), 3, spec, 1e-2)
+        got_raw = federate_tff(weights, list(data.clients.values()), 3, spec, 1e-2).readout
         assert stack.current is user
     finally:
         assert runtime.ensure_context() is ours  # puts ours back: the next tests run on it

@@ -11,9 +11,9 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.data.simulated import SimulatedClients
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
-from tff_esn.closed_form.pfedrr import fit_pfedrr
-from tff_esn.closed_form.streaming import DatasetClients, stream_incfed, stream_pfedrr
+from tff_esn.closed_form.incfed import federate_tff, fit_incfed, stream_incfed
+from tff_esn.closed_form.pfedrr import fit_pfedrr, stream_pfedrr
+from tff_esn.closed_form.streaming import DatasetClients
 
 SIM = SimulatedClients(11, sequences=3, steps=8, features=3, n_classes=3, seed=5)
 SPEC = StateSpec(washout=1)
@@ -45,7 +45,7 @@ def test_streamed_incfed_equals_all_clients_at_once(everything):
     data, stats = everything
     streamed = stream_incfed(WEIGHTS, SIM, SPEC, 1e-3, subround_size=4)
     assert streamed.subrounds == 3 and streamed.stats.clients == 11 and streamed.stats.n == sum(s.n for s in stats)
-    at_once = run_incfed_tff(WEIGHTS, list(data.clients.values()), 3, SPEC, 1e-3)
+    at_once = federate_tff(WEIGHTS, list(data.clients.values()), 3, SPEC, 1e-3).readout
     np.testing.assert_allclose(streamed.readout, at_once, rtol=0, atol=1e-10)
     np.testing.assert_allclose(streamed.readout, fit_incfed(stats, 1e-3), rtol=1e-5, atol=1e-6)
     per_client = stream_incfed(WEIGHTS, DatasetClients(data), SPEC, 1e-3, subround_size=5, per_client=True)

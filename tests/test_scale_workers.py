@@ -23,7 +23,7 @@ from tff_esn import ReservoirConfig, runtime
 from tff_esn.data.sequences import Split
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import fit_incfed, run_incfed_tff
+from tff_esn.closed_form.incfed import fit_incfed, federate_tff
 
 from closed_form_data import THESIS_SPLIT, random_dataset, random_thesis_dataset
 
@@ -67,10 +67,10 @@ def test_incfed_on_two_workers_equals_single_process_and_numpy(workers):
     spec = StateSpec()
     clients = list(data.clients.values())
     _local()
-    single = run_incfed_tff(weights, clients, data.n_classes, spec, 1e-3)
+    single = federate_tff(weights, clients, data.n_classes, spec, 1e-3).readout
     _on(workers)
     assert runtime.current_workers() == [w.address for w in workers]
-    two = run_incfed_tff(weights, clients, data.n_classes, spec, 1e-3)
+    two = federate_tff(weights, clients, data.n_classes, spec, 1e-3).readout
     harvester = Harvester(data, spec)
     reference = fit_incfed([harvester.stats(weights, c) for c in data.client_ids], 1e-3)
     np.testing.assert_allclose(two, single, rtol=0, atol=1e-12)
@@ -186,7 +186,7 @@ def test_unreachable_worker_in_a_run_is_a_clear_error(tmp_path):
     runtime.ensure_context([address, f"localhost:{runtime.pick_port()}"], timeout=1.0)
     try:
         with pytest.raises(runtime.WorkerError, match="not reachable after 1 s"):
-            run_incfed_tff(weights, list(data.clients.values()), data.n_classes, StateSpec(), 1e-3)
+            federate_tff(weights, list(data.clients.values()), data.n_classes, StateSpec(), 1e-3).readout
     finally:
         runtime.ensure_context(force=True)
     with pytest.raises(SystemExit):
@@ -262,7 +262,7 @@ def test_the_worker_binary_binds_every_interface_which_is_why_listen_all_is_requ
 
 def test_streamed_incfed_on_two_workers_equals_local(workers):
     from tff_esn.data.simulated import SimulatedClients
-    from tff_esn.closed_form.streaming import stream_incfed
+    from tff_esn.closed_form.incfed import stream_incfed
 
     source = SimulatedClients(9, sequences=2, steps=6, seed=1)
     weights = ReservoirWeights.from_config(ReservoirConfig(units=5, seed=3), 3)

@@ -19,11 +19,15 @@ def flag_of(config: Any, name: str) -> str:
     return "--" + flag.replace("_", "-")
 
 
-def check_field(config: Any, name: str, ok: bool, expected: str) -> None:
-    """``ValueError`` naming ``config``'s field ``name``, its flag and ``expected`` unless ``ok``."""
+def check_field(config: Any, name: str, ok: bool, expected: str, *, flag: str | None = None) -> None:
+    """``ValueError`` naming ``config``'s field ``name``, its flag and ``expected`` unless ``ok``.
+
+    ``flag`` names the flag where the field's own name or metadata does not (a nested config's
+    prefix, a command's renamed flag); ``""`` for a field no flag sets."""
     if not ok:
-        raise ValueError(f"{type(config).__name__}.{name} ({flag_of(config, name)}): expected {expected}, "
-                         f"got {getattr(config, name)!r}.")
+        shown = flag_of(config, name) if flag is None else flag
+        where = f" ({shown})" if shown else ""
+        raise ValueError(f"{type(config).__name__}.{name}{where}: expected {expected}, got {getattr(config, name)!r}.")
 
 
 def is_finite(value: Any) -> bool:

@@ -4,8 +4,9 @@ Every config is a frozen dataclass validated on construction (a ``ValueError`` n
 field, its ``tff-esn run`` flag and what is expected). :class:`ReadoutConfig` holds what
 every closed-form run shares — the reservoir, ridge λ, the states entering the readout,
 the seed (the reservoir's) and the privacy settings — and the algorithms' own configs add
-their hyperparameters. Light: importing this module imports no TensorFlow; the run
-functions live in :mod:`tff_esn.closed_form.commands` and are imported when a run starts.
+their hyperparameters. Light: importing this module imports no TensorFlow; each run
+function lives beside its algorithm's math (``tff_esn.closed_form.<module>:run_<name>``)
+and is imported when a run starts.
 """
 
 from __future__ import annotations
@@ -25,21 +26,16 @@ READINGS: tuple[str, ...] = ("consistent", "literal")
 DEFAULT_ALPHA = 0.9
 """Default interpolation weight of ``alignment`` toward the target (see :mod:`tff_esn.closed_form.heterogeneous`)."""
 L2_SCALES = ("state", "absolute")
-_RUN = "tff_esn.closed_form.commands:"
 
 
 @dataclasses.dataclass(frozen=True)
 class IPConfig:
-    """IP hyperparameters (FedIP Table 1).
-
-    FedIP Table 1 fixes η = 0.01. With this online rule (one update per time step) and
-    σ = 0.1 that rate overshoots on our test data (per-unit std 0.9 instead of 0.1), while
-    η = 1e-3 reaches σ within one epoch; hence the default η = 1e-3.
+    """IP hyperparameters (FedIP Table 1; the default η is 1e-3, not the table's 0.01: DEVIATIONS.md).
 
     Attributes:
         mu: IP target mean μ (FedIP Table 1: 0).
         sigma: IP target std σ > 0 (FedIP: 0.005–0.15).
-        eta: IP learning rate η ≥ 0 (FedIP Table 1: 0.01).
+        eta: IP learning rate η ≥ 0 (FedIP Table 1: 0.01; one update per time step).
         epochs: local IP epochs per round (FedIP: 3–10).
         batch_size: sequences per online IP step.
         min_gain: gain floor after every IP step (projection onto g > 0, see
@@ -54,21 +50,16 @@ class IPConfig:
     min_gain: float | None = 1e-2
 
     def __post_init__(self) -> None:
-        checks = {
-            "mu": is_finite(self.mu),
-            "sigma": is_finite(self.sigma) and self.sigma > 0,
-            "eta": is_finite(self.eta) and self.eta >= 0,
-            "epochs": is_count(self.epochs, 1),
-            "batch_size": is_count(self.batch_size, 1),
-            "min_gain": self.min_gain is None or (is_finite(self.min_gain) and self.min_gain > 0),
-        }
-        expected = {"mu": "a finite number", "sigma": "a finite number > 0", "eta": "a finite number ≥ 0",
-                    "epochs": "an integer ≥ 1", "batch_size": "an integer ≥ 1",
-                    "min_gain": "None or a finite number > 0"}
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"IPConfig.{name} (--ip-{name.replace('_', '-')}): expected {expected[name]}, "
-                                 f"got {getattr(self, name)!r}.")
+        for name, ok, expected in (
+            ("mu", is_finite(self.mu), "a finite number"),
+            ("sigma", is_finite(self.sigma) and self.sigma > 0, "a finite number > 0"),
+            ("eta", is_finite(self.eta) and self.eta >= 0, "a finite number ≥ 0"),
+            ("epochs", is_count(self.epochs, 1), "an integer ≥ 1"),
+            ("batch_size", is_count(self.batch_size, 1), "an integer ≥ 1"),
+            ("min_gain", self.min_gain is None or (is_finite(self.min_gain) and self.min_gain > 0),
+             "None or a finite number > 0"),
+        ):
+            check_field(self, name, ok, expected, flag=f"--ip-{name.replace('_', '-')}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +155,7 @@ class PartialIncFedConfig(ReadoutConfig):
         alpha: share of the k features chosen by importance, the rest at random (Table B.2: 0.3).
         mask: reading of eq. B.16: ``nystrom`` = each client's B_c, A_c completed from its k columns
             (symmetric PSD, Cholesky); ``block`` = D B_c D, the selected rows and columns (PSD; collapses
-            on offset-dominated states such as OSULeaf mean states); ``columns`` = B_c D, the literal
+            on offset-dominated states such as mean states); ``columns`` = B_c D, the literal
             reading (non-symmetric, LU; ill-conditioned, near chance).
     """
 
@@ -253,27 +244,27 @@ def runs_tff(config: ReadoutConfig) -> bool:
             or getattr(config, "subround_size", None) is not None)
 
 
-register_algorithm("centralized", ReadoutConfig, _RUN + "run_centralized", ragged=True, tff=runs_tff,
-                   communication="centralized",
+register_algorithm("centralized", ReadoutConfig, "tff_esn.closed_form.centralized:run_centralized",
+                   ragged=True, tff=runs_tff, communication="centralized",
                    help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
-register_algorithm("incfed", IncFedConfig, _RUN + "run_incfed", ragged=True, tff=runs_tff, privacy=STATISTICS,
-                   communication="incfed",
+register_algorithm("incfed", IncFedConfig, "tff_esn.closed_form.incfed:run_incfed",
+                   ragged=True, tff=runs_tff, privacy=STATISTICS, communication="incfed",
                    help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
-register_algorithm("fedavg-ridge", ReadoutConfig, _RUN + "run_fedavg_ridge", ragged=True, tff=runs_tff,
-                   communication="fedavg_ridge",
+register_algorithm("fedavg-ridge", ReadoutConfig, "tff_esn.closed_form.fedavg_ridge:run_fedavg_ridge",
+                   ragged=True, tff=runs_tff, communication="fedavg_ridge",
                    help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
-register_algorithm("partial-incfed", PartialIncFedConfig, _RUN + "run_partial_incfed", ragged=True, tff=runs_tff,
-                   privacy=LOCAL_STATISTICS, communication="partial_incfed",
+register_algorithm("partial-incfed", PartialIncFedConfig, "tff_esn.closed_form.partial_incfed:run_partial_incfed",
+                   ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="partial_incfed",
                    help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
-register_algorithm("pfedrr", PFedRRConfig, _RUN + "run_pfedrr", ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS,
-                   communication="pfedrr",
+register_algorithm("pfedrr", PFedRRConfig, "tff_esn.closed_form.pfedrr:run_pfedrr",
+                   ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="pfedrr",
                    help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
-register_algorithm("fedip", FedIPConfig, _RUN + "run_fedip", ragged=True, tff=runs_tff, privacy=IP_STATISTICS,
-                   communication="fedip",
+register_algorithm("fedip", FedIPConfig, "tff_esn.closed_form.fedip:run_fedip",
+                   ragged=True, tff=runs_tff, privacy=IP_STATISTICS, communication="fedip",
                    help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
-register_algorithm("ensemble", ReadoutConfig, _RUN + "run_ensemble", ragged=True, tff=runs_tff,
-                   communication="ensemble",
+register_algorithm("ensemble", ReadoutConfig, "tff_esn.closed_form.heterogeneous:run_ensemble",
+                   ragged=True, tff=runs_tff, communication="ensemble",
                    help="different reservoir per client; size-weighted ensemble of local readouts")
-register_algorithm("alignment", AlignmentConfig, _RUN + "run_alignment", ragged=True, tff=runs_tff,
-                   communication="incfed",
+register_algorithm("alignment", AlignmentConfig, "tff_esn.closed_form.heterogeneous:run_alignment",
+                   ragged=True, tff=runs_tff, communication="incfed",
                    help="different reservoirs interpolated toward a shared one with weight α, then IncFed")

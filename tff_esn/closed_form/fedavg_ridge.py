@@ -2,10 +2,8 @@
 
 Each client solves its own ridge readout ``W_c = Y_c S_cᵀ (S_c S_cᵀ + β_c I)⁻¹`` (eq. 4)
 and the server averages them weighted by the local sizes,
-``W = Σ_c (N_train,c / N_train) W_c``. The paper prints eq. 5 as ``Σ_c (1/N_train,c) W_c``,
-a typo: those weights neither sum to one nor weight larger clients more, contradicting the
-text ("possibly weighted by the size of the local datasets"); we implement the weighted
-mean the text describes. N_train,c counts the client's training states.
+``W = Σ_c (N_train,c / N_train) W_c``: the weighted mean the paper's text describes (its
+printed eq. 5 is a typo, DEVIATIONS.md). N_train,c counts the client's training states.
 """
 
 from __future__ import annotations
@@ -14,7 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn.closed_form.incfed import check_clients
+from tff_esn import communication
+from tff_esn.closed_form.client_stats import check_clients
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.run import Run
+from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats
 
 
@@ -46,3 +48,12 @@ def fit_fedavg_ridge(stats: Sequence[RidgeStats], l2: float) -> np.ndarray:
     """FedAvg of the clients' local ridge readouts, weighted by their numbers of states."""
     stats = check_clients(stats)
     return size_weighted_mean(local_readouts(stats, l2), [s.n for s in stats])
+
+
+def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
+    """The registry's run function: size-weighted FedAvg of the clients' local ridge readouts (IncFed eqs. 4–5)."""
+    run = Run(dataset, split, config, "fedavg-ridge")
+    stats = run.stats()
+    readout = fit_fedavg_ridge(stats, run.choose_l2(
+        lambda grid: [run.scorer(fit_fedavg_ridge(stats, l2)) for l2 in grid]))
+    return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))

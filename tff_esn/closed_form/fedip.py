@@ -8,9 +8,8 @@ by gradient descent on the KL divergence. Per sample, up to a constant, the dive
     Δb = −η (−μ/σ² + (x̃/σ²)(2σ² + 1 − x̃² + μ x̃))          (eq. 2)
     Δg = η / g + Δb · x_net                                     (eq. 3)
 
-The FedIP paper prints eq. 2 without the factor x̃/σ² over (2σ² + 1 − x̃² + μx̃); we use
-the analytic gradient above (checked against automatic differentiation of L in the
-tests). Here ``x_net = W_in u(t) + Ŵ x(t−1)`` is the unit's net input before gain and
+Eq. 2 is the analytic gradient, checked against automatic differentiation of L in the tests
+(the paper prints it without the factor x̃/σ², DEVIATIONS.md). Here ``x_net = W_in u(t) + Ŵ x(t−1)`` is the unit's net input before gain and
 bias, so the reservoir update is ``x(t) = (1 − a) x(t−1) + a x̃(t)`` (the
 :class:`~tff_esn.esn.layer.Reservoir` layer with ``use_gain=True``).
 
@@ -22,12 +21,10 @@ the sequences still running (a step no sequence of the batch reaches updates not
 a batch of one sequence is IP on that sequence alone.
 
 **Positive gain.** L is defined for g > 0 only (the −log g term), and eq. 3's η/g changes
-sign with g. Applied literally, one large step (|Δb·x_net| grows with the input's scale)
-throws a gain below zero, after which η/g pushes it further down: on BasicMotions (raw
-inputs up to |29|, 100 units, η = 1e-3, σ = 0.1) one FedIP round left 45 of 100 gains
-negative, down to −178, and 25 % of the states saturated. The default
-(``IPConfig.min_gain`` > 0) is therefore projected gradient descent on the feasible set:
-after every step ``g ← max(g, min_gain)``; ``min_gain=None`` keeps the literal rule.
+sign with g: one large step (|Δb·x_net| grows with the input's scale) throws a gain below
+zero, after which η/g pushes it further down and the states saturate. The default
+(``IPConfig.min_gain`` > 0) is projected gradient descent on the feasible set: after every
+step ``g ← max(g, min_gain)``; ``min_gain=None`` keeps the literal rule (DEVIATIONS.md).
 
 FedIP (Alg. 1) is FedAvg on (g, b) only: each round the server broadcasts (g, b), every
 client runs ``epochs`` local IP epochs, and the server takes the mean weighted by the
@@ -40,24 +37,21 @@ IncFed.
 (0.005, 0.15)), far below an unadapted reservoir's (≈ 0.5 per unit at input scaling 1), and
 a ridge solution on states ``c·s`` with penalty ``c²λ`` equals the one on ``s`` with λ. So
 FedIP's λ, drawn from the same range as IncFed's ([1e-4, 1] in FedIP Table 1), regularizes
-up to (0.5/σ)² ≈ 10⁴ times harder: on OSULeaf (300 units, mean states) FedIP + IncFed
-fell from 0.63 (λ = 1e-6) to 0.29 (λ = 1e-3) where IncFed stays at 0.65–0.79. The search
-space of the seed couples λ with σ; the well-posed reading used by default
-(:func:`state_scaled_l2`) states λ on the unadapted reservoir's scale and applies
-λ times the ratio of the adapted to the unadapted states' variance, so η = 0 still gives IncFed
-exactly; ``tff-esn run fedip --l2-scale absolute`` is the literal λ.
+up to (0.5/σ)² ≈ 10⁴ times harder. The search space of the seed couples λ with σ; the
+well-posed reading used by default (:func:`state_scaled_l2`, DEVIATIONS.md) states λ on the
+unadapted reservoir's scale and applies λ times the ratio of the adapted to the unadapted
+states' variance, so η = 0 still gives IncFed exactly; ``tff-esn run fedip --l2-scale
+absolute`` is the literal λ.
 
 **Small σ linearises the reservoir.** With μ = 0 and σ ≤ 0.15 (FedIP Table 1) IP shrinks
 the gains until the states spread by about σ, where tanh is linear within 1 %, and pulls the
 bias to the value that centres the states. A linear, bias-free reservoir is an odd linear
 filter of the input, so a linear readout on its mean (or any) states sees only linear
 functionals of the sequence: classes that differ in frequency or power of a zero-mean
-signal become invisible. Measured on three zero-mean oscillation classes (60 units, mean
-states): IncFed 1.00, FedIP σ 0.1 → 0.29 (below chance), σ 0.2 → 0.88, μ 0.1 → 0.79; on
-OSULeaf (300 units) FedIP 0.63 vs IncFed 0.65–0.79. Tasks whose classes shift the input's
-mean (HHAR's gravity direction) are unaffected (synthetic pfedrr-hhar: 1.00 both). This is
-the seed's own search space, kept as the default; a FedIP run records the adapted median
-state spread and warns when it is below :data:`NEAR_LINEAR_SPREAD`.
+signal become invisible, while classes that shift the input's mean (HHAR's gravity
+direction) are unaffected. This is the seed's own search space, kept as the default; a FedIP
+run records the adapted median state spread and warns when it is below
+:data:`NEAR_LINEAR_SPREAD`.
 """
 
 from __future__ import annotations
@@ -67,12 +61,16 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.closed_form.configs import IPConfig
-from tff_esn.data.sequences import ClientSequences
+from tff_esn import communication
+from tff_esn.closed_form.configs import FedIPConfig, IPConfig
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.closed_form.incfed import incfed_readout
+from tff_esn.closed_form.run import Run
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
-from tff_esn.privacy.dp_fedip import GaussianUpdates
+from tff_esn.privacy.dp_fedip import GaussianUpdates, fedip_privacy
+from tff_esn.privacy.closed_form import gaussian_updates
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import project_inputs, reservoir_step, run_reservoir_compiled
@@ -315,12 +313,6 @@ def _dp_process(initialize, client_update, state_type, data_type, units: int, cf
     return tff.templates.IterativeProcess(initialize, lower_secure(next_fn, secure))
 
 
-def run_fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
-                  rounds: int) -> ReservoirWeights:
-    """``rounds`` FedIP rounds through TFF; the reservoir with the federated (g, b)."""
-    return fedip_tff(weights, clients, cfg, rounds)[0]
-
-
 def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
     """Default secure range of the (g, b) rounds: ``max_c n_c · FEDIP_PARAMETER_RANGE`` (its docstring)."""
     return float(max(len(c) for c in clients)) * FEDIP_PARAMETER_RANGE
@@ -328,7 +320,8 @@ def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
 
 def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig, rounds: int,
               secure: FixedPoint | None = None, dp: GaussianUpdates | None = None) -> tuple[ReservoirWeights, int]:
-    """:func:`run_fedip_tff` with an optional secure sum and DP of the rounds; also the values it clipped."""
+    """``rounds`` FedIP rounds through TFF (FedIP Alg. 1), with an optional secure sum and DP of the
+    rounds: the reservoir with the federated (g, b), and the number of values the secure sum clipped."""
     _check_rounds(rounds, clients)
     steps = max(c.x.shape[1] for c in clients)  # shorter clients are padded; each sequence runs its own steps
     if secure is not None and secure.clients != len(clients):
@@ -344,3 +337,33 @@ def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg
             state, round_clipped = state
             clipped += int(round_clipped)
     return weights.replace(gain=np.asarray(state[0]), bias=np.asarray(state[1])), clipped
+
+
+# --------------------------------------------------------------------------- the registry's run function
+def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> dict:
+    """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
+    run = Run(dataset, split, config, "fedip")
+    clients = list(dataset.select(run.train_ids).values())
+    ip_dp = gaussian_updates(config.privacy, seed=config.seed, clients=len(clients), rounds=config.rounds)
+    secure = (FixedPoint(config.privacy.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
+                         len(clients)) if config.privacy.secure_aggregation else None)
+    if config.backend == "tff":
+        adapted, rounds_clipped = fedip_tff(run.weights, clients, config.ip, config.rounds, secure, ip_dp)
+    else:
+        adapted, rounds_clipped = fedip_numpy(run.weights, clients, config.ip, config.rounds), 0
+    scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" else 1.0
+    l2 = scale * run.choose_l2(lambda grid: run.exact_sweep(run.stats(adapted), adapted, scale=scale)(grid))
+    readout, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1, algorithm="fedip")
+    if ip_dp is not None:
+        privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
+    if secure is not None:
+        privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
+    cost = communication.fedip(config.rounds, run.reservoir.units, run.n_features, run.n_outputs)
+    spread = float(np.median(step_spread(adapted, clients)))
+    notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
+             f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
+             f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
+    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, backend=config.backend, l2_effective=l2,
+                         state_std_median=spread,
+                         gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
+                         bias_mean=float(adapted.bias.mean())), **privacy}

@@ -21,7 +21,7 @@ with its lengths, so a batch wastes few padded steps and the result equals harve
 sequence alone. The washout must be shorter than the shortest sequence.
 
 The states come from :func:`tff_esn.esn.states_numpy.states_and_statistics` (numpy float32,
-no TensorFlow). The clients a run asks for together (:meth:`Harvester.harvest`; every
+no TensorFlow). The clients a run asks for together (:meth:`Harvester.cache`; every
 training client of a run, every client of an evaluation group) are pooled into the same
 batches, so the recurrence runs at batch sizes where its per-step cost is arithmetic rather
 than loop overhead, even when each client holds few sequences; the statistics stay per
@@ -42,6 +42,15 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.ridge import RidgeStats, one_hot, predict
 from tff_esn.esn.states_numpy import states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
+
+
+def one_hot_targets(client: ClientSequences, n_classes: int, state_mode: str) -> np.ndarray:
+    """One-hot training targets matching the state mode: (n, C), or (n, T, C) for per-step
+    labels with every state (``"all"``; the washout is the caller's to drop)."""
+    y = client.y
+    if client.per_step and state_mode == "last":
+        y = y[:, -1]
+    return one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -109,23 +118,20 @@ class Harvester:
                              f"{len(self.dataset.feature_names)} features.")
 
     def targets(self, client: ClientSequences) -> np.ndarray:
-        """One-hot training targets matching the state mode."""
-        y = client.y
-        if client.per_step and self.spec.state_mode == "last":
-            y = y[:, -1]
-        return one_hot(y.reshape(-1), self.n_classes).reshape(y.shape + (self.n_classes,))
+        """One-hot training targets matching the state mode (:func:`one_hot_targets`)."""
+        return one_hot_targets(client, self.n_classes, self.spec.state_mode)
 
     def stats(self, weights: ReservoirWeights, cid: str) -> RidgeStats:
-        """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached (see :meth:`harvest`)."""
-        self.harvest(weights, [cid])
+        """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached (see :meth:`cache`)."""
+        self.cache(weights, [cid])
         return self._stats[(weights.key, cid)]
 
     def features(self, weights: ReservoirWeights, cid: str) -> Features:
         """Client ``cid``'s evaluation states and labels, cached (see the module docstring)."""
-        self.harvest(weights, [cid], stats=())
+        self.cache(weights, [cid], stats=())
         return self._features[(weights.key, cid)]
 
-    def harvest(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: Iterable[str] | None = None) -> None:
+    def cache(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: Iterable[str] | None = None) -> None:
         """Caches the evaluation states of the clients ``ids`` and the statistics of those in
         ``stats`` (default: all of ``ids``; ``()``: none).
 
@@ -226,7 +232,7 @@ class Harvester:
 
     def scores(self, readout: np.ndarray, weights: ReservoirWeights, ids) -> tuple[np.ndarray, np.ndarray]:
         """Readout outputs (m, N_Y) and labels (m,) over the clients ``ids`` (IncFed eq. 2)."""
-        self.harvest(weights, ids, stats=())
+        self.cache(weights, ids, stats=())
         feats = [self.features(weights, cid) for cid in ids]
         if not feats:
             raise ValueError("scores: no clients to evaluate.")

@@ -19,38 +19,32 @@ draw as the gradient family's clients with different reservoirs; the target is t
 configuration's own reservoir.
 
 **What the interpolation does.** Own and target weights are independent draws, so the
-literal mix has entries of variance ((1 − α)² + α²)·v: at α = 0.5 the spectral radius drops
-from 0.9 to 0.67 and the W_in norm by a factor 0.68 (100 units) — the echo-state property
-holds (ρ only shrinks), but the aligned reservoir no longer has the configured ρ and input
-scaling; ``align(..., rescale=True)`` scales both back. That did not change the accuracy
-consistently (OSULeaf 0.21 → 0.15, BasicMotions 0.58 → 0.50–0.58, JapaneseVowels 0.77 →
-0.77–0.79 at α = 0.5), so the literal mix stays the default. The real defect is the mismatch:
-the readout is fitted on the clients' aligned states and used on the target's, and at
-α = 0.5 a client's W_in correlates only 0.68 with the target's (0.99 at α = 0.9), so unit i
-is a different feature at training and at test time.
-Measured (100 units, mean states, λ 1e-6, literal): test accuracy at α = 0.5 / 0.9 / 1 —
-OSULeaf 0.26 / 0.23 / 0.68 (majority 0.24), BasicMotions 0.50 / 1.00 / 1.00, JapaneseVowels
-0.77 / 0.96 / 0.99 (the UCR numbers with the clients' seeds drawn before the one seed rule of
-:func:`~tff_esn.esn.hyperparameters.client_reservoir`); synthetic WESAD (fedip-wesad, λ 1e-3) 0.55 / 0.67 /
-IncFed 0.64 (0.53 / 0.69 with the former seeds: another draw). With a reservoir
-bias (scale 1) the mismatched biases also shift every output, and on OSULeaf alignment
-predicts a single class even at α = 0.9 (IncFed 0.56) — the run's ``warnings`` say so. The
-concepts page itself finds that "alignment only pays off near full homogenisation"; hence
-:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9, not 0.5.
+literal mix has entries of variance ((1 − α)² + α²)·v: the spectral radius and the W_in
+norm shrink (the echo-state property holds, ρ only shrinks, but the aligned reservoir no
+longer has the configured ρ and input scaling); ``align(..., rescale=True)`` scales both
+back. The readout is fitted on the clients' aligned states and used on the target's, so for
+α well below 1 unit i is a different feature at training and at test time, and with a
+reservoir bias the mismatched biases also shift every output. Alignment pays off only near
+full homogenisation (concepts page), hence
+:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tff_esn import communication
 from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
+from tff_esn.closed_form.configs import AlignmentConfig, ReadoutConfig
+from tff_esn.closed_form.fedavg_ridge import local_readouts, size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.closed_form.incfed import fit_incfed
+from tff_esn.closed_form.run import Run, Scorer
+from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.draws import spectral_radius
 
 
-
-
-def client_reservoirs(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
+def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
     """One reservoir per client: :func:`~tff_esn.esn.hyperparameters.client_reservoir` drawn for ``n_inputs`` inputs."""
     if clients < 1:
         raise ValueError(f"clients: expected ≥ 1, got {clients}.")
@@ -82,3 +76,34 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
         recurrent = (recurrent * (spectral_radius(target.recurrent) / max(spectral_radius(recurrent), 1e-12))
                      ).astype(np.float32)
     return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), own.leaky)
+
+
+# --------------------------------------------------------------------------- the registry's run functions
+def run_ensemble(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
+    """Each client its own reservoir and ridge readout; size-weighted ensemble of outputs."""
+    run = Run(dataset, split, config, "ensemble")
+    members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
+    stats = [run.harvester.stats(w, cid) for w, cid in zip(members, run.train_ids)]
+    sizes = [s.n for s in stats]
+
+    def scorer(l2: float) -> Scorer:
+        readouts = local_readouts(stats, l2)
+
+        def score(ids):
+            outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
+            return size_weighted_mean([o[0] for o in outputs], sizes), outputs[0][1]
+
+        return score
+
+    chosen = scorer(run.choose_l2(lambda grid: [scorer(l2) for l2 in grid]))
+    return run.report(chosen, communication.ensemble(len(members), run.n_features, run.n_outputs))
+
+
+def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfig) -> dict:
+    """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
+    run = Run(dataset, split, config, "alignment")
+    members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
+    aligned = [align(w, run.weights, config.alpha, rescale=config.rescale) for w in members]
+    stats = [run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)]
+    readout = fit_incfed(stats, run.choose_l2(run.exact_sweep(stats)))
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=config.alpha)

@@ -10,14 +10,21 @@ with new data by addition (eqs. 11–12, :meth:`RidgeStats.update`).
 ``per_client=True`` each client adds ``λI`` to its ``B_c`` as IncFed eq. 7 writes it, so
 the server's system carries ``C·λ``.
 
-Two implementations of the same algorithm:
+The entry points, one readout each:
 
-* :func:`fit_incfed` — plain numpy on :class:`~tff_esn.esn.ridge.RidgeStats`, the reference;
-* :func:`build_incfed_computation` / :func:`run_incfed_tff` — a TFF federated computation:
-  the server broadcasts the reservoir, each client harvests its states and reduces its
-  dataset to ``(A_c, B_c, n_c)`` in float64, ``tff.federated_sum`` aggregates (through
-  :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the one aggregation point; its
-  no-privacy case), the server solves in float64 and the readout is broadcast back to the clients.
+* :func:`fit_incfed` — from the clients' statistics, plain numpy on
+  :class:`~tff_esn.esn.ridge.RidgeStats`, the reference;
+* :func:`federate_stats_tff` — the clients' statistics (harvested before) summed and solved
+  by a TFF computation (:func:`build_incfed_stats_computation`);
+* :func:`federate_tff` — the whole federation as one TFF computation
+  (:func:`build_incfed_computation`): the server broadcasts the reservoir, each client
+  harvests its states and reduces its dataset to ``(A_c, B_c, n_c)`` in float64,
+  :func:`~tff_esn.privacy.aggregation.federated_stats_sum` aggregates (the one aggregation
+  point), the server solves in float64 and the readout is broadcast back to the clients;
+* :func:`stream_incfed` — the same over very many clients in TFF subrounds
+  (:mod:`tff_esn.closed_form.streaming`; with ``--workers`` a subround's clients are split
+  across the TFF workers);
+* :func:`run_incfed` — the registry's run function (``tff-esn run incfed``).
 
 Privacy (:mod:`tff_esn.privacy`): with a :class:`~tff_esn.privacy.aggregation.StatsAggregation`
 the clients clip their states, the sum goes through the aggregation it names (plain or
@@ -29,62 +36,37 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from tff_esn import communication
 from tff_esn.lazy import LazyModule
-from tff_esn.data.sequences import ClientSequences
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.closed_form.client_stats import check_clients
+from tff_esn.closed_form.configs import IncFedConfig
+from tff_esn.closed_form.harvest import one_hot_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
+from tff_esn.closed_form.private_sum import plain_sections, tff_aggregation
+from tff_esn.closed_form.run import Run
+from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
-from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_message
+from tff_esn.privacy.closed_form import stats_sections
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
 from tff_esn.run_warnings import warn
 
 tf = LazyModule("tensorflow")
 states_tf = LazyModule("tff_esn.esn.states_tf")
 
 
-def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
-    """The clients' statistics as a list, checked for what every exact algorithm needs.
-
-    Raises ``ValueError`` for no clients, an empty client (no states) or clients whose
-    statistics have different shapes (different reservoir sizes or readout layouts).
-    """
-    stats = list(stats)
-    if not stats:
-        raise ValueError("clients: no client statistics to aggregate.")
-    for i, s in enumerate(stats):
-        if not isinstance(s, RidgeStats):
-            raise TypeError(f"clients[{i}]: expected RidgeStats, got {type(s).__name__}.")
-        if s.n == 0:
-            raise ValueError(f"clients[{i}]: empty client (no states); drop it or give it data.")
-        if s.A.shape != stats[0].A.shape or s.bias != stats[0].bias:
-            raise ValueError(
-                f"clients[{i}]: statistics of shape A {s.A.shape} (bias={s.bias}) differ from clients[0]'s "
-                f"A {stats[0].A.shape} (bias={stats[0].bias}); exact federation needs the same reservoir "
-                "size on every client (use the ensemble or alignment algorithms for different reservoirs)."
-            )
-    return stats
-
-
-def aggregate(stats: Sequence[RidgeStats]) -> RidgeStats:
-    """Server sum of the clients' statistics (IncFed eqs. 8–9) after :func:`check_clients`."""
-    return RidgeStats.sum(check_clients(stats))
-
-
-def update_client(stats: RidgeStats, new: RidgeStats) -> RidgeStats:
-    """A client's statistics grown by those of its new data (IncFed eqs. 11–12).
-
-    ``A_c ← A_c + Ã_c``, ``B_c ← B_c + B̃_c``; it stays one client (``clients`` unchanged),
-    so IncFed's solution on the updated statistics equals the one on all the data at once.
-    """
-    return dataclasses.replace(stats + new, clients=stats.clients)
-
-
 def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eq. 10), (N_Y, N_F) float64."""
-    return aggregate(stats).solve(l2, per_client=per_client)
+    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eqs. 8–10), (N_Y, N_F) float64, from
+    the clients' statistics (:func:`~tff_esn.closed_form.client_stats.check_clients`)."""
+    return RidgeStats.sum(check_clients(stats)).solve(l2, per_client=per_client)
 
 
 # --------------------------------------------------------------------------- TFF path
@@ -96,13 +78,13 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
         raise ValueError("clients: empty client (no sequences).")
     if steps is None and client.ragged:
         raise ValueError("clients: sequences of unequal length need their lengths in the computation "
-                         "(run_incfed_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
+                         "(federate_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
     spec.check(client.shortest, client.per_step)
-    y = client.y
-    if client.per_step:
-        y = y[:, -1] if spec.state_mode == "last" else y[:, spec.washout:]
+    targets = one_hot_targets(client, n_classes, spec.state_mode)
+    if targets.ndim == 3:
+        targets = targets[:, spec.washout:]
     x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))
-    return x, one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,)).astype(np.float32)
+    return x, targets.astype(np.float32)
 
 
 def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
@@ -240,7 +222,7 @@ def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: 
     the sum of :func:`~tff_esn.privacy.aggregation.federated_stats_sum` (plain
     ``federated_sum`` for ``aggregation=None``), and the server's solve, with the
     eigenvalue floor of a noisy ``B``. :func:`build_incfed_computation` runs it on
-    statistics the clients harvest inside TFF; :func:`run_incfed_tff_stats` on statistics
+    statistics the clients harvest inside TFF; :func:`federate_stats_tff` on statistics
     harvested before the call (fixed reservoir: no reservoir loop runs inside TFF).
     Secure intrinsics are left in place (callers lower the outermost computation).
     """
@@ -284,7 +266,7 @@ def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: 
 
 @dataclasses.dataclass(frozen=True)
 class IncFedOutcome:
-    """The readout of :func:`incfed_tff` and what the privacy steps did to the statistics."""
+    """The readout of :func:`federate_tff` and what the privacy steps did to the statistics."""
 
     readout: np.ndarray
     clipped_values: int = 0
@@ -306,10 +288,11 @@ def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
     return w
 
 
-def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int,
-                   spec: StateSpec, l2: float, *, per_client: bool = False,
-                   batch_size: int = 256) -> np.ndarray:
-    """IncFed through TFF: returns the readout ``W`` (N_Y, N_F) the clients received.
+def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
+                 l2: float, *, per_client: bool = False, batch_size: int = 256,
+                 aggregation: StatsAggregation | None = None) -> IncFedOutcome:
+    """IncFed through TFF, the clients harvesting inside the computation: the readout ``W``
+    (N_Y, N_F) the clients received, with an optional privacy ``aggregation`` (module docstring).
 
     Sequences of unequal length (within or between clients) are padded to the longest and
     harvested each at its own length. Raises ``ValueError`` for no clients, empty clients
@@ -317,13 +300,6 @@ def run_incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences]
     :class:`~tff_esn.esn.ridge.SingularSystemError` for a singular system at ``l2 = 0`` (at
     ``l2 > 0`` the pseudo-inverse readout and a RunWarning, :func:`_server_solve`).
     """
-    return incfed_tff(weights, clients, n_classes, spec, l2, per_client=per_client, batch_size=batch_size).readout
-
-
-def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
-               l2: float, *, per_client: bool = False, batch_size: int = 256,
-               aggregation: StatsAggregation | None = None) -> IncFedOutcome:
-    """:func:`run_incfed_tff` with an optional privacy ``aggregation`` (module docstring)."""
     if not clients:
         raise ValueError("clients: no clients to federate.")
     if not np.isfinite(l2) or l2 < 0:
@@ -351,10 +327,10 @@ def incfed_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_
     return IncFedOutcome(_received_readout(w, w_clients, singular, l2), int(clipped), int(raised))
 
 
-def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
+def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
     """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s cached ones).
 
-    The same readout as :func:`fit_incfed` and :func:`run_incfed_tff` (IncFed eq. 10); the
+    The same readout as :func:`fit_incfed` and :func:`federate_tff` (IncFed eq. 10); the
     TFF call carries only (A_c, B_c, n_c) through :func:`build_incfed_stats_computation`
     (plain sum). Raises ``ValueError`` for no clients or clients whose statistics differ in
     shape or readout bias, and :class:`~tff_esn.esn.ridge.SingularSystemError` for a singular
@@ -373,3 +349,122 @@ def run_incfed_tff_stats(stats: Sequence[RidgeStats], l2: float, *, per_client: 
     seeds = [np.zeros(2, np.int64)] * len(stats)
     w, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
     return _received_readout(w, w_clients, singular, l2)
+
+
+# --------------------------------------------------------------------------- streaming subrounds
+@dataclasses.dataclass(frozen=True, eq=False)
+class StreamedIncFed:
+    """IncFed over a stream: the readout (N_Y, N_F), the summed statistics, subrounds run."""
+
+    readout: np.ndarray
+    stats: RidgeStats
+    subrounds: int
+
+
+@functools.lru_cache(maxsize=16)
+def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+                               spec: StateSpec, per_step_targets: bool):
+    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
+
+    The client computation is :func:`build_client_stats_computation`; the sum is
+    :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
+    privacy flags).
+    """
+    import tensorflow_federated as tff
+
+    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets)
+    dataset_type, reservoir_type = client_stats.type_signature.parameter
+
+    @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
+    def subround_sum(reservoir, datasets):
+        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+        total, _ = federated_stats_sum(local, None)  # the one aggregation point (plain sum here)
+        return total
+
+    return subround_sum
+
+
+def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, l2: float, *,
+                  subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
+                  batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
+                  progress: bool = False) -> StreamedIncFed:
+    """IncFed (IncFed eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients.
+
+    Each TFF client of a subround carries a block of ``clients_per_call`` consecutive
+    clients: their sequences form one dataset, whose statistics are the sum of theirs
+    (IncFed eqs. 8–9 — the sum is associative), so the driver builds and serialises one
+    ``tf.data`` dataset per block instead of one per client. The client count (for λ per
+    client) is that of the source's clients, not of the blocks. ``clients_per_call=1`` is
+    one TFF client per client. FedAvg cannot be blocked this way: its server averages
+    per-client *models* trained from the same start, and a block trained as one client
+    is another model than the average of its members' (thesis Alg. 2).
+
+    Every client must have sequences of the same (T, F) (one computation shape). Raises
+    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.esn.ridge.SingularSystemError` (at ``l2 = 0``)
+    for a singular system and :class:`~tff_esn.runtime.WorkerError` when a worker is lost.
+    """
+    if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
+        raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
+    source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
+    reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
+    shape: dict[str, tuple] = {}
+
+    def subround(clients: SequenceDataset, first: int):
+        arrays = [_client_arrays(c, clients.n_classes, spec) for c in clients.clients.values()]
+        key = (arrays[0][0].shape[1:], arrays[0][1].ndim == 3, clients.n_classes)
+        if {(x.shape[1:], t.ndim == 3, clients.n_classes) for x, t in arrays} != {shape.setdefault("key", key)}:
+            raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]} and "
+                             f"labels of the same kind; subround from client {first} differs.")
+        (steps, n_inputs), per_step, n_classes = key
+        if n_inputs != weights.n_inputs:
+            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
+        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
+                                          per_step)
+        blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
+        datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
+                    .batch(batch_size) for block in blocks]
+        a, b, n, _ = comp(reservoir, datasets)
+        return [RidgeStats(np.asarray(a), np.asarray(b), int(n), len(arrays), spec.readout_bias)], {}
+
+    identity = {"algorithm": "incfed", "n_clients": source.n_clients, "subround_size": subround_size,
+                "reservoir": weights.key}
+    (total,), _, done = drive(source, subround_size, subround, Checkpoint(checkpoint, identity), progress,
+                              "incfed subrounds")
+    return StreamedIncFed(total.solve(l2, per_client=per_client), total, done)
+
+
+# --------------------------------------------------------------------------- the registry's run function
+def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
+                   algorithm: str = "incfed", releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
+    """The IncFed readout of ``run``'s training clients under ``weights`` at λ = ``l2``, and its
+    ``privacy``/``secure_aggregation`` sections. With ``subround_size`` the clients are streamed
+    through TFF (:func:`stream_incfed`); with the ``tff`` backend and no privacy settings TFF
+    sums the Harvester's cached statistics (:func:`federate_stats_tff`); with privacy settings
+    the clients harvest, clip and add noise inside TFF (:func:`federate_tff`, DP met over
+    ``releases``); the ``numpy`` backend is :func:`fit_incfed`."""
+    config = run.config
+    if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
+        return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,
+                              per_client=per_client).readout, plain_sections(algorithm))
+    if config.backend == "tff" and not config.privacy.requested:  # fixed reservoir: TFF only sums
+        return federate_stats_tff(run.stats(weights), l2, per_client=per_client), plain_sections(algorithm)
+    if config.backend == "tff":  # clients harvest, clip and add noise inside TFF
+        agg = tff_aggregation(run, releases)
+        clients = list(run.dataset.select(run.train_ids).values())
+        out = federate_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
+        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, algorithm=algorithm)
+    return fit_incfed(run.stats(weights), l2, per_client=per_client), plain_sections(algorithm)
+
+
+def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
+    """IncFed / FedRR (IncFed eqs. 6–10)."""
+    if config.subround_size is not None and dataset.ragged:
+        raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more); "
+                        "--subround-size streams clients of one length through one TFF computation: drop "
+                        "--subround-size or cut them to one length (--ragged crop).")
+    run = Run(dataset, split, config, "incfed")
+    # the harvest inside the lambda runs only when λ is swept (never under privacy settings)
+    l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(), per_client=config.l2_per_client)(grid))
+    readout, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2)
+    return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
+                         backend=config.backend), **privacy}

@@ -11,39 +11,25 @@ every feature is kept and every reading below gives IncFed's readout exactly.
 Eq. B.16 writes ``B_c* = B_c × [I × (1 ⊗ 1_S)]``; with ``×`` read as a product and the
 inner ``×`` elementwise, ``I ⊙ (1 1_Sᵀ) = D_c`` and ``B_c* = B_c D_c``: the k selected
 *columns* of ``B_c`` (k·N_x floats, which matches the upload of §B.3, k(1 + N_x)). Three
-readings are implemented (``mask=``); the numbers below are test accuracies on synthetic
-WESAD (Table B.2 reservoir: 500 units, λ 1e-6, 9 clients, IncFed 0.72–0.74, majority 0.39,
-chance 0.25) and on OSULeaf (UCR, 442 series split over 20 clients, 14 training; 300
-units, mean states, λ 1e-6; IncFed 0.77, majority 0.24).
+readings are implemented (``mask=``; the default is a deviation, DEVIATIONS.md):
 
 * ``"columns"`` — the literal reading ``A_c* = A_c D_c``, ``B_c* = B_c D_c``. The summed
   ``B*`` is not symmetric (column j carries only the clients that selected j), so it is
   solved by LU. It is ill-posed: ``B* + λI`` is neither symmetric nor positive definite,
-  so λ does not bound the solution. On WESAD its condition number is 1e14–4e15 for every
-  k < N_F (IncFed's: 4.5e3), the readout's largest weight grows from 0.4 to 10–300, and
-  accuracy falls to 0.26–0.34 for k = 21–250 (0.45 at k = 376); on OSULeaf 0.19–0.26
-  for k = 8–226. Reading B.16 as rows *or* columns (the server completing
-  ``B_c[S̄, S]`` by symmetry) is symmetric but indefinite (smallest eigenvalue −2e6 to
-  −1e7 against a largest of 2e7 on WESAD) and equally at chance.
+  so λ does not bound the solution, and accuracy falls to chance for k < N_F.
 * ``"nystrom"`` (default) — the literal upload made well-posed: the server completes each
   client's ``B_c`` from its k columns by the minimal-rank positive semi-definite (Nyström)
   completion ``B_c[:, S] B_c[S, S]⁺ B_c[S, :]``, and ``A_c`` likewise,
   ``A_c[:, S] B_c[S, S]⁺ B_c[S, :]``: the statistics of client c's states projected on
   its selected features, so ``W`` is the ridge readout of those projected states
   (symmetric PSD, Cholesky). The completion is per client, before the sum of eq. B.17,
-  and uses exactly the floats the thesis sends. OSULeaf: 0.77 (= IncFed) for every
-  k ≥ 16, 0.65 at k = 8. WESAD: 0.72 at k = 376, 0.70 at 250, 0.65 at 167, 0.53 at the
-  thesis' k = 84, 0.43–0.51 at k = 21–42 (each client's statistics have rank k).
+  and uses exactly the floats the thesis sends.
 * ``"block"`` — the mask on both sides, ``A_c* = A_c D_c``, ``B_c* = D_c B_c D_c`` (the
   k × k block, k(k + 1)/2 + k·N_Y floats, a subset of the upload). ``Σ B_c*`` is PSD and
   ``W`` minimises ``Σ_c ‖Y_c − W D_c S_c‖² + λ‖W‖²`` (each client's targets fitted
-  through its own selected features). WESAD: 0.58–0.68 for every k < N_F (0.59 at
-  k = 84). But at test time the readout adds features fitted on different clients: when
-  the class signal rides on large common offsets (features that predict only after
-  cancelling each other, like mean reservoir states) the sum no longer cancels and the
-  readout collapses — OSULeaf 0.18–0.23 for every k < N_F (below the majority class);
-  numpy set with offsets N(0, 2²), 61 features: 0.25 at k = 30 where IncFed reaches 0.86
-  (Nyström 0.85).
+  through its own selected features); at test time the readout adds features fitted on
+  different clients, and when the class signal rides on large common offsets (features
+  that predict only after cancelling each other, like mean reservoir states) it collapses.
 
 k counts readout features: the units, plus the constant bias input when the readout has one.
 """
@@ -58,8 +44,12 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 
-from tff_esn.closed_form.configs import MASKS
-from tff_esn.closed_form.incfed import check_clients
+from tff_esn import communication
+from tff_esn.closed_form.client_stats import check_clients
+from tff_esn.closed_form.configs import MASKS, PartialIncFedConfig
+from tff_esn.closed_form.private_sum import dense_if_secure, private_sum
+from tff_esn.closed_form.run import Run
+from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
 from tff_esn.run_warnings import warn
 
@@ -187,3 +177,19 @@ def fit_partial_incfed(stats: Sequence[RidgeStats], k: int, alpha: float, l2: fl
     total = aggregate(mask_stats(s, sel, mask) for s, sel in zip(stats, selected))
     readout = solve_general(total, l2) if mask == "columns" else total.solve(l2)
     return PartialResult(readout, selected)
+
+
+# --------------------------------------------------------------------------- the registry's run function
+def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIncFedConfig) -> dict:
+    """Partial IncFed (thesis eqs. B.15–B.17)."""
+    run = Run(dataset, split, config, "partial-incfed")
+    k = config.k if config.k is not None else default_k(run.n_features, len(run.train_ids))
+    stats, aggregate, sections = private_sum(run, run.stats())
+
+    def fit(l2: float):
+        return fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
+
+    result = fit(run.choose_l2(lambda grid: [run.scorer(fit(l2).readout) for l2 in grid]))
+    cost = dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
+    return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
+            **sections("partial-incfed")}

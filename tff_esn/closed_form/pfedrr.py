@@ -7,38 +7,19 @@ permutation (the selected block of ``B_c`` and a non-negative diagonal), hence s
 positive semi-definite, and the Cholesky solve of :class:`RidgeStats` applies.
 
 I-pFedRR ranks unit i by ``I_i = Σ_j B_ij²`` (eq. 5, the squared row of the Fisher matrix
-``B``, eq. 4), min-max scales I to [0, 1] and selects ``S = {i : I_i ≥ 1 − τ}``. The paper
-writes ``>`` (and ``0 ≤ i < N_x − 1``, an off-by-one): with ``>`` the least important unit,
-scaled to 0, could never be chosen, so we use ``≥`` and accept τ ∈ (0, 1]; τ = 1 selects
-every unit and gives the exact FedRR readout. When all importances are equal every unit
-is selected. R-pFedRR selects the same number of units uniformly at random per client.
-The three readouts (exact FedRR, I-, R-) are solved from the same client statistics on
-the same reservoir in one pass (pFedRR §3).
+``B``, eq. 4), min-max scales I to [0, 1] and selects ``S = {i : I_i ≥ 1 − τ}``, τ ∈ (0, 1]
+(τ = 1 selects every unit and gives the exact FedRR readout; when all importances are
+equal every unit is selected). R-pFedRR selects the same number of units uniformly at
+random per client. The three readouts (exact FedRR, I-, R-) are solved from the same client
+statistics on the same reservoir in one pass (pFedRR §3).
 
-Two deviations from the paper's text, with their evidence:
-
-* **The readout bias is not a unit.** pFedRR's ``S`` ranges over the N_x reservoir units;
-  its bias ``b_out`` (eq. 1) is separate. When the readout has a bias input (the constant-1
-  last feature), it is left out of the ranking and the min-max scaling, kept in every
-  selection (its row and column of ``B_c``: |S| + 1 floats more) and not counted in
-  "% units". Ranked as a unit, its importance ``n² + Σ_j (Σ_t s_j)²`` dwarfs the units'
-  with mean states: on OSULeaf (20 clients, 300 units, mean states) it was the only
-  feature selected at every τ (0.3 % of the features, accuracy 0.17 against FedRR's 0.77).
-* **A_c is masked like B̃_c** (``reading="consistent"``, the default): ``A_c* = A_c D_c``
-  with ``D_c = diag(1_S)``; the paper sends ``A_c`` whole (``reading="literal"``). With
-  ``A_c`` whole, a unit that no client selects has only its diagonal in ``B̃``, so its
-  weight is its own univariate regression ``A_j / (B_jj + λ)``; the readout adds hundreds
-  of such fits of correlated units, each to the full target, and their sum swamps the
-  jointly fitted part. The system is well-posed (PSD, any λ > 0) but the model
-  over-counts: on OSULeaf (mean states, 300 units) literal I-pFedRR predicts one or two
-  classes, 0.17–0.22 at τ 0.1–0.9 (9 % of the units at τ 0.5; FedRR 0.77), where the
-  consistent reading gives 0.42 (9 %), 0.65 (23 %) and 0.74 (53 %). A larger λ does not
-  rescue the literal reading (without readout bias, τ 0.5: 0.16–0.18 for λ from 1e-6 to
-  100; FedRR itself falls to chance from λ 0.1 on, the states' diagonal being ~0.16). The consistent
-  ``(A_c D_c, B̃_c)`` is the ridge problem ``Σ_c ‖Y_c − W D_c S_c‖²`` plus the penalty
-  ``Σ_c Σ_{j∉S_c} B_c,jj W_j²`` (the kept diagonal of the unselected units): a unit only
-  learns from the clients that selected it. On synthetic WESAD (300 units, 9 clients)
-  it gives 0.75 with 8 % of the units against FedRR's 0.72 (literal: 0.70).
+Three readings differ from the paper's text (DEVIATIONS.md, pFedRR rows): the threshold is
+``≥`` (with the paper's ``>`` the least important unit could never be chosen); the readout
+bias input is no unit (kept in every selection, outside the ranking and the "% units");
+and ``A_c`` is masked like ``B̃_c`` (``reading="consistent"``: ``A_c D_c`` with
+``D_c = diag(1_S)``, the ridge problem ``Σ_c ‖Y_c − W D_c S_c‖²`` plus the kept diagonal
+of the unselected units as penalty, so a unit learns only from the clients that selected
+it), where the paper sends ``A_c`` whole (``reading="literal"``).
 
 The units are the readout features without the bias input.
 """
@@ -46,13 +27,21 @@ The units are the readout features without the bias input.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import numpy as np
 
-from tff_esn.closed_form.configs import READINGS
-from tff_esn.closed_form.incfed import check_clients
+from tff_esn import communication
+from tff_esn.closed_form.client_stats import check_clients
+from tff_esn.closed_form.configs import READINGS, PFedRRConfig
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+from tff_esn.closed_form.private_sum import dense_if_secure, plain_sections, private_sum
+from tff_esn.closed_form.run import GROUPS, Run
+from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive
+from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats
 
 Reading = Literal["consistent", "literal"]
@@ -177,3 +166,85 @@ def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int 
         random_units=tuple(p.random_units for p in parts),
         n_units=n_units(stats[0]),
     )
+
+
+# --------------------------------------------------------------------------- streaming subrounds
+@dataclasses.dataclass(frozen=True, eq=False)
+class StreamedPFedRR:
+    """pFedRR over a stream: FedRR, I-pFedRR and R-pFedRR readouts and the mean % of units."""
+
+    exact: np.ndarray
+    important: np.ndarray
+    random: np.ndarray
+    percent_units: float
+    subrounds: int
+    selected: dict[int, int] = dataclasses.field(default_factory=dict)  # units kept by I-pFedRR → clients
+
+    @property
+    def important_sizes(self) -> list[int]:
+        """Units each client kept (I-pFedRR), in no particular order (for :func:`tff_esn.communication.pfedrr`)."""
+        return [size for size, count in sorted(self.selected.items()) for _ in range(count)]
+
+
+def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, tau: float,
+                  l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
+                  batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
+                  progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
+    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds.
+
+    Client number ``i`` of the stream draws its R- units with seed ``(seed, i)``, as in
+    :func:`fit_pfedrr`, so both give the same readouts on the same clients.
+    """
+    check_tau(tau)
+    source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
+
+    def subround(clients: SequenceDataset, first: int):
+        harvester = Harvester(clients, spec, batch_size=batch_size)
+        exact, important, random = [], [], []
+        counters: dict[str, float] = {"units": 0}
+        for i, cid in enumerate(clients.client_ids):
+            stats = harvester.stats(weights, cid)
+            parts = client_parts(stats, tau, seed, first + i, reading)
+            exact.append(stats)
+            important.append(parts.important)
+            random.append(parts.random)
+            size = int(parts.important_units.size)
+            counters["units"] += size
+            counters[f"size{size}"] = counters.get(f"size{size}", 0) + 1
+        return [RidgeStats.sum(exact), RidgeStats.sum(important), RidgeStats.sum(random)], counters
+
+    identity = {"algorithm": "pfedrr", "n_clients": source.n_clients, "subround_size": subround_size,
+                "reservoir": weights.key, "tau": float(tau), "seed": seed, "reading": reading}
+    parts, counters, done = drive(source, subround_size, subround, Checkpoint(checkpoint, identity), progress,
+                                  "pfedrr subrounds")
+    exact, important, random = (p.solve(l2, per_client=per_client) for p in parts)
+    percent = counters["units"] / (parts[0].clients * n_units(parts[0])) * 100
+    selected = {int(k[len("size"):]): int(v) for k, v in counters.items() if k.startswith("size")}
+    return StreamedPFedRR(exact, important, random, float(percent), done, selected)
+
+
+# --------------------------------------------------------------------------- the registry's run function
+def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> dict:
+    """I-pFedRR (reported), with FedRR and R-pFedRR on the same statistics in ``extra``."""
+    run = Run(dataset, split, config, "pfedrr")
+    l2 = run.choose_l2(lambda grid: [run.scorer(fit_pfedrr(run.stats(), config.tau, l2, seed=config.seed,
+                                                           reading=config.reading).important) for l2 in grid])
+    if config.subround_size is not None:  # PFedRRConfig refuses it with privacy settings
+        result = stream_pfedrr(run.weights, run.training_clients(), run.spec, config.tau, l2, seed=config.seed,
+                               subround_size=config.subround_size, reading=config.reading)
+        sizes = result.important_sizes
+        sections = plain_sections
+    else:
+        stats, aggregate, sections = private_sum(run, run.stats())
+        result = fit_pfedrr(stats, config.tau, l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
+        sizes = [u.size for u in result.important_units]
+    comparison = {}
+    for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
+        comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
+            run.n_features, run.n_outputs)).items() if g in GROUPS}
+    kept = run.n_features - run.reservoir.units  # the readout's bias input, kept in every selection
+    cost = dense_if_secure(run, communication.pfedrr([size + kept for size in sizes], run.n_features,
+                                                     run.n_outputs))
+    return {**run.report(run.scorer(result.important), cost, tau=config.tau, reading=config.reading,
+                         percent_units=result.percent_units, **comparison),
+            **sections("pfedrr")}

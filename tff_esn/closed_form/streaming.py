@@ -1,29 +1,22 @@
-"""IncFed and pFedRR over very many clients in streaming subrounds (memory ∝ statistics).
+"""Clients in streaming subrounds: the driver IncFed and pFedRR federate very many clients with.
 
 IncFed's server needs only the sums ``A = Σ A_c`` and ``B = Σ B_c`` (IncFed eqs. 8–9), and
-sums can be formed piece by piece. The drivers here take the clients in subrounds of
-``subround_size``: each subround's clients are generated (or selected), reduced to their
-subround sum, added to the running server sum, and dropped. Memory is one subround's data
-plus the statistics ``N_Y·N_F + N_F²`` floats, whatever the number of clients; the readout
-``W = A (B + λI)⁻¹`` (IncFed eq. 10) is solved once at the end and equals the one of all
-clients at once (:func:`tff_esn.closed_form.incfed.fit_incfed`) up to the order of the float64 sums.
+sums can be formed piece by piece. :func:`drive` takes the clients of a
+:class:`ClientSource` in subrounds of ``subround_size``: each subround's clients are
+generated (or selected), reduced to their subround sums by the algorithm's function,
+added to the running sums, and dropped. Memory is one subround's data plus the
+statistics ``N_Y·N_F + N_F²`` floats, whatever the number of clients; the algorithm
+solves once at the end (:func:`tff_esn.closed_form.incfed.stream_incfed`,
+:func:`tff_esn.closed_form.pfedrr.stream_pfedrr`).
 
-* :func:`stream_incfed` — each subround is one TFF computation: the clients' statistics
-  computation of :mod:`tff_esn.closed_form.incfed` under ``federated_map`` and a ``federated_sum``;
-  with ``--workers`` the subround's clients are split across the TFF workers.
-* :func:`stream_pfedrr` — each client's statistics are sparsified locally (pFedRR eq. 2,
-  I- and R- selections, :mod:`tff_esn.closed_form.pfedrr`) and the exact, I- and R- sums run side by
-  side (numpy client path, like :func:`tff_esn.closed_form.pfedrr.fit_pfedrr`, which it equals).
-
-With ``checkpoint=FILE`` the running sums are saved atomically after every subround; a
-run given the same file continues after the last completed subround (a run whose worker
-died stops with :class:`tff_esn.runtime.WorkerError` and resumes this way).
+With a :class:`Checkpoint` file the running sums are saved atomically after every
+subround; a run given the same file continues after the last completed subround (a run
+whose worker died stops with :class:`tff_esn.runtime.WorkerError` and resumes this way).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -32,17 +25,9 @@ from typing import Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from tff_esn.lazy import LazyModule
 from tff_esn.data.sequences import SequenceDataset
-from tff_esn.closed_form.harvest import Harvester
-from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.incfed import _client_arrays, build_client_stats_computation
 from tff_esn.io import atomic_write
-from tff_esn.closed_form.pfedrr import Reading, check_tau, client_parts, n_units
-from tff_esn.privacy.aggregation import federated_stats_sum
 from tff_esn.esn.ridge import RidgeStats
-
-tf = LazyModule("tensorflow")
 
 
 class ClientSource(Protocol):
@@ -72,38 +57,13 @@ class DatasetClients:
             yield dataclasses.replace(self.dataset, clients=chunk, groups=groups)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class StreamedIncFed:
-    """IncFed over a stream: the readout (N_Y, N_F), the summed statistics, subrounds run."""
-
-    readout: np.ndarray
-    stats: RidgeStats
-    subrounds: int
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class StreamedPFedRR:
-    """pFedRR over a stream: FedRR, I-pFedRR and R-pFedRR readouts and the mean % of units."""
-
-    exact: np.ndarray
-    important: np.ndarray
-    random: np.ndarray
-    percent_units: float
-    subrounds: int
-    selected: dict[int, int] = dataclasses.field(default_factory=dict)  # units kept by I-pFedRR → clients
-
-    @property
-    def important_sizes(self) -> list[int]:
-        """Units each client kept (I-pFedRR), in no particular order (for :func:`tff_esn.communication.pfedrr`)."""
-        return [size for size, count in sorted(self.selected.items()) for _ in range(count)]
-
-
 # (subround clients, index of its first client) -> (partial sums, partial counters)
 SubroundFn = Callable[[SequenceDataset, int], tuple[Sequence[RidgeStats], dict[str, float]]]
 
 
-class _Checkpoint:
-    """Running sums after each completed subround in one ``.npz``, replaced atomically."""
+class Checkpoint:
+    """Running sums after each completed subround in one ``.npz``, replaced atomically
+    (no file: ``path=None``); ``identity`` names the run a file belongs to."""
 
     def __init__(self, path: str | os.PathLike | None, identity: dict[str, float | str]):
         self.path = None if path is None else Path(path)
@@ -139,7 +99,7 @@ def _check_size(subround_size: int) -> None:
         raise ValueError(f"subround_size: expected an integer ≥ 1, got {subround_size!r}.")
 
 
-def _drive(source: ClientSource, subround_size: int, fn: SubroundFn, checkpoint: _Checkpoint,
+def drive(source: ClientSource, subround_size: int, fn: SubroundFn, checkpoint: Checkpoint,
            progress: bool, desc: str) -> tuple[list[RidgeStats], dict[str, float], int]:
     """Runs ``fn`` on every subround and keeps the running sums (IncFed eqs. 8–9)."""
     _check_size(subround_size)
@@ -164,110 +124,3 @@ def _drive(source: ClientSource, subround_size: int, fn: SubroundFn, checkpoint:
     return parts, counters, done
 
 
-@functools.lru_cache(maxsize=16)
-def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
-                               spec: StateSpec, per_step_targets: bool):
-    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
-
-    The client computation is :func:`tff_esn.closed_form.incfed.build_client_stats_computation`; the sum is
-    :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
-    privacy flags).
-    """
-    import tensorflow_federated as tff
-
-    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets)
-    dataset_type, reservoir_type = client_stats.type_signature.parameter
-
-    @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
-    def subround_sum(reservoir, datasets):
-        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        total, _ = federated_stats_sum(local, None)  # the one aggregation point (plain sum here)
-        return total
-
-    return subround_sum
-
-
-def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, l2: float, *,
-                  subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
-                  batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
-                  progress: bool = False) -> StreamedIncFed:
-    """IncFed (IncFed eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients.
-
-    Each TFF client of a subround carries a block of ``clients_per_call`` consecutive
-    clients: their sequences form one dataset, whose statistics are the sum of theirs
-    (IncFed eqs. 8–9 — the sum is associative), so the driver builds and serialises one
-    ``tf.data`` dataset per block instead of one per client. The client count (for λ per
-    client) is that of the source's clients, not of the blocks. ``clients_per_call=1`` is
-    one TFF client per client. FedAvg cannot be blocked this way: its server averages
-    per-client *models* trained from the same start, and a block trained as one client
-    is another model than the average of its members' (thesis Alg. 2).
-
-    Every client must have sequences of the same (T, F) (one computation shape). Raises
-    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.esn.ridge.SingularSystemError` (at ``l2 = 0``)
-    for a singular system and :class:`~tff_esn.runtime.WorkerError` when a worker is lost.
-    """
-    if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
-        raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
-    source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
-    reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
-    shape: dict[str, tuple] = {}
-
-    def subround(clients: SequenceDataset, first: int):
-        arrays = [_client_arrays(c, clients.n_classes, spec) for c in clients.clients.values()]
-        key = (arrays[0][0].shape[1:], arrays[0][1].ndim == 3, clients.n_classes)
-        if {(x.shape[1:], t.ndim == 3, clients.n_classes) for x, t in arrays} != {shape.setdefault("key", key)}:
-            raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]} and "
-                             f"labels of the same kind; subround from client {first} differs.")
-        (steps, n_inputs), per_step, n_classes = key
-        if n_inputs != weights.n_inputs:
-            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
-        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
-                                          per_step)
-        blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
-        datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
-                    .batch(batch_size) for block in blocks]
-        a, b, n, _ = comp(reservoir, datasets)
-        return [RidgeStats(np.asarray(a), np.asarray(b), int(n), len(arrays), spec.readout_bias)], {}
-
-    identity = {"algorithm": "incfed", "n_clients": source.n_clients, "subround_size": subround_size,
-                "reservoir": weights.key}
-    (total,), _, done = _drive(source, subround_size, subround, _Checkpoint(checkpoint, identity), progress,
-                               "incfed subrounds")
-    return StreamedIncFed(total.solve(l2, per_client=per_client), total, done)
-
-
-def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, tau: float,
-                  l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
-                  batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
-                  progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
-    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds.
-
-    Client number ``i`` of the stream draws its R- units with seed ``(seed, i)``, as in
-    :func:`tff_esn.closed_form.pfedrr.fit_pfedrr`, so both give the same readouts on the same clients.
-    """
-    check_tau(tau)
-    source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
-
-    def subround(clients: SequenceDataset, first: int):
-        harvester = Harvester(clients, spec, batch_size=batch_size)
-        exact, important, random = [], [], []
-        counters: dict[str, float] = {"units": 0}
-        for i, cid in enumerate(clients.client_ids):
-            stats = harvester.stats(weights, cid)
-            parts = client_parts(stats, tau, seed, first + i, reading)
-            exact.append(stats)
-            important.append(parts.important)
-            random.append(parts.random)
-            size = int(parts.important_units.size)
-            counters["units"] += size
-            counters[f"size{size}"] = counters.get(f"size{size}", 0) + 1
-        return [RidgeStats.sum(exact), RidgeStats.sum(important), RidgeStats.sum(random)], counters
-
-    identity = {"algorithm": "pfedrr", "n_clients": source.n_clients, "subround_size": subround_size,
-                "reservoir": weights.key, "tau": float(tau), "seed": seed, "reading": reading}
-    parts, counters, done = _drive(source, subround_size, subround, _Checkpoint(checkpoint, identity), progress,
-                                   "pfedrr subrounds")
-    exact, important, random = (p.solve(l2, per_client=per_client) for p in parts)
-    percent = counters["units"] / (parts[0].clients * n_units(parts[0])) * 100
-    selected = {int(k[len("size"):]): int(v) for k, v in counters.items() if k.startswith("size")}
-    return StreamedPFedRR(exact, important, random, float(percent), done, selected)

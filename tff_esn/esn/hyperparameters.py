@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
+
+from tff_esn.validation import check_field, is_count, is_finite
 
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
@@ -43,27 +44,18 @@ class ReservoirConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        def check(name: str, ok: bool, expected: str) -> None:
-            if not ok:
-                raise ValueError(
-                    f"ReservoirConfig.{name}: expected {expected}, got {getattr(self, name)!r}."
-                )
-
-        def finite(name: str) -> bool:
-            value = getattr(self, name)
-            return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-        check("units", isinstance(self.units, int) and not isinstance(self.units, bool) and self.units >= 1,
-              "an integer ≥ 1")
-        check("spectral_radius", finite("spectral_radius") and self.spectral_radius > 0, "a finite number > 0")
-        check("leaky", finite("leaky") and 0 < self.leaky <= 1, "a number in (0, 1]")
-        check("input_scaling", finite("input_scaling") and self.input_scaling > 0, "a finite number > 0")
+        check_field(self, "units", is_count(self.units, 1), "an integer ≥ 1")
+        check_field(self, "spectral_radius", is_finite(self.spectral_radius) and self.spectral_radius > 0,
+                    "a finite number > 0")
+        check_field(self, "leaky", is_finite(self.leaky) and 0 < self.leaky <= 1, "a number in (0, 1]")
+        check_field(self, "input_scaling", is_finite(self.input_scaling) and self.input_scaling > 0,
+                    "a finite number > 0")
         for name in ("input_connectivity", "recurrent_connectivity"):
-            check(name, finite(name) and 0 < getattr(self, name) <= 1,
-                  "a fraction in (0, 1] (use connectivity_from_count for a count per unit)")
-        check("bias_scaling", finite("bias_scaling") and self.bias_scaling >= 0, "a finite number ≥ 0")
-        check("seed", isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
-              "a non-negative integer")
+            check_field(self, name, is_finite(getattr(self, name)) and 0 < getattr(self, name) <= 1,
+                        "a fraction in (0, 1] (use connectivity_from_count for a count per unit)")
+        check_field(self, "bias_scaling", is_finite(self.bias_scaling) and self.bias_scaling >= 0,
+                    "a finite number ≥ 0")
+        check_field(self, "seed", is_count(self.seed, 0), "a non-negative integer")
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""

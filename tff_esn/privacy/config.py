@@ -11,9 +11,9 @@ checks import :mod:`tff_esn.privacy.accounting` when a run asks for DP).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
+from tff_esn.validation import check_field, is_count, is_finite
 
 DEFAULT_SECURE_BITS = 48
 MODELS = ("central", "local", "distributed")
@@ -24,7 +24,7 @@ NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsil
 
 def check_clip(clip: float) -> float:
     """C as a float > 0; otherwise a ``ValueError`` naming the fix."""
-    if not isinstance(clip, (int, float)) or isinstance(clip, bool) or not math.isfinite(clip) or clip <= 0:
+    if not (is_finite(clip) and clip > 0):
         raise ValueError(f"dp clip: expected a finite state norm bound > 0 (e.g. the default √N_F), got {clip!r}.")
     return float(clip)
 
@@ -75,27 +75,24 @@ class PrivacyConfig:
             if self.dp_noise_multiplier is not None:
                 accounting.check_noise_multiplier(self.dp_noise_multiplier)
             accounting.check_delta(self.dp_delta)
-        if self.dp_clip is not None:
-            check_clip(self.dp_clip)
-        check_clip(self.dp_ip_clip)
+        check_field(self, "dp_clip", self.dp_clip is None or (is_finite(self.dp_clip) and self.dp_clip > 0),
+                    "None or a finite norm bound > 0")
+        check_field(self, "dp_ip_clip", is_finite(self.dp_ip_clip) and self.dp_ip_clip > 0, "a finite norm bound > 0")
         if self.dp_adaptive_clip and not self.dp_requested:
             raise ValueError("PrivacyConfig.dp_adaptive_clip (--dp-adaptive-clip) needs --dp-epsilon or "
                              "--dp-noise-multiplier.")
         if self.dp_adaptive_clip and self.secure_aggregation:
             raise ValueError("secure aggregation with DP needs a fixed clip (SecureSumFactory bounds each coordinate "
                              "by C); drop --dp-adaptive-clip or --secure-aggregation.")
-        if self.dp_model not in MODELS:
-            raise ValueError(f"PrivacyConfig.dp_model (--dp-model): expected one of {MODELS}, got {self.dp_model!r}.")
+        check_field(self, "dp_model", self.dp_model in MODELS, f"one of {MODELS}")
         if self.dp_model == "distributed" and not self.secure_aggregation:
             raise ValueError("PrivacyConfig.dp_model (--dp-model) distributed: each client adds a share σ/√K of the "
                              "noise, private only inside a secure sum; add --secure-aggregation (or use --dp-model "
                              "central/local).")
-        if not isinstance(self.secure_bits, int) or isinstance(self.secure_bits, bool) or self.secure_bits < 1:
-            raise ValueError(f"PrivacyConfig.secure_bits (--secure-bits): expected an integer ≥ 1, "
-                             f"got {self.secure_bits!r}.")
-        if self.secure_range is not None and not (math.isfinite(self.secure_range) and self.secure_range > 0):
-            raise ValueError(f"PrivacyConfig.secure_range (--secure-range): expected a finite number > 0, "
-                             f"got {self.secure_range!r}.")
+        check_field(self, "secure_bits", is_count(self.secure_bits, 1), "an integer ≥ 1")
+        check_field(self, "secure_range", self.secure_range is None or (is_finite(self.secure_range)
+                                                                          and self.secure_range > 0),
+                    "None or a finite number > 0")
 
     @property
     def dp_requested(self) -> bool:

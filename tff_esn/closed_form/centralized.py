@@ -1,0 +1,22 @@
+"""The centralized ESN: ridge on the pooled training clients (IncFed eq. 3), every federation's reference."""
+
+from __future__ import annotations
+
+from tff_esn import communication
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.run import Run
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.esn.ridge import RidgeStats
+
+
+def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
+    """Ridge on the pooled training data (IncFed eq. 3): the reference of every federation.
+
+    The pooled statistics are the sum of the training clients' (IncFed eqs. 6–7: the same
+    ``Sᵀ S`` and ``Yᵀ S`` as stacking their states), so the harvest that gives them also
+    gives the training clients' evaluation states."""
+    run = Run(dataset, split, config, "centralized")
+    stats = run.stats()
+    readout = RidgeStats.sum(stats).solve(run.choose_l2(run.exact_sweep(stats)))
+    raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
+    return run.report(run.scorer(readout), communication.centralized(raw))

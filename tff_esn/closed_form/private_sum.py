@@ -1,0 +1,82 @@
+"""The closed-form runs' statistics summed under the run's privacy settings (:mod:`tff_esn.privacy`).
+
+Two places where a run's :class:`~tff_esn.privacy.config.PrivacyConfig` acts:
+
+* :func:`private_sum` — numpy runs (Partial IncFed, pFedRR): each client's statistics get
+  their own Gaussian noise under DP (:func:`tff_esn.privacy.dp_local_stats.local_noisy_stats`),
+  and the server sums them plainly (``RidgeStats.sum``) or with the secure sum
+  (``--secure-aggregation``);
+* :func:`tff_aggregation` — IncFed and FedIP through TFF: the
+  :class:`~tff_esn.privacy.aggregation.StatsAggregation` the clients clip, noise and sum with.
+
+Both give the ``privacy``/``secure_aggregation`` sections of ``metrics.json``
+(:func:`plain_sections` without privacy settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tff_esn import communication
+from tff_esn.closed_form.run import Run
+from tff_esn.privacy.aggregation import StatsAggregation
+from tff_esn.privacy.dp_local_stats import local_noisy_stats, local_privacy
+from tff_esn.privacy.closed_form import gaussian_stats, secure_ridge_sum, stats_aggregation, stats_sections
+from tff_esn.esn.ridge import RidgeStats
+
+Sections = Callable[[str], dict[str, Any]]
+"""``algorithm -> {"privacy": ..., "secure_aggregation": ...}``, the run's sections of ``metrics.json``."""
+
+
+def plain_sections(algorithm: str) -> dict[str, Any]:
+    """``privacy``/``secure_aggregation`` sections of a run without privacy settings."""
+    return stats_sections(None, 0, 0, algorithm=algorithm)
+
+
+def _longest(run: Run) -> int:
+    return max(c.x.shape[1] for c in run.dataset.select(run.train_ids).values())
+
+
+def private_sum(run: Run, stats: Sequence[RidgeStats]
+                ) -> tuple[Sequence[RidgeStats], Callable[[Sequence[RidgeStats]], RidgeStats], Sections]:
+    """``(stats, aggregate, sections)`` of a numpy closed-form run: the clients' statistics (each
+    with its own Gaussian noise under DP), ``RidgeStats.sum`` or the secure sum, and a function
+    giving the run's ``privacy``/``secure_aggregation`` sections."""
+    config = run.config
+    dp = gaussian_stats(config.privacy, state_mode=config.state_mode, washout=config.washout,
+                        seed=config.seed, n_features=run.n_features, steps=_longest(run))
+    raised = 0
+    if dp is not None:
+        stats, raised = local_noisy_stats(stats, dp)
+    summer = secure_ridge_sum(config.privacy, [s.n for s in stats])
+    if summer is None and dp is None:
+        return stats, RidgeStats.sum, plain_sections
+    agg = StatsAggregation(len(stats), run.n_features, dp=dp, secure=None if summer is None else summer.secure)
+
+    def sections(algorithm: str) -> dict[str, Any]:
+        out = stats_sections(agg, 0 if summer is None else summer.clipped_values, raised, algorithm=algorithm)
+        if dp is not None:
+            out["privacy"] = local_privacy(out["privacy"], dp, len(stats), run.n_features, raised)
+        if summer is not None:
+            out["secure_aggregation"]["seconds"] = summer.seconds
+        return out
+
+    return stats, RidgeStats.sum if summer is None else summer, sections
+
+
+def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
+    """The :class:`StatsAggregation` of the run's training clients inside TFF (``None``: plain
+    sum), its DP met over ``releases`` Gaussian releases (FedIP: its rounds and the statistics)."""
+    config = run.config
+    clients = list(run.dataset.select(run.train_ids).values())
+    return stats_aggregation(config.privacy, state_mode=config.state_mode, washout=config.washout,
+                             seed=config.seed, n_features=run.n_features, steps=_longest(run),
+                             client_sequences=[len(c) for c in clients], releases=releases)
+
+
+def dense_if_secure(run: Run, cost: communication.CommunicationCost) -> communication.CommunicationCost:
+    """A masked upload's ``cost``, or IncFed's dense one under secure aggregation (zeros are sent too)."""
+    if run.config.privacy.secure_aggregation:
+        return communication.incfed(run.n_features, run.n_outputs)
+    return cost
