@@ -1,4 +1,7 @@
-"""The package's import structure and layering, read from the source with ``ast`` (nothing is imported)."""
+"""The package's import structure and layering, read from the source with ``ast`` (nothing is imported).
+
+The layers are ARCHITECTURE.md's table: a module imports only from its own layer or below.
+"""
 
 from __future__ import annotations
 
@@ -8,62 +11,51 @@ from pathlib import Path
 import tff_esn
 
 PACKAGE = Path(tff_esn.__file__).parent
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tff_esn", "discriminator", "tuning", "scripts")
 
-ESN_CORE_MAY_IMPORT = ("tff_esn.esn", "tff_esn.lazy", "tff_esn.run_warnings", "tff_esn.validation")
-"""The ESN core stands on nothing but itself and the package's generic helpers: no algorithm,
-``closed_form``, ``federated``, ``privacy``, ``data``, ``cli`` or ``runtime`` module."""
-
-
-def _tff_esn_imports(source: str, package: str) -> set[str]:
-    """Every ``tff_esn`` module a source names: ``import``/``from … import`` statements anywhere
-    (functions and ``TYPE_CHECKING`` blocks included; relative ones resolved against ``package``)
-    and the string argument of ``LazyModule(…)`` / ``import_module(…)``."""
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names if module == "tff_esn")
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
-                "LazyModule", "import_module"):
-            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                names.add(node.args[0].value)
-    return {n for n in names if n == "tff_esn" or n.startswith("tff_esn.")}
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ESN core", ("tff_esn.esn", "tff_esn.lazy", "tff_esn.validation", "tff_esn.run_warnings", "tff_esn.io",
+                  "tff_esn.settings", "tff_esn.metrics", "tff_esn.communication")),
+    ("services", ("tff_esn.data", "tff_esn.privacy", "tff_esn.runtime", "tff_esn.memory", "tff_esn.provenance",
+                  "tff_esn.run_folder", "tff_esn.baselines")),
+    ("registry", ("tff_esn.algorithms", "tff_esn.run_checks", "tff_esn.defaults")),
+    ("algorithms", ("tff_esn.closed_form", "tff_esn.federated", "discriminator", "tuning")),
+    ("entry points", ("tff_esn.cli", "tff_esn.compare", "tff_esn.__main__", "tuning.cli", "discriminator.cli",
+                      "scripts")),
+)
+"""Layer name and the modules (with their submodules) in it; a more specific prefix wins."""
 
 
-def _outside(names: set[str], allowed: tuple[str, ...]) -> set[str]:
-    return {n for n in names if n != "tff_esn" and not any(n == a or n.startswith(a + ".") for a in allowed)}
+def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of ``module`` (the longest matching prefix decides)."""
+    matches = [(len(prefix), index) for index, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+               if module == prefix or module.startswith(prefix + ".")]
+    assert matches, f"{module} is in no layer of ARCHITECTURE.md"
+    return max(matches)[1]
+
+
+def test_every_module_imports_only_its_layer_or_below():
+    graph = import_graph()
+    upward = sorted(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+                    for module, targets in graph.items() if module != "tff_esn"
+                    for target in targets if target != "tff_esn" and layer_of(target) > layer_of(module))
+    assert not upward, "\n".join(upward)
 
 
 def test_esn_core_imports_no_algorithm_layer():
-    files = sorted((PACKAGE / "esn").glob("*.py"))
-    assert {f.name for f in files} >= {"__init__.py", "hyperparameters.py", "ridge.py", "states_numpy.py",
-                                      "states_tf.py"}
-    offending = {f.name: sorted(_outside(_tff_esn_imports(f.read_text(), "tff_esn.esn"), ESN_CORE_MAY_IMPORT))
-                 for f in files}
-    assert not {name: bad for name, bad in offending.items() if bad}
+    graph = import_graph()
+    core = sorted(m for m in graph if m.startswith("tff_esn.esn"))
+    assert {"tff_esn.esn", "tff_esn.esn.hyperparameters", "tff_esn.esn.ridge", "tff_esn.esn.states_numpy",
+            "tff_esn.esn.states_tf"} <= set(core)
+    above = {m: sorted(t for t in graph[m] if layer_of(t) > 0) for m in core}
+    assert not {m: targets for m, targets in above.items() if targets}
 
 
-def test_the_import_scan_sees_every_form_of_import():
-    source = (
-        "import tff_esn.privacy.dp_stats\n"
-        "from tff_esn.closed_form import incfed\n"
-        "from tff_esn import federated\n"
-        "from ..data import sequences\n"
-        "from . import ridge\n"
-        "def f():\n    from tff_esn.runtime import ensure_context\n"
-        "x = LazyModule('tff_esn.cli.run')\n"
-        "y = importlib.import_module('tff_esn.algorithms')\n"
-    )
-    found = _outside(_tff_esn_imports(source, "tff_esn.esn"), ESN_CORE_MAY_IMPORT)
-    assert found == {"tff_esn.privacy.dp_stats", "tff_esn.closed_form", "tff_esn.federated", "tff_esn.data",
-                     "tff_esn.runtime", "tff_esn.cli.run", "tff_esn.algorithms"}
+def test_the_layer_check_fails_on_an_upward_import():
+    assert layer_of("tff_esn.esn.ridge") == 0 < layer_of("tff_esn.privacy.dp_stats") == 1
+    assert layer_of("tuning.cli") == 4 > layer_of("tuning.search") == 3
+    assert layer_of("tff_esn.closed_form.incfed") == 3 > layer_of("tff_esn.algorithms") == 2
 
 
 def test_the_esn_core_numpy_side_imports_no_tensorflow_and_exports_resolve():
@@ -83,10 +75,6 @@ def test_the_esn_core_numpy_side_imports_no_tensorflow_and_exports_resolve():
                          cwd=PACKAGE.parent).stdout.split("\n")
     assert out[0] == "True False"
     assert out[1] == "tff_esn.esn.layer True"
-
-
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tff_esn", "discriminator", "tuning", "scripts")
 
 
 def _module_name(path: Path) -> str:
