@@ -85,10 +85,12 @@ def curvature_penalty_gradient(weights, u, v, u_b, v_b) -> tuple[tf.Tensor, ...]
     return tuple(2.0 * w * (uu - ub) - 2.0 * (vv - vb) for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b))
 
 
-@tff.tensorflow.computation
-def _nonnegative(u):
+def nonnegative(u):
     """``max(u, 0)``: a Fisher diagonal is ≥ 0 (post-processing of a noisy DP sum)."""
     return tf.nest.map_structure(lambda t: tf.maximum(t, 0.0), u)
+
+
+_nonnegative = tff.tensorflow.computation(nonnegative)
 
 
 def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
@@ -100,14 +102,22 @@ def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
     return tf.reshape(verdict, [])
 
 
-def _build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None):
-    """The client's ``tf.function`` (thesis ClientUpdate of Alg. 1–4); ``reservoir`` is
-    ``None`` or a one-element dataset of the client's own non-trainable weights."""
+def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None):
+    """The client's ``tf.function`` (thesis ClientUpdate of Alg. 1–4), run by both backends:
+    TFF's client computation (:func:`build_readout_client_work`) and the single-process loop
+    (:mod:`tff_esn.federated.simulation`).
+
+    ``client_update(initial_weights, data, u, v, reservoir=None)`` returns ``(ClientResult,
+    unfinalized metrics, accepted 0/1, u_b, v_b)``; ``reservoir`` is ``None`` or a one-element
+    dataset of the client's own non-trainable weights. The metrics start from zero at every
+    call (a TFF client computation builds its model anew; the loop calls one model again).
+    """
     model = model_fn()
     curvature = penalty is not None
 
     @tf.function
     def client_update(initial_weights, data, u, v, reservoir=None):
+        model.reset_metrics()
         model_weights = tff.learning.models.ModelWeights.from_model(model)
         tf.nest.map_structure(lambda a, b: a.assign(b), model_weights, initial_weights)
         if reservoir is not None:
@@ -215,7 +225,7 @@ def build_readout_client_work(
 
     @tff.tensorflow.computation(broadcast_type, weights_type, data_type)
     def client_update_computation(state, weights, data):
-        update_fn = _build_client_update(model_fn, optimizer, penalty, client_filter)
+        update_fn = build_client_update(model_fn, optimizer, penalty, client_filter)
         dataset, reservoir = data if client_reservoirs else (data, None)
         if penalty is None:
             empty = tuple(tf.zeros(w.shape, w.dtype) for w in weights.trainable)

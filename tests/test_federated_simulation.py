@@ -1,0 +1,124 @@
+"""The single-process backend equals the TFF processes round by round: weights, u/v, metrics."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_esn import ReservoirConfig
+from tff_esn.data.sequences import ClientSequences
+from tff_esn.federated import build_fedavg, build_fedcurv, curvature, sample_clients
+from tff_esn.federated.clients import CachedStates, RawInputs
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.federated.simulation import SimulatedProcess, weighted_mean
+
+UNITS = 6
+ROUNDS = 5
+IDS = ("a", "b", "c", "d")
+
+
+def _clients(seed: int, n_classes: int) -> dict[str, ClientSequences]:
+    rng = np.random.default_rng(seed)
+    clients = {}
+    for i, cid in enumerate(IDS):
+        n = 5 + 3 * i
+        x = rng.normal(size=(n, 7, 2)).astype(np.float32)
+        y = np.minimum((x[:, -1, 0] + 0.3 * rng.normal(size=n) > 0.2 * i).astype(np.int64)
+                       + (x[:, -1, 1] > 0.8), n_classes - 1)
+        clients[cid] = ClientSequences(x, y)
+    return clients
+
+
+def _source(seed: int, faithful: bool, reservoirs: str, n_classes: int):
+    model = ThesisModelConfig(reservoir=ReservoirConfig(units=UNITS, spectral_radius=0.9, seed=seed), batch_size=4,
+                              learning_rate=0.05, state_mode="last",
+                              class_weight=(1.0, 3.0) if n_classes == 2 else (1.0, 2.0, 3.0))
+    clients = _clients(seed, n_classes)
+    if faithful:
+        return model, RawInputs(clients, model, seed=seed, noise_std=0.3, reservoirs=reservoirs, shuffle=True)
+    return model, CachedStates(clients, model, seed=seed, noise_std=0.3, reservoirs=reservoirs, shuffle=True)
+
+
+def _model_fn(model: ThesisModelConfig, source, faithful: bool):
+    first = source.dataset(IDS[0], 0)
+    spec = (first[0] if isinstance(first, tuple) else first).element_spec
+    n_inputs = 2 if faithful else UNITS
+
+    def fn():
+        keras_model = build_thesis_model(n_inputs, model, readout_only=not faithful)
+        return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model), input_spec=spec)
+
+    return fn
+
+
+def _rounds(process, source, seed: int, curvature_of):
+    """Per round: trainable weights, (u, v) or None, train loss, accepted clients."""
+    state = process.initialize()
+    out = []
+    for r in range(ROUNDS):
+        sampled = sample_clients(source.ids, 3, seed, r)
+        result = process.next(state, source.datasets(sampled, r))
+        state = result.state
+        work = result.metrics["client_work"]
+        out.append(([np.asarray(w) for w in process.get_model_weights(state).trainable], curvature_of(state),
+                     float(work["train"]["loss"]), int(work.get("accepted_clients", len(sampled)))))
+    return out
+
+
+CASES = [
+    # seed, algorithm, penalty, server lr, states, reservoirs, filter threshold (None: no filter), classes
+    (0, "fedavg", None, 1.0, "cached", "same", None, 2),
+    (1, "fedavg", None, 0.1, "cached", "different", None, 2),
+    (2, "fedcurv", 0.0, 1.0, "cached", "same", None, 2),
+    (3, "fedcurv", 1e-2, 0.01, "cached", "different", 0.8, 2),
+    (4, "fedavg", None, 1.0, "cached", "same", 1.8, 3),
+    (5, "fedcurv", 1e-2, 0.1, "faithful", "different", None, 2),
+    (6, "fedavg", None, 0.1, "faithful", "same", None, 3),
+]
+
+
+@pytest.mark.parametrize("seed, algorithm, penalty, server_lr, states, reservoirs, with_filter, n_classes", CASES)
+def test_simulation_equals_tff_round_by_round(seed, algorithm, penalty, server_lr, states, reservoirs, with_filter,
+                                              n_classes):
+    faithful = states == "faithful"
+    model, source = _source(seed, faithful, reservoirs, n_classes)
+    model_fn = _model_fn(model, source, faithful)
+    # a threshold on the kernel delta's L1 norm between the smaller clients' and the largest client's
+    client_filter = (lambda kernel, bias: tf.reduce_sum(tf.abs(kernel)) < with_filter) if with_filter else None
+    own = faithful and reservoirs == "different"
+    kwargs = dict(client_learning_rate=model.learning_rate, server_learning_rate=server_lr,
+                  client_filter=client_filter, client_reservoirs=own)
+    if algorithm == "fedcurv":
+        reference = build_fedcurv(model_fn, penalty=penalty, **kwargs)
+        want = _rounds(reference, source, seed, curvature)
+        got = _rounds(SimulatedProcess(model_fn, penalty=penalty, **kwargs), source, seed,
+                      lambda s: (list(s["u"]), list(s["v"])))
+    else:
+        want = _rounds(build_fedavg(model_fn, **kwargs), source, seed, lambda s: None)
+        got = _rounds(SimulatedProcess(model_fn, **kwargs), source, seed, lambda s: None)
+    accepted = [w[3] for w in want]
+    if with_filter:
+        assert 0 < sum(accepted) < 3 * ROUNDS, accepted  # the filter rejected some clients, not all
+    for r, ((w_tff, uv_tff, loss_tff, acc_tff), (w_sim, uv_sim, loss_sim, acc_sim)) in enumerate(zip(want, got)):
+        for a, b in zip(w_tff, w_sim):
+            np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"round {r + 1} weights")
+        if uv_tff is not None:
+            for a, b in zip(uv_tff[0] + uv_tff[1], uv_sim[0] + uv_sim[1]):
+                np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-7, err_msg=f"round {r + 1} u/v")
+        assert loss_sim == pytest.approx(loss_tff, rel=2e-5), f"round {r + 1} loss"
+        assert acc_sim == acc_tff
+    if algorithm == "fedcurv" and penalty:
+        assert any(np.any(u != 0) for u in want[-1][1][0])  # u/v were exercised
+
+
+def test_weighted_mean_is_tffs_mean_and_zero_without_weight():
+    rng = np.random.default_rng(0)
+    updates = [(tf.constant(rng.normal(size=(3, 1)).astype(np.float32)),
+                tf.constant(rng.normal(size=(1,)).astype(np.float32))) for _ in range(4)]
+    weights = [tf.constant(float(w)) for w in (3, 0, 5, 2)]
+    got = weighted_mean(updates, weights)
+    for i in range(2):
+        want = sum(np.asarray(u[i], np.float64) * float(w) for u, w in zip(updates, weights)) / 10
+        np.testing.assert_allclose(got[i].numpy(), want, rtol=1e-6)
+    zero = weighted_mean(updates, [tf.constant(0.0)] * 4)
+    assert all(np.all(t.numpy() == 0) for t in zero)

@@ -1,0 +1,146 @@
+"""FedAvg and FedCurv rounds in one process: TFF's process arithmetic without TFF's runtime.
+
+:class:`SimulatedProcess` runs the round of :func:`~tff_esn.federated.processes.build_fedavg`
+and :func:`~tff_esn.federated.processes.build_fedcurv` (thesis Alg. 1–4) as a loop over the
+sampled clients:
+
+* every client runs THE client update of the TFF path,
+  :func:`~tff_esn.federated.client_work.build_client_update` (local Adam epochs —
+  ``tff.learning.optimizers.build_adam`` —, FedCurv's penalty and ``(u_b, v_b)``, the client
+  filter, a client's own reservoir), on the same ``tf.data`` batches;
+* the server takes TFF's weighted mean of the updates (``MeanFactory``:
+  ``Σ w_k Δ_k / Σ w_k``, 0 when no client counts) and applies it with TFF's own server
+  optimizer object (``build_sgdm(learning_rate=server lr)``), as
+  ``build_apply_optimizer_finalizer`` does;
+* FedCurv's state is ``u = max(Σ_k u_b, 0)``, ``v = Σ_k v_b`` (thesis eq. 2.18), as the
+  TFF client work's sum aggregator gives it;
+* the training metrics are summed over the clients and finalized (TFF's
+  ``sum_then_finalize``); ``accepted_clients`` and ``clients`` count as in the TFF client work.
+
+It has the interface of the TFF learning process that :mod:`tff_esn.federated.training`
+drives (``initialize``, ``next``, ``get_model_weights``), and its state is a nest of numpy
+arrays, so checkpoints and resume work alike. The two backends agree to float32 rounding
+(tests/test_federated_simulation.py); sums over clients may be taken in another order.
+Privacy aggregators (DP, secure aggregation) exist on the TFF path only.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
+
+
+class SimulatedOutput(NamedTuple):
+    """One round's new state and measurements (``metrics["client_work"]`` as in the TFF process)."""
+
+    state: collections.OrderedDict
+    metrics: collections.OrderedDict
+
+
+def _numpy(value: Any) -> np.ndarray:
+    """A state leaf as a numpy array; Python floats (optimizer hyperparameters) as float32."""
+    return np.asarray(value, np.float32) if isinstance(value, float) else np.asarray(value)
+
+
+def weighted_mean(updates: Sequence[Sequence[tf.Tensor]], weights: Sequence[tf.Tensor]) -> tuple[tf.Tensor, ...]:
+    """``Σ_k w_k Δ_k / Σ_k w_k`` per tensor, 0 where ``Σ w_k = 0`` (TFF's weighted ``MeanFactory``)."""
+    total = tf.add_n(list(weights))
+    summed = [tf.add_n([u[i] * w for u, w in zip(updates, weights)]) for i in range(len(updates[0]))]
+    return tuple(tf.math.divide_no_nan(s, total) for s in summed)
+
+
+def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[Any], collections.OrderedDict]:
+    """The model's metric finalizers as one function of the summed unfinalized metrics.
+
+    A TFF Keras finalizer is a ``tf.function`` that builds a Keras metric at every call, which
+    only a graph allows; its Python function does the same eagerly."""
+    finalizers = model.metric_finalizers()
+
+    def finalize(unfinalized):
+        return collections.OrderedDict((name, fn.python_function(unfinalized[name])) for name, fn in finalizers.items())
+
+    return finalize
+
+
+class SimulatedProcess:
+    """FedAvg (``penalty=None``) or FedCurv (``penalty=λ``) with a server learning rate, one process.
+
+    Args:
+        model_fn: no-arg function building a new TFF model (thesis readout).
+        client_learning_rate: the clients' Adam learning rate η (Table 6.2: 0.1).
+        server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
+        penalty: FedCurv's penalty weight λ ≥ 0; ``None`` for FedAvg.
+        client_filter: optional accept/reject rule on the client's readout delta.
+        client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
+            its own reservoir (:mod:`tff_esn.federated.client_work`).
+    """
+
+    def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], *, client_learning_rate: float,
+                 server_learning_rate: float = 1.0, penalty: float | None = None,
+                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False):
+        self._update = build_client_update(model_fn, tff.learning.optimizers.build_adam(client_learning_rate),
+                                           penalty, client_filter)
+        self._server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
+        model = model_fn()
+        self._initial = tff.learning.models.ModelWeights.from_model(model)
+        self._finalize = _metrics_finalizer(model)
+        self._curvature = penalty is not None
+        self._own_reservoirs = client_reservoirs
+
+    def initialize(self) -> collections.OrderedDict:
+        """The initial state: the model's initial weights, the server optimizer's state and —
+        FedCurv — ``u = v = 0`` (thesis Alg. 2 line 2)."""
+        trainable = tuple(np.asarray(w) for w in self._initial.trainable)
+        specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
+        state = collections.OrderedDict(
+            trainable=trainable, non_trainable=tuple(np.asarray(w) for w in self._initial.non_trainable),
+            server=tf.nest.map_structure(_numpy, self._server.initialize(specs)))
+        if self._curvature:
+            state["u"] = tuple(np.zeros_like(w) for w in trainable)
+            state["v"] = tuple(np.zeros_like(w) for w in trainable)
+        return state
+
+    @staticmethod
+    def get_model_weights(state: collections.OrderedDict) -> tff.learning.models.ModelWeights:
+        """The server model of ``state``."""
+        return tff.learning.models.ModelWeights(trainable=list(state["trainable"]),
+                                                non_trainable=list(state["non_trainable"]))
+
+    def next(self, state: collections.OrderedDict, client_data: Sequence[Any]) -> SimulatedOutput:
+        """One round over ``client_data`` (one entry per sampled client, as the TFF process takes it)."""
+        weights = tff.learning.models.ModelWeights(
+            trainable=[tf.constant(w) for w in state["trainable"]],
+            non_trainable=[tf.constant(w) for w in state["non_trainable"]])
+        zeros = tuple(tf.zeros_like(w) for w in weights.trainable)
+        u, v = ((tuple(tf.constant(t) for t in state["u"]), tuple(tf.constant(t) for t in state["v"]))
+                if self._curvature else (zeros, zeros))
+        updates, update_weights, metrics, accepted, u_sum, v_sum = [], [], None, 0, zeros, zeros
+        for data in client_data:
+            dataset, reservoir = data if self._own_reservoirs else (data, None)
+            result, unfinalized, valid, u_b, v_b = self._update(weights, dataset, u, v, reservoir)
+            updates.append(result.update)
+            update_weights.append(result.update_weight)
+            metrics = unfinalized if metrics is None else tf.nest.map_structure(tf.add, metrics, unfinalized)
+            accepted += int(valid)
+            if self._curvature:
+                u_sum = tuple(a + b for a, b in zip(u_sum, u_b))
+                v_sum = tuple(a + b for a, b in zip(v_sum, v_b))
+        server_state = tf.nest.map_structure(tf.constant, state["server"])
+        server, trainable = self._server.next(server_state, tuple(weights.trainable),
+                                              weighted_mean(updates, update_weights))
+        new_state = collections.OrderedDict(
+            trainable=tuple(np.asarray(w) for w in trainable), non_trainable=state["non_trainable"],
+            server=tf.nest.map_structure(_numpy, server))
+        if self._curvature:
+            new_state["u"] = tuple(np.asarray(t) for t in nonnegative(u_sum))
+            new_state["v"] = tuple(np.asarray(t) for t in v_sum)
+        train = self._finalize(metrics)
+        work = collections.OrderedDict(train=train, accepted_clients=accepted, clients=len(updates))
+        return SimulatedOutput(new_state, collections.OrderedDict(client_work=work))
