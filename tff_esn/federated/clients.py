@@ -160,6 +160,15 @@ def lean_options() -> tf.data.Options:
     return options
 
 
+def epoch_orders(n: int, epochs: int, seed: int | None) -> np.ndarray:
+    """(epochs, n): the order of the ``n`` elements in each local epoch, drawn from ``seed``
+    alone (``None``: the stored order every epoch)."""
+    if seed is None:
+        return np.tile(np.arange(n), (epochs, 1))
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(n) for _ in range(epochs)])
+
+
 def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, seed: int) -> tf.data.Dataset:
     """The ``n`` elements of ``ds`` in ``epochs`` passes, each in its own order and batched.
 
@@ -168,8 +177,7 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
     ``tf.keras.utils.set_random_seed`` anywhere earlier in the process changed every later run
     of the same seed.
     """
-    rng = np.random.default_rng(seed)
-    orders = tf.constant(np.stack([rng.permutation(n) for _ in range(epochs)]), tf.int64)
+    orders = tf.constant(epoch_orders(n, epochs, seed), tf.int64)
 
     def passes(*whole):
         def one(order):
@@ -243,6 +251,28 @@ class _ClientSource:
     def datasets(self, client_ids: Sequence[str], round_num: int) -> list[tf.data.Dataset]:
         return [self.dataset(cid, round_num) for cid in client_ids]
 
+    def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
+        """The client's inputs and float32 targets of round ``round_num``, in stored order."""
+        raise NotImplementedError
+
+    def in_memory(self, client_ids: Sequence[str], round_num: int) -> list:
+        """:meth:`datasets` built from the arrays in this process: the same batches in the same
+        orders (:func:`epoch_orders`), for a loop that runs the clients itself
+        (:mod:`tff_esn.federated.simulation`); no Python function is traced per round."""
+        out = []
+        for cid in client_ids:
+            x, y = self.arrays(cid, round_num)
+            epochs = [tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(self.config.batch_size)
+                      for order in epoch_orders(len(x), self.config.epochs, self.shuffle_seed(cid, round_num))]
+            batches = epochs[0]
+            for more in epochs[1:]:
+                batches = batches.concatenate(more)
+            out.append(self._with_reservoir(cid, batches))
+        return out
+
+    def _with_reservoir(self, cid: str, batches: tf.data.Dataset):
+        return batches
+
 
 def reservoir_weights(reservoir: ReservoirConfig, n_inputs: int, config: ThesisModelConfig) -> tuple[np.ndarray, ...]:
     """The non-trainable weights of the thesis model built with ``reservoir``, in the model's order."""
@@ -275,9 +305,15 @@ class RawInputs(_ClientSource):
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset | tuple[tf.data.Dataset, tf.data.Dataset]:
         ds = self._clean.get(cid)
         if ds is None:
-            x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, round_num, self.index(cid)))
-            ds = tf.data.Dataset.from_tensor_slices((x, self._targets[cid]))
-        batches = _batched(ds, self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))
+            ds = tf.data.Dataset.from_tensor_slices(self.arrays(cid, round_num))
+        return self._with_reservoir(cid, _batched(ds, self.sizes[cid], self.config, self.shuffle_seed(cid, round_num)))
+
+    def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
+        """The client's inputs with this round's noise, and its targets."""
+        x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, round_num, self.index(cid)))
+        return x, self._targets[cid]
+
+    def _with_reservoir(self, cid: str, batches: tf.data.Dataset):
         return (batches, self._reservoirs[cid]) if self.own_reservoirs else batches
 
 
@@ -305,6 +341,7 @@ class CachedStates(_ClientSource):
         self.reservoirs = dict(zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)))
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self._base: dict[str, tf.data.Dataset] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for cid in self.ids:
             self._base[cid] = self._prepare(cid)
 
@@ -332,7 +369,8 @@ class CachedStates(_ClientSource):
         """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""
         labels = targets(self.clients[cid], self.config)
         if self.cache_dir is None:
-            return tf.data.Dataset.from_tensor_slices((self._states(cid), labels))
+            self._arrays[cid] = (self._states(cid), labels)
+            return tf.data.Dataset.from_tensor_slices(self._arrays[cid])
         path = self.cache_dir / f"states-{self._key(cid)}"
         if not (path / "shapes.json").exists():
             _save_raw(path, self._states(cid), labels)
@@ -340,3 +378,12 @@ class CachedStates(_ClientSource):
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
         return _batched(self._base[cid], self.sizes[cid], self.config, self.shuffle_seed(cid, round_num))
+
+    def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
+        """The client's states and targets (the same every round), read from the cache once."""
+        if cid not in self._arrays:
+            path = self.cache_dir / f"states-{self._key(cid)}"
+            shapes = json.loads((path / "shapes.json").read_text())
+            self._arrays[cid] = tuple(np.fromfile(path / f"{name}.f32", np.float32).reshape(shapes[name])
+                                      for name in ("states", "labels"))
+        return self._arrays[cid]

@@ -30,6 +30,9 @@ THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
 """Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
 RESERVOIR_MODES = ("same", "different")
 STATE_SOURCES = ("cached", "faithful")
+BACKENDS = ("auto", "sim", "tff")
+"""How a federated run's rounds execute: ``sim`` (one process, :mod:`tff_esn.federated.simulation`),
+``tff`` (TFF's runtime and workers) or ``auto`` (:func:`tff_esn.federated.training.resolve_backend`)."""
 _RUN = "tff_esn.federated.commands:"
 
 
@@ -246,6 +249,9 @@ class FedAvgConfig(ThesisRunConfig):
         keep_best: the result is the server model of the round with the best validation
             macro-F1 instead of the last round's (without validation clients: the last
             round's, with a recorded warning).
+        backend: ``sim`` runs the rounds in this process, ``tff`` in TFF's runtime (the only
+            one with ``--workers`` and privacy), ``auto`` picks ``sim`` unless one of those asks
+            for TFF; both give the same numbers to float32 rounding.
     """
 
     server_lr: float = 1.0
@@ -263,6 +269,7 @@ class FedAvgConfig(ThesisRunConfig):
     discriminator: str | None = dataclasses.field(default=None, metadata={"metavar": "PATH"})
     discriminator_threshold: float = 0.5
     keep_best: bool = False
+    backend: str = dataclasses.field(default="auto", metadata={"choices": BACKENDS})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -284,6 +291,7 @@ class FedAvgConfig(ThesisRunConfig):
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there)")
         check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
+        check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,10 +310,41 @@ class FedCurvConfig(FedAvgConfig):
                     and self.penalty >= 0, "a finite number ≥ 0")
 
 
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING,
+def resolve_backend(backend: str, private: bool) -> str:
+    """The backend that runs a federated run's rounds: ``sim`` or ``tff``.
+
+    ``auto`` is ``sim`` for a run in this process without privacy: the simulation performs the
+    TFF processes' arithmetic with the same client update (equal to float32 rounding,
+    tests/test_federated_simulation.py) without TFF's per-round cost of serializing the model
+    and every client's data, which is most of a small round. It is ``tff`` when TFF workers are
+    installed (``--workers``: the clients' work is spread over workers, which only TFF's
+    runtime reaches) and with privacy (``private``: TFF's DP and secure aggregators, which the
+    simulation does not reimplement); ``sim`` with either is refused.
+    """
+    from tff_esn import runtime
+
+    workers = runtime.current_workers()
+    if backend == "sim" and private:
+        raise ValueError("backend (--backend): 'sim' has no DP or secure aggregation; run privacy with "
+                         "--backend tff (or auto).")
+    if backend == "sim" and workers is not None:
+        raise ValueError(f"backend (--backend): 'sim' runs every client in this process, not on the workers "
+                         f"{workers}; use --backend tff (or auto) with --workers.")
+    if backend == "auto":
+        return "tff" if private or workers is not None else "sim"
+    return backend
+
+
+def _runs_tff(config: FedAvgConfig) -> bool:
+    """Whether the rounds run in TFF's runtime (:func:`resolve_backend`), so the entry point
+    installs TFF's execution context; the simulation needs none."""
+    return resolve_backend(config.backend, config.privacy.requested) == "tff"
+
+
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,
                    communication="fedavg", pipeline="thesis",
                    help="FedAvg of the thesis ESN readout in TFF, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, privacy=FEDCURV_LEARNING,
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, privacy=FEDCURV_LEARNING, tff=_runs_tff,
                    communication="fedcurv", pipeline="thesis",
                    help="FedCurv of the thesis ESN readout in TFF (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,

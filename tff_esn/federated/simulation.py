@@ -57,14 +57,18 @@ def weighted_mean(updates: Sequence[Sequence[tf.Tensor]], weights: Sequence[tf.T
 
 
 def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[Any], collections.OrderedDict]:
-    """The model's metric finalizers as one function of the summed unfinalized metrics.
+    """The finalizers of the model's Keras metrics as one ``tf.function`` of the summed unfinalized
+    metrics: each metric's variables take the values, its ``result()`` is the finalized value
+    (the body of TFF's Keras finalizer, which builds a new metric at every call; ``model`` is
+    the simulation's own copy, whose metrics training never touches)."""
+    metrics = {metric.name: metric for metric in model.get_metrics()}
 
-    A TFF Keras finalizer is a ``tf.function`` that builds a Keras metric at every call, which
-    only a graph allows; its Python function does the same eagerly."""
-    finalizers = model.metric_finalizers()
-
+    @tf.function
     def finalize(unfinalized):
-        return collections.OrderedDict((name, fn.python_function(unfinalized[name])) for name, fn in finalizers.items())
+        for name, values in unfinalized.items():
+            for variable, value in zip(metrics[name].variables, values):
+                variable.assign(value)
+        return collections.OrderedDict((name, metrics[name].result()) for name in unfinalized)
 
     return finalize
 

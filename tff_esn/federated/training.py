@@ -34,13 +34,16 @@ from tff_esn.communication import CommunicationCost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.federated.configs import STATE_SOURCES, FedCurvConfig, federated_algorithms, for_data, loss_labels
+from tff_esn.federated.configs import (BACKENDS, RESERVOIR_MODES, STATE_SOURCES, FedCurvConfig, federated_algorithms,
+                                      for_data, loss_labels, resolve_backend)
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
+from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.run_warnings import warn
+from tff_esn.validation import check_field, is_count, is_finite
 
 _SAMPLE = 4
 
@@ -70,6 +73,7 @@ class FederatedConfig:
         keep_best: the result is the server model of the round with the best validation
             macro-F1 (the first such round), not the last round's; without validation
             clients the last round's, with a recorded warning.
+        backend: ``sim``, ``tff`` or ``auto`` (:func:`~tff_esn.federated.configs.resolve_backend`).
     """
 
     algorithm: str = "fedavg"
@@ -86,37 +90,31 @@ class FederatedConfig:
     shuffle: bool = True
     privacy: LearningPrivacy | None = None
     keep_best: bool = False
+    backend: str = FedCurvConfig.backend
 
     def __post_init__(self) -> None:
-        def check(name: str, ok: bool, expected: str) -> None:
-            if not ok:
-                raise ValueError(f"FederatedConfig.{name}: expected {expected}, got {getattr(self, name)!r}.")
-
-        check("algorithm", self.algorithm in federated_algorithms(), f"one of {federated_algorithms()}")
-        check("model", isinstance(self.model, ThesisModelConfig), "a ThesisModelConfig")
+        check_field(self, "algorithm", self.algorithm in federated_algorithms(), f"one of {federated_algorithms()}")
+        check_field(self, "model", isinstance(self.model, ThesisModelConfig), "a ThesisModelConfig")
         for name in ("rounds", "clients_per_round"):
-            value = getattr(self, name)
-            check(name, isinstance(value, int) and not isinstance(value, bool) and value >= 1, "an integer ≥ 1")
-        check("server_learning_rate", _finite(self.server_learning_rate) and self.server_learning_rate > 0,
-              "a finite number > 0")
-        check("noise_std", _finite(self.noise_std) and self.noise_std >= 0, "a finite number ≥ 0")
-        check("reservoirs", self.reservoirs in client_data.RESERVOIR_MODES, f"one of {client_data.RESERVOIR_MODES}")
-        check("states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
-        check("penalty", _finite(self.penalty) and self.penalty >= 0, "a finite number ≥ 0")
-        check("seed", isinstance(self.seed, int) and self.seed >= 0, "an integer ≥ 0")
+            check_field(self, name, is_count(getattr(self, name), 1), "an integer ≥ 1")
+        check_field(self, "server_learning_rate", is_finite(self.server_learning_rate)
+                    and self.server_learning_rate > 0, "a finite number > 0")
+        check_field(self, "noise_std", is_finite(self.noise_std) and self.noise_std >= 0, "a finite number ≥ 0")
+        check_field(self, "reservoirs", self.reservoirs in RESERVOIR_MODES, f"one of {RESERVOIR_MODES}")
+        check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
+        check_field(self, "penalty", is_finite(self.penalty) and self.penalty >= 0, "a finite number ≥ 0")
+        check_field(self, "seed", is_count(self.seed, 0), "an integer ≥ 0")
         if self.noisy_clients is not None:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
-        check("privacy", self.privacy is None or isinstance(self.privacy, LearningPrivacy), "a LearningPrivacy or None")
-        check("keep_best", isinstance(self.keep_best, bool), "True or False")
+        check_field(self, "privacy", self.privacy is None or isinstance(self.privacy, LearningPrivacy),
+                    "a LearningPrivacy or None")
+        check_field(self, "keep_best", isinstance(self.keep_best, bool), "True or False")
+        check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
         if self.algorithm == "fedcurv" and self.privacy is not None and self.privacy.adaptive:
             raise ValueError(ADAPTIVE_FEDCURV)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> list[str]:
@@ -305,10 +303,32 @@ def run_federated(
                     cache_dir=cache_dir, progress=progress)
 
 
-def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out_dir, resume: bool,
-         client_filter: ClientFilter | None, cache_dir, progress: bool) -> dict[str, Any]:
-    """:func:`run_federated` once its states folder exists."""
+@dataclasses.dataclass
+class _Federation:
+    """What a run's rounds need: the training clients' data, the process that runs a round
+    (TFF's or the simulation's), the evaluation groups and the noise table."""
+
+    source: client_data.CachedStates | client_data.RawInputs
+    process: Any
+    backend: str
+    groups: dict[str, _EvalSet | None]
+    noise: dict[str, float]
+    trainable: int
+    non_trainable: int
+
+    def client_data(self, sampled: Sequence[str], round_num: int) -> list:
+        """The sampled clients' datasets of a round: built in this process for the simulation,
+        TFF-ready (file-backed states travel as a path) for TFF."""
+        if self.backend == "sim":
+            return self.source.in_memory(sampled, round_num)
+        return self.source.datasets(sampled, round_num)
+
+
+def _federation(dataset: SequenceDataset, split: Split, config: FederatedConfig, *,
+                client_filter: ClientFilter | None, cache_dir) -> _Federation:
+    """The clients' data source, the model and the process of ``config`` on ``backend``."""
     model_cfg = config.model
+    backend = resolve_backend(config.backend, config.privacy is not None)
     train = dataset.select(split.train)
     noise = _noise_table(config, split.train)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
@@ -327,62 +347,74 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         keras_model = build_thesis_model(n_inputs, model_cfg, readout_only=config.states == "cached")
         return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model_cfg), input_spec=input_spec)
 
-    privacy = config.privacy or LearningPrivacy()
-    process = build_process(config, model_fn, client_filter=client_filter, client_reservoirs=own_reservoirs)
-    if privacy.secure:
-        process = lower_secure_process(process)
-    groups = {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")}
-    k_classes = dataset.n_classes
+    if backend == "sim":
+        process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
+                                   server_learning_rate=config.server_learning_rate,
+                                   penalty=config.penalty if config.algorithm == "fedcurv" else None,
+                                   client_filter=client_filter, client_reservoirs=own_reservoirs)
+    else:
+        process = build_process(config, model_fn, client_filter=client_filter, client_reservoirs=own_reservoirs)
+        if config.privacy is not None and config.privacy.secure:
+            process = lower_secure_process(process)
+    weights = process.get_model_weights(process.initialize())
+    return _Federation(source, process, backend,
+                       {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")},
+                       noise, sum(int(np.size(w)) for w in weights.trainable),
+                       sum(int(np.size(w)) for w in weights.non_trainable))
 
-    state = process.initialize()
-    weights = process.get_model_weights(state)
-    trainable = sum(int(np.size(w)) for w in weights.trainable)
-    non_trainable = sum(int(np.size(w)) for w in weights.non_trainable)
-    per_round = _communication(config, trainable, non_trainable, 1)
 
-    start_round = 0
-    out = None if out_dir is None else Path(out_dir)
-    checkpoints = releases = None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        checkpoints, releases = _Checkpoints(out), _Releases(out)
-        found = checkpoints.latest(state)
-        if found is not None and not resume:
-            raise ValueError(f"run_federated: {out} holds checkpoints of an earlier run; pass resume=True "
-                             "(--resume) to continue it, or choose a new output folder.")
-        if found is not None:
-            state, start_round = found
-            if start_round > config.rounds:
-                raise ValueError(f"run_federated: {out} holds a run of {start_round} rounds; resuming it with "
-                                 f"rounds={config.rounds} would report its round-{start_round} model as "
-                                 f"{config.rounds} rounds: give rounds ≥ {start_round}, or a new output folder.")
-    best = None
-    if config.keep_best and groups["val"] is None:
-        warn("keep_best: no validation clients to choose a round on; the result is the last round's model.")
-    elif config.keep_best:
-        best = _BestRound(out, resumed=start_round > 0)
+def _restored(fed: _Federation, config: FederatedConfig, out: Path | None, resume: bool) -> tuple[Any, int]:
+    """The state to start from and its round: the initial state, or the last checkpoint in ``out``."""
+    state = fed.process.initialize()
+    found = None if out is None else _Checkpoints(out).latest(state)
+    if found is not None and not resume:
+        raise ValueError(f"run_federated: {out} holds checkpoints of an earlier run; pass resume=True "
+                         "(--resume) to continue it, or choose a new output folder.")
+    if found is None:
+        return state, 0
+    state, start_round = found
+    if start_round > config.rounds:
+        raise ValueError(f"run_federated: {out} holds a run of {start_round} rounds; resuming it with "
+                         f"rounds={config.rounds} would report its round-{start_round} model as "
+                         f"{config.rounds} rounds: give rounds ≥ {start_round}, or a new output folder.")
+    return state, start_round
 
+
+def _round_row(fed: _Federation, config: FederatedConfig, output, sampled: list[str], round_num: int,
+               seconds: float, k_classes: int) -> dict[str, Any]:
+    """The measurements of one round: clients, accepted and clean clients, training loss,
+    communicated floats, wall time and the server model's metrics on each evaluation group."""
+    kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(output.state).trainable)
+    work = output.metrics["client_work"]
+    per_round = _communication(config, fed.trainable, fed.non_trainable, 1)
+    row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
+           "accepted_clients": int(work.get("accepted_clients", len(sampled))),
+           "clean_clients": sum(fed.noise[cid] == 0 for cid in sampled),
+           "train_loss": float(work["train"].get("loss", math.nan)),  # DP clients send no metrics
+           "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
+           "seconds": seconds}
+    for name, group in fed.groups.items():
+        row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias, k_classes).items()})
+    return row
+
+
+def _train(fed: _Federation, config: FederatedConfig, state, start_round: int, *, out: Path | None,
+           best: _BestRound | None, k_classes: int, progress: bool) -> tuple[Any, list[dict[str, Any]]]:
+    """Rounds ``start_round`` … ``config.rounds − 1``: sample, run the round, measure, release and
+    checkpoint; returns the last state and the rounds' rows."""
+    checkpoints, releases = (None, None) if out is None else (_Checkpoints(out), _Releases(out))
     rows, curvature_clipped = [], 0
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
-               desc=f"{config.algorithm} rounds", disable=not progress, unit="round")
+               desc=f"{config.algorithm} rounds ({fed.backend})", disable=not progress, unit="round")
     for round_num in bar:
         began = time.perf_counter()
-        sampled = sample_clients(source.ids, config.clients_per_round, config.seed, round_num)
-        output = process.next(state, source.datasets(sampled, round_num))
+        sampled = sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num)
+        output = fed.process.next(state, fed.client_data(sampled, round_num))
         state = output.state
-        seconds = time.perf_counter() - began
-        kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
-        work = output.metrics["client_work"]
-        curvature_clipped += secure_clipped(work.get("curvature"))
-        row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
-               "accepted_clients": int(work.get("accepted_clients", len(sampled))),
-               "clean_clients": sum(noise[cid] == 0 for cid in sampled),
-               "train_loss": float(work["train"].get("loss", math.nan)),  # DP clients send no metrics
-               "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
-               "seconds": seconds}
-        for name, group in groups.items():
-            row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias, k_classes).items()})
+        row = _round_row(fed, config, output, sampled, round_num, time.perf_counter() - began, k_classes)
+        curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
         if best is not None:
+            kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
             best.offer(row.get("val_f1_macro", math.nan), round_num + 1, kernel, bias)
         rows.append({**row, "sampled": sampled})
         bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row["accepted_clients"])
@@ -393,21 +425,42 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
     if curvature_clipped:
         warn(f"secure aggregation clipped {curvature_clipped} values of FedCurv's u, v to the secure sum's adaptive "
              "range (it grows from 50 over the rounds): u, v were smaller than the plain sums in those rounds")
+    return state, rows
 
-    kernel, bias = (np.asarray(w) for w in process.get_model_weights(state).trainable)
+
+def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out_dir, resume: bool,
+         client_filter: ClientFilter | None, cache_dir, progress: bool) -> dict[str, Any]:
+    """:func:`run_federated` once its states folder exists."""
+    fed = _federation(dataset, split, config, client_filter=client_filter, cache_dir=cache_dir)
+    out = None if out_dir is None else Path(out_dir)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    state, start_round = _restored(fed, config, out, resume)
+    best = None
+    if config.keep_best and fed.groups["val"] is None:
+        warn("keep_best: no validation clients to choose a round on; the result is the last round's model.")
+    elif config.keep_best:
+        best = _BestRound(out, resumed=start_round > 0)
+    k_classes = dataset.n_classes
+    state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=k_classes,
+                         progress=progress)
+
+    kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
     kept = config.rounds
     if best is not None and best.round:
         kept, kernel, bias = best.round, best.kernel, best.bias
     report = {}
     for name in ("train", "val", "test"):
-        group = _eval_set(dataset, getattr(split, name), model_cfg) if name == "train" else groups[name]
+        group = _eval_set(dataset, getattr(split, name), config.model) if name == "train" else fed.groups[name]
         report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), k_classes,
                                                                seed=config.seed)
+    privacy = config.privacy or LearningPrivacy()
+    own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     return {
         **report,
-        "communication": _communication(config, trainable, non_trainable, config.rounds).to_dict(),
+        "communication": _communication(config, fed.trainable, fed.non_trainable, config.rounds).to_dict(),
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "federated_config": config.to_dict(),
-                  "class_weight": list(model_cfg.class_weight), "kept_round": kept,
+                  "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows]},
         **privacy.sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
                            own_client_work=client_filter is not None or own_reservoirs),
