@@ -121,9 +121,16 @@ def tables(ctx: Context, phase: Phase, s: Settings) -> None:
                   f"the server's; F1 (micro) of the server model after the last round", rows,
                   ours=ctx.on("wesad") + ", thesis pipeline", published=f"real WESAD, thesis {label}",
                   note=f"{s.rounds} rounds, {s.clients_per_round} clients per round, noise std {s.noise_std}, "
-                       f"{s.units} units. Central: design set (train + validation subjects) and test F1. "
+                       f"{s.units} units; rounds run by the {_backends(phase)} backend. "
+                       f"Central: design set (train + validation subjects) and test F1. "
                        f"SOTA row (published only): train acc. {pub.THESIS_SOTA['train_accuracy']}, test acc. "
                        f"{pub.THESIS_SOTA['test_accuracy']} (multi-label).")
+
+
+def _backends(phase: Phase) -> str:
+    """The backend(s) that ran the phase's federations, from their records (kept records of runs without
+    the field ran in TFF)."""
+    return "/".join(sorted({record["extra"].get("backend", "tff") for record, _ in phase.runs.values()}))
 
 
 def _curves(ax, rows: list[dict[str, float]], column: str, **style: Any) -> None:
