@@ -11,8 +11,8 @@ One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis 
   pass serves the loss and the Fisher), and each client's own ``(u_b, v_b)`` of its last
   batch is summed back into the next state — eq. 2.18's ``u = Σ_j D_j``, ``v = Σ_j D_j w_j`` —
   by the curvature aggregator of :class:`~tff_esn.privacy.learning.LearningAggregation`
-  (a plain sum without privacy, secure or DP as the run claims). (Alg. 2 returns ``u − u_b``;
-  summed over m clients that gives ``m·u − Σ D``, which grows geometrically with the rounds);
+  (a plain sum without privacy, secure or DP as the run claims; Alg. 2's ``u − u_b`` would
+  grow geometrically when summed: DEVIATIONS.md);
 * an optional client filter (thesis Alg. 3–4, ``valid ← disc(w_t − w_{t+1})``) judges the
   client's readout delta inside the client computation; a rejected client is treated the
   way TFF treats a non-finite update — zero update, zero weight — so it contributes
@@ -56,10 +56,7 @@ def log_likelihood(predictions: tf.Tensor) -> tf.Tensor:
     With K softmax outputs that is ``Σ_k log p_k`` over the batch, so the Fisher covers every
     readout weight. The binary readout has one sigmoid output p, whose two class
     log-probabilities are ``log_softmax([0, z]) = [log(1 − p), log p]``: ``Σ [log p +
-    log(1 − p)]``. The thesis code (Listing 3.6) applies ``tf.nn.log_softmax`` to the single
-    sigmoid output itself, which is identically 0 (a softmax over one logit is 1), so its
-    Fisher — and its penalty — vanished; here both class log-probabilities enter, as the
-    algorithm states.
+    log(1 − p)]`` (Listing 3.6's ``log_softmax`` of the single output is identically 0: DEVIATIONS.md).
     """
     p = tf.clip_by_value(predictions, _EPSILON, 1.0 - _EPSILON)
     if predictions.shape[-1] != 1:
@@ -78,9 +75,8 @@ def curvature_penalty_gradient(weights, u, v, u_b, v_b) -> tuple[tf.Tensor, ...]
 
     ``u − u_b`` and ``v − v_b`` (the other clients' Fisher aggregates, Listing 3.7) are
     constants of the step, so the gradient is ``2 w ⊙ (u − u_b) − 2 (v − v_b)``; the
-    caller multiplies it by the penalty weight λ. (Listing 3.4 computes the penalty
-    outside its ``GradientTape``, which makes it a constant with no effect on training;
-    Alg. 2 line 26 differentiates it, as here.)
+    caller multiplies it by the penalty weight λ (differentiated as Alg. 2 line 26 says, not
+    outside the tape as Listing 3.4: DEVIATIONS.md).
     """
     return tuple(2.0 * w * (uu - ub) - 2.0 * (vv - vb) for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b))
 
