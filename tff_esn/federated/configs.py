@@ -283,9 +283,7 @@ class FedAvgConfig(ThesisRunConfig):
                         "an integer ≥ 1")
         check_field(self, "noise_std", isinstance(self.noise_std, (int, float)) and math.isfinite(self.noise_std)
                     and self.noise_std >= 0, "a finite number ≥ 0")
-        if self.reservoirs not in RESERVOIR_MODES:
-            raise ValueError(f"{type(self).__name__}.reservoirs (--reservoir): expected one of {RESERVOIR_MODES}, "
-                             f"got {self.reservoirs!r}.")
+        check_field(self, "reservoirs", self.reservoirs in RESERVOIR_MODES, f"one of {RESERVOIR_MODES}")
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check_field(self, "out", isinstance(self.out, str) and bool(self.out),
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there)")
