@@ -374,3 +374,13 @@ def test_help_comes_from_the_declaring_class_docstring():
     assert (steps.help, steps.owner, steps.group) == ("std of the Gaussian noise on the noisy clients' inputs "
                                                       "(thesis: 0.5).", FedAvgConfig, "")
     assert settings(FedAvgConfig)["units"].default == 200 and settings(FedAvgConfig)["units"].group == "reservoir"
+
+
+def test_algorithm_lists_do_not_depend_on_which_provider_was_imported_first():
+    code = ("import {first}\n"
+            "from tff_esn.algorithms import names_where\n"
+            "print(','.join(names_where(lambda a: bool(a.privacy))))")
+    orders = {subprocess.run([sys.executable, "-c", code.format(first=module)], capture_output=True, text=True,
+                             check=True).stdout.strip()
+              for module in ("tff_esn.federated.configs", "tff_esn.closed_form.configs")}
+    assert orders == {"incfed,partial-incfed,pfedrr,fedip,fedavg,fedcurv"}

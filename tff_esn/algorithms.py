@@ -178,9 +178,18 @@ def available_algorithms() -> dict[str, Algorithm]:
 
 
 def names_where(predicate: Callable[[Algorithm], bool]) -> list[str]:
-    """The names of the registered algorithms for which ``predicate`` holds, in registration order."""
+    """The names of the registered algorithms for which ``predicate`` holds: the built-in ones in
+    :data:`PROVIDERS` order (each provider's in declaration order), then the others in registration
+    order — the same list whichever module a process happened to import first."""
     _load_providers()
-    return [name for name, algo in _REGISTRY.items() if predicate(algo)]
+
+    def provider(item: tuple[int, Algorithm]) -> tuple[int, int]:
+        index, algo = item
+        module = algo.config.__module__
+        return (PROVIDERS.index(module) if module in PROVIDERS else len(PROVIDERS), index)
+
+    ordered = sorted(enumerate(_REGISTRY.values()), key=provider)
+    return [algo.name for _, algo in ordered if predicate(algo)]
 
 
 def get_algorithm(name: str) -> Algorithm:
