@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from discriminator.configs import DeltaConfig
 from tff_esn.data.sequences import ClientSequences
@@ -52,6 +51,9 @@ from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.metrics import classification_metrics
+from tff_esn.runtime import load_tff
+
+tff = load_tff()
 
 REAL, FAKE = 1, 0
 """Labels of the deltas: 1 = real (a valid client), 0 = fake (an anomalous client)."""

@@ -52,6 +52,23 @@ def test_esn_core_imports_no_algorithm_layer():
     assert not {m: targets for m, targets in above.items() if targets}
 
 
+def _imports_tff_module(source: str) -> bool:
+    """Whether a source has an ``import tensorflow_federated`` statement (anywhere, functions included)."""
+    return any(isinstance(node, ast.Import) and any(a.name == "tensorflow_federated" for a in node.names)
+               for node in ast.walk(ast.parse(source)))
+
+
+def test_tff_is_loaded_through_the_runtime_only():
+    """Every module that builds or runs TFF computations gets ``tff`` from :func:`tff_esn.runtime.load_tff`,
+    which installs the package's context in place of TFF's stock one (whose worker outlives Python)."""
+    files = [f for package in ("tff_esn", "discriminator", "tuning") for f in (ROOT / package).rglob("*.py")]
+    direct = sorted(str(f.relative_to(ROOT)) for f in files
+                    if "runtime" not in f.relative_to(ROOT).parts and _imports_tff_module(f.read_text()))
+    assert not direct, f"use tff = tff_esn.runtime.load_tff() instead of import tensorflow_federated in {direct}"
+    assert _imports_tff_module("def f():\n    import numpy, tensorflow_federated as tff\n")
+    assert not _imports_tff_module("from tensorflow_federated.proto.v0 import computation_pb2\n")
+
+
 def test_the_layer_check_fails_on_an_upward_import():
     assert layer_of("tff_esn.esn.ridge") == 0 < layer_of("tff_esn.privacy.dp_stats") == 1
     assert layer_of("tuning.cli") == 4 > layer_of("tuning.search") == 3

@@ -144,6 +144,71 @@ def test_a_worker_started_on_a_thread_that_ends_lives_on():
         worker.stop()
 
 
+LIBRARY_SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    from tff_esn import runtime
+    from tff_esn.algorithms import run_algorithm
+    from tff_esn.data.sequences import dataset_from_arrays
+    from tff_esn.data.splits import get_split
+    from tff_esn.defaults import config_for
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(24, 6, 3)).astype(np.float32)
+    dataset = dataset_from_arrays(x, np.arange(24) % 2, np.arange(24) % 6, source="toy")
+    split = get_split("npz", dataset, seed=0)
+    record = run_algorithm("incfed", dataset, split, config_for("incfed", dataset, units=8, backend="tff"))
+    print("accuracy", record["test"]["accuracy"], flush=True)
+    print("owned", *runtime.owned_worker_pids(), flush=True)
+    print("workers", *runtime.child_worker_pids(), flush=True)
+    """
+)
+
+
+def test_a_library_script_without_ensure_context_stops_the_worker_it_caused():
+    """A plain script running a TFF computation (no ``ensure_context``) ends its pipe and leaves no worker."""
+    proc = subprocess.Popen([sys.executable, "-c", LIBRARY_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    lines: list[str] = []
+    for line in proc.stdout:  # up to the "workers" line: the old pipe never reached EOF
+        lines.append(line)
+        if line.startswith("workers"):
+            break
+    pids = _worker_pids(lines)
+    try:
+        assert len(pids) == 1, "".join(lines)
+        assert f"owned {pids[0]}\n" in lines, "the worker was started by TFF's stock context, not tff_esn.runtime"
+        _drain_to_eof(proc)
+        assert proc.returncode == 0, "".join(lines)
+        time.sleep(0.2)
+        assert not _alive(pids[0]), "the worker survived the script"
+    finally:
+        for pid in pids:  # this script's worker only, if the test failed before it died
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_load_tff_replaces_tff_stock_context_and_keeps_any_other():
+    import tensorflow_federated as tff
+
+    from tff_esn import runtime
+
+    stack = tff.framework.get_context_stack()
+    ours = runtime.ensure_context()
+    try:
+        tff.backends.native.set_sync_local_cpp_execution_context()  # what `import tensorflow_federated` installs
+        assert stack.current is not ours
+        assert runtime.load_tff() is tff
+        assert stack.current is ours
+        user = runtime.build_context()
+        stack.set_default_context(user)
+        runtime.load_tff()
+        assert stack.current is user
+    finally:
+        assert runtime.ensure_context() is ours
+    assert runtime.child_worker_pids() == runtime.owned_worker_pids()
+
+
 def test_library_builders_leave_a_user_context_installed():
     """Building and running IncFed through TFF uses the installed context and never replaces it."""
     import tensorflow_federated as tff

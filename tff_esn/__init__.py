@@ -1,9 +1,9 @@
 """tff_esn — federated Echo State Networks on TensorFlow Federated.
 
 The closed-form readouts run on numpy (the Keras reservoir layer imports TensorFlow); modules that
-run federated computations use the installed TFF execution context and never install one:
-entry points (the CLI, scripts, benches) or the user call ``tff_esn.runtime.ensure_context()``
-(:mod:`tff_esn.runtime` owns and stops the TFF worker processes). Importing the package
+run federated computations load TFF through ``tff_esn.runtime.load_tff()``, which installs the
+package's execution context in place of TFF's stock one and leaves a context the user installed
+alone (:mod:`tff_esn.runtime` owns and stops the TFF worker processes). Importing the package
 imports nothing heavy and changes nothing in the process: the exports below are loaded on
 first use (PEP 562).
 """

@@ -75,6 +75,7 @@ from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import project_inputs, reservoir_step, run_reservoir_compiled
 from tff_esn.esn.ridge import RidgeStats
+from tff_esn.runtime import load_tff
 
 
 def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
@@ -233,7 +234,7 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     unweighted mean; ``next((g, b), {x}, round)`` takes the round index (the noise seed's second
     half) and returns ``((g, b), clipped)@SERVER``.
     """
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     units, n_inputs = weights.units, weights.n_inputs
     vec = tff.TensorType(np.float32, [units])
@@ -286,7 +287,7 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
 def _dp_process(initialize, client_update, state_type, data_type, units: int, cfg: IPConfig,
                 secure: FixedPoint | None, dp: GaussianUpdates):
     """:func:`build_fedip_process`'s process with DP on the (g, b) updates."""
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     @tff.tensorflow.computation(client_update.type_signature.result, state_type)
     def clipped_update(update, state):

@@ -58,6 +58,7 @@ from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.privacy.closed_form import stats_sections
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
 from tff_esn.run_warnings import warn
+from tff_esn.runtime import load_tff
 
 tf = LazyModule("tensorflow")
 states_tf = LazyModule("tff_esn.esn.states_tf")
@@ -146,7 +147,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
     ``lengths`` mask each padded sequence to its own steps. ``clip``: state norm bound
     (see :func:`_client_reduce`).
     """
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     f32 = np.float32
     reservoir_type = tff.StructWithPythonType(
@@ -189,7 +190,7 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
     right-padded to T.
     """
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
                                                   ragged, None if aggregation is None else aggregation.clip)
@@ -226,7 +227,7 @@ def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: 
     harvested before the call (fixed reservoir: no reservoir loop runs inside TFF).
     Secure intrinsics are left in place (callers lower the outermost computation).
     """
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     agg = aggregation
     f64 = np.float64
@@ -370,7 +371,7 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
     :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
     privacy flags).
     """
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets)
     dataset_type, reservoir_type = client_stats.type_signature.parameter

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from tff_esn.data.sequences import SequenceDataset
+from tff_esn.runtime import load_tff
 
 
 def to_client_data(dataset: SequenceDataset, client_ids: Iterable[str] | None = None):
@@ -30,7 +31,7 @@ def to_client_data(dataset: SequenceDataset, client_ids: Iterable[str] | None = 
         KeyError: an unknown client id.
     """
     import tensorflow as tf
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     ids = list(dataset.client_ids if client_ids is None else client_ids)
     clients = dataset.select(ids)

@@ -41,9 +41,11 @@ from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from tff_esn.privacy.learning import LearningAggregation
+from tff_esn.runtime import load_tff
+
+tff = load_tff()
 
 ClientFilter = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 

@@ -28,10 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import tensorflow_federated as tff
 
 from tff_esn.federated.client_work import ClientFilter, build_readout_client_work
 from tff_esn.privacy.learning import LearningAggregation
+from tff_esn.runtime import load_tff
+
+tff = load_tff()
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 

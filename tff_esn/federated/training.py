@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tensorflow_federated as tff
 from tqdm.auto import tqdm
 
 from tff_esn import runtime
@@ -44,6 +43,8 @@ from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.run_warnings import warn
 from tff_esn.validation import check_field, is_count, is_finite
+
+tff = runtime.load_tff()
 
 _SAMPLE = 4
 

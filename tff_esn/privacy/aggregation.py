@@ -33,6 +33,7 @@ from tff_esn.privacy.coverage import public
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise
 from tff_esn.privacy.secure_sum import FixedPoint
 from tff_esn.esn.ridge import RidgeStats
+from tff_esn.runtime import load_tff
 
 tf = LazyModule("tensorflow")
 
@@ -94,7 +95,7 @@ def federated_stats_sum(local, secure: FixedPoint | None):
     the integers and the number of clients, the server decodes (float64); the clipped counts
     are summed securely (public by design: :data:`tff_esn.privacy.coverage.PUBLIC`).
     """
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     if secure is None:
         return tff.federated_sum(local), tff.federated_value(np.int64(0), tff.SERVER)
@@ -122,7 +123,7 @@ def federated_stats_sum(local, secure: FixedPoint | None):
 
 def lower_secure(comp, secure: FixedPoint | None):
     """``comp`` with TFF's reference bodies for the secure intrinsics (module docstring)."""
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     return comp if secure is None else tff.backends.test.replace_secure_intrinsics_with_bodies(comp)
 
@@ -131,7 +132,7 @@ def lower_secure(comp, secure: FixedPoint | None):
 def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
     """``(values@CLIENTS) -> (sum@SERVER, clipped@SERVER)`` for float64 tensors of ``shapes``
     through :func:`federated_stats_sum` (cached per shape and encoding)."""
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     member = tff.StructWithPythonType([tff.TensorType(np.float64, s) for s in shapes], tuple)
 

@@ -29,6 +29,7 @@ import functools
 import re
 
 from tff_esn.privacy.coverage import CLIP_MARKERS, NOISE_OPS, PUBLIC, PUBLIC_PREFIX
+from tff_esn.runtime import load_tff
 
 CLIP, NOISE = "clip", "noise"
 _PLUMBING = frozenset({"Placeholder", "Identity", "Const", "NoOp"})
@@ -121,7 +122,7 @@ def _function_marks(fn) -> frozenset:
 
 def _placement(type_spec) -> set[str]:
     """The placements (``clients``/``server``) inside ``type_spec``."""
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     found = set()
 
@@ -144,7 +145,7 @@ class _Walker:
 
     def parameter(self, type_spec, seed_parameters: tuple[int, ...]) -> _Value | list[_Value]:
         """The parameter's value, per element when it is a struct (``seed_parameters``: no client data)."""
-        import tensorflow_federated as tff
+        tff = load_tff()
 
         def value(t) -> _Value:
             if "clients" not in _placement(t):

@@ -23,6 +23,8 @@ Light: importing this module imports neither TensorFlow nor TFF.
 
 from __future__ import annotations
 
+from tff_esn.runtime import load_tff
+
 CLIP_MARKERS = ("clip_by_global_norm", "dp_clip")
 NOISE_OPS = frozenset({"StatelessRandomNormalV2", "StatelessRandomNormal", "RandomStandardNormal"})
 PUBLIC_PREFIX = "public__"
@@ -97,7 +99,7 @@ def public(value, name: str):
     """``value@CLIENTS`` passed through an identity named ``public__<name>``: the mark by which
     the audit knows the code releases it as public (``name`` must be a key of :data:`PUBLIC`)."""
     import tensorflow as tf
-    import tensorflow_federated as tff
+    tff = load_tff()
 
     if name not in PUBLIC:
         raise ValueError(f"public value {name!r}: not in the allow-list {sorted(PUBLIC)}; add it with its reason.")

@@ -68,13 +68,15 @@ from collections.abc import Callable
 
 import dp_accounting
 import tensorflow as tf
-import tensorflow_federated as tff
 import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
 from tff_esn.privacy import accounting, coverage
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.config import check_clip
+from tff_esn.runtime import load_tff
+
+tff = load_tff()
 
 CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b), each clipped to C
 

@@ -7,13 +7,15 @@ This package provides a context whose worker we start ourselves: its stdio is
 ``/dev/null`` and it dies with this process (parent-death SIGKILL, also when the process
 is killed with SIGKILL).
 
-**Who sets the context.** Library code (the algorithm builders in
-:mod:`tff_esn.closed_form` and :mod:`tff_esn.federated`, :mod:`tff_esn.privacy`) never
-touches TFF's context stack: a context the user installed stays installed. Entry points
-set ours up — the ``tff-esn`` CLI, ``scripts``, the benches and the test session — and a
-library user calls :func:`ensure_context` once (``tff_esn.runtime.ensure_context()``, or
-``ensure_context(["h1:p1", "h2:p2"])`` for workers started with ``tff-esn worker``). A
-user who does neither gets TFF's default context and its default worker.
+**Who sets the context.** Entry points set ours up — the ``tff-esn`` CLI, ``scripts``, the
+benches and the test session — and a library user may call :func:`ensure_context`
+(``tff_esn.runtime.ensure_context()``, or ``ensure_context(["h1:p1", "h2:p2"])`` for workers
+started with ``tff-esn worker``). Library code (the algorithm builders in
+:mod:`tff_esn.closed_form` and :mod:`tff_esn.federated`, :mod:`tff_esn.privacy`, the
+discriminator) imports TFF only through :func:`load_tff`, which installs ours when TFF's stock
+local context is the current one — the context ``import tensorflow_federated`` installs, whose
+worker inherits the parent's stdout and outlives it — and leaves any other context (one the
+user installed) in place.
 
 **How workers stop.** Every worker started here gets SIGKILL from the kernel when this
 process ends, however it ends. Entry points additionally call :func:`install_exit_hooks`:
@@ -28,7 +30,7 @@ Modules, one job each:
 * :mod:`~tff_esn.runtime.heartbeat` — gRPC stubs to a worker (:func:`connect`), each call
   under a :class:`Heartbeat` so a stuck worker ends the run within ``--worker-timeout``;
 * :mod:`~tff_esn.runtime.context` — building and installing the execution context
-  (:func:`build_context`, :func:`ensure_context`, :func:`current_workers`);
+  (:func:`build_context`, :func:`ensure_context`, :func:`load_tff`, :func:`current_workers`);
 * :mod:`~tff_esn.runtime.tff_patch` — TFF 0.87's subround-partitioning correction for
   multi-worker contexts, refused with :class:`TFFVersionError` on other TFF versions;
 * :mod:`~tff_esn.runtime.serve` — :func:`serve_worker`, the foreground worker of
@@ -39,7 +41,7 @@ The command-line flags (``--workers``, ``--worker-timeout``) live in
 the functions that need them.
 """
 
-from tff_esn.runtime.context import (build_context, current_workers, ensure_context, on_this_host,
+from tff_esn.runtime.context import (build_context, current_workers, ensure_context, load_tff, on_this_host,
                                      parse_workers)
 from tff_esn.runtime.heartbeat import Heartbeat, connect
 from tff_esn.runtime.serve import serve_worker
@@ -51,6 +53,6 @@ from tff_esn.runtime.workers import (DEFAULT_TIMEOUT, LocalWorker, WorkerError, 
 __all__ = [
     "DEFAULT_TIMEOUT", "Heartbeat", "LocalWorker", "TFFVersionError", "WorkerError", "build_context",
     "check_port_free", "child_worker_pids", "connect", "current_workers", "ensure_context",
-    "install_exit_hooks", "on_this_host", "owned_worker_pids", "parse_workers", "pick_port", "serve_worker",
+    "install_exit_hooks", "load_tff", "on_this_host", "owned_worker_pids", "parse_workers", "pick_port", "serve_worker",
     "stop_workers", "worker_binary_path",
 ]

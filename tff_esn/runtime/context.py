@@ -1,7 +1,8 @@
 """Our TFF execution context: built on our own worker(s) and installed by entry points.
 
 :func:`ensure_context` installs it as TFF's default context; the CLI, ``scripts``, the
-benches and the test session call it, library builders never do. With ``workers=None``
+benches and the test session call it, and :func:`load_tff` (the package's one way to import
+TFF) calls it when TFF's stock local context is the current one. With ``workers=None``
 one :class:`~tff_esn.runtime.workers.LocalWorker` is started lazily on the first
 computation (and restarted if it died); with ``host:port`` addresses the computations run
 on those workers, split across them with TFF's ``MergeableCompExecutionContext`` when
@@ -184,6 +185,30 @@ def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float
         _STATE["context"] = context
         _STATE["key"] = key
         return context
+
+
+def _is_tff_stock_context(context) -> bool:
+    """Whether ``context`` is TFF's stock local C++ context (what ``import tensorflow_federated``
+    installs): its executor factory starts a ``worker_binary`` that inherits our stdout/stderr
+    and outlives this process."""
+    stack_fn = getattr(getattr(context, "_executor_factory", None), "_executor_stack_fn", None)
+    return getattr(stack_fn, "__qualname__", "").startswith("local_cpp_executor_factory.")
+
+
+def load_tff():
+    """The ``tensorflow_federated`` module, with our context installed in place of TFF's stock one.
+
+    Every module of the package that builds or runs TFF computations imports TFF through this
+    function. When the current context is TFF's stock local one (no entry point called
+    :func:`ensure_context` and the user installed no context of their own), it installs ours
+    (:func:`ensure_context`), whose worker stops with this process; any other current context
+    (ours, or one the user installed) stays.
+    """
+    import tensorflow_federated as tff
+
+    if _is_tff_stock_context(tff.framework.get_context_stack().current):
+        ensure_context()
+    return tff
 
 
 def current_workers() -> list[str] | None:
