@@ -189,3 +189,28 @@ def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
     _, central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
     record = algorithms.run_algorithm("thesis-central", data, SPLIT, central)
     assert record["test"]["n"] == 110 and "design" in record["extra"]
+
+
+def test_relative_cache_dir_and_out_survive_a_change_of_folder(data, tmp_path, monkeypatch):
+    """The TFF worker reads cached states from its own working folder: relative paths are made absolute."""
+    from tff_esn import runtime
+    from tff_esn.federated.configs import FedAvgConfig
+
+    tff = runtime.load_tff()
+    started, later = tmp_path / "started", tmp_path / "later"
+    started.mkdir()
+    later.mkdir()
+    monkeypatch.chdir(started)
+    runtime.stop_workers()  # the next computation starts a worker whose working folder is `started`
+    assert tff.tensorflow.computation(lambda: np.int32(7))() == 7
+    monkeypatch.chdir(later)
+    try:
+        config = FedAvgConfig(model=MODEL, rounds=2, clients_per_round=2, out="run", cache_dir="cache", progress=False)
+        assert (config.out, config.cache_dir) == (str(later / "run"), str(later / "cache"))
+        record = algorithms.run_algorithm("fedavg", data, SPLIT, config)
+        assert record["config"]["cache_dir"] == str(later / "cache") and record["config"]["out"] == str(later / "run")
+        assert len(list((later / "cache" / "federated-states").glob("states-*"))) == 4
+        direct = run_federated(data, SPLIT, _config(), cache_dir="states", progress=False)
+        assert len(list((later / "states").glob("states-*"))) == 4 and direct["test"]["n"] == 110
+    finally:
+        runtime.stop_workers()

@@ -331,7 +331,8 @@ class CachedStates(_ClientSource):
         cache_dir: when given, each client's states are saved there once (raw float32
             files, keyed by a hash of inputs, reservoir and noise) and read back from file
             by the TFF worker every round, so only a path travels into the
-            computation; otherwise they travel in memory (TFF caps that at 100 MB per client).
+            computation (made absolute: the worker resolves a relative path from its own
+            working folder); otherwise they travel in memory (TFF caps that at 100 MB per client).
     """
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
@@ -339,7 +340,7 @@ class CachedStates(_ClientSource):
                  cache_dir: str | os.PathLike | None = None):
         super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
         self.reservoirs = dict(zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)))
-        self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self.cache_dir = None if cache_dir is None else Path(cache_dir).absolute()
         self._base: dict[str, tf.data.Dataset] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for cid in self.ids:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -239,7 +240,9 @@ class FedAvgConfig(ThesisRunConfig):
         states: ``cached`` (readout trained on states harvested once, noise fixed per client) or
             ``faithful`` (reservoir inside the model, noise redrawn every round).
         shuffle: shuffle each client's sequences every round (seeded).
-        out: the run folder (``rounds.csv``, ``tensorboard/``, ``checkpoints/``); required.
+        out: the run folder (``rounds.csv``, ``tensorboard/``, ``checkpoints/``); required. ``out``
+            and ``cache_dir`` are made absolute on construction (the TFF worker reads the cached
+            states from its own working folder, which a later ``os.chdir`` does not move).
         resume: continue the run in ``out`` from its last completed round.
         progress: show a progress bar.
         cache_dir: data cache root (harvested states go to ``CACHE/federated-states``).
@@ -287,6 +290,9 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check_field(self, "out", isinstance(self.out, str) and bool(self.out),
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there)")
+        for name in ("out", "cache_dir"):
+            if getattr(self, name):
+                object.__setattr__(self, name, os.path.abspath(getattr(self, name)))
         check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
         check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
