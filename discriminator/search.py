@@ -4,7 +4,8 @@ Thesis §6.1: "The hyper-parameters have been chosen with a random search." Kera
 ``RandomSearch`` draws the two hidden sizes and the two dropout rates from
 :data:`SPACE`, trains each candidate as :func:`discriminator.model.train_discriminator`
 does (same epochs, batch, validation split, seed, seeded epoch orders) and keeps the best
-validation accuracy. No global RNG is read or set: the oracle draws from ``base.seed``.
+validation accuracy. No global RNG is read or set: the oracle draws from ``base.seed``, 0 included
+(:func:`tuning.oracle.seed_oracle`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import tensorflow as tf
 from discriminator.deltas import DeltaSet
 from discriminator.model import DiscriminatorConfig, build_discriminator
 from tff_esn.federated.clients import seeded_fit_data
+from tuning.oracle import seed_oracle
 
 SPACE = {"hidden_1": (16, 32, 64, 128), "hidden_2": (8, 16, 32, 64), "dropout_1": (0.0, 0.1, 0.2, 0.3, 0.5),
          "dropout_2": (0.0, 0.1, 0.2, 0.3, 0.5)}
@@ -60,6 +62,7 @@ def search_discriminator(deltas: DeltaSet, base: DiscriminatorConfig = Discrimin
     try:
         tuner = kt.RandomSearch(build, objective="val_accuracy", max_trials=max_trials, seed=base.seed,
                                 directory=workdir, project_name="discriminator", overwrite=True)
+        seed_oracle(tuner.oracle, base.seed)
         batches, steps = seeded_fit_data(x[:n_fit], y[:n_fit], batch_size=base.batch_size, epochs=base.epochs,
                                          seed=base.seed)
         tuner.search(batches, validation_data=(x[n_fit:], y[n_fit:]), epochs=base.epochs, steps_per_epoch=steps,

@@ -260,3 +260,14 @@ def test_k_class_deltas_are_the_whole_softmax_readout_and_the_filter_reads_them(
     assert got == list(want)
     with pytest.raises(DiscriminatorFileError, match=f"{(UNITS + 1) * 3} values, but .* has {UNITS + 1} values"):
         load_filter(path, units=UNITS, outputs=1)
+
+
+def test_random_search_seed_0_is_a_seed(deltas, tmp_path):
+    """KerasTuner replaces a falsy seed by a random one; seed 0 must fix the candidates too."""
+    def tried(folder):
+        search_discriminator(deltas, DiscriminatorConfig(epochs=1, seed=0), max_trials=3, directory=tmp_path / folder)
+        trials = sorted((tmp_path / folder / "discriminator").glob("trial_*/trial.json"))
+        return [json.loads(t.read_text())["hyperparameters"]["values"] for t in trials]
+
+    first = tried("first")
+    assert len(first) == 3 and first == tried("again")

@@ -16,9 +16,21 @@ import itertools
 import random
 
 from keras_tuner.oracles import RandomSearchOracle
+from keras_tuner.src.engine import oracle as oracle_module
 from keras_tuner.src.engine import trial as trial_module
 
 from tuning.spaces import space_size
+
+
+def seed_oracle(oracle: oracle_module.Oracle, seed: int | None) -> oracle_module.Oracle:
+    """``oracle`` drawing from ``seed`` as given, 0 included; ``None`` keeps the seed it drew.
+
+    KerasTuner's oracles take ``seed or random.randint(1, 10000)``, so seed 0 would draw a
+    different seed in every process. Call it before the first trial.
+    """
+    if seed is not None:
+        oracle.seed = oracle._seed_state = seed
+    return oracle
 
 
 class ExhaustiveRandomSearchOracle(RandomSearchOracle):
@@ -26,14 +38,12 @@ class ExhaustiveRandomSearchOracle(RandomSearchOracle):
 
     Same arguments as ``keras_tuner.oracles.RandomSearchOracle``; ``max_trials=None`` means
     "until exhausted" (only allowed for a finite space). ``seed`` is used as given, 0 included
-    (KerasTuner's oracle takes ``seed or random.randint(1, 10000)``, so seed 0 would draw a
-    different seed in every process); ``None`` draws one.
+    (:func:`seed_oracle`); ``None`` draws one.
     """
 
     def __init__(self, *args, seed: int | None = None, **kwargs):
         super().__init__(*args, seed=seed, **kwargs)
-        if seed is not None:
-            self.seed = self._seed_state = seed
+        seed_oracle(self, seed)
         if self.max_trials is None and space_size(self.hyperparameters) == float("inf"):
             raise ValueError(
                 "ExhaustiveRandomSearchOracle: max_trials=None (search until exhausted) needs a finite space; "
