@@ -11,11 +11,10 @@ import pytest  # noqa: E402
 def _no_orphaned_workers():
     """The session is an entry point: it installs our TFF context; every worker must be gone after it.
 
-    Library code never installs a context (:mod:`tff_esn.runtime`), so the session does, as
-    the CLI does. A worker that is a child of this process but not owned by the runtime was
-    started by TFF's default context, i.e. a test replaced our context and ran a computation
-    without restoring it (``tff_esn.runtime.ensure_context(force=True)``): in a piped run it
-    would hang the pipe.
+    The session installs it as the CLI does. A worker that is a child of this process but not
+    owned by the runtime was started by another context, i.e. a test replaced our context and
+    ran a computation without restoring it (``tff_esn.runtime.ensure_context(force=True)``): in
+    a piped run it would hang the pipe.
     """
     from tff_esn import runtime
 
