@@ -209,6 +209,23 @@ def test_load_tff_replaces_tff_stock_context_and_keeps_any_other():
     assert runtime.child_worker_pids() == runtime.owned_worker_pids()
 
 
+def test_a_timeout_given_to_ensure_context_is_the_context_s():
+    """A built local context with another timeout is rebuilt; without a timeout the built one stays."""
+    from tff_esn import runtime
+    from tff_esn.runtime import context
+
+    first = runtime.ensure_context()
+    try:
+        changed = runtime.ensure_context(timeout=7)
+        assert changed is not first and context._STATE["key"] == (None, 7.0)
+        assert runtime.ensure_context() is changed and runtime.ensure_context(timeout=7.0) is changed
+        with pytest.raises(ValueError, match="seconds > 0"):
+            runtime.ensure_context(timeout=0)
+    finally:
+        restored = runtime.ensure_context(force=True)
+    assert context._STATE["key"] == (None, runtime.DEFAULT_TIMEOUT) and runtime.ensure_context() is restored
+
+
 def test_library_builders_leave_a_user_context_installed():
     """Building and running IncFed through TFF uses the installed context and never replaces it."""
     import tensorflow_federated as tff

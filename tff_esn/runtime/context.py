@@ -155,27 +155,36 @@ def build_context(workers: Sequence[str] | None = None, *, start_timeout: float 
     )
 
 
-def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float | None = None,
                    force: bool = False, prestart: bool = False):
     """Installs our execution context as TFF's default and returns it (entry points and users only).
 
-    Without arguments it keeps the context of ours already built (whatever its workers) and
+    Without ``workers`` it keeps the context of ours already built (whatever its workers) and
     makes it TFF's default again if another context replaced it, or installs the local
-    single-worker one. With ``workers`` (a list or ``"h:p,h:p"``; see :func:`build_context`)
-    it switches to those workers; ``force=True`` with no workers switches back to a fresh
-    local worker. A switch stops the local worker of the previous context, never the
-    workers given by address. TFF's context stack is per thread: call it on the thread that
-    runs the computations. ``prestart``: a new local worker starts now (see :func:`build_context`).
+    single-worker one; a ``timeout`` other than the built context's rebuilds it on the same
+    workers. With ``workers`` (a list or ``"h:p,h:p"``; see :func:`build_context`) it switches
+    to those workers; ``force=True`` with no workers switches back to a fresh local worker. A
+    switch stops the local worker of the previous context, never the workers given by address.
+    TFF's context stack is per thread: call it on the thread that runs the computations.
+    ``timeout``: see :func:`build_context` (``None``: the built context's, else
+    :data:`DEFAULT_TIMEOUT`). ``prestart``: a new local worker starts now (see :func:`build_context`).
     """
     import tensorflow_federated as tff
 
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool)
+                                or not timeout > 0):
         raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}.")
     workers = parse_workers(workers)
     with LOCK:
-        key = (None if workers is None else tuple(workers), float(timeout))
+        built = _STATE["context"] is not None and not force
+        if built and workers is None:
+            kept, kept_timeout = _STATE["key"]
+            workers = None if kept is None else list(kept)
+            timeout = kept_timeout if timeout is None else timeout
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        key = (None if workers is None else tuple(workers), timeout)
         stack = tff.framework.get_context_stack()
-        if _STATE["context"] is not None and not force and (workers is None or _STATE["key"] == key):
+        if built and _STATE["key"] == key:
             if stack.current is not _STATE["context"]:
                 stack.set_default_context(_STATE["context"])
             return _STATE["context"]
