@@ -37,9 +37,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_federated as tff
 
 from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
+from tff_esn.runtime import load_tff
+
+tff = load_tff()
 
 
 class SimulatedOutput(NamedTuple):
