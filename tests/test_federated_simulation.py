@@ -10,7 +10,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import build_fedavg, build_fedcurv, curvature, sample_clients
 from tff_esn.federated.clients import CachedStates, RawInputs
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
-from tff_esn.federated.simulation import SimulatedProcess, weighted_mean
+from tff_esn.federated.simulation import SimulatedProcess
 
 UNITS = 6
 ROUNDS = 5
@@ -111,14 +111,21 @@ def test_simulation_equals_tff_round_by_round(seed, algorithm, penalty, server_l
         assert any(np.any(u != 0) for u in want[-1][1][0])  # u/v were exercised
 
 
-def test_weighted_mean_is_tffs_mean_and_zero_without_weight():
-    rng = np.random.default_rng(0)
-    updates = [(tf.constant(rng.normal(size=(3, 1)).astype(np.float32)),
-                tf.constant(rng.normal(size=(1,)).astype(np.float32))) for _ in range(4)]
-    weights = [tf.constant(float(w)) for w in (3, 0, 5, 2)]
-    got = weighted_mean(updates, weights)
-    for i in range(2):
-        want = sum(np.asarray(u[i], np.float64) * float(w) for u, w in zip(updates, weights)) / 10
-        np.testing.assert_allclose(got[i].numpy(), want, rtol=1e-6)
-    zero = weighted_mean(updates, [tf.constant(0.0)] * 4)
-    assert all(np.all(t.numpy() == 0) for t in zero)
+def test_a_round_without_accepted_clients_keeps_the_weights_and_counts_no_client():
+    model, source = _source(0, False, "same", 2)
+    process = SimulatedProcess(_model_fn(model, source, False), client_learning_rate=model.learning_rate,
+                               client_filter=lambda kernel, bias: tf.constant(False))
+    state = process.initialize()
+    result = process.next(state, source.in_memory(IDS, 0))
+    for before, after in zip(state["trainable"], result.state["trainable"]):
+        np.testing.assert_array_equal(after, before)
+    assert result.metrics["client_work"]["accepted_clients"] == 0
+    assert result.metrics["client_work"]["clients"] == len(IDS)
+
+
+def test_clients_must_carry_their_own_reservoir_exactly_when_the_process_expects_it():
+    model, source = _source(6, True, "same", 3)
+    process = SimulatedProcess(_model_fn(model, source, True), client_learning_rate=model.learning_rate,
+                               client_reservoirs=True)
+    with pytest.raises(ValueError, match="client_reservoirs=True needs every client"):
+        process.next(process.initialize(), source.in_memory(IDS[:2], 0))

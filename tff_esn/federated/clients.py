@@ -35,6 +35,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -178,13 +179,17 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
     of the same seed.
     """
     orders = tf.constant(epoch_orders(n, epochs, seed), tf.int64)
+    return ds.batch(n).flat_map(lambda *whole: ordered_batches(whole, orders, batch_size))
 
-    def passes(*whole):
-        def one(order):
-            return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(batch_size)
-        return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
 
-    return ds.batch(n).flat_map(passes)
+def ordered_batches(whole, orders, batch_size: int) -> tf.data.Dataset:
+    """The elements of the tensors ``whole`` (first axis n) in each order of ``orders``
+    (epochs, n), one pass after the other, each pass batched on its own (its last batch
+    partial when ``batch_size`` does not divide n)."""
+    def one(order):
+        return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(batch_size)
+
+    return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
 
 
 def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
@@ -209,6 +214,23 @@ def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_see
         return seeded_epochs(ds, n, config.batch_size, config.epochs, shuffle_seed).with_options(lean_options())
     ds = ds.batch(config.batch_size)
     return (ds.repeat(config.epochs) if config.epochs > 1 else ds).with_options(lean_options())
+
+
+class ClientArrays(NamedTuple):
+    """One client's round in arrays: inputs (n, …), float32 targets (n, …), the order of
+    each local epoch (epochs, n) and its own reservoir weights (``None``: the server's)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    orders: np.ndarray
+    reservoir: tuple[np.ndarray, ...] | None
+
+
+class RoundArrays(NamedTuple):
+    """The sampled clients' :class:`ClientArrays` of a round and the batch size."""
+
+    clients: tuple[ClientArrays, ...]
+    batch_size: int
 
 
 class _ClientSource:
@@ -255,23 +277,21 @@ class _ClientSource:
         """The client's inputs and float32 targets of round ``round_num``, in stored order."""
         raise NotImplementedError
 
-    def in_memory(self, client_ids: Sequence[str], round_num: int) -> list:
-        """:meth:`datasets` built from the arrays in this process: the same batches in the same
-        orders (:func:`epoch_orders`), for a loop that runs the clients itself
-        (:mod:`tff_esn.federated.simulation`); no Python function is traced per round."""
-        out = []
-        for cid in client_ids:
-            x, y = self.arrays(cid, round_num)
-            epochs = [tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(self.config.batch_size)
-                      for order in epoch_orders(len(x), self.config.epochs, self.shuffle_seed(cid, round_num))]
-            batches = epochs[0]
-            for more in epochs[1:]:
-                batches = batches.concatenate(more)
-            out.append(self._with_reservoir(cid, batches))
-        return out
+    def own_reservoir(self, cid: str) -> tuple[np.ndarray, ...] | None:
+        """The client's own reservoir weights (the model's non-trainable variables), ``None``
+        when the clients train with the broadcast server reservoir."""
+        return None
 
-    def _with_reservoir(self, cid: str, batches: tf.data.Dataset):
-        return batches
+    def in_memory(self, client_ids: Sequence[str], round_num: int) -> RoundArrays:
+        """The arrays of :meth:`datasets`, for a process that batches them itself
+        (:mod:`tff_esn.federated.simulation`): each client's inputs, targets and per-epoch
+        orders (:func:`epoch_orders` of the same seeds), which :func:`ordered_batches` turns
+        into the same batches in the same orders."""
+        return RoundArrays(tuple(
+            ClientArrays(*self.arrays(cid, round_num),
+                         epoch_orders(self.sizes[cid], self.config.epochs, self.shuffle_seed(cid, round_num)),
+                         self.own_reservoir(cid))
+            for cid in client_ids), self.config.batch_size)
 
 
 def reservoir_weights(reservoir: ReservoirConfig, n_inputs: int, config: ThesisModelConfig) -> tuple[np.ndarray, ...]:
@@ -296,11 +316,12 @@ class RawInputs(_ClientSource):
         self._targets = {cid: targets(c, config) for cid, c in self.clients.items()}
         self._clean = {cid: tf.data.Dataset.from_tensor_slices((self.clients[cid].x, self._targets[cid]))
                        for cid in self.ids if self.noise[cid] == 0}
-        self._reservoirs: dict[str, tf.data.Dataset] = {}
+        self._reservoir_weights: dict[str, tuple[np.ndarray, ...]] = {}
         if self.own_reservoirs:
             n_inputs = next(iter(self.clients.values())).x.shape[-1]
             for cid, res in zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)):
-                self._reservoirs[cid] = tf.data.Dataset.from_tensors(reservoir_weights(res, n_inputs, config))
+                self._reservoir_weights[cid] = reservoir_weights(res, n_inputs, config)
+        self._reservoirs = {cid: tf.data.Dataset.from_tensors(w) for cid, w in self._reservoir_weights.items()}
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset | tuple[tf.data.Dataset, tf.data.Dataset]:
         ds = self._clean.get(cid)
@@ -315,6 +336,9 @@ class RawInputs(_ClientSource):
 
     def _with_reservoir(self, cid: str, batches: tf.data.Dataset):
         return (batches, self._reservoirs[cid]) if self.own_reservoirs else batches
+
+    def own_reservoir(self, cid: str) -> tuple[np.ndarray, ...] | None:
+        return self._reservoir_weights.get(cid)
 
 
 class CachedStates(_ClientSource):

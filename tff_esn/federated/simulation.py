@@ -7,7 +7,9 @@ sampled clients:
 * every client runs THE client update of the TFF path,
   :func:`~tff_esn.federated.client_work.build_client_update` (local Adam epochs —
   ``tff.learning.optimizers.build_adam`` —, FedCurv's penalty and ``(u_b, v_b)``, the client
-  filter, a client's own reservoir), on the same ``tf.data`` batches;
+  filter, a client's own reservoir), on the same batches in the same orders
+  (:meth:`~tff_esn.federated.clients._ClientSource.in_memory` arrays, batched in the graph by
+  :func:`~tff_esn.federated.clients.ordered_batches`);
 * the server takes TFF's weighted mean of the updates (``MeanFactory``:
   ``Σ w_k Δ_k / Σ w_k``, 0 when no client counts) and applies it with TFF's own server
   optimizer object (``build_sgdm(learning_rate=server lr)``), as
@@ -16,6 +18,10 @@ sampled clients:
   TFF client work's sum aggregator gives it;
 * the training metrics are summed over the clients and finalized (TFF's
   ``sum_then_finalize``); ``accepted_clients`` and ``clients`` count as in the TFF client work.
+
+A round is one ``tf.function`` call: the sampled clients' updates one after the other, the
+mean, the server step, ``u``/``v`` and the metrics in one graph (traced anew only for a new
+number of clients), so a round costs the clients' arithmetic, not one call per client.
 
 It has the interface of the TFF learning process that :mod:`tff_esn.federated.training`
 drives (``initialize``, ``next``, ``get_model_weights``), and its state is a nest of numpy
@@ -32,13 +38,14 @@ Privacy aggregators (DP, secure aggregation) exist on the TFF path only.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
 from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
+from tff_esn.federated.clients import RoundArrays, lean_options, ordered_batches
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
@@ -56,21 +63,13 @@ def _numpy(value: Any) -> np.ndarray:
     return np.asarray(value, np.float32) if isinstance(value, float) else np.asarray(value)
 
 
-def weighted_mean(updates: Sequence[Sequence[tf.Tensor]], weights: Sequence[tf.Tensor]) -> tuple[tf.Tensor, ...]:
-    """``Σ_k w_k Δ_k / Σ_k w_k`` per tensor, 0 where ``Σ w_k = 0`` (TFF's weighted ``MeanFactory``)."""
-    total = tf.add_n(list(weights))
-    summed = [tf.add_n([u[i] * w for u, w in zip(updates, weights)]) for i in range(len(updates[0]))]
-    return tuple(tf.math.divide_no_nan(s, total) for s in summed)
-
-
 def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[Any], collections.OrderedDict]:
-    """The finalizers of the model's Keras metrics as one ``tf.function`` of the summed unfinalized
-    metrics: each metric's variables take the values, its ``result()`` is the finalized value
-    (the body of TFF's Keras finalizer, which builds a new metric at every call; ``model`` is
-    the simulation's own copy, whose metrics training never touches)."""
+    """The finalizers of the model's Keras metrics as one function of the summed unfinalized
+    metrics, traced into the round: each metric's variables take the values, its ``result()``
+    is the finalized value (the body of TFF's Keras finalizer, which builds a new metric at
+    every call; ``model`` is the simulation's own copy, whose metrics training never touches)."""
     metrics = {metric.name: metric for metric in model.get_metrics()}
 
-    @tf.function
     def finalize(unfinalized):
         for name, values in unfinalized.items():
             for variable, value in zip(metrics[name].variables, values):
@@ -89,8 +88,8 @@ class SimulatedProcess:
         server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
         penalty: FedCurv's penalty weight λ ≥ 0; ``None`` for FedAvg.
         client_filter: optional accept/reject rule on the client's readout delta.
-        client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
-            its own reservoir (:mod:`tff_esn.federated.client_work`).
+        client_reservoirs: each client trains with its own reservoir, which its
+            :class:`~tff_esn.federated.clients.ClientArrays` carry.
     """
 
     def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], *, client_learning_rate: float,
@@ -104,6 +103,7 @@ class SimulatedProcess:
         self._finalize = _metrics_finalizer(model)
         self._curvature = penalty is not None
         self._own_reservoirs = client_reservoirs
+        self._round = tf.function(self._round_graph, reduce_retracing=True)
 
     def initialize(self) -> collections.OrderedDict:
         """The initial state: the model's initial weights, the server optimizer's state and —
@@ -124,34 +124,45 @@ class SimulatedProcess:
         return tff.learning.models.ModelWeights(trainable=list(state["trainable"]),
                                                 non_trainable=list(state["non_trainable"]))
 
-    def next(self, state: collections.OrderedDict, client_data: Sequence[Any]) -> SimulatedOutput:
-        """One round over ``client_data`` (one entry per sampled client, as the TFF process takes it)."""
-        weights = tff.learning.models.ModelWeights(
-            trainable=[tf.constant(w) for w in state["trainable"]],
-            non_trainable=[tf.constant(w) for w in state["non_trainable"]])
-        zeros = tuple(tf.zeros_like(w) for w in weights.trainable)
-        u, v = ((tuple(tf.constant(t) for t in state["u"]), tuple(tf.constant(t) for t in state["v"]))
-                if self._curvature else (zeros, zeros))
-        updates, update_weights, metrics, accepted, u_sum, v_sum = [], [], None, 0, zeros, zeros
-        for data in client_data:
-            dataset, reservoir = data if self._own_reservoirs else (data, None)
-            result, unfinalized, valid, u_b, v_b = self._update(weights, dataset, u, v, reservoir)
-            updates.append(result.update)
-            update_weights.append(result.update_weight)
+    def _round_graph(self, trainable, non_trainable, server, u, v, data: RoundArrays):
+        """The round in TensorFlow: every client's update on its batches, ``Σ_k w_k Δ_k / Σ_k w_k``
+        (0 when no client counts: TFF's weighted ``MeanFactory``), the server step, the summed
+        ``u_b``/``v_b`` and metrics."""
+        weights = tff.learning.models.ModelWeights(trainable=list(trainable), non_trainable=list(non_trainable))
+        zeros = tuple(tf.zeros_like(w) for w in trainable)
+        summed, total, metrics, accepted, u_sum, v_sum = zeros, tf.zeros([]), None, tf.zeros([], tf.int32), zeros, zeros
+        for client in data.clients:
+            batches = ordered_batches((client.x, client.y), client.orders, data.batch_size).with_options(lean_options())
+            reservoir = None if client.reservoir is None else tf.data.Dataset.from_tensors(tuple(client.reservoir))
+            result, unfinalized, valid, u_b, v_b = self._update(weights, batches, u, v, reservoir)
+            summed = tuple(s + d * result.update_weight for s, d in zip(summed, result.update))
+            total += result.update_weight
             metrics = unfinalized if metrics is None else tf.nest.map_structure(tf.add, metrics, unfinalized)
-            accepted += int(valid)
-            if self._curvature:
-                u_sum = tuple(a + b for a, b in zip(u_sum, u_b))
-                v_sum = tuple(a + b for a, b in zip(v_sum, v_b))
-        server_state = tf.nest.map_structure(tf.constant, state["server"])
-        server, trainable = self._server.next(server_state, tuple(weights.trainable),
-                                              weighted_mean(updates, update_weights))
+            accepted += valid
+            u_sum = tuple(a + b for a, b in zip(u_sum, u_b))
+            v_sum = tuple(a + b for a, b in zip(v_sum, v_b))
+        mean = tuple(tf.math.divide_no_nan(s, total) for s in summed)
+        server, new_trainable = self._server.next(server, tuple(trainable), mean)
+        return new_trainable, server, nonnegative(u_sum), v_sum, self._finalize(metrics), accepted
+
+    def next(self, state: collections.OrderedDict, client_data: RoundArrays) -> SimulatedOutput:
+        """One round over ``client_data`` (:meth:`~tff_esn.federated.clients._ClientSource.in_memory`
+        of the sampled clients)."""
+        if not client_data.clients:
+            raise ValueError("client_data: a round needs at least one sampled client.")
+        if {c.reservoir is not None for c in client_data.clients} != {self._own_reservoirs}:
+            raise ValueError(f"client_data: client_reservoirs={self._own_reservoirs} needs "
+                             f"{'every' if self._own_reservoirs else 'no'} client to carry its own reservoir; "
+                             "build the clients with reservoirs='different' for the first, 'same' for the second.")
+        zeros = tuple(np.zeros_like(w) for w in state["trainable"])
+        u, v = (state["u"], state["v"]) if self._curvature else (zeros, zeros)
+        trainable, server, u_sum, v_sum, train, accepted = self._round(
+            state["trainable"], state["non_trainable"], state["server"], u, v, client_data)
         new_state = collections.OrderedDict(
             trainable=tuple(np.asarray(w) for w in trainable), non_trainable=state["non_trainable"],
             server=tf.nest.map_structure(_numpy, server))
         if self._curvature:
-            new_state["u"] = tuple(np.asarray(t) for t in nonnegative(u_sum))
+            new_state["u"] = tuple(np.asarray(t) for t in u_sum)
             new_state["v"] = tuple(np.asarray(t) for t in v_sum)
-        train = self._finalize(metrics)
-        work = collections.OrderedDict(train=train, accepted_clients=accepted, clients=len(updates))
+        work = collections.OrderedDict(train=train, accepted_clients=int(accepted), clients=len(client_data.clients))
         return SimulatedOutput(new_state, collections.OrderedDict(client_work=work))
