@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -100,50 +101,70 @@ def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
     return tf.reshape(verdict, [])
 
 
-def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None):
-    """The client's ``tf.function`` (thesis ClientUpdate of Alg. 1–4), run by both backends:
-    TFF's client computation (:func:`build_readout_client_work`) and the single-process loop
-    (:mod:`tff_esn.federated.simulation`).
+class ClientUpdate(NamedTuple):
+    """The client update (thesis ClientUpdate of Alg. 1–4) as two ``tf.function``\ s that
+    differ only in how they walk the client's batches.
 
-    ``client_update(initial_weights, data, u, v, reservoir=None)`` returns ``(ClientResult,
-    unfinalized metrics, accepted 0/1, u_b, v_b)``; ``reservoir`` is ``None`` or a one-element
-    dataset of the client's own non-trainable weights. The metrics start from zero at every
-    call (a TFF client computation builds its model anew; the loop calls one model again).
+    ``on_batches(initial_weights, data, u, v, reservoir=None)``: ``data`` is the client's
+    batched ``tf.data`` dataset (all local epochs), ``reservoir`` ``None`` or a one-element
+    dataset of the client's own non-trainable weights (TFF's client computation,
+    :func:`build_readout_client_work`).
+
+    ``on_arrays(initial_weights, arrays, orders, batch_size, u, v, reservoir=None)``:
+    ``arrays`` is the client's ``(inputs, targets)`` (first axis n), ``orders`` (epochs, n) the
+    order of each local epoch, cut into batches of ``batch_size`` (the last one of an epoch
+    partial) and sliced in the graph; ``reservoir`` ``None`` or the own weights as tensors
+    (the single-process loop, :mod:`tff_esn.federated.simulation`: no ``tf.data`` per batch).
+
+    Both return ``(ClientResult, unfinalized metrics, accepted 0/1, u_b, v_b)`` and start the
+    metrics from zero at every call (a TFF client computation builds its model anew; the loop
+    calls one model again).
     """
+
+    on_batches: Callable
+    on_arrays: Callable
+
+
+def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None) -> ClientUpdate:
+    """The client's update, run by both backends: TFF's client computation
+    (:func:`build_readout_client_work`) and the single-process loop
+    (:mod:`tff_esn.federated.simulation`); one set-up, one local step, one finish
+    (:class:`ClientUpdate`)."""
     model = model_fn()
     curvature = penalty is not None
 
-    @tf.function
-    def client_update(initial_weights, data, u, v, reservoir=None):
+    def start(initial_weights, own):
         model.reset_metrics()
         model_weights = tff.learning.models.ModelWeights.from_model(model)
         tf.nest.map_structure(lambda a, b: a.assign(b), model_weights, initial_weights)
-        if reservoir is not None:
-            own = reservoir.get_single_element()
+        if own is not None:
             for var, value in zip(model_weights.non_trainable, own):
                 var.assign(value)
         trainable = tuple(model_weights.trainable)
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
-        opt_state = optimizer.initialize(specs)
-        num_examples = tf.zeros([], tf.int64)
-        u_b = tuple(tf.zeros_like(w) for w in trainable)
-        v_b = tuple(tf.zeros_like(w) for w in trainable)
+        zeros = tuple(tf.zeros_like(w) for w in trainable)
+        return trainable, (optimizer.initialize(specs), tf.zeros([], tf.int64), zeros, zeros)
+
+    def step(trainable, carry, batch, u, v):
+        opt_state, num_examples, u_b, v_b = carry
         ll = tf.zeros([])
-        for batch in iter(data):
-            with tf.GradientTape(persistent=curvature) as tape:
-                output = model.forward_pass(batch, training=True)
-                if curvature:
-                    ll = log_likelihood(output.predictions)
-            gradients = tape.gradient(output.loss, trainable)
+        with tf.GradientTape(persistent=curvature) as tape:
+            output = model.forward_pass(batch, training=True)
             if curvature:
-                u_b = fisher_diagonal(tape.gradient(ll, trainable), tf.shape(output.predictions)[0])
-                v_b = tuple(d * w for d, w in zip(u_b, trainable))
-                gradients = tuple(g + penalty * p for g, p in
-                                  zip(gradients, curvature_penalty_gradient(trainable, u, v, u_b, v_b)))
-            opt_state, updated = optimizer.next(opt_state, trainable, tuple(gradients))
-            for var, value in zip(trainable, updated):
-                var.assign(value)
-            num_examples += tf.cast(output.num_examples, tf.int64)
+                ll = log_likelihood(output.predictions)
+        gradients = tape.gradient(output.loss, trainable)
+        if curvature:
+            u_b = fisher_diagonal(tape.gradient(ll, trainable), tf.shape(output.predictions)[0])
+            v_b = tuple(d * w for d, w in zip(u_b, trainable))
+            gradients = tuple(g + penalty * p for g, p in
+                              zip(gradients, curvature_penalty_gradient(trainable, u, v, u_b, v_b)))
+        opt_state, updated = optimizer.next(opt_state, trainable, tuple(gradients))
+        for var, value in zip(trainable, updated):
+            var.assign(value)
+        return opt_state, num_examples + tf.cast(output.num_examples, tf.int64), u_b, v_b
+
+    def finish(initial_weights, trainable, carry):
+        _, num_examples, u_b, v_b = carry
         update = tuple(a - b for a, b in zip(initial_weights.trainable, trainable))
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in update])
         valid = tf.logical_and(finite, _accepted(client_filter, update))
@@ -155,7 +176,24 @@ def build_client_update(model_fn, optimizer, penalty: float | None, client_filte
         return (tff.learning.templates.ClientResult(update=update, update_weight=weight),
                 model.report_local_unfinalized_metrics(), tf.cast(valid, tf.int32), u_b, v_b)
 
-    return client_update
+    @tf.function
+    def on_batches(initial_weights, data, u, v, reservoir=None):
+        trainable, carry = start(initial_weights, None if reservoir is None else reservoir.get_single_element())
+        for batch in iter(data):
+            carry = step(trainable, carry, batch, u, v)
+        return finish(initial_weights, trainable, carry)
+
+    @tf.function
+    def on_arrays(initial_weights, arrays, orders, batch_size, u, v, reservoir=None):
+        trainable, carry = start(initial_weights, reservoir)
+        n = tf.shape(orders, out_type=tf.int64)[1]
+        for order in orders:
+            for first in tf.range(0, n, batch_size, dtype=tf.int64):
+                rows = order[first:first + batch_size]
+                carry = step(trainable, carry, tuple(tf.gather(t, rows) for t in arrays), u, v)
+        return finish(initial_weights, trainable, carry)
+
+    return ClientUpdate(on_batches, on_arrays)
 
 
 def build_readout_client_work(
@@ -223,7 +261,7 @@ def build_readout_client_work(
 
     @tff.tensorflow.computation(broadcast_type, weights_type, data_type)
     def client_update_computation(state, weights, data):
-        update_fn = build_client_update(model_fn, optimizer, penalty, client_filter)
+        update_fn = build_client_update(model_fn, optimizer, penalty, client_filter).on_batches
         dataset, reservoir = data if client_reservoirs else (data, None)
         if penalty is None:
             empty = tuple(tf.zeros(w.shape, w.dtype) for w in weights.trainable)

@@ -179,17 +179,13 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
     of the same seed.
     """
     orders = tf.constant(epoch_orders(n, epochs, seed), tf.int64)
-    return ds.batch(n).flat_map(lambda *whole: ordered_batches(whole, orders, batch_size))
 
+    def passes(*whole):
+        def one(order):
+            return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(batch_size)
+        return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
 
-def ordered_batches(whole, orders, batch_size: int) -> tf.data.Dataset:
-    """The elements of the tensors ``whole`` (first axis n) in each order of ``orders``
-    (epochs, n), one pass after the other, each pass batched on its own (its last batch
-    partial when ``batch_size`` does not divide n)."""
-    def one(order):
-        return tf.data.Dataset.from_tensor_slices(tuple(tf.gather(t, order) for t in whole)).batch(batch_size)
-
-    return tf.data.Dataset.from_tensor_slices(orders).flat_map(one)
+    return ds.batch(n).flat_map(passes)
 
 
 def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
@@ -285,8 +281,8 @@ class _ClientSource:
     def in_memory(self, client_ids: Sequence[str], round_num: int) -> RoundArrays:
         """The arrays of :meth:`datasets`, for a process that batches them itself
         (:mod:`tff_esn.federated.simulation`): each client's inputs, targets and per-epoch
-        orders (:func:`epoch_orders` of the same seeds), which :func:`ordered_batches` turns
-        into the same batches in the same orders."""
+        orders (:func:`epoch_orders` of the same seeds), which the client update's
+        ``on_arrays`` cuts into the same batches in the same orders."""
         return RoundArrays(tuple(
             ClientArrays(*self.arrays(cid, round_num),
                          epoch_orders(self.sizes[cid], self.config.epochs, self.shuffle_seed(cid, round_num)),

@@ -7,9 +7,9 @@ sampled clients:
 * every client runs THE client update of the TFF path,
   :func:`~tff_esn.federated.client_work.build_client_update` (local Adam epochs —
   ``tff.learning.optimizers.build_adam`` —, FedCurv's penalty and ``(u_b, v_b)``, the client
-  filter, a client's own reservoir), on the same batches in the same orders
-  (:meth:`~tff_esn.federated.clients._ClientSource.in_memory` arrays, batched in the graph by
-  :func:`~tff_esn.federated.clients.ordered_batches`);
+  filter, a client's own reservoir), on the same batches in the same orders, sliced from the
+  :meth:`~tff_esn.federated.clients._ClientSource.in_memory` arrays in the graph
+  (``ClientUpdate.on_arrays``: no ``tf.data`` pipeline per client and round);
 * the server takes TFF's weighted mean of the updates (``MeanFactory``:
   ``Σ w_k Δ_k / Σ w_k``, 0 when no client counts) and applies it with TFF's own server
   optimizer object (``build_sgdm(learning_rate=server lr)``), as
@@ -45,7 +45,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
-from tff_esn.federated.clients import RoundArrays, lean_options, ordered_batches
+from tff_esn.federated.clients import RoundArrays
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
@@ -96,7 +96,7 @@ class SimulatedProcess:
                  server_learning_rate: float = 1.0, penalty: float | None = None,
                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False):
         self._update = build_client_update(model_fn, tff.learning.optimizers.build_adam(client_learning_rate),
-                                           penalty, client_filter)
+                                           penalty, client_filter).on_arrays
         self._server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
         model = model_fn()
         self._initial = tff.learning.models.ModelWeights.from_model(model)
@@ -132,9 +132,8 @@ class SimulatedProcess:
         zeros = tuple(tf.zeros_like(w) for w in trainable)
         summed, total, metrics, accepted, u_sum, v_sum = zeros, tf.zeros([]), None, tf.zeros([], tf.int32), zeros, zeros
         for client in data.clients:
-            batches = ordered_batches((client.x, client.y), client.orders, data.batch_size).with_options(lean_options())
-            reservoir = None if client.reservoir is None else tf.data.Dataset.from_tensors(tuple(client.reservoir))
-            result, unfinalized, valid, u_b, v_b = self._update(weights, batches, u, v, reservoir)
+            result, unfinalized, valid, u_b, v_b = self._update(weights, (client.x, client.y), client.orders,
+                                                                data.batch_size, u, v, client.reservoir)
             summed = tuple(s + d * result.update_weight for s, d in zip(summed, result.update))
             total += result.update_weight
             metrics = unfinalized if metrics is None else tf.nest.map_structure(tf.add, metrics, unfinalized)
