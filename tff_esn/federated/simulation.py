@@ -20,8 +20,9 @@ sampled clients:
   ``sum_then_finalize``); ``accepted_clients`` and ``clients`` count as in the TFF client work.
 
 A round is one ``tf.function`` call: the sampled clients' updates one after the other, the
-mean, the server step, ``u``/``v`` and the metrics in one graph (traced anew only for a new
-number of clients), so a round costs the clients' arithmetic, not one call per client.
+mean, the server step, ``u``/``v`` and the metrics in one graph (``reduce_retracing``: traced
+again for a new number of clients, and once more when client sizes first differ), so a round
+costs the clients' arithmetic, not one call and one ``tf.data`` pipeline per client.
 
 It has the interface of the TFF learning process that :mod:`tff_esn.federated.training`
 drives (``initialize``, ``next``, ``get_model_weights``), and its state is a nest of numpy
