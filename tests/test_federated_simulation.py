@@ -8,6 +8,7 @@ import tensorflow_federated as tff
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import build_fedavg, build_fedcurv, curvature, sample_clients
+from tff_esn.federated.client_work import build_client_update
 from tff_esn.federated.clients import CachedStates, RawInputs
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.federated.simulation import SimulatedProcess
@@ -129,3 +130,25 @@ def test_clients_must_carry_their_own_reservoir_exactly_when_the_process_expects
                                client_reservoirs=True)
     with pytest.raises(ValueError, match="client_reservoirs=True needs every client"):
         process.next(process.initialize(), source.in_memory(IDS[:2], 0))
+
+
+def test_the_client_update_on_arrays_equals_it_on_tffs_batches_over_several_epochs():
+    model = _source(7, False, "same", 2)[0].replace(epochs=3)
+    source = CachedStates(_clients(7, 2), model, seed=7, noise_std=0.3, shuffle=True)
+    update = build_client_update(_model_fn(model, source, False), tff.learning.optimizers.build_adam(0.05), 1e-2,
+                                 None)
+    initial = tff.learning.models.ModelWeights.from_model(_model_fn(model, source, False)())
+    initial = tff.learning.models.ModelWeights(trainable=[tf.constant(w) for w in initial.trainable],
+                                               non_trainable=[tf.constant(w) for w in initial.non_trainable])
+    rng = np.random.default_rng(0)
+    u = tuple(tf.constant(rng.uniform(size=w.shape).astype(np.float32)) for w in initial.trainable)
+    v = tuple(tf.constant(rng.normal(size=w.shape).astype(np.float32)) for w in initial.trainable)
+    for cid in IDS:  # 5, 8, 11, 14 sequences, batch 4: a partial last batch in every epoch but one client's
+        want = update.on_batches(initial, source.dataset(cid, 2), u, v)
+        client = source.in_memory([cid], 2).clients[0]
+        got = update.on_arrays(initial, (client.x, client.y), client.orders, model.batch_size, u, v)
+        assert client.orders.shape == (3, source.sizes[cid])
+        assert float(got[0].update_weight) == float(want[0].update_weight) == 3 * source.sizes[cid]
+        for a, b in zip(tf.nest.flatten((want[0].update, want[1], want[3], want[4])),
+                        tf.nest.flatten((got[0].update, got[1], got[3], got[4]))):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-7)
