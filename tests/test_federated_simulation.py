@@ -152,3 +152,14 @@ def test_the_client_update_on_arrays_equals_it_on_tffs_batches_over_several_epoc
         for a, b in zip(tf.nest.flatten((want[0].update, want[1], want[3], want[4])),
                         tf.nest.flatten((got[0].update, got[1], got[3], got[4]))):
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-7)
+
+
+def test_tff_is_the_default_backend_and_sim_is_refused_where_only_tff_reaches():
+    from tff_esn.federated.configs import FedAvgConfig, resolve_backend
+
+    assert FedAvgConfig(out="run").backend == "tff"
+    with pytest.raises(ValueError, match=r"backend \(--backend\): expected one of \('tff', 'sim'\), got 'auto'"):
+        FedAvgConfig(out="run", backend="auto")
+    assert resolve_backend("sim", private=False) == "sim" and resolve_backend("tff", private=True) == "tff"
+    with pytest.raises(ValueError, match="'sim' has no DP or secure aggregation"):
+        resolve_backend("sim", private=True)

@@ -21,7 +21,6 @@ its origin (``flag``, ``file``, ``own-data default`` or ``default``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from tff_esn import algorithms
@@ -131,12 +130,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
     pipeline, split_name, data_record = data_settings(args, algo, file)
     config, settings = config_of(algo, args, file, pipeline)
-    if getattr(args, "workers", None) is not None and getattr(config, "backend", None) == "auto":
-        config = dataclasses.replace(config, backend="tff")  # rounds on the given TFF workers
     uses_tff = algo.runs_tff(config)
     if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
-                     "(numpy backend, no privacy, no subrounds); drop --workers.")
+                     "(numpy or sim backend, no privacy, no subrounds); drop --workers.")
     out = check_arguments(args, config)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))

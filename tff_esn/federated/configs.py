@@ -31,9 +31,9 @@ THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
 """Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
 RESERVOIR_MODES = ("same", "different")
 STATE_SOURCES = ("cached", "faithful")
-BACKENDS = ("auto", "sim", "tff")
-"""How a federated run's rounds execute: ``sim`` (one process, :mod:`tff_esn.federated.simulation`),
-``tff`` (TFF's runtime and workers) or ``auto`` (:func:`tff_esn.federated.training.resolve_backend`)."""
+BACKENDS = ("tff", "sim")
+"""How a federated run's rounds execute: ``tff`` (TFF's runtime and workers; the default) or ``sim``
+(one process, :mod:`tff_esn.federated.simulation`); :func:`resolve_backend` says why."""
 _RUN = "tff_esn.federated.commands:"
 
 
@@ -252,9 +252,9 @@ class FedAvgConfig(ThesisRunConfig):
         keep_best: the result is the server model of the round with the best validation
             macro-F1 instead of the last round's (without validation clients: the last
             round's, with a recorded warning).
-        backend: ``sim`` runs the rounds in this process, ``tff`` in TFF's runtime (the only
-            one with ``--workers`` and privacy), ``auto`` picks ``sim`` unless one of those asks
-            for TFF; both give the same numbers to float32 rounding.
+        backend: ``tff`` (default) runs the rounds in TFF's runtime (the only one with
+            ``--workers`` and privacy), ``sim`` in this process; a round of both gives the same
+            numbers to float32 rounding (:func:`resolve_backend`).
     """
 
     server_lr: float = 1.0
@@ -272,7 +272,7 @@ class FedAvgConfig(ThesisRunConfig):
     discriminator: str | None = dataclasses.field(default=None, metadata={"metavar": "PATH"})
     discriminator_threshold: float = 0.5
     keep_best: bool = False
-    backend: str = dataclasses.field(default="auto", metadata={"choices": BACKENDS})
+    backend: str = dataclasses.field(default="tff", metadata={"choices": BACKENDS})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -315,34 +315,34 @@ class FedCurvConfig(FedAvgConfig):
 
 
 def resolve_backend(backend: str, private: bool) -> str:
-    """The backend that runs a federated run's rounds: ``sim`` or ``tff``.
+    """The backend that runs a federated run's rounds, ``backend`` itself once it is checked.
 
-    ``auto`` is ``sim`` for a run in this process without privacy: the simulation performs the
-    TFF processes' arithmetic with the same client update (equal to float32 rounding,
-    tests/test_federated_simulation.py) without TFF's per-round cost of serializing the model
-    and every client's data, which is most of a small round. It is ``tff`` when TFF workers are
-    installed (``--workers``: the clients' work is spread over workers, which only TFF's
-    runtime reaches) and with privacy (``private``: TFF's DP and secure aggregators, which the
-    simulation does not reimplement); ``sim`` with either is refused.
+    ``tff`` is the default: TFF's runtime runs the FedAvg/FedCurv processes, with TFF workers
+    (``--workers``) and privacy (``private``: TFF's DP and secure aggregators). ``sim`` runs the
+    same client update in this process and does the weighted mean and the server step itself
+    (:mod:`tff_esn.federated.simulation`); one round of it equals TFF's to float32 rounding
+    (tests/test_federated_simulation.py), but a chaotic run (different reservoirs, server
+    learning rate 1.0) amplifies those rounding differences over the rounds, so a whole run's
+    metrics differ from TFF's, and on a whole run the per-round evaluation and checkpoints
+    cost more than the rounds it saves. So ``sim`` is opt-in; it is refused with privacy
+    and with TFF workers (which only TFF's runtime reaches).
     """
     from tff_esn import runtime
 
     workers = runtime.current_workers()
     if backend == "sim" and private:
         raise ValueError("backend (--backend): 'sim' has no DP or secure aggregation; run privacy with "
-                         "--backend tff (or auto).")
+                         "--backend tff.")
     if backend == "sim" and workers is not None:
         raise ValueError(f"backend (--backend): 'sim' runs every client in this process, not on the workers "
-                         f"{workers}; use --backend tff (or auto) with --workers.")
-    if backend == "auto":
-        return "tff" if private or workers is not None else "sim"
+                         f"{workers}; use --backend tff with --workers.")
     return backend
 
 
 def _runs_tff(config: FedAvgConfig) -> bool:
-    """Whether the rounds run in TFF's runtime (:func:`resolve_backend`), so the entry point
-    installs TFF's execution context; the simulation needs none."""
-    return resolve_backend(config.backend, config.privacy.requested) == "tff"
+    """Whether the rounds run in TFF's runtime, so the entry point installs TFF's execution
+    context; the simulation needs none."""
+    return config.backend == "tff"
 
 
 register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,
