@@ -87,7 +87,7 @@ def _incfed(n_clients: int, per_call: int = PER_CALL):
 
 
 def _fedavg(n_clients: int):
-    from tff_esn.federated import FederatedConfig, ThesisModelConfig, run_federated
+    from tff_esn.federated import FedAvgConfig, ThesisModelConfig, run_federated
 
     source = SimulatedClients(n_clients + 2, n_classes=2, seed=0)
     data = source.dataset(0, n_clients + 2)
@@ -95,10 +95,10 @@ def _fedavg(n_clients: int):
     split = Split("scale", train=ids[:n_clients], val=(ids[-2],), test=(ids[-1],))
     model = ThesisModelConfig(reservoir=ReservoirConfig(units=UNITS, seed=1), batch_size=4, learning_rate=0.05,
                               state_mode="last")
-    config = FederatedConfig(model=model, rounds=1, clients_per_round=n_clients, noise_std=0.0)
+    config = FedAvgConfig(model=model, rounds=1, clients_per_round=n_clients, noise_std=0.0, progress=False)
 
     def run():
-        w = run_federated(data, split, config, progress=False)["extra"]["weights"]
+        w = run_federated(data, split, config)["extra"]["weights"]
         return np.concatenate([w["kernel"].ravel(), w["bias"].ravel()])
 
     return run

@@ -115,26 +115,27 @@ def _phase(args: argparse.Namespace) -> int:
     from discriminator.filter import DiscriminatorFilter
     from discriminator.model import load_discriminator
     from discriminator.phase import run_discriminative_phase
-    from tff_esn.federated.training import FederatedConfig
+    from tff_esn.algorithms import get_algorithm
     from tff_esn.io import write_json_atomic
 
     disc = load_discriminator(args.discriminator)
     model = model_config_from_info(disc.info)
+    if args.seed != model.reservoir.seed:
+        raise UsageError(f"--seed {args.seed}: the discriminator was trained for the reservoir of seed "
+                         f"{model.reservoir.seed}, which also seeds the federation (sampling, noise, shuffling); "
+                         f"give --seed {model.reservoir.seed}.")
+    out = Path(args.out)
     try:
-        config = FederatedConfig(algorithm=args.algorithm, model=model, rounds=args.rounds,
-                                 clients_per_round=args.clients_per_round, server_learning_rate=args.server_lr,
-                                 noise_std=args.noise_std, reservoirs=args.reservoir, penalty=args.penalty,
-                                 seed=args.seed)
+        config = config_from_flags(get_algorithm(args.algorithm).config, _values(args, FEDERATION),
+                                   strict=False)  # fedavg takes no --penalty
+        config = dataclasses.replace(config, model=model, out=str(out),
+                                     cache_dir=args.cache_dir if args.cache_dir else str(out))
         client_filter = None if args.no_filter else DiscriminatorFilter(disc, threshold=args.threshold)
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None
     runtime.ensure_context()
     dataset, split = _load(args)
-    out = Path(args.out)
-    result = run_discriminative_phase(dataset, split, config, client_filter, fake_clients=args.fake_clients,
-                                      out_dir=out, resume=args.resume,
-                                      cache_dir=Path(args.cache_dir) / "federated-states" if args.cache_dir
-                                      else out / "states", progress=args.progress)
+    result = run_discriminative_phase(dataset, split, config, client_filter, fake_clients=args.fake_clients)
     record = {"algorithm": f"{args.algorithm}+disc", "data": dataset.source, "split": split.name,
               "discriminator": str(args.discriminator), "threshold": args.threshold, **result}
     path = write_json_atomic(out / "metrics.json", record)

@@ -31,7 +31,7 @@ Choices (each documented where it matters):
   deltas, the rest test deltas (never a random split: neighbouring steps are correlated).
 
 The reservoir is fixed, so states are harvested once per ESN
-(:func:`tff_esn.federated.clients.harvest`) and the readout's steps run in one
+(:func:`tff_esn.federated.clients.reservoir_states`) and the readout's steps run in one
 ``tf.function`` over the batched states.
 """
 
@@ -168,7 +168,7 @@ def generate_deltas(subjects: ClientSequences | Mapping[str, ClientSequences], c
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("x_train", "y_train", "x_test", "y_test", "s_train", "s_test")}
     finals = {}
     for label, x in inputs.items():
-        states = client_data.harvest(x, model.reservoir, model, lengths=data.lengths)
+        states = client_data.reservoir_states(x, model.reservoir, model, lengths=data.lengths)
         trajectory = readout_trajectory(states, labels, model, steps=config.steps, seed=shuffle_seed,
                                         restart_every=config.restart_every)
         deltas = trajectory[:-1] - trajectory[1:]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.federated import FederatedConfig, run_federated
+from tff_esn.federated import FedAvgConfig, run_federated
 from tff_esn.federated.client_work import ClientFilter
 from tff_esn.io import write_csv_atomic
 
@@ -88,28 +88,23 @@ def plot_acceptance(report: dict[str, Any], path: str | os.PathLike, *, scores: 
 def run_discriminative_phase(
     dataset: SequenceDataset,
     split: Split,
-    config: FederatedConfig,
+    config: FedAvgConfig,
     client_filter: ClientFilter | None,
     *,
     fake_clients: int = 5,
-    out_dir: str | os.PathLike | None = None,
-    resume: bool = False,
-    cache_dir: str | os.PathLike | None = None,
-    progress: bool = True,
 ) -> dict[str, Any]:
     """FedAvg+Disc / FedCurv+Disc with fake clients (thesis §6.1–6.2, Alg. 3–4, Fig. 6.13).
 
     Args:
         dataset, split: the data and the ``thesis-discriminative`` split (10 training clients).
-        config: the federated run; its ``noise_std`` is the fake clients' input noise
-            (thesis: 0.5). When ``config.noisy_clients`` is set, those are the fakes;
+        config: the federated run (FedAvg or FedCurv, :func:`run_federated`); its ``noise_std``
+            is the fake clients' input noise (thesis: 0.5); ``config.out`` gets
+            ``rounds.csv`` etc. of :func:`run_federated`, plus ``acceptance.csv`` and
+            ``acceptance.png`` (Figure 6.13). When ``config.noisy_clients`` is set, those are the fakes;
             otherwise ``fake_clients`` training clients are drawn with ``config.seed``.
         client_filter: the filter (e.g. :func:`discriminator.filter.load_filter`), or
             ``None`` for the same federation without a discriminator.
         fake_clients: how many training clients are fake (thesis: 5 of 10).
-        out_dir: ``rounds.csv`` etc. of :func:`run_federated`, plus ``acceptance.csv`` and
-            ``acceptance.png`` (Figure 6.13).
-        resume, cache_dir, progress: as :func:`run_federated`.
 
     Returns:
         :func:`run_federated`'s result, with ``extra["discriminator"]`` = the
@@ -123,16 +118,15 @@ def run_discriminative_phase(
     fakes = (tuple(config.noisy_clients) if config.noisy_clients is not None
              else choose_fake_clients(split.train, fake_clients, config.seed))
     config = dataclasses.replace(config, noisy_clients=fakes)
-    result = run_federated(dataset, split, config, out_dir=out_dir, resume=resume, client_filter=client_filter,
-                           cache_dir=cache_dir, progress=progress)
+    result = run_federated(dataset, split, config, client_filter=client_filter)
     rows = result["extra"]["rounds"]
     report = acceptance_report([row["accepted_clients"] for row in rows], [row["clean_clients"] for row in rows],
                                [row["clients"] for row in rows])
     report["fake_clients"] = list(fakes)
     result["extra"]["discriminator"] = report
-    if out_dir is not None and rows:
-        write_csv_atomic(Path(out_dir) / "acceptance.csv", report["rounds"])
-        plot_acceptance(report, Path(out_dir) / "acceptance.png", scores=[row.get("test_f1_micro") for row in rows]
+    if config.out is not None and rows:
+        write_csv_atomic(Path(config.out) / "acceptance.csv", report["rounds"])
+        plot_acceptance(report, Path(config.out) / "acceptance.png", scores=[row.get("test_f1_micro") for row in rows]
                         if all("test_f1_micro" in row for row in rows) else None,
-                        title=f"{config.algorithm}-{config.server_learning_rate:g}+Disc")
+                        title=f"{config.algorithm}-{config.server_lr:g}+Disc")
     return result

@@ -60,7 +60,6 @@ def _train_discriminator(ctx: Context, s: Settings, dataset, split) -> tuple[Pat
 def run(ctx: Context, s: Settings) -> None:
     from discriminator.filter import load_filter
     from discriminator.phase import plot_acceptance, run_discriminative_phase
-    from tff_esn.federated.commands import federated_config
 
     dataset = ctx.dataset("wesad", "thesis")
     split = ctx.split("thesis-discriminative", dataset)
@@ -76,11 +75,7 @@ def run(ctx: Context, s: Settings) -> None:
         def one(algorithm: str, lr: float, reservoir: str, tag: str) -> dict[str, Any]:
             def compute(folder: Path) -> dict[str, Any]:
                 config = ctx.run_config(algorithm, folder, **federation_flags(s, lr, reservoir, ctx.seed))
-                return run_discriminative_phase(data, data_split,
-                                                federated_config(algorithm, config, len(data_split.train)),
-                                                client_filter, fake_clients=FAKE_CLIENTS, out_dir=folder,
-                                                resume=config.resume, progress=False,
-                                                cache_dir=Path(config.cache_dir) / "federated-states")
+                return run_discriminative_phase(data, data_split, config, client_filter, fake_clients=FAKE_CLIENTS)
             return ctx.cached(tag, compute)
         return one
 

@@ -46,7 +46,7 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     (lambda: IPConfig(min_gain=0.0), r"IPConfig.min_gain \(--ip-min-gain\): expected None or a finite number > 0"),
     (lambda: FedIPConfig(l2_scale="log"), r"FedIPConfig.l2_scale \(--l2-scale\)"),
     (lambda: AlignmentConfig(alpha=-0.1), r"AlignmentConfig.alpha \(--alpha\)"),
-    (lambda: FedAvgConfig(), r"FedAvgConfig.out \(--out\): expected the run folder"),
+    (lambda: FedAvgConfig(out=""), r"FedAvgConfig.out \(--out\): expected the run folder"),
     (lambda: FedAvgConfig(out="o", reservoirs="shared"), r"FedAvgConfig.reservoirs \(--reservoir\)"),
     (lambda: FedAvgConfig(out="o", rounds=0), r"FedAvgConfig.rounds \(--rounds\): expected an integer ≥ 1"),
     (lambda: FedCurvConfig(out="o", penalty=-1.0), r"FedCurvConfig.penalty \(--penalty\)"),

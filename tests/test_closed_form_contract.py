@@ -175,10 +175,10 @@ def test_client_weights_differ_and_alignment_interpolates():
 
 
 def test_both_families_draw_a_clients_own_reservoir_by_one_seed_rule():
-    from tff_esn.federated.clients import client_reservoirs as federated_reservoirs
+    from tff_esn.federated.clients import client_reservoir_configs
 
     cfg = ReservoirConfig(units=6, seed=4)
-    gradient = federated_reservoirs(cfg, 3, "different")
+    gradient = client_reservoir_configs(cfg, 3, "different")
     assert [r.seed for r in gradient] == [child_seed(4, 3, i) for i in range(3)] == [client_reservoir(cfg, i).seed
                                                                                      for i in range(3)]
     assert [ReservoirWeights.from_config(r, 3).key for r in gradient] == [m.key for m in client_weights(cfg, 3, 3)]

@@ -11,7 +11,7 @@ import tensorflow_federated as tff
 from discriminator import DiscriminatorFilter, acceptance_report, run_discriminative_phase
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.federated import FederatedConfig, ThesisModelConfig, build_fedavg, build_fedcurv
+from tff_esn.federated import FedAvgConfig, ThesisModelConfig, build_fedavg, build_fedcurv
 from tff_esn.federated.model import build_thesis_model, thesis_loss
 
 UNITS = 5
@@ -127,9 +127,9 @@ def dataset():
 
 def test_discriminative_phase_reports_accepted_vs_real_and_mae(dataset, tmp_path):
     split = Split("tiny-disc", train=tuple(f"S{i}" for i in range(10)), val=("S10",), test=("S11",))
-    config = FederatedConfig(model=CFG, rounds=3, clients_per_round=5, noise_std=0.5)
-    everyone = run_discriminative_phase(dataset, split, config, None, fake_clients=5, out_dir=tmp_path / "all",
-                                        progress=False)
+    config = FedAvgConfig(model=CFG, rounds=3, clients_per_round=5, noise_std=0.5, progress=False)
+    everyone = run_discriminative_phase(dataset, split, dataclasses.replace(config, out=str(tmp_path / "all")), None,
+                                        fake_clients=5)
     report = everyone["extra"]["discriminator"]
     assert len(report["fake_clients"]) == 5 and set(report["fake_clients"]) <= set(split.train)
     for row, fed in zip(report["rounds"], everyone["extra"]["rounds"]):
@@ -139,13 +139,12 @@ def test_discriminative_phase_reports_accepted_vs_real_and_mae(dataset, tmp_path
     assert (tmp_path / "all" / "acceptance.csv").exists() and (tmp_path / "all" / "acceptance.png").stat().st_size
 
     model = _discriminator(UNITS + 1)
-    nobody = run_discriminative_phase(dataset, split, config, DiscriminatorFilter(model, threshold=1.0),
-                                      progress=False)
+    nobody = run_discriminative_phase(dataset, split, config, DiscriminatorFilter(model, threshold=1.0))
     rep = nobody["extra"]["discriminator"]
     assert [r["accepted"] for r in rep["rounds"]] == [0, 0, 0]
     assert rep["mae"] == pytest.approx(np.mean([r["real"] for r in rep["rounds"]]))
     with pytest.raises(ValueError, match="need input noise"):
-        run_discriminative_phase(dataset, split, dataclasses.replace(config, noise_std=0.0), None, progress=False)
+        run_discriminative_phase(dataset, split, dataclasses.replace(config, noise_std=0.0), None)
 
 
 def test_acceptance_report_checks_its_inputs():
@@ -153,3 +152,26 @@ def test_acceptance_report_checks_its_inputs():
     assert rep["mae"] == 0.5 and rep["rounds"][0] == {"round": 1, "sampled": 5, "real": 2, "accepted": 3, "error": 1}
     with pytest.raises(ValueError, match="equal, non-empty"):
         acceptance_report([1], [1, 2], [5])
+
+
+@pytest.mark.slow
+def test_discriminator_commands_train_and_run_the_phase_from_the_federation_config(tmp_path):
+    """``tff-esn discriminator phase`` builds the registry's FedAvg/FedCurv config from its flags: the
+    discriminator's model, the flags' federation (FedCurv's penalty), the discriminator's seed."""
+    import json
+
+    from tff_esn.cli import UsageError, main
+
+    disc, cache = tmp_path / "disc", str(tmp_path / "cache")
+    assert main(["discriminator", "train", "--units", "6", "--steps", "10", "--epochs", "1", "--seed", "2",
+                 "--cache-dir", cache, "--out", str(disc)]) == 0
+    phase = ["discriminator", "phase", "--discriminator", str(disc), "--rounds", "1", "--no-progress",
+             "--cache-dir", cache, "--algorithm", "fedcurv", "--penalty", "0.01"]
+    with pytest.raises((UsageError, SystemExit)):
+        main([*phase, "--out", str(tmp_path / "other-seed")])  # the default seed 0 ≠ the discriminator's 2
+    assert main([*phase, "--seed", "2", "--out", str(tmp_path / "run")]) == 0
+    record = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    config = record["extra"]["federated_config"]
+    assert (config["algorithm"], config["penalty"], config["units"], config["seed"], config["rounds"]) == \
+        ("fedcurv", 0.01, 6, 2, 1)
+    assert record["extra"]["backend"] == "tff" and (tmp_path / "run" / "acceptance.csv").exists()

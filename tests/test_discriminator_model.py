@@ -74,11 +74,11 @@ def test_first_delta_is_one_adam_step_against_the_weighted_cross_entropy_gradien
     model = MODEL.replace(batch_size=4)
     d = generate_deltas(subjects, DeltaConfig(model=model, steps=2, test_fraction=0.5))
     first = d.x_train[d.y_train == REAL][0]
-    from tff_esn.federated.clients import harvest, targets
+    from tff_esn.federated.clients import reservoir_states, targets
     from tff_esn.federated.model import build_thesis_model
 
     data = ClientSequences.concat(subjects.values())
-    states, labels = harvest(data.x, model.reservoir, model), targets(data, model)
+    states, labels = reservoir_states(data.x, model.reservoir, model), targets(data, model)
     readout = build_thesis_model(UNITS, model, readout_only=True)
     with tf.GradientTape() as tape:
         loss = WeightedBinaryCrossentropy(model.class_weight)(labels, readout(states))

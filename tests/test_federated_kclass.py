@@ -22,7 +22,8 @@ from tff_esn.federated.model import (
     readout_probabilities,
     thesis_loss,
 )
-from tff_esn.federated.training import FederatedConfig, run_federated
+from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig
+from tff_esn.federated.training import run_federated
 from tff_esn.esn.layer import Reservoir
 from tff_esn.run_warnings import recording
 
@@ -175,9 +176,10 @@ def test_ragged_states_are_each_sequence_harvested_alone():
 def test_ragged_k_class_run_learns_reports_k_class_metrics_and_keeps_the_best_round(tmp_path, algorithm):
     data = _dataset(ragged=True)
     split = Split("s", train=("c0", "c1", "c2"), val=("c3",), test=("c4",))
-    config = FederatedConfig(algorithm=algorithm, model=CFG.replace(class_weight="balanced", learning_rate=0.1),
-                             rounds=6, clients_per_round=2, noise_std=0.0, keep_best=True)
-    result = run_federated(data, split, config, out_dir=tmp_path / "run", progress=False)
+    config = {"fedavg": FedAvgConfig, "fedcurv": FedCurvConfig}[algorithm](
+        model=CFG.replace(class_weight="balanced", learning_rate=0.1), rounds=6, clients_per_round=2, noise_std=0.0,
+        keep_best=True, out=str(tmp_path / "run"), progress=False)
+    result = run_federated(data, split, config)
     rows = result["extra"]["rounds"]
     assert {"val_accuracy", "val_f1_macro", "val_auc", "test_balanced_accuracy"} <= set(rows[0])
     assert result["extra"]["weights"]["kernel"].shape == (UNITS, K) and len(result["extra"]["class_weight"]) == K
@@ -205,8 +207,8 @@ def test_thesis_central_on_k_classes_stops_early_on_validation_loss():
 
 def test_keep_best_without_validation_clients_keeps_the_last_round_and_says_so():
     data = _dataset()
-    config = FederatedConfig(model=CFG, rounds=2, clients_per_round=2, noise_std=0.0, keep_best=True)
+    config = FedAvgConfig(model=CFG, rounds=2, clients_per_round=2, noise_std=0.0, keep_best=True, progress=False)
     with recording() as said:
-        result = run_federated(data, Split("s", train=("c0", "c1"), test=("c4",)), config, progress=False)
+        result = run_federated(data, Split("s", train=("c0", "c1"), test=("c4",)), config)
     assert result["extra"]["kept_round"] == 2
     assert said == ["keep_best: no validation clients to choose a round on; the result is the last round's model."]

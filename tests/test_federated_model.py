@@ -14,9 +14,9 @@ from tff_esn.federated.clients import (
     CachedStates,
     RawInputs,
     child_seed,
-    client_reservoirs,
-    harvest,
+    client_reservoir_configs,
     noisy,
+    reservoir_states,
     targets,
 )
 from tff_esn.federated.model import (
@@ -61,7 +61,7 @@ def test_model_shapes_serialization_and_readout_only_equivalence(tmp_path):
     out = full(x).numpy()
     assert out.shape == (3, 9, 1) and full.trainable_weights[0].shape == (8, 1)
     readout = build_thesis_model(8, cfg, readout_only=True)
-    np.testing.assert_allclose(readout(harvest(x, RES, cfg)).numpy(), out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(readout(reservoir_states(x, RES, cfg)).numpy(), out, rtol=1e-5, atol=1e-6)
     path = str(tmp_path / "m.keras")
     full.save(path)
     loaded = tf.keras.models.load_model(path)
@@ -97,10 +97,10 @@ def test_targets_check_label_layout_and_helpers_are_seeded():
     np.testing.assert_array_equal(noisy(x, 0.5, 7), noisy(x, 0.5, 7))
     assert np.std(noisy(x, 0.5, 7)) > 0.2 and noisy(x, 0.0, 7) is x
     assert child_seed(0, 1, 2) == child_seed(0, 1, 2) != child_seed(0, 1, 3)
-    same, diff = client_reservoirs(RES, 3, "same"), client_reservoirs(RES, 3, "different")
+    same, diff = client_reservoir_configs(RES, 3, "same"), client_reservoir_configs(RES, 3, "different")
     assert same == [RES] * 3 and len({r.seed for r in diff} | {RES.seed}) == 4
     with pytest.raises(ValueError, match="reservoirs"):
-        client_reservoirs(RES, 3, "shared")
+        client_reservoir_configs(RES, 3, "shared")
 
 
 @pytest.mark.parametrize("state_mode", ["all", "mean"])
@@ -133,7 +133,7 @@ def test_file_backed_states_equal_in_memory_ones_and_are_harvested_once(tmp_path
     def no_harvest(*args, **kwargs):
         raise AssertionError("harvested again")
 
-    monkeypatch.setattr(client_data, "harvest", no_harvest)
+    monkeypatch.setattr(client_data, "reservoir_states", no_harvest)
     again = CachedStates(clients, config, cache_dir=tmp_path, **kwargs)
     np.testing.assert_array_equal(batches(again, "b", 2)[1][0], batches(files, "b", 2)[1][0])
     with pytest.raises(AssertionError, match="harvested again"):  # another noise draw is another key
@@ -156,7 +156,7 @@ def test_raw_inputs_carry_each_clients_own_reservoir_with_different_reservoirs()
     assert isinstance(same, tf.data.Dataset)
     source = RawInputs(clients, config, reservoirs="different")
     own = {cid: source.dataset(cid, 0)[1].get_single_element() for cid in clients}
-    for cid, res in zip(clients, client_reservoirs(RES, 2, "different")):
+    for cid, res in zip(clients, client_reservoir_configs(RES, 2, "different")):
         reservoir = build_thesis_model(2, config, reservoir=res).get_layer("reservoir")
         assert len(own[cid]) == len(reservoir.get_weights())
         for got, want in zip(own[cid], reservoir.get_weights()):

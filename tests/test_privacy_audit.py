@@ -22,7 +22,8 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.client_work import build_readout_client_work
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
-from tff_esn.federated.training import FederatedConfig, build_process
+from tff_esn.algorithms import get_algorithm
+from tff_esn.federated.training import build_process
 from tff_esn.privacy import aggregation, audit, coverage
 from tff_esn.privacy.closed_form import stats_aggregation
 from tff_esn.privacy.config import PrivacyConfig
@@ -63,8 +64,8 @@ def secure_intrinsics_in_place(monkeypatch):
 def _learning(algorithm: str, setting: str, client_filter) -> list:
     flags = SETTINGS[setting]
     privacy = LearningPrivacy(noise_multiplier=1.0 if flags["dp"] else None, clip=0.5, secure=flags["secure"])
-    config = FederatedConfig(algorithm=algorithm, model=MODEL, rounds=2, clients_per_round=2, privacy=privacy)
-    return [(build_process(config, _model_fn, client_filter=client_filter).next, ())]
+    config = get_algorithm(algorithm).config(model=MODEL, rounds=2, clients_per_round=2)
+    return [(build_process(config, _model_fn, privacy=privacy, client_filter=client_filter).next, ())]
 
 
 def _privacy(setting: str) -> PrivacyConfig:

@@ -7,15 +7,27 @@ import pytest
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.model import ThesisModelConfig
-from tff_esn.federated.training import FederatedConfig, run_federated
+from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig
+from tff_esn.federated.training import run_federated
 from tff_esn.privacy import accounting
+from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.privacy.learning import LearningPrivacy
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 
 MODEL = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
                           learning_rate=0.05)
-BASE = FederatedConfig(model=MODEL, rounds=2, clients_per_round=2, noise_std=0.0)
+BASE = FedAvgConfig(model=MODEL, rounds=2, clients_per_round=2, noise_std=0.0, progress=False)
+
+
+def _private(config, **flags):
+    """``config`` with the privacy flags ``flags`` (``dp_noise_multiplier``, ``dp_clip``, ...)."""
+    return dataclasses.replace(config, privacy=PrivacyConfig(**flags))
+
+
+def _fedcurv(**changes):
+    """BASE as a FedCurv run."""
+    return FedCurvConfig(**{**{f.name: getattr(BASE, f.name) for f in dataclasses.fields(BASE)}, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +37,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def plain(data):
-    return run_federated(data, THESIS_SPLIT, BASE, progress=False)
+    return run_federated(data, THESIS_SPLIT, BASE)
 
 
 def _kernel(result):
@@ -35,18 +47,17 @@ def _kernel(result):
 
 def test_secure_fedavg_equals_plain_fedavg(data, plain):
     """tff.learning.secure_aggregator: 32-bit quantization of updates whose norm stays below its clip."""
-    secure = run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=LearningPrivacy(secure=True)),
-                           progress=False)
+    secure = run_federated(data, THESIS_SPLIT, _private(BASE, secure_aggregation=True))
     np.testing.assert_allclose(_kernel(secure), _kernel(plain), atol=1e-5)
     assert secure["secure_aggregation"]["enabled"] and plain["secure_aggregation"] == {"enabled": False}
     assert plain["privacy"]["mechanism"] == "none"
 
 
 @pytest.mark.parametrize("privacy", [
-    LearningPrivacy(noise_multiplier=0.8, clip=0.5),
-    pytest.param(LearningPrivacy(noise_multiplier=0.8, clip=0.5, secure=True), marks=pytest.mark.slow)])
+    dict(dp_noise_multiplier=0.8, dp_clip=0.5),
+    pytest.param(dict(dp_noise_multiplier=0.8, dp_clip=0.5, secure_aggregation=True), marks=pytest.mark.slow)])
 def test_dp_fedavg_reports_the_accountants_epsilon(data, plain, privacy):
-    result = run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=privacy), progress=False)
+    result = run_federated(data, THESIS_SPLIT, _private(BASE, **privacy))
     section = result["privacy"]
     q = 2 / len(THESIS_SPLIT.train)
     assert section["sampling_rate"] == q and section["rounds"] == 2 and section["clip"] == 0.5
@@ -56,10 +67,10 @@ def test_dp_fedavg_reports_the_accountants_epsilon(data, plain, privacy):
 
 
 def test_dp_fedavg_noise_is_seeded(data, plain):
-    """Same LearningPrivacy.seed, same numbers (TFF's own GaussianSumQuery draws unseeded noise)."""
+    """Same --dp-seed, same numbers (TFF's own GaussianSumQuery draws unseeded noise)."""
     def run(seed):
-        privacy = LearningPrivacy(noise_multiplier=0.8, clip=0.5, seed=seed)
-        return _kernel(run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=privacy), progress=False))
+        return _kernel(run_federated(data, THESIS_SPLIT, _private(BASE, dp_noise_multiplier=0.8, dp_clip=0.5,
+                                                                  dp_seed=seed)))
 
     first, again, other = run(7), run(7), run(8)
     np.testing.assert_array_equal(first, again)
@@ -90,10 +101,10 @@ def test_seeded_query_noise_has_the_configured_scale():
 
 
 def test_dp_fedavg_adaptive_clip_noise_is_seeded(data, plain):
-    """Adaptive clipping too: same LearningPrivacy.seed, same numbers; another seed, other numbers."""
+    """Adaptive clipping too: same --dp-seed, same numbers; another seed, other numbers."""
     def run(seed):
-        privacy = LearningPrivacy(noise_multiplier=0.8, clip=0.5, adaptive=True, seed=seed)
-        return run_federated(data, THESIS_SPLIT, dataclasses.replace(BASE, privacy=privacy), progress=False)
+        return run_federated(data, THESIS_SPLIT, _private(BASE, dp_noise_multiplier=0.8, dp_clip=0.5,
+                                                          dp_adaptive_clip=True, dp_seed=seed))
 
     first, again, other = run(7), run(7), run(8)
     np.testing.assert_array_equal(_kernel(first), _kernel(again))
@@ -180,14 +191,14 @@ def test_seeded_adaptive_query_noise_has_the_configured_scale():
 def test_fedcurv_refuses_adaptive_clipping():
     """u, v have no adaptive-clip joint release: the combination is refused, not reported with a partial ε."""
     with pytest.raises(ValueError, match="fedcurv with --dp-adaptive-clip"):
-        dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=1.0, adaptive=True))
+        _fedcurv(privacy=PrivacyConfig(dp_noise_multiplier=1.0, dp_adaptive_clip=True))
 
 
 def test_dp_fedcurv_reports_one_joint_release_per_round_and_no_training_metrics(data):
     """(update, (u, v)) each clipped to C: noise z·√2·C per coordinate, ε of z over the rounds; the
     DP clients send no training metrics (train_loss NaN)."""
-    config = dataclasses.replace(BASE, algorithm="fedcurv", privacy=LearningPrivacy(noise_multiplier=0.8, clip=0.5))
-    result = run_federated(data, THESIS_SPLIT, config, progress=False)
+    config = _fedcurv(privacy=PrivacyConfig(dp_noise_multiplier=0.8, dp_clip=0.5))
+    result = run_federated(data, THESIS_SPLIT, config)
     section = result["privacy"]
     q = 2 / len(THESIS_SPLIT.train)
     assert section["epsilon"] == pytest.approx(accounting.epsilon(0.8, 1e-5, rounds=2, sampling_rate=q))
@@ -226,8 +237,7 @@ def _curvature_after_a_round(privacy, scales: tuple[float, ...]) -> list:
         return tff.learning.models.from_keras_model(build_thesis_model(6, MODEL, readout_only=True),
                                                     loss=thesis_loss(MODEL), input_spec=spec)
 
-    config = dataclasses.replace(BASE, algorithm="fedcurv", clients_per_round=3, privacy=privacy)
-    process = build_process(config, model_fn)
+    process = build_process(_fedcurv(clients_per_round=3), model_fn, privacy=privacy)
     if privacy is not None and privacy.secure:
         process = lower_secure_process(process)
     out = []

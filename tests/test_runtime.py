@@ -1,5 +1,6 @@
 """The package owns its TFF workers: a piped run ends and leaves no worker behind."""
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -310,11 +311,11 @@ STUCK_TIMEOUT = 3.0
 
 def _fedavg_config(rounds):
     from tff_esn import ReservoirConfig
-    from tff_esn.federated import FederatedConfig, ThesisModelConfig
+    from tff_esn.federated import FedAvgConfig, ThesisModelConfig
 
     model = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
                               learning_rate=0.05)
-    return FederatedConfig(model=model, rounds=rounds, clients_per_round=4, noise_std=0.5)
+    return FedAvgConfig(model=model, rounds=rounds, clients_per_round=4, noise_std=0.5, progress=False)
 
 
 @pytest.fixture
@@ -339,7 +340,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
 
     data, config = random_thesis_dataset(), _fedavg_config(rounds=6)
     runtime.ensure_context([one_worker.address], timeout=STUCK_TIMEOUT)
-    reference = run_federated(data, THESIS_SPLIT, config, progress=False)
+    reference = run_federated(data, THESIS_SPLIT, config)
     checkpoints = tmp_path / "checkpoints"
     stopped = {}
 
@@ -351,7 +352,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
 
     threading.Thread(target=stop_after_first_round, daemon=True).start()
     with pytest.raises(runtime.WorkerError, match=f"worker at {one_worker.address} did not answer for 3 s"):
-        run_federated(data, THESIS_SPLIT, config, out_dir=tmp_path, progress=False)
+        run_federated(data, THESIS_SPLIT, dataclasses.replace(config, out=str(tmp_path)))
     waited = time.monotonic() - stopped["at"]
     print(f"stopped worker → WorkerError after {waited:.2f} s (timeout {STUCK_TIMEOUT} s)")
     assert waited < STUCK_TIMEOUT + 2.0, f"the stopped worker was waited for {waited:.1f} s"
@@ -362,7 +363,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
 
     os.kill(one_worker.pid, signal.SIGCONT)
     time.sleep(STUCK_TIMEOUT / 4 + 0.2)  # calls within one probe interval of the error still fail fast (Heartbeat.call)
-    resumed = run_federated(data, THESIS_SPLIT, config, out_dir=tmp_path, resume=True, progress=False)
+    resumed = run_federated(data, THESIS_SPLIT, dataclasses.replace(config, out=str(tmp_path), resume=True))
     assert [r["round"] for r in resumed["extra"]["rounds"]] == list(range(done + 1, config.rounds + 1))
     for key in ("kernel", "bias"):
         np.testing.assert_array_equal(resumed["extra"]["weights"][key], reference["extra"]["weights"][key])

@@ -8,6 +8,7 @@ bits of float64 (IncFed) or float32 (FedAvg), not bit for bit; predictions and m
 are identical.
 """
 
+import dataclasses
 import json
 import os
 import signal
@@ -54,11 +55,11 @@ def _thesis_data():
 
 
 def _fedavg_config(rounds):
-    from tff_esn.federated import FederatedConfig, ThesisModelConfig
+    from tff_esn.federated import FedAvgConfig, ThesisModelConfig
 
     model = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9, seed=4), batch_size=4,
                               learning_rate=0.05)
-    return FederatedConfig(model=model, rounds=rounds, clients_per_round=4, noise_std=0.5)
+    return FedAvgConfig(model=model, rounds=rounds, clients_per_round=4, noise_std=0.5, progress=False)
 
 
 def test_incfed_on_two_workers_equals_single_process_and_numpy(workers):
@@ -101,9 +102,9 @@ def test_fedavg_rounds_on_two_workers_equal_single_process(workers):
     data, split = _thesis_data()
     config = _fedavg_config(rounds=2)
     _local()
-    single = run_federated(data, split, config, progress=False)
+    single = run_federated(data, split, config)
     _on(workers)
-    two = run_federated(data, split, config, progress=False)
+    two = run_federated(data, split, config)
     for key in ("kernel", "bias"):
         np.testing.assert_allclose(two["extra"]["weights"][key], single["extra"]["weights"][key], rtol=1e-5, atol=1e-7)
     assert two["test"]["accuracy"] == single["test"]["accuracy"]
@@ -127,7 +128,7 @@ def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(wor
     threading.Thread(target=kill_after_first_round, daemon=True).start()
     began = time.monotonic()
     with pytest.raises(runtime.WorkerError, match=f"{victim.address} died or became unreachable during the run"):
-        run_federated(data, split, config, out_dir=tmp_path, progress=False)
+        run_federated(data, split, dataclasses.replace(config, out=str(tmp_path)))
     assert time.monotonic() - began < 120, "the dead worker was waited for far beyond the timeout"
     done = int(sorted(p.name for p in checkpoints.iterdir())[-1].rsplit("_", 1)[1])
     assert 1 <= done < config.rounds
@@ -135,7 +136,7 @@ def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(wor
     victim.process.wait()
     victim.start()  # back on the same port
     runtime.connect(victim.address, worker=victim)
-    resumed = run_federated(data, split, config, out_dir=tmp_path, resume=True, progress=False)
+    resumed = run_federated(data, split, dataclasses.replace(config, out=str(tmp_path), resume=True))
     assert [r["round"] for r in resumed["extra"]["rounds"]] == list(range(done + 1, config.rounds + 1))
 
 

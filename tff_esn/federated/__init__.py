@@ -14,10 +14,11 @@ from tff_esn.lazy import lazy_exports
 
 _EXPORTS = {
     "ClientFilter": ".client_work", "build_readout_client_work": ".client_work",
-    "THESIS_RESERVOIR": ".configs", "ThesisModelConfig": ".configs", "for_data": ".configs",
+    "THESIS_RESERVOIR": ".configs", "ThesisModelConfig": ".configs", "FedAvgConfig": ".configs",
+    "FedCurvConfig": ".configs", "for_data": ".configs",
     "WeightedBinaryCrossentropy": ".model", "WeightedCategoricalCrossentropy": ".model", "build_thesis_model": ".model", "compile_thesis_model": ".model",
     "build_fedavg": ".processes", "build_fedcurv": ".processes", "curvature": ".processes",
-    "FederatedConfig": ".training", "run_federated": ".training", "sample_clients": ".training",
+    "run_federated": ".training", "sample_clients": ".training",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)  # importing the package imports no TensorFlow

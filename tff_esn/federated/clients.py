@@ -14,7 +14,7 @@ Both sources expose ``datasets(client_ids, round_num)``: the batched ``tf.data``
 of those clients for that round, elements ``(inputs, labels)`` with labels float32 of the
 model's output shape ((B, T', C) per step, (B, C) per sequence; C = 1 for two classes, else
 K one-hot columns: :func:`targets`). Sequences of unequal length are harvested each at its
-own length (cached states only: :func:`harvest`). In the faithful mode with
+own length (cached states only: :func:`reservoir_states`). In the faithful mode with
 different reservoirs each client's data is the pair ``(batches, reservoir)``, where
 ``reservoir`` is a one-element dataset of the client's own reservoir weights (the model's
 non-trainable variables), which replace the broadcast server reservoir before local
@@ -50,7 +50,7 @@ from tff_esn.esn.states_tf import run_reservoir_shapeless
 _NOISE, _SHUFFLE = 1, 2
 
 
-def client_reservoirs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
+def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
     (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
     if mode not in RESERVOIR_MODES:
@@ -87,8 +87,8 @@ def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
     return (x + np.random.default_rng(seed).normal(0.0, std, size=x.shape)).astype(np.float32)
 
 
-def harvest(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *, lengths: np.ndarray | None = None,
-            chunk: int = 256) -> np.ndarray:
+def reservoir_states(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *,
+                     lengths: np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
     """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them.
 
     (n, T − washout, U) for ``state_mode="all"``, else (n, U); float32, in chunks of
@@ -107,8 +107,8 @@ def harvest(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig
 
 
 def client_states(client: ClientSequences, reservoir: ReservoirConfig, config: ThesisModelConfig) -> np.ndarray:
-    """:func:`harvest` of a client's sequences, each at its own length."""
-    return harvest(client.x, reservoir, config, lengths=client.lengths)
+    """:func:`reservoir_states` of a client's sequences, each at its own length."""
+    return reservoir_states(client.x, reservoir, config, lengths=client.lengths)
 
 
 def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
@@ -301,7 +301,7 @@ class RawInputs(_ClientSource):
 
     With ``reservoirs="different"`` each client's data is ``(batches, reservoir)``: the
     batches and a one-element dataset of the client's own reservoir weights
-    (:func:`reservoir_weights` of :func:`client_reservoirs`), which the client work puts in
+    (:func:`reservoir_weights` of :func:`client_reservoir_configs`), which the client work puts in
     place of the broadcast server reservoir (thesis Table 6.5).
     """
 
@@ -315,7 +315,7 @@ class RawInputs(_ClientSource):
         self._reservoir_weights: dict[str, tuple[np.ndarray, ...]] = {}
         if self.own_reservoirs:
             n_inputs = next(iter(self.clients.values())).x.shape[-1]
-            for cid, res in zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)):
+            for cid, res in zip(self.ids, client_reservoir_configs(config.reservoir, len(self.ids), reservoirs)):
                 self._reservoir_weights[cid] = reservoir_weights(res, n_inputs, config)
         self._reservoirs = {cid: tf.data.Dataset.from_tensors(w) for cid, w in self._reservoir_weights.items()}
 
@@ -346,7 +346,7 @@ class CachedStates(_ClientSource):
         config: the thesis model configuration (its reservoir is the server's).
         seed: seed of the noise draw and of the per-round shuffling.
         noise_std: the std of the Gaussian input noise, for all clients or per client id.
-        reservoirs: ``"same"`` or ``"different"`` (see :func:`client_reservoirs`).
+        reservoirs: ``"same"`` or ``"different"`` (see :func:`client_reservoir_configs`).
         shuffle: shuffle each client's sequences every round (seeded).
         cache_dir: when given, each client's states are saved there once (raw float32
             files, keyed by a hash of inputs, reservoir and noise) and read back from file
@@ -359,7 +359,7 @@ class CachedStates(_ClientSource):
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True,
                  cache_dir: str | os.PathLike | None = None):
         super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
-        self.reservoirs = dict(zip(self.ids, client_reservoirs(config.reservoir, len(self.ids), reservoirs)))
+        self.reservoirs = dict(zip(self.ids, client_reservoir_configs(config.reservoir, len(self.ids), reservoirs)))
         self.cache_dir = None if cache_dir is None else Path(cache_dir).absolute()
         self._base: dict[str, tf.data.Dataset] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -384,7 +384,7 @@ class CachedStates(_ClientSource):
         return digest.hexdigest()[:24]
 
     def _states(self, cid: str) -> np.ndarray:
-        return harvest(self._noisy_inputs(cid), self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
+        return reservoir_states(self._noisy_inputs(cid), self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
     def _prepare(self, cid: str) -> tf.data.Dataset:
         """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""

@@ -14,13 +14,14 @@ import math
 import numbers
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
 from tff_esn.validation import check_field
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import FEDCURV_LEARNING, LEARNING, PrivacyConfig
+from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 
 if TYPE_CHECKING:
     import numpy as np
@@ -228,9 +229,12 @@ class ThesisCentralConfig(ThesisRunConfig):
 
 @dataclasses.dataclass(frozen=True)
 class FedAvgConfig(ThesisRunConfig):
-    """A federated run of the thesis model (thesis §6.1–6.2, Alg. 1; flags of ``tff-esn run fedavg``).
+    """A federated run of the thesis model (thesis §6.1–6.2, Alg. 1; flags of ``tff-esn run fedavg``),
+    what :func:`tff_esn.federated.training.run_federated` runs.
 
     Attributes:
+        algorithm: the process the run builds (a class attribute, not a setting): ``"fedavg"``
+            here, ``"fedcurv"`` in :class:`FedCurvConfig`.
         server_lr: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
         rounds: communication rounds (thesis: 78).
         clients_per_round: clients sampled per round (thesis: 5).
@@ -240,12 +244,15 @@ class FedAvgConfig(ThesisRunConfig):
         states: ``cached`` (readout trained on states harvested once, noise fixed per client) or
             ``faithful`` (reservoir inside the model, noise redrawn every round).
         shuffle: shuffle each client's sequences every round (seeded).
-        out: the run folder (``rounds.csv``, ``tensorboard/``, ``checkpoints/``); required. ``out``
-            and ``cache_dir`` are made absolute on construction (the TFF worker reads the cached
+        out: the run folder (``rounds.csv``, ``tensorboard/``, ``checkpoints/``); ``None`` keeps
+            everything in memory (no resume; the command line always gives one). ``out`` and
+            ``cache_dir`` are made absolute on construction (the TFF worker reads the cached
             states from its own working folder, which a later ``os.chdir`` does not move).
         resume: continue the run in ``out`` from its last completed round.
         progress: show a progress bar.
-        cache_dir: data cache root (harvested states go to ``CACHE/federated-states``).
+        cache_dir: data cache root (harvested states go to ``CACHE/federated-states``; ``None``:
+            the command line uses ``$TFF_ESN_CACHE`` or ``~/.cache/tff_esn``, a library call a
+            temporary folder).
         discriminator: a discriminator folder used as client filter (thesis Alg. 3–4, FedAvg/FedCurv+Disc),
             loaded by the ``discriminator`` entry point of the ``tff_esn.client_filters`` group.
         discriminator_threshold: accept a client when its P(real) exceeds this.
@@ -257,6 +264,7 @@ class FedAvgConfig(ThesisRunConfig):
             numbers to float32 rounding (:func:`resolve_backend`).
     """
 
+    algorithm: ClassVar[str] = "fedavg"
     server_lr: float = 1.0
     rounds: int = 78
     clients_per_round: int = 5
@@ -288,8 +296,8 @@ class FedAvgConfig(ThesisRunConfig):
                     and self.noise_std >= 0, "a finite number ≥ 0")
         check_field(self, "reservoirs", self.reservoirs in RESERVOIR_MODES, f"one of {RESERVOIR_MODES}")
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
-        check_field(self, "out", isinstance(self.out, str) and bool(self.out),
-                    "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there)")
+        check_field(self, "out", self.out is None or (isinstance(self.out, str) and bool(self.out)),
+                    "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there) or None (in memory)")
         for name in ("out", "cache_dir"):
             if getattr(self, name):
                 object.__setattr__(self, name, os.path.abspath(getattr(self, name)))
@@ -306,12 +314,15 @@ class FedCurvConfig(FedAvgConfig):
         penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4).
     """
 
+    algorithm: ClassVar[str] = "fedcurv"
     penalty: float = 1e-4
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_field(self, "penalty", isinstance(self.penalty, (int, float)) and math.isfinite(self.penalty)
                     and self.penalty >= 0, "a finite number ≥ 0")
+        if self.privacy.dp_adaptive_clip:
+            raise ValueError(ADAPTIVE_FEDCURV)
 
 
 def resolve_backend(backend: str, private: bool) -> str:
@@ -358,5 +369,5 @@ register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", 
 
 def federated_algorithms() -> tuple[str, ...]:
     """The registered algorithms that train the thesis model in a federation (their config is a
-    :class:`FedAvgConfig`): what a :class:`~tff_esn.federated.training.FederatedConfig` can run."""
+    :class:`FedAvgConfig`), what ``tff-esn discriminator phase --algorithm`` offers."""
     return tuple(n for n, a in available_algorithms().items() if issubclass(a.config, FedAvgConfig))

@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -33,89 +34,19 @@ from tff_esn.communication import CommunicationCost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.federated.configs import (BACKENDS, RESERVOIR_MODES, STATE_SOURCES, FedCurvConfig, federated_algorithms,
-                                      for_data, loss_labels, resolve_backend)
+from tff_esn.data.cache import cache_root
+from tff_esn.federated.configs import FedAvgConfig, for_data, loss_labels, resolve_backend
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.metrics import classification_metrics, split_report
-from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.run_warnings import warn
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.settings import flat_config
 
 tff = runtime.load_tff()
 
 _SAMPLE = 4
-
-
-@dataclasses.dataclass(frozen=True)
-class FederatedConfig:
-    """One federated run of the thesis model (thesis §6.1–6.2).
-
-    Attributes:
-        algorithm: ``"fedavg"`` (Alg. 1) or ``"fedcurv"`` (Alg. 2).
-        model: the thesis model and its local training (Table 6.2).
-        rounds: communication rounds (thesis: 78).
-        clients_per_round: m clients sampled per round without replacement (thesis: 5).
-        server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
-        noise_std: std of the Gaussian noise added to the inputs of the noisy clients (thesis: 0.5).
-        noisy_clients: ids of the clients that receive noise; ``None`` = every training client.
-        reservoirs: ``"same"`` (clients use the server's reservoir, Table 6.4) or
-            ``"different"`` (each client its own seed, Table 6.5).
-        states: ``"cached"`` (states harvested once, readout trained alone; noise drawn once
-            per client) or ``"faithful"`` (reservoir inside the model, noise redrawn every
-            round; with ``reservoirs="different"`` each client's own reservoir weights
-            travel with its data and replace the broadcast server reservoir).
-        penalty: FedCurv's penalty weight λ (thesis: 1e-4); ignored by FedAvg.
-        seed: seed of client sampling, noise and shuffling.
-        shuffle: shuffle each client's sequences every round (seeded).
-        privacy: DP and/or secure aggregation of the updates (``None``: TFF's weighted mean).
-        keep_best: the result is the server model of the round with the best validation
-            macro-F1 (the first such round), not the last round's; without validation
-            clients the last round's, with a recorded warning.
-        backend: ``sim``, ``tff`` or ``auto`` (:func:`~tff_esn.federated.configs.resolve_backend`).
-    """
-
-    algorithm: str = "fedavg"
-    model: ThesisModelConfig = ThesisModelConfig()
-    rounds: int = FedCurvConfig.rounds  # the thesis' defaults: one source, the run configs
-    clients_per_round: int = FedCurvConfig.clients_per_round
-    server_learning_rate: float = FedCurvConfig.server_lr
-    noise_std: float = FedCurvConfig.noise_std
-    noisy_clients: tuple[str, ...] | None = None
-    reservoirs: str = FedCurvConfig.reservoirs
-    states: str = FedCurvConfig.states
-    penalty: float = FedCurvConfig.penalty
-    seed: int = 0
-    shuffle: bool = True
-    privacy: LearningPrivacy | None = None
-    keep_best: bool = False
-    backend: str = FedCurvConfig.backend
-
-    def __post_init__(self) -> None:
-        check_field(self, "algorithm", self.algorithm in federated_algorithms(), f"one of {federated_algorithms()}")
-        check_field(self, "model", isinstance(self.model, ThesisModelConfig), "a ThesisModelConfig")
-        for name in ("rounds", "clients_per_round"):
-            check_field(self, name, is_count(getattr(self, name), 1), "an integer ≥ 1")
-        check_field(self, "server_learning_rate", is_finite(self.server_learning_rate)
-                    and self.server_learning_rate > 0, "a finite number > 0")
-        check_field(self, "noise_std", is_finite(self.noise_std) and self.noise_std >= 0, "a finite number ≥ 0")
-        check_field(self, "reservoirs", self.reservoirs in RESERVOIR_MODES, f"one of {RESERVOIR_MODES}")
-        check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
-        check_field(self, "penalty", is_finite(self.penalty) and self.penalty >= 0, "a finite number ≥ 0")
-        check_field(self, "seed", is_count(self.seed, 0), "an integer ≥ 0")
-        if self.noisy_clients is not None:
-            object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
-        check_field(self, "privacy", self.privacy is None or isinstance(self.privacy, LearningPrivacy),
-                    "a LearningPrivacy or None")
-        check_field(self, "keep_best", isinstance(self.keep_best, bool), "True or False")
-        check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
-        if self.algorithm == "fedcurv" and self.privacy is not None and self.privacy.adaptive:
-            raise ValueError(ADAPTIVE_FEDCURV)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> list[str]:
@@ -145,12 +76,41 @@ def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelC
     return _EvalSet(client_data.client_states(pooled, config.reservoir, config), labels)
 
 
-def _communication(config: FederatedConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
+def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
+    """The DP / secure aggregation of ``config.privacy`` for a federation of ``clients`` training
+    clients (``None`` without privacy): ε is calibrated over the rounds at the sampling rate
+    clients_per_round / clients; the clip defaults to 0.1 and the noise seed to the run's."""
+    settings = config.privacy
+    if not settings.requested:
+        return None
+    z = None
+    if settings.dp_requested:
+        z = settings.noise_multiplier(config.rounds, min(1.0, config.clients_per_round / clients))
+    return LearningPrivacy(noise_multiplier=z, clip=0.1 if settings.dp_clip is None else settings.dp_clip,
+                           adaptive=settings.dp_adaptive_clip, secure=settings.secure_aggregation,
+                           delta=settings.dp_delta, seed=config.seed if settings.dp_seed is None else settings.dp_seed)
+
+
+def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
+    """The client filter of ``config.discriminator`` (``None`` without one), through the
+    ``tff_esn.client_filters`` entry point ``discriminator`` (``tff_esn`` never imports that package);
+    ``config.model`` is resolved (its class count sets the readout delta's length)."""
+    if not config.discriminator:
+        return None
+    loaders = {ep.name: ep for ep in entry_points(group="tff_esn.client_filters")}
+    if "discriminator" not in loaders:
+        raise ValueError("discriminator: no 'discriminator' loader in the tff_esn.client_filters entry-point group "
+                         "(is the discriminator package installed?).")
+    return loaders["discriminator"].load()(config.discriminator, threshold=config.discriminator_threshold,
+                                           units=config.model.reservoir.units, outputs=config.model.n_outputs)
+
+
+def _communication(config: FedAvgConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
     """The cost function the algorithm's registry entry names (:func:`tff_esn.communication.fedavg`, ``fedcurv``)."""
     return get_algorithm(config.algorithm).communication_function(trainable, non_trainable, rounds)
 
 
-def _noise_table(config: FederatedConfig, ids: Sequence[str]) -> dict[str, float]:
+def _noise_table(config: FedAvgConfig, ids: Sequence[str]) -> dict[str, float]:
     noisy = set(ids) if config.noisy_clients is None else set(config.noisy_clients)
     unknown = sorted(noisy - set(ids))
     if unknown:
@@ -239,50 +199,44 @@ class _BestRound:
             os.replace(tmp, self.path)
 
 
-def build_process(config: FederatedConfig, model_fn: Callable[[], tff.learning.models.VariableModel], *,
-                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False) -> tff.learning.templates.LearningProcess:
-    """The FedAvg/FedCurv process of ``config`` with its privacy aggregators, secure intrinsics in
-    place (:func:`run_federated` lowers them for TFF's native runtime; the privacy audit reads them)."""
-    aggregation = (config.privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
-                   if config.privacy else None)
-    common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_learning_rate,
+def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.models.VariableModel], *,
+                  privacy: LearningPrivacy | None = None, client_filter: ClientFilter | None = None,
+                  client_reservoirs: bool = False) -> tff.learning.templates.LearningProcess:
+    """The FedAvg/FedCurv process of ``config`` with the aggregators of ``privacy``
+    (:func:`learning_privacy`), secure intrinsics in place (:func:`run_federated` lowers them for
+    TFF's native runtime; the privacy audit reads them)."""
+    aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
+                   if privacy else None)
+    common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_lr,
                   client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
     if config.algorithm == "fedcurv":
         return build_fedcurv(model_fn, penalty=config.penalty, **common)
     return build_fedavg(model_fn, **common)
 
 
-def run_federated(
-    dataset: SequenceDataset,
-    split: Split,
-    config: FederatedConfig,
-    *,
-    out_dir: str | os.PathLike | None = None,
-    resume: bool = False,
-    client_filter: ClientFilter | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """Trains the thesis model with FedAvg or FedCurv on ``split.train`` clients.
+def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
+                  client_filter: ClientFilter | None = None) -> dict[str, Any]:
+    """Trains the thesis model with FedAvg (:class:`~tff_esn.federated.configs.FedAvgConfig`) or
+    FedCurv (:class:`~tff_esn.federated.configs.FedCurvConfig`) on ``split.train`` clients.
 
     Args:
         dataset: labelled sequences, K ≥ 2 classes (thesis pipeline: pEDA, tEDA, HR, HRV;
             stress); sequences of unequal length with cached states.
         split: training clients are federated; validation and test clients evaluate the
             server model every round.
-        config: the run's configuration; its model is resolved for the data
-            (:func:`~tff_esn.federated.configs.for_data`: one class weight per class).
-        out_dir: where ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` go; ``None``
-            keeps everything in memory (no resume).
-        resume: continue from the last checkpoint in ``out_dir`` (a finished run returns
-            its final result without training).
+        config: the run's configuration (the flags of ``tff-esn run fedavg|fedcurv``); its
+            model is resolved for the data (:func:`~tff_esn.federated.configs.for_data`: one
+            class weight per class). ``config.out`` is where ``rounds.csv``, ``tensorboard/``
+            and ``checkpoints/`` go (``None`` keeps everything in memory, no resume);
+            ``config.resume`` continues from the last checkpoint there (a finished run returns
+            its final result without training); cached client states are saved under
+            ``CACHE/federated-states`` with ``config.cache_dir`` (file-backed client datasets:
+            only their path travels into the computation; the workers must see it under the
+            same path), else in a temporary folder removed when the run ends, or — with a
+            worker on another host — in memory; ``config.progress`` shows a tqdm bar.
         client_filter: optional accept/reject rule on each client's readout delta
-            (:mod:`tff_esn.federated.client_work`).
-        cache_dir: where cached client states are saved and read back every round
-            (file-backed client datasets: only their path travels into the computation; the
-            workers must see it under the same path); ``None``: a temporary folder removed
-            when the run ends, or — with a worker on another host — states in memory.
-        progress: show a tqdm progress bar over rounds.
+            (:mod:`tff_esn.federated.client_work`); without one, ``config.discriminator``'s
+            (:func:`discriminator_filter`), if any.
 
     Returns:
         ``{"train", "val", "test", "communication", "extra"}`` — the ``metrics.json``
@@ -295,13 +249,19 @@ def run_federated(
     """
     config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
                                                         faithful=config.states == "faithful"))
-    if resume and out_dir is None:
-        raise ValueError("run_federated: resume=True needs out_dir (where the checkpoints are).")
+    if config.resume and config.out is None:
+        raise ValueError("run_federated: resume=True needs out (where the checkpoints are).")
+    if client_filter is not None and config.discriminator:
+        raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
+    client_filter = client_filter or discriminator_filter(config)
+    privacy = learning_privacy(config, len(split.train))
     with contextlib.ExitStack() as stack:
-        if config.states == "cached" and cache_dir is None and runtime.on_this_host(runtime.current_workers()):
+        cache_dir = None
+        if config.states == "cached" and config.cache_dir is not None:
+            cache_dir = cache_root(config.cache_dir) / "federated-states"
+        elif config.states == "cached" and runtime.on_this_host(runtime.current_workers()):
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
-        return _run(dataset, split, config, out_dir=out_dir, resume=resume, client_filter=client_filter,
-                    cache_dir=cache_dir, progress=progress)
+        return _run(dataset, split, config, privacy, client_filter=client_filter, cache_dir=cache_dir)
 
 
 @dataclasses.dataclass
@@ -325,11 +285,11 @@ class _Federation:
         return self.source.datasets(sampled, round_num)
 
 
-def _federation(dataset: SequenceDataset, split: Split, config: FederatedConfig, *,
+def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None, *,
                 client_filter: ClientFilter | None, cache_dir) -> _Federation:
-    """The clients' data source, the model and the process of ``config`` on ``backend``."""
+    """The clients' data source, the model and the process of ``config`` on its backend."""
     model_cfg = config.model
-    backend = resolve_backend(config.backend, config.privacy is not None)
+    backend = resolve_backend(config.backend, privacy is not None)
     train = dataset.select(split.train)
     noise = _noise_table(config, split.train)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
@@ -350,12 +310,13 @@ def _federation(dataset: SequenceDataset, split: Split, config: FederatedConfig,
 
     if backend == "sim":
         process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
-                                   server_learning_rate=config.server_learning_rate,
+                                   server_learning_rate=config.server_lr,
                                    penalty=config.penalty if config.algorithm == "fedcurv" else None,
                                    client_filter=client_filter, client_reservoirs=own_reservoirs)
     else:
-        process = build_process(config, model_fn, client_filter=client_filter, client_reservoirs=own_reservoirs)
-        if config.privacy is not None and config.privacy.secure:
+        process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
+                                client_reservoirs=own_reservoirs)
+        if privacy is not None and privacy.secure:
             process = lower_secure_process(process)
     weights = process.get_model_weights(process.initialize())
     return _Federation(source, process, backend,
@@ -364,7 +325,7 @@ def _federation(dataset: SequenceDataset, split: Split, config: FederatedConfig,
                        sum(int(np.size(w)) for w in weights.non_trainable))
 
 
-def _restored(fed: _Federation, config: FederatedConfig, out: Path | None, resume: bool) -> tuple[Any, int]:
+def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None, resume: bool) -> tuple[Any, int]:
     """The state to start from and its round: the initial state, or the last checkpoint in ``out``."""
     state = fed.process.initialize()
     found = None if out is None else _Checkpoints(out).latest(state)
@@ -381,7 +342,7 @@ def _restored(fed: _Federation, config: FederatedConfig, out: Path | None, resum
     return state, start_round
 
 
-def _round_row(fed: _Federation, config: FederatedConfig, output, sampled: list[str], round_num: int,
+def _round_row(fed: _Federation, config: FedAvgConfig, output, sampled: list[str], round_num: int,
                seconds: float, k_classes: int) -> dict[str, Any]:
     """The measurements of one round: clients, accepted and clean clients, training loss,
     communicated floats, wall time and the server model's metrics on each evaluation group."""
@@ -399,7 +360,7 @@ def _round_row(fed: _Federation, config: FederatedConfig, output, sampled: list[
     return row
 
 
-def _train(fed: _Federation, config: FederatedConfig, state, start_round: int, *, out: Path | None,
+def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
            best: _BestRound | None, k_classes: int, progress: bool) -> tuple[Any, list[dict[str, Any]]]:
     """Rounds ``start_round`` … ``config.rounds − 1``: sample, run the round, measure, release and
     checkpoint; returns the last state and the rounds' rows."""
@@ -429,14 +390,14 @@ def _train(fed: _Federation, config: FederatedConfig, state, start_round: int, *
     return state, rows
 
 
-def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out_dir, resume: bool,
-         client_filter: ClientFilter | None, cache_dir, progress: bool) -> dict[str, Any]:
+def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None, *,
+         client_filter: ClientFilter | None, cache_dir) -> dict[str, Any]:
     """:func:`run_federated` once its states folder exists."""
-    fed = _federation(dataset, split, config, client_filter=client_filter, cache_dir=cache_dir)
-    out = None if out_dir is None else Path(out_dir)
+    fed = _federation(dataset, split, config, privacy, client_filter=client_filter, cache_dir=cache_dir)
+    out = None if config.out is None else Path(config.out)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    state, start_round = _restored(fed, config, out, resume)
+    state, start_round = _restored(fed, config, out, config.resume)
     best = None
     if config.keep_best and fed.groups["val"] is None:
         warn("keep_best: no validation clients to choose a round on; the result is the last round's model.")
@@ -444,7 +405,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         best = _BestRound(out, resumed=start_round > 0)
     k_classes = dataset.n_classes
     state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=k_classes,
-                         progress=progress)
+                         progress=config.progress)
 
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
     kept = config.rounds
@@ -455,14 +416,14 @@ def _run(dataset: SequenceDataset, split: Split, config: FederatedConfig, *, out
         group = _eval_set(dataset, getattr(split, name), config.model) if name == "train" else fed.groups[name]
         report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), k_classes,
                                                                seed=config.seed)
-    privacy = config.privacy or LearningPrivacy()
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     return {
         **report,
         "communication": _communication(config, fed.trainable, fed.non_trainable, config.rounds).to_dict(),
-        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "federated_config": config.to_dict(),
+        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias},
+                  "federated_config": {"algorithm": config.algorithm, **flat_config(config)},
                   "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows]},
-        **privacy.sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
+        **(privacy or LearningPrivacy()).sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
                            own_client_work=client_filter is not None or own_reservoirs),
     }
