@@ -31,10 +31,10 @@ from tqdm.auto import tqdm
 from tff_esn import runtime
 from tff_esn.algorithms import get_algorithm
 from tff_esn.communication import CommunicationCost
+from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.data.cache import cache_root
 from tff_esn.federated.configs import FedAvgConfig, for_data, loss_labels, resolve_backend
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
