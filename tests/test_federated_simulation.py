@@ -155,11 +155,12 @@ def test_the_client_update_on_arrays_equals_it_on_tffs_batches_over_several_epoc
 
 
 def test_tff_is_the_default_backend_and_sim_is_refused_where_only_tff_reaches():
-    from tff_esn.federated.configs import FedAvgConfig, resolve_backend
+    from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig, resolve_backend
+    from tff_esn.privacy.config import PrivacyConfig
 
-    assert FedAvgConfig(out="run").backend == "tff"
+    assert FedAvgConfig().backend == "tff" and resolve_backend("sim") == "sim"
     with pytest.raises(ValueError, match=r"backend \(--backend\): expected one of \('tff', 'sim'\), got 'auto'"):
-        FedAvgConfig(out="run", backend="auto")
-    assert resolve_backend("sim", private=False) == "sim" and resolve_backend("tff", private=True) == "tff"
+        FedAvgConfig(backend="auto")
+    assert FedCurvConfig(privacy=PrivacyConfig(secure_aggregation=True)).backend == "tff"
     with pytest.raises(ValueError, match="'sim' has no DP or secure aggregation"):
-        resolve_backend("sim", private=True)
+        FedCurvConfig(backend="sim", privacy=PrivacyConfig(secure_aggregation=True))

@@ -304,6 +304,9 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
         check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
+        if self.backend == "sim" and self.privacy.requested:
+            raise ValueError("backend (--backend): 'sim' has no DP or secure aggregation; run privacy with "
+                             "--backend tff.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,8 +328,9 @@ class FedCurvConfig(FedAvgConfig):
             raise ValueError(ADAPTIVE_FEDCURV)
 
 
-def resolve_backend(backend: str, private: bool) -> str:
-    """The backend that runs a federated run's rounds, ``backend`` itself once it is checked.
+def resolve_backend(backend: str) -> str:
+    """The backend that runs a federated run's rounds, ``backend`` itself once it is checked
+    against the installed TFF workers.
 
     ``tff`` is the default: TFF's runtime runs the FedAvg/FedCurv processes, with TFF workers
     (``--workers``) and privacy (``private``: TFF's DP and secure aggregators). ``sim`` runs the
@@ -335,15 +339,12 @@ def resolve_backend(backend: str, private: bool) -> str:
     (tests/test_federated_simulation.py), but a chaotic run (different reservoirs, server
     learning rate 1.0) amplifies those rounding differences over the rounds, so a whole run's
     metrics differ from TFF's, and on a whole run the per-round evaluation and checkpoints
-    cost more than the rounds it saves. So ``sim`` is opt-in; it is refused with privacy
-    and with TFF workers (which only TFF's runtime reaches).
+    cost more than the rounds it saves. So ``sim`` is opt-in; it is refused with TFF workers
+    (which only TFF's runtime reaches) and, by :class:`FedAvgConfig`, with privacy.
     """
     from tff_esn import runtime
 
     workers = runtime.current_workers()
-    if backend == "sim" and private:
-        raise ValueError("backend (--backend): 'sim' has no DP or secure aggregation; run privacy with "
-                         "--backend tff.")
     if backend == "sim" and workers is not None:
         raise ValueError(f"backend (--backend): 'sim' runs every client in this process, not on the workers "
                          f"{workers}; use --backend tff with --workers.")
