@@ -384,3 +384,11 @@ def test_algorithm_lists_do_not_depend_on_which_provider_was_imported_first():
                              check=True).stdout.strip()
               for module in ("tff_esn.federated.configs", "tff_esn.closed_form.configs")}
     assert orders == {"incfed,partial-incfed,pfedrr,fedip,fedavg,fedcurv"}
+
+
+def test_the_privacy_refusal_names_the_backend_given():
+    from tff_esn.privacy.config import PrivacyConfig
+
+    with pytest.raises(ValueError, match=r"^--backend sim: secure aggregation and DP run inside the TFF"):
+        algorithms.check_privacy("fedavg", PrivacyConfig(dp_epsilon=1.0), backend="sim")
+    algorithms.check_privacy("fedavg", PrivacyConfig(dp_epsilon=1.0), backend="tff")

@@ -228,7 +228,7 @@ def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff
         raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
                          "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
     if backend != "tff":
-        raise ValueError("--backend numpy: secure aggregation and DP run inside the TFF computation; "
+        raise ValueError(f"--backend {backend}: secure aggregation and DP run inside the TFF computation; "
                          "use --backend tff.")
 
 
