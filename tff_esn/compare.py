@@ -10,8 +10,9 @@ regression on the pooled training data do not depend on the partition: they are 
 seed and drawn as reference lines.
 
 The algorithms keep the hyperparameters of ``tff-esn run`` (their configs' defaults on the
-source, :mod:`tff_esn.defaults`, built in one place, :func:`config_for`); only the backend of the algorithms that have one is
-``numpy``, whose numbers are TFF's (the closed-form exactness tests) without a TFF worker.
+source, :mod:`tff_esn.defaults`, built in one place, :func:`config_for`); only the closed-form
+algorithms' backend is ``numpy``, whose numbers are TFF's (the closed-form exactness tests)
+without a TFF worker.
 
 ``OUT`` receives ``runs/ALGORITHM/PARTITION/seedS/metrics.json`` (each cell's full record,
 with the partition's label histogram), ``results.csv`` (a row per cell), ``table.md``
@@ -138,10 +139,10 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
 def config_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> Any:
     """``name``'s config as ``tff-esn run`` builds it on ``dataset``'s source (its defaults there:
     :func:`tff_esn.defaults.config_for`), with ``given`` settings (by flag name; those the config
-    lacks are ignored) and the ``numpy`` backend where it has one."""
+    lacks are ignored) and the ``numpy`` backend where its config offers one."""
     algo = algorithms.get_algorithm(name)
     fields = algorithms.config_fields(algo.config)
-    if "backend" in fields:
+    if "numpy" in (fields["backend"].metadata.get("choices", ()) if "backend" in fields else ()):
         given.setdefault("backend", "numpy")
     return defaults.config_for(name, dataset, pipeline=pipeline, **{k: v for k, v in given.items() if k in fields})
 
