@@ -6,11 +6,18 @@ import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_loss, ip_updates
+from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_updates
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir
 
 from closed_form_data import random_dataset
+
+
+def ip_loss(net, gain, bias, mu: float, sigma: float):
+    """Per-sample KL objective of IP, ``−log g − log(1 − x̃²) + (x̃ − μ)²/(2σ²)`` (constant dropped):
+    the reference whose gradient the library's update rule must be."""
+    y = tf.tanh(gain * net + bias)
+    return -tf.math.log(gain) - tf.math.log(1.0 - y * y) + tf.square(y - mu) / (2.0 * sigma * sigma)
 
 
 @pytest.mark.parametrize("mu,sigma", [(0.0, 0.1), (0.2, 0.3), (-0.1, 0.05)])

@@ -86,12 +86,6 @@ def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
     return delta_g, delta_b
 
 
-def ip_loss(net, gain, bias, mu: float, sigma: float):
-    """Per-sample KL objective ``−log g − log(1 − x̃²) + (x̃ − μ)²/(2σ²)`` (constant dropped)."""
-    y = tf.tanh(gain * net + bias)
-    return -tf.math.log(gain) - tf.math.log(1.0 - y * y) + tf.square(y - mu) / (2.0 * sigma * sigma)
-
-
 def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
     """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
     one (g, b) update per time step, the mean over the sequences still running of the updates

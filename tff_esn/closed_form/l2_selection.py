@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from tff_esn.validation import is_finite
+
 AUTO = "auto"
 """The ``l2`` value that asks for λ chosen on the validation clients."""
 
@@ -40,11 +42,8 @@ def chosen_l2(val_accuracy: Sequence[float]) -> int:
 
 def check_grid(grid: Any) -> tuple[float, ...]:
     """``grid`` as an ascending tuple of distinct finite numbers > 0; ``ValueError`` otherwise."""
-    import math
-
     values = tuple(grid) if isinstance(grid, (tuple, list)) else ()
-    ok = bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-                              for v in values)
+    ok = bool(values) and all(is_finite(v) and v > 0 for v in values)
     if not ok or list(values) != sorted(set(values)):
         raise ValueError(f"l2_grid (--l2-grid): expected ascending distinct finite numbers > 0, got {grid!r}.")
     return tuple(float(v) for v in values)
