@@ -206,8 +206,8 @@ def test_run_folder_checks(tmp_path):
     with pytest.raises(RunFolderError, match=r"cannot create or write it .* is a file"):
         check_run_folder(tmp_path / "file" / "sub")
     done = tmp_path / "done"
-    (done / "checkpoints" / "program_state_78").mkdir(parents=True)
-    (done / "checkpoints" / "program_state_77").mkdir()
+    (done / "checkpoints").mkdir(parents=True)
+    np.savez(done / "checkpoints" / "state.npz", round=78, leaf_0=np.zeros(3, np.float32))
     with pytest.raises(RunFolderError, match=r"holds checkpoints of an earlier run \(round 78\); pass --resume"):
         check_run_folder(done, resumable=True)
     (done / "metrics.json").write_text("{}")
@@ -220,6 +220,15 @@ def test_run_folder_checks(tmp_path):
     assert check_run_folder(done, force=True) == done
     with pytest.raises(RunFolderError, match="give one of them"):
         check_run_folder(done, force=True, resume=True)
+    legacy = tmp_path / "legacy"
+    (legacy / "checkpoints" / "program_state_77").mkdir(parents=True)
+    (legacy / "checkpoints" / "program_state_78").mkdir()
+    for resume in (False, True):
+        with pytest.raises(RunFolderError, match=r"legacy: its checkpoints \(round 78\) are TFF SavedModel folders "
+                                                 r"checkpoints/program_state_N, which this version does not read .* "
+                                                 r"start it over with --force"):
+            check_run_folder(legacy, resume=resume, resumable=True)
+    assert check_run_folder(legacy, force=True) == legacy
 
 
 # ------------------------------------------------------------------ memory
@@ -291,7 +300,8 @@ def test_every_refusal_is_one_line_exit_2_before_tensorflow(tmp_path):
     (tmp_path / "file").write_text("x")
     (tmp_path / "finished").mkdir()
     (tmp_path / "finished" / "metrics.json").write_text("{}")
-    (tmp_path / "ckpt" / "checkpoints" / "program_state_78").mkdir(parents=True)
+    (tmp_path / "ckpt" / "checkpoints").mkdir(parents=True)
+    np.savez(tmp_path / "ckpt" / "checkpoints" / "state.npz", round=78, leaf_0=np.zeros(3, np.float32))
     out = str(tmp_path / "new")
     cases = {
         "stray label": (["run", "centralized", "--data", f"npz:{stray}", "--out", out],

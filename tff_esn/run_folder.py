@@ -5,16 +5,18 @@ created, a folder holding a finished run (``metrics.json``) unless it is overwri
 purpose (``force``) or continued (``resume``), a folder holding checkpoints of an unfinished
 run without either, and a resume asking for fewer rounds than the checkpoints already hold
 (it would report the later model under the smaller round count). :func:`clear_run` removes an
-earlier run's outputs before a forced rerun. Checkpoints are ``checkpoints/program_state_N``
-folders (:mod:`tff_esn.federated.training`), read here without TensorFlow.
+earlier run's outputs before a forced rerun. The checkpoint is ``checkpoints/state.npz``
+(:mod:`tff_esn.federated.checkpoints`), read here without TensorFlow; a folder holding the
+earlier SavedModel checkpoints (``checkpoints/program_state_N``) is refused unless ``force``.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
+
+from tff_esn.federated.checkpoints import legacy_message, legacy_round, saved_round
 
 RUN_OUTPUTS = ("metrics.json", "rounds.csv", "best_round.npz", "checkpoints", "tensorboard")
 """What a run writes into its folder (and a forced rerun removes first)."""
@@ -25,11 +27,8 @@ class RunFolderError(ValueError):
 
 
 def rounds_done(out: str | os.PathLike) -> int | None:
-    """The last round checkpointed in ``out`` (``None``: no checkpoints)."""
-    root = Path(out) / "checkpoints"
-    rounds = [int(m.group(1)) for p in root.glob("program_state_*")
-              if (m := re.fullmatch(r"program_state_(\d+)", p.name))]
-    return max(rounds) if rounds else None
+    """The last round checkpointed in ``out`` (``None``: no checkpoint)."""
+    return saved_round(out)
 
 
 def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,
@@ -55,6 +54,9 @@ def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: boo
                              f"{'a file' if not ancestor.is_dir() else 'not writable'}); give a writable folder.")
     if force and resume:
         raise RunFolderError("--force starts the run in --out over, --resume continues it; give one of them.")
+    legacy = None if force else legacy_round(out)
+    if legacy is not None:
+        raise RunFolderError(f"--out {legacy_message(out, legacy)}")
     done = rounds_done(out)
     if resume:
         if done is not None and rounds is not None and rounds < done:

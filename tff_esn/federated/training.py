@@ -3,21 +3,20 @@
 :func:`run_federated` drives a FedAvg or FedCurv process (:mod:`tff_esn.federated.processes`)
 for ``rounds`` rounds (thesis §6.1: 78 rounds, 5 of 10 clients per round, input noise std
 0.5). Per round it evaluates the server model on the validation and test clients (accuracy,
-F1, AUC), counts accepted clients and communicated floats, and releases the row through
-``tff.program`` release managers (``rounds.csv`` and TensorBoard); the process state is
-saved by ``tff.program.FileProgramStateManager`` after every round, so an interrupted run
-continues with ``resume=True`` and ends with the same weights as an uninterrupted one
-(client sampling, noise and shuffling are pure functions of the seed and the round).
+F1, AUC), counts accepted clients and communicated floats, and appends the row to
+``rounds.csv`` and TensorBoard (:mod:`tff_esn.federated.round_log`); the process state is
+checkpointed after every round (:mod:`tff_esn.federated.checkpoints`: one ``.npz``, replaced
+atomically), so an interrupted run continues with ``resume=True`` and ends with the same
+weights as an uninterrupted one (client sampling, noise and shuffling are pure functions of
+the seed and the round).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import math
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,10 +33,12 @@ from tff_esn.communication import CommunicationCost
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
+from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.client_work import ClientFilter
 from tff_esn.federated.configs import FedAvgConfig, for_data, loss_labels, resolve_backend
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
+from tff_esn.federated.round_log import RoundLog
 from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
@@ -116,58 +117,6 @@ def _noise_table(config: FedAvgConfig, ids: Sequence[str]) -> dict[str, float]:
     if unknown:
         raise ValueError(f"noisy_clients: {unknown} are not training clients {list(ids)}.")
     return {cid: (config.noise_std if cid in noisy else 0.0) for cid in ids}
-
-
-class _Checkpoints:
-    """``tff.program.FileProgramStateManager`` over ``{"state", "round"}`` in ``DIR/checkpoints``.
-
-    TFF writes a version's SavedModel folder in place, so a process killed while saving
-    leaves a partial ``program_state_N`` that ``load_latest`` would pick as the newest.
-    We save into ``checkpoints/.staging`` and rename the finished folder into place (a
-    rename is atomic), then keep the newest :attr:`KEEP` versions.
-    """
-
-    KEEP = 2
-
-    def __init__(self, out_dir: Path):
-        self.root = out_dir / "checkpoints"
-        self.manager = tff.program.FileProgramStateManager(str(self.root), keep_total=0)
-
-    def latest(self, initial_state) -> tuple[Any, int] | None:
-        state, version = asyncio.run(self.manager.load_latest({"state": initial_state, "round": 0}))
-        return None if state is None else (state["state"], int(version))
-
-    def save(self, state, round_num: int) -> None:
-        staging = self.root / ".staging"
-        shutil.rmtree(staging, ignore_errors=True)
-        asyncio.run(tff.program.FileProgramStateManager(str(staging), keep_total=0).save(
-            {"state": state, "round": round_num}, round_num))
-        name = f"program_state_{round_num}"
-        os.replace(staging / name, self.root / name)
-        versions = asyncio.run(self.manager.get_versions()) or []
-        for old in versions[:-self.KEEP]:
-            shutil.rmtree(self.root / f"program_state_{old}", ignore_errors=True)
-
-
-class _Releases:
-    """Per-round rows to ``DIR/rounds.csv`` and ``DIR/tensorboard`` through tff.program release managers."""
-
-    def __init__(self, out_dir: Path):
-        self.managers = [
-            # WRITE: the whole file is rewritten and renamed into place (APPEND could leave half a row at a kill)
-            tff.program.CSVFileReleaseManager(str(out_dir / "rounds.csv"), key_fieldname="round",
-                                              save_mode=tff.program.CSVSaveMode.WRITE),
-            tff.program.TensorBoardReleaseManager(str(out_dir / "tensorboard")),
-        ]
-
-    def release(self, row: Mapping[str, float], round_num: int) -> None:
-        """Releases the numeric entries of ``row`` (the key column is the round)."""
-        value = {k: v for k, v in row.items() if k != "round"}
-
-        async def release_all():
-            await asyncio.gather(*(m.release(value, key=round_num) for m in self.managers))
-
-        asyncio.run(release_all())
 
 
 def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
@@ -328,7 +277,7 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None, resume: bool) -> tuple[Any, int]:
     """The state to start from and its round: the initial state, or the last checkpoint in ``out``."""
     state = fed.process.initialize()
-    found = None if out is None else _Checkpoints(out).latest(state)
+    found = None if out is None else RoundCheckpoint(out).latest(state)
     if found is not None and not resume:
         raise ValueError(f"run_federated: {out} holds checkpoints of an earlier run; pass resume=True "
                          "(--resume) to continue it, or choose a new output folder.")
@@ -364,26 +313,30 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
            best: _BestRound | None, k_classes: int, progress: bool) -> tuple[Any, list[dict[str, Any]]]:
     """Rounds ``start_round`` … ``config.rounds − 1``: sample, run the round, measure, release and
     checkpoint; returns the last state and the rounds' rows."""
-    checkpoints, releases = (None, None) if out is None else (_Checkpoints(out), _Releases(out))
+    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     rows, curvature_clipped = [], 0
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
                desc=f"{config.algorithm} rounds ({fed.backend})", disable=not progress, unit="round")
-    for round_num in bar:
-        began = time.perf_counter()
-        sampled = sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num)
-        output = fed.process.next(state, fed.client_data(sampled, round_num))
-        state = output.state
-        row = _round_row(fed, config, output, sampled, round_num, time.perf_counter() - began, k_classes)
-        curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
-        if best is not None:
-            kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
-            best.offer(row.get("val_f1_macro", math.nan), round_num + 1, kernel, bias)
-        rows.append({**row, "sampled": sampled})
-        bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row["accepted_clients"])
-        if out is not None:
-            releases.release(row, round_num + 1)
-            checkpoints.save(state, round_num + 1)
-    bar.close()
+    try:
+        for round_num in bar:
+            began = time.perf_counter()
+            sampled = sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num)
+            output = fed.process.next(state, fed.client_data(sampled, round_num))
+            state = output.state
+            row = _round_row(fed, config, output, sampled, round_num, time.perf_counter() - began, k_classes)
+            curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
+            if best is not None:
+                kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
+                best.offer(row.get("val_f1_macro", math.nan), round_num + 1, kernel, bias)
+            rows.append({**row, "sampled": sampled})
+            bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row["accepted_clients"])
+            if out is not None:
+                log.append(row, round_num + 1)
+                checkpoint.save(state, round_num + 1)
+    finally:
+        bar.close()
+        if log is not None:
+            log.close()
     if curvature_clipped:
         warn(f"secure aggregation clipped {curvature_clipped} values of FedCurv's u, v to the secure sum's adaptive "
              "range (it grows from 50 over the rounds): u, v were smaller than the plain sums in those rounds")

@@ -1,0 +1,93 @@
+"""A federated run's round checkpoint: the process state's leaves in one ``.npz``, replaced atomically.
+
+The state of both backends after a round is a nest of numpy arrays (TFF's
+``LearningAlgorithmState`` after ``process.next``, the simulation's ``OrderedDict``), so one
+file holds it: ``DIR/checkpoints/state.npz`` with the completed ``round`` and the leaves in
+``tf.nest.flatten`` order. It is written under a temporary name and renamed over the
+previous one (``os.replace`` is atomic), so a run killed at any moment leaves either the
+previous round's checkpoint or this one's, never a partial file; it is read back into the
+structure of the process's initial state. Checkpoints of the earlier format — TFF's
+SavedModel folders ``checkpoints/program_state_N`` — are refused with the fix, never
+read as "no checkpoint". Light: numpy only at import; TensorFlow's ``tf.nest`` when a state
+is saved or loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FOLDER = "checkpoints"
+FILE = "state.npz"
+_LEGACY = re.compile(r"program_state_(\d+)")
+
+
+class CheckpointError(ValueError):
+    """A run folder's checkpoint that this version cannot continue from (one line naming the fix)."""
+
+
+def legacy_round(out: str | os.PathLike) -> int | None:
+    """The last round of the SavedModel checkpoints (``checkpoints/program_state_N``) in ``out``, if any."""
+    root = Path(out) / FOLDER
+    rounds = [int(m.group(1)) for p in root.glob("program_state_*") if (m := _LEGACY.fullmatch(p.name))]
+    return max(rounds) if rounds else None
+
+
+def legacy_message(out: str | os.PathLike, done: int) -> str:
+    """Why a folder with SavedModel checkpoints is not continued, and what to do instead."""
+    return (f"{out}: its checkpoints (round {done}) are TFF SavedModel folders checkpoints/program_state_N, which "
+            f"this version does not read (it checkpoints to checkpoints/{FILE}); finish that run with the tff_esn "
+            "version that started it, or start it over with --force (force=True) or in a new output folder.")
+
+
+def saved_round(out: str | os.PathLike) -> int | None:
+    """The round of the checkpoint in ``out`` (``None``: none), read without loading the state."""
+    path = Path(out) / FOLDER / FILE
+    if not path.exists():
+        return None
+    with np.load(path, allow_pickle=False) as saved:
+        return int(saved["round"])
+
+
+class RoundCheckpoint:
+    """The checkpoint in ``out_dir/checkpoints``: :meth:`save` after a round, :meth:`latest` to resume."""
+
+    def __init__(self, out_dir: str | os.PathLike):
+        self.out = Path(out_dir)
+        self.path = self.out / FOLDER / FILE
+
+    def save(self, state: Any, round_num: int) -> None:
+        """Writes ``state``'s leaves and ``round_num`` to a temporary file and renames it into place."""
+        import tensorflow as tf
+
+        leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(state)]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{FILE}.tmp.npz")
+        np.savez(tmp, round=np.int64(round_num), **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
+        os.replace(tmp, self.path)
+
+    def latest(self, initial_state: Any) -> tuple[Any, int] | None:
+        """``(state, round)`` of the checkpoint, packed into ``initial_state``'s structure (``None``: no
+        checkpoint); raises :class:`CheckpointError` for SavedModel checkpoints or a checkpoint whose
+        leaves do not fit ``initial_state`` (another model's run)."""
+        import tensorflow as tf
+
+        legacy = legacy_round(self.out)
+        if legacy is not None:
+            raise CheckpointError(f"run_federated: {legacy_message(self.out, legacy)}")
+        if not self.path.exists():
+            return None
+        expected = [np.asarray(leaf) for leaf in tf.nest.flatten(initial_state)]
+        with np.load(self.path, allow_pickle=False) as saved:
+            round_num = int(saved["round"])
+            leaves = [saved[f"leaf_{i}"] for i in range(len(saved.files) - 1)]
+        if [(a.shape, a.dtype) for a in leaves] != [(a.shape, a.dtype) for a in expected]:
+            raise CheckpointError(
+                f"run_federated: {self.path} holds a state of shapes {[a.shape for a in leaves]}, but this run's "
+                f"model has {[a.shape for a in expected]} (another model, algorithm or number of classes); resume "
+                "it with the settings that started it, or start over with --force or in a new output folder.")
+        return tf.nest.pack_sequence_as(initial_state, leaves), round_num
