@@ -1,4 +1,4 @@
-"""``tff-esn reproduce thesis|incfed|pfedrr|fedip|all|EXPERIMENT [--profile P] [--wesad-dir DIR]
+"""``tff-esn reproduce thesis|incfed|pfedrr|fedip|all|EXPERIMENT [--profile P] [--backend B] [--wesad-dir DIR]
 [--hhar-dir DIR] --out DIR``: registered through the ``tff_esn.commands`` entry-point group."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from tff_esn.cli import UsageError, lazy_command
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The reproduce flags (shared by ``tff-esn reproduce`` and ``python -m scripts.reproduce_all``)."""
     from scripts.framework import GROUPS, PROFILES
+    from tff_esn.federated.configs import BACKENDS
 
     parser.add_argument("target", metavar="TARGET",
                         help=f"all, a seed ({', '.join(GROUPS)}) or one experiment name")
@@ -31,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="run folder; report.md is written there")
     parser.add_argument("--seed", type=int, default=0, help="base seed (repetition r uses seed + r)")
     parser.add_argument("--force", action="store_true", help="re-run experiments that already finished in --out")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="where the thesis experiments' FedAvg/FedCurv rounds run: tff (TFF's runtime), sim (one "
+                             "process, the same numbers to float32 rounding) or auto (default: the library's choice, "
+                             "tff_esn.federated.configs.resolve_backend); privacy always runs on TFF")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
 
 
@@ -53,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as err:  # the target's name or a --*-dir flag
         raise UsageError(str(err)) from None
     request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
-                         progress=args.progress)
+                         progress=args.progress, backend=args.backend)
     report, records = run_experiments(request)
     for r in records:
         state = "skipped (done earlier)" if r.get("skipped") else r["status"]

@@ -14,8 +14,10 @@ code and records what it produced through its :class:`Context`:
 :func:`scripts.runner.run_experiments` runs a selection into ``OUT/<experiment>/`` with one
 overall bar and a bar per experiment (:func:`run_one` each). Each experiment leaves
 ``status.json`` (``done``, ``failed`` or ``not run`` with the reason, wall time, settings,
-outputs, when it finished and the git commit of the source that ran); a failure is recorded and the next experiment runs. A ``done`` experiment with the same profile, data and seed is skipped
-unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
+outputs, when it finished, the git commit of the source that ran and — for experiments whose
+FedAvg/FedCurv runs take ``reproduce --backend`` — the backend(s) their runs' ``metrics.json``
+record); a failure is recorded and the next experiment runs. A ``done`` experiment with the
+same profile, data, seed and (federated experiments) resolved backend is skipped unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
 """
 
 from __future__ import annotations
@@ -214,6 +216,7 @@ class Experiment:
         settings: settings per profile (frozen dataclasses; ``steps`` gives the bar's total).
         data: data kinds it reads (``wesad``, ``hhar``).
         requires: modules that must be importable, else the experiment is "not run".
+        federated: its FedAvg/FedCurv runs take the request's backend (``reproduce --backend``).
     """
 
     name: str
@@ -224,6 +227,7 @@ class Experiment:
     settings: Mapping[str, Any]
     data: tuple[str, ...] = ("wesad",)
     requires: tuple[str, ...] = ()
+    federated: bool = False
 
     def __post_init__(self) -> None:
         missing = [p for p in PROFILES if p not in self.settings]
@@ -274,13 +278,16 @@ _DATA_CACHE: dict[tuple, Any] = {}
 class Context:
     """What an experiment's ``run`` uses: data, run folders, tables, figures, claims, progress."""
 
-    def __init__(self, experiment: Experiment, out: Path, profile: str, data: DataSources, seed: int, bar: tqdm):
+    def __init__(self, experiment: Experiment, out: Path, profile: str, data: DataSources, seed: int, bar: tqdm,
+                 backend: str = "auto"):
         self.experiment = experiment
         self.out = out
         self.profile = profile
         self.data = data
         self.seed = seed
         self.bar = bar
+        self.backend = backend
+        self.backends: set[str] = set()
         self.tables: list[dict[str, Any]] = []
         self.figures: list[dict[str, Any]] = []
         self.claims: list[Claim] = []
@@ -323,7 +330,11 @@ class Context:
         done = folder / "metrics.json"
         if not done.exists():
             write_json_atomic(done, compute(folder))
-        return json.loads(done.read_text())
+        record = json.loads(done.read_text())
+        backend = (record.get("extra") or {}).get("backend")
+        if backend is not None:
+            self.backends.add(backend)
+        return record
 
     def run(self, algorithm: str, dataset, split, tag: str, **flags: Any) -> dict[str, Any]:
         """Runs ``algorithm`` of the run registry with its config's defaults overridden by
@@ -343,9 +354,12 @@ class Context:
 
     def run_config(self, algorithm: str, folder: Path, **flags: Any):
         """:func:`run_config` writing to ``folder`` with this run's cache folder, resuming a federated
-        run left in ``folder``, without a progress bar of its own."""
+        run left in ``folder``, without a progress bar of its own; a federated experiment's
+        FedAvg/FedCurv runs on the request's backend."""
         run = {"out": str(folder), "cache_dir": str(self.cache_dir), "resume": (folder / "checkpoints").exists(),
                "progress": False}
+        if self.experiment.federated and _federated(algorithm):
+            run["backend"] = self.backend
         return run_config(algorithm, **{**_settings_of(algorithm, run), **flags})
 
     # ---- outputs
@@ -402,6 +416,13 @@ def _settings_of(algorithm: str, values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in fields}
 
 
+def _federated(algorithm: str) -> bool:
+    """Whether ``algorithm`` trains the thesis model in a federation (FedAvg/FedCurv: it has a backend to choose)."""
+    from tff_esn.federated.configs import federated_algorithms
+
+    return algorithm in federated_algorithms()
+
+
 def run_config(algorithm: str, **flags: Any):
     """``algorithm``'s typed config (:mod:`tff_esn.algorithms`) with ``flags`` set — its settings
     by flag name (``units``, ``l2``, ``server_lr``, ``reservoir``, ``ip_sigma``, ...).
@@ -426,10 +447,15 @@ class RunRequest:
     seed: int = 0
     force: bool = False
     progress: bool = True
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
+        from tff_esn.federated.configs import BACKENDS
+
         if self.profile not in PROFILES:
             raise ValueError(f"profile: expected one of {PROFILES}, got {self.profile!r}.")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend: expected one of {BACKENDS}, got {self.backend!r}.")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed: expected an integer ≥ 0, got {self.seed!r}.")
 
@@ -442,10 +468,15 @@ def data_kinds(experiment: Experiment, profile: str) -> tuple[str, ...]:
 def _identity(request: RunRequest, experiment: Experiment) -> dict[str, Any]:
     settings = experiment.settings[request.profile]
     kinds = data_kinds(experiment, request.profile)
-    return {"profile": request.profile, "seed": request.seed,
-            "data": {k: request.data.source(k) for k in kinds},
-            "data_options": {k: dict(request.data.options.get(k, {})) for k in kinds},
-            "settings": dataclasses.asdict(settings)}
+    identity = {"profile": request.profile, "seed": request.seed,
+                "data": {k: request.data.source(k) for k in kinds},
+                "data_options": {k: dict(request.data.options.get(k, {})) for k in kinds},
+                "settings": dataclasses.asdict(settings)}
+    if experiment.federated:
+        from tff_esn.federated.configs import resolve_backend
+
+        identity["backend"] = resolve_backend(request.backend)
+    return identity
 
 
 def read_status(folder: Path) -> dict[str, Any] | None:
@@ -481,7 +512,7 @@ def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -
     total = int(getattr(settings, "steps", 1))
     bar = tqdm(total=total, desc=experiment.name, position=position, leave=False, disable=not request.progress,
                unit="step")
-    ctx = Context(experiment, folder, request.profile, request.data, request.seed, bar)
+    ctx = Context(experiment, folder, request.profile, request.data, request.seed, bar, backend=request.backend)
     record = {"name": experiment.name, "title": experiment.title, "reproduces": experiment.reproduces,
               "group": experiment.group, **identity,
               "data_descriptions": {k: request.data.describe(k) for k in data_kinds(experiment, request.profile)}}
@@ -501,6 +532,7 @@ def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -
         bar.close()
     record.update(seconds=time.perf_counter() - start, tables=ctx.tables, figures=ctx.figures,
                   claims=[dataclasses.asdict(c) for c in ctx.claims], notes=ctx.notes, skipped=False,
+                  backends=sorted(ctx.backends),
                   finished=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), commit=source_commit())
     write_json_atomic(folder / STATUS_FILE, record)
     return record

@@ -65,6 +65,11 @@ def _records_in(out: Path, current: list[dict[str, Any]]) -> list[dict[str, Any]
     return sorted(current + earlier, key=lambda r: order.get(r["name"], len(order)))
 
 
+def backends(record: dict[str, Any]) -> str:
+    """The backend(s) that ran an experiment's FedAvg/FedCurv rounds, as its runs recorded them (``-``: none)."""
+    return ", ".join(record.get("backends") or []) or "-"
+
+
 def settings_line(settings: dict[str, Any]) -> str:
     """An experiment's settings as ``name=value, ...`` (without the progress bar's ``steps``)."""
     return ", ".join(f"{k}={v}" for k, v in settings.items() if k != "steps")
@@ -127,6 +132,9 @@ def _experiment_section(out: Path, record: dict[str, Any]) -> list[str]:
     if data:
         lines.append("Data: " + "; ".join(data.values()) + ".")
     lines.append(f"Profile `{record.get('profile')}`, seed {record.get('seed')}: {settings_line(record.get('settings', {}))}.")
+    if record.get("backends"):
+        lines.append(f"Federated rounds ran on the {' and '.join(record['backends'])} backend"
+                     f"{'s' if len(record['backends']) > 1 else ''} (as the runs' metrics.json record).")
     full = full_settings_line(name)
     if record.get("profile") != "full" and full is not None:
         lines.append(f"Profile `full` (the seeds' settings): {full}.")
@@ -169,12 +177,12 @@ def write_report(request, records: list[dict[str, Any]], *, seconds: float) -> P
                   "not a reproduction of the published numbers, which the seeds' authors obtained on the real data "
                   "sets; the published columns are printed beside ours for reference only. Run with "
                   "`--wesad-dir DIR` / `--hhar-dir DIR` on a real copy to compare numbers.", ""]
-    lines += ["## Summary", "", "| experiment | reproduces | data | status | wall time | tables | figures |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["## Summary", "", "| experiment | reproduces | data | backend | status | wall time | tables | figures |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in records:
         data = ", ".join(("synthetic " if r.get("data", {}).get(k, "").startswith("synthetic") else "real ") + k
                          for k in r.get("data", {}))
-        lines.append(f"| [`{r['name']}`](#{r['name']}) | {r['reproduces']} | {data} | {r.get('status')} | "
+        lines.append(f"| [`{r['name']}`](#{r['name']}) | {r['reproduces']} | {data} | {backends(r)} | {r.get('status')} | "
                      f"{duration(r.get('seconds'))}{' (earlier)' if r.get('skipped') else ''} | "
                      f"{len(r.get('tables', []))} | {len(r.get('figures', []))} |")
     lines.append("")

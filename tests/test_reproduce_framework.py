@@ -149,3 +149,70 @@ def test_a_cause_must_be_known_and_carry_a_reason():
         framework.Claim("s", "r", "disagrees", "e", cause="weather", reason="x")
     with pytest.raises(ValueError, match="Claim.reason"):
         framework.Claim("s", "r", "disagrees", "e", cause="seed")
+
+
+BACKENDS_SEEN = []
+
+
+def _federation(ctx, s):
+    """Records the backend its FedAvg config gets; its run record says the backend that ran."""
+    CALLS.append(ctx.experiment.name)
+    from tff_esn.federated.configs import resolve_backend
+
+    record = ctx.cached("fedavg", lambda folder: {"extra": {"backend": resolve_backend(
+        ctx.run_config("fedavg", folder).backend)}})
+    BACKENDS_SEEN.append((ctx.experiment.name, ctx.run_config("fedavg", ctx.out).backend, record["extra"]["backend"]))
+    ctx.step(2)
+
+
+@pytest.fixture()
+def federated_registry(monkeypatch):
+    registry = {name: Experiment(name, "thesis", f"{name} title", "Table F", _federation,
+                                 {p: Tiny() for p in framework.PROFILES}, federated=federated)
+                for name, federated in (("fed", True), ("closed", False))}
+    monkeypatch.setattr(framework, "experiments", lambda: dict(registry))
+    CALLS.clear()
+    BACKENDS_SEEN.clear()
+    return registry
+
+
+def test_the_backend_reaches_federated_experiments_is_recorded_and_part_of_a_run_identity(federated_registry,
+                                                                                        tmp_path):
+    def request(backend):
+        return RunRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
+
+    report, records = run_experiments(request("sim"))
+    assert BACKENDS_SEEN == [("fed", "sim", "sim"), ("closed", "tff", "tff")]  # not injected: the config's default
+    status = {r["name"]: r for r in records}
+    assert status["fed"]["backend"] == "sim" and status["fed"]["backends"] == ["sim"]
+    assert "backend" not in status["closed"] and status["closed"]["backends"] == ["tff"]
+    text = report.read_text()
+    assert "| data | backend | status |" in text and "| synthetic wesad | sim | done |" in text
+    assert "Federated rounds ran on the sim backend (as the runs' metrics.json record)." in text
+    CALLS.clear()
+    _, records = run_experiments(request("sim"))
+    assert CALLS == [] and all(r["skipped"] for r in records)
+    _, records = run_experiments(request("tff"))  # another backend: the federated experiment runs again
+    assert CALLS == ["fed"] and [r["name"] for r in records if r["skipped"]] == ["closed"]
+    assert json.loads((tmp_path / "out" / "fed" / "status.json").read_text())["backends"] == ["tff"]
+    CALLS.clear()
+    _, records = run_experiments(request("auto"))  # auto resolves to the library's preferred backend: tff
+    assert CALLS == [] and all(r["skipped"] for r in records)
+    with pytest.raises(ValueError, match=r"backend: expected one of \('auto', 'tff', 'sim'\), got 'numpy'"):
+        request("numpy")
+
+
+def test_auto_resolves_to_tff_with_privacy_else_to_the_preferred_backend(monkeypatch):
+    from tff_esn.federated import configs
+
+    assert configs.resolve_backend("auto") == configs.PREFERRED_BACKEND == "tff"
+    monkeypatch.setattr(configs, "PREFERRED_BACKEND", "sim")
+    assert configs.resolve_backend("auto") == "sim" and configs.resolve_backend("auto", privacy=True) == "tff"
+    assert configs.resolve_backend("tff") == "tff"
+    private = framework.run_config("fedavg", backend="auto", dp_epsilon=1.0, secure_aggregation=True)
+    assert configs._runs_tff(private) and not configs._runs_tff(framework.run_config("fedavg", backend="auto"))
+
+
+def test_only_the_thesis_federations_take_the_backend():
+    assert {n for n, e in framework.experiments().items() if e.federated} == {
+        "thesis-federated", "thesis-discriminative", "thesis-preliminary"}

@@ -32,9 +32,11 @@ THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
 """Table 6.2's reservoir: 200 units, ρ = 0.99, α = 1.0 (other hyperparameters: defaults)."""
 RESERVOIR_MODES = ("same", "different")
 STATE_SOURCES = ("cached", "faithful")
-BACKENDS = ("tff", "sim")
-"""How a federated run's rounds execute: ``tff`` (TFF's runtime and workers; the default) or ``sim``
-(one process, :mod:`tff_esn.federated.simulation`); :func:`resolve_backend` says why."""
+BACKENDS = ("auto", "tff", "sim")
+"""How a federated run's rounds execute: ``tff`` (TFF's runtime and workers; the default), ``sim``
+(one process, :mod:`tff_esn.federated.simulation`) or ``auto`` (:func:`resolve_backend` chooses and says why)."""
+PREFERRED_BACKEND = "tff"
+"""What ``auto`` resolves to where both backends can run the rounds (no privacy, no TFF workers)."""
 _RUN = "tff_esn.federated.commands:"
 
 
@@ -261,7 +263,8 @@ class FedAvgConfig(ThesisRunConfig):
             round's, with a recorded warning).
         backend: ``tff`` (default) runs the rounds in TFF's runtime (the only one with
             ``--workers`` and privacy), ``sim`` in this process; a round of both gives the same
-            numbers to float32 rounding (:func:`resolve_backend`).
+            numbers to float32 rounding; ``auto``: TFF's with privacy or workers, else the
+            library's preferred one (:func:`resolve_backend`).
     """
 
     algorithm: ClassVar[str] = "fedavg"
@@ -328,9 +331,10 @@ class FedCurvConfig(FedAvgConfig):
             raise ValueError(ADAPTIVE_FEDCURV)
 
 
-def resolve_backend(backend: str) -> str:
-    """The backend that runs a federated run's rounds, ``backend`` itself once it is checked
-    against the installed TFF workers.
+def resolve_backend(backend: str, *, privacy: bool = False) -> str:
+    """The backend that runs a federated run's rounds: ``backend`` itself once it is checked
+    against the installed TFF workers; ``auto`` is ``tff`` with ``privacy`` (DP or secure
+    aggregation requested) or TFF workers, else :data:`PREFERRED_BACKEND`.
 
     ``tff`` is the default: TFF's runtime runs the FedAvg/FedCurv processes, with TFF workers
     (``--workers``) and privacy (``private``: TFF's DP and secure aggregators). ``sim`` runs the
@@ -338,13 +342,14 @@ def resolve_backend(backend: str) -> str:
     (:mod:`tff_esn.federated.simulation`); one round of it equals TFF's to float32 rounding
     (tests/test_federated_simulation.py), but a chaotic run (different reservoirs, server
     learning rate 1.0) amplifies those rounding differences over the rounds, so a whole run's
-    metrics differ from TFF's, and on a whole run the per-round evaluation and checkpoints
-    cost more than the rounds it saves. So ``sim`` is opt-in; it is refused with TFF workers
-    (which only TFF's runtime reaches) and, by :class:`FedAvgConfig`, with privacy.
+    metrics differ from TFF's. So ``sim`` is opt-in (``auto`` prefers ``tff``); it is refused
+    with TFF workers (which only TFF's runtime reaches) and, by :class:`FedAvgConfig`, with privacy.
     """
     from tff_esn import runtime
 
     workers = runtime.current_workers()
+    if backend == "auto":
+        return "tff" if privacy or workers is not None else PREFERRED_BACKEND
     if backend == "sim" and workers is not None:
         raise ValueError(f"backend (--backend): 'sim' runs every client in this process, not on the workers "
                          f"{workers}; use --backend tff with --workers.")
@@ -354,7 +359,7 @@ def resolve_backend(backend: str) -> str:
 def _runs_tff(config: FedAvgConfig) -> bool:
     """Whether the rounds run in TFF's runtime, so the entry point installs TFF's execution
     context; the simulation needs none."""
-    return config.backend == "tff"
+    return resolve_backend(config.backend, privacy=config.privacy.requested) == "tff"
 
 
 register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,

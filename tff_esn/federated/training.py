@@ -238,7 +238,7 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
                 client_filter: ClientFilter | None, cache_dir) -> _Federation:
     """The clients' data source, the model and the process of ``config`` on its backend."""
     model_cfg = config.model
-    backend = resolve_backend(config.backend)
+    backend = resolve_backend(config.backend, privacy=config.privacy.requested)
     train = dataset.select(split.train)
     noise = _noise_table(config, split.train)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
