@@ -113,6 +113,43 @@ def test_resume_continues_to_the_same_final_weights(data, tmp_path):
                                            out=str(tmp_path / "whole"), resume=True))
 
 
+def test_a_run_killed_between_its_row_and_its_checkpoint_resumes_to_the_uninterrupted_run(data, tmp_path):
+    """The simulation's state resumes from the same checkpoint file as TFF's; the row of a round
+    whose checkpoint was never written is dropped and that round's row written anew."""
+    config = _config(algorithm="fedcurv", rounds=3, noise_std=0.3, penalty=1e-2, backend="sim")
+    whole = run_federated(data, SPLIT, dataclasses.replace(config, out=str(tmp_path / "whole")))
+    assert sorted(p.name for p in (tmp_path / "whole" / "checkpoints").iterdir()) == ["state.npz"]
+    cut = tmp_path / "cut"
+    run_federated(data, SPLIT, dataclasses.replace(config, rounds=1, out=str(cut)))
+    lines = (cut / "rounds.csv").read_text().splitlines()
+    (cut / "rounds.csv").write_text("\n".join([*lines, "2" + lines[1][1:].replace("2", "7")]) + "\n")
+    resumed = run_federated(data, SPLIT, dataclasses.replace(config, out=str(cut), resume=True))
+    for a, b in zip(_weights(whole), _weights(resumed)):
+        np.testing.assert_array_equal(a, b)
+
+    def rows(folder):
+        with open(folder / "rounds.csv") as fh:
+            return [{k: v for k, v in r.items() if k != "seconds"} for r in csv.DictReader(fh)]
+
+    assert rows(cut) == rows(tmp_path / "whole") and [r["round"] for r in rows(cut)] == ["1", "2", "3"]
+
+
+def test_checkpoints_of_another_format_or_model_are_refused_not_restarted(data, tmp_path):
+    legacy = tmp_path / "legacy"
+    (legacy / "checkpoints" / "program_state_2").mkdir(parents=True)
+    for resume in (False, True):
+        with pytest.raises(ValueError, match=r"its checkpoints \(round 2\) are TFF SavedModel folders .* start it "
+                                             r"over with --force \(force=True\) or in a new output folder"):
+            run_federated(data, SPLIT, _config(out=str(legacy), resume=resume))
+    assert not (legacy / "rounds.csv").exists()
+    run_federated(data, SPLIT, _config(rounds=1, out=str(tmp_path / "small"), backend="sim"))
+    wider = MODEL.replace(reservoir=dataclasses.replace(MODEL.reservoir, units=7))
+    with pytest.raises(ValueError, match=r"state.npz holds a state of shapes .*\(6, 1\).* but this run's model has "
+                                         r".*\(7, 1\).*; resume it with the settings that started it"):
+        run_federated(data, SPLIT, _config(rounds=2, model=wider, out=str(tmp_path / "small"), resume=True,
+                                           backend="sim"))
+
+
 def test_seeded_runs_repeat_and_sampling_is_a_function_of_seed_and_round(data):
     a = run_federated(data, SPLIT, _config(noise_std=0.5))
     b = run_federated(data, SPLIT, _config(noise_std=0.5))

@@ -96,10 +96,11 @@ class _EventWriter:
         from tensorboard.plugins.scalar import metadata
         from tensorboard.util import tensor_util
 
-        summary = summary_pb2.Summary(value=[
-            summary_pb2.Summary.Value(tag=name, tensor=tensor_util.make_tensor_proto(np.float32(value)),
-                                      metadata=metadata.create_summary_metadata(display_name=name, description=""))
-            for name, value in values.items() if np.asarray(value).dtype.kind in "biuf"])
+        with np.errstate(over="ignore"):  # float32, as tf.summary.scalar writes it (beyond its range: ±inf)
+            summary = summary_pb2.Summary(value=[
+                summary_pb2.Summary.Value(tag=name, tensor=tensor_util.make_tensor_proto(np.float32(value)),
+                                          metadata=metadata.create_summary_metadata(display_name=name, description=""))
+                for name, value in values.items() if np.asarray(value).dtype.kind in "biuf"])
         self.writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
 
     def close(self) -> None:
