@@ -112,16 +112,16 @@ def _kill_after(cmd: list[str], delay: float, log: Path) -> bool:
 
 def _check_files(out: Path) -> None:
     """Every file a later run reads back is whole: JSON parses, CSV rows have the header's
-    width, every checkpoint version is a complete SavedModel."""
+    width, every round checkpoint loads with its round."""
     for path in out.rglob("*.json"):
         json.loads(path.read_text())
     for path in out.rglob("*.csv"):
         rows = list(csv.reader(path.open()))
         assert rows and all(len(r) == len(rows[0]) for r in rows), f"{path}: ragged or empty CSV {rows[-2:]}"
-    for version in out.rglob("program_state_*"):
-        if version.parent.name == "checkpoints":
-            assert (version / "saved_model.pb").is_file() and (version / "variables" / "variables.index").is_file(), \
-                f"{version}: an incomplete checkpoint is in place"
+    for checkpoint in out.rglob("checkpoints/state.npz"):
+        with np.load(checkpoint, allow_pickle=False) as saved:
+            assert int(saved["round"]) >= 1 and all(saved[name].size >= 1 for name in saved.files), \
+                f"{checkpoint}: an incomplete checkpoint is in place"
 
 
 def _csv_without_times(path: Path) -> list[dict[str, str]]:

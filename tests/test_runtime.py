@@ -12,6 +12,8 @@ import time
 import numpy as np
 import pytest
 
+from tff_esn.federated.checkpoints import saved_round
+
 SCRIPT = textwrap.dedent(
     """
     import signal, sys, time
@@ -345,7 +347,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
     stopped = {}
 
     def stop_after_first_round():
-        while not (checkpoints.is_dir() and any(checkpoints.iterdir())):
+        while not (checkpoints / "state.npz").exists():
             time.sleep(0.02)
         os.kill(one_worker.pid, signal.SIGSTOP)
         stopped["at"] = time.monotonic()
@@ -358,7 +360,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
     assert waited < STUCK_TIMEOUT + 2.0, f"the stopped worker was waited for {waited:.1f} s"
     with open(f"/proc/{one_worker.pid}/stat") as fh:
         assert fh.read().split(") ")[1].split()[0] == "T", "the worker was not stopped during the run"
-    done = max(int(p.name.rsplit("_", 1)[1]) for p in checkpoints.iterdir() if p.name.startswith("program_state_"))
+    done = saved_round(tmp_path)
     assert 1 <= done < config.rounds
 
     os.kill(one_worker.pid, signal.SIGCONT)

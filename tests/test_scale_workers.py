@@ -22,6 +22,7 @@ import pytest
 
 from tff_esn import ReservoirConfig, runtime
 from tff_esn.data.sequences import Split
+from tff_esn.federated.checkpoints import saved_round
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, federate_tff
@@ -121,7 +122,7 @@ def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(wor
     checkpoints = tmp_path / "checkpoints"
 
     def kill_after_first_round():
-        while not (checkpoints.is_dir() and any(checkpoints.iterdir())):
+        while not (checkpoints / "state.npz").exists():
             time.sleep(0.05)
         victim.process.kill()
 
@@ -130,7 +131,7 @@ def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(wor
     with pytest.raises(runtime.WorkerError, match=f"{victim.address} died or became unreachable during the run"):
         run_federated(data, split, dataclasses.replace(config, out=str(tmp_path)))
     assert time.monotonic() - began < 120, "the dead worker was waited for far beyond the timeout"
-    done = int(sorted(p.name for p in checkpoints.iterdir())[-1].rsplit("_", 1)[1])
+    done = saved_round(tmp_path)
     assert 1 <= done < config.rounds
 
     victim.process.wait()
