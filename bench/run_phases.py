@@ -115,7 +115,8 @@ def main(argv: list[str]) -> None:
         print(f"{name:<32}{cells}")
     around = ("evaluation", "rounds.csv + tensorboard", "checkpoint")
     for backend, (seconds, _) in results.items():
-        print(f"{backend}: per-round work around the round {sum(seconds.get(k, 0.0) for k in around) / rounds * 1e3:.1f} "
-              f"ms, process.next {seconds.get('process.next', 0.0) / max(rounds - 1, 1) * 1e3:.1f} ms per round")
+        work = sum(seconds.get(k, 0.0) for k in around) / rounds
+        print(f"{backend}: per-round work around the round {work * 1e3:.1f} ms, process.next "
+              f"{seconds.get('process.next', 0.0) / max(rounds - 1, 1) * 1e3:.1f} ms per round")
     gap = float(np.max(np.abs(results["tff"][1] - results["sim"][1])))
     print(f"max |kernel tff − kernel sim| after {rounds} rounds: {gap:.3g}")

@@ -17,7 +17,8 @@ overall bar and a bar per experiment (:func:`run_one` each). Each experiment lea
 outputs, when it finished, the git commit of the source that ran and — for experiments whose
 FedAvg/FedCurv runs take ``reproduce --backend`` — the backend(s) their runs' ``metrics.json``
 record); a failure is recorded and the next experiment runs. A ``done`` experiment with the
-same profile, data, seed and (federated experiments) resolved backend is skipped unless ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
+same profile, data, seed and (federated experiments) resolved backend is skipped unless
+``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
 """
 
 from __future__ import annotations

@@ -182,7 +182,8 @@ def write_report(request, records: list[dict[str, Any]], *, seconds: float) -> P
     for r in records:
         data = ", ".join(("synthetic " if r.get("data", {}).get(k, "").startswith("synthetic") else "real ") + k
                          for k in r.get("data", {}))
-        lines.append(f"| [`{r['name']}`](#{r['name']}) | {r['reproduces']} | {data} | {backends(r)} | {r.get('status')} | "
+        lines.append(f"| [`{r['name']}`](#{r['name']}) | {r['reproduces']} | {data} | {backends(r)} | "
+                     f"{r.get('status')} | "
                      f"{duration(r.get('seconds'))}{' (earlier)' if r.get('skipped') else ''} | "
                      f"{len(r.get('tables', []))} | {len(r.get('figures', []))} |")
     lines.append("")

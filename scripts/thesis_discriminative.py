@@ -176,5 +176,6 @@ register(Experiment(
                                delta_steps=40),
               "quick": Settings(server_lrs=(1.0, 0.1), rounds=10),
               "full": Settings()},
-    requires=("discriminator.deltas", "discriminator.model", "discriminator.filter", "discriminator.phase"),    federated=True,
+    requires=("discriminator.deltas", "discriminator.model", "discriminator.filter", "discriminator.phase"),
+    federated=True,
 ))

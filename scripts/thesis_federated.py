@@ -266,5 +266,6 @@ register(Experiment(
     reproduces="thesis Figures 6.3–6.7, Tables 6.4/6.5 (primal rows)", run=run,
     settings={"tiny": Settings(server_lrs=(1.0,), rounds=2, clients_per_round=2, units=10),
               "quick": Settings(server_lrs=(1.0, 0.1), rounds=10),
-              "full": Settings()},    federated=True,
+              "full": Settings()},
+    federated=True,
 ))

@@ -118,5 +118,6 @@ register(Experiment(
               # at 5 rounds every run was still learning (test F1 +0.04–0.09 from round 5 to 10), so a 5/10
               # grid measured the learning curve, not whether the number of rounds matters
               "quick": Settings(server_lrs=(1.0, 0.1), rounds=(10, 20), clients_per_round=(2, 5)),
-              "full": Settings()},    federated=True,
+              "full": Settings()},
+    federated=True,
 ))

@@ -77,5 +77,6 @@ def test_the_checkpoint_round_trips_a_nest_bit_for_bit_and_never_leaves_a_partia
     assert round_num == 5 == saved_round(tmp_path)
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["state.npz"]
     assert list(loaded) == ["trainable", "server"] and list(loaded["server"]) == ["learning_rate", "step"]
-    assert all(a.tobytes() == b.tobytes() and a.dtype == b.dtype for a, b in zip(loaded["trainable"], state["trainable"]))
+    assert all(a.tobytes() == b.tobytes() and a.dtype == b.dtype
+               for a, b in zip(loaded["trainable"], state["trainable"]))
     assert loaded["server"]["step"].dtype == np.int64 and loaded["server"]["learning_rate"] == np.float32(0.1)
