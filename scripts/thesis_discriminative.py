@@ -145,17 +145,22 @@ def _claims(ctx: Context, phase, s: Settings, metrics: dict[str, Any], maes: dic
     else:
         ctx.claim("The discriminator improves the federation when clients have different reservoirs",
                   f"{ref}, Tables 6.5 vs 6.4", None, "needs the thesis-federated experiment's results in the same run "
-                  "folder (not found)")
+                  "folder, of the same profile and run on the same backend (not found)")
 
 
 def _primal_results(ctx: Context) -> dict[tuple[str, float], tuple[float, float | None]]:
-    """Final (test F1, test AUC) of the primal phase's different-reservoir runs, when thesis-federated finished here."""
+    """Final (test F1, test AUC) of the primal phase's different-reservoir runs, when thesis-federated finished here
+    with the same profile on the same backend (a whole run's numbers differ between backends by float32 rounding,
+    amplified over the rounds)."""
+    from tff_esn.federated.configs import resolve_backend
+
     folder = ctx.out.parent / "thesis-federated"
     try:
         status = json.loads((folder / "status.json").read_text())
     except (OSError, json.JSONDecodeError):
         return {}
-    if status.get("status") != "done" or status.get("profile") != ctx.profile:
+    if (status.get("status") != "done" or status.get("profile") != ctx.profile
+            or status.get("backend") != resolve_backend(ctx.backend)):
         return {}
     out = {}
     for algorithm, _ in ALGORITHMS:

@@ -216,3 +216,18 @@ def test_auto_resolves_to_tff_with_privacy_else_to_the_preferred_backend(monkeyp
 def test_only_the_thesis_federations_take_the_backend():
     assert {n for n, e in framework.experiments().items() if e.federated} == {
         "thesis-federated", "thesis-discriminative", "thesis-preliminary"}
+
+
+def test_the_discriminative_phase_compares_with_primal_runs_of_its_own_backend_only(tmp_path):
+    from types import SimpleNamespace
+
+    from scripts.thesis_discriminative import _primal_results
+
+    primal = tmp_path / "thesis-federated"
+    (primal / "runs" / "different" / "FedAvg-1.0").mkdir(parents=True)
+    (primal / "runs" / "different" / "FedAvg-1.0" / "metrics.json").write_text(
+        json.dumps({"test": {"f1_micro": 0.75, "auc": 0.5}}))
+    (primal / "status.json").write_text(json.dumps({"status": "done", "profile": "tiny", "backend": "tff"}))
+    found = {backend: _primal_results(SimpleNamespace(out=tmp_path / "thesis-discriminative", profile="tiny",
+                                                      backend=backend)) for backend in ("tff", "auto", "sim")}
+    assert found["tff"] == found["auto"] == {("fedavg", 1.0): (0.75, 0.5)} and found["sim"] == {}
