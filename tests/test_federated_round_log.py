@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tff_esn.federated.checkpoints import RoundCheckpoint, saved_round
+from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.round_log import RoundLog
+from tff_esn.run_folder import rounds_done
 
 NAMES = ("accepted_clients", "train_loss", "val_auc", "test_f1_macro", "seconds")
 values = st.one_of(st.integers(0, 10_000), st.floats(allow_infinity=False, width=64),
@@ -70,11 +71,11 @@ def test_the_checkpoint_round_trips_a_nest_bit_for_bit_and_never_leaves_a_partia
                                                np.float32([0.5])),
                                     server=collections.OrderedDict(learning_rate=np.float32(0.1), step=np.int64(3)))
     checkpoint = RoundCheckpoint(tmp_path)
-    assert checkpoint.latest(state) is None and saved_round(tmp_path) is None
+    assert checkpoint.latest(state) is None and rounds_done(tmp_path) is None
     checkpoint.save(state, 4)
     checkpoint.save(state, 5)
     loaded, round_num = checkpoint.latest(state)
-    assert round_num == 5 == saved_round(tmp_path)
+    assert round_num == 5 == rounds_done(tmp_path)
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["state.npz"]
     assert list(loaded) == ["trainable", "server"] and list(loaded["server"]) == ["learning_rate", "step"]
     assert all(a.tobytes() == b.tobytes() and a.dtype == b.dtype

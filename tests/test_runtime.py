@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from tff_esn.federated.checkpoints import saved_round
+from tff_esn.run_folder import rounds_done
 
 SCRIPT = textwrap.dedent(
     """
@@ -360,7 +360,7 @@ def test_stopped_worker_ends_the_run_within_the_timeout_and_resume_continues(one
     assert waited < STUCK_TIMEOUT + 2.0, f"the stopped worker was waited for {waited:.1f} s"
     with open(f"/proc/{one_worker.pid}/stat") as fh:
         assert fh.read().split(") ")[1].split()[0] == "T", "the worker was not stopped during the run"
-    done = saved_round(tmp_path)
+    done = rounds_done(tmp_path)
     assert 1 <= done < config.rounds
 
     os.kill(one_worker.pid, signal.SIGCONT)

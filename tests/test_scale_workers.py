@@ -22,7 +22,7 @@ import pytest
 
 from tff_esn import ReservoirConfig, runtime
 from tff_esn.data.sequences import Split
-from tff_esn.federated.checkpoints import saved_round
+from tff_esn.run_folder import rounds_done
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, federate_tff
@@ -131,7 +131,7 @@ def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(wor
     with pytest.raises(runtime.WorkerError, match=f"{victim.address} died or became unreachable during the run"):
         run_federated(data, split, dataclasses.replace(config, out=str(tmp_path)))
     assert time.monotonic() - began < 120, "the dead worker was waited for far beyond the timeout"
-    done = saved_round(tmp_path)
+    done = rounds_done(tmp_path)
     assert 1 <= done < config.rounds
 
     victim.process.wait()

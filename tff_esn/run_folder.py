@@ -13,11 +13,15 @@ earlier SavedModel checkpoints (``checkpoints/program_state_N``) is refused unle
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
-from tff_esn.federated.checkpoints import legacy_message, legacy_round, saved_round
+import numpy as np
 
+CHECKPOINT = Path("checkpoints") / "state.npz"
+"""A federated run's round checkpoint, relative to its folder (:mod:`tff_esn.federated.checkpoints`)."""
+_LEGACY = re.compile(r"program_state_(\d+)")
 RUN_OUTPUTS = ("metrics.json", "rounds.csv", "best_round.npz", "checkpoints", "tensorboard")
 """What a run writes into its folder (and a forced rerun removes first)."""
 
@@ -27,8 +31,26 @@ class RunFolderError(ValueError):
 
 
 def rounds_done(out: str | os.PathLike) -> int | None:
-    """The last round checkpointed in ``out`` (``None``: no checkpoint)."""
-    return saved_round(out)
+    """The last round checkpointed in ``out`` (``None``: no checkpoint), read without loading the state."""
+    path = Path(out) / CHECKPOINT
+    if not path.exists():
+        return None
+    with np.load(path, allow_pickle=False) as saved:
+        return int(saved["round"])
+
+
+def legacy_round(out: str | os.PathLike) -> int | None:
+    """The last round of the SavedModel checkpoints (``checkpoints/program_state_N``) in ``out``, if any."""
+    rounds = [int(m.group(1)) for p in (Path(out) / CHECKPOINT.parent).glob("program_state_*")
+              if (m := _LEGACY.fullmatch(p.name))]
+    return max(rounds) if rounds else None
+
+
+def legacy_message(out: str | os.PathLike, done: int) -> str:
+    """Why a folder with SavedModel checkpoints is not continued, and what to do instead."""
+    return (f"{out}: its checkpoints (round {done}) are TFF SavedModel folders checkpoints/program_state_N, which "
+            f"this version does not read (it checkpoints to {CHECKPOINT}); finish that run with the tff_esn "
+            "version that started it, or start it over with --force (force=True) or in a new output folder.")
 
 
 def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,

@@ -8,49 +8,23 @@ previous one (``os.replace`` is atomic), so a run killed at any moment leaves ei
 previous round's checkpoint or this one's, never a partial file; it is read back into the
 structure of the process's initial state. Checkpoints of the earlier format — TFF's
 SavedModel folders ``checkpoints/program_state_N`` — are refused with the fix, never
-read as "no checkpoint". Light: numpy only at import; TensorFlow's ``tf.nest`` when a state
-is saved or loaded.
+read as "no checkpoint". The file's name and its round are read without TensorFlow by
+:mod:`tff_esn.run_folder`; TensorFlow's ``tf.nest`` when a state is saved or loaded.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-FOLDER = "checkpoints"
-FILE = "state.npz"
-_LEGACY = re.compile(r"program_state_(\d+)")
+from tff_esn.run_folder import CHECKPOINT, legacy_message, legacy_round
 
 
 class CheckpointError(ValueError):
     """A run folder's checkpoint that this version cannot continue from (one line naming the fix)."""
-
-
-def legacy_round(out: str | os.PathLike) -> int | None:
-    """The last round of the SavedModel checkpoints (``checkpoints/program_state_N``) in ``out``, if any."""
-    root = Path(out) / FOLDER
-    rounds = [int(m.group(1)) for p in root.glob("program_state_*") if (m := _LEGACY.fullmatch(p.name))]
-    return max(rounds) if rounds else None
-
-
-def legacy_message(out: str | os.PathLike, done: int) -> str:
-    """Why a folder with SavedModel checkpoints is not continued, and what to do instead."""
-    return (f"{out}: its checkpoints (round {done}) are TFF SavedModel folders checkpoints/program_state_N, which "
-            f"this version does not read (it checkpoints to checkpoints/{FILE}); finish that run with the tff_esn "
-            "version that started it, or start it over with --force (force=True) or in a new output folder.")
-
-
-def saved_round(out: str | os.PathLike) -> int | None:
-    """The round of the checkpoint in ``out`` (``None``: none), read without loading the state."""
-    path = Path(out) / FOLDER / FILE
-    if not path.exists():
-        return None
-    with np.load(path, allow_pickle=False) as saved:
-        return int(saved["round"])
 
 
 class RoundCheckpoint:
@@ -58,7 +32,7 @@ class RoundCheckpoint:
 
     def __init__(self, out_dir: str | os.PathLike):
         self.out = Path(out_dir)
-        self.path = self.out / FOLDER / FILE
+        self.path = self.out / CHECKPOINT
 
     def save(self, state: Any, round_num: int) -> None:
         """Writes ``state``'s leaves and ``round_num`` to a temporary file and renames it into place."""
@@ -66,7 +40,7 @@ class RoundCheckpoint:
 
         leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(state)]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{FILE}.tmp.npz")
+        tmp = self.path.with_name(f".{self.path.name}.tmp.npz")
         np.savez(tmp, round=np.int64(round_num), **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
         os.replace(tmp, self.path)
 
