@@ -16,7 +16,7 @@ import dataclasses
 from scripts import published as pub
 from scripts.common import (BASELINES, all_hold, baseline_accuracy, data_cause, fraction_label, listing, mean_std, plt,
                             power_reason, rep_seeds, shared_closed_form_runs, summary_transfer)
-from scripts.framework import Context, Experiment, register, run_config
+from scripts.framework import Context, Experiment, closed_form_backend, register, run_config
 
 MODELS = ("incfed", "fedip")
 
@@ -46,7 +46,6 @@ class Settings:
     rule drives gains through zero at this rate: DEVIATIONS.md, FedIP eqs. 2–3)."""
     ip_epochs: int = 3
     rounds: int = 5
-    backend: str = "tff"
 
     @property
     def steps(self) -> int:
@@ -64,7 +63,7 @@ def run(ctx: Context, s: Settings) -> None:
             split = ctx.split(f"fedip-{kind}", dataset, train_fraction=fraction)
             for seed in rep_seeds(ctx, s.repetitions):
                 common = dict(units=s.units[i], spectral_radius=s.spectral_radius, input_scaling=s.input_scaling,
-                              leaky=s.leaky[i], l2=s.l2, seed=seed, backend=s.backend, bias_scaling=s.bias_scaling[i])
+                              leaky=s.leaky[i], l2=s.l2, seed=seed, bias_scaling=s.bias_scaling[i])
                 extra = {"incfed": {}, "fedip": dict(ip_mu=0.0, ip_sigma=s.ip_sigma, ip_eta=s.ip_eta,
                                                      ip_epochs=s.ip_epochs, rounds=s.rounds)}
                 if seed == ctx.seed:  # IncFed's reservoir: what its readout's mean states carry to the test users
@@ -94,7 +93,7 @@ def run(ctx: Context, s: Settings) -> None:
               note=f"Fixed hyperparameters: units {s.units} (WESAD, HHAR), ρ {s.spectral_radius}, input scaling "
                    f"{s.input_scaling}, leakage {s.leaky}, bias scaling {s.bias_scaling}, λ {s.l2} (FedIP: on the "
                    f"unadapted state scale, see tff_esn.closed_form.fedip), IP μ 0, σ {s.ip_sigma}, η {s.ip_eta}, "
-                   f"{s.ip_epochs} local epochs, {s.rounds} FedIP rounds ({s.backend} backend). majority / LR: the "
+                   f"{s.ip_epochs} local epochs, {s.rounds} FedIP rounds ({closed_form_backend(ctx.backend)} backend). majority / LR: the "
                    "training majority class and logistic regression on per-sequence summary statistics, same split.")
     _figure(ctx, results, s)
     _claims(ctx, results, s, transfers)
@@ -193,8 +192,9 @@ register(Experiment(
     name="fedip-table", group="fedip", title="FedIP: IncFed vs FedIP + IncFed at 25–100 % users",
     reproduces="FedIP Table 2", run=run,
     settings={"tiny": Settings(datasets=("wesad",), fractions=(0.5, 1.0), repetitions=1, units=(20, 20), rounds=1,
-                               ip_epochs=1, backend="numpy"),
+                               ip_epochs=1),
               "quick": Settings(units=(200, 100), rounds=3, repetitions=2),
               "full": Settings(rounds=10)},
     data=("wesad", "hhar"),
+    federated=True,
 ))

@@ -15,8 +15,7 @@ code and records what it produced through its :class:`Context`:
 overall bar and a bar per experiment (:func:`run_one` each). Each experiment leaves
 ``status.json`` (``done``, ``failed`` or ``not run`` with the reason, wall time, settings,
 outputs, when it finished, the git commit of the source that ran and — for experiments whose
-FedAvg/FedCurv runs take ``reproduce --backend`` — the backend(s) their runs' ``metrics.json``
-record); a failure is recorded and the next experiment runs. A ``done`` experiment with the
+runs take ``reproduce --backend`` — the backend(s) their runs' ``metrics.json`` record); a failure is recorded and the next experiment runs. A ``done`` experiment with the
 same profile, data, seed and (federated experiments) resolved backend is skipped unless
 ``force``. :func:`scripts.report.write_report` then writes ``OUT/report.md``.
 """
@@ -217,7 +216,8 @@ class Experiment:
         settings: settings per profile (frozen dataclasses; ``steps`` gives the bar's total).
         data: data kinds it reads (``wesad``, ``hhar``).
         requires: modules that must be importable, else the experiment is "not run".
-        federated: its FedAvg/FedCurv runs take the request's backend (``reproduce --backend``).
+        federated: its runs take the request's backend (``reproduce --backend``): FedAvg/FedCurv the
+            backend itself, IncFed/FedIP :func:`closed_form_backend` (a run's own ``backend`` flag wins).
     """
 
     name: str
@@ -359,8 +359,8 @@ class Context:
         FedAvg/FedCurv runs on the request's backend."""
         run = {"out": str(folder), "cache_dir": str(self.cache_dir), "resume": (folder / "checkpoints").exists(),
                "progress": False}
-        if self.experiment.federated and _federated(algorithm):
-            run["backend"] = self.backend
+        if self.experiment.federated:
+            run["backend"] = self.backend if _federated(algorithm) else closed_form_backend(self.backend)
         return run_config(algorithm, **{**_settings_of(algorithm, run), **flags})
 
     # ---- outputs
@@ -415,6 +415,12 @@ def _settings_of(algorithm: str, values: Mapping[str, Any]) -> dict[str, Any]:
 
     fields = algorithms.config_fields(algorithms.get_algorithm(algorithm).config)
     return {k: v for k, v in values.items() if k in fields}
+
+
+def closed_form_backend(backend: str) -> str:
+    """The closed-form algorithms' backend (IncFed, FedIP: ``tff`` or their exact ``numpy`` twin) for a
+    request's ``reproduce --backend``: TFF's computations with ``tff``, else the numpy path."""
+    return "tff" if backend == "tff" else "numpy"
 
 
 def _federated(algorithm: str) -> bool:

@@ -37,7 +37,6 @@ class Settings:
     units: int | None = None
     """None: the published units (100 WESAD, 500 HHAR); else this many for every model."""
     l2: float = 1e-6
-    backend: str = "tff"
 
     @property
     def steps(self) -> int:
@@ -53,8 +52,6 @@ def flags(kind: str, model: str, n_inputs: int, s: Settings, seed: int) -> dict:
            "input_connectivity": connectivity_from_count(hp["input_connections"], n_inputs),
            "recurrent_connectivity": connectivity_from_count(hp["recurrent_connections"], units),
            "l2": s.l2, "seed": seed}
-    if model == "incfed":
-        out["backend"] = s.backend
     return out
 
 
@@ -304,7 +301,8 @@ register(Experiment(
     name="incfed-tables", group="incfed",
     title="IncFed paper: random baseline, centralized, FedAvg and IncFed at 25–100 % clients",
     reproduces="IncFed paper Tables III–VI", run=run,
-    settings={"tiny": Settings(datasets=("wesad",), fractions=(0.5, 1.0), repetitions=1, units=20, backend="numpy"),
+    settings={"tiny": Settings(datasets=("wesad",), fractions=(0.5, 1.0), repetitions=1, units=20),
               "quick": Settings(repetitions=2), "full": Settings()},
     data=("wesad", "hhar"),
+    federated=True,
 ))

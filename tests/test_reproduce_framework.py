@@ -213,9 +213,9 @@ def test_auto_resolves_to_tff_with_privacy_else_to_the_preferred_backend(monkeyp
     assert configs._runs_tff(private) and not configs._runs_tff(framework.run_config("fedavg", backend="auto"))
 
 
-def test_only_the_thesis_federations_take_the_backend():
+def test_the_thesis_federations_and_the_closed_form_tables_with_a_tff_path_take_the_backend():
     assert {n for n, e in framework.experiments().items() if e.federated} == {
-        "thesis-federated", "thesis-discriminative", "thesis-preliminary"}
+        "thesis-federated", "thesis-discriminative", "thesis-preliminary", "incfed-tables", "fedip-table"}
 
 
 def test_the_discriminative_phase_compares_with_primal_runs_of_its_own_backend_only(tmp_path):
@@ -231,3 +231,17 @@ def test_the_discriminative_phase_compares_with_primal_runs_of_its_own_backend_o
     found = {backend: _primal_results(SimpleNamespace(out=tmp_path / "thesis-discriminative", profile="tiny",
                                                       backend=backend)) for backend in ("tff", "auto", "sim")}
     assert found["tff"] == found["auto"] == {("fedavg", 1.0): (0.75, 0.5)} and found["sim"] == {}
+
+
+@pytest.mark.parametrize("backend, closed_form", [("auto", "numpy"), ("sim", "numpy"), ("tff", "tff")])
+def test_closed_form_runs_of_a_federated_experiment_take_the_requests_backend(federated_registry, tmp_path, backend,
+                                                                             closed_form):
+    from scripts.framework import Context
+
+    request = RunRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
+    for name, federated in (("fed", True), ("closed", False)):
+        ctx = Context(federated_registry[name], tmp_path / name, "tiny", request.data, 0, None, backend=backend)
+        want = closed_form if federated else "tff"  # outside a federated experiment: IncFedConfig's default
+        assert ctx.run_config("incfed", tmp_path).backend == want
+        assert ctx.run_config("fedip", tmp_path).backend == want
+        assert ctx.run_config("incfed", tmp_path, backend="tff").backend == "tff"  # the run's own flag wins
