@@ -26,24 +26,47 @@ costs the clients' arithmetic, not one call and one ``tf.data`` pipeline per cli
 
 It has the interface of the TFF learning process that :mod:`tff_esn.federated.training`
 drives (``initialize``, ``next``, ``get_model_weights``), and its state is a nest of numpy
-arrays, so checkpoints and resume work alike. The two backends' weights, ``u``/``v`` and
-metrics agree to float32 rounding (tests/test_federated_simulation.py); sums over clients
-may be taken in another order, so long runs at a large server learning rate drift apart as
-any two float32 computations of them do. One measurement differs by more: the training loss
-of per-step outputs ((B, T, C), ``state_mode="all"``), ≈ 5e-4 relative: the same client
-function reports another loss metric when TFF runs it in its graph than when it runs as a
-``tf.function``, with the same weights.
+arrays, so checkpoints and resume work alike.
+
+**What is equal to TFF, bit for bit.** The server side: TFF's native runtime sums over clients
+as a fold from zero in the order of the clients (``federated_sum`` lowers to
+``federated_aggregate(zero, tf.add)``, which the C++ federating executor accumulates one
+client after another), each client's update multiplied by its weight before the sum
+(``MeanFactory``), then ``divide_no_nan`` and the server SGD step — the arithmetic of this
+round, op for op, so the same client results give the same weights, ``u``/``v``, metrics and
+accepted clients (tests/test_federated_simulation.py). The client update is the same
+function and runs as TFF runs it: Grappler's remapper and arithmetic optimizer, which
+rewrite a placed ``tf.function`` graph into ops that round differently, are off for the round
+(:func:`_graphs_as_tff_runs_them`; TFF optimizes its graphs before placement and runs them
+with Grappler off). So a round of 2-class cached-state clients whose batches hold fewer than
+8 predictions is TFF's round bit for bit.
+
+**What is not.** TFF's ``worker_binary`` carries its own TensorFlow, compiled with fused
+multiply-add (``vfmadd``) instructions, while TensorFlow's Python library is not: their
+``tanh`` kernels differ in the last bit on some elements of any tensor, their vectorized
+``exp``, ``log`` and sigmoid kernels on tensors of 8 floats or more (smaller ones agreed in
+every probe). Where the client arithmetic meets them — the reservoir inside the model
+(faithful states, ``tanh``), K-class softmax readouts, batches of 8 predictions or more,
+per-step outputs ((B, T, C), ``state_mode="all"``) — client updates differ by float32 rounding,
+local Adam epochs amplify it (Adam divides each gradient by its own root mean square), and
+the training loss, a sum of ``log`` over every prediction, differs in its last bits even
+where the weights agree. A chaotic run (server lr 1.0) then drifts as any two float32
+computations do, from the first round on when every batch holds many predictions.
+
 Privacy aggregators (DP, secure aggregation) exist on the TFF path only.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.eager import context as eager_context
 
 from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
 from tff_esn.federated.clients import RoundArrays
@@ -62,6 +85,31 @@ class SimulatedOutput(NamedTuple):
 def _numpy(value: Any) -> np.ndarray:
     """A state leaf as a numpy array; Python floats (optimizer hyperparameters) as float32."""
     return np.asarray(value, np.float32) if isinstance(value, float) else np.asarray(value)
+
+
+@contextlib.contextmanager
+def _graphs_as_tff_runs_them() -> Iterator[None]:
+    """Functions called in this block (this thread) are optimized without Grappler's remapper
+    and arithmetic optimizer, so their graphs compute what TFF's worker computes.
+
+    A ``tf.function`` is optimized after device placement: the remapper fuses CPU-placed ops
+    into kernels that round differently, and the arithmetic optimizer regroups the loss'
+    arithmetic. TFF optimizes its graphs once, before placement (the remapper fuses nothing
+    there, and its arithmetic rewrites leave the client update's loop body as written), and
+    its worker runs them with Grappler off. Measured: with both passes off, the client
+    updates and loss metrics of 2-class cached-state clients equal the worker's bit for bit;
+    with either one on, they differ in their last bits.
+    """
+    ctx = eager_context.context()
+    saved = ctx.function_call_options
+    config = config_pb2.ConfigProto.FromString(saved.config_proto_serialized)
+    rewrites = config.graph_options.rewrite_options
+    rewrites.remapping = rewrites.arithmetic_optimization = rewriter_config_pb2.RewriterConfig.OFF
+    ctx.function_call_options = eager_context.FunctionCallOptions(saved.executor_type, config)
+    try:
+        yield
+    finally:
+        ctx.function_call_options = saved
 
 
 def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[Any], collections.OrderedDict]:
@@ -156,8 +204,9 @@ class SimulatedProcess:
                              "build the clients with reservoirs='different' for the first, 'same' for the second.")
         zeros = tuple(np.zeros_like(w) for w in state["trainable"])
         u, v = (state["u"], state["v"]) if self._curvature else (zeros, zeros)
-        trainable, server, u_sum, v_sum, train, accepted = self._round(
-            state["trainable"], state["non_trainable"], state["server"], u, v, client_data)
+        with _graphs_as_tff_runs_them():
+            trainable, server, u_sum, v_sum, train, accepted = self._round(
+                state["trainable"], state["non_trainable"], state["server"], u, v, client_data)
         new_state = collections.OrderedDict(
             trainable=tuple(np.asarray(w) for w in trainable), non_trainable=state["non_trainable"],
             server=tf.nest.map_structure(_numpy, server))
