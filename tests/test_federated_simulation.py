@@ -1,4 +1,6 @@
-"""The single-process backend equals the TFF processes round by round: weights, u/v, metrics."""
+"""The single-process backend equals the TFF processes round by round: weights, u/v, metrics —
+bit for bit for 2-class cached-state clients, to float32 rounding where the client arithmetic
+meets the TFF worker's own exp/log/sigmoid/tanh kernels (tff_esn.federated.simulation)."""
 
 import numpy as np
 import pytest
@@ -18,10 +20,10 @@ ROUNDS = 5
 IDS = ("a", "b", "c", "d")
 
 
-def _clients(seed: int, n_classes: int) -> dict[str, ClientSequences]:
+def _clients(seed: int, n_classes: int, ids=IDS) -> dict[str, ClientSequences]:
     rng = np.random.default_rng(seed)
     clients = {}
-    for i, cid in enumerate(IDS):
+    for i, cid in enumerate(ids):
         n = 5 + 3 * i
         x = rng.normal(size=(n, 7, 2)).astype(np.float32)
         y = np.minimum((x[:, -1, 0] + 0.3 * rng.normal(size=n) > 0.2 * i).astype(np.int64)
@@ -30,18 +32,18 @@ def _clients(seed: int, n_classes: int) -> dict[str, ClientSequences]:
     return clients
 
 
-def _source(seed: int, faithful: bool, reservoirs: str, n_classes: int):
+def _source(seed: int, faithful: bool, reservoirs: str, n_classes: int, ids=IDS):
     model = ThesisModelConfig(reservoir=ReservoirConfig(units=UNITS, spectral_radius=0.9, seed=seed), batch_size=4,
                               learning_rate=0.05, state_mode="last",
                               class_weight=(1.0, 3.0) if n_classes == 2 else (1.0, 2.0, 3.0))
-    clients = _clients(seed, n_classes)
+    clients = _clients(seed, n_classes, ids)
     if faithful:
         return model, RawInputs(clients, model, seed=seed, noise_std=0.3, reservoirs=reservoirs, shuffle=True)
     return model, CachedStates(clients, model, seed=seed, noise_std=0.3, reservoirs=reservoirs, shuffle=True)
 
 
 def _model_fn(model: ThesisModelConfig, source, faithful: bool):
-    first = source.dataset(IDS[0], 0)
+    first = source.dataset(source.ids[0], 0)
     spec = (first[0] if isinstance(first, tuple) else first).element_spec
     n_inputs = 2 if faithful else UNITS
 
@@ -52,12 +54,12 @@ def _model_fn(model: ThesisModelConfig, source, faithful: bool):
     return fn
 
 
-def _rounds(process, data_fn, seed: int, curvature_of):
+def _rounds(process, data_fn, seed: int, curvature_of, ids=IDS, per_round=3, rounds=ROUNDS):
     """Per round: trainable weights, (u, v) or None, train loss, accepted clients."""
     state = process.initialize()
     out = []
-    for r in range(ROUNDS):
-        sampled = sample_clients(IDS, 3, seed, r)
+    for r in range(rounds):
+        sampled = sample_clients(ids, per_round, seed, r)
         result = process.next(state, data_fn(sampled, r))
         state = result.state
         work = result.metrics["client_work"]
@@ -100,16 +102,56 @@ def test_simulation_equals_tff_round_by_round(seed, algorithm, penalty, server_l
     accepted = [w[3] for w in want]
     if with_filter:
         assert 0 < sum(accepted) < 3 * ROUNDS, accepted  # the filter rejected some clients, not all
-    for r, ((w_tff, uv_tff, loss_tff, acc_tff), (w_sim, uv_sim, loss_sim, acc_sim)) in enumerate(zip(want, got)):
-        for a, b in zip(w_tff, w_sim):
-            np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"round {r + 1} weights")
-        if uv_tff is not None:
-            for a, b in zip(uv_tff[0] + uv_tff[1], uv_sim[0] + uv_sim[1]):
-                np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-7, err_msg=f"round {r + 1} u/v")
-        assert loss_sim == pytest.approx(loss_tff, rel=2e-5), f"round {r + 1} loss"
-        assert acc_sim == acc_tff
+    if n_classes == 2 and not faithful:
+        _assert_bitwise(want, got)
+    else:  # softmax/tanh kernels of TFF's worker differ from TensorFlow's in the last bit (module docstring)
+        for r, ((w_tff, uv_tff, loss_tff, acc_tff), (w_sim, uv_sim, loss_sim, acc_sim)) in enumerate(zip(want, got)):
+            for a, b in zip(w_tff, w_sim):
+                np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"round {r + 1} weights")
+            if uv_tff is not None:
+                for a, b in zip(uv_tff[0] + uv_tff[1], uv_sim[0] + uv_sim[1]):
+                    np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-7, err_msg=f"round {r + 1} u/v")
+            assert loss_sim == pytest.approx(loss_tff, rel=2e-5), f"round {r + 1} loss"
+            assert acc_sim == acc_tff
     if algorithm == "fedcurv" and penalty:
         assert any(np.any(u != 0) for u in want[-1][1][0])  # u/v were exercised
+
+
+def _assert_bitwise(want, got):
+    """Every round's weights, u/v, training loss and accepted clients are the same floats."""
+    assert len(want) == len(got)
+    for r, ((w_tff, uv_tff, loss_tff, acc_tff), (w_sim, uv_sim, loss_sim, acc_sim)) in enumerate(zip(want, got)):
+        for a, b in zip(w_tff, w_sim):
+            np.testing.assert_array_equal(b, a, err_msg=f"round {r + 1} weights")
+        if uv_tff is not None:
+            for a, b in zip(uv_tff[0] + uv_tff[1], uv_sim[0] + uv_sim[1]):
+                np.testing.assert_array_equal(b, a, err_msg=f"round {r + 1} u/v")
+        assert loss_sim == loss_tff, f"round {r + 1} loss"
+        assert acc_sim == acc_tff, f"round {r + 1} accepted clients"
+
+
+MANY = tuple(f"c{i:02d}" for i in range(12))
+FOLDS = [  # seed, clients per round, algorithm, server lr: the sums over 1 to 12 clients
+    (12, 12, "fedavg", 1.0),
+    *[pytest.param(seed, m, algorithm, lr, marks=pytest.mark.slow) for seed, m, algorithm, lr in (
+        (10, 1, "fedavg", 1.0), (11, 7, "fedcurv", 0.1), (13, 2, "fedcurv", 1.0), (14, 3, "fedavg", 0.1), (15, 4, "fedcurv", 0.01), (16, 5, "fedavg", 1.0),
+        (17, 6, "fedcurv", 0.1), (18, 8, "fedavg", 1.0), (19, 9, "fedcurv", 1.0), (20, 10, "fedavg", 0.1),
+        (21, 11, "fedcurv", 0.01), (22, 12, "fedcurv", 1.0), (23, 12, "fedavg", 0.01))],
+]
+
+
+@pytest.mark.parametrize("seed, per_round, algorithm, server_lr", FOLDS)
+def test_rounds_of_1_to_12_clients_are_tffs_bit_for_bit(seed, per_round, algorithm, server_lr):
+    model, source = _source(seed, False, "different" if seed % 2 else "same", 2, MANY)
+    model_fn = _model_fn(model, source, False)
+    kwargs = dict(client_learning_rate=model.learning_rate, server_learning_rate=server_lr)
+    penalty = {"penalty": 1e-2} if algorithm == "fedcurv" else {}
+    reference = (build_fedcurv if penalty else build_fedavg)(model_fn, **kwargs, **penalty)
+    uv_tff = curvature if penalty else (lambda s: None)
+    uv_sim = (lambda s: (list(s["u"]), list(s["v"]))) if penalty else (lambda s: None)
+    run = dict(ids=MANY, per_round=per_round, rounds=2)
+    _assert_bitwise(_rounds(reference, source.datasets, seed, uv_tff, **run),
+                    _rounds(SimulatedProcess(model_fn, **kwargs, **penalty), source.in_memory, seed, uv_sim, **run))
 
 
 def test_a_round_without_accepted_clients_keeps_the_weights_and_counts_no_client():
