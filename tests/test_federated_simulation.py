@@ -154,6 +154,36 @@ def test_rounds_of_1_to_12_clients_are_tffs_bit_for_bit(seed, per_round, algorit
                     _rounds(SimulatedProcess(model_fn, **kwargs, **penalty), source.in_memory, seed, uv_sim, **run))
 
 
+def _fold(values, weights):
+    """``Σ w_k x_k / Σ w_k`` as the simulation sums: from zero, one client after another, in float32."""
+    total, summed = np.float32(0), np.zeros_like(values[0])
+    for x, w in zip(values, weights):
+        summed, total = summed + x * w, total + w
+    return summed / total if total else np.zeros_like(summed)
+
+
+def test_tffs_weighted_mean_sums_the_clients_from_zero_in_their_order():
+    """The order the simulation reproduces: TFF's MeanFactory, run by this package's runtime, is
+    the float32 fold from zero over the clients in order (any other order would differ)."""
+    n = 64
+    process = tff.aggregators.MeanFactory().create(tff.TensorType(np.float32, [n]), tff.TensorType(np.float32))
+
+    @tff.federated_computation(tff.FederatedType(tff.TensorType(np.float32, [n]), tff.CLIENTS),
+                               tff.FederatedType(np.float32, tff.CLIENTS))
+    def mean(values, weights):
+        return process.next(process.initialize(), values, weights).result
+
+    rng = np.random.default_rng(0)
+    other_orders_differ = 0
+    for clients in range(1, 13):
+        values = [(rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3, n)).astype(np.float32) for _ in range(clients)]
+        weights = [np.float32(rng.integers(0, 40) if clients > 1 else 7) for _ in range(clients)]
+        got = np.asarray(mean(values, weights))
+        np.testing.assert_array_equal(got, _fold(values, weights), err_msg=f"{clients} clients")
+        other_orders_differ += not np.array_equal(got, _fold(values[::-1], weights[::-1]))
+    assert other_orders_differ >= 6
+
+
 def test_a_round_without_accepted_clients_keeps_the_weights_and_counts_no_client():
     model, source = _source(0, False, "same", 2)
     process = SimulatedProcess(_model_fn(model, source, False), client_learning_rate=model.learning_rate,
