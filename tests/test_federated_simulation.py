@@ -231,8 +231,8 @@ def test_tff_is_the_default_backend_and_sim_is_refused_where_only_tff_reaches():
     from tff_esn.privacy.config import PrivacyConfig
 
     assert FedAvgConfig().backend == "tff" and resolve_backend("sim") == "sim"
-    with pytest.raises(ValueError, match=r"backend \(--backend\): expected one of \('tff', 'sim'\), got 'auto'"):
-        FedAvgConfig(backend="auto")
+    with pytest.raises(ValueError, match=r"backend \(--backend\): expected one of \('auto', 'tff', 'sim'\), got 'numpy'"):
+        FedAvgConfig(backend="numpy")
     assert FedCurvConfig(privacy=PrivacyConfig(secure_aggregation=True)).backend == "tff"
     with pytest.raises(ValueError, match="'sim' has no DP or secure aggregation"):
         FedCurvConfig(backend="sim", privacy=PrivacyConfig(secure_aggregation=True))
