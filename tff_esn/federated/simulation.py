@@ -39,19 +39,21 @@ function and runs as TFF runs it: Grappler's remapper and arithmetic optimizer, 
 rewrite a placed ``tf.function`` graph into ops that round differently, are off for the round
 (:func:`_graphs_as_tff_runs_them`; TFF optimizes its graphs before placement and runs them
 with Grappler off). So a round of 2-class cached-state clients whose batches hold fewer than
-8 predictions is TFF's round bit for bit.
+8 predictions is TFF's round bit for bit; with larger batches it is too until a prediction
+meets one of the kernel differences below.
 
 **What is not.** TFF's ``worker_binary`` carries its own TensorFlow, compiled with fused
 multiply-add (``vfmadd``) instructions, while TensorFlow's Python library is not: their
 ``tanh`` kernels differ in the last bit on some elements of any tensor, their vectorized
-``exp``, ``log`` and sigmoid kernels on tensors of 8 floats or more (smaller ones agreed in
-every probe). Where the client arithmetic meets them — the reservoir inside the model
-(faithful states, ``tanh``), K-class softmax readouts, batches of 8 predictions or more,
-per-step outputs ((B, T, C), ``state_mode="all"``) — client updates differ by float32 rounding,
-local Adam epochs amplify it (Adam divides each gradient by its own root mean square), and
-the training loss, a sum of ``log`` over every prediction, differs in its last bits even
-where the weights agree. A chaotic run (server lr 1.0) then drifts as any two float32
-computations do, from the first round on when every batch holds many predictions.
+``exp``, ``log`` and sigmoid kernels on a few elements of tensors of 8 floats or more
+(smaller ones agreed in every probe). Where the client arithmetic meets them — the
+reservoir inside the model (faithful states, ``tanh``), K-class softmax readouts, large
+batches, per-step outputs ((B, T, C), ``state_mode="all"``) — client updates differ by
+float32 rounding, local Adam epochs amplify it (Adam divides each gradient by its own root
+mean square), and the training loss, a sum of ``log`` over every prediction, can differ in
+its last bits where the weights agree. A chaotic run (server lr 1.0) then drifts from the
+first such round on as any two float32 computations do (with synthetic-wesad's per-step
+outputs: round 1).
 
 Privacy aggregators (DP, secure aggregation) exist on the TFF path only.
 """
