@@ -136,7 +136,8 @@ FOLDS = [  # seed, clients per round, algorithm, server lr: the sums over 1 to 1
     *[pytest.param(seed, m, algorithm, lr, marks=pytest.mark.slow) for seed, m, algorithm, lr in (
         (10, 1, "fedavg", 1.0), (11, 7, "fedcurv", 0.1), (13, 2, "fedcurv", 1.0), (14, 3, "fedavg", 0.1),
         (15, 4, "fedcurv", 0.01), (16, 5, "fedavg", 1.0), (17, 6, "fedcurv", 0.1), (18, 8, "fedavg", 1.0),
-        (19, 9, "fedcurv", 1.0), (20, 10, "fedavg", 0.1), (21, 11, "fedcurv", 0.01), (22, 12, "fedcurv", 1.0), (23, 12, "fedavg", 0.01))],
+        (19, 9, "fedcurv", 1.0), (20, 10, "fedavg", 0.1), (21, 11, "fedcurv", 0.01), (22, 12, "fedcurv", 1.0),
+        (23, 12, "fedavg", 0.01))],
 ]
 
 
