@@ -127,10 +127,10 @@ def _without_seeds(state):
 def _adaptive_factories(noise_multiplier, clipped_count_stddev, seed=5):
     import tensorflow_federated as tff
 
-    from tff_esn.privacy.learning import seeded_gaussian_adaptive
+    from tff_esn.privacy.learning import seeded_adaptive_query
 
     kwargs = dict(initial_l2_norm_clip=0.1, clipped_count_stddev=clipped_count_stddev)
-    return (seeded_gaussian_adaptive(noise_multiplier, 4, seed, **kwargs),
+    return (tff.aggregators.DifferentiallyPrivateFactory(seeded_adaptive_query(noise_multiplier, 4, seed, **kwargs)),
             tff.aggregators.DifferentiallyPrivateFactory.gaussian_adaptive(noise_multiplier, 4, **kwargs))
 
 

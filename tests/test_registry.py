@@ -389,6 +389,11 @@ def test_algorithm_lists_do_not_depend_on_which_provider_was_imported_first():
 def test_the_privacy_refusal_names_the_backend_given():
     from tff_esn.privacy.config import PrivacyConfig
 
-    with pytest.raises(ValueError, match=r"^--backend sim: secure aggregation and DP run inside the TFF"):
-        algorithms.check_privacy("fedavg", PrivacyConfig(dp_epsilon=1.0), backend="sim")
-    algorithms.check_privacy("fedavg", PrivacyConfig(dp_epsilon=1.0), backend="tff")
+    with pytest.raises(ValueError, match=r"^--backend sim: secure aggregation runs inside the TFF computation; "
+                                         r"use --backend tff\.$"):
+        algorithms.check_privacy("fedavg", PrivacyConfig(dp_epsilon=1.0, secure_aggregation=True), backend="sim")
+    with pytest.raises(ValueError, match=r"^--backend numpy: incfed's DP runs inside the TFF computation; "
+                                         r"use --backend tff\.$"):
+        algorithms.check_privacy("incfed", PrivacyConfig(dp_epsilon=1.0), backend="numpy")
+    for name, backend in (("fedavg", "tff"), ("fedavg", "sim"), ("fedcurv", "sim"), ("incfed", "tff")):
+        algorithms.check_privacy(name, PrivacyConfig(dp_epsilon=1.0), backend=backend)

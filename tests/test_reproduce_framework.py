@@ -202,15 +202,16 @@ def test_the_backend_reaches_federated_experiments_is_recorded_and_part_of_a_run
         request("numpy")
 
 
-def test_auto_resolves_to_tff_with_privacy_else_to_the_preferred_backend(monkeypatch):
+def test_auto_resolves_to_tff_with_secure_aggregation_else_to_the_preferred_backend(monkeypatch):
     from tff_esn.federated import configs
 
     assert configs.resolve_backend("auto") == configs.PREFERRED_BACKEND == "tff"
     monkeypatch.setattr(configs, "PREFERRED_BACKEND", "sim")
-    assert configs.resolve_backend("auto") == "sim" and configs.resolve_backend("auto", privacy=True) == "tff"
+    assert configs.resolve_backend("auto") == "sim" and configs.resolve_backend("auto", secure=True) == "tff"
     assert configs.resolve_backend("tff") == "tff"
-    private = framework.run_config("fedavg", backend="auto", dp_epsilon=1.0, secure_aggregation=True)
-    assert configs._runs_tff(private) and not configs._runs_tff(framework.run_config("fedavg", backend="auto"))
+    secure = framework.run_config("fedavg", backend="auto", dp_epsilon=1.0, secure_aggregation=True)
+    assert configs._runs_tff(secure) and not configs._runs_tff(framework.run_config("fedavg", backend="auto"))
+    assert not configs._runs_tff(framework.run_config("fedavg", backend="auto", dp_epsilon=1.0))  # DP runs on both
 
 
 def test_the_thesis_federations_and_the_closed_form_tables_with_a_tff_path_take_the_backend():

@@ -227,9 +227,10 @@ def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff
     if support.local_only and privacy.dp_requested and privacy.secure_aggregation and privacy.secure_range is None:
         raise ValueError(f"{algorithm}: the clients' noisy, floored and masked statistics have no derived bound for "
                          "the secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
-    if backend not in ("tff", "auto"):  # auto runs privacy on TFF (tff_esn.federated.configs.resolve_backend)
-        raise ValueError(f"--backend {backend}: secure aggregation and DP run inside the TFF computation; "
-                         "use --backend tff.")
+    if backend not in ("tff", "auto") and privacy.secure_aggregation:  # auto: TFF's (federated.configs.resolve_backend)
+        raise ValueError(f"--backend {backend}: secure aggregation runs inside the TFF computation; use --backend tff.")
+    if backend not in ("auto", *support.dp_backends):
+        raise ValueError(f"--backend {backend}: {algorithm}'s DP runs inside the TFF computation; use --backend tff.")
 
 
 def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any, *,

@@ -133,7 +133,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     uses_tff = algo.runs_tff(config)
     if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
-                     "(numpy or sim backend, no privacy, no subrounds); drop --workers.")
+                     "(numpy or sim backend, or no federated computation at all); drop --workers.")
     out = check_arguments(args, config)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))

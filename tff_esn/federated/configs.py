@@ -36,7 +36,9 @@ BACKENDS = ("auto", "tff", "sim")
 """How a federated run's rounds execute: ``tff`` (TFF's runtime and workers; the default), ``sim``
 (one process, :mod:`tff_esn.federated.simulation`) or ``auto`` (:func:`resolve_backend` chooses and says why)."""
 PREFERRED_BACKEND = "tff"
-"""What ``auto`` resolves to where both backends can run the rounds (no privacy, no TFF workers)."""
+"""What ``auto`` resolves to where both backends can run the rounds (no secure aggregation, no TFF workers)."""
+SIM_SECURE = ("backend (--backend): 'sim' has no secure aggregation (a protocol between TFF's clients and server); "
+              "run --secure-aggregation with --backend tff.")
 _RUN = "tff_esn.federated.commands:"
 
 
@@ -262,9 +264,9 @@ class FedAvgConfig(ThesisRunConfig):
             macro-F1 instead of the last round's (without validation clients: the last
             round's, with a recorded warning).
         backend: ``tff`` (default) runs the rounds in TFF's runtime (the only one with
-            ``--workers`` and privacy), ``sim`` in this process; a round of both gives the same
-            numbers to float32 rounding; ``auto``: TFF's with privacy or workers, else the
-            library's preferred one (:func:`resolve_backend`).
+            ``--workers`` and secure aggregation), ``sim`` in this process (with DP too); a round
+            of both gives the same numbers to float32 rounding; ``auto``: TFF's with secure
+            aggregation or workers, else the library's preferred one (:func:`resolve_backend`).
     """
 
     algorithm: ClassVar[str] = "fedavg"
@@ -307,9 +309,8 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
         check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
-        if self.backend == "sim" and self.privacy.requested:
-            raise ValueError("backend (--backend): 'sim' has no DP or secure aggregation; run privacy with "
-                             "--backend tff.")
+        if self.backend == "sim" and self.privacy.secure_aggregation:
+            raise ValueError(SIM_SECURE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,25 +332,27 @@ class FedCurvConfig(FedAvgConfig):
             raise ValueError(ADAPTIVE_FEDCURV)
 
 
-def resolve_backend(backend: str, *, privacy: bool = False) -> str:
+def resolve_backend(backend: str, *, secure: bool = False) -> str:
     """The backend that runs a federated run's rounds: ``backend`` itself once it is checked
-    against the installed TFF workers; ``auto`` is ``tff`` with ``privacy`` (DP or secure
-    aggregation requested) or TFF workers, else :data:`PREFERRED_BACKEND`.
+    against the installed TFF workers; ``auto`` is ``tff`` with ``secure`` (secure aggregation
+    requested) or TFF workers, else :data:`PREFERRED_BACKEND` (DP runs on both).
 
     ``tff`` is the default: TFF's runtime runs the FedAvg/FedCurv processes, with TFF workers
     (``--workers``) and privacy (``private``: TFF's DP and secure aggregators). ``sim`` runs the
-    same client update in this process and does the weighted mean and the server step itself
+    same client update in this process and does the weighted mean (or TFF's DP release, on the
+    same DP queries: :mod:`tff_esn.federated.simulated_aggregation`) and the server step itself
     (:mod:`tff_esn.federated.simulation`); one round of it equals TFF's to float32 rounding
     (tests/test_federated_simulation.py), but a chaotic run (different reservoirs, server
     learning rate 1.0) amplifies those rounding differences over the rounds, so a whole run's
     metrics differ from TFF's. So ``sim`` is opt-in (``auto`` prefers ``tff``); it is refused
-    with TFF workers (which only TFF's runtime reaches) and, by :class:`FedAvgConfig`, with privacy.
+    with TFF workers (which only TFF's runtime reaches) and, by :class:`FedAvgConfig`, with secure
+    aggregation (a protocol between TFF's clients and server).
     """
     from tff_esn import runtime
 
     workers = runtime.current_workers()
     if backend == "auto":
-        return "tff" if privacy or workers is not None else PREFERRED_BACKEND
+        return "tff" if secure or workers is not None else PREFERRED_BACKEND
     if backend == "sim" and workers is not None:
         raise ValueError(f"backend (--backend): 'sim' runs every client in this process, not on the workers "
                          f"{workers}; use --backend tff with --workers.")
@@ -359,7 +362,7 @@ def resolve_backend(backend: str, *, privacy: bool = False) -> str:
 def _runs_tff(config: FedAvgConfig) -> bool:
     """Whether the rounds run in TFF's runtime, so the entry point installs TFF's execution
     context; the simulation needs none."""
-    return resolve_backend(config.backend, privacy=config.privacy.requested) == "tff"
+    return resolve_backend(config.backend, secure=config.privacy.secure_aggregation) == "tff"
 
 
 register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,

@@ -11,13 +11,22 @@ sampled clients:
   :meth:`~tff_esn.federated.clients._ClientSource.in_memory` arrays in the graph
   (``ClientUpdate.on_arrays``: no ``tf.data`` pipeline per client and round);
 * the server takes TFF's weighted mean of the updates (``MeanFactory``:
-  ``Σ w_k Δ_k / Σ w_k``, 0 when no client counts) and applies it with TFF's own server
-  optimizer object (``build_sgdm(learning_rate=server lr)``), as
+  ``Σ w_k Δ_k / Σ w_k``, 0 when no client counts) — under DP the noised unweighted mean of
+  TFF's ``DifferentiallyPrivateFactory``, on the same query object — and applies it with TFF's
+  own server optimizer object (``build_sgdm(learning_rate=server lr)``), as
   ``build_apply_optimizer_finalizer`` does;
 * FedCurv's state is ``u = max(Σ_k u_b, 0)``, ``v = Σ_k v_b`` (thesis eq. 2.18), as the
-  TFF client work's sum aggregator gives it;
+  TFF client work's sum aggregator gives it (under DP: the noised sum of the joint release);
 * the training metrics are summed over the clients and finalized (TFF's
-  ``sum_then_finalize``); ``accepted_clients`` and ``clients`` count as in the TFF client work.
+  ``sum_then_finalize``; withheld under DP); ``accepted_clients`` and ``clients`` count as in
+  the TFF client work.
+
+The means and sums are :class:`~tff_esn.federated.simulated_aggregation.SimulatedAggregation`
+(:func:`~tff_esn.federated.simulated_aggregation.simulated_aggregation` builds the DP one from
+the run's :class:`~tff_esn.privacy.learning.LearningPrivacy`); their states (the DP queries'
+global states with the noise seeds) are the state's ``aggregator`` and
+``curvature_aggregator``, and their measurements the round's ``aggregator`` and
+``client_work["curvature"]`` measurements, as in TFF's process.
 
 A round is one ``tf.function`` call: the sampled clients' updates one after the other, the
 mean, the server step, ``u``/``v`` and the metrics in one graph (``reduce_retracing``: traced
@@ -55,7 +64,10 @@ its last bits where the weights agree. A chaotic run (server lr 1.0) then drifts
 first such round on as any two float32 computations do (with synthetic-wesad's per-step
 outputs: round 1).
 
-Privacy aggregators (DP, secure aggregation) exist on the TFF path only.
+Under DP the release is the one of TFF's ``DifferentiallyPrivateFactory``, op for op (the same
+query objects, the same fold over the clients, the same stateless noise), so a DP round is
+TFF's bit for bit where a plain one is (tests/test_federated_simulation_dp.py). Secure
+aggregation exists on the TFF path only.
 """
 
 from __future__ import annotations
@@ -72,6 +84,7 @@ from tensorflow.python.eager import context as eager_context
 
 from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
 from tff_esn.federated.clients import RoundArrays
+from tff_esn.federated.simulated_aggregation import SimulatedAggregation, Sum
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
@@ -141,11 +154,14 @@ class SimulatedProcess:
         client_filter: optional accept/reject rule on the client's readout delta.
         client_reservoirs: each client trains with its own reservoir, which its
             :class:`~tff_esn.federated.clients.ClientArrays` carry.
+        aggregation: how the server combines the clients' values (``None``: TFF's plain
+            weighted mean, sum and metrics; DP: :func:`~tff_esn.federated.simulated_aggregation.simulated_aggregation`).
     """
 
     def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], *, client_learning_rate: float,
                  server_learning_rate: float = 1.0, penalty: float | None = None,
-                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False):
+                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
+                 aggregation: SimulatedAggregation | None = None):
         self._update = build_client_update(model_fn, tff.learning.optimizers.build_adam(client_learning_rate),
                                            penalty, client_filter).on_arrays
         self._server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
@@ -153,20 +169,25 @@ class SimulatedProcess:
         self._initial = tff.learning.models.ModelWeights.from_model(model)
         self._finalize = _metrics_finalizer(model)
         self._curvature = penalty is not None
+        aggregation = aggregation or SimulatedAggregation()
+        self._mean, self._metrics_released = aggregation.model, aggregation.metrics
+        self._curvature_sum = aggregation.curvature or Sum()
         self._own_reservoirs = client_reservoirs
         self._round = tf.function(self._round_graph, reduce_retracing=True)
 
     def initialize(self) -> collections.OrderedDict:
-        """The initial state: the model's initial weights, the server optimizer's state and —
-        FedCurv — ``u = v = 0`` (thesis Alg. 2 line 2)."""
+        """The initial state: the model's initial weights, the server optimizer's state, the
+        aggregation's state and — FedCurv — ``u = v = 0`` (thesis Alg. 2 line 2) and the
+        curvature aggregation's state."""
         trainable = tuple(np.asarray(w) for w in self._initial.trainable)
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
         state = collections.OrderedDict(
             trainable=trainable, non_trainable=tuple(np.asarray(w) for w in self._initial.non_trainable),
-            server=tf.nest.map_structure(_numpy, self._server.initialize(specs)))
+            server=tf.nest.map_structure(_numpy, self._server.initialize(specs)), aggregator=self._mean.initialize())
         if self._curvature:
             state["u"] = tuple(np.zeros_like(w) for w in trainable)
             state["v"] = tuple(np.zeros_like(w) for w in trainable)
+            state["curvature_aggregator"] = self._curvature_sum.initialize()
         return state
 
     @staticmethod
@@ -175,25 +196,30 @@ class SimulatedProcess:
         return tff.learning.models.ModelWeights(trainable=list(state["trainable"]),
                                                 non_trainable=list(state["non_trainable"]))
 
-    def _round_graph(self, trainable, non_trainable, server, u, v, data: RoundArrays):
-        """The round in TensorFlow: every client's update on its batches, ``Σ_k w_k Δ_k / Σ_k w_k``
-        (0 when no client counts: TFF's weighted ``MeanFactory``), the server step, the summed
-        ``u_b``/``v_b`` and metrics."""
+    def _round_graph(self, trainable, non_trainable, server, u, v, aggregators, data: RoundArrays):
+        """The round in TensorFlow: every client's update on its batches, the aggregation's mean
+        of the updates (TFF's weighted ``MeanFactory``, or the DP release), the server step, the
+        summed ``u_b``/``v_b`` (FedCurv) and metrics."""
         weights = tff.learning.models.ModelWeights(trainable=list(trainable), non_trainable=list(non_trainable))
-        zeros = tuple(tf.zeros_like(w) for w in trainable)
-        summed, total, metrics, accepted, u_sum, v_sum = zeros, tf.zeros([]), None, tf.zeros([], tf.int32), zeros, zeros
+        updates, update_weights, curvature, metrics, accepted = [], [], [], None, tf.zeros([], tf.int32)
         for client in data.clients:
             result, unfinalized, valid, u_b, v_b = self._update(weights, (client.x, client.y), client.orders,
                                                                 data.batch_size, u, v, client.reservoir)
-            summed = tuple(s + d * result.update_weight for s, d in zip(summed, result.update))
-            total += result.update_weight
+            updates.append(result.update)
+            update_weights.append(result.update_weight)
+            curvature.append(collections.OrderedDict(u=u_b, v=v_b))
             metrics = unfinalized if metrics is None else tf.nest.map_structure(tf.add, metrics, unfinalized)
             accepted += valid
-            u_sum = tuple(a + b for a, b in zip(u_sum, u_b))
-            v_sum = tuple(a + b for a, b in zip(v_sum, v_b))
-        mean = tuple(tf.math.divide_no_nan(s, total) for s in summed)
-        server, new_trainable = self._server.next(server, tuple(trainable), mean)
-        return new_trainable, server, nonnegative(u_sum), v_sum, self._finalize(metrics), accepted
+        mean, model_state, measured = self._mean.next(updates, update_weights, aggregators["model"])
+        server, new_trainable = self._server.next(server, tuple(trainable), tuple(mean))
+        out = collections.OrderedDict(trainable=new_trainable, server=server, aggregator=model_state,
+                                      measured=measured, accepted=accepted,
+                                      train=self._finalize(metrics) if self._metrics_released else collections.OrderedDict())
+        if self._curvature:
+            summed, out["curvature_aggregator"], out["curvature"] = self._curvature_sum.next(
+                curvature, update_weights, aggregators["curvature"])
+            out["u"], out["v"] = nonnegative(summed["u"]), summed["v"]
+        return out
 
     def next(self, state: collections.OrderedDict, client_data: RoundArrays) -> SimulatedOutput:
         """One round over ``client_data`` (:meth:`~tff_esn.federated.clients._ClientSource.in_memory`
@@ -206,14 +232,19 @@ class SimulatedProcess:
                              "build the clients with reservoirs='different' for the first, 'same' for the second.")
         zeros = tuple(np.zeros_like(w) for w in state["trainable"])
         u, v = (state["u"], state["v"]) if self._curvature else (zeros, zeros)
+        aggregators = {"model": state["aggregator"], "curvature": state.get("curvature_aggregator", ())}
         with _graphs_as_tff_runs_them():
-            trainable, server, u_sum, v_sum, train, accepted = self._round(
-                state["trainable"], state["non_trainable"], state["server"], u, v, client_data)
+            out = self._round(state["trainable"], state["non_trainable"], state["server"], u, v, aggregators,
+                              client_data)
         new_state = collections.OrderedDict(
-            trainable=tuple(np.asarray(w) for w in trainable), non_trainable=state["non_trainable"],
-            server=tf.nest.map_structure(_numpy, server))
+            trainable=tuple(np.asarray(w) for w in out["trainable"]), non_trainable=state["non_trainable"],
+            server=tf.nest.map_structure(_numpy, out["server"]),
+            aggregator=tf.nest.map_structure(np.asarray, out["aggregator"]))
+        work = collections.OrderedDict(train=out["train"], accepted_clients=int(out["accepted"]),
+                                       clients=len(client_data.clients))
         if self._curvature:
-            new_state["u"] = tuple(np.asarray(t) for t in u_sum)
-            new_state["v"] = tuple(np.asarray(t) for t in v_sum)
-        work = collections.OrderedDict(train=train, accepted_clients=int(accepted), clients=len(client_data.clients))
-        return SimulatedOutput(new_state, collections.OrderedDict(client_work=work))
+            new_state["u"] = tuple(np.asarray(t) for t in out["u"])
+            new_state["v"] = tuple(np.asarray(t) for t in out["v"])
+            new_state["curvature_aggregator"] = tf.nest.map_structure(np.asarray, out["curvature_aggregator"])
+            work["curvature"] = out["curvature"]
+        return SimulatedOutput(new_state, collections.OrderedDict(client_work=work, aggregator=out["measured"]))

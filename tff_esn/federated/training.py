@@ -39,6 +39,7 @@ from tff_esn.federated.configs import FedAvgConfig, for_data, loss_labels, resol
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.federated.round_log import RoundLog
+from tff_esn.federated.simulated_aggregation import simulated_aggregation
 from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
@@ -238,7 +239,7 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
                 client_filter: ClientFilter | None, cache_dir) -> _Federation:
     """The clients' data source, the model and the process of ``config`` on its backend."""
     model_cfg = config.model
-    backend = resolve_backend(config.backend, privacy=config.privacy.requested)
+    backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation)
     train = dataset.select(split.train)
     noise = _noise_table(config, split.train)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
@@ -261,7 +262,9 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
         process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
                                    server_learning_rate=config.server_lr,
                                    penalty=config.penalty if config.algorithm == "fedcurv" else None,
-                                   client_filter=client_filter, client_reservoirs=own_reservoirs)
+                                   client_filter=client_filter, client_reservoirs=own_reservoirs,
+                                   aggregation=simulated_aggregation(privacy, config.clients_per_round,
+                                                                     curvature=config.algorithm == "fedcurv"))
     else:
         process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
                                 client_reservoirs=own_reservoirs)

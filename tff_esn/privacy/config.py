@@ -122,11 +122,14 @@ class PrivacySupport:
             (``dp_model="local"``): a client's upload depends on its data beyond the sums.
         refused: ``(setting, reason)`` pairs: why a setting it does not read is refused, where
             the reason is more than "it does not apply".
+        dp_backends: the backends (the config's ``backend``) whose runs implement its DP; secure
+            aggregation, a protocol of TFF's runtime, runs on ``tff`` alone.
     """
 
     settings: tuple[str, ...] = ()
     local_only: bool = False
     refused: tuple[tuple[str, str], ...] = ()
+    dp_backends: tuple[str, ...] = ("tff",)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.settings) - {f.name for f in dataclasses.fields(PrivacyConfig)})
@@ -146,8 +149,9 @@ LOCAL_STATISTICS = PrivacySupport(STATISTICS.settings, local_only=True)
 """Closed form with data-dependent uploads (masks, completions): DP with each client's own noise only."""
 IP_STATISTICS = PrivacySupport((*STATISTICS.settings, "dp_ip_clip"))
 """FedIP: the closed form's statistics plus the clipped (Δg, Δb) updates of its rounds."""
-LEARNING = PrivacySupport(("secure_aggregation", *_DP, "dp_adaptive_clip"))
-"""FedAvg: TFF's DP (fixed or adaptive clip) and secure-sum aggregators as they are."""
+LEARNING = PrivacySupport(("secure_aggregation", *_DP, "dp_adaptive_clip"), dp_backends=("tff", "sim"))
+"""FedAvg: TFF's DP (fixed or adaptive clip; TFF's aggregator or, on the ``sim`` backend, the same
+DP query in one process) and secure-sum aggregators as they are."""
 FEDCURV_LEARNING = PrivacySupport(tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
-                                  refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),))
+                                  refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),), dp_backends=LEARNING.dp_backends)
 """FedCurv: as FedAvg with a fixed clip only (its u, v are released jointly with the update)."""

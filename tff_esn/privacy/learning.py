@@ -24,7 +24,7 @@ mechanism). With a fixed clip the query is therefore :class:`SeededGaussianSumQu
 same clipping and noise scale, the noise drawn with ``tf.random.stateless_normal`` from a
 seed pair kept in the query's global state and split every round, so the same
 ``LearningPrivacy.seed`` gives the same noise (and numbers) and every round draws fresh
-noise. Adaptive clipping uses :func:`seeded_gaussian_adaptive`, the query
+noise. Adaptive clipping uses :func:`seeded_adaptive_query`, the query
 ``gaussian_adaptive`` builds (``QuantileAdaptiveClipSumQuery`` in ``NormalizedQuery``, the
 same noise multipliers from TFF's ``adaptive_clip_noise_params``, so the same accounting)
 with both of its noise sources drawn by :class:`SeededGaussianSumQuery`: the sum's noise
@@ -153,13 +153,13 @@ class SeededQuantileAdaptiveClipSumQuery(tfp.QuantileAdaptiveClipSumQuery):
         return noised, state._replace(sum_state=state.sum_state._replace(seed=next_seed)), event
 
 
-def seeded_gaussian_adaptive(noise_multiplier: float, clients_per_round: float, seed: int,
-                             initial_l2_norm_clip: float = 0.1, target_unclipped_quantile: float = 0.5,
-                             learning_rate: float = 0.2, clipped_count_stddev: float | None = None,
-                             ) -> tff.aggregators.DifferentiallyPrivateFactory:
-    """``DifferentiallyPrivateFactory.gaussian_adaptive`` with seeded noise: the same arguments,
-    defaults, noise multipliers (TFF's ``adaptive_clip_noise_params``: value noise
-    ``(z^-2 − (2σ_b)^-2)^-½``) and query structure, built from
+def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, seed: int,
+                          initial_l2_norm_clip: float = 0.1, target_unclipped_quantile: float = 0.5,
+                          learning_rate: float = 0.2, clipped_count_stddev: float | None = None,
+                          ) -> tfp.NormalizedQuery:
+    """The query of ``DifferentiallyPrivateFactory.gaussian_adaptive`` with seeded noise: the same
+    arguments, defaults, noise multipliers (TFF's ``adaptive_clip_noise_params``: value noise
+    ``(z^-2 − (2σ_b)^-2)^-½``) and structure (the mean over ``clients_per_round``), built from
     :class:`SeededQuantileAdaptiveClipSumQuery`."""
     accounting.check_noise_multiplier(noise_multiplier)
     check_clip(initial_l2_norm_clip)
@@ -171,7 +171,7 @@ def seeded_gaussian_adaptive(noise_multiplier: float, clients_per_round: float, 
     query = SeededQuantileAdaptiveClipSumQuery(initial_l2_norm_clip, value_noise_multiplier,
                                                target_unclipped_quantile, learning_rate, clipped_count_stddev,
                                                m, geometric_update=True, seed=seed)
-    return tff.aggregators.DifferentiallyPrivateFactory(tfp.NormalizedQuery(query, denominator=m))
+    return tfp.NormalizedQuery(query, denominator=m)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,32 +215,42 @@ class LearningPrivacy:
         ``parts`` pieces, each clipped to C (L2 sensitivity ``√parts·C``)."""
         return float(self.noise_multiplier) * math.sqrt(parts) * self.clip
 
-    def factory(self, clients_per_round: int, parts: int = 1) -> tff.aggregators.AggregationFactory:
-        """The model aggregator (weighted for secure-only, unweighted with DP); ``parts``: pieces of
-        a client's joint record (FedCurv: :data:`CURVATURE_PARTS`), each clipped to C."""
-        if not self.dp:
-            return tff.learning.secure_aggregator(zeroing=True, clipping=True, weighted=True)
+    def query(self, clients_per_round: int, parts: int = 1) -> tfp.NormalizedQuery:
+        """The DP query of the model updates (DP only): the seeded Gaussian sum (fixed clip, noise
+        std :meth:`noise_stddev` of ``parts``) or :func:`seeded_adaptive_query`, divided by the
+        clients per round (the unweighted mean); ``parts``: pieces of a client's joint record
+        (FedCurv: :data:`CURVATURE_PARTS`), each clipped to C."""
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
             if parts != 1:
                 raise ValueError(ADAPTIVE_FEDCURV)
-            return seeded_gaussian_adaptive(z, m, self.seed, initial_l2_norm_clip=self.clip,
-                                            clipped_count_stddev=max(0.05 * m, z))
-        query = tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.noise_stddev(parts), self.seed),
-                                    denominator=m)
+            return seeded_adaptive_query(z, m, self.seed, initial_l2_norm_clip=self.clip,
+                                         clipped_count_stddev=max(0.05 * m, z))
+        return tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.noise_stddev(parts), self.seed),
+                                   denominator=m)
+
+    def curvature_query(self) -> SeededGaussianSumQuery:
+        """The DP query of FedCurv's ``(u_b, v_b)`` sum (DP only, fixed clip): the second part of
+        the joint record (module docstring), its noise from stream 2 of ``seed``."""
+        if self.adaptive:
+            raise ValueError(ADAPTIVE_FEDCURV)
+        return SeededGaussianSumQuery(self.clip, self.noise_stddev(CURVATURE_PARTS), self.seed, stream=2)
+
+    def factory(self, clients_per_round: int, parts: int = 1) -> tff.aggregators.AggregationFactory:
+        """The model aggregator (weighted for secure-only, unweighted with DP: :meth:`query`)."""
+        if not self.dp:
+            return tff.learning.secure_aggregator(zeroing=True, clipping=True, weighted=True)
+        query = self.query(clients_per_round, parts)
         if not self.secure:
             return tff.aggregators.DifferentiallyPrivateFactory(query)
         return tff.aggregators.DifferentiallyPrivateFactory(query, tff.aggregators.SecureSumFactory(float(self.clip)))
 
     def curvature_factory(self) -> tff.aggregators.UnweightedAggregationFactory:
-        """The sum of FedCurv's ``(u_b, v_b)`` (module docstring): the second part of the joint
-        record under DP (noise from stream 2 of ``seed``), secure or plain otherwise."""
+        """The sum of FedCurv's ``(u_b, v_b)`` (module docstring): :meth:`curvature_query` under DP,
+        secure or plain otherwise."""
         if self.dp:
-            if self.adaptive:
-                raise ValueError(ADAPTIVE_FEDCURV)
-            query = SeededGaussianSumQuery(self.clip, self.noise_stddev(CURVATURE_PARTS), self.seed, stream=2)
             inner = tff.aggregators.SecureSumFactory(float(self.clip)) if self.secure else None
-            return tff.aggregators.DifferentiallyPrivateFactory(query, inner)
+            return tff.aggregators.DifferentiallyPrivateFactory(self.curvature_query(), inner)
         if self.secure:
             return tff.aggregators.SecureSumFactory(tff.aggregators.PrivateQuantileEstimationProcess.no_noise(
                 initial_estimate=50.0, target_quantile=0.95, learning_rate=1.0, multiplier=2.0,
