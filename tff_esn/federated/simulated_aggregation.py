@@ -44,8 +44,10 @@ from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
 
 
 def _sum(values: Sequence[Any]) -> Any:
-    """``Σ_k values[k]`` leaf by leaf, added in the clients' order."""
-    return functools.reduce(lambda a, b: tf.nest.map_structure(tf.add, a, b), values)
+    """``Σ_k values[k]`` leaf by leaf as TFF's runtime takes it: a fold from zero in the clients'
+    order (``federated_sum`` is ``federated_aggregate(zero, tf.add)``)."""
+    return functools.reduce(lambda a, b: tf.nest.map_structure(tf.add, a, b), values,
+                            tf.nest.map_structure(tf.zeros_like, values[0]))
 
 
 class Aggregation(Protocol):
