@@ -170,11 +170,12 @@ def test_a_dp_run_on_both_backends_reports_the_same_privacy_and_model(data):
 
 
 def test_a_resumed_dp_simulation_continues_the_noise_stream(data, tmp_path):
-    """The DP query's state (noise seed) is part of the simulated state: an interrupted run resumes
-    to the uninterrupted run's weights bit for bit."""
-    whole = _run(data, "fedavg", backend="sim", out=str(tmp_path / "whole"))
-    _run(data, "fedavg", backend="sim", rounds=1, out=str(tmp_path / "cut"))
-    resumed = _run(data, "fedavg", backend="sim", out=str(tmp_path / "cut"), resume=True)
+    """The DP query's state (adaptive clip, noise seeds) is part of the simulated state: an
+    interrupted run resumes to the uninterrupted run's weights bit for bit."""
+    adaptive = PrivacyConfig(dp_noise_multiplier=0.8, dp_clip=0.5, dp_seed=5, dp_adaptive_clip=True)
+    whole = _run(data, "fedavg", backend="sim", privacy=adaptive, out=str(tmp_path / "whole"))
+    _run(data, "fedavg", backend="sim", privacy=adaptive, rounds=1, out=str(tmp_path / "cut"))
+    resumed = _run(data, "fedavg", backend="sim", privacy=adaptive, out=str(tmp_path / "cut"), resume=True)
     for key in ("kernel", "bias"):
         np.testing.assert_array_equal(resumed["extra"]["weights"][key], whole["extra"]["weights"][key])
     assert [r["round"] for r in resumed["extra"]["rounds"]] == [2]
