@@ -212,9 +212,9 @@ class SimulatedProcess:
             accepted += valid
         mean, model_state, measured = self._mean.next(updates, update_weights, aggregators["model"])
         server, new_trainable = self._server.next(server, tuple(trainable), tuple(mean))
+        train = self._finalize(metrics) if self._metrics_released else collections.OrderedDict()
         out = collections.OrderedDict(trainable=new_trainable, server=server, aggregator=model_state,
-                                      measured=measured, accepted=accepted,
-                                      train=self._finalize(metrics) if self._metrics_released else collections.OrderedDict())
+                                      measured=measured, accepted=accepted, train=train)
         if self._curvature:
             summed, out["curvature_aggregator"], out["curvature"] = self._curvature_sum.next(
                 curvature, update_weights, aggregators["curvature"])
