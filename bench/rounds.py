@@ -99,6 +99,9 @@ def _process(keras_fn, spec, config):
     return build_fedavg(model_fn, client_learning_rate=config.learning_rate)
 
 
+_EPSILON = np.float32(1e-7)
+
+
 def _numpy_client(x: np.ndarray, y: np.ndarray, orders: np.ndarray, kernel: np.ndarray, bias: np.ndarray, *,
                   lr: float, batch: int, class_weight: tuple[float, float], penalty: float | None,
                   u: tuple[np.ndarray, np.ndarray], v: tuple[np.ndarray, np.ndarray],
@@ -109,10 +112,12 @@ def _numpy_client(x: np.ndarray, y: np.ndarray, orders: np.ndarray, kernel: np.n
     reservoir states of the batch's raw inputs (:func:`tff_esn.esn.states_numpy.states`).
     FedCurv (``penalty`` λ): every batch's Fisher ``D_b = (∇ Σ[log p + log(1 − p)])² / B``,
     ``v_b = D_b ⊙ w`` and the penalty gradient ``λ (2 w ⊙ (u − u_b) − 2 (v − v_b))``.
-    Returns the trained kernel and bias and the last batch's ``u_b`` (kernel, bias), ``v_b``."""
+    Returns the trained kernel and bias, the last batch's ``u_b`` (kernel, bias), ``v_b``, and the
+    training loss metric's ``Σ_b n_b · loss_b``."""
     weights = [kernel.copy(), bias.copy()]
     moments = [np.zeros_like(w) for w in weights * 2]
     fisher = [np.zeros_like(w) for w in weights * 2]
+    loss_sum = np.float32(0)
     w0, w1 = np.float32(class_weight[0]), np.float32(class_weight[1])
     t = 0
     for order in orders:
@@ -124,10 +129,16 @@ def _numpy_client(x: np.ndarray, y: np.ndarray, orders: np.ndarray, kernel: np.n
             k, b = weights
             p = 1.0 / (1.0 + np.exp(-(xb @ k + b)))
             size = np.float32(len(rows))
-            g = (w0 + (w1 - w0) * yb) * (p - yb) / size
+            class_weights = w0 + (w1 - w0) * yb
+            clipped = np.clip(p, _EPSILON, 1 - _EPSILON)  # Keras' cross-entropy and the log-likelihood clip p
+            inside = (clipped == p).astype(np.float32)  # ... and pass no gradient where they clipped
+            loss_sum += np.sum(class_weights * -(yb * np.log(clipped + _EPSILON)
+                                                 + (1 - yb) * np.log(1 - clipped + _EPSILON)))
+            dp = (1 - yb) / (1 - clipped + _EPSILON) - yb / (clipped + _EPSILON)
+            g = class_weights * dp * inside * p * (1 - p) / size
             grads = [xb.T @ g, g.sum(axis=0)]
             if penalty is not None:
-                d = 1.0 - 2.0 * p
+                d = (1.0 - 2.0 * p) * inside
                 fisher[:2] = [np.square(xb.T @ d) / size, np.square(d.sum(axis=0)) / size]
                 fisher[2:] = [f * w for f, w in zip(fisher[:2], weights)]
                 grads = [gr + np.float32(penalty) * (2.0 * w * (uu - ub) - 2.0 * (vv - vb))
@@ -138,30 +149,33 @@ def _numpy_client(x: np.ndarray, y: np.ndarray, orders: np.ndarray, kernel: np.n
                 moments[i] += (grad - moments[i]) * np.float32(0.1)
                 moments[i + 2] += (np.square(grad) - moments[i + 2]) * np.float32(0.001)
                 w -= step * moments[i] / (np.sqrt(moments[i + 2]) + np.float32(1e-7))
-    return (*weights, *fisher)
+    return (*weights, *fisher, loss_sum)
 
 
 def _numpy_round(data: RoundArrays, state: tuple, *, lr: float, class_weight: tuple[float, float], server_lr: float,
-                 penalty: float | None, reservoir: tuple | None) -> tuple:
+                 penalty: float | None, reservoir: tuple | None) -> tuple[tuple, np.float32]:
     """FedAvg's or FedCurv's round in numpy float32: every client's local epoch, the example-weighted
-    mean delta, the server SGD step; FedCurv: ``u = max(Σ u_b, 0)``, ``v = Σ v_b``."""
+    mean delta, the server SGD step; FedCurv: ``u = max(Σ u_b, 0)``, ``v = Σ v_b``. Returns the new
+    ``(kernel, bias, u, v)`` and the round's training loss (``Σ n_b · loss_b / Σ n_b``)."""
     kernel, bias, u, v = state
     sums = [np.zeros_like(kernel), np.zeros_like(bias)]
     u_sum, v_sum = [np.zeros_like(kernel), np.zeros_like(bias)], [np.zeros_like(kernel), np.zeros_like(bias)]
-    total = np.float32(0)
+    total = loss_sum = np.float32(0)
     for client in data.clients:
-        k, b, uk, ub, vk, vb = _numpy_client(client.x, client.y, client.orders, kernel, bias, lr=lr,
-                                             batch=data.batch_size, class_weight=class_weight, penalty=penalty,
-                                             u=u, v=v, reservoir=reservoir)
+        k, b, uk, ub, vk, vb, loss = _numpy_client(client.x, client.y, client.orders, kernel, bias, lr=lr,
+                                                   batch=data.batch_size, class_weight=class_weight,
+                                                   penalty=penalty, u=u, v=v, reservoir=reservoir)
         n = np.float32(client.orders.size)
         sums[0] += n * (kernel - k)
         sums[1] += n * (bias - b)
         total += n
+        loss_sum += loss
         for acc, new in zip(u_sum + v_sum, (uk, ub, vk, vb)):
             acc += new
     step = np.float32(server_lr)
-    return (kernel - step * sums[0] / total, bias - step * sums[1] / total,
-            tuple(np.maximum(t, 0) for t in u_sum), tuple(v_sum))
+    state = (kernel - step * sums[0] / total, bias - step * sums[1] / total,
+             tuple(np.maximum(t, 0) for t in u_sum), tuple(v_sum))
+    return state, loss_sum / total
 
 
 def backends(n_clients: int, rounds: int, *, penalty: float | None = None, faithful: bool = False,
@@ -203,7 +217,8 @@ def backends(n_clients: int, rounds: int, *, penalty: float | None = None, faith
 
         def numpy_next(state, r):
             return _numpy_round(source.in_memory(ids, r), state, lr=config.learning_rate,
-                                class_weight=config.class_weight, server_lr=0.1, penalty=penalty, reservoir=reservoir)
+                                class_weight=config.class_weight, server_lr=0.1, penalty=penalty,
+                                reservoir=reservoir)[0]
 
         rows = {"tff": (lambda st, r: tff_process.next(st, source.datasets(ids, r)).state, tff_process.initialize()),
                 "sim": (lambda st, r: sim_process.next(st, source.in_memory(ids, r)).state, initial),
