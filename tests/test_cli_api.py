@@ -193,8 +193,8 @@ def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tm
     assert predicate["pfedrr"](algorithms.config_from_flags(algorithms.get_algorithm("pfedrr").config,
                                                             {"secure_aggregation": True}))
     fedavg = algorithms.get_algorithm("fedavg")
-    assert fedavg.runs_tff(FedAvgConfig(out=str(tmp_path)))  # TFF's runtime by default
-    assert not fedavg.runs_tff(FedAvgConfig(out=str(tmp_path), backend="sim"))  # the single-process simulation
+    assert not fedavg.runs_tff(FedAvgConfig(out=str(tmp_path)))  # auto: the single-process simulation
+    assert fedavg.runs_tff(FedAvgConfig(out=str(tmp_path), backend="tff"))
     assert fedavg.runs_tff(algorithms.config_from_flags(FedAvgConfig, {"out": str(tmp_path), "secure_aggregation": True}))
     assert not algorithms.get_algorithm("thesis-central").runs_tff(ThesisCentralConfig())  # Keras only, no TFF
     proc = _python("import sys\nfrom tff_esn.federated.commands import run_central\n"

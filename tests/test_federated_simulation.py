@@ -227,14 +227,15 @@ def test_the_client_update_on_arrays_equals_it_on_tffs_batches_over_several_epoc
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-7)
 
 
-def test_tff_is_the_default_backend_and_sim_is_refused_where_only_tff_reaches():
+def test_auto_is_the_default_backend_and_sim_is_refused_where_only_tff_reaches():
     from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig, resolve_backend
     from tff_esn.privacy.config import PrivacyConfig
 
-    assert FedAvgConfig().backend == "tff" and resolve_backend("sim") == "sim"
+    assert FedAvgConfig().backend == FedCurvConfig().backend == "auto" and resolve_backend("auto") == "sim"
+    assert resolve_backend("sim") == "sim" and resolve_backend("auto", secure=True) == "tff"
     with pytest.raises(ValueError, match=r"expected one of \('auto', 'tff', 'sim'\), got 'numpy'"):
         FedAvgConfig(backend="numpy")
-    assert FedCurvConfig(privacy=PrivacyConfig(secure_aggregation=True)).backend == "tff"
+    assert FedCurvConfig(privacy=PrivacyConfig(secure_aggregation=True)).backend == "auto"  # resolved to tff by the run
     with pytest.raises(ValueError, match=r"'sim' has no secure aggregation .*; run --secure-aggregation with "
                                          r"--backend tff\."):
         FedCurvConfig(backend="sim", privacy=PrivacyConfig(secure_aggregation=True))

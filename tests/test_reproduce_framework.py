@@ -182,10 +182,10 @@ def test_the_backend_reaches_federated_experiments_is_recorded_and_part_of_a_run
         return RunRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
 
     report, records = run_experiments(request("sim"))
-    assert BACKENDS_SEEN == [("fed", "sim", "sim"), ("closed", "tff", "tff")]  # not injected: the config's default
+    assert BACKENDS_SEEN == [("fed", "sim", "sim"), ("closed", "auto", "sim")]  # not injected: the config's default
     status = {r["name"]: r for r in records}
     assert status["fed"]["backend"] == "sim" and status["fed"]["backends"] == ["sim"]
-    assert "backend" not in status["closed"] and status["closed"]["backends"] == ["tff"]
+    assert "backend" not in status["closed"] and status["closed"]["backends"] == ["sim"]
     text = report.read_text()
     assert "| data | backend | status |" in text and "| synthetic wesad | sim | done |" in text
     assert "Federated rounds ran on the sim backend (as the runs' metrics.json record)." in text
@@ -196,8 +196,8 @@ def test_the_backend_reaches_federated_experiments_is_recorded_and_part_of_a_run
     assert CALLS == ["fed"] and [r["name"] for r in records if r["skipped"]] == ["closed"]
     assert json.loads((tmp_path / "out" / "fed" / "status.json").read_text())["backends"] == ["tff"]
     CALLS.clear()
-    _, records = run_experiments(request("auto"))  # auto resolves to the library's preferred backend: tff
-    assert CALLS == [] and all(r["skipped"] for r in records)
+    _, records = run_experiments(request("auto"))  # auto resolves to the library's preferred backend: sim
+    assert CALLS == ["fed"] and json.loads((tmp_path / "out" / "fed" / "status.json").read_text())["backends"] == ["sim"]
     with pytest.raises(ValueError, match=r"backend: expected one of \('auto', 'tff', 'sim'\), got 'numpy'"):
         request("numpy")
 
@@ -205,9 +205,11 @@ def test_the_backend_reaches_federated_experiments_is_recorded_and_part_of_a_run
 def test_auto_resolves_to_tff_with_secure_aggregation_else_to_the_preferred_backend(monkeypatch):
     from tff_esn.federated import configs
 
-    assert configs.resolve_backend("auto") == configs.PREFERRED_BACKEND == "tff"
+    assert configs.resolve_backend("auto") == configs.PREFERRED_BACKEND == "sim"
+    monkeypatch.setattr(configs, "PREFERRED_BACKEND", "tff")
+    assert configs.resolve_backend("auto") == "tff"
     monkeypatch.setattr(configs, "PREFERRED_BACKEND", "sim")
-    assert configs.resolve_backend("auto") == "sim" and configs.resolve_backend("auto", secure=True) == "tff"
+    assert configs.resolve_backend("auto", secure=True) == "tff"
     assert configs.resolve_backend("tff") == "tff"
     secure = framework.run_config("fedavg", backend="auto", dp_epsilon=1.0, secure_aggregation=True)
     assert configs._runs_tff(secure) and not configs._runs_tff(framework.run_config("fedavg", backend="auto"))
@@ -231,7 +233,7 @@ def test_the_discriminative_phase_compares_with_primal_runs_of_its_own_backend_o
     (primal / "status.json").write_text(json.dumps({"status": "done", "profile": "tiny", "backend": "tff"}))
     found = {backend: _primal_results(SimpleNamespace(out=tmp_path / "thesis-discriminative", profile="tiny",
                                                       backend=backend)) for backend in ("tff", "auto", "sim")}
-    assert found["tff"] == found["auto"] == {("fedavg", 1.0): (0.75, 0.5)} and found["sim"] == {}
+    assert found["tff"] == {("fedavg", 1.0): (0.75, 0.5)} and found["sim"] == found["auto"] == {}
 
 
 @pytest.mark.parametrize("backend, closed_form", [("auto", "numpy"), ("sim", "numpy"), ("tff", "tff")])

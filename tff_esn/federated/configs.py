@@ -33,9 +33,9 @@ THESIS_RESERVOIR = ReservoirConfig(units=200, spectral_radius=0.99, leaky=1.0)
 RESERVOIR_MODES = ("same", "different")
 STATE_SOURCES = ("cached", "faithful")
 BACKENDS = ("auto", "tff", "sim")
-"""How a federated run's rounds execute: ``tff`` (TFF's runtime and workers; the default), ``sim``
-(one process, :mod:`tff_esn.federated.simulation`) or ``auto`` (:func:`resolve_backend` chooses and says why)."""
-PREFERRED_BACKEND = "tff"
+"""How a federated run's rounds execute: ``auto`` (the default: :func:`resolve_backend` chooses and says
+why), ``tff`` (TFF's runtime and workers) or ``sim`` (one process, :mod:`tff_esn.federated.simulation`)."""
+PREFERRED_BACKEND = "sim"
 """What ``auto`` resolves to where both backends can run the rounds (no secure aggregation, no TFF workers)."""
 SIM_SECURE = ("backend (--backend): 'sim' has no secure aggregation (a protocol between TFF's clients and server); "
               "run --secure-aggregation with --backend tff.")
@@ -263,10 +263,9 @@ class FedAvgConfig(ThesisRunConfig):
         keep_best: the result is the server model of the round with the best validation
             macro-F1 instead of the last round's (without validation clients: the last
             round's, with a recorded warning).
-        backend: ``tff`` (default) runs the rounds in TFF's runtime (the only one with
-            ``--workers`` and secure aggregation), ``sim`` in this process (with DP too); a round
-            of both gives the same numbers to float32 rounding; ``auto``: TFF's with secure
-            aggregation or workers, else the library's preferred one (:func:`resolve_backend`).
+        backend: ``auto`` (default): ``tff`` with secure aggregation or TFF workers, else ``sim``
+            (:func:`resolve_backend`); ``tff`` runs the rounds in TFF's runtime (the only one with
+            ``--workers`` and secure aggregation), ``sim`` in this process (with DP too).
     """
 
     algorithm: ClassVar[str] = "fedavg"
@@ -285,7 +284,7 @@ class FedAvgConfig(ThesisRunConfig):
     discriminator: str | None = dataclasses.field(default=None, metadata={"metavar": "PATH"})
     discriminator_threshold: float = 0.5
     keep_best: bool = False
-    backend: str = dataclasses.field(default="tff", metadata={"choices": BACKENDS})
+    backend: str = dataclasses.field(default="auto", metadata={"choices": BACKENDS})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -337,16 +336,21 @@ def resolve_backend(backend: str, *, secure: bool = False) -> str:
     against the installed TFF workers; ``auto`` is ``tff`` with ``secure`` (secure aggregation
     requested) or TFF workers, else :data:`PREFERRED_BACKEND` (DP runs on both).
 
-    ``tff`` is the default: TFF's runtime runs the FedAvg/FedCurv processes, with TFF workers
-    (``--workers``) and privacy (``private``: TFF's DP and secure aggregators). ``sim`` runs the
-    same client update in this process and does the weighted mean (or TFF's DP release, on the
-    same DP queries: :mod:`tff_esn.federated.simulated_aggregation`) and the server step itself
-    (:mod:`tff_esn.federated.simulation`); one round of it equals TFF's to float32 rounding
-    (tests/test_federated_simulation.py), but a chaotic run (different reservoirs, server
-    learning rate 1.0) amplifies those rounding differences over the rounds, so a whole run's
-    metrics differ from TFF's. So ``sim`` is opt-in (``auto`` prefers ``tff``); it is refused
-    with TFF workers (which only TFF's runtime reaches) and, by :class:`FedAvgConfig`, with secure
-    aggregation (a protocol between TFF's clients and server).
+    ``tff`` runs the FedAvg/FedCurv processes in TFF's runtime, with TFF workers (``--workers``),
+    DP and secure aggregation. ``sim`` runs the same client update in this process and does the
+    weighted mean (or TFF's DP release, on the same DP queries:
+    :mod:`tff_esn.federated.simulated_aggregation`) and the server step itself
+    (:mod:`tff_esn.federated.simulation`), an order of magnitude faster per round
+    (``python -m bench rounds --backends``). Its rounds are TFF's bit for bit for two-class
+    readouts on cached states (tests/test_federated_simulation.py); with K classes, per-step
+    outputs or faithful states they agree to float32 rounding, because TFF's worker binary
+    carries its own TensorFlow kernels for exp, log, sigmoid and tanh, which round differently.
+    A chaotic run (server learning rate 1.0, different reservoirs) amplifies any last-bit
+    difference over the rounds — moving TFF's own initial readout by one ulp moves its round-10
+    metrics as far — so such runs' metrics differ between the backends as between any two
+    float32 computations of them. ``auto`` therefore prefers ``sim`` (:data:`PREFERRED_BACKEND`)
+    and takes ``tff`` where only TFF reaches: TFF workers and secure aggregation (a protocol
+    between TFF's clients and server, refused with ``sim`` by :class:`FedAvgConfig`).
     """
     from tff_esn import runtime
 
@@ -367,10 +371,10 @@ def _runs_tff(config: FedAvgConfig) -> bool:
 
 register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,
                    communication="fedavg", pipeline="thesis",
-                   help="FedAvg of the thesis ESN readout in TFF, with a server learning rate (thesis Alg. 1)")
+                   help="FedAvg of the thesis ESN readout, with a server learning rate (thesis Alg. 1)")
 register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, privacy=FEDCURV_LEARNING, tff=_runs_tff,
                    communication="fedcurv", pipeline="thesis",
-                   help="FedCurv of the thesis ESN readout in TFF (thesis ch. 3, Alg. 2)")
+                   help="FedCurv of the thesis ESN readout (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    communication="centralized", pipeline="thesis",
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
