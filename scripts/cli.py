@@ -33,9 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="base seed (repetition r uses seed + r)")
     parser.add_argument("--force", action="store_true", help="re-run experiments that already finished in --out")
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
-                        help="where the thesis experiments' FedAvg/FedCurv rounds run: tff (TFF's runtime), sim (one "
-                             "process, the same numbers to float32 rounding) or auto (default: the library's choice, "
-                             "tff_esn.federated.configs.resolve_backend); privacy always runs on TFF")
+                        help="where the federated runs execute: tff (TFF's runtime everywhere), sim (FedAvg/FedCurv in "
+                             "one process, IncFed/FedIP on their numpy twin) or auto (default: sim's, except where only "
+                             "TFF reaches; tff_esn.federated.configs.resolve_backend)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
 
 

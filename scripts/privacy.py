@@ -12,8 +12,8 @@ IncFed and FedAvg on mean states, FedAvg with equal class weights):
   Beside it, the same mechanism re-implemented here in plain numpy from the harvested
   statistics (its own noise-multiplier calibration with ``dp_accounting``, its own noise
   and eigenvalue floor) as a check: equal up to the noise draw.
-* **FedAvg** (thesis pipeline, binary stress, the thesis model; npz: mean states): TFF's
-  ``DifferentiallyPrivateFactory`` with a fixed clip and the seeded Gaussian sum query of
+* **FedAvg** (thesis pipeline, binary stress, the thesis model; npz: mean states; on
+  ``reproduce --backend``'s backend): TFF's ``DifferentiallyPrivateFactory`` with a fixed clip and the seeded Gaussian sum query of
   :mod:`tff_esn.privacy.learning` (client-level DP), ε composed over the rounds with
   sampling rate m/N.
 * **FedCurv** (same task and flags): the joint release of the update and the curvature
@@ -21,8 +21,8 @@ IncFed and FedAvg on mean states, FedAvg with equal class weights):
   (the DP clients send no training metrics).
 * The majority-class and logistic-regression baselines of the same split, and the
   non-private model (ε = ∞), are in every table.
-* Secure aggregation overhead: seconds of one IncFed computation (and of the FedAvg rounds)
-  with and without ``--secure-aggregation``, measured in the same run; for pFedRR, Partial
+* Secure aggregation overhead: seconds of one IncFed computation (and of the FedAvg rounds,
+  both on TFF's runtime) with and without ``--secure-aggregation``, measured in the same run; for pFedRR, Partial
   IncFed and FedIP (one round) the seconds of the whole run, plain and secure.
 """
 
@@ -191,7 +191,8 @@ def _suffix(task: Task) -> str:
 def _incfed_flags(task: Task, dataset, s: Settings, seed: int) -> dict:
     """IncFed's ``tff-esn run`` flags: WESAD the IncFed tables' (Table III), npz mean states."""
     if task.kind == "wesad":
-        return incfed_flags("wesad", "incfed", len(dataset.feature_names), IncFedSettings(units=s.units), seed)
+        return {**incfed_flags("wesad", "incfed", len(dataset.feature_names), IncFedSettings(units=s.units), seed),
+                "backend": "tff"}
     return {"units": s.units or 100, **NPZ_FLAGS, "seed": seed, "backend": "tff"}
 
 
@@ -263,7 +264,7 @@ def _secure_runs(ctx: Context, s: Settings, task: Task) -> dict[str, tuple[dict,
     fl.pop("backend", None)
     out = {}
     for algorithm in s.secure_algorithms:
-        extra = {"rounds": 1} if algorithm == "fedip" else {}
+        extra = {"rounds": 1, "backend": "tff"} if algorithm == "fedip" else {}
         out[algorithm] = tuple(
             ctx.run(algorithm, dataset, split, f"secure/{algorithm}-{mode}", **fl, **extra,
                     secure_aggregation=mode == "secure") for mode in ("plain", "secure"))
@@ -288,8 +289,8 @@ def _learning(ctx: Context, s: Settings, task: Task, algorithm: str, timing: boo
             ctx.step(data=task.kind, model=algorithm, epsilon=_label(eps))
     if not timing:
         return out
-    secure = ctx.run("fedavg", dataset, split, "fedavg/secure", **base, secure_aggregation=True)
-    plain = out["records"][math.inf][0]
+    plain = ctx.run("fedavg", dataset, split, "fedavg/plain-tff", **base, backend="tff")
+    secure = ctx.run("fedavg", dataset, split, "fedavg/secure", **base, backend="tff", secure_aggregation=True)
     out["timing"] = {"plain": _round_seconds(plain), "secure": _round_seconds(secure),
                      "plain_accuracy": plain["test"]["accuracy"], "secure_accuracy": secure["test"]["accuracy"]}
     ctx.step(model="fedavg secure")
@@ -479,4 +480,5 @@ register(Experiment(
                                numpy_draws=3, timing_repeats=1, secure_algorithms=()),
               "quick": Settings(rounds=5), "full": Settings(repetitions=3, tff_draws=3, rounds=78, fedavg_units=200)},
     data=("wesad", "npz"),
+    federated=True,
 ))

@@ -216,9 +216,9 @@ def test_auto_resolves_to_tff_with_secure_aggregation_else_to_the_preferred_back
     assert not configs._runs_tff(framework.run_config("fedavg", backend="auto", dp_epsilon=1.0))  # DP runs on both
 
 
-def test_the_thesis_federations_and_the_closed_form_tables_with_a_tff_path_take_the_backend():
+def test_the_experiments_with_federated_runs_take_the_backend():
     assert {n for n, e in framework.experiments().items() if e.federated} == {
-        "thesis-federated", "thesis-discriminative", "thesis-preliminary", "incfed-tables", "fedip-table"}
+        "thesis-federated", "thesis-discriminative", "thesis-preliminary", "incfed-tables", "fedip-table", "privacy"}
 
 
 def test_the_discriminative_phase_compares_with_primal_runs_of_its_own_backend_only(tmp_path):
