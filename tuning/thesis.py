@@ -16,16 +16,21 @@ class, the usual reading; ``tff-esn run`` reports both.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 
 import keras_tuner as kt
+import numpy as np
 import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated.clients import seeded_fit_data, targets
+from tff_esn.federated.clients import client_states, seeded_fit_data, targets
 from tff_esn.federated.configs import loss_labels, resolve_class_weight
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+
+STATE_KEYS = ("window", "features", "units", "leaky", "spectral_radius")
+"""The hyperparameters a trial's reservoir states depend on (with the hypermodel's seed)."""
 
 ThesisData = Callable[[int], tuple[ClientSequences, ClientSequences, tuple[str, ...]]]
 """``window (samples at 64 Hz) → (train, validation, feature names)`` of the thesis pipeline."""
@@ -96,15 +101,26 @@ class ThesisHyperModel(kt.HyperModel):
         class_weight: loss weight per class, or ``"balanced"`` (from each trial's training labels).
         n_classes: K, the classes of the data (labels in [0, K)); more than two train a
             softmax readout.
+        cached_states: train the readout on harvested states (``False``: the whole model on
+            the inputs, the reservoir in the graph).
+        cache_bytes: bound of the kept states (training and validation, float32); the least
+            recently used reservoir point is dropped first, the newest is always kept.
     """
 
     def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: tuple[float, ...] | str = (12.0, 88.0),
-                 n_classes: int = 2):
+                 n_classes: int = 2, cached_states: bool = True, cache_bytes: int = 2**30):
         super().__init__(name="thesis")
+        if not isinstance(cache_bytes, int) or cache_bytes < 0:
+            raise ValueError(f"ThesisHyperModel: cache_bytes must be an integer ≥ 0, got {cache_bytes!r}.")
         self.data = data
         self.seed = seed
         self.class_weight = class_weight
         self.n_classes = n_classes
+        self.cached_states = cached_states
+        self.cache_bytes = cache_bytes
+        self.harvests = 0
+        self._models: dict[tuple, tuple[tf.keras.Model, list[np.ndarray]]] = {}
+        self._states: collections.OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
 
     def model_config(self, hp: kt.HyperParameters) -> ThesisModelConfig:
         """The thesis model configuration of one point of the space."""
@@ -125,16 +141,62 @@ class ThesisHyperModel(kt.HyperModel):
         return [names.index(f) for f in wanted]
 
     def build(self, hp: kt.HyperParameters) -> tf.keras.Model:
+        """The compiled model a trial trains: the readout alone (cached states) or the whole model."""
         config = self.model_config(hp)
-        model = build_thesis_model(len(hp.get("features").split(",")), config)
-        return compile_for_search(model, config)
+        if not self.cached_states:
+            return compile_for_search(build_thesis_model(len(hp.get("features").split(",")), config), config)
+        return self._readout_model(config)
+
+    def _readout_model(self, config: ThesisModelConfig) -> tf.keras.Model:
+        """The compiled readout-only model of ``config``, built once per shape and loss and reset
+        to what a fresh build holds (initial weights, zero Adam state, the trial's learning rate),
+        so its traced ``train_function`` and ``test_function`` serve every trial of that shape."""
+        key = (config.reservoir.units, config.reservoir.seed, config.n_outputs, config.per_step,
+               tuple(config.class_weight))
+        if key not in self._models:
+            model = compile_for_search(build_thesis_model(config.reservoir.units, config, readout_only=True), config)
+            self._models[key] = (model, model.get_weights())
+        model, initial = self._models[key]
+        model.set_weights(initial)
+        for variable in model.optimizer.variables:
+            variable.assign(tf.zeros_like(variable))
+        model.optimizer.learning_rate = config.learning_rate
+        return model
+
+    def full_model(self, hp: kt.HyperParameters, trained: tf.keras.Model) -> tf.keras.Model:
+        """The whole thesis model (reservoir + readout, on the inputs) with ``trained``'s readout."""
+        config = self.model_config(hp)
+        model = compile_for_search(build_thesis_model(len(hp.get("features").split(",")), config), config)
+        model.get_layer("readout").set_weights(trained.get_layer("readout").get_weights())
+        return model
+
+    def states(self, hp: kt.HyperParameters) -> tuple[np.ndarray, np.ndarray]:
+        """Training and validation reservoir states of ``hp``'s point (harvested once, then kept)."""
+        key = tuple(hp.get(k) for k in STATE_KEYS)
+        if key in self._states:
+            self._states.move_to_end(key)
+            return self._states[key]
+        train, val, names = self.data(hp.get("window"))
+        cols = self._columns(hp, names)
+        config = self.model_config(hp)
+        pair = tuple(client_states(ClientSequences(c.x[..., cols], c.y, c.lengths), config.reservoir, config)
+                     for c in (train, val))
+        self.harvests += 1
+        self._states[key] = pair
+        while len(self._states) > 1 and sum(a.nbytes + b.nbytes for a, b in self._states.values()) > self.cache_bytes:
+            self._states.popitem(last=False)
+        return pair
 
     def fit(self, hp: kt.HyperParameters, model: tf.keras.Model, *args, **kwargs):
         """Trains on the training clients, validates on the validation clients (``val_f1``)."""
         train, val, names = self.data(hp.get("window"))
-        cols = self._columns(hp, names)
         config = self.model_config(hp)
-        batches, steps = seeded_fit_data(train.x[..., cols], targets(train, config), batch_size=config.batch_size,
+        if self.cached_states:
+            x_train, x_val = self.states(hp)
+        else:
+            cols = self._columns(hp, names)
+            x_train, x_val = train.x[..., cols], val.x[..., cols]
+        batches, steps = seeded_fit_data(x_train, targets(train, config), batch_size=config.batch_size,
                                          epochs=config.epochs, seed=self.seed)
         return model.fit(batches, epochs=config.epochs, steps_per_epoch=steps,
-                         validation_data=(val.x[..., cols], targets(val, config)), **kwargs)
+                         validation_data=(x_val, targets(val, config)), **kwargs)
