@@ -90,6 +90,10 @@ def compile_for_search(model: tf.keras.Model, config: ThesisModelConfig) -> tf.k
     return model
 
 
+def _nbytes(tensor: tf.Tensor) -> int:
+    return tensor.shape.num_elements() * tensor.dtype.size
+
+
 class ThesisHyperModel(kt.HyperModel):
     """Thesis Table 6.1 hypermodel (see the module docstring).
 
@@ -120,7 +124,7 @@ class ThesisHyperModel(kt.HyperModel):
         self.cache_bytes = cache_bytes
         self.harvests = 0
         self._models: dict[tuple, tuple[tf.keras.Model, list[np.ndarray]]] = {}
-        self._states: collections.OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
+        self._states: collections.OrderedDict[tuple, tuple[tf.Tensor, tf.Tensor]] = collections.OrderedDict()
 
     def model_config(self, hp: kt.HyperParameters) -> ThesisModelConfig:
         """The thesis model configuration of one point of the space."""
@@ -170,8 +174,9 @@ class ThesisHyperModel(kt.HyperModel):
         model.get_layer("readout").set_weights(trained.get_layer("readout").get_weights())
         return model
 
-    def states(self, hp: kt.HyperParameters) -> tuple[np.ndarray, np.ndarray]:
-        """Training and validation reservoir states of ``hp``'s point (harvested once, then kept)."""
+    def states(self, hp: kt.HyperParameters) -> tuple[tf.Tensor, tf.Tensor]:
+        """Training and validation reservoir states of ``hp``'s point, harvested once and kept as
+        tensors (a trial's datasets slice them without a copy)."""
         key = tuple(hp.get(k) for k in STATE_KEYS)
         if key in self._states:
             self._states.move_to_end(key)
@@ -179,11 +184,11 @@ class ThesisHyperModel(kt.HyperModel):
         train, val, names = self.data(hp.get("window"))
         cols = self._columns(hp, names)
         config = self.model_config(hp)
-        pair = tuple(client_states(ClientSequences(c.x[..., cols], c.y, c.lengths), config.reservoir, config)
-                     for c in (train, val))
+        pair = tuple(tf.constant(client_states(ClientSequences(c.x[..., cols], c.y, c.lengths), config.reservoir,
+                                               config)) for c in (train, val))
         self.harvests += 1
         self._states[key] = pair
-        while len(self._states) > 1 and sum(a.nbytes + b.nbytes for a, b in self._states.values()) > self.cache_bytes:
+        while len(self._states) > 1 and sum(_nbytes(a) + _nbytes(b) for a, b in self._states.values()) > self.cache_bytes:
             self._states.popitem(last=False)
         return pair
 
