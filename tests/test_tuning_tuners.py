@@ -230,3 +230,89 @@ def test_thesis_search_on_k_classes_scores_validation_macro_f1(tmp_path):
     pred = best.predict(val.x[..., cols], verbose=0)
     assert pred.shape == (12, 3)
     assert trial.score == pytest.approx(f1_score(val.y, pred.argmax(1), average="macro"), abs=1e-6)
+
+
+def _k_class_data(seed=1, k=3):
+    rng = np.random.default_rng(seed)
+    names = ("pEDA", "tEDA", "HR", "HRV")
+
+    def make(n):
+        y = rng.integers(0, k, n)
+        return ClientSequences((rng.normal(size=(n, 30, 4)) + 1.5 * (y - 1.0)[:, None, None]).astype(np.float32), y)
+
+    train, val = make(24), make(12)
+    return lambda window: (train, val, names)
+
+
+def _trials_and_readouts(folder, data, cached, n_trials, **kwargs):
+    model = ThesisHyperModel(data, seed=3, cached_states=cached, **kwargs)
+    tuner = ThesisTuner(oracle=_oracle(get_space("thesis").build(), n_trials, objective="val_f1", seed=4),
+                        hypermodel=model, directory=str(folder), project_name="p")
+    tuner.progress = False
+    tuner.search(verbose=0)
+    trials = [tuner.oracle.trials[t] for t in sorted(tuner.oracle.trials, key=int)]
+    return tuner, trials, [tuner.load_model(t).get_layer("readout").get_weights() for t in trials]
+
+
+@pytest.mark.parametrize("kind", ["binary per-step", "3 classes per-sequence"])
+def test_cached_state_trial_equals_the_end_to_end_trial(tmp_path, kind):
+    # The readout trained on harvested states is the readout the whole model trains (reservoir in
+    # the graph): same objective and same weights, bit for bit, trial after trial on one reused model
+    data, kwargs = (_thesis_data()[0], {}) if kind.startswith("binary") else (
+        _k_class_data(), {"class_weight": "balanced", "n_classes": 3})
+    _, whole, whole_readouts = _trials_and_readouts(tmp_path / "whole", data, False, 4, **kwargs)
+    tuner, cached, cached_readouts = _trials_and_readouts(tmp_path / "cached", data, True, 4, **kwargs)
+    assert [t.hyperparameters.values for t in cached] == [t.hyperparameters.values for t in whole]
+    assert [t.score for t in cached] == [t.score for t in whole]
+    assert [t.metrics.get_last_value("loss") for t in cached] == [t.metrics.get_last_value("loss") for t in whole]
+    for got, want in zip(cached_readouts, whole_readouts):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    best = tuner.get_best_models(1)[0]
+    assert best.get_layer("reservoir") is not None  # the whole model, on the inputs
+
+
+def _fixed_reservoir_space(learning_rates, batch_sizes):
+    hp = kt.HyperParameters()
+    for name, value in (("units", 16), ("leaky", 0.8), ("window", 320), ("features", "pEDA,HR"),
+                        ("spectral_radius", 0.99), ("epochs", 1)):
+        hp.Fixed(name, value)
+    hp.Choice("learning_rate", learning_rates)
+    hp.Choice("batch_size", batch_sizes)
+    return hp
+
+
+@pytest.mark.parametrize("cache_bytes, harvests", [(2**30, 1), (0, 1)])
+def test_trials_of_one_reservoir_point_harvest_once(tmp_path, cache_bytes, harvests):
+    data, _ = _thesis_data()
+    model = ThesisHyperModel(data, seed=3, cache_bytes=cache_bytes)
+    tuner = ThesisTuner(oracle=_oracle(_fixed_reservoir_space([0.001, 0.1], [5, 50]), None, objective="val_f1"),
+                        hypermodel=model, directory=str(tmp_path), project_name="p")
+    tuner.progress = False
+    tuner.search(verbose=0)
+    assert len(tuner.oracle.trials) == 4 and model.harvests == harvests
+
+
+def test_states_cache_drops_the_least_recently_used_point_beyond_its_bound():
+    data, _ = _thesis_data()
+    hp = get_space("thesis").build()
+    one = ThesisHyperModel(data, seed=3)
+    sizes = []
+    for units in (50, 100, 200):
+        hp.values.update(units=units, leaky=1.0, window=320, features="pEDA")
+        sizes.append(sum(int(np.prod(s.shape)) * 4 for s in one.states(hp)))
+    model = ThesisHyperModel(data, seed=3, cache_bytes=sum(sizes) - 1)  # room for two of the three points
+    for units in (50, 100, 50):  # both fit: the third call reuses the first harvest
+        hp.values.update(units=units)
+        model.states(hp)
+    assert model.harvests == 2
+    hp.values.update(units=200)  # a third point: the least recently used (100 units) is dropped
+    model.states(hp)
+    hp.values.update(units=50)
+    model.states(hp)
+    assert model.harvests == 3
+    hp.values.update(units=100)
+    model.states(hp)
+    assert model.harvests == 4
+    with pytest.raises(ValueError, match="cache_bytes"):
+        ThesisHyperModel(data, cache_bytes=-1)
