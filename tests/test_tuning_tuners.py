@@ -14,7 +14,7 @@ from tff_esn.esn.layer import Reservoir
 from tuning.closed_form import ClosedFormTuner
 from tuning.oracle import ExhaustiveRandomSearchOracle
 from tuning.search import ClosedFormSearchTuner, ThesisTuner
-from tuning.spaces import get_space
+from tuning.spaces import THESIS_FEATURE_SUBSETS, get_space
 from tuning.thesis import BinaryF1, MacroF1, ThesisHyperModel
 
 
@@ -244,9 +244,23 @@ def _k_class_data(seed=1, k=3):
     return lambda window: (train, val, names)
 
 
+def _one_shape_space():
+    """Table 6.1's choices with the units fixed: one readout shape, so every trial reuses one model."""
+    hp = kt.HyperParameters()
+    hp.Fixed("units", 16)
+    hp.Choice("leaky", [0.5, 0.8, 1.0])
+    hp.Choice("learning_rate", [0.001, 0.01, 0.1])
+    hp.Choice("window", [320, 1600, 3200])
+    hp.Choice("batch_size", [5, 20, 50])
+    hp.Choice("features", list(THESIS_FEATURE_SUBSETS))
+    hp.Fixed("spectral_radius", 0.99)
+    hp.Fixed("epochs", 1)
+    return hp
+
+
 def _trials_and_readouts(folder, data, cached, n_trials, **kwargs):
     model = ThesisHyperModel(data, seed=3, cached_states=cached, **kwargs)
-    tuner = ThesisTuner(oracle=_oracle(get_space("thesis").build(), n_trials, objective="val_f1", seed=4),
+    tuner = ThesisTuner(oracle=_oracle(_one_shape_space(), n_trials, objective="val_f1", seed=4),
                         hypermodel=model, directory=str(folder), project_name="p")
     tuner.progress = False
     tuner.search(verbose=0)
@@ -260,8 +274,9 @@ def test_cached_state_trial_equals_the_end_to_end_trial(tmp_path, kind):
     # the graph): same objective and same weights, bit for bit, trial after trial on one reused model
     data, kwargs = (_thesis_data()[0], {}) if kind.startswith("binary") else (
         _k_class_data(), {"class_weight": "balanced", "n_classes": 3})
-    _, whole, whole_readouts = _trials_and_readouts(tmp_path / "whole", data, False, 4, **kwargs)
-    tuner, cached, cached_readouts = _trials_and_readouts(tmp_path / "cached", data, True, 4, **kwargs)
+    _, whole, whole_readouts = _trials_and_readouts(tmp_path / "whole", data, False, 3, **kwargs)
+    tuner, cached, cached_readouts = _trials_and_readouts(tmp_path / "cached", data, True, 3, **kwargs)
+    assert len(tuner.hypermodel._models) == 1 and tuner.hypermodel.harvests > 1  # one model, several reservoirs
     assert [t.hyperparameters.values for t in cached] == [t.hyperparameters.values for t in whole]
     assert [t.score for t in cached] == [t.score for t in whole]
     assert [t.metrics.get_last_value("loss") for t in cached] == [t.metrics.get_last_value("loss") for t in whole]
