@@ -86,8 +86,8 @@ class ThesisTuner(ProgressMixin, kt.Tuner):
     model (``get_best_models``) is the whole thesis model on the inputs."""
 
     def _try_build(self, hp):
-        """KerasTuner's build, without its ``clear_session()`` and ``gc.collect()`` (≈ 0.2 s a
-        trial) when the hypermodel reuses its readout models, which hold no graph to free."""
+        """KerasTuner's build, without its per-trial ``clear_session()`` and ``gc.collect()`` when
+        the hypermodel reuses its readout models, which leave no graph to free."""
         if self.hypermodel.cached_states:
             return self._build_hypermodel(hp)
         return super()._try_build(hp)

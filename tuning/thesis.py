@@ -105,6 +105,7 @@ def compile_for_search(model: tf.keras.Model, config: ThesisModelConfig) -> tf.k
 
 
 def _nbytes(tensor: tf.Tensor) -> int:
+    """Bytes a tensor's values hold."""
     return tensor.shape.num_elements() * tensor.dtype.size
 
 
@@ -202,7 +203,7 @@ class ThesisHyperModel(kt.HyperModel):
                                                config)) for c in (train, val))
         self.harvests += 1
         self._states[key] = pair
-        while len(self._states) > 1 and sum(_nbytes(a) + _nbytes(b) for a, b in self._states.values()) > self.cache_bytes:
+        while len(self._states) > 1 and sum(map(_nbytes, sum(self._states.values(), ()))) > self.cache_bytes:
             self._states.popitem(last=False)
         return pair
 
