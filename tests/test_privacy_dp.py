@@ -40,6 +40,23 @@ def test_noise_multiplier_for_meets_the_target(target):
     assert accounting.noise_multiplier_for(math.inf, 1e-5) == 0.0
 
 
+def test_calibration_is_computed_once_per_setting_and_keyed_by_every_argument():
+    """A run's privacy section asks for the same calibration again and again: the second ask is
+    answered without a new Brent search, and a change of any argument is a new one."""
+    z = accounting.noise_multiplier_for(2.5, 1e-5, rounds=4, sampling_rate=0.5)
+    before = accounting._calibrated.cache_info()
+    assert accounting.noise_multiplier_for(2.5, 1e-5, rounds=4, sampling_rate=0.5) == z
+    after = accounting._calibrated.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+    others = {accounting.noise_multiplier_for(2.5, 1e-5, rounds=5, sampling_rate=0.5),
+              accounting.noise_multiplier_for(2.5, 1e-6, rounds=4, sampling_rate=0.5),
+              accounting.noise_multiplier_for(2.5, 1e-5, rounds=4, sampling_rate=0.25),
+              accounting.noise_multiplier_for(3.0, 1e-5, rounds=4, sampling_rate=0.5)}
+    assert z not in others and len(others) == 4
+    assert accounting.epsilon(z, 1e-5, rounds=4, sampling_rate=0.5) == accounting.epsilon(
+        z, 1e-5, rounds=4, sampling_rate=0.5) <= 2.5 * (1 + 1e-6)
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda: accounting.noise_multiplier_for(0.0, 1e-5), "epsilon"),
     (lambda: accounting.noise_multiplier_for(-1.0, 1e-5), "epsilon"),

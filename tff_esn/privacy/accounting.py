@@ -11,6 +11,7 @@ Mironov, Talwar, Zhang 2019 for the sampled Gaussian).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import dp_accounting
@@ -59,6 +60,12 @@ def epsilon(noise_multiplier: float, delta: float, rounds: int = 1, sampling_rat
     if check_noise_multiplier(noise_multiplier) == 0:
         _check_schedule(rounds, sampling_rate)
         return math.inf
+    return _rdp_epsilon(float(noise_multiplier), delta, rounds, float(sampling_rate))
+
+
+@functools.lru_cache(maxsize=1024)
+def _rdp_epsilon(noise_multiplier: float, delta: float, rounds: int, sampling_rate: float) -> float:
+    """:func:`epsilon` of checked arguments, kept per argument tuple (the accountant is pure and costs seconds)."""
     accountant = dp_accounting.rdp.RdpAccountant()
     accountant.compose(dp_event(noise_multiplier, rounds, sampling_rate))
     return float(accountant.get_epsilon(delta))
@@ -73,6 +80,13 @@ def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, s
     _check_schedule(rounds, sampling_rate)
     if math.isinf(target_epsilon):
         return 0.0
+    return _calibrated(target_epsilon, delta, rounds, float(sampling_rate))
+
+
+@functools.lru_cache(maxsize=1024)
+def _calibrated(target_epsilon: float, delta: float, rounds: int, sampling_rate: float) -> float:
+    """:func:`noise_multiplier_for` of checked arguments, kept per argument tuple (one calibration is a
+    Brent search of dozens of accountant evaluations)."""
     return float(dp_accounting.calibrate_dp_mechanism(
         dp_accounting.rdp.RdpAccountant, lambda z: dp_event(z, rounds, sampling_rate), target_epsilon, delta,
         dp_accounting.LowerEndpointAndGuess(1e-3, 1.0), tol=1e-6))
