@@ -55,31 +55,7 @@ class Settings:
 def run(ctx: Context, s: Settings) -> None:
     results, transfers = {}, {}
     for kind in s.datasets:
-        i = 0 if kind == "wesad" else 1
-        dataset = ctx.dataset(kind, f"fedip-{kind}")
-        cells: dict = {}
-        harvester = None
-        for fraction in s.fractions:
-            split = ctx.split(f"fedip-{kind}", dataset, train_fraction=fraction)
-            for seed in rep_seeds(ctx, s.repetitions):
-                common = dict(units=s.units[i], spectral_radius=s.spectral_radius, input_scaling=s.input_scaling,
-                              leaky=s.leaky[i], l2=s.l2, seed=seed, bias_scaling=s.bias_scaling[i])
-                extra = {"incfed": {}, "fedip": dict(ip_mu=0.0, ip_sigma=s.ip_sigma, ip_eta=s.ip_eta,
-                                                     ip_epochs=s.ip_epochs, rounds=s.rounds)}
-                if seed == ctx.seed:  # IncFed's reservoir: what its readout's mean states carry to the test users
-                    cf = shared_closed_form_runs(dataset, {fraction: split},
-                                                 run_config("incfed", **common))[fraction]
-                    cf.harvester = harvester = harvester or cf.harvester  # one harvest per kind
-                    transfers.setdefault(kind, {})[fraction_label(fraction)] = summary_transfer(cf)
-                for model in MODELS:
-                    record = ctx.run(model, dataset, split, f"{kind}/{fraction_label(fraction)}/{model}-{seed}",
-                                     **common, **extra[model])
-                    cells.setdefault((fraction, model), []).append(100 * record["test"]["accuracy"])
-                    if model == MODELS[0]:  # same split and seed for both models: one baseline each
-                        for label, acc in baseline_accuracy(record["baselines"]).items():
-                            cells.setdefault((fraction, label), []).append(acc)
-                    ctx.step(data=kind, fraction=fraction_label(fraction), model=model)
-        results[kind] = cells
+        results[kind] = _cells(ctx, s, kind, 0 if kind == "wesad" else 1, ctx.dataset(kind, f"fedip-{kind}"), transfers)
     rows = []
     for kind, cells in results.items():
         for fraction in s.fractions:
@@ -97,6 +73,36 @@ def run(ctx: Context, s: Settings) -> None:
                    "training majority class and logistic regression on per-sequence summary statistics, same split.")
     _figure(ctx, results, s)
     _claims(ctx, results, s, transfers)
+
+
+def _cells(ctx: Context, s: Settings, kind: str, i: int, dataset, transfers: dict) -> dict:
+    """Test accuracies (%) per (fraction, model or baseline label) of ``kind``, in repetition order; the
+    IncFed reservoir's :func:`summary_transfer` per fraction label into ``transfers[kind]``. A
+    repetition's runs share their harvests (:func:`~tff_esn.closed_form.run.shared_harvests`): its
+    reservoir's states are harvested once for every fraction, both models and the transfer."""
+    from tff_esn.closed_form.run import shared_harvests
+
+    splits = {fraction: ctx.split(f"fedip-{kind}", dataset, train_fraction=fraction) for fraction in s.fractions}
+    cells: dict = {}
+    for seed in rep_seeds(ctx, s.repetitions):
+        common = dict(units=s.units[i], spectral_radius=s.spectral_radius, input_scaling=s.input_scaling,
+                      leaky=s.leaky[i], l2=s.l2, seed=seed, bias_scaling=s.bias_scaling[i])
+        extra = {"incfed": {}, "fedip": dict(ip_mu=0.0, ip_sigma=s.ip_sigma, ip_eta=s.ip_eta,
+                                             ip_epochs=s.ip_epochs, rounds=s.rounds)}
+        with shared_harvests():
+            for fraction, split in splits.items():
+                for model in MODELS:
+                    record = ctx.run(model, dataset, split, f"{kind}/{fraction_label(fraction)}/{model}-{seed}",
+                                     **common, **extra[model])
+                    cells.setdefault((fraction, model), []).append(100 * record["test"]["accuracy"])
+                    if model == MODELS[0]:  # same split and seed for both models: one baseline each
+                        for label, acc in baseline_accuracy(record["baselines"]).items():
+                            cells.setdefault((fraction, label), []).append(acc)
+                    ctx.step(data=kind, fraction=fraction_label(fraction), model=model)
+                if seed == ctx.seed:  # IncFed's reservoir: what its readout's mean states carry to the test users
+                    cf = shared_closed_form_runs(dataset, {fraction: split}, run_config("incfed", **common))[fraction]
+                    transfers.setdefault(kind, {})[fraction_label(fraction)] = summary_transfer(cf)
+    return cells
 
 
 def _figure(ctx: Context, results: dict, s: Settings) -> None:

@@ -10,9 +10,11 @@ random baseline, the communication cost, the saturation check and the warnings.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,37 @@ Sweep = Callable[[Sequence[float]], Sequence[Scorer]]
 """The algorithm's readout at each λ of a grid, as scorers."""
 
 
+_SHARED: contextvars.ContextVar[list[tuple[SequenceDataset, StateSpec, Harvester]] | None] = \
+    contextvars.ContextVar("shared_harvesters", default=None)
+
+
+@contextlib.contextmanager
+def shared_harvests() -> Iterator[None]:
+    """Inside, the runs on one dataset object with one :class:`StateSpec` share one
+    :class:`~tff_esn.closed_form.harvest.Harvester`: the runs of an experiment that meet a
+    reservoir again (one seed's reservoir at every fraction of training clients, under several
+    algorithms) harvest each client once per reservoir. A client's states and statistics are
+    those of its own pass up to float rounding (the clients pooled with it in a pass change only
+    the order of the float32 sums). The harvests are kept until the scope ends."""
+    token = _SHARED.set([])
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _harvester(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
+    """The scope's harvester of ``dataset`` and ``spec`` (:func:`shared_harvests`), else a new one."""
+    shared = _SHARED.get()
+    if shared is None:
+        return Harvester(dataset, spec)
+    for known, known_spec, harvester in shared:
+        if known is dataset and known_spec == spec:
+            return harvester
+    shared.append((dataset, spec, Harvester(dataset, spec)))
+    return shared[-1][2]
+
+
 class Run:
     """What every closed-form run shares: the reservoir, the harvest, λ (:meth:`choose_l2`) and the split.
 
@@ -52,7 +85,7 @@ class Run:
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
         self.reservoir = config.reservoir
         self.spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
-        self.harvester = Harvester(dataset, self.spec)
+        self.harvester = _harvester(dataset, self.spec)
         self.weights = ReservoirWeights.from_config(self.reservoir, len(dataset.feature_names))
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.train_ids = split.train
