@@ -70,9 +70,24 @@ def run(ctx: Context, s: Settings) -> None:
                    f"{s.input_scaling}, leakage {s.leaky}, bias scaling {s.bias_scaling}, λ {s.l2} (FedIP: on the "
                    f"unadapted state scale, see tff_esn.closed_form.fedip), IP μ 0, σ {s.ip_sigma}, η {s.ip_eta}, "
                    f"{s.ip_epochs} local epochs, {s.rounds} FedIP rounds ({closed_form_backend(ctx.backend)} backend). majority / LR: the "
-                   "training majority class and logistic regression on per-sequence summary statistics, same split.")
+                   "training majority class and logistic regression on per-sequence summary statistics, same split."
+                   + _rounding_note(results))
     _figure(ctx, results, s)
     _claims(ctx, results, s, transfers)
+
+
+def _rounding_note(results: dict) -> str:
+    """The table note's sentence when FedIP's IP runs were decided by float rounding
+    (:func:`tff_esn.closed_form.fedip.rounding_sensitivity` above its threshold), else nothing."""
+    from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
+
+    worst = max((v for cells in results.values() for (_, key), values in cells.items() if key == SENSITIVITY
+                 for v in values), default=0.0)
+    if worst <= ROUNDING_SENSITIVITY:
+        return ""
+    return (f" At this η IP is decided by float rounding: one ulp on the initial gains moves the gains after one "
+            f"local epoch by up to {worst:.2g} of their size, so FedIP's column (and its difference to IncFed) "
+            "changes with the backend, BLAS or graph optimizer; each FedIP run's metrics.json warns.")
 
 
 def _cells(ctx: Context, s: Settings, kind: str, i: int, dataset, transfers: dict) -> dict:
@@ -95,6 +110,8 @@ def _cells(ctx: Context, s: Settings, kind: str, i: int, dataset, transfers: dic
                     record = ctx.run(model, dataset, split, f"{kind}/{fraction_label(fraction)}/{model}-{seed}",
                                      **common, **extra[model])
                     cells.setdefault((fraction, model), []).append(100 * record["test"]["accuracy"])
+                    if "ip_rounding_sensitivity" in record["extra"]:
+                        cells.setdefault((fraction, SENSITIVITY), []).append(record["extra"]["ip_rounding_sensitivity"])
                     if model == MODELS[0]:  # same split and seed for both models: one baseline each
                         for label, acc in baseline_accuracy(record["baselines"]).items():
                             cells.setdefault((fraction, label), []).append(acc)
@@ -123,6 +140,9 @@ def _figure(ctx: Context, results: dict, s: Settings) -> None:
 
 WEAK = 10.0
 """Points by which logistic regression on a split falls below its accuracy with every training user."""
+SENSITIVITY = "ip rounding sensitivity"
+"""The cells' key of the FedIP runs' :func:`~tff_esn.closed_form.fedip.rounding_sensitivity`."""
+
 LEARNED_MARGIN = 5.0
 """IncFed more than this many points below logistic regression = the readout transfers worse than a linear baseline."""
 

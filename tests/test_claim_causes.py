@@ -180,3 +180,15 @@ def test_select_l2_returns_the_readout_with_the_best_validation_accuracy():
     val = [accuracy_of(run, total.solve(g), run.split.val) for g in grid]
     assert l2 == grid[chosen_l2(val)]
     np.testing.assert_allclose(readout, total.solve(l2), rtol=1e-7, atol=1e-10)
+
+
+def test_fedip_table_says_when_its_ip_runs_were_decided_by_rounding():
+    from scripts.fedip_table import SENSITIVITY, _rounding_note
+    from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
+
+    calm = {"wesad": {(0.25, "fedip"): [60.0], (0.25, SENSITIVITY): [2e-7, 5e-7]}}
+    assert _rounding_note(calm) == "" and _rounding_note({"wesad": {(0.25, "fedip"): [60.0]}}) == ""
+    chaotic = {**calm, "hhar": {(0.5, SENSITIVITY): [3e-7, 0.8]}}
+    note = _rounding_note(chaotic)
+    assert "decided by float rounding" in note and "0.8 of their size" in note
+    assert _rounding_note({"hhar": {(0.5, SENSITIVITY): [ROUNDING_SENSITIVITY]}}) == ""

@@ -13,7 +13,8 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.configs import DEFAULT_ALPHA
 from tff_esn.closed_form.heterogeneous import align, client_weights
-from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
+from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, ROUNDING_SENSITIVITY, IPConfig, intrinsic_plasticity,
+                                       rounding_sensitivity, state_scaled_l2)
 from tff_esn.esn.draws import spectral_radius
 from tff_esn.esn.ridge import RidgeStats
 
@@ -85,6 +86,30 @@ def test_fedip_warns_when_ip_linearises_the_reservoir(tmp_path):
     assert small["extra"]["state_std_median"] < NEAR_LINEAR_SPREAD
     assert any("nearly linear" in w for w in small["warnings"]) and small["test"]["accuracy"] < 0.6
     assert wide["warnings"] == [] and wide["test"]["accuracy"] > 0.8, wide["test"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rounding_sensitivity_separates_contracting_from_chaotic_ip(seed):
+    """One ulp on the initial gains: at the default η the adapted gains move by rounding only; at
+    FedIP Table 1's η 0.01 gains pushed onto ``min_gain`` take steps η/g of order one and the ulp
+    grows to the size of the gains."""
+    rng = np.random.default_rng(seed)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=50, seed=seed), 3)
+    client = ClientSequences(rng.normal(size=(16, 200, 3)).astype(np.float32), np.zeros(16, np.int64))
+    assert rounding_sensitivity(weights, client, IPConfig()) < 1e-6
+    assert rounding_sensitivity(weights, client, IPConfig(eta=0.01)) > 0.1
+
+
+def test_fedip_warns_when_ip_is_decided_by_rounding(tmp_path):
+    data = random_dataset(n_clients=4, steps=200, features=3, n_classes=2, seed=3)
+    split = Split("r", ("c0", "c1"), ("c2",), ("c3",))
+    flags = dict(units=50, state_mode="mean", l2=1e-3, seed=0, backend="numpy", rounds=1)
+    calm = run_algorithm("fedip", data, split, run_config("fedip", **flags))
+    chaotic = run_algorithm("fedip", data, split, run_config("fedip", ip_eta=0.01, **flags))
+    assert calm["extra"]["ip_rounding_sensitivity"] < 1e-6
+    assert not [w for w in calm["warnings"] if "float rounding" in w]
+    assert chaotic["extra"]["ip_rounding_sensitivity"] > ROUNDING_SENSITIVITY
+    assert [w for w in chaotic["warnings"] if "decided by float rounding" in w and "--ip-eta" in w]
 
 
 def test_alignment_default_learns_and_keeps_the_configured_spectral_radius(tmp_path):
