@@ -264,3 +264,17 @@ def test_certificate_decides_the_ridge_systems_of_a_reservoir_and_not_a_singular
     assert not certified_regular(singular, scipy.linalg.cho_factor(singular, lower=True)[0])
     with pytest.warns(RunWarning, match="numerically singular"):
         solve_symmetric(low[:3], singular, 1e-15)
+
+
+def test_reservoir_weights_are_read_only_copies_so_the_harvest_key_cannot_go_stale():
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=(3, 5)), rng.normal(size=(5, 5)) * 0.1, rng.normal(size=5), np.ones(5)]
+    original = [a.copy() for a in arrays]
+    weights = ReservoirWeights(*arrays, leaky=0.5)
+    key = weights.key
+    arrays[1][0, 0] += 1.0  # the caller's array, not the reservoir's
+    assert weights.key == key == ReservoirWeights(*original, leaky=0.5).key
+    assert ReservoirWeights(*arrays, leaky=0.5).key != key
+    with pytest.raises(ValueError, match="read-only"):
+        weights.recurrent[0, 0] = 0.0
+    assert weights.replace(leaky=0.3).key != key

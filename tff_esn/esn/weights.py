@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,8 @@ class ReservoirWeights:
     def __post_init__(self) -> None:
         arrays = {}
         for name in ("kernel", "recurrent", "bias", "gain"):
-            arr = np.asarray(getattr(self, name), dtype=np.float32)
+            arr = np.array(getattr(self, name), dtype=np.float32)  # an own copy, read-only: :attr:`key` holds
+            arr.flags.writeable = False
             if not np.all(np.isfinite(arr)):
                 raise ValueError(f"ReservoirWeights.{name}: contains NaN or inf.")
             arrays[name] = arr
@@ -72,9 +74,10 @@ class ReservoirWeights:
     def n_inputs(self) -> int:
         return int(self.kernel.shape[0])
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """Content hash: equal arrays give equal keys (the cache key of a harvest)."""
+        """Content hash: equal arrays give equal keys (the cache key of a harvest); hashed once, the arrays
+        being read-only copies."""
         h = hashlib.sha1(np.float64(self.leaky).tobytes())
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
