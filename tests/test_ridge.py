@@ -278,3 +278,16 @@ def test_reservoir_weights_are_read_only_copies_so_the_harvest_key_cannot_go_sta
     with pytest.raises(ValueError, match="read-only"):
         weights.recurrent[0, 0] = 0.0
     assert weights.replace(leaky=0.3).key != key
+
+
+def test_a_config_draws_one_reservoir_object_equal_to_a_fresh_draw():
+    from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+
+    config = ReservoirConfig(units=7, seed=11)
+    weights = ReservoirWeights.from_config(config, 3)
+    assert ReservoirWeights.from_config(config, 3) is weights
+    np.testing.assert_array_equal(weights.recurrent, recurrent_weights(config))
+    np.testing.assert_array_equal(weights.kernel, input_weights(config, 3))
+    np.testing.assert_array_equal(weights.bias, bias_weights(config))
+    assert ReservoirWeights.from_config(config, 4).kernel.shape == (4, 7)
+    assert ReservoirWeights.from_config(ReservoirConfig(units=7, seed=12), 3).key != weights.key

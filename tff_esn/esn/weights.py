@@ -54,9 +54,9 @@ class ReservoirWeights:
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
-        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1."""
-        return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
-                   np.ones(config.units, np.float32), float(config.leaky))
+        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1; the last few draws are
+        kept (the arrays are read-only; a draw costs Ŵ's eigenvalues for the spectral radius)."""
+        return _drawn(cls, config, n_inputs)
 
     @classmethod
     def from_layer(cls, layer: "Reservoir") -> "ReservoirWeights":
@@ -89,6 +89,12 @@ class ReservoirWeights:
     def layer_weights(self) -> list[np.ndarray]:
         """Weights in :class:`~tff_esn.esn.layer.Reservoir` order (with ``use_gain=True``)."""
         return [self.kernel, self.recurrent, self.bias, self.gain]
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
+    return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
+               np.ones(config.units, np.float32), float(config.leaky))
 
 
 @dataclasses.dataclass(frozen=True)
