@@ -70,8 +70,8 @@ rounding of the computed eigenvalues (a few ε·‖M‖) cannot turn the certifi
 
 def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
     """Whether the symmetric ``matrix = L Lᵀ`` (``lower``: its Cholesky factor, the strict upper
-    triangle ignored) is provably regular under :func:`singular_tolerance`'s rule, from bounds on its
-    extreme eigenvalues that cost a triangular inverse (N³/3) instead of an eigendecomposition.
+    triangle ignored) is regular under :func:`singular_tolerance`'s rule with a margin, from bounds on
+    its extreme eigenvalues that cost a triangular inverse (N³/3) instead of an eigendecomposition.
 
     ``e_min ≥ 1 / trace(M⁻¹) = 1 / ‖L⁻¹‖_F²`` (every eigenvalue is positive and ``trace(M⁻¹) = Σ 1/e_i``)
     and ``e_max ≤ min(trace M, ‖M‖_∞)``; the system is certified when the lower bound exceeds
