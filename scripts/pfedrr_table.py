@@ -3,7 +3,8 @@
 pFedRR §3: WESAD (chunks of 700, 9-3-3 subjects) and HHAR (Nexus 4 at 100 Hz, chunks of
 200, 5-2-2 users); 25–100 % of the training clients; for each τ ∈ {0.1, …, 0.9} the server
 solves the exact (FedRR), importance-selected (I-) and random (R-, same number of units)
-readouts on one reservoir from the same client statistics (:func:`tff_esn.closed_form.pfedrr.fit_pfedrr`);
+readouts on one reservoir from the same client statistics (:func:`tff_esn.closed_form.pfedrr.fit_selected`,
+FedRR's once per fraction);
 5 repetitions. Table 1 reports FedRR's mean test accuracy over every experiment, and for
 I- and R-pFedRR the test accuracy and % units at the τ with the best mean validation
 accuracy over the repetitions. Each client is harvested once per repetition (reservoir
@@ -36,7 +37,7 @@ from scripts.common import (BASELINES, FEATURE_RIDGE, L2_GRID, accuracy_of, all_
                             rep_seeds, select_l2, shared_closed_form_runs, squared_reason, summary_transfer)
 from scripts.framework import Context, Experiment, MeanStd, register, run_config
 from tff_esn.baselines import baseline_scores
-from tff_esn.closed_form.pfedrr import fit_pfedrr
+from tff_esn.closed_form.pfedrr import fit_selected
 from tff_esn.esn.ridge import RidgeStats
 
 METHODS = ("fedrr", "i-pfedrr", "r-pfedrr")
@@ -93,25 +94,24 @@ def run(ctx: Context, s: Settings) -> None:
                                 input_scaling=s.input_scaling, leaky=s.leaky, l2=s.l2, seed=seed,
                                 bias_scaling=bias_scaling)
             runs = shared_closed_form_runs(dataset, splits, config)
+            stats = {f: cf.stats() for f, cf in runs.items()}  # one harvest of every client of the repetition
             if seed == ctx.seed:
                 transfers[kind] = {fraction_label(f): summary_transfer(cf) for f, cf in runs.items()}
             for fraction, cf in runs.items():
-                stats = cf.stats()
-                total = RidgeStats.sum(stats)
+                total = RidgeStats.sum(stats[fraction])
                 l2, fedrr = _l2_and_readout(cf, total, s)
                 base = {**baseline_accuracy(baseline_scores(dataset, cf.split, seed=seed)),
                         **feature_ridge_accuracy(dataset, cf.split, s.l2, seed=seed, grid=s.l2_grid or (s.l2,))}
                 fixed = {"fedrr λ fixed": 100 * accuracy_of(cf, total.solve(s.l2), cf.split.test), "λ": l2,
-                         "fedrr train": 100 * accuracy_of(cf, fedrr, cf.split.train)}
+                         "fedrr train": 100 * accuracy_of(cf, fedrr, cf.split.train),
+                         **_accuracies(cf, {METHODS[0]: total.solve(l2)})}  # FedRR: τ changes nothing
                 for tau in s.taus:
-                    result = fit_pfedrr(stats, tau, l2, seed=seed)
-                    literal = fit_pfedrr(stats, tau, l2, seed=seed, reading="literal")
-                    readouts = {**dict(zip(METHODS, (result.exact, result.important, result.random))),
+                    result = fit_selected(stats[fraction], tau, l2, seed=seed)
+                    literal = fit_selected(stats[fraction], tau, l2, seed=seed, reading="literal", random=False)
+                    readouts = {**dict(zip(METHODS[1:], (result.important, result.random))),
                                 LITERAL: literal.important}
                     cells.setdefault((fraction, tau), []).append({
-                        **{f"{m} {g}": 100 * accuracy_of(cf, w, getattr(cf.split, g))
-                           for m, w in readouts.items() for g in ("val", "test")},
-                        "% units": result.percent_units, **fixed, **base})
+                        **_accuracies(cf, readouts), "% units": result.percent_units, **fixed, **base})
                 ctx.step(data=kind, seed=seed, fraction=fraction_label(fraction))
             if kind in squared:
                 for fraction, cf in shared_closed_form_runs(squared_data, squared_splits, config).items():
@@ -128,6 +128,12 @@ def run(ctx: Context, s: Settings) -> None:
     for kind, cells in results.items():
         _figure(ctx, kind, cells, s)
     _claims(ctx, results, s, transfers, squared)
+
+
+def _accuracies(run, readouts: dict[str, np.ndarray]) -> dict[str, float]:
+    """``"<method> val"`` and ``"<method> test"`` accuracy (%) of each readout on ``run``'s users."""
+    return {f"{m} {g}": 100 * accuracy_of(run, w, getattr(run.split, g)) for m, w in readouts.items()
+            for g in ("val", "test")}
 
 
 def _l2_and_readout(run, total: RidgeStats, s: Settings) -> tuple[float, np.ndarray]:

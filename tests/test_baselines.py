@@ -70,3 +70,21 @@ def test_ridge_on_features_is_sklearn_ridge_on_the_logistic_regressions_standard
         assert metrics["accuracy"] == pytest.approx(np.mean(pred == test.y))
     assert len(got["val"]) == 2 and got["val"][0]["n"] == data.pooled(split.val).y.size
     assert got["test"][0]["accuracy"] > 0.6  # the classes shift the inputs' mean (chance 1/3)
+
+
+def test_summary_rows_are_computed_once_per_dataset_and_clients_and_stay_equal():
+    from tff_esn.baselines import _rows
+
+    data = random_dataset(n_clients=5, steps=10, features=2, n_classes=2, seed=3, sizes=[20] * 5)
+    split = default_split(data)
+    x, y = _rows(data, split.test)
+    fresh = data.pooled(split.test)
+    np.testing.assert_array_equal(x, sequence_features(fresh.x, False))
+    np.testing.assert_array_equal(y, fresh.y)
+    assert _rows(data, list(split.test))[0] is x  # every seed and split of the dataset reuses them
+    with pytest.raises(ValueError, match="read-only"):
+        x[0, 0] = 0.0
+    assert baseline_scores(data, split, seed=1)["logistic_regression"]["test"] == \
+        baseline_scores(data, split, seed=2)["logistic_regression"]["test"]  # the held rows are not altered
+    thesis = random_thesis_dataset()
+    assert _rows(thesis, THESIS_SPLIT.test)[0] is not _rows(thesis, THESIS_SPLIT.test)[0]  # per-step rows: not held

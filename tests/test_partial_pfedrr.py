@@ -199,3 +199,21 @@ def test_pfedrr_consistent_reading_does_not_collapse_on_offset_dominated_feature
         literal.append(_accuracy(pfedrr.fit_pfedrr(parts, 0.5, 1e-6, reading="literal").important, states, labels))
     assert np.mean(exact) - np.mean(consistent) < 0.03  # measured: ≈ 0.00
     assert np.mean(consistent) - np.mean(literal) > 0.05  # measured: 0.08–0.14 per seed
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 4), tau=st.floats(0.05, 1.0),
+       reading=st.sampled_from(pfedrr.READINGS), bias=st.booleans())
+def test_fit_selected_is_fit_pfedrr_without_the_exact_readout(seed, n_clients, tau, reading, bias):
+    parts = _clients(seed, n_clients, bias=bias)
+    whole = pfedrr.fit_pfedrr(parts, tau, 1e-2, seed=seed, reading=reading)
+    selected = pfedrr.fit_selected(parts, tau, 1e-2, seed=seed, reading=reading)
+    np.testing.assert_array_equal(selected.important, whole.important)
+    np.testing.assert_array_equal(selected.random, whole.random)
+    np.testing.assert_array_equal(whole.exact, RidgeStats.sum(parts).solve(1e-2))
+    assert selected.percent_units == whole.percent_units
+    only = pfedrr.fit_selected(parts, tau, 1e-2, seed=seed, reading=reading, random=False)
+    assert only.random is None
+    np.testing.assert_array_equal(only.important, whole.important)
+    for a, b in zip(only.random_units, whole.random_units):
+        np.testing.assert_array_equal(a, b)

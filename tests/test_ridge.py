@@ -1,18 +1,23 @@
 """Ridge statistics: equal to scikit-learn on pooled data, exact under any partition and order."""
 
+import warnings
+
 import numpy as np
 import pytest
+import scipy.linalg
 import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
 
 from tff_esn import Reservoir, ReservoirConfig
-from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, predict, with_bias
+from tff_esn.esn.ridge import (RidgeStats, SingularSystemError, certified_regular, one_hot, predict,
+                               solve_symmetric, with_bias)
 from tff_esn.esn.ridge_tf import ridge_products
 from tff_esn.esn.states_numpy import states_and_statistics
 from tff_esn.esn.states_tf import accumulate_stats
 from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.run_warnings import RunWarning
 
 
 def _data(n=200, f=12, y=3, seed=0):
@@ -211,3 +216,78 @@ def test_ridge_products_clip_each_row_bias_input_included():
     np.testing.assert_allclose(b.numpy(), rows.T @ rows, rtol=1e-12)
     np.testing.assert_allclose(a.numpy(), y.T @ rows, rtol=1e-12)
     assert np.trace(b.numpy()) <= 30 * 1.5 ** 2 * (1 + 1e-12)
+
+
+def _eigenvalue_rule(a: np.ndarray, matrix: np.ndarray) -> np.ndarray | None:
+    """The singular-system rule read literally: Cholesky when the smallest computed eigenvalue exceeds
+    N·ε·largest, else ``None`` (the pseudo-inverse branch)."""
+    eigenvalues = np.linalg.eigvalsh(matrix)
+    if eigenvalues[0] <= matrix.shape[0] * np.finfo(np.float64).eps * np.abs(eigenvalues).max():
+        return None
+    return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, lower=True), a.T).T
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 40), rows=st.integers(1, 60),
+       log_l2=st.floats(-16, 3), log_scale=st.floats(-3, 6))
+def test_certified_cholesky_solve_is_the_eigenvalue_rule_bit_for_bit(seed, n, rows, log_l2, log_scale):
+    """Over well- and ill-conditioned systems (rank-deficient B, λ down to 1e-16·scale): a system
+    the Cholesky factor certifies is one the eigenvalue rule solves by Cholesky, with the same bits."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(rows, n)) * 10.0 ** log_scale
+    matrix = s.T @ s + 10.0 ** (log_l2 + 2 * log_scale) * np.eye(n)
+    a = rng.normal(size=(3, n))
+    expected = _eigenvalue_rule(a, matrix)
+    try:
+        factor = scipy.linalg.cho_factor(matrix, lower=True)[0]
+    except np.linalg.LinAlgError:
+        factor = None
+    if factor is not None and certified_regular(matrix, factor):
+        assert expected is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = solve_symmetric(a, matrix, 10.0 ** log_l2)
+    if expected is not None:
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_certificate_decides_the_ridge_systems_of_a_reservoir_and_not_a_singular_one():
+    """Reservoir-like states (tanh, correlated) at λ 1e-3: certified without eigenvalues; a
+    rank-deficient B at λ 1e-15·‖B‖ is left to the eigenvalues (and solved by the pseudo-inverse)."""
+    rng = np.random.default_rng(0)
+    s = np.tanh(rng.normal(size=(500, 120)) @ rng.normal(size=(120, 120)) * 0.1)
+    matrix = s.T @ s + 1e-3 * np.eye(120)
+    assert certified_regular(matrix, scipy.linalg.cho_factor(matrix, lower=True)[0])
+    low = rng.normal(size=(5, 120))
+    singular = low.T @ low
+    singular += 1e-15 * np.abs(singular).max() * np.eye(120)
+    assert not certified_regular(singular, scipy.linalg.cho_factor(singular, lower=True)[0])
+    with pytest.warns(RunWarning, match="numerically singular"):
+        solve_symmetric(low[:3], singular, 1e-15)
+
+
+def test_reservoir_weights_are_read_only_copies_so_the_harvest_key_cannot_go_stale():
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=(3, 5)), rng.normal(size=(5, 5)) * 0.1, rng.normal(size=5), np.ones(5)]
+    original = [a.copy() for a in arrays]
+    weights = ReservoirWeights(*arrays, leaky=0.5)
+    key = weights.key
+    arrays[1][0, 0] += 1.0  # the caller's array, not the reservoir's
+    assert weights.key == key == ReservoirWeights(*original, leaky=0.5).key
+    assert ReservoirWeights(*arrays, leaky=0.5).key != key
+    with pytest.raises(ValueError, match="read-only"):
+        weights.recurrent[0, 0] = 0.0
+    assert weights.replace(leaky=0.3).key != key
+
+
+def test_a_config_draws_one_reservoir_object_equal_to_a_fresh_draw():
+    from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+
+    config = ReservoirConfig(units=7, seed=11)
+    weights = ReservoirWeights.from_config(config, 3)
+    assert ReservoirWeights.from_config(config, 3) is weights
+    np.testing.assert_array_equal(weights.recurrent, recurrent_weights(config))
+    np.testing.assert_array_equal(weights.kernel, input_weights(config, 3))
+    np.testing.assert_array_equal(weights.bias, bias_weights(config))
+    assert ReservoirWeights.from_config(config, 4).kernel.shape == (4, 7)
+    assert ReservoirWeights.from_config(ReservoirConfig(units=7, seed=12), 3).key != weights.key

@@ -37,6 +37,7 @@ GROUPS = ("val", "test")
 MAX_TRAIN_ROWS = 200_000
 
 _memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
+_row_memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, tuple]]" = weakref.WeakKeyDictionary()
 
 
 def sequence_features(x: np.ndarray, per_step: bool) -> np.ndarray:
@@ -59,8 +60,20 @@ def sequence_features(x: np.ndarray, per_step: bool) -> np.ndarray:
 
 
 def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The clients ``ids``' rows (:func:`sequence_features`) and labels. Per-sequence summaries are
+    memoised per dataset object and ids (read-only; every split and seed of a dataset reuses them);
+    per-step rows are the inputs themselves and are not held."""
+    memo = _row_memo.setdefault(dataset, {})
+    key = tuple(ids)
+    if key in memo:
+        return memo[key]
     pooled = dataset.pooled(ids)
-    return sequence_features(pooled.x, pooled.per_step), pooled.y.reshape(-1)
+    rows = sequence_features(pooled.x, pooled.per_step), pooled.y.reshape(-1)
+    if not pooled.per_step:
+        for array in rows:
+            array.flags.writeable = False
+        memo[key] = rows
+    return rows
 
 
 def _training_rows(dataset: SequenceDataset, split: Split,

@@ -106,30 +106,33 @@ def random_units(n_units: int, size: int, seed: int, client: int) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClientParts:
-    """One client's I- and R-pFedRR statistics and its selected unit indices (bias excluded)."""
+    """One client's I- and R-pFedRR statistics and its selected unit indices (bias excluded);
+    ``random`` is ``None`` when only I-pFedRR is asked for (:func:`client_parts`)."""
 
     important: RidgeStats
-    random: RidgeStats
+    random: RidgeStats | None
     important_units: np.ndarray
     random_units: np.ndarray
 
 
 def client_parts(stats: RidgeStats, tau: float, seed: int, client: int,
-                 reading: Reading = "consistent") -> ClientParts:
-    """The I- and R-pFedRR statistics client number ``client`` sends (pFedRR eqs. 2, 5)."""
+                 reading: Reading = "consistent", *, random: bool = True) -> ClientParts:
+    """The I- and R-pFedRR statistics client number ``client`` sends (pFedRR eqs. 2, 5); without
+    ``random`` the R- units are drawn but their statistics not formed."""
     important = select_important(stats, tau)
-    random = random_units(n_units(stats), important.size, seed, client)
+    units = random_units(n_units(stats), important.size, seed, client)
     return ClientParts(sparsify(stats, with_bias_index(important, stats), reading),
-                       sparsify(stats, with_bias_index(random, stats), reading), important, random)
+                       sparsify(stats, with_bias_index(units, stats), reading) if random else None,
+                       important, units)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PFedRRResult:
-    """The exact (FedRR), I-pFedRR and R-pFedRR readouts and each client's selected units."""
+class SelectedReadouts:
+    """The I-pFedRR readout, the R-pFedRR readout (``None`` when not asked for) and each client's
+    selected units."""
 
-    exact: np.ndarray
     important: np.ndarray
-    random: np.ndarray
+    random: np.ndarray | None
     important_units: tuple[np.ndarray, ...]
     random_units: tuple[np.ndarray, ...]
     n_units: int
@@ -140,10 +143,19 @@ class PFedRRResult:
         return float(np.mean([u.size for u in self.important_units]) / self.n_units * 100)
 
 
-def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0,
-               per_client: bool = False, reading: Reading = "consistent",
-               aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PFedRRResult:
-    """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics.
+@dataclasses.dataclass(frozen=True, eq=False)
+class PFedRRResult(SelectedReadouts):
+    """The exact (FedRR), I-pFedRR and R-pFedRR readouts and each client's selected units."""
+
+    exact: np.ndarray
+
+
+def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0, per_client: bool = False,
+                 reading: Reading = "consistent", random: bool = True,
+                 aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> SelectedReadouts:
+    """I-pFedRR's readout and, with ``random``, R-pFedRR's, from one set of client statistics —
+    :func:`fit_pfedrr` without the exact readout, which τ and the reading do not change (a sweep over
+    τ solves it once).
 
     R-pFedRR's client i draws its units with seed ``(seed, i)``; ``reading`` says whether
     A_c is masked like B̃_c (consistent, default) or sent whole (literal; see the module).
@@ -153,19 +165,31 @@ def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int 
     stats = check_clients(stats)
     check_tau(tau)
     check_reading(reading)
-    parts = [client_parts(s, tau, seed, i, reading) for i, s in enumerate(stats)]
+    parts = [client_parts(s, tau, seed, i, reading, random=random) for i, s in enumerate(stats)]
 
     def solve(items):
         return aggregate(items).solve(l2, per_client=per_client)
 
-    return PFedRRResult(
-        exact=solve(stats),
+    return SelectedReadouts(
         important=solve(p.important for p in parts),
-        random=solve(p.random for p in parts),
+        random=solve(p.random for p in parts) if random else None,
         important_units=tuple(p.important_units for p in parts),
         random_units=tuple(p.random_units for p in parts),
         n_units=n_units(stats[0]),
     )
+
+
+def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0,
+               per_client: bool = False, reading: Reading = "consistent",
+               aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PFedRRResult:
+    """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics (:func:`fit_selected`
+    plus the exact readout ``aggregate(stats)`` solved at ``l2``)."""
+    stats = check_clients(stats)
+    check_tau(tau)
+    check_reading(reading)
+    exact = aggregate(stats).solve(l2, per_client=per_client)
+    selected = fit_selected(stats, tau, l2, seed=seed, per_client=per_client, reading=reading, aggregate=aggregate)
+    return PFedRRResult(**{f.name: getattr(selected, f.name) for f in dataclasses.fields(selected)}, exact=exact)
 
 
 # --------------------------------------------------------------------------- streaming subrounds

@@ -63,6 +63,30 @@ def singular_message(l2: float) -> str:
             "readout; a larger λ (--l2 auto) regularises it instead.")
 
 
+CERTIFICATE_MARGIN = 4.0
+"""Factor by which :func:`certified_regular`'s bounds must clear the singular tolerance, so that the
+rounding of the computed eigenvalues (a few ε·‖M‖) cannot turn the certified case singular."""
+
+
+def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
+    """Whether the symmetric ``matrix = L Lᵀ`` (``lower``: its Cholesky factor, the strict upper
+    triangle ignored) is regular under :func:`singular_tolerance`'s rule with a margin, from bounds on
+    its extreme eigenvalues that cost a triangular inverse (N³/3) instead of an eigendecomposition.
+
+    ``e_min ≥ 1 / trace(M⁻¹) = 1 / ‖L⁻¹‖_F²`` (every eigenvalue is positive and ``trace(M⁻¹) = Σ 1/e_i``)
+    and ``e_max ≤ min(trace M, ‖M‖_∞)``; the system is certified when the lower bound exceeds
+    :data:`CERTIFICATE_MARGIN` times the tolerance ``N·ε·e_max`` at the upper bound. ``False`` says
+    only that the bounds do not decide (the caller then computes the eigenvalues).
+    """
+    inverse, info = scipy.linalg.lapack.dtrtri(lower, lower=1)
+    if info != 0:
+        return False
+    inverse_norm = float(np.square(np.tril(inverse)).sum())
+    largest = min(float(np.trace(matrix)), float(np.abs(matrix).sum(axis=1).max()))
+    tolerance = matrix.shape[0] * np.finfo(np.float64).eps * largest
+    return bool(np.isfinite(inverse_norm) and inverse_norm > 0 and 1.0 / inverse_norm > CERTIFICATE_MARGIN * tolerance)
+
+
 def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
     """``W = a · matrix⁻¹`` for the symmetric ridge system ``matrix = B + λI`` (IncFed eq. 10).
 
@@ -72,14 +96,19 @@ def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
     singular one raises :class:`SingularSystemError` when ``l2 = 0`` and otherwise is solved
     by the pseudo-inverse ``W = (a V_k) diag(1 / e_k) V_kᵀ`` over the eigenpairs above the
     tolerance (the minimum-norm least-squares solution), with a recorded RunWarning.
+
+    The eigenvalues are computed only when the Cholesky factor does not certify the system
+    regular by itself (:func:`certified_regular`); either way the same Cholesky solve runs.
     """
+    try:
+        factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
+    except np.linalg.LinAlgError:
+        factor = None
+    if factor is not None and certified_regular(matrix, factor[0]):
+        return scipy.linalg.cho_solve(factor, a.T).T
     eigenvalues = np.linalg.eigvalsh(matrix)
-    if eigenvalues[0] > singular_tolerance(eigenvalues):
-        try:
-            factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
-            return scipy.linalg.cho_solve(factor, a.T).T
-        except np.linalg.LinAlgError:
-            pass
+    if factor is not None and eigenvalues[0] > singular_tolerance(eigenvalues):
+        return scipy.linalg.cho_solve(factor, a.T).T
     if l2 == 0:
         raise SingularSystemError(singular_message(l2))
     warn(singular_message(l2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,8 @@ class ReservoirWeights:
     def __post_init__(self) -> None:
         arrays = {}
         for name in ("kernel", "recurrent", "bias", "gain"):
-            arr = np.asarray(getattr(self, name), dtype=np.float32)
+            arr = np.array(getattr(self, name), dtype=np.float32)  # an own copy, read-only: :attr:`key` holds
+            arr.flags.writeable = False
             if not np.all(np.isfinite(arr)):
                 raise ValueError(f"ReservoirWeights.{name}: contains NaN or inf.")
             arrays[name] = arr
@@ -52,9 +54,9 @@ class ReservoirWeights:
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
-        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1."""
-        return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
-                   np.ones(config.units, np.float32), float(config.leaky))
+        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1; the last few draws are
+        kept (the arrays are read-only; a draw costs Ŵ's eigenvalues for the spectral radius)."""
+        return _drawn(cls, config, n_inputs)
 
     @classmethod
     def from_layer(cls, layer: "Reservoir") -> "ReservoirWeights":
@@ -72,9 +74,10 @@ class ReservoirWeights:
     def n_inputs(self) -> int:
         return int(self.kernel.shape[0])
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """Content hash: equal arrays give equal keys (the cache key of a harvest)."""
+        """Content hash: equal arrays give equal keys (the cache key of a harvest); hashed once, the arrays
+        being read-only copies."""
         h = hashlib.sha1(np.float64(self.leaky).tobytes())
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
@@ -86,6 +89,12 @@ class ReservoirWeights:
     def layer_weights(self) -> list[np.ndarray]:
         """Weights in :class:`~tff_esn.esn.layer.Reservoir` order (with ``use_gain=True``)."""
         return [self.kernel, self.recurrent, self.bias, self.gain]
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
+    return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
+               np.ones(config.units, np.float32), float(config.leaky))
 
 
 @dataclasses.dataclass(frozen=True)
