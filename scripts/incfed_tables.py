@@ -74,6 +74,8 @@ def local_fits(dataset, splits: dict, config) -> dict[float, dict[str, float]]:
 
 
 def run(ctx: Context, s: Settings) -> None:
+    from tff_esn.closed_form.run import shared_harvests
+
     results: dict[str, dict] = {}
     locals_: dict[str, dict] = {}
     for kind in s.datasets:
@@ -85,11 +87,13 @@ def run(ctx: Context, s: Settings) -> None:
         for fraction in s.fractions:
             split = splits[fraction]
             for seed in rep_seeds(ctx, s.repetitions):
-                for model in MODELS:
-                    record = ctx.run(ALGORITHM[model], dataset, split, f"{kind}/{fraction_label(fraction)}/{model}-{seed}",
-                                     **flags(kind, model, len(dataset.feature_names), s, seed))
-                    cells.setdefault((fraction, model), []).append(record)
-                    ctx.step(data=kind, fraction=fraction_label(fraction), model=model)
+                with shared_harvests():  # centralized and IncFed: one reservoir (Table III/IV), one harvest
+                    for model in MODELS:
+                        record = ctx.run(ALGORITHM[model], dataset, split,
+                                         f"{kind}/{fraction_label(fraction)}/{model}-{seed}",
+                                         **flags(kind, model, len(dataset.feature_names), s, seed))
+                        cells.setdefault((fraction, model), []).append(record)
+                        ctx.step(data=kind, fraction=fraction_label(fraction), model=model)
         results[kind] = cells
         _tables(ctx, kind, cells, s)
     _claims(ctx, results, s, locals_)
