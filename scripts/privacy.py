@@ -41,6 +41,7 @@ from scripts.framework import Context, Experiment, register, run_config
 from scripts.incfed_tables import Settings as IncFedSettings
 from scripts.incfed_tables import flags as incfed_flags
 from tff_esn.closed_form.harvest import Harvester
+from tff_esn.closed_form.run import harvester_for, shared_harvests
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import federate_tff
 from tff_esn.privacy.aggregation import StatsAggregation
@@ -199,28 +200,35 @@ def _incfed_flags(task: Task, dataset, s: Settings, seed: int) -> dict:
 def _incfed(ctx: Context, s: Settings, task: Task, timing: bool) -> dict:
     dataset = ctx.dataset(task.kind, task.incfed_pipeline)
     split = ctx.split(task.incfed_split, dataset)
-    steps = dataset.clients[split.train[0]].x.shape[1]
     out: dict = {"records": {}, "numpy": {}}
     for seed in rep_seeds(ctx, s.repetitions):
-        fl = _incfed_flags(task, dataset, s, seed)
-        config = run_config("incfed", **fl)
-        weights = ReservoirWeights.from_config(config.reservoir, len(dataset.feature_names))
-        spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
-        harvester = Harvester(dataset, spec)
-        for k, eps in enumerate(s.epsilons):
-            for draw in range(s.tff_draws if not math.isinf(eps) else 1):
-                dp_seed = 1000 * seed + 10 * k + draw
-                extra = {} if math.isinf(eps) else {**_dp_flags(eps, s.delta), "dp_seed": dp_seed}
-                record = ctx.run("incfed", dataset, split, f"incfed{_suffix(task)}/eps-{eps:g}-{seed}-{draw}", **fl,
-                                 **extra)
-                out["records"].setdefault(eps, []).append(record)
-                ctx.step(data=task.kind, model="incfed", epsilon=_label(eps))
-            out["numpy"].setdefault(eps, []).extend(numpy_private_accuracy(
-                harvester, weights, split, spec, steps, eps, s.delta, config.l2,
-                [1000 * seed + 10 * k + 500 + d for d in range(s.numpy_draws)]))
-        if seed == ctx.seed and timing:
-            out["timing"] = _timed_pair(ctx, dataset, split, weights, spec, config.l2, s.timing_repeats)
+        with shared_harvests():  # one reservoir per repetition: its runs over ε and draws score on one harvest
+            _incfed_repetition(ctx, s, task, dataset, split, seed, timing, out)
     return out
+
+
+def _incfed_repetition(ctx: Context, s: Settings, task: Task, dataset, split, seed: int, timing: bool,
+                       out: dict) -> None:
+    """One repetition of :func:`_incfed` (the reservoir of ``seed``): its runs and checks into ``out``."""
+    steps = dataset.clients[split.train[0]].x.shape[1]
+    fl = _incfed_flags(task, dataset, s, seed)
+    config = run_config("incfed", **fl)
+    weights = ReservoirWeights.from_config(config.reservoir, len(dataset.feature_names))
+    spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
+    harvester = harvester_for(dataset, spec)
+    for k, eps in enumerate(s.epsilons):
+        for draw in range(s.tff_draws if not math.isinf(eps) else 1):
+            dp_seed = 1000 * seed + 10 * k + draw
+            extra = {} if math.isinf(eps) else {**_dp_flags(eps, s.delta), "dp_seed": dp_seed}
+            record = ctx.run("incfed", dataset, split, f"incfed{_suffix(task)}/eps-{eps:g}-{seed}-{draw}", **fl,
+                             **extra)
+            out["records"].setdefault(eps, []).append(record)
+            ctx.step(data=task.kind, model="incfed", epsilon=_label(eps))
+        out["numpy"].setdefault(eps, []).extend(numpy_private_accuracy(
+            harvester, weights, split, spec, steps, eps, s.delta, config.l2,
+            [1000 * seed + 10 * k + 500 + d for d in range(s.numpy_draws)]))
+    if seed == ctx.seed and timing:
+        out["timing"] = _timed_pair(ctx, dataset, split, weights, spec, config.l2, s.timing_repeats)
 
 
 def _timed_pair(ctx: Context, dataset, split, weights: ReservoirWeights, spec: StateSpec, l2: float,
@@ -245,7 +253,7 @@ def _timed_pair(ctx: Context, dataset, split, weights: ReservoirWeights, spec: S
             if attempt:
                 times[name].append(time.perf_counter() - start)
     accuracy = {}
-    harvester = Harvester(dataset, spec)
+    harvester = harvester_for(dataset, spec)
     for name, outcome in outcomes.items():
         scores, labels = harvester.scores(outcome.readout, weights, split.test)
         accuracy[name] = float(np.mean(np.argmax(scores, axis=1) == labels))

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tff_esn.data.sequences import ClientSequences
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.closed_form import fedip
 from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_updates
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir
@@ -59,6 +61,7 @@ def test_ip_is_seeded_and_validates():
     w = ReservoirWeights.from_config(ReservoirConfig(units=6, seed=1), 3)
     cfg = IPConfig(eta=0.02, epochs=2)
     a = fedip_numpy(w, list(data.clients.values()), cfg, 2)
+    fedip._ADAPTED.clear()  # computed again, not served from intrinsic_plasticity's kept results
     b = fedip_numpy(w, list(data.clients.values()), cfg, 2)
     np.testing.assert_array_equal(a.gain, b.gain)
     for field, value in [("sigma", 0.0), ("eta", -1.0), ("epochs", 0), ("batch_size", 0)]:
@@ -87,3 +90,35 @@ def test_adapt_layer_writes_gain_and_bias_into_the_reservoir_layer():
     np.testing.assert_array_equal(restored.gain.numpy(), expected.gain)
     with pytest.raises(ValueError, match="use_gain"):
         adapt_layer(Reservoir(ReservoirConfig(units=6)), client, cfg)
+
+
+def test_local_ip_is_computed_once_per_reservoir_client_and_config(monkeypatch):
+    data = random_dataset(n_clients=1, seed=5, sizes=[9])
+    client = data.clients["c0"]
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=8, seed=4), 3)
+    cfg = IPConfig(eta=0.01, epochs=2, batch_size=4)
+    fedip._ADAPTED.clear()
+    computed = []
+    local_ip = fedip._local_ip_compiled
+    monkeypatch.setattr(fedip, "_local_ip_compiled", lambda *args: computed.append(1) or local_ip(*args))
+    first = intrinsic_plasticity(weights, client, cfg)
+    again = intrinsic_plasticity(weights.replace(), ClientSequences(client.x.copy(), client.y), cfg)  # equal content
+    assert len(computed) == 1
+    fedip._ADAPTED.clear()
+    fresh = intrinsic_plasticity(weights, client, cfg)
+    for kept in (first, again):
+        np.testing.assert_array_equal(kept.gain, fresh.gain)
+        np.testing.assert_array_equal(kept.bias, fresh.bias)
+    moved = client.x.copy()
+    moved[0, 0, 0] += 1.0
+    shorter = client.steps.copy()
+    shorter[0] -= 3
+    for changed_weights, changed_client, changed_cfg in [
+            (weights, ClientSequences(moved, client.y), cfg),
+            (weights, ClientSequences(client.x, client.y, shorter), cfg),
+            (weights, client, IPConfig(eta=0.02, epochs=2, batch_size=4)),
+            (weights.replace(gain=weights.gain * 1.5), client, cfg)]:
+        before = len(computed)
+        other = intrinsic_plasticity(changed_weights, changed_client, changed_cfg)
+        assert len(computed) == before + 1
+        assert not np.array_equal(other.gain, fresh.gain)

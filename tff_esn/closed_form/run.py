@@ -58,7 +58,7 @@ def shared_harvests() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def _harvester(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
+def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
     """The scope's harvester of ``dataset`` and ``spec`` (:func:`shared_harvests`), else a new one."""
     shared = _SHARED.get()
     if shared is None:
@@ -85,7 +85,7 @@ class Run:
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
         self.reservoir = config.reservoir
         self.spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
-        self.harvester = _harvester(dataset, self.spec)
+        self.harvester = harvester_for(dataset, self.spec)
         self.weights = ReservoirWeights.from_config(self.reservoir, len(dataset.feature_names))
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.train_ids = split.train
