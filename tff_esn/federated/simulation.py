@@ -28,10 +28,12 @@ global states with the noise seeds) are the state's ``aggregator`` and
 ``curvature_aggregator``, and their measurements the round's ``aggregator`` and
 ``client_work["curvature"]`` measurements, as in TFF's process.
 
-A round is one ``tf.function`` call: the sampled clients' updates one after the other, the
-mean, the server step, ``u``/``v`` and the metrics in one graph (``reduce_retracing``: traced
-again for a new number of clients, and once more when client sizes first differ), so a round
-costs the clients' arithmetic, not one call and one ``tf.data`` pipeline per client.
+A round is one call of a traced ``tf.function``: the sampled clients' updates one after the
+other, the mean, the server step, ``u``/``v`` and the metrics in one graph, so a round costs the
+clients' arithmetic, not one call and one ``tf.data`` pipeline per client. The graph is traced
+once per round layout (:func:`_round_layout`: the number of clients, their feature shapes, the
+batch size; any number of examples per client) and called as that concrete function, without
+``tf.function``'s per-call signature matching over the state and data.
 
 It has the interface of the TFF learning process that :mod:`tff_esn.federated.training`
 drives (``initialize``, ``next``, ``get_model_weights``), and its state is a nest of numpy
@@ -83,7 +85,7 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context as eager_context
 
 from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
-from tff_esn.federated.clients import RoundArrays
+from tff_esn.federated.clients import ClientArrays, RoundArrays
 from tff_esn.federated.simulated_aggregation import SimulatedAggregation, Sum
 from tff_esn.runtime import load_tff
 
@@ -143,6 +145,28 @@ def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[An
     return finalize
 
 
+def _array_spec(value: Any, any_axis: int | None = None) -> Any:
+    """The ``TensorSpec`` of an array or tensor (``any_axis``: that axis of any length); a
+    Python value stays itself (a constant of the trace, as ``tf.function`` takes it)."""
+    if not isinstance(value, (np.ndarray, np.generic, tf.Tensor)):
+        return value
+    shape = list(value.shape)
+    if any_axis is not None:
+        shape[any_axis] = None
+    return tf.TensorSpec(shape, tf.as_dtype(value.dtype))
+
+
+def _round_layout(*args) -> tuple:
+    """The specs a round is traced with: the state's leaves as they are; each client's inputs
+    and targets with any number of rows, its orders (epochs, n) with any n, its own reservoir
+    as it is; the batch size a constant."""
+    *state, data = args
+    clients = tuple(ClientArrays(_array_spec(c.x, 0), _array_spec(c.y, 0), _array_spec(c.orders, 1),
+                                 None if c.reservoir is None else tuple(_array_spec(w) for w in c.reservoir))
+                    for c in data.clients)
+    return (*tf.nest.map_structure(_array_spec, tuple(state)), RoundArrays(clients, data.batch_size))
+
+
 class SimulatedProcess:
     """FedAvg (``penalty=None``) or FedCurv (``penalty=λ``) with a server learning rate, one process.
 
@@ -173,7 +197,8 @@ class SimulatedProcess:
         self._mean, self._metrics_released = aggregation.model, aggregation.metrics
         self._curvature_sum = aggregation.curvature or Sum()
         self._own_reservoirs = client_reservoirs
-        self._round = tf.function(self._round_graph, reduce_retracing=True)
+        self._round = tf.function(self._round_graph)
+        self._traced: dict[tuple, Callable] = {}
 
     def initialize(self) -> collections.OrderedDict:
         """The initial state: the model's initial weights, the server optimizer's state, the
@@ -221,6 +246,14 @@ class SimulatedProcess:
             out["u"], out["v"] = nonnegative(summed["u"]), summed["v"]
         return out
 
+    def _traced_round(self, *args) -> collections.OrderedDict:
+        """The round's concrete function for the layout of ``args`` (traced at its first round), called."""
+        layout = _round_layout(*args)
+        key = tuple(tf.nest.flatten(layout))
+        if key not in self._traced:
+            self._traced[key] = self._round.get_concrete_function(*layout)
+        return self._traced[key](*args)
+
     def next(self, state: collections.OrderedDict, client_data: RoundArrays) -> SimulatedOutput:
         """One round over ``client_data`` (:meth:`~tff_esn.federated.clients._ClientSource.in_memory`
         of the sampled clients)."""
@@ -234,8 +267,8 @@ class SimulatedProcess:
         u, v = (state["u"], state["v"]) if self._curvature else (zeros, zeros)
         aggregators = {"model": state["aggregator"], "curvature": state.get("curvature_aggregator", ())}
         with _graphs_as_tff_runs_them():
-            out = self._round(state["trainable"], state["non_trainable"], state["server"], u, v, aggregators,
-                              client_data)
+            out = self._traced_round(state["trainable"], state["non_trainable"], state["server"], u, v, aggregators,
+                                     client_data)
         new_state = collections.OrderedDict(
             trainable=tuple(np.asarray(w) for w in out["trainable"]), non_trainable=state["non_trainable"],
             server=tf.nest.map_structure(_numpy, out["server"]),
