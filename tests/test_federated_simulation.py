@@ -197,6 +197,18 @@ def test_a_round_without_accepted_clients_keeps_the_weights_and_counts_no_client
     assert result.metrics["client_work"]["clients"] == len(IDS)
 
 
+def test_a_round_is_traced_once_per_number_of_clients_whatever_their_sizes():
+    model, source = _source(0, False, "same", 2)
+    process = SimulatedProcess(_model_fn(model, source, False), client_learning_rate=model.learning_rate)
+    state = process.initialize()
+    for r, sampled in enumerate([("a", "b", "c"), ("b", "c", "d"), ("d", "a", "c")]):  # 5–14 sequences each
+        state = process.next(state, source.in_memory(sampled, r)).state
+    assert process._round.experimental_get_tracing_count() == 1
+    process.next(state, source.in_memory(("a", "d"), 3))
+    process.next(state, source.in_memory(("b", "c"), 4))
+    assert process._round.experimental_get_tracing_count() == 2
+
+
 def test_clients_must_carry_their_own_reservoir_exactly_when_the_process_expects_it():
     model, source = _source(6, True, "same", 3)
     process = SimulatedProcess(_model_fn(model, source, True), client_learning_rate=model.learning_rate,
