@@ -129,7 +129,7 @@ def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: fl
 
 _local_ip_compiled = tf.function(functools.partial(_local_ip, batch_ip=_ip_batch_xla), reduce_retracing=True)
 """Local IP in this process (:func:`intrinsic_plasticity`): batches through :data:`_ip_batch_xla`. TFF's
-client update runs :func:`_local_ip` with the plain graph (TFF's worker has no XLA)."""
+client update (:func:`build_fedip_process`) serializes :func:`_local_ip` with the plain graph."""
 
 
 def _batches(client: ClientSequences, cfg: IPConfig, steps: int | None = None) -> tf.data.Dataset:
