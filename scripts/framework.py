@@ -43,10 +43,12 @@ PROFILES = ("tiny", "quick", "full")
 STATUS_FILE = "status.json"
 DONE, FAILED, NOT_RUN = "done", "failed", "not run"
 VERDICTS = ("agrees", "disagrees", "undetermined")
-#: Why a claim disagrees: the data differ (synthetic vs real), the seed contradicts itself,
-#: or a remaining defect of ours. A disagreement with no cause is reported as unexplained.
+#: Why a claim disagrees: the data differ (synthetic vs real), the seed contradicts itself, the
+#: seed's setting is decided by float rounding, or a remaining defect of ours. A disagreement with
+#: no cause is reported as unexplained.
 CAUSES = {"data": "the data differ (synthetic here, real in the seed)",
           "seed": "the seed's own inconsistency",
+          "rounding": "float rounding decides the seed's setting (another float order gives another result)",
           "defect": "a remaining defect of ours"}
 DATA_KINDS = ("wesad", "hhar")
 NPZ_BUILTIN = "sklearn-digits"

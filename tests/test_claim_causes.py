@@ -192,3 +192,30 @@ def test_fedip_table_says_when_its_ip_runs_were_decided_by_rounding():
     note = _rounding_note(chaotic)
     assert "decided by float rounding" in note and "0.8 of their size" in note
     assert _rounding_note({"hhar": {(0.5, SENSITIVITY): [ROUNDING_SENSITIVITY]}}) == ""
+
+
+def _fedip_claims(sensitivity: float) -> list:
+    """The claims of fedip-table on WESAD where FedIP loses to IncFed at 25 % and nothing in the baselines
+    explains it; FedIP's runs at 25 % have the given rounding sensitivity."""
+    import types
+
+    from scripts.fedip_table import SENSITIVITY, Settings, _claims
+
+    cells = {(0.25, "incfed"): [60.0], (0.25, "fedip"): [57.0], (0.25, "majority"): [40.0], (0.25, "LR"): [58.0],
+             (0.25, SENSITIVITY): [1e-7, sensitivity],
+             (1.0, "incfed"): [70.0], (1.0, "fedip"): [72.0], (1.0, "majority"): [40.0], (1.0, "LR"): [62.0],
+             (1.0, SENSITIVITY): [1e-7]}
+    claims = []
+    ctx = types.SimpleNamespace(claim=lambda *args, **kwargs: claims.append((args, kwargs)))
+    _claims(ctx, {"wesad": cells}, Settings(datasets=("wesad",), fractions=(0.25, 1.0)), {})
+    return claims
+
+
+def test_a_fedip_claim_decided_by_rounding_says_so_and_only_then():
+    from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
+
+    (args, kwargs), *_ = _fedip_claims(0.8)
+    assert args[0].startswith("On WESAD, FedIP improves on IncFed") and args[2] is False
+    assert kwargs["cause"] == "rounding" and "25%" in kwargs["reason"] and "0.8 of their size" in kwargs["reason"]
+    (args, kwargs), *_ = _fedip_claims(ROUNDING_SENSITIVITY)
+    assert args[2] is False and kwargs["cause"] is None
