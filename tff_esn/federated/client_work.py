@@ -102,7 +102,7 @@ def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
 
 
 class ClientUpdate(NamedTuple):
-    """The client update (thesis ClientUpdate of Alg. 1–4) as two ``tf.function``\ s that
+    """The client update (thesis ClientUpdate of Alg. 1–4) as two ``tf.function`` objects that
     differ only in how they walk the client's batches.
 
     ``on_batches(initial_weights, data, u, v, reservoir=None)``: ``data`` is the client's
