@@ -79,14 +79,21 @@ def run(ctx: Context, s: Settings) -> None:
 def _rounding_note(results: dict) -> str:
     """The table note's sentence when FedIP's IP runs were decided by float rounding
     (:func:`tff_esn.closed_form.fedip.rounding_sensitivity` above its threshold), else nothing."""
+    finding = _ulp_finding(max((_sensitivity(cells) for cells in results.values()), default=0.0))
+    if finding is None:
+        return ""
+    return (f" At this η IP is decided by float rounding: {finding}, so FedIP's column (and its difference to "
+            "IncFed) changes with the backend, BLAS or graph optimizer; each FedIP run's metrics.json warns.")
+
+
+def _ulp_finding(worst: float) -> str | None:
+    """What a largest rounding sensitivity ``worst`` above :data:`~tff_esn.closed_form.fedip.ROUNDING_SENSITIVITY`
+    measured, in words; ``None`` at or below it (IP decided by the data)."""
     from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
 
-    worst = max((_sensitivity(cells) for cells in results.values()), default=0.0)
     if worst <= ROUNDING_SENSITIVITY:
-        return ""
-    return (f" At this η IP is decided by float rounding: one ulp on the initial gains moves the gains after one "
-            f"local epoch by up to {worst:.2g} of their size, so FedIP's column (and its difference to IncFed) "
-            "changes with the backend, BLAS or graph optimizer; each FedIP run's metrics.json warns.")
+        return None
+    return f"one ulp on the initial gains moves the gains after one local epoch by up to {worst:.2g} of their size"
 
 
 def _sensitivity(cells: dict, fractions=None) -> float:
@@ -99,14 +106,11 @@ def _rounding(cells: dict, fractions) -> tuple[str | None, str]:
     """``rounding`` when FedIP's runs at ``fractions`` were decided by float rounding
     (:func:`~tff_esn.closed_form.fedip.rounding_sensitivity` above its threshold): FedIP's accuracy there
     is one draw of the rounding, so a claim on it is not a finding about FedIP; else unexplained."""
-    from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
-
-    worst = _sensitivity(cells, fractions)
-    if worst <= ROUNDING_SENSITIVITY:
+    finding = _ulp_finding(_sensitivity(cells, fractions))
+    if finding is None:
         return None, ""
     return "rounding", (f"FedIP's runs at {', '.join(fraction_label(f) for f in fractions)} are decided by float "
-                        f"rounding at the seed's η: one ulp on the initial gains moves the gains after one local "
-                        f"epoch by up to {worst:.2g} of their size, so FedIP's accuracy there is one draw of the "
+                        f"rounding at the seed's η: {finding}, so FedIP's accuracy there is one draw of the "
                         "rounding (another backend, BLAS or graph optimizer draws another), not a property of FedIP")
 
 
