@@ -82,15 +82,16 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
 def run_ensemble(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """Each client its own reservoir and ridge readout; size-weighted ensemble of outputs."""
     run = Run(dataset, split, config, "ensemble")
-    members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
-    stats = [run.harvester.stats(w, cid) for w, cid in zip(members, run.train_ids)]
-    sizes = [s.n for s in stats]
+    members = dict(zip(run.train_ids, client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))))
 
     def scorer(l2: float) -> Scorer:
+        stats = run.stats(members)
         readouts = local_readouts(stats, l2)
+        weights = [members[cid] for cid in run.train_ids]
+        sizes = [s.n for s in stats]
 
         def score(ids):
-            outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
+            outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, weights)]
             return size_weighted_mean([o[0] for o in outputs], sizes), outputs[0][1]
 
         return score
@@ -103,7 +104,8 @@ def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfi
     """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
     run = Run(dataset, split, config, "alignment")
     members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
-    aligned = [align(w, run.weights, config.alpha, rescale=config.rescale) for w in members]
-    stats = [run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)]
-    readout = fit_incfed(stats, run.choose_l2(run.exact_sweep(stats)))
+    aligned = {cid: align(w, run.weights, config.alpha, rescale=config.rescale)
+               for w, cid in zip(members, run.train_ids)}
+    l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(aligned))(grid))
+    readout = fit_incfed(run.stats(aligned), l2)
     return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=config.alpha)

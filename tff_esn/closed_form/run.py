@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,11 +24,14 @@ from tff_esn import communication
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.l2_selection import AUTO, L2Choice, by_default, on_validation
+from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_GRID, STATE_MODE_CANDIDATES, Candidate,
+                                          L2Choice, by_default, chosen_l2, objective_score, on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
+from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.metrics import accuracy, predictions, split_report
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.metrics import predictions, split_report
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.run_warnings import RunWarning, warn
 
@@ -71,25 +75,52 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
 
 
 class Run:
-    """What every closed-form run shares: the reservoir, the harvest, λ (:meth:`choose_l2`) and the split.
+    """What every closed-form run shares: the reservoir, the harvest, the selection and the split.
 
     Attributes:
         dataset, split: the clients' sequences and the train/val/test clients.
         config: the algorithm's config (a :class:`~tff_esn.closed_form.configs.ReadoutConfig`).
-        reservoir: its reservoir hyperparameters (``config.reservoir``); ``weights`` their draw.
+        reservoir: its reservoir hyperparameters (``config.reservoir``, or the chosen values of
+            ``config.reservoir_search``); ``weights`` their draw.
         name: the algorithm's name, prefixed to the run's warnings.
-        spec: the states entering the readout; ``harvester`` caches them per reservoir and client.
+        spec: the states entering the readout (the chosen state mode for ``state_mode="auto"``);
+            ``harvester`` caches them per reservoir and client.
+        carving: the validation data when something is chosen (:func:`tff_esn.data.carving.carve`),
+            else ``None``. The harvest reads :attr:`carving.dataset <tff_esn.data.carving.Carving.dataset>`:
+            a training client's statistics are the sum of its parts' (:meth:`stats`).
     """
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str):
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
         self.reservoir = config.reservoir
-        self.spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
-        self.harvester = harvester_for(dataset, self.spec)
-        self.weights = ReservoirWeights.from_config(self.reservoir, len(dataset.feature_names))
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
-        self.train_ids = split.train
+        self.selection: dict[str, Any] | None = None
+        chooses = config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
+        self.carving = carve(dataset, split, seed=config.seed) if chooses else None
+        self._data = self.carving.dataset if self.carving else dataset
+        self._units = self.carving.split.train if self.carving else tuple(split.train)
+        self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
+        self._training = self._units
+        state_mode = config.state_mode
+        if state_mode == AUTO:
+            per_step = any(c.per_step for c in dataset.select(split.train).values())
+            state_mode = "last" if per_step else DEFAULT_STATE_MODE
+        self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
+        if config.state_mode == AUTO or config.reservoir_search:
+            self._select_states()
+
+    def _use(self, reservoir: ReservoirConfig, state_mode: str) -> None:
+        self.reservoir = reservoir
+        self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias)
+        self.harvester = harvester_for(self._data, self.spec)
+        self.weights = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
+
+    @property
+    def train_ids(self) -> tuple[str, ...]:
+        """The training clients (during a fold of the selection, those with data outside the fold)."""
+        present = {self._owner[u] for u in self._training}
+        return tuple(c for c in self.split.train if c in present)
 
     def training_clients(self) -> DatasetClients:
         """The training clients as a stream source (:mod:`tff_esn.closed_form.streaming`)."""
@@ -110,42 +141,128 @@ class Run:
             raise ValueError(f"{self.name}: l2 is {AUTO!r} and not chosen yet (Run.choose_l2).")
         return self.l2_choice.l2
 
-    def stats(self, weights: ReservoirWeights | None = None, *, scored: bool = True) -> list[RidgeStats]:
-        """The training clients' statistics under ``weights`` (default the run's reservoir). With
-        ``scored`` (the run scores every group with these weights) the validation and test clients
-        share the training clients' pooled pass (:meth:`Harvester.cache`)."""
+    def stats(self, weights: ReservoirWeights | Mapping[str, ReservoirWeights] | None = None, *,
+              scored: bool = True) -> list[RidgeStats]:
+        """The training clients' statistics under ``weights`` (default the run's reservoir; a mapping
+        gives each training client its own), in :attr:`train_ids` order: a client's is the sum of
+        its harvested parts' (IncFed eqs. 6–7 are sums over states). With ``scored`` (the run scores
+        every group with these weights) the validation and test clients share the training pass
+        (:meth:`Harvester.cache`)."""
         weights = weights or self.weights
+        of = (lambda cid: weights[cid]) if isinstance(weights, Mapping) else (lambda cid: weights)
         scored_ids = [*self.split.val, *self.split.test] if scored else []
-        self.harvester.cache(weights, [*self.train_ids, *scored_ids], stats=self.train_ids)
-        return [self.harvester.stats(weights, cid) for cid in self.train_ids]
+        if not isinstance(weights, Mapping):
+            self.harvester.cache(weights, [*self._units, *scored_ids], stats=self._units)
+        parts: dict[str, list[RidgeStats]] = {}
+        for unit in self._training:
+            owner = self._owner[unit]
+            parts.setdefault(owner, []).append(self.harvester.stats(of(owner), unit))
+        return [RidgeStats.sum(parts[cid]) for cid in self.train_ids]
 
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
+    def _folds(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """``(training parts, validation ids)`` of each fold: the carved folds, or the whole
+        training data beside the validation clients."""
+        if self.carving is None or self.carving.rule == "none":
+            return []
+        if not self.carving.carved:
+            return [(self._units, tuple(self.split.val))]
+        return [(self.carving.fold(k).train, fold) for k, fold in enumerate(self.carving.folds)]
+
+    def _why_not(self) -> str:
+        """Why nothing can be chosen (``""`` when something can)."""
+        if self.config.privacy.requested:
+            return ("privacy settings: choosing on the validation data would release readouts the privacy "
+                    "accounting does not cover")
+        return "" if self._folds() else "no validation data (a single training sequence)"
+
+    def _validate(self, sweep: Sweep, grid: Sequence[float]) -> list[float]:
+        """The objective at each λ of ``grid``: on every fold, ``sweep`` fits on the fold's training
+        parts and its readouts score the fold; the folds' predictions are pooled into one score."""
+        labels: list[np.ndarray] = []
+        predicted: list[list[np.ndarray]] = [[] for _ in grid]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RunWarning)
+                for training, val in self._folds():
+                    self._training = training
+                    for i, score in enumerate(sweep(grid)):
+                        outputs, truth = score(val)
+                        predicted[i].append(predictions(outputs))
+                    labels.append(truth)
+        finally:
+            self._training = self._units
+        truth = np.concatenate(labels)
+        return [objective_score(self.config.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
+
+    @property
+    def _rule(self) -> str:
+        return "cross-validation" if self.carving is not None and self.carving.carved else "validation"
+
     def choose_l2(self, sweep: Sweep) -> float:
         """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
-        readout is most accurate on the validation clients (a tie to the larger λ;
-        :mod:`tff_esn.closed_form.l2_selection`). ``sweep(grid)`` gives the algorithm's readout
-        at each λ of the grid as a scorer; it runs only when there is something to choose on (the
-        singular-system warnings of the λ it tries are not the run's and are not recorded).
-        Without validation clients, or with privacy settings, the stated default λ is used. The
-        choice is reported in ``l2_selection``."""
+        readout scores best on the validation data (a tie to the larger λ;
+        :mod:`tff_esn.closed_form.selection`). ``sweep(grid)`` gives the algorithm's readout at each
+        λ of the grid as a scorer, fitted on :meth:`stats` (on carved folds it runs once per fold,
+        with :meth:`stats` and :attr:`train_ids` those of the fold's training data); it runs only
+        when there is something to choose on (the singular-system warnings of the λ it tries are
+        not the run's and are not recorded). With privacy settings or nothing to validate on, the
+        stated default λ is used. The choice is reported in ``l2_selection``."""
         if self.l2_choice is None:
-            config = self.config
-            if config.privacy.requested:
-                self.l2_choice = by_default("privacy settings: choosing λ on the validation clients would "
-                                            "release readouts the privacy accounting does not cover")
-            elif not self.split.val:
-                self.l2_choice = by_default("the split has no validation clients")
+            reason = self._why_not()
+            if reason:
+                self.l2_choice = by_default(reason)
             else:
-                grid = config.l2_grid
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RunWarning)
-                    scorers = sweep(grid)
-                scores = [scorer(self.split.val) for scorer in scorers]
-                self.l2_choice = on_validation(grid, [accuracy(labels, predictions(out)) for out, labels in scores])
+                grid = self.config.l2_grid
+                self.l2_choice = on_validation(grid, self._validate(sweep, grid), objective=self.config.objective,
+                                               rule=self._rule)
             _LOG.info("%s: λ = %g (%s)", self.name, self.l2_choice.l2, self.l2_choice.rule)
         return self.l2_choice.l2
+
+    def _select_states(self) -> None:
+        """``state_mode="auto"`` and ``reservoir_search``: the setting of the states whose exact readout
+        (IncFed = centralized) scores best at its best λ of ``l2_grid`` (:mod:`tff_esn.closed_form.selection`):
+        first the state mode on the configured reservoir, then each searched reservoir setting in turn."""
+        config = self.config
+        reason = self._why_not()
+        searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
+        if reason:
+            self.selection = {"rule": "default", "reason": reason, "state_mode": self.spec.state_mode, **searched}
+            return
+        grid = config.l2_grid
+        per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
+        modes = ([m for m in STATE_MODE_CANDIDATES if not (per_step and m == "mean")]
+                 if config.state_mode == AUTO else [self.spec.state_mode])
+        table: list[Candidate] = []
+
+        def trial(reservoir: ReservoirConfig, mode: str) -> Candidate:
+            self._use(reservoir, mode)
+            scores = self._validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
+            best = chosen_l2(scores)
+            table.append(Candidate(mode, {n: getattr(reservoir, n) for n in searched}, grid[best], scores[best]))
+            return table[-1]
+
+        best = self.reservoir, modes[0], trial(self.reservoir, modes[0])
+        for mode in modes[1:]:
+            candidate = trial(best[0], mode)
+            if candidate.score > best[2].score:
+                best = best[0], mode, candidate
+        for name in searched:
+            for value in RESERVOIR_GRID[name]:
+                if value == getattr(best[0], name):
+                    continue
+                reservoir = dataclasses.replace(best[0], **{name: value})
+                candidate = trial(reservoir, best[1])
+                if candidate.score > best[2].score:
+                    best = reservoir, best[1], candidate
+        self._use(best[0], best[1])
+        chosen = best[2]
+        self.selection = {"rule": self._rule, "objective": config.objective, "state_mode": chosen.state_mode,
+                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table),
+                          "candidates": [c.to_dict() for c in table]}
+        _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 
     def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
                     per_client: bool = False, scale: float = 1.0) -> Sweep:
@@ -158,7 +275,10 @@ class Run:
                **extra: Any) -> dict[str, Any]:
         """The result sections: train/val/test metrics (None for an empty group), communication,
         extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` and every
-        group whose predictions are all one class while its labels are not — a collapse, never a result; ``l2_selection``, the λ used and how it was chosen; and in ``extra``
+        group whose predictions are all one class while its labels are not — a collapse, never a result;
+        ``l2_selection``, the λ used and how it was chosen; ``selection``, the state mode and reservoir
+        chosen with every candidate's score; ``validation``, where the validation data came from
+        (:meth:`tff_esn.data.carving.Carving.to_dict`); and in ``extra``
         the ``states`` check of the run's reservoir on the training sequences (saturation,
         :func:`tff_esn.closed_form.saturation.check_states`, warned about there)."""
         if self._states is None:
@@ -167,7 +287,7 @@ class Run:
         out: dict[str, Any] = {}
         said = list(notes)
         for group in GROUPS:
-            ids = getattr(self.split, group)
+            ids = self._units if group == "train" else getattr(self.split, group)
             if ids:
                 scores, labels = scorer(ids)
                 out[group] = split_report(labels, scores, self.n_outputs, seed=self.config.seed)
@@ -183,6 +303,10 @@ class Run:
             warn(text)
         if self.l2_choice is not None:
             out["l2_selection"] = self.l2_choice.to_dict()
+        if self.selection is not None:
+            out["selection"] = self.selection
+        if self.carving is not None:
+            out["validation"] = self.carving.to_dict()
         out["communication"] = cost.to_dict()
         out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), "states": self._states,
                         **extra}
