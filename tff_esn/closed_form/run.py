@@ -274,8 +274,8 @@ class Run:
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
         """The result sections: train/val/test metrics (None for an empty group), communication,
-        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` and every
-        group whose predictions are all one class while its labels are not — a collapse, never a result;
+        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` (a model that
+        predicts one class is every algorithm's check, :func:`tff_esn.result_check.check_result`);
         ``l2_selection``, the λ used and how it was chosen; ``selection``, the state mode and reservoir
         chosen with every candidate's score; ``validation``, where the validation data came from
         (:meth:`tff_esn.data.carving.Carving.to_dict`); and in ``extra``
@@ -291,11 +291,6 @@ class Run:
             if ids:
                 scores, labels = scorer(ids)
                 out[group] = split_report(labels, scores, self.n_outputs, seed=self.config.seed)
-                predicted = np.unique(np.argmax(scores, axis=-1))
-                if predicted.size == 1 and np.unique(labels).size > 1:
-                    said.append(f"{group}: every prediction is class {int(predicted[0])} "
-                                f"({np.unique(labels).size} classes present); check λ, the state mode and "
-                                f"the algorithm's own hyperparameters")
             else:
                 out[group] = None
         out["warnings"] = [f"{self.name}: {text}" for text in said]
