@@ -156,3 +156,20 @@ def test_incfed_backends_make_the_same_choice():
     assert records[0]["selection"] == records[1]["selection"]
     assert records[0]["l2_selection"] == records[1]["l2_selection"]
     assert records[0]["test"]["accuracy"] == records[1]["test"]["accuracy"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_downdated_fold_scores_equal_a_solve_per_fold(seed):
+    """Property: the state search's scores from one eigendecomposition (Woodbury downdate per fold)
+    equal the scores of a ridge solve on each fold's remaining statistics."""
+    rng = np.random.default_rng(seed)
+    n_clients = int(rng.choice([3, 5, 12]))
+    data = random_dataset(n_clients=n_clients, seed=seed, sizes=rng.integers(3, 12, size=n_clients))
+    grid = (1e-2, 1e0, 1e2)
+    for mode in ("mean", "last"):
+        run = Run(data, _no_val(data), _config(l2="auto", l2_grid=grid, state_mode=mode, units=30,
+                                                objective="balanced_accuracy"), "check")
+        downdated = run._downdated_scores(grid)
+        assert downdated is not None
+        direct = run._validate(lambda g: run.exact_sweep(run.stats(scored=False))(g), grid)
+        assert downdated == pytest.approx(direct, abs=1e-12)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from tff_esn import communication
 from tff_esn.closed_form.configs import ReadoutConfig
@@ -32,7 +33,7 @@ from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.metrics import predictions, split_report
-from tff_esn.esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats, one_hot, with_bias
 from tff_esn.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
@@ -74,6 +75,15 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
     return shared[-1][2]
 
 
+def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``matrix⁻¹ rhs`` for a symmetric positive definite ``matrix`` by Cholesky; least squares when rounding
+    leaves it indefinite (a fold whose states the rest of the training data barely spans, λ → 0)."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, check_finite=False), rhs, check_finite=False)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
+
+
 class Run:
     """What every closed-form run shares: the reservoir, the harvest, the selection and the split.
 
@@ -101,12 +111,14 @@ class Run:
         self._units = self.carving.split.train if self.carving else tuple(split.train)
         self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
         self._training = self._units
+        self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
         state_mode = config.state_mode
         if state_mode == AUTO:
             per_step = any(c.per_step for c in dataset.select(split.train).values())
             state_mode = "last" if per_step else DEFAULT_STATE_MODE
         self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
+        self._exact_scores: dict[tuple, list[float]] = {}
         if config.state_mode == AUTO or config.reservoir_search:
             self._select_states()
 
@@ -114,7 +126,9 @@ class Run:
         self.reservoir = reservoir
         self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias)
         self.harvester = harvester_for(self._data, self.spec)
-        self.weights = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
+        if reservoir not in self._drawn:
+            self._drawn[reservoir] = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
+        self.weights = self._drawn[reservoir]
 
     @property
     def train_ids(self) -> tuple[str, ...]:
@@ -201,6 +215,15 @@ class Run:
     def _rule(self) -> str:
         return "cross-validation" if self.carving is not None and self.carving.carved else "validation"
 
+    def choose_exact_l2(self, *, per_client: bool = False) -> float:
+        """:meth:`choose_l2` for the exact (IncFed = centralized) readout of the training clients; the
+        scores the state search already computed for the chosen setting are reused, not recomputed."""
+        known = None if per_client else self._exact_scores.get((self.weights.key, self.spec))
+        if known is not None and self.l2_choice is None and not self._why_not():
+            self.l2_choice = on_validation(self.config.l2_grid, known, objective=self.config.objective,
+                                           rule=self._rule)
+        return self.choose_l2(lambda grid: self.exact_sweep(self.stats(), per_client=per_client)(grid))
+
     def choose_l2(self, sweep: Sweep) -> float:
         """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
         readout scores best on the validation data (a tie to the larger λ;
@@ -239,7 +262,10 @@ class Run:
 
         def trial(reservoir: ReservoirConfig, mode: str) -> Candidate:
             self._use(reservoir, mode)
-            scores = self._validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
+            scores = self._downdated_scores(grid)
+            if scores is None:
+                scores = self._validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
+            self._exact_scores[(self.weights.key, self.spec)] = scores
             best = chosen_l2(scores)
             table.append(Candidate(mode, {n: getattr(reservoir, n) for n in searched}, grid[best], scores[best]))
             return table[-1]
@@ -263,6 +289,38 @@ class Run:
                           **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table),
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
+
+    def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
+        """The exact readout's cross-validated scores from one eigendecomposition ``B = V diag(e) Vᵀ`` of the
+        training statistics: fold k's predictions on its own states ``S_k`` (m × F, targets ``Y_k``) are
+        ``S_k (B − S_kᵀS_k + λI)⁻¹ (A − Y_kᵀS_k)ᵀ = (I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ`` with ``M = B + λI``
+        and ``G = S_k M⁻¹ S_kᵀ`` (Woodbury), an m × m solve per λ. ``None`` (the caller solves each fold)
+        unless the folds are carved, a state is a sequence's (``last``/``mean``) and every fold has fewer
+        states than features."""
+        if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
+            return None
+        total = RidgeStats.sum(self.stats(scored=False))
+        folds = []
+        for _, val in self._folds():
+            features = [self.harvester.features(self.weights, unit) for unit in val]
+            states = np.concatenate([f.states for f in features])
+            folds.append((with_bias(states) if self.spec.readout_bias else states,
+                          np.concatenate([f.labels for f in features])))
+            if len(states) >= total.n_features:
+                return None
+        eigenvalues, vectors = np.linalg.eigh(total.B)
+        eigenvalues = np.clip(eigenvalues, 0.0, None)
+        projected = total.A @ vectors
+        predicted: list[list[np.ndarray]] = [[] for _ in grid]
+        for states, labels in folds:
+            u = states @ vectors
+            held = projected - one_hot(labels, self.n_outputs).T @ u
+            for i, l2 in enumerate(grid):
+                scaled = u / (eigenvalues + l2)
+                gram = np.eye(len(u)) - scaled @ u.T
+                predicted[i].append(predictions(_spd_solve(gram, scaled @ held.T)))
+        truth = np.concatenate([labels for _, labels in folds])
+        return [objective_score(self.config.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
 
     def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
                     per_client: bool = False, scale: float = 1.0) -> Sweep:
