@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,6 +65,11 @@ def run(algorithm: str, data, split, **flags) -> dict:
     from tff_esn.algorithms import get_algorithm, run_algorithm
     from tff_esn.defaults import config_for
 
+    owned = get_algorithm(algorithm).settings()
+    if "out" in owned:  # the gradient-trained models write their round log and checkpoints
+        flags = {"out": tempfile.mkdtemp(prefix=f"own-data-{algorithm}-"), **flags}
+    if "progress" in owned:
+        flags = {"progress": False, **flags}
     config = config_for(algorithm, data, **flags)
     if get_algorithm(algorithm).runs_tff(config):
         runtime.ensure_context()
