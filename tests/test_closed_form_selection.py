@@ -171,5 +171,22 @@ def test_the_downdated_fold_scores_equal_a_solve_per_fold(seed):
                                                 objective="balanced_accuracy"), "check")
         downdated = run._downdated_scores(grid)
         assert downdated is not None
-        direct = run._validate(lambda g: run.exact_sweep(run.stats(scored=False))(g), grid)
+        direct = run.cross_validate(lambda g: run.exact_sweep(run.stats(scored=False))(g), grid)
         assert downdated == pytest.approx(direct, abs=1e-12)
+
+
+def test_alignment_alpha_auto_is_the_best_validated_weight():
+    data = random_dataset(n_clients=4, seed=7, sizes=[10, 10, 10, 10])
+    record = algorithms.run_algorithm("alignment", data, _no_val(data),
+                                      _config("alignment", l2="auto", alpha="auto", state_mode="mean",
+                                              objective="balanced_accuracy"))
+    chosen = record["extra"]["alpha_selection"]
+    assert chosen["values"][0] == 0.9 and set(chosen["values"]) == set(selection.ALPHA_GRID)
+    best = max(chosen["scores"])
+    assert record["extra"]["alpha"] == chosen["values"][chosen["scores"].index(best)]
+    given = algorithms.run_algorithm("alignment", data, _no_val(data),
+                                     _config("alignment", l2=record["l2_selection"]["l2"],
+                                             alpha=record["extra"]["alpha"], state_mode="mean"))
+    assert given["test"] == record["test"]
+    assert effective_config("alignment", "ts:x/y")[0].alpha == "auto"
+    assert effective_config("alignment", "synthetic-wesad")[0].alpha == 0.9

@@ -25,7 +25,8 @@ closed-form algorithms  ``bias_scaling=1.0``; ``l2="auto"``, ``state_mode="auto"
                         ``reservoir_search`` over leak rate, spectral radius and input scaling,
                         chosen by balanced accuracy (``objective``) on the validation data —
                         the validation clients, else folds carved from the training data
-                        (:mod:`tff_esn.closed_form.selection`, :mod:`tff_esn.data.carving`)
+                        (:mod:`tff_esn.closed_form.selection`, :mod:`tff_esn.data.carving`);
+                        alignment also ``alpha="auto"`` (its weight chosen the same way)
 ======================  ====================================================================
 
 The thesis' one epoch of Adam at η 0.1 per round, reset every round, leaves GunPoint at the
@@ -71,6 +72,7 @@ OWN_DATA: dict[str, dict[str, Any]] = {
     "fedcurv": _THESIS_FEDERATION,
     "thesis-central": {**_THESIS_MODEL, "epochs": 1000, "patience": 20},
     **dict.fromkeys(_CLOSED_FORM, _RIDGE),
+    "alignment": {**_RIDGE, "alpha": "auto"},
 }
 """Per algorithm, the settings (flat names) that replace its class defaults on own data."""
 

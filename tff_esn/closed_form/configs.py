@@ -232,17 +232,20 @@ class AlignmentConfig(ReadoutConfig):
     """Different reservoirs interpolated toward a shared one, then IncFed.
 
     Attributes:
-        alpha: interpolation weight toward the shared reservoir in [0, 1] (1 = IncFed).
+        alpha: interpolation weight toward the shared reservoir in [0, 1] (1 = IncFed), or ``"auto"``:
+            the value of :data:`~tff_esn.closed_form.selection.ALPHA_GRID` whose readout validates best
+            (at its best λ; :mod:`tff_esn.closed_form.selection`).
         rescale: scale the interpolated Ŵ and W_in back to the target's ρ and norm (default: the
             literal interpolation, under which both shrink).
     """
 
-    alpha: float = DEFAULT_ALPHA
+    alpha: float | str = dataclasses.field(default=DEFAULT_ALPHA, metadata={"choices": (AUTO,)})
     rescale: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
+        check_field(self, "alpha", self.alpha == AUTO or (is_finite(self.alpha) and 0 <= self.alpha <= 1),
+                    f"a number in [0, 1] or {AUTO!r}")
 
 
 def runs_tff(config: ReadoutConfig) -> bool:

@@ -26,7 +26,8 @@ back. The readout is fitted on the clients' aligned states and used on the targe
 α well below 1 unit i is a different feature at training and at test time, and with a
 reservoir bias the mismatched biases also shift every output. Alignment pays off only near
 full homogenisation (concepts page), hence
-:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9.
+:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9; on own data α is chosen on the validation
+data (``alpha="auto"``, :data:`~tff_esn.closed_form.selection.ALPHA_GRID`).
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ import numpy as np
 
 from tff_esn import communication
 from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
-from tff_esn.closed_form.configs import AlignmentConfig, ReadoutConfig
+from tff_esn.closed_form.configs import DEFAULT_ALPHA, AlignmentConfig, ReadoutConfig
 from tff_esn.closed_form.fedavg_ridge import local_readouts, size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.closed_form.run import Run, Scorer
+from tff_esn.closed_form.selection import ALPHA_GRID, AUTO
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.draws import spectral_radius
 
@@ -104,8 +106,13 @@ def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfi
     """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
     run = Run(dataset, split, config, "alignment")
     members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
-    aligned = {cid: align(w, run.weights, config.alpha, rescale=config.rescale)
-               for w, cid in zip(members, run.train_ids)}
-    l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(aligned))(grid))
-    readout = fit_incfed(run.stats(aligned), l2)
-    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=config.alpha)
+
+    def aligned(alpha: float) -> dict[str, ReservoirWeights]:
+        return {cid: align(w, run.weights, alpha, rescale=config.rescale) for w, cid in zip(members, run.train_ids)}
+
+    alphas = ((DEFAULT_ALPHA, *(a for a in ALPHA_GRID if a != DEFAULT_ALPHA)) if config.alpha == AUTO
+              else (config.alpha,))
+    alpha, chosen = run.choose(alphas, lambda a: lambda grid: run.exact_sweep(run.stats(aligned(a)))(grid))
+    readout = fit_incfed(run.stats(aligned(alpha)), run.l2)
+    extra = {"alpha": alpha, **({"alpha_selection": chosen} if chosen else {})}
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), **extra)

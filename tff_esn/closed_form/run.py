@@ -192,7 +192,7 @@ class Run:
                     "accounting does not cover")
         return "" if self._folds() else "no validation data (a single training sequence)"
 
-    def _validate(self, sweep: Sweep, grid: Sequence[float]) -> list[float]:
+    def cross_validate(self, sweep: Sweep, grid: Sequence[float]) -> list[float]:
         """The objective at each λ of ``grid``: on every fold, ``sweep`` fits on the fold's training
         parts and its readouts score the fold; the folds' predictions are pooled into one score."""
         labels: list[np.ndarray] = []
@@ -224,6 +224,21 @@ class Run:
                                            rule=self._rule)
         return self.choose_l2(lambda grid: self.exact_sweep(self.stats(), per_client=per_client)(grid))
 
+    def choose(self, values: Sequence[Any], sweep_of: Callable[[Any], Sweep]) -> tuple[Any, dict[str, Any] | None]:
+        """The value of ``values`` (an algorithm's own setting) whose sweep ``sweep_of(value)`` scores best at
+        its best λ (ties to the earlier value), with λ chosen on it as :meth:`choose_l2` does; and the record
+        ``{"values", "scores", "chosen"}`` (``None``, and ``values[0]``, when nothing can be chosen)."""
+        if self._why_not() or len(values) == 1:
+            self.choose_l2(sweep_of(values[0]))
+            return values[0], None
+        grid = self.config.l2_grid
+        tables = [self.cross_validate(sweep_of(value), grid) for value in values]
+        best = [max(scores) for scores in tables]
+        index = best.index(max(best))
+        if self.l2_choice is None:
+            self.l2_choice = on_validation(grid, tables[index], objective=self.config.objective, rule=self._rule)
+        return values[index], {"values": list(values), "scores": best, "chosen": values[index]}
+
     def choose_l2(self, sweep: Sweep) -> float:
         """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
         readout scores best on the validation data (a tie to the larger λ;
@@ -239,7 +254,7 @@ class Run:
                 self.l2_choice = by_default(reason)
             else:
                 grid = self.config.l2_grid
-                self.l2_choice = on_validation(grid, self._validate(sweep, grid), objective=self.config.objective,
+                self.l2_choice = on_validation(grid, self.cross_validate(sweep, grid), objective=self.config.objective,
                                                rule=self._rule)
             _LOG.info("%s: λ = %g (%s)", self.name, self.l2_choice.l2, self.l2_choice.rule)
         return self.l2_choice.l2
@@ -264,7 +279,7 @@ class Run:
             self._use(reservoir, mode)
             scores = self._downdated_scores(grid)
             if scores is None:
-                scores = self._validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
+                scores = self.cross_validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
             self._exact_scores[(self.weights.key, self.spec)] = scores
             best = chosen_l2(scores)
             table.append(Candidate(mode, {n: getattr(reservoir, n) for n in searched}, grid[best], scores[best]))

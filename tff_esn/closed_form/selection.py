@@ -14,6 +14,8 @@ validation data is the split's validation clients, else folds carved from the tr
 * ``state_mode="auto"``: the state mode of :data:`STATE_MODE_CANDIDATES` (``last``, ``mean``,
   ``all``: every step a sample, a sequence scored by the mean of its steps' outputs — a soft vote)
   whose exact readout scores best at its best λ; ties to the earlier candidate.
+* alignment's ``alpha="auto"``: the weight of :data:`ALPHA_GRID` whose readout scores best at its
+  best λ (a tie to the default 0.9, tried first).
 * ``reservoir_search``: the reservoir settings tried, one at a time, at the alternatives of
   :data:`RESERVOIR_GRID` (coordinate search from the configured reservoir, keeping a value only
   when it scores strictly better). Budget: one training harvest per candidate, at most
@@ -63,6 +65,9 @@ RESERVOIR_GRID: dict[str, tuple[float, ...]] = {
 """Per searchable reservoir setting, the values tried (the configured value and the others)."""
 
 SEARCHABLE = tuple(RESERVOIR_GRID)
+
+ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+"""Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
 OBJECTIVES = ("accuracy", "balanced_accuracy", "f1_macro")
 
 
