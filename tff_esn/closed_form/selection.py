@@ -26,19 +26,19 @@ The score is :data:`OBJECTIVES`' ``objective`` (own data: balanced accuracy, whi
 predictor cannot win; the seeds' data: accuracy, their rule). Without validation data, or when
 the run's statistics are private (a sweep would release more than the one readout the privacy
 accounting covers), λ is :data:`DEFAULT_L2`, the state mode :data:`DEFAULT_STATE_MODE` and the
-reservoir the configured one, and the record says why. Light: no TensorFlow.
+reservoir the configured one, and the record says why. Light: imports neither numpy nor TensorFlow.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores
 from tff_esn.validation import is_finite
+
+if TYPE_CHECKING:
+    import numpy as np
 
 AUTO = "auto"
 """The value of ``l2`` / ``state_mode`` that asks for it to be chosen on the validation data."""
@@ -73,6 +73,8 @@ OBJECTIVES = ("accuracy", "balanced_accuracy", "f1_macro")
 
 def objective_score(objective: str, labels: np.ndarray, predicted: np.ndarray, n_classes: int) -> float:
     """The validation score ``objective`` of ``predicted`` against ``labels`` (pooled over folds)."""
+    from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores  # numpy: only once a run scores
+
     if objective == "accuracy":
         return accuracy(labels, predicted)
     if objective == "balanced_accuracy":
