@@ -190,3 +190,39 @@ def test_alignment_alpha_auto_is_the_best_validated_weight():
     assert given["test"] == record["test"]
     assert effective_config("alignment", "ts:x/y")[0].alpha == "auto"
     assert effective_config("alignment", "synthetic-wesad")[0].alpha == 0.9
+
+
+UEA_TS = "/work/uea/ex/aeon/datasets/data"
+UEA_SETS = ("JapaneseVowels", "BasicMotions", "GunPoint", "PickupGestureWiimoteZ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", UEA_SETS)
+def test_default_closed_form_runs_reach_the_baselines_on_ucr_uea_sets(name):
+    """Default flags, 5 IID training clients, the files' test split, no validation group: centralized and
+    incfed (numpy) reach max(logistic regression, esnfed 1.7.1 with its README defaults) − 0.02."""
+    import os
+
+    pytest.importorskip("esnfed")
+    from bench.own_data import esnfed_cell, load, run
+
+    if not os.path.exists(f"{UEA_TS}/{name}/{name}_TRAIN.ts"):
+        pytest.skip(f"{name} is not available")
+    data, split = load(name)
+    esnfed_accuracy, _ = esnfed_cell(data, split)
+    for algorithm, flags in (("centralized", {}), ("incfed", {"backend": "numpy"})):
+        record = run(algorithm, data, split, **flags)
+        logistic = record["baselines"]["logistic_regression"]["test"]["accuracy"]
+        assert record["validation"]["rule"] == "local hold-out"
+        assert record["test"]["accuracy"] >= max(logistic, esnfed_accuracy) - 0.02, (algorithm, record["selection"])
+
+
+def test_runs_in_a_shared_scope_share_the_carving_and_its_harvest():
+    from tff_esn.closed_form.run import shared_harvests
+
+    data = random_dataset(n_clients=4, seed=8, sizes=[8] * 4)
+    config = _config(l2="auto", state_mode="mean")
+    with shared_harvests():
+        first, second = Run(data, _no_val(data), config, "a"), Run(data, _no_val(data), config, "b")
+        assert first.carving is second.carving and first.harvester is second.harvester
+    assert Run(data, _no_val(data), config, "c").carving is not first.carving

@@ -29,7 +29,7 @@ from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_G
                                           L2Choice, by_default, chosen_l2, objective_score, on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
-from tff_esn.data.carving import carve
+from tff_esn.data.carving import Carving, carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.metrics import predictions, split_report
@@ -46,6 +46,8 @@ Sweep = Callable[[Sequence[float]], Sequence[Scorer]]
 
 _SHARED: contextvars.ContextVar[list[tuple[SequenceDataset, StateSpec, Harvester]] | None] = \
     contextvars.ContextVar("shared_harvesters", default=None)
+_CARVINGS: contextvars.ContextVar[list[tuple[SequenceDataset, Split, int, Carving]] | None] = \
+    contextvars.ContextVar("shared_carvings", default=None)
 
 
 @contextlib.contextmanager
@@ -55,12 +57,27 @@ def shared_harvests() -> Iterator[None]:
     reservoir again (one seed's reservoir at every fraction of training clients, under several
     algorithms) harvest each client once per reservoir. A client's states and statistics are
     those of its own pass up to float rounding (the clients pooled with it in a pass change only
-    the order of the float32 sums). The harvests are kept until the scope ends."""
-    token = _SHARED.set([])
+    the order of the float32 sums). The runs that carve validation folds from one split and seed
+    share the carving too (:func:`carving_for`). The harvests are kept until the scope ends."""
+    token, carvings = _SHARED.set([]), _CARVINGS.set([])
     try:
         yield
     finally:
         _SHARED.reset(token)
+        _CARVINGS.reset(carvings)
+
+
+def carving_for(dataset: SequenceDataset, split: Split, seed: int) -> Carving:
+    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`: the runs of an
+    experiment validate on the same parts and share their harvest), else a new one (:func:`carve`)."""
+    known = _CARVINGS.get()
+    if known is None:
+        return carve(dataset, split, seed=seed)
+    for data, known_split, known_seed, carving in known:
+        if data is dataset and known_split == split and known_seed == seed:
+            return carving
+    known.append((dataset, split, seed, carve(dataset, split, seed=seed)))
+    return known[-1][3]
 
 
 def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
@@ -106,7 +123,7 @@ class Run:
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
         chooses = config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
-        self.carving = carve(dataset, split, seed=config.seed) if chooses else None
+        self.carving = carving_for(dataset, split, config.seed) if chooses else None
         self._data = self.carving.dataset if self.carving else dataset
         self._units = self.carving.split.train if self.carving else tuple(split.train)
         self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
