@@ -15,7 +15,8 @@ centralized − 0.10).
 chosen setting given as a flag (numpy path), the ratio of their seconds (target ≤ 5).
 
 Flags: ``--algorithms=a,b,…`` (default centralized,incfed,fedavg,fedcurv,thesis-central),
-``--datasets=A,B,…``, ``--json=PATH`` (the cells), ``--before=PATH`` (an earlier ``--json``: its
+``--datasets=A,B,…``, ``--repeats=N`` (selection cost: the fastest of N runs each, default 3),
+``--json=PATH`` (the cells), ``--before=PATH`` (an earlier ``--json``: its
 accuracy beside this run's), ``--no-esnfed``, ``--quick`` (two sets, the closed-form pair).
 The script uses only the package's public calls, so it measures any checkout put first on the path.
 """
@@ -148,7 +149,7 @@ def main(flags: list[str]) -> None:
             row["esnfed 1.7.1"] = {"accuracy": accuracy, "seconds": seconds}
         if "--selection-cost" in flags:
             for algorithm in EXACT:
-                cost = selection_cost(algorithm, data, split)
+                cost = selection_cost(algorithm, data, split, int(_flag(flags, "repeats", "3")))
                 if cost is not None:
                     row[f"{algorithm} selection cost"] = cost
                     print(f"{name:24s} {algorithm:16s} selection {cost['selected']:.3f} s / fixed "
