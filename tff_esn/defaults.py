@@ -55,14 +55,14 @@ ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
 """Where an effective setting came from, highest precedence first."""
 
 _NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
-_THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced"}
-_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "client_lr": 0.01, "epochs": 10, "keep_best": True}
+_THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced", "readout_inputs": "standardized", "client_lr": "auto"}
+_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "epochs": 10, "keep_best": True, "patience": 20}
 _RIDGE = {**_NEUTRAL_STATES, "l2": "auto"}
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
 
 OWN_DATA: dict[str, dict[str, Any]] = {
     "fedavg": _THESIS_FEDERATION,
-    "fedcurv": _THESIS_FEDERATION,
+    "fedcurv": {**_THESIS_FEDERATION, "penalty": "auto"},
     "thesis-central": {**_THESIS_MODEL, "epochs": 1000, "patience": 20},
     **dict.fromkeys(_CLOSED_FORM, _RIDGE),
 }

@@ -50,5 +50,6 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     from tff_esn.federated.centralized import train_centralized
 
     _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience)
-    report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs")}
+    report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",
+                                                        "standardization")}
     return report
