@@ -197,7 +197,7 @@ PARTITION_GROUPS = ("train", "val", "test")
 _PREFIX = {"train": "p", "val": "v", "test": "t"}
 
 
-def _deal(pooled: ClientSequences, owner: np.ndarray, ids: tuple[str, ...]) -> dict[str, ClientSequences]:
+def deal(pooled: ClientSequences, owner: np.ndarray, ids: tuple[str, ...]) -> dict[str, ClientSequences]:
     """The clients ``ids``: client i holds the rows of ``pooled`` whose ``owner`` is i."""
     parts = {}
     for i, cid in enumerate(ids):
@@ -265,7 +265,7 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
                 except DataError as err:
                     where = f"{dataset.source}: {group} clients {list(getattr(split, group))}"
                     raise DataError(f"{where}: {err}") from None
-                new = _deal(pooled, owner, tuple(f"{_PREFIX[group]}{i:0{width}d}" for i in range(clients)))
+                new = deal(pooled, owner, tuple(f"{_PREFIX[group]}{i:0{width}d}" for i in range(clients)))
             clash = sorted(set(parts) & set(new))
             if clash:
                 raise ValueError(f"partition: new client ids {clash} clash with the split's kept clients.")

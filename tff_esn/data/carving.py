@@ -1,0 +1,176 @@
+"""Validation data for every run: the split's validation clients, or folds carved from training.
+
+:func:`carve` returns a :class:`Carving`, the one rule every algorithm selects by:
+
+* ``validation clients`` — the split has validation clients: they are the validation data
+  (the thesis' and the papers' splits keep their rules); no folds.
+* ``client folds`` — no validation clients and at least :data:`MIN_CLIENTS_FOR_CLIENT_FOLDS`
+  training clients: the training clients, shuffled by a permutation drawn from ``seed``, are
+  dealt round-robin to :data:`FOLDS` folds (each fold validates on clients none of the others
+  trains on).
+* ``local hold-out`` — fewer training clients: each training client's own sequences are
+  ordered by label then by a seeded random key and dealt round-robin to the :data:`FOLDS` folds
+  (stratified by label; fold ``k`` holds about 1/:data:`FOLDS` of each client); a client keeps
+  its only sequence in training (training clients of one sequence each are folded as clients,
+  in as many folds as there are clients). Each (client, fold) part is a client of :attr:`Carving.dataset`,
+  so statistics computed per part sum to the client's (ridge statistics are additive).
+* ``none`` — a single training sequence: nothing to validate on (the caller uses its defaults
+  and says so).
+
+Only training clients are carved: validation, test and extra clients are never read by any
+choice. Same data, split and seed → the same folds. The record (:meth:`Carving.to_dict`) goes
+into ``metrics.json["validation"]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from tff_esn.data.partition import deal, sequence_labels
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+
+FOLDS = 5
+"""Folds of a carved validation (a fifth of the training data validates in each)."""
+
+MIN_CLIENTS_FOR_CLIENT_FOLDS = 2 * FOLDS
+"""Training clients needed for folds over clients (at least two clients per fold)."""
+
+RULES = ("validation clients", "client folds", "local hold-out", "none")
+_SEED_STREAM = 0xCA4E
+
+
+@dataclasses.dataclass(frozen=True)
+class Carving:
+    """Where a run's validation data comes from (:func:`carve`).
+
+    Attributes:
+        rule: one of :data:`RULES`.
+        dataset: the data the folds name: the input dataset (``validation clients``,
+            ``client folds``), or for ``local hold-out`` one client per (training client, fold)
+            part, id ``"<client>#f<k>"`` (``"<client>#f0"`` alone for a client too small to carve),
+            beside the unchanged validation, test and extra clients.
+        split: the run's split over ``dataset``: ``train`` every training part (their sum is the
+            training data), ``val``/``test``/``extra`` the input's.
+        folds: each fold's validation clients (ids in ``dataset``, never test clients); empty
+            for ``validation clients``.
+        owner: each training id of ``dataset`` → the input training client it belongs to.
+        seed: the seed of the draws.
+    """
+
+    rule: str
+    dataset: SequenceDataset
+    split: Split
+    folds: tuple[tuple[str, ...], ...]
+    owner: dict[str, str]
+    seed: int
+
+    @property
+    def carved(self) -> bool:
+        """Whether validation data was carved from training (no validation clients)."""
+        return bool(self.folds)
+
+    def fold(self, k: int) -> Split:
+        """The split of fold ``k``: training without the fold's parts, the fold as validation clients,
+        the test clients unchanged. ``validation clients``: :attr:`split` itself."""
+        if not self.folds:
+            return self.split
+        held = set(self.folds[k])
+        return dataclasses.replace(self.split, train=tuple(c for c in self.split.train if c not in held),
+                                   val=self.folds[k])
+
+    def holdout(self) -> tuple[SequenceDataset, Split]:
+        """One validation set for a model trained once (gradient-trained models): ``(dataset, split)``
+        whose training clients are the input's clients without fold 0 and whose validation clients
+        are fold 0 (``local hold-out``: one client ``"<client>#val"`` per carved training client, the
+        client keeping its id and its other sequences; ``client folds``: fold 0's clients).
+        ``validation clients`` and ``none``: the input unchanged."""
+        if self.rule != "local hold-out":
+            return self.dataset, self.fold(0)
+        held = set(self.folds[0])
+        kept: dict[str, list] = {}
+        val: dict[str, Any] = {}
+        for cid in self.split.train:
+            part = self.dataset.clients[cid]
+            if cid in held:
+                val[f"{self.owner[cid]}#val"] = part
+            else:
+                kept.setdefault(self.owner[cid], []).append(part)
+        clients = {c: ClientSequences.concat(parts) for c, parts in kept.items()}
+        others = [c for c in self.dataset.clients if c not in self.owner]
+        clients.update(val)
+        clients.update({c: self.dataset.clients[c] for c in others})
+        dataset = dataclasses.replace(self.dataset, clients=clients, groups={})
+        split = dataclasses.replace(self.split, train=tuple(kept), val=tuple(val),
+                                    rule=f"{self.split.rule}; {self.describe()} (fold 0 held out)")
+        return dataset, split
+
+    def describe(self) -> str:
+        """One line saying how the validation data was made."""
+        if self.rule == "validation clients":
+            return "validation on the split's validation clients"
+        if self.rule == "none":
+            return "no validation data: a single training sequence"
+        if self.rule == "client folds":
+            return (f"{len(self.folds)} folds over the {len(self.split.train)} training clients, dealt "
+                    f"round-robin after a permutation drawn from seed {self.seed}")
+        return (f"local hold-out: each training client's sequences dealt to {len(self.folds)} folds by label "
+                f"and a random key drawn from seed {self.seed} (a client with one sequence keeps it)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``metrics.json["validation"]``: the rule, its seed and each fold's validation data."""
+        out: dict[str, Any] = {"rule": self.rule, "text": self.describe(), "test_used": False}
+        if self.folds:
+            out["seed"] = self.seed
+            out["folds"] = len(self.folds)
+            out["fold_sequences"] = [sum(len(self.dataset.clients[c]) for c in fold) for fold in self.folds]
+            if self.rule == "client folds":
+                out["fold_clients"] = [list(fold) for fold in self.folds]
+        return out
+
+
+def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOLDS) -> Carving:
+    """The run's validation data (module docstring): the validation clients, else ``folds`` folds
+    over the training clients (≥ 2 per fold), else a stratified per-client local hold-out.
+    Only ``split.train`` is read."""
+    if not isinstance(folds, int) or folds < 2:
+        raise ValueError(f"folds: expected an integer ≥ 2, got {folds!r}.")
+    train = tuple(split.train)
+    if split.val:
+        return Carving("validation clients", dataset, split, (), {c: c for c in train}, seed)
+    singles = all(len(dataset.clients[c]) == 1 for c in train)
+    if singles and len(train) < 2:
+        return Carving("none", dataset, split, (), {c: c for c in train}, seed)
+    if len(train) >= 2 * folds or singles:
+        folds = min(folds, len(train))
+        order = np.random.default_rng(np.random.SeedSequence([seed, _SEED_STREAM, len(train)])).permutation(len(train))
+        dealt = tuple(tuple(sorted((train[i] for i in order[k::folds]), key=train.index)) for k in range(folds))
+        return Carving("client folds", dataset, split, dealt, {c: c for c in train}, seed)
+    parts: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    fold_ids: list[list[str]] = [[] for _ in range(folds)]
+    for index, cid in enumerate(train):
+        client = dataset.clients[cid]
+        n = len(client)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, _SEED_STREAM, index]))
+        fold_of = np.zeros(n, np.int64)
+        if n >= 2:
+            order = np.lexsort((rng.random(n), sequence_labels(client)))
+            fold_of[order] = np.arange(n) % folds
+        present = sorted(set(fold_of.tolist()))
+        ids = tuple(f"{cid}#f{k}" for k in present)
+        clash = sorted(set(ids) & set(dataset.clients))
+        if clash:
+            raise ValueError(f"carve: part ids {clash} clash with the data's client ids.")
+        dealt_parts = deal(client, np.searchsorted(present, fold_of), ids)
+        parts.update(dealt_parts)
+        for k, part_id in zip(present, ids):
+            owner[part_id] = cid
+            if n >= 2:
+                fold_ids[k].append(part_id)
+    others = {c: dataset.clients[c] for c in dataset.clients if c not in set(train)}
+    carved = dataclasses.replace(dataset, clients={**parts, **others}, groups={})
+    carved_split = dataclasses.replace(split, train=tuple(parts))
+    return Carving("local hold-out", carved, carved_split, tuple(tuple(f) for f in fold_ids if f), owner, seed)
