@@ -56,14 +56,15 @@ ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
 
 _NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
 _THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced", "readout_inputs": "standardized", "client_lr": "auto"}
-_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "epochs": 10, "keep_best": True, "patience": 20}
+_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
+                      "keep_best": True, "patience": 100}
 _RIDGE = {**_NEUTRAL_STATES, "l2": "auto"}
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
 
 OWN_DATA: dict[str, dict[str, Any]] = {
     "fedavg": _THESIS_FEDERATION,
     "fedcurv": {**_THESIS_FEDERATION, "penalty": "auto"},
-    "thesis-central": {**_THESIS_MODEL, "epochs": 1000, "patience": 20},
+    "thesis-central": {**_THESIS_MODEL, "epochs": 1000, "patience": 100},
     **dict.fromkeys(_CLOSED_FORM, _RIDGE),
 }
 """Per algorithm, the settings (flat names) that replace its class defaults on own data."""

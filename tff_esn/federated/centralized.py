@@ -10,7 +10,7 @@ fitting the full model. On K > 2 classes the readout is a softmax
 clients and stops early on the validation clients' loss, restoring the best epoch. With
 ``readout_inputs="standardized"`` the states are standardised with the training set's feature
 means and variances (:mod:`tff_esn.federated.standardization`); a learning rate ``auto`` is the
-one of :data:`~tff_esn.federated.configs.CLIENT_LR_GRID` whose model scores the best validation
+one of :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` whose model scores the best validation
 macro-F1 (a tie: the lower validation loss).
 """
 
@@ -25,7 +25,7 @@ from tff_esn.closed_form.l2_selection import AUTO
 from tff_esn.communication import centralized as centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
-from tff_esn.federated.configs import CLIENT_LR_GRID, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels
+from tff_esn.federated.configs import CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
 from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import split_report
@@ -103,15 +103,17 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         model, history = fit(config.learning_rate)
     elif not patience:
         reason = "no validation clients" if not split.val else "patience 0: the design set includes the validation clients"
-        warn(f"client_lr 'auto': {reason}; the stated default {DEFAULT_CLIENT_LR} is used.")
-        selection["client_lr"] = {"value": DEFAULT_CLIENT_LR, "rule": "default", "reason": reason}
-        model, history = fit(DEFAULT_CLIENT_LR)
+        lr = DEFAULT_CLIENT_LR[config.optimizer]
+        warn(f"client_lr 'auto': {reason}; the stated default {lr} is used.")
+        selection["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
+        model, history = fit(lr)
     else:
-        fits = [fit(lr) for lr in CLIENT_LR_GRID]
+        grid = CLIENT_LR_GRIDS[config.optimizer]
+        fits = [fit(lr) for lr in grid]
         scores = [(float(report(m, split.val)["f1_macro"]), float(min(h.history["val_loss"]))) for m, h in fits]
         best = chosen_index(scores)
         model, history = fits[best]
-        selection["client_lr"] = {"value": CLIENT_LR_GRID[best], "rule": "validation", "grid": list(CLIENT_LR_GRID),
+        selection["client_lr"] = {"value": grid[best], "rule": "validation", "grid": list(grid),
                                   "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
 
     raw = [int(dataset.clients[c].x.size) for c in design_ids]

@@ -43,16 +43,18 @@ SIM_SECURE = ("backend (--backend): 'sim' has no secure aggregation (a protocol 
 _RUN = "tff_esn.federated.commands:"
 
 
+OPTIMIZERS = ("adam", "sgd")
+"""The readout's optimizer: Adam (the thesis) or plain SGD (no momentum)."""
 READOUT_INPUTS = ("raw", "standardized")
 """The readout's inputs: the reservoir states as they are, or standardised with the training
 clients' federated feature means and variances (:mod:`tff_esn.federated.standardization`)."""
-CLIENT_LR_GRID: tuple[float, ...] = (1e-3, 1e-2, 1e-1)
-"""The client learning rates ``--client-lr auto`` tries on the validation clients."""
+CLIENT_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-2, 1e-1, 1.0)}
+"""The client learning rates ``--client-lr auto`` tries on the validation clients, per optimizer."""
 PENALTY_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-2, 1.0)
 """FedCurv's penalty weights ``--penalty auto`` tries on the validation clients (0: FedAvg)."""
-DEFAULT_CLIENT_LR = 0.01
+DEFAULT_CLIENT_LR: dict[str, float] = {"adam": 0.01, "sgd": 0.1}
 """The client learning rate of ``--client-lr auto`` with nothing to choose it on (no validation
-clients, or DP: each candidate's rounds would be a further private release)."""
+clients, or DP: each candidate's rounds would be a further private release), per optimizer."""
 DEFAULT_PENALTY = 1e-4
 """FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
 
@@ -95,8 +97,12 @@ class ThesisModelConfig:
 
     Attributes:
         reservoir: the reservoir hyperparameters (Table 6.2: 200 units, ρ 0.99, α 1.0).
-        learning_rate: Adam's learning rate η (Table 6.2: 0.1) — the clients' optimizer; ``auto``:
-            the rate of ``CLIENT_LR_GRID`` whose model scores best on the validation clients.
+        learning_rate: the optimizer's learning rate η (Table 6.2: Adam, 0.1) — the clients'
+            optimizer; ``auto``: the rate of ``CLIENT_LR_GRIDS[optimizer]`` whose model scores best
+            on the validation clients.
+        optimizer: ``adam`` (thesis Table 6.2; the clients' Adam starts anew every round) or
+            ``sgd`` (plain SGD: its step follows the gradient's size, so local training settles
+            where Adam's fresh first steps of ±η per weight keep it moving).
         batch_size: sequences per mini-batch B (Table 6.2: 20).
         epochs: local epochs E per round (thesis §6.1: one epoch per round).
         class_weight: loss weight of each class, ``W0,W1,…`` (one per class; thesis §6.1: 12, 88),
@@ -115,6 +121,7 @@ class ThesisModelConfig:
 
     reservoir: ReservoirConfig = THESIS_RESERVOIR
     learning_rate: float | str = dataclasses.field(default=0.1, metadata={"flag": "client_lr", "choices": (AUTO,)})
+    optimizer: str = dataclasses.field(default="adam", metadata={"choices": OPTIMIZERS})
     batch_size: int = 20
     epochs: int = 1
     class_weight: tuple[float, ...] | str = dataclasses.field(
@@ -130,6 +137,8 @@ class ThesisModelConfig:
                                                 math.isfinite(self.learning_rate) and self.learning_rate > 0)):
             raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0 or {AUTO!r}, "
                              f"got {self.learning_rate!r}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"ThesisModelConfig.optimizer: expected one of {OPTIMIZERS}, got {self.optimizer!r}.")
         if self.readout_inputs not in READOUT_INPUTS:
             raise ValueError(f"ThesisModelConfig.readout_inputs: expected one of {READOUT_INPUTS}, "
                              f"got {self.readout_inputs!r}.")

@@ -37,7 +37,7 @@ from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.client_work import ClientFilter
 from tff_esn.closed_form.l2_selection import AUTO
 from tff_esn.esn.ridge import RidgeStats
-from tff_esn.federated.configs import (CLIENT_LR_GRID, DEFAULT_CLIENT_LR, DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig,
+from tff_esn.federated.configs import (CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig,
                                        chosen_index, for_data, loss_labels, resolve_backend)
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
@@ -173,6 +173,7 @@ def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.mode
     aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
                    if privacy else None)
     common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_lr,
+                  optimizer=config.model.optimizer,
                   client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
     if config.algorithm == "fedcurv":
         return build_fedcurv(model_fn, penalty=config.penalty, **common)
@@ -234,21 +235,25 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         elif config.states == "cached" and runtime.on_this_host(runtime.current_workers()):
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
         data = _client_data(dataset, split, config, privacy, cache_dir)
-        config, selection = select_settings(config, split, privacy, lambda candidate: _run(
+        config, selection, result = select_settings(config, split, privacy, lambda candidate: _run(
             dataset, split, candidate, privacy, client_filter=client_filter, data=data))
-        result = _run(dataset, split, config, privacy, client_filter=client_filter, data=data)
+        if result is None:
+            result = _run(dataset, split, config, privacy, client_filter=client_filter, data=data)
         result["extra"]["selection"] = selection
         return result
 
 
 def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy | None,
-                    run: Callable[[FedAvgConfig], dict[str, Any]]) -> tuple[FedAvgConfig, dict[str, Any]]:
-    """``config`` with its ``auto`` client learning rate and FedCurv penalty chosen, and the record.
+                    run: Callable[[FedAvgConfig], dict[str, Any]]
+                    ) -> tuple[FedAvgConfig, dict[str, Any], dict[str, Any] | None]:
+    """``config`` with its ``auto`` client learning rate and FedCurv penalty chosen, the record, and
+    the chosen candidate's result (``None`` when nothing was run: the caller runs ``config``).
 
-    Each candidate runs (``run``: in memory, keeping its best validated round) and scores its
-    kept model's validation macro-F1 (a tie: the lower validation cross-entropy); the test clients
+    Each candidate runs (``run``, keeping its best validated round; with ``config.out`` in its own
+    folder ``OUT/selection/lr=…[,penalty=…]`` with its ``rounds.csv`` and checkpoints, so a resumed
+    run continues every candidate) and scores its kept model's validation macro-F1 (a tie: the lower validation cross-entropy); the test clients
     never enter. First the client learning
-    rate over :data:`~tff_esn.federated.configs.CLIENT_LR_GRID` (FedCurv with ``auto`` penalty:
+    rate over :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` (FedCurv with ``auto`` penalty:
     at penalty 0, FedAvg's arithmetic), then the penalty over
     :data:`~tff_esn.federated.configs.PENALTY_GRID` at the chosen rate; a tie goes to the
     smaller value. Without validation clients, or under DP (every candidate's rounds would be a
@@ -259,39 +264,44 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     penalty_auto = config.algorithm == "fedcurv" and config.penalty == AUTO
     record: dict[str, Any] = {}
     if not (lr_auto or penalty_auto):
-        return config, record
+        return config, record, None
     reason = ("no validation clients" if not split.val else
               "DP: each candidate's rounds would be a further private release" if privacy is not None and privacy.dp
               else None)
     if reason is not None:
         warn(f"{'client_lr' if lr_auto else 'penalty'} 'auto': {reason}; the stated default is used.")
         if lr_auto:
-            config = dataclasses.replace(config, model=config.model.replace(learning_rate=DEFAULT_CLIENT_LR))
-            record["client_lr"] = {"value": DEFAULT_CLIENT_LR, "rule": "default", "reason": reason}
+            lr = DEFAULT_CLIENT_LR[config.model.optimizer]
+            config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
+            record["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
         if penalty_auto:
             config = dataclasses.replace(config, penalty=DEFAULT_PENALTY)
             record["penalty"] = {"value": DEFAULT_PENALTY, "rule": "default", "reason": reason}
-        return config, record
-    quiet = dict(out=None, resume=False, progress=False, keep_best=True)
+        return config, record, None
     if penalty_auto:
         config = dataclasses.replace(config, penalty=PENALTY_GRID[0])
     scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
+    results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
     def score(candidate: FedAvgConfig) -> tuple[float, float]:
         key = (candidate.model.learning_rate, getattr(candidate, "penalty", None))
         if key not in scores:
-            result = run(dataclasses.replace(candidate, **quiet))
-            kept = int(result["extra"]["kept_round"])
-            loss = result["extra"]["rounds"][kept - 1]["val_log_loss"]
-            scores[key] = (float(result["val"]["f1_macro"]), float(loss), kept)
+            label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
+            out = None if config.out is None else os.path.join(config.out, "selection", label)
+            results[key] = run(dataclasses.replace(candidate, out=out, progress=False, keep_best=True))
+            kept = int(results[key]["extra"]["kept_round"])
+            loss = results[key]["extra"]["rounds"][kept - 1]["val_log_loss"] if results[key]["extra"]["rounds"] else math.nan
+            scores[key] = (float(results[key]["val"]["f1_macro"]), float(loss), kept)
+            if out is not None:
+                results[key]["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
         return scores[key][:2]
 
     if lr_auto:
-        rates = [score(dataclasses.replace(config, model=config.model.replace(learning_rate=lr)))
-                 for lr in CLIENT_LR_GRID]
-        lr = CLIENT_LR_GRID[chosen_index(rates)]
+        grid = CLIENT_LR_GRIDS[config.model.optimizer]
+        rates = [score(dataclasses.replace(config, model=config.model.replace(learning_rate=lr))) for lr in grid]
+        lr = grid[chosen_index(rates)]
         config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
-        record["client_lr"] = {"value": lr, "rule": "validation", "grid": list(CLIENT_LR_GRID),
+        record["client_lr"] = {"value": lr, "rule": "validation", "grid": list(grid),
                                "val_f1_macro": [f for f, _ in rates], "val_log_loss": [loss for _, loss in rates]}
     if penalty_auto:
         penalties = [score(dataclasses.replace(config, penalty=p)) for p in PENALTY_GRID]
@@ -301,7 +311,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
                              "val_log_loss": [loss for _, loss in penalties]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), "val_f1_macro": f,
                              "val_log_loss": loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
-    return config, record
+    return config, record, results[(config.model.learning_rate, getattr(config, "penalty", None))]
 
 
 @dataclasses.dataclass
@@ -387,7 +397,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
 
     if backend == "sim":
         process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
-                                   server_learning_rate=config.server_lr,
+                                   server_learning_rate=config.server_lr, optimizer=model_cfg.optimizer,
                                    penalty=config.penalty if config.algorithm == "fedcurv" else None,
                                    client_filter=client_filter, client_reservoirs=own_reservoirs,
                                    aggregation=simulated_aggregation(privacy, config.clients_per_round,
