@@ -63,6 +63,7 @@ def _standardized_source(seed: int):
     return model, source
 
 
+@pytest.mark.slow  # traces a round graph per run
 def test_standardised_clients_run_the_same_rounds_in_sim_and_tff_bit_for_bit():
     model, source = _standardized_source(1)
     assert source.standardization is not None
@@ -126,6 +127,7 @@ def test_without_validation_clients_auto_takes_the_stated_defaults_and_says_why(
     assert record["client_lr"]["rule"] == "default" and "validation" in record["client_lr"]["reason"]
 
 
+@pytest.mark.slow  # traces a round graph per run
 def test_the_choice_never_reads_the_test_clients():
     data, split = _dataset_and_split()
     config = _config(FedCurvConfig, penalty="auto")
@@ -139,6 +141,7 @@ def test_the_choice_never_reads_the_test_clients():
     assert first["extra"]["standardization"]["features"] == 8
 
 
+@pytest.mark.slow  # traces a round graph per run
 def test_reruns_are_bit_identical_and_fedcurv_at_penalty_0_is_fedavg():
     data, split = _dataset_and_split(1)
     fixed = dict(keep_best=False)
@@ -152,6 +155,7 @@ def test_reruns_are_bit_identical_and_fedcurv_at_penalty_0_is_fedavg():
     np.testing.assert_array_equal(curv["extra"]["weights"]["bias"], a["extra"]["weights"]["bias"])
 
 
+@pytest.mark.slow  # traces a round graph per run
 def test_fedcurvs_penalty_acts_where_clients_differ():
     """Label-skewed clients (each holds mostly one class): a penalty of 1 moves the weights off FedAvg's."""
     data = random_dataset(n_clients=6, steps=8, features=2, n_classes=2, seed=4)
