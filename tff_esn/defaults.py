@@ -15,18 +15,23 @@ algorithm               own-data defaults
 ======================  ====================================================================
 fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mean"``,
                         ``bias_scaling=1.0`` (a reservoir bias), ``class_weight="balanced"``
-                        (weights from the training labels), ``client_lr=0.01`` with
-                        ``epochs=10`` local epochs, ``keep_best`` (the round with the best
-                        validation macro-F1)
+                        (weights from the training labels), ``readout_inputs="standardized"``
+                        (federated feature means and variances), ``optimizer="sgd"``,
+                        ``client_lr="auto"`` (chosen on the validation data) with ``epochs=10``
+                        local epochs, at most ``rounds=300`` with ``patience=100`` and
+                        ``keep_best`` (the round with the best validation macro-F1); fedcurv
+                        also ``penalty="auto"``
 thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``,
-                        ``epochs=1000`` with ``patience=20`` (early stopping on the validation
+                        ``readout_inputs="standardized"``, ``client_lr="auto"``,
+                        ``epochs=1000`` with ``patience=100`` (early stopping on the validation
                         loss, best weights restored)
 closed-form algorithms  ``state_mode="mean"``, ``bias_scaling=1.0``, ``l2="auto"`` (λ chosen on
                         the validation clients, :mod:`tff_esn.closed_form.l2_selection`)
 ======================  ====================================================================
 
 The thesis' one epoch of Adam at η 0.1 per round, reset every round, leaves GunPoint at the
-majority class; η 0.01 with ten local epochs learns on every UCR/UEA set tried.
+majority class, and a client Adam restarted every round never settles; plain SGD on standardised
+states, its η chosen on the validation data, learns on every UCR/UEA set tried (DEVIATIONS.md).
 
 A value may be any value of the setting, a string option included. :func:`effective_config`
 builds the config a run uses from the values given (each with its origin) and records every
