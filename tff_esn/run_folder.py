@@ -22,7 +22,7 @@ import numpy as np
 CHECKPOINT = Path("checkpoints") / "state.npz"
 """A federated run's round checkpoint, relative to its folder (:mod:`tff_esn.federated.checkpoints`)."""
 _LEGACY = re.compile(r"program_state_(\d+)")
-RUN_OUTPUTS = ("metrics.json", "rounds.csv", "best_round.npz", "checkpoints", "tensorboard")
+RUN_OUTPUTS = ("metrics.json", "rounds.csv", "best_round.npz", "checkpoints", "tensorboard", "selection")
 """What a run writes into its folder (and a forced rerun removes first)."""
 
 

@@ -42,8 +42,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                           f"`tff-esn run ... --hparams`. Running again with the same --out resumes. Spaces: {spaces}.")
     parser.add_argument("space", choices=list(SPACES), metavar="SPACE", help=f"one of {', '.join(SPACES)}")
     parser.add_argument("--data", default=None, metavar="SOURCE",
-                        help="synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE "
-                             "(default: the space's synthetic source)")
+                        help="synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or ts:DIR/NAME "
+                             "(default: the space's synthetic source; npz:/ts: data take the closed-form spaces, "
+                             "the own-data state settings and balanced accuracy)")
     parser.add_argument("--trials", type=_positive_int, default=None, metavar="N",
                         help="total trial budget (default: the published one — 30, or the whole space for thesis)")
     parser.add_argument("--out", required=True, metavar="DIR", help="search folder (resumed when it exists)")
@@ -57,15 +58,22 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tff_esn.esn.weights import StateSpec
     from tuning.search import tune
     from tuning.spaces import SPACES
 
-    spec = StateSpec(args.state_mode, args.washout, args.readout_bias)
+    import dataclasses
+
+    from tff_esn.cli.flags import given
+    from tuning.search import default_spec
+
+    spec = dataclasses.replace(default_spec(args.data or SPACES[args.space].source), **given(args))
     result = tune(args.space, data=args.data, trials=args.trials, out=args.out, seed=args.seed,
                   overwrite=args.overwrite, spec=spec, cache_dir=args.cache_dir, progress=args.progress)
     print(result.summary(args.top))
     algorithm = SUGGESTED_RUN[SPACES[args.space].kind]
+    if result.default_score is not None:
+        print(f"own-data default: {result.objective} {result.default_score:.4f}"
+              + ("; no trial scored higher, the default is recommended" if result.recommends_default else ""))
     print(f"best {result.objective} {result.best_score:.4f} → {result.out / 'best_hparams.json'} "
           f"(e.g. tff-esn run {algorithm} --hparams {result.out / 'best_hparams.json'} --out RUN_DIR)")
     return 0

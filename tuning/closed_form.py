@@ -3,7 +3,8 @@
 Each trial draws a reservoir from the trial's hyperparameters, harvests the training
 clients' ridge statistics (IncFed eqs. 6–9: ``A = Σ_c A_c``, ``B = Σ_c B_c``), solves
 ``W = A (B + λI)⁻¹`` (IncFed eq. 10, exactly the centralized / IncFed / FedRR readout) and
-reports the validation clients' accuracy, macro F1 and AUC. It is a
+reports the validation clients' accuracy, balanced accuracy, macro F1, AUC and the number of
+classes its readout predicts (``val_classes_predicted``: 1 is a constant predictor). It is a
 ``keras_tuner.engine.base_tuner.BaseTuner`` — KerasTuner's framework-independent tuner
 base, the one its own ``SklearnTuner`` extends — so the IncFed, pFedRR and FedIP searches
 get KerasTuner's oracles, trial files, logging and resume.
@@ -24,13 +25,15 @@ import collections
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from keras_tuner.engine.base_tuner import BaseTuner
 
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed
-from tff_esn.metrics import classification_metrics
+from tff_esn.metrics import classification_metrics, predictions
 from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, state_scaled_l2
 from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
 
@@ -105,7 +108,10 @@ class ClosedFormTuner(BaseTuner):
         After FedIP, λ is moved to the adapted states' scale as ``tff-esn run fedip`` does by
         default (:func:`tff_esn.closed_form.fedip.state_scaled_l2`), so a trial scores what the run gives.
         """
-        hparams = self.hparams(trial.hyperparameters.values)
+        return self.score(self.hparams(trial.hyperparameters.values))
+
+    def score(self, hparams: Mapping[str, Any]) -> dict[str, float]:
+        """The validation metrics (``val_…``) of the readout of flat ``hparams`` (:meth:`run_trial`'s)."""
         harvester, weights, initial = self._reservoir(hparams)
         stats = [harvester.stats(weights, cid) for cid in self.split.train]
         l2 = float(hparams["l2"])
@@ -114,6 +120,7 @@ class ClosedFormTuner(BaseTuner):
         readout = fit_incfed(stats, l2, per_client=self.per_client_l2)
         scores, labels = harvester.scores(readout, weights, self.split.val)
         metrics = classification_metrics(labels, scores, self.dataset.n_classes)
+        metrics["classes_predicted"] = len(np.unique(predictions(scores)))
         return {f"val_{k}": float(v) for k, v in metrics.items() if k != "n" and v is not None}
 
 

@@ -19,6 +19,15 @@ Output folder ``OUT``:
 * ``OUT/best_trial.json`` — the best trial: id, objective, score and its values as in
   ``trials.csv`` (including the thesis' data options ``window`` and ``features``).
 * ``OUT/trials.csv`` — every trial: id, status, objective, seconds, hyperparameters.
+
+On a researcher's own data (``npz:``/``ts:``) a closed-form search starts from the own-data
+defaults (:data:`tff_esn.defaults.OWN_DATA`: mean states, a reservoir bias), validates on the
+split's validation clients or — without them — on the seeded hold-out a run's gradient-trained
+models validate on (:meth:`tff_esn.data.carving.Carving.holdout`), and maximises the validation
+balanced accuracy, which a constant predictor cannot win (1/K). A trial whose readout predicts one
+class is never recommended, and the own-data default configuration (λ chosen on the same
+validation data) is scored too: when no trial beats it, the default is what ``best_hparams.json``
+recommends.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ from typing import Any
 import keras_tuner as kt
 from tqdm.auto import tqdm
 
+from tff_esn.closed_form.l2_selection import L2_GRID
+from tff_esn.defaults import OWN_DATA, own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.io import write_csv_atomic, write_json_atomic
 from tuning.closed_form import ClosedFormTuner
@@ -43,6 +54,10 @@ from tuning.spaces import SearchSpace, get_space, space_size
 from tuning.thesis import ThesisHyperModel
 
 PROJECT = "kerastuner"
+ROW_KEYS = ("trial", "status", "score", "seconds", "classes_predicted")
+"""A trial row's keys that are no hyperparameter."""
+OWN_DATA_OBJECTIVE = "val_balanced_accuracy"
+"""What a search on own data maximises: a constant predictor scores 1/K."""
 THESIS_RUN_FLAGS = {"learning_rate": "client_lr"}
 THESIS_DATA_KEYS = ("window", "features")
 
@@ -112,13 +127,15 @@ class TuneResult:
     trials: list[dict[str, Any]]
     out: Path
     objective: str
+    default_score: float | None = None
+    recommends_default: bool = False
 
     def summary(self, top: int = 5) -> str:
         """Markdown table of the ``top`` best trials."""
         rows = [r for r in self.trials if r["score"] is not None][:top]
         if not rows:
             return "no completed trial"
-        keys = [k for k in rows[0] if k not in ("trial", "status", "score", "seconds")]
+        keys = [k for k in rows[0] if k not in ROW_KEYS]
         head = ["rank", "trial", self.objective, "seconds", *keys]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for rank, r in enumerate(rows, 1):
@@ -139,10 +156,30 @@ def _dataset_kind(source: str) -> str:
 
 
 def data_names(space: SearchSpace, source: str) -> tuple[str, str]:
-    """``(pipeline, split)`` of ``space`` on ``source`` (npz files: the ``npz`` split)."""
+    """``(pipeline, split)`` of ``space`` on ``source`` (own data, npz and ts files: the files' own ``npz`` split)."""
     kind = _dataset_kind(source)
     pipeline = space.pipeline.format(dataset=kind)
-    return pipeline, "npz" if kind == "npz" else space.split.format(dataset=kind)
+    return pipeline, "npz" if own_data(source) else space.split.format(dataset=kind)
+
+
+def default_spec(source: str) -> StateSpec:
+    """The states a search's ridge readouts see by default: ``tff-esn run``'s on ``source``
+    (own data: :data:`tff_esn.defaults.OWN_DATA`'s state mode)."""
+    if own_data(source):
+        return StateSpec(state_mode=OWN_DATA["incfed"]["state_mode"])
+    return StateSpec()
+
+
+def objective(space: SearchSpace, source: str) -> str:
+    """The validation metric a search maximises: the space's, balanced accuracy on own data."""
+    return OWN_DATA_OBJECTIVE if own_data(source) else space.objective
+
+
+def _own_split(dataset, split, seed: int):
+    """Own data: the split's validation clients, else the seeded hold-out of its training clients."""
+    from tff_esn.data.carving import carve
+
+    return carve(dataset, split, seed=seed).holdout()
 
 
 def _check_record(out: Path, record: dict[str, Any], overwrite: bool) -> None:
@@ -175,9 +212,18 @@ def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Pat
                 spec: StateSpec, cache_dir=None, progress: bool = True):
     """The tuner of ``space`` over ``source`` with its oracle, project in ``out/kerastuner``."""
     pipeline, split_name = data_names(space, source)
+    own = own_data(source)
+    if own and space.kind == "gradient":
+        raise ValueError(f"tune {space.name}: the thesis space searches the thesis pipeline's windows and feature "
+                         f"subsets of WESAD, which {source} does not have; on npz:/ts: data search a closed-form "
+                         "space (incfed-wesad, pfedrr, fedip-wesad, …) — `tff-esn run fedavg|fedcurv|thesis-central` "
+                         "choose their learning rate on validation data themselves.")
+    hp = space.build()
+    if own:
+        hp.Fixed("bias_scaling", OWN_DATA["incfed"]["bias_scaling"])
     oracle = ExhaustiveRandomSearchOracle(
-        objective=kt.Objective(space.objective, "max"), max_trials=trials, seed=seed,
-        hyperparameters=space.build(), tune_new_entries=False, allow_new_entries=False,
+        objective=kt.Objective(objective(space, source), "max"), max_trials=trials, seed=seed,
+        hyperparameters=hp, tune_new_entries=False, allow_new_entries=False,
     )
     common = dict(directory=str(out), project_name=PROJECT, overwrite=overwrite)
     if space.kind == "gradient":
@@ -189,6 +235,8 @@ def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Pat
 
         dataset = load_source(source, pipeline, cache_dir=cache_dir)
         split = get_split(split_name, dataset, seed=seed)
+        if own:
+            dataset, split = _own_split(dataset, split, seed)
         tuner = ClosedFormSearchTuner(oracle, dataset, split, spec=spec, seed=seed, **common)
     tuner.oracle.max_trials = trials
     tuner.progress = progress
@@ -203,8 +251,10 @@ def trial_rows(tuner, space: SearchSpace, seed: int, n_inputs: int | None) -> li
         if space.kind == "closed-form":
             values = run_hparams(values, n_inputs=n_inputs, seed=seed)
         seconds = trial.metrics.get_last_value("seconds") if trial.metrics.exists("seconds") else None
+        classes = (int(trial.metrics.get_last_value("val_classes_predicted"))
+                   if trial.metrics.exists("val_classes_predicted") else None)
         rows.append({"trial": trial.trial_id, "status": trial.status, "score": trial.score,
-                     "seconds": seconds, **values})
+                     "seconds": seconds, "classes_predicted": classes, **values})
     return sorted(rows, key=lambda r: (r["score"] is None, -(r["score"] or 0.0), r["trial"]))
 
 
@@ -220,14 +270,32 @@ def _run_flags(space: SearchSpace, source: str, values: dict[str, Any], seed: in
     if space.kind == "gradient":
         flags = {THESIS_RUN_FLAGS.get(k, k): v for k, v in values.items() if k not in THESIS_DATA_KEYS}
         return {**flags, "seed": seed, "pipeline": pipeline, "split": split}
-    flags = {**values, **dataclasses.asdict(spec), "pipeline": pipeline, "split": split}
+    data = {} if own_data(source) else {"pipeline": pipeline, "split": split}
+    flags = {**values, **dataclasses.asdict(spec), **data}
     if any(k.startswith("ip_") for k in values):
         flags["rounds"] = tuner.ip_rounds
     return flags
 
 
+def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tuple[dict[str, Any], float]:
+    """The own-data default configuration (:data:`tff_esn.defaults.OWN_DATA`'s reservoir, λ of
+    :data:`~tff_esn.closed_form.l2_selection.L2_GRID` chosen on the validation data, a tie to the
+    larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class."""
+    from tff_esn.closed_form.configs import ReadoutConfig
+
+    reservoir = dataclasses.replace(ReadoutConfig().reservoir, seed=seed,
+                                    bias_scaling=OWN_DATA["incfed"]["bias_scaling"]).to_dict()
+    best: tuple[dict[str, Any], float] = ({**reservoir, "l2": L2_GRID[-1]}, -math.inf)
+    for l2 in L2_GRID:
+        metrics = tuner.score({**reservoir, "l2": l2})
+        score = metrics[objective_name] if metrics["val_classes_predicted"] > 1 else -math.inf
+        if score >= best[1]:
+            best = ({**reservoir, "l2": l2}, score)
+    return best
+
+
 def tune(space_name: str, *, data: str | None = None, trials: int | None = None, out: str | Path,
-         seed: int = 0, overwrite: bool = False, spec: StateSpec = StateSpec(), cache_dir=None,
+         seed: int = 0, overwrite: bool = False, spec: StateSpec | None = None, cache_dir=None,
          progress: bool = True) -> TuneResult:
     """Runs (or resumes) the search ``space_name`` and writes the outputs listed in the module docstring.
 
@@ -238,10 +306,11 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
             ``thesis`` means until the space is exhausted).
         out: output folder; an existing search there is resumed unless ``overwrite``.
         seed: seed of the oracle, the reservoir and every random choice.
-        spec: states entering ridge readouts (closed-form spaces).
+        spec: states entering ridge readouts (closed-form spaces; ``None``: :func:`default_spec`).
     """
     space = get_space(space_name)
     source = data or space.source
+    spec = default_spec(source) if spec is None else spec
     trials = space.trials if trials is None else trials
     if trials is not None and (not isinstance(trials, int) or trials < 1):
         raise ValueError(f"trials: expected an integer ≥ 1, got {trials!r}.")
@@ -254,14 +323,26 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     tuner.search(verbose=0)
     n_inputs = len(tuner.dataset.feature_names) if space.kind == "closed-form" else None
     rows = trial_rows(tuner, space, seed, n_inputs)
-    best = [r for r in rows if r["score"] is not None]
+    best = [r for r in rows if r["score"] is not None and r["classes_predicted"] != 1]
+    if not best and any(r["classes_predicted"] == 1 for r in rows):
+        raise RuntimeError(f"search {space.name!r}: every completed trial predicts one class on the validation data; "
+                           "none is recommended (widen the space or give the validation data more sequences).")
     if not best:
         raise RuntimeError(f"search {space.name!r}: no trial completed; see the trial messages in {out / PROJECT}.")
-    values = {k: v for k, v in best[0].items() if k not in ("trial", "status", "score", "seconds")}
-    write_json_atomic(out / "best_trial.json", {"trial": best[0]["trial"], "objective": space.objective,
-                                                "score": best[0]["score"], "values": values})
+    name = objective(space, source)
+    values = {k: v for k, v in best[0].items() if k not in ROW_KEYS}
+    score = best[0]["score"]
+    record: dict[str, Any] = {"trial": best[0]["trial"], "objective": name, "score": score, "values": values}
+    default_score, recommends_default = None, False
+    if own_data(source):
+        default_values, default_score = default_trial(tuner, name, seed)
+        record["default"] = {"score": default_score, "values": default_values}
+        if default_score > score:
+            values, score, recommends_default = default_values, default_score, True
+            record.update(trial=None, score=score, values=values, recommended="own-data default")
+    write_json_atomic(out / "best_trial.json", record)
     best_hparams = _run_flags(space, source, values, seed, spec, tuner)
     write_hparams(out / "best_hparams.json", best_hparams)
     write_csv_atomic(out / "trials.csv", rows, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-    score = best[0]["score"]
-    return TuneResult(best_hparams, float(score) if math.isfinite(score) else score, rows, out, space.objective)
+    return TuneResult(best_hparams, float(score) if math.isfinite(score) else score, rows, out, name,
+                      default_score, recommends_default)

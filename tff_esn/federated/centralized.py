@@ -7,7 +7,11 @@ Table 6.3's columns. The reservoir is fixed, so the design set's states are harv
 (Adam, class-weighted cross-entropy, batch 20, Table 6.2), which is the same optimisation as
 fitting the full model. On K > 2 classes the readout is a softmax
 (:mod:`tff_esn.federated.model`). With ``patience`` the readout trains on the training
-clients and stops early on the validation clients' loss, restoring the best epoch.
+clients and stops early on the validation clients' loss, restoring the best epoch. With
+``readout_inputs="standardized"`` the states are standardised with the training set's feature
+means and variances (:mod:`tff_esn.federated.standardization`); a learning rate ``auto`` is the
+one of :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` whose model scores the best validation
+macro-F1 (a tie: the lower validation loss).
 """
 
 from __future__ import annotations
@@ -17,18 +21,23 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tff_esn.closed_form.l2_selection import AUTO
 from tff_esn.communication import centralized as centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
-from tff_esn.federated.configs import for_data, loss_labels
+from tff_esn.federated.configs import CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
+from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import split_report
 from tff_esn.run_warnings import warn
 
 
-def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig):
+def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardization: Standardization | None):
     pooled = dataset.pooled(ids)
-    return client_data.client_states(pooled, config.reservoir, config), client_data.targets(pooled, config)
+    states = client_data.client_states(pooled, config.reservoir, config)
+    if standardization is not None:
+        states = standardization.apply(states)
+    return states, client_data.targets(pooled, config)
 
 
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
@@ -53,7 +62,8 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         ``(readout_model, report)`` where ``report`` has the ``train``, ``val``, ``test``
         sections (:func:`tff_esn.metrics.split_report`, ``None`` for an empty group),
         ``design`` (the set trained on), ``communication`` (raw inputs uploaded once),
-        ``class_weight`` (the weights used) and ``epochs`` (epochs trained).
+        ``class_weight`` (the weights used), ``epochs`` (epochs trained), ``selection`` (how the
+        learning rate was chosen) and ``standardization`` (the inputs' statistics, or ``None``).
     """
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
@@ -61,29 +71,57 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         patience = 0
     config = for_data(config, dataset, split.train)
     design_ids = tuple(split.train) + (tuple(split.val) if include_validation and not patience else ())
-    states, labels = _states(dataset, design_ids, config)
-    model = compile_thesis_model(build_thesis_model(config.reservoir.units, config, readout_only=True), config)
-    batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
-                                                 epochs=config.epochs, seed=seed)
-    fit = {}
-    if patience:
-        fit = {"validation_data": _states(dataset, split.val, config),
-               "callbacks": [tf.keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]}
-    history = model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0, **fit)
+    standardization = None
+    if config.standardized:
+        standardization = federated_standardization(
+            [client_data.client_states(c, config.reservoir, config) for c in dataset.select(design_ids).values()])
+    states, labels = _states(dataset, design_ids, config, standardization)
+    validation = _states(dataset, split.val, config, standardization) if patience else None
 
-    def report(ids):
+    def fit(learning_rate: float) -> tuple[tf.keras.Model, Any]:
+        model_config = config.replace(learning_rate=learning_rate)
+        model = compile_thesis_model(build_thesis_model(config.reservoir.units, model_config, readout_only=True),
+                                     model_config)
+        batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
+                                                     epochs=config.epochs, seed=seed)
+        kwargs = {}
+        if patience:
+            kwargs = {"validation_data": validation,
+                      "callbacks": [tf.keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]}
+        return model, model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0, **kwargs)
+
+    def report(model, ids):
         if not ids:
             return None
         pooled = dataset.pooled(ids)
-        scores = model.predict(client_data.client_states(pooled, config.reservoir, config), batch_size=1024,
-                               verbose=0)
+        scores = model.predict(_states(dataset, ids, config, standardization)[0], batch_size=1024, verbose=0)
         scores = scores.reshape(-1) if config.n_outputs == 1 else scores.reshape(-1, config.n_outputs)
         return split_report(loss_labels([pooled], config).astype(np.int64), scores, dataset.n_classes, seed=seed)
 
+    selection: dict[str, Any] = {}
+    if config.learning_rate != AUTO:
+        model, history = fit(config.learning_rate)
+    elif not patience:
+        reason = "no validation clients" if not split.val else "patience 0: the design set includes the validation clients"
+        lr = DEFAULT_CLIENT_LR[config.optimizer]
+        warn(f"client_lr 'auto': {reason}; the stated default {lr} is used.")
+        selection["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
+        model, history = fit(lr)
+    else:
+        grid = CLIENT_LR_GRIDS[config.optimizer]
+        fits = [fit(lr) for lr in grid]
+        scores = [(float(report(m, split.val)["f1_macro"]), float(min(h.history["val_loss"]))) for m, h in fits]
+        best = chosen_index(scores)
+        model, history = fits[best]
+        selection["client_lr"] = {"value": grid[best], "rule": "validation", "grid": list(grid),
+                                  "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
+
     raw = [int(dataset.clients[c].x.size) for c in design_ids]
-    result = {name: report(getattr(split, name)) for name in ("train", "val", "test")}
-    result["design"] = report(design_ids)
+    result = {name: report(model, getattr(split, name)) for name in ("train", "val", "test")}
+    result["design"] = report(model, design_ids)
     result["communication"] = centralized_cost(raw).to_dict()
     result["class_weight"] = list(config.class_weight)
     result["epochs"] = len(history.epoch)
+    result["selection"] = selection
+    result["standardization"] = None if standardization is None else standardization.to_dict()
     return model, result

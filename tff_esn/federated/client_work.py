@@ -92,6 +92,16 @@ def nonnegative(u):
 _nonnegative = tff.tensorflow.computation(nonnegative)
 
 
+def client_optimizer(name: str, learning_rate: float) -> tff.learning.optimizers.Optimizer:
+    """The clients' TFF optimizer, which both runtimes run: ``adam`` (thesis Table 6.2) or
+    ``sgd`` (plain SGD, ``build_sgdm`` without momentum)."""
+    if name == "adam":
+        return tff.learning.optimizers.build_adam(learning_rate)
+    if name == "sgd":
+        return tff.learning.optimizers.build_sgdm(learning_rate)
+    raise ValueError(f"optimizer: expected 'adam' or 'sgd', got {name!r}.")
+
+
 def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
     if client_filter is None:
         return tf.constant(True)

@@ -33,7 +33,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,6 +46,7 @@ from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
+from tff_esn.federated.standardization import Standardization
 
 _NOISE, _SHUFFLE = 1, 2
 
@@ -353,18 +354,30 @@ class CachedStates(_ClientSource):
             by the TFF worker every round, so only a path travels into the
             computation (made absolute: the worker resolves a relative path from its own
             working folder); otherwise they travel in memory (TFF caps that at 100 MB per client).
+        standardize: with ``config.standardized``, the function that turns the clients' states
+            (one array per client, in client order) into their :class:`Standardization` (the
+            federated sum, :func:`tff_esn.federated.standardization.federated_standardization`);
+            every client's states are then ``standardization.apply``'d before they are cached.
     """
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True,
-                 cache_dir: str | os.PathLike | None = None):
+                 cache_dir: str | os.PathLike | None = None,
+                 standardize: Callable[[Sequence[np.ndarray]], Standardization] | None = None):
         super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
         self.reservoirs = dict(zip(self.ids, client_reservoir_configs(config.reservoir, len(self.ids), reservoirs)))
         self.cache_dir = None if cache_dir is None else Path(cache_dir).absolute()
         self._base: dict[str, tf.data.Dataset] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.standardization: Standardization | None = None
+        raw: dict[str, np.ndarray] = {}
+        if config.standardized:
+            if standardize is None:
+                raise ValueError("CachedStates: readout_inputs 'standardized' needs the standardize function.")
+            raw = {cid: self._states(cid) for cid in self.ids}
+            self.standardization = standardize([raw[cid] for cid in self.ids])
         for cid in self.ids:
-            self._base[cid] = self._prepare(cid)
+            self._base[cid] = self._prepare(cid, raw.get(cid))
 
     def _noisy_inputs(self, cid: str) -> np.ndarray:
         return noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
@@ -381,20 +394,28 @@ class CachedStates(_ClientSource):
             "shape": list(client.x.shape), "format": "raw-float32", "outputs": self.config.n_outputs,
             "lengths": None if client.lengths is None else client.lengths.tolist(),
         }, sort_keys=True).encode())
+        if self.standardization is not None:
+            digest.update(self.standardization.mean.tobytes())
+            digest.update(self.standardization.scale.tobytes())
         return digest.hexdigest()[:24]
 
     def _states(self, cid: str) -> np.ndarray:
         return reservoir_states(self._noisy_inputs(cid), self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
-    def _prepare(self, cid: str) -> tf.data.Dataset:
+    def _readout_inputs(self, cid: str, raw: np.ndarray | None) -> np.ndarray:
+        """The client's readout inputs: its states (``raw``, else harvested), standardised if asked."""
+        states = self._states(cid) if raw is None else raw
+        return states if self.standardization is None else self.standardization.apply(states)
+
+    def _prepare(self, cid: str, raw: np.ndarray | None = None) -> tf.data.Dataset:
         """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""
         labels = targets(self.clients[cid], self.config)
         if self.cache_dir is None:
-            self._arrays[cid] = (self._states(cid), labels)
+            self._arrays[cid] = (self._readout_inputs(cid, raw), labels)
             return tf.data.Dataset.from_tensor_slices(self._arrays[cid])
         path = self.cache_dir / f"states-{self._key(cid)}"
         if not (path / "shapes.json").exists():
-            _save_raw(path, self._states(cid), labels)
+            _save_raw(path, self._readout_inputs(cid, raw), labels)
         return _load_raw(path)
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:

@@ -11,6 +11,11 @@ kept under ``CACHE/federated-states`` (``cache_dir``, else ``$TFF_ESN_CACHE``, e
 ``~/.cache/tff_esn``), keyed by inputs, reservoir and noise, so runs that share them (every
 server learning rate, both algorithms) harvest once. TFF is imported by the federated runs
 only: ``thesis-central`` trains its Keras model without it.
+
+A run that selects on validation data — a client learning rate or penalty ``auto``,
+``keep_best``, ``patience`` — on a split without validation clients trains on the training
+clients without a seeded hold-out and validates on it (:meth:`tff_esn.data.carving.Carving.holdout`,
+recorded as ``metrics.json["validation"]``); the test clients are never read by a choice.
 """
 
 from __future__ import annotations
@@ -20,9 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from tff_esn import runtime
+from tff_esn.closed_form.l2_selection import AUTO
 from tff_esn.data.cache import cache_root
+from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig
+
+
+def validation_data(dataset: SequenceDataset, split: Split, seed: int,
+                    selects: bool) -> tuple[SequenceDataset, Split, dict[str, Any] | None]:
+    """``(dataset, split, record)`` of a run that ``selects`` on validation data: the split's own
+    validation clients, or a seeded hold-out carved from the training clients
+    (:meth:`~tff_esn.data.carving.Carving.holdout`); the input and ``None`` otherwise."""
+    if not selects:
+        return dataset, split, None
+    carving = carve(dataset, split, seed=seed)
+    return (*carving.holdout(), carving.to_dict())
 
 
 def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
@@ -30,8 +48,13 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[s
 
     if config.cache_dir is None and runtime.on_this_host(runtime.current_workers()):
         config = dataclasses.replace(config, cache_dir=str(cache_root()))
+    selects = (config.model.learning_rate == AUTO or getattr(config, "penalty", None) == AUTO or config.keep_best
+               or config.patience > 0)
+    dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     result = run_federated(dataset, split, config)
-    result["extra"]["rounds_csv"] = str(Path(config.out) / "rounds.csv")
+    result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
+    if validation is not None:
+        result["validation"] = validation
     return result
 
 
@@ -49,6 +72,11 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     """The centralized thesis ESN on the design set (thesis Table 6.3)."""
     from tff_esn.federated.centralized import train_centralized
 
+    selects = config.model.learning_rate == AUTO or config.patience > 0
+    dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience)
-    report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs")}
+    if validation is not None:
+        report["validation"] = validation
+    report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",
+                                                        "standardization")}
     return report

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
+from tff_esn.closed_form.l2_selection import AUTO
 from tff_esn.validation import check_field
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
@@ -41,6 +42,30 @@ SIM_SECURE = ("backend (--backend): 'sim' has no secure aggregation (a protocol 
               "run --secure-aggregation with --backend tff.")
 _RUN = "tff_esn.federated.commands:"
 
+
+OPTIMIZERS = ("adam", "sgd")
+"""The readout's optimizer: Adam (the thesis) or plain SGD (no momentum)."""
+READOUT_INPUTS = ("raw", "standardized")
+"""The readout's inputs: the reservoir states as they are, or standardised with the training
+clients' federated feature means and variances (:mod:`tff_esn.federated.standardization`)."""
+CLIENT_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-2, 1e-1, 1.0)}
+"""The client learning rates ``--client-lr auto`` tries on the validation clients, per optimizer."""
+PENALTY_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-2, 1.0)
+"""FedCurv's penalty weights ``--penalty auto`` tries on the validation clients (0: FedAvg)."""
+DEFAULT_CLIENT_LR: dict[str, float] = {"adam": 0.01, "sgd": 0.1}
+"""The client learning rate of ``--client-lr auto`` with nothing to choose it on (no validation
+clients, or DP: each candidate's rounds would be a further private release), per optimizer."""
+DEFAULT_PENALTY = 1e-4
+"""FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
+
+
+def chosen_index(scores: Iterable[tuple[float, float]]) -> int:
+    """Index of the best ``(validation macro-F1, validation cross-entropy)`` of a grid: the highest
+    F1, a tie to the lower cross-entropy, then to the earlier value; NaN never wins."""
+    keys = [(-math.inf if math.isnan(f) else f, -math.inf if math.isnan(loss) else -loss) for f, loss in scores]
+    if not keys:
+        raise ValueError("chosen_index: no scores (empty grid).")
+    return keys.index(max(keys))
 
 BALANCED = "balanced"
 """``class_weight`` resolved from the training labels: ``n / (K · n_k)`` per class k."""
@@ -72,7 +97,12 @@ class ThesisModelConfig:
 
     Attributes:
         reservoir: the reservoir hyperparameters (Table 6.2: 200 units, ρ 0.99, α 1.0).
-        learning_rate: Adam's learning rate η (Table 6.2: 0.1) — the clients' optimizer.
+        learning_rate: the optimizer's learning rate η (Table 6.2: Adam, 0.1) — the clients'
+            optimizer; ``auto``: the rate of ``CLIENT_LR_GRIDS[optimizer]`` whose model scores best
+            on the validation clients.
+        optimizer: ``adam`` (thesis Table 6.2; the clients' Adam starts anew every round) or
+            ``sgd`` (plain SGD: its step follows the gradient's size, so local training settles
+            where Adam's fresh first steps of ±η per weight keep it moving).
         batch_size: sequences per mini-batch B (Table 6.2: 20).
         epochs: local epochs E per round (thesis §6.1: one epoch per round).
         class_weight: loss weight of each class, ``W0,W1,…`` (one per class; thesis §6.1: 12, 88),
@@ -84,23 +114,34 @@ class ThesisModelConfig:
             ``"mean"`` (one prediction per sequence; per-sequence labels; sequences of unequal
             length each give the state at their own end or the mean over their own steps).
         washout: initial steps whose states and labels are dropped (≥ 0).
+        readout_inputs: ``raw`` (the thesis: the reservoir states) or ``standardized`` (every
+            state feature shifted and scaled by the training clients' federated mean and
+            standard deviation, one exact sum before training; cached states only).
     """
 
     reservoir: ReservoirConfig = THESIS_RESERVOIR
-    learning_rate: float = dataclasses.field(default=0.1, metadata={"flag": "client_lr"})
+    learning_rate: float | str = dataclasses.field(default=0.1, metadata={"flag": "client_lr", "choices": (AUTO,)})
+    optimizer: str = dataclasses.field(default="adam", metadata={"choices": OPTIMIZERS})
     batch_size: int = 20
     epochs: int = 1
     class_weight: tuple[float, ...] | str = dataclasses.field(
         default=(12.0, 88.0), metadata={"choices": (BALANCED,), "metavar": "W0,W1,…|balanced"})
     state_mode: str = dataclasses.field(default="all", metadata={"choices": STATE_MODES})
     washout: int = 0
+    readout_inputs: str = dataclasses.field(default="raw", metadata={"choices": READOUT_INPUTS})
 
     def __post_init__(self) -> None:
         if not isinstance(self.reservoir, ReservoirConfig):
             raise TypeError(f"ThesisModelConfig.reservoir: expected a ReservoirConfig, got {type(self.reservoir).__name__}.")
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
-                and self.learning_rate > 0):
-            raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0, got {self.learning_rate!r}.")
+        if not (self.learning_rate == AUTO or (isinstance(self.learning_rate, (int, float)) and
+                                                math.isfinite(self.learning_rate) and self.learning_rate > 0)):
+            raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0 or {AUTO!r}, "
+                             f"got {self.learning_rate!r}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"ThesisModelConfig.optimizer: expected one of {OPTIMIZERS}, got {self.optimizer!r}.")
+        if self.readout_inputs not in READOUT_INPUTS:
+            raise ValueError(f"ThesisModelConfig.readout_inputs: expected one of {READOUT_INPUTS}, "
+                             f"got {self.readout_inputs!r}.")
         for name in ("batch_size", "epochs"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -123,6 +164,11 @@ class ThesisModelConfig:
     def n_outputs(self) -> int:
         """Readout units: 1 (sigmoid, two classes: the thesis) or K (softmax)."""
         return 1 if self.n_classes == 2 else self.n_classes
+
+    @property
+    def standardized(self) -> bool:
+        """Whether the readout's inputs are standardised (``readout_inputs="standardized"``)."""
+        return self.readout_inputs == "standardized"
 
     @property
     def per_step(self) -> bool:
@@ -263,6 +309,8 @@ class FedAvgConfig(ThesisRunConfig):
         keep_best: the result is the server model of the round with the best validation
             macro-F1 instead of the last round's (without validation clients: the last
             round's, with a recorded warning).
+        patience: 0 trains for ``rounds`` rounds; n ≥ 1 stops once the validation macro-F1 has
+            not improved for n rounds (with ``keep_best``; without validation clients: every round).
         backend: ``auto`` (default): ``tff`` with secure aggregation or TFF workers, else ``sim``
             (:func:`resolve_backend`); ``tff`` runs the rounds in TFF's runtime (the only one with
             ``--workers`` and secure aggregation), ``sim`` in this process (with DP too).
@@ -284,6 +332,7 @@ class FedAvgConfig(ThesisRunConfig):
     discriminator: str | None = dataclasses.field(default=None, metadata={"metavar": "PATH"})
     discriminator_threshold: float = 0.5
     keep_best: bool = False
+    patience: int = 0
     backend: str = dataclasses.field(default="auto", metadata={"choices": BACKENDS})
 
     def __post_init__(self) -> None:
@@ -308,6 +357,12 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
         check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
+        check_field(self, "patience", isinstance(self.patience, int) and not isinstance(self.patience, bool)
+                    and self.patience >= 0, "an integer ≥ 0")
+        if self.model.standardized and self.states == "faithful":
+            raise ValueError("readout_inputs (--readout-inputs): 'standardized' scales cached reservoir states; "
+                             "--states faithful runs the reservoir inside the model: use --states cached or "
+                             "--readout-inputs raw.")
         if self.backend == "sim" and self.privacy.secure_aggregation:
             raise ValueError(SIM_SECURE)
 
@@ -317,16 +372,17 @@ class FedCurvConfig(FedAvgConfig):
     """A FedCurv run (thesis ch. 3, Alg. 2): :class:`FedAvgConfig` and the penalty weight λ.
 
     Attributes:
-        penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4).
+        penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4); ``auto``: the weight of
+            ``PENALTY_GRID`` (0 included: FedAvg) whose model scores best on the validation clients.
     """
 
     algorithm: ClassVar[str] = "fedcurv"
-    penalty: float = 1e-4
+    penalty: float | str = dataclasses.field(default=1e-4, metadata={"choices": (AUTO,)})
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "penalty", isinstance(self.penalty, (int, float)) and math.isfinite(self.penalty)
-                    and self.penalty >= 0, "a finite number ≥ 0")
+        check_field(self, "penalty", self.penalty == AUTO or (isinstance(self.penalty, (int, float))
+                    and math.isfinite(self.penalty) and self.penalty >= 0), f"a finite number ≥ 0 or {AUTO!r}")
         if self.privacy.dp_adaptive_clip:
             raise ValueError(ADAPTIVE_FEDCURV)
 

@@ -148,10 +148,17 @@ def thesis_loss(config: ThesisModelConfig) -> tf.keras.losses.Loss:
     return WeightedCategoricalCrossentropy(config.class_weight)
 
 
+def keras_optimizer(config: ThesisModelConfig) -> tf.keras.optimizers.Optimizer:
+    """Keras' ``Adam(η)`` (thesis Table 6.2) or plain ``SGD(η)``, as ``config.optimizer`` says."""
+    if config.optimizer == "sgd":
+        return tf.keras.optimizers.SGD(config.learning_rate)
+    return tf.keras.optimizers.Adam(config.learning_rate)
+
+
 def compile_thesis_model(model: tf.keras.Model, config: ThesisModelConfig) -> tf.keras.Model:
-    """Compiles with Adam(η), the weighted cross-entropy, accuracy and AUC (thesis §6.1)."""
+    """Compiles with the optimizer (thesis: Adam(η)), the weighted cross-entropy, accuracy and AUC (thesis §6.1)."""
     accuracy = (tf.keras.metrics.BinaryAccuracy(name="accuracy") if config.n_classes == 2
                 else tf.keras.metrics.CategoricalAccuracy(name="accuracy"))
-    model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate), loss=thesis_loss(config),
+    model.compile(optimizer=keras_optimizer(config), loss=thesis_loss(config),
                   metrics=[accuracy, tf.keras.metrics.AUC(name="auc")])
     return model

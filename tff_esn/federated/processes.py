@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tff_esn.federated.client_work import ClientFilter, build_readout_client_work
+from tff_esn.federated.client_work import ClientFilter, build_readout_client_work, client_optimizer
 from tff_esn.privacy.learning import LearningAggregation
 from tff_esn.runtime import load_tff
 
@@ -70,7 +70,8 @@ def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *
 
 def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
-                 aggregation: LearningAggregation | None = None) -> tff.learning.templates.LearningProcess:
+                 aggregation: LearningAggregation | None = None,
+                 optimizer: str = "adam") -> tff.learning.templates.LearningProcess:
     """FedAvg with a server learning rate (thesis §6.2, Alg. 1; Alg. 3 with ``client_filter``).
 
     Args:
@@ -81,8 +82,10 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
         client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
             its own reservoir (module docstring).
         aggregation: the aggregators of the client values (module docstring; ``None``: plain).
+        optimizer: the clients' optimizer, ``adam`` (thesis) or ``sgd``
+            (:func:`~tff_esn.federated.client_work.client_optimizer`).
     """
-    client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
+    client_opt = client_optimizer(optimizer, _check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
     if client_filter is None and not client_reservoirs:
         aggregation = aggregation or LearningAggregation()
@@ -90,19 +93,19 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
         build = (tff.learning.algorithms.build_unweighted_fed_avg if unweighted
                  else tff.learning.algorithms.build_weighted_fed_avg)
         return build(
-            model_fn, client_optimizer_fn=client_optimizer,
+            model_fn, client_optimizer_fn=client_opt,
             server_optimizer_fn=tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate),
             model_aggregator=aggregation.model, metrics_aggregator=aggregation.metrics,
             loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR,
         )
-    return _compose(model_fn, client_optimizer, server_learning_rate, penalty=None, client_filter=client_filter,
+    return _compose(model_fn, client_opt, server_learning_rate, penalty=None, client_filter=client_filter,
                     client_reservoirs=client_reservoirs, aggregation=aggregation)
 
 
 def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
                   penalty: float = 1e-4, client_filter: ClientFilter | None = None,
-                  client_reservoirs: bool = False, aggregation: LearningAggregation | None = None
-                  ) -> tff.learning.templates.LearningProcess:
+                  client_reservoirs: bool = False, aggregation: LearningAggregation | None = None,
+                  optimizer: str = "adam") -> tff.learning.templates.LearningProcess:
     """FedCurv (thesis ch. 3, Alg. 2; Alg. 4 with ``client_filter``).
 
     Args:
@@ -111,11 +114,11 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
 
     The state's ``client_work`` holds ``{"u": ..., "v": ..., "aggregator": ...}`` (see :func:`curvature`).
     """
-    client_optimizer = tff.learning.optimizers.build_adam(_check_rate("client_learning_rate", client_learning_rate))
+    client_opt = client_optimizer(optimizer, _check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
     if not isinstance(penalty, (int, float)) or isinstance(penalty, bool):
         raise ValueError(f"penalty: expected a finite number ≥ 0, got {penalty!r}.")
-    return _compose(model_fn, client_optimizer, server_learning_rate, penalty=float(penalty),
+    return _compose(model_fn, client_opt, server_learning_rate, penalty=float(penalty),
                     client_filter=client_filter, client_reservoirs=client_reservoirs,
                     aggregation=aggregation)
 

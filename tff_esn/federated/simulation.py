@@ -84,7 +84,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context as eager_context
 
-from tff_esn.federated.client_work import ClientFilter, build_client_update, nonnegative
+from tff_esn.federated.client_work import ClientFilter, build_client_update, client_optimizer, nonnegative
 from tff_esn.federated.clients import ClientArrays, RoundArrays
 from tff_esn.federated.simulated_aggregation import SimulatedAggregation, Sum
 from tff_esn.runtime import load_tff
@@ -180,13 +180,14 @@ class SimulatedProcess:
             :class:`~tff_esn.federated.clients.ClientArrays` carry.
         aggregation: how the server combines the clients' values (``None``: TFF's plain
             weighted mean, sum and metrics; DP: :func:`~tff_esn.federated.simulated_aggregation.simulated_aggregation`).
+        optimizer: the clients' optimizer, ``adam`` (thesis) or ``sgd`` (as the TFF process's).
     """
 
     def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], *, client_learning_rate: float,
                  server_learning_rate: float = 1.0, penalty: float | None = None,
                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
-                 aggregation: SimulatedAggregation | None = None):
-        self._update = build_client_update(model_fn, tff.learning.optimizers.build_adam(client_learning_rate),
+                 aggregation: SimulatedAggregation | None = None, optimizer: str = "adam"):
+        self._update = build_client_update(model_fn, client_optimizer(optimizer, client_learning_rate),
                                            penalty, client_filter).on_arrays
         self._server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
         model = model_fn()

@@ -35,13 +35,18 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.federated.configs import FedAvgConfig, for_data, loss_labels, resolve_backend
+from tff_esn.closed_form.l2_selection import AUTO
+from tff_esn.esn.ridge import RidgeStats
+from tff_esn.federated.configs import (CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig,
+                                       chosen_index, for_data, loss_labels, resolve_backend)
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.federated.round_log import RoundLog
 from tff_esn.federated.simulated_aggregation import simulated_aggregation
 from tff_esn.federated.simulation import SimulatedProcess
+from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import classification_metrics, split_report
+from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.run_warnings import warn
 from tff_esn.settings import flat_config
@@ -69,13 +74,21 @@ class _EvalSet:
         """The readout's probabilities: (n,) for two classes, (n, K) for more."""
         return readout_probabilities(self.states, kernel, bias)
 
+    def log_loss(self, kernel: np.ndarray, bias: np.ndarray) -> float:
+        """The mean cross-entropy ``−log p(true class)`` of the readout (unweighted, p ≥ 1e-12)."""
+        p = self.scores(kernel, bias)
+        p = np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
+        return float(-np.mean(np.log(np.maximum(p[np.arange(len(self.labels)), self.labels], 1e-12))))
 
-def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig) -> _EvalSet | None:
+
+def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig,
+              standardization: Standardization | None = None) -> _EvalSet | None:
     if not ids:
         return None
     pooled = dataset.pooled(ids)
     labels = loss_labels([pooled], config).astype(np.int64)
-    return _EvalSet(client_data.client_states(pooled, config.reservoir, config), labels)
+    states = client_data.client_states(pooled, config.reservoir, config)
+    return _EvalSet(states if standardization is None else standardization.apply(states), labels)
 
 
 def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
@@ -124,28 +137,30 @@ def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray,
     if group is None:
         return {}
     m = classification_metrics(group.labels, group.scores(kernel, bias), n_classes)
-    return {k: (math.nan if v is None else float(v)) for k, v in m.items() if k != "n"}
+    return {**{k: (math.nan if v is None else float(v)) for k, v in m.items() if k != "n"},
+            "log_loss": group.log_loss(kernel, bias)}
 
 
 class _BestRound:
-    """The round with the best validation macro-F1 so far and its readout; with a run folder
-    kept in ``DIR/best_round.npz`` (written atomically), which a resumed run (``resumed``) reads."""
+    """The round with the best validation macro-F1 so far (a tie: the lower validation
+    cross-entropy) and its readout; with a run folder kept in ``DIR/best_round.npz`` (written
+    atomically), which a resumed run (``resumed``) reads."""
 
     def __init__(self, out: Path | None, resumed: bool):
         self.path = None if out is None else out / "best_round.npz"
-        self.round, self.score, self.kernel, self.bias = 0, -math.inf, None, None
+        self.round, self.score, self.loss, self.kernel, self.bias = 0, -math.inf, math.inf, None, None
         if resumed and self.path is not None and self.path.exists():
             with np.load(self.path) as saved:
-                self.round, self.score = int(saved["round"]), float(saved["score"])
+                self.round, self.score, self.loss = int(saved["round"]), float(saved["score"]), float(saved["loss"])
                 self.kernel, self.bias = saved["kernel"], saved["bias"]
 
-    def offer(self, score: float, round_num: int, kernel: np.ndarray, bias: np.ndarray) -> None:
-        if not score > self.score:
+    def offer(self, score: float, loss: float, round_num: int, kernel: np.ndarray, bias: np.ndarray) -> None:
+        if not (score > self.score or (score == self.score and loss < self.loss)):
             return
-        self.round, self.score, self.kernel, self.bias = round_num, score, kernel, bias
+        self.round, self.score, self.loss, self.kernel, self.bias = round_num, score, loss, kernel, bias
         if self.path is not None:
             tmp = self.path.with_suffix(".tmp.npz")
-            np.savez(tmp, round=round_num, score=score, kernel=kernel, bias=bias)
+            np.savez(tmp, round=round_num, score=score, loss=loss, kernel=kernel, bias=bias)
             os.replace(tmp, self.path)
 
 
@@ -158,6 +173,7 @@ def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.mode
     aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
                    if privacy else None)
     common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_lr,
+                  optimizer=config.model.optimizer,
                   client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
     if config.algorithm == "fedcurv":
         return build_fedcurv(model_fn, penalty=config.penalty, **common)
@@ -183,7 +199,9 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
             ``CACHE/federated-states`` with ``config.cache_dir`` (file-backed client datasets:
             only their path travels into the computation; the workers must see it under the
             same path), else in a temporary folder removed when the run ends, or — with a
-            worker on another host — in memory; ``config.progress`` shows a tqdm bar.
+            worker on another host — in memory; ``config.progress`` shows a tqdm bar. A client
+            learning rate or FedCurv penalty ``auto`` is chosen on the validation clients
+            (:func:`select_settings`) before the run.
         client_filter: optional accept/reject rule on each client's readout delta
             (:mod:`tff_esn.federated.client_work`); without one, ``config.discriminator``'s
             (:func:`discriminator_filter`), if any.
@@ -195,7 +213,8 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         and ``clean_clients`` — sampled clients without input noise, the truly valid ones
         of thesis Fig. 6.13), ``accepted_clients`` per round, ``weights`` (final readout
         kernel and bias), ``class_weight`` (the weights used), ``kept_round`` (the round whose
-        model is the result) and the config.
+        model is the result), ``rounds_run``, ``selection`` (how the client learning rate and
+        penalty were chosen), ``standardization`` (the readout inputs' statistics) and the config.
     """
     config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
                                                         faithful=config.states == "faithful"))
@@ -205,13 +224,139 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
     client_filter = client_filter or discriminator_filter(config)
     privacy = learning_privacy(config, len(split.train))
+    if config.model.standardized and privacy is not None and privacy.dp:
+        warn("readout_inputs 'standardized': under DP the clients' feature statistics would be a release outside "
+             "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
+        config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
     with contextlib.ExitStack() as stack:
         cache_dir = None
         if config.states == "cached" and config.cache_dir is not None:
             cache_dir = cache_root(config.cache_dir) / "federated-states"
         elif config.states == "cached" and runtime.on_this_host(runtime.current_workers()):
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
-        return _run(dataset, split, config, privacy, client_filter=client_filter, cache_dir=cache_dir)
+        data = _client_data(dataset, split, config, privacy, cache_dir)
+        config, selection, result = select_settings(config, split, privacy, lambda candidate: _run(
+            dataset, split, candidate, privacy, client_filter=client_filter, data=data))
+        if result is None:
+            result = _run(dataset, split, config, privacy, client_filter=client_filter, data=data)
+        result["extra"]["selection"] = selection
+        return result
+
+
+def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy | None,
+                    run: Callable[[FedAvgConfig], dict[str, Any]]
+                    ) -> tuple[FedAvgConfig, dict[str, Any], dict[str, Any] | None]:
+    """``config`` with its ``auto`` client learning rate and FedCurv penalty chosen, the record, and
+    the chosen candidate's result (``None`` when nothing was run: the caller runs ``config``).
+
+    Each candidate runs (``run``, keeping its best validated round; with ``config.out`` in its own
+    folder ``OUT/selection/lr=…[,penalty=…]`` with its ``rounds.csv`` and checkpoints, so a resumed
+    run continues every candidate) and scores its kept model's validation macro-F1 (a tie: the lower validation cross-entropy); the test clients
+    never enter. First the client learning
+    rate over :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` (FedCurv with ``auto`` penalty:
+    at penalty 0, FedAvg's arithmetic), then the penalty over
+    :data:`~tff_esn.federated.configs.PENALTY_GRID` at the chosen rate; a tie goes to the
+    smaller value. Without validation clients, or under DP (every candidate's rounds would be a
+    further private release), ``auto`` takes :data:`~tff_esn.federated.configs.DEFAULT_CLIENT_LR`
+    / :data:`~tff_esn.federated.configs.DEFAULT_PENALTY` and the record says why.
+    """
+    lr_auto = config.model.learning_rate == AUTO
+    penalty_auto = config.algorithm == "fedcurv" and config.penalty == AUTO
+    record: dict[str, Any] = {}
+    if not (lr_auto or penalty_auto):
+        return config, record, None
+    reason = ("no validation clients" if not split.val else
+              "DP: each candidate's rounds would be a further private release" if privacy is not None and privacy.dp
+              else None)
+    if reason is not None:
+        warn(f"{'client_lr' if lr_auto else 'penalty'} 'auto': {reason}; the stated default is used.")
+        if lr_auto:
+            lr = DEFAULT_CLIENT_LR[config.model.optimizer]
+            config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
+            record["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
+        if penalty_auto:
+            config = dataclasses.replace(config, penalty=DEFAULT_PENALTY)
+            record["penalty"] = {"value": DEFAULT_PENALTY, "rule": "default", "reason": reason}
+        return config, record, None
+    if penalty_auto:
+        config = dataclasses.replace(config, penalty=PENALTY_GRID[0])
+    scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
+    results: dict[tuple[float, float | None], dict[str, Any]] = {}
+
+    def score(candidate: FedAvgConfig) -> tuple[float, float]:
+        key = (candidate.model.learning_rate, getattr(candidate, "penalty", None))
+        if key not in scores:
+            label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
+            out = None if config.out is None else os.path.join(config.out, "selection", label)
+            results[key] = run(dataclasses.replace(candidate, out=out, progress=False, keep_best=True))
+            kept = int(results[key]["extra"]["kept_round"])
+            loss = results[key]["extra"]["rounds"][kept - 1]["val_log_loss"] if results[key]["extra"]["rounds"] else math.nan
+            scores[key] = (float(results[key]["val"]["f1_macro"]), float(loss), kept)
+            if out is not None:
+                results[key]["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
+        return scores[key][:2]
+
+    if lr_auto:
+        grid = CLIENT_LR_GRIDS[config.model.optimizer]
+        rates = [score(dataclasses.replace(config, model=config.model.replace(learning_rate=lr))) for lr in grid]
+        lr = grid[chosen_index(rates)]
+        config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
+        record["client_lr"] = {"value": lr, "rule": "validation", "grid": list(grid),
+                               "val_f1_macro": [f for f, _ in rates], "val_log_loss": [loss for _, loss in rates]}
+    if penalty_auto:
+        penalties = [score(dataclasses.replace(config, penalty=p)) for p in PENALTY_GRID]
+        config = dataclasses.replace(config, penalty=PENALTY_GRID[chosen_index(penalties)])
+        record["penalty"] = {"value": config.penalty, "rule": "validation", "grid": list(PENALTY_GRID),
+                             "val_f1_macro": [f for f, _ in penalties],
+                             "val_log_loss": [loss for _, loss in penalties]}
+    record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), "val_f1_macro": f,
+                             "val_log_loss": loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
+    return config, record, results[(config.model.learning_rate, getattr(config, "penalty", None))]
+
+
+@dataclasses.dataclass
+class _ClientData:
+    """What every candidate of a run shares: the training clients' data source, the evaluation
+    groups, the noise table and the readout inputs' standardisation."""
+
+    source: client_data.CachedStates | client_data.RawInputs
+    groups: dict[str, _EvalSet | None]
+    noise: dict[str, float]
+    standardization: Standardization | None
+
+
+def _standardize(config: FedAvgConfig, privacy: LearningPrivacy | None) -> Callable[[Sequence[np.ndarray]], Standardization]:
+    """The federated standardisation of the clients' states: their statistics summed plainly, or
+    with the secure sum under secure aggregation (:func:`tff_esn.privacy.closed_form.secure_ridge_sum`)."""
+
+    def standardize(states: Sequence[np.ndarray]) -> Standardization:
+        summer = None
+        if privacy is not None and privacy.secure:
+            summer = secure_ridge_sum(config.privacy, [int(np.prod(s.shape[:-1])) for s in states])
+        return federated_standardization(states, RidgeStats.sum if summer is None else summer)
+
+    return standardize
+
+
+def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None,
+                 cache_dir) -> _ClientData:
+    """The training clients' data source (states harvested — and standardised — once) and the
+    evaluation groups, which every candidate of :func:`select_settings` and the run share."""
+    model_cfg = config.model
+    train = dataset.select(split.train)
+    noise = _noise_table(config, split.train)
+    if config.states == "cached":
+        source = client_data.CachedStates(train, model_cfg, seed=config.seed, noise_std=noise,
+                                          reservoirs=config.reservoirs, shuffle=config.shuffle, cache_dir=cache_dir,
+                                          standardize=_standardize(config, privacy))
+        standardization = source.standardization
+    else:
+        source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise,
+                                       reservoirs=config.reservoirs, shuffle=config.shuffle)
+        standardization = None
+    groups = {name: _eval_set(dataset, getattr(split, name), model_cfg, standardization)
+              for name in ("train", "val", "test")}
+    return _ClientData(source, groups, noise, standardization)
 
 
 @dataclasses.dataclass
@@ -235,22 +380,14 @@ class _Federation:
         return self.source.datasets(sampled, round_num)
 
 
-def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None, *,
-                client_filter: ClientFilter | None, cache_dir) -> _Federation:
-    """The clients' data source, the model and the process of ``config`` on its backend."""
+def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: LearningPrivacy | None, data: _ClientData, *,
+                client_filter: ClientFilter | None) -> _Federation:
+    """The model and the process of ``config`` on its backend, over the clients' ``data``."""
     model_cfg = config.model
     backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation)
-    train = dataset.select(split.train)
-    noise = _noise_table(config, split.train)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
-    if config.states == "cached":
-        source = client_data.CachedStates(train, model_cfg, seed=config.seed, noise_std=noise,
-                                          reservoirs=config.reservoirs, shuffle=config.shuffle, cache_dir=cache_dir)
-        n_inputs = model_cfg.reservoir.units
-    else:
-        source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise,
-                                       reservoirs=config.reservoirs, shuffle=config.shuffle)
-        n_inputs = len(dataset.feature_names)
+    source = data.source
+    n_inputs = model_cfg.reservoir.units if config.states == "cached" else len(dataset.feature_names)
     first = source.dataset(source.ids[0], 0)
     input_spec = (first[0] if own_reservoirs else first).element_spec
 
@@ -260,7 +397,7 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
 
     if backend == "sim":
         process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
-                                   server_learning_rate=config.server_lr,
+                                   server_learning_rate=config.server_lr, optimizer=model_cfg.optimizer,
                                    penalty=config.penalty if config.algorithm == "fedcurv" else None,
                                    client_filter=client_filter, client_reservoirs=own_reservoirs,
                                    aggregation=simulated_aggregation(privacy, config.clients_per_round,
@@ -271,9 +408,8 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
         if privacy is not None and privacy.secure:
             process = lower_secure_process(process)
     weights = process.get_model_weights(process.initialize())
-    return _Federation(source, process, backend,
-                       {name: _eval_set(dataset, getattr(split, name), model_cfg) for name in ("val", "test")},
-                       noise, sum(int(np.size(w)) for w in weights.trainable),
+    return _Federation(source, process, backend, {name: data.groups[name] for name in ("val", "test")},
+                       data.noise, sum(int(np.size(w)) for w in weights.trainable),
                        sum(int(np.size(w)) for w in weights.non_trainable))
 
 
@@ -330,12 +466,15 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
             curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
             if best is not None:
                 kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
-                best.offer(row.get("val_f1_macro", math.nan), round_num + 1, kernel, bias)
+                best.offer(row.get("val_f1_macro", math.nan), row.get("val_log_loss", math.nan), round_num + 1,
+                           kernel, bias)
             rows.append({**row, "sampled": sampled})
             bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row["accepted_clients"])
             if out is not None:
                 log.append(row, round_num + 1)
                 checkpoint.save(state, round_num + 1)
+            if best is not None and config.patience and round_num + 1 - best.round >= config.patience:
+                break
     finally:
         bar.close()
         if log is not None:
@@ -347,36 +486,38 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
 
 
 def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None, *,
-         client_filter: ClientFilter | None, cache_dir) -> dict[str, Any]:
-    """:func:`run_federated` once its states folder exists."""
-    fed = _federation(dataset, split, config, privacy, client_filter=client_filter, cache_dir=cache_dir)
+         client_filter: ClientFilter | None, data: _ClientData) -> dict[str, Any]:
+    """:func:`run_federated` of one setting over the clients' ``data``."""
+    fed = _federation(dataset, config, privacy, data, client_filter=client_filter)
     out = None if config.out is None else Path(config.out)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     state, start_round = _restored(fed, config, out, config.resume)
     best = None
-    if config.keep_best and fed.groups["val"] is None:
-        warn("keep_best: no validation clients to choose a round on; the result is the last round's model.")
-    elif config.keep_best:
+    if (config.keep_best or config.patience) and fed.groups["val"] is None:
+        warn("keep_best/patience: no validation clients to choose a round on; the result is the last round's model.")
+    elif config.keep_best or config.patience:
         best = _BestRound(out, resumed=start_round > 0)
     k_classes = dataset.n_classes
     state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=k_classes,
                          progress=config.progress)
 
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
-    kept = config.rounds
-    if best is not None and best.round:
+    ran = start_round + len(rows)
+    kept = ran
+    if best is not None and best.round and config.keep_best:
         kept, kernel, bias = best.round, best.kernel, best.bias
     report = {}
     for name in ("train", "val", "test"):
-        group = _eval_set(dataset, getattr(split, name), config.model) if name == "train" else fed.groups[name]
+        group = data.groups[name]
         report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), k_classes,
                                                                seed=config.seed)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     return {
         **report,
-        "communication": _communication(config, fed.trainable, fed.non_trainable, config.rounds).to_dict(),
-        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias},
+        "communication": _communication(config, fed.trainable, fed.non_trainable, ran).to_dict(),
+        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": ran,
+                  "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "federated_config": {"algorithm": config.algorithm, **flat_config(config)},
                   "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows]},

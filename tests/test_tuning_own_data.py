@@ -1,0 +1,56 @@
+"""``tff-esn tune`` on a researcher's own data: own-data states, a carved validation, balanced accuracy,
+never a constant predictor, never below the own-data default."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from closed_form_data import random_dataset, write_npz
+from tuning.closed_form import ClosedFormTuner
+from tuning.search import OWN_DATA_OBJECTIVE, tune
+
+TS = Path("/work/uea/ex/aeon/datasets/data/GunPoint/GunPoint")
+
+
+@pytest.fixture()
+def npz(tmp_path):
+    """An npz file with train and test groups only (no validation group)."""
+    data = random_dataset(n_clients=6, steps=12, features=3, n_classes=3, seed=2, sizes=[10] * 6)
+    return f"npz:{write_npz(tmp_path / 'own.npz', data, ['train'] * 5 + ['test'])}"
+
+
+def test_own_data_search_starts_from_the_own_data_defaults_and_recommends_at_least_the_default(npz, tmp_path):
+    result = tune("incfed-wesad", data=npz, trials=3, out=tmp_path / "search", progress=False)
+    assert result.objective == OWN_DATA_OBJECTIVE
+    assert result.default_score is not None and result.best_score >= result.default_score
+    hparams = json.loads((tmp_path / "search" / "best_hparams.json").read_text())
+    assert hparams["state_mode"] == "mean" and hparams["bias_scaling"] == 1.0
+    assert "pipeline" not in hparams and "split" not in hparams  # the file's own groups, as `tff-esn run` reads them
+    assert all(r["classes_predicted"] is not None for r in result.trials)
+
+
+def test_a_trial_that_predicts_one_class_is_never_recommended(npz, tmp_path, monkeypatch):
+    score = ClosedFormTuner.score
+
+    def constant(self, hparams):
+        metrics = score(self, hparams)
+        return {**metrics, "val_balanced_accuracy": 1.0, "val_classes_predicted": 1.0}
+
+    monkeypatch.setattr(ClosedFormTuner, "score", constant)
+    with pytest.raises(RuntimeError, match="predicts one class"):
+        tune("incfed-wesad", data=npz, trials=2, out=tmp_path / "search", progress=False)
+
+
+def test_the_thesis_space_refuses_own_data_naming_the_closed_form_spaces(npz, tmp_path):
+    with pytest.raises(ValueError, match="closed-form"):
+        tune("thesis", data=npz, trials=1, out=tmp_path / "search", progress=False)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TS.with_name("GunPoint_TRAIN.ts").exists(), reason="UCR/UEA files not unpacked")
+def test_a_ts_source_finishes_without_a_constant_recommendation(tmp_path):
+    result = tune("incfed-wesad", data=f"ts:{TS}", trials=4, out=tmp_path / "search", progress=False)
+    assert result.best_score >= result.default_score > 0.5  # two classes: a constant predictor scores 0.5
+    best = json.loads((tmp_path / "search" / "best_trial.json").read_text())
+    assert best["objective"] == OWN_DATA_OBJECTIVE

@@ -1,0 +1,71 @@
+"""The readout's inputs standardised with federated feature means and variances.
+
+Every training client sends the ridge statistics of its readout inputs (reservoir states, one
+row per prediction), :class:`~tff_esn.esn.ridge.RidgeStats` with the bias column; the server
+sums them once before training — plainly, or with the package's secure sum under secure
+aggregation (:func:`tff_esn.privacy.closed_form.secure_ridge_sum`) — and reads the feature
+means and variances off the summed Gram matrix: ``n = B[−1, −1]``, ``μ = B[−1, :−1] / n``,
+``σ² = diag(B)[:−1] / n − μ²``. Every state the readout sees (the clients' training data and
+the evaluation groups) becomes ``(s − μ) / σ`` (float32; a feature of variance ≤
+:data:`MIN_VARIANCE` keeps ``σ = 1``). The standardised states are client data, so FedAvg and
+FedCurv's two runtimes consume the same numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tff_esn.esn.ridge import RidgeStats
+
+MIN_VARIANCE = 1e-12
+"""Variance below which a feature is left unscaled (a constant unit: σ = 1)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Standardization:
+    """Feature means ``mean`` and scales ``scale`` (σ) of the readout's inputs, float32 (U,)."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def apply(self, states: np.ndarray) -> np.ndarray:
+        """``(s − μ) / σ`` over the last axis, float32 (the same IEEE operations everywhere)."""
+        return (np.asarray(states, np.float32) - self.mean) / self.scale
+
+    def to_dict(self) -> dict:
+        """A summary for ``metrics.json``: the features and the range of their means and scales."""
+        return {"features": int(self.mean.size), "mean_range": [float(self.mean.min()), float(self.mean.max())],
+                "std_range": [float(self.scale.min()), float(self.scale.max())],
+                "unscaled_features": int(np.sum(self.scale == 1.0))}
+
+
+def client_statistics(states: np.ndarray) -> RidgeStats:
+    """One client's statistics of its readout inputs: ``(·, B, n)`` of its state rows with the bias
+    column (``states`` (…, U) flattened to rows; the targets are not needed: one zero column)."""
+    rows = np.asarray(states, np.float64).reshape(-1, np.shape(states)[-1])
+    return RidgeStats.from_states(rows, np.zeros((len(rows), 1)), bias=True)
+
+
+def from_statistics(total: RidgeStats) -> Standardization:
+    """μ and σ from summed statistics (module docstring): ``μ = B[−1, :−1] / n``, ``σ² = diag(B)[:−1] / n − μ²``."""
+    if not total.bias or total.n < 1:
+        raise ValueError("standardization: expected summed statistics with the bias column over ≥ 1 state row.")
+    b = total.B
+    n = b[-1, -1]
+    mean = b[-1, :-1] / n
+    variance = np.diag(b)[:-1] / n - mean ** 2
+    scale = np.where(variance > MIN_VARIANCE, np.sqrt(np.maximum(variance, MIN_VARIANCE)), 1.0)
+    return Standardization(mean.astype(np.float32), scale.astype(np.float32))
+
+
+def federated_standardization(client_states: Sequence[np.ndarray],
+                              aggregate: Callable[[Sequence[RidgeStats]], RidgeStats] = RidgeStats.sum
+                              ) -> Standardization:
+    """The :class:`Standardization` of the training clients' readout inputs ``client_states``
+    (one array per client), their statistics summed by ``aggregate`` (plain sum, or the secure sum)."""
+    if not client_states:
+        raise ValueError("standardization: no training clients.")
+    return from_statistics(aggregate([client_statistics(s) for s in client_states]))
