@@ -402,7 +402,7 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
     run = Run(dataset, split, config, "fedip")
     clients = list(dataset.select(run.train_ids).values())
-    ip_dp = gaussian_updates(config.privacy, seed=config.seed, clients=len(clients), rounds=config.rounds)
+    ip_dp = gaussian_updates(config.privacy, clients=len(clients), rounds=config.rounds)
     secure = (FixedPoint(config.privacy.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
                          len(clients)) if config.privacy.secure_aggregation else None)
     if config.backend == "tff":

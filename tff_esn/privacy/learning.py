@@ -71,7 +71,7 @@ import tensorflow as tf
 import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
-from tff_esn.privacy import accounting, coverage
+from tff_esn.privacy import accounting, coverage, sampling
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.config import check_clip
 from tff_esn.runtime import load_tff
@@ -185,7 +185,9 @@ class LearningPrivacy:
         secure: secure aggregation of the (clipped) updates.
         delta: δ of the reported ε.
         seed: seed of the DP noise (:class:`SeededGaussianSumQuery`; with ``adaptive`` also of the
-            clipped-count noise).
+            clipped-count noise) and of the secret client sampling: secret
+            (:func:`tff_esn.privacy.noise_seed.mechanism_seed`) unless ``seed_known``.
+        seed_known: ``seed`` is ``--dp-seed`` (the run is not private, and the report says so).
     """
 
     noise_multiplier: float | None = None
@@ -194,6 +196,7 @@ class LearningPrivacy:
     secure: bool = False
     delta: float = 1e-5
     seed: int = 0
+    seed_known: bool = False
 
     def __post_init__(self) -> None:
         if self.noise_multiplier is not None:
@@ -266,15 +269,21 @@ class LearningPrivacy:
                                    curvature=self.curvature_factory() if curvature else None,
                                    metrics=metrics, secure=self.secure)
 
+    def sampling(self, clients_per_round: int, clients: int) -> sampling.ClientSampling:
+        """How the run picks its clients (:func:`tff_esn.privacy.sampling.client_sampling`)."""
+        return sampling.client_sampling(self.dp, clients_per_round, clients, self.seed_known)
+
     def sections(self, rounds: int, clients_per_round: int, clients: int, algorithm: str = "fedavg",
                  own_client_work: bool = False) -> dict:
         """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
-        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`."""
+        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`. ε is the
+        RDP accountant's for the sampling :meth:`sampling` names (Poisson at q, or every client)."""
         from tff_esn.privacy.config import NO_PRIVACY
 
-        q = min(1.0, clients_per_round / clients)
+        scheme = self.sampling(clients_per_round, clients)
+        q = scheme.rate if scheme.amplified else 1.0
         declared = coverage.declaration(algorithm, secure=self.secure, dp=self.dp,
-                                        own_client_work=own_client_work)
+                                        own_client_work=own_client_work, selection_published=scheme.published)
         privacy = dict(NO_PRIVACY, **declared)
         if self.dp:
             curvature = algorithm == "fedcurv"
@@ -288,13 +297,16 @@ class LearningPrivacy:
                 epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
                 details={"privacy_unit": "one client's upload per round", "noise_seeded": True,
-                         "noise_seed": self.seed, "accountant": "dp_accounting RDP, "
-                         "Poisson-sampled Gaussian composed over rounds, one release per round",
+                         "sampling": scheme.section(),
+                         "accountant": accounting.describe(q),
+                         "epsilon_without_amplification": _finite(accounting.epsilon(self.noise_multiplier,
+                                                                                     self.delta, rounds)),
                          "sensitivity": (f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)"
                                          if curvature else "C"),
                          "noise_stddev_on_sum": None if self.adaptive else self.noise_stddev(
                              CURVATURE_PARTS if curvature else 1),
-                         **declared}).to_dict()
+                         **declared},
+                dp_seed=self.seed if self.seed_known else None).to_dict()
         secure = {"enabled": self.secure}
         if self.secure:
             secure["factory"] = ("DifferentiallyPrivateFactory(GaussianSumQuery, SecureSumFactory(clip))" if self.dp
@@ -326,6 +338,11 @@ class LearningAggregation:
         (:func:`tff_esn.privacy.coverage.public`), secure-summed under secure aggregation."""
         marked = coverage.public(flags, "accepted_clients")
         return tff.federated_secure_sum_bitwidth(marked, 1) if self.secure else tff.federated_sum(marked)
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or ``None`` for ∞ (JSON has no ∞)."""
+    return None if math.isinf(value) else value
 
 
 def secure_clipped(measurements) -> int:
