@@ -19,7 +19,7 @@ import dp_accounting
 from tff_esn.privacy import noise_seed
 
 
-NOISE_MULTIPLIERS = (1e-3, 1e4)
+NOISE_MULTIPLIERS = (1e-6, 1e4)
 """The positive noise multipliers the RDP accountant evaluates reliably (it fails beyond 1e6 with
 sampling, and calibration to an ε outside the range would return a z that misses it)."""
 
@@ -130,7 +130,7 @@ def _calibrated(target_epsilon: float, delta: float, rounds: int, sampling_rate:
     Brent search of dozens of accountant evaluations)."""
     return float(dp_accounting.calibrate_dp_mechanism(
         dp_accounting.rdp.RdpAccountant, lambda z: dp_event(z, rounds, sampling_rate), target_epsilon, delta,
-        dp_accounting.LowerEndpointAndGuess(1e-3, 1.0), tol=1e-6))
+        dp_accounting.LowerEndpointAndGuess(NOISE_MULTIPLIERS[0], 1.0), tol=1e-6))
 
 
 @dataclasses.dataclass(frozen=True)

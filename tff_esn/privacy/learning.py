@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 
@@ -338,6 +339,26 @@ class LearningAggregation:
         (:func:`tff_esn.privacy.coverage.public`), secure-summed under secure aggregation."""
         marked = coverage.public(flags, "accepted_clients")
         return tff.federated_secure_sum_bitwidth(marked, 1) if self.secure else tff.federated_sum(marked)
+
+
+def fold_sum(values: list, like=None):
+    """``Σ_k values[k]`` leaf by leaf as TFF's runtime takes it: a fold from zero in the clients'
+    order (``federated_sum`` is ``federated_aggregate(zero, tf.add)``); zeros like ``like`` for no
+    client (a Poisson-sampled DP round may have none)."""
+    return functools.reduce(lambda a, b: tf.nest.map_structure(tf.add, a, b), values,
+                            tf.nest.map_structure(tf.zeros_like, values[0] if values else like))
+
+
+def dp_release(query: tfp.SumAggregationDPQuery, records: list, state, like=None) -> tuple:
+    """``(result, new state)`` of one DP release of ``query`` on the clients' ``records`` in the order
+    of ``DifferentiallyPrivateFactory``'s ``next``: ``derive_sample_params``, ``preprocess_record`` of
+    each record (the clip), their sum (a fold from zero in the clients' order, as TFF's ``SumFactory``;
+    ``initial_sample_state(like)`` for no record) and ``get_noised_result``."""
+    params = query.derive_sample_params(state)
+    clipped = [query.preprocess_record(params, r) for r in records]
+    summed = fold_sum(clipped) if clipped else query.initial_sample_state(like)
+    result, new_state, _ = query.get_noised_result(summed, state)
+    return result, new_state
 
 
 def _finite(value: float) -> float | None:
