@@ -49,10 +49,11 @@ def check_noise_multiplier(z: float) -> float:
 
 
 def epsilon_range(delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> tuple[float, float]:
-    """The ε the accountant can calibrate to over the schedule: ε of the largest and of the
-    smallest noise multiplier of :data:`NOISE_MULTIPLIERS` (``inf`` is allowed besides: no noise)."""
+    """The ε the accountant can calibrate to over the schedule: from ε of the largest noise multiplier
+    of :data:`NOISE_MULTIPLIERS` without sampling (an upper bound of the sampled one, and seconds
+    faster) to ε of the smallest (``inf`` is allowed besides: no noise)."""
     low, high = NOISE_MULTIPLIERS
-    return epsilon(high, delta, rounds, sampling_rate), epsilon(low, delta, rounds, sampling_rate)
+    return epsilon(high, delta, rounds), epsilon(low, delta, rounds, sampling_rate)
 
 
 def check_epsilon_in_range(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:

@@ -102,12 +102,31 @@ DP releases) or public (written, with the reason). A value derived from training
 here is a defect: declare it (:func:`publish` then treats it the same way in every writer)."""
 
 
-def _declared(path: str) -> tuple[str, str] | None:
-    """The :data:`OUTPUTS` entry of ``path`` or of its nearest declared parent."""
+NOT_CLIENT_DERIVED: dict[str, str] = {
+    **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "settings", "cli", "versions",
+                     "extra.federated_config", "extra.backend", "extra.n_features", "extra.class_weight",
+                     "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
+                     "partition.label_names", "l2_selection"),
+                    "the run's configuration and environment (under privacy settings λ is the stated default and "
+                    "FedAvg's class weights are explicit or uniform)"),
+    **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
+                    "floats per client: a function of the model's shapes"),
+    **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
+    **dict.fromkeys(("partition.clients",), "the number of clients"),
+    **dict.fromkeys(("seconds", "extra.rounds[].seconds"), "wall time of the run / round (a timing, public)"),
+    "warnings": "messages about the inputs and settings, written as said (a warning about the data can name a "
+                "client or a count: read them before sharing a DP run's outputs)",
+}
+"""The values of ``metrics.json`` that carry no client data, with the reason; :func:`undeclared` lists
+a record's values that are in neither this nor :data:`OUTPUTS`."""
+
+
+def _entry(path: str, table: dict):
+    """The value of ``table`` whose pattern matches ``path`` or its nearest parent (``None``: none)."""
     parts = path.split(".")
     for end in range(len(parts), 0, -1):
         prefix = ".".join(parts[:end])
-        for pattern, entry in OUTPUTS.items():
+        for pattern, entry in table.items():
             if fnmatch.fnmatchcase(prefix, pattern):
                 return entry
     return None
@@ -115,8 +134,33 @@ def _declared(path: str) -> tuple[str, str] | None:
 
 def withheld(path: str, *, selection_published: bool) -> bool:
     """Whether a DP run leaves ``path`` out of its outputs."""
-    entry = _declared(path)
+    entry = _entry(path, OUTPUTS)
     return entry is not None and (entry[0] == WITHHELD or (entry[0] == SELECTION and not selection_published))
+
+
+def _leaves(node, path: str = ""):
+    """The dotted paths of ``node``'s leaves (``[]`` for a list's items; an empty dict or list is a leaf)."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list) and node and all(isinstance(v, (dict, list)) for v in node):
+        for v in node:
+            yield from _leaves(v, path + "[]")
+    else:
+        yield path
+
+
+def undeclared(record: dict) -> list[str]:
+    """The paths of ``record`` (a DP run's ``metrics.json``) declared neither in :data:`OUTPUTS` nor in
+    :data:`NOT_CLIENT_DERIVED`, and those it writes although a DP run withholds them."""
+    selection_published = ((record.get("privacy") or {}).get("sampling") or {}).get("selection_published", True)
+    out = []
+    for path in dict.fromkeys(_leaves(record)):
+        if withheld(path, selection_published=selection_published):
+            out.append(f"{path} (withheld under DP, but written)")
+        elif _entry(path, OUTPUTS) is None and _entry(path, NOT_CLIENT_DERIVED) is None:
+            out.append(path)
+    return out
 
 
 def published_row(row: dict, *, dp: bool, selection_published: bool, prefix: str = "extra.rounds[]") -> dict:

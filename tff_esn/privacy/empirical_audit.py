@@ -10,7 +10,7 @@ The threshold is chosen on the first half of the trials and evaluated on the sec
 true/false positive counts give Clopper–Pearson intervals (confidence ``1 − α``); for any
 (ε, δ)-DP mechanism ``TPR ≤ e^ε·FPR + δ`` and ``1 − FPR ≤ e^ε·(1 − TPR) + δ``, so
 
-    ε ≥ max(log((TPR_lo − δ) / FPR_hi), log((TNR_lo − δ) / FNR_hi))
+    ε ≥ max(log((TPR_lo − δ) / FPR_hi), log((TNR_lo − δ) / FNR_hi))   (and the same with the worlds swapped)
 
 holds with probability ≥ 1 − α (Jagielski et al. 2020; Nasr et al. 2021). With secret noise the
 bound sits below the claimed ε; with a known noise seed the two worlds' outputs do not overlap
@@ -43,10 +43,10 @@ def epsilon_lower_bound(true_positives: int, false_positives: int, trials: int, 
     tpr_lo, tpr_hi = clopper_pearson(true_positives, trials, alpha / 2)
     fpr_lo, fpr_hi = clopper_pearson(false_positives, trials, alpha / 2)
     bounds = [0.0]
-    if tpr_lo - delta > 0 and fpr_hi > 0:
-        bounds.append(math.log((tpr_lo - delta) / fpr_hi))
-    if (1 - fpr_hi) - delta > 0 and 1 - tpr_lo > 0:
-        bounds.append(math.log((1 - fpr_hi - delta) / (1 - tpr_lo)))
+    # (ε, δ)-DP holds both ways: P₁(S) ≤ e^ε P₀(S) + δ and P₀(S) ≤ e^ε P₁(S) + δ, for S and its complement
+    for p_lo, q_hi in ((tpr_lo, fpr_hi), (1 - fpr_hi, 1 - tpr_lo), (fpr_lo, tpr_hi), (1 - tpr_hi, 1 - fpr_lo)):
+        if p_lo - delta > 0 and q_hi > 0:
+            bounds.append(math.log((p_lo - delta) / q_hi))
     return max(bounds)
 
 
