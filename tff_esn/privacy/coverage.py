@@ -87,7 +87,18 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.rounds[].accepted_clients": (SELECTION, _SELECTION),
     "extra.rounds[].clean_clients": (SELECTION, _SELECTION),
     "extra.accepted_clients": (SELECTION, _SELECTION),
+    "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
+    "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
+    "extra.ip_rounding_sensitivity": (WITHHELD, "IP's rounding sensitivity on a training client: "
+                                      + _TRAINING_RECORDS),
     "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
+    "extra.gain_*": (COVERED, "FedIP's gains: post-processing of the DP (Δg, Δb) rounds"),
+    "extra.bias_mean": (COVERED, "FedIP's biases: post-processing of the DP (Δg, Δb) rounds"),
+    "extra.l2_effective": (COVERED, "λ: the stated value (no rescaling on the clients' statistics under DP)"),
+    "extra.percent_units": (COVERED, "pFedRR's selected units: post-processing of each client's locally noised "
+                            "statistics"),
+    "extra.*.val": (PUBLIC_OUTPUT, _EVALUATION),
+    "extra.*.test": (PUBLIC_OUTPUT, _EVALUATION),
     "val": (PUBLIC_OUTPUT, _EVALUATION),
     "test": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.rounds[].val_*": (PUBLIC_OUTPUT, _EVALUATION),
@@ -106,9 +117,10 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "settings", "cli", "versions",
                      "extra.federated_config", "extra.backend", "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
-                     "partition.label_names", "l2_selection"),
-                    "the run's configuration and environment (under privacy settings λ is the stated default and "
-                    "FedAvg's class weights are explicit or uniform)"),
+                     "partition.label_names", "l2_selection", "clients", "extra.tau", "extra.reading", "extra.k",
+                     "extra.alpha", "extra.mask"),
+                    "the run's configuration, split (which client is in which group) and environment (under "
+                    "privacy settings λ is the stated default and FedAvg's class weights are explicit or uniform)"),
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
