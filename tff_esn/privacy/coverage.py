@@ -5,7 +5,10 @@ aggregation: summed by a ``federated_secure_*`` intrinsic; DP: clipped and noise
 Gaussian mechanism whose ε the run reports) or listed in :data:`PUBLIC` with the reason it
 may be released as it is. :func:`declaration` is what ``metrics.json``'s privacy section
 says (``covers``, ``public``); :mod:`tff_esn.privacy.audit` checks the built TFF
-computations against the same :data:`PUBLIC` list and the markers below.
+computations against the same :data:`PUBLIC` list and the markers below. What a DP run
+writes to its outputs is declared the same way: :data:`OUTPUTS` (client-derived values:
+withheld, covered or public) and :data:`NOT_CLIENT_DERIVED`, applied by :func:`publish`
+(``metrics.json``) and :func:`published_row` (``rounds.csv``), checked by :func:`undeclared`.
 
 **Markers.** The audit recognizes, inside the TensorFlow graphs of a computation:
 
