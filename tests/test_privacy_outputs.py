@@ -121,3 +121,19 @@ def test_poisson_sampling_draws_each_client_independently_at_the_rate():
     assert abs(np.corrcoef(draws[:, 0], draws[:, 1])[0, 1]) < 0.06
     assert poisson_clients(ids, 0.3, 123, 5) == poisson_clients(ids, 0.3, 123, 5)
     assert poisson_clients(ids, 0.3, 123, 5) != poisson_clients(ids, 0.3, 124, 5)
+
+
+def test_a_poisson_round_without_clients_releases_the_noise_alone(data, monkeypatch):
+    """P(no client) = (1 − q)^N: the simulation runs such a round (the DP mean is noise / m) and the
+    model moves by it."""
+    from tff_esn.federated import training
+
+    drawn = training.poisson_clients
+    monkeypatch.setattr(training, "poisson_clients", lambda ids, q, seed, r: [] if r == 0 else drawn(ids, q, seed, r))
+    config = _private(dataclasses.replace(BASE, backend="sim", rounds=1), dp_noise_multiplier=0.8, dp_clip=0.5,
+                      dp_seed=4)
+    noised = run_federated(data, THESIS_SPLIT, config)
+    silent = run_federated(data, THESIS_SPLIT, _private(dataclasses.replace(BASE, backend="sim", rounds=1),
+                                                        dp_noise_multiplier=0.0, dp_clip=0.5, dp_seed=4))
+    assert np.all(np.isfinite(_kernel(noised)))
+    assert not np.array_equal(_kernel(noised), _kernel(silent))  # z = 0 and no client: the initial model
