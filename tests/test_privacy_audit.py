@@ -75,7 +75,7 @@ def _privacy(setting: str) -> PrivacyConfig:
 
 def _incfed(setting: str, model: str = "central") -> list:
     privacy = dataclasses.replace(_privacy(setting), dp_model=model)
-    agg = stats_aggregation(privacy, state_mode="last", washout=0, seed=0, n_features=UNITS + 1, steps=STEPS,
+    agg = stats_aggregation(privacy, state_mode="last", washout=0, n_features=UNITS + 1, steps=STEPS,
                             client_sequences=[4] * CLIENTS)
     comp = incfed.build_incfed_computation(INPUTS, STEPS, UNITS, 2, 1.0, StateSpec("last", 0, True), False,
                                            aggregation=agg)

@@ -105,5 +105,6 @@ def test_dp_runs_report_the_accountants_epsilon_and_z0_is_the_plain_run(
     assert section["model"] == "local" and section["psd"]["eigenvalues_raised"] > 0
     plain, zero = run("plain"), run("z0", "--dp-noise-multiplier", "0", *model)
     assert zero["privacy"]["epsilon_infinite"]
-    for group in ("train", "val", "test"):
+    assert "train" not in zero and zero["privacy"]["private"] is False  # withheld under DP; z = 0 is no privacy
+    for group in ("val", "test"):
         assert zero[group] == plain[group]

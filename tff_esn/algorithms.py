@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
+from tff_esn.privacy.coverage import publish
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.run_warnings import merged, recording
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
@@ -290,4 +291,4 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record["result_check"] = checked
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
-    return record
+    return publish(record)

@@ -124,6 +124,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
     from tff_esn.io import write_json_atomic
+    from tff_esn.privacy.coverage import publish
     from tff_esn.run_folder import clear_run
 
     algo = algorithms.get_algorithm(args.algorithm)
@@ -150,6 +151,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     record["settings"] = {**settings, **data_record}
     record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in settings
                      and k not in ("func", "command", "algorithm", "refuse", GIVEN)}
+    record = publish(record)
     path = write_json_atomic(out / "metrics.json", record)
     print(summary_line(record, path))
     return 0
@@ -175,8 +177,19 @@ def summary_line(record: dict, path: Path) -> str:
         f"{record['algorithm']} on {record['data']}: {which} accuracy {fmt(test.get('accuracy'))} "
         f"f1_macro {fmt(test.get('f1_macro'))} (random {fmt(test.get('random_baseline_accuracy'))}{versus}) | "
         f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
-        f"{comm['rounds']} round(s) | {record['seconds']:.1f} s → {path}"
+        f"{comm['rounds']} round(s) | {record['seconds']:.1f} s{_privacy_note(record.get('privacy') or {})} → {path}"
     )
+
+
+def _privacy_note(privacy: dict) -> str:
+    """`` | ε … NOT PRIVATE (reasons)`` of a DP run's summary line (empty without DP)."""
+    if privacy.get("mechanism", "none") == "none":
+        return ""
+    eps = "∞" if privacy.get("epsilon") is None else f"{privacy['epsilon']:.3g}"
+    note = f" | DP ε {eps} δ {privacy.get('delta')}"
+    if not privacy.get("private", True):
+        note += f" NOT PRIVATE ({'; '.join(privacy.get('not_private_reasons', []))})"
+    return note
 
 
 def _refusal(algorithm: str, owners: dict[str, list[str]]):

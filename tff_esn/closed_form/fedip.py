@@ -72,6 +72,7 @@ from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.incfed import incfed_readout
 from tff_esn.closed_form.run import Run
+from tff_esn.run_warnings import warn
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.dp_fedip import GaussianUpdates, fedip_privacy
 from tff_esn.privacy.closed_form import gaussian_updates
@@ -402,14 +403,19 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     """FedIP rounds on (g, b), then the IncFed readout on the adapted reservoir (FedIP Alg. 1)."""
     run = Run(dataset, split, config, "fedip")
     clients = list(dataset.select(run.train_ids).values())
-    ip_dp = gaussian_updates(config.privacy, seed=config.seed, clients=len(clients), rounds=config.rounds)
+    ip_dp = gaussian_updates(config.privacy, clients=len(clients), rounds=config.rounds)
     secure = (FixedPoint(config.privacy.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
                          len(clients)) if config.privacy.secure_aggregation else None)
     if config.backend == "tff":
         adapted, rounds_clipped = fedip_tff(run.weights, clients, config.ip, config.rounds, secure, ip_dp)
     else:
         adapted, rounds_clipped = fedip_numpy(run.weights, clients, config.ip, config.rounds), 0
-    scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" else 1.0
+    dp = config.privacy.dp_requested
+    if dp and config.l2_scale == "state":
+        warn("DP: λ is not rescaled to the adapted states' scale (--l2-scale state reads the training clients' "
+             "un-noised statistics); the stated λ is used as it is")
+    scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" and not dp \
+        else 1.0
     l2 = scale * run.choose_l2(lambda grid: run.exact_sweep(run.stats(adapted), adapted, scale=scale)(grid))
     readout, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1, algorithm="fedip")
     if ip_dp is not None:
@@ -417,6 +423,10 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     if secure is not None:
         privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
     cost = communication.fedip(config.rounds, run.reservoir.units, run.n_features, run.n_outputs)
+    report = dict(backend=config.backend, l2_effective=l2, gain_mean=float(adapted.gain.mean()),
+                  gain_min=float(adapted.gain.min()), bias_mean=float(adapted.bias.mean()))
+    if dp:  # the diagnostics below read the training clients' data outside the mechanism
+        return {**run.report(run.scorer(readout, adapted), cost, notes=[], **report), **privacy}
     spread = float(np.median(step_spread(adapted, clients)))
     notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
              f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
@@ -427,7 +437,5 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
                      f"the gains after one local epoch by {sensitivity:.2g} of their size (> {ROUNDING_SENSITIVITY:g}),"
                      f" so another backend, BLAS or graph optimizer adapts another reservoir and gives another "
                      f"accuracy; lower --ip-eta (e.g. 1e-3) for a result that the data decide")
-    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, backend=config.backend, l2_effective=l2,
-                         state_std_median=spread, ip_rounding_sensitivity=sensitivity,
-                         gain_mean=float(adapted.gain.mean()), gain_min=float(adapted.gain.min()),
-                         bias_mean=float(adapted.bias.mean())), **privacy}
+    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, state_std_median=spread,
+                         ip_rounding_sensitivity=sensitivity, **report), **privacy}

@@ -45,7 +45,7 @@ def private_sum(run: Run, stats: Sequence[RidgeStats]
     giving the run's ``privacy``/``secure_aggregation`` sections."""
     config = run.config
     dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
-                        seed=config.seed, n_features=run.n_features, steps=_longest(run))
+                        n_features=run.n_features, steps=_longest(run))
     raised = 0
     if dp is not None:
         stats, raised = local_noisy_stats(stats, dp)
@@ -71,7 +71,7 @@ def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
     config = run.config
     clients = list(run.dataset.select(run.train_ids).values())
     return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
-                             seed=config.seed, n_features=run.n_features, steps=_longest(run),
+                             n_features=run.n_features, steps=_longest(run),
                              client_sequences=[len(c) for c in clients], releases=releases)
 
 

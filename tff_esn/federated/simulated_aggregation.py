@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -40,14 +39,7 @@ import tensorflow as tf
 import tensorflow_privacy as tfp
 
 from tff_esn.federated.configs import SIM_SECURE
-from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
-
-
-def _sum(values: Sequence[Any]) -> Any:
-    """``Σ_k values[k]`` leaf by leaf as TFF's runtime takes it: a fold from zero in the clients'
-    order (``federated_sum`` is ``federated_aggregate(zero, tf.add)``)."""
-    return functools.reduce(lambda a, b: tf.nest.map_structure(tf.add, a, b), values,
-                            tf.nest.map_structure(tf.zeros_like, values[0]))
+from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy, dp_release, fold_sum
 
 
 class Aggregation(Protocol):
@@ -55,7 +47,8 @@ class Aggregation(Protocol):
 
     def initialize(self) -> Any: ...
 
-    def next(self, values: Sequence[Any], weights: Sequence[tf.Tensor], state: Any) -> tuple[Any, Any, Any]: ...
+    def next(self, values: Sequence[Any], weights: Sequence[tf.Tensor], state: Any, like: Any = None
+             ) -> tuple[Any, Any, Any]: ...
 
 
 class WeightedMean:
@@ -64,9 +57,9 @@ class WeightedMean:
     def initialize(self) -> tuple:
         return ()
 
-    def next(self, values, weights, state):
-        summed = _sum([tf.nest.map_structure(lambda t, w=w: t * w, v) for v, w in zip(values, weights)])
-        total = _sum(weights)
+    def next(self, values, weights, state, like=None):
+        summed = fold_sum([tf.nest.map_structure(lambda t, w=w: t * w, v) for v, w in zip(values, weights)], like)
+        total = fold_sum(weights, tf.zeros([]))
         mean = tf.nest.map_structure(lambda t: tf.math.divide_no_nan(t, total), summed)
         return mean, state, collections.OrderedDict(mean_value=(), mean_weight=())
 
@@ -77,9 +70,9 @@ class Sum:
     def initialize(self) -> tuple:
         return ()
 
-    def next(self, values, weights, state):
+    def next(self, values, weights, state, like=None):
         del weights
-        return _sum(values), state, ()
+        return fold_sum(values, like), state, ()
 
 
 class PrivateRelease:
@@ -98,11 +91,9 @@ class PrivateRelease:
         """The query's initial global state (clip, noise std, noise seed) as numpy arrays."""
         return tf.nest.map_structure(np.asarray, self._query.initial_global_state())
 
-    def next(self, values, weights, state):
+    def next(self, values, weights, state, like=None):
         del weights
-        params = self._query.derive_sample_params(state)
-        summed = _sum([self._query.preprocess_record(params, v) for v in values])
-        result, new_state, _ = self._query.get_noised_result(summed, state)
+        result, new_state = dp_release(self._query, list(values), state, like)
         measurements = collections.OrderedDict(dp_query_metrics=self._query.derive_metrics(new_state), dp=())
         return result, new_state, measurements
 

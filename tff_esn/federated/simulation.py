@@ -236,14 +236,15 @@ class SimulatedProcess:
             curvature.append(collections.OrderedDict(u=u_b, v=v_b))
             metrics = unfinalized if metrics is None else tf.nest.map_structure(tf.add, metrics, unfinalized)
             accepted += valid
-        mean, model_state, measured = self._mean.next(updates, update_weights, aggregators["model"])
+        mean, model_state, measured = self._mean.next(updates, update_weights, aggregators["model"],
+                                                      like=tuple(trainable))
         server, new_trainable = self._server.next(server, tuple(trainable), tuple(mean))
         train = self._finalize(metrics) if self._metrics_released else collections.OrderedDict()
         out = collections.OrderedDict(trainable=new_trainable, server=server, aggregator=model_state,
                                       measured=measured, accepted=accepted, train=train)
         if self._curvature:
             summed, out["curvature_aggregator"], out["curvature"] = self._curvature_sum.next(
-                curvature, update_weights, aggregators["curvature"])
+                curvature, update_weights, aggregators["curvature"], like=collections.OrderedDict(u=u, v=v))
             out["u"], out["v"] = nonnegative(summed["u"]), summed["v"]
         return out
 
@@ -258,9 +259,10 @@ class SimulatedProcess:
     def next(self, state: collections.OrderedDict, client_data: RoundArrays) -> SimulatedOutput:
         """One round over ``client_data`` (:meth:`~tff_esn.federated.clients._ClientSource.in_memory`
         of the sampled clients)."""
-        if not client_data.clients:
-            raise ValueError("client_data: a round needs at least one sampled client.")
-        if {c.reservoir is not None for c in client_data.clients} != {self._own_reservoirs}:
+        if not client_data.clients and self._metrics_released:
+            raise ValueError("client_data: a round needs at least one sampled client (a DP round, Poisson-sampled, "
+                             "may have none).")
+        if {c.reservoir is not None for c in client_data.clients} - {self._own_reservoirs}:
             raise ValueError(f"client_data: client_reservoirs={self._own_reservoirs} needs "
                              f"{'every' if self._own_reservoirs else 'no'} client to carry its own reservoir; "
                              "build the clients with reservoirs='different' for the first, 'same' for the second.")

@@ -47,7 +47,10 @@ from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.privacy.closed_form import secure_ridge_sum
+from tff_esn.privacy import noise_seed
+from tff_esn.privacy.coverage import published_row
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
+from tff_esn.privacy.sampling import POISSON, poisson_clients
 from tff_esn.run_warnings import warn
 from tff_esn.settings import flat_config
 
@@ -93,17 +96,32 @@ def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelC
 
 def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
     """The DP / secure aggregation of ``config.privacy`` for a federation of ``clients`` training
-    clients (``None`` without privacy): ε is calibrated over the rounds at the sampling rate
-    clients_per_round / clients; the clip defaults to 0.1 and the noise seed to the run's."""
+    clients (``None`` without privacy): ε is calibrated over the rounds at the Poisson sampling
+    rate clients_per_round / clients (:mod:`tff_esn.privacy.sampling`); the clip defaults to 0.1;
+    the noise and the sampling draw from a secret seed (``--dp-seed``: a known one,
+    :func:`~tff_esn.privacy.noise_seed.mechanism_seed`)."""
     settings = config.privacy
     if not settings.requested:
         return None
-    z = None
+    z, seed = None, 0
     if settings.dp_requested:
         z = settings.noise_multiplier(config.rounds, min(1.0, config.clients_per_round / clients))
+        noise_seed.warn_no_noise(z)
+        seed = noise_seed.mechanism_seed(settings.dp_seed)
     return LearningPrivacy(noise_multiplier=z, clip=0.1 if settings.dp_clip is None else settings.dp_clip,
                            adaptive=settings.dp_adaptive_clip, secure=settings.secure_aggregation,
-                           delta=settings.dp_delta, seed=config.seed if settings.dp_seed is None else settings.dp_seed)
+                           delta=settings.dp_delta, seed=seed, seed_known=settings.dp_seed is not None)
+
+
+def _private_class_weight(config: FedAvgConfig, n_classes: int) -> FedAvgConfig:
+    """``config`` with uniform class weights under DP when they would be ``"balanced"``: balanced
+    weights come from every training client's label counts, released to all clients outside the
+    mechanism (explicit weights are configuration and stay)."""
+    if not config.privacy.dp_requested or config.model.class_weight != "balanced":
+        return config
+    warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
+         "mechanism; uniform class weights are used (give explicit --class-weight values to set them)")
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, class_weight=(1.0,) * n_classes))
 
 
 def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
@@ -216,6 +234,7 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         model is the result), ``rounds_run``, ``selection`` (how the client learning rate and
         penalty were chosen), ``standardization`` (the readout inputs' statistics) and the config.
     """
+    config = _private_class_weight(config, dataset.n_classes)
     config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
                                                         faithful=config.states == "faithful"))
     if config.resume and config.out is None:
@@ -371,6 +390,7 @@ class _Federation:
     noise: dict[str, float]
     trainable: int
     non_trainable: int
+    privacy: LearningPrivacy | None = None
 
     def client_data(self, sampled: Sequence[str], round_num: int) -> list:
         """The sampled clients' datasets of a round: built in this process for the simulation,
@@ -410,7 +430,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     weights = process.get_model_weights(process.initialize())
     return _Federation(source, process, backend, {name: data.groups[name] for name in ("val", "test")},
                        data.noise, sum(int(np.size(w)) for w in weights.trainable),
-                       sum(int(np.size(w)) for w in weights.non_trainable))
+                       sum(int(np.size(w)) for w in weights.non_trainable), privacy)
 
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None, resume: bool) -> tuple[Any, int]:
@@ -454,12 +474,15 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
     checkpoint; returns the last state and the rounds' rows."""
     checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     rows, curvature_clipped = [], 0
+    privacy = fed.privacy or LearningPrivacy()
+    scheme = privacy.sampling(config.clients_per_round, len(fed.source.ids))
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
                desc=f"{config.algorithm} rounds ({fed.backend})", disable=not progress, unit="round")
     try:
         for round_num in bar:
             began = time.perf_counter()
-            sampled = sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num)
+            sampled = (poisson_clients(fed.source.ids, scheme.rate, privacy.seed, round_num) if scheme.scheme == POISSON
+                       else sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num))
             output = fed.process.next(state, fed.client_data(sampled, round_num))
             state = output.state
             row = _round_row(fed, config, output, sampled, round_num, time.perf_counter() - began, k_classes)
@@ -468,8 +491,10 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
                 kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
                 best.offer(row.get("val_f1_macro", math.nan), row.get("val_log_loss", math.nan), round_num + 1,
                            kernel, bias)
-            rows.append({**row, "sampled": sampled})
-            bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row["accepted_clients"])
+            row = published_row(row, dp=privacy.dp, selection_published=scheme.published)
+            rows.append(published_row({**row, "sampled": sampled}, dp=privacy.dp,
+                                      selection_published=scheme.published))
+            bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row.get("accepted_clients"))
             if out is not None:
                 log.append(row, round_num + 1)
                 checkpoint.save(state, round_num + 1)
@@ -520,7 +545,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "federated_config": {"algorithm": config.algorithm, **flat_config(config)},
                   "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
-                  "accepted_clients": [r["accepted_clients"] for r in rows]},
+                  "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
         **(privacy or LearningPrivacy()).sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
                            own_client_work=client_filter is not None or own_reservoirs),
     }

@@ -19,7 +19,13 @@
 * :mod:`tff_esn.privacy.learning` — TFF's DP and secure aggregators for FedAvg/FedCurv
   (their updates, FedCurv's u, v, the training metrics);
 * :mod:`tff_esn.privacy.coverage` — what each mechanism covers and what is public: the one
-  declaration behind ``metrics.json``'s privacy section and the audit;
+  declaration behind ``metrics.json``'s privacy section, the audit and what a DP run writes;
 * :mod:`tff_esn.privacy.audit` — every CLIENTS → SERVER value of a built TFF computation,
   and the ones that break a claim of secure aggregation or DP.
+* :mod:`tff_esn.privacy.noise_seed` — the DP randomness' seed: secret (OS entropy, never
+  written) unless ``--dp-seed``, and whether the run is private;
+* :mod:`tff_esn.privacy.sampling` — FedAvg/FedCurv's client sampling under DP (Poisson, kept
+  secret) and what the accountant may assume of it;
+* :mod:`tff_esn.privacy.empirical_audit` — an ε lower bound from many releases on
+  neighbouring data (likelihood-ratio test, Clopper–Pearson).
 """

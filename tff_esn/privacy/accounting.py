@@ -16,6 +16,13 @@ import math
 
 import dp_accounting
 
+from tff_esn.privacy import noise_seed
+
+
+NOISE_MULTIPLIERS = (1e-6, 1e4)
+"""The positive noise multipliers the RDP accountant evaluates reliably (it fails beyond 1e6 with
+sampling, and calibration to an ε outside the range would return a z that misses it)."""
+
 
 def check_delta(delta: float) -> float:
     """δ as a float in (0, 1); otherwise a ``ValueError`` naming the fix."""
@@ -32,10 +39,40 @@ def check_epsilon(epsilon: float) -> float:
 
 
 def check_noise_multiplier(z: float) -> float:
-    """The noise multiplier as a finite float ≥ 0 (0: no noise, ε = ∞)."""
-    if not isinstance(z, (int, float)) or isinstance(z, bool) or not math.isfinite(z) or z < 0:
-        raise ValueError(f"dp noise multiplier: expected a finite number ≥ 0, got {z!r}.")
+    """The noise multiplier as a float, 0 (no noise, ε = ∞) or in :data:`NOISE_MULTIPLIERS`."""
+    low, high = NOISE_MULTIPLIERS
+    if (not isinstance(z, (int, float)) or isinstance(z, bool) or not math.isfinite(z)
+            or not (z == 0 or low <= z <= high)):
+        raise ValueError(f"dp noise multiplier: expected 0 (no noise) or a number in [{low:g}, {high:g}] (the range "
+                         f"the accountant handles), got {z!r}.")
     return float(z)
+
+
+def epsilon_range(delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> tuple[float, float]:
+    """The ε the accountant can calibrate to over the schedule: from ε of the largest noise multiplier
+    of :data:`NOISE_MULTIPLIERS` without sampling (an upper bound of the sampled one, and seconds
+    faster) to ε of the smallest (``inf`` is allowed besides: no noise)."""
+    low, high = NOISE_MULTIPLIERS
+    return epsilon(high, delta, rounds), epsilon(low, delta, rounds, sampling_rate)
+
+
+def check_epsilon_in_range(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
+    """``target_epsilon`` if ∞ or inside :func:`epsilon_range` of the schedule; otherwise a one-line
+    ``ValueError`` with the range."""
+    target_epsilon = check_epsilon(target_epsilon)
+    low, high = epsilon_range(delta, rounds, sampling_rate)
+    if not math.isinf(target_epsilon) and not low <= target_epsilon <= high:
+        raise ValueError(f"dp epsilon {target_epsilon:g}: the accountant calibrates ε in [{low:.4g}, {high:.4g}] at "
+                         f"δ = {delta:g} over {rounds} release(s) at sampling rate {sampling_rate:g} (noise "
+                         f"multipliers {NOISE_MULTIPLIERS[1]:g} … {NOISE_MULTIPLIERS[0]:g}); give an ε in that "
+                         "range, or --dp-noise-multiplier 0 for no noise.")
+    return target_epsilon
+
+
+def describe(sampling_rate: float) -> str:
+    """The accountant and the event it composes (``metrics.json``'s ``privacy.accountant``)."""
+    event = "GaussianDpEvent(z)" if sampling_rate >= 1 else f"PoissonSampledDpEvent({sampling_rate:g}, GaussianDpEvent(z))"
+    return f"dp_accounting.rdp.RdpAccountant: SelfComposedDpEvent({event}, rounds), add/remove-one neighbours"
 
 
 def _check_schedule(rounds: int, sampling_rate: float) -> None:
@@ -76,11 +113,16 @@ def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, s
 
     Calibrated with ``dp_accounting.calibrate_dp_mechanism`` (Brent search on the RDP ε).
     """
-    target_epsilon, delta = check_epsilon(target_epsilon), check_delta(delta)
+    delta = check_delta(delta)
     _check_schedule(rounds, sampling_rate)
+    target_epsilon = check_epsilon_in_range(target_epsilon, delta, rounds, sampling_rate)
     if math.isinf(target_epsilon):
         return 0.0
-    return _calibrated(target_epsilon, delta, rounds, float(sampling_rate))
+    z = _calibrated(target_epsilon, delta, rounds, float(sampling_rate))
+    if epsilon(z, delta, rounds, sampling_rate) > target_epsilon * (1 + 1e-6):
+        raise ValueError(f"dp epsilon {target_epsilon:g}: the accountant's calibration missed it (z = {z:g}); "
+                         "give --dp-noise-multiplier instead.")
+    return z
 
 
 @functools.lru_cache(maxsize=1024)
@@ -89,7 +131,7 @@ def _calibrated(target_epsilon: float, delta: float, rounds: int, sampling_rate:
     Brent search of dozens of accountant evaluations)."""
     return float(dp_accounting.calibrate_dp_mechanism(
         dp_accounting.rdp.RdpAccountant, lambda z: dp_event(z, rounds, sampling_rate), target_epsilon, delta,
-        dp_accounting.LowerEndpointAndGuess(1e-3, 1.0), tol=1e-6))
+        dp_accounting.LowerEndpointAndGuess(NOISE_MULTIPLIERS[0], 1.0), tol=1e-6))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,10 +146,12 @@ class PrivacyReport:
     rounds: int
     sampling_rate: float
     details: dict = dataclasses.field(default_factory=dict)
+    dp_seed: int | None = None
 
     def to_dict(self) -> dict:
+        """The section: the fields, ``private`` (:func:`tff_esn.privacy.noise_seed.status`) and the details."""
         out = dataclasses.asdict(self)
-        details = out.pop("details")
+        details, dp_seed = out.pop("details"), out.pop("dp_seed")
         out["epsilon"] = None if math.isinf(self.epsilon) else self.epsilon  # JSON has no ∞
         out["epsilon_infinite"] = math.isinf(self.epsilon)
-        return {**out, **details}
+        return {**out, **noise_seed.status(self.noise_multiplier, dp_seed), **details}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tff_esn.privacy import noise_seed
 from tff_esn.privacy.aggregation import SecureRidgeSum, StatsAggregation
 from tff_esn.privacy.config import NO_PRIVACY, PrivacyConfig
 from tff_esn.privacy.coverage import declaration
@@ -23,18 +24,18 @@ NOISE_HEADROOM = 8.0  # client noise σ added to the default secure range: P(cli
 ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a client's value can attain
 
 
-def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, seed: int, n_features: int,
+def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_features: int,
                       steps: int, client_sequences: Sequence[int], releases: int = 1) -> StatsAggregation | None:
     """The closed-form :class:`StatsAggregation` of ``privacy`` (``None``: plain IncFed).
 
-    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts,
-    ``seed`` the run's (the DP noise's unless ``privacy.dp_seed``); ``dp_epsilon`` is met over
+    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts;
+    ``dp_epsilon`` is met over
     ``releases`` Gaussian releases of the same noise multiplier (FedIP: its rounds and the statistics).
     """
     if not privacy.requested:
         return None
     m = states_per_record(state_mode, steps, washout)
-    dp = gaussian_stats(privacy, state_mode=state_mode, washout=washout, seed=seed, n_features=n_features,
+    dp = gaussian_stats(privacy, state_mode=state_mode, washout=washout, n_features=n_features,
                         steps=steps, releases=releases)
     secure = None
     if privacy.secure_aggregation:
@@ -46,26 +47,31 @@ def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, 
     return StatsAggregation(len(client_sequences), n_features, dp=dp, secure=secure)
 
 
-def gaussian_updates(privacy: PrivacyConfig, *, seed: int, clients: int, rounds: int) -> GaussianUpdates | None:
+def gaussian_updates(privacy: PrivacyConfig, *, clients: int, rounds: int) -> GaussianUpdates | None:
     """FedIP's DP on the (g, b) updates (``None`` without DP): clip ``dp_ip_clip``, the noise
     multiplier that meets ``dp_epsilon`` over ``rounds`` + 1 releases (the rounds and the readout
-    statistics, :mod:`tff_esn.privacy.dp_fedip`)."""
+    statistics, :mod:`tff_esn.privacy.dp_fedip`), noise from :func:`~tff_esn.privacy.noise_seed.mechanism_seed`."""
     if not privacy.dp_requested:
         return None
-    return GaussianUpdates(privacy.noise_multiplier(rounds + 1), privacy.dp_delta, privacy.dp_ip_clip, clients,
-                           seed=seed if privacy.dp_seed is None else privacy.dp_seed)
+    z = privacy.noise_multiplier(rounds + 1)
+    noise_seed.warn_no_noise(z)
+    return GaussianUpdates(z, privacy.dp_delta, privacy.dp_ip_clip, clients,
+                           seed=noise_seed.mechanism_seed(privacy.dp_seed), seed_known=privacy.dp_seed is not None)
 
 
-def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, seed: int, n_features: int,
+def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_features: int,
                    steps: int, releases: int = 1) -> GaussianStats | None:
     """The Gaussian mechanism on ``(A, B, n)`` of ``privacy`` (``None`` without DP): IncFed's and
-    FedIP's statistics, and each client's own statistics in pFedRR / Partial IncFed."""
+    FedIP's statistics, and each client's own statistics in pFedRR / Partial IncFed; its noise
+    from :func:`~tff_esn.privacy.noise_seed.mechanism_seed` (secret unless ``dp_seed``)."""
     if not privacy.dp_requested:
         return None
     clip = natural_clip(n_features) if privacy.dp_clip is None else privacy.dp_clip
-    return GaussianStats(privacy.noise_multiplier(releases), privacy.dp_delta, clip,
-                         states_per_record(state_mode, steps, washout), model=privacy.dp_model,
-                         seed=seed if privacy.dp_seed is None else privacy.dp_seed)
+    z = privacy.noise_multiplier(releases)
+    noise_seed.warn_no_noise(z)
+    return GaussianStats(z, privacy.dp_delta, clip, states_per_record(state_mode, steps, washout),
+                         model=privacy.dp_model, seed=noise_seed.mechanism_seed(privacy.dp_seed),
+                         seed_known=privacy.dp_seed is not None)
 
 
 def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:

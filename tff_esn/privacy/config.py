@@ -22,10 +22,16 @@ NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsil
               "epsilon_infinite": True, "delta": None, "rounds": None, "sampling_rate": None}
 
 
+CLIPS = (1e-6, 1e6)
+"""The norm bounds C accepted: the noise std z·C (up to 1e4·1e6) and C² (B's sensitivity) stay far
+inside float32 and float64."""
+
+
 def check_clip(clip: float) -> float:
-    """C as a float > 0; otherwise a ``ValueError`` naming the fix."""
-    if not (is_finite(clip) and clip > 0):
-        raise ValueError(f"dp clip: expected a finite state norm bound > 0 (e.g. the default √N_F), got {clip!r}.")
+    """C as a float in :data:`CLIPS`; otherwise a one-line ``ValueError`` with the range."""
+    if not (is_finite(clip) and CLIPS[0] <= clip <= CLIPS[1]):
+        raise ValueError(f"dp clip: expected a norm bound in [{CLIPS[0]:g}, {CLIPS[1]:g}] (e.g. the default √N_F for "
+                         f"the closed form, 0.1 for FedAvg), got {clip!r}.")
     return float(clip)
 
 
@@ -46,8 +52,8 @@ class PrivacyConfig:
         dp_model: closed form: noise added by the server (``central``), by each client in full
             (``local``) or in shares σ/√K (``distributed``; with secure aggregation).
         dp_ip_clip: FedIP: L2 norm bound of a client's (Δg, Δb) update per round.
-        dp_seed: seed of the DP noise (``None``: the run's seed; FedAvg/FedCurv: fixed and
-            adaptive clip).
+        dp_seed: seed of the DP noise and secret client sampling for tests and debugging (``None``:
+            a fresh secret seed from the OS's entropy, never written; given, the run is not private).
         dp_adaptive_clip: FedAvg/FedCurv: adaptive clipping instead of a fixed clip.
     """
 
@@ -70,14 +76,15 @@ class PrivacyConfig:
         if self.dp_requested:
             from tff_esn.privacy import accounting  # dp_accounting: only when DP is asked for
 
+            accounting.check_delta(self.dp_delta)
             if self.dp_epsilon is not None:
-                accounting.check_epsilon(self.dp_epsilon)
+                accounting.check_epsilon_in_range(self.dp_epsilon, self.dp_delta)
             if self.dp_noise_multiplier is not None:
                 accounting.check_noise_multiplier(self.dp_noise_multiplier)
             accounting.check_delta(self.dp_delta)
-        check_field(self, "dp_clip", self.dp_clip is None or (is_finite(self.dp_clip) and self.dp_clip > 0),
-                    "None or a finite norm bound > 0")
-        check_field(self, "dp_ip_clip", is_finite(self.dp_ip_clip) and self.dp_ip_clip > 0, "a finite norm bound > 0")
+        if self.dp_clip is not None:
+            check_clip(self.dp_clip)
+        check_clip(self.dp_ip_clip)
         if self.dp_adaptive_clip and not self.dp_requested:
             raise ValueError("PrivacyConfig.dp_adaptive_clip (--dp-adaptive-clip) needs --dp-epsilon or "
                              "--dp-noise-multiplier.")

@@ -5,7 +5,10 @@ aggregation: summed by a ``federated_secure_*`` intrinsic; DP: clipped and noise
 Gaussian mechanism whose ε the run reports) or listed in :data:`PUBLIC` with the reason it
 may be released as it is. :func:`declaration` is what ``metrics.json``'s privacy section
 says (``covers``, ``public``); :mod:`tff_esn.privacy.audit` checks the built TFF
-computations against the same :data:`PUBLIC` list and the markers below.
+computations against the same :data:`PUBLIC` list and the markers below. What a DP run
+writes to its outputs is declared the same way: :data:`OUTPUTS` (client-derived values:
+withheld, covered or public) and :data:`NOT_CLIENT_DERIVED`, applied by :func:`publish`
+(``metrics.json``) and :func:`published_row` (``rounds.csv``), checked by :func:`undeclared`.
 
 **Markers.** The audit recognizes, inside the TensorFlow graphs of a computation:
 
@@ -22,6 +25,8 @@ Light: importing this module imports neither TensorFlow nor TFF.
 """
 
 from __future__ import annotations
+
+import fnmatch
 
 from tff_esn.runtime import load_tff
 
@@ -65,6 +70,152 @@ _CLOSED_FORM_COVERS = {
 ALGORITHMS = (*_CLOSED_FORM_COVERS, *_LEARNING_COVERS)
 
 
+_TRAINING_RECORDS = "computed from the training clients' records outside the DP mechanism"
+_SELECTION = ("who took part in a round, or how many: under secret Poisson sampling the selection is part of the "
+              "mechanism's randomness, and publishing it (or its size) voids the amplification by sampling")
+_EVALUATION = ("measured on the validation/test clients, the evaluator's held-out data: not training clients, not "
+               "protected by the ε (which covers the training clients' records)")
+WITHHELD, PUBLIC_OUTPUT, COVERED, SELECTION = "withheld", "public", "covered", "selection"
+
+OUTPUTS: dict[str, tuple[str, str]] = {
+    "train": (WITHHELD, "the model's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
+    "train.*": (WITHHELD, "the model's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
+    "baselines": (WITHHELD, "baselines fitted on the training clients' pooled records: " + _TRAINING_RECORDS),
+    "partition.sizes": (WITHHELD, "each client's record count: " + _TRAINING_RECORDS),
+    "partition.label_histogram": (WITHHELD, "each client's label counts: " + _TRAINING_RECORDS),
+    "extra.states": (WITHHELD, "saturation of the training clients' reservoir states: " + _TRAINING_RECORDS),
+    "extra.rounds[].train_loss": (WITHHELD, "DP clients send no training metrics (the column would be empty)"),
+    "extra.rounds[].sampled": (SELECTION, _SELECTION),
+    "extra.rounds[].clients": (SELECTION, _SELECTION),
+    "extra.rounds[].accepted_clients": (SELECTION, _SELECTION),
+    "extra.rounds[].clean_clients": (SELECTION, _SELECTION),
+    "extra.accepted_clients": (SELECTION, _SELECTION),
+    "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
+    "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
+    "extra.ip_rounding_sensitivity": (WITHHELD, "IP's rounding sensitivity on a training client: "
+                                      + _TRAINING_RECORDS),
+    "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
+    "extra.gain_*": (COVERED, "FedIP's gains: post-processing of the DP (Δg, Δb) rounds"),
+    "extra.bias_mean": (COVERED, "FedIP's biases: post-processing of the DP (Δg, Δb) rounds"),
+    "extra.l2_effective": (COVERED, "λ: the stated value (no rescaling on the clients' statistics under DP)"),
+    "extra.percent_units": (COVERED, "pFedRR's selected units: post-processing of each client's locally noised "
+                            "statistics"),
+    "extra.*.val": (PUBLIC_OUTPUT, _EVALUATION),
+    "extra.*.test": (PUBLIC_OUTPUT, _EVALUATION),
+    "val": (PUBLIC_OUTPUT, _EVALUATION),
+    "test": (PUBLIC_OUTPUT, _EVALUATION),
+    "extra.rounds[].val_*": (PUBLIC_OUTPUT, _EVALUATION),
+    "extra.rounds[].test_*": (PUBLIC_OUTPUT, _EVALUATION),
+    "extra.kept_round": (PUBLIC_OUTPUT, "the round chosen on the validation clients: " + _EVALUATION),
+    "extra.train_clients": (PUBLIC_OUTPUT, "the number of training clients: the federation's size, no client data"),
+}
+"""Every client-derived value a run writes to ``metrics.json`` / ``rounds.csv`` (a dotted path of the
+record, ``[]`` for every item of a list, ``*`` a wildcard) and how a DP run handles it: withheld
+(not written), selection (written only when the selection is public), covered (post-processing of the
+DP releases) or public (written, with the reason). A value derived from training data that is not
+here is a defect: declare it (:func:`publish` then treats it the same way in every writer)."""
+
+
+NOT_CLIENT_DERIVED: dict[str, str] = {
+    **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "settings", "cli", "versions",
+                     "extra.federated_config", "extra.backend", "extra.n_features", "extra.class_weight",
+                     "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
+                     "partition.label_names", "l2_selection", "clients", "extra.tau", "extra.reading", "extra.k",
+                     "extra.alpha", "extra.mask"),
+                    "the run's configuration, split (which client is in which group) and environment (under "
+                    "privacy settings λ is the stated default and FedAvg's class weights are explicit or uniform)"),
+    **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
+                    "floats per client: a function of the model's shapes"),
+    **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
+    **dict.fromkeys(("partition.clients",), "the number of clients"),
+    **dict.fromkeys(("seconds", "extra.rounds[].seconds"), "wall time of the run / round (a timing, public)"),
+    "warnings": "messages about the inputs and settings, written as said (a warning about the data can name a "
+                "client or a count: read them before sharing a DP run's outputs)",
+}
+"""The values of ``metrics.json`` that carry no client data, with the reason; :func:`undeclared` lists
+a record's values that are in neither this nor :data:`OUTPUTS`."""
+
+
+def _entry(path: str, table: dict):
+    """The value of ``table`` whose pattern matches ``path`` or its nearest parent (``None``: none)."""
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        for pattern, entry in table.items():
+            if fnmatch.fnmatchcase(prefix, pattern):
+                return entry
+    return None
+
+
+def withheld(path: str, *, selection_published: bool) -> bool:
+    """Whether a DP run leaves ``path`` out of its outputs."""
+    entry = _entry(path, OUTPUTS)
+    return entry is not None and (entry[0] == WITHHELD or (entry[0] == SELECTION and not selection_published))
+
+
+def _leaves(node, path: str = ""):
+    """The dotted paths of ``node``'s leaves (``[]`` for a list's items; an empty dict or list is a leaf)."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list) and node and all(isinstance(v, (dict, list)) for v in node):
+        for v in node:
+            yield from _leaves(v, path + "[]")
+    else:
+        yield path
+
+
+def undeclared(record: dict) -> list[str]:
+    """The paths of ``record`` (a DP run's ``metrics.json``) declared neither in :data:`OUTPUTS` nor in
+    :data:`NOT_CLIENT_DERIVED`, and those it writes although a DP run withholds them."""
+    selection_published = ((record.get("privacy") or {}).get("sampling") or {}).get("selection_published", True)
+    out = []
+    for path in dict.fromkeys(_leaves(record)):
+        if withheld(path, selection_published=selection_published):
+            out.append(f"{path} (withheld under DP, but written)")
+        elif _entry(path, OUTPUTS) is None and _entry(path, NOT_CLIENT_DERIVED) is None:
+            out.append(path)
+    return out
+
+
+def published_row(row: dict, *, dp: bool, selection_published: bool, prefix: str = "extra.rounds[]") -> dict:
+    """``row`` (one ``rounds.csv`` row / ``extra.rounds`` item) without what a DP run withholds."""
+    if not dp:
+        return row
+    return {k: v for k, v in row.items() if not withheld(f"{prefix}.{k}", selection_published=selection_published)}
+
+
+def publish(record: dict) -> dict:
+    """``record`` (a run's ``metrics.json``) as a DP run may write it: every :data:`OUTPUTS` path it
+    withholds removed, and the declaration (``privacy.withheld``, ``privacy.public``,
+    ``privacy.covered_outputs``) of the ones it has. Without DP, ``record`` as it is."""
+    privacy = record.get("privacy") or {}
+    if privacy.get("mechanism", "none") == "none":
+        return record
+    selection_published = (privacy.get("sampling") or {}).get("selection_published", True)
+
+    def prune(node, path: str):
+        if isinstance(node, dict):
+            return {k: prune(v, f"{path}.{k}" if path else k) for k, v in node.items()
+                    if not withheld(f"{path}.{k}" if path else k, selection_published=selection_published)}
+        if isinstance(node, list):
+            return [prune(v, path + "[]") for v in node]
+        return node
+
+    out = prune(record, "")
+    said = {"withheld": {}, "public": {}, "covered_outputs": {}}
+    for pattern, (kind, reason) in OUTPUTS.items():
+        if kind == WITHHELD or (kind == SELECTION and not selection_published):
+            said["withheld"][pattern] = reason
+        elif kind == SELECTION:
+            said["public"][pattern] = "the selection comes from --seed and is public; ε claims no amplification"
+        else:
+            said["public" if kind == PUBLIC_OUTPUT else "covered_outputs"][pattern] = reason
+    out["privacy"] = {**out["privacy"], "withheld": said["withheld"], "covered_outputs": said["covered_outputs"],
+                      "public": {**out["privacy"].get("public", {}), **said["public"]}}
+    return out
+
+
 def public_values(algorithm: str, *, secure: bool, own_client_work: bool = False) -> list[str]:
     """Names (keys of :data:`PUBLIC`) of the values ``algorithm`` releases without protection:
     FedCurv's client work, and FedAvg's when it runs ours (``own_client_work``: a client filter
@@ -75,8 +226,10 @@ def public_values(algorithm: str, *, secure: bool, own_client_work: bool = False
     return names
 
 
-def declaration(algorithm: str, *, secure: bool, dp: bool, own_client_work: bool = False) -> dict:
-    """``covers``, ``public`` (name → reason) and ``not_sent`` of ``algorithm`` under the settings."""
+def declaration(algorithm: str, *, secure: bool, dp: bool, own_client_work: bool = False,
+                selection_published: bool = True) -> dict:
+    """``covers``, ``public`` (name → reason) and ``not_sent`` of ``algorithm`` under the settings
+    (``selection_published``: the count of accepted clients may be written, see :data:`OUTPUTS`)."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"{algorithm}: no privacy declaration (known: {', '.join(ALGORITHMS)}).")
     learning = algorithm in _LEARNING_COVERS
@@ -87,9 +240,10 @@ def declaration(algorithm: str, *, secure: bool, dp: bool, own_client_work: bool
     if learning and dp:
         not_sent.append("the training metrics (loss sums, example counts): not clipped or noised, so DP clients "
                         "do not send them")
-    out = {"covers": covers,
-           "public": {name: PUBLIC[name] for name in public_values(algorithm, secure=secure,
-                                                                           own_client_work=own_client_work)}}
+    names = public_values(algorithm, secure=secure, own_client_work=own_client_work)
+    if dp and not selection_published:
+        names = [n for n in names if n != "accepted_clients"]
+    out = {"covers": covers, "public": {name: PUBLIC[name] for name in names}}
     if not_sent:
         out["not_sent"] = not_sent
     return out

@@ -35,7 +35,8 @@ class GaussianUpdates:
         delta: δ ∈ (0, 1).
         clip: update norm bound C > 0.
         clients: K, the fixed denominator of the mean (every client, every round).
-        seed: seed of the noise (round r draws from ``(seed, r)``).
+        seed: seed of the noise (round r draws from ``(seed, r)``; secret unless ``seed_known``).
+        seed_known: ``seed`` is ``--dp-seed``.
     """
 
     noise_multiplier: float
@@ -43,6 +44,7 @@ class GaussianUpdates:
     clip: float
     clients: int
     seed: int = 0
+    seed_known: bool = False
 
     def __post_init__(self) -> None:
         accounting.check_noise_multiplier(self.noise_multiplier)

@@ -76,7 +76,8 @@ class GaussianStats:
         clip: state norm bound C > 0.
         states_per_record: ``m`` ≥ 1.
         model: ``"central"``, ``"local"`` or ``"distributed"``.
-        seed: seed of every noise draw.
+        seed: seed of every noise draw (secret: :func:`tff_esn.privacy.noise_seed.mechanism_seed`).
+        seed_known: ``seed`` is ``--dp-seed`` (the run is not private, and the report says so).
         floor: eigenvalue floor of ``B`` (``None``: :meth:`default_floor`).
     """
 
@@ -86,6 +87,7 @@ class GaussianStats:
     states_per_record: int
     model: str = "central"
     seed: int = 0
+    seed_known: bool = False
     floor: float | None = None
 
     def __post_init__(self) -> None:
@@ -151,7 +153,8 @@ class GaussianStats:
                      "accountant": "dp_accounting RDP",
                      "psd": {"method": "eigenvalue floor V·max(Λ, floor)·Vᵀ on B + noise",
                              "floor": self.eigenvalue_floor(clients, n_features),
-                             "eigenvalues_raised": raised}})
+                             "eigenvalues_raised": raised}},
+            dp_seed=self.seed if self.seed_known else None)
 
 
 # ----------------------------------------------------------------------------- TF pieces

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 
@@ -71,7 +72,7 @@ import tensorflow as tf
 import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
-from tff_esn.privacy import accounting, coverage
+from tff_esn.privacy import accounting, coverage, sampling
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.privacy.config import check_clip
 from tff_esn.runtime import load_tff
@@ -185,7 +186,9 @@ class LearningPrivacy:
         secure: secure aggregation of the (clipped) updates.
         delta: δ of the reported ε.
         seed: seed of the DP noise (:class:`SeededGaussianSumQuery`; with ``adaptive`` also of the
-            clipped-count noise).
+            clipped-count noise) and of the secret client sampling: secret
+            (:func:`tff_esn.privacy.noise_seed.mechanism_seed`) unless ``seed_known``.
+        seed_known: ``seed`` is ``--dp-seed`` (the run is not private, and the report says so).
     """
 
     noise_multiplier: float | None = None
@@ -194,6 +197,7 @@ class LearningPrivacy:
     secure: bool = False
     delta: float = 1e-5
     seed: int = 0
+    seed_known: bool = False
 
     def __post_init__(self) -> None:
         if self.noise_multiplier is not None:
@@ -266,15 +270,21 @@ class LearningPrivacy:
                                    curvature=self.curvature_factory() if curvature else None,
                                    metrics=metrics, secure=self.secure)
 
+    def sampling(self, clients_per_round: int, clients: int) -> sampling.ClientSampling:
+        """How the run picks its clients (:func:`tff_esn.privacy.sampling.client_sampling`)."""
+        return sampling.client_sampling(self.dp, clients_per_round, clients, self.seed_known)
+
     def sections(self, rounds: int, clients_per_round: int, clients: int, algorithm: str = "fedavg",
                  own_client_work: bool = False) -> dict:
         """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
-        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`."""
+        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`. ε is the
+        RDP accountant's for the sampling :meth:`sampling` names (Poisson at q, or every client)."""
         from tff_esn.privacy.config import NO_PRIVACY
 
-        q = min(1.0, clients_per_round / clients)
+        scheme = self.sampling(clients_per_round, clients)
+        q = scheme.rate if scheme.amplified else 1.0
         declared = coverage.declaration(algorithm, secure=self.secure, dp=self.dp,
-                                        own_client_work=own_client_work)
+                                        own_client_work=own_client_work, selection_published=scheme.published)
         privacy = dict(NO_PRIVACY, **declared)
         if self.dp:
             curvature = algorithm == "fedcurv"
@@ -288,13 +298,16 @@ class LearningPrivacy:
                 epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
                 details={"privacy_unit": "one client's upload per round", "noise_seeded": True,
-                         "noise_seed": self.seed, "accountant": "dp_accounting RDP, "
-                         "Poisson-sampled Gaussian composed over rounds, one release per round",
+                         "sampling": scheme.section(),
+                         "accountant": accounting.describe(q),
+                         "epsilon_without_amplification": _finite(accounting.epsilon(self.noise_multiplier,
+                                                                                     self.delta, rounds)),
                          "sensitivity": (f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)"
                                          if curvature else "C"),
                          "noise_stddev_on_sum": None if self.adaptive else self.noise_stddev(
                              CURVATURE_PARTS if curvature else 1),
-                         **declared}).to_dict()
+                         **declared},
+                dp_seed=self.seed if self.seed_known else None).to_dict()
         secure = {"enabled": self.secure}
         if self.secure:
             secure["factory"] = ("DifferentiallyPrivateFactory(GaussianSumQuery, SecureSumFactory(clip))" if self.dp
@@ -326,6 +339,31 @@ class LearningAggregation:
         (:func:`tff_esn.privacy.coverage.public`), secure-summed under secure aggregation."""
         marked = coverage.public(flags, "accepted_clients")
         return tff.federated_secure_sum_bitwidth(marked, 1) if self.secure else tff.federated_sum(marked)
+
+
+def fold_sum(values: list, like=None):
+    """``Σ_k values[k]`` leaf by leaf as TFF's runtime takes it: a fold from zero in the clients'
+    order (``federated_sum`` is ``federated_aggregate(zero, tf.add)``); zeros like ``like`` for no
+    client (a Poisson-sampled DP round may have none)."""
+    return functools.reduce(lambda a, b: tf.nest.map_structure(tf.add, a, b), values,
+                            tf.nest.map_structure(tf.zeros_like, values[0] if values else like))
+
+
+def dp_release(query: tfp.SumAggregationDPQuery, records: list, state, like=None) -> tuple:
+    """``(result, new state)`` of one DP release of ``query`` on the clients' ``records`` in the order
+    of ``DifferentiallyPrivateFactory``'s ``next``: ``derive_sample_params``, ``preprocess_record`` of
+    each record (the clip), their sum (a fold from zero in the clients' order, as TFF's ``SumFactory``;
+    ``initial_sample_state(like)`` for no record) and ``get_noised_result``."""
+    params = query.derive_sample_params(state)
+    clipped = [query.preprocess_record(params, r) for r in records]
+    summed = fold_sum(clipped) if clipped else query.initial_sample_state(like)
+    result, new_state, _ = query.get_noised_result(summed, state)
+    return result, new_state
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or ``None`` for ∞ (JSON has no ∞)."""
+    return None if math.isinf(value) else value
 
 
 def secure_clipped(measurements) -> int:

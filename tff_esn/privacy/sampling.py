@@ -1,0 +1,72 @@
+"""How a round's clients are chosen under client-level DP, and what the accountant may assume of it.
+
+Amplification by sampling (the ε of ``PoissonSampled(q, Gaussian(z))``) holds only when each
+client takes part independently with probability ``q`` and nobody who reads the outputs learns
+who did. Under DP with ``q < 1`` the round's clients are therefore drawn by :func:`poisson_clients`
+from the mechanism's secret seed (:mod:`tff_esn.privacy.noise_seed`), and the run publishes
+neither the picks nor their count (:data:`tff_esn.privacy.coverage.OUTPUTS`). The server that
+runs the sampling knows the selection: against it only the ε without amplification holds
+(:meth:`ClientSampling.section`'s ``epsilon_without_amplification``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+POISSON = "poisson"
+ALL = "all clients"
+FIXED_PUBLIC = "fixed-size without replacement, seeded by --seed"
+_STREAM = 1  # the sampling's stream of the mechanism seed (TF's noise draws use the seed itself)
+
+
+def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) -> list[str]:
+    """The clients of round ``round_num``: each of ``ids`` independently with probability ``rate``
+    (possibly none), a pure function of the secret ``seed`` and the round."""
+    rng = np.random.default_rng([int(seed), _STREAM, int(round_num)])
+    keep = rng.random(len(ids)) < rate
+    return [cid for cid, k in zip(ids, keep) if k]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientSampling:
+    """The sampling of a FedAvg/FedCurv run.
+
+    Attributes:
+        scheme: :data:`POISSON` (DP with q < 1), :data:`ALL` (every client every round) or
+            :data:`FIXED_PUBLIC` (without DP: m clients per round from ``--seed``, published).
+        rate: the per-round participation probability q (m / N for the fixed scheme).
+        secret: nobody who reads the outputs can tell the selection (secret seed, not published).
+    """
+
+    scheme: str
+    rate: float
+    secret: bool
+
+    @property
+    def amplified(self) -> bool:
+        """The accountant uses ``rate`` (Poisson sampling; the claim holds while the selection is secret)."""
+        return self.scheme == POISSON
+
+    @property
+    def published(self) -> bool:
+        """The per-round selection (ids, counts) may be written to the outputs."""
+        return self.scheme != POISSON
+
+    def section(self) -> dict:
+        """``privacy.sampling`` of ``metrics.json``."""
+        return {"scheme": self.scheme, "rate": self.rate, "selection_secret": self.secret,
+                "selection_published": self.published, "amplification_by_sampling": self.amplified}
+
+
+def client_sampling(dp: bool, clients_per_round: int, clients: int, seed_known: bool) -> ClientSampling:
+    """The sampling of a run with ``clients`` training clients and ``clients_per_round`` per round:
+    Poisson at q = m / N under DP (secret unless the seed is known), else the public fixed-size draw."""
+    rate = min(1.0, clients_per_round / clients)
+    if rate == 1.0:
+        return ClientSampling(ALL, 1.0, secret=False)
+    if dp:
+        return ClientSampling(POISSON, rate, secret=not seed_known)
+    return ClientSampling(FIXED_PUBLIC, rate, secret=False)
