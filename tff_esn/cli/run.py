@@ -27,7 +27,7 @@ from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
 from tff_esn.cli.partition import add_partition_arguments, partitioned
-from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_loaded
+from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout, check_loaded
 from tff_esn.cli.worker_flags import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
 from tff_esn.run_warnings import merged, recording
@@ -135,8 +135,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy or sim backend, or no federated computation at all); drop --workers.")
     out = check_arguments(args, config)
+    options = source_options(args, pipeline)
+    check_layout(args, options, config, tff=uses_tff)
     with recording() as said:
-        dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
+        dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
         split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
         dataset, split, partition = partitioned(args, dataset, split)
     check_loaded(args, dataset, split, config)
