@@ -57,7 +57,9 @@ class MemoryEstimate:
     linear: float
     constant: float = 0.0
     data: tuple[tuple[str, float], ...] = ()
-    """The data's named parts (bytes; in ``constant``, and in ``linear`` for states per unit)."""
+    """The data's named parts (bytes, in ``constant``)."""
+    states: tuple[str, float] = ("", 0.0)
+    """The data's states per reservoir unit (bytes per unit, in ``linear``)."""
 
     def at(self, units: int) -> float:
         """Bytes with ``units`` reservoir units."""
@@ -89,9 +91,9 @@ def layout_of(dataset: SequenceDataset) -> DataLayout:
     return DataLayout(dataset.source, tuple(c.steps for c in dataset.clients.values()), int(first.x.shape[2]))
 
 
-def data_bytes(layout: DataLayout, *, tff: bool = False) -> tuple[tuple[str, float], ...]:
-    """The data's parts of the peak (module docstring) as ``(what, bytes)``, largest first; on the
-    TFF path the last part is the states per reservoir unit (bytes per unit)."""
+def data_bytes(layout: DataLayout, *, tff: bool = False) -> tuple[tuple[tuple[str, float], ...], tuple[str, float]]:
+    """The data's parts of the peak (module docstring) as ``(what, bytes)``, largest first, and
+    ``(what, bytes per reservoir unit)`` of the states TFF holds of every step (0 off the TFF path)."""
     features = layout.features
     padded = 4.0 * features * layout.padded_cells
     rows = min(HARVEST_BATCH, layout.sequences)
@@ -102,11 +104,9 @@ def data_bytes(layout: DataLayout, *, tff: bool = False) -> tuple[tuple[str, flo
     peak = {"the padded sequences": padded,
             f"the harvest of the longest ({longest}-step) sequence and the run's copies of the data"
             if run >= load else "loading the stored values": max(run, load)}
-    parts = tuple(sorted(peak.items(), key=lambda p: -p[1]))
-    return parts + ((_PER_UNIT, 4.0 * rows * longest),) if tff else parts
-
-
-_PER_UNIT = "every step's states per unit (TFF)"
+    states = (f"the states of every step of the longest ({longest}-step) sequence's batch in TFF",
+              4.0 * rows * longest if tff else 0.0)
+    return tuple(sorted(peak.items(), key=lambda p: -p[1])), states
 
 
 def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
@@ -124,10 +124,9 @@ def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: S
         steps = sum(int((b - washout).clip(min=1).sum()) for b in blocks) \
             if _setting(config, "state_mode", "all") == "all" else sum(b.size for b in blocks)
         linear += 4.0 * steps
-    parts = data_bytes(layout, tff=tff)
-    linear += sum(b for what, b in parts if what == _PER_UNIT)
-    constant = 16.0 + sum(b for what, b in parts if what != _PER_UNIT)
-    return MemoryEstimate(reservoir.units, quadratic, linear, constant, parts)
+    parts, states = data_bytes(layout, tff=tff)
+    return MemoryEstimate(reservoir.units, quadratic, linear + states[1], 16.0 + sum(b for _, b in parts), parts,
+                          states)
 
 
 def machine_memory() -> int:
@@ -155,16 +154,15 @@ def check_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Spli
     if estimate.bytes <= limit:
         return estimate
     fits = estimate.largest_units(limit)
-    per_unit = dict(estimate.data).get(_PER_UNIT, 0.0) * estimate.units
-    data = [(what, b) for what, b in estimate.data if what != _PER_UNIT]
-    source = dataset.source
     if fits >= 1:
         raise MemoryLimitError(
             f"--units {estimate.units}: the run needs ≈ {_size(estimate.bytes)} (reservoir weights, ridge "
-            f"statistics{', cached states' if hasattr(config, 'model') else ''}{', states' if per_unit else ''}, "
-            f"the data), this machine has {_size(limit)}; the most units that fit are {fits}.")
-    what, largest = max(data + [("the states of every step (TFF)", per_unit)], key=lambda p: p[1])
+            f"statistics{', cached states' if hasattr(config, 'model') else ''}"
+            f"{', states' if estimate.states[1] else ''}, the data), this machine has {_size(limit)}; the most units "
+            f"that fit are {fits}.")
+    what, largest = max([*estimate.data, (estimate.states[0], estimate.states[1] * estimate.units)],
+                        key=lambda p: p[1])
     raise MemoryLimitError(
-        f"{source}: the run needs ≈ {_size(estimate.bytes)}, {_size(largest)} of it for {what}; this machine has "
-        f"{_size(limit)}; cut the sequences (--ragged crop, or the 'length' option) or split the long sequences "
+        f"{dataset.source}: the run needs ≈ {_size(estimate.bytes)}, {_size(largest)} of it for {what}; this machine "
+        f"has {_size(limit)}; cut the sequences (--ragged crop, or the 'length' option) or split the long sequences "
         "into shorter ones.")

@@ -468,8 +468,8 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
         ValueError: an unknown ``ragged`` mode.
     """
     with _npz_archive(path) as (archive, path, keys):
-        arrays = {k: _npz_member(archive, k, path) for k in ("y", "client", "split") if k in keys}
-        _check_labels(arrays["y"], _npz_rows(archive, path), f"npz:{path}", None)
+        arrays = {"y": _npz_labels(archive, path)}
+        arrays.update({k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys})
         arrays["X"] = _npz_member(archive, "X", path)
     return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
                                source=f"npz:{path}", ragged=ragged, length=length)
@@ -494,20 +494,28 @@ def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[
         yield archive, path, keys
 
 
-def _npz_rows(archive: zipfile.ZipFile, path: Path) -> int:
-    """The number of sequences ``X`` declares (its header's first axis)."""
+def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
+    """``y``, checked (:func:`_check_labels`) against the number of sequences ``X`` declares
+    before ``X`` is read; ``y``'s own header is checked before ``y`` is read."""
+    source = f"npz:{path}"
     shape, _ = npz_header(archive, "X", path)
     if not shape:
-        raise DataError(f"npz:{path}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, got "
+        raise DataError(f"{source}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, got "
                         "a scalar.")
-    return int(shape[0])
+    labels, _ = npz_header(archive, "y", path)
+    if labels != shape[:1]:
+        raise DataError(f"{source}: y: must have shape ({shape[0]},) like X, got {labels}.")
+    y = _npz_member(archive, "y", path)
+    _check_labels(y, int(shape[0]), source, None)
+    return y
 
 
 def npz_layout(path: str | Path) -> DataLayout | None:
     """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (no
-    value read): one block of n sequences of T steps; ``None`` for an object array (the
-    sequences' lengths are inside its pickle)."""
+    value of ``X`` read; the labels checked first): one block of n sequences of T steps;
+    ``None`` for an object array (the sequences' lengths are inside its pickle)."""
     with _npz_archive(path) as (archive, path, _):
+        _npz_labels(archive, path)
         shape, dtype = npz_header(archive, "X", path)
     if dtype.hasobject or len(shape) != 3 or 0 in shape:
         return None
