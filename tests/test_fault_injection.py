@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tff_esn.run_folder import rounds_done
+
 SEED = 16
 SLOW_KILLS = 10
 FEDAVG = ["run", "fedavg", "--data", "synthetic-wesad", "--pipeline", "thesis", "--rounds", "5", "--units", "12",
@@ -208,3 +210,54 @@ def test_reproduce_killed_at_ten_random_moments(cache, tmp_path):
     window = _warm_seconds(REPRODUCE, cache, tmp_path)
     tally = _kill_and_rerun(REPRODUCE, [], reference, window, cache, tmp_path, kills=SLOW_KILLS, seed=SEED)
     assert tally["kills"] == SLOW_KILLS and tally["identical"] == tally["reruns"]
+
+
+def _rounds_without_times(out: Path) -> list[dict]:
+    record = json.loads((out / "metrics.json").read_text())
+    return [{k: v for k, v in row.items() if k not in TIMED_COLUMNS} for row in record["extra"]["rounds"]]
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_two_rounds_resumes_with_every_round_in_metrics(fedavg_reference, cache, tmp_path):
+    reference, _ = fedavg_reference
+    out = tmp_path / "killed"
+    with open(tmp_path / "killed.log", "ab") as fh:
+        proc = subprocess.Popen(_command(FEDAVG, out, cache), stdout=fh, stderr=subprocess.STDOUT, env=_env())
+    try:
+        deadline = time.monotonic() + 300
+        while rounds_done(out) in (None, 0, 1) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert 2 <= rounds_done(out) < 5
+    _complete(_command(FEDAVG, out, cache) + ["--resume"], tmp_path / "killed.log")
+    expected = _rounds_without_times(reference)
+    assert len(expected) == 5 and _rounds_without_times(out) == expected
+    assert [row["round"] for row in csv.DictReader((out / "rounds.csv").open())] == ["1", "2", "3", "4", "5"]
+
+
+@pytest.mark.slow
+def test_two_runs_into_one_folder_one_runs_the_other_is_refused_naming_its_pid(cache, tmp_path):
+    out = tmp_path / "shared"
+    procs = [subprocess.Popen(_command(FEDAVG, out, cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=_env(), text=True) for _ in range(2)]
+    try:
+        results = [(p.pid, *p.communicate(timeout=600)) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], results
+    winner = next(p.pid for p in procs if p.returncode == 0)
+    refused = next(err for (pid, _, err), p in zip(results, procs) if p.returncode == 2)
+    assert refused.strip().splitlines() == [
+        f"tff-esn run: error: --out {out}: another run (pid {winner}) is writing into it; wait for it to end or "
+        "choose another folder."]
+    assert [row["round"] for row in csv.DictReader((out / "rounds.csv").open())] == ["1", "2", "3", "4", "5"]

@@ -121,10 +121,7 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from tff_esn.data.sources import load_source
-    from tff_esn.data.splits import get_split
-    from tff_esn.io import write_json_atomic
-    from tff_esn.run_folder import clear_run
+    from tff_esn.run_folder import RunFolderError, run_lock
 
     algo = algorithms.get_algorithm(args.algorithm)
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
@@ -134,6 +131,21 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy or sim backend, or no federated computation at all); drop --workers.")
+    try:
+        with run_lock(args.out):  # before the folder's checks: a second run is refused naming the holder
+            return _run_in_folder(args, algo, pipeline, split_name, config, settings, data_record, uses_tff)
+    except RunFolderError as err:
+        raise UsageError(str(err)) from None
+
+
+def _run_in_folder(args: argparse.Namespace, algo: algorithms.Algorithm, pipeline: str, split_name: str, config,
+                   settings: dict, data_record: dict, uses_tff: bool) -> int:
+    """:func:`_run` once it holds the run folder."""
+    from tff_esn.data.sources import load_source
+    from tff_esn.data.splits import get_split
+    from tff_esn.io import write_json_atomic
+    from tff_esn.run_folder import clear_run
+
     out = check_arguments(args, config)
     options = source_options(args, pipeline)
     check_layout(args, options, config, tff=uses_tff)
