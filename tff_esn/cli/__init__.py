@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if err.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         print(f"tff-esn {args.command}: error: {err.filename or 'a file'}: no space left on the device "
-              f"({err.strerror}); free space or choose another --out (the run's temporary files were removed).",
+              f"({err.strerror}); free space there and run again (the temporary files were removed).",
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:

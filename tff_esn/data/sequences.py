@@ -377,6 +377,7 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     seqs = _sequence_list(sequences, source)
     n = len(seqs)
+    _check_client_kinds(client, source)
     client = np.asarray(client)
     split = None if split is None else np.asarray(split)
     for key, values in (("client", client), ("split", split)):
@@ -390,6 +391,10 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
         seqs, lengths = _cropped(seqs, lengths, length, source)
     x = _padded(seqs, lengths, source)
     ids = np.array([str(c) for c in client])
+    empty = np.flatnonzero(np.char.strip(ids) == "") if ids.size else []
+    if len(empty):
+        raise DataError(f"{source}: client: sequence {int(empty[0])} has an empty client id {str(ids[empty[0]])!r} "
+                        f"({len(empty)} such); give every sequence a non-empty client id.")
     order = list(dict.fromkeys(ids))
     groups = {} if split is None else _client_groups(ids, order, split, source)
     clients = {}
@@ -399,6 +404,18 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     names = label_names if label_names is not None else tuple(str(i) for i in range(n_classes))
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
                            groups=groups)
+
+
+def _check_client_kinds(client, source: str) -> None:
+    """Refuses client ids that mix integers and strings (``1`` and ``"1"`` would become one client)."""
+    values = np.asarray(client, dtype=object) if isinstance(client, (list, tuple)) else np.asarray(client)
+    if values.dtype != object:
+        return
+    numbers = [v for v in values.ravel() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)]
+    texts = [v for v in values.ravel() if isinstance(v, (str, np.str_))]
+    if numbers and texts:
+        raise DataError(f"{source}: client: ids mix integers (e.g. {numbers[0]!r}) and strings (e.g. {texts[0]!r}); "
+                        "both are read as text, so 1 and '1' would be one client: give the ids as one kind.")
 
 
 def _cropped(seqs: list[np.ndarray], lengths: np.ndarray, length: int | None,
