@@ -237,8 +237,8 @@ def test_the_memory_estimate_refuses_a_reservoir_beyond_the_machine_with_the_uni
     split = Split("s", ("c0", "c1"), test=("c2",))
     huge = ReadoutConfig(reservoir=ReservoirConfig(units=100_000_000))
     with pytest.raises(MemoryLimitError, match=r"--units 100000000: the run needs ≈ 284.2 PiB \(reservoir "
-                                               r"weights, ridge statistics, the data\), this machine has .* the most units that "
-                                               r"fit are \d+\."):
+                                               r"weights, ridge statistics, the data\), this machine has .* the most "
+                                               r"units that fit are \d+\."):
         check_memory(huge, data, split)
     limit = 8 * 2 ** 30
     fits = estimate_memory(huge, data, split).largest_units(limit)

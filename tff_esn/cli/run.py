@@ -130,7 +130,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     uses_tff = algo.runs_tff(config)
     if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
-                     "(numpy or sim backend, or no federated computation at all); drop --workers.")
+                     "(numpy or sim backend, or no federated computation at all); drop --workers, or give "
+                     "--backend tff.")
     try:
         with run_lock(args.out):  # before the folder's checks: a second run is refused naming the holder
             return _run_in_folder(args, algo, pipeline, split_name, config, settings, data_record, uses_tff)

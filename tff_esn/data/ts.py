@@ -162,8 +162,8 @@ def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int],
     univariate = headers.get("univariate", "").lower() == "true"
     if (declared_dims is not None and declared_dims.isdigit() and int(declared_dims) != dims[0]) \
             or (univariate and dims[0] != 1):
-        raise DataError(f"{path}: the header declares {'1 dimension' if univariate else f'{declared_dims} dimensions'}, "
-                        f"the cases have {dims[0]}.")
+        header = "1 dimension" if univariate else f"{declared_dims} dimensions"
+        raise DataError(f"{path}: the header declares {header}, the cases have {dims[0]}.")
     if headers.get("equallength", "").lower() == "true" and lengths.min() != lengths.max():
         raise DataError(f"{path}: @equalLength true, but the cases have {lengths.min()}–{lengths.max()} steps; fix "
                         "the header (@equalLength false) or the cases.")

@@ -75,7 +75,8 @@ class PrivacyConfig:
             if self.dp_noise_multiplier is not None:
                 accounting.check_noise_multiplier(self.dp_noise_multiplier)
             accounting.check_delta(self.dp_delta)
-        check_field(self, "dp_seed", self.dp_seed is None or is_seed(self.dp_seed), f"None or an integer in [0, {SEED_MAX}]")
+        check_field(self, "dp_seed", self.dp_seed is None or is_seed(self.dp_seed),
+                    f"None or an integer in [0, {SEED_MAX}]")
         check_field(self, "dp_clip", self.dp_clip is None or (is_finite(self.dp_clip) and self.dp_clip > 0),
                     "None or a finite norm bound > 0")
         check_field(self, "dp_ip_clip", is_finite(self.dp_ip_clip) and self.dp_ip_clip > 0, "a finite norm bound > 0")
