@@ -325,7 +325,7 @@ def test_every_refusal_is_one_line_exit_2_before_tensorflow(tmp_path):
         "washout": (["run", "incfed", "--data", f"npz:{good}", "--out", out, "--washout", "12"],
                     "--washout 12 drops every step of the shortest sequence (12 steps)"),
         "memory": (["run", "incfed", "--data", f"npz:{good}", "--out", out, "--units", "100000000"],
-                   "--units 100000000: the run needs at least"),
+                   "--units 100000000: the run needs ≈"),
         "distributed": (["run", "incfed", "--data", f"npz:{good}", "--out", out, "--dp-epsilon", "1",
                          "--dp-model", "distributed"], "add --secure-aggregation"),
     }

@@ -100,7 +100,7 @@ def data_bytes(layout: DataLayout, *, tff: bool = False) -> tuple[tuple[tuple[st
     longest = layout.longest
     harvest = rows * longest * (8.0 * features + 4.0) + (2 * padded if tff else 0.0)
     run = 3 * padded + harvest
-    load = float(layout.stored_bytes) + padded
+    load = float(layout.stored_bytes) + 2 * padded  # the stored values, their float32 copy and its padded one
     peak = {"the padded sequences": padded,
             f"the harvest of the longest ({longest}-step) sequence and the run's copies of the data"
             if run >= load else "loading the stored values": max(run, load)}

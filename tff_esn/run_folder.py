@@ -46,12 +46,14 @@ class RunFolderError(ValueError):
 def run_lock(out: str | os.PathLike) -> Iterator[None]:
     """Holds the run folder ``out`` (created if missing) for the block: an exclusive, non-blocking
     ``flock`` on ``out/.lock`` that the OS releases when the process dies. Re-entrant within a
-    process. A folder that cannot be created is left to :func:`check_run_folder`'s refusal.
+    process. A folder that cannot be created is left to :func:`check_run_folder`'s refusal; a
+    folder created here and left empty (a refused run) is removed.
 
     Raises:
         RunFolderError: another process holds ``out`` (the message names its pid).
     """
     out = Path(out).expanduser()
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
         key = out.resolve()
@@ -76,6 +78,10 @@ def run_lock(out: str | os.PathLike) -> Iterator[None]:
         yield
     finally:
         _held.discard(key)
+        if created and [p.name for p in out.iterdir()] == [LOCK]:  # a refused run leaves no folder behind
+            with contextlib.suppress(OSError):
+                (out / LOCK).unlink()
+                out.rmdir()
         os.close(fd)  # releases the lock
 
 
