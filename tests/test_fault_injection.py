@@ -79,17 +79,18 @@ def _complete(cmd: list[str], log: Path) -> float:
     return time.monotonic() - began
 
 
-def _kill_after(cmd: list[str], delay: float, log: Path) -> bool:
+def _kill_after(cmd: list[str], delay: float, log: Path, until=None) -> bool:
     """Starts ``cmd``, SIGKILLs it after ``delay`` s; asserts that every process it started is gone.
 
     Returns False when the command ended by itself before the delay (nothing was killed).
+    ``until``: a condition that, once true, kills the command before the delay.
     """
     with open(log, "ab") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env())
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and proc.poll() is None and not (until is not None and until()):
             seen |= _descendants(proc.pid)
             time.sleep(0.05)
         if proc.poll() is not None:
@@ -221,19 +222,8 @@ def _rounds_without_times(out: Path) -> list[dict]:
 def test_a_run_killed_after_two_rounds_resumes_with_every_round_in_metrics(fedavg_reference, cache, tmp_path):
     reference, _ = fedavg_reference
     out = tmp_path / "killed"
-    with open(tmp_path / "killed.log", "ab") as fh:
-        proc = subprocess.Popen(_command(FEDAVG, out, cache), stdout=fh, stderr=subprocess.STDOUT, env=_env())
-    try:
-        deadline = time.monotonic() + 300
-        while rounds_done(out) in (None, 0, 1) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert proc.poll() is None, "the run ended before it could be killed"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    assert _kill_after(_command(FEDAVG, out, cache), 300, tmp_path / "killed.log",
+                       until=lambda: (rounds_done(out) or 0) >= 2), "the run ended before it could be killed"
     assert 2 <= rounds_done(out) < 5
     _complete(_command(FEDAVG, out, cache) + ["--resume"], tmp_path / "killed.log")
     expected = _rounds_without_times(reference)
