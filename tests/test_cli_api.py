@@ -33,7 +33,7 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     (lambda: ReadoutConfig(washout=-2), r"ReadoutConfig.washout \(--washout\): expected an integer ≥ 0"),
     (lambda: ReadoutConfig(reservoir=ReservoirConfig(units=0)), r"ReservoirConfig.units \(--units\): expected an integer ≥ 1"),
     (lambda: ReservoirConfig(leaky=True), r"ReservoirConfig.leaky \(--leaky\): expected a number in \(0, 1\], got True"),
-    (lambda: IncFedConfig(backend="jax"), r"IncFedConfig.backend \(--backend\): expected one of \('tff', 'numpy'\)"),
+    (lambda: IncFedConfig(backend="jax"), r"IncFedConfig.backend \(--backend\): expected one of \('auto', 'tff', 'numpy'\)"),
     (lambda: IncFedConfig(subround_size=0), r"IncFedConfig.subround_size \(--subround-size\)"),
     (lambda: IncFedConfig(backend="numpy", subround_size=2), "streams the clients through TFF"),
     (lambda: IncFedConfig(subround_size=2, privacy=PrivacyConfig(secure_aggregation=True)), "does not combine"),
@@ -188,7 +188,9 @@ def test_numpy_only_runs_never_import_tff_and_the_registry_says_which_runs_do(tm
 
     predicate = {name: algorithms.get_algorithm(name).runs_tff for name in runs}
     assert not predicate["incfed"](IncFedConfig(backend="numpy"))
-    assert predicate["incfed"](IncFedConfig())  # TFF backend by default
+    assert not predicate["incfed"](IncFedConfig())  # auto: numpy where TFF would only sum the statistics
+    assert predicate["incfed"](IncFedConfig(backend="tff"))
+    assert predicate["incfed"](algorithms.config_from_flags(IncFedConfig, {"dp_epsilon": 1.0}))  # auto: DP in TFF
     assert predicate["incfed"](IncFedConfig(subround_size=2))
     assert predicate["pfedrr"](algorithms.config_from_flags(algorithms.get_algorithm("pfedrr").config,
                                                             {"secure_aggregation": True}))

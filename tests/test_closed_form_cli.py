@@ -32,7 +32,8 @@ def fake_sources(monkeypatch):
         ids = dataset.client_ids
         return Split(name, ids[:3], (ids[3],), (ids[4],))
 
-    monkeypatch.setitem(sys.modules, "tff_esn.data.sources", types.SimpleNamespace(load_source=load_source))
+    monkeypatch.setitem(sys.modules, "tff_esn.data.sources", types.SimpleNamespace(load_source=load_source,
+                                                                             source_layout=lambda *a, **k: None))
     monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=get_split))
     return calls
 

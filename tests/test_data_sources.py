@@ -182,9 +182,9 @@ class _Payload:
 
 def test_npz_object_array_with_code_is_rejected(tmp_path):
     marker = tmp_path / "pwned"
-    x = np.empty(1, object)
-    x[0] = _Payload(str(marker))
-    path = _write_npz(tmp_path / "evil.npz", X=x, y=np.array([0]), client=np.array([0]))
+    x = np.empty(2, object)
+    x[0] = x[1] = _Payload(str(marker))
+    path = _write_npz(tmp_path / "evil.npz", X=x, y=np.array([0, 1]), client=np.array([0, 1]))
     with pytest.raises(UnsafePickleError):
         load_npz(path)
     assert not marker.exists()

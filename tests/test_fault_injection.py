@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tff_esn.run_folder import rounds_done
+
 SEED = 16
 SLOW_KILLS = 10
 FEDAVG = ["run", "fedavg", "--data", "synthetic-wesad", "--pipeline", "thesis", "--rounds", "5", "--units", "12",
@@ -77,17 +79,18 @@ def _complete(cmd: list[str], log: Path) -> float:
     return time.monotonic() - began
 
 
-def _kill_after(cmd: list[str], delay: float, log: Path) -> bool:
+def _kill_after(cmd: list[str], delay: float, log: Path, until=None) -> bool:
     """Starts ``cmd``, SIGKILLs it after ``delay`` s; asserts that every process it started is gone.
 
     Returns False when the command ended by itself before the delay (nothing was killed).
+    ``until``: a condition that, once true, kills the command before the delay.
     """
     with open(log, "ab") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env())
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and proc.poll() is None and not (until is not None and until()):
             seen |= _descendants(proc.pid)
             time.sleep(0.05)
         if proc.poll() is not None:
@@ -208,3 +211,43 @@ def test_reproduce_killed_at_ten_random_moments(cache, tmp_path):
     window = _warm_seconds(REPRODUCE, cache, tmp_path)
     tally = _kill_and_rerun(REPRODUCE, [], reference, window, cache, tmp_path, kills=SLOW_KILLS, seed=SEED)
     assert tally["kills"] == SLOW_KILLS and tally["identical"] == tally["reruns"]
+
+
+def _rounds_without_times(out: Path) -> list[dict]:
+    record = json.loads((out / "metrics.json").read_text())
+    return [{k: v for k, v in row.items() if k not in TIMED_COLUMNS} for row in record["extra"]["rounds"]]
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_two_rounds_resumes_with_every_round_in_metrics(fedavg_reference, cache, tmp_path):
+    reference, _ = fedavg_reference
+    out = tmp_path / "killed"
+    assert _kill_after(_command(FEDAVG, out, cache), 300, tmp_path / "killed.log",
+                       until=lambda: (rounds_done(out) or 0) >= 2), "the run ended before it could be killed"
+    assert 2 <= rounds_done(out) < 5
+    _complete(_command(FEDAVG, out, cache) + ["--resume"], tmp_path / "killed.log")
+    expected = _rounds_without_times(reference)
+    assert len(expected) == 5 and _rounds_without_times(out) == expected
+    assert [row["round"] for row in csv.DictReader((out / "rounds.csv").open())] == ["1", "2", "3", "4", "5"]
+
+
+@pytest.mark.slow
+def test_two_runs_into_one_folder_one_runs_the_other_is_refused_naming_its_pid(cache, tmp_path):
+    out = tmp_path / "shared"
+    procs = [subprocess.Popen(_command(FEDAVG, out, cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=_env(), text=True) for _ in range(2)]
+    try:
+        results = [(p.pid, *p.communicate(timeout=600)) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], results
+    winner = next(p.pid for p in procs if p.returncode == 0)
+    refused = next(err for (pid, _, err), p in zip(results, procs) if p.returncode == 2)
+    assert refused.strip().splitlines() == [
+        f"tff-esn run: error: --out {out}: another run (pid {winner}) is writing into it; wait for it to end or "
+        "choose another folder."]
+    assert [row["round"] for row in csv.DictReader((out / "rounds.csv").open())] == ["1", "2", "3", "4", "5"]

@@ -73,9 +73,11 @@ def test_the_checkpoint_round_trips_a_nest_bit_for_bit_and_never_leaves_a_partia
     checkpoint = RoundCheckpoint(tmp_path)
     assert checkpoint.latest(state) is None and rounds_done(tmp_path) is None
     checkpoint.save(state, 4)
-    checkpoint.save(state, 5)
-    loaded, round_num = checkpoint.latest(state)
+    rows = [{"round": 1, "train_loss": float("nan"), "sampled": ["a", "b"]}, {"round": 2, "seconds": 0.1}]
+    checkpoint.save(state, 5, rows)
+    loaded, round_num, saved_rows = checkpoint.latest(state)
     assert round_num == 5 == rounds_done(tmp_path)
+    assert saved_rows == [{"round": 1, "train_loss": None, "sampled": ["a", "b"]}, {"round": 2, "seconds": 0.1}]
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["state.npz"]
     assert list(loaded) == ["trainable", "server"] and list(loaded["server"]) == ["learning_rate", "step"]
     assert all(a.tobytes() == b.tobytes() and a.dtype == b.dtype

@@ -210,7 +210,7 @@ def test_an_algorithms_help_shows_its_flags_only_with_their_defaults():
     assert "--dp-adaptive-clip" in fedavg and "--workers" in fedavg
     assert not {"--l2", "--dp-model", "--dp-ip-clip", "--secure-bits", "--no-readout-bias"} & set(fedavg.split())
     incfed = _help("run", "incfed")
-    assert "--backend {tff,numpy}" in incfed and "(default tff)" in incfed
+    assert "--backend {auto,tff,numpy}" in incfed and "(default auto)" in incfed
     assert "--dp-model {central,local,distributed}" in incfed
     assert "--pipeline PIPELINE preprocessing pipeline of the seeds' sources (default: incfed-wesad" in incfed
     assert not {"--dp-ip-clip", "--dp-adaptive-clip", "--rounds", "--client-lr"} & set(incfed.split())

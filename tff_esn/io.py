@@ -22,16 +22,16 @@ from typing import IO, Any
 import numpy as np
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Plain-Python form of ``value``: numpy scalars/arrays, tuples, paths; NaN/inf → None."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return _jsonable(value.item())
+        return jsonable(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Path):
@@ -69,9 +69,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) 
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(err, OSError) and err.filename is None:
+            err.filename = str(path)  # a full disk names the file it could not write
         raise
 
 
@@ -88,7 +90,7 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> 
     The object is fully serialised before the destination is touched, so a value that
     cannot be serialised raises ``TypeError`` and leaves any existing file intact.
     """
-    text = json.dumps(_jsonable(obj), indent=indent, sort_keys=False, allow_nan=False) + "\n"
+    text = json.dumps(jsonable(obj), indent=indent, sort_keys=False, allow_nan=False) + "\n"
     return write_text_atomic(path, text)
 
 
@@ -105,5 +107,5 @@ def write_csv_atomic(
     writer = csv.DictWriter(buffer, fieldnames=list(fieldnames), extrasaction="raise", lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: _jsonable(v) for k, v in row.items()})
+        writer.writerow({k: jsonable(v) for k, v in row.items()})
     return write_text_atomic(path, buffer.getvalue())

@@ -11,9 +11,16 @@ and refusing a run above the machine's memory (:func:`check_memory`) is always r
 * **cached states** — the thesis models keep every training sequence's float32 states
   (thesis §6.1): 4 bytes · N_R per state (every step after the washout for
   ``state_mode="all"``, one per sequence otherwise). The closed-form harvest streams its
-  states in batches and adds none.
+  states in batches and adds none;
+* **the data** (:func:`data_bytes`, from a :class:`~tff_esn.data.layout.DataLayout` read
+  before loading): the sequences padded to their block's longest as float32, and at the peak
+  the larger of their loading (the stored values) and the run's copies of them — the pooled
+  training sequences, the baselines' features and the harvest of the batch holding the
+  longest sequence (its inputs, time-major copy and step mask; on the TFF path also every
+  step's states and TFF's copies of the clients' sequences).
 
-The machine's memory is the physical RAM, or a smaller cgroup limit.
+The data's share is calibrated on measured peaks (``python -m bench memory``), so the whole is
+an estimate (≈), not a bound. The machine's memory is the physical RAM, or a smaller cgroup limit.
 """
 
 from __future__ import annotations
@@ -24,20 +31,21 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, Split
-
+from tff_esn.esn.states_numpy import HARVEST_BATCH
 
 
 def _size(n: float) -> str:
-    """``n`` bytes in the largest binary unit (GiB up to EiB) that keeps the number ≥ 1."""
-    for power, unit in ((60, "EiB"), (50, "PiB"), (40, "TiB")):
+    """``n`` bytes in the largest binary unit (MiB up to EiB) that keeps the number ≥ 1."""
+    for power, unit in ((60, "EiB"), (50, "PiB"), (40, "TiB"), (30, "GiB")):
         if n >= 2 ** power:
             return f"{n / 2 ** power:.1f} {unit}"
-    return f"{n / 2 ** 30:.1f} GiB"
+    return f"{n / 2 ** 20:.1f} MiB"
 
 
 class MemoryLimitError(ValueError):
-    """The run needs more memory than the machine has (one line: estimate and the largest units that fit)."""
+    """The run needs more memory than the machine has (one line: the estimate, its largest part and the fix)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +56,10 @@ class MemoryEstimate:
     quadratic: float
     linear: float
     constant: float = 0.0
+    data: tuple[tuple[str, float], ...] = ()
+    """The data's named parts (bytes, in ``constant``)."""
+    states: tuple[str, float] = ("", 0.0)
+    """The data's states per reservoir unit (bytes per unit, in ``linear``)."""
 
     def at(self, units: int) -> float:
         """Bytes with ``units`` reservoir units."""
@@ -73,17 +85,48 @@ def _setting(config: Any, name: str, default: Any) -> Any:
     return getattr(getattr(config, "model", config), name, default)
 
 
-def estimate_memory(config: Any, dataset: SequenceDataset, split: Split) -> MemoryEstimate:
-    """The memory a run of ``config`` on ``split``'s clients of ``dataset`` must hold at once (module docstring)."""
+def layout_of(dataset: SequenceDataset) -> DataLayout:
+    """The :class:`DataLayout` of a loaded dataset: one block per client (nothing left to load)."""
+    first = next(iter(dataset.clients.values()))
+    return DataLayout(dataset.source, tuple(c.steps for c in dataset.clients.values()), int(first.x.shape[2]))
+
+
+def data_bytes(layout: DataLayout, *, tff: bool = False) -> tuple[tuple[tuple[str, float], ...], tuple[str, float]]:
+    """The data's parts of the peak (module docstring) as ``(what, bytes)``, largest first, and
+    ``(what, bytes per reservoir unit)`` of the states TFF holds of every step (0 off the TFF path)."""
+    features = layout.features
+    padded = 4.0 * features * layout.padded_cells
+    rows = min(HARVEST_BATCH, layout.sequences)
+    longest = layout.longest
+    harvest = rows * longest * (8.0 * features + 4.0) + (2 * padded if tff else 0.0)
+    run = 3 * padded + harvest
+    load = float(layout.stored_bytes) + 2 * padded  # the stored values, their float32 copy and its padded one
+    peak = {"the padded sequences": padded,
+            f"the harvest of the longest ({longest}-step) sequence and the run's copies of the data"
+            if run >= load else "loading the stored values": max(run, load)}
+    states = (f"the states of every step of the longest ({longest}-step) sequence's batch in TFF",
+              4.0 * rows * longest if tff else 0.0)
+    return tuple(sorted(peak.items(), key=lambda p: -p[1])), states
+
+
+def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
+                    tff: bool = False) -> MemoryEstimate:
+    """The memory a run of ``config`` on ``split``'s clients of ``dataset`` must hold at once (module docstring).
+    ``dataset`` may be the :class:`DataLayout` of data not yet loaded (then ``split`` is ``None``
+    and every sequence counts as training data); ``tff``: the run executes TFF computations."""
     reservoir = _setting(config, "reservoir", None)
+    layout = dataset if isinstance(dataset, DataLayout) else layout_of(dataset)
     quadratic = 16.0 + 16.0 + (17.0 if reservoir.recurrent_connectivity < 1 else 0.0)
     linear = 32.0  # the (N_R + 1)² statistics' linear terms: 16 · 2 N_R
     if hasattr(config, "model") and getattr(config, "states", "cached") == "cached":
         washout = _setting(config, "washout", 0)
-        steps = sum(int((dataset.clients[c].steps - washout).clip(min=1).sum()) for c in split.train) \
-            if _setting(config, "state_mode", "all") in ("all", "auto") else sum(len(dataset.clients[c]) for c in split.train)
+        blocks = layout.blocks if split is None else tuple(dataset.clients[c].steps for c in split.train)
+        steps = sum(int((b - washout).clip(min=1).sum()) for b in blocks) \
+            if _setting(config, "state_mode", "all") in ("all", "auto") else sum(b.size for b in blocks)
         linear += 4.0 * steps
-    return MemoryEstimate(reservoir.units, quadratic, linear, 16.0)
+    parts, states = data_bytes(layout, tff=tff)
+    return MemoryEstimate(reservoir.units, quadratic, linear + states[1], 16.0 + sum(b for _, b in parts), parts,
+                          states)
 
 
 def machine_memory() -> int:
@@ -99,17 +142,27 @@ def machine_memory() -> int:
     return total
 
 
-def check_memory(config: Any, dataset: SequenceDataset, split: Split, *,
-                 limit: int | None = None) -> MemoryEstimate | None:
-    """:func:`estimate_memory`; above ``limit`` (default :func:`machine_memory`) a :class:`MemoryLimitError`.
+def check_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
+                 limit: int | None = None, tff: bool = False) -> MemoryEstimate | None:
+    """:func:`estimate_memory`; above ``limit`` (default :func:`machine_memory`) a :class:`MemoryLimitError`
+    naming the estimate, its largest part and the fix (fewer units, or shorter sequences).
     A config without a reservoir (an algorithm registered outside the package) has no estimate: ``None``."""
     if _setting(config, "reservoir", None) is None:
         return None
     limit = machine_memory() if limit is None else limit
-    estimate = estimate_memory(config, dataset, split)
-    if estimate.bytes > limit:
+    estimate = estimate_memory(config, dataset, split, tff=tff)
+    if estimate.bytes <= limit:
+        return estimate
+    fits = estimate.largest_units(limit)
+    if fits >= 1:
         raise MemoryLimitError(
-            f"--units {estimate.units}: the run needs at least {_size(estimate.bytes)} (reservoir weights, ridge "
-            f"statistics{', cached states' if hasattr(config, 'model') else ''}), the machine has {_size(limit)}; "
-            f"the most units that fit are {estimate.largest_units(limit)}.")
-    return estimate
+            f"--units {estimate.units}: the run needs ≈ {_size(estimate.bytes)} (reservoir weights, ridge "
+            f"statistics{', cached states' if hasattr(config, 'model') else ''}"
+            f"{', states' if estimate.states[1] else ''}, the data), this machine has {_size(limit)}; the most units "
+            f"that fit are {fits}.")
+    what, largest = max([*estimate.data, (estimate.states[0], estimate.states[1] * estimate.units)],
+                        key=lambda p: p[1])
+    raise MemoryLimitError(
+        f"{dataset.source}: the run needs ≈ {_size(estimate.bytes)}, {_size(largest)} of it for {what}; this machine "
+        f"has {_size(limit)}; cut the sequences (--ragged crop, or the 'length' option) or split the long sequences "
+        "into shorter ones.")

@@ -40,4 +40,4 @@ def check_run(algo: Algorithm, dataset: SequenceDataset, split: Split, config: A
     """
     check_split(dataset, split, federated=not algo.pooled, test_required=test_required)
     check_washout(config, dataset)
-    return check_memory(config, dataset, split)
+    return check_memory(config, dataset, split, tff=algo.runs_tff(config))

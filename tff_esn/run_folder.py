@@ -8,13 +8,20 @@ run without either, and a resume asking for fewer rounds than the checkpoints al
 earlier run's outputs before a forced rerun. The checkpoint is ``checkpoints/state.npz``
 (:mod:`tff_esn.federated.checkpoints`), read here without TensorFlow; a folder holding the
 earlier SavedModel checkpoints (``checkpoints/program_state_N``) is refused unless ``force``.
+
+:func:`run_lock` holds an exclusive ``fcntl.flock`` on ``DIR/.lock`` for a run's lifetime (the
+OS releases it when the process ends, however it ends), so a second run into the same folder
+is refused in one line naming the holder's pid instead of interleaving its outputs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +33,56 @@ RUN_OUTPUTS = ("metrics.json", "rounds.csv", "best_round.npz", "checkpoints", "t
 """What a run writes into its folder (and a forced rerun removes first)."""
 
 
+LOCK = ".lock"
+"""The file in a run folder whose ``flock`` a run holds (it holds the holder's pid as text)."""
+_held: set[Path] = set()
+
+
 class RunFolderError(ValueError):
     """An ``--out`` folder a run must not write into as asked (one line naming the fix)."""
+
+
+@contextlib.contextmanager
+def run_lock(out: str | os.PathLike) -> Iterator[None]:
+    """Holds the run folder ``out`` (created if missing) for the block: an exclusive, non-blocking
+    ``flock`` on ``out/.lock`` that the OS releases when the process dies. Re-entrant within a
+    process. A folder that cannot be created is left to :func:`check_run_folder`'s refusal; a
+    folder created here and left empty (a refused run) is removed.
+
+    Raises:
+        RunFolderError: another process holds ``out`` (the message names its pid).
+    """
+    out = Path(out).expanduser()
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        key = out.resolve()
+    except OSError:
+        yield
+        return
+    if key in _held:
+        yield
+        return
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise RunFolderError(f"--out {out}: another run (pid {holder}) is writing into it; wait for it to end or "
+                             "choose another folder.") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held.add(key)
+    try:
+        yield
+    finally:
+        _held.discard(key)
+        if created and [p.name for p in out.iterdir()] == [LOCK]:  # a refused run leaves no folder behind
+            with contextlib.suppress(OSError):
+                (out / LOCK).unlink()
+                out.rmdir()
+        os.close(fd)  # releases the lock
 
 
 def rounds_done(out: str | os.PathLike) -> int | None:

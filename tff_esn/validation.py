@@ -38,3 +38,12 @@ def is_finite(value: Any) -> bool:
 def is_count(value: Any, low: int) -> bool:
     """Whether ``value`` is an int (not ``bool``) ≥ ``low``."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+SEED_MAX = 2 ** 32 - 1
+"""The largest seed every library a run seeds accepts (scikit-learn's ``random_state`` and NumPy's legacy seeding)."""
+
+
+def is_seed(value: Any) -> bool:
+    """Whether ``value`` is an int (not ``bool``) in [0, :data:`SEED_MAX`]."""
+    return is_count(value, 0) and value <= SEED_MAX

@@ -15,6 +15,7 @@ off for the CLI's process (before TF is imported); importing :mod:`tff_esn` chan
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import pkgutil
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Bad input is a :class:`UsageError` (flags, including a config that refuses their values)
     or a :class:`~tff_esn.data.errors.DataError` (a malformed or missing data file); a worker
-    that fails is reported in one line with exit code 1. Every other exception — a
+    that fails, and a full disk, are reported in one line with exit code 1. Every other exception — a
     ``ValueError`` or ``KeyError`` from inside the library is a bug, not bad input — keeps
     its traceback.
     """
@@ -99,6 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except WorkerError as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"tff-esn {args.command}: error: {err.filename or 'a file'}: no space left on the device "
+              f"({err.strerror}); free space there and run again (the temporary files were removed).",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"tff-esn {args.command}: interrupted", file=sys.stderr)

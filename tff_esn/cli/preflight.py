@@ -1,5 +1,6 @@
-"""``tff-esn run``'s checks before any work: arguments before the data loads, the loaded data
-before TensorFlow is imported. Each refusal is one line with exit code 2."""
+"""``tff-esn run``'s checks before any work: arguments and the data's memory (from the shape of
+its sequences) before the data loads, the loaded data before TensorFlow is imported. Each
+refusal is one line with exit code 2."""
 
 from __future__ import annotations
 
@@ -42,6 +43,21 @@ def check_loaded(args: argparse.Namespace, dataset, split, config: Any) -> None:
             check_run(get_algorithm(args.algorithm), dataset, split, config, test_required=not args.no_test)
         except MemoryLimitError as err:
             raise UsageError(str(err)) from None
+
+
+def check_layout(args: argparse.Namespace, options: dict, config: Any, *, tff: bool) -> None:
+    """Refuses an own-data source whose run cannot fit in memory, from the shape of its sequences
+    read before their values load (:func:`tff_esn.data.sources.source_layout`)."""
+    from tff_esn.data.sources import source_layout
+    from tff_esn.memory import MemoryLimitError, check_memory
+
+    layout = source_layout(args.data, **options)
+    if layout is None:
+        return
+    try:
+        check_memory(config, layout, tff=tff)
+    except MemoryLimitError as err:
+        raise UsageError(str(err)) from None
 
 
 def add_output_arguments(group: argparse._ArgumentGroup) -> None:

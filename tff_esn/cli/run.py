@@ -27,7 +27,7 @@ from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
 from tff_esn.cli.partition import add_partition_arguments, partitioned
-from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_loaded
+from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout, check_loaded
 from tff_esn.cli.worker_flags import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
 from tff_esn.run_warnings import merged, recording
@@ -121,11 +121,7 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from tff_esn.data.sources import load_source
-    from tff_esn.data.splits import get_split
-    from tff_esn.io import write_json_atomic
-    from tff_esn.privacy.coverage import publish
-    from tff_esn.run_folder import clear_run
+    from tff_esn.run_folder import RunFolderError, run_lock
 
     algo = algorithms.get_algorithm(args.algorithm)
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
@@ -134,10 +130,29 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     uses_tff = algo.runs_tff(config)
     if not uses_tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
-                     "(numpy or sim backend, or no federated computation at all); drop --workers.")
+                     "(numpy or sim backend, or no federated computation at all); drop --workers, or give "
+                     "--backend tff.")
+    try:
+        with run_lock(args.out):  # before the folder's checks: a second run is refused naming the holder
+            return _run_in_folder(args, algo, pipeline, split_name, config, settings, data_record, uses_tff)
+    except RunFolderError as err:
+        raise UsageError(str(err)) from None
+
+
+def _run_in_folder(args: argparse.Namespace, algo: algorithms.Algorithm, pipeline: str, split_name: str, config,
+                   settings: dict, data_record: dict, uses_tff: bool) -> int:
+    """:func:`_run` once it holds the run folder."""
+    from tff_esn.data.sources import load_source
+    from tff_esn.data.splits import get_split
+    from tff_esn.io import write_json_atomic
+    from tff_esn.privacy.coverage import publish
+    from tff_esn.run_folder import clear_run
+
     out = check_arguments(args, config)
+    options = source_options(args, pipeline)
+    check_layout(args, options, config, tff=uses_tff)
     with recording() as said:
-        dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **source_options(args, pipeline))
+        dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
         split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
         dataset, split, partition = partitioned(args, dataset, split)
     check_loaded(args, dataset, split, config)

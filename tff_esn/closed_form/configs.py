@@ -21,6 +21,8 @@ from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, 
 from tff_esn.validation import check_field, is_count, is_finite
 
 BACKENDS = ("tff", "numpy")
+INCFED_BACKENDS = ("auto", *BACKENDS)
+"""IncFed's backends: ``auto`` resolves to one of the others (:attr:`IncFedConfig.resolved_backend`)."""
 MASKS: tuple[str, ...] = ("nystrom", "block", "columns")
 READINGS: tuple[str, ...] = ("consistent", "literal")
 DEFAULT_ALPHA = 0.9
@@ -135,23 +137,34 @@ class IncFedConfig(ReadoutConfig):
     """IncFed / FedRR (IncFed eqs. 6–10).
 
     Attributes:
-        backend: ``tff`` (a TFF computation) or ``numpy`` (the plain numpy path).
+        backend: ``auto`` (default: :attr:`resolved_backend`), ``tff`` (a TFF computation) or
+            ``numpy`` (the plain numpy path).
         l2_per_client: each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ).
         subround_size: stream the training clients through TFF in subrounds of this many
             (:mod:`tff_esn.closed_form.streaming`); ``None``: all in one computation.
     """
 
-    backend: str = dataclasses.field(default="tff", metadata={"choices": BACKENDS})
+    backend: str = dataclasses.field(default="auto", metadata={"choices": INCFED_BACKENDS})
     l2_per_client: bool = False
     subround_size: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_backend(self)
+        check_field(self, "backend", self.backend in INCFED_BACKENDS, f"one of {INCFED_BACKENDS}")
         _check_subrounds(self)
-        if self.subround_size is not None and self.backend != "tff":
+        if self.subround_size is not None and self.backend == "numpy":
             raise ValueError("IncFedConfig.subround_size (--subround-size) streams the clients through TFF; "
                              "use backend='tff' (drop --backend numpy).")
+
+    @property
+    def resolved_backend(self) -> str:
+        """The backend that computes the readout: ``backend``, with ``auto`` resolved to ``tff`` where
+        only TFF reaches (privacy settings: clipping, noise and secure sums run inside TFF; streaming
+        subrounds) and to ``numpy`` elsewhere, where TFF would only sum statistics that the process
+        already holds (the same readout, without TFF's copies of every client's statistics)."""
+        if self.backend != "auto":
+            return self.backend
+        return "tff" if self.privacy.requested or self.subround_size is not None else "numpy"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +265,8 @@ def runs_tff(config: ReadoutConfig) -> bool:
     """Whether a closed-form run executes TFF computations: the ``tff`` backend, any privacy
     setting (secure aggregation and DP run inside TFF) or streaming subrounds; every other run
     is numpy (and TensorFlow for the harvest) only."""
-    return (getattr(config, "backend", "numpy") == "tff" or config.privacy.requested
+    backend = getattr(config, "resolved_backend", getattr(config, "backend", "numpy"))
+    return (backend == "tff" or config.privacy.requested
             or getattr(config, "subround_size", None) is not None)
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.ridge import RidgeStats, one_hot, predict
-from tff_esn.esn.states_numpy import states_and_statistics
+from tff_esn.esn.states_numpy import HARVEST_BATCH, states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 
@@ -70,7 +70,7 @@ class Harvester:
         batch_size: sequences run through the reservoir at once (memory bound).
     """
 
-    def __init__(self, dataset: SequenceDataset, spec: StateSpec, *, batch_size: int = 256):
+    def __init__(self, dataset: SequenceDataset, spec: StateSpec, *, batch_size: int = HARVEST_BATCH):
         if batch_size < 1:
             raise ValueError(f"batch_size: expected an integer ≥ 1, got {batch_size!r}.")
         self.dataset = dataset

@@ -447,9 +447,10 @@ def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: fl
     if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,
                               per_client=per_client).readout, plain_sections(algorithm))
-    if config.backend == "tff" and not config.privacy.requested:  # fixed reservoir: TFF only sums
+    backend = getattr(config, "resolved_backend", config.backend)
+    if backend == "tff" and not config.privacy.requested:  # fixed reservoir: TFF only sums
         return federate_stats_tff(run.stats(weights), l2, per_client=per_client), plain_sections(algorithm)
-    if config.backend == "tff":  # clients harvest, clip and add noise inside TFF
+    if backend == "tff":  # clients harvest, clip and add noise inside TFF
         agg = tff_aggregation(run, releases)
         clients = list(run.dataset.select(run.train_ids).values())
         out = federate_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
@@ -467,4 +468,4 @@ def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> 
     l2 = run.choose_exact_l2(per_client=config.l2_per_client)  # no harvest under privacy settings
     readout, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2)
     return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
-                         backend=config.backend), **privacy}
+                         backend=config.resolved_backend), **privacy}

@@ -3,9 +3,10 @@
 A reservoir driven far into tanh's flat tails (a huge spectral radius, input or bias
 scaling) gives states of ±1 whatever the input, and a readout on them is at chance without
 any error. :func:`check_states` runs the reservoir on a sample of the training sequences
-(each at its own length, after the washout) and records a RunWarning when most states are
-saturated (:data:`SATURATED_SHARE` of them beyond :data:`SATURATED`) or when the states do
-not vary between sequences (every unit's spread over the sample below :data:`CONSTANT_SPREAD`).
+(each at its own length, at most :data:`SAMPLE_STEPS` steps after the washout) and records a
+RunWarning when most states are saturated (:data:`SATURATED_SHARE` of them beyond
+:data:`SATURATED`) or when the states do not vary between sequences (every unit's spread over
+the sample below :data:`CONSTANT_SPREAD`).
 """
 
 from __future__ import annotations
@@ -31,17 +32,21 @@ CONSTANT_SPREAD = 1e-6
 SAMPLE = 64
 """Training sequences :func:`check_states` runs (the first ones, client by client)."""
 
+SAMPLE_STEPS = 2048
+"""Steps after the washout that :func:`check_states` keeps of each sampled sequence (its first
+ones), so the sample's memory stays bounded whatever the sequences' length."""
+
 
 def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int,
-                 sample: int = SAMPLE) -> np.ndarray:
-    """The states (m, units) after ``washout`` of every step of the first ``sample`` sequences of
-    ``clients`` (client by client), each sequence at its own length (IncFed eq. 1)."""
+                 sample: int = SAMPLE, steps_kept: int = SAMPLE_STEPS) -> np.ndarray:
+    """The states (m, units) after ``washout`` of the first ``steps_kept`` steps of the first
+    ``sample`` sequences of ``clients`` (client by client), each sequence at its own length (IncFed eq. 1)."""
     parts = []
     left = sample
     for client in clients:
         if left <= 0:
             break
-        steps = client.steps[:left]
+        steps = np.minimum(client.steps[:left], washout + steps_kept)
         x = client.x[:left, :int(steps.max())]
         states, _ = states_and_statistics(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
                                        weights.leaky, keep="all", washout=washout, lengths=steps)

@@ -4,11 +4,15 @@
 ``tff-esn run`` before TensorFlow is imported. A :class:`~tff_esn.data.errors.DataError`
 stops the run: a split without test clients (unless the caller asks for that on purpose),
 classes of the validation or test clients that no training client has, and classes with
-fewer than 2 training labels. A federated algorithm on a single training client is a
-recorded :class:`~tff_esn.run_warnings.RunWarning` (the federation is then a centralized fit).
+fewer than 2 training labels. Recorded warnings (:class:`~tff_esn.run_warnings.RunWarning`): a
+federated algorithm on a single training client (the federation is then a centralized fit), a
+validation or test group of one class, and validation or test sequences that are exact copies
+of training sequences (a SHA-256 of each sequence's values).
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 
@@ -75,3 +79,33 @@ def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test
     if federated and len(split.train) == 1:
         run_warnings.warn(f"{source}: one training client ({split.train[0]!r}): the federation fits that client "
                           "alone, a centralized fit; split the data into more clients to federate.", stacklevel=3)
+    for group in ("val", "test"):
+        present = np.flatnonzero(_label_counts(dataset, getattr(split, group)))
+        if present.size == 1 and dataset.n_classes > 1:
+            run_warnings.warn(f"{source}: the {group} clients hold one class only ({_names(dataset, present)}): AUC "
+                              "and the other classes' recall are undefined and accuracy is that class's recall; give "
+                              f"the {group} group sequences of every class.", stacklevel=3)
+        copies = _copies(dataset, split.train, getattr(split, group))
+        if copies:
+            run_warnings.warn(f"{source}: {copies} {group} sequence(s) are exact copies of training sequences "
+                              f"(leakage: the {group} scores overstate what the model does on new data); drop them "
+                              f"from the {group} clients.", stacklevel=3)
+
+
+def _fingerprints(dataset: SequenceDataset, ids) -> list[bytes]:
+    """A SHA-256 of each sequence of the clients ``ids`` (its valid steps' float32 values and its shape)."""
+    prints = []
+    for cid in ids:
+        c = dataset.clients[cid]
+        for i, steps in enumerate(c.steps):
+            values = np.ascontiguousarray(c.x[i, :steps])
+            prints.append(hashlib.sha256(values.tobytes() + repr(values.shape).encode()).digest())
+    return prints
+
+
+def _copies(dataset: SequenceDataset, train, others) -> int:
+    """Sequences of the clients ``others`` whose values equal those of a sequence of the clients ``train``."""
+    if not others:
+        return 0
+    seen = set(_fingerprints(dataset, train))
+    return sum(p in seen for p in _fingerprints(dataset, others))

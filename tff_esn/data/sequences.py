@@ -14,17 +14,19 @@ not exactly the classes 0…K−1 (a gap, a stray code) or a single class, bad s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from tff_esn import run_warnings
 from tff_esn.data.errors import DataError, MissingDataError
+from tff_esn.data.layout import DataLayout
 
 SPLIT_GROUPS = ("train", "val", "test")
 RAGGED_MODES = ("pad", "crop")
@@ -229,25 +231,46 @@ class SequenceDataset:
         return ClientSequences.concat(self.select(ids).values())
 
 
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, SyntaxError,
+               NotImplementedError, RuntimeError)  # the last two: zip features (encryption, methods)
+
+
+def _unreadable(path: Path, key: str, err: Exception) -> DataError:
+    return DataError(f"{path}: {key}: not a readable .npy member (truncated or corrupt): {type(err).__name__}: {err}")
+
+
+def _npy_header(fh) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` from an open ``.npy`` member's header (its data unread)."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+    return read_header(fh)
+
+
+def npz_header(archive: zipfile.ZipFile, key: str, path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """The declared shape and dtype of the member ``key`` of an ``.npz``, read without loading it."""
+    try:
+        with archive.open(f"{key}.npy") as fh:
+            shape, _, dtype = _npy_header(fh)
+    except _ZIP_ERRORS as err:
+        raise _unreadable(path, key, err) from None
+    return shape, dtype
+
+
 def _npz_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
     """One array of an ``.npz``; object arrays are unpickled through the data allow-list."""
     from tff_esn.data.safe_pickle import read_data_pickle
 
-    fmt = np.lib.format
     try:
         with archive.open(f"{key}.npy") as fh:
-            version = fmt.read_magic(fh)
-            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, fortran, dtype = read_header(fh)
+            shape, fortran, dtype = _npy_header(fh)
             if dtype.hasobject:
                 return read_data_pickle(fh, f"{path}: {key}")
             data = np.frombuffer(fh.read(), dtype=dtype)
     except DataError:
         raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, SyntaxError,
-            NotImplementedError, RuntimeError) as err:  # the last two: zip features (encryption, methods)
-        raise DataError(f"{path}: {key}: not a readable .npy member (truncated or corrupt): "
-                        f"{type(err).__name__}: {err}") from None
+    except _ZIP_ERRORS as err:
+        raise _unreadable(path, key, err) from None
     count = int(np.prod(shape))
     if data.size != count:
         raise DataError(f"{path}: {key}: array is truncated ({data.size} of {count} values).")
@@ -354,6 +377,7 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     seqs = _sequence_list(sequences, source)
     n = len(seqs)
+    _check_client_kinds(client, source)
     client = np.asarray(client)
     split = None if split is None else np.asarray(split)
     for key, values in (("client", client), ("split", split)):
@@ -367,6 +391,10 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
         seqs, lengths = _cropped(seqs, lengths, length, source)
     x = _padded(seqs, lengths, source)
     ids = np.array([str(c) for c in client])
+    empty = np.flatnonzero(np.char.strip(ids) == "") if ids.size else []
+    if len(empty):
+        raise DataError(f"{source}: client: sequence {int(empty[0])} has an empty client id {str(ids[empty[0]])!r} "
+                        f"({len(empty)} such); give every sequence a non-empty client id.")
     order = list(dict.fromkeys(ids))
     groups = {} if split is None else _client_groups(ids, order, split, source)
     clients = {}
@@ -376,6 +404,18 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     names = label_names if label_names is not None else tuple(str(i) for i in range(n_classes))
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
                            groups=groups)
+
+
+def _check_client_kinds(client, source: str) -> None:
+    """Refuses client ids that mix integers and strings (``1`` and ``"1"`` would become one client)."""
+    values = np.asarray(client, dtype=object) if isinstance(client, (list, tuple)) else np.asarray(client)
+    if values.dtype != object:
+        return
+    numbers = [v for v in values.ravel() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)]
+    texts = [v for v in values.ravel() if isinstance(v, (str, np.str_))]
+    if numbers and texts:
+        raise DataError(f"{source}: client: ids mix integers (e.g. {numbers[0]!r}) and strings (e.g. {texts[0]!r}); "
+                        "both are read as text, so 1 and '1' would be one client: give the ids as one kind.")
 
 
 def _cropped(seqs: list[np.ndarray], lengths: np.ndarray, length: int | None,
@@ -444,6 +484,17 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
             truncated, shapes, dtypes, NaN, labels, ids, an unsafe pickle).
         ValueError: an unknown ``ragged`` mode.
     """
+    with _npz_archive(path) as (archive, path, keys):
+        arrays = {"y": _npz_labels(archive, path)}
+        arrays.update({k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys})
+        arrays["X"] = _npz_member(archive, "X", path)
+    return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
+                               source=f"npz:{path}", ragged=ragged, length=length)
+
+
+@contextlib.contextmanager
+def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[str]]]:
+    """The open ``.npz`` holding ``X``, ``y`` and ``client``, its path and its arrays' names."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise MissingDataError(f"{path}: npz file does not exist.")
@@ -457,6 +508,33 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
         if missing:
             raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split "
                             f"(found {sorted(keys)}).")
-        arrays = {k: _npz_member(archive, k, path) for k in ("X", "y", "client", "split") if k in keys}
-    return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
-                               source=f"npz:{path}", ragged=ragged, length=length)
+        yield archive, path, keys
+
+
+def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
+    """``y``, checked (:func:`_check_labels`) against the number of sequences ``X`` declares
+    before ``X`` is read; ``y``'s own header is checked before ``y`` is read."""
+    source = f"npz:{path}"
+    shape, _ = npz_header(archive, "X", path)
+    if not shape:
+        raise DataError(f"{source}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, got "
+                        "a scalar.")
+    labels, _ = npz_header(archive, "y", path)
+    if labels != shape[:1]:
+        raise DataError(f"{source}: y: must have shape ({shape[0]},) like X, got {labels}.")
+    y = _npz_member(archive, "y", path)
+    _check_labels(y, int(shape[0]), source, None)
+    return y
+
+
+def npz_layout(path: str | Path) -> DataLayout | None:
+    """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (no
+    value of ``X`` read; the labels checked first): one block of n sequences of T steps;
+    ``None`` for an object array (the sequences' lengths are inside its pickle)."""
+    with _npz_archive(path) as (archive, path, _):
+        _npz_labels(archive, path)
+        shape, dtype = npz_header(archive, "X", path)
+    if dtype.hasobject or len(shape) != 3 or 0 in shape:
+        return None
+    n, steps, features = (int(v) for v in shape)
+    return DataLayout(f"npz:{path}", (np.full(n, steps, np.int64),), features, n * steps * features * dtype.itemsize)

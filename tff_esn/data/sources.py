@@ -32,9 +32,27 @@ from typing import Any
 from tff_esn.data import cache
 from tff_esn.data.hhar_source import hhar_loader
 from tff_esn.data.pipelines import PIPELINES, Pipeline, make_pipeline
-from tff_esn.data.sequences import SequenceDataset, load_npz
+from tff_esn.data.layout import DataLayout
+from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout
 from tff_esn.data.source_names import parse_source
 from tff_esn.data.wesad_source import wesad_loader
+
+
+def source_layout(source: str, **options: Any) -> DataLayout | None:
+    """The :class:`~tff_esn.data.layout.DataLayout` of an own-data source (``npz:``, ``ts:``) read
+    without loading its values (``options`` as :func:`load_source`'s; a crop applied); ``None``
+    for the generated and preprocessed sources and for an ``npz`` object array."""
+    kind, arg = parse_source(source)
+    if kind == "npz":
+        layout = npz_layout(arg)
+    elif kind == "ts":
+        from tff_esn.data.ts import ts_layout
+
+        layout = ts_layout(arg)
+    else:
+        return None
+    crop = options.get("length") is not None or options.get("ragged") == "crop"
+    return layout.cropped(options.get("length")) if layout is not None and crop else layout
 
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,

@@ -20,11 +20,13 @@ sorted) and kept as the dataset's ``label_names``. The arrays go through
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from tff_esn.data.errors import DataError, MissingDataError
+from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, dataset_from_arrays
 
 MISSING_MODES = ("refuse", "interpolate")
@@ -74,64 +76,124 @@ def _case(line: str, path: Path, number: int) -> tuple[np.ndarray, str]:
     return np.stack(series, axis=1), label
 
 
-def read_ts(path: str | Path) -> TsFile:
-    """Parses one ``.ts`` file (module docstring).
+def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """``(line number, stripped line, whether it is a case)`` of every non-empty, non-comment
+    line of ``path``, streamed (one line in memory at a time)."""
+    if not path.is_file():
+        raise MissingDataError(f"{path}: .ts file does not exist.")
+    data = False
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for number, raw in enumerate(fh, start=1):
+                line = raw.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if not data:
+                    if not line.startswith("@"):
+                        raise DataError(f"{path}:{number}: expected a @header line or @data before the cases, got "
+                                        f"{line[:60]!r}.")
+                    data = line.lower() == "@data"
+                yield number, line, data and line.lower() != "@data"
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a readable UTF-8 text file ({err}).") from None
+    if not data:
+        raise DataError(f"{path}: no @data line; not a .ts file.")
+
+
+@dataclasses.dataclass(frozen=True)
+class TsScan:
+    """What one streaming pass over a ``.ts`` file learns without parsing a number: each case's
+    ``lengths`` (steps) and string ``labels``, the ``dimensions`` and the header's ``class_labels``."""
+
+    lengths: np.ndarray
+    labels: list[str]
+    dimensions: int
+    class_labels: tuple[str, ...] | None
+    stored_bytes: int
+
+
+def scan_ts(path: str | Path) -> TsScan:
+    """One streaming pass over ``path`` with running counts (steps per case, dimensions, labels),
+    the header checked against the cases (:func:`_check_header`). Memory: one line at a time.
 
     Raises:
         MissingDataError: the file does not exist.
-        DataError: one line naming the file, the line number and what is wrong (no
-            ``@data``, no class labels, time stamps, a case that disagrees with the header's
-            ``@dimensions``/``@univariate`` or with the other cases, a label outside
-            ``@classLabel``'s list, text that is no number).
+        DataError: see :func:`read_ts`.
     """
     path = Path(path)
-    if not path.is_file():
-        raise MissingDataError(f"{path}: .ts file does not exist.")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: not a readable UTF-8 text file ({err}).") from None
     headers: dict[str, str] = {}
-    sequences, labels = [], []
-    data = False
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if not data:
-            if not line.startswith("@"):
-                raise DataError(f"{path}:{number}: expected a @header line or @data before the cases, got "
-                                f"{line[:60]!r}.")
-            if line.lower() == "@data":
-                data = True
-            else:
+    lengths, labels, dims = [], [], set()
+    for number, line, case in _lines(path):
+        if not case:
+            if line.lower() != "@data":
                 _header(line, headers, path, number)
             continue
-        x, label = _case(line, path, number)
-        sequences.append(x)
+        *parts, label = line.split(":")
+        label = label.strip()
+        if not parts or not label:
+            raise DataError(f"{path}:{number}: expected dimensions separated by ':' and a class label last, got "
+                            f"{line[:60]!r}.")
+        steps = sorted({part.count(",") + 1 for part in parts})
+        if len(steps) != 1:
+            raise DataError(f"{path}:{number}: dimensions of one case have different lengths {steps}; "
+                            "every dimension needs one value per time step.")
+        lengths.append(steps[0])
         labels.append(label)
-    if not data:
-        raise DataError(f"{path}: no @data line; not a .ts file.")
-    if not sequences:
+        dims.add(len(parts))
+    if not labels:
         raise DataError(f"{path}: @data holds no cases.")
+    lengths = np.array(lengths, np.int64)
+    class_labels = _check_header(headers, lengths, sorted(dims), labels, path)
+    return TsScan(lengths, labels, next(iter(dims)), class_labels, 8 * int(lengths.sum()) * next(iter(dims)))
+
+
+def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int], labels: list[str],
+                  path: Path) -> tuple[str, ...] | None:
+    """The header's class labels, after checking ``@classLabel``, ``@dimensions``,
+    ``@univariate``, ``@equalLength`` and ``@seriesLength`` against the cases."""
     declared = headers.get("classlabel", "").split()
     if not declared or declared[0].lower() != "true":
         raise DataError(f"{path}: @classLabel: the file declares no class labels (expected '@classLabel true "
                         "LABEL ...'); a classifier needs them.")
     class_labels = tuple(declared[1:]) or None
-    features = sorted({x.shape[1] for x in sequences})
-    if len(features) != 1:
-        raise DataError(f"{path}: cases have different numbers of dimensions {features}.")
-    dims = headers.get("dimensions")
+    if len(dims) != 1:
+        raise DataError(f"{path}: cases have different numbers of dimensions {dims}.")
+    declared_dims = headers.get("dimensions")
     univariate = headers.get("univariate", "").lower() == "true"
-    if (dims is not None and dims.isdigit() and int(dims) != features[0]) or (univariate and features[0] != 1):
-        raise DataError(f"{path}: the header declares {'1 dimension' if univariate else f'{dims} dimensions'}, "
-                        f"the cases have {features[0]}.")
+    if (declared_dims is not None and declared_dims.isdigit() and int(declared_dims) != dims[0]) \
+            or (univariate and dims[0] != 1):
+        header = "1 dimension" if univariate else f"{declared_dims} dimensions"
+        raise DataError(f"{path}: the header declares {header}, the cases have {dims[0]}.")
+    if headers.get("equallength", "").lower() == "true" and lengths.min() != lengths.max():
+        raise DataError(f"{path}: @equalLength true, but the cases have {lengths.min()}–{lengths.max()} steps; fix "
+                        "the header (@equalLength false) or the cases.")
+    series = headers.get("serieslength")
+    if series is not None and (not series.isdigit() or np.any(lengths != int(series))):
+        wrong = int(np.flatnonzero(lengths != int(series))[0]) if series.isdigit() else 0
+        raise DataError(f"{path}: @seriesLength {series}, but case {wrong} has {lengths[wrong]} steps (the cases have "
+                        f"{lengths.min()}–{lengths.max()}); fix the header or the cases.")
     if class_labels is not None:
         unknown = sorted(set(labels) - set(class_labels))
         if unknown:
             raise DataError(f"{path}: class label(s) {unknown[:5]} are not in @classLabel {list(class_labels)}.")
-    return TsFile(sequences, labels, class_labels)
+    return class_labels
+
+
+def read_ts(path: str | Path, scan: TsScan | None = None) -> TsFile:
+    """Parses one ``.ts`` file (module docstring), streamed line by line, after :func:`scan_ts`
+    checked its header, shape and labels.
+
+    Raises:
+        MissingDataError: the file does not exist.
+        DataError: one line naming the file, the line number and what is wrong (no
+            ``@data``, no class labels, time stamps, a case that disagrees with the header's
+            ``@dimensions``/``@univariate``/``@equalLength``/``@seriesLength`` or with the other
+            cases, a label outside ``@classLabel``'s list, text that is no number).
+    """
+    path = Path(path)
+    scan = scan_ts(path) if scan is None else scan
+    sequences = [_case(line, path, number)[0] for number, line, case in _lines(path) if case]
+    return TsFile(sequences, scan.labels, scan.class_labels)
 
 
 def _interpolate(x: np.ndarray) -> np.ndarray:
@@ -161,6 +223,38 @@ def _fill_missing(parsed: TsFile, path: Path, missing: str) -> list[np.ndarray]:
     return sequences
 
 
+def _label_names(train: TsScan, test: TsScan, train_path: Path, test_path: Path) -> tuple[str, ...]:
+    """The class names (the TRAIN file's @classLabel list, else its sorted labels), checked
+    against the TEST file's before a number is parsed."""
+    if train.dimensions != test.dimensions:
+        raise DataError(f"{test_path}: {test.dimensions} dimensions, but {train_path.name} has {train.dimensions}.")
+    names = train.class_labels or tuple(sorted(set(train.labels)))
+    if test.class_labels is not None and set(test.class_labels) != set(names):
+        raise DataError(f"{test_path}: @classLabel {list(test.class_labels)} differs from {train_path.name}'s "
+                        f"{list(names)}.")
+    unknown = sorted(set(test.labels) - set(names))
+    if unknown:
+        raise DataError(f"{test_path}: class label(s) {unknown[:5]} do not occur in {train_path.name}.")
+    if len(names) < 2:
+        raise DataError(f"{train_path}: a single class {list(names)}; a classifier needs at least 2.")
+    return names
+
+
+def _scans(stem: str | Path) -> tuple[tuple[Path, Path], tuple[TsScan, TsScan], tuple[str, ...]]:
+    """``DIR/NAME``'s two files, their streaming passes (:func:`scan_ts`) and the class names."""
+    paths = ts_files(stem)
+    scans = scan_ts(paths[0]), scan_ts(paths[1])
+    return paths, scans, _label_names(*scans, *paths)
+
+
+def ts_layout(stem: str | Path) -> DataLayout:
+    """The :class:`~tff_esn.data.layout.DataLayout` of ``DIR/NAME``'s two files (one block each),
+    from their streaming passes (:func:`scan_ts`), with their labels checked."""
+    _, scans, _ = _scans(stem)
+    return DataLayout(f"ts:{stem}", tuple(s.lengths for s in scans), scans[0].dimensions,
+                      sum(s.stored_bytes for s in scans))
+
+
 def ts_files(stem: str | Path) -> tuple[Path, Path]:
     """``(DIR/NAME_TRAIN.ts, DIR/NAME_TEST.ts)`` of ``stem`` = ``DIR/NAME``."""
     stem = Path(stem)
@@ -188,20 +282,8 @@ def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
     """
     if missing not in MISSING_MODES:
         raise ValueError(f"missing: expected one of {MISSING_MODES}, got {missing!r}.")
-    train_path, test_path = ts_files(stem)
-    train, test = read_ts(train_path), read_ts(test_path)
-    if train.sequences[0].shape[1] != test.sequences[0].shape[1]:
-        raise DataError(f"{test_path}: {test.sequences[0].shape[1]} dimensions, but {train_path.name} has "
-                        f"{train.sequences[0].shape[1]}.")
-    names = train.class_labels or tuple(sorted(set(train.labels)))
-    if test.class_labels is not None and set(test.class_labels) != set(names):
-        raise DataError(f"{test_path}: @classLabel {list(test.class_labels)} differs from {train_path.name}'s "
-                        f"{list(names)}.")
-    unknown = sorted(set(test.labels) - set(names))
-    if unknown:
-        raise DataError(f"{test_path}: class label(s) {unknown[:5]} do not occur in {train_path.name}.")
-    if len(names) < 2:
-        raise DataError(f"{train_path}: a single class {list(names)}; a classifier needs at least 2.")
+    (train_path, test_path), scans, names = _scans(stem)
+    train, test = read_ts(train_path, scans[0]), read_ts(test_path, scans[1])
     code = {name: i for i, name in enumerate(names)}
     sequences = _fill_missing(train, train_path, missing) + _fill_missing(test, test_path, missing)
     y = np.array([code[label] for label in train.labels + test.labels], np.int64)

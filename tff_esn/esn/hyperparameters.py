@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
@@ -55,7 +55,7 @@ class ReservoirConfig:
                         "a fraction in (0, 1] (use connectivity_from_count for a count per unit)")
         check_field(self, "bias_scaling", is_finite(self.bias_scaling) and self.bias_scaling >= 0,
                     "a finite number ≥ 0")
-        check_field(self, "seed", is_count(self.seed, 0), "a non-negative integer")
+        check_field(self, "seed", is_seed(self.seed), f"an integer in [0, {SEED_MAX}]")
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""

@@ -33,6 +33,9 @@ SPARSE_DENSITY = 0.02
 densities the CSR product per step is cheaper than the dense one at every batch size, while
 at a few percent it wins only for small batches (``bench/harvest.py`` times both)."""
 
+HARVEST_BATCH = 256
+"""Sequences a harvest runs through the reservoir at once (its memory is O(batch · longest · features))."""
+
 PROJECTION_BLOCK = 256
 """Time steps whose input projection is one matrix product (memory O(block · batch · units))."""
 

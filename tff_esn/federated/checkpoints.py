@@ -2,8 +2,9 @@
 
 The state of both backends after a round is a nest of numpy arrays (TFF's
 ``LearningAlgorithmState`` after ``process.next``, the simulation's ``OrderedDict``), so one
-file holds it: ``DIR/checkpoints/state.npz`` with the completed ``round`` and the leaves in
-``tf.nest.flatten`` order. It is written under a temporary name and renamed over the
+file holds it: ``DIR/checkpoints/state.npz`` with the completed ``round``, the leaves in
+``tf.nest.flatten`` order and the rows of the rounds so far (JSON), so a resumed run reports
+every round. It is written under a temporary name and renamed over the
 previous one (``os.replace`` is atomic), so a run killed at any moment leaves either the
 previous round's checkpoint or this one's, never a partial file; it is read back into the
 structure of the process's initial state. Checkpoints of the earlier format — TFF's
@@ -14,12 +15,15 @@ read as "no checkpoint". The file's name and its round are read without TensorFl
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tff_esn.io import atomic_write, jsonable
 from tff_esn.run_folder import CHECKPOINT, legacy_message, legacy_round
 
 
@@ -34,20 +38,22 @@ class RoundCheckpoint:
         self.out = Path(out_dir)
         self.path = self.out / CHECKPOINT
 
-    def save(self, state: Any, round_num: int) -> None:
-        """Writes ``state``'s leaves and ``round_num`` to a temporary file and renames it into place."""
+    def save(self, state: Any, round_num: int, rows: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Writes ``state``'s leaves, ``round_num`` and the rounds' ``rows`` so far (as JSON) atomically
+        (:func:`tff_esn.io.atomic_write`: a failed write leaves the previous checkpoint and no temporary file)."""
         import tensorflow as tf
 
         leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(state)]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp.npz")
-        np.savez(tmp, round=np.int64(round_num), **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
-        os.replace(tmp, self.path)
+        history = np.array(json.dumps(jsonable(list(rows)), allow_nan=False))
+        with atomic_write(self.path) as fh:
+            np.savez(fh, round=np.int64(round_num), rows=history,
+                     **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
 
-    def latest(self, initial_state: Any) -> tuple[Any, int] | None:
-        """``(state, round)`` of the checkpoint, packed into ``initial_state``'s structure (``None``: no
-        checkpoint); raises :class:`CheckpointError` for SavedModel checkpoints or a checkpoint whose
-        leaves do not fit ``initial_state`` (another model's run)."""
+    def latest(self, initial_state: Any) -> tuple[Any, int, list[dict[str, Any]]] | None:
+        """``(state, round, rows)`` of the checkpoint, the state packed into ``initial_state``'s
+        structure and ``rows`` the rounds' rows saved with it (``None``: no checkpoint); raises
+        :class:`CheckpointError` for SavedModel checkpoints or a checkpoint whose leaves do not fit
+        ``initial_state`` (another model's run)."""
         import tensorflow as tf
 
         legacy = legacy_round(self.out)
@@ -58,10 +64,11 @@ class RoundCheckpoint:
         expected = [np.asarray(leaf) for leaf in tf.nest.flatten(initial_state)]
         with np.load(self.path, allow_pickle=False) as saved:
             round_num = int(saved["round"])
-            leaves = [saved[f"leaf_{i}"] for i in range(len(saved.files) - 1)]
+            leaves = [saved[f"leaf_{i}"] for i in range(sum(name.startswith("leaf_") for name in saved.files))]
+            rows = json.loads(str(saved["rows"])) if "rows" in saved.files else []
         if [(a.shape, a.dtype) for a in leaves] != [(a.shape, a.dtype) for a in expected]:
             raise CheckpointError(
                 f"run_federated: {self.path} holds a state of shapes {[a.shape for a in leaves]}, but this run's "
                 f"model has {[a.shape for a in expected]} (another model, algorithm or number of classes); resume "
                 "it with the settings that started it, or start over with --force or in a new output folder.")
-        return tf.nest.pack_sequence_as(initial_state, leaves), round_num
+        return tf.nest.pack_sequence_as(initial_state, leaves), round_num, rows

@@ -118,15 +118,15 @@ def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
     the same key simply wins)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
-    np.ascontiguousarray(states, np.float32).tofile(tmp / "states.f32")
-    np.ascontiguousarray(labels, np.float32).tofile(tmp / "labels.f32")
-    (tmp / "shapes.json").write_text(json.dumps({"states": list(states.shape), "labels": list(labels.shape)}))
     try:
+        np.ascontiguousarray(states, np.float32).tofile(tmp / "states.f32")
+        np.ascontiguousarray(labels, np.float32).tofile(tmp / "labels.f32")
+        (tmp / "shapes.json").write_text(json.dumps({"states": list(states.shape), "labels": list(labels.shape)}))
         tmp.rename(path)
     except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no partial folder
         if not (path / "shapes.json").exists():
             raise
-        shutil.rmtree(tmp)
 
 
 def _load_raw(path: Path) -> tf.data.Dataset:

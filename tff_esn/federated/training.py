@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,8 @@ from tqdm.auto import tqdm
 from tff_esn import runtime
 from tff_esn.algorithms import get_algorithm
 from tff_esn.communication import CommunicationCost
+from tff_esn.io import atomic_write
+from tff_esn.run_folder import run_lock
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
@@ -177,9 +178,8 @@ class _BestRound:
             return
         self.round, self.score, self.loss, self.kernel, self.bias = round_num, score, loss, kernel, bias
         if self.path is not None:
-            tmp = self.path.with_suffix(".tmp.npz")
-            np.savez(tmp, round=round_num, score=score, loss=loss, kernel=kernel, bias=bias)
-            os.replace(tmp, self.path)
+            with atomic_write(self.path) as fh:
+                np.savez(fh, round=round_num, score=score, loss=loss, kernel=kernel, bias=bias)
 
 
 def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.models.VariableModel], *,
@@ -248,6 +248,8 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
              "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
         config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
     with contextlib.ExitStack() as stack:
+        if config.out is not None:
+            stack.enter_context(run_lock(config.out))
         cache_dir = None
         if config.states == "cached" and config.cache_dir is not None:
             cache_dir = cache_root(config.cache_dir) / "federated-states"
@@ -433,21 +435,23 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
                        sum(int(np.size(w)) for w in weights.non_trainable), privacy)
 
 
-def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None, resume: bool) -> tuple[Any, int]:
-    """The state to start from and its round: the initial state, or the last checkpoint in ``out``."""
+def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
+              resume: bool) -> tuple[Any, int, list[dict[str, Any]]]:
+    """The state to start from, its round and the rows of the rounds before it: the initial state,
+    or the last checkpoint in ``out``."""
     state = fed.process.initialize()
     found = None if out is None else RoundCheckpoint(out).latest(state)
     if found is not None and not resume:
         raise ValueError(f"run_federated: {out} holds checkpoints of an earlier run; pass resume=True "
                          "(--resume) to continue it, or choose a new output folder.")
     if found is None:
-        return state, 0
-    state, start_round = found
+        return state, 0, []
+    state, start_round, rows = found
     if start_round > config.rounds:
         raise ValueError(f"run_federated: {out} holds a run of {start_round} rounds; resuming it with "
                          f"rounds={config.rounds} would report its round-{start_round} model as "
                          f"{config.rounds} rounds: give rounds ≥ {start_round}, or a new output folder.")
-    return state, start_round
+    return state, start_round, rows
 
 
 def _round_row(fed: _Federation, config: FedAvgConfig, output, sampled: list[str], round_num: int,
@@ -469,11 +473,12 @@ def _round_row(fed: _Federation, config: FedAvgConfig, output, sampled: list[str
 
 
 def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
-           best: _BestRound | None, k_classes: int, progress: bool) -> tuple[Any, list[dict[str, Any]]]:
+           best: _BestRound | None, k_classes: int, progress: bool,
+           earlier: list[dict[str, Any]] = ()) -> tuple[Any, list[dict[str, Any]]]:
     """Rounds ``start_round`` … ``config.rounds − 1``: sample, run the round, measure, release and
-    checkpoint; returns the last state and the rounds' rows."""
+    checkpoint; returns the last state and every round's row (``earlier``: those before ``start_round``)."""
     checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
-    rows, curvature_clipped = [], 0
+    rows, curvature_clipped = list(earlier), 0
     privacy = fed.privacy or LearningPrivacy()
     scheme = privacy.sampling(config.clients_per_round, len(fed.source.ids))
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
@@ -497,7 +502,7 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
             bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row.get("accepted_clients"))
             if out is not None:
                 log.append(row, round_num + 1)
-                checkpoint.save(state, round_num + 1)
+                checkpoint.save(state, round_num + 1, rows)
             if best is not None and config.patience and round_num + 1 - best.round >= config.patience:
                 break
     finally:
@@ -517,7 +522,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     out = None if config.out is None else Path(config.out)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    state, start_round = _restored(fed, config, out, config.resume)
+    state, start_round, earlier = _restored(fed, config, out, config.resume)
     best = None
     if (config.keep_best or config.patience) and fed.groups["val"] is None:
         warn("keep_best/patience: no validation clients to choose a round on; the result is the last round's model.")
@@ -525,10 +530,10 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
         best = _BestRound(out, resumed=start_round > 0)
     k_classes = dataset.n_classes
     state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=k_classes,
-                         progress=config.progress)
+                         progress=config.progress, earlier=earlier)
 
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
-    ran = start_round + len(rows)
+    ran = len(rows)
     kept = ran
     if best is not None and best.round and config.keep_best:
         kept, kernel, bias = best.round, best.kernel, best.bias

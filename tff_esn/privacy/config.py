@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 DEFAULT_SECURE_BITS = 48
 MODELS = ("central", "local", "distributed")
@@ -81,7 +81,8 @@ class PrivacyConfig:
                 accounting.check_epsilon_in_range(self.dp_epsilon, self.dp_delta)
             if self.dp_noise_multiplier is not None:
                 accounting.check_noise_multiplier(self.dp_noise_multiplier)
-            accounting.check_delta(self.dp_delta)
+        check_field(self, "dp_seed", self.dp_seed is None or is_seed(self.dp_seed),
+                    f"None or an integer in [0, {SEED_MAX}]")
         if self.dp_clip is not None:
             check_clip(self.dp_clip)
         check_clip(self.dp_ip_clip)

@@ -1,0 +1,120 @@
+"""Small files that unpack or pad to much memory: refused from their shape before loading, in
+one line, at a measured peak RSS (subprocesses; resource.getrusage(RUSAGE_CHILDREN))."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tff_esn.closed_form.configs import IncFedConfig
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import load_npz
+from tff_esn.data.sources import source_layout
+from tff_esn.data.ts import load_ts
+from tff_esn.memory import MemoryLimitError, check_memory
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 2 ** 20
+
+
+def zero_bomb(path: Path, steps: int, y=(0,), client=(0,), rows: int = 1) -> Path:
+    """An npz whose X (rows, steps, 1) float32 zeros is written deflated in chunks (never whole in memory)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("X.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False,
+                                                      "shape": (rows, steps, 1)})
+            chunk = np.zeros(2 ** 22, np.float32).tobytes()
+            for start in range(0, rows * steps, 2 ** 22):
+                fh.write(chunk[:4 * min(2 ** 22, rows * steps - start)])
+        for key, value in (("y", np.array(y)), ("client", np.array(client))):
+            with archive.open(f"{key}.npy", "w") as fh:
+                np.lib.format.write_array(fh, value)
+    return path
+
+
+def ts_bomb(folder: Path, steps: int) -> Path:
+    """A UEA .ts pair: one univariate series of ``steps`` and eleven of 50 for training."""
+    head = "@problemName Bomb\n@univariate true\n@equalLength false\n@classLabel true a b\n@data\n"
+    rng = np.random.default_rng(0)
+    rows = [",".join(f"{v:.3f}" for v in rng.standard_normal(steps if i == 0 else 50)) + f":{'ab'[i % 2]}"
+            for i in range(12)]
+    (folder / "Bomb_TRAIN.ts").write_text(head + "\n".join(rows) + "\n")
+    (folder / "Bomb_TEST.ts").write_text(head + "\n".join(rows[1:5]) + "\n")
+    return folder / "Bomb"
+
+
+LAUNCHER = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=open(sys.argv[0] + '.peak', 'w')); "
+            "sys.exit(done.returncode)")
+"""Runs a command and writes its peak RSS (KiB) beside: a small parent, because Linux counts the
+memory of the process that forked (pytest's, with TensorFlow loaded) in its child's peak."""
+
+
+def _peak_run(args: list[str], tmp_path: Path, limit: int | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """``tff-esn ARGS`` in a subprocess (``limit``: the machine's memory it sees) and its peak RSS (MiB)."""
+    patch = "" if limit is None else f"import tff_esn.memory as m; m.machine_memory = lambda: {limit}; "
+    code = f"import sys; {patch}from tff_esn.cli import main; sys.exit(main(sys.argv[1:]))"
+    report = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-c", LAUNCHER.replace("sys.argv[0]", repr(str(report))),
+                           sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return done, int((tmp_path / "run.peak").read_text()) / 1024
+
+
+def test_an_npz_that_unpacks_to_500_mb_of_one_class_is_refused_from_its_labels_without_loading_x(tmp_path):
+    bomb = zero_bomb(tmp_path / "bomb.npz", 125_000_000)
+    assert bomb.stat().st_size < 2 * MB
+    done, peak = _peak_run(["run", "incfed", "--data", f"npz:{bomb}", "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "y: every label is 0: one class only" in lines[0], done.stderr
+    assert peak < 400, peak  # X alone is 477 MiB
+
+
+def test_the_npz_header_gives_the_shape_and_a_refusal_names_the_memory_needed(tmp_path):
+    bomb = zero_bomb(tmp_path / "bomb.npz", 25_000_000, y=(0, 1), client=(0, 1), rows=2)
+    layout = source_layout(f"npz:{bomb}")
+    assert layout.longest == 25_000_000 and layout.sequences == 2 and layout.stored_bytes == 200_000_000
+    expected = (r"npz:.*bomb.npz: the run needs ≈ 1\.\d GiB, .* for the harvest of the longest \(25000000-step\) "
+                r"sequence .*; this machine has 512\.0 MiB; cut the sequences \(--ragged crop")
+    with pytest.raises(MemoryLimitError, match=expected):
+        check_memory(IncFedConfig(), layout, limit=512 * MB)
+    with pytest.raises(DataError, match=r"y: must have shape \(1,\) like X, got \(2,\)"):
+        load_npz(zero_bomb(tmp_path / "rows.npz", 50_000_000, y=(0, 1)))  # against X's declared rows, X unread
+
+
+def test_a_long_ts_series_is_refused_in_one_line_naming_the_memory_before_it_is_parsed(tmp_path):
+    stem = ts_bomb(tmp_path, 1_000_000)
+    done, peak = _peak_run(["run", "incfed", "--data", f"ts:{stem}", "--out", str(tmp_path / "out")],
+                           tmp_path, limit=256 * MB)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the run needs ≈" in lines[0] and "1000000-step" in lines[0] \
+        and "this machine has 256.0 MiB" in lines[0], done.stderr
+    assert peak < 250, peak  # parsing the series alone takes ~80 MB over the interpreter's
+
+
+@pytest.mark.slow
+def test_a_long_ts_series_runs_with_memory_in_proportion_to_the_data(tmp_path):
+    stem = ts_bomb(tmp_path, 120_000)
+    done, peak = _peak_run(["run", "incfed", "--backend", "numpy", "--data", f"ts:{stem}", "--out",
+                            str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert peak < 450, peak  # every step's states of the sample alone would take 12 · 120 000 · 100 · 4 B = 550 MiB
+
+
+def test_ts_header_fields_are_checked_against_the_cases(tmp_path):
+    head = "@problemName H\n@univariate true\n@equalLength true\n@seriesLength {n}\n@classLabel true a b\n@data\n"
+    rows = "1,2,3:a\n4,5,6:b\n"
+    for n, match in (("20", r"@seriesLength 20, but case 0 has 3 steps"),
+                     ("1000000000", r"@seriesLength 1000000000, but case 0 has 3 steps")):
+        (tmp_path / "H_TRAIN.ts").write_text(head.format(n=n) + rows)
+        (tmp_path / "H_TEST.ts").write_text(head.format(n=3) + rows)
+        with pytest.raises(DataError, match=match):
+            load_ts(tmp_path / "H")
+    (tmp_path / "H_TRAIN.ts").write_text(head.format(n=3).replace("@seriesLength 3\n", "") + "1,2,3:a\n4,5:b\n")
+    with pytest.raises(DataError, match=r"@equalLength true, but the cases have 2–3 steps"):
+        load_ts(tmp_path / "H")

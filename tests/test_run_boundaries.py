@@ -1,0 +1,144 @@
+"""Inputs checked at the boundary: seeds, client ids, leakage and one-class groups, a full disk."""
+
+import collections
+import errno
+import os
+
+import numpy as np
+import pytest
+
+from tff_esn.cli import main
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.data.checks import check_split
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import Split, dataset_from_arrays
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.federated.checkpoints import RoundCheckpoint
+from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.run_warnings import recording
+
+
+def _data(client, n=8, seed=0):
+    x = np.random.default_rng(seed).normal(size=(n, 6, 2))
+    return x, np.arange(n) % 2, client
+
+
+@pytest.mark.parametrize("seed", [2 ** 32, 2 ** 40, -1])
+def test_a_seed_beyond_what_every_library_takes_is_refused_before_any_work(seed):
+    with pytest.raises(ValueError, match=r"ReservoirConfig.seed \(--seed\): expected an integer in \[0, 4294967295\]"):
+        ReadoutConfig(reservoir=ReservoirConfig(seed=seed))
+    with pytest.raises(ValueError, match=r"PrivacyConfig.dp_seed \(--dp-seed\): expected None or an integer in "):
+        PrivacyConfig(dp_seed=seed)
+    assert ReservoirConfig(seed=2 ** 32 - 1).seed == 2 ** 32 - 1
+
+
+def test_the_cli_refuses_the_seed_in_one_line(tmp_path, capsys):
+    assert main(["run", "incfed", "--data", "synthetic-wesad", "--seed", "4294967296", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tff-esn run: error: ReservoirConfig.seed (--seed): expected an integer in [0, 4294967295], "
+                   "got 4294967296."]
+
+
+def test_empty_and_mixed_client_ids_are_refused():
+    with pytest.raises(DataError, match=r"client: sequence 2 has an empty client id '' \(1 such\)"):
+        dataset_from_arrays(*_data(["a", "a", "", "b", "b", "b", "c", "c"]), source="t")
+    with pytest.raises(DataError, match=r"client: sequence 0 has an empty client id ' '"):
+        dataset_from_arrays(*_data([" "] * 4 + ["b"] * 4), source="t")
+    mixed = np.array([1, "1", 2, 2, 3, 3, 4, 4], object)
+    with pytest.raises(DataError, match=r"client: ids mix integers \(e.g. 1\) and strings \(e.g. '1'\)"):
+        dataset_from_arrays(*_data(mixed), source="t")
+    with pytest.raises(DataError, match="ids mix integers"):
+        dataset_from_arrays(*_data([1, "1", 2, 2, 3, 3, 4, 4]), source="t")
+    assert dataset_from_arrays(*_data([1, 1, 2, 2, 3, 3, 4, 4]), source="t").client_ids == ("1", "2", "3", "4")
+
+
+def _split_data(x, y, client):
+    data = dataset_from_arrays(x, y, client, source="t")
+    return data, Split("s", ("a", "b"), test=("t",))
+
+
+def test_test_sequences_copied_from_training_and_a_one_class_test_group_are_recorded_warnings():
+    x = np.random.default_rng(1).normal(size=(10, 6, 2))
+    y = np.array([0, 1, 0, 1, 0, 1, 0, 1, 0, 1])
+    client = ["a"] * 4 + ["b"] * 4 + ["t"] * 2
+    clean, split = _split_data(x, y, client)
+    with recording() as said:
+        check_split(clean, split, federated=True)
+    assert said == []
+    leaked = x.copy()
+    leaked[8] = x[3]  # a training sequence of client a, copied into the test group
+    data, split = _split_data(leaked, y, client)
+    with recording() as said:
+        check_split(data, split, federated=True)
+    assert said == ["t: 1 test sequence(s) are exact copies of training sequences (leakage: the test scores overstate "
+                    "what the model does on new data); drop them from the test clients."]
+    one_class = y.copy()
+    one_class[8:] = 1
+    data, split = _split_data(x, one_class, client)
+    with recording() as said:
+        check_split(data, split, federated=True)
+    assert said == ["t: the test clients hold one class only ('1'): AUC and the other classes' recall are undefined "
+                    "and accuracy is that class's recall; give the test group sequences of every class."]
+
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_during_a_checkpoint_leaves_the_previous_one_and_no_temporary_file(tmp_path, monkeypatch):
+    state = collections.OrderedDict(w=np.arange(3, dtype=np.float32))
+    checkpoint = RoundCheckpoint(tmp_path)
+    checkpoint.save(state, 1, [{"round": 1}])
+
+    def partial_savez(file, *args, **kwargs):
+        fh = open(file, "wb") if isinstance(file, (str, os.PathLike)) else file
+        fh.write(b"PK partial")
+        _no_space()
+
+    monkeypatch.setattr(np, "savez", partial_savez)
+    with pytest.raises(OSError, match="No space left"):
+        checkpoint.save(state, 2, [{"round": 1}, {"round": 2}])
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["state.npz"]
+    monkeypatch.undo()
+    assert checkpoint.latest(state)[1:] == (1, [{"round": 1}])
+
+
+def test_a_full_disk_is_one_line_and_the_run_folder_keeps_no_temporary_file(tmp_path, capsys, monkeypatch):
+    import tff_esn.io
+
+    x, y, _ = _data(None, n=12)
+    groups = np.array(["train"] * 8 + ["test"] * 4)
+    np.savez(tmp_path / "d.npz", X=x, y=y, client=np.repeat(np.arange(6), 2), split=groups)
+    monkeypatch.setattr(tff_esn.io.os, "fsync", _no_space)
+    out = tmp_path / "out"
+    code = main(["run", "incfed", "--backend", "numpy", "--data", f"npz:{tmp_path / 'd.npz'}", "--units", "10",
+                 "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith(f"tff-esn run: error: {out / 'metrics.json'}: no space left on the device ")
+    assert not out.exists()  # no temporary file was left, so the run's new folder is removed too
+
+
+def test_the_run_lock_names_its_holder_and_is_released_when_the_holder_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from tff_esn.run_folder import RunFolderError, run_lock
+
+    out = tmp_path / "run"
+    code = (f"import sys, time; from tff_esn.run_folder import run_lock\nwith run_lock({str(out)!r}):\n"
+            "    print('held', flush=True); time.sleep(600)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunFolderError, match=rf"--out {out}: another run \(pid {holder.pid}\) is writing into "
+                                                 r"it; wait for it to end or choose another folder\."):
+            with run_lock(out):
+                pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    with run_lock(out), run_lock(out):  # free again, and re-entrant within a process
+        assert (out / ".lock").read_text().strip() == str(os.getpid())

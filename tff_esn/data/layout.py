@@ -1,0 +1,52 @@
+"""The shape of a data source's sequences, known before its arrays are loaded.
+
+A :class:`DataLayout` holds, per padded block of sequences (a client, an ``.ts`` file, an
+``npz`` file's ``X``), each sequence's number of steps, the number of input features and the
+bytes the source stores its values in. The loaders read it cheaply — an ``npz`` member's
+``.npy`` header, a ``.ts`` file's streaming pass — so :mod:`tff_esn.memory` can refuse a run
+that cannot fit before any large allocation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DataLayout:
+    """Sequence lengths per padded block, the number of features and the stored bytes.
+
+    Attributes:
+        source: names the data in messages.
+        blocks: one (n_b,) int64 array of steps per sequence for each block that is padded to its
+            longest sequence in memory.
+        features: input features per step.
+        stored_bytes: bytes of the values as the source holds them, read into memory while
+            loading (0 when the data is already in memory).
+    """
+
+    source: str
+    blocks: tuple[np.ndarray, ...]
+    features: int
+    stored_bytes: int = 0
+
+    @property
+    def sequences(self) -> int:
+        return int(sum(b.size for b in self.blocks))
+
+    @property
+    def longest(self) -> int:
+        """Steps of the longest sequence."""
+        return int(max(int(b.max()) for b in self.blocks if b.size))
+
+    @property
+    def padded_cells(self) -> int:
+        """Steps held in memory: every sequence padded to its block's longest."""
+        return int(sum(b.size * int(b.max()) for b in self.blocks if b.size))
+
+    def cropped(self, length: int | None) -> "DataLayout":
+        """The layout after every sequence is cut to ``length`` steps (``None``: the shortest's)."""
+        length = min(int(b.min()) for b in self.blocks if b.size) if length is None else int(length)
+        return dataclasses.replace(self, blocks=tuple(np.minimum(b, length) for b in self.blocks))
