@@ -90,7 +90,7 @@ def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
     return delta_g, delta_b
 
 
-def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
+def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig):
     """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
     one (g, b) update per time step, the mean over the sequences still running of the updates
     on the net inputs and activations of the reservoir's own step
@@ -119,7 +119,7 @@ arithmetic (the (b, units) × (units, units) product) instead of one executor di
 equations; its float rounding differs from the graph's in the last bits."""
 
 
-def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig,
+def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
               batch_ip: Callable = _ip_batch):
     """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate),
     each batch through ``batch_ip`` (:func:`_ip_batch`, or its XLA-compiled twin in this process)."""
@@ -298,7 +298,7 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     state_type = tff.StructWithPythonType([vec, vec], tuple)
     data_type = tff.SequenceType(tff.StructWithPythonType(
         [tff.TensorType(np.float32, [None, steps, n_inputs]), tff.TensorType(np.int32, [None])], tuple))
-    kernel, recurrent, leaky = weights.kernel, weights.recurrent, float(weights.leaky)
+    kernel, recurrent, leaky = weights.kernel, weights.recurrent, weights.leaky
     gain0, bias0 = weights.gain, weights.bias
 
     @tff.tensorflow.computation

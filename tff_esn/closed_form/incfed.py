@@ -88,7 +88,7 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
     return x, targets.astype(np.float32)
 
 
-def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
+def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None, clip: float | None = None):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
     The statistics are the ESN core's TensorFlow reduction
@@ -136,7 +136,7 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 
 
 @functools.lru_cache(maxsize=32)
-def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
                                    clip: float | None = None):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
@@ -172,7 +172,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
 
 
 @functools.lru_cache(maxsize=32)
-def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
                              ragged: bool = False, aggregation: StatsAggregation | None = None):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
@@ -316,7 +316,7 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
     arrays = [_client_arrays(c, n_classes, spec, steps) + ((c.steps.astype(np.int32),) if ragged else ())
               for c in clients]
     per_step = arrays[0][1].ndim == 3
-    comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
+    comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
                                     per_step, per_client, ragged, aggregation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
@@ -363,7 +363,7 @@ class StreamedIncFed:
 
 
 @functools.lru_cache(maxsize=16)
-def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                spec: StateSpec, per_step_targets: bool):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
@@ -419,7 +419,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         (steps, n_inputs), per_step, n_classes = key
         if n_inputs != weights.n_inputs:
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
-        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
+        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
                                           per_step)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))

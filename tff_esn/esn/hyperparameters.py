@@ -7,6 +7,12 @@ from typing import Any
 
 from tff_esn.validation import check_field, is_count, is_finite
 
+#: The graphs of Ŵ (:mod:`tff_esn.esn.topologies` builds them).
+TOPOLOGIES = ("random", "ring", "delay-line", "cycle-jumps", "small-world", "scale-free")
+
+#: How leaking rates spread over the units (:func:`tff_esn.esn.draws.leak_rates`).
+LEAK_DISTRIBUTIONS = ("constant", "uniform", "log-uniform", "layered")
+
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
 
@@ -32,6 +38,19 @@ class ReservoirConfig:
         bias_scaling: bias b uniform in [−bias_scaling, bias_scaling] (≥ 0; 0 = no bias,
             the papers' setting).
         seed: seed of every random draw of the reservoir (non-negative integer).
+        topology: the graph of Ŵ, one of random, ring, delay-line, cycle-jumps, small-world,
+            scale-free (tff_esn.esn.topologies); recurrent_connectivity applies to random only.
+        neighbours: small-world: lattice neighbours k of each unit (even, 2 ≤ k < units).
+        rewiring: small-world: probability p in [0, 1] that a lattice edge is rewired.
+        attachment: scale-free: links m each new unit makes (1 ≤ m < units).
+        jump: cycle-jumps: the jump size ℓ (2 ≤ ℓ < units).
+        jump_weight: cycle-jumps: a jump's weight relative to a cycle link (> 0), before Ŵ is
+            scaled to the spectral radius.
+        leak_distribution: per-unit leaking rates: constant (every unit leaky), uniform or
+            log-uniform in [leak_low, leaky], or layered (leak_layers contiguous blocks of rates
+            from leaky down to leak_low).
+        leak_low: the smallest leaking rate of a per-unit distribution, in (0, leaky].
+        leak_layers: layered: the number of blocks (≥ 1).
     """
 
     units: int = 100
@@ -42,6 +61,15 @@ class ReservoirConfig:
     recurrent_connectivity: float = 1.0
     bias_scaling: float = 0.0
     seed: int = 0
+    topology: str = dataclasses.field(default="random", metadata={"choices": TOPOLOGIES})
+    neighbours: int = 6
+    rewiring: float = 0.1
+    attachment: int = 3
+    jump: int = 4
+    jump_weight: float = 0.5
+    leak_distribution: str = dataclasses.field(default="constant", metadata={"choices": LEAK_DISTRIBUTIONS})
+    leak_low: float = 0.1
+    leak_layers: int = 3
 
     def __post_init__(self) -> None:
         check_field(self, "units", is_count(self.units, 1), "an integer ≥ 1")
@@ -56,6 +84,22 @@ class ReservoirConfig:
         check_field(self, "bias_scaling", is_finite(self.bias_scaling) and self.bias_scaling >= 0,
                     "a finite number ≥ 0")
         check_field(self, "seed", is_count(self.seed, 0), "a non-negative integer")
+        check_field(self, "topology", self.topology in TOPOLOGIES, f"one of {', '.join(TOPOLOGIES)}")
+        check_field(self, "neighbours", is_count(self.neighbours, 2) and self.neighbours % 2 == 0
+                    and (self.topology != "small-world" or self.neighbours < self.units),
+                    "an even integer ≥ 2 (and < units for small-world)")
+        check_field(self, "rewiring", is_finite(self.rewiring) and 0 <= self.rewiring <= 1, "a probability in [0, 1]")
+        check_field(self, "attachment", is_count(self.attachment, 1)
+                    and (self.topology != "scale-free" or self.attachment < self.units),
+                    "an integer ≥ 1 (and < units for scale-free)")
+        check_field(self, "jump", is_count(self.jump, 2) and (self.topology != "cycle-jumps" or self.jump < self.units),
+                    "an integer ≥ 2 (and < units for cycle-jumps)")
+        check_field(self, "jump_weight", is_finite(self.jump_weight) and self.jump_weight > 0, "a finite number > 0")
+        check_field(self, "leak_distribution", self.leak_distribution in LEAK_DISTRIBUTIONS,
+                    f"one of {', '.join(LEAK_DISTRIBUTIONS)}")
+        check_field(self, "leak_low", is_finite(self.leak_low) and 0 < self.leak_low <= self.leaky,
+                    "a number in (0, leaky]")
+        check_field(self, "leak_layers", is_count(self.leak_layers, 1), "an integer ≥ 1")
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""

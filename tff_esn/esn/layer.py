@@ -16,7 +16,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
 
@@ -122,8 +122,9 @@ class Reservoir(tf.keras.layers.Layer):
         return self.reservoir_config.units
 
     @property
-    def leaky(self) -> float:
-        return float(self.reservoir_config.leaky)
+    def leaky(self) -> float | tuple[float, ...]:
+        """The leaking rate, or one per unit (:func:`~tff_esn.esn.draws.leak_rates`)."""
+        return leak_rates(self.reservoir_config)
 
     def build(self, input_shape) -> None:
         features = tf.TensorShape(input_shape)[-1]

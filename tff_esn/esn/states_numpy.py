@@ -38,18 +38,19 @@ PROJECTION_BLOCK = 256
 
 
 def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
-            leaky: float, valid: np.ndarray | None) -> Iterator[np.ndarray]:
+            leaky: float | tuple[float, ...], valid: np.ndarray | None) -> Iterator[np.ndarray]:
     """Yields the states x(t) (batch, units) of the module's equation for t = 0, 1, …: one
     buffer, overwritten at the next step.
 
     ``valid`` is ``None`` or (time, batch, 1) float32, 1 inside a sequence and 0 past its end,
-    where the state stays frozen (so after the loop it is each sequence's last state).
+    where the state stays frozen (so after the loop it is each sequence's last state);
+    ``leaky`` is one rate or one per unit.
     """
     batch, steps, features = inputs.shape
     units = recurrent.shape[0]
     unit_gain = bool(np.all(gain == 1))
     time_major = np.ascontiguousarray(np.swapaxes(inputs, 0, 1))
-    a = np.float32(leaky)
+    a = np.asarray(leaky, np.float32)
     x = np.zeros((batch, units), np.float32)
     new = np.empty_like(x)
     sparse = None
@@ -72,7 +73,7 @@ def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: 
             new *= gain
             new += bias
         np.tanh(new, out=new)
-        if a != 1:
+        if np.any(a != 1):
             new -= x
             new *= a
             if valid is not None:
@@ -138,7 +139,7 @@ class _GroupStatistics:
 
 
 def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
-                          gain: np.ndarray, leaky: float, *, keep: str, washout: int = 0,
+                          gain: np.ndarray, leaky: float | tuple[float, ...], *, keep: str, washout: int = 0,
                           lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
                           chunk: int = STATS_CHUNK) -> tuple[np.ndarray, list | None]:

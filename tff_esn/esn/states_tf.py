@@ -38,21 +38,24 @@ def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: 
 
 
 def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
-                   gain: tf.Tensor | None, leaky: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                   gain: tf.Tensor | None, leaky: float | tuple[float, ...]) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """One update of the state equation (module docstring) on a :func:`project_inputs` step.
 
     Returns ``(net, activation, state)``: the net input ``u(t) W_in + x(t−1) Ŵ`` (FedIP's
     x_net, before gain and bias; with ``gain`` None the bias is already folded in), the
-    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃``.
+    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃`` (``leaky``
+    one rate a, or a tuple of one per unit).
     Intrinsic plasticity (:mod:`tff_esn.closed_form.fedip`) updates g and b from ``net``
     and ``activation``.
     """
     net = projected + tf.matmul(x, recurrent)
     new = tf.tanh(net) if gain is None else tf.tanh(gain * net + bias)
+    if isinstance(leaky, tuple):  # one rate per unit
+        return net, new, x + tf.constant(leaky, tf.float32) * (new - x)
     return net, new, (new if leaky == 1.0 else x + leaky * (new - x))
 
 
-def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
+def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float | tuple[float, ...]):
     """The new state of :func:`reservoir_step` with fixed weights (bias folded in when ``gain`` is None)."""
     def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
         return reservoir_step(x, projected, recurrent, bias, gain, leaky)[2]
@@ -95,7 +98,7 @@ def run_reservoir(
     recurrent: tf.Tensor,
     bias: tf.Tensor,
     gain: tf.Tensor | None,
-    leaky: float,
+    leaky: float | tuple[float, ...],
     state_mode: str = "last",
     washout: int = 0,
     lengths: tf.Tensor | None = None,
@@ -157,7 +160,7 @@ The loops are explicit ``tf.while_loop``s and every branch is on a Python value,
 
 
 @functools.lru_cache(maxsize=64)
-def _shapeless(leaky: float, state_mode: str, washout: int, with_gain: bool, masked: bool):
+def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, with_gain: bool, masked: bool):
     """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
     specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
              tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
@@ -170,7 +173,7 @@ def _shapeless(leaky: float, state_mode: str, washout: int, with_gain: bool, mas
     return tf.function(states, input_signature=specs, autograph=False)
 
 
-def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float, state_mode: str = "last",
+def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str = "last",
                             washout: int = 0, lengths=None) -> tf.Tensor:
     """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
 
@@ -178,7 +181,7 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float,
     federation) share one trace; :data:`run_reservoir_compiled` traces the first shape
     exactly and then once more per axis that varies (no retracing per client).
     """
-    fn = _shapeless(float(leaky), state_mode, int(washout), gain is not None, lengths is not None)
+    fn = _shapeless(leaky if isinstance(leaky, tuple) else float(leaky), state_mode, int(washout), gain is not None, lengths is not None)
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
     return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
 
@@ -236,7 +239,7 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
     return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64)
 
 
-def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float, state_mode: str, washout: int,
+def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str, washout: int,
                      readout_bias: bool, *, lengths=None, clip: Callable[[tf.Tensor], tf.Tensor] | None = None,
                      dtype=tf.float64) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences (IncFed eqs. 6–7), float64: with ``"all"``

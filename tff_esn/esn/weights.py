@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 
 if TYPE_CHECKING:
@@ -25,14 +25,15 @@ class ReservoirWeights:
         recurrent: Ŵ (units, units) float32.
         bias: b (units,) float32.
         gain: intrinsic-plasticity gain g (units,) float32 (ones when no IP).
-        leaky: leaking rate a ∈ (0, 1].
+        leaky: leaking rate a ∈ (0, 1], one number or one per unit (a tuple of floats; an
+            array is turned into one).
     """
 
     kernel: np.ndarray
     recurrent: np.ndarray
     bias: np.ndarray
     gain: np.ndarray
-    leaky: float
+    leaky: float | tuple[float, ...]
 
     def __post_init__(self) -> None:
         arrays = {}
@@ -49,8 +50,14 @@ class ReservoirWeights:
             if units < 1 or arr.shape != shapes[name]:
                 raise ValueError(f"ReservoirWeights.{name}: expected shape {shapes[name]}, got {arr.shape}.")
             object.__setattr__(self, name, arr)
-        if not 0 < self.leaky <= 1:
-            raise ValueError(f"ReservoirWeights.leaky: expected a number in (0, 1], got {self.leaky!r}.")
+        if np.ndim(self.leaky):
+            object.__setattr__(self, "leaky", tuple(float(a) for a in np.ravel(self.leaky)))
+            if len(self.leaky) != units:
+                raise ValueError(f"ReservoirWeights.leaky: expected one rate per unit ({units}), got "
+                                 f"{len(self.leaky)}.")
+        rates = np.asarray(self.leaky, np.float64)
+        if not np.all((rates > 0) & (rates <= 1)):
+            raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
@@ -78,7 +85,7 @@ class ReservoirWeights:
     def key(self) -> str:
         """Content hash: equal arrays give equal keys (the cache key of a harvest); hashed once, the arrays
         being read-only copies."""
-        h = hashlib.sha1(np.float64(self.leaky).tobytes())
+        h = hashlib.sha1(np.asarray(self.leaky, np.float64).tobytes())
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
         return h.hexdigest()
@@ -94,7 +101,7 @@ class ReservoirWeights:
 @functools.lru_cache(maxsize=4)
 def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
     return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
-               np.ones(config.units, np.float32), float(config.leaky))
+               np.ones(config.units, np.float32), leak_rates(config))
 
 
 @dataclasses.dataclass(frozen=True)
