@@ -83,7 +83,7 @@ def estimate_memory(config: Any, dataset: SequenceDataset, split: Split) -> Memo
         steps = sum(int((dataset.clients[c].steps - washout).clip(min=1).sum()) for c in split.train) \
             if _setting(config, "state_mode", "all") == "all" else sum(len(dataset.clients[c]) for c in split.train)
         linear += 4.0 * steps
-    return MemoryEstimate(reservoir.units, quadratic, linear, 16.0)
+    return MemoryEstimate(reservoir.total_units, quadratic, linear, 16.0)
 
 
 def machine_memory() -> int:

@@ -101,7 +101,14 @@ def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
     """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leaky`` itself for
     the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
     ``log-uniform`` (log a uniform), or ``layered`` (``leak_layers`` contiguous blocks with the rates
-    ``linspace(leaky, leak_low, leak_layers)``, fast units first)."""
+    ``linspace(leaky, leak_low, leak_layers)``, fast units first). A deep ESN's rates are its layers'
+    (:meth:`~tff_esn.esn.hyperparameters.ReservoirConfig.layer`) one after the other: one number when
+    every layer has the same constant rate."""
+    if config.layers > 1:
+        rates = [leak_rates(config.layer(i)) for i in range(config.layers)]
+        if all(isinstance(r, float) and r == rates[0] for r in rates):
+            return rates[0]
+        return tuple(a for r, n in zip(rates, config.layer_sizes) for a in (r if isinstance(r, tuple) else (r,) * n))
     low, high, n = config.leak_low, config.leaky, config.units
     if config.leak_distribution == "constant":
         return float(high)

@@ -51,6 +51,13 @@ class ReservoirConfig:
             from leaky down to leak_low).
         leak_low: the smallest leaking rate of a per-unit distribution, in (0, leaky].
         leak_layers: layered: the number of blocks (≥ 1).
+        layers: reservoirs stacked into a deep ESN (≥ 1): layer l is driven by layer l − 1's state
+            at the same step and the readout sees every layer's state, concatenated.
+        layer_units: units of each layer (one value per layer; empty: units for every layer).
+        layer_spectral_radius: ρ of each layer's Ŵ (empty: spectral_radius for every layer).
+        layer_leaky: leaking rate of each layer (empty: leaky for every layer).
+        layer_input_scaling: scaling of each layer's input weights (empty: input_scaling for
+            every layer).
     """
 
     units: int = 100
@@ -70,6 +77,11 @@ class ReservoirConfig:
     leak_distribution: str = dataclasses.field(default="constant", metadata={"choices": LEAK_DISTRIBUTIONS})
     leak_low: float = 0.1
     leak_layers: int = 3
+    layers: int = 1
+    layer_units: tuple[int, ...] = ()
+    layer_spectral_radius: tuple[float, ...] = ()
+    layer_leaky: tuple[float, ...] = ()
+    layer_input_scaling: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check_field(self, "units", is_count(self.units, 1), "an integer ≥ 1")
@@ -100,6 +112,33 @@ class ReservoirConfig:
         check_field(self, "leak_low", is_finite(self.leak_low) and 0 < self.leak_low <= self.leaky,
                     "a number in (0, leaky]")
         check_field(self, "leak_layers", is_count(self.leak_layers, 1), "an integer ≥ 1")
+        check_field(self, "layers", is_count(self.layers, 1), "an integer ≥ 1")
+        for name in PER_LAYER:
+            values = getattr(self, name)
+            if isinstance(values, list):
+                object.__setattr__(self, name, values := tuple(values))
+            check_field(self, name, isinstance(values, tuple) and len(values) in (0, self.layers),
+                        f"one value per layer ({self.layers}), or none for the single-layer setting")
+
+    @property
+    def total_units(self) -> int:
+        """The units of every layer together (the readout's state features)."""
+        return sum(self.layer_sizes) or self.units
+
+    @property
+    def layer_sizes(self) -> tuple[int, ...]:
+        """The units of each layer of a deep ESN; ``()`` for one reservoir (``ReservoirWeights.layers``)."""
+        return (tuple(self.layer_units) or (self.units,) * self.layers) if self.layers > 1 else ()
+
+    def layer(self, index: int) -> "ReservoirConfig":
+        """Layer ``index``'s own reservoir in a deep ESN: the per-layer settings, one layer, and the
+        seed ``child_seed(seed, 5, index)`` for every layer after the first (the first layer is this
+        reservoir's single-layer draw)."""
+        if not 0 <= index < self.layers:
+            raise ValueError(f"layer: expected an index in [0, {self.layers}), got {index!r}.")
+        own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
+        seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
+        return self.replace(layers=1, seed=seed, **own, **{name: () for name in PER_LAYER})
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""
@@ -116,6 +155,13 @@ class ReservoirConfig:
         if unknown:
             raise ValueError(f"ReservoirConfig: unknown field(s) {unknown}; known fields are {sorted(known)}.")
         return cls(**values)
+
+
+PER_LAYER = ("layer_units", "layer_spectral_radius", "layer_leaky", "layer_input_scaling")
+"""The deep ESN's per-layer settings: ``layer_X`` is ``X`` of each layer."""
+
+DEEP_LAYER_SEED_PURPOSE = 5
+"""The path element of a deep ESN's layer seeds (after the client reservoirs' 3 and client sampling's 4)."""
 
 
 def connectivity_from_count(count: int, fan_in: int) -> float:

@@ -62,7 +62,7 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     config = for_data(config, dataset, split.train)
     design_ids = tuple(split.train) + (tuple(split.val) if include_validation and not patience else ())
     states, labels = _states(dataset, design_ids, config)
-    model = compile_thesis_model(build_thesis_model(config.reservoir.units, config, readout_only=True), config)
+    model = compile_thesis_model(build_thesis_model(config.reservoir.total_units, config, readout_only=True), config)
     batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
                                                  epochs=config.epochs, seed=seed)
     fit = {}

@@ -104,7 +104,7 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
         raise ValueError("discriminator: no 'discriminator' loader in the tff_esn.client_filters entry-point group "
                          "(is the discriminator package installed?).")
     return loaders["discriminator"].load()(config.discriminator, threshold=config.discriminator_threshold,
-                                           units=config.model.reservoir.units, outputs=config.model.n_outputs)
+                                           units=config.model.reservoir.total_units, outputs=config.model.n_outputs)
 
 
 def _communication(config: FedAvgConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
@@ -246,7 +246,7 @@ def _federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig, pr
     if config.states == "cached":
         source = client_data.CachedStates(train, model_cfg, seed=config.seed, noise_std=noise,
                                           reservoirs=config.reservoirs, shuffle=config.shuffle, cache_dir=cache_dir)
-        n_inputs = model_cfg.reservoir.units
+        n_inputs = model_cfg.reservoir.total_units
     else:
         source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise,
                                        reservoirs=config.reservoirs, shuffle=config.shuffle)
