@@ -55,8 +55,12 @@ def test_layers_follow_their_settings_and_the_first_is_the_single_reservoir():
     np.testing.assert_array_equal(w.kernel[:, :12], single.kernel)
     for (start, stop), rho in zip([(0, 12), (12, 20), (20, 25)], (0.9, 0.7, 0.5)):
         assert spectral_radius(w.recurrent[start:stop, start:stop]) == pytest.approx(rho, abs=1e-6)
+    # block upper-triangular: the eigenvalues of the whole are the layers' own
+    assert spectral_radius(w.recurrent) == pytest.approx(0.9, abs=1e-6)
     with pytest.raises(ValueError, match="one value per layer"):
         ReservoirConfig(layers=2, layer_units=(3, 4, 5))
+    with pytest.raises(ValueError, match=r"layer 1 of 2 .*leaky"):
+        ReservoirConfig(layers=2, layer_leaky=(1.5, 0.5))
 
 
 @pytest.mark.parametrize("lengths", [None, [9, 4, 6]])

@@ -119,6 +119,11 @@ class ReservoirConfig:
                 object.__setattr__(self, name, values := tuple(values))
             check_field(self, name, isinstance(values, tuple) and len(values) in (0, self.layers),
                         f"one value per layer ({self.layers}), or none for the single-layer setting")
+        for index in range(self.layers if self.layers > 1 else 0):  # each layer's settings, by layer
+            try:
+                self.layer(index)
+            except ValueError as err:
+                raise ValueError(f"layer {index + 1} of {self.layers} (the layer_* settings): {err}") from None
 
     @property
     def total_units(self) -> int:
