@@ -110,6 +110,7 @@ def test_incfed_of_a_deep_esn_equals_centralized_over_random_partitions(seed, n_
     np.testing.assert_allclose(fit_incfed(parts, 1e-2), central.solve(1e-2), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_tff_incfed_client_harvests_a_deep_esn():
     data = random_dataset(n_clients=3, seed=1)
     weights = ReservoirWeights.from_config(DEEP, 3)
