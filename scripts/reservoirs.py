@@ -154,8 +154,11 @@ def _labels(rows: Sequence[dict[str, Any]]) -> list[str]:
     return sorted(labels, key=lambda label: label.startswith("esnfed"))
 
 
-def _cell(values: list[float]) -> str:
-    return f"{100 * np.mean(values):.1f} ± {100 * np.std(values):.1f}" if values else "—"
+def _cell(values: list[float], seeds: int) -> str:
+    """Mean ± std (%), with the number of seeds when fewer than the table's."""
+    if not values:
+        return "—"
+    return f"{100 * np.mean(values):.1f} ± {100 * np.std(values):.1f}" + ("" if len(values) == seeds else f" (n={len(values)})")
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
@@ -163,11 +166,12 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     names = list(dict.fromkeys(r["data"] for r in rows))
     labels = _labels(rows)
     columns = [(n, a) for n in names for a in ("IncFed", "FedAvg")]
+    seeds = len({r["seed"] for r in rows})
     lines = ["| reservoir | " + " | ".join(f"{n} {a}" for n, a in columns) + " |",
              "|---|" + "---|" * len(columns)]
     for label in labels:
         cells = [_cell([r["accuracy"] for r in rows if (r["data"], r["reservoir"], r["algorithm"]) == (n, label, a)
-                        and r["accuracy"] is not None]) for n, a in columns]
+                        and r["accuracy"] is not None], seeds) for n, a in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -196,7 +200,7 @@ def figure(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.reservoirs", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0 … N − 1 (0: only rewrite the table and figure)")
     parser.add_argument("--out", type=Path, default=Path("runs/reservoirs"))
     parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "results")
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "assets" / "reservoirs.png")
