@@ -59,6 +59,8 @@ def test_layers_follow_their_settings_and_the_first_is_the_single_reservoir():
     assert spectral_radius(w.recurrent) == pytest.approx(0.9, abs=1e-6)
     with pytest.raises(ValueError, match="one value per layer"):
         ReservoirConfig(layers=2, layer_units=(3, 4, 5))
+    with pytest.raises(ValueError, match="one value per layer"):
+        ReservoirConfig(layer_units=(30,))
     with pytest.raises(ValueError, match=r"layer 1 of 2 .*leaky"):
         ReservoirConfig(layers=2, layer_leaky=(1.5, 0.5))
 
@@ -142,3 +144,23 @@ def test_fedip_adapts_every_layers_gains(tmp_path):
     for start, stop in [(0, 12), (12, 20), (20, 25)]:
         assert np.all(adapted.gain[start:stop] != 1)
     assert adapted.layers == weights.layers
+
+
+def test_alignment_of_deep_reservoirs_keeps_the_layers_and_each_layers_radius():
+    from tff_esn.closed_form.heterogeneous import align
+    from tff_esn.esn.hyperparameters import client_reservoir
+
+    config = DEEP.replace(leak_distribution="uniform", leaky=0.9, layer_leaky=())
+    own, target = (ReservoirWeights.from_config(c, 3) for c in (client_reservoir(config, 0), config))
+    assert own.leaky != target.leaky
+    half = align(own, target, 0.5, rescale=True)
+    assert half.layers == (12, 8, 5)
+    np.testing.assert_allclose(half.leaky, (np.array(own.leaky) + np.array(target.leaky)) / 2, rtol=1e-6)
+    for (start, stop), rho in zip([(0, 12), (12, 20), (20, 25)], (0.9, 0.7, 0.5)):
+        assert spectral_radius(half.recurrent[start:stop, start:stop]) == pytest.approx(rho, abs=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(half.recurrent[:12, 12:20]), np.linalg.norm(target.recurrent[:12, 12:20]),
+                               rtol=1e-5)
+    assert align(own, target, 1.0).key == target.key
+    with pytest.raises(ValueError, match="layers"):
+        align(own, ReservoirWeights.from_config(DEEP.replace(layers=1, units=25, layer_units=(), layer_spectral_radius=(),
+                                                             layer_leaky=(), layer_input_scaling=()), 3), 0.5)

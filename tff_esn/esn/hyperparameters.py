@@ -117,8 +117,8 @@ class ReservoirConfig:
             values = getattr(self, name)
             if isinstance(values, list):
                 object.__setattr__(self, name, values := tuple(values))
-            check_field(self, name, isinstance(values, tuple) and len(values) in (0, self.layers),
-                        f"one value per layer ({self.layers}), or none for the single-layer setting")
+            check_field(self, name, isinstance(values, tuple) and (not values or self.layers > 1 and len(values) == self.layers),
+                        f"one value per layer of a deep ESN (layers = {self.layers}), or none for the single-layer setting")
         for index in range(self.layers if self.layers > 1 else 0):  # each layer's settings, by layer
             try:
                 self.layer(index)
