@@ -125,7 +125,7 @@ def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: S
             if _setting(config, "state_mode", "all") in ("all", "auto") else sum(b.size for b in blocks)
         linear += 4.0 * steps
     parts, states = data_bytes(layout, tff=tff)
-    return MemoryEstimate(reservoir.units, quadratic, linear + states[1], 16.0 + sum(b for _, b in parts), parts,
+    return MemoryEstimate(reservoir.total_units, quadratic, linear + states[1], 16.0 + sum(b for _, b in parts), parts,
                           states)
 
 

@@ -91,16 +91,17 @@ def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
     return delta_g, delta_b
 
 
-def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig):
+def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
+              layers: tuple[int, ...] = ()):
     """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
     one (g, b) update per time step, the mean over the sequences still running of the updates
     on the net inputs and activations of the reservoir's own step
-    (:func:`~tff_esn.esn.states_tf.reservoir_step`)."""
+    (:func:`~tff_esn.esn.states_tf.reservoir_step`; every layer's units of a deep ESN's ``layers``)."""
     projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
     def body(t, state, g, b):
-        net, y, state = reservoir_step(state, projected[t], recurrent, b, g, leaky)
+        net, y, state = reservoir_step(state, projected[t], recurrent, b, g, leaky, layers)
         dg, db = ip_updates(net, y, g, cfg.mu, cfg.sigma, cfg.eta)
         running = tf.cast(t < lengths, tf.float32)[:, None]
         count = tf.maximum(tf.reduce_sum(running), 1.0)
@@ -120,12 +121,13 @@ arithmetic (the (b, units) × (units, units) product) instead of one executor di
 equations; its float rounding differs from the graph's in the last bits."""
 
 
-def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float, cfg: IPConfig,
-              batch_ip: Callable = _ip_batch):
+def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
+              layers: tuple[int, ...] = (), batch_ip: Callable = _ip_batch):
     """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate),
     each batch through ``batch_ip`` (:func:`_ip_batch`, or its XLA-compiled twin in this process)."""
     return dataset.repeat(cfg.epochs).reduce(
-        (gain, bias), lambda gb, batch: batch_ip(batch[0], batch[1], kernel, recurrent, gb[0], gb[1], leaky, cfg))
+        (gain, bias), lambda gb, batch: batch_ip(batch[0], batch[1], kernel, recurrent, gb[0], gb[1], leaky, cfg,
+                                                     layers))
 
 
 _local_ip_compiled = tf.function(functools.partial(_local_ip, batch_ip=_ip_batch_xla), reduce_retracing=True)
@@ -168,7 +170,7 @@ def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg
     else:
         gain, bias = _local_ip_compiled(_batches(client, cfg), tf.constant(weights.kernel),
                                         tf.constant(weights.recurrent), tf.constant(weights.gain),
-                                        tf.constant(weights.bias), weights.leaky, cfg)
+                                        tf.constant(weights.bias), weights.leaky, cfg, weights.layers)
         _ADAPTED[key] = gain.numpy(), bias.numpy()
         if len(_ADAPTED) > _ADAPTED_SIZE:
             _ADAPTED.popitem(last=False)
@@ -264,7 +266,8 @@ def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], p
     arrays = [tf.constant(a) for a in (weights.kernel, weights.recurrent, weights.bias, weights.gain)]
     states = []
     for c in clients:
-        run = run_reservoir_compiled(tf.constant(c.x[:per_client]), *arrays, weights.leaky, "all", 0).numpy()
+        run = run_reservoir_compiled(tf.constant(c.x[:per_client]), *arrays, weights.leaky, "all", 0, None,
+                                     weights.layers).numpy()
         states.append(run[np.arange(run.shape[1]) < c.steps[:per_client, None]])
     return np.concatenate(states).std(axis=0)
 
@@ -299,7 +302,7 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
     state_type = tff.StructWithPythonType([vec, vec], tuple)
     data_type = tff.SequenceType(tff.StructWithPythonType(
         [tff.TensorType(np.float32, [None, steps, n_inputs]), tff.TensorType(np.int32, [None])], tuple))
-    kernel, recurrent, leaky = weights.kernel, weights.recurrent, float(weights.leaky)
+    kernel, recurrent, leaky = weights.kernel, weights.recurrent, weights.leaky
     gain0, bias0 = weights.gain, weights.bias
 
     @tff.tensorflow.computation
@@ -308,7 +311,8 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
 
     @tff.tensorflow.computation(data_type, state_type)
     def client_update(dataset, state):
-        gain, bias = _local_ip(dataset, tf.constant(kernel), tf.constant(recurrent), state[0], state[1], leaky, cfg)
+        gain, bias = _local_ip(dataset, tf.constant(kernel), tf.constant(recurrent), state[0], state[1], leaky, cfg,
+                               weights.layers)
         size = dataset.reduce(tf.constant(0.0, tf.float32),
                               lambda n, batch: n + tf.cast(tf.shape(batch[0])[0], tf.float32))
         return (gain, bias), size
@@ -422,7 +426,7 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
         privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:
         privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
-    cost = communication.fedip(config.rounds, run.reservoir.units, run.n_features, run.n_outputs)
+    cost = communication.fedip(config.rounds, run.reservoir.total_units, run.n_features, run.n_outputs)
     report = dict(backend=config.backend, l2_effective=l2, gain_mean=float(adapted.gain.mean()),
                   gain_min=float(adapted.gain.min()), bias_mean=float(adapted.bias.mean()))
     if dp:  # the diagnostics below read the training clients' data outside the mechanism

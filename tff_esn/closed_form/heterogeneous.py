@@ -44,6 +44,7 @@ from tff_esn.closed_form.run import Run, Scorer
 from tff_esn.closed_form.selection import ALPHA_GRID, AUTO
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.draws import spectral_radius
+from tff_esn.esn.states_numpy import layer_bounds
 
 
 def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
@@ -54,19 +55,22 @@ def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list
 
 
 def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, rescale: bool = False) -> ReservoirWeights:
-    """``(1 − α)·own + α·target`` for W_in, Ŵ, b and g (structural alignment).
+    """``(1 − α)·own + α·target`` for W_in, Ŵ, b, g and per-unit leaking rates (structural alignment).
 
     With ``rescale`` the interpolated Ŵ (0 < α < 1) is scaled back to the target's spectral
     radius and W_in to the target's Frobenius norm, so the aligned reservoir keeps the
     configured ρ and input scaling; the default is the literal interpolation, which shrinks
-    both (see the module docstring).
+    both (see the module docstring). A deep ESN's layers are rescaled one by one: each Ŵ_l to
+    the target's ρ_l, each W_in^l to the target's norm.
     """
     if not np.isfinite(alpha) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}.")
-    if own.kernel.shape != target.kernel.shape or own.leaky != target.leaky:
+    scalar = isinstance(own.leaky, float | int) and isinstance(target.leaky, float | int)
+    if own.kernel.shape != target.kernel.shape or own.layers != target.layers or (scalar and own.leaky != target.leaky):
         raise ValueError(
-            f"align: reservoirs must share shape and leaking rate to be interpolated, got W_in {own.kernel.shape} "
-            f"(a={own.leaky}) and {target.kernel.shape} (a={target.leaky})."
+            f"align: reservoirs must share shape, layers and a constant leaking rate to be interpolated, got W_in "
+            f"{own.kernel.shape} (layers {own.layers}, a={own.leaky}) and {target.kernel.shape} (layers "
+            f"{target.layers}, a={target.leaky})."
         )
 
     def mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -74,10 +78,21 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
 
     kernel, recurrent = mix(own.kernel, target.kernel), mix(own.recurrent, target.recurrent)
     if rescale and 0 < alpha < 1:
-        kernel = (kernel * (np.linalg.norm(target.kernel) / max(np.linalg.norm(kernel), 1e-12))).astype(np.float32)
-        recurrent = (recurrent * (spectral_radius(target.recurrent) / max(spectral_radius(recurrent), 1e-12))
-                     ).astype(np.float32)
-    return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), own.leaky)
+        def norm_to(block: tuple, scale) -> None:
+            mixed = recurrent[block] if block else kernel
+            reference = target.recurrent[block] if block else target.kernel
+            mixed *= np.float32(scale(reference) / max(scale(mixed), 1e-12))
+
+        bounds = layer_bounds(own.layers or (own.units,))
+        norm_to((), np.linalg.norm)
+        for (start, stop), below in zip(bounds, [None] + bounds[:-1]):
+            norm_to((slice(start, stop), slice(start, stop)), spectral_radius)
+            if below is not None:
+                norm_to((slice(*below), slice(start, stop)), np.linalg.norm)
+    leaky = own.leaky if scalar else tuple(mix(np.asarray(own.leaky, np.float32) * np.ones(own.units, np.float32),
+                                               np.asarray(target.leaky, np.float32) * np.ones(own.units, np.float32)))
+    return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), leaky,
+                            own.layers)
 
 
 # --------------------------------------------------------------------------- the registry's run functions

@@ -88,18 +88,19 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
     return x, targets.astype(np.float32)
 
 
-def _client_reduce(x, t, reservoir, acc, *, leaky: float, spec: StateSpec, lengths=None, clip: float | None = None):
+def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
+                   clip: float | None = None, layers: tuple[int, ...] = ()):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
     The statistics are the ESN core's TensorFlow reduction
     (:func:`tff_esn.esn.states_tf.batch_statistics`), with products in float64.
     With ``lengths``, each right-padded sequence contributes only its own steps. With
     ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
-    (:func:`tff_esn.privacy.dp_stats.clip_rows`).
+    (:func:`tff_esn.privacy.dp_stats.clip_rows`). ``layers``: a deep ESN's units per layer.
     """
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
-                                         lengths=lengths, clip=clip_fn, dtype=tf.float64)
+                                         lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n
 
@@ -136,16 +137,16 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 
 
 @functools.lru_cache(maxsize=32)
-def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
-                                   clip: float | None = None):
+                                   clip: float | None = None, layers: tuple[int, ...] = ()):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
     Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
     dataset and reservoir of :func:`build_incfed_computation`; the last element counts
     clients (for λ per client) when the statistics are summed. ``ragged``: the batches'
     ``lengths`` mask each padded sequence to its own steps. ``clip``: state norm bound
-    (see :func:`_client_reduce`).
+    (see :func:`_client_reduce`). ``layers``: a deep ESN's units per layer (``()``: one reservoir).
     """
     tff = load_tff()
 
@@ -165,16 +166,17 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
             batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None,
-            clip=clip))
+            clip=clip, layers=layers))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
 
 
 @functools.lru_cache(maxsize=32)
-def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
+def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
-                             ragged: bool = False, aggregation: StatsAggregation | None = None):
+                             ragged: bool = False, aggregation: StatsAggregation | None = None,
+                             layers: tuple[int, ...] = ()):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
 
     Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER,
@@ -188,12 +190,12 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
     targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
     ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
-    right-padded to T.
+    right-padded to T. ``layers``: a deep ESN's units per layer (``()``: one reservoir).
     """
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  ragged, None if aggregation is None else aggregation.clip)
+                                                  ragged, None if aggregation is None else aggregation.clip, layers)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
     n_features = client_stats.type_signature.result[0].shape[1]
     federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
@@ -316,8 +318,8 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
     arrays = [_client_arrays(c, n_classes, spec, steps) + ((c.steps.astype(np.int32),) if ragged else ())
               for c in clients]
     per_step = arrays[0][1].ndim == 3
-    comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
-                                    per_step, per_client, ragged, aggregation)
+    comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
+                                    per_step, per_client, ragged, aggregation, weights.layers)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     if aggregation is not None and aggregation.clients != len(clients):
@@ -363,8 +365,8 @@ class StreamedIncFed:
 
 
 @functools.lru_cache(maxsize=16)
-def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float,
-                               spec: StateSpec, per_step_targets: bool):
+def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
+                               spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = ()):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
     The client computation is :func:`build_client_stats_computation`; the sum is
@@ -373,7 +375,8 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
     """
     tff = load_tff()
 
-    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets)
+    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
+                                                  layers=layers)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
 
     @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
@@ -419,8 +422,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         (steps, n_inputs), per_step, n_classes = key
         if n_inputs != weights.n_inputs:
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
-        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, float(weights.leaky), spec,
-                                          per_step)
+        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
+                                          per_step, weights.layers)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
                     .batch(batch_size) for block in blocks]

@@ -49,7 +49,8 @@ def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
         steps = np.minimum(client.steps[:left], washout + steps_kept)
         x = client.x[:left, :int(steps.max())]
         states, _ = states_and_statistics(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
-                                       weights.leaky, keep="all", washout=washout, lengths=steps)
+                                       weights.leaky, keep="all", washout=washout, lengths=steps,
+                                       layers=weights.layers)
         parts.append(states[np.arange(states.shape[1])[None, :] < (steps - washout)[:, None]])
         left -= len(steps)
     return np.concatenate(parts) if parts else np.zeros((0, weights.units), np.float32)

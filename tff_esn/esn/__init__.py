@@ -1,7 +1,8 @@
 """The echo state network every algorithm stands on: the reservoir and the ridge readout.
 
 * :mod:`~tff_esn.esn.hyperparameters` — :class:`ReservoirConfig` and the per-client seeds;
-* :mod:`~tff_esn.esn.draws` — the seeded draws of W_in, Ŵ and b;
+* :mod:`~tff_esn.esn.topologies` — the graphs Ŵ can follow and their metrics;
+* :mod:`~tff_esn.esn.draws` — the seeded draws of W_in, Ŵ (of every topology), b and the leaking rates;
 * :mod:`~tff_esn.esn.weights` — :class:`ReservoirWeights` (the arrays) and :class:`StateSpec`
   (which states a readout sees);
 * :mod:`~tff_esn.esn.states_numpy` — the state equation and the per-client harvest in numpy;
@@ -20,11 +21,11 @@ from __future__ import annotations
 from tff_esn.lazy import lazy_exports
 
 _EXPORTS = {
-    "STATE_MODES": ".hyperparameters", "ReservoirConfig": ".hyperparameters",
+    "STATE_MODES": ".hyperparameters", "ReservoirConfig": ".hyperparameters", "TOPOLOGIES": ".hyperparameters",
     "child_seed": ".hyperparameters", "client_reservoir": ".hyperparameters",
     "connectivity_from_count": ".hyperparameters",
-    "bias_weights": ".draws", "input_weights": ".draws", "recurrent_weights": ".draws",
-    "spectral_radius": ".draws",
+    "bias_weights": ".draws", "input_weights": ".draws", "leak_rates": ".draws", "recurrent_weights": ".draws",
+    "spectral_radius": ".draws", "graph_metrics": ".topologies",
     "ReservoirWeights": ".weights", "StateSpec": ".weights",
     "RidgeStats": ".ridge", "SingularSystemError": ".ridge", "predict": ".ridge",
     "Reservoir": ".layer",

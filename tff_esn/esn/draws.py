@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn import topologies
+from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed
 
 
 def _child_rng(seed: int, part: int) -> np.random.Generator:
@@ -35,8 +36,44 @@ def spectral_radius(matrix: np.ndarray) -> float:
     return float(np.max(np.abs(np.linalg.eigvals(np.asarray(matrix, dtype=np.float64)))))
 
 
+GRAPH_SEED_PART = 3
+"""The path element of the Python ``random`` seed that draws a small-world or scale-free graph."""
+
+
+def graph_seed(config: ReservoirConfig) -> int:
+    """The seed of ``config``'s small-world or scale-free graph (``random.Random`` and networkx's generators)."""
+    return child_seed(config.seed, GRAPH_SEED_PART)
+
+
+def _structure(config: ReservoirConfig) -> np.ndarray:
+    """Ŵ of a non-random topology before scaling, float64: the fixed weights of ``ring``,
+    ``delay-line`` and ``cycle-jumps``; uniform weights in [−1, 1] on the edges of the
+    ``small-world`` and ``scale-free`` graphs, drawn independently for each direction."""
+    n = config.units
+    if config.topology == "ring":
+        return topologies.ring(n)
+    if config.topology == "delay-line":
+        return topologies.delay_line(n)
+    if config.topology == "cycle-jumps":
+        return topologies.cycle_jumps(n, config.jump, config.jump_weight)
+    if config.topology == "small-world":
+        edges = topologies.watts_strogatz(n, config.neighbours, config.rewiring, graph_seed(config))
+    else:
+        edges = topologies.barabasi_albert(n, config.attachment, graph_seed(config))
+    return np.where(edges, _child_rng(config.seed, 1).uniform(-1.0, 1.0, size=(n, n)), 0.0)
+
+
 def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
-    """Ŵ (units, units), float32, rescaled so that ρ(Ŵ) = ``config.spectral_radius``."""
+    """Ŵ (units, units), float32, of ``config.topology`` rescaled so that ρ(Ŵ) = ``config.spectral_radius``.
+
+    The ``delay-line`` is nilpotent (ρ = 0 whatever its weights): there the requested radius is the
+    weight of every link, the ρ of the ``ring`` that closes the line.
+    """
+    if config.topology != "random":
+        w = _structure(config)
+        if config.topology == "delay-line":
+            return (w * config.spectral_radius).astype(np.float32)
+        return (w * (config.spectral_radius / spectral_radius(w))).astype(np.float32)
     w = _sparse_uniform(_child_rng(config.seed, 1), config.units, config.units, config.recurrent_connectivity)
     radius = spectral_radius(w)
     if radius <= 1e-12:
@@ -54,6 +91,37 @@ def input_weights(config: ReservoirConfig, n_inputs: int) -> np.ndarray:
         raise ValueError(f"input_weights: n_inputs must be ≥ 1, got {n_inputs}.")
     w = _sparse_uniform(_child_rng(config.seed, 0), n_inputs, config.units, config.input_connectivity)
     return (w * config.input_scaling).astype(np.float32)
+
+
+LEAK_SEED_PART = 4
+"""The path element of the generator that draws per-unit leaking rates."""
+
+
+def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
+    """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leaky`` itself for
+    the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
+    ``log-uniform`` (log a uniform), or ``layered`` (``leak_layers`` contiguous blocks with the rates
+    ``linspace(leaky, leak_low, leak_layers)``, fast units first). A deep ESN's rates are its layers'
+    (:meth:`~tff_esn.esn.hyperparameters.ReservoirConfig.layer`) one after the other: one number when
+    every layer has the same constant rate."""
+    if config.layers > 1:
+        rates = [leak_rates(config.layer(i)) for i in range(config.layers)]
+        if all(isinstance(r, float) and r == rates[0] for r in rates):
+            return rates[0]
+        return tuple(a for r, n in zip(rates, config.layer_sizes) for a in (r if isinstance(r, tuple) else (r,) * n))
+    low, high, n = config.leak_low, config.leaky, config.units
+    if config.leak_distribution == "constant":
+        return float(high)
+    rng = _child_rng(config.seed, LEAK_SEED_PART)
+    if config.leak_distribution == "uniform":
+        rates = rng.uniform(low, high, n)
+    elif config.leak_distribution == "log-uniform":
+        rates = np.exp(rng.uniform(np.log(low), np.log(high), n))
+    else:
+        levels = np.linspace(high, low, config.leak_layers)
+        rates = np.concatenate([np.full(len(block), level) for level, block in
+                                zip(levels, np.array_split(np.arange(n), config.leak_layers))])
+    return tuple(float(a) for a in np.clip(rates, low, high).astype(np.float32))
 
 
 def bias_weights(config: ReservoirConfig) -> np.ndarray:

@@ -7,6 +7,12 @@ from typing import Any
 
 from tff_esn.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
+#: The graphs of Ŵ (:mod:`tff_esn.esn.topologies` builds them).
+TOPOLOGIES = ("random", "ring", "delay-line", "cycle-jumps", "small-world", "scale-free")
+
+#: How leaking rates spread over the units (:func:`tff_esn.esn.draws.leak_rates`).
+LEAK_DISTRIBUTIONS = ("constant", "uniform", "log-uniform", "layered")
+
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
 
@@ -32,6 +38,26 @@ class ReservoirConfig:
         bias_scaling: bias b uniform in [−bias_scaling, bias_scaling] (≥ 0; 0 = no bias,
             the papers' setting).
         seed: seed of every random draw of the reservoir (non-negative integer).
+        topology: the graph of Ŵ, one of random, ring, delay-line, cycle-jumps, small-world,
+            scale-free (tff_esn.esn.topologies); recurrent_connectivity applies to random only.
+        neighbours: small-world: lattice neighbours k of each unit (even, 2 ≤ k < units).
+        rewiring: small-world: probability p in [0, 1] that a lattice edge is rewired.
+        attachment: scale-free: links m each new unit makes (1 ≤ m < units).
+        jump: cycle-jumps: the jump size ℓ (2 ≤ ℓ < units).
+        jump_weight: cycle-jumps: a jump's weight relative to a cycle link (> 0), before Ŵ is
+            scaled to the spectral radius.
+        leak_distribution: per-unit leaking rates: constant (every unit leaky), uniform or
+            log-uniform in [leak_low, leaky], or layered (leak_layers contiguous blocks of rates
+            from leaky down to leak_low).
+        leak_low: the smallest leaking rate of a per-unit distribution, in (0, leaky].
+        leak_layers: layered: the number of blocks (≥ 1).
+        layers: reservoirs stacked into a deep ESN (≥ 1): layer l is driven by layer l − 1's state
+            at the same step and the readout sees every layer's state, concatenated.
+        layer_units: units of each layer (one value per layer; empty: units for every layer).
+        layer_spectral_radius: ρ of each layer's Ŵ (empty: spectral_radius for every layer).
+        layer_leaky: leaking rate of each layer (empty: leaky for every layer).
+        layer_input_scaling: scaling of each layer's input weights (empty: input_scaling for
+            every layer).
     """
 
     units: int = 100
@@ -42,6 +68,20 @@ class ReservoirConfig:
     recurrent_connectivity: float = 1.0
     bias_scaling: float = 0.0
     seed: int = 0
+    topology: str = dataclasses.field(default="random", metadata={"choices": TOPOLOGIES})
+    neighbours: int = 6
+    rewiring: float = 0.1
+    attachment: int = 3
+    jump: int = 4
+    jump_weight: float = 0.5
+    leak_distribution: str = dataclasses.field(default="constant", metadata={"choices": LEAK_DISTRIBUTIONS})
+    leak_low: float = 0.1
+    leak_layers: int = 3
+    layers: int = 1
+    layer_units: tuple[int, ...] = ()
+    layer_spectral_radius: tuple[float, ...] = ()
+    layer_leaky: tuple[float, ...] = ()
+    layer_input_scaling: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check_field(self, "units", is_count(self.units, 1), "an integer ≥ 1")
@@ -56,6 +96,54 @@ class ReservoirConfig:
         check_field(self, "bias_scaling", is_finite(self.bias_scaling) and self.bias_scaling >= 0,
                     "a finite number ≥ 0")
         check_field(self, "seed", is_seed(self.seed), f"an integer in [0, {SEED_MAX}]")
+        check_field(self, "topology", self.topology in TOPOLOGIES, f"one of {', '.join(TOPOLOGIES)}")
+        check_field(self, "neighbours", is_count(self.neighbours, 2) and self.neighbours % 2 == 0
+                    and (self.topology != "small-world" or self.neighbours < self.units),
+                    "an even integer ≥ 2 (and < units for small-world)")
+        check_field(self, "rewiring", is_finite(self.rewiring) and 0 <= self.rewiring <= 1, "a probability in [0, 1]")
+        check_field(self, "attachment", is_count(self.attachment, 1)
+                    and (self.topology != "scale-free" or self.attachment < self.units),
+                    "an integer ≥ 1 (and < units for scale-free)")
+        check_field(self, "jump", is_count(self.jump, 2) and (self.topology != "cycle-jumps" or self.jump < self.units),
+                    "an integer ≥ 2 (and < units for cycle-jumps)")
+        check_field(self, "jump_weight", is_finite(self.jump_weight) and self.jump_weight > 0, "a finite number > 0")
+        check_field(self, "leak_distribution", self.leak_distribution in LEAK_DISTRIBUTIONS,
+                    f"one of {', '.join(LEAK_DISTRIBUTIONS)}")
+        check_field(self, "leak_low", is_finite(self.leak_low) and 0 < self.leak_low <= self.leaky,
+                    "a number in (0, leaky]")
+        check_field(self, "leak_layers", is_count(self.leak_layers, 1), "an integer ≥ 1")
+        check_field(self, "layers", is_count(self.layers, 1), "an integer ≥ 1")
+        for name in PER_LAYER:
+            values = getattr(self, name)
+            if isinstance(values, list):
+                object.__setattr__(self, name, values := tuple(values))
+            check_field(self, name, isinstance(values, tuple) and (not values or self.layers > 1 and len(values) == self.layers),
+                        f"one value per layer of a deep ESN (layers = {self.layers}), or none for the single-layer setting")
+        for index in range(self.layers if self.layers > 1 else 0):  # each layer's settings, by layer
+            try:
+                self.layer(index)
+            except ValueError as err:
+                raise ValueError(f"layer {index + 1} of {self.layers} (the layer_* settings): {err}") from None
+
+    @property
+    def total_units(self) -> int:
+        """The units of every layer together (the readout's state features)."""
+        return sum(self.layer_sizes) or self.units
+
+    @property
+    def layer_sizes(self) -> tuple[int, ...]:
+        """The units of each layer of a deep ESN; ``()`` for one reservoir (``ReservoirWeights.layers``)."""
+        return (tuple(self.layer_units) or (self.units,) * self.layers) if self.layers > 1 else ()
+
+    def layer(self, index: int) -> "ReservoirConfig":
+        """Layer ``index``'s own reservoir in a deep ESN: the per-layer settings, one layer, and the
+        seed ``child_seed(seed, 5, index)`` for every layer after the first (the first layer is this
+        reservoir's single-layer draw)."""
+        if not 0 <= index < self.layers:
+            raise ValueError(f"layer: expected an index in [0, {self.layers}), got {index!r}.")
+        own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
+        seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
+        return self.replace(layers=1, seed=seed, **own, **{name: () for name in PER_LAYER})
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""
@@ -72,6 +160,13 @@ class ReservoirConfig:
         if unknown:
             raise ValueError(f"ReservoirConfig: unknown field(s) {unknown}; known fields are {sorted(known)}.")
         return cls(**values)
+
+
+PER_LAYER = ("layer_units", "layer_spectral_radius", "layer_leaky", "layer_input_scaling")
+"""The deep ESN's per-layer settings: ``layer_X`` is ``X`` of each layer."""
+
+DEEP_LAYER_SEED_PURPOSE = 5
+"""The path element of a deep ESN's layer seeds (after the client reservoirs' 3 and client sampling's 4)."""
 
 
 def connectivity_from_count(count: int, fan_in: int) -> float:

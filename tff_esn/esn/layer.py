@@ -16,9 +16,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
+from tff_esn.esn.weights import ReservoirWeights
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -37,7 +38,10 @@ class ReservoirInitializer(tf.keras.initializers.Initializer):
 
     def __call__(self, shape, dtype=None, **kwargs):
         cfg = ReservoirConfig.from_dict(self.config)
-        if self.part == "kernel":
+        if cfg.layers > 1:  # a deep ESN's block matrices
+            drawn = ReservoirWeights.from_config(cfg, int(shape[0]) if self.part == "kernel" else 1)
+            value = {"kernel": drawn.kernel, "recurrent_kernel": drawn.recurrent, "bias": drawn.bias}[self.part]
+        elif self.part == "kernel":
             value = input_weights(cfg, int(shape[0]))
         elif self.part == "recurrent_kernel":
             value = recurrent_weights(cfg)
@@ -119,11 +123,13 @@ class Reservoir(tf.keras.layers.Layer):
 
     @property
     def units(self) -> int:
-        return self.reservoir_config.units
+        """Every layer's units together (the state's width)."""
+        return self.reservoir_config.total_units
 
     @property
-    def leaky(self) -> float:
-        return float(self.reservoir_config.leaky)
+    def leaky(self) -> float | tuple[float, ...]:
+        """The leaking rate, or one per unit (:func:`~tff_esn.esn.draws.leak_rates`)."""
+        return leak_rates(self.reservoir_config)
 
     def build(self, input_shape) -> None:
         features = tf.TensorShape(input_shape)[-1]
@@ -150,8 +156,10 @@ class Reservoir(tf.keras.layers.Layer):
         if tf.executing_eagerly():
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
-            return run_reservoir_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout)
-        return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout)
+            return run_reservoir_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout, None,
+                                          self.reservoir_config.layer_sizes)
+        return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout, None,
+                             self.reservoir_config.layer_sizes)
 
     def _weight_list(self) -> list:
         return [self.kernel, self.recurrent_kernel, self.bias, self.gain]

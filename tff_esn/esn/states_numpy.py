@@ -41,18 +41,24 @@ PROJECTION_BLOCK = 256
 
 
 def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
-            leaky: float, valid: np.ndarray | None) -> Iterator[np.ndarray]:
+            leaky: float | tuple[float, ...], valid: np.ndarray | None,
+            layers: tuple[int, ...] = ()) -> Iterator[np.ndarray]:
     """Yields the states x(t) (batch, units) of the module's equation for t = 0, 1, …: one
     buffer, overwritten at the next step.
 
     ``valid`` is ``None`` or (time, batch, 1) float32, 1 inside a sequence and 0 past its end,
-    where the state stays frozen (so after the loop it is each sequence's last state).
+    where the state stays frozen (so after the loop it is each sequence's last state);
+    ``leaky`` is one rate or one per unit. ``layers`` (the units of each layer of a deep ESN, see
+    :func:`deep_step`) or ``()`` for one reservoir.
     """
+    if len(layers) > 1:
+        yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers)
+        return
     batch, steps, features = inputs.shape
     units = recurrent.shape[0]
     unit_gain = bool(np.all(gain == 1))
     time_major = np.ascontiguousarray(np.swapaxes(inputs, 0, 1))
-    a = np.float32(leaky)
+    a = np.asarray(leaky, np.float32)
     x = np.zeros((batch, units), np.float32)
     new = np.empty_like(x)
     sparse = None
@@ -75,7 +81,7 @@ def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: 
             new *= gain
             new += bias
         np.tanh(new, out=new)
-        if a != 1:
+        if np.any(a != 1):
             new -= x
             new *= a
             if valid is not None:
@@ -86,6 +92,50 @@ def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: 
         else:
             np.copyto(x, new, where=valid[t].astype(bool))
         yield x
+
+
+def layer_bounds(layers: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` unit range of each layer of a deep ESN."""
+    stops = np.cumsum(layers).tolist()
+    return list(zip([0] + stops[:-1], stops))
+
+
+def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers) -> Iterator[np.ndarray]:
+    """:func:`states` of a deep ESN: per step, layer by layer (:func:`deep_step`)."""
+    batch, steps, _ = inputs.shape
+    a = np.broadcast_to(np.asarray(leaky, np.float32), (recurrent.shape[0],))
+    unit_gain = bool(np.all(gain == 1))
+    x = np.zeros((batch, recurrent.shape[0]), np.float32)
+    for t in range(steps):
+        projected = inputs[:, t] @ kernel
+        if unit_gain:
+            projected += bias
+        new = deep_step(x, projected, recurrent, bias, None if unit_gain else gain, a, layers)
+        x = new if valid is None else np.where(valid[t] > 0, new, x)
+        yield x
+
+
+def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
+              gain: np.ndarray | None, leaky: np.ndarray, layers: tuple[int, ...]) -> np.ndarray:
+    """One step of a deep ESN (Gallicchio & Micheli's deepESN) whose layer l holds units
+    ``layer_bounds(layers)[l]``: ``recurrent``'s diagonal block (l, l) is layer l's Ŵ_l, its block
+    (l − 1, l) the input weights W_in^l from layer l − 1, ``projected`` the step's ``u(t) W_in``
+    (non-zero in the first layer only; with ``gain`` None, g = 1 and the bias is in ``projected``)::
+
+        x_1(t) = (1 − a_1)·x_1(t−1) + a_1·tanh(g_1 ⊙ (u(t) W_in + x_1(t−1) Ŵ_1) + b_1)
+        x_l(t) = (1 − a_l)·x_l(t−1) + a_l·tanh(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)
+    """
+    new = np.empty_like(x)
+    below = None
+    for start, stop in layer_bounds(layers):
+        unit = slice(start, stop)
+        net = projected[:, unit] + x[:, unit] @ recurrent[unit, unit]
+        if below is not None:
+            net += new[:, below] @ recurrent[below, unit]
+        active = np.tanh(net if gain is None else gain[unit] * net + bias[unit])
+        new[:, unit] = x[:, unit] + leaky[unit] * (active - x[:, unit])
+        below = unit
+    return new
 
 
 class _GroupStatistics:
@@ -141,10 +191,10 @@ class _GroupStatistics:
 
 
 def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
-                          gain: np.ndarray, leaky: float, *, keep: str, washout: int = 0,
+                          gain: np.ndarray, leaky: float | tuple[float, ...], *, keep: str, washout: int = 0,
                           lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
-                          chunk: int = STATS_CHUNK) -> tuple[np.ndarray, list | None]:
+                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = ()) -> tuple[np.ndarray, list | None]:
     """States of a batch of sequences and, with ``targets``, each group's ridge statistics.
 
     Args:
@@ -161,6 +211,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
         groups: (batch,) int group (client) of each sequence, in [0, n_groups); ``None``: one group.
         readout_bias: append the constant-1 readout-bias input to every sample.
         chunk: time steps reduced to statistics at once.
+        layers: the units of each layer of a deep ESN (:func:`deep_step`), ``()`` for one reservoir.
 
     Returns:
         ``(states, stats)``; ``stats`` is ``None`` without ``targets``, else one
@@ -178,7 +229,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
     statistics = None if targets is None else _GroupStatistics(
         targets, groups, n_groups, units, readout_bias, chunk, valid, washout)
     masked = np.empty((batch, units), np.float32)
-    for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid)):
+    for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers)):
         if t < washout:
             continue
         i = t - washout

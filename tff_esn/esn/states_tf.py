@@ -38,24 +38,52 @@ def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: 
 
 
 def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
-                   gain: tf.Tensor | None, leaky: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                   gain: tf.Tensor | None, leaky: float | tuple[float, ...],
+                   layers: tuple[int, ...] = ()) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """One update of the state equation (module docstring) on a :func:`project_inputs` step.
 
     Returns ``(net, activation, state)``: the net input ``u(t) W_in + x(t−1) Ŵ`` (FedIP's
     x_net, before gain and bias; with ``gain`` None the bias is already folded in), the
-    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃``.
+    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃`` (``leaky``
+    one rate a, or a tuple of one per unit).
     Intrinsic plasticity (:mod:`tff_esn.closed_form.fedip`) updates g and b from ``net``
-    and ``activation``.
+    and ``activation``. ``layers``: the units of each layer of a deep ESN, updated layer by layer
+    as :func:`~tff_esn.esn.states_numpy.deep_step` (``()``: one reservoir).
     """
+    if len(layers) > 1:
+        return _deep_step(x, projected, recurrent, bias, gain, leaky, layers)
     net = projected + tf.matmul(x, recurrent)
     new = tf.tanh(net) if gain is None else tf.tanh(gain * net + bias)
+    if isinstance(leaky, tuple):  # one rate per unit
+        return net, new, x + tf.constant(leaky, tf.float32) * (new - x)
     return net, new, (new if leaky == 1.0 else x + leaky * (new - x))
 
 
-def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float):
+def _deep_step(x, projected, recurrent, bias, gain, leaky, layers):
+    """:func:`reservoir_step` of a deep ESN: the net input of layer l adds layer l − 1's new state
+    times W_in^l (block (l − 1, l) of ``recurrent``); with ``gain`` None the bias is in ``projected``."""
+    rates = tf.broadcast_to(tf.constant(leaky, tf.float32), tf.shape(bias))
+    nets, actives, states = [], [], []
+    start, below = 0, None
+    for size in layers:
+        stop = start + size
+        net = projected[:, start:stop] + tf.matmul(x[:, start:stop], recurrent[start:stop, start:stop])
+        if below is not None:
+            net += tf.matmul(states[-1], recurrent[below[0]:below[1], start:stop])
+        active = tf.tanh(net) if gain is None else tf.tanh(gain[start:stop] * net + bias[start:stop])
+        old = x[:, start:stop]
+        nets.append(net)
+        actives.append(active)
+        states.append(old + rates[start:stop] * (active - old))
+        start, below = stop, (start, stop)
+    return tf.concat(nets, 1), tf.concat(actives, 1), tf.concat(states, 1)
+
+
+def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float | tuple[float, ...],
+             layers: tuple[int, ...] = ()):
     """The new state of :func:`reservoir_step` with fixed weights (bias folded in when ``gain`` is None)."""
     def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
-        return reservoir_step(x, projected, recurrent, bias, gain, leaky)[2]
+        return reservoir_step(x, projected, recurrent, bias, gain, leaky, layers)[2]
 
     return step
 
@@ -95,10 +123,11 @@ def run_reservoir(
     recurrent: tf.Tensor,
     bias: tf.Tensor,
     gain: tf.Tensor | None,
-    leaky: float,
+    leaky: float | tuple[float, ...],
     state_mode: str = "last",
     washout: int = 0,
     lengths: tf.Tensor | None = None,
+    layers: tuple[int, ...] = (),
 ) -> tf.Tensor:
     """States of the reservoir for a batch of sequences.
 
@@ -112,12 +141,13 @@ def run_reservoir(
             steps of each right-padded sequence, each > ``washout`` for ``"mean"``: the
             last state is the one at a sequence's own end, the mean runs over its own
             steps, and ``"all"`` holds zeros past its end.
+        layers: a deep ESN's units per layer (:func:`reservoir_step`), ``()`` for one reservoir.
     """
     inputs = tf.convert_to_tensor(inputs, tf.float32)
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
-    update = _step_fn(recurrent, bias, gain, leaky)
+    update = _step_fn(recurrent, bias, gain, leaky, layers)
     if lengths is None:
         def step(x, t):
             return update(x, tf.gather(projected, t))
@@ -157,7 +187,8 @@ The loops are explicit ``tf.while_loop``s and every branch is on a Python value,
 
 
 @functools.lru_cache(maxsize=64)
-def _shapeless(leaky: float, state_mode: str, washout: int, with_gain: bool, masked: bool):
+def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, with_gain: bool, masked: bool,
+               layers: tuple[int, ...]):
     """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
     specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
              tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
@@ -165,27 +196,29 @@ def _shapeless(leaky: float, state_mode: str, washout: int, with_gain: bool, mas
     def states(inputs, kernel, recurrent, bias, *rest):
         gain = rest[0] if with_gain else None
         return run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout,
-                             rest[-1] if masked else None)
+                             rest[-1] if masked else None, layers)
 
     return tf.function(states, input_signature=specs, autograph=False)
 
 
-def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float, state_mode: str = "last",
-                            washout: int = 0, lengths=None) -> tf.Tensor:
+def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str = "last",
+                            washout: int = 0, lengths=None, layers: tuple[int, ...] = ()) -> tf.Tensor:
     """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
 
     Batches of any size and length (a client's sorted ragged batches, every client of a
     federation) share one trace; :data:`run_reservoir_compiled` traces the first shape
     exactly and then once more per axis that varies (no retracing per client).
     """
-    fn = _shapeless(float(leaky), state_mode, int(washout), gain is not None, lengths is not None)
+    fn = _shapeless(leaky if isinstance(leaky, tuple) else float(leaky), state_mode, int(washout), gain is not None,
+                    lengths is not None, tuple(layers))
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
     return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
 
 
 @tf.function(reduce_retracing=True, autograph=False)
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
-                     per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32):
+                     per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
+                     layers: tuple[int, ...] = ()):
     """``(Yᵀ S, Sᵀ S, n)`` over every step after ``washout`` and before each sequence's length
     (IncFed eqs. 6–7 with every state a sample).
 
@@ -203,7 +236,7 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
     features = units + (1 if add_bias else 0)
     targets = tf.ensure_shape(targets, [None, None, None] if per_step else [None, None])
     n_out = tf.shape(targets)[-1]
-    step = _step_fn(recurrent, bias, gain, leaky)
+    step = _step_fn(recurrent, bias, gain, leaky, layers)
     x = tf.zeros([batch, units], tf.float32)
     x = _time_loop(0, washout, lambda t, x: (step(x, projected[t]),), (x,))[0]
 
@@ -236,9 +269,9 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
     return yts, sts, tf.cast(tf.reduce_sum(lengths - washout), tf.float64)
 
 
-def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float, state_mode: str, washout: int,
+def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str, washout: int,
                      readout_bias: bool, *, lengths=None, clip: Callable[[tf.Tensor], tf.Tensor] | None = None,
-                     dtype=tf.float64) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                     dtype=tf.float64, layers: tuple[int, ...] = ()) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences (IncFed eqs. 6–7), float64: with ``"all"``
     every state after ``washout`` is a sample (:func:`accumulate_stats`, products in ``dtype``),
     otherwise each sequence's last or mean state (:func:`run_reservoir`, then
@@ -246,14 +279,14 @@ def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: floa
 
     ``targets`` as :func:`accumulate_stats` for ``"all"``, else (batch, n_out); ``lengths``
     ``None`` or (batch,) valid steps of right-padded sequences; ``clip`` as
-    :func:`~tff_esn.esn.ridge_tf.ridge_products`.
+    :func:`~tff_esn.esn.ridge_tf.ridge_products`; ``layers`` as :func:`reservoir_step`.
     """
     if state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])
         return accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, STATS_CHUNK,
-                                readout_bias, targets.shape.rank == 3, clip, dtype)
-    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths)
+                                readout_bias, targets.shape.rank == 3, clip, dtype, layers)
+    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers)
     a, b = ridge_products(tf.cast(states, tf.float64), targets, readout_bias=readout_bias, clip=clip)
     return a, b, tf.cast(tf.shape(states)[0], tf.float64)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tff_esn.esn.draws import bias_weights, input_weights, recurrent_weights
+from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 
 if TYPE_CHECKING:
@@ -25,14 +25,18 @@ class ReservoirWeights:
         recurrent: Ŵ (units, units) float32.
         bias: b (units,) float32.
         gain: intrinsic-plasticity gain g (units,) float32 (ones when no IP).
-        leaky: leaking rate a ∈ (0, 1].
+        leaky: leaking rate a ∈ (0, 1], one number or one per unit (a tuple of floats; an
+            array is turned into one).
+        layers: a deep ESN's units per layer (:func:`~tff_esn.esn.states_numpy.deep_step` says
+            where each layer's Ŵ and input weights sit in ``recurrent``); ``()`` for one reservoir.
     """
 
     kernel: np.ndarray
     recurrent: np.ndarray
     bias: np.ndarray
     gain: np.ndarray
-    leaky: float
+    leaky: float | tuple[float, ...]
+    layers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         arrays = {}
@@ -49,8 +53,18 @@ class ReservoirWeights:
             if units < 1 or arr.shape != shapes[name]:
                 raise ValueError(f"ReservoirWeights.{name}: expected shape {shapes[name]}, got {arr.shape}.")
             object.__setattr__(self, name, arr)
-        if not 0 < self.leaky <= 1:
-            raise ValueError(f"ReservoirWeights.leaky: expected a number in (0, 1], got {self.leaky!r}.")
+        if np.ndim(self.leaky):
+            object.__setattr__(self, "leaky", tuple(float(a) for a in np.ravel(self.leaky)))
+            if len(self.leaky) != units:
+                raise ValueError(f"ReservoirWeights.leaky: expected one rate per unit ({units}), got "
+                                 f"{len(self.leaky)}.")
+        object.__setattr__(self, "layers", tuple(int(n) for n in self.layers) if len(self.layers) > 1 else ())
+        if self.layers and (sum(self.layers) != units or min(self.layers) < 1):
+            raise ValueError(f"ReservoirWeights.layers: expected positive units summing to {units}, got "
+                             f"{self.layers}.")
+        rates = np.asarray(self.leaky, np.float64)
+        if not np.all((rates > 0) & (rates <= 1)):
+            raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
@@ -64,7 +78,8 @@ class ReservoirWeights:
         if not layer.built:
             raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
         gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
-        return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky)
+        return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky,
+                   layer.reservoir_config.layer_sizes)
 
     @property
     def units(self) -> int:
@@ -78,9 +93,11 @@ class ReservoirWeights:
     def key(self) -> str:
         """Content hash: equal arrays give equal keys (the cache key of a harvest); hashed once, the arrays
         being read-only copies."""
-        h = hashlib.sha1(np.float64(self.leaky).tobytes())
+        h = hashlib.sha1(np.asarray(self.leaky, np.float64).tobytes())
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
+        if self.layers:
+            h.update(np.asarray(self.layers, np.int64).tobytes())
         return h.hexdigest()
 
     def replace(self, **changes: Any) -> "ReservoirWeights":
@@ -93,8 +110,30 @@ class ReservoirWeights:
 
 @functools.lru_cache(maxsize=4)
 def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
+    if config.layers > 1:
+        return _deep(cls, config, n_inputs)
     return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
-               np.ones(config.units, np.float32), float(config.leaky))
+               np.ones(config.units, np.float32), leak_rates(config))
+
+
+def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
+    """A deep ESN's layers (:meth:`ReservoirConfig.layer`) in one block matrix: layer l's Ŵ_l on the
+    diagonal, its input weights W_in^l from layer l − 1 above it."""
+    layers = [config.layer(i) for i in range(config.layers)]
+    sizes = [layer.units for layer in layers]
+    total = sum(sizes)
+    kernel = np.zeros((n_inputs, total), np.float32)
+    kernel[:, :sizes[0]] = input_weights(layers[0], n_inputs)
+    recurrent = np.zeros((total, total), np.float32)
+    start, below = 0, None
+    for layer in layers:
+        unit = slice(start, start + layer.units)
+        recurrent[unit, unit] = recurrent_weights(layer)
+        if below is not None:
+            recurrent[below, unit] = input_weights(layer, below.stop - below.start)
+        start, below = unit.stop, unit
+    return cls(kernel, recurrent, np.concatenate([bias_weights(layer) for layer in layers]),
+               np.ones(total, np.float32), leak_rates(config), tuple(sizes))
 
 
 @dataclasses.dataclass(frozen=True)

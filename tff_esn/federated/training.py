@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +37,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.closed_form.l2_selection import AUTO
+from tff_esn.closed_form.selection import AUTO
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.federated.configs import (CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig,
                                        chosen_index, for_data, loss_labels, resolve_backend)
@@ -136,7 +137,7 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
         raise ValueError("discriminator: no 'discriminator' loader in the tff_esn.client_filters entry-point group "
                          "(is the discriminator package installed?).")
     return loaders["discriminator"].load()(config.discriminator, threshold=config.discriminator_threshold,
-                                           units=config.model.reservoir.units, outputs=config.model.n_outputs)
+                                           units=config.model.reservoir.total_units, outputs=config.model.n_outputs)
 
 
 def _communication(config: FedAvgConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
@@ -409,7 +410,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     source = data.source
-    n_inputs = model_cfg.reservoir.units if config.states == "cached" else len(dataset.feature_names)
+    n_inputs = model_cfg.reservoir.total_units if config.states == "cached" else len(dataset.feature_names)
     first = source.dataset(source.ids[0], 0)
     input_spec = (first[0] if own_reservoirs else first).element_spec
 

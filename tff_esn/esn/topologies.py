@@ -1,0 +1,149 @@
+"""The graphs a recurrent matrix Ŵ can follow and their metrics (no TensorFlow, no networkx).
+
+Row-vector layout: ``Ŵ[i, j]`` carries unit i's state to unit j (``x(t−1) Ŵ``).
+
+* ``random`` — every unit receives from a fixed number of random units (:mod:`~tff_esn.esn.draws`);
+* ``ring`` — the simple cycle i → i+1 (mod N) with one weight (Rodan & Tiňo 2011, SCR);
+* ``delay-line`` — the chain i → i+1 without the closing link (Rodan & Tiňo 2011, DLR);
+* ``cycle-jumps`` — the ring plus bidirectional jumps i ↔ i+ℓ for i = 0, ℓ, 2ℓ, … (Rodan & Tiňo 2012, CRJ);
+* ``small-world`` — the Watts–Strogatz graph (k lattice neighbours, rewiring probability p);
+* ``scale-free`` — the Barabási–Albert graph (m links per new node).
+
+The two random graphs are drawn with Python's ``random.Random(seed)`` by the same steps as
+``networkx.watts_strogatz_graph`` and ``networkx.barabasi_albert_graph``, so the same seed gives
+networkx's graph.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from tff_esn.esn.hyperparameters import TOPOLOGIES
+
+__all__ = ["TOPOLOGIES", "barabasi_albert", "cycle_jumps", "delay_line", "graph_metrics", "ring", "watts_strogatz"]
+
+
+def ring(units: int) -> np.ndarray:
+    """(units, units) 0/1: the simple cycle i → (i + 1) mod N (a self-loop for one unit)."""
+    w = np.zeros((units, units))
+    w[np.arange(units), (np.arange(units) + 1) % units] = 1.0
+    return w
+
+
+def delay_line(units: int) -> np.ndarray:
+    """(units, units) 0/1: the chain i → i + 1, i < N − 1 (nilpotent: every eigenvalue is 0)."""
+    return np.eye(units, k=1)
+
+
+def cycle_jumps(units: int, jump: int, jump_weight: float) -> np.ndarray:
+    """The ring (weight 1) plus jumps i ↔ (i + ℓ) mod N of weight ``jump_weight`` for i = 0, ℓ, 2ℓ, … < N
+    (Rodan & Tiňo's cycle reservoir with jumps, the ratio r_j / r_c = ``jump_weight``)."""
+    w = ring(units)
+    for i in range(0, units, jump):
+        j = (i + jump) % units
+        if j != i:
+            w[i, j] = w[j, i] = jump_weight
+    return w
+
+
+def watts_strogatz(units: int, neighbours: int, rewiring: float, seed: int) -> np.ndarray:
+    """(units, units) symmetric bool adjacency of the Watts–Strogatz graph: a ring lattice of
+    ``neighbours`` (even) nearest neighbours, each lattice edge (u, u + j) rewired with probability
+    ``rewiring`` to a uniform node w (no self-loop, no double edge), in networkx's order of draws."""
+    rng = random.Random(seed)
+    adjacent = [set() for _ in range(units)]
+    if neighbours >= units:
+        return ~np.eye(units, dtype=bool)
+    nodes = list(range(units))
+    for j in range(1, neighbours // 2 + 1):
+        for u in nodes:
+            v = (u + j) % units
+            adjacent[u].add(v)
+            adjacent[v].add(u)
+    for j in range(1, neighbours // 2 + 1):
+        for u in nodes:
+            v = (u + j) % units
+            if rng.random() < rewiring:
+                w = rng.choice(nodes)
+                while w == u or w in adjacent[u]:
+                    w = rng.choice(nodes)
+                    if len(adjacent[u]) >= units - 1:
+                        break
+                else:
+                    adjacent[u].discard(v)
+                    adjacent[v].discard(u)
+                    adjacent[u].add(w)
+                    adjacent[w].add(u)
+    return _adjacency(adjacent)
+
+
+def barabasi_albert(units: int, attachment: int, seed: int) -> np.ndarray:
+    """(units, units) symmetric bool adjacency of the Barabási–Albert graph: a star on m + 1 nodes,
+    then each new node linked to m distinct nodes drawn with probability ∝ degree, in networkx's
+    order of draws."""
+    rng = random.Random(seed)
+    adjacent = [set() for _ in range(units)]
+    for spoke in range(1, attachment + 1):
+        adjacent[0].add(spoke)
+        adjacent[spoke].add(0)
+    repeated = [0] * attachment + list(range(1, attachment + 1))
+    for source in range(attachment + 1, units):
+        targets: set[int] = set()
+        while len(targets) < attachment:
+            targets.add(rng.choice(repeated))
+        for target in targets:
+            adjacent[source].add(target)
+            adjacent[target].add(source)
+        repeated.extend(targets)
+        repeated.extend([source] * attachment)
+    return _adjacency(adjacent)
+
+
+def _adjacency(adjacent: list[set[int]]) -> np.ndarray:
+    out = np.zeros((len(adjacent), len(adjacent)), dtype=bool)
+    for u, vs in enumerate(adjacent):
+        out[u, sorted(vs)] = True
+    return out
+
+
+def graph_metrics(recurrent: np.ndarray) -> dict[str, float | int | list[int]]:
+    """Descriptors of Ŵ's graph for reports.
+
+    ``edges`` and ``density`` count directed non-zeros off the diagonal and ``self_loops`` the
+    diagonal; ``degree_histogram[d]`` counts the units of degree d, ``mean_degree`` and
+    ``max_degree`` their mean and maximum, ``clustering`` the mean local clustering coefficient
+    (0 for a degree below 2) and ``path_length`` the mean shortest-path length over every connected
+    ordered pair, all on the undirected simple graph (``networkx.average_clustering`` and, for a
+    connected graph, ``average_shortest_path_length``); ``connected`` says whether that graph is
+    connected.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components, shortest_path
+
+    w = np.asarray(recurrent) != 0
+    n = w.shape[0]
+    loops = int(np.trace(w))
+    np.fill_diagonal(w, False)
+    undirected = w | w.T
+    degree = undirected.sum(axis=1)
+    a = undirected.astype(np.float64)
+    closed = np.einsum("ij,jk,ki->i", a, a, a)
+    pairs = degree * (degree - 1)
+    clustering = np.divide(closed, pairs, out=np.zeros(n), where=pairs > 0)
+    graph = csr_matrix(a)
+    hops = shortest_path(graph, unweighted=True, directed=False)
+    reachable = np.isfinite(hops) & ~np.eye(n, dtype=bool)
+    return {
+        "units": n,
+        "edges": int(w.sum()),
+        "self_loops": loops,
+        "density": float(w.sum() / (n * (n - 1))) if n > 1 else 0.0,
+        "degree_histogram": np.bincount(degree, minlength=1).tolist(),
+        "mean_degree": float(degree.mean()),
+        "max_degree": int(degree.max()),
+        "clustering": float(clustering.mean()),
+        "path_length": float(hops[reachable].mean()) if reachable.any() else float("nan"),
+        "connected": bool(connected_components(graph, directed=False)[0] == 1),
+    }
