@@ -17,6 +17,7 @@ from typing import Any
 from tff_esn.algorithms import register_algorithm
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.l2_selection import AUTO, L2_GRID, check_grid
+from tff_esn.tasks import TASK_KINDS
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.validation import check_field, is_count, is_finite
 
@@ -245,13 +246,13 @@ def runs_tff(config: ReadoutConfig) -> bool:
 
 
 register_algorithm("centralized", ReadoutConfig, "tff_esn.closed_form.centralized:run_centralized",
-                   ragged=True, tff=runs_tff, communication="centralized",
+                   ragged=True, tff=runs_tff, communication="centralized", tasks=TASK_KINDS,
                    help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
 register_algorithm("incfed", IncFedConfig, "tff_esn.closed_form.incfed:run_incfed",
-                   ragged=True, tff=runs_tff, privacy=STATISTICS, communication="incfed",
+                   ragged=True, tff=runs_tff, privacy=STATISTICS, communication="incfed", tasks=TASK_KINDS,
                    help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
 register_algorithm("fedavg-ridge", ReadoutConfig, "tff_esn.closed_form.fedavg_ridge:run_fedavg_ridge",
-                   ragged=True, tff=runs_tff, communication="fedavg_ridge",
+                   ragged=True, tff=runs_tff, communication="fedavg_ridge", tasks=TASK_KINDS,
                    help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
 register_algorithm("partial-incfed", PartialIncFedConfig, "tff_esn.closed_form.partial_incfed:run_partial_incfed",
                    ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="partial_incfed",

@@ -27,7 +27,6 @@ from tff_esn.closed_form.l2_selection import AUTO, L2Choice, by_default, on_vali
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.metrics import accuracy, predictions, split_report
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.run_warnings import RunWarning, warn
 
@@ -124,7 +123,8 @@ class Run:
 
     def choose_l2(self, sweep: Sweep) -> float:
         """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
-        readout is most accurate on the validation clients (a tie to the larger λ;
+        readout scores best on the validation clients (:meth:`tff_esn.tasks.Task.selection_score`:
+        accuracy, or minus the mean squared error; a tie to the larger λ;
         :mod:`tff_esn.closed_form.l2_selection`). ``sweep(grid)`` gives the algorithm's readout
         at each λ of the grid as a scorer; it runs only when there is something to choose on (the
         singular-system warnings of the λ it tries are not the run's and are not recorded).
@@ -143,7 +143,8 @@ class Run:
                     warnings.simplefilter("ignore", RunWarning)
                     scorers = sweep(grid)
                 scores = [scorer(self.split.val) for scorer in scorers]
-                self.l2_choice = on_validation(grid, [accuracy(labels, predictions(out)) for out, labels in scores])
+                self.l2_choice = on_validation(grid, [self.dataset.task.selection_score(labels, out)
+                                                      for out, labels in scores])
             _LOG.info("%s: λ = %g (%s)", self.name, self.l2_choice.l2, self.l2_choice.rule)
         return self.l2_choice.l2
 
@@ -156,9 +157,10 @@ class Run:
 
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
-        """The result sections: train/val/test metrics (None for an empty group), communication,
-        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` and every
-        group whose predictions are all one class while its labels are not — a collapse, never a result; ``l2_selection``, the λ used and how it was chosen; and in ``extra``
+        """The result sections: train/val/test metrics of the dataset's task (None for an empty group;
+        :meth:`tff_esn.tasks.Task.report`), communication, extra, and ``warnings`` (a list, each also a
+        RunWarning): the algorithm's ``notes`` and every group whose predictions are all one value while
+        its labels are not — a collapse, never a result (:meth:`~tff_esn.tasks.Task.collapse`); ``l2_selection``, the λ used and how it was chosen; and in ``extra``
         the ``states`` check of the run's reservoir on the training sequences (saturation,
         :func:`tff_esn.closed_form.saturation.check_states`, warned about there)."""
         if self._states is None:
@@ -170,12 +172,10 @@ class Run:
             ids = getattr(self.split, group)
             if ids:
                 scores, labels = scorer(ids)
-                out[group] = split_report(labels, scores, self.n_outputs, seed=self.config.seed)
-                predicted = np.unique(np.argmax(scores, axis=-1))
-                if predicted.size == 1 and np.unique(labels).size > 1:
-                    said.append(f"{group}: every prediction is class {int(predicted[0])} "
-                                f"({np.unique(labels).size} classes present); check λ, the state mode and "
-                                f"the algorithm's own hyperparameters")
+                out[group] = self.dataset.task.report(labels, scores, self.n_outputs, seed=self.config.seed)
+                collapse = self.dataset.task.collapse(labels, scores)
+                if collapse:
+                    said.append(f"{group}: {collapse}")
             else:
                 out[group] = None
         out["warnings"] = [f"{self.name}: {text}" for text in said]
