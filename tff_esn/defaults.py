@@ -60,6 +60,12 @@ _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "client_lr": 0.01, "epo
 _RIDGE = {**_NEUTRAL_STATES, "l2": "auto"}
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
 
+_SERIES_RIDGE = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0, "l2": "auto"}
+SERIES_DATA: dict[str, dict[str, Any]] = dict.fromkeys(("centralized", "incfed", "fedavg-ridge"), _SERIES_RIDGE)
+"""Per algorithm, the settings that replace its class defaults on a generated series (``narma10``,
+``mackey-glass``, …; per-step forecasting): every state after a washout of 100 steps, a 500-unit
+reservoir with a bias, λ chosen on the validation client."""
+
 OWN_DATA: dict[str, dict[str, Any]] = {
     "fedavg": _THESIS_FEDERATION,
     "fedcurv": _THESIS_FEDERATION,
@@ -94,8 +100,15 @@ def seed_settings_hold(algorithm: str, source: str, pipeline: str | None = None)
 
 def source_defaults(algorithm: str, source: str, pipeline: str | None = None) -> dict[str, Any]:
     """The settings that replace ``algorithm``'s class defaults on ``source`` read with ``pipeline``
-    (``{}`` where the seed's settings hold, :func:`seed_settings_hold`)."""
-    return {} if seed_settings_hold(algorithm, source, pipeline) else dict(OWN_DATA.get(algorithm, {}))
+    (``{}`` where the seed's settings hold, :func:`seed_settings_hold`; :data:`SERIES_DATA` on a
+    generated series, else :data:`OWN_DATA`)."""
+    if seed_settings_hold(algorithm, source, pipeline):
+        return {}
+    from tff_esn.data.source_names import is_series
+
+    if is_series(source_kind(source)) and algorithm in SERIES_DATA:
+        return dict(SERIES_DATA[algorithm])
+    return dict(OWN_DATA.get(algorithm, {}))
 
 
 def default_pipeline(source: str, pipeline: str | None = None) -> str:

@@ -187,8 +187,10 @@ def sequence_labels(client: ClientSequences) -> np.ndarray:
     return counts.argmax(axis=1)
 
 
-def label_histogram(dataset: SequenceDataset, ids: tuple[str, ...]) -> dict[str, list[int]]:
-    """Client id → label counts per class (counts of steps for per-step labels)."""
+def label_histogram(dataset: SequenceDataset, ids: tuple[str, ...]) -> dict[str, list[int]] | None:
+    """Client id → label counts per class (counts of steps for per-step labels); ``None`` for real targets."""
+    if dataset.task.real:
+        return None
     return {cid: np.bincount(dataset.clients[cid].y.reshape(-1), minlength=dataset.n_classes).tolist()
             for cid in ids}
 
