@@ -324,7 +324,8 @@ def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ..
     if y.shape != (n,):
         raise DataError(f"{source}: y: must have shape ({n},) like X, got {y.shape}.")
     if y.dtype.kind not in "iu":
-        raise DataError(f"{source}: y: must hold integer labels 0…K−1, got dtype {y.dtype}.")
+        raise DataError(f"{source}: y: must hold integer labels 0…K−1 (or float targets for a regression), got "
+                        f"dtype {y.dtype}.")
     present = np.unique(y)
     remap = "recode them with classes, y = np.unique(y, return_inverse=True)"
     if len(present) == 1:
