@@ -149,7 +149,7 @@ def test_incfed_through_tff_equals_numpy_on_forecasting():
 def test_baselines_of_a_forecast():
     ds = _series("mackey-glass", horizon=2)
     split = get_split("npz", ds)
-    out = baseline_scores(ds, split, washout=20, width=5)
+    out = baseline_scores(ds, split, washout=20)
     test = ds.clients["c5"]
     y, x = test.y[0, 20:], test.x[0, 20:, 0]
     assert out["persistence"]["test"] == regression_metrics(y, test.y[0, 18:-2])  # c(t) = y(t − H)

@@ -94,10 +94,10 @@ def _training_rows(dataset: SequenceDataset, split: Split,
     return x_train, y_train, mean, std
 
 
-def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0, washout: int = 0,
-                    width: int = MAX_WINDOW) -> dict[str, dict[str, Any]]:
+def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
+                    washout: int = 0) -> dict[str, dict[str, Any]]:
     """Majority-class and logistic-regression metrics on ``split``'s validation and test clients;
-    for a real-valued task, :func:`real_baselines` (``washout``, ``width``).
+    for a real-valued task, :func:`real_baselines` (scored after ``washout``).
 
     Args:
         dataset: the clients.
@@ -112,7 +112,7 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0, wa
         object, split and seed.
     """
     if dataset.task.real:
-        return real_baselines(dataset, split, washout=washout, width=width)
+        return real_baselines(dataset, split, washout=washout)
     key = (split.train, split.val, split.test, seed)
     cached = _memo.setdefault(dataset, {})
     if key in cached:
@@ -192,11 +192,13 @@ def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
 
 
 def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
-                   width: int = MAX_WINDOW) -> dict[str, dict[str, Any]]:
+                   width: int | None = None) -> dict[str, dict[str, Any]]:
     """What needs no reservoir, on ``split``'s validation and test clients of a real-valued task.
 
     Per-step targets are scored on the steps t ≥ ``skip = max(washout, horizon, width − 1)`` of
-    every sequence (where every baseline is defined; the ESN scores t ≥ washout):
+    every sequence, where every baseline is defined. The window's ``width`` (default
+    ``washout + 1``, at least 2, at most :data:`MAX_WINDOW`) spans the washout, so the baselines
+    score the ESN's own steps t ≥ washout whenever the horizon is within the washout:
 
     - ``training_mean``: the training targets' mean, everywhere;
     - ``persistence`` (``forecast`` only): the target channel's value now, ``ŷ(t) = c(t) = y(t − H)``;
@@ -209,7 +211,8 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
     """
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
-    width = max(1, min(width, dataset.shortest - task.horizon)) if per_step else 0
+    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - task.horizon)
+    width = max(1, width) if per_step else 0
     skip = max(washout, task.horizon, width - 1)
 
     def rows(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -126,12 +126,12 @@ def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
 
 
 def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, steps: int = DEFAULT_STEPS,
-                   split_by: str = "segments", seed: int = 0) -> SequenceDataset:
+                   split_by: str = "segments", seed: int = 0, held_steps: int | None = None) -> SequenceDataset:
     """The generated series ``name`` as a forecasting dataset (module docstring).
 
-    ``clients`` training clients, then one validation and one test client, of ``steps`` + H steps
-    of the series each: client k's inputs are its first ``steps`` steps and its per-step targets
-    the target channel H = ``task.horizon`` steps later. ``segments``: contiguous stretches of one
+    ``clients`` training clients of ``steps`` + H steps of the series each, then one validation
+    and one test client of ``held_steps`` + H (default ``steps``): a client's inputs are its
+    first steps and its per-step targets the target channel H = ``task.horizon`` steps later. ``segments``: contiguous stretches of one
     realisation (seeded by ``seed``); ``realisations``: client k's own realisation, seeded by
     ``(seed, k)``. The groups are the dataset's own (the ``npz`` split reads them).
     """
@@ -140,18 +140,20 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
                         "of its own; use --task forecast (with --horizon H).")
     if split_by not in CLIENT_SPLITS:
         raise ValueError(f"split_by: expected one of {CLIENT_SPLITS}, got {split_by!r}.")
-    for label, value in (("clients", clients), ("steps", steps)):
+    held_steps = steps if held_steps is None else held_steps
+    for label, value in (("clients", clients), ("steps", steps), ("held_steps", held_steps)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{label}: expected an integer ≥ 1, got {value!r}.")
     make = generator(name)
     horizon, total = task.horizon, clients + 2
-    length = steps + horizon
+    lengths = [steps + horizon] * clients + [held_steps + horizon] * 2
     if split_by == "segments":
-        whole = make(total * length, np.random.default_rng(np.random.SeedSequence([seed, 0])))
-        parts = [(whole, slice(k * length, (k + 1) * length)) for k in range(total)]
+        whole = make(sum(lengths), np.random.default_rng(np.random.SeedSequence([seed, 0])))
+        ends = np.cumsum(lengths)
+        parts = [(whole, slice(end - length, end)) for end, length in zip(ends, lengths)]
     else:
         parts = [(make(length, np.random.default_rng(np.random.SeedSequence([seed, 1, k]))), slice(0, length))
-                 for k in range(total)]
+                 for k, length in enumerate(lengths)]
     series = parts[0][0]
     target = task.target or series.target
     if target not in series.names:
@@ -161,7 +163,8 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
     data = {}
     for cid, (part, rows) in zip(ids, parts):
         inputs = np.stack([part.channel(c)[rows] for c in part.inputs], axis=1)
-        data[cid] = ClientSequences(inputs[None, :steps].astype(np.float32), part.channel(target)[rows][None, horizon:])
+        data[cid] = ClientSequences(inputs[None, :-horizon].astype(np.float32),
+                                    part.channel(target)[rows][None, horizon:])
     groups = {**dict.fromkeys(ids[:clients], "train"), ids[clients]: "val", ids[clients + 1]: "test"}
     return SequenceDataset(data, 1, series.inputs, (f"{target}(t+{horizon})",), name, groups=groups,
                            task=dataclasses.replace(task, target=target))
