@@ -217,3 +217,18 @@ def test_a_file_asked_for_another_task_is_refused(tmp_path):
         load_source(f"npz:{path}", "incfed-wesad", task=Task("classify"))
     with pytest.raises(ValueError, match="generated series"):
         load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1))
+
+
+@pytest.mark.parametrize("task", ["forecast", "classify"])
+def test_rls_run_equals_centralized(task):
+    from closed_form_data import default_split, random_dataset
+
+    ds = _series("mackey-glass") if task == "forecast" else random_dataset(n_clients=6, seed=2)
+    split = get_split("npz", ds) if task == "forecast" else default_split(ds)
+    settings_ = {"units": 30, "l2": 1e-2, "seed": 4, "state_mode": "all" if task == "forecast" else "mean"}
+    online = run_algorithm("rls", ds, split, config_for("rls", ds, **settings_))
+    batch = run_algorithm("centralized", ds, split, config_for("centralized", ds, **settings_))
+    for key, value in batch["test"].items():  # the harvest's statistics are float32 products summed in float64
+        assert online["test"][key] == pytest.approx(value, rel=1e-3, abs=1e-9), key
+    features, outputs = online["extra"]["n_features"], 1 if task == "forecast" else 3
+    assert online["communication"]["up_floats_per_client"] == features ** 2 + features * outputs

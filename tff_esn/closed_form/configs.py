@@ -254,6 +254,9 @@ register_algorithm("incfed", IncFedConfig, "tff_esn.closed_form.incfed:run_incfe
 register_algorithm("fedavg-ridge", ReadoutConfig, "tff_esn.closed_form.fedavg_ridge:run_fedavg_ridge",
                    ragged=True, tff=runs_tff, communication="fedavg_ridge", tasks=TASK_KINDS,
                    help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
+register_algorithm("rls", ReadoutConfig, "tff_esn.closed_form.rls:run_rls",
+                   ragged=True, tff=False, communication="rls", tasks=TASK_KINDS,
+                   help="online ridge readout: recursive least squares passed from client to client (= centralized)")
 register_algorithm("partial-incfed", PartialIncFedConfig, "tff_esn.closed_form.partial_incfed:run_partial_incfed",
                    ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="partial_incfed",
                    help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
