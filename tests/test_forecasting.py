@@ -232,3 +232,15 @@ def test_rls_run_equals_centralized(task):
         assert online["test"][key] == pytest.approx(value, rel=1e-3, abs=1e-9), key
     features, outputs = online["extra"]["n_features"], 1 if task == "forecast" else 3
     assert online["communication"]["up_floats_per_client"] == features ** 2 + features * outputs
+
+
+@pytest.mark.parametrize("name", ["partial-incfed", "pfedrr", "fedip", "ensemble", "alignment"])
+def test_every_closed_form_algorithm_forecasts(name):
+    ds = _series("mackey-glass", clients=3, steps=200)
+    settings_ = {**SMALL, "l2": 1e-3, **({"rounds": 1} if name == "fedip" else {})}
+    if name not in ("fedip",):
+        settings_.pop("backend")
+    record = run_algorithm(name, ds, get_split("npz", ds), config_for(name, ds, **settings_))
+    assert set(record["test"]) == {"nrmse", "rmse", "mae", "r2", "n"}
+    beaten = "training_mean" if name == "alignment" else "persistence"  # α = 0.9 keeps the reservoirs apart
+    assert record["test"]["nrmse"] < record["baselines"][beaten]["test"]["nrmse"]

@@ -259,16 +259,21 @@ register_algorithm("rls", ReadoutConfig, "tff_esn.closed_form.rls:run_rls",
                    help="online ridge readout: recursive least squares passed from client to client (= centralized)")
 register_algorithm("partial-incfed", PartialIncFedConfig, "tff_esn.closed_form.partial_incfed:run_partial_incfed",
                    ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="partial_incfed",
+                   tasks=TASK_KINDS,
                    help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
 register_algorithm("pfedrr", PFedRRConfig, "tff_esn.closed_form.pfedrr:run_pfedrr",
                    ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="pfedrr",
+                   tasks=TASK_KINDS,
                    help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
 register_algorithm("fedip", FedIPConfig, "tff_esn.closed_form.fedip:run_fedip",
                    ragged=True, tff=runs_tff, privacy=IP_STATISTICS, communication="fedip",
+                   tasks=TASK_KINDS,
                    help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
 register_algorithm("ensemble", ReadoutConfig, "tff_esn.closed_form.heterogeneous:run_ensemble",
                    ragged=True, tff=runs_tff, communication="ensemble",
+                   tasks=TASK_KINDS,
                    help="different reservoir per client; size-weighted ensemble of local readouts")
 register_algorithm("alignment", AlignmentConfig, "tff_esn.closed_form.heterogeneous:run_alignment",
                    ragged=True, tff=runs_tff, communication="incfed",
+                   tasks=TASK_KINDS,
                    help="different reservoirs interpolated toward a shared one with weight α, then IncFed")
