@@ -48,6 +48,13 @@ class Task:
         """Whether the readout predicts real values (a mean-squared-error readout) rather than classes."""
         return self.kind in REAL_KINDS
 
+    @property
+    def products(self) -> str:
+        """The float type of the ridge statistics' per-chunk products: ``float64`` for real targets
+        (an NRMSE rests on the states' small eigen-directions, which float32 products round away),
+        ``float32`` for classes (an argmax does not)."""
+        return "float64" if self.real else "float32"
+
     def encode(self, y: Any, n_outputs: int) -> Any:
         """The readout's training targets of labels ``y`` (any shape): one-hot (…, C) classes, or
         the real targets as (…, 1) float64 (IncFed eq. 3's ``Y``)."""

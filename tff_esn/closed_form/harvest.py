@@ -214,7 +214,8 @@ class Harvester:
             states[rows], parts = states_and_statistics(
                 x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
-                groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias)
+                groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias,
+                products=np.dtype(self.dataset.task.products))
             for total, part in zip(totals, parts or ()):
                 for j in range(3):
                     total[j] += part[j]
