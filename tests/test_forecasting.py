@@ -99,8 +99,8 @@ def test_sources_and_refusals():
     with pytest.raises(ValueError, match="series"):
         load_source("narma1", "incfed-wesad")
     ds = _series()
-    with pytest.raises(DataError, match="serves classify only.*centralized"):
-        run_algorithm("pfedrr", ds, get_split("npz", ds), config_for("pfedrr", ds))
+    with pytest.raises(DataError, match="'fedavg' serves classify only; use one that serves forecast: centralized"):
+        run_algorithm("fedavg", ds, get_split("npz", ds), config_for("fedavg", ds))
 
 
 @settings(max_examples=8, deadline=None)
