@@ -244,3 +244,17 @@ def test_every_closed_form_algorithm_forecasts(name):
     assert set(record["test"]) == {"nrmse", "rmse", "mae", "r2", "n"}
     beaten = "training_mean" if name == "alignment" else "persistence"  # α = 0.9 keeps the reservoirs apart
     assert record["test"]["nrmse"] < record["baselines"][beaten]["test"]["nrmse"]
+
+
+def test_a_regression_ts_file_runs_and_warns_when_no_better_than_the_mean(tmp_path):
+    rng = np.random.default_rng(0)
+    for part, n in (("TRAIN", 30), ("TEST", 12)):
+        cases = [",".join(f"{v:.4f}" for v in rng.normal(size=20)) + f":{rng.normal():.4f}" for _ in range(n)]
+        (tmp_path / f"Noise_{part}.ts").write_text("@problemName Noise\n@univariate true\n@targetlabel true\n@data\n"
+                                                  + "\n".join(cases) + "\n")
+    ds = load_source(f"ts:{tmp_path}/Noise", "incfed-wesad")
+    assert ds.task == Task("regress") and ds.clients["train"].y.dtype == np.float64
+    record = run_algorithm("centralized", ds, get_split("npz", ds), config_for("centralized", ds, units=20),
+                           test_required=True)
+    assert record["test"]["nrmse"] >= record["baselines"]["training_mean"]["test"]["nrmse"]
+    assert any("no better than the training mean" in w for w in record["warnings"])

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
-from tff_esn.run_warnings import merged, recording
+from tff_esn.run_warnings import merged, recording, warn
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
 from tff_esn.tasks import TASK_KINDS
 
@@ -292,6 +292,8 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
         seconds = time.perf_counter() - start
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
                                     washout=getattr(getattr(config, "model", config), "washout", 0))
+        for text in dataset.task.no_better(result, baselines):
+            warn(f"{name}: {text}")
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")

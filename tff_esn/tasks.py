@@ -102,5 +102,19 @@ class Task:
                     "check λ, the state mode and the algorithm's own hyperparameters")
         return None
 
+    def no_better(self, result: dict[str, Any], baselines: dict[str, Any]) -> list[str]:
+        """The warnings of a real-valued run whose validation or test NRMSE is no better than the
+        training mean's (``[]`` for classes): a number that reads like a forecast but is not one."""
+        if not self.real:
+            return []
+        said = []
+        for group in ("val", "test"):
+            ours, mean = result.get(group) or {}, (baselines.get("training_mean") or {}).get(group) or {}
+            if ours.get("nrmse") is not None and mean.get("nrmse") is not None and ours["nrmse"] >= mean["nrmse"]:
+                said.append(f"{group}: NRMSE {ours['nrmse']:.4g} is no better than the training mean's "
+                            f"{mean['nrmse']:.4g}; check λ (validation clients choose it), the washout and the "
+                            "reservoir's scaling")
+        return said
+
 
 CLASSIFY = Task()

@@ -278,7 +278,7 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
         kept = {c: g for c, g in dataset.groups.items() if c in parts}
         new_dataset = SequenceDataset(parts, dataset.n_classes, dataset.feature_names, dataset.label_names,
                                       dataset.source, groups=kept | {c: labels[c] for c in dealt}
-                                      if dataset.groups else {})
+                                      if dataset.groups else {}, task=dataset.task)
         new_split = Split(f"{split.name}+{partitioner}", new_ids["train"], new_ids["val"], new_ids["test"],
                           dict(split.extra))
     record = {"partitioner": str(partitioner), "clients": len(new_split.train), "seed": seed, "groups": list(groups),

@@ -5,7 +5,9 @@ timeseriesclassification.com and of the ``aeon`` package's bundled data sets). A
 header of ``@key value`` lines (``#`` lines are comments) — ``@problemName``,
 ``@timeStamps``, ``@missing``, ``@univariate``, ``@dimensions``, ``@equalLength``,
 ``@seriesLength``, ``@classLabel true LABEL…`` — then ``@data`` and one case per line: its
-dimensions separated by ``:``, each a comma-separated series, the class label last.
+dimensions separated by ``:``, each a comma-separated series, the class label last; a
+regression problem (``@targetlabel true``: Covid3Month, CardanoSentiment) ends each case with
+its real target instead, and becomes a ``regress`` dataset.
 Multivariate cases (one (T_i, F) sequence each), unequal lengths between cases and missing
 values (``?`` or ``NaN``) are read; a case whose dimensions differ in length is refused.
 
@@ -35,11 +37,13 @@ interpolation over time within its dimension (the nearest value at either end)."
 @dataclasses.dataclass(frozen=True)
 class TsFile:
     """One parsed ``.ts`` file: (T_i, F) ``sequences`` (``NaN`` where a value is missing),
-    string ``labels`` and the header's ``class_labels`` (``None`` when it lists none)."""
+    string ``labels`` and the header's ``class_labels`` (``None`` when it lists none);
+    ``regression`` when the header declares ``@targetlabel true`` (the labels are real targets)."""
 
     sequences: list[np.ndarray]
     labels: list[str]
     class_labels: tuple[str, ...] | None
+    regression: bool = False
 
 
 def _header(line: str, headers: dict[str, str], path: Path, number: int) -> None:
@@ -48,8 +52,6 @@ def _header(line: str, headers: dict[str, str], path: Path, number: int) -> None
     if key == "timestamps" and value.strip().lower() == "true":
         raise DataError(f"{path}:{number}: @timeStamps true: time-stamped series are not supported; "
                         "export the series without time stamps.")
-    if key == "targetlabel" and value.strip().lower().startswith("true"):
-        raise DataError(f"{path}:{number}: @targetlabel: regression targets; a classifier needs @classLabel.")
     headers[key] = value.strip()
 
 
@@ -114,11 +116,12 @@ def read_ts(path: str | Path) -> TsFile:
         raise DataError(f"{path}: no @data line; not a .ts file.")
     if not sequences:
         raise DataError(f"{path}: @data holds no cases.")
+    regression = headers.get("targetlabel", "").lower().startswith("true")
     declared = headers.get("classlabel", "").split()
-    if not declared or declared[0].lower() != "true":
+    if not regression and (not declared or declared[0].lower() != "true"):
         raise DataError(f"{path}: @classLabel: the file declares no class labels (expected '@classLabel true "
-                        "LABEL ...'); a classifier needs them.")
-    class_labels = tuple(declared[1:]) or None
+                        "LABEL ...', or '@targetlabel true' for real targets); a classifier needs them.")
+    class_labels = None if regression else tuple(declared[1:]) or None
     features = sorted({x.shape[1] for x in sequences})
     if len(features) != 1:
         raise DataError(f"{path}: cases have different numbers of dimensions {features}.")
@@ -131,7 +134,12 @@ def read_ts(path: str | Path) -> TsFile:
         unknown = sorted(set(labels) - set(class_labels))
         if unknown:
             raise DataError(f"{path}: class label(s) {unknown[:5]} are not in @classLabel {list(class_labels)}.")
-    return TsFile(sequences, labels, class_labels)
+    if regression:
+        try:
+            [float(label) for label in labels]
+        except ValueError as err:
+            raise DataError(f"{path}: @targetlabel true: a case's target is not a number ({err}).") from None
+    return TsFile(sequences, labels, class_labels, regression)
 
 
 def _interpolate(x: np.ndarray) -> np.ndarray:
@@ -193,6 +201,15 @@ def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
     if train.sequences[0].shape[1] != test.sequences[0].shape[1]:
         raise DataError(f"{test_path}: {test.sequences[0].shape[1]} dimensions, but {train_path.name} has "
                         f"{train.sequences[0].shape[1]}.")
+    if train.regression != test.regression:
+        raise DataError(f"{test_path}: {'real' if test.regression else 'class'} targets, but {train_path.name} holds "
+                        f"{'real' if train.regression else 'class'} targets.")
+    groups = np.array(["train"] * len(train.labels) + ["test"] * len(test.labels))
+    sequences = _fill_missing(train, train_path, missing) + _fill_missing(test, test_path, missing)
+    if train.regression:
+        y = np.array([float(label) for label in train.labels + test.labels])
+        return dataset_from_arrays(sequences, y, groups, groups, source=f"ts:{stem}", ragged=ragged, length=length,
+                                   label_names=("target",))
     names = train.class_labels or tuple(sorted(set(train.labels)))
     if test.class_labels is not None and set(test.class_labels) != set(names):
         raise DataError(f"{test_path}: @classLabel {list(test.class_labels)} differs from {train_path.name}'s "
@@ -203,8 +220,6 @@ def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
     if len(names) < 2:
         raise DataError(f"{train_path}: a single class {list(names)}; a classifier needs at least 2.")
     code = {name: i for i, name in enumerate(names)}
-    sequences = _fill_missing(train, train_path, missing) + _fill_missing(test, test_path, missing)
     y = np.array([code[label] for label in train.labels + test.labels], np.int64)
-    groups = np.array(["train"] * len(train.labels) + ["test"] * len(test.labels))
     return dataset_from_arrays(sequences, y, groups, groups, source=f"ts:{stem}", ragged=ragged, length=length,
                                label_names=names)
