@@ -168,8 +168,9 @@ def test_rls_after_all_data_equals_batch_ridge():
         stats = []
         for cid in ("c0", "c1", "c2"):
             f = harvester.features(weights, cid)
-            for start in range(0, len(f.states), 37):  # blocks of any size, then single samples
-                rls.update(f.states[start:start + 37], f.labels[start:start + 37, None])
+            size = 150 if cid == "c1" else 37  # blocks above and below N_F = 101, then single samples
+            for start in range(0, len(f.states), size):
+                rls.update(f.states[start:start + size], f.labels[start:start + size, None])
             stats.append(RidgeStats.from_states(f.states, f.labels[:, None], bias=True))
         single = RLSReadout(101, 1, l2, bias=True)
         for s, y in zip(f.states, f.labels):

@@ -10,7 +10,7 @@ streaming counterpart of the summed statistics.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray
         yield states[valid].astype(np.float64), y[valid]
 
 
-def rls_readout(run: Run, blocks: list[tuple[np.ndarray, np.ndarray]], l2: float) -> np.ndarray:
+def rls_readout(run: Run, blocks: Iterable[tuple[np.ndarray, np.ndarray]], l2: float) -> np.ndarray:
     """The RLS readout at λ = ``l2`` after the training ``blocks``, in order."""
     rls = RLSReadout(run.n_features, run.n_outputs, l2, bias=run.spec.readout_bias)
     for states, targets in blocks:
@@ -52,11 +52,13 @@ def rls_readout(run: Run, blocks: list[tuple[np.ndarray, np.ndarray]], l2: float
 
 
 def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
-    """The registry's run function: the RLS readout passed through the training clients (module docstring)."""
+    """The registry's run function: the RLS readout passed through the training clients (module docstring).
+
+    λ is chosen on the batch ridge path of the same samples (:meth:`Run.exact_sweep`), the
+    readout RLS reaches: one online pass runs, at the chosen λ."""
     if config.l2 != "auto" and config.l2 <= 0:
         raise DataError(f"{dataset.source}: rls: λ must be > 0 (P starts at I/λ), got {config.l2}; give --l2 > 0.")
     run = Run(dataset, split, config, "rls")
-    run.harvester.cache(run.weights, [*split.train, *split.val, *split.test], stats=())
-    blocks = [block for cid in run.train_ids for block in training_blocks(run, cid)]
-    l2 = run.choose_l2(lambda grid: [run.scorer(rls_readout(run, blocks, l2)) for l2 in grid])
+    l2 = run.choose_l2(run.exact_sweep(run.stats()))
+    blocks = (block for cid in run.train_ids for block in training_blocks(run, cid))
     return run.report(run.scorer(rls_readout(run, blocks, l2)), communication.rls(run.n_features, run.n_outputs))

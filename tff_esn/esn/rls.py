@@ -6,6 +6,9 @@ updates them by the Woodbury identity (Sherman–Morrison for m = 1)::
 
     K = P Sᵀ (I_m + S P Sᵀ)⁻¹,   W ← W + (Y − S Wᵀ)ᵀ Kᵀ,   P ← P − K S P
 
+(for a block of more states than N_F the same ``P ← (P⁻¹ + SᵀS)⁻¹`` and ``K = P Sᵀ`` through the
+N_F × N_F system),
+
 so after any sequence of blocks ``W`` is the batch ridge readout ``A (B + λI)⁻¹`` of the
 same states (IncFed eq. 3; :meth:`tff_esn.esn.ridge.RidgeStats.solve`), up to rounding. The
 forgetting factor of the general RLS is 1 here: every sample counts alike, as in the batch
@@ -48,10 +51,14 @@ class RLSReadout:
         if s.ndim != 2 or s.shape[1] != self.P.shape[0] or y.shape != (s.shape[0], self.W.shape[0]):
             raise ValueError(f"update: expected states (m, {self.P.shape[0] - int(self.bias)}) and targets "
                              f"(m, {self.W.shape[0]}), got {np.shape(states)} and {np.shape(targets)}.")
-        ps = self.P @ s.T
-        gain = np.linalg.solve(np.eye(s.shape[0]) + s @ ps, ps.T).T
+        if s.shape[0] <= s.shape[1]:
+            ps = self.P @ s.T
+            gain = np.linalg.solve(np.eye(s.shape[0]) + s @ ps, ps.T).T
+            self.P = self.P - gain @ ps.T
+        else:  # the same P and gain through the N_F × N_F system: fewer flops for a block of m > N_F states
+            self.P = np.linalg.inv(np.linalg.inv(self.P) + s.T @ s)
+            gain = self.P @ s.T
         self.W = self.W + (y - s @ self.W.T).T @ gain.T
-        self.P = self.P - gain @ ps.T
         self.P = (self.P + self.P.T) / 2
         self.n += s.shape[0]
         return self
