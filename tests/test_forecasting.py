@@ -259,3 +259,21 @@ def test_a_regression_ts_file_runs_and_warns_when_no_better_than_the_mean(tmp_pa
                            test_required=True)
     assert record["test"]["nrmse"] >= record["baselines"]["training_mean"]["test"]["nrmse"]
     assert any("no better than the training mean" in w for w in record["warnings"])
+
+
+def test_cli_forecast_run_and_one_line_refusals(tmp_path, capsys):
+    from tff_esn.cli import main
+
+    small = ["--series-clients", "3", "--series-steps", "200", "--units", "30", "--washout", "20"]
+    assert main(["run", "incfed", "--data", "narma10", "--task", "forecast", "--backend", "numpy", *small,
+                 "--out", str(tmp_path / "n")]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("incfed on narma10: test nrmse ") and "persistence" in line and "lagged ridge" in line
+    record = json.loads((tmp_path / "n" / "metrics.json").read_text())
+    assert record["settings"]["state_mode"] == {"value": "all", "origin": "own-data default"}
+    assert record["test"]["nrmse"] < record["baselines"]["persistence"]["test"]["nrmse"]
+    assert main(["run", "fedavg", "--data", "mackey-glass", *small[:4], "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'fedavg' serves classify only" in err
+    assert main(["run", "centralized", "--horizon", "2", "--out", str(tmp_path / "h")]) == 2
+    assert "--horizon/--target: apply to --task forecast only" in capsys.readouterr().err
