@@ -277,3 +277,15 @@ def test_cli_forecast_run_and_one_line_refusals(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "'fedavg' serves classify only" in err
     assert main(["run", "centralized", "--horizon", "2", "--out", str(tmp_path / "h")]) == 2
     assert "--horizon/--target: apply to --task forecast only" in capsys.readouterr().err
+
+
+def test_same_seed_same_numbers_other_seed_other_series():
+    first, again = _series("lorenz", split_by="realisations", seed=3), _series("lorenz", split_by="realisations", seed=3)
+    for cid in first.client_ids:
+        np.testing.assert_array_equal(first.clients[cid].x, again.clients[cid].x)
+        np.testing.assert_array_equal(first.clients[cid].y, again.clients[cid].y)
+    assert not np.array_equal(_series("lorenz", seed=4).clients["c0"].x, first.clients["c0"].x)
+    split = get_split("npz", first)
+    runs = [run_algorithm("fedavg-ridge", ds, split, config_for("fedavg-ridge", ds, units=20, washout=20))
+            for ds in (first, again)]
+    assert runs[0]["test"] == runs[1]["test"] and runs[0]["baselines"] == runs[1]["baselines"]
