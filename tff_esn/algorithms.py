@@ -10,7 +10,8 @@ own module only.
 An algorithm is a name, a frozen config dataclass (its typed hyperparameters, validated on
 construction) and a ``run`` function ``(dataset, split, config) -> dict`` returning the
 sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
-:func:`tff_esn.metrics.classification_metrics` dict or ``None`` when the split has no such
+:func:`tff_esn.metrics.classification_metrics` dict — :func:`tff_esn.metrics.regression_metrics`
+for a real-valued task (:meth:`tff_esn.tasks.Task.report`) — or ``None`` when the split has no such
 clients), ``"communication"`` (a :class:`tff_esn.communication.CommunicationCost` as dict)
 and optionally ``"extra"``. :func:`run_algorithm` adds ``"algorithm"``, ``"data"``,
 ``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"``,
@@ -257,8 +258,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     ..., "seconds", "baselines", "warnings", "clients", "split_rule", "versions"}``; a ``run``
     that omits a required section is reported by name. ``warnings`` lists every
     :class:`~tff_esn.run_warnings.RunWarning` said during the run. ``baselines`` holds the
-    majority-class and logistic-regression scores on the same split
-    (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
+    majority-class and logistic-regression scores on the same split — for a real-valued task the
+    persistence forecast, the training mean and ridge on lagged inputs
+    (:func:`tff_esn.baselines.baseline_scores`) —, beside which every result is read.
     ``clients``, ``split_rule`` and ``versions`` say what the run ran on
     (:func:`tff_esn.provenance.run_provenance`).
 

@@ -1,4 +1,4 @@
-"""Reference classifiers that every reported result is compared with, on the same split.
+"""Reference models that every reported result is compared with, on the same split.
 
 A federated or reservoir result says something only when it beats what needs no model
 (the training majority class) and what a plain linear model gets from the same inputs
@@ -15,6 +15,9 @@ Inputs of the logistic regression, with no reservoir:
 Features are standardised with the training mean and deviation; classes are weighted
 inversely to their training frequency (``class_weight="balanced"``), like the thesis'
 weighted loss, so the baseline is not itself a majority vote on imbalanced data.
+
+A real-valued task (forecast, regress) has its own references (:func:`real_baselines`): the
+persistence forecast, the training mean and ridge on a window of lagged raw inputs.
 
 :func:`ridge_on_features` fits the seeds' ridge readout to the same standardised rows: beside
 logistic regression it measures what the least-squares loss costs without a reservoir.

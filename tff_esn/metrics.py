@@ -1,4 +1,4 @@
-"""Classification metrics reported by every algorithm, and the random baseline.
+"""Classification metrics reported by every algorithm, the random baseline, and the regression metrics.
 
 Scores are either (n, C) class scores (ridge outputs, logits or probabilities: the
 prediction is the argmax) or (n,) / (n, 1) positive-class probabilities of a binary
