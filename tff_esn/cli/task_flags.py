@@ -35,18 +35,20 @@ def add_task_arguments(group: argparse._ActionsContainer) -> None:
 def task_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``load_source`` options of the task and series flags: ``task`` (a :class:`Task`, when
     given or implied by ``--horizon``/``--target``) and a series' ``clients``, ``steps``,
-    ``split_by`` and ``seed``; a flag that does not apply is a :class:`UsageError`."""
+    ``split_by`` and ``seed``; a flag that does not apply is a :class:`UsageError`. A command without
+    the flags (``compare``) reads a series with its defaults."""
+    flags = {name: getattr(args, name, None) for name in ("task", "horizon", "target", *SERIES_FLAGS)}
     series = is_series(args.data.split(":", 1)[0]) and ":" not in args.data
-    kind = args.task or ("forecast" if series else None)
-    if kind != "forecast" and (args.horizon is not None or args.target is not None):
+    kind = flags["task"] or ("forecast" if series else None)
+    if kind != "forecast" and (flags["horizon"] is not None or flags["target"] is not None):
         raise UsageError("--horizon/--target: apply to --task forecast only.")
     options: dict[str, Any] = {}
     if kind is not None:
         try:
-            options["task"] = Task(kind, args.horizon or 1, args.target) if kind == "forecast" else Task(kind)
+            options["task"] = Task(kind, flags["horizon"] or 1, flags["target"]) if kind == "forecast" else Task(kind)
         except ValueError as err:
             raise UsageError(str(err)) from None
-    given = {name: getattr(args, name) for name in SERIES_FLAGS if getattr(args, name) is not None}
+    given = {name: flags[name] for name in SERIES_FLAGS if flags[name] is not None}
     if given and not series:
         raise UsageError(f"--{next(iter(given)).replace('_', '-')}: applies to a generated series (narma10, "
                          f"mackey-glass, lorenz, sine), got --data {args.data}.")
