@@ -289,3 +289,14 @@ def test_same_seed_same_numbers_other_seed_other_series():
     runs = [run_algorithm("fedavg-ridge", ds, split, config_for("fedavg-ridge", ds, units=20, washout=20))
             for ds in (first, again)]
     assert runs[0]["test"] == runs[1]["test"] and runs[0]["baselines"] == runs[1]["baselines"]
+
+
+def test_partitions_of_real_targets_keep_the_task_and_refuse_class_skews(tmp_path):
+    from tff_esn.data.partition import partition_dataset
+
+    ds = load_npz(_regression_npz(tmp_path / "r.npz", False))
+    split = get_split("npz", ds)
+    dealt, new_split, record = partition_dataset(ds, split, "iid", 8, seed=1)
+    assert dealt.task == Task("regress") and len(new_split.train) == 8 and record["label_histogram"] is None
+    with pytest.raises(DataError, match="dirichlet:0.1: skews the classes.*use iid"):
+        partition_dataset(ds, split, "dirichlet:0.1", 8)

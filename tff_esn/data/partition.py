@@ -43,6 +43,8 @@ from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 
 PARTITIONERS = ("natural", "iid", "dirichlet", "pathological", "quantity", "powerlaw")
+LABEL_SKEWS = ("dirichlet", "pathological")
+"""The partitioners that deal by class (a dataset of real targets has none)."""
 _PARAMETER = {"dirichlet": "concentration α > 0", "pathological": "classes per client k ≥ 1",
               "quantity": "concentration α > 0", "powerlaw": "exponent a ≥ 0"}
 
@@ -250,6 +252,9 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
     else:
         if clients is None:
             raise ValueError(f"clients: partition {partitioner} needs the number of clients.")
+        if dataset.task.real and partitioner.kind in LABEL_SKEWS:
+            raise DataError(f"{dataset.source}: partition {partitioner}: skews the classes, and this {dataset.task.kind} "
+                            "dataset has real targets; use iid, quantity or powerlaw.")
         empty = [g for g in groups if not getattr(split, g)]
         if empty:
             raise ValueError(f"groups: the split {split.name!r} has no {empty[0]} clients to deal.")
