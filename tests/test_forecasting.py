@@ -216,8 +216,16 @@ def test_a_file_asked_for_another_task_is_refused(tmp_path):
     path = _regression_npz(tmp_path / "r.npz", False)
     with pytest.raises(DataError, match="--task classify.*real targets"):
         load_source(f"npz:{path}", "incfed-wesad", task=Task("classify"))
-    with pytest.raises(ValueError, match="generated series"):
-        load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1))
+    ahead = load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 2, "f1"))
+    raw = load_npz(path)
+    assert ahead.task == Task("forecast", 2, "f1") and ahead.label_names == ("f1(t+2)",)
+    np.testing.assert_array_equal(ahead.clients["k0"].x, raw.clients["k0"].x[:, :-2])
+    np.testing.assert_array_equal(ahead.clients["k0"].y, raw.clients["k0"].x[:, 2:, 1])
+    assert ahead.groups == raw.groups
+    record = run_algorithm("incfed", ahead, get_split("npz", ahead), config_for("incfed", ahead, **SMALL))
+    assert record["baselines"]["persistence"]["test"] is not None
+    with pytest.raises(DataError, match="--target f9: no such channel"):
+        load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1, "f9"))
 
 
 @pytest.mark.parametrize("task", ["forecast", "classify"])
@@ -280,7 +288,7 @@ def test_cli_forecast_run_and_one_line_refusals(tmp_path, capsys):
 
 
 def test_same_seed_same_numbers_other_seed_other_series():
-    first, again = _series("lorenz", split_by="realisations", seed=3), _series("lorenz", split_by="realisations", seed=3)
+    first, again = (_series("lorenz", split_by="realisations", seed=3) for _ in range(2))
     for cid in first.client_ids:
         np.testing.assert_array_equal(first.clients[cid].x, again.clients[cid].x)
         np.testing.assert_array_equal(first.clients[cid].y, again.clients[cid].y)
@@ -300,3 +308,9 @@ def test_partitions_of_real_targets_keep_the_task_and_refuse_class_skews(tmp_pat
     assert dealt.task == Task("regress") and len(new_split.train) == 8 and record["label_histogram"] is None
     with pytest.raises(DataError, match="dirichlet:0.1: skews the classes.*use iid"):
         partition_dataset(ds, split, "dirichlet:0.1", 8)
+
+
+def test_per_step_targets_with_mean_states_are_refused_before_the_run(tmp_path):
+    ds = load_npz(_regression_npz(tmp_path / "r.npz", True))
+    with pytest.raises(DataError, match="one target per step, but --state-mode mean.*use --state-mode all"):
+        run_algorithm("centralized", ds, get_split("npz", ds), config_for("centralized", ds, state_mode="mean"))

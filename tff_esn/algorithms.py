@@ -46,7 +46,8 @@ from tff_esn.run_warnings import merged, recording, warn
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
 from tff_esn.tasks import TASK_KINDS
 
-__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "check_privacy", "check_task", "config_fields",
+__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "check_privacy", "check_task",
+           "config_fields",
            "config_from_flags", "flat_config", "get_algorithm", "names_where", "register_algorithm", "run_algorithm"]
 
 if TYPE_CHECKING:

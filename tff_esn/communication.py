@@ -153,7 +153,8 @@ def ensemble(clients: int, n_features: int, n_outputs: int) -> CommunicationCost
 
 
 def rls(n_features: int, n_outputs: int) -> CommunicationCost:
-    """Sequential recursive least squares: each client receives ``(W, P)`` and passes them on, N_F² + N_Y·N_F each way."""
+    """Sequential recursive least squares: each client receives ``(W, P)`` and passes them on,
+    N_F² + N_Y·N_F each way."""
     state = n_features**2 + readout_floats(n_features, n_outputs)
     return CommunicationCost((Phase("rls", state, state),))
 

@@ -58,7 +58,8 @@ _NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
 _THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced"}
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "client_lr": 0.01, "epochs": 10, "keep_best": True}
 _RIDGE = {**_NEUTRAL_STATES, "l2": "auto"}
-_CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+_CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
+                "alignment")
 
 _SERIES_RIDGE = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0, "l2": "auto"}
 SERIES_DATA: dict[str, dict[str, Any]] = dict.fromkeys(("centralized", "incfed", "fedavg-ridge", "rls"), _SERIES_RIDGE)

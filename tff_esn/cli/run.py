@@ -159,8 +159,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def summary_line(record: dict, path: Path) -> str:
-    """``ALGO on DATA: test accuracy … f1 … (random …) | up … down … floats/client × rounds | … s → path``;
-    a real-valued task shows NRMSE, RMSE and R² beside its baselines' NRMSE."""
+    """``ALGO on DATA: test accuracy … f1 … (random …) | up … down … floats/client × rounds | … s →
+    path``; a real-valued task shows NRMSE, RMSE and R² beside its baselines' NRMSE."""
     test = record.get("test") or record.get("val") or record.get("train") or {}
     comm = record["communication"]
 

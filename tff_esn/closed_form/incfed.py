@@ -74,7 +74,8 @@ def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = Fal
 def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
-    the readout's targets (one-hot classes or real values) shaped for the state mode ((n, C) or (n, T − washout, C))."""
+    the readout's targets (one-hot classes or real values) shaped for the state mode ((n, C) or
+    (n, T − washout, C))."""
     if len(client) == 0:
         raise ValueError("clients: empty client (no sequences).")
     if steps is None and client.ragged:

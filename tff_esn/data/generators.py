@@ -13,6 +13,8 @@ Generators (each returns a :class:`Series`: named channels over time, the inputs
   scaled to ``(x/10, y/10, (z − 25)/10)``;
 * :func:`sine` — ``sin(2π t / period + phase)``, period and phase drawn per realisation.
 
+:func:`forecast_dataset` turns any dataset's own sequences into one (a file's channel H steps ahead).
+
 :func:`series_dataset` makes a forecasting :class:`~tff_esn.data.sequences.SequenceDataset`:
 the target channel ``horizon`` steps ahead of the inputs (per-step real targets), the clients
 contiguous segments of one realisation (``segments``) or one realisation each with its own
@@ -131,7 +133,8 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
 
     ``clients`` training clients of ``steps`` + H steps of the series each, then one validation
     and one test client of ``held_steps`` + H (default ``steps``): a client's inputs are its
-    first steps and its per-step targets the target channel H = ``task.horizon`` steps later. ``segments``: contiguous stretches of one
+    first steps and its per-step targets the target channel H = ``task.horizon`` steps later.
+    ``segments``: contiguous stretches of one
     realisation (seeded by ``seed``); ``realisations``: client k's own realisation, seeded by
     ``(seed, k)``. The groups are the dataset's own (the ``npz`` split reads them).
     """
@@ -168,3 +171,27 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
     groups = {**dict.fromkeys(ids[:clients], "train"), ids[clients]: "val", ids[clients + 1]: "test"}
     return SequenceDataset(data, 1, series.inputs, (f"{target}(t+{horizon})",), name, groups=groups,
                            task=dataclasses.replace(task, target=target))
+
+
+def forecast_dataset(dataset: SequenceDataset, task: Task) -> SequenceDataset:
+    """``dataset``'s own sequences as a forecasting dataset: each sequence's inputs without their
+    last H = ``task.horizon`` steps, its per-step targets the channel ``task.target`` (default the
+    first feature) H steps later; clients and groups unchanged. Sequences of unequal length, or
+    no longer than H, are a :class:`DataError`."""
+    if task.kind != "forecast":
+        raise ValueError(f"forecast_dataset: expected a forecast task, got {task.kind!r}.")
+    target = task.target or dataset.feature_names[0]
+    if target not in dataset.feature_names:
+        raise DataError(f"{dataset.source}: --target {target}: no such channel; its channels are "
+                        f"{', '.join(dataset.feature_names)}.")
+    if dataset.ragged:
+        raise DataError(f"{dataset.source}: --task forecast: sequences of unequal length; cut them to one length "
+                        "(--ragged crop).")
+    horizon, channel = task.horizon, dataset.feature_names.index(target)
+    if dataset.shortest <= horizon:
+        raise DataError(f"{dataset.source}: --horizon {horizon}: the sequences have {dataset.shortest} steps; a "
+                        "forecast needs more steps than the horizon.")
+    clients = {cid: ClientSequences(c.x[:, :-horizon], c.x[:, horizon:, channel].astype(np.float64))
+               for cid, c in dataset.clients.items()}
+    return SequenceDataset(clients, 1, dataset.feature_names, (f"{target}(t+{horizon})",), dataset.source,
+                           groups=dict(dataset.groups), task=dataclasses.replace(task, target=target))

@@ -253,8 +253,8 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
         if clients is None:
             raise ValueError(f"clients: partition {partitioner} needs the number of clients.")
         if dataset.task.real and partitioner.kind in LABEL_SKEWS:
-            raise DataError(f"{dataset.source}: partition {partitioner}: skews the classes, and this {dataset.task.kind} "
-                            "dataset has real targets; use iid, quantity or powerlaw.")
+            raise DataError(f"{dataset.source}: partition {partitioner}: skews the classes, and this "
+                            f"{dataset.task.kind} dataset has real targets; use iid, quantity or powerlaw.")
         empty = [g for g in groups if not getattr(split, g)]
         if empty:
             raise ValueError(f"groups: the split {split.name!r} has no {empty[0]} clients to deal.")

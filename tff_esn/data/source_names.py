@@ -32,5 +32,6 @@ def parse_source(source: str) -> tuple[str, str]:
         bare = kind not in SOURCE_KINDS and (source.endswith(".npz") or Path(source).expanduser().is_file())
         hint = f" (a file? write npz:{source})" if bare else ""
         raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
-                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got {source!r}{hint}.")
+                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
+                         f"{source!r}{hint}.")
     return kind, os.path.expanduser(arg)

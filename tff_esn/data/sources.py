@@ -21,8 +21,9 @@ Sources:
   ``NAME_TEST.ts`` (the pipeline is ignored; options ``missing`` (``"refuse"``, the default,
   or ``"interpolate"``), ``ragged`` and ``length``).
 
-Option ``task`` (a :class:`~tff_esn.tasks.Task`) asks a file for its task: a file whose ``y`` holds
-the other kind of target is a :class:`DataError`. A path may start with ``~`` (the home folder). Every other option configures the pipeline
+Option ``task`` (a :class:`~tff_esn.tasks.Task`) asks a file for its task: ``forecast`` forecasts
+the file's own channel H steps ahead (its ``y`` unused); a file whose ``y`` holds the other kind of
+target than ``classify``/``regress`` asks is a :class:`DataError`. A path may start with ``~`` (the home folder). Every other option configures the pipeline
 (:mod:`tff_esn.data.pipelines`). The result is cached under
 :func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their names, sizes and
 modification times), the pipeline and every option, so a repeated call loads in well under
@@ -60,9 +61,6 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         from tff_esn.data.generators import series_dataset
 
         return series_dataset(kind, task or Task("forecast", 1), **options)
-    if task is not None and task.kind == "forecast":
-        raise ValueError(f"source {source!r}: --task forecast reads a generated series (narma10, mackey-glass, "
-                         "lorenz, sine); a file's real targets are --task regress.")
     if kind == "npz":
         length = options.pop("length", None)
         ragged = options.pop("ragged", "pad")
@@ -95,8 +93,13 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
 
 
 def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
-    """``dataset`` when it holds ``task`` (``None``: whatever it holds), else a one-line :class:`DataError`."""
+    """``dataset`` when it holds ``task`` (``None``: whatever it holds), its own channels forecast for a
+    ``forecast`` task (:func:`tff_esn.data.generators.forecast_dataset`), else a one-line :class:`DataError`."""
     if task is None or task.kind == dataset.task.kind:
         return dataset
+    if task.kind == "forecast":
+        from tff_esn.data.generators import forecast_dataset
+
+        return forecast_dataset(dataset, task)
     held = "real targets (--task regress)" if dataset.task.real else "integer class labels (--task classify)"
     raise DataError(f"{dataset.source}: --task {task.kind}: its y holds {held}.")
