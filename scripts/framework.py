@@ -211,7 +211,8 @@ class Experiment:
 
     Attributes:
         name: folder and command-line name (``incfed-tables``).
-        group: ``thesis``, ``incfed``, ``pfedrr``, ``fedip`` or ``privacy`` (``tff-esn reproduce GROUP``).
+        group: ``thesis``, ``incfed``, ``pfedrr``, ``fedip``, ``privacy`` or ``forecasting``
+            (``tff-esn reproduce GROUP``).
         title: one line for the report.
         reproduces: the published tables/figures it re-runs.
         run: ``run(ctx, settings)``.
@@ -238,11 +239,12 @@ class Experiment:
             raise ValueError(f"experiment {self.name!r}: settings missing for profile(s) {missing}.")
 
 
-GROUPS = ("thesis", "incfed", "pfedrr", "fedip", "privacy")
+GROUPS = ("thesis", "incfed", "pfedrr", "fedip", "privacy", "forecasting")
 _REGISTRY: dict[str, Experiment] = {}
 MODULES = ("scripts.data_summary", "scripts.thesis_central", "scripts.thesis_tuning", "scripts.thesis_federated",
            "scripts.thesis_discriminative", "scripts.thesis_preliminary", "scripts.thesis_partial",
-           "scripts.incfed_tables", "scripts.pfedrr_table", "scripts.fedip_table", "scripts.privacy")
+           "scripts.incfed_tables", "scripts.pfedrr_table", "scripts.fedip_table", "scripts.privacy",
+           "scripts.forecasting")
 """The reproduction scripts, in the order ``all`` runs them."""
 
 

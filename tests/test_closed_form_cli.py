@@ -13,7 +13,8 @@ from tff_esn.data.sequences import Split
 
 from closed_form_data import random_dataset
 
-CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
+               "alignment")
 FAST = ["--units", "8", "--l2", "1e-2", "--washout", "1"]
 
 

@@ -14,7 +14,8 @@ from tff_esn.esn.weights import ReservoirWeights
 
 from closed_form_data import default_split, random_dataset
 
-CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
+               "alignment")
 UNITS, CLASSES, ROUNDS = 8, 3, 2
 N_F = UNITS + 1  # readout bias input
 
@@ -91,6 +92,7 @@ def test_communication_follows_the_seed_formulas(name, records, data):
         "incfed": (incfed_up, readout, 1),
         "alignment": (incfed_up, readout, 1),
         "fedavg-ridge": (readout, readout, 1),
+        "rls": (incfed_up, incfed_up, 1),
         "partial-incfed": (extra.get("k", 0) * (CLASSES + N_F), readout, 1),
         "fedip": (ROUNDS * 2 * UNITS + incfed_up, ROUNDS * 2 * UNITS + readout, ROUNDS + 1),
         "ensemble": (readout, len(train) * readout, 1),

@@ -83,7 +83,7 @@ def test_missing_values_are_refused_unless_interpolation_is_asked_for(tmp_path):
     (["1,2:up", "3,4:down"], "@problemName X\n@timeStamps true\n@classLabel true up down\n@data\n", "time-stamped"),
     ([], "@problemName X\n@classLabel true up down\n", "no @data line"),
     (["1,2:up", "3,4:down"], "@problemName X\n@classLabel false\n@data\n", "declares no class labels"),
-    (["1,2:up", "3,4:down"], "@problemName X\n@targetlabel true\n@data\n", "regression targets"),
+    (["1,2:up", "3,4:down"], "@problemName X\n@targetlabel true\n@data\n", "target is not a number"),
     (["1,2:up", "3,4:left"], None, r"\['left'\] are not in @classLabel"),
     (["1,2:3,4:up", "3,4:down"], None, "different numbers of dimensions"),
     (["1,2:3,4:up", "3,4:5,6:down"], None, "declares 1 dimension, the cases have 2"),

@@ -155,7 +155,7 @@ def test_each_closed_form_run_function_lives_in_its_algorithms_module():
     reservoirs: ensemble and alignment share one)."""
     closed_form = {name: algo for name, algo in algorithms.available_algorithms().items()
                    if algo.config.__module__ == "tff_esn.closed_form.configs"}
-    assert len(closed_form) == 8
+    assert len(closed_form) == 9
     for name, algo in closed_form.items():
         function = algo.run_function
         assert function.__name__ == "run_" + name.replace("-", "_"), name

@@ -139,8 +139,9 @@ def test_registry_lists_every_published_group():
     names = set(framework.experiments())
     assert {"data-summary", "thesis-central", "thesis-tuning", "thesis-federated", "thesis-discriminative",
             "thesis-preliminary", "thesis-partial-incfed", "incfed-tables", "pfedrr-table", "fedip-table",
-            "privacy"} == names
+            "privacy", "forecasting"} == names
     assert [e.name for e in framework.select("pfedrr")] == ["pfedrr-table"]
+    assert [e.name for e in framework.select("forecasting")] == ["forecasting"]
     assert framework.select("all")[0].name == "data-summary"
 
 

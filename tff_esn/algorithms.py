@@ -10,7 +10,8 @@ own module only.
 An algorithm is a name, a frozen config dataclass (its typed hyperparameters, validated on
 construction) and a ``run`` function ``(dataset, split, config) -> dict`` returning the
 sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
-:func:`tff_esn.metrics.classification_metrics` dict or ``None`` when the split has no such
+:func:`tff_esn.metrics.classification_metrics` dict — :func:`tff_esn.metrics.regression_metrics`
+for a real-valued task (:meth:`tff_esn.tasks.Task.report`) — or ``None`` when the split has no such
 clients), ``"communication"`` (a :class:`tff_esn.communication.CommunicationCost` as dict)
 and optionally ``"extra"``. :func:`run_algorithm` adds ``"algorithm"``, ``"data"``,
 ``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"``,
@@ -44,8 +45,10 @@ from tff_esn.privacy.coverage import publish
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.run_warnings import merged, recording
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
+from tff_esn.tasks import TASK_KINDS
 
-__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "check_privacy", "config_fields",
+__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "check_privacy", "check_task",
+           "config_fields",
            "config_from_flags", "flat_config", "get_algorithm", "names_where", "register_algorithm", "run_algorithm"]
 
 if TYPE_CHECKING:
@@ -75,6 +78,8 @@ class Algorithm:
         ragged: ``run`` handles sequences of unequal length (``ClientSequences.lengths``);
             otherwise :func:`run_algorithm` refuses such data with a :class:`DataError`.
         labels: the label kinds it takes (:data:`LABEL_KINDS`); other data is refused.
+        tasks: the dataset tasks it serves (:data:`tff_esn.tasks.TASK_KINDS`: ``classify``,
+            ``forecast``, ``regress``); a dataset of another task is refused in one line.
         tff: whether a run with a given config runs TFF computations (a bool, or a predicate
             of the config; :meth:`runs_tff`); ``False`` drops the worker flags.
         privacy: the :class:`~tff_esn.privacy.config.PrivacySupport` it implements; its
@@ -95,6 +100,7 @@ class Algorithm:
     privacy: PrivacySupport = NONE
     communication: str = ""
     pipeline: str | None = None
+    tasks: tuple[str, ...] = ("classify",)
 
     def runs_tff(self, config: Any) -> bool:
         """Whether running with ``config`` executes TFF computations: an entry point installs TFF's
@@ -139,7 +145,7 @@ _REGISTRY: dict[str, Algorithm] = {}
 def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str = "", ragged: bool = False,
                        labels: tuple[str, ...] = LABEL_KINDS, tff: bool | Callable[[Any], bool] = True,
                        privacy: PrivacySupport = NONE, communication: str = "",
-                       pipeline: str | None = None) -> Algorithm:
+                       pipeline: str | None = None, tasks: tuple[str, ...] = ("classify",)) -> Algorithm:
     """Adds an algorithm (see :class:`Algorithm` for the fields); registering the same name twice
     with another ``run`` is an error. ``tff`` (default ``True``, the safe side): see
     :meth:`Algorithm.runs_tff`."""
@@ -153,9 +159,12 @@ def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str =
         raise TypeError(f"register_algorithm({name!r}): tff must be a bool or a predicate of the config, got {tff!r}.")
     if not labels or set(labels) - set(LABEL_KINDS):
         raise ValueError(f"register_algorithm({name!r}): labels must be among {LABEL_KINDS}, got {labels!r}.")
+    if not tasks or set(tasks) - set(TASK_KINDS):
+        raise ValueError(f"register_algorithm({name!r}): tasks must be among {TASK_KINDS}, got {tasks!r}.")
     if not isinstance(privacy, PrivacySupport):
         raise TypeError(f"register_algorithm({name!r}): privacy must be a PrivacySupport, got {privacy!r}.")
-    algo = Algorithm(name, config, run, help, ragged, tuple(labels), tff, privacy, communication, pipeline)
+    algo = Algorithm(name, config, run, help, ragged, tuple(labels), tff, privacy, communication, pipeline,
+                     tuple(tasks))
     known = _REGISTRY.get(name)
     if known is not None and known.run != run:
         raise ValueError(f"register_algorithm: {name!r} is already registered with run {known.run!r}.")
@@ -234,6 +243,14 @@ def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff
         raise ValueError(f"--backend {backend}: {algorithm}'s DP runs inside the TFF computation; use --backend tff.")
 
 
+def check_task(algo: Algorithm, dataset: SequenceDataset) -> None:
+    """A :class:`DataError` in one line when ``algo`` does not serve ``dataset``'s task."""
+    task = dataset.task.kind
+    if task not in algo.tasks:
+        raise DataError(f"{dataset.source}: --task {task}: {algo.name!r} serves {' and '.join(algo.tasks)} only; "
+                        f"use one that serves {task}: {', '.join(names_where(lambda a: task in a.tasks))}.")
+
+
 def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
                   test_required: bool = True) -> dict[str, Any]:
     """Runs algorithm ``name`` with ``config`` (an instance of its config class) and returns the
@@ -243,10 +260,12 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     ..., "seconds", "baselines", "warnings", "clients", "split_rule", "versions"}``; a ``run``
     that omits a required section is reported by name. ``warnings`` lists every
     :class:`~tff_esn.run_warnings.RunWarning` said during the run. ``baselines`` holds the
-    majority-class and logistic-regression scores on the same split
-    (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read;
+    majority-class and logistic-regression scores on the same split — for a real-valued task the
+    persistence forecast, the training mean and ridge on lagged inputs
+    (:func:`tff_esn.baselines.baseline_scores`) —, beside which every result is read;
     ``result_check`` the flags of :func:`tff_esn.result_check.check_result` (a model that predicts
-    one class or does not beat the majority class on validation/test, each also a warning).
+    one class or does not beat the majority class — for a real-valued task the training mean —
+    on validation/test, each also a warning).
     ``clients``, ``split_rule`` and ``versions`` say what the run ran on
     (:func:`tff_esn.provenance.run_provenance`).
 
@@ -258,8 +277,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
         raise TypeError(f"run_algorithm({name!r}): config must be a {algo.config.__name__}, "
                         f"got {type(config).__name__}.")
     check_privacy(name, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
+    check_task(algo, dataset)
     kind = "multiclass" if dataset.n_classes > 2 else "binary"
-    if kind not in algo.labels:
+    if not dataset.task.real and kind not in algo.labels:
         raise DataError(f"{dataset.source}: y: {dataset.n_classes} classes, but {name!r} takes "
                         f"{' or '.join(algo.labels)} labels only; use an algorithm that takes {kind} labels "
                         f"({', '.join(names_where(lambda a: kind in a.labels))}).")
@@ -278,8 +298,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
         start = time.perf_counter()
         result = run(dataset, split, config)
         seconds = time.perf_counter() - start
-        baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0))
-        checked = check_result(name, result, baselines)
+        baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
+                                    washout=getattr(getattr(config, "model", config), "washout", 0))
+        checked = check_result(name, result, baselines, dataset.task)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")

@@ -1,4 +1,4 @@
-"""Reference classifiers that every reported result is compared with, on the same split.
+"""Reference models that every reported result is compared with, on the same split.
 
 A federated or reservoir result says something only when it beats what needs no model
 (the training majority class) and what a plain linear model gets from the same inputs
@@ -16,6 +16,9 @@ Features are standardised with the training mean and deviation; classes are weig
 inversely to their training frequency (``class_weight="balanced"``), like the thesis'
 weighted loss, so the baseline is not itself a majority vote on imbalanced data.
 
+A real-valued task (forecast, regress) has its own references (:func:`real_baselines`): the
+persistence forecast, the training mean and ridge on a window of lagged raw inputs.
+
 :func:`ridge_on_features` fits the seeds' ridge readout to the same standardised rows: beside
 logistic regression it measures what the least-squares loss costs without a reservoir.
 """
@@ -30,11 +33,15 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.metrics import classification_metrics
+from tff_esn.metrics import classification_metrics, regression_metrics
 from tff_esn.esn.ridge import RidgeStats, one_hot, predict
 
 GROUPS = ("val", "test")
 MAX_TRAIN_ROWS = 200_000
+MAX_WINDOW = 200
+"""Most lags of the lagged-input ridge baseline of a real-valued task."""
+L2_GRID = tuple(10.0 ** k for k in range(-8, 4))
+"""λ the lagged-input ridge baseline chooses from on the validation clients."""
 
 _memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
 _row_memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, tuple]]" = weakref.WeakKeyDictionary()
@@ -90,8 +97,10 @@ def _training_rows(dataset: SequenceDataset, split: Split,
     return x_train, y_train, mean, std
 
 
-def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Majority-class and logistic-regression metrics on ``split``'s validation and test clients.
+def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
+                    washout: int = 0) -> dict[str, dict[str, Any]]:
+    """Majority-class and logistic-regression metrics on ``split``'s validation and test clients;
+    for a real-valued task, :func:`real_baselines` (scored after ``washout``).
 
     Args:
         dataset: the clients.
@@ -105,6 +114,8 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0) ->
         (plus balanced accuracy), or ``None`` for an empty group. Memoised per dataset
         object, split and seed.
     """
+    if dataset.task.real:
+        return real_baselines(dataset, split, washout=washout)
     key = (split.train, split.val, split.test, seed)
     cached = _memo.setdefault(dataset, {})
     if key in cached:
@@ -174,3 +185,71 @@ def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[floa
         out[group] = [classification_metrics(y, predict(w, (x - mean) / std, bias=True), dataset.n_classes)
                       for w in readouts]
     return out
+
+
+def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
+    """Rows of the ``width`` latest inputs (t − width + 1 … t, flattened) of every step t ≥ ``skip``
+    of (n, T, F) sequences: (n·(T − skip), width·F)."""
+    windows = np.lib.stride_tricks.sliding_window_view(np.asarray(x, np.float64), width, axis=1)
+    return windows[:, skip - width + 1:].transpose(0, 1, 3, 2).reshape(-1, width * x.shape[2])
+
+
+def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
+                   width: int | None = None) -> dict[str, dict[str, Any]]:
+    """What needs no reservoir, on ``split``'s validation and test clients of a real-valued task.
+
+    Per-step targets are scored on the steps t ≥ ``skip = max(washout, horizon, width − 1)`` of
+    every sequence, where every baseline is defined. The window's ``width`` (default
+    ``washout + 1``, at least 2, at most :data:`MAX_WINDOW`) spans the washout, so the baselines
+    score the ESN's own steps t ≥ washout whenever the horizon is within the washout:
+
+    - ``training_mean``: the training targets' mean, everywhere;
+    - ``persistence`` (``forecast`` only): the target channel's value now, ``ŷ(t) = c(t) = y(t − H)``;
+    - ``lagged_ridge``: ridge (bias input, λ of :data:`L2_GRID` best on validation by MSE, IncFed
+      eq. 3) on the ``width`` latest raw inputs, standardised with the training mean and deviation.
+
+    Per-sequence targets: the training mean and ``lagged_ridge`` on the per-sequence summary rows
+    of :func:`sequence_features`. Each group holds :func:`~tff_esn.metrics.regression_metrics`,
+    or ``None`` (an empty group, or a baseline that does not apply).
+    """
+    task = dataset.task
+    per_step = dataset.clients[split.train[0]].per_step
+    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - task.horizon)
+    width = max(1, width) if per_step else 0
+    skip = max(washout, task.horizon, width - 1)
+
+    def rows(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        pooled = dataset.pooled(ids)
+        if not per_step:
+            return sequence_features(pooled.x, False), pooled.y, None
+        steady = pooled.y[:, skip:].reshape(-1)
+        persistence = pooled.y[:, skip - task.horizon:pooled.y.shape[1] - task.horizon].reshape(-1) \
+            if task.kind == "forecast" else None
+        return _lagged(pooled.x, width, skip), steady, persistence
+
+    x_train, y_train, _ = rows(split.train)
+    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+    std[std == 0] = 1.0
+    readouts = RidgeStats.from_states((x_train - mean) / std, y_train[:, None], bias=True).solve_path(L2_GRID)
+    groups = {group: rows(getattr(split, group)) if getattr(split, group) else None for group in GROUPS}
+    chosen = len(L2_GRID) - 1
+    if groups["val"] is not None:
+        x, y, _ = groups["val"]
+        errors = [float(np.mean((predict(w, (x - mean) / std, bias=True)[:, 0] - y) ** 2)) for w in readouts]
+        chosen = max(i for i, e in enumerate(errors) if e == min(errors))
+    result: dict[str, dict[str, Any]] = {
+        "training_mean": {"value": float(y_train.mean())},
+        "persistence": {"horizon": task.horizon} if task.kind == "forecast" else {},
+        "lagged_ridge": {"inputs": f"the latest {width} steps' inputs" if per_step
+                         else "per-sequence mean/std/min/max/last", "l2": L2_GRID[chosen], "steps_from": skip},
+    }
+    for group, held in groups.items():
+        if held is None:
+            for name in result:
+                result[name][group] = None
+            continue
+        x, y, persistence = held
+        result["training_mean"][group] = regression_metrics(y, np.full(y.size, y_train.mean()))
+        result["persistence"][group] = None if persistence is None else regression_metrics(y, persistence)
+        result["lagged_ridge"][group] = regression_metrics(y, predict(readouts[chosen], (x - mean) / std, bias=True))
+    return result

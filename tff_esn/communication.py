@@ -14,6 +14,8 @@ N_Y outputs and N_U inputs:
 * FedIP: each round up 2·N_R and down 2·N_R (gain and bias, FedIP §2), then one IncFed round;
 * ensemble of heterogeneous reservoirs: up N_Y·N_F (a readout; the reservoir travels as its
   seed), down C·N_Y·N_F (every member's readout); structural alignment: as IncFed;
+* sequential RLS: each client receives the running ``(W, P)`` and passes it on, N_F² + N_Y·N_F
+  each way (ours: the online readout of :mod:`tff_esn.esn.rls`);
 * centralized: every client uploads its raw sequences (n_c·T·N_U floats), nothing comes back;
 * FedAvg of the thesis model: per round the model down (trainable and non-trainable weights,
   as TFF broadcasts both), the trainable delta up; FedCurv adds u and v both ways (float32).
@@ -148,6 +150,13 @@ def ensemble(clients: int, n_features: int, n_outputs: int) -> CommunicationCost
     _check(clients=clients)
     w = readout_floats(n_features, n_outputs)
     return CommunicationCost((Phase("ensemble", w, clients * w),))
+
+
+def rls(n_features: int, n_outputs: int) -> CommunicationCost:
+    """Sequential recursive least squares: each client receives ``(W, P)`` and passes them on,
+    N_F² + N_Y·N_F each way."""
+    state = n_features**2 + readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("rls", state, state),))
 
 
 def centralized(raw_floats: Sequence[int]) -> CommunicationCost:

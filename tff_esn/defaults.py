@@ -71,7 +71,14 @@ _RIDGE = {**_NEUTRAL_STATES, "state_mode": "auto", "l2": "auto", "objective": "b
           "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
 _SEARCHES = ("reservoir_search",)
 """Settings that name other settings to search: a searched setting given a value is dropped from them."""
-_CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
+_CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
+                "alignment")
+
+_SERIES_RIDGE = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0, "l2": "auto"}
+SERIES_DATA: dict[str, dict[str, Any]] = dict.fromkeys(("centralized", "incfed", "fedavg-ridge", "rls"), _SERIES_RIDGE)
+"""Per algorithm, the settings that replace its class defaults on a generated series (``narma10``,
+``mackey-glass``, …; per-step forecasting): every state after a washout of 100 steps, a 500-unit
+reservoir with a bias, λ chosen on the validation client."""
 
 OWN_DATA: dict[str, dict[str, Any]] = {
     "fedavg": _THESIS_FEDERATION,
@@ -108,8 +115,15 @@ def seed_settings_hold(algorithm: str, source: str, pipeline: str | None = None)
 
 def source_defaults(algorithm: str, source: str, pipeline: str | None = None) -> dict[str, Any]:
     """The settings that replace ``algorithm``'s class defaults on ``source`` read with ``pipeline``
-    (``{}`` where the seed's settings hold, :func:`seed_settings_hold`)."""
-    return {} if seed_settings_hold(algorithm, source, pipeline) else dict(OWN_DATA.get(algorithm, {}))
+    (``{}`` where the seed's settings hold, :func:`seed_settings_hold`; :data:`SERIES_DATA` on a
+    generated series, else :data:`OWN_DATA`)."""
+    if seed_settings_hold(algorithm, source, pipeline):
+        return {}
+    from tff_esn.data.source_names import is_series
+
+    if is_series(source_kind(source)) and algorithm in SERIES_DATA:
+        return dict(SERIES_DATA[algorithm])
+    return dict(OWN_DATA.get(algorithm, {}))
 
 
 def default_pipeline(source: str, pipeline: str | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Classification metrics reported by every algorithm, and the random baseline.
+"""Classification metrics reported by every algorithm, the random baseline, and the regression metrics.
 
 Scores are either (n, C) class scores (ridge outputs, logits or probabilities: the
 prediction is the argmax) or (n,) / (n, 1) positive-class probabilities of a binary
@@ -148,3 +148,26 @@ def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed
     report["label_counts"] = np.bincount(y, minlength=n_classes).tolist()
     report["prediction_counts"] = np.bincount(predicted, minlength=n_classes).tolist()
     return report
+
+
+def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float | int | None]:
+    """``{"nrmse", "rmse", "mae", "r2", "n"}`` of real predictions against real targets.
+
+    ``rmse = √mean((y − ŷ)²)``, ``nrmse = rmse / std(y)`` (1 is the target's own mean as the
+    prediction; the NARMA and Mackey–Glass figure of merit), ``r2 = 1 − Σ(y − ŷ)² / Σ(y − ȳ)²``;
+    ``nrmse`` and ``r2`` are ``None`` for a constant target. ``y_pred`` may be (n, 1).
+    """
+    y = np.asarray(y_true, dtype=np.float64).reshape(-1)
+    p = np.asarray(y_pred, dtype=np.float64)
+    if p.ndim == 2 and p.shape[1] == 1:
+        p = p[:, 0]
+    if y.size == 0 or p.shape != y.shape:
+        raise ValueError(f"regression_metrics: expected ({y.size},) predictions for {y.size} non-empty targets, "
+                         f"got {p.shape}.")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(p))):
+        raise ValueError("regression_metrics: targets or predictions contain NaN or inf.")
+    error = y - p
+    rmse = float(np.sqrt(np.mean(error ** 2)))
+    std = float(y.std())
+    return {"nrmse": rmse / std if std > 0 else None, "rmse": rmse, "mae": float(np.mean(np.abs(error))),
+            "r2": 1.0 - float(np.sum(error ** 2)) / (std ** 2 * y.size) if std > 0 else None, "n": int(y.size)}

@@ -1,4 +1,5 @@
-"""The check every run's result gets: a model that predicts one class, or does not beat the majority class.
+"""The check every run's result gets: a model that predicts one class, or does not beat the majority class
+(for real targets: the training mean).
 
 :func:`check_result` reads a run's validation and test sections (:func:`tff_esn.metrics.split_report`,
 whose per-class counts say what the model predicted) beside the majority-class baseline
@@ -13,17 +14,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from tff_esn.run_warnings import warn
+from tff_esn.tasks import CLASSIFY, Task
 
 ONE_CLASS = "one class"
 NOT_ABOVE_MAJORITY = "not above majority"
-FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY)
+NOT_ABOVE_MEAN = "not above training mean"
+FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY, NOT_ABOVE_MEAN)
 GROUPS = ("val", "test")
 
 
-def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any]) -> dict[str, list[str]]:
+def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any],
+                 task: Task = CLASSIFY) -> dict[str, list[str]]:
     """Per group (``val``, ``test``) with a section, the :data:`FLAGS` that hold, each also a warning:
     every prediction is one class while the labels hold several (``one class``), or the accuracy is
-    at most the majority class's on the same group (``not above majority``)."""
+    at most the majority class's on the same group (``not above majority``); for a real-valued
+    ``task``, an NRMSE no better than the training mean's (``not above training mean``: a constant
+    prediction included)."""
+    if task.real:
+        return _check_real(algorithm, result, baselines)
     flags: dict[str, list[str]] = {}
     majority = baselines.get("majority") or {}
     for group in GROUPS:
@@ -44,4 +52,22 @@ def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[s
                  f"{section.get('balanced_accuracy', float('nan')):.4f}) does not beat the majority class "
                  f"({reference:.4f}): the model has learnt nothing a constant prediction does not")
         flags[group] = found
+    return flags
+
+
+def _check_real(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any]) -> dict[str, list[str]]:
+    """:func:`check_result` of a real-valued run: its NRMSE against the training mean's on the same group."""
+    flags: dict[str, list[str]] = {}
+    mean = baselines.get("training_mean") or {}
+    for group in GROUPS:
+        section = result.get(group)
+        if not section:
+            continue
+        reference = (mean.get(group) or {}).get("nrmse")
+        flags[group] = []
+        if reference is not None and section["nrmse"] >= reference:
+            flags[group].append(NOT_ABOVE_MEAN)
+            warn(f"{algorithm}: {group}: NRMSE {section['nrmse']:.4g} is no better than the training mean's "
+                 f"{reference:.4g}: a number that reads like a forecast but is not one; check λ, the state mode, "
+                 "the washout and the reservoir's scaling")
     return flags

@@ -3,7 +3,7 @@
 :func:`check_run` — called by :func:`tff_esn.algorithms.run_algorithm` and, before
 TensorFlow is imported, by the command line — refuses in one line a split that would
 mislead (:func:`tff_esn.data.checks.check_split`), a washout as long as the shortest
-sequence, and a run whose memory estimate exceeds the machine's
+sequence, per-step targets with mean states, and a run whose memory estimate exceeds the machine's
 (:func:`tff_esn.memory.check_memory`).
 """
 
@@ -29,15 +29,25 @@ def check_washout(config: Any, dataset: SequenceDataset) -> None:
                         f"({dataset.shortest} steps); use a washout below {dataset.shortest} (or --state-mode last).")
 
 
+def check_state_mode(config: Any, dataset: SequenceDataset) -> None:
+    """A :class:`DataError` when per-step targets meet ``state_mode="mean"`` (one state per sequence)."""
+    mode = getattr(getattr(config, "model", config), "state_mode", "all")
+    if mode == "mean" and any(c.per_step for c in dataset.clients.values()):
+        raise DataError(f"{dataset.source}: y: one target per step, but --state-mode mean keeps one state per "
+                        "sequence; use --state-mode all (or last).")
+
+
 def check_run(algo: Algorithm, dataset: SequenceDataset, split: Split, config: Any, *,
               test_required: bool = True) -> MemoryEstimate | None:
     """Refuses a run of the registered algorithm ``algo`` that would mislead or cannot fit; returns its memory estimate
     (``None`` for a config without a reservoir).
 
     Raises:
-        DataError: see :func:`~tff_esn.data.checks.check_split` and :func:`check_washout`.
+        DataError: see :func:`~tff_esn.data.checks.check_split`, :func:`check_washout` and
+            :func:`check_state_mode`.
         MemoryLimitError: the estimate exceeds the machine's memory.
     """
     check_split(dataset, split, federated=not algo.pooled, test_required=test_required)
     check_washout(config, dataset)
+    check_state_mode(config, dataset)
     return check_memory(config, dataset, split, tff=algo.runs_tff(config))

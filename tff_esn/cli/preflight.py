@@ -31,15 +31,16 @@ def check_arguments(args: argparse.Namespace, config: Any) -> Path:
 
 
 def check_loaded(args: argparse.Namespace, dataset, split, config: Any) -> None:
-    """:func:`tff_esn.run_checks.check_run` on the loaded data (its warnings are said, and recorded,
-    when :func:`tff_esn.algorithms.run_algorithm` repeats the checks)."""
-    from tff_esn.algorithms import get_algorithm
+    """:func:`tff_esn.algorithms.check_task` and :func:`tff_esn.run_checks.check_run` on the loaded data
+    (its warnings are said, and recorded, when :func:`tff_esn.algorithms.run_algorithm` repeats the checks)."""
+    from tff_esn.algorithms import check_task, get_algorithm
     from tff_esn.memory import MemoryLimitError
     from tff_esn.run_checks import check_run
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunWarning)
         try:
+            check_task(get_algorithm(args.algorithm), dataset)
             check_run(get_algorithm(args.algorithm), dataset, split, config, test_required=not args.no_test)
         except MemoryLimitError as err:
             raise UsageError(str(err)) from None

@@ -27,6 +27,7 @@ from tff_esn import algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
 from tff_esn.cli.partition import add_partition_arguments, partitioned
+from tff_esn.cli.task_flags import add_task_arguments, task_options
 from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout, check_loaded
 from tff_esn.cli.worker_flags import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
@@ -42,8 +43,9 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     pipeline = algo.pipeline or "incfed-wesad / incfed-hhar after the source"
     g = parser.add_argument_group("data and output")
     g.add_argument("--data", default="synthetic-wesad", metavar="SOURCE",
-                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or ts:DIR/NAME "
-                        "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts)")
+                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, ts:DIR/NAME "
+                        "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts) or a generated series: narma10 (narmaN), "
+                        "mackey-glass, lorenz, sine")
     g.add_argument("--pipeline", default=None,
                    help=f"preprocessing pipeline of the seeds' sources (default: {pipeline}); {own} data has none")
     g.add_argument("--split", default=None,
@@ -57,6 +59,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--missing", default=None, metavar="MODE",
                    help="ts:DIR/NAME missing values ('?', NaN): refused (refuse, the default) or interpolated over "
                         "time within their dimension (interpolate)")
+    add_task_arguments(g)
     add_partition_arguments(g)
     g.add_argument("--squared-inputs", action="store_true",
                    help="pfedrr-hhar / fedip-hhar: append each standardized axis' square as 6 more inputs, so the "
@@ -98,7 +101,7 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
 
     from tff_esn.data.pipelines import PIPELINES
 
-    options = {}
+    options = task_options(args)
     own = own_data(args.data)
     if args.ragged is not None:
         if not own:
@@ -173,7 +176,8 @@ def _run_in_folder(args: argparse.Namespace, algo: algorithms.Algorithm, pipelin
 
 
 def summary_line(record: dict, path: Path) -> str:
-    """``ALGO on DATA: test acc … f1 … (random …) | up … down … floats/client × rounds | … s → path``."""
+    """``ALGO on DATA: test accuracy … f1 … (random …) | up … down … floats/client × rounds | … s →
+    path``; a real-valued task shows NRMSE, RMSE and R² beside its baselines' NRMSE."""
     test = record.get("test") or record.get("val") or record.get("train") or {}
     comm = record["communication"]
 
@@ -185,12 +189,21 @@ def summary_line(record: dict, path: Path) -> str:
 
     which = "test" if record.get("test") else "val" if record.get("val") else "train"
     baselines = record.get("baselines") or {}
-    versus = "".join(f", {label} {fmt(((baselines.get(key) or {}).get(which) or {}).get('accuracy'))}"
-                     for key, label in (("majority", "majority"), ("logistic_regression", "logistic regression"))
-                     if (baselines.get(key) or {}).get(which))
+    if "nrmse" in test:
+        versus = "".join(f", {key.replace('_', ' ')} {fmt(((baselines.get(key) or {}).get(which) or {}).get('nrmse'))}"
+                         for key in ("persistence", "training_mean", "lagged_ridge")
+                         if (baselines.get(key) or {}).get(which))
+        quality = f"{which} nrmse {fmt(test.get('nrmse'))} rmse {fmt(test.get('rmse'))} r2 {fmt(test.get('r2'))} " \
+                  f"({versus[2:]})"
+    else:
+        versus = "".join(f", {label} {fmt(((baselines.get(key) or {}).get(which) or {}).get('accuracy'))}"
+                         for key, label in (("majority", "majority"),
+                                            ("logistic_regression", "logistic regression"))
+                         if (baselines.get(key) or {}).get(which))
+        quality = (f"{which} accuracy {fmt(test.get('accuracy'))} f1_macro {fmt(test.get('f1_macro'))} "
+                   f"(random {fmt(test.get('random_baseline_accuracy'))}{versus})")
     return (
-        f"{record['algorithm']} on {record['data']}: {which} accuracy {fmt(test.get('accuracy'))} "
-        f"f1_macro {fmt(test.get('f1_macro'))} (random {fmt(test.get('random_baseline_accuracy'))}{versus}) | "
+        f"{record['algorithm']} on {record['data']}: {quality} | "
         f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
         f"{comm['rounds']} round(s) | {record['seconds']:.1f} s{_privacy_note(record.get('privacy') or {})} → {path}"
     )

@@ -5,6 +5,7 @@ Each algorithm's module holds its math and its registry run function ``run_<name
 * :mod:`~tff_esn.closed_form.centralized` — ridge on the pooled training clients (IncFed eq. 3);
 * :mod:`~tff_esn.closed_form.incfed` — IncFed (IncFed eqs. 6–10), numpy, through TFF and in streaming subrounds;
 * :mod:`~tff_esn.closed_form.fedavg_ridge` — local ridge readouts averaged once (IncFed eqs. 4–5);
+* :mod:`~tff_esn.closed_form.rls` — the ridge readout learned online, passed from client to client;
 * :mod:`~tff_esn.closed_form.partial_incfed` — Partial IncFed with a top-k readout mask (thesis §B.3);
 * :mod:`~tff_esn.closed_form.pfedrr` — partial federated ridge regression (pFedRR eqs. 2–5);
 * :mod:`~tff_esn.closed_form.fedip` — intrinsic plasticity and FedIP (FedIP Alg. 1);

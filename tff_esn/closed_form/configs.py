@@ -17,6 +17,7 @@ from typing import Any
 from tff_esn.algorithms import register_algorithm
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
+from tff_esn.tasks import TASK_KINDS
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.validation import check_field, is_count, is_finite
 
@@ -271,26 +272,34 @@ def runs_tff(config: ReadoutConfig) -> bool:
 
 
 register_algorithm("centralized", ReadoutConfig, "tff_esn.closed_form.centralized:run_centralized",
-                   ragged=True, tff=runs_tff, communication="centralized",
+                   ragged=True, tff=runs_tff, communication="centralized", tasks=TASK_KINDS,
                    help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
 register_algorithm("incfed", IncFedConfig, "tff_esn.closed_form.incfed:run_incfed",
-                   ragged=True, tff=runs_tff, privacy=STATISTICS, communication="incfed",
+                   ragged=True, tff=runs_tff, privacy=STATISTICS, communication="incfed", tasks=TASK_KINDS,
                    help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
 register_algorithm("fedavg-ridge", ReadoutConfig, "tff_esn.closed_form.fedavg_ridge:run_fedavg_ridge",
-                   ragged=True, tff=runs_tff, communication="fedavg_ridge",
+                   ragged=True, tff=runs_tff, communication="fedavg_ridge", tasks=TASK_KINDS,
                    help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
+register_algorithm("rls", ReadoutConfig, "tff_esn.closed_form.rls:run_rls",
+                   ragged=True, tff=False, communication="rls", tasks=TASK_KINDS,
+                   help="online ridge readout: recursive least squares passed from client to client (= centralized)")
 register_algorithm("partial-incfed", PartialIncFedConfig, "tff_esn.closed_form.partial_incfed:run_partial_incfed",
                    ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="partial_incfed",
+                   tasks=TASK_KINDS,
                    help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
 register_algorithm("pfedrr", PFedRRConfig, "tff_esn.closed_form.pfedrr:run_pfedrr",
                    ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="pfedrr",
+                   tasks=TASK_KINDS,
                    help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
 register_algorithm("fedip", FedIPConfig, "tff_esn.closed_form.fedip:run_fedip",
                    ragged=True, tff=runs_tff, privacy=IP_STATISTICS, communication="fedip",
+                   tasks=TASK_KINDS,
                    help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
 register_algorithm("ensemble", ReadoutConfig, "tff_esn.closed_form.heterogeneous:run_ensemble",
                    ragged=True, tff=runs_tff, communication="ensemble",
+                   tasks=TASK_KINDS,
                    help="different reservoir per client; size-weighted ensemble of local readouts")
 register_algorithm("alignment", AlignmentConfig, "tff_esn.closed_form.heterogeneous:run_alignment",
                    ragged=True, tff=runs_tff, communication="incfed",
+                   tasks=TASK_KINDS,
                    help="different reservoirs interpolated toward a shared one with weight α, then IncFed")

@@ -39,18 +39,23 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.esn.ridge import RidgeStats, one_hot, predict
+from tff_esn.esn.ridge import RidgeStats, predict
 from tff_esn.esn.states_numpy import HARVEST_BATCH, states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
+from tff_esn.tasks import CLASSIFY, Task
+
+REAL = Task("regress")
+"""The targets of float labels: real values (forecast and regress encode alike)."""
 
 
-def one_hot_targets(client: ClientSequences, n_classes: int, state_mode: str) -> np.ndarray:
-    """One-hot training targets matching the state mode: (n, C), or (n, T, C) for per-step
-    labels with every state (``"all"``; the washout is the caller's to drop)."""
+def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) -> np.ndarray:
+    """Training targets matching the state mode: (n, N_Y), or (n, T, N_Y) for per-step labels
+    with every state (``"all"``; the washout is the caller's to drop) — one-hot classes, or the
+    real targets of float labels (:meth:`tff_esn.tasks.Task.encode`)."""
     y = client.y
     if client.per_step and state_mode == "last":
         y = y[:, -1]
-    return one_hot(y.reshape(-1), n_classes).reshape(y.shape + (n_classes,))
+    return (REAL if client.real else CLASSIFY).encode(y, n_outputs)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -118,8 +123,8 @@ class Harvester:
                              f"{len(self.dataset.feature_names)} features.")
 
     def targets(self, client: ClientSequences) -> np.ndarray:
-        """One-hot training targets matching the state mode (:func:`one_hot_targets`)."""
-        return one_hot_targets(client, self.n_classes, self.spec.state_mode)
+        """Training targets matching the state mode (:func:`readout_targets`)."""
+        return readout_targets(client, self.n_classes, self.spec.state_mode)
 
     def stats(self, weights: ReservoirWeights, cid: str) -> RidgeStats:
         """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached (see :meth:`cache`)."""
@@ -209,7 +214,8 @@ class Harvester:
             states[rows], parts = states_and_statistics(
                 x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
-                groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers)
+                groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers,
+                products=np.dtype(self.dataset.task.products))
             for total, part in zip(totals, parts or ()):
                 for j in range(3):
                     total[j] += part[j]

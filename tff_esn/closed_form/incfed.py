@@ -48,7 +48,7 @@ from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.closed_form.client_stats import check_clients
 from tff_esn.closed_form.configs import IncFedConfig
-from tff_esn.closed_form.harvest import one_hot_targets
+from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import plain_sections, tff_aggregation
 from tff_esn.closed_form.run import Run
@@ -74,14 +74,15 @@ def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = Fal
 def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
-    one-hot targets shaped for the state mode ((n, C) or (n, T − washout, C))."""
+    the readout's targets (one-hot classes or real values) shaped for the state mode ((n, C) or
+    (n, T − washout, C))."""
     if len(client) == 0:
         raise ValueError("clients: empty client (no sequences).")
     if steps is None and client.ragged:
         raise ValueError("clients: sequences of unequal length need their lengths in the computation "
                          "(federate_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
     spec.check(client.shortest, client.per_step)
-    targets = one_hot_targets(client, n_classes, spec.state_mode)
+    targets = readout_targets(client, n_classes, spec.state_mode)
     if targets.ndim == 3:
         targets = targets[:, spec.washout:]
     x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))

@@ -26,14 +26,14 @@ from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_GRID, STATE_MODE_CANDIDATES, Candidate,
-                                          L2Choice, by_default, chosen_l2, objective_score, on_validation)
+                                          L2Choice, NEG_MSE, by_default, chosen_l2, objective_score,
+                                          on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
 from tff_esn.data.carving import Carving, carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn.metrics import predictions, split_report
-from tff_esn.esn.ridge import RidgeStats, one_hot, with_bias
+from tff_esn.esn.ridge import RidgeStats, with_bias
 from tff_esn.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
@@ -221,12 +221,18 @@ class Run:
                     self._training = training
                     for i, score in enumerate(sweep(grid)):
                         outputs, truth = score(val)
-                        predicted[i].append(predictions(outputs))
+                        predicted[i].append(outputs)
                     labels.append(truth)
         finally:
             self._training = self._units
         truth = np.concatenate(labels)
-        return [objective_score(self.config.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
+        return [objective_score(self.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
+
+    @property
+    def objective(self) -> str:
+        """The validation score choices are made by: the configured ``objective``, or :data:`NEG_MSE`
+        for a real-valued task."""
+        return NEG_MSE if self.dataset.task.real else self.config.objective
 
     @property
     def _rule(self) -> str:
@@ -237,7 +243,7 @@ class Run:
         scores the state search already computed for the chosen setting are reused, not recomputed."""
         known = None if per_client else self._exact_scores.get((self.weights.key, self.spec))
         if known is not None and self.l2_choice is None and not self._why_not():
-            self.l2_choice = on_validation(self.config.l2_grid, known, objective=self.config.objective,
+            self.l2_choice = on_validation(self.config.l2_grid, known, objective=self.objective,
                                            rule=self._rule)
         return self.choose_l2(lambda grid: self.exact_sweep(self.stats(), per_client=per_client)(grid))
 
@@ -253,7 +259,7 @@ class Run:
         best = [max(scores) for scores in tables]
         index = best.index(max(best))
         if self.l2_choice is None:
-            self.l2_choice = on_validation(grid, tables[index], objective=self.config.objective, rule=self._rule)
+            self.l2_choice = on_validation(grid, tables[index], objective=self.objective, rule=self._rule)
         return values[index], {"values": list(values), "scores": best, "chosen": values[index]}
 
     def choose_l2(self, sweep: Sweep) -> float:
@@ -271,7 +277,7 @@ class Run:
                 self.l2_choice = by_default(reason)
             else:
                 grid = self.config.l2_grid
-                self.l2_choice = on_validation(grid, self.cross_validate(sweep, grid), objective=self.config.objective,
+                self.l2_choice = on_validation(grid, self.cross_validate(sweep, grid), objective=self.objective,
                                                rule=self._rule)
             _LOG.info("%s: λ = %g (%s)", self.name, self.l2_choice.l2, self.l2_choice.rule)
         return self.l2_choice.l2
@@ -317,7 +323,7 @@ class Run:
                     best = reservoir, best[1], candidate
         self._use(best[0], best[1])
         chosen = best[2]
-        self.selection = {"rule": self._rule, "objective": config.objective, "state_mode": chosen.state_mode,
+        self.selection = {"rule": self._rule, "objective": self.objective, "state_mode": chosen.state_mode,
                           **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table),
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
@@ -346,13 +352,13 @@ class Run:
         predicted: list[list[np.ndarray]] = [[] for _ in grid]
         for states, labels in folds:
             u = states @ vectors
-            held = projected - one_hot(labels, self.n_outputs).T @ u
+            held = projected - self.dataset.task.encode(labels, self.n_outputs).reshape(len(u), -1).T @ u
             for i, l2 in enumerate(grid):
                 scaled = u / (eigenvalues + l2)
                 gram = np.eye(len(u)) - scaled @ u.T
-                predicted[i].append(predictions(_spd_solve(gram, scaled @ held.T)))
+                predicted[i].append(_spd_solve(gram, scaled @ held.T))
         truth = np.concatenate([labels for _, labels in folds])
-        return [objective_score(self.config.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
+        return [objective_score(self.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
 
     def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
                     per_client: bool = False, scale: float = 1.0) -> Sweep:
@@ -363,7 +369,8 @@ class Run:
 
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
-        """The result sections: train/val/test metrics (None for an empty group), communication,
+        """The result sections: train/val/test metrics of the dataset's task (None for an empty group;
+        :meth:`tff_esn.tasks.Task.report`), communication,
         extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` (a model that
         predicts one class is every algorithm's check, :func:`tff_esn.result_check.check_result`);
         ``l2_selection``, the λ used and how it was chosen; ``selection``, the state mode and reservoir
@@ -380,7 +387,7 @@ class Run:
             ids = self._units if group == "train" else getattr(self.split, group)
             if ids:
                 scores, labels = scorer(ids)
-                out[group] = split_report(labels, scores, self.n_outputs, seed=self.config.seed)
+                out[group] = self.dataset.task.report(labels, scores, self.n_outputs, seed=self.config.seed)
             else:
                 out[group] = None
         out["warnings"] = [f"{self.name}: {text}" for text in said]

@@ -69,12 +69,21 @@ SEARCHABLE = tuple(RESERVOIR_GRID)
 ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
 OBJECTIVES = ("accuracy", "balanced_accuracy", "f1_macro")
+NEG_MSE = "neg_mse"
+"""The score of a real-valued task (forecast, regress): minus the mean squared error, whatever ``objective`` says."""
 
 
-def objective_score(objective: str, labels: np.ndarray, predicted: np.ndarray, n_classes: int) -> float:
-    """The validation score ``objective`` of ``predicted`` against ``labels`` (pooled over folds)."""
-    from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores  # numpy: only once a run scores
+def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_classes: int) -> float:
+    """The validation score ``objective`` of the readout's ``outputs`` against ``labels`` (pooled over
+    folds): a classification score of the predicted classes, or :data:`NEG_MSE` of real outputs."""
+    import numpy as np
 
+    from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores, predictions  # numpy: once a run scores
+
+    if objective == NEG_MSE:
+        errors = np.asarray(outputs, np.float64).reshape(-1) - np.asarray(labels, np.float64).reshape(-1)
+        return -float(np.mean(errors ** 2))
+    predicted = predictions(outputs)
     if objective == "accuracy":
         return accuracy(labels, predicted)
     if objective == "balanced_accuracy":
@@ -122,7 +131,7 @@ class L2Choice:
             (``auto`` with nothing to choose on: :data:`DEFAULT_L2`).
         grid: the λ searched.
         scores: the validation score at each λ of ``grid``.
-        objective: the score's name (:data:`OBJECTIVES`).
+        objective: the score's name (:data:`OBJECTIVES`, or :data:`NEG_MSE` for real targets).
         reason: why ``default`` was used.
     """
 

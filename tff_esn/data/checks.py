@@ -47,9 +47,9 @@ def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test
             without a test group on purpose; ``tff-esn run --no-test``).
 
     Raises:
-        DataError: unknown client ids, no test clients, classes in validation/test that no
-            training client has, or a class with fewer than :data:`MIN_TRAINING_LABELS`
-            training labels.
+        DataError: unknown client ids, no test clients, and for classes: classes in
+            validation/test that no training client has, or a class with fewer than
+            :data:`MIN_TRAINING_LABELS` training labels.
     """
     source = dataset.source
     unknown = [cid for ids in split.groups.values() for cid in ids if cid not in dataset.clients]
@@ -60,6 +60,28 @@ def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test
         raise DataError(f"{source}: split {split.name!r} has no test clients ({split.rule}); give the data test "
                         "clients (an npz 'split' array with 'test', or more clients), or run without a test group on "
                         "purpose (--no-test; run_algorithm(..., test_required=False)).")
+    if not dataset.task.real:
+        _check_classes(dataset, split)
+    if federated and len(split.train) == 1:
+        run_warnings.warn(f"{source}: one training client ({split.train[0]!r}): the federation fits that client "
+                          "alone, a centralized fit; split the data into more clients to federate.", stacklevel=3)
+    for group in ("val", "test"):
+        present = [] if dataset.task.real else np.flatnonzero(_label_counts(dataset, getattr(split, group)))
+        if len(present) == 1 and dataset.n_classes > 1:
+            run_warnings.warn(f"{source}: the {group} clients hold one class only ({_names(dataset, present)}): AUC "
+                              "and the other classes' recall are undefined and accuracy is that class's recall; give "
+                              f"the {group} group sequences of every class.", stacklevel=3)
+        copies = _copies(dataset, split.train, getattr(split, group))
+        if copies:
+            run_warnings.warn(f"{source}: {copies} {group} sequence(s) are exact copies of training sequences "
+                              f"(leakage: the {group} scores overstate what the model does on new data); drop them "
+                              f"from the {group} clients.", stacklevel=3)
+
+
+def _check_classes(dataset: SequenceDataset, split: Split) -> None:
+    """Classes of the validation or test clients that no training client has, or with fewer than
+    :data:`MIN_TRAINING_LABELS` training labels: a :class:`DataError`."""
+    source = dataset.source
     per_step = any(c.per_step for c in dataset.clients.values())
     unit = "labelled steps" if per_step else "sequences"
     train = _label_counts(dataset, split.train)
@@ -76,20 +98,6 @@ def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test
         raise DataError(f"{source}: class(es) with fewer than {MIN_TRAINING_LABELS} training {unit} ({counts}); a "
                         "classifier cannot learn them: add training data of those classes, or merge or drop them and "
                         "recode the labels 0…K−1.")
-    if federated and len(split.train) == 1:
-        run_warnings.warn(f"{source}: one training client ({split.train[0]!r}): the federation fits that client "
-                          "alone, a centralized fit; split the data into more clients to federate.", stacklevel=3)
-    for group in ("val", "test"):
-        present = np.flatnonzero(_label_counts(dataset, getattr(split, group)))
-        if present.size == 1 and dataset.n_classes > 1:
-            run_warnings.warn(f"{source}: the {group} clients hold one class only ({_names(dataset, present)}): AUC "
-                              "and the other classes' recall are undefined and accuracy is that class's recall; give "
-                              f"the {group} group sequences of every class.", stacklevel=3)
-        copies = _copies(dataset, split.train, getattr(split, group))
-        if copies:
-            run_warnings.warn(f"{source}: {copies} {group} sequence(s) are exact copies of training sequences "
-                              f"(leakage: the {group} scores overstate what the model does on new data); drop them "
-                              f"from the {group} clients.", stacklevel=3)
 
 
 def _fingerprints(dataset: SequenceDataset, ids) -> list[bytes]:

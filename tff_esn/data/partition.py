@@ -43,6 +43,8 @@ from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 
 PARTITIONERS = ("natural", "iid", "dirichlet", "pathological", "quantity", "powerlaw")
+LABEL_SKEWS = ("dirichlet", "pathological")
+"""The partitioners that deal by class (a dataset of real targets has none)."""
 _PARAMETER = {"dirichlet": "concentration α > 0", "pathological": "classes per client k ≥ 1",
               "quantity": "concentration α > 0", "powerlaw": "exponent a ≥ 0"}
 
@@ -187,8 +189,10 @@ def sequence_labels(client: ClientSequences) -> np.ndarray:
     return counts.argmax(axis=1)
 
 
-def label_histogram(dataset: SequenceDataset, ids: tuple[str, ...]) -> dict[str, list[int]]:
-    """Client id → label counts per class (counts of steps for per-step labels)."""
+def label_histogram(dataset: SequenceDataset, ids: tuple[str, ...]) -> dict[str, list[int]] | None:
+    """Client id → label counts per class (counts of steps for per-step labels); ``None`` for real targets."""
+    if dataset.task.real:
+        return None
     return {cid: np.bincount(dataset.clients[cid].y.reshape(-1), minlength=dataset.n_classes).tolist()
             for cid in ids}
 
@@ -248,6 +252,9 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
     else:
         if clients is None:
             raise ValueError(f"clients: partition {partitioner} needs the number of clients.")
+        if dataset.task.real and partitioner.kind in LABEL_SKEWS:
+            raise DataError(f"{dataset.source}: partition {partitioner}: skews the classes, and this "
+                            f"{dataset.task.kind} dataset has real targets; use iid, quantity or powerlaw.")
         empty = [g for g in groups if not getattr(split, g)]
         if empty:
             raise ValueError(f"groups: the split {split.name!r} has no {empty[0]} clients to deal.")
@@ -276,7 +283,7 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
         kept = {c: g for c, g in dataset.groups.items() if c in parts}
         new_dataset = SequenceDataset(parts, dataset.n_classes, dataset.feature_names, dataset.label_names,
                                       dataset.source, groups=kept | {c: labels[c] for c in dealt}
-                                      if dataset.groups else {})
+                                      if dataset.groups else {}, task=dataset.task)
         new_split = Split(f"{split.name}+{partitioner}", new_ids["train"], new_ids["val"], new_ids["test"],
                           dict(split.extra))
     record = {"partitioner": str(partitioner), "clients": len(new_split.train), "seed": seed, "groups": list(groups),

@@ -27,6 +27,7 @@ import numpy as np
 from tff_esn import run_warnings
 from tff_esn.data.errors import DataError, MissingDataError
 from tff_esn.data.layout import DataLayout
+from tff_esn.tasks import CLASSIFY, Task
 
 SPLIT_GROUPS = ("train", "val", "test")
 RAGGED_MODES = ("pad", "crop")
@@ -39,7 +40,8 @@ class ClientSequences:
 
     Attributes:
         x: (n, T, F) float32 inputs; for sequences of unequal length, right-padded with zeros.
-        y: (n,) int64 per-sequence labels, or (n, T) int64 per-step labels.
+        y: (n,) per-sequence labels, or (n, T) per-step labels: int64 classes, or float64 real
+            targets (:attr:`real`; forecasting and regression).
         lengths: ``None`` when every sequence has T steps, else (n,) int64 valid steps per
             sequence in [1, T] (per-sequence labels only). Normalised: all-equal lengths of
             T become ``None``, and steps past a sequence's end are set to zero.
@@ -58,8 +60,10 @@ class ClientSequences:
             raise ValueError(
                 f"ClientSequences.y: expected ({x.shape[0]},) or ({x.shape[0]}, {x.shape[1]}) labels, got {y.shape}."
             )
-        if not np.issubdtype(y.dtype, np.integer):
-            raise ValueError(f"ClientSequences.y: labels must be integers, got dtype {y.dtype}.")
+        if y.dtype.kind not in "iuf":
+            raise ValueError(f"ClientSequences.y: labels must be integers or real targets, got dtype {y.dtype}.")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("ClientSequences.y: real targets contain NaN or inf.")
         if not np.all(np.isfinite(x)):
             raise ValueError("ClientSequences.x: contains NaN or inf.")
         x = x.astype(np.float32, copy=False)
@@ -80,11 +84,16 @@ class ClientSequences:
                 lengths = lengths.astype(np.int64)
                 x = np.where(np.arange(x.shape[1])[None, :, None] < lengths[:, None, None], x, np.float32(0))
         object.__setattr__(self, "x", x)
-        object.__setattr__(self, "y", y.astype(np.int64, copy=False))
+        object.__setattr__(self, "y", y.astype(np.float64 if y.dtype.kind == "f" else np.int64, copy=False))
         object.__setattr__(self, "lengths", lengths)
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
+
+    @property
+    def real(self) -> bool:
+        """Whether ``y`` holds real targets (float64) rather than integer classes."""
+        return self.y.dtype.kind == "f"
 
     @property
     def per_step(self) -> bool:
@@ -162,13 +171,16 @@ class SequenceDataset:
     Attributes:
         clients: client id → :class:`ClientSequences` (same F for all clients; the same T
             unless the data is :attr:`ragged`).
-        n_classes: number of label classes (labels lie in [0, n_classes)).
+        n_classes: number of label classes (labels lie in [0, n_classes)); for a real-valued
+            task, the readout's outputs (1).
         feature_names: one name per input feature.
-        label_names: one name per class.
+        label_names: one name per class; for a real-valued task, the target's name.
         source: where the data came from, e.g. ``"synthetic-wesad"`` or ``"wesad:/data/WESAD"``
             (reports state it next to every number).
         groups: client id → ``"train"``/``"val"``/``"test"`` when the data brings its own
             split (an npz file's ``split`` column; the ``npz`` split uses it); else empty.
+        task: what the readout predicts (:class:`~tff_esn.tasks.Task`): classes, or real targets
+            (float ``y``) for ``forecast`` and ``regress``.
     """
 
     clients: Mapping[str, ClientSequences]
@@ -177,6 +189,7 @@ class SequenceDataset:
     label_names: tuple[str, ...]
     source: str
     groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    task: Task = CLASSIFY
 
     def __post_init__(self) -> None:
         if not self.clients:
@@ -193,6 +206,11 @@ class SequenceDataset:
         for cid, c in self.clients.items():
             if len(c) == 0:
                 raise ValueError(f"SequenceDataset: client {cid!r} has no sequences.")
+            if c.real != self.task.real:
+                raise ValueError(f"SequenceDataset: client {cid!r} has {'real' if c.real else 'integer'} targets, but "
+                                 f"the task is {self.task.kind!r}.")
+            if c.real:
+                continue
             if c.y.min() < 0 or c.y.max() >= self.n_classes:
                 raise ValueError(
                     f"SequenceDataset: client {cid!r} has labels outside [0, {self.n_classes}): "
@@ -329,7 +347,8 @@ def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ..
     if y.shape != (n,):
         raise DataError(f"{source}: y: must have shape ({n},) like X, got {y.shape}.")
     if y.dtype.kind not in "iu":
-        raise DataError(f"{source}: y: must hold integer labels 0…K−1, got dtype {y.dtype}.")
+        raise DataError(f"{source}: y: must hold integer labels 0…K−1 (or float targets for a regression), got "
+                        f"dtype {y.dtype}.")
     present = np.unique(y)
     remap = "recode them with classes, y = np.unique(y, return_inverse=True)"
     if len(present) == 1:
@@ -356,7 +375,8 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     Args:
         sequences: (n, T, F) numbers, or n (T_i, F) arrays (a list or a 1-D object array) of
             unequal lengths T_i.
-        y: (n,) integer labels coding the classes exactly as 0…K−1, every class present.
+        y: (n,) integer labels coding the classes exactly as 0…K−1, every class present; or real
+            (float) targets, (n,) or per step (n, T), for a ``regress`` task.
         client: (n,) client ids (strings or integers; ``str`` of each is the id).
         split: optional (n,) of ``"train"``/``"val"``/``"test"``, the same for all sequences of
             a client (the ``npz`` split uses it: :attr:`SequenceDataset.groups`).
@@ -385,7 +405,8 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
             raise DataError(f"{source}: {key}: must have shape ({n},) like X, got {values.shape}.")
     y = np.asarray(y)
     label_names = None if label_names is None else tuple(str(name) for name in label_names)
-    n_classes = _check_labels(y, n, source, label_names)
+    real = y.dtype.kind == "f"
+    n_classes = _check_targets(y, seqs, source) if real else _check_labels(y, n, source, label_names)
     lengths = np.array([s.shape[0] for s in seqs])
     if length is not None or ragged == "crop":
         seqs, lengths = _cropped(seqs, lengths, length, source)
@@ -401,9 +422,23 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     for cid in order:
         rows = ids == cid
         clients[cid] = ClientSequences(x[rows, :lengths[rows].max()], y[rows], lengths[rows])
-    names = label_names if label_names is not None else tuple(str(i) for i in range(n_classes))
+    names = label_names if label_names is not None else ("y",) if real else tuple(str(i) for i in range(n_classes))
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
-                           groups=groups)
+                           groups=groups, task=Task("regress") if real else CLASSIFY)
+
+
+def _check_targets(y: np.ndarray, seqs: list[np.ndarray], source: str) -> int:
+    """Checks real targets ``y``: (n,) one per sequence or (n, T) one per step of equal-length
+    sequences, finite and not constant; returns the readout's outputs (1)."""
+    n, steps = len(seqs), {s.shape[0] for s in seqs}
+    if not (y.shape == (n,) or (len(steps) == 1 and y.shape == (n, *steps))):
+        raise DataError(f"{source}: y: real targets must have shape ({n},) (one per sequence) or ({n}, T) (one per "
+                        f"step of sequences of T steps), got {y.shape}.")
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"{source}: y: real targets contain NaN or inf.")
+    if np.ptp(y) == 0:
+        raise DataError(f"{source}: y: every target is {float(y.flat[0])!r}; a regression needs targets that vary.")
+    return 1
 
 
 def _check_client_kinds(client, source: str) -> None:

@@ -7,9 +7,17 @@ The command line checks ``--data`` with :func:`parse_source` before anything loa
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
+SERIES = ("mackey-glass", "lorenz", "sine")
+"""Generated series (:mod:`tff_esn.data.generators`) besides ``narmaN``; they take no argument."""
+
+
+def is_series(kind: str) -> bool:
+    """Whether ``kind`` names a generated series: ``narmaN`` (N ≥ 2) or one of :data:`SERIES`."""
+    return kind in SERIES or bool(re.fullmatch(r"narma([2-9]|[1-9]\d+)", kind))
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -18,9 +26,12 @@ def parse_source(source: str) -> tuple[str, str]:
     if not isinstance(source, str):
         raise ValueError(f"source: expected a string, got {type(source).__name__}.")
     kind, _, arg = source.partition(":")
+    if is_series(kind) and not arg and ":" not in source:
+        return kind, ""
     if kind not in SOURCE_KINDS or (kind.startswith("synthetic") != (arg == "")):
         bare = kind not in SOURCE_KINDS and (source.endswith(".npz") or Path(source).expanduser().is_file())
         hint = f" (a file? write npz:{source})" if bare else ""
-        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or "
-                         f"ts:DIR/NAME, got {source!r}{hint}.")
+        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
+                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
+                         f"{source!r}{hint}.")
     return kind, os.path.expanduser(arg)

@@ -13,11 +13,17 @@ Sources:
 * ``hhar:DIR`` — the HHAR CSVs in ``DIR`` (option ``users``);
 * ``npz:FILE`` — :func:`tff_esn.data.sequences.load_npz` (the pipeline is ignored; options
   ``ragged`` (``"pad"``, the default, or ``"crop"``) and ``length``);
+* ``narma10`` (``narmaN``), ``mackey-glass``, ``lorenz``, ``sine`` — generated series
+  (:func:`tff_esn.data.generators.series_dataset`; options ``task`` (a forecasting
+  :class:`~tff_esn.tasks.Task`, default one step ahead), ``clients``, ``steps``, ``split_by``, ``seed``),
+  not cached;
 * ``ts:DIR/NAME`` — :func:`tff_esn.data.ts.load_ts`, the UEA/UCR ``NAME_TRAIN.ts`` and
   ``NAME_TEST.ts`` (the pipeline is ignored; options ``missing`` (``"refuse"``, the default,
   or ``"interpolate"``), ``ragged`` and ``length``).
 
-A path may start with ``~`` (the home folder). Every other option configures the pipeline
+Option ``task`` (a :class:`~tff_esn.tasks.Task`) asks a file for its task: ``forecast`` forecasts
+the file's own channel H steps ahead (its ``y`` unused); a file whose ``y`` holds the other kind of
+target than ``classify``/``regress`` asks is a :class:`DataError`. A path may start with ``~`` (the home folder). Every other option configures the pipeline
 (:mod:`tff_esn.data.pipelines`). The result is cached under
 :func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their names, sizes and
 modification times), the pipeline and every option, so a repeated call loads in well under
@@ -34,7 +40,9 @@ from tff_esn.data.hhar_source import hhar_loader
 from tff_esn.data.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout
-from tff_esn.data.source_names import parse_source
+from tff_esn.data.errors import DataError
+from tff_esn.data.source_names import is_series, parse_source
+from tff_esn.tasks import Task
 from tff_esn.data.wesad_source import wesad_loader
 
 
@@ -66,13 +74,18 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     """
     kind, arg = parse_source(source)
     options = dict(options)
+    task = options.pop("task", None)
+    if is_series(kind):
+        from tff_esn.data.generators import series_dataset
+
+        return series_dataset(kind, task or Task("forecast", 1), **options)
     if kind == "npz":
         length = options.pop("length", None)
         ragged = options.pop("ragged", "pad")
         if options:
             raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (npz takes 'ragged' and "
                              "'length').")
-        return load_npz(arg, length=length, ragged=ragged)
+        return _as_task(load_npz(arg, length=length, ragged=ragged), task)
     if kind == "ts":
         from tff_esn.data.ts import load_ts
 
@@ -80,7 +93,7 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         if options:
             raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (ts takes 'missing', 'ragged' "
                              "and 'length').")
-        return load_ts(arg, **settings)
+        return _as_task(load_ts(arg, **settings), task)
     data = kind.removeprefix("synthetic-")
     if data == "wesad":
         loader, key = wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
@@ -95,3 +108,16 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     dataset = loader(pipe, source)
     cache.save_dataset(path, dataset)
     return dataset
+
+
+def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
+    """``dataset`` when it holds ``task`` (``None``: whatever it holds), its own channels forecast for a
+    ``forecast`` task (:func:`tff_esn.data.generators.forecast_dataset`), else a one-line :class:`DataError`."""
+    if task is None or task.kind == dataset.task.kind:
+        return dataset
+    if task.kind == "forecast":
+        from tff_esn.data.generators import forecast_dataset
+
+        return forecast_dataset(dataset, task)
+    held = "real targets (--task regress)" if dataset.task.real else "integer class labels (--task classify)"
+    raise DataError(f"{dataset.source}: --task {task.kind}: its y holds {held}.")

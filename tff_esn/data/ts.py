@@ -5,7 +5,9 @@ timeseriesclassification.com and of the ``aeon`` package's bundled data sets). A
 header of ``@key value`` lines (``#`` lines are comments) — ``@problemName``,
 ``@timeStamps``, ``@missing``, ``@univariate``, ``@dimensions``, ``@equalLength``,
 ``@seriesLength``, ``@classLabel true LABEL…`` — then ``@data`` and one case per line: its
-dimensions separated by ``:``, each a comma-separated series, the class label last.
+dimensions separated by ``:``, each a comma-separated series, the class label last; a
+regression problem (``@targetlabel true``: Covid3Month, CardanoSentiment) ends each case with
+its real target instead, and becomes a ``regress`` dataset.
 Multivariate cases (one (T_i, F) sequence each), unequal lengths between cases and missing
 values (``?`` or ``NaN``) are read; a case whose dimensions differ in length is refused.
 
@@ -37,11 +39,13 @@ interpolation over time within its dimension (the nearest value at either end)."
 @dataclasses.dataclass(frozen=True)
 class TsFile:
     """One parsed ``.ts`` file: (T_i, F) ``sequences`` (``NaN`` where a value is missing),
-    string ``labels`` and the header's ``class_labels`` (``None`` when it lists none)."""
+    string ``labels`` and the header's ``class_labels`` (``None`` when it lists none);
+    ``regression`` when the header declares ``@targetlabel true`` (the labels are real targets)."""
 
     sequences: list[np.ndarray]
     labels: list[str]
     class_labels: tuple[str, ...] | None
+    regression: bool = False
 
 
 def _header(line: str, headers: dict[str, str], path: Path, number: int) -> None:
@@ -50,8 +54,6 @@ def _header(line: str, headers: dict[str, str], path: Path, number: int) -> None
     if key == "timestamps" and value.strip().lower() == "true":
         raise DataError(f"{path}:{number}: @timeStamps true: time-stamped series are not supported; "
                         "export the series without time stamps.")
-    if key == "targetlabel" and value.strip().lower().startswith("true"):
-        raise DataError(f"{path}:{number}: @targetlabel: regression targets; a classifier needs @classLabel.")
     headers[key] = value.strip()
 
 
@@ -103,13 +105,15 @@ def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
 @dataclasses.dataclass(frozen=True)
 class TsScan:
     """What one streaming pass over a ``.ts`` file learns without parsing a number: each case's
-    ``lengths`` (steps) and string ``labels``, the ``dimensions`` and the header's ``class_labels``."""
+    ``lengths`` (steps) and string ``labels``, the ``dimensions``, the header's ``class_labels`` and
+    whether it declares real targets (``regression``)."""
 
     lengths: np.ndarray
     labels: list[str]
     dimensions: int
     class_labels: tuple[str, ...] | None
     stored_bytes: int
+    regression: bool = False
 
 
 def scan_ts(path: str | Path) -> TsScan:
@@ -143,19 +147,22 @@ def scan_ts(path: str | Path) -> TsScan:
     if not labels:
         raise DataError(f"{path}: @data holds no cases.")
     lengths = np.array(lengths, np.int64)
-    class_labels = _check_header(headers, lengths, sorted(dims), labels, path)
-    return TsScan(lengths, labels, next(iter(dims)), class_labels, 8 * int(lengths.sum()) * next(iter(dims)))
+    class_labels, regression = _check_header(headers, lengths, sorted(dims), labels, path)
+    return TsScan(lengths, labels, next(iter(dims)), class_labels, 8 * int(lengths.sum()) * next(iter(dims)),
+                  regression)
 
 
 def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int], labels: list[str],
-                  path: Path) -> tuple[str, ...] | None:
-    """The header's class labels, after checking ``@classLabel``, ``@dimensions``,
-    ``@univariate``, ``@equalLength`` and ``@seriesLength`` against the cases."""
+                  path: Path) -> tuple[tuple[str, ...] | None, bool]:
+    """The header's class labels and whether it declares real targets (``@targetlabel true``), after
+    checking ``@classLabel``, ``@dimensions``, ``@univariate``, ``@equalLength`` and ``@seriesLength``
+    against the cases."""
+    regression = headers.get("targetlabel", "").lower().startswith("true")
     declared = headers.get("classlabel", "").split()
-    if not declared or declared[0].lower() != "true":
+    if not regression and (not declared or declared[0].lower() != "true"):
         raise DataError(f"{path}: @classLabel: the file declares no class labels (expected '@classLabel true "
-                        "LABEL ...'); a classifier needs them.")
-    class_labels = tuple(declared[1:]) or None
+                        "LABEL ...', or '@targetlabel true' for real targets); a classifier needs them.")
+    class_labels = None if regression else tuple(declared[1:]) or None
     if len(dims) != 1:
         raise DataError(f"{path}: cases have different numbers of dimensions {dims}.")
     declared_dims = headers.get("dimensions")
@@ -176,7 +183,12 @@ def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int],
         unknown = sorted(set(labels) - set(class_labels))
         if unknown:
             raise DataError(f"{path}: class label(s) {unknown[:5]} are not in @classLabel {list(class_labels)}.")
-    return class_labels
+    if regression:
+        try:
+            [float(label) for label in labels]
+        except ValueError as err:
+            raise DataError(f"{path}: @targetlabel true: a case's target is not a number ({err}).") from None
+    return class_labels, regression
 
 
 def read_ts(path: str | Path, scan: TsScan | None = None) -> TsFile:
@@ -193,7 +205,7 @@ def read_ts(path: str | Path, scan: TsScan | None = None) -> TsFile:
     path = Path(path)
     scan = scan_ts(path) if scan is None else scan
     sequences = [_case(line, path, number)[0] for number, line, case in _lines(path) if case]
-    return TsFile(sequences, scan.labels, scan.class_labels)
+    return TsFile(sequences, scan.labels, scan.class_labels, scan.regression)
 
 
 def _interpolate(x: np.ndarray) -> np.ndarray:
@@ -224,10 +236,15 @@ def _fill_missing(parsed: TsFile, path: Path, missing: str) -> list[np.ndarray]:
 
 
 def _label_names(train: TsScan, test: TsScan, train_path: Path, test_path: Path) -> tuple[str, ...]:
-    """The class names (the TRAIN file's @classLabel list, else its sorted labels), checked
-    against the TEST file's before a number is parsed."""
+    """The class names (the TRAIN file's @classLabel list, else its sorted labels; ``()`` for real
+    targets), checked against the TEST file's before a number is parsed."""
     if train.dimensions != test.dimensions:
         raise DataError(f"{test_path}: {test.dimensions} dimensions, but {train_path.name} has {train.dimensions}.")
+    if train.regression != test.regression:
+        raise DataError(f"{test_path}: {'real' if test.regression else 'class'} targets, but {train_path.name} holds "
+                        f"{'real' if train.regression else 'class'} targets.")
+    if train.regression:
+        return ()
     names = train.class_labels or tuple(sorted(set(train.labels)))
     if test.class_labels is not None and set(test.class_labels) != set(names):
         raise DataError(f"{test_path}: @classLabel {list(test.class_labels)} differs from {train_path.name}'s "
@@ -284,9 +301,13 @@ def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
         raise ValueError(f"missing: expected one of {MISSING_MODES}, got {missing!r}.")
     (train_path, test_path), scans, names = _scans(stem)
     train, test = read_ts(train_path, scans[0]), read_ts(test_path, scans[1])
-    code = {name: i for i, name in enumerate(names)}
     sequences = _fill_missing(train, train_path, missing) + _fill_missing(test, test_path, missing)
-    y = np.array([code[label] for label in train.labels + test.labels], np.int64)
     groups = np.array(["train"] * len(train.labels) + ["test"] * len(test.labels))
+    if train.regression:
+        y = np.array([float(label) for label in train.labels + test.labels])
+        return dataset_from_arrays(sequences, y, groups, groups, source=f"ts:{stem}", ragged=ragged, length=length,
+                                   label_names=("target",))
+    code = {name: i for i, name in enumerate(names)}
+    y = np.array([code[label] for label in train.labels + test.labels], np.int64)
     return dataset_from_arrays(sequences, y, groups, groups, source=f"ts:{stem}", ragged=ragged, length=length,
                                label_names=names)

@@ -140,10 +140,11 @@ def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias:
 
 class _GroupStatistics:
     """Each group's ridge statistics ``[A, B, n]`` (IncFed eqs. 6–7), accumulated from blocks
-    of ``chunk`` steps' states: each block's products in float32, summed in float64."""
+    of ``chunk`` steps' states: each block's products in ``products`` (float32 or float64), summed in float64."""
 
     def __init__(self, targets: np.ndarray, groups: np.ndarray | None, n_groups: int, units: int,
-                 readout_bias: bool, chunk: int, valid: np.ndarray | None, washout: int):
+                 readout_bias: bool, chunk: int, valid: np.ndarray | None, washout: int,
+                 products: np.dtype = np.dtype(np.float32)):
         batch = targets.shape[0]
         groups = np.zeros(batch, np.int64) if groups is None else np.asarray(groups)
         self.members = [np.flatnonzero(groups == g) for g in range(n_groups)]
@@ -153,11 +154,11 @@ class _GroupStatistics:
         self.n_out = targets.shape[-1]
         self.stats = [[np.zeros((self.n_out, self.features)), np.zeros((self.features, self.features)), 0]
                       for _ in range(n_groups)]
-        self.block = np.zeros((chunk, batch, self.features), np.float32)
+        self.block = np.zeros((chunk, batch, self.features), products)
         if readout_bias:
             self.block[:, :, units] = 1
         self.per_step = targets.ndim == 3
-        self.targets = targets.astype(np.float32)
+        self.targets = targets.astype(products)
 
     def add(self, i: int, state: np.ndarray, last: bool) -> None:
         """Stores sample step ``i``'s states (batch, units); reduces the block when it is full or ``last``."""
@@ -194,7 +195,8 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           gain: np.ndarray, leaky: float | tuple[float, ...], *, keep: str, washout: int = 0,
                           lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
-                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = ()) -> tuple[np.ndarray, list | None]:
+                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (),
+                          products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
     """States of a batch of sequences and, with ``targets``, each group's ridge statistics.
 
     Args:
@@ -212,11 +214,13 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
         readout_bias: append the constant-1 readout-bias input to every sample.
         chunk: time steps reduced to statistics at once.
         layers: the units of each layer of a deep ESN (:func:`deep_step`), ``()`` for one reservoir.
+        products: the float type of each chunk's products (float32, or float64 where the
+            readout's small eigen-directions matter: real-valued targets).
 
     Returns:
         ``(states, stats)``; ``stats`` is ``None`` without ``targets``, else one
         ``(A, B, n)`` per group: A = Yᵀ S (n_out, F), B = Sᵀ S (F, F) in float64 (each chunk's
-        products in float32, summed in float64) and the sample count n (IncFed eqs. 6–7).
+        products in ``products``, summed in float64) and the sample count n (IncFed eqs. 6–7).
     """
     batch, steps = inputs.shape[0], inputs.shape[1]
     units = recurrent.shape[0]
@@ -227,7 +231,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
     kept = (np.zeros((batch, units), np.float32) if keep == "mean"
             else np.zeros((steps - washout, batch, units), np.float32) if keep == "all" else None)
     statistics = None if targets is None else _GroupStatistics(
-        targets, groups, n_groups, units, readout_bias, chunk, valid, washout)
+        targets, groups, n_groups, units, readout_bias, chunk, valid, washout, np.dtype(products))
     masked = np.empty((batch, units), np.float32)
     for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers)):
         if t < washout:

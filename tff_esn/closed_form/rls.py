@@ -1,0 +1,64 @@
+"""The ridge readout learned online: recursive least squares passed from client to client.
+
+The running ``(W, P)`` of :class:`tff_esn.esn.rls.RLSReadout` (``P = (Σ s sᵀ + λI)⁻¹``) visits the
+training clients in order; each adds its own training states (the samples its ridge statistics
+sum: every state after the washout, or one per sequence), in blocks, and passes it on. After the
+last client ``W`` is the batch ridge readout of the pooled states (IncFed eq. 3, the centralized
+and IncFed readout) up to rounding, without any party holding more than ``(W, P)``: the
+streaming counterpart of the summed statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from tff_esn import communication
+from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.harvest import readout_targets
+from tff_esn.closed_form.run import Run
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.esn.rls import RLSReadout
+from tff_esn.esn.states_numpy import states_and_statistics
+
+
+def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Client ``cid``'s training samples ``(states (m, N_R), targets (m, N_Y))``, one block per
+    harvest batch: the rows its ridge statistics sum (IncFed eq. 6)."""
+    client, spec, w = run.dataset.clients[cid], run.spec, run.weights
+    targets = readout_targets(client, run.n_outputs, spec.state_mode)
+    for rows, x, lengths in run.harvester.batches(client):
+        states, _ = states_and_statistics(x, w.kernel, w.recurrent, w.bias, w.gain, w.leaky, keep=spec.state_mode,
+                                          washout=spec.washout, lengths=lengths)
+        y = targets[rows]
+        if spec.state_mode != "all":
+            yield states.astype(np.float64), y
+            continue
+        steps = states.shape[1]
+        y = y[:, spec.washout:spec.washout + steps] if y.ndim == 3 else np.repeat(y[:, None], steps, axis=1)
+        valid = np.ones(states.shape[:2], bool) if lengths is None else \
+            np.arange(steps)[None, :] < (np.asarray(lengths) - spec.washout)[:, None]
+        yield states[valid].astype(np.float64), y[valid]
+
+
+def rls_readout(run: Run, blocks: Iterable[tuple[np.ndarray, np.ndarray]], l2: float) -> np.ndarray:
+    """The RLS readout at λ = ``l2`` after the training ``blocks``, in order."""
+    rls = RLSReadout(run.n_features, run.n_outputs, l2, bias=run.spec.readout_bias)
+    for states, targets in blocks:
+        rls.update(states, targets)
+    return rls.readout
+
+
+def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
+    """The registry's run function: the RLS readout passed through the training clients (module docstring).
+
+    λ is chosen on the batch ridge path of the same samples (:meth:`Run.exact_sweep`), the
+    readout RLS reaches: one online pass runs, at the chosen λ."""
+    if config.l2 != "auto" and config.l2 <= 0:
+        raise DataError(f"{dataset.source}: rls: λ must be > 0 (P starts at I/λ), got {config.l2}; give --l2 > 0.")
+    run = Run(dataset, split, config, "rls")
+    l2 = run.choose_l2(run.exact_sweep(run.stats()))
+    blocks = (block for cid in run.train_ids for block in training_blocks(run, cid))
+    return run.report(run.scorer(rls_readout(run, blocks, l2)), communication.rls(run.n_features, run.n_outputs))

@@ -1,0 +1,197 @@
+"""Seeded benchmark series of reservoir computing, cut into clients for forecasting.
+
+Generators (each returns a :class:`Series`: named channels over time, the inputs among them):
+
+* :func:`narma` — NARMA-N (Atiya & Parlos 2000): input ``u ~ U[0, 0.5]``, output
+  ``y(t+1) = 0.3 y(t) + 0.05 y(t) Σ_{i<N} y(t−i) + 1.5 u(t−N+1) u(t) + 0.1`` (N = 10; for N > 10
+  wrapped in tanh, the usual stabilised NARMA-20/30); the input ``u`` is fed, ``y`` is the target
+  channel; a diverging draw is drawn again;
+* :func:`mackey_glass` — ``dx/dt = β x(t−τ) / (1 + x(t−τ)ⁿ) − γ x(t)`` with β 0.2, γ 0.1, n 10,
+  τ = 17, Euler steps of 0.1 sampled every 10 steps (one sample per time unit), after a
+  transient of 1000 time units from a constant history 1.2 (± a seeded 0.1 per realisation);
+* :func:`lorenz` — σ 10, ρ 28, β 8/3, RK4 steps of 0.01 sampled every 2, channels x, y, z
+  scaled to ``(x/10, y/10, (z − 25)/10)``;
+* :func:`sine` — ``sin(2π t / period + phase)``, period and phase drawn per realisation.
+
+:func:`forecast_dataset` turns any dataset's own sequences into one (a file's channel H steps ahead).
+
+:func:`series_dataset` makes a forecasting :class:`~tff_esn.data.sequences.SequenceDataset`:
+the target channel ``horizon`` steps ahead of the inputs (per-step real targets), the clients
+contiguous segments of one realisation (``segments``) or one realisation each with its own
+initial condition / input draw / period (``realisations``, non-IID), and one validation and
+one test client held out after the training ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from tff_esn.data.errors import DataError
+from tff_esn.data.sequences import ClientSequences, SequenceDataset
+from tff_esn.tasks import Task
+
+CLIENT_SPLITS = ("segments", "realisations")
+GENERATED = ("narma10", "narmaN", "mackey-glass", "lorenz", "sine")
+"""The generated sources (``narmaN`` for any order N ≥ 2, e.g. ``narma20``)."""
+DEFAULT_CLIENTS = 10
+DEFAULT_STEPS = 1000
+"""Steps per client (each client's sequence; the validation and test clients' too)."""
+NARMA_BOUND = 10.0
+"""A NARMA draw leaving [−10, 10] diverged (stable orbits stay near [0, 1])."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Series:
+    """Channels ``values`` (T, K) float64 named ``names``; ``inputs`` the names fed to the reservoir
+    and ``target`` the channel forecast by default."""
+
+    values: np.ndarray
+    names: tuple[str, ...]
+    inputs: tuple[str, ...]
+    target: str
+
+    def channel(self, name: str) -> np.ndarray:
+        return self.values[:, self.names.index(name)]
+
+
+def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: int = 200,
+          retries: int = 20) -> Series:
+    """NARMA-``order`` (module docstring): channels ``u`` (input) and ``y`` (target)."""
+    total = steps + transient
+    for _ in range(retries + 1):
+        u = rng.uniform(0.0, 0.5, total)
+        y = np.zeros(total)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(order - 1, total - 1):
+                value = (0.3 * y[t] + 0.05 * y[t] * y[t - order + 1:t + 1].sum()
+                         + 1.5 * u[t - order + 1] * u[t] + 0.1)
+                y[t + 1] = np.tanh(value) if order > 10 else value
+        if np.all(np.isfinite(y)) and np.abs(y).max() < NARMA_BOUND:
+            return Series(np.stack([u, y], axis=1)[transient:], ("u", "y"), ("u",), "y")
+    raise DataError(f"narma{order}: every one of {retries + 1} draws diverged; use another --seed.")
+
+
+def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt: float = 0.1, every: int = 10,
+                 transient: int = 1000) -> Series:
+    """Mackey–Glass τ = 17 (module docstring): one channel ``x``, input and target."""
+    delay = int(round(tau / dt))
+    total = (steps + transient) * every
+    x = np.empty(total + delay + 1)
+    x[:delay + 1] = 1.2 + 0.1 * rng.uniform(-1.0, 1.0)
+    for t in range(delay, total + delay):
+        lagged = x[t - delay]
+        x[t + 1] = x[t] + dt * (0.2 * lagged / (1.0 + lagged ** 10) - 0.1 * x[t])
+    sampled = x[delay + 1::every][transient:transient + steps]
+    return Series(sampled[:, None], ("x",), ("x",), "x")
+
+
+def lorenz(steps: int, rng: np.random.Generator, *, dt: float = 0.01, every: int = 2, transient: int = 500) -> Series:
+    """The Lorenz system (module docstring): channels ``x``, ``y``, ``z``, all inputs; ``x`` the target."""
+
+    def field(s: np.ndarray) -> np.ndarray:
+        return np.array([10.0 * (s[1] - s[0]), s[0] * (28.0 - s[2]) - s[1], s[0] * s[1] - 8.0 / 3.0 * s[2]])
+
+    s = np.array([1.0, 1.0, 20.0]) + rng.normal(0.0, 1.0, 3)
+    out = np.empty(((steps + transient) * every, 3))
+    for t in range(out.shape[0]):
+        k1 = field(s)
+        k2 = field(s + dt / 2 * k1)
+        k3 = field(s + dt / 2 * k2)
+        k4 = field(s + dt * k3)
+        s = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        out[t] = s
+    sampled = out[every - 1::every][transient:]
+    scaled = (sampled - np.array([0.0, 0.0, 25.0])) / 10.0
+    return Series(scaled, ("x", "y", "z"), ("x", "y", "z"), "x")
+
+
+def sine(steps: int, rng: np.random.Generator) -> Series:
+    """``sin(2π t / period + phase)``, period in [20, 40] steps and phase drawn per realisation."""
+    period, phase = rng.uniform(20.0, 40.0), rng.uniform(0.0, 2 * np.pi)
+    return Series(np.sin(2 * np.pi * np.arange(steps) / period + phase)[:, None], ("s",), ("s",), "s")
+
+
+def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
+    """The generator of a source name (:data:`GENERATED`); ``narmaN`` is NARMA of order N ≥ 2."""
+    match = re.fullmatch(r"narma(\d+)", name)
+    if match and int(match.group(1)) >= 2:
+        order = int(match.group(1))
+        return lambda steps, rng: narma(steps, rng, order)
+    known = {"mackey-glass": mackey_glass, "lorenz": lorenz, "sine": sine}
+    if name not in known:
+        raise ValueError(f"source: expected one of {', '.join(GENERATED)} (N ≥ 2), got {name!r}.")
+    return known[name]
+
+
+def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, steps: int = DEFAULT_STEPS,
+                   split_by: str = "segments", seed: int = 0, held_steps: int | None = None) -> SequenceDataset:
+    """The generated series ``name`` as a forecasting dataset (module docstring).
+
+    ``clients`` training clients of ``steps`` + H steps of the series each, then one validation
+    and one test client of ``held_steps`` + H (default ``steps``): a client's inputs are its
+    first steps and its per-step targets the target channel H = ``task.horizon`` steps later.
+    ``segments``: contiguous stretches of one
+    realisation (seeded by ``seed``); ``realisations``: client k's own realisation, seeded by
+    ``(seed, k)``. The groups are the dataset's own (the ``npz`` split reads them).
+    """
+    if task.kind != "forecast":
+        raise DataError(f"{name}: a generated series has no {'classes' if task.kind == 'classify' else 'targets'} "
+                        "of its own; use --task forecast (with --horizon H).")
+    if split_by not in CLIENT_SPLITS:
+        raise ValueError(f"split_by: expected one of {CLIENT_SPLITS}, got {split_by!r}.")
+    held_steps = steps if held_steps is None else held_steps
+    for label, value in (("clients", clients), ("steps", steps), ("held_steps", held_steps)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{label}: expected an integer ≥ 1, got {value!r}.")
+    make = generator(name)
+    horizon, total = task.horizon, clients + 2
+    lengths = [steps + horizon] * clients + [held_steps + horizon] * 2
+    if split_by == "segments":
+        whole = make(sum(lengths), np.random.default_rng(np.random.SeedSequence([seed, 0])))
+        ends = np.cumsum(lengths)
+        parts = [(whole, slice(end - length, end)) for end, length in zip(ends, lengths)]
+    else:
+        parts = [(make(length, np.random.default_rng(np.random.SeedSequence([seed, 1, k]))), slice(0, length))
+                 for k, length in enumerate(lengths)]
+    series = parts[0][0]
+    target = task.target or series.target
+    if target not in series.names:
+        raise DataError(f"{name}: --target {target}: no such channel; its channels are {', '.join(series.names)}.")
+    width = len(str(total - 1))
+    ids = [f"c{k:0{width}d}" for k in range(total)]
+    data = {}
+    for cid, (part, rows) in zip(ids, parts):
+        inputs = np.stack([part.channel(c)[rows] for c in part.inputs], axis=1)
+        data[cid] = ClientSequences(inputs[None, :-horizon].astype(np.float32),
+                                    part.channel(target)[rows][None, horizon:])
+    groups = {**dict.fromkeys(ids[:clients], "train"), ids[clients]: "val", ids[clients + 1]: "test"}
+    return SequenceDataset(data, 1, series.inputs, (f"{target}(t+{horizon})",), name, groups=groups,
+                           task=dataclasses.replace(task, target=target))
+
+
+def forecast_dataset(dataset: SequenceDataset, task: Task) -> SequenceDataset:
+    """``dataset``'s own sequences as a forecasting dataset: each sequence's inputs without their
+    last H = ``task.horizon`` steps, its per-step targets the channel ``task.target`` (default the
+    first feature) H steps later; clients and groups unchanged. Sequences of unequal length, or
+    no longer than H, are a :class:`DataError`."""
+    if task.kind != "forecast":
+        raise ValueError(f"forecast_dataset: expected a forecast task, got {task.kind!r}.")
+    target = task.target or dataset.feature_names[0]
+    if target not in dataset.feature_names:
+        raise DataError(f"{dataset.source}: --target {target}: no such channel; its channels are "
+                        f"{', '.join(dataset.feature_names)}.")
+    if dataset.ragged:
+        raise DataError(f"{dataset.source}: --task forecast: sequences of unequal length; cut them to one length "
+                        "(--ragged crop).")
+    horizon, channel = task.horizon, dataset.feature_names.index(target)
+    if dataset.shortest <= horizon:
+        raise DataError(f"{dataset.source}: --horizon {horizon}: the sequences have {dataset.shortest} steps; a "
+                        "forecast needs more steps than the horizon.")
+    clients = {cid: ClientSequences(c.x[:, :-horizon], c.x[:, horizon:, channel].astype(np.float64))
+               for cid, c in dataset.clients.items()}
+    return SequenceDataset(clients, 1, dataset.feature_names, (f"{target}(t+{horizon})",), dataset.source,
+                           groups=dict(dataset.groups), task=dataclasses.replace(task, target=target))

@@ -1,0 +1,69 @@
+"""Recursive least squares: the ridge readout updated online, one block of states at a time.
+
+:class:`RLSReadout` keeps the readout ``W`` (N_Y, N_F) and ``P = (Σ s sᵀ + λI)⁻¹``, started at
+``P = I / λ`` and ``W = 0``. A block of m states ``S`` (m, N_F) with targets ``Y`` (m, N_Y)
+updates them by the Woodbury identity (Sherman–Morrison for m = 1)::
+
+    K = P Sᵀ (I_m + S P Sᵀ)⁻¹,   W ← W + (Y − S Wᵀ)ᵀ Kᵀ,   P ← P − K S P
+
+(for a block of more states than N_F the same ``P ← (P⁻¹ + SᵀS)⁻¹`` and ``K = P Sᵀ`` through the
+N_F × N_F system),
+
+so after any sequence of blocks ``W`` is the batch ridge readout ``A (B + λI)⁻¹`` of the
+same states (IncFed eq. 3; :meth:`tff_esn.esn.ridge.RidgeStats.solve`), up to rounding. The
+forgetting factor of the general RLS is 1 here: every sample counts alike, as in the batch
+solution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tff_esn.esn.ridge import with_bias
+
+
+class RLSReadout:
+    """An online ridge readout (module docstring).
+
+    Args:
+        n_features: N_F, the columns of a state row (the bias input included when ``bias``).
+        n_outputs: N_Y.
+        l2: λ > 0 (``P`` starts at ``I / λ``).
+        bias: append the constant-1 readout-bias input to every state row given to :meth:`update`.
+    """
+
+    def __init__(self, n_features: int, n_outputs: int, l2: float, *, bias: bool = False):
+        if not np.isfinite(l2) or l2 <= 0:
+            raise ValueError(f"l2: RLS starts from P = I/λ and needs a finite λ > 0, got {l2!r}.")
+        if n_features < 1 or n_outputs < 1:
+            raise ValueError(f"n_features, n_outputs: expected ≥ 1, got {n_features}, {n_outputs}.")
+        self.bias = bias
+        self.P = np.eye(n_features) / l2
+        self.W = np.zeros((n_outputs, n_features))
+        self.n = 0
+
+    def update(self, states: np.ndarray, targets: np.ndarray) -> "RLSReadout":
+        """Adds a block of ``states`` (m, N_R) and ``targets`` (m, N_Y) (module docstring)."""
+        s = np.asarray(states, np.float64)
+        y = np.asarray(targets, np.float64)
+        if self.bias:
+            s = with_bias(s)
+        if s.ndim != 2 or s.shape[1] != self.P.shape[0] or y.shape != (s.shape[0], self.W.shape[0]):
+            raise ValueError(f"update: expected states (m, {self.P.shape[0] - int(self.bias)}) and targets "
+                             f"(m, {self.W.shape[0]}), got {np.shape(states)} and {np.shape(targets)}.")
+        if s.shape[0] <= s.shape[1]:
+            ps = self.P @ s.T
+            gain = np.linalg.solve(np.eye(s.shape[0]) + s @ ps, ps.T).T
+            self.P = self.P - gain @ ps.T
+        else:  # the same P and gain through the N_F × N_F system: fewer flops for a block of m > N_F states
+            self.P = np.linalg.inv(np.linalg.inv(self.P) + s.T @ s)
+            gain = self.P @ s.T
+        self.W = self.W + (y - s @ self.W.T).T @ gain.T
+        self.P = (self.P + self.P.T) / 2
+        self.n += s.shape[0]
+        return self
+
+    @property
+    def readout(self) -> np.ndarray:
+        """The readout ``W`` (N_Y, N_F) after the blocks seen so far."""
+        return self.W.copy()

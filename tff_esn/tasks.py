@@ -1,0 +1,80 @@
+"""What a dataset asks a readout for: classes (``classify``) or real values (``forecast``, ``regress``).
+
+A :class:`Task` is part of a dataset (:attr:`tff_esn.data.sequences.SequenceDataset.task`) and
+decides, in one place, the readout's training targets (one-hot classes or the real target)
+and the metrics of a group (:func:`tff_esn.metrics.classification_metrics` or
+:func:`tff_esn.metrics.regression_metrics`). ``forecast`` predicts a channel ``horizon`` steps
+ahead of the states at t; ``regress`` a real target given with the data (per sequence or per step). Light: no numpy at
+import (the command line builds a Task for ``--help``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tff_esn.validation import check_field, is_count
+
+TASK_KINDS = ("classify", "forecast", "regress")
+REAL_KINDS = ("forecast", "regress")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A dataset's task.
+
+    Attributes:
+        kind: ``classify`` (integer labels), ``forecast`` or ``regress`` (a real target).
+        horizon: ``forecast``: steps H between the states at t and the target at t + H (≥ 1).
+        target: ``forecast``: the predicted channel's name (``None``: the series' own target channel,
+            else its first input channel).
+    """
+
+    kind: str = "classify"
+    horizon: int = 0
+    target: str | None = None
+
+    def __post_init__(self) -> None:
+        check_field(self, "kind", self.kind in TASK_KINDS, f"one of {TASK_KINDS}", flag="--task")
+        forecast = self.kind == "forecast"
+        check_field(self, "horizon", is_count(self.horizon, 1) if forecast else self.horizon == 0,
+                    "an integer ≥ 1 with --task forecast (and 0 otherwise)", flag="--horizon")
+        check_field(self, "target", self.target is None or (forecast and isinstance(self.target, str)),
+                    "a channel name with --task forecast (and None otherwise)", flag="--target")
+
+    @property
+    def real(self) -> bool:
+        """Whether the readout predicts real values (a mean-squared-error readout) rather than classes."""
+        return self.kind in REAL_KINDS
+
+    @property
+    def products(self) -> str:
+        """The float type of the ridge statistics' per-chunk products: ``float64`` for real targets
+        (an NRMSE rests on the states' small eigen-directions, which float32 products round away),
+        ``float32`` for classes (an argmax does not)."""
+        return "float64" if self.real else "float32"
+
+    def encode(self, y: Any, n_outputs: int) -> Any:
+        """The readout's training targets of labels ``y`` (any shape): one-hot (…, C) classes, or
+        the real targets as (…, 1) float64 (IncFed eq. 3's ``Y``)."""
+        import numpy as np
+
+        from tff_esn.esn.ridge import one_hot
+
+        y = np.asarray(y)
+        if self.real:
+            return y.astype(np.float64)[..., None]
+        return one_hot(y.reshape(-1), n_outputs).reshape(y.shape + (n_outputs,))
+
+    def report(self, y_true: Any, outputs: Any, n_outputs: int, *, seed: int = 0) -> dict[str, Any]:
+        """One group's ``metrics.json`` section: classification metrics with the random baseline,
+        or NRMSE, RMSE, MAE and R² (:func:`tff_esn.metrics.regression_metrics`)."""
+        from tff_esn import metrics
+
+        if self.real:
+            return metrics.regression_metrics(y_true, outputs)
+        return metrics.split_report(y_true, outputs, n_outputs, seed=seed)
+
+
+
+CLASSIFY = Task()
