@@ -121,7 +121,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
                      "extra.federated_config", "extra.backend", "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
                      "partition.label_names", "l2_selection", "clients", "extra.tau", "extra.reading", "extra.k",
-                     "extra.alpha", "extra.mask"),
+                     "extra.alpha", "extra.mask", "extra.rounds_csv"),
                     "the run's configuration, split (which client is in which group) and environment (under "
                     "privacy settings λ is the stated default and FedAvg's class weights are explicit or uniform)"),
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
