@@ -251,10 +251,10 @@ def trial_rows(tuner, space: SearchSpace, seed: int, n_inputs: int | None) -> li
         if space.kind == "closed-form":
             values = run_hparams(values, n_inputs=n_inputs, seed=seed)
         seconds = trial.metrics.get_last_value("seconds") if trial.metrics.exists("seconds") else None
-        classes = (int(trial.metrics.get_last_value("val_classes_predicted"))
-                   if trial.metrics.exists("val_classes_predicted") else None)
+        classes = ({"classes_predicted": int(trial.metrics.get_last_value("val_classes_predicted"))}
+                   if trial.metrics.exists("val_classes_predicted") else {})
         rows.append({"trial": trial.trial_id, "status": trial.status, "score": trial.score,
-                     "seconds": seconds, "classes_predicted": classes, **values})
+                     "seconds": seconds, **classes, **values})
     return sorted(rows, key=lambda r: (r["score"] is None, -(r["score"] or 0.0), r["trial"]))
 
 
@@ -323,8 +323,8 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     tuner.search(verbose=0)
     n_inputs = len(tuner.dataset.feature_names) if space.kind == "closed-form" else None
     rows = trial_rows(tuner, space, seed, n_inputs)
-    best = [r for r in rows if r["score"] is not None and r["classes_predicted"] != 1]
-    if not best and any(r["classes_predicted"] == 1 for r in rows):
+    best = [r for r in rows if r["score"] is not None and r.get("classes_predicted") != 1]
+    if not best and any(r.get("classes_predicted") == 1 for r in rows):
         raise RuntimeError(f"search {space.name!r}: every completed trial predicts one class on the validation data; "
                            "none is recommended (widen the space or give the validation data more sequences).")
     if not best:
