@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from scripts.framework import Context, MeanStd
-from tff_esn.closed_form.l2_selection import chosen_l2
+from tff_esn.closed_form.selection import chosen_l2
 
 
 def rep_seeds(ctx: Context, repetitions: int) -> list[int]:

@@ -16,7 +16,7 @@ PACKAGES = ("tff_esn", "discriminator", "tuning", "scripts")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ESN core", ("tff_esn.esn", "tff_esn.lazy", "tff_esn.validation", "tff_esn.run_warnings", "tff_esn.io",
-                  "tff_esn.settings", "tff_esn.metrics", "tff_esn.communication")),
+                  "tff_esn.settings", "tff_esn.metrics", "tff_esn.communication", "tff_esn.result_check")),
     ("services", ("tff_esn.data", "tff_esn.privacy", "tff_esn.runtime", "tff_esn.memory", "tff_esn.provenance",
                   "tff_esn.run_folder", "tff_esn.baselines")),
     ("registry", ("tff_esn.algorithms", "tff_esn.run_checks", "tff_esn.defaults")),

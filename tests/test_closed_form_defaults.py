@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn import algorithms
-from tff_esn.closed_form import l2_selection
+from tff_esn.closed_form import selection
 from tff_esn.closed_form.configs import IPConfig
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.esn.hyperparameters import ReservoirConfig
@@ -134,19 +134,29 @@ def test_auto_l2_is_the_grid_value_with_the_best_validation_accuracy(name):
     record = algorithms.run_algorithm(name, data, split, _config(name, l2="auto", **settings))
     chosen = record["l2_selection"]
     assert chosen["rule"] == "validation" and chosen["l2"] == grid[expected]
-    assert chosen["validation_accuracy"] == [a for a, _ in runs]
+    assert chosen["scores"] == [a for a, _ in runs]
     assert record["test"] == runs[expected][1]["test"]
 
 
-def test_auto_l2_without_validation_clients_or_with_privacy_is_the_stated_default():
+def test_auto_l2_without_validation_clients_is_cross_validated_and_with_privacy_is_the_stated_default():
     data = _dataset([6, 5, 7, 6], seed=2)
     ids = data.client_ids
     no_val = Split("no-val", ids[:3], (), ids[3:])
     record = algorithms.run_algorithm("centralized", data, no_val, _config("centralized", l2="auto"))
-    assert record["l2_selection"] == {"l2": l2_selection.DEFAULT_L2, "rule": "default",
-                                      "reason": "the split has no validation clients"}
-    given_l2 = algorithms.run_algorithm("centralized", data, no_val, _config("centralized", l2=l2_selection.DEFAULT_L2))
+    assert record["l2_selection"]["rule"] == "cross-validation"
+    assert record["validation"]["rule"] == "local hold-out" and not record["validation"]["test_used"]
+    assert record["val"] is None
+    given_l2 = algorithms.run_algorithm("centralized", data, no_val,
+                                        _config("centralized", l2=record["l2_selection"]["l2"]))
     assert record["test"] == given_l2["test"] and given_l2["l2_selection"]["rule"] == "given"
+    single = SequenceDataset({"a": ClientSequences(data.clients["c0"].x[:1], data.clients["c0"].y[:1]),
+                              "b": data.clients["c1"]}, 3, data.feature_names, data.label_names, "cycled")
+    from tff_esn.closed_form.run import Run
+
+    alone = Run(single, Split("one", ("a",), (), ("b",)), _config("centralized", l2="auto"), "alone")
+    assert alone.choose_l2(lambda grid: pytest.fail("nothing to validate on")) == selection.DEFAULT_L2
+    assert alone.l2_choice.to_dict() == {"l2": selection.DEFAULT_L2, "rule": "default",
+                                     "reason": "no validation data (a single training sequence)"}
     private = algorithms.run_algorithm("pfedrr", data, default_split(data),
                                        _config("pfedrr", l2="auto", secure_aggregation=True))
     assert private["l2_selection"]["rule"] == "default" and "privacy" in private["l2_selection"]["reason"]
@@ -162,9 +172,9 @@ def test_l2_flag_and_grid_are_validated():
     for grid in ((), (1.0, 0.1), (0.0, 1.0), (1.0, 1.0)):
         with pytest.raises(ValueError, match="l2_grid"):
             ReadoutConfig(l2_grid=grid)
-    with pytest.raises(ValueError, match="no validation accuracies"):
-        l2_selection.chosen_l2([])
-    assert l2_selection.chosen_l2([0.5, 0.7, 0.7, 0.1]) == 2
+    with pytest.raises(ValueError, match="no validation scores"):
+        selection.chosen_l2([])
+    assert selection.chosen_l2([0.5, 0.7, 0.7, 0.1]) == 2
 
 
 def test_cli_parses_l2_auto():
@@ -313,7 +323,7 @@ def test_auto_l2_val_scores_are_the_readouts_accuracies():
     for l2 in grid:
         scores, labels = run.scorer(total.solve(l2))(split.val)
         expected.append(accuracy(labels, predictions(scores)))
-    assert record["l2_selection"]["validation_accuracy"] == pytest.approx(expected)
+    assert record["l2_selection"]["scores"] == pytest.approx(expected)
 
 
 # ----------------------------------------------------------------------------- real data (slow)
@@ -342,8 +352,7 @@ def test_own_data_settings_learn_on_ucr_uea_sets(name):
                       "alignment"):
         config = algorithms.config_from_flags(algorithms.get_algorithm(algorithm).config, OWN_DATA)
         record = algorithms.run_algorithm(algorithm, data, split, config)
-        assert record["l2_selection"] == {"l2": l2_selection.DEFAULT_L2, "rule": "default",
-                                          "reason": "the split has no validation clients"}
+        assert record["l2_selection"]["rule"] == "cross-validation"
         if algorithm in ("centralized", "incfed"):
             baseline = record["baselines"]["logistic_regression"]["test"]["accuracy"]
             assert record["test"]["accuracy"] >= baseline - 0.05, (algorithm, record["test"], baseline)

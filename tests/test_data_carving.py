@@ -7,6 +7,7 @@ import pytest
 
 from closed_form_data import random_dataset
 from tff_esn.data.carving import FOLDS, carve
+from tff_esn.data.partition import deal
 from tff_esn.data.sequences import ClientSequences, Split
 
 
@@ -20,7 +21,7 @@ def _no_val(dataset, n_test=1):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_local_holdout_parts_are_a_stratified_partition_of_each_training_client(seed):
+def test_local_holdout_parts_are_a_partition_of_each_training_client(seed):
     rng = np.random.default_rng(seed)
     data = random_dataset(n_clients=6, seed=seed, sizes=rng.integers(1, 30, size=6))
     split = _no_val(data)
@@ -30,17 +31,34 @@ def test_local_holdout_parts_are_a_stratified_partition_of_each_training_client(
         parts = [p for p, owner in carving.owner.items() if owner == cid]
         pooled = ClientSequences.concat([carving.dataset.clients[p] for p in parts])
         assert _rows(pooled) == _rows(data.clients[cid])
-        n = len(data.clients[cid])
-        if n == 1:
-            assert not any(p in fold for fold in carving.folds for p in parts)
-        for p in parts:  # stratified round-robin: each class spread over the folds as evenly as dealt
-            assert abs(len(carving.dataset.clients[p]) - n / FOLDS) < 1 + (n % FOLDS > 0) + 1
     held = [c for fold in carving.folds for c in fold]
-    assert len(held) == len(set(held))
-    assert set(held) <= set(carving.split.train)
+    assert len(held) == len(set(held)) and set(held) == set(carving.split.train)
     assert carving.split.test == split.test
     for cid in split.test:
         assert carving.dataset.clients[cid] is data.clients[cid]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_pooled_folds_do_not_depend_on_how_the_sequences_are_dealt_to_clients(seed):
+    """Property: the same training sequences dealt to other clients in another order give the same
+    pooled folds (IncFed on any partition validates on what the centralized readout does)."""
+    rng = np.random.default_rng(seed)
+    data = random_dataset(n_clients=3, seed=seed, sizes=rng.integers(5, 25, size=3))
+    split = _no_val(data)
+    pooled = data.pooled(split.train)
+    owner = rng.integers(0, 4, size=len(pooled))
+    owner[:4] = np.arange(4)
+    order = rng.permutation(len(pooled))
+    dealt = deal(ClientSequences(pooled.x[order], pooled.y[order]), owner, ("q0", "q1", "q2", "q3"))
+    other = dataclasses.replace(data, clients={**dealt, **{c: data.clients[c] for c in split.test}})
+    first = carve(data, split, seed=seed)
+    second = carve(other, Split("own", tuple(dealt), (), split.test), seed=seed)
+
+    def folds(carving):
+        return [sorted(r for c in fold for r in _rows(carving.dataset.clients[c])) for fold in carving.folds]
+
+    assert folds(first) == folds(second)
+    assert 3 <= len(first.folds) <= FOLDS
 
 
 def test_same_seed_same_folds_other_seed_other_folds():
@@ -98,13 +116,12 @@ def test_holdout_trains_on_each_client_without_fold_zero():
     split = _no_val(data)
     carving = carve(data, split, seed=5)
     dataset, held = carving.holdout()
-    assert held.train == split.train and held.test == split.test
-    assert set(held.val) == {f"{c}#val" for c in ("c0", "c1")}
-    for cid in held.train:
-        pooled = dataset.clients[cid] if f"{cid}#val" not in dataset.clients else ClientSequences.concat(
-            [dataset.clients[cid], dataset.clients[f"{cid}#val"]])
-        assert _rows(pooled) == _rows(data.clients[cid])
-    assert len(dataset.clients["c2"]) == 1
+    assert held.test == split.test and set(held.train) <= set(split.train)
+    assert set(held.val) == {f"{carving.owner[p]}#val" for p in carving.folds[0]}
+    for cid in split.train:
+        parts = [dataset.clients[c] for c in (cid, f"{cid}#val") if c in dataset.clients]
+        assert _rows(ClientSequences.concat(parts)) == _rows(data.clients[cid])
+    assert not set(held.val) & set(held.train)
 
 
 def test_single_sequences_are_folded_as_clients_and_one_sequence_has_no_validation():

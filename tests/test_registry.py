@@ -279,9 +279,11 @@ def test_own_data_defaults_apply_where_nothing_was_given_and_metrics_record_each
     settings_ = record["settings"]
     assert settings_["units"] == {"value": 8, "origin": "flag"}  # the flag wins over the file
     assert settings_["washout"] == {"value": 1, "origin": "file"}
-    assert settings_["state_mode"] == {"value": "mean", "origin": "own-data default"}
+    assert settings_["state_mode"] == {"value": "auto", "origin": "own-data default"}
     assert settings_["bias_scaling"] == {"value": 1.0, "origin": "own-data default"}
     assert settings_["leaky"] == {"value": 1.0, "origin": "default"}
+    assert settings_["reservoir_search"] == {"value": ["leaky", "spectral_radius", "input_scaling"],
+                                             "origin": "own-data default"}
     assert settings_["pipeline"] == {"value": None, "origin": "default"} and settings_["split"]["value"] == "npz"
     assert set(settings_) == set(record["config"]) | {"pipeline", "split"}
     assert {k: v["value"] for k, v in settings_.items() if k in record["config"]} == record["config"]
@@ -310,8 +312,9 @@ def test_the_seeds_sources_keep_the_class_defaults(fake_sources, tmp_path):  # n
 
 def test_config_for_is_the_clis_config_for_library_users():
     data = random_dataset(n_clients=4, seed=2)  # arrays from Python: own data
-    assert config_for("incfed", data, units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30, bias_scaling=1.0),
-                                                                state_mode="mean", l2="auto")
+    assert config_for("incfed", data, units=30) == IncFedConfig(
+        reservoir=ReservoirConfig(units=30, bias_scaling=1.0), state_mode="auto", l2="auto",
+        objective="balanced_accuracy", reservoir_search=("leaky", "spectral_radius", "input_scaling"))
     assert config_for("incfed", "synthetic-hhar", units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30))
     own = config_for("fedavg", "npz:/data/mine.npz", out="o", units=30)
     assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \

@@ -14,7 +14,7 @@ sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
 clients), ``"communication"`` (a :class:`tff_esn.communication.CommunicationCost` as dict)
 and optionally ``"extra"``. :func:`run_algorithm` adds ``"algorithm"``, ``"data"``,
 ``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"``,
-``"warnings"`` (:mod:`tff_esn.run_warnings`) and a ``"privacy"`` section (:data:`tff_esn.privacy.config.NO_PRIVACY` unless the algorithm
+``"warnings"`` (:mod:`tff_esn.run_warnings`), ``"result_check"`` (:mod:`tff_esn.result_check`) and a ``"privacy"`` section (:data:`tff_esn.privacy.config.NO_PRIVACY` unless the algorithm
 reports one)::
 
     from tff_esn.algorithms import run_algorithm
@@ -243,7 +243,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     that omits a required section is reported by name. ``warnings`` lists every
     :class:`~tff_esn.run_warnings.RunWarning` said during the run. ``baselines`` holds the
     majority-class and logistic-regression scores on the same split
-    (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read.
+    (:func:`tff_esn.baselines.baseline_scores`), beside which every result is read;
+    ``result_check`` the flags of :func:`tff_esn.result_check.check_result` (a model that predicts
+    one class or does not beat the majority class on validation/test, each also a warning).
     ``clients``, ``split_rule`` and ``versions`` say what the run ran on
     (:func:`tff_esn.provenance.run_provenance`).
 
@@ -266,6 +268,7 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
                         f"algorithm ({', '.join(names_where(lambda a: a.ragged))}).")
     from tff_esn.baselines import baseline_scores
     from tff_esn.provenance import run_provenance
+    from tff_esn.result_check import check_result
     from tff_esn.run_checks import check_run
 
     run = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
@@ -275,6 +278,7 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
         result = run(dataset, split, config)
         seconds = time.perf_counter() - start
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0))
+        checked = check_result(name, result, baselines)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
@@ -283,6 +287,7 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
     record["baselines"] = baselines
+    record["result_check"] = checked
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
     return record

@@ -162,7 +162,7 @@ def _row(comparison: Comparison, name: str, partition: str, seed: int, record: M
         return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
                 "clients": None, "scored_on": None, "accuracy": None, "f1_macro": None, "logistic_regression": None,
                 "up_floats_per_client": None, "down_floats_per_client": None, "rounds": None, "seconds": None,
-                "error": record["error"]}
+                "flags": "", "error": record["error"]}
     group, metrics = _score(record)
     logistic = ((record.get("baselines") or {}).get("logistic_regression") or {}).get(group) or {}
     comm = record["communication"]
@@ -171,7 +171,8 @@ def _row(comparison: Comparison, name: str, partition: str, seed: int, record: M
             "f1_macro": metrics.get("f1_macro"), "logistic_regression": logistic.get("accuracy"),
             "up_floats_per_client": comm["up_floats_per_client"],
             "down_floats_per_client": comm["down_floats_per_client"], "rounds": comm["rounds"],
-            "seconds": record["seconds"], "error": ""}
+            "seconds": record["seconds"], "flags": "; ".join((record.get("result_check") or {}).get(group, ())),
+            "error": ""}
 
 
 def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition: Mapping[str, Any], seed: int,
@@ -278,11 +279,17 @@ def _mean_std(values: Sequence[float | None]) -> tuple[float, float, int]:
     return (float(arr.mean()), float(arr.std()), arr.size) if arr.size else (math.nan, math.nan, 0)
 
 
-def _cell_text(values: Sequence[float | None], expected: int) -> str:
+FLAG_MARK = "⚠"
+"""Marks a cell where some seed's model predicts one class or does not beat the majority class
+(:func:`tff_esn.result_check.check_result`)."""
+
+
+def _cell_text(values: Sequence[float | None], expected: int, flagged: bool = False) -> str:
     mean, std, n = _mean_std(values)
     if n == 0:
         return "failed"
-    return f"{mean:.3f} ± {std:.3f}" + ("" if n == expected else f" ({n}/{expected})")
+    return (f"{mean:.3f} ± {std:.3f}" + ("" if n == expected else f" ({n}/{expected})")
+            + (f" {FLAG_MARK}" if flagged else ""))
 
 
 def _label(partition: str) -> str:
@@ -293,7 +300,9 @@ def _label(partition: str) -> str:
 
 def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], seconds: float) -> str:
     """Accuracy mean ± std over seeds per algorithm (rows) and partition (columns), the centralized
-    readout and logistic regression on the pooled data, floats sent per client and seconds per run."""
+    readout and logistic regression on the pooled data, floats sent per client and seconds per run;
+    :data:`FLAG_MARK` marks a cell where some seed's model predicts one class or does not beat the
+    majority class."""
     scored = sorted({r["scored_on"] for r in rows if r["scored_on"]}) or ["test"]
     n = len(comparison.seeds)
     head = ["algorithm", *(_label(p) for p in comparison.partitions), "up floats/client", "down floats/client",
@@ -310,9 +319,11 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
         mine = [r for r in rows if r["algorithm"] == name]
         ok = [r for r in mine if not r["error"]]
         if name == REFERENCE:
-            cells = [_cell_text([r["accuracy"] for r in mine], n)] * len(comparison.partitions)
+            cells = [_cell_text([r["accuracy"] for r in mine], n, any(r["flags"] for r in mine))
+                     ] * len(comparison.partitions)
         else:
-            cells = [_cell_text([r["accuracy"] for r in mine if r["partition"] == p], n) for p in comparison.partitions]
+            cells = [_cell_text([r["accuracy"] for r in mine if r["partition"] == p], n,
+                                any(r["flags"] for r in mine if r["partition"] == p)) for p in comparison.partitions]
         comm = [_mean_std([r[k] for r in ok])[0] for k in ("up_floats_per_client", "down_floats_per_client",
                                                          "rounds", "seconds")]
         label = f"{name} (pooled data, reference)" if name == REFERENCE else name
@@ -324,12 +335,16 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
                                          *[lr] * len(comparison.partitions), "-", "-", "-", "-"]) + " |")
     errors = sorted({f"{r['algorithm']}: {r['error']}" for r in rows if r["error"]})
     lines += ["", f"Wall time {seconds:.0f} s (cells read from an earlier run count 0 s)."]
+    if any(r["flags"] for r in rows):
+        lines.append(f"{FLAG_MARK}: in some seed the model predicts one class or does not beat the majority class "
+                     "(`result_check` and `warnings` of its metrics.json).")
     lines += [f"Failed: {e}" for e in errors]
     return "\n".join(lines) + "\n"
 
 
 def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Accuracy (mean ± std band over seeds) against the partitions, one line per algorithm; the
+    """Accuracy (mean ± std band over seeds) against the partitions, one line per algorithm (a red cross
+    where some seed's model predicts one class or does not beat the majority class); the
     centralized readout and logistic regression on the pooled data as dashed reference lines."""
     import matplotlib
 
@@ -345,6 +360,11 @@ def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str
                           for p in comparison.partitions])
         line, = ax.plot(x, stats[:, 0], marker="o", label=name)
         ax.fill_between(x, stats[:, 0] - stats[:, 1], stats[:, 0] + stats[:, 1], color=line.get_color(), alpha=0.15)
+        flagged = [i for i, p in enumerate(comparison.partitions)
+                   if any(r["flags"] for r in rows if r["algorithm"] == name and r["partition"] == p)]
+        if flagged:
+            ax.plot(x[flagged], stats[flagged, 0], linestyle="none", marker="X", markersize=10, color="red",
+                    label=f"{name}: one class / not above majority")
     reference = [r for r in rows if r["algorithm"] == REFERENCE]
     for key, label, color in ((("accuracy"), "centralized (pooled)", "black"),
                               (("logistic_regression"), "logistic regression (pooled)", "grey")):

@@ -24,9 +24,13 @@ fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mea
 thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``,
                         ``readout_inputs="standardized"``, ``client_lr="auto"``,
                         ``epochs=1000`` with ``patience=100`` (early stopping on the validation
-                        loss, best weights restored)
-closed-form algorithms  ``state_mode="mean"``, ``bias_scaling=1.0``, ``l2="auto"`` (λ chosen on
-                        the validation clients, :mod:`tff_esn.closed_form.l2_selection`)
+                        macro-F1, a tie to the lower loss, best weights restored)
+closed-form algorithms  ``bias_scaling=1.0``; ``l2="auto"``, ``state_mode="auto"`` and
+                        ``reservoir_search`` over leak rate, spectral radius and input scaling,
+                        chosen by balanced accuracy (``objective``) on the validation data —
+                        the validation clients, else folds carved from the training data
+                        (:mod:`tff_esn.closed_form.selection`, :mod:`tff_esn.data.carving`);
+                        alignment also ``alpha="auto"`` (its weight chosen the same way)
 ======================  ====================================================================
 
 The thesis' one epoch of Adam at η 0.1 per round, reset every round, leaves GunPoint at the
@@ -63,7 +67,10 @@ _NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
 _THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced", "readout_inputs": "standardized", "client_lr": "auto"}
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
                       "keep_best": True, "patience": 100}
-_RIDGE = {**_NEUTRAL_STATES, "l2": "auto"}
+_RIDGE = {**_NEUTRAL_STATES, "state_mode": "auto", "l2": "auto", "objective": "balanced_accuracy",
+          "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
+_SEARCHES = ("reservoir_search",)
+"""Settings that name other settings to search: a searched setting given a value is dropped from them."""
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble", "alignment")
 
 OWN_DATA: dict[str, dict[str, Any]] = {
@@ -71,6 +78,7 @@ OWN_DATA: dict[str, dict[str, Any]] = {
     "fedcurv": {**_THESIS_FEDERATION, "penalty": "auto"},
     "thesis-central": {**_THESIS_MODEL, "epochs": 1000, "patience": 100},
     **dict.fromkeys(_CLOSED_FORM, _RIDGE),
+    "alignment": {**_RIDGE, "alpha": "auto"},
 }
 """Per algorithm, the settings (flat names) that replace its class defaults on own data."""
 
@@ -132,7 +140,9 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
     ``given`` are ``(origin, {setting: value})`` layers, highest precedence first (the CLI
     passes ``("flag", …)`` then ``("file", …)``); a setting none of them gives takes the
     source's default (:func:`source_defaults`, origin ``"own-data default"``), else the
-    class default (``"default"``). Returns ``(config, {setting: {"value", "origin"}})`` with
+    class default (``"default"``). A setting given a value (a flag or a file) is dropped from the
+    searches that name it (``reservoir_search``: ``--leaky 0.5`` fixes the leak rate and the
+    search keeps the others). Returns ``(config, {setting: {"value", "origin"}})`` with
     every flat setting of the config (:func:`tff_esn.settings.flat_config`); a config that
     refuses the values raises its ``ValueError``.
     """
@@ -143,6 +153,10 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
     for origin, layer in reversed(layers):
         values.update(layer)
         origins.update(dict.fromkeys(layer, origin))
+    given_names = {name for name, origin in origins.items() if origin in ("flag", "file")}
+    for search in _SEARCHES:
+        if search in values and search not in given_names:
+            values[search] = tuple(n for n in values[search] if n not in given_names)
     config = config_from_flags(algo.config, values)
     record = {name: {"value": value, "origin": origins.get(name, "default")}
               for name, value in flat_config(config).items()}

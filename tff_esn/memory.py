@@ -81,7 +81,7 @@ def estimate_memory(config: Any, dataset: SequenceDataset, split: Split) -> Memo
     if hasattr(config, "model") and getattr(config, "states", "cached") == "cached":
         washout = _setting(config, "washout", 0)
         steps = sum(int((dataset.clients[c].steps - washout).clip(min=1).sum()) for c in split.train) \
-            if _setting(config, "state_mode", "all") == "all" else sum(len(dataset.clients[c]) for c in split.train)
+            if _setting(config, "state_mode", "all") in ("all", "auto") else sum(len(dataset.clients[c]) for c in split.train)
         linear += 4.0 * steps
     return MemoryEstimate(reservoir.units, quadratic, linear, 16.0)
 

@@ -43,7 +43,7 @@ from typing import Any
 import keras_tuner as kt
 from tqdm.auto import tqdm
 
-from tff_esn.closed_form.l2_selection import L2_GRID
+from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
 from tff_esn.defaults import OWN_DATA, own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.io import write_csv_atomic, write_json_atomic
@@ -163,10 +163,11 @@ def data_names(space: SearchSpace, source: str) -> tuple[str, str]:
 
 
 def default_spec(source: str) -> StateSpec:
-    """The states a search's ridge readouts see by default: ``tff-esn run``'s on ``source``
-    (own data: :data:`tff_esn.defaults.OWN_DATA`'s state mode)."""
+    """The states a search's ridge readouts see by default: ``tff-esn run``'s on ``source`` (own
+    data: the mean state, :data:`~tff_esn.closed_form.selection.DEFAULT_STATE_MODE`; a run's
+    ``--state-mode auto`` is chosen by cross-validation, which a search does not repeat per trial)."""
     if own_data(source):
-        return StateSpec(state_mode=OWN_DATA["incfed"]["state_mode"])
+        return StateSpec(state_mode=DEFAULT_STATE_MODE)
     return StateSpec()
 
 
@@ -279,7 +280,7 @@ def _run_flags(space: SearchSpace, source: str, values: dict[str, Any], seed: in
 
 def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tuple[dict[str, Any], float]:
     """The own-data default configuration (:data:`tff_esn.defaults.OWN_DATA`'s reservoir, λ of
-    :data:`~tff_esn.closed_form.l2_selection.L2_GRID` chosen on the validation data, a tie to the
+    :data:`~tff_esn.closed_form.selection.L2_GRID` chosen on the validation data, a tie to the
     larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class."""
     from tff_esn.closed_form.configs import ReadoutConfig
 

@@ -17,7 +17,8 @@ What they share:
 * :mod:`~tff_esn.closed_form.client_stats` — the clients' statistics checked for exact federation;
 * :mod:`~tff_esn.closed_form.harvest` — the per-client cache of states and statistics (the reservoir: :mod:`tff_esn.esn`);
 * :mod:`~tff_esn.closed_form.streaming` — the driver of clients streamed in subrounds (resumable);
-* :mod:`~tff_esn.closed_form.l2_selection` — λ chosen on the validation clients (``l2="auto"``);
+* :mod:`~tff_esn.closed_form.selection` — λ, the state mode, a small reservoir grid and alignment's α
+  chosen on the validation data (``"auto"``, ``reservoir_search``);
 * :mod:`~tff_esn.closed_form.saturation` — the warning when the reservoir's states saturate or do not vary;
 * :mod:`~tff_esn.closed_form.configs` — the typed configs and registry entries (light: no TensorFlow).
 

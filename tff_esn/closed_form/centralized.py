@@ -16,7 +16,7 @@ def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfi
     ``Sᵀ S`` and ``Yᵀ S`` as stacking their states), so the harvest that gives them also
     gives the training clients' evaluation states."""
     run = Run(dataset, split, config, "centralized")
-    stats = run.stats()
-    readout = RidgeStats.sum(stats).solve(run.choose_l2(run.exact_sweep(stats)))
+    l2 = run.choose_exact_l2()
+    readout = RidgeStats.sum(run.stats()).solve(l2)
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
     return run.report(run.scorer(readout), communication.centralized(raw))

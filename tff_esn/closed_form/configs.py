@@ -16,7 +16,7 @@ from typing import Any
 
 from tff_esn.algorithms import register_algorithm
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
-from tff_esn.closed_form.l2_selection import AUTO, L2_GRID, check_grid
+from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.validation import check_field, is_count, is_finite
 
@@ -68,14 +68,19 @@ class ReadoutConfig:
 
     Attributes:
         reservoir: the reservoir; its ``seed`` is the run's seed (every random choice).
-        l2: ridge λ ≥ 0 (IncFed eq. 3), or ``"auto"``: chosen from ``l2_grid`` by the
-            validation clients' accuracy (a tie to the larger λ); without validation clients,
-            or with privacy settings, the stated default
-            :data:`~tff_esn.closed_form.l2_selection.DEFAULT_L2`. ``metrics.json``'s
+        l2: ridge λ ≥ 0 (IncFed eq. 3), or ``"auto"``: chosen from ``l2_grid`` by ``objective``
+            on the validation data (the validation clients, else folds carved from training; a
+            tie to the larger λ); with privacy settings, or nothing to validate on, the stated
+            default :data:`~tff_esn.closed_form.selection.DEFAULT_L2`. ``metrics.json``'s
             ``l2_selection`` records the λ used and how it was chosen.
         l2_grid: the λ ``"auto"`` searches, ascending (default 1e-6 … 1e3 in decades).
         state_mode: states entering the readout: every step after the washout (``all``),
-            the ``last`` or the ``mean``.
+            the ``last`` or the ``mean``; ``"auto"``: the one whose exact readout validates best
+            (:mod:`tff_esn.closed_form.selection`).
+        objective: the validation score every choice maximises (``accuracy``: the seeds' rule;
+            ``balanced_accuracy`` or ``f1_macro``, which a constant predictor cannot win).
+        reservoir_search: reservoir settings (``leaky``, ``spectral_radius``,
+            ``input_scaling``) chosen on the validation data from a small grid; ``()``: none.
         washout: initial steps dropped (≥ 0).
         readout_bias: append a constant-1 input (the readout's bias) to the states.
         privacy: secure aggregation / DP (only the algorithms that implement them accept any).
@@ -84,7 +89,9 @@ class ReadoutConfig:
     reservoir: ReservoirConfig = ReservoirConfig()
     l2: float | str = dataclasses.field(default=1e-6, metadata={"choices": (AUTO,)})
     l2_grid: tuple[float, ...] = L2_GRID
-    state_mode: str = dataclasses.field(default="all", metadata={"choices": STATE_MODES})
+    state_mode: str = dataclasses.field(default="all", metadata={"choices": (*STATE_MODES, AUTO)})
+    objective: str = dataclasses.field(default="accuracy", metadata={"choices": OBJECTIVES})
+    reservoir_search: tuple[str, ...] = ()
     washout: int = 0
     readout_bias: bool = True
     privacy: PrivacyConfig = PrivacyConfig()
@@ -99,7 +106,9 @@ class ReadoutConfig:
         check_field(self, "l2", self.l2 == AUTO or (is_finite(self.l2) and self.l2 >= 0),
                     f"a finite number ≥ 0 or {AUTO!r}")
         object.__setattr__(self, "l2_grid", check_grid(self.l2_grid))
-        check_field(self, "state_mode", self.state_mode in STATE_MODES, f"one of {STATE_MODES}")
+        check_field(self, "state_mode", self.state_mode in (*STATE_MODES, AUTO), f"one of {(*STATE_MODES, AUTO)}")
+        check_field(self, "objective", self.objective in OBJECTIVES, f"one of {OBJECTIVES}")
+        object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
 
@@ -223,17 +232,20 @@ class AlignmentConfig(ReadoutConfig):
     """Different reservoirs interpolated toward a shared one, then IncFed.
 
     Attributes:
-        alpha: interpolation weight toward the shared reservoir in [0, 1] (1 = IncFed).
+        alpha: interpolation weight toward the shared reservoir in [0, 1] (1 = IncFed), or ``"auto"``:
+            the value of :data:`~tff_esn.closed_form.selection.ALPHA_GRID` whose readout validates best
+            (at its best λ; :mod:`tff_esn.closed_form.selection`).
         rescale: scale the interpolated Ŵ and W_in back to the target's ρ and norm (default: the
             literal interpolation, under which both shrink).
     """
 
-    alpha: float = DEFAULT_ALPHA
+    alpha: float | str = dataclasses.field(default=DEFAULT_ALPHA, metadata={"choices": (AUTO,)})
     rescale: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
+        check_field(self, "alpha", self.alpha == AUTO or (is_finite(self.alpha) and 0 <= self.alpha <= 1),
+                    f"a number in [0, 1] or {AUTO!r}")
 
 
 def runs_tff(config: ReadoutConfig) -> bool:

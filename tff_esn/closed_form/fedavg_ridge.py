@@ -53,7 +53,6 @@ def fit_fedavg_ridge(stats: Sequence[RidgeStats], l2: float) -> np.ndarray:
 def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """The registry's run function: size-weighted FedAvg of the clients' local ridge readouts (IncFed eqs. 4–5)."""
     run = Run(dataset, split, config, "fedavg-ridge")
-    stats = run.stats()
-    readout = fit_fedavg_ridge(stats, run.choose_l2(
-        lambda grid: [run.scorer(fit_fedavg_ridge(stats, l2)) for l2 in grid]))
+    readout = fit_fedavg_ridge(run.stats(), run.choose_l2(
+        lambda grid: [run.scorer(fit_fedavg_ridge(run.stats(), l2)) for l2 in grid]))
     return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))

@@ -26,7 +26,8 @@ back. The readout is fitted on the clients' aligned states and used on the targe
 α well below 1 unit i is a different feature at training and at test time, and with a
 reservoir bias the mismatched biases also shift every output. Alignment pays off only near
 full homogenisation (concepts page), hence
-:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9.
+:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9; on own data α is chosen on the validation
+data (``alpha="auto"``, :data:`~tff_esn.closed_form.selection.ALPHA_GRID`).
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ import numpy as np
 
 from tff_esn import communication
 from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
-from tff_esn.closed_form.configs import AlignmentConfig, ReadoutConfig
+from tff_esn.closed_form.configs import DEFAULT_ALPHA, AlignmentConfig, ReadoutConfig
 from tff_esn.closed_form.fedavg_ridge import local_readouts, size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.closed_form.run import Run, Scorer
+from tff_esn.closed_form.selection import ALPHA_GRID, AUTO
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.draws import spectral_radius
 
@@ -82,15 +84,16 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
 def run_ensemble(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """Each client its own reservoir and ridge readout; size-weighted ensemble of outputs."""
     run = Run(dataset, split, config, "ensemble")
-    members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
-    stats = [run.harvester.stats(w, cid) for w, cid in zip(members, run.train_ids)]
-    sizes = [s.n for s in stats]
+    members = dict(zip(run.train_ids, client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))))
 
     def scorer(l2: float) -> Scorer:
+        stats = run.stats(members)
         readouts = local_readouts(stats, l2)
+        weights = [members[cid] for cid in run.train_ids]
+        sizes = [s.n for s in stats]
 
         def score(ids):
-            outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, members)]
+            outputs = [run.harvester.scores(r, w, ids) for r, w in zip(readouts, weights)]
             return size_weighted_mean([o[0] for o in outputs], sizes), outputs[0][1]
 
         return score
@@ -103,7 +106,13 @@ def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfi
     """Structural alignment: clients interpolate toward the shared reservoir, then IncFed."""
     run = Run(dataset, split, config, "alignment")
     members = client_weights(run.reservoir, run.weights.n_inputs, len(run.train_ids))
-    aligned = [align(w, run.weights, config.alpha, rescale=config.rescale) for w in members]
-    stats = [run.harvester.stats(w, cid) for w, cid in zip(aligned, run.train_ids)]
-    readout = fit_incfed(stats, run.choose_l2(run.exact_sweep(stats)))
-    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), alpha=config.alpha)
+
+    def aligned(alpha: float) -> dict[str, ReservoirWeights]:
+        return {cid: align(w, run.weights, alpha, rescale=config.rescale) for w, cid in zip(members, run.train_ids)}
+
+    alphas = ((DEFAULT_ALPHA, *(a for a in ALPHA_GRID if a != DEFAULT_ALPHA)) if config.alpha == AUTO
+              else (config.alpha,))
+    alpha, chosen = run.choose(alphas, lambda a: lambda grid: run.exact_sweep(run.stats(aligned(a)))(grid))
+    readout = fit_incfed(run.stats(aligned(alpha)), run.l2)
+    extra = {"alpha": alpha, **({"alpha_selection": chosen} if chosen else {})}
+    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), **extra)

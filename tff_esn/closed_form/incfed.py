@@ -464,8 +464,7 @@ def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> 
                         "--subround-size streams clients of one length through one TFF computation: drop "
                         "--subround-size or cut them to one length (--ragged crop).")
     run = Run(dataset, split, config, "incfed")
-    # the harvest inside the lambda runs only when λ is swept (never under privacy settings)
-    l2 = run.choose_l2(lambda grid: run.exact_sweep(run.stats(), per_client=config.l2_per_client)(grid))
+    l2 = run.choose_exact_l2(per_client=config.l2_per_client)  # no harvest under privacy settings
     readout, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2)
     return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
                          backend=config.backend), **privacy}

@@ -184,12 +184,10 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
     """Partial IncFed (thesis eqs. B.15–B.17)."""
     run = Run(dataset, split, config, "partial-incfed")
     k = config.k if config.k is not None else default_k(run.n_features, len(run.train_ids))
+    l2 = run.choose_l2(lambda grid: [run.scorer(fit_partial_incfed(
+        run.stats(), k, config.alpha, l2, seed=config.seed, mask=config.mask).readout) for l2 in grid])
     stats, aggregate, sections = private_sum(run, run.stats())
-
-    def fit(l2: float):
-        return fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
-
-    result = fit(run.choose_l2(lambda grid: [run.scorer(fit(l2).readout) for l2 in grid]))
+    result = fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
     cost = dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
     return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
             **sections("partial-incfed")}

@@ -44,7 +44,7 @@ def private_sum(run: Run, stats: Sequence[RidgeStats]
     with its own Gaussian noise under DP), ``RidgeStats.sum`` or the secure sum, and a function
     giving the run's ``privacy``/``secure_aggregation`` sections."""
     config = run.config
-    dp = gaussian_stats(config.privacy, state_mode=config.state_mode, washout=config.washout,
+    dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
                         seed=config.seed, n_features=run.n_features, steps=_longest(run))
     raised = 0
     if dp is not None:
@@ -70,7 +70,7 @@ def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
     sum), its DP met over ``releases`` Gaussian releases (FedIP: its rounds and the statistics)."""
     config = run.config
     clients = list(run.dataset.select(run.train_ids).values())
-    return stats_aggregation(config.privacy, state_mode=config.state_mode, washout=config.washout,
+    return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
                              seed=config.seed, n_features=run.n_features, steps=_longest(run),
                              client_sequences=[len(c) for c in clients], releases=releases)
 

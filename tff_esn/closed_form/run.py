@@ -3,32 +3,39 @@
 A run function of the registry (``run_<algorithm>(dataset, split, config)``, beside its
 algorithm's math in the module named for it) builds one :class:`Run`: the run's reservoir
 and its weights, the :class:`~tff_esn.closed_form.harvest.Harvester` that harvests each
-client once per reservoir, ridge λ (the configured one or, for ``l2="auto"``, chosen on the
-validation clients) and the report every run returns: train/val/test metrics with the
-random baseline, the communication cost, the saturation check and the warnings.
+client once per reservoir, the model selection (λ, the state mode and the reservoir grid the
+flags leave open, chosen on the validation clients or on folds carved from the training data:
+:mod:`tff_esn.closed_form.selection`, :mod:`tff_esn.data.carving`) and the report every run
+returns: train/val/test metrics with the random baseline, the communication cost, the saturation
+check, the selection records and the warnings.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from tff_esn import communication
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.l2_selection import AUTO, L2Choice, by_default, on_validation
+from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_GRID, STATE_MODE_CANDIDATES, Candidate,
+                                          L2Choice, by_default, chosen_l2, objective_score, on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
+from tff_esn.data.carving import Carving, carve
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.metrics import accuracy, predictions, split_report
-from tff_esn.esn.ridge import RidgeStats
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.metrics import predictions, split_report
+from tff_esn.esn.ridge import RidgeStats, one_hot, with_bias
 from tff_esn.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
@@ -41,6 +48,8 @@ Sweep = Callable[[Sequence[float]], Sequence[Scorer]]
 
 _SHARED: contextvars.ContextVar[list[tuple[SequenceDataset, StateSpec, Harvester]] | None] = \
     contextvars.ContextVar("shared_harvesters", default=None)
+_CARVINGS: contextvars.ContextVar[list[tuple[SequenceDataset, Split, int, Carving]] | None] = \
+    contextvars.ContextVar("shared_carvings", default=None)
 
 
 @contextlib.contextmanager
@@ -50,12 +59,27 @@ def shared_harvests() -> Iterator[None]:
     reservoir again (one seed's reservoir at every fraction of training clients, under several
     algorithms) harvest each client once per reservoir. A client's states and statistics are
     those of its own pass up to float rounding (the clients pooled with it in a pass change only
-    the order of the float32 sums). The harvests are kept until the scope ends."""
-    token = _SHARED.set([])
+    the order of the float32 sums). The runs that carve validation folds from one split and seed
+    share the carving too (:func:`carving_for`). The harvests are kept until the scope ends."""
+    token, carvings = _SHARED.set([]), _CARVINGS.set([])
     try:
         yield
     finally:
         _SHARED.reset(token)
+        _CARVINGS.reset(carvings)
+
+
+def carving_for(dataset: SequenceDataset, split: Split, seed: int) -> Carving:
+    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`: the runs of an
+    experiment validate on the same parts and share their harvest), else a new one (:func:`carve`)."""
+    known = _CARVINGS.get()
+    if known is None:
+        return carve(dataset, split, seed=seed)
+    for data, known_split, known_seed, carving in known:
+        if data is dataset and known_split == split and known_seed == seed:
+            return carving
+    known.append((dataset, split, seed, carve(dataset, split, seed=seed)))
+    return known[-1][3]
 
 
 def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
@@ -70,26 +94,66 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
     return shared[-1][2]
 
 
+def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``matrix⁻¹ rhs`` for a symmetric positive definite ``matrix`` by Cholesky; least squares when rounding
+    leaves it indefinite (a fold whose states the rest of the training data barely spans, λ → 0)."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, check_finite=False), rhs, check_finite=False)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
+
+
 class Run:
-    """What every closed-form run shares: the reservoir, the harvest, λ (:meth:`choose_l2`) and the split.
+    """What every closed-form run shares: the reservoir, the harvest, the selection and the split.
 
     Attributes:
         dataset, split: the clients' sequences and the train/val/test clients.
         config: the algorithm's config (a :class:`~tff_esn.closed_form.configs.ReadoutConfig`).
-        reservoir: its reservoir hyperparameters (``config.reservoir``); ``weights`` their draw.
+        reservoir: its reservoir hyperparameters (``config.reservoir``, or the chosen values of
+            ``config.reservoir_search``); ``weights`` their draw.
         name: the algorithm's name, prefixed to the run's warnings.
-        spec: the states entering the readout; ``harvester`` caches them per reservoir and client.
+        spec: the states entering the readout (the chosen state mode for ``state_mode="auto"``);
+            ``harvester`` caches them per reservoir and client.
+        carving: the validation data when something is chosen (:func:`tff_esn.data.carving.carve`),
+            else ``None``. The harvest reads :attr:`carving.dataset <tff_esn.data.carving.Carving.dataset>`:
+            a training client's statistics are the sum of its parts' (:meth:`stats`).
     """
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str):
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
         self.reservoir = config.reservoir
-        self.spec = StateSpec(config.state_mode, config.washout, config.readout_bias)
-        self.harvester = harvester_for(dataset, self.spec)
-        self.weights = ReservoirWeights.from_config(self.reservoir, len(dataset.feature_names))
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
-        self.train_ids = split.train
+        self.selection: dict[str, Any] | None = None
+        chooses = config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
+        self.carving = carving_for(dataset, split, config.seed) if chooses else None
+        self._data = self.carving.dataset if self.carving else dataset
+        self._units = self.carving.split.train if self.carving else tuple(split.train)
+        self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
+        self._training = self._units
+        self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
+        state_mode = config.state_mode
+        if state_mode == AUTO:
+            per_step = any(c.per_step for c in dataset.select(split.train).values())
+            state_mode = "last" if per_step else DEFAULT_STATE_MODE
+        self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
+        self._exact_scores: dict[tuple, list[float]] = {}
+        if config.state_mode == AUTO or config.reservoir_search:
+            self._select_states()
+
+    def _use(self, reservoir: ReservoirConfig, state_mode: str) -> None:
+        self.reservoir = reservoir
+        self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias)
+        self.harvester = harvester_for(self._data, self.spec)
+        if reservoir not in self._drawn:
+            self._drawn[reservoir] = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
+        self.weights = self._drawn[reservoir]
+
+    @property
+    def train_ids(self) -> tuple[str, ...]:
+        """The training clients (during a fold of the selection, those with data outside the fold)."""
+        present = {self._owner[u] for u in self._training}
+        return tuple(c for c in self.split.train if c in present)
 
     def training_clients(self) -> DatasetClients:
         """The training clients as a stream source (:mod:`tff_esn.closed_form.streaming`)."""
@@ -110,42 +174,187 @@ class Run:
             raise ValueError(f"{self.name}: l2 is {AUTO!r} and not chosen yet (Run.choose_l2).")
         return self.l2_choice.l2
 
-    def stats(self, weights: ReservoirWeights | None = None, *, scored: bool = True) -> list[RidgeStats]:
-        """The training clients' statistics under ``weights`` (default the run's reservoir). With
-        ``scored`` (the run scores every group with these weights) the validation and test clients
-        share the training clients' pooled pass (:meth:`Harvester.cache`)."""
+    def stats(self, weights: ReservoirWeights | Mapping[str, ReservoirWeights] | None = None, *,
+              scored: bool = True) -> list[RidgeStats]:
+        """The training clients' statistics under ``weights`` (default the run's reservoir; a mapping
+        gives each training client its own), in :attr:`train_ids` order: a client's is the sum of
+        its harvested parts' (IncFed eqs. 6–7 are sums over states). With ``scored`` (the run scores
+        every group with these weights) the validation and test clients share the training pass
+        (:meth:`Harvester.cache`)."""
         weights = weights or self.weights
+        of = (lambda cid: weights[cid]) if isinstance(weights, Mapping) else (lambda cid: weights)
         scored_ids = [*self.split.val, *self.split.test] if scored else []
-        self.harvester.cache(weights, [*self.train_ids, *scored_ids], stats=self.train_ids)
-        return [self.harvester.stats(weights, cid) for cid in self.train_ids]
+        if not isinstance(weights, Mapping):
+            self.harvester.cache(weights, [*self._units, *scored_ids], stats=self._units)
+        parts: dict[str, list[RidgeStats]] = {}
+        for unit in self._training:
+            owner = self._owner[unit]
+            parts.setdefault(owner, []).append(self.harvester.stats(of(owner), unit))
+        return [RidgeStats.sum(parts[cid]) for cid in self.train_ids]
 
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
+    def _folds(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """``(training parts, validation ids)`` of each fold: the carved folds, or the whole
+        training data beside the validation clients."""
+        if self.carving is None or self.carving.rule == "none":
+            return []
+        if not self.carving.carved:
+            return [(self._units, tuple(self.split.val))]
+        return [(self.carving.fold(k).train, fold) for k, fold in enumerate(self.carving.folds)]
+
+    def _why_not(self) -> str:
+        """Why nothing can be chosen (``""`` when something can)."""
+        if self.config.privacy.requested:
+            return ("privacy settings: choosing on the validation data would release readouts the privacy "
+                    "accounting does not cover")
+        return "" if self._folds() else "no validation data (a single training sequence)"
+
+    def cross_validate(self, sweep: Sweep, grid: Sequence[float]) -> list[float]:
+        """The objective at each λ of ``grid``: on every fold, ``sweep`` fits on the fold's training
+        parts and its readouts score the fold; the folds' predictions are pooled into one score."""
+        labels: list[np.ndarray] = []
+        predicted: list[list[np.ndarray]] = [[] for _ in grid]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RunWarning)
+                for training, val in self._folds():
+                    self._training = training
+                    for i, score in enumerate(sweep(grid)):
+                        outputs, truth = score(val)
+                        predicted[i].append(predictions(outputs))
+                    labels.append(truth)
+        finally:
+            self._training = self._units
+        truth = np.concatenate(labels)
+        return [objective_score(self.config.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
+
+    @property
+    def _rule(self) -> str:
+        return "cross-validation" if self.carving is not None and self.carving.carved else "validation"
+
+    def choose_exact_l2(self, *, per_client: bool = False) -> float:
+        """:meth:`choose_l2` for the exact (IncFed = centralized) readout of the training clients; the
+        scores the state search already computed for the chosen setting are reused, not recomputed."""
+        known = None if per_client else self._exact_scores.get((self.weights.key, self.spec))
+        if known is not None and self.l2_choice is None and not self._why_not():
+            self.l2_choice = on_validation(self.config.l2_grid, known, objective=self.config.objective,
+                                           rule=self._rule)
+        return self.choose_l2(lambda grid: self.exact_sweep(self.stats(), per_client=per_client)(grid))
+
+    def choose(self, values: Sequence[Any], sweep_of: Callable[[Any], Sweep]) -> tuple[Any, dict[str, Any] | None]:
+        """The value of ``values`` (an algorithm's own setting) whose sweep ``sweep_of(value)`` scores best at
+        its best λ (ties to the earlier value), with λ chosen on it as :meth:`choose_l2` does; and the record
+        ``{"values", "scores", "chosen"}`` (``None``, and ``values[0]``, when nothing can be chosen)."""
+        if self._why_not() or len(values) == 1:
+            self.choose_l2(sweep_of(values[0]))
+            return values[0], None
+        grid = self.config.l2_grid
+        tables = [self.cross_validate(sweep_of(value), grid) for value in values]
+        best = [max(scores) for scores in tables]
+        index = best.index(max(best))
+        if self.l2_choice is None:
+            self.l2_choice = on_validation(grid, tables[index], objective=self.config.objective, rule=self._rule)
+        return values[index], {"values": list(values), "scores": best, "chosen": values[index]}
+
     def choose_l2(self, sweep: Sweep) -> float:
         """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
-        readout is most accurate on the validation clients (a tie to the larger λ;
-        :mod:`tff_esn.closed_form.l2_selection`). ``sweep(grid)`` gives the algorithm's readout
-        at each λ of the grid as a scorer; it runs only when there is something to choose on (the
-        singular-system warnings of the λ it tries are not the run's and are not recorded).
-        Without validation clients, or with privacy settings, the stated default λ is used. The
-        choice is reported in ``l2_selection``."""
+        readout scores best on the validation data (a tie to the larger λ;
+        :mod:`tff_esn.closed_form.selection`). ``sweep(grid)`` gives the algorithm's readout at each
+        λ of the grid as a scorer, fitted on :meth:`stats` (on carved folds it runs once per fold,
+        with :meth:`stats` and :attr:`train_ids` those of the fold's training data); it runs only
+        when there is something to choose on (the singular-system warnings of the λ it tries are
+        not the run's and are not recorded). With privacy settings or nothing to validate on, the
+        stated default λ is used. The choice is reported in ``l2_selection``."""
         if self.l2_choice is None:
-            config = self.config
-            if config.privacy.requested:
-                self.l2_choice = by_default("privacy settings: choosing λ on the validation clients would "
-                                            "release readouts the privacy accounting does not cover")
-            elif not self.split.val:
-                self.l2_choice = by_default("the split has no validation clients")
+            reason = self._why_not()
+            if reason:
+                self.l2_choice = by_default(reason)
             else:
-                grid = config.l2_grid
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RunWarning)
-                    scorers = sweep(grid)
-                scores = [scorer(self.split.val) for scorer in scorers]
-                self.l2_choice = on_validation(grid, [accuracy(labels, predictions(out)) for out, labels in scores])
+                grid = self.config.l2_grid
+                self.l2_choice = on_validation(grid, self.cross_validate(sweep, grid), objective=self.config.objective,
+                                               rule=self._rule)
             _LOG.info("%s: λ = %g (%s)", self.name, self.l2_choice.l2, self.l2_choice.rule)
         return self.l2_choice.l2
+
+    def _select_states(self) -> None:
+        """``state_mode="auto"`` and ``reservoir_search``: the setting of the states whose exact readout
+        (IncFed = centralized) scores best at its best λ of ``l2_grid`` (:mod:`tff_esn.closed_form.selection`):
+        first the state mode on the configured reservoir, then each searched reservoir setting in turn."""
+        config = self.config
+        reason = self._why_not()
+        searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
+        if reason:
+            self.selection = {"rule": "default", "reason": reason, "state_mode": self.spec.state_mode, **searched}
+            return
+        grid = config.l2_grid
+        per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
+        modes = ([m for m in STATE_MODE_CANDIDATES if not (per_step and m == "mean")]
+                 if config.state_mode == AUTO else [self.spec.state_mode])
+        table: list[Candidate] = []
+
+        def trial(reservoir: ReservoirConfig, mode: str) -> Candidate:
+            self._use(reservoir, mode)
+            scores = self._downdated_scores(grid)
+            if scores is None:
+                scores = self.cross_validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
+            self._exact_scores[(self.weights.key, self.spec)] = scores
+            best = chosen_l2(scores)
+            table.append(Candidate(mode, {n: getattr(reservoir, n) for n in searched}, grid[best], scores[best]))
+            return table[-1]
+
+        best = self.reservoir, modes[0], trial(self.reservoir, modes[0])
+        for mode in modes[1:]:
+            candidate = trial(best[0], mode)
+            if candidate.score > best[2].score:
+                best = best[0], mode, candidate
+        for name in searched:
+            for value in RESERVOIR_GRID[name]:
+                if value == getattr(best[0], name):
+                    continue
+                reservoir = dataclasses.replace(best[0], **{name: value})
+                candidate = trial(reservoir, best[1])
+                if candidate.score > best[2].score:
+                    best = reservoir, best[1], candidate
+        self._use(best[0], best[1])
+        chosen = best[2]
+        self.selection = {"rule": self._rule, "objective": config.objective, "state_mode": chosen.state_mode,
+                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table),
+                          "candidates": [c.to_dict() for c in table]}
+        _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
+
+    def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
+        """The exact readout's cross-validated scores from one eigendecomposition ``B = V diag(e) Vᵀ`` of the
+        training statistics: fold k's predictions on its own states ``S_k`` (m × F, targets ``Y_k``) are
+        ``S_k (B − S_kᵀS_k + λI)⁻¹ (A − Y_kᵀS_k)ᵀ = (I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ`` with ``M = B + λI``
+        and ``G = S_k M⁻¹ S_kᵀ`` (Woodbury), an m × m solve per λ. ``None`` (the caller solves each fold)
+        unless the folds are carved, a state is a sequence's (``last``/``mean``) and every fold has fewer
+        states than features."""
+        if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
+            return None
+        total = RidgeStats.sum(self.stats(scored=False))
+        folds = []
+        for _, val in self._folds():
+            features = [self.harvester.features(self.weights, unit) for unit in val]
+            states = np.concatenate([f.states for f in features])
+            folds.append((with_bias(states) if self.spec.readout_bias else states,
+                          np.concatenate([f.labels for f in features])))
+            if len(states) >= total.n_features:
+                return None
+        eigenvalues, vectors = np.linalg.eigh(total.B)
+        eigenvalues = np.clip(eigenvalues, 0.0, None)
+        projected = total.A @ vectors
+        predicted: list[list[np.ndarray]] = [[] for _ in grid]
+        for states, labels in folds:
+            u = states @ vectors
+            held = projected - one_hot(labels, self.n_outputs).T @ u
+            for i, l2 in enumerate(grid):
+                scaled = u / (eigenvalues + l2)
+                gram = np.eye(len(u)) - scaled @ u.T
+                predicted[i].append(predictions(_spd_solve(gram, scaled @ held.T)))
+        truth = np.concatenate([labels for _, labels in folds])
+        return [objective_score(self.config.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
 
     def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
                     per_client: bool = False, scale: float = 1.0) -> Sweep:
@@ -157,8 +366,11 @@ class Run:
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
         """The result sections: train/val/test metrics (None for an empty group), communication,
-        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` and every
-        group whose predictions are all one class while its labels are not — a collapse, never a result; ``l2_selection``, the λ used and how it was chosen; and in ``extra``
+        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` (a model that
+        predicts one class is every algorithm's check, :func:`tff_esn.result_check.check_result`);
+        ``l2_selection``, the λ used and how it was chosen; ``selection``, the state mode and reservoir
+        chosen with every candidate's score; ``validation``, where the validation data came from
+        (:meth:`tff_esn.data.carving.Carving.to_dict`); and in ``extra``
         the ``states`` check of the run's reservoir on the training sequences (saturation,
         :func:`tff_esn.closed_form.saturation.check_states`, warned about there)."""
         if self._states is None:
@@ -167,15 +379,10 @@ class Run:
         out: dict[str, Any] = {}
         said = list(notes)
         for group in GROUPS:
-            ids = getattr(self.split, group)
+            ids = self._units if group == "train" else getattr(self.split, group)
             if ids:
                 scores, labels = scorer(ids)
                 out[group] = split_report(labels, scores, self.n_outputs, seed=self.config.seed)
-                predicted = np.unique(np.argmax(scores, axis=-1))
-                if predicted.size == 1 and np.unique(labels).size > 1:
-                    said.append(f"{group}: every prediction is class {int(predicted[0])} "
-                                f"({np.unique(labels).size} classes present); check λ, the state mode and "
-                                f"the algorithm's own hyperparameters")
             else:
                 out[group] = None
         out["warnings"] = [f"{self.name}: {text}" for text in said]
@@ -183,6 +390,10 @@ class Run:
             warn(text)
         if self.l2_choice is not None:
             out["l2_selection"] = self.l2_choice.to_dict()
+        if self.selection is not None:
+            out["selection"] = self.selection
+        if self.carving is not None:
+            out["validation"] = self.carving.to_dict()
         out["communication"] = cost.to_dict()
         out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), "states": self._states,
                         **extra}

@@ -8,12 +8,14 @@
   training clients: the training clients, shuffled by a permutation drawn from ``seed``, are
   dealt round-robin to :data:`FOLDS` folds (each fold validates on clients none of the others
   trains on).
-* ``local hold-out`` — fewer training clients: each training client's own sequences are
-  ordered by label then by a seeded random key and dealt round-robin to the :data:`FOLDS` folds
-  (stratified by label; fold ``k`` holds about 1/:data:`FOLDS` of each client); a client keeps
-  its only sequence in training (training clients of one sequence each are folded as clients,
-  in as many folds as there are clients). Each (client, fold) part is a client of :attr:`Carving.dataset`,
-  so statistics computed per part sum to the client's (ridge statistics are additive).
+* ``local hold-out`` — fewer training clients: each training sequence goes to the fold drawn
+  from a hash of its values, its label and ``seed`` (:func:`sequence_folds`), so each client
+  holds out about 1/:data:`FOLDS` of its own sequences in each fold, and the folds of the pooled
+  training data are the same however its sequences are dealt to clients (IncFed on any partition
+  validates on what the centralized readout validates on). Each (client, fold) part is a client
+  of :attr:`Carving.dataset`, so statistics computed per part sum to the client's (ridge
+  statistics are additive). Training clients of one sequence each are folded as clients, in as
+  many folds as there are clients.
 * ``none`` — a single training sequence: nothing to validate on (the caller uses its defaults
   and says so).
 
@@ -25,11 +27,12 @@ into ``metrics.json["validation"]``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any
 
 import numpy as np
 
-from tff_esn.data.partition import deal, sequence_labels
+from tff_esn.data.partition import deal
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 
 FOLDS = 5
@@ -116,8 +119,8 @@ class Carving:
         if self.rule == "client folds":
             return (f"{len(self.folds)} folds over the {len(self.split.train)} training clients, dealt "
                     f"round-robin after a permutation drawn from seed {self.seed}")
-        return (f"local hold-out: each training client's sequences dealt to {len(self.folds)} folds by label "
-                f"and a random key drawn from seed {self.seed} (a client with one sequence keeps it)")
+        return (f"local hold-out: each training sequence in one of {len(self.folds)} folds by a hash of its "
+                f"values, its label and seed {self.seed}; each client holds out its sequences of the fold")
 
     def to_dict(self) -> dict[str, Any]:
         """``metrics.json["validation"]``: the rule, its seed and each fold's validation data."""
@@ -131,9 +134,32 @@ class Carving:
         return out
 
 
+def _client_folds(dataset: SequenceDataset, split: Split, seed: int, folds: int) -> Carving:
+    """``min(folds, clients)`` folds over the training clients, dealt round-robin after a seeded permutation."""
+    train = tuple(split.train)
+    folds = min(folds, len(train))
+    order = np.random.default_rng(np.random.SeedSequence([seed, _SEED_STREAM, len(train)])).permutation(len(train))
+    dealt = tuple(tuple(sorted((train[i] for i in order[k::folds]), key=train.index)) for k in range(folds))
+    return Carving("client folds", dataset, split, dealt, {c: c for c in train}, seed)
+
+
+def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray:
+    """(n,) the fold in [0, ``folds``) of each of ``client``'s sequences: a BLAKE2b hash of ``seed``,
+    its valid steps' values and its label(s), modulo ``folds`` — the same for a sequence whichever
+    client holds it and wherever."""
+    out = np.empty(len(client), np.int64)
+    steps = client.steps
+    for i in range(len(client)):
+        digest = hashlib.blake2b(np.int64(seed).tobytes(), digest_size=8)
+        digest.update(np.ascontiguousarray(client.x[i, :steps[i]], np.float32).tobytes())
+        digest.update(np.ascontiguousarray(client.y[i], np.int64).tobytes())
+        out[i] = int.from_bytes(digest.digest(), "little") % folds
+    return out
+
+
 def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOLDS) -> Carving:
     """The run's validation data (module docstring): the validation clients, else ``folds`` folds
-    over the training clients (≥ 2 per fold), else a stratified per-client local hold-out.
+    over the training clients (≥ 2 per fold), else a per-client local hold-out of hashed folds.
     Only ``split.train`` is read."""
     if not isinstance(folds, int) or folds < 2:
         raise ValueError(f"folds: expected an integer ≥ 2, got {folds!r}.")
@@ -144,32 +170,25 @@ def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOL
     if singles and len(train) < 2:
         return Carving("none", dataset, split, (), {c: c for c in train}, seed)
     if len(train) >= 2 * folds or singles:
-        folds = min(folds, len(train))
-        order = np.random.default_rng(np.random.SeedSequence([seed, _SEED_STREAM, len(train)])).permutation(len(train))
-        dealt = tuple(tuple(sorted((train[i] for i in order[k::folds]), key=train.index)) for k in range(folds))
-        return Carving("client folds", dataset, split, dealt, {c: c for c in train}, seed)
+        return _client_folds(dataset, split, seed, folds)
     parts: dict[str, Any] = {}
     owner: dict[str, str] = {}
     fold_ids: list[list[str]] = [[] for _ in range(folds)]
-    for index, cid in enumerate(train):
+    for cid in train:
         client = dataset.clients[cid]
-        n = len(client)
-        rng = np.random.default_rng(np.random.SeedSequence([seed, _SEED_STREAM, index]))
-        fold_of = np.zeros(n, np.int64)
-        if n >= 2:
-            order = np.lexsort((rng.random(n), sequence_labels(client)))
-            fold_of[order] = np.arange(n) % folds
+        fold_of = sequence_folds(client, folds, seed)
         present = sorted(set(fold_of.tolist()))
         ids = tuple(f"{cid}#f{k}" for k in present)
         clash = sorted(set(ids) & set(dataset.clients))
         if clash:
             raise ValueError(f"carve: part ids {clash} clash with the data's client ids.")
-        dealt_parts = deal(client, np.searchsorted(present, fold_of), ids)
-        parts.update(dealt_parts)
+        parts.update(deal(client, np.searchsorted(present, fold_of), ids))
         for k, part_id in zip(present, ids):
             owner[part_id] = cid
-            if n >= 2:
-                fold_ids[k].append(part_id)
+            fold_ids[k].append(part_id)
+    if sum(1 for f in fold_ids if f) < 2:  # every sequence hashed to one fold: nothing would train
+        return _client_folds(dataset, split, seed, folds) if len(train) >= 2 else \
+            Carving("none", dataset, split, (), {c: c for c in train}, seed)
     others = {c: dataset.clients[c] for c in dataset.clients if c not in set(train)}
     carved = dataclasses.replace(dataset, clients={**parts, **others}, groups={})
     carved_split = dataclasses.replace(split, train=tuple(parts))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.closed_form.l2_selection import AUTO
+from tff_esn.closed_form.selection import AUTO
 from tff_esn.communication import centralized as centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data

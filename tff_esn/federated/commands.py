@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tff_esn import runtime
-from tff_esn.closed_form.l2_selection import AUTO
+from tff_esn.closed_form.selection import AUTO
 from tff_esn.data.cache import cache_root
 from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split

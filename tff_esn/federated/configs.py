@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
-from tff_esn.closed_form.l2_selection import AUTO
+from tff_esn.closed_form.selection import AUTO
 from tff_esn.validation import check_field
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError

@@ -35,7 +35,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.closed_form.l2_selection import AUTO
+from tff_esn.closed_form.selection import AUTO
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.federated.configs import (CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig,
                                        chosen_index, for_data, loss_labels, resolve_backend)

@@ -1,0 +1,70 @@
+"""One result check for every algorithm: a model that predicts one class or does not beat the majority class."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from closed_form_data import default_split, random_dataset
+
+from tff_esn import algorithms
+from tff_esn.compare import FLAG_MARK, _cell_text
+from tff_esn.metrics import split_report
+from tff_esn.result_check import NOT_ABOVE_MAJORITY, ONE_CLASS, check_result
+from tff_esn.run_warnings import recording
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstantConfig:
+    """A toy algorithm's config: the class it always predicts (``None``: the true labels)."""
+
+    predict: int | None = 0
+    seed: int = 0
+
+
+def run_constant(dataset, split, config):
+    out = {}
+    for group in ("train", "val", "test"):
+        ids = getattr(split, group)
+        if not ids:
+            out[group] = None
+            continue
+        y = np.concatenate([dataset.clients[c].y for c in ids])
+        guess = y if config.predict is None else np.full_like(y, config.predict)
+        out[group] = split_report(y, np.eye(dataset.n_classes)[guess], dataset.n_classes)
+    return {**out, "communication": {"up_floats_per_client": 0, "down_floats_per_client": 0, "rounds": 0}}
+
+
+@pytest.fixture
+def constant(monkeypatch):
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))  # providers loaded first
+    return algorithms.register_algorithm("constant-test", ConstantConfig, run_constant, tff=False)
+
+
+def test_any_registered_algorithm_that_predicts_one_class_is_flagged_and_warned(constant):
+    data = random_dataset(n_clients=6, seed=1)
+    record = algorithms.run_algorithm("constant-test", data, default_split(data), ConstantConfig(predict=1))
+    assert all(ONE_CLASS in record["result_check"][g] for g in ("val", "test"))
+    assert any("constant-test: test: every prediction is class 1" in w for w in record["warnings"])
+    perfect = algorithms.run_algorithm("constant-test", data, default_split(data), ConstantConfig(predict=None))
+    assert perfect["result_check"] == {"val": [], "test": []}
+    assert not [w for w in perfect["warnings"] if "constant-test" in w]
+
+
+@pytest.mark.parametrize("accuracy, flagged", [(0.5, True), (0.6, True), (0.61, False)])
+def test_not_beating_the_majority_class_is_flagged(accuracy, flagged):
+    section = {"accuracy": accuracy, "balanced_accuracy": 0.5, "label_counts": [6, 4], "prediction_counts": [5, 5]}
+    baselines = {"majority": {"class": 0, "test": {"accuracy": 0.6}, "val": None}}
+    with recording() as said:
+        flags = check_result("x", {"test": section, "val": None}, baselines)
+    assert flags == {"test": [NOT_ABOVE_MAJORITY] if flagged else []}
+    assert bool(said) == flagged
+    assert _cell_text([accuracy], 1, bool(flags["test"])).endswith(FLAG_MARK) == flagged
+
+
+def test_a_single_class_test_group_is_not_a_collapse():
+    section = {"accuracy": 1.0, "label_counts": [0, 7], "prediction_counts": [0, 7]}
+    with recording() as said:
+        assert check_result("x", {"test": section}, {"majority": {"test": {"accuracy": 0.9}}}) == {"test": []}
+    assert said == []

@@ -1,0 +1,176 @@
+"""Model selection of the closed-form family: λ, the state mode and a small reservoir grid.
+
+One rule for every closed-form run (:class:`tff_esn.closed_form.run.Run` applies it). The
+validation data is the split's validation clients, else folds carved from the training data
+(:mod:`tff_esn.data.carving`); test clients are never read by a choice.
+
+* ``l2="auto"``: λ is the value of a grid (:data:`L2_GRID`, ascending) whose readout scores best
+  on the validation data, a tie going to the larger λ (:func:`chosen_l2`) — the seeds' model
+  selection on the validation users (pFedRR §3, FedIP §3 and Table 1). With carved folds, each
+  fold's readout is the algorithm's fit on the training data without the fold (for the exact
+  IncFed/centralized readout ``(A − A_k)(B − B_k + λI)⁻¹``: the ridge statistics are additive, so
+  one harvest serves every fold), scored on the fold; the folds' predictions are pooled into one
+  score (each fold returns its counts).
+* ``state_mode="auto"``: the state mode of :data:`STATE_MODE_CANDIDATES` (``last``, ``mean``,
+  ``all``: every step a sample, a sequence scored by the mean of its steps' outputs — a soft vote)
+  whose exact readout scores best at its best λ; ties to the earlier candidate.
+* alignment's ``alpha="auto"``: the weight of :data:`ALPHA_GRID` whose readout scores best at its
+  best λ (a tie to the default 0.9, tried first).
+* ``reservoir_search``: the reservoir settings tried, one at a time, at the alternatives of
+  :data:`RESERVOIR_GRID` (coordinate search from the configured reservoir, keeping a value only
+  when it scores strictly better). Budget: one training harvest per candidate, at most
+  ``len(STATE_MODE_CANDIDATES) + sum of the alternatives`` (six) harvests of the training data;
+  the validation and test clients are harvested once, at the chosen setting.
+
+The score is :data:`OBJECTIVES`' ``objective`` (own data: balanced accuracy, which a constant
+predictor cannot win; the seeds' data: accuracy, their rule). Without validation data, or when
+the run's statistics are private (a sweep would release more than the one readout the privacy
+accounting covers), λ is :data:`DEFAULT_L2`, the state mode :data:`DEFAULT_STATE_MODE` and the
+reservoir the configured one, and the record says why. Light: imports neither numpy nor TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tff_esn.validation import is_finite
+
+if TYPE_CHECKING:
+    import numpy as np
+
+AUTO = "auto"
+"""The value of ``l2`` / ``state_mode`` that asks for it to be chosen on the validation data."""
+
+L2_GRID: tuple[float, ...] = tuple(10.0 ** k for k in range(-6, 4))
+"""λ searched, ascending: 1e-6 … 1e3 in decades."""
+
+DEFAULT_L2 = 1e-4
+"""λ of ``--l2 auto`` when there is nothing to choose it on (a single training sequence, or private
+statistics): with the centralized readout on the four UCR/UEA sets of the test suite it stays
+close to the best decade of :data:`L2_GRID` on each."""
+
+DEFAULT_STATE_MODE = "mean"
+"""The state mode of ``--state-mode auto`` when nothing is chosen (``last`` for per-step labels)."""
+
+STATE_MODE_CANDIDATES = ("mean", "last", "all")
+"""State modes ``auto`` tries, in order (``mean`` is skipped for per-step labels)."""
+
+RESERVOIR_GRID: dict[str, tuple[float, ...]] = {
+    "leaky": (1.0, 0.3),
+    "spectral_radius": (0.9, 0.5),
+    "input_scaling": (1.0, 0.3),
+}
+"""Per searchable reservoir setting, the values tried (the configured value and the others)."""
+
+SEARCHABLE = tuple(RESERVOIR_GRID)
+
+ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+"""Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
+OBJECTIVES = ("accuracy", "balanced_accuracy", "f1_macro")
+
+
+def objective_score(objective: str, labels: np.ndarray, predicted: np.ndarray, n_classes: int) -> float:
+    """The validation score ``objective`` of ``predicted`` against ``labels`` (pooled over folds)."""
+    from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores  # numpy: only once a run scores
+
+    if objective == "accuracy":
+        return accuracy(labels, predicted)
+    if objective == "balanced_accuracy":
+        return balanced_accuracy(labels, predicted, n_classes)
+    if objective == "f1_macro":
+        return f1_scores(labels, predicted, n_classes)[0]
+    raise ValueError(f"objective: expected one of {OBJECTIVES}, got {objective!r}.")
+
+
+def chosen_l2(scores: Sequence[float]) -> int:
+    """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ
+    (the smoother readout: with few validation sequences neighbouring λ often tie)."""
+    if not scores:
+        raise ValueError("chosen_l2: no validation scores (empty λ grid).")
+    best = max(scores)
+    return max(i for i, v in enumerate(scores) if v == best)
+
+
+def check_grid(grid: Any) -> tuple[float, ...]:
+    """``grid`` as an ascending tuple of distinct finite numbers > 0; ``ValueError`` otherwise."""
+    values = tuple(grid) if isinstance(grid, (tuple, list)) else ()
+    ok = bool(values) and all(is_finite(v) and v > 0 for v in values)
+    if not ok or list(values) != sorted(set(values)):
+        raise ValueError(f"l2_grid (--l2-grid): expected ascending distinct finite numbers > 0, got {grid!r}.")
+    return tuple(float(v) for v in values)
+
+
+def check_search(names: Any) -> tuple[str, ...]:
+    """``names`` as a tuple of distinct :data:`SEARCHABLE` settings; ``ValueError`` otherwise."""
+    values = tuple(names) if isinstance(names, (tuple, list)) else None
+    if values is None or len(set(values)) != len(values) or set(values) - set(SEARCHABLE):
+        raise ValueError(f"reservoir_search (--reservoir-search): expected distinct names among {SEARCHABLE}, "
+                         f"got {names!r}.")
+    return tuple(n for n in SEARCHABLE if n in values)
+
+
+@dataclasses.dataclass(frozen=True)
+class L2Choice:
+    """The λ a run used and how it came about (``metrics.json``'s ``l2_selection``).
+
+    Attributes:
+        l2: the λ used.
+        rule: ``"given"`` (a number was set), ``"validation"`` (chosen on the validation
+            clients), ``"cross-validation"`` (on folds carved from training) or ``"default"``
+            (``auto`` with nothing to choose on: :data:`DEFAULT_L2`).
+        grid: the λ searched.
+        scores: the validation score at each λ of ``grid``.
+        objective: the score's name (:data:`OBJECTIVES`).
+        reason: why ``default`` was used.
+    """
+
+    l2: float
+    rule: str
+    grid: tuple[float, ...] = ()
+    scores: tuple[float, ...] = ()
+    objective: str = ""
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"l2": self.l2, "rule": self.rule}
+        if self.grid:
+            out.update(grid=list(self.grid), objective=self.objective, scores=list(self.scores))
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def on_validation(grid: Sequence[float], scores: Sequence[float], *, objective: str,
+                  rule: str = "validation") -> L2Choice:
+    """The :class:`L2Choice` of the best validation score over ``grid`` (:func:`chosen_l2`)."""
+    if len(grid) != len(scores):
+        raise ValueError(f"on_validation: {len(grid)} λ but {len(scores)} scores.")
+    best = chosen_l2(list(scores))
+    return L2Choice(float(grid[best]), rule, tuple(float(v) for v in grid), tuple(float(a) for a in scores),
+                    objective)
+
+
+def by_default(reason: str) -> L2Choice:
+    """:data:`DEFAULT_L2`, with the ``reason`` nothing was chosen (recorded in ``metrics.json``)."""
+    return L2Choice(DEFAULT_L2, "default", reason=reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One setting of the states tried: its state mode, reservoir values and its best score."""
+
+    state_mode: str
+    reservoir: dict[str, float]
+    l2: float
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state_mode": self.state_mode, **self.reservoir, "best_l2": self.l2, "score": self.score}
+
+
+def best_candidate(candidates: Sequence[Candidate]) -> int:
+    """Index of the best score; a tie goes to the earlier candidate (the configured setting first)."""
+    best = max(c.score for c in candidates)
+    return min(i for i, c in enumerate(candidates) if c.score == best)

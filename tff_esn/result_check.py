@@ -1,0 +1,47 @@
+"""The check every run's result gets: a model that predicts one class, or does not beat the majority class.
+
+:func:`check_result` reads a run's validation and test sections (:func:`tff_esn.metrics.split_report`,
+whose per-class counts say what the model predicted) beside the majority-class baseline
+(:func:`tff_esn.baselines.baseline_scores`), warns (:mod:`tff_esn.run_warnings`) and returns the flags
+``metrics.json["result_check"]`` records and ``compare`` marks its cells with. One function for every
+algorithm, closed-form and gradient-trained alike (:func:`tff_esn.algorithms.run_algorithm` calls it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tff_esn.run_warnings import warn
+
+ONE_CLASS = "one class"
+NOT_ABOVE_MAJORITY = "not above majority"
+FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY)
+GROUPS = ("val", "test")
+
+
+def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Per group (``val``, ``test``) with a section, the :data:`FLAGS` that hold, each also a warning:
+    every prediction is one class while the labels hold several (``one class``), or the accuracy is
+    at most the majority class's on the same group (``not above majority``)."""
+    flags: dict[str, list[str]] = {}
+    majority = baselines.get("majority") or {}
+    for group in GROUPS:
+        section = result.get(group)
+        if not section:
+            continue
+        found = []
+        predicted = [k for k, n in enumerate(section.get("prediction_counts") or ()) if n]
+        present = sum(1 for n in section.get("label_counts") or () if n)
+        if len(predicted) == 1 and present > 1:
+            found.append(ONE_CLASS)
+            warn(f"{algorithm}: {group}: every prediction is class {predicted[0]} ({present} classes present): the "
+                 "model has collapsed; check the learning rate, λ, the state mode and the algorithm's own settings")
+        reference = (majority.get(group) or {}).get("accuracy")
+        if reference is not None and section["accuracy"] <= reference:
+            found.append(NOT_ABOVE_MAJORITY)
+            warn(f"{algorithm}: {group}: accuracy {section['accuracy']:.4f} (balanced "
+                 f"{section.get('balanced_accuracy', float('nan')):.4f}) does not beat the majority class "
+                 f"({reference:.4f}): the model has learnt nothing a constant prediction does not")
+        flags[group] = found
+    return flags
