@@ -24,7 +24,7 @@ fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mea
 thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``,
                         ``readout_inputs="standardized"``, ``client_lr="auto"``,
                         ``epochs=1000`` with ``patience=100`` (early stopping on the validation
-                        loss, best weights restored)
+                        macro-F1, a tie to the lower loss, best weights restored)
 closed-form algorithms  ``bias_scaling=1.0``; ``l2="auto"``, ``state_mode="auto"`` and
                         ``reservoir_search`` over leak rate, spectral radius and input scaling,
                         chosen by balanced accuracy (``objective``) on the validation data —

@@ -43,7 +43,7 @@ from typing import Any
 import keras_tuner as kt
 from tqdm.auto import tqdm
 
-from tff_esn.closed_form.selection import L2_GRID
+from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
 from tff_esn.defaults import OWN_DATA, own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.io import write_csv_atomic, write_json_atomic
@@ -163,10 +163,11 @@ def data_names(space: SearchSpace, source: str) -> tuple[str, str]:
 
 
 def default_spec(source: str) -> StateSpec:
-    """The states a search's ridge readouts see by default: ``tff-esn run``'s on ``source``
-    (own data: :data:`tff_esn.defaults.OWN_DATA`'s state mode)."""
+    """The states a search's ridge readouts see by default: ``tff-esn run``'s on ``source`` (own
+    data: the mean state, :data:`~tff_esn.closed_form.selection.DEFAULT_STATE_MODE`; a run's
+    ``--state-mode auto`` is chosen by cross-validation, which a search does not repeat per trial)."""
     if own_data(source):
-        return StateSpec(state_mode=OWN_DATA["incfed"]["state_mode"])
+        return StateSpec(state_mode=DEFAULT_STATE_MODE)
     return StateSpec()
 
 
@@ -251,10 +252,10 @@ def trial_rows(tuner, space: SearchSpace, seed: int, n_inputs: int | None) -> li
         if space.kind == "closed-form":
             values = run_hparams(values, n_inputs=n_inputs, seed=seed)
         seconds = trial.metrics.get_last_value("seconds") if trial.metrics.exists("seconds") else None
-        classes = (int(trial.metrics.get_last_value("val_classes_predicted"))
-                   if trial.metrics.exists("val_classes_predicted") else None)
+        classes = ({"classes_predicted": int(trial.metrics.get_last_value("val_classes_predicted"))}
+                   if trial.metrics.exists("val_classes_predicted") else {})
         rows.append({"trial": trial.trial_id, "status": trial.status, "score": trial.score,
-                     "seconds": seconds, "classes_predicted": classes, **values})
+                     "seconds": seconds, **classes, **values})
     return sorted(rows, key=lambda r: (r["score"] is None, -(r["score"] or 0.0), r["trial"]))
 
 
@@ -323,8 +324,8 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     tuner.search(verbose=0)
     n_inputs = len(tuner.dataset.feature_names) if space.kind == "closed-form" else None
     rows = trial_rows(tuner, space, seed, n_inputs)
-    best = [r for r in rows if r["score"] is not None and r["classes_predicted"] != 1]
-    if not best and any(r["classes_predicted"] == 1 for r in rows):
+    best = [r for r in rows if r["score"] is not None and r.get("classes_predicted") != 1]
+    if not best and any(r.get("classes_predicted") == 1 for r in rows):
         raise RuntimeError(f"search {space.name!r}: every completed trial predicts one class on the validation data; "
                            "none is recommended (widen the space or give the validation data more sequences).")
     if not best:

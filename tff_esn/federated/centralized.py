@@ -7,7 +7,8 @@ Table 6.3's columns. The reservoir is fixed, so the design set's states are harv
 (Adam, class-weighted cross-entropy, batch 20, Table 6.2), which is the same optimisation as
 fitting the full model. On K > 2 classes the readout is a softmax
 (:mod:`tff_esn.federated.model`). With ``patience`` the readout trains on the training
-clients and stops early on the validation clients' loss, restoring the best epoch. With
+clients and stops early on the validation clients' macro-F1 (a tie: the lower loss), restoring the
+best epoch. With
 ``readout_inputs="standardized"`` the states are standardised with the training set's feature
 means and variances (:mod:`tff_esn.federated.standardization`); a learning rate ``auto`` is the
 one of :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` whose model scores the best validation
@@ -28,8 +29,38 @@ from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
 from tff_esn.federated.standardization import Standardization, federated_standardization
-from tff_esn.metrics import split_report
+from tff_esn.metrics import classification_metrics, split_report
 from tff_esn.run_warnings import warn
+
+
+class BestValidatedEpoch(tf.keras.callbacks.Callback):
+    """Keeps the epoch with the best validation macro-F1 (a tie: the lower validation loss),
+    stops once ``patience`` epochs have not improved on it and restores its weights — the rule of
+    the federated runs' best round, where Keras' ``EarlyStopping`` on the loss alone keeps the
+    first epochs of a readout whose loss rises while its predictions improve."""
+
+    def __init__(self, states: np.ndarray, labels: np.ndarray, n_classes: int, patience: int):
+        super().__init__()
+        self.states, self.labels, self.n_classes, self.patience = states, labels, n_classes, patience
+        self.best: tuple[float, float] = (-np.inf, -np.inf)
+        self.weights: list[np.ndarray] | None = None
+        self.wait = 0
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        scores = self.model(self.states, training=False).numpy()
+        scores = scores.reshape(-1) if scores.shape[-1] == 1 else scores.reshape(-1, scores.shape[-1])
+        f1 = classification_metrics(self.labels, scores, self.n_classes)["f1_macro"]
+        key = (f1, -float((logs or {}).get("val_loss", np.inf)))
+        if key > self.best:
+            self.best, self.weights, self.wait = key, self.model.get_weights(), 0
+            return
+        self.wait += 1
+        if self.wait >= self.patience:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if self.weights is not None:
+            self.model.set_weights(self.weights)
 
 
 def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardization: Standardization | None):
@@ -50,9 +81,9 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         include_validation: train on training + validation subjects (the design set, as for
             Table 6.3); ``False`` trains on the training subjects only (model selection).
         patience: ≥ 1 trains on the training subjects only, for at most ``config.epochs``
-            epochs, stopping once the validation subjects' loss has not improved for
-            ``patience`` epochs and restoring the best epoch's weights (Keras
-            ``EarlyStopping``); 0 — or no validation subjects, with a recorded warning —
+            epochs, stopping once the validation subjects' macro-F1 (a tie: the lower loss) has
+            not improved for ``patience`` epochs and restoring the best epoch's weights
+            (:class:`BestValidatedEpoch`); 0 — or no validation subjects, with a recorded warning —
             trains for ``config.epochs`` epochs.
         seed: seed of the epoch orders (:func:`tff_esn.federated.clients.seeded_fit_data`;
             the readout's initialisation is seeded by the reservoir seed). No global RNG is
@@ -77,18 +108,19 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
             [client_data.client_states(c, config.reservoir, config) for c in dataset.select(design_ids).values()])
     states, labels = _states(dataset, design_ids, config, standardization)
     validation = _states(dataset, split.val, config, standardization) if patience else None
+    val_labels = loss_labels([dataset.pooled(split.val)], config).astype(np.int64) if patience else None
 
-    def fit(learning_rate: float) -> tuple[tf.keras.Model, Any]:
+    def fit(learning_rate: float) -> tuple[tf.keras.Model, Any, BestValidatedEpoch | None]:
         model_config = config.replace(learning_rate=learning_rate)
         model = compile_thesis_model(build_thesis_model(config.reservoir.total_units, model_config, readout_only=True),
                                      model_config)
         batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
                                                      epochs=config.epochs, seed=seed)
-        kwargs = {}
+        kwargs, best = {}, None
         if patience:
-            kwargs = {"validation_data": validation,
-                      "callbacks": [tf.keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]}
-        return model, model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0, **kwargs)
+            best = BestValidatedEpoch(validation[0], val_labels, dataset.n_classes, patience)
+            kwargs = {"validation_data": validation, "callbacks": [best]}
+        return model, model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
 
     def report(model, ids):
         if not ids:
@@ -100,19 +132,19 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
 
     selection: dict[str, Any] = {}
     if config.learning_rate != AUTO:
-        model, history = fit(config.learning_rate)
+        model, history, _ = fit(config.learning_rate)
     elif not patience:
         reason = "no validation clients" if not split.val else "patience 0: the design set includes the validation clients"
         lr = DEFAULT_CLIENT_LR[config.optimizer]
         warn(f"client_lr 'auto': {reason}; the stated default {lr} is used.")
         selection["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
-        model, history = fit(lr)
+        model, history, _ = fit(lr)
     else:
         grid = CLIENT_LR_GRIDS[config.optimizer]
         fits = [fit(lr) for lr in grid]
-        scores = [(float(report(m, split.val)["f1_macro"]), float(min(h.history["val_loss"]))) for m, h in fits]
+        scores = [(float(b.best[0]), float(-b.best[1])) for _, _, b in fits]
         best = chosen_index(scores)
-        model, history = fits[best]
+        model, history, _ = fits[best]
         selection["client_lr"] = {"value": grid[best], "rule": "validation", "grid": list(grid),
                                   "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
 

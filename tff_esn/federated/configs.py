@@ -264,7 +264,7 @@ class ThesisCentralConfig(ThesisRunConfig):
     Attributes:
         patience: 0 trains on the design set (training + validation clients) for ``epochs``
             epochs (thesis Table 6.3); n ≥ 1 trains on the training clients for at most
-            ``epochs`` epochs and stops once the validation clients' loss has not improved
+            ``epochs`` epochs and stops once the validation clients' macro-F1 (a tie: the lower loss) has not improved
             for n epochs, restoring the best epoch's weights (without validation clients:
             ``epochs`` epochs on the design set, with a recorded warning).
     """

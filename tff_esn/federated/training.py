@@ -526,7 +526,8 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     state, start_round, earlier = _restored(fed, config, out, config.resume)
     best = None
     if (config.keep_best or config.patience) and fed.groups["val"] is None:
-        warn("keep_best/patience: no validation clients to choose a round on; the result is the last round's model.")
+        warn(f"{'keep_best' if config.keep_best else 'patience'}: no validation clients to choose a round on; the "
+             "result is the last round's model.")
     elif config.keep_best or config.patience:
         best = _BestRound(out, resumed=start_round > 0)
     k_classes = dataset.n_classes
