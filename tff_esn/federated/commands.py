@@ -15,7 +15,8 @@ only: ``thesis-central`` trains its Keras model without it.
 A run that selects on validation data — a client learning rate or penalty ``auto``,
 ``keep_best``, ``patience`` — on a split without validation clients trains on the training
 clients without a seeded hold-out and validates on it (:meth:`tff_esn.data.carving.Carving.holdout`,
-recorded as ``metrics.json["validation"]``); the test clients are never read by a choice.
+recorded as ``metrics.json["validation"]``); the test clients are never read by a choice. Under DP
+only validation clients are chosen on: a hold-out of training records is not carved.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[s
         config = dataclasses.replace(config, cache_dir=str(cache_root()))
     selects = (config.model.learning_rate == AUTO or getattr(config, "penalty", None) == AUTO or config.keep_best
                or config.patience > 0)
+    if config.privacy.dp_requested and not split.val:
+        selects = False  # a hold-out carved from the training clients would be scored outside the DP mechanism
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     result = run_federated(dataset, split, config)
     result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))

@@ -107,6 +107,12 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.rounds[].val_*": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.rounds[].test_*": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.kept_round": (PUBLIC_OUTPUT, "the round chosen on the validation clients: " + _EVALUATION),
+    "extra.rounds_run": (PUBLIC_OUTPUT, "the rounds run, stopped on the validation clients' scores: " + _EVALUATION),
+    "result_check": (PUBLIC_OUTPUT, "flags of the model's predictions on the validation/test clients (under DP "
+                     "without the majority-class comparison: that class is the training clients' most frequent "
+                     "label): " + _EVALUATION),
+    "extra.standardization": (WITHHELD, "the training clients' feature means and variances: " + _TRAINING_RECORDS),
+    "validation": (WITHHELD, "the sizes of validation folds carved from the training clients: " + _TRAINING_RECORDS),
     "extra.train_clients": (PUBLIC_OUTPUT, "the number of training clients: the federation's size, no client data"),
 }
 """Every client-derived value a run writes to ``metrics.json`` / ``rounds.csv`` (a dotted path of the
@@ -120,10 +126,12 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "settings", "cli", "versions",
                      "extra.federated_config", "extra.backend", "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
-                     "partition.label_names", "l2_selection", "clients", "extra.tau", "extra.reading", "extra.k",
+                     "partition.label_names", "l2_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
                      "extra.alpha", "extra.mask", "extra.rounds_csv"),
                     "the run's configuration, split (which client is in which group) and environment (under "
-                    "privacy settings λ is the stated default and FedAvg's class weights are explicit or uniform)"),
+                    "privacy settings nothing is chosen on client data: λ, the state mode, the reservoir, the "
+                    "learning rate and the penalty are the stated defaults, and FedAvg's class weights are "
+                    "explicit or uniform)"),
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
