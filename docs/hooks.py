@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w./-]+\.md) -->$", re.MULTILINE)
+INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 RESULTS = re.compile(r"^<!-- results: ([a-z0-9-]+) -->$", re.MULTILINE)
 NOT_REPRODUCED = "Not part of `tff-esn reproduce`"
@@ -158,7 +158,7 @@ def coverage_table() -> str:
 
 
 def include(match: re.Match) -> str:
-    """The text of a file under the repository's root (a path from it); a missing one fails the build unless the
+    """The text of a file at the repository's root; a missing one fails the build unless the
     marker says ``include-if-present``, where a note takes its place."""
     path = ROOT / match.group(2)
     if path.is_file():

@@ -1,4 +1,4 @@
-"""``python -m scripts.reservoirs [--seeds N] [--out RUN_DIR] [--docs DOCS] [--figure PNG]``: IncFed and FedAvg across
+"""``python -m scripts.reservoirs [--seeds N] [--out RUN_DIR] [--page PAGE] [--figure PNG]``: IncFed and FedAvg across
 reservoir topologies and depths, beside esnfed's topologies built with the same sizes.
 
 For each data set (JapaneseVowels and BasicMotions from the UEA archive, the synthetic WESAD and
@@ -12,8 +12,8 @@ density 0.1, small-world k = 6 / p = 0.1, scale-free m = 3, ring with random sig
 ``federated_classifier`` over the same clients (pooled ``mean``/``last`` states as ours).
 
 Writes ``RUN_DIR/results.csv`` (one row per data set, reservoir, algorithm and seed), and
-``DOCS/reservoirs.md`` (test accuracy mean ± std over seeds; the Reservoirs page includes it) and the
-figure ``FIGURE``.
+the table of test accuracy mean ± std over seeds into the page ``PAGE`` (between its
+``<!-- reservoirs-table -->`` markers) and the figure ``FIGURE``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ CLIENTS = 10
 FEDAVG_ROUNDS = 20
 ESNFED_TOPOLOGIES = ("random", "small_world", "scale_free", "ring")
 ROOT = Path(__file__).resolve().parent.parent
+MARKER = "<!-- reservoirs-table -->"
+"""The page's table sits between two of these lines."""
 
 
 def _split_units(units: int, layers: int) -> tuple[int, ...]:
@@ -202,14 +204,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.reservoirs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0 … N − 1 (0: only rewrite the table and figure)")
     parser.add_argument("--out", type=Path, default=Path("runs/reservoirs"))
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs" / "results")
+    parser.add_argument("--page", type=Path, default=ROOT / "docs" / "reservoirs.md")
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "assets" / "reservoirs.png")
     parser.add_argument("--data", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [r for r in run(range(args.seeds), args.out, args.data) if r["data"] in args.data]
     figure(rows, args.figure)
-    write_text_atomic(args.docs / "reservoirs.md", table(rows) + "\n")
+    page = args.page.read_text()
+    start, stop = page.index(MARKER) + len(MARKER), page.rindex(MARKER)
+    write_text_atomic(args.page, page[:start] + "\n\n" + table(rows) + "\n\n" + page[stop:])
     return 0
 
 
