@@ -24,7 +24,7 @@ import numpy as np
 from scripts.common import plt
 from scripts.framework import Context, Experiment, register
 from tff_esn.closed_form.harvest import Harvester
-from tff_esn.closed_form.l2_selection import L2_GRID
+from tff_esn.closed_form.selection import L2_GRID
 from tff_esn.data.generators import series_dataset
 from tff_esn.data.splits import get_split
 from tff_esn.esn.hyperparameters import ReservoirConfig

@@ -83,9 +83,12 @@ def test_the_choice_is_the_best_pooled_fold_score_and_a_constant_predictor_canno
     assert chosen["rule"] == "cross-validation" and chosen["objective"] == "balanced_accuracy"
     assert chosen["l2"] == grid[selection.chosen_l2(chosen["scores"])]
     labels = np.array([0, 0, 0, 0, 1, 2])
-    assert selection.objective_score("balanced_accuracy", labels, np.zeros(6, int), 3) == pytest.approx(1 / 3)
-    assert selection.objective_score("accuracy", labels, np.zeros(6, int), 3) == pytest.approx(4 / 6)
-    assert selection.objective_score("f1_macro", labels, labels, 3) == 1.0
+    constant, perfect = np.eye(3)[np.zeros(6, int)], np.eye(3)[labels]  # readout outputs, one row per sequence
+    assert selection.objective_score("balanced_accuracy", labels, constant, 3) == pytest.approx(1 / 3)
+    assert selection.objective_score("accuracy", labels, constant, 3) == pytest.approx(4 / 6)
+    assert selection.objective_score("f1_macro", labels, perfect, 3) == 1.0
+    targets = np.array([0.5, 1.5, -1.0])
+    assert selection.objective_score(selection.NEG_MSE, targets, targets[:, None] + 0.5, 1) == pytest.approx(-0.25)
 
 
 def test_state_mode_and_reservoir_search_record_every_candidate_and_use_the_best():

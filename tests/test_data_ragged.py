@@ -214,9 +214,9 @@ def test_numpy2_ragged_npz_loads(tmp_path):
 
 
 def test_numpy2_names_outside_the_allow_list_are_still_refused(tmp_path):
-    raw = numpy2_npy(_object_array([np.zeros((2, 1))])).replace(
+    raw = numpy2_npy(_object_array([np.zeros((2, 1)), np.zeros((2, 1))])).replace(
         b"cnumpy._core.multiarray\n_reconstruct\n", b"cnumpy._core.multiarray\nfromfile\n")
-    path = _npz(tmp_path / "np2bad.npz", X=raw, y=np.array([0]), client=np.array([0]))
+    path = _npz(tmp_path / "np2bad.npz", X=raw, y=np.array([0, 1]), client=np.array([0, 1]))
     with pytest.raises(UnsafePickleError, match=r"np2bad.npz: X: refuses to load the global "
                                                 r"numpy._core.multiarray.fromfile"):
         load_npz(path)

@@ -245,7 +245,7 @@ def test_closed_form_runs_of_a_federated_experiment_take_the_requests_backend(fe
     request = RunRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
     for name, federated in (("fed", True), ("closed", False)):
         ctx = Context(federated_registry[name], tmp_path / name, "tiny", request.data, 0, None, backend=backend)
-        want = closed_form if federated else "tff"  # outside a federated experiment: IncFedConfig's default
-        assert ctx.run_config("incfed", tmp_path).backend == want
-        assert ctx.run_config("fedip", tmp_path).backend == want
+        # outside a federated experiment: the configs' defaults (IncFed's auto, FedIP's tff)
+        assert ctx.run_config("incfed", tmp_path).backend == (closed_form if federated else "auto")
+        assert ctx.run_config("fedip", tmp_path).backend == (closed_form if federated else "tff")
         assert ctx.run_config("incfed", tmp_path, backend="tff").backend == "tff"  # the run's own flag wins

@@ -434,6 +434,11 @@ def _check_targets(y: np.ndarray, seqs: list[np.ndarray], source: str) -> int:
     if not (y.shape == (n,) or (len(steps) == 1 and y.shape == (n, *steps))):
         raise DataError(f"{source}: y: real targets must have shape ({n},) (one per sequence) or ({n}, T) (one per "
                         f"step of sequences of T steps), got {y.shape}.")
+    return _check_real_values(y, source)
+
+
+def _check_real_values(y: np.ndarray, source: str) -> int:
+    """Checks that real targets ``y`` are finite and not constant; returns the readout's outputs (1)."""
     if not np.all(np.isfinite(y)):
         raise DataError(f"{source}: y: real targets contain NaN or inf.")
     if np.ptp(y) == 0:
@@ -547,18 +552,22 @@ def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[
 
 
 def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
-    """``y``, checked (:func:`_check_labels`) against the number of sequences ``X`` declares
-    before ``X`` is read; ``y``'s own header is checked before ``y`` is read."""
+    """``y``, checked (:func:`_check_labels`, or :func:`_check_real_values` for real targets) against
+    the number of sequences ``X`` declares before ``X`` is read; ``y``'s own header is checked before
+    ``y`` is read."""
     source = f"npz:{path}"
     shape, _ = npz_header(archive, "X", path)
     if not shape:
         raise DataError(f"{source}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, got "
                         "a scalar.")
     labels, _ = npz_header(archive, "y", path)
-    if labels != shape[:1]:
+    if labels[:1] != shape[:1]:
         raise DataError(f"{source}: y: must have shape ({shape[0]},) like X, got {labels}.")
     y = _npz_member(archive, "y", path)
-    _check_labels(y, int(shape[0]), source, None)
+    if y.dtype.kind == "f":  # real targets: their shape against the sequences once X is read
+        _check_real_values(y, source)
+    else:
+        _check_labels(y, int(shape[0]), source, None)
     return y
 
 

@@ -27,9 +27,13 @@ CLIPS = (1e-6, 1e6)
 inside float32 and float64."""
 
 
+def _clip_ok(clip: float) -> bool:
+    return is_finite(clip) and CLIPS[0] <= clip <= CLIPS[1]
+
+
 def check_clip(clip: float) -> float:
     """C as a float in :data:`CLIPS`; otherwise a one-line ``ValueError`` with the range."""
-    if not (is_finite(clip) and CLIPS[0] <= clip <= CLIPS[1]):
+    if not _clip_ok(clip):
         raise ValueError(f"dp clip: expected a norm bound in [{CLIPS[0]:g}, {CLIPS[1]:g}] (e.g. the default √N_F for "
                          f"the closed form, 0.1 for FedAvg), got {clip!r}.")
     return float(clip)
@@ -83,9 +87,9 @@ class PrivacyConfig:
                 accounting.check_noise_multiplier(self.dp_noise_multiplier)
         check_field(self, "dp_seed", self.dp_seed is None or is_seed(self.dp_seed),
                     f"None or an integer in [0, {SEED_MAX}]")
-        if self.dp_clip is not None:
-            check_clip(self.dp_clip)
-        check_clip(self.dp_ip_clip)
+        bound = f"a finite norm bound in [{CLIPS[0]:g}, {CLIPS[1]:g}]"
+        check_field(self, "dp_clip", self.dp_clip is None or _clip_ok(self.dp_clip), f"None or {bound}")
+        check_field(self, "dp_ip_clip", _clip_ok(self.dp_ip_clip), bound)
         if self.dp_adaptive_clip and not self.dp_requested:
             raise ValueError("PrivacyConfig.dp_adaptive_clip (--dp-adaptive-clip) needs --dp-epsilon or "
                              "--dp-noise-multiplier.")
