@@ -174,7 +174,7 @@ def test_a_resumed_dp_simulation_continues_the_noise_stream(data, tmp_path):
     resumed = _run(data, "fedavg", backend="sim", privacy=adaptive, out=str(tmp_path / "cut"), resume=True)
     for key in ("kernel", "bias"):
         np.testing.assert_array_equal(resumed["extra"]["weights"][key], whole["extra"]["weights"][key])
-    assert [r["round"] for r in resumed["extra"]["rounds"]] == [2]
+    assert [r["round"] for r in resumed["extra"]["rounds"]] == [1, 2]  # the history before the cut kept
 
 
 def test_simulated_aggregation_refuses_secure_aggregation_and_is_plain_without_dp():

@@ -141,7 +141,8 @@ def test_run_with_subround_size_writes_the_metrics_of_the_one_shot_run(name, tmp
     ids = SIM.dataset(0, SIM.n_clients).client_ids
     split = Split("sim", ids[:8], ids[8:10], ids[10:])
     monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
-                        types.SimpleNamespace(load_source=lambda *a, **k: SIM.dataset(0, SIM.n_clients)))
+                        types.SimpleNamespace(load_source=lambda *a, **k: SIM.dataset(0, SIM.n_clients),
+                                              source_layout=lambda *a, **k: None))
     monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=lambda *a, **k: split))
     flags = ["--units", "6", "--l2", "1e-2", "--washout", "1"]
     records = []

@@ -149,7 +149,7 @@ def test_run_command_with_workers_writes_the_same_metrics(workers, tmp_path, mon
     data = random_dataset(n_clients=5, seed=3)
     ids = data.client_ids
     monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
-                        types.SimpleNamespace(load_source=lambda *a, **k: data))
+                        types.SimpleNamespace(load_source=lambda *a, **k: data, source_layout=lambda *a, **k: None))
     monkeypatch.setitem(sys.modules, "tff_esn.data.splits",
                         types.SimpleNamespace(get_split=lambda name, d, **k: Split(name, ids[:3], (ids[3],), (ids[4],))))
     common = ["run", "incfed", "--units", "8", "--l2", "1e-2"]

@@ -39,6 +39,7 @@ def fake_data(monkeypatch):
     """Stands in for tff_esn.data.sources / splits with tiny data."""
     sources = types.ModuleType("tff_esn.data.sources")
     sources.load_source = _fake_load_source
+    sources.source_layout = lambda *a, **k: None
     splits = types.ModuleType("tff_esn.data.splits")
     splits.get_split = _fake_get_split
     monkeypatch.setitem(sys.modules, "tff_esn.data.sources", sources)
