@@ -47,7 +47,9 @@ def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[l
         if dp.noise_multiplier > 0:
             b, raised = floor_eigenvalues(b, dp.client_floor(len(stats), n_features))
             raised_total += int(raised)
-        out.append(RidgeStats(np.asarray(a), np.asarray(b), max(0, int(round(float(n)))), s.clients, s.bias))
+        # the noisy count, at least 1 (post-processing): a client's count can come out ≤ 0 under large noise,
+        # and an upload of no states would read as an empty client
+        out.append(RidgeStats(np.asarray(a), np.asarray(b), max(1, int(round(float(n)))), s.clients, s.bias))
     return out, raised_total
 
 
