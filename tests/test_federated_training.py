@@ -74,7 +74,7 @@ def test_short_run_of_each_algorithm_and_reservoir_mode(data, tmp_path, kwargs):
 
 
 @pytest.mark.parametrize("algorithm, reservoirs", [("fedavg", "same"), ("fedavg", "different"),
-                                                   ("fedcurv", "different")])
+                                                   pytest.param("fedcurv", "different", marks=pytest.mark.slow)])
 def test_cached_states_and_reservoir_in_the_model_give_the_same_weights(data, algorithm, reservoirs):
     config = _config(rounds=2, algorithm=algorithm, reservoirs=reservoirs, penalty=1e-2)
     cached = run_federated(data, SPLIT, config)
