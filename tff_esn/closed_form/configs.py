@@ -1,12 +1,8 @@
 """Typed configs of the closed-form algorithms and their entries in the run registry.
 
-Every config is a frozen dataclass validated on construction (a ``ValueError`` names the
-field, its ``tff-esn run`` flag and what is expected). :class:`ReadoutConfig` holds what
-every closed-form run shares — the reservoir, ridge λ, the states entering the readout,
-the seed (the reservoir's) and the privacy settings — and the algorithms' own configs add
-their hyperparameters. Light: importing this module imports no TensorFlow; each run
-function lives beside its algorithm's math (``tff_esn.closed_form.<module>:run_<name>``)
-and is imported when a run starts.
+Frozen dataclasses validated on construction (a ``ValueError`` names the field and its flag);
+:class:`ReadoutConfig` holds what every closed-form run shares. Imports no TensorFlow: each run
+function (``tff_esn.closed_form.<module>:run_<name>``) is imported when a run starts.
 """
 
 from __future__ import annotations

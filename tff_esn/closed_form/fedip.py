@@ -1,57 +1,9 @@
 """Intrinsic plasticity (IP) of the reservoir and its federation, FedIP (FedIP §2, Alg. 1).
 
-IP (Schrauwen et al. 2008, FedIP eqs. 2–3) adapts each unit's gain g and bias b in
-``x̃ = tanh(g·x_net + b)`` so that the distribution of x̃ approaches a Gaussian N(μ, σ²),
-by gradient descent on the KL divergence. Per sample, up to a constant, the divergence is
-``L(g, b) = −log g − log(1 − x̃²) + (x̃ − μ)² / (2σ²)``, whose negative gradient gives::
-
-    Δb = −η (−μ/σ² + (x̃/σ²)(2σ² + 1 − x̃² + μ x̃))          (eq. 2)
-    Δg = η / g + Δb · x_net                                     (eq. 3)
-
-Eq. 2 is the analytic gradient, checked against automatic differentiation of L in the tests
-(the paper prints it without the factor x̃/σ², DEVIATIONS.md). Here ``x_net = W_in u(t) + Ŵ x(t−1)`` is the unit's net input before gain and
-bias, so the reservoir update is ``x(t) = (1 − a) x(t−1) + a x̃(t)`` (the
-:class:`~tff_esn.esn.layer.Reservoir` layer with ``use_gain=True``).
-
-Learning is online: every time step updates (g, b) by the mean of the per-sequence
-updates over a batch of sequences (batch size 1 is the classical online rule), for
-``epochs`` passes over the local data; washout is not applied to IP. Sequences of unequal
-length are padded and each runs and updates at its own length: at step t the mean is over
-the sequences still running (a step no sequence of the batch reaches updates nothing), so
-a batch of one sequence is IP on that sequence alone.
-
-**Positive gain.** L is defined for g > 0 only (the −log g term), and eq. 3's η/g changes
-sign with g: one large step (|Δb·x_net| grows with the input's scale) throws a gain below
-zero, after which η/g pushes it further down and the states saturate. The default
-(``IPConfig.min_gain`` > 0) is projected gradient descent on the feasible set: after every
-step ``g ← max(g, min_gain)``; ``min_gain=None`` keeps the literal rule (DEVIATIONS.md).
-
-FedIP (Alg. 1) is FedAvg on (g, b) only: each round the server broadcasts (g, b), every
-client runs ``epochs`` local IP epochs, and the server takes the mean weighted by the
-clients' numbers of sequences, ``Σ_c (n_c/n)·θ_c``. W_in and Ŵ are sent once (they are
-constants of the built computation). After the rounds, the readout is trained by IncFed on
-the adapted reservoir. With η = 0 FedIP returns the initial (g, b) and FedIP + IncFed is
-IncFed.
-
-**λ and the state scale.** IP sets the states' spread to about σ (FedIP Table 1: σ ∈
-(0.005, 0.15)), far below an unadapted reservoir's (≈ 0.5 per unit at input scaling 1), and
-a ridge solution on states ``c·s`` with penalty ``c²λ`` equals the one on ``s`` with λ. So
-FedIP's λ, drawn from the same range as IncFed's ([1e-4, 1] in FedIP Table 1), regularizes
-up to (0.5/σ)² ≈ 10⁴ times harder. The search space of the seed couples λ with σ; the
-well-posed reading used by default (:func:`state_scaled_l2`, DEVIATIONS.md) states λ on the
-unadapted reservoir's scale and applies λ times the ratio of the adapted to the unadapted
-states' variance, so η = 0 still gives IncFed exactly; ``tff-esn run fedip --l2-scale
-absolute`` is the literal λ.
-
-**Small σ linearises the reservoir.** With μ = 0 and σ ≤ 0.15 (FedIP Table 1) IP shrinks
-the gains until the states spread by about σ, where tanh is linear within 1 %, and pulls the
-bias to the value that centres the states. A linear, bias-free reservoir is an odd linear
-filter of the input, so a linear readout on its mean (or any) states sees only linear
-functionals of the sequence: classes that differ in frequency or power of a zero-mean
-signal become invisible, while classes that shift the input's mean (HHAR's gravity
-direction) are unaffected. This is the seed's own search space, kept as the default; a FedIP
-run records the adapted median state spread and warns when it is below
-:data:`NEAR_LINEAR_SPREAD`.
+IP adapts each unit's gain g and bias b in ``x̃ = tanh(g·x_net + b)`` toward N(μ, σ²) (FedIP eqs. 2–3):
+``Δb = −η (−μ/σ² + (x̃/σ²)(2σ² + 1 − x̃² + μ x̃))``, ``Δg = η / g + Δb · x_net``, then ``g ← max(g, min_gain)``.
+FedIP is FedAvg on (g, b), ``Σ_c (n_c/n)·θ_c`` per round, then IncFed on the adapted reservoir; λ is
+scaled by the adapted/unadapted state variance (:func:`state_scaled_l2`).
 """
 
 from __future__ import annotations

@@ -1,34 +1,8 @@
-"""Per-client reservoir states and ridge statistics, computed once and reused.
+"""Per-client reservoir states and ridge statistics (IncFed eqs. 6–7), computed once and reused.
 
-Every closed-form algorithm needs, for each client, the ridge statistics of its training
-states (IncFed eqs. 6–7) and, for evaluation, the states it scores. A :class:`Harvester`
-computes both once per (reservoir, client) and caches them, so the centralized,
-IncFed, FedAvg-of-ridge, Partial IncFed and pFedRR runs (and a tuner trying several l2)
-share one harvest.
-
-Which states enter the readout (:class:`StateSpec`):
-
-* ``"all"``: every state after ``washout`` is a training sample, labelled with its
-  sequence's label (or its step's label for per-step labels). A sequence is scored by the
-  mean of its per-step outputs, which for a linear readout is ``W`` applied to the mean
-  state; per-step labels are scored per step.
-* ``"last"`` / ``"mean"``: one state per sequence (the last, or the mean after
-  ``washout``); per-step labels use the last step's label (``"last"`` only).
-
-Sequences of unequal length (``ClientSequences.lengths``) are harvested each at its own
-length: sorted by length, batched, each batch padded only to its longest member and run
-with its lengths, so a batch wastes few padded steps and the result equals harvesting every
-sequence alone. The washout must be shorter than the shortest sequence.
-
-The states come from :func:`tff_esn.esn.states_numpy.states_and_statistics` (numpy float32,
-no TensorFlow). The clients a run asks for together (:meth:`Harvester.cache`; every
-training client of a run, every client of an evaluation group) are pooled into the same
-batches, so the recurrence runs at batch sizes where its per-step cost is arithmetic rather
-than loop overhead, even when each client holds few sequences; the statistics stay per
-client.
-
-The reservoir's arrays and which states a readout sees (:class:`~tff_esn.esn.weights.ReservoirWeights`,
-:class:`~tff_esn.esn.weights.StateSpec`) belong to the ESN core.
+A :class:`Harvester` caches them per (reservoir, client), so the runs of one reservoir (and a λ sweep)
+share one harvest; the clients asked for together share numpy batches, sorted by length and padded
+to each batch's longest, with the statistics kept per client.
 """
 
 from __future__ import annotations

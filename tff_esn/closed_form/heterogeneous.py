@@ -1,33 +1,8 @@
-"""Clients with different reservoirs (concepts page "When reservoirs differ"; thesis Table 6.5).
+"""Clients with different reservoirs: the prediction ensemble and structural alignment (thesis Table 6.5).
 
-When every client draws its own reservoir, readouts live in different state spaces and
-cannot be averaged. Two answers:
-
-* **prediction ensemble** — each client trains its own ridge readout on its own reservoir
-  (IncFed eq. 4) and the federation predicts with the size-weighted mean of the members'
-  outputs, ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``, where ``x_c(u)`` is reservoir c's state
-  (:func:`~tff_esn.closed_form.fedavg_ridge.size_weighted_mean` of the members' scores);
-* **structural alignment** — every client interpolates its reservoir toward a shared
-  target, ``θ_c ← (1 − α)·θ_c + α·θ_target`` for W_in, Ŵ, b and g, then the clients
-  federate by IncFed on their aligned reservoirs and the readout is used with the target
-  reservoir. With α = 1 every client holds the target and this is exactly IncFed; for
-  α < 1 the statistics come from slightly different reservoirs and the result is an
-  approximation.
-
-Client i's reservoir is :func:`tff_esn.esn.hyperparameters.client_reservoir` ``(config, i)`` — the same
-draw as the gradient family's clients with different reservoirs; the target is the
-configuration's own reservoir.
-
-**What the interpolation does.** Own and target weights are independent draws, so the
-literal mix has entries of variance ((1 − α)² + α²)·v: the spectral radius and the W_in
-norm shrink (the echo-state property holds, ρ only shrinks, but the aligned reservoir no
-longer has the configured ρ and input scaling); ``align(..., rescale=True)`` scales both
-back. The readout is fitted on the clients' aligned states and used on the target's, so for
-α well below 1 unit i is a different feature at training and at test time, and with a
-reservoir bias the mismatched biases also shift every output. Alignment pays off only near
-full homogenisation (concepts page), hence
-:data:`~tff_esn.closed_form.configs.DEFAULT_ALPHA` = 0.9; on own data α is chosen on the validation
-data (``alpha="auto"``, :data:`~tff_esn.closed_form.selection.ALPHA_GRID`).
+Ensemble: ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``, each W_c a local ridge readout on reservoir c (IncFed eq. 4).
+Alignment: ``θ_c ← (1 − α)·θ_c + α·θ_target`` for W_in, Ŵ, b, g, then IncFed on the aligned reservoirs,
+the readout used with the target's (α = 1: IncFed exactly).
 """
 
 from __future__ import annotations

@@ -1,35 +1,9 @@
 """IncFed / FedRR: exact federated ridge readout (IncFed §III, eqs. 6–12; thesis §B.1).
 
-Each client c computes ``A_c = Y_c S_cᵀ`` and ``B_c = S_c S_cᵀ`` from its own states
-(eqs. 6–7); the server sums them (eqs. 8–9) and solves ``W = A (B + λI)⁻¹`` (eq. 10), then
-broadcasts ``W``. The result equals the centralized ridge readout on the pooled data
-(eq. 3) for any partition of the samples into clients, and a client's statistics grow
-with new data by addition (eqs. 11–12, :meth:`RidgeStats.update`).
-
-λ is added once at the server by default (the exact centralized problem); with
-``per_client=True`` each client adds ``λI`` to its ``B_c`` as IncFed eq. 7 writes it, so
-the server's system carries ``C·λ``.
-
-The entry points, one readout each:
-
-* :func:`fit_incfed` — from the clients' statistics, plain numpy on
-  :class:`~tff_esn.esn.ridge.RidgeStats`, the reference;
-* :func:`federate_stats_tff` — the clients' statistics (harvested before) summed and solved
-  by a TFF computation (:func:`build_incfed_stats_computation`);
-* :func:`federate_tff` — the whole federation as one TFF computation
-  (:func:`build_incfed_computation`): the server broadcasts the reservoir, each client
-  harvests its states and reduces its dataset to ``(A_c, B_c, n_c)`` in float64,
-  :func:`~tff_esn.privacy.aggregation.federated_stats_sum` aggregates (the one aggregation
-  point), the server solves in float64 and the readout is broadcast back to the clients;
-* :func:`stream_incfed` — the same over very many clients in TFF subrounds
-  (:mod:`tff_esn.closed_form.streaming`; with ``--workers`` a subround's clients are split
-  across the TFF workers);
-* :func:`run_incfed` — the registry's run function (``tff-esn run incfed``).
-
-Privacy (:mod:`tff_esn.privacy`): with a :class:`~tff_esn.privacy.aggregation.StatsAggregation`
-the clients clip their states, the sum goes through the aggregation it names (plain or
-secure, :func:`~tff_esn.privacy.aggregation.federated_stats_sum`), Gaussian noise is added
-where its DP model says, and the server floors the eigenvalues of the noisy ``B``.
+Clients send ``A_c = Y_cᵀ S_c``, ``B_c = S_cᵀ S_c`` (eqs. 6–7); the server sums (eqs. 8–9) and solves
+``W = A (B + λI)⁻¹`` (eq. 10), the centralized readout (eq. 3) for any partition. λ is added once at the
+server (``per_client=True``: per client, as eq. 7). Entry points: :func:`fit_incfed` (numpy),
+:func:`federate_stats_tff`, :func:`federate_tff` (TFF), :func:`stream_incfed` (subrounds), :func:`run_incfed`.
 """
 
 from __future__ import annotations

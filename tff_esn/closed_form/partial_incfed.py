@@ -1,37 +1,9 @@
-"""Partial IncFed (thesis appendix B.2–B.3): each client uploads the statistics of k features.
+"""Partial IncFed (thesis App. B.2–B.3): each client uploads the statistics of k readout features.
 
-Client c ranks its readout features by the importance vector ``I_c = B_c 1`` (thesis
-eq. B.15, the row sums of ``B_c = S_c S_cᵀ`` read as a Fisher information, eqs. B.11–B.14),
-picks ``round(α·k)`` features by importance and ``k − round(α·k)`` more uniformly at random
-among the rest (§B.4: α mixes exploitation and exploration; α = 0 is the "Random"
-strategy), masks its statistics with the selection ``D_c = diag(1_S_c)`` (eq. B.16), and
-the server sums them (eq. B.17) and solves ``W = A (B + λI)⁻¹`` (eq. B.4). With k = N_F
-every feature is kept and every reading below gives IncFed's readout exactly.
-
-Eq. B.16 writes ``B_c* = B_c × [I × (1 ⊗ 1_S)]``; with ``×`` read as a product and the
-inner ``×`` elementwise, ``I ⊙ (1 1_Sᵀ) = D_c`` and ``B_c* = B_c D_c``: the k selected
-*columns* of ``B_c`` (k·N_x floats, which matches the upload of §B.3, k(1 + N_x)). Three
-readings are implemented (``mask=``; the default is a deviation, DEVIATIONS.md):
-
-* ``"columns"`` — the literal reading ``A_c* = A_c D_c``, ``B_c* = B_c D_c``. The summed
-  ``B*`` is not symmetric (column j carries only the clients that selected j), so it is
-  solved by LU. It is ill-posed: ``B* + λI`` is neither symmetric nor positive definite,
-  so λ does not bound the solution, and accuracy falls to chance for k < N_F.
-* ``"nystrom"`` (default) — the literal upload made well-posed: the server completes each
-  client's ``B_c`` from its k columns by the minimal-rank positive semi-definite (Nyström)
-  completion ``B_c[:, S] B_c[S, S]⁺ B_c[S, :]``, and ``A_c`` likewise,
-  ``A_c[:, S] B_c[S, S]⁺ B_c[S, :]``: the statistics of client c's states projected on
-  its selected features, so ``W`` is the ridge readout of those projected states
-  (symmetric PSD, Cholesky). The completion is per client, before the sum of eq. B.17,
-  and uses exactly the floats the thesis sends.
-* ``"block"`` — the mask on both sides, ``A_c* = A_c D_c``, ``B_c* = D_c B_c D_c`` (the
-  k × k block, k(k + 1)/2 + k·N_Y floats, a subset of the upload). ``Σ B_c*`` is PSD and
-  ``W`` minimises ``Σ_c ‖Y_c − W D_c S_c‖² + λ‖W‖²`` (each client's targets fitted
-  through its own selected features); at test time the readout adds features fitted on
-  different clients, and when the class signal rides on large common offsets (features
-  that predict only after cancelling each other, like mean reservoir states) it collapses.
-
-k counts readout features: the units, plus the constant bias input when the readout has one.
+Client c ranks features by ``I_c = B_c 1`` (eq. B.15), keeps ``round(α·k)`` by importance and the rest at
+random (§B.4), masks with ``D_c = diag(1_S_c)`` (eq. B.16); the server sums (eq. B.17) and solves (eq. B.4).
+``mask``: ``"columns"`` (``B_c D_c``, literal), ``"nystrom"`` (default: ``B_c[:, S] B_c[S, S]⁺ B_c[S, :]``)
+or ``"block"`` (``D_c B_c D_c``); k = N_F is IncFed.
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
-"""pFedRR: partial federated ridge regression with importance (I-) or random (R-) units.
+"""pFedRR: partial federated ridge regression with importance (I-) or random (R-) units (pFedRR §2–3).
 
-pFedRR §2: client c sparsifies ``B_c`` to ``B̃_c = B_c ⊙ (M_S + I)`` (eq. 2), where
-``M_S[i, j] = 1`` for ``i ≠ j`` both selected: the diagonal plus the block of the selected
-units. The server solves ``W = (Σ A_c)(Σ B̃_c + λI)⁻¹``. ``B̃_c`` is block-diagonal up to a
-permutation (the selected block of ``B_c`` and a non-negative diagonal), hence symmetric
-positive semi-definite, and the Cholesky solve of :class:`RidgeStats` applies.
-
-I-pFedRR ranks unit i by ``I_i = Σ_j B_ij²`` (eq. 5, the squared row of the Fisher matrix
-``B``, eq. 4), min-max scales I to [0, 1] and selects ``S = {i : I_i ≥ 1 − τ}``, τ ∈ (0, 1]
-(τ = 1 selects every unit and gives the exact FedRR readout; when all importances are
-equal every unit is selected). R-pFedRR selects the same number of units uniformly at
-random per client. The three readouts (exact FedRR, I-, R-) are solved from the same client
-statistics on the same reservoir in one pass (pFedRR §3).
-
-Three readings differ from the paper's text (DEVIATIONS.md, pFedRR rows): the threshold is
-``≥`` (with the paper's ``>`` the least important unit could never be chosen); the readout
-bias input is no unit (kept in every selection, outside the ranking and the "% units");
-and ``A_c`` is masked like ``B̃_c`` (``reading="consistent"``: ``A_c D_c`` with
-``D_c = diag(1_S)``, the ridge problem ``Σ_c ‖Y_c − W D_c S_c‖²`` plus the kept diagonal
-of the unselected units as penalty, so a unit learns only from the clients that selected
-it), where the paper sends ``A_c`` whole (``reading="literal"``).
-
-The units are the readout features without the bias input.
+``B̃_c = B_c ⊙ (M_S + I)`` (eq. 2), ``W = (Σ A_c)(Σ B̃_c + λI)⁻¹``; I-pFedRR selects ``I_i ≥ 1 − τ`` with
+``I_i = Σ_j B_ij²`` min-max scaled (eqs. 4–5), R-pFedRR as many units at random; τ = 1 is FedRR. FedRR, I-
+and R- are solved from the same statistics. ``reading``: ``A_c D_c`` (``"consistent"``) or ``A_c`` whole.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""The closed-form runs' statistics summed under the run's privacy settings (:mod:`tff_esn.privacy`).
+"""The closed-form runs' statistics summed under the run's privacy settings.
 
-Two places where a run's :class:`~tff_esn.privacy.config.PrivacyConfig` acts:
-
-* :func:`private_sum` — numpy runs (Partial IncFed, pFedRR): each client's statistics get
-  their own Gaussian noise under DP (:func:`tff_esn.privacy.dp_local_stats.local_noisy_stats`),
-  and the server sums them plainly (``RidgeStats.sum``) or with the secure sum
-  (``--secure-aggregation``);
-* :func:`tff_aggregation` — IncFed and FedIP through TFF: the
-  :class:`~tff_esn.privacy.aggregation.StatsAggregation` the clients clip, noise and sum with.
-
-Both give the ``privacy``/``secure_aggregation`` sections of ``metrics.json``
-(:func:`plain_sections` without privacy settings).
+:func:`private_sum`: numpy runs (Partial IncFed, pFedRR), local Gaussian noise per client, plain or
+secure sum; :func:`tff_aggregation`: the ``StatsAggregation`` of IncFed and FedIP through TFF.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The ridge readout learned online: recursive least squares passed from client to client.
 
-The running ``(W, P)`` of :class:`tff_esn.esn.rls.RLSReadout` (``P = (Σ s sᵀ + λI)⁻¹``) visits the
-training clients in order; each adds its own training states (the samples its ridge statistics
-sum: every state after the washout, or one per sequence), in blocks, and passes it on. After the
-last client ``W`` is the batch ridge readout of the pooled states (IncFed eq. 3, the centralized
-and IncFed readout) up to rounding, without any party holding more than ``(W, P)``: the
-streaming counterpart of the summed statistics.
+The running ``(W, P)`` of :class:`tff_esn.esn.rls.RLSReadout` visits the training clients in order, each
+adding its training states in blocks; after the last, ``W`` is the pooled ridge readout (IncFed eq. 3).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The harness every closed-form run function shares (:class:`Run`).
 
-A run function of the registry (``run_<algorithm>(dataset, split, config)``, beside its
-algorithm's math in the module named for it) builds one :class:`Run`: the run's reservoir
-and its weights, the :class:`~tff_esn.closed_form.harvest.Harvester` that harvests each
-client once per reservoir, the model selection (λ, the state mode and the reservoir grid the
-flags leave open, chosen on the validation clients or on folds carved from the training data:
-:mod:`tff_esn.closed_form.selection`, :mod:`tff_esn.data.carving`) and the report every run
-returns: train/val/test metrics with the random baseline, the communication cost, the saturation
-check, the selection records and the warnings.
+A :class:`Run` holds the reservoir, the :class:`~tff_esn.closed_form.harvest.Harvester`, the model selection
+(:mod:`tff_esn.closed_form.selection`) and the report: metrics, random baseline, communication cost,
+saturation check, selection records and warnings.
 """
 
 from __future__ import annotations

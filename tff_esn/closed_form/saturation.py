@@ -1,12 +1,7 @@
 """Whether a reservoir's states can carry information: saturation and constant states.
 
-A reservoir driven far into tanh's flat tails (a huge spectral radius, input or bias
-scaling) gives states of ±1 whatever the input, and a readout on them is at chance without
-any error. :func:`check_states` runs the reservoir on a sample of the training sequences
-(each at its own length, at most :data:`SAMPLE_STEPS` steps after the washout) and records a
-RunWarning when most states are saturated (:data:`SATURATED_SHARE` of them beyond
-:data:`SATURATED`) or when the states do not vary between sequences (every unit's spread over
-the sample below :data:`CONSTANT_SPREAD`).
+:func:`check_states` runs the reservoir on a sample of training sequences and records a RunWarning when
+most states are beyond :data:`SATURATED` or no unit's spread reaches :data:`CONSTANT_SPREAD`.
 """
 
 from __future__ import annotations

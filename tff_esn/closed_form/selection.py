@@ -1,32 +1,8 @@
-"""Model selection of the closed-form family: λ, the state mode and a small reservoir grid.
+"""Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α.
 
-One rule for every closed-form run (:class:`tff_esn.closed_form.run.Run` applies it). The
-validation data is the split's validation clients, else folds carved from the training data
-(:mod:`tff_esn.data.carving`); test clients are never read by a choice.
-
-* ``l2="auto"``: λ is the value of a grid (:data:`L2_GRID`, ascending) whose readout scores best
-  on the validation data, a tie going to the larger λ (:func:`chosen_l2`) — the seeds' model
-  selection on the validation users (pFedRR §3, FedIP §3 and Table 1). With carved folds, each
-  fold's readout is the algorithm's fit on the training data without the fold (for the exact
-  IncFed/centralized readout ``(A − A_k)(B − B_k + λI)⁻¹``: the ridge statistics are additive, so
-  one harvest serves every fold), scored on the fold; the folds' predictions are pooled into one
-  score (each fold returns its counts).
-* ``state_mode="auto"``: the state mode of :data:`STATE_MODE_CANDIDATES` (``last``, ``mean``,
-  ``all``: every step a sample, a sequence scored by the mean of its steps' outputs — a soft vote)
-  whose exact readout scores best at its best λ; ties to the earlier candidate.
-* alignment's ``alpha="auto"``: the weight of :data:`ALPHA_GRID` whose readout scores best at its
-  best λ (a tie to the default 0.9, tried first).
-* ``reservoir_search``: the reservoir settings tried, one at a time, at the alternatives of
-  :data:`RESERVOIR_GRID` (coordinate search from the configured reservoir, keeping a value only
-  when it scores strictly better). Budget: one training harvest per candidate, at most
-  ``len(STATE_MODE_CANDIDATES) + sum of the alternatives`` (six) harvests of the training data;
-  the validation and test clients are harvested once, at the chosen setting.
-
-The score is :data:`OBJECTIVES`' ``objective`` (own data: balanced accuracy, which a constant
-predictor cannot win; the seeds' data: accuracy, their rule). Without validation data, or when
-the run's statistics are private (a sweep would release more than the one readout the privacy
-accounting covers), λ is :data:`DEFAULT_L2`, the state mode :data:`DEFAULT_STATE_MODE` and the
-reservoir the configured one, and the record says why. Light: imports neither numpy nor TensorFlow.
+Chosen on the validation clients, else on folds carved from the training data, by the exact fold readout
+``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ. Nothing is chosen without validation data or under
+privacy. Imports neither numpy nor TensorFlow.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Clients in streaming subrounds: the driver IncFed and pFedRR federate very many clients with.
 
-IncFed's server needs only the sums ``A = Σ A_c`` and ``B = Σ B_c`` (IncFed eqs. 8–9), and
-sums can be formed piece by piece. :func:`drive` takes the clients of a
-:class:`ClientSource` in subrounds of ``subround_size``: each subround's clients are
-generated (or selected), reduced to their subround sums by the algorithm's function,
-added to the running sums, and dropped. Memory is one subround's data plus the
-statistics ``N_Y·N_F + N_F²`` floats, whatever the number of clients; the algorithm
-solves once at the end (:func:`tff_esn.closed_form.incfed.stream_incfed`,
-:func:`tff_esn.closed_form.pfedrr.stream_pfedrr`).
-
-With a :class:`Checkpoint` file the running sums are saved atomically after every
-subround; a run given the same file continues after the last completed subround (a run
-whose worker died stops with :class:`tff_esn.runtime.WorkerError` and resumes this way).
+:func:`drive` reduces each subround's clients to sums added to ``A = Σ A_c``, ``B = Σ B_c`` (IncFed eqs. 8–9):
+memory is one subround plus ``N_Y·N_F + N_F²`` floats. A :class:`Checkpoint` saves the sums after every
+subround, and a rerun resumes after the last completed one.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The leaky-integrator reservoir as a Keras layer (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1).
 
-``kernel`` W_in is (features, units), ``recurrent_kernel`` Ŵ is (units, units), ``bias`` b is
-(units,) and the optional intrinsic-plasticity ``gain`` g is (units,), ones by default. With
-``g = 1`` the layer is exactly ``tfa.layers.ESN``'s cell, so
-``layer.set_weights([esn_kernel, esn_recurrent_kernel, esn_bias])`` reproduces its states.
-The weights are drawn by :mod:`tff_esn.esn.draws` from the layer's
-:class:`~tff_esn.esn.hyperparameters.ReservoirConfig` (so the layer serializes with
-``get_config`` and reloads the same reservoir), and its states come from
-:func:`tff_esn.esn.states_tf.run_reservoir`.
+Weights: ``kernel`` W_in (features, units), ``recurrent_kernel`` Ŵ (units, units), ``bias`` b and the
+optional IP ``gain`` g (units,). With g = 1 it is ``tfa.layers.ESN``'s cell (same weights, same states);
+the weights are drawn from its ``ReservoirConfig``, so it reloads from ``get_config``.
 """
 
 from __future__ import annotations

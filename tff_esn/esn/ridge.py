@@ -1,19 +1,9 @@
 """Sufficient statistics of ridge regression and their exact closed-form solution.
 
-Row convention (numpy/Keras): states ``S`` are (n_samples, n_features) with one sample per
-row, targets ``Y`` are (n_samples, n_outputs). The statistics are
-
-* ``A = Yᵀ S``  (n_outputs, n_features) — the papers' ``A = Y Sᵀ`` with samples as columns
-  (IncFed eq. 6, pFedRR §2), i.e. the same matrix;
-* ``B = Sᵀ S``  (n_features, n_features) — the papers' ``B = S Sᵀ``;
-
-and the readout ``W = A (B + λI)⁻¹`` (IncFed eq. 3/10) is (n_outputs, n_features), with
-predictions ``Y ≈ S @ W.T``. Statistics are additive over any partition of the samples
-(IncFed eqs. 8–9), so ``sum(client stats)`` equals the pooled statistics exactly, and a
-client's new data is added incrementally (IncFed eqs. 11–12).
-
-With ``bias=True`` a constant 1 is appended to every state (last feature), so ``W``'s last
-column is the readout bias; the bias is regularised like every other weight.
+Rows are samples: ``A = Yᵀ S`` (N_Y, N_F) and ``B = Sᵀ S`` (N_F, N_F) are the papers' ``Y Sᵀ``, ``S Sᵀ``
+(IncFed eq. 6); ``W = A (B + λI)⁻¹`` (IncFed eqs. 3, 10), predictions ``S @ W.T``. The statistics add over
+any partition (IncFed eqs. 8–9, 11–12). ``bias=True`` appends a constant-1 feature: W's last column,
+regularised like the rest.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Recursive least squares: the ridge readout updated online, one block of states at a time.
 
-:class:`RLSReadout` keeps the readout ``W`` (N_Y, N_F) and ``P = (Σ s sᵀ + λI)⁻¹``, started at
-``P = I / λ`` and ``W = 0``. A block of m states ``S`` (m, N_F) with targets ``Y`` (m, N_Y)
-updates them by the Woodbury identity (Sherman–Morrison for m = 1)::
-
-    K = P Sᵀ (I_m + S P Sᵀ)⁻¹,   W ← W + (Y − S Wᵀ)ᵀ Kᵀ,   P ← P − K S P
-
-(for a block of more states than N_F the same ``P ← (P⁻¹ + SᵀS)⁻¹`` and ``K = P Sᵀ`` through the
-N_F × N_F system),
-
-so after any sequence of blocks ``W`` is the batch ridge readout ``A (B + λI)⁻¹`` of the
-same states (IncFed eq. 3; :meth:`tff_esn.esn.ridge.RidgeStats.solve`), up to rounding. The
-forgetting factor of the general RLS is 1 here: every sample counts alike, as in the batch
-solution.
+``P = (Σ s sᵀ + λI)⁻¹`` starts at ``I/λ`` and ``W`` at 0; a block ``S`` (m, N_F), ``Y`` updates them by
+Woodbury: ``K = P Sᵀ (I_m + S P Sᵀ)⁻¹``, ``W ← W + (Y − S Wᵀ)ᵀ Kᵀ``, ``P ← P − K S P`` (forgetting factor 1),
+so ``W`` is the batch ridge readout ``A (B + λI)⁻¹`` (IncFed eq. 3) up to rounding.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
-"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it
-(no TensorFlow).
+"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow).
 
-Equation (IncFed eq. 1; FedIP eq. 1 with the intrinsic-plasticity gain g)::
-
-    x(0) = 0
-    x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)
-
-The TensorFlow twin (:mod:`tff_esn.esn.states_tf`) serves the graphs (the Keras layer trained
-by FedAvg/FedCurv, the IncFed and FedIP clients inside TFF). The closed-form family needs
-the states once per client and reservoir, outside any graph, and here they cost what their
-arithmetic costs: the input projection one BLAS product per block of steps, then one BLAS
-product and a few in-place float32 updates per step, with neither a ``tf.function`` trace
-nor a TensorFlow import per process.
-
-A batch may hold sequences of several clients (``groups``): the states of a batch are
-computed together, and the ridge statistics (IncFed eqs. 6–7) are accumulated per client
-— a client's statistics do not depend on which other sequences share its batch. Sequences
-of unequal length (``lengths``) freeze after their last step and contribute only their own
-steps, as if harvested alone.
+``x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1).
+A batch may mix clients (``groups``: statistics per client, IncFed eqs. 6–7) and lengths (``lengths``: a
+sequence freezes after its last step); each sequence gives the numbers of its own harvest.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""The reservoir's state equation in TensorFlow: one step, the batched time loop and the
-statistics accumulated inside it (the graphs' backend: the Keras layer, FedIP's plasticity
-loop, the IncFed client inside TFF).
+"""The reservoir's state equation in TensorFlow: one step, the batched time loop and the statistics
+accumulated inside it (the Keras layer, FedIP's plasticity loop, the IncFed client inside TFF).
 
-Equation (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1 with gain and bias)::
-
-    x(0) = 0
-    x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)
-
-in row-vector layout: W_in is (features, units), Ŵ (units, units), b (units,) and the
-optional intrinsic-plasticity gain g (units,); ``gain=None`` means g = 1, where the bias is
-folded into the input projection. With ``g = 1`` this is exactly ``tfa.layers.ESN``'s cell.
-
-A run is one ``tf.while_loop`` over time (:data:`UNROLL` steps per iteration) batched over
-sequences, with the input projection done once as a single matrix product; no per-sample
-Python. Sequences of unequal length run in one padded batch with their ``lengths``
-(sequence i is ``inputs[i, :lengths[i]]``): a sequence's state is frozen after its last
-step, ``"mean"`` averages its own steps after the washout, ``"all"`` zeroes the steps past
-its end and the ridge statistics count only its valid steps — the same numbers as running
-each sequence alone. The numpy twin of this equation is :mod:`tff_esn.esn.states_numpy`.
+``x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis
+eq. 2.1; FedIP eq. 1); ``gain=None`` is g = 1, exactly ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over
+time; padded sequences (``lengths``) give the numbers of each sequence run alone.
 """
 
 from __future__ import annotations

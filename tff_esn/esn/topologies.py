@@ -1,17 +1,8 @@
 """The graphs a recurrent matrix Ŵ can follow and their metrics (no TensorFlow, no networkx).
 
-Row-vector layout: ``Ŵ[i, j]`` carries unit i's state to unit j (``x(t−1) Ŵ``).
-
-* ``random`` — every unit receives from a fixed number of random units (:mod:`~tff_esn.esn.draws`);
-* ``ring`` — the simple cycle i → i+1 (mod N) with one weight (Rodan & Tiňo 2011, SCR);
-* ``delay-line`` — the chain i → i+1 without the closing link (Rodan & Tiňo 2011, DLR);
-* ``cycle-jumps`` — the ring plus bidirectional jumps i ↔ i+ℓ for i = 0, ℓ, 2ℓ, … (Rodan & Tiňo 2012, CRJ);
-* ``small-world`` — the Watts–Strogatz graph (k lattice neighbours, rewiring probability p);
-* ``scale-free`` — the Barabási–Albert graph (m links per new node).
-
-The two random graphs are drawn with Python's ``random.Random(seed)`` by the same steps as
-``networkx.watts_strogatz_graph`` and ``networkx.barabasi_albert_graph``, so the same seed gives
-networkx's graph.
+``Ŵ[i, j]`` carries unit i to unit j: ``random``, ``ring`` (SCR), ``delay-line`` (DLR), ``cycle-jumps`` (CRJ;
+Rodan & Tiňo 2011, 2012), ``small-world`` (Watts–Strogatz) and ``scale-free`` (Barabási–Albert), the last
+two drawn by networkx's steps, so the same seed gives networkx's graph.
 """
 
 from __future__ import annotations
