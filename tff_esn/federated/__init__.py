@@ -1,14 +1,4 @@
-"""The thesis' federated training in TFF: FedAvg with a server learning rate and FedCurv.
-
-* :mod:`~tff_esn.federated.model` — the thesis ESN (reservoir + sigmoid or softmax readout, weighted cross-entropy);
-* :mod:`~tff_esn.federated.client_work` — FedAvg/FedCurv client work with the client filter hook;
-* :mod:`~tff_esn.federated.processes` — ``build_fedavg``, ``build_fedcurv`` (TFF templates);
-* :mod:`~tff_esn.federated.clients` — cached-state and raw-input client datasets;
-* :mod:`~tff_esn.federated.training` — ``run_federated``: rounds, metrics, checkpoints, resume;
-* :mod:`~tff_esn.federated.centralized` — the centralized thesis ESN (Table 6.3);
-* :mod:`~tff_esn.federated.configs` — the typed configs and the ``fedavg``/``fedcurv``/``thesis-central``
-  registry entries; :mod:`~tff_esn.federated.commands` — their run functions.
-"""
+"""The thesis' federated training in TFF: FedAvg with a server learning rate and FedCurv."""
 
 from tff_esn.lazy import lazy_exports
 

@@ -1,18 +1,8 @@
 """The centralized thesis ESN (thesis §6.1, Table 6.3): the reference of the federated runs.
 
-The model is re-trained on the whole *design set* (training + validation subjects) and
-assessed on the design set (DS) and the test set (TS) with accuracy, AUC and F1 (micro) —
-Table 6.3's columns. The reservoir is fixed, so the design set's states are harvested once
-(each sequence at its own length) and the readout is trained on them with Keras ``fit``
-(Adam, class-weighted cross-entropy, batch 20, Table 6.2), which is the same optimisation as
-fitting the full model. On K > 2 classes the readout is a softmax
-(:mod:`tff_esn.federated.model`). With ``patience`` the readout trains on the training
-clients and stops early on the validation clients' macro-F1 (a tie: the lower loss), restoring the
-best epoch. With
-``readout_inputs="standardized"`` the states are standardised with the training set's feature
-means and variances (:mod:`tff_esn.federated.standardization`); a learning rate ``auto`` is the
-one of :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` whose model scores the best validation
-macro-F1 (a tie: the lower validation loss).
+The design set's states are harvested once and the readout trained on them with Keras ``fit`` (Adam,
+class-weighted cross-entropy, batch 20, Table 6.2), assessed on the design and test sets; ``patience``
+stops early on the validation macro-F1, and a learning rate ``auto`` is chosen from ``CLIENT_LR_GRIDS``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """A federated run's round checkpoint: the process state's leaves in one ``.npz``, replaced atomically.
 
-The state of both backends after a round is a nest of numpy arrays (TFF's
-``LearningAlgorithmState`` after ``process.next``, the simulation's ``OrderedDict``), so one
-file holds it: ``DIR/checkpoints/state.npz`` with the completed ``round``, the leaves in
-``tf.nest.flatten`` order and the rows of the rounds so far (JSON), so a resumed run reports
-every round. It is written under a temporary name and renamed over the
-previous one (``os.replace`` is atomic), so a run killed at any moment leaves either the
-previous round's checkpoint or this one's, never a partial file; it is read back into the
-structure of the process's initial state. Checkpoints of the earlier format — TFF's
-SavedModel folders ``checkpoints/program_state_N`` — are refused with the fix, never
-read as "no checkpoint". The file's name and its round are read without TensorFlow by
-:mod:`tff_esn.run_folder`; TensorFlow's ``tf.nest`` when a state is saved or loaded.
+``DIR/checkpoints/state.npz`` holds the completed ``round``, the state's leaves in ``tf.nest.flatten``
+order and the rounds' rows (JSON); written under a temporary name and renamed (``os.replace``), so a
+killed run leaves the previous checkpoint or this one. SavedModel checkpoint folders are refused.
 """
 
 from __future__ import annotations

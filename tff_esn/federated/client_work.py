@@ -1,37 +1,9 @@
-"""Client work of FedAvg and FedCurv on the thesis readout, with a client filter hook.
+"""Client work of FedAvg and FedCurv on the thesis readout, with a client filter hook (thesis Alg. 1–4).
 
-One ``tff.learning.templates.ClientWorkProcess`` serves both algorithms (thesis Alg. 1–4):
-
-* local training as TFF's model-delta client work does it (one pass of the client
-  optimizer over the client's batches, update = initial − trained weights, weighted by the
-  number of examples);
-* with ``penalty`` set (FedCurv, thesis Alg. 2), the process state carries the server's
-  Fisher aggregates ``u`` and ``v`` (thesis eq. 2.18); they are broadcast to the clients,
-  every batch adds the gradient of the curvature penalty to the loss gradient (one forward
-  pass serves the loss and the Fisher), and each client's own ``(u_b, v_b)`` of its last
-  batch is summed back into the next state — eq. 2.18's ``u = Σ_j D_j``, ``v = Σ_j D_j w_j`` —
-  by the curvature aggregator of :class:`~tff_esn.privacy.learning.LearningAggregation`
-  (a plain sum without privacy, secure or DP as the run claims; Alg. 2's ``u − u_b`` would
-  grow geometrically when summed: DEVIATIONS.md);
-* an optional client filter (thesis Alg. 3–4, ``valid ← disc(w_t − w_{t+1})``) judges the
-  client's readout delta inside the client computation; a rejected client is treated the
-  way TFF treats a non-finite update — zero update, zero weight — so it contributes
-  nothing to the mean (and nothing to ``u``, ``v``). The number of accepted clients is a
-  measurement of every round.
-
-With ``client_reservoirs`` (the faithful mode with different reservoirs, thesis Table 6.5)
-each client's data is ``(batches, reservoir)``: the reservoir is a one-element dataset of the
-client's own non-trainable weights, assigned over the broadcast server reservoir before
-local training — TFF broadcasts the whole model, and the thesis' clients keep their own
-reservoir.
-
-The client filter is a callable ``client_filter(kernel_delta, bias_delta) -> bool`` traced
-inside the client's TensorFlow graph: ``kernel_delta`` is the readout kernel's
-``w_server − w_client`` (shape (U, C); C = 1 for the thesis' two classes, else K),
-``bias_delta`` the bias' (shape (C,)) — the sign of
-thesis Alg. 3 line 9 and of TFF's model delta. It must be built from TensorFlow ops and
-constants (e.g. a discriminator's weights as numpy arrays), create no variables, and
-return a scalar (or one-element) boolean or 0/1 tensor.
+Local training as TFF's model-delta client work (update = initial − trained weights, weighted by the
+examples). FedCurv (Alg. 2) adds the curvature penalty's gradient and returns ``(u_b, v_b)``, summed into
+``u = Σ_j D_j``, ``v = Σ_j D_j w_j`` (eq. 2.18). A filter (Alg. 3–4) rejecting a client gives it zero
+update and zero weight.
 """
 
 from __future__ import annotations

@@ -1,29 +1,8 @@
 """Client datasets for the thesis' federated training: cached states or raw inputs.
 
-The reservoir is fixed, so a client's reservoir states depend only on its inputs and its
-reservoir: :class:`CachedStates` harvests them once (per reservoir configuration and per
-noise draw) and every round trains the readout alone on them. :class:`RawInputs` is the
-faithful mode: the reservoir runs inside the model and the Gaussian input noise (thesis
-§6.1, std 0.5) is drawn anew for every round.
-
-Every random choice is a pure function of ``(seed, purpose, round, client index)`` (numpy
-``SeedSequence``), so a run resumed at round r draws exactly what an uninterrupted run
-draws there.
-
-Both sources expose ``datasets(client_ids, round_num)``: the batched ``tf.data`` datasets
-of those clients for that round, elements ``(inputs, labels)`` with labels float32 of the
-model's output shape ((B, T', C) per step, (B, C) per sequence; C = 1 for two classes, else
-K one-hot columns: :func:`targets`). Sequences of unequal length are harvested each at its
-own length (cached states only: :func:`reservoir_states`). In the faithful mode with
-different reservoirs each client's data is the pair ``(batches, reservoir)``, where
-``reservoir`` is a one-element dataset of the client's own reservoir weights (the model's
-non-trainable variables), which replace the broadcast server reservoir before local
-training (:mod:`tff_esn.federated.client_work`).
-
-Speed: a client's base dataset (the loaded states file, the in-memory slices, the reservoir
-weights) is built once and kept; a round only adds its seeded shuffle and batching on top.
-Building a file-reading pipeline traces Python functions and cost ≈ 10 ms per
-client per round — more than TFF's whole per-client round (bench/rounds.py).
+:class:`CachedStates` harvests each client's states once per reservoir and noise draw; :class:`RawInputs`
+(faithful) runs the reservoir in the model with input noise redrawn every round (thesis §6.1). Every
+random choice is a function of ``(seed, purpose, round, client)``, so a resumed run draws the same.
 """
 
 from __future__ import annotations

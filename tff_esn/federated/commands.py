@@ -1,22 +1,9 @@
 """The run functions of ``fedavg``, ``fedcurv`` and ``thesis-central`` (registered in
 :mod:`tff_esn.federated.configs`).
 
-The configs default to the thesis' setting: Table 6.2's model (200 units, ρ 0.99, α 1.0,
-Adam η 0.1, batch 20, one local epoch, class weights 12/88) on the ``thesis`` pipeline, and
-§6.1's federation (78 rounds, 5 clients per round, input noise std 0.5, server SGD lr 1.0).
-Besides ``metrics.json`` (written by ``tff-esn run``), a federated run writes
-``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` into ``config.out``; ``resume``
-continues an interrupted run from its last completed round. Harvested client states are
-kept under ``CACHE/federated-states`` (``cache_dir``, else ``$TFF_ESN_CACHE``, else
-``~/.cache/tff_esn``), keyed by inputs, reservoir and noise, so runs that share them (every
-server learning rate, both algorithms) harvest once. TFF is imported by the federated runs
-only: ``thesis-central`` trains its Keras model without it.
-
-A run that selects on validation data — a client learning rate or penalty ``auto``,
-``keep_best``, ``patience`` — on a split without validation clients trains on the training
-clients without a seeded hold-out and validates on it (:meth:`tff_esn.data.carving.Carving.holdout`,
-recorded as ``metrics.json["validation"]``); the test clients are never read by a choice. Under DP
-only validation clients are chosen on: a hold-out of training records is not carved.
+A federated run writes ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` into ``config.out`` and
+resumes from its last round; client states are cached under ``CACHE/federated-states``, keyed by inputs,
+reservoir and noise. Without validation clients a seeded hold-out of the training clients validates.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2) and their registry entries.
 
-:class:`ThesisModelConfig` is the model and its local training; :class:`ThesisCentralConfig`
-the centralized run (``thesis-central``); :class:`FedAvgConfig` / :class:`FedCurvConfig` a
-federated run (``fedavg``/``fedcurv``), including where it writes (``out``) and its client
-filter. Light: importing this module imports no TensorFlow; the run functions live in
-:mod:`tff_esn.federated.commands` and are imported when a run starts.
+:class:`ThesisModelConfig` (model and local training), :class:`ThesisCentralConfig` (``thesis-central``),
+:class:`FedAvgConfig` / :class:`FedCurvConfig` (``fedavg``/``fedcurv``). Imports no TensorFlow: the run
+functions live in :mod:`tff_esn.federated.commands`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """The thesis model: a fixed reservoir and a ``Dense`` readout (thesis §6.1, Fig. 6.1), on K classes.
 
-The reservoir (thesis eq. 2.1, :class:`tff_esn.Reservoir`) is fixed; only the readout is
-trained, with Adam and a class-weighted cross-entropy. For two classes it is the thesis'
-``y(t) = sigmoid(x(t) w + b)`` (thesis Alg. 2 line 18) with a binary cross-entropy weighted
-by ``class_weight={0: 12, 1: 88}`` (thesis §6.1) against the ≈ 11.5 % positive (stress)
-labels; for K > 2 classes it is ``softmax(x(t) W + b)`` over K units with the categorical
-cross-entropy weighted per class (the multinomial form of the same model). Table 6.2 gives
-the best model: 200 units, leaky 1.0, ρ = 0.99, η = 0.1, batch 20, one epoch.
-
-Two forms share the readout, so their trainable weights have the same structure
-(``[kernel (U, C), bias (C,)]``, C = 1 for two classes, else K) and can be federated
-interchangeably:
-
-* the full model — ``Input(T, F) → Reservoir → Dense(C)`` — as in the thesis;
-* the readout-only model — ``Input(T, U) → Dense(C)`` — trained on cached reservoir
-  states (the reservoir is fixed, so its states are harvested once).
-
-Targets are float32 shaped like the output: the 0/1 label for the sigmoid, the one-hot
-label for the softmax (:func:`tff_esn.federated.clients.targets`).
+Two classes: ``y(t) = sigmoid(x(t) w + b)`` with class-weighted binary cross-entropy (thesis Alg. 2 line 18,
+§6.1); K > 2: ``softmax(x(t) W + b)`` with weighted categorical cross-entropy. The full model
+(``Input(T, F) → Reservoir → Dense(C)``) and the readout-only one (``Input(T, U) → Dense(C)``, on cached
+states) share the trainable weights ``[kernel (U, C), bias (C,)]``.
 """
 
 from __future__ import annotations

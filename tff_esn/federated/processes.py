@@ -1,26 +1,9 @@
 """FedAvg with a server learning rate and FedCurv, composed from TFF's learning templates.
 
-* :func:`build_fedavg` — thesis §6.2 / Alg. 1: TFF's weighted FedAvg
-  (``tff.learning.algorithms.build_weighted_fed_avg``): clients train with their optimizer
-  (thesis: Adam), the example-weighted mean delta is applied by a server SGD with learning
-  rate ∈ {1.0, 0.1, 0.01, 0.001} (1.0 is McMahan's FedAvg). With a client filter the same
-  four parts are composed with :func:`~tff_esn.federated.client_work.build_readout_client_work`
-  as the client work (thesis Alg. 3).
-* :func:`build_fedcurv` — thesis ch. 3, Alg. 2 (and Alg. 4 with a filter):
-  ``compose_learning_process`` of FedAvg's broadcast distributor, the FedCurv client work
-  (state ``u``, ``v``), TFF's weighted mean aggregator and the server-optimizer finalizer.
-  With penalty 0 it performs exactly FedAvg's arithmetic.
-
-With ``client_reservoirs=True`` (the reservoir inside the model, a reservoir per client,
-thesis Table 6.5) each client's data is ``(batches, reservoir)`` and the client trains with
-its own reservoir weights (:mod:`tff_esn.federated.client_work`); FedAvg then also runs
-through the composed process.
-
-``aggregation`` (both builders, :meth:`tff_esn.privacy.learning.LearningPrivacy.aggregation`)
-says how every value a client sends reaches the server: its ``model`` factory replaces the
-mean of the model updates (TFF's DP or secure aggregators; an unweighted factory — DP —
-averages the clients uniformly), and the training metrics, FedCurv's ``(u_b, v_b)`` and the
-accepted flags go through the aggregators it names.
+:func:`build_fedavg`: TFF's weighted FedAvg with a server SGD learning rate (thesis §6.2, Alg. 1);
+:func:`build_fedcurv`: ``compose_learning_process`` of FedAvg's distributor, the FedCurv client work, the
+weighted mean and the server-optimizer finalizer (thesis Alg. 2; penalty 0 is FedAvg's arithmetic).
+``aggregation`` says how each value a client sends reaches the server (plain, secure or DP).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """A federated run's per-round rows: ``DIR/rounds.csv`` (appended a whole row at a time) and ``DIR/tensorboard``.
 
-``rounds.csv`` has the columns of ``tff.program.CSVFileReleaseManager`` keyed by ``round``:
-``round``, then the row's names sorted, values written as ``np.array(value).tolist()``
-(``nan`` stays ``nan``). A row is appended with one ``write`` of the whole line to a file
-opened with ``O_APPEND``, so a killed run leaves complete rows only; the file is rewritten
-(atomically: temporary file, rename) only when it starts — to drop rows after the round the
-run resumes from, which a run killed between releasing a row and checkpointing its round
-leaves — and when a row brings a new column. TensorBoard gets each row as scalar summaries
-(the ``scalars`` plugin's tensor summaries that ``tf.summary.scalar`` writes) through
-TensorBoard's own event-file writer, without a TensorFlow op per value.
+``rounds.csv`` has ``tff.program.CSVFileReleaseManager``'s columns; a row is one ``O_APPEND`` write, and the
+file is rewritten atomically only to drop rows past the resumed round or to add a column.
 """
 
 from __future__ import annotations

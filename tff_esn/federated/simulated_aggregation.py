@@ -1,30 +1,9 @@
 """How the simulated round combines the clients' values: TFF's mean, sum and DP release in one process.
 
-:class:`SimulatedAggregation` is the single-process counterpart of
-:class:`~tff_esn.privacy.learning.LearningAggregation` for
-:class:`~tff_esn.federated.simulation.SimulatedProcess`: what the server does with each value a
-FedAvg/FedCurv client sends.
-
-* ``model``, the mean of the model updates: :class:`WeightedMean` (TFF's ``MeanFactory``,
-  ``Σ_k w_k Δ_k / Σ_k w_k``) or, under DP, :class:`PrivateRelease` of
-  :meth:`LearningPrivacy.query <tff_esn.privacy.learning.LearningPrivacy.query>` (the unweighted
-  mean: each client's update clipped to C, Gaussian noise on the sum, divided by the clients per
-  round; fixed or adaptive clip);
-* ``curvature``, FedCurv's ``(u_b, v_b)`` (thesis eq. 2.18): :class:`Sum` (TFF's ``SumFactory``)
-  or, under DP, :class:`PrivateRelease` of
-  :meth:`LearningPrivacy.curvature_query <tff_esn.privacy.learning.LearningPrivacy.curvature_query>`,
-  the second part of the joint release;
-* ``metrics``: whether the clients' training metrics are released (under DP they are withheld,
-  as :func:`~tff_esn.privacy.learning.withheld_metrics` does on the TFF path).
-
-Each aggregation has ``initialize()`` — its state, a nest of numpy arrays that is part of the
-process state (the DP query's global state with its noise seed), so checkpoints and resume keep
-the noise stream — and ``next(values, weights, state) -> (result, new state, measurements)``,
-traced into the round's ``tf.function`` with one value per client in the clients' order. The
-measurements are TFF's: ``MeanFactory``'s ``mean_value``/``mean_weight``, ``SumFactory``'s
-``()``, ``DifferentiallyPrivateFactory``'s ``dp_query_metrics`` (the adaptive clip ``clip``)
-and ``dp``. Secure aggregation is a protocol between TFF's clients and server and stays on the
-TFF path.
+:class:`SimulatedAggregation` mirrors :class:`~tff_esn.privacy.learning.LearningAggregation`: ``model``
+(:class:`WeightedMean`, ``Σ_k w_k Δ_k / Σ_k w_k``, or the DP :class:`PrivateRelease`), ``curvature``
+(:class:`Sum` of FedCurv's ``(u_b, v_b)``, eq. 2.18, or its DP release) and ``metrics``; each has TFF's
+``initialize()`` / ``next(values, weights, state)`` and measurements.
 """
 
 from __future__ import annotations

@@ -1,75 +1,9 @@
 """FedAvg and FedCurv rounds in one process: TFF's process arithmetic without TFF's runtime.
 
-:class:`SimulatedProcess` runs the round of :func:`~tff_esn.federated.processes.build_fedavg`
-and :func:`~tff_esn.federated.processes.build_fedcurv` (thesis Alg. 1–4) as a loop over the
-sampled clients:
-
-* every client runs THE client update of the TFF path,
-  :func:`~tff_esn.federated.client_work.build_client_update` (local Adam epochs —
-  ``tff.learning.optimizers.build_adam`` —, FedCurv's penalty and ``(u_b, v_b)``, the client
-  filter, a client's own reservoir), on the same batches in the same orders, sliced from the
-  :meth:`~tff_esn.federated.clients._ClientSource.in_memory` arrays in the graph
-  (``ClientUpdate.on_arrays``: no ``tf.data`` pipeline per client and round);
-* the server takes TFF's weighted mean of the updates (``MeanFactory``:
-  ``Σ w_k Δ_k / Σ w_k``, 0 when no client counts) — under DP the noised unweighted mean of
-  TFF's ``DifferentiallyPrivateFactory``, on the same query object — and applies it with TFF's
-  own server optimizer object (``build_sgdm(learning_rate=server lr)``), as
-  ``build_apply_optimizer_finalizer`` does;
-* FedCurv's state is ``u = max(Σ_k u_b, 0)``, ``v = Σ_k v_b`` (thesis eq. 2.18), as the
-  TFF client work's sum aggregator gives it (under DP: the noised sum of the joint release);
-* the training metrics are summed over the clients and finalized (TFF's
-  ``sum_then_finalize``; withheld under DP); ``accepted_clients`` and ``clients`` count as in
-  the TFF client work.
-
-The means and sums are :class:`~tff_esn.federated.simulated_aggregation.SimulatedAggregation`
-(:func:`~tff_esn.federated.simulated_aggregation.simulated_aggregation` builds the DP one from
-the run's :class:`~tff_esn.privacy.learning.LearningPrivacy`); their states (the DP queries'
-global states with the noise seeds) are the state's ``aggregator`` and
-``curvature_aggregator``, and their measurements the round's ``aggregator`` and
-``client_work["curvature"]`` measurements, as in TFF's process.
-
-A round is one call of a traced ``tf.function``: the sampled clients' updates one after the
-other, the mean, the server step, ``u``/``v`` and the metrics in one graph, so a round costs the
-clients' arithmetic, not one call and one ``tf.data`` pipeline per client. The graph is traced
-once per round layout (:func:`_round_layout`: the number of clients, their feature shapes, the
-batch size; any number of examples per client) and called as that concrete function, without
-``tf.function``'s per-call signature matching over the state and data.
-
-It has the interface of the TFF learning process that :mod:`tff_esn.federated.training`
-drives (``initialize``, ``next``, ``get_model_weights``), and its state is a nest of numpy
-arrays, so checkpoints and resume work alike.
-
-**What is equal to TFF, bit for bit.** The server side: TFF's native runtime sums over clients
-as a fold from zero in the order of the clients (``federated_sum`` lowers to
-``federated_aggregate(zero, tf.add)``, which the C++ federating executor accumulates one
-client after another), each client's update multiplied by its weight before the sum
-(``MeanFactory``), then ``divide_no_nan`` and the server SGD step — the arithmetic of this
-round, op for op, so the same client results give the same weights, ``u``/``v``, metrics and
-accepted clients (tests/test_federated_simulation.py). The client update is the same
-function and runs as TFF runs it: Grappler's remapper and arithmetic optimizer, which
-rewrite a placed ``tf.function`` graph into ops that round differently, are off for the round
-(:func:`_graphs_as_tff_runs_them`; TFF optimizes its graphs before placement and runs them
-with Grappler off). So a round of 2-class cached-state clients whose batches hold fewer than
-8 predictions is TFF's round bit for bit; with larger batches it is too until a prediction
-meets one of the kernel differences below.
-
-**What is not.** TFF's ``worker_binary`` carries its own TensorFlow, compiled with fused
-multiply-add (``vfmadd``) instructions, while TensorFlow's Python library is not: their
-``tanh`` kernels differ in the last bit on some elements of any tensor, their vectorized
-``exp``, ``log`` and sigmoid kernels on a few elements of tensors of 8 floats or more
-(smaller ones agreed in every probe). Where the client arithmetic meets them — the
-reservoir inside the model (faithful states, ``tanh``), K-class softmax readouts, large
-batches, per-step outputs ((B, T, C), ``state_mode="all"``) — client updates differ by
-float32 rounding, local Adam epochs amplify it (Adam divides each gradient by its own root
-mean square), and the training loss, a sum of ``log`` over every prediction, can differ in
-its last bits where the weights agree. A chaotic run (server lr 1.0) then drifts from the
-first such round on as any two float32 computations do (with synthetic-wesad's per-step
-outputs: round 1).
-
-Under DP the release is the one of TFF's ``DifferentiallyPrivateFactory``, op for op (the same
-query objects, the same fold over the clients, the same stateless noise), so a DP round is
-TFF's bit for bit where a plain one is (tests/test_federated_simulation_dp.py). Secure
-aggregation exists on the TFF path only.
+:class:`SimulatedProcess` runs the round of :func:`~tff_esn.federated.processes.build_fedavg` /
+:func:`~tff_esn.federated.processes.build_fedcurv` (thesis Alg. 1–4) as one traced ``tf.function``: the
+TFF path's client update per sampled client, TFF's weighted mean (or DP release), the server optimizer,
+FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b`` (eq. 2.18) and the metrics, with a TFF process's interface.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The readout's inputs standardised with federated feature means and variances.
 
-Every training client sends the ridge statistics of its readout inputs (reservoir states, one
-row per prediction), :class:`~tff_esn.esn.ridge.RidgeStats` with the bias column; the server
-sums them once before training — plainly, or with the package's secure sum under secure
-aggregation (:func:`tff_esn.privacy.closed_form.secure_ridge_sum`) — and reads the feature
-means and variances off the summed Gram matrix: ``n = B[−1, −1]``, ``μ = B[−1, :−1] / n``,
-``σ² = diag(B)[:−1] / n − μ²``. Every state the readout sees (the clients' training data and
-the evaluation groups) becomes ``(s − μ) / σ`` (float32; a feature of variance ≤
-:data:`MIN_VARIANCE` keeps ``σ = 1``). The standardised states are client data, so FedAvg and
-FedCurv's two runtimes consume the same numbers.
+The training clients' summed :class:`~tff_esn.esn.ridge.RidgeStats` (plain or secure) give ``n = B[−1, −1]``,
+``μ = B[−1, :−1] / n``, ``σ² = diag(B)[:−1] / n − μ²``; every state becomes ``(s − μ) / σ`` (``σ = 1`` at
+variance ≤ :data:`MIN_VARIANCE`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """A federated training run of the thesis model: rounds, sampling, metrics, checkpoints, resume.
 
-:func:`run_federated` drives a FedAvg or FedCurv process (:mod:`tff_esn.federated.processes`)
-for ``rounds`` rounds (thesis §6.1: 78 rounds, 5 of 10 clients per round, input noise std
-0.5). Per round it evaluates the server model on the validation and test clients (accuracy,
-F1, AUC), counts accepted clients and communicated floats, and appends the row to
-``rounds.csv`` and TensorBoard (:mod:`tff_esn.federated.round_log`); the process state is
-checkpointed after every round (:mod:`tff_esn.federated.checkpoints`: one ``.npz``, replaced
-atomically), so an interrupted run continues with ``resume=True`` and ends with the same
-weights as an uninterrupted one (client sampling, noise and shuffling are pure functions of
-the seed and the round).
+:func:`run_federated` drives a FedAvg or FedCurv process for ``rounds`` rounds (thesis §6.1), evaluating
+the server model on the validation and test clients each round, logging the row and checkpointing the
+state, so ``resume=True`` ends with the weights of an uninterrupted run.
 """
 
 from __future__ import annotations
