@@ -1,11 +1,8 @@
 """(ε, δ) of the Gaussian mechanism, from ``dp_accounting``'s Rényi-DP accountant.
 
-A release with L2 sensitivity Δ and Gaussian noise of standard deviation ``z·Δ`` is the
-Gaussian mechanism with noise multiplier ``z``. Over ``rounds`` releases, each with every
-record's owner taking part with probability ``q`` (Poisson client sampling; ``q = 1``: all
-clients every round), the events are ``PoissonSampled(q, Gaussian(z))`` composed ``rounds``
-times; ``RdpAccountant.get_epsilon(δ)`` converts the Rényi bound to (ε, δ) (Mironov 2017;
-Mironov, Talwar, Zhang 2019 for the sampled Gaussian).
+Noise ``z·Δ`` on a release of L2 sensitivity Δ is the Gaussian mechanism with multiplier z; ``rounds``
+releases with Poisson sampling rate ``q`` compose as ``PoissonSampled(q, Gaussian(z))``, converted to
+(ε, δ) by ``RdpAccountant`` (Mironov 2017; Mironov, Talwar, Zhang 2019).
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """How a federated computation of ours sums the clients' statistics: the one place.
 
-:class:`StatsAggregation` says what happens between the clients' statistics and the
-server's solve (IncFed eqs. 8–9): state clipping and Gaussian noise
-(:mod:`tff_esn.privacy.dp_stats`) and the sum itself — ``tff.federated_sum`` or
-``tff.federated_secure_sum_bitwidth`` on the fixed-point encoding of
-:mod:`tff_esn.privacy.secure_sum`. :func:`federated_stats_sum` is called inside a
-``tff.federated_computation`` (IncFed's plain and private computations, FedIP's rounds);
-:func:`lower_secure` makes a computation that uses the secure intrinsic runnable on TFF's
-native runtime. The numpy algorithms (pFedRR, Partial IncFed) sum their clients'
-statistics with :class:`SecureRidgeSum`, a stand-in for ``RidgeStats.sum`` that runs
-:func:`federated_stats_sum` in a TFF computation of its own (:func:`build_secure_sum`).
-
-TFF's native runtime does not execute the secure-sum intrinsics (they need the
-cryptographic protocol of a production deployment). :func:`lower_secure` replaces them with
-TFF's own reference bodies (``tff.backends.test.replace_secure_intrinsics_with_bodies``):
-integer sums that *assert* every client value lies in ``[0, 2^bitwidth − 1]``. The
-encoding, the bit budget, the clipping and the result are those of the real protocol;
-the confidentiality of the individual values is not simulated.
+:class:`StatsAggregation` is what happens between the clients' statistics and the solve (IncFed eqs. 8–9):
+clipping, Gaussian noise and ``tff.federated_sum`` or ``tff.federated_secure_sum_bitwidth`` (fixed point).
+:func:`lower_secure` swaps the secure intrinsics for TFF's reference bodies (native runtime);
+:class:`SecureRidgeSum` is the numpy algorithms' secure sum.
 """
 
 from __future__ import annotations

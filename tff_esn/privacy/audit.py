@@ -1,25 +1,8 @@
 """The privacy audit of a built TFF computation: every value that goes from CLIENTS to SERVER.
 
-:func:`client_flows` walks the computation's building blocks in TFF's call-dominant form
-(``to_call_dominant``: one binding per intrinsic call, in order) and follows each value from
-the computation's CLIENTS-placed parameters (the clients' data, and anything they pass in):
-
-* a ``federated_map`` at the clients carries its argument's *lineages* (the client values it
-  is computed from), each extended by the marks of the TensorFlow graph it applies — a DP
-  clip, Gaussian noise, a public mark (:mod:`tff_esn.privacy.coverage`);
-* ``federated_value`` / ``federated_eval`` at the clients and broadcasts of server values
-  carry no client data;
-* an intrinsic whose argument has a CLIENTS part and whose result is at SERVER is a *flow*:
-  its intrinsic, its value type, the lineages that reach it, and whether a server-side
-  computation with Gaussian noise later consumes its result.
-
-:func:`violations` says, for a run that claims secure aggregation and/or DP, which flows
-break the claim: a client-derived value summed by a plain intrinsic under secure
-aggregation, or reaching the server unclipped or without noise under DP — unless every
-lineage of it carries a public mark named in :data:`tff_esn.privacy.coverage.PUBLIC`.
-Secure intrinsics must be in place (audit a computation before
-``replace_secure_intrinsics_with_bodies``, which the simulation applies for TFF's native
-runtime).
+:func:`client_flows` follows the clients' values through the call-dominant form, each lineage marked by
+the graphs it passes (DP clip, Gaussian noise, public); :func:`violations` names the flows that break a
+claim of secure aggregation or DP. Audit before ``replace_secure_intrinsics_with_bodies``.
 """
 
 from __future__ import annotations

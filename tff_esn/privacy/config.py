@@ -1,11 +1,7 @@
 """Typed privacy settings of a run: secure aggregation and the Gaussian mechanism.
 
-:class:`PrivacyConfig` is what ``--secure-aggregation``/``--secure-*``/``--dp-*`` become
-(the flags' names with ``_`` are its fields); an algorithm's registry entry declares the
-:class:`PrivacySupport` it implements (:data:`NONE`, :data:`STATISTICS`, :data:`LOCAL_STATISTICS`,
-:data:`IP_STATISTICS`, :data:`LEARNING`) and :func:`tff_esn.algorithms.check_privacy` holds a config to it.
-Light: importing this module imports neither TensorFlow nor ``dp_accounting`` (the ε/δ
-checks import :mod:`tff_esn.privacy.accounting` when a run asks for DP).
+:class:`PrivacyConfig` holds the ``--secure-*``/``--dp-*`` flags; a registry entry declares the
+:class:`PrivacySupport` it implements. Imports neither TensorFlow nor ``dp_accounting``.
 """
 
 from __future__ import annotations

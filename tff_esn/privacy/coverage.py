@@ -1,27 +1,8 @@
 """What each privacy mechanism covers and what is public by design: the one declaration.
 
-Every value a client sends to the server is either covered by the run's mechanism (secure
-aggregation: summed by a ``federated_secure_*`` intrinsic; DP: clipped and noised by the
-Gaussian mechanism whose ε the run reports) or listed in :data:`PUBLIC` with the reason it
-may be released as it is. :func:`declaration` is what ``metrics.json``'s privacy section
-says (``covers``, ``public``); :mod:`tff_esn.privacy.audit` checks the built TFF
-computations against the same :data:`PUBLIC` list and the markers below. What a DP run
-writes to its outputs is declared the same way: :data:`OUTPUTS` (client-derived values:
-withheld, covered or public) and :data:`NOT_CLIENT_DERIVED`, applied by :func:`publish`
-(``metrics.json``) and :func:`published_row` (``rounds.csv``), checked by :func:`undeclared`.
-
-**Markers.** The audit recognizes, inside the TensorFlow graphs of a computation:
-
-* a DP clip by a node name containing one of :data:`CLIP_MARKERS` (TFF/tfp's
-  ``GaussianSumQuery`` clips with ``tf.clip_by_global_norm``; the closed form's
-  :func:`tff_esn.privacy.dp_stats.clip_rows` runs under the name scope ``dp_clip``);
-* Gaussian noise by an op in :data:`NOISE_OPS`;
-* a value released as public by a node named ``public__<name>`` (:func:`public`), where
-  ``<name>`` must be a key of :data:`PUBLIC`; TFF's ``SecureSumFactory`` computes its
-  clipped counts by a graph that only compares a value with the bound and casts it, which
-  the audit reads as ``public__secure_clipped_count``.
-
-Light: importing this module imports neither TensorFlow nor TFF.
+:func:`declaration` is ``metrics.json``'s privacy section; :data:`PUBLIC`, :data:`CLIP_MARKERS` and
+:data:`NOISE_OPS` are what :mod:`tff_esn.privacy.audit` checks the computations against; :data:`OUTPUTS`
+says what a DP run may write (:func:`publish`, :func:`published_row`). Imports neither TensorFlow nor TFF.
 """
 
 from __future__ import annotations

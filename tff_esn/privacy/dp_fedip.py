@@ -1,16 +1,8 @@
 """The Gaussian mechanism on FedIP's (g, b) rounds (FedIP Alg. 1; DP-FedAvg, McMahan et al. 2018).
 
-Privacy unit: a *client* — its (g, b) after local IP is a function of all its sequences,
-with no per-record bound. Each round client c sends its update ``Δ_c = (g_c − g, b_c − b)`` (one vector of 2·N
-numbers) clipped to L2 norm ``C`` (:func:`tff_esn.privacy.dp_stats.clip_rows`); the server
-averages with the fixed denominator K (all K clients take part every round), adds
-N(0, (z·C/K)²) per coordinate and applies the mean: ``(g, b) ← (g, b) + Σ_c Δ̄_c / K + noise``.
-Adding or removing one client moves the sum by at most C, so each round is the Gaussian
-mechanism with noise multiplier z; the rounds compose (:mod:`tff_esn.privacy.accounting`).
-Client-level DP implies record-level DP at the same (ε, δ), so a FedIP run's total ε is the
-composition of its rounds with the one release of the readout statistics
-(:class:`~tff_esn.privacy.dp_stats.GaussianStats`, same z): ``rounds + 1`` Gaussian releases.
-The noisy gain is projected onto ``g ≥ min_gain`` (post-processing).
+Client-level: each update ``Δ_c = (g_c − g, b_c − b)`` is clipped to norm C and the server applies
+``Σ_c Δ̄_c / K + N(0, (z·C/K)²)``; with the readout statistics' release that is ``rounds + 1`` Gaussian
+releases at one z. The noisy gain is floored at ``min_gain`` (post-processing).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Each client's own Gaussian noise on its ridge statistics: the DP of pFedRR / Partial IncFed.
 
-Local model only. A client's upload — pFedRR's masked ``(A_c D_c, B̃_c)`` (pFedRR eq. 2) or Partial IncFed's masked/completed ``(A_c*, B_c*)``
-(thesis eq. B.16) — depends on its data twice: through the statistics and through the mask
-(importance ranking) or the Nyström completion, so the per-record sensitivity of the upload
-is unbounded and noise on the server's sum would not be DP. Each client therefore perturbs
-its full ``(A_c, B_c, n_c)`` with the Gaussian mechanism *before* anything else
-(:func:`local_noisy_stats`: σ_j = z·√3·Δ_j as IncFed's local model, B_c's eigenvalues floored
-at the client's own noise edge 2·σ_B·√N_F); ranking, masking and completion are then
-post-processing of a DP release, and every upload is (ε, δ)-DP against anyone.
+Local model only: a masked or completed upload depends on the data through its mask too, so each client
+noises its full ``(A_c, B_c, n_c)`` first (σ_j = z·√3·Δ_j, B_c floored at 2·σ_B·√N_F); ranking,
+masking and completion are post-processing.
 """
 
 from __future__ import annotations

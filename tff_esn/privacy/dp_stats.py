@@ -1,44 +1,8 @@
 """The Gaussian mechanism on IncFed/FedRR's ridge statistics (IncFed eqs. 6–9).
 
-**Privacy unit.** One *record* of a client: one sequence, which contributes ``m`` states
-to the statistics (``m = T − washout`` with ``state_mode="all"``, ``m = 1`` with
-``"last"``/``"mean"``). Two data sets are neighbours when one has one record more
-(add/remove; record-level DP — a client's whole data set is not one unit).
-
-**Clipping.** Every state row ``s`` (the readout's features, bias input included) is
-scaled to norm ≤ C: ``s ← s·min(1, C/‖s‖)``. Reservoir states are leaky ``tanh`` outputs,
-so every coordinate lies in [−1, 1] and ``‖s‖ ≤ √N_F`` (N_F = units + bias) always:
-``C = √N_F`` (the default, :func:`natural_clip`) never changes a state. Targets are
-one-hot, ``‖y‖ = 1``. Only the training statistics are clipped; scoring uses the states
-as they are, so a C below the natural bound biases the readout toward clipped states.
-
-**Sensitivity** (Frobenius/L2 norm of one record's contribution, ``‖y sᵀ‖_F = ‖y‖‖s‖``,
-``‖s sᵀ‖_F = ‖s‖²``, triangle inequality over its ``m`` states)::
-
-    Δ_A = m·C,    Δ_B = m·C²,    Δ_n = m.
-
-``B`` is symmetric: its noise is drawn on the upper triangle (diagonal included) and
-mirrored, and the upper triangle's norm is at most ``‖s sᵀ‖_F``, so Δ_B holds for it.
-
-**Mechanism.** The release ``(A/Δ_A, B/Δ_B, n/Δ_n)`` has L2 sensitivity √3; adding
-N(0, (z√3)²) per coordinate is the Gaussian mechanism with noise multiplier ``z``
-(ε from :mod:`tff_esn.privacy.accounting`). Unscaled, the noise standard deviations are
-``σ_j = z·√3·Δ_j`` on ``A``, ``B``, ``n``. Where the noise is added (``model``):
-
-* ``"central"`` — once by the server on the sum (trusted server: the clients' plain
-  statistics are seen by the aggregator; use secure aggregation to hide them);
-* ``"local"`` — every client adds ``σ_j`` to its own statistics: each client's message
-  is (ε, δ)-DP on its own, against anyone, at the price of K times the noise variance in
-  the sum;
-* ``"distributed"`` — every client adds ``σ_j/√K``; the *sum* carries ``σ_j`` (ε of the
-  central model) as long as only the sum is seen, i.e. with secure aggregation, and all
-  K clients add their share.
-
-**Positive definiteness.** ``B`` + noise can have negative eigenvalues. The server
-replaces ``B`` by ``V·max(Λ, f)·Vᵀ`` (an eigenvalue floor ``f``; post-processing, no
-privacy cost), with ``f`` by default the expected spectral norm of the noise on the sum,
-``2·σ_B,sum·√N_F`` (the semicircle edge of a symmetric Gaussian matrix), which also acts
-as a data-independent ridge term. The count of raised eigenvalues is reported.
+Record = one sequence of m states, each row clipped to norm C (default √N_F): ``Δ_A = m·C``,
+``Δ_B = m·C²``, ``Δ_n = m``; noise ``σ_j = z·√3·Δ_j`` (``"central"``, ``"local"`` or ``"distributed"``:
+σ_j/√K per client). The server floors B's eigenvalues at ``2·σ_B,sum·√N_F``.
 """
 
 from __future__ import annotations

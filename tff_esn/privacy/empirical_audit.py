@@ -1,20 +1,8 @@
 """The empirical privacy audit: a lower bound on ε from many runs of a mechanism on neighbouring data.
 
-:mod:`tff_esn.privacy.audit` proves, from the built computation, that every client value reaches
-the server clipped and noised; this module measures what the releases reveal. A mechanism
-``release(world, trial)`` is run ``trials`` times on each of two neighbouring datasets
-(``world`` 0 and 1, one record apart). The distinguisher is the likelihood-ratio test of two
-Gaussians with the same covariance: the score ``⟨x, w⟩`` with ``w = (μ₁ − μ₀)/σ²`` (the
-whitened difference of the two noiseless outputs, or of the first half's means), thresholded.
-The threshold is chosen on the first half of the trials and evaluated on the second, whose
-true/false positive counts give Clopper–Pearson intervals (confidence ``1 − α``); for any
-(ε, δ)-DP mechanism ``TPR ≤ e^ε·FPR + δ`` and ``1 − FPR ≤ e^ε·(1 − TPR) + δ``, so
-
-    ε ≥ max(log((TPR_lo − δ) / FPR_hi), log((TNR_lo − δ) / FNR_hi))   (and the same with the worlds swapped)
-
-holds with probability ≥ 1 − α (Jagielski et al. 2020; Nasr et al. 2021). With secret noise the
-bound sits below the claimed ε; with a known noise seed the two worlds' outputs do not overlap
-and it exceeds it.
+The likelihood-ratio test ``⟨x, w⟩``, ``w = (μ₁ − μ₀)/σ²``, thresholded on half the trials; the other
+half's Clopper–Pearson rates give ``ε ≥ log((TPR_lo − δ) / FPR_hi)`` and its mirror images
+(Jagielski et al. 2020; Nasr et al. 2021).
 """
 
 from __future__ import annotations

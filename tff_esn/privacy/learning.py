@@ -1,62 +1,9 @@
 """TFF's DP and secure aggregators as the model aggregator of FedAvg/FedCurv.
 
-* DP (client-level: a client's whole update is the privacy unit): TFF's
-  ``tff.aggregators.DifferentiallyPrivateFactory`` — ``gaussian_fixed`` (each client's
-  update clipped to L2 norm C, Gaussian noise of std ``z·C`` on the sum, divided by the
-  clients per round; McMahan et al. 2018) or ``gaussian_adaptive`` (C follows the median
-  update norm by private quantile estimation; Andrew et al. 2021). The mean is unweighted
-  (each client counts once, as the sensitivity requires). ε over ``rounds`` rounds with
-  ``m`` of ``N`` clients sampled per round: :func:`tff_esn.privacy.accounting.epsilon` with
-  sampling rate ``q = m/N`` (the Poisson-sampling RDP bound, the usual approximation for
-  sampling ``m`` without replacement). With adaptive clipping ``z`` is TFF's *effective*
-  noise multiplier: the clipped-count noise is set to ``max(0.05·m, z)`` so that the value
-  noise is ``z·(1 − ¼)^-½ ≈ 1.155·z`` and the pair composes to ``z``.
-* DP + secure aggregation: the clipped records are summed with ``SecureSumFactory`` (each
-  coordinate of a clipped record lies in [−C, C]) before the server adds the noise
-  (fixed clipping only).
-* Secure aggregation alone: ``tff.learning.secure_aggregator`` (weighted mean, adaptive
-  zeroing and clipping, ``SecureSumFactory`` on the weighted values).
-
-**Seeded noise.** ``tfp.GaussianSumQuery`` draws its noise with ``tf.random_normal_initializer``
-and no seed (tensorflow_privacy 0.9), and ``DifferentiallyPrivateFactory.gaussian_fixed``
-offers no seed (only the tree-aggregation factories take ``noise_seed``, for another
-mechanism). With a fixed clip the query is therefore :class:`SeededGaussianSumQuery`: the
-same clipping and noise scale, the noise drawn with ``tf.random.stateless_normal`` from a
-seed pair kept in the query's global state and split every round, so the same
-``LearningPrivacy.seed`` gives the same noise (and numbers) and every round draws fresh
-noise. Adaptive clipping uses :func:`seeded_adaptive_query`, the query
-``gaussian_adaptive`` builds (``QuantileAdaptiveClipSumQuery`` in ``NormalizedQuery``, the
-same noise multipliers from TFF's ``adaptive_clip_noise_params``, so the same accounting)
-with both of its noise sources drawn by :class:`SeededGaussianSumQuery`: the sum's noise
-from stream 0 of the seed and the noise on the quantile estimator's below-clip count from
-stream 1 (``privacy.noise_seeded: true`` in both cases).
-
-**FedCurv's curvature terms and the training metrics** (:class:`LearningAggregation`, what
-every value a FedAvg/FedCurv client sends goes through; :mod:`tff_esn.privacy.coverage`
-declares it):
-
-* FedCurv's ``(u_b, v_b)`` (thesis Alg. 2, eq. 2.18) are summed by :meth:`LearningPrivacy.curvature_factory`:
-  ``tff.aggregators.SumFactory`` without privacy; under secure aggregation alone
-  ``SecureSumFactory`` with the adaptive bound of ``tff.learning.secure_aggregator`` (2× the
-  95th percentile of the clients' largest |value|, from 50; larger values are clipped, and
-  a run that clipped any says so in a RunWarning, :func:`secure_clipped`);
-  under DP the same seeded Gaussian sum query as the update: **joint release**. A FedCurv
-  client's record is ``(Δw, (u_b, v_b))`` with ``Δw`` clipped to L2 norm C and ``(u_b, v_b)``
-  clipped to L2 norm C, so adding or removing one client moves the joint sums by at most
-  ``√2·C``; both sums get N(0, (z·√2·C)²) per coordinate, which is one Gaussian mechanism
-  with noise multiplier z on the joint vector, accounted once per round. The server
-  keeps ``u`` ≥ 0 (a Fisher diagonal; post-processing). Adaptive clipping has no
-  joint-release counterpart here and is refused for FedCurv.
-* The training metrics (loss sums, example and batch counts): plain ``sum_then_finalize``
-  without privacy; ``tff.learning.metrics.secure_sum_then_finalize`` under secure
-  aggregation alone; under DP the clients do not send them (:func:`withheld_metrics`: the
-  ε covers everything a client sends, and these sums are not clipped or noised), so a DP
-  run has no training loss.
-* The client filter's accepted flag (+Disc): secure-summed under secure aggregation; under
-  DP its sum is public by design (:data:`tff_esn.privacy.coverage.PUBLIC`).
-
-TFF's native runtime does not run the secure intrinsics; :func:`lower_secure_process`
-replaces them by TFF's reference bodies as :mod:`tff_esn.privacy.aggregation` does.
+DP (client-level): ``DifferentiallyPrivateFactory`` fixed or adaptive clip, unweighted mean, noise drawn
+by :class:`SeededGaussianSumQuery`; FedCurv's ``(u_b, v_b)`` join the update's release (sensitivity √2·C).
+Secure: ``tff.learning.secure_aggregator``. :class:`LearningAggregation` routes every value a client
+sends; under DP the training metrics are withheld.
 """
 
 from __future__ import annotations

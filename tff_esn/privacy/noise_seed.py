@@ -1,11 +1,7 @@
 """The seed of a run's DP randomness (noise, secret client sampling) and whether the run is private.
 
-Without ``--dp-seed`` the seed is drawn from the operating system's entropy (:mod:`secrets`) when
-the mechanism is built and is never written anywhere: whoever reads the run's outputs cannot
-regenerate the noise. ``--dp-seed S`` makes the noise reproducible for tests and debugging; the
-noise then cancels between two runs on neighbouring data, so such a run is recorded as not
-private (:func:`status`) and warned about. Everything else of a run (reservoir, splits, batching,
-public sampling) stays a function of ``--seed``.
+Drawn from OS entropy and never written, unless ``--dp-seed``: then the noise is reproducible, the run
+is recorded as not private (:func:`status`) and warned about.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """How a round's clients are chosen under client-level DP, and what the accountant may assume of it.
 
-Amplification by sampling (the ε of ``PoissonSampled(q, Gaussian(z))``) holds only when each
-client takes part independently with probability ``q`` and nobody who reads the outputs learns
-who did. Under DP with ``q < 1`` the round's clients are therefore drawn by :func:`poisson_clients`
-from the mechanism's secret seed (:mod:`tff_esn.privacy.noise_seed`), and the run publishes
-neither the picks nor their count (:data:`tff_esn.privacy.coverage.OUTPUTS`). The server that
-runs the sampling knows the selection: against it only the ε without amplification holds
-(:meth:`ClientSampling.section`'s ``epsilon_without_amplification``).
+Amplification by sampling needs secret, independent picks with probability ``q``: :func:`poisson_clients`
+draws them from the secret seed and nothing publishes them; against the sampling server only
+``epsilon_without_amplification`` holds.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Fixed-point encoding of float statistics for ``tff.federated_secure_sum_bitwidth``.
 
-Secure aggregation sums integers in a field of ``2^b`` values (``b`` = ``bits``, the
-aggregate bit width, ≤ 62 in TFF). With K clients each client's value gets
-``b_c = b − ⌈log₂ K⌉`` bits, so that the sum of K values in ``[0, 2^b_c − 1]`` never
-exceeds ``2^b − 1`` (no modular wrap-around). A coordinate ``v`` is encoded as
-
-    c = clip(v, −R, R),   q = round((c + R)·s) ∈ [0, L],   L = 2^b_c − 1,   s = L / (2R),
-
-and the server decodes the integer sum ``Q = Σ_c q_c`` as ``Q/s − K·R``. ``R`` (``bound``)
-is the clipping range; a value outside ``[−R, R]`` is clipped and *counted* (the count is
-summed securely as well and reported), never wrapped.
-
-**Error bound.** Per client the rounding error is at most half a step, ``1/(2s) = R/L``;
-the float64 arithmetic of encoding (``c + R``, ``·s``) and decoding (``Q``, ``/s``,
-``− K·R``) adds at most a few units in the last place of values ≤ ``2R`` per client, so
-
-    |decoded − Σ_c clip(v_c, −R, R)| ≤ K·(R/L + 16·u·R),   u = 2⁻⁵³,
-
-per coordinate (:meth:`FixedPoint.error_bound`). Beyond ``b_c ≈ 50`` the float64 term
-dominates and more bits do not help.
-
-For IncFed's ``(A, B, n)`` the range needs no data: states lie in [−1, 1] and targets are
-one-hot, so ``|A_ij|, |B_ij| ≤ n_c`` and ``R = max_c n_c`` (the largest client's state
-count) never clips plain statistics (:func:`stats_bound`). Noise added by clients (local or
-distributed DP) can exceed it: ``tff-esn run`` widens the default range by 8 σ of the
-client noise (a clip then has probability < 1e-15 per coordinate). A clipped noisy value
-is counted; it alters that coordinate's noise, so a run reporting clipped values under
-distributed DP should be repeated with a wider ``--secure-range``.
+``q = round((clip(v, −R, R) + R)·s)``, ``s = L/(2R)``, ``L = 2^(b − ⌈log₂ K⌉) − 1``; decoded ``Q/s − K·R``,
+off by at most ``K·(R/L + 16·2⁻⁵³·R)`` per coordinate. Values beyond ±R are clipped and counted;
+:func:`stats_bound` (``R = max_c n_c``) never clips plain ridge statistics.
 """
 
 from __future__ import annotations

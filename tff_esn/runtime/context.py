@@ -1,15 +1,8 @@
 """Our TFF execution context: built on our own worker(s) and installed by entry points.
 
-:func:`ensure_context` installs it as TFF's default context; the CLI, ``scripts``, the
-benches and the test session call it, and :func:`load_tff` (the package's one way to import
-TFF) calls it when TFF's stock local context is the current one. With ``workers=None``
-one :class:`~tff_esn.runtime.workers.LocalWorker` is started lazily on the first
-computation (and restarted if it died); with ``host:port`` addresses the computations run
-on those workers, split across them with TFF's ``MergeableCompExecutionContext`` when
-there are several (:mod:`tff_esn.runtime.tff_patch` corrects how TFF 0.87 splits them).
-TFF retries a call whose worker went away (gRPC ``UNAVAILABLE``) forever; our executor
-factory waits at most ``timeout`` seconds for the worker to answer again, then raises
-:class:`~tff_esn.runtime.workers.WorkerError` naming it.
+:func:`ensure_context` installs it (one lazily started local worker, or ``host:port`` workers split by
+``MergeableCompExecutionContext``); :func:`load_tff` installs it over TFF's stock context. A worker that
+stays unavailable for ``timeout`` seconds raises :class:`~tff_esn.runtime.workers.WorkerError`.
 """
 
 from __future__ import annotations

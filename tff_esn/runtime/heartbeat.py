@@ -1,20 +1,8 @@
 """gRPC stubs to a worker: :func:`connect`, and a :class:`Heartbeat` under every call.
 
-A worker that is alive but stuck (stopped with SIGSTOP, swapped out, deadlocked) keeps
-its TCP connection up, and TFF sets no gRPC deadline, so a call to it would wait forever.
-A per-call deadline would be wrong too: one legitimate step (a large ``federated_map``)
-may run longer than any fixed deadline. Every remote call therefore runs under a
-**heartbeat**: while the call is in flight, the worker is probed every ``timeout / 4``
-seconds (at most 5 s) with an empty ``Dispose`` request — a no-op answered by the worker's
-executor service, on its own gRPC thread, also while it computes. A worker that has
-answered neither the call nor a probe for ``timeout`` seconds (``--worker-timeout``) ends
-the call (it is cancelled) with :class:`~tff_esn.runtime.workers.WorkerError` naming
-``host:port``.
-
-The channel reconnects after at most 50 ms at first and 1 s later (gRPC's defaults are
-1 s, growing to 120 s): a worker that is still starting when the channel first dials is
-picked up as soon as it listens, and a worker restarted during a run is found again within
-a second.
+While a call is in flight the worker is probed every ``timeout / 4`` s (at most 5 s) with an empty
+``Dispose``; no answer for ``timeout`` s cancels the call with a ``WorkerError`` naming ``host:port``.
+The channel redials after 50 ms, then 1 s.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """A correction of TFF 0.87's subround partitioning, applied only on the version it was written for.
 
-``MergeableCompExecutionContext`` (the multi-worker context of
-:func:`tff_esn.runtime.build_context`) splits the CLIENTS-placed parts of a computation's
-argument between workers with the private function ``_partition_value``. In TFF 0.87.0 it
-walks a struct argument element by element but returns the split position of its *last*
-element. When the clients' value is not the last argument — IncFed's
-``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER)`` — the position never advances, every
-worker gets the first ⌈n/k⌉ clients and the others are silently dropped (IncFed on 2 workers
-returns the readout of the first half of the clients).
-
-The patch replaces a private function, so it is tied to :data:`PATCHED_VERSIONS`. On any
-other TFF version :func:`fix_subround_partitioning` raises :class:`TFFVersionError` (it does
-not skip: whether the bug is gone there is unknown, and a silent drop of clients is the
-worst outcome). Only multi-worker contexts need it; a single worker or TFF's own context
-never calls it.
+TFF 0.87.0's ``_partition_value`` returns the split position of a struct's last element, so when the
+clients' value is not the last argument every worker gets the first ⌈n/k⌉ clients. On other versions
+:func:`fix_subround_partitioning` raises :class:`TFFVersionError`.
 """
 
 from __future__ import annotations

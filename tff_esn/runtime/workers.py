@@ -1,16 +1,7 @@
 """Local ``worker_binary`` processes: start (dying with this process), find, stop.
 
-A worker is started through util-linux ``setpriv --pdeathsig KILL`` so the kernel sends it
-SIGKILL when the *thread* that forked it ends (``PR_SET_PDEATHSIG`` follows the creating
-thread, not the process). Workers may be started from short-lived threads (TFF's event-loop
-thread of a context, a caller's pool thread), so every fork happens on one daemon
-"spawner" thread that lives as long as the process: a worker dies with this process, never
-with the thread that asked for it. Its stdio is ``/dev/null``, so a pipe reader of this
-process is never held open.
-
-Nothing here installs signal handlers or exit hooks on its own: entry points call
-:func:`install_exit_hooks` (graceful SIGTERM of the workers at exit and on SIGTERM);
-without it the parent-death signal still takes every worker down with the process.
+Started by ``setpriv --pdeathsig KILL`` from one long-lived spawner thread (the signal follows the forking
+thread), stdio ``/dev/null``. Exit hooks only via :func:`install_exit_hooks`.
 """
 
 from __future__ import annotations
