@@ -1,27 +1,9 @@
 """Validation data for every run: the split's validation clients, or folds carved from training.
 
-:func:`carve` returns a :class:`Carving`, the one rule every algorithm selects by:
-
-* ``validation clients`` — the split has validation clients: they are the validation data
-  (the thesis' and the papers' splits keep their rules); no folds.
-* ``client folds`` — no validation clients and at least :data:`MIN_CLIENTS_FOR_CLIENT_FOLDS`
-  training clients: the training clients, shuffled by a permutation drawn from ``seed``, are
-  dealt round-robin to :data:`FOLDS` folds (each fold validates on clients none of the others
-  trains on).
-* ``local hold-out`` — fewer training clients: each training sequence goes to the fold drawn
-  from a hash of its values, its label and ``seed`` (:func:`sequence_folds`), so each client
-  holds out about 1/:data:`FOLDS` of its own sequences in each fold, and the folds of the pooled
-  training data are the same however its sequences are dealt to clients (IncFed on any partition
-  validates on what the centralized readout validates on). Each (client, fold) part is a client
-  of :attr:`Carving.dataset`, so statistics computed per part sum to the client's (ridge
-  statistics are additive). Training clients of one sequence each are folded as clients, in as
-  many folds as there are clients.
-* ``none`` — a single training sequence: nothing to validate on (the caller uses its defaults
-  and says so).
-
-Only training clients are carved: validation, test and extra clients are never read by any
-choice. Same data, split and seed → the same folds. The record (:meth:`Carving.to_dict`) goes
-into ``metrics.json["validation"]``.
+:func:`carve` gives a :class:`Carving`: ``validation clients``; ``client folds`` (≥
+:data:`MIN_CLIENTS_FOR_CLIENT_FOLDS` training clients dealt round-robin to :data:`FOLDS` folds); ``local
+hold-out`` (each sequence's fold from a hash of its values, label and seed); or ``none``. Only training
+clients are carved; the record goes into ``metrics.json["validation"]``.
 """
 
 from __future__ import annotations

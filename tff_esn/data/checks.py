@@ -1,13 +1,8 @@
 """Checks of a dataset against a split, before any algorithm runs (one line each).
 
-:func:`check_split` is called by :func:`tff_esn.algorithms.run_algorithm` and by
-``tff-esn run`` before TensorFlow is imported. A :class:`~tff_esn.data.errors.DataError`
-stops the run: a split without test clients (unless the caller asks for that on purpose),
-classes of the validation or test clients that no training client has, and classes with
-fewer than 2 training labels. Recorded warnings (:class:`~tff_esn.run_warnings.RunWarning`): a
-federated algorithm on a single training client (the federation is then a centralized fit), a
-validation or test group of one class, and validation or test sequences that are exact copies
-of training sequences (a SHA-256 of each sequence's values).
+:func:`check_split` raises a :class:`~tff_esn.data.errors.DataError` for no test clients, classes unseen in
+training or with fewer than 2 training labels, and records warnings for one training client, a one-class
+group and evaluation sequences that copy training ones (SHA-256).
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Per-subject client datasets: TFF's ``ClientData`` view of a :class:`SequenceDataset`.
 
-The numpy view for closed-form algorithms is the dataset itself
-(``dataset.select(ids)`` → ``{id: ClientSequences(x, y)}``). :func:`to_client_data` gives the
-same clients as a ``tff.simulation.datasets.ClientData`` whose elements are
-``OrderedDict(x=(T, F) float32, y=() or (T,) int64)``, one per sequence, in order.
-
-The client's sequences are sliced out of constant tensors holding every client's rows through
-a ``tf.lookup.StaticHashTable`` built inside the dataset function, so the dataset function
-also works when the id arrives as a tensor (``dataset_computation``,
-``create_tf_dataset_from_all_clients``) — a Python dict lookup there fails (SPEC, "TFF 0.87").
-Building a ``ClientData`` runs no TFF computation, so no execution context is needed.
+:func:`to_client_data` gives ``OrderedDict(x=(T, F) float32, y=() or (T,) int64)`` per sequence; the
+sequences are sliced through a ``tf.lookup.StaticHashTable``, so a client id may arrive as a tensor.
 """
 
 from __future__ import annotations

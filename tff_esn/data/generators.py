@@ -1,25 +1,8 @@
 """Seeded benchmark series of reservoir computing, cut into clients for forecasting.
 
-Generators (each returns a :class:`Series`: named channels over time, the inputs among them):
-
-* :func:`narma` — NARMA-N (Atiya & Parlos 2000): input ``u ~ U[0, 0.5]``, output
-  ``y(t+1) = 0.3 y(t) + 0.05 y(t) Σ_{i<N} y(t−i) + 1.5 u(t−N+1) u(t) + 0.1`` (N = 10; for N > 10
-  wrapped in tanh, the usual stabilised NARMA-20/30); the input ``u`` is fed, ``y`` is the target
-  channel; a diverging draw is drawn again;
-* :func:`mackey_glass` — ``dx/dt = β x(t−τ) / (1 + x(t−τ)ⁿ) − γ x(t)`` with β 0.2, γ 0.1, n 10,
-  τ = 17, Euler steps of 0.1 sampled every 10 steps (one sample per time unit), after a
-  transient of 1000 time units from a constant history 1.2 (± a seeded 0.1 per realisation);
-* :func:`lorenz` — σ 10, ρ 28, β 8/3, RK4 steps of 0.01 sampled every 2, channels x, y, z
-  scaled to ``(x/10, y/10, (z − 25)/10)``;
-* :func:`sine` — ``sin(2π t / period + phase)``, period and phase drawn per realisation.
-
-:func:`forecast_dataset` turns any dataset's own sequences into one (a file's channel H steps ahead).
-
-:func:`series_dataset` makes a forecasting :class:`~tff_esn.data.sequences.SequenceDataset`:
-the target channel ``horizon`` steps ahead of the inputs (per-step real targets), the clients
-contiguous segments of one realisation (``segments``) or one realisation each with its own
-initial condition / input draw / period (``realisations``, non-IID), and one validation and
-one test client held out after the training ones.
+:func:`narma` (Atiya & Parlos 2000), :func:`mackey_glass` (τ = 17, Euler 0.1), :func:`lorenz` (RK4 0.01)
+and :func:`sine`; :func:`series_dataset` makes a forecasting dataset (target ``horizon`` steps ahead,
+clients as segments or realisations), :func:`forecast_dataset` one from a dataset's own channel.
 """
 
 from __future__ import annotations

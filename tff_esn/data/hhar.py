@@ -1,15 +1,7 @@
 """HHAR (Heterogeneity Activity Recognition): the CSV format, its loader, per-device runs.
 
-A copy holds ``Phones_accelerometer.csv``, ``Phones_gyroscope.csv``,
-``Watch_accelerometer.csv`` and ``Watch_gyroscope.csv`` with the columns
-``Index, Arrival_Time, Creation_Time, x, y, z, User, Model, Device, gt``: users a–i, models
-nexus4, s3, s3mini, samsungold (phones; samsungold has no gyroscope) and gear, lgwatch
-(watches), two copies of each (``nexus4_1``, ``nexus4_2``), labels bike, sit, stand, walk,
-stairsup, stairsdown and ``null`` (no activity; dropped). ``Creation_Time`` is the sensor
-timestamp in ns, so each device keeps its native rate.
-
-Reading uses ``keep_default_na=False`` (else the literal label ``null`` becomes NaN) and
-``df["gt"]`` (``df.gt`` is a method). :func:`device_runs` builds one run per (user, model):
+Four CSVs (``Phones_/Watch_`` accelerometer/gyroscope) with ``Index, Arrival_Time, Creation_Time, x, y, z,
+User, Model, Device, gt``; ``null`` labels are dropped. :func:`device_runs` builds one run per (user, model):
 the copy with fewer gaps, accelerometer and gyroscope joined by nearest time.
 """
 

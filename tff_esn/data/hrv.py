@@ -1,14 +1,7 @@
 """Windowed time-domain heart-rate variability, vectorised over windows.
 
-``neurokit2.hrv_time`` costs milliseconds per call, so a sliding window at a 1 s stride over
-a 100-minute recording takes minutes and at the 64 Hz stride hours (SPEC "Known
-pitfalls"). :func:`windowed_hrv` computes the same indices for every window at once from
-prefix sums over the RR intervals: window ``k`` holds the peaks ``p`` with
-``ends[k] − window < p ≤ ends[k]``; its RR intervals are the gaps between successive peaks
-inside it (ms) and its successive differences the differences of successive intervals.
-The formulas are neurokit2's (``hrv_time``, v0.2.12), including the pNN50/pNN20 denominator
-``len(diff) + 1``; windows with fewer than two peaks (no interval) give NaN, and indices that
-need more intervals than the window holds (SDNN needs 2, RMSSD 2, SDSD 3) give NaN too.
+:func:`windowed_hrv` gives ``neurokit2.hrv_time``'s indices (v0.2.12 formulas) for every window at once from
+prefix sums over the RR intervals; a window with too few intervals for an index gives NaN.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The shape of a data source's sequences, known before its arrays are loaded.
 
-A :class:`DataLayout` holds, per padded block of sequences (a client, an ``.ts`` file, an
-``npz`` file's ``X``), each sequence's number of steps, the number of input features and the
-bytes the source stores its values in. The loaders read it cheaply — an ``npz`` member's
-``.npy`` header, a ``.ts`` file's streaming pass — so :mod:`tff_esn.memory` can refuse a run
-that cannot fit before any large allocation.
+A :class:`DataLayout` holds each padded block's sequence lengths, features and value bytes, read from
+``.npy`` headers or a streaming ``.ts`` pass, so :mod:`tff_esn.memory` can refuse a run before allocating.
 """
 
 from __future__ import annotations

@@ -1,34 +1,8 @@
 """Seeded partitioners: the training sequences of a split spread over clients under control.
 
-A partition pools the split's training clients' sequences and deals them to ``clients`` new
-training clients (``p00``, ``p01``, …); the validation, test and extra clients are kept as
-they are unless the validation or test group is named to be dealt too (``v00``…, ``t00``…).
-The partitioners are the field's convention (Flower's dataset partitioners; Hsu et al. 2019
-for the Dirichlet label skew; McMahan et al. 2017 for the pathological shards; Li et al. 2022,
-"Federated learning on non-IID data silos", for quantity skew):
-
-* ``natural`` — the data's own clients (subjects, users, devices), unchanged;
-* ``iid`` — a random permutation cut into ``clients`` parts of equal size (±1);
-* ``dirichlet:α`` — label skew: each class's sequences are dealt to the clients in
-  proportions drawn from Dir(α·1); α → ∞ approaches IID, α → 0 one class per client;
-* ``pathological:k`` — each client holds k classes (a seeded permutation of the classes
-  dealt cyclically: client i gets classes i, …, i+k−1), each class's sequences split
-  equally among its holders;
-* ``quantity:α`` — size skew with IID labels: client sizes 1 + Multinomial(n − clients,
-  Dir(α·1));
-* ``powerlaw:a`` — size skew with IID labels: client sizes ∝ rank^(−a) (Zipf) in a random order,
-  at least 1 each.
-
-Every client keeps ≥ 1 sequence: where a draw leaves a client empty (Dirichlet,
-pathological), the fullest client gives it one of its sequences (so n ≥ clients is required).
-A sequence's label is its class, or for per-step labels its most frequent step label. Every
-partitioner covers each training sequence exactly once and is a function of the seed.
-
-IncFed's readout (IncFed eq. 10) sums the clients' statistics, so it does not depend on the
-partition. FedAvg of local ridge readouts (IncFed eq. 5) differs from it for any partition;
-under ``iid`` with equal client sizes the local statistics equal the pooled ones divided by
-the number of clients only in expectation over the draw, so the two readouts agree only in
-expectation, not per draw.
+``natural``, ``iid``, ``dirichlet:α`` (Hsu et al. 2019), ``pathological:k`` (McMahan et al. 2017),
+``quantity:α`` and ``powerlaw:a`` (Li et al. 2022) deal the pooled training sequences to ``clients`` new
+clients (``p00``, …), each keeping ≥ 1 sequence; validation and test groups are dealt only when named.
 """
 
 from __future__ import annotations

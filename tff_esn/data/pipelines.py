@@ -1,21 +1,8 @@
 """The preprocessing pipelines of the thesis and the papers, as frozen configurations.
 
-Each pipeline turns one data set's raw subjects/users into a :class:`SequenceDataset` with
-one client per subject (WESAD) or user (HHAR):
-
-* ``thesis`` — thesis §5.2: wrist EDA + BVP → pEDA, tEDA, HR, HRV (:func:`wesad.thesis_features`),
-  cut into sequences of ``sequence_length`` steps with per-step binary stress labels.
-* ``incfed-wesad`` / ``pfedrr-wesad`` / ``fedip-wesad`` — IncFed §IV-a, pFedRR §3, FedIP §3:
-  the 8 chest channels at 700 Hz, standardized per client, chunks of 350 / 700 / 700 samples
-  inside one condition, 4 classes (baseline, stress, amusement, meditation).
-* ``incfed-hhar`` — IncFed §IV-b: accelerometer + gyroscope of every phone, 32 features
-  (6 axes, mean/std/min/max over windows of 200 with 50 % overlap, 2 magnitudes), sequences of 500.
-* ``pfedrr-hhar`` / ``fedip-hhar`` — pFedRR §3, FedIP §3: the LG Nexus 4 only, resampled to
-  100 Hz, standardized per user, chunks of 200 / 400; ``squared=True`` (ours, not in the seeds)
-  appends each standardized axis' square as 6 more inputs.
-
-A pipeline's fields are its options (``load_source(..., **options)``); the cache key is the
-pipeline's name and fields.
+``thesis`` (§5.2: wrist EDA + BVP → pEDA, tEDA, HR, HRV), ``incfed-wesad`` / ``pfedrr-wesad`` /
+``fedip-wesad`` (chest, 700 Hz), ``incfed-hhar`` (window features) and ``pfedrr-hhar`` / ``fedip-hhar``
+(Nexus 4 at 100 Hz): one client per subject or user. A pipeline's fields are its options and cache key.
 """
 
 from __future__ import annotations

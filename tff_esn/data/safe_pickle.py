@@ -1,16 +1,8 @@
 """Loading pickles that may only hold plain data (the WESAD subject files).
 
-A pickle names the Python callables that rebuild its objects, and ``pickle.load`` calls
-them: a crafted file runs arbitrary code when loaded. :func:`load_data_pickle` admits only
-the globals a data pickle of dicts, lists, strings and numpy arrays needs (how numpy
-reconstructs an array and its dtype, and ``_codecs.encode``, which Python 3 uses for the
-byte payloads of protocol-2 pickles); any other global raises :class:`UnsafePickleError`
-before it is resolved, so nothing it names is imported or called.
-
-numpy ≥ 2 names its reconstruction functions ``numpy._core.*`` where numpy 1 has
-``numpy.core.*`` (an ``np.save`` of a ragged object array written by numpy 2); when the
-running numpy has no ``numpy._core``, those allowed names — and only those — are read as
-their ``numpy.core`` twins (:data:`NUMPY2_RENAMES`).
+:func:`load_data_pickle` admits only the globals a pickle of dicts, lists, strings and numpy arrays needs;
+any other raises :class:`UnsafePickleError` before it is resolved. numpy 2's ``numpy._core.*`` names are
+read as ``numpy.core.*`` under numpy 1 (:data:`NUMPY2_RENAMES`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """The in-memory form every pipeline produces and every algorithm consumes.
 
-A :class:`SequenceDataset` maps client ids (subjects, users) to :class:`ClientSequences`:
-sequences ``x`` (n, T, F) float32 with integer labels ``y``, either one per sequence (n,)
-or one per step (n, T). Pipelines cut long recordings into chunks of equal length (IncFed
-§IV, pFedRR §3, FedIP §3), so one array per client suffices. Sequences of unequal length
-(an ``npz`` file's object array, e.g. JapaneseVowels' 7–29 steps) are right-padded with
-zeros to the longest and carry their ``lengths``: sequence i is ``x[i, :lengths[i]]``.
-
-Own data enters through :func:`dataset_from_arrays` (arrays → dataset; :func:`load_npz`
-reads a file into it), which refuses in one line what would mislead a run: labels that are
-not exactly the classes 0…K−1 (a gap, a stray code) or a single class, bad shapes, NaN.
+A :class:`SequenceDataset` maps client ids to :class:`ClientSequences`: ``x`` (n, T, F) float32, labels
+``y`` (n,) or (n, T), and ``lengths`` for right-padded sequences of unequal length. Own data enters
+through :func:`dataset_from_arrays` (and :func:`load_npz`), which refuses misleading labels and shapes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Many small simulated clients, generated lazily subround by subround (IncFed §I: "virtually
-unlimited data" spread over many parties).
+"""Many small simulated clients, generated lazily subround by subround (IncFed §I).
 
-Client ``i`` is a pure function of ``(seed, i)``: its sequences are Gaussian noise whose
-mean is shifted by the class (so a reservoir readout can learn the label) plus a client
-offset (clients are not identically distributed). Nothing is kept between subrounds, so
-10,000 clients cost the memory of one subround; a resumed run skips finished subrounds
-without generating them.
+Client ``i`` is a function of ``(seed, i)``: Gaussian noise shifted by its class and a client offset;
+nothing is kept between subrounds.
 """
 
 from __future__ import annotations

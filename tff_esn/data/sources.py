@@ -1,33 +1,8 @@
 """``load_source``: a data source run through a pipeline, cached on disk.
 
-Sources:
-
-* ``synthetic-wesad`` — :mod:`tff_esn.data.synthetic_wesad` subjects generated in memory,
-  only the devices the pipeline reads (options ``subjects`` (ids, default all 15),
-  ``minutes`` (default: the pipeline's ``synthetic_minutes`` — the full 100-minute protocol
-  for the wrist pipeline ``thesis``, 5 minutes for the 700 Hz chest pipelines), ``seed``);
-* ``synthetic-hhar`` — :mod:`tff_esn.data.synthetic_hhar` users (options ``users``,
-  ``minutes`` per activity (default :data:`~tff_esn.data.hhar_source.SYNTHETIC_HHAR_MINUTES`), ``seed``);
-* ``wesad:DIR`` — a WESAD copy (``DIR/S{n}/S{n}.pkl``; option ``subjects``), one subject in
-  memory at a time;
-* ``hhar:DIR`` — the HHAR CSVs in ``DIR`` (option ``users``);
-* ``npz:FILE`` — :func:`tff_esn.data.sequences.load_npz` (the pipeline is ignored; options
-  ``ragged`` (``"pad"``, the default, or ``"crop"``) and ``length``);
-* ``narma10`` (``narmaN``), ``mackey-glass``, ``lorenz``, ``sine`` — generated series
-  (:func:`tff_esn.data.generators.series_dataset`; options ``task`` (a forecasting
-  :class:`~tff_esn.tasks.Task`, default one step ahead), ``clients``, ``steps``, ``split_by``, ``seed``),
-  not cached;
-* ``ts:DIR/NAME`` — :func:`tff_esn.data.ts.load_ts`, the UEA/UCR ``NAME_TRAIN.ts`` and
-  ``NAME_TEST.ts`` (the pipeline is ignored; options ``missing`` (``"refuse"``, the default,
-  or ``"interpolate"``), ``ragged`` and ``length``).
-
-Option ``task`` (a :class:`~tff_esn.tasks.Task`) asks a file for its task: ``forecast`` forecasts
-the file's own channel H steps ahead (its ``y`` unused); a file whose ``y`` holds the other kind of
-target than ``classify``/``regress`` asks is a :class:`DataError`. A path may start with ``~`` (the home folder). Every other option configures the pipeline
-(:mod:`tff_esn.data.pipelines`). The result is cached under
-:func:`tff_esn.data.cache.cache_root` keyed by the source (for files: their names, sizes and
-modification times), the pipeline and every option, so a repeated call loads in well under
-a second.
+Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``ts:DIR/NAME`` and
+the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not cached). Options configure the
+source or the pipeline; the cache key is the source (files: names, sizes, times), pipeline and options.
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
 """The named client-wise splits of the thesis and the papers.
 
-Clients are ordered naturally (``S2 < S10``, ``a < b``). A split takes its fixed groups from
-the end of that order — the test clients last, before them the validation clients, before
-them any extra group — and gives every remaining client to training. On the real data sets:
-
-* ``thesis-primal`` (thesis §6.1, 10/4/1): train S2–S11, val S13–S16, test S17.
-* ``thesis-discriminative`` (thesis §6.1, 10/2/1 + 2): train S2–S11, val S15–S16, test S17,
-  extra group ``discriminator`` S13–S14 (the subjects the discriminator is trained on, Alg. 3–4).
-* ``incfed-wesad``, ``pfedrr-wesad``, ``fedip-wesad`` (IncFed §IV-a 3 + 3 fixed, pFedRR/FedIP
-  9-3-3): train S2–S10, val S11, S13, S14, test S15–S17.
-* ``incfed-hhar``, ``pfedrr-hhar``, ``fedip-hhar`` (IncFed §IV-b 2 + 2 fixed, pFedRR/FedIP
-  5-2-2): train a–e, val f, g, test h, i.
-* ``npz``: the file's own ``split`` column; without one, a seeded rule: the clients (in
-  natural order) are shuffled by a permutation drawn from ``seed`` (the run's ``--seed``);
-  the first ``max(1, n // 5)`` test, the next ``n // 5`` validate (one for 3–9 clients,
-  none for 2), the rest train — 2 clients: 1/0/1 (train/val/test), 3: 1/1/1, 5: 3/1/1,
-  10: 6/2/2. One client has no test group. Client ids that look like group names
-  (``test0``, ``val_a``, …) in a file without ``split`` are a recorded warning.
-
-``train_fraction`` (IncFed Tables V–VI, pFedRR Table 1, FedIP Table 2: 25/50/75/100 % of the
-training clients) keeps ``ceil(fraction · n_train)`` training clients — 3, 5, 7, 9 of 9 as
-the thesis' appendix B.4 lists — drawn by a ``seed``-ed permutation; validation and test
-stay fixed. Same name, data and seed → same split. Every split says how it was made in its
-``rule`` (``metrics.json`` records it with the client ids of each group).
+Fixed groups come from the end of the natural client order (test last, then validation, then extra);
+the rest train. ``npz`` uses the file's ``split`` or a seeded rule; ``train_fraction`` keeps
+``ceil(fraction · n_train)`` seeded training clients. Each split records its ``rule``.
 """
 
 from __future__ import annotations

@@ -1,45 +1,8 @@
-"""Synthetic HHAR (version 3): the four CSVs of the real data set, from a motion model with
-the variability that makes real HHAR hard.
+"""Synthetic HHAR: the four CSVs of the real data set, from a motion model of gait, posture and cycling.
 
-As the seeds describe the data (FedIP §3, pFedRR §3, IncFed §IV-b: 9 users, 12 devices, 6
-activities, the Nexus 4 at ≈ 200 Hz), each user performs the six activities in a random
-order, ``minutes`` each (real: ≈ 5 min per activity and user; the embedded default,
-``SYNTHETIC_HHAR_MINUTES``, is shorter for speed), with short ``null`` pauses between them,
-carrying every phone (nexus4, s3, s3mini, samsungold; two copies each) in a waist pouch and
-every watch (gear, lgwatch; two copies each). The class shares stay equal, as in the data.
-
-What the generator is calibrated to (ranges as the gait, posture and sensor literature
-describes them, never the published accuracies; the spreads were then checked only against
-the brief's regime — logistic regression on held-out users clearly above chance and below
-the ceiling):
-
-* **Gait** — step frequency of level walking ≈ 1.6–2.0 Hz (≈ 95–120 steps/min), per user;
-  stair ascent ≈ 10–20 % slower, descent close to level walking, with user-to-user spread so
-  the three cadence ranges overlap. Vertical pelvis acceleration of the fundamental ≈ 2 m/s²
-  at normal speed, scaled per user (vigour); descent has larger and ascent slightly smaller
-  impacts (ratios ≈ 1.15 / 0.9 with user spread ≈ 0.12). Stairs differ from walking mainly by
-  an asymmetry of the vertical acceleration (phase and share of the 2nd harmonic) and a few
-  degrees of trunk flexion going up — small effects that overlap across users. Stair runs
-  include landings (level steps with a turn of ≈ 180°), walks include turns and short stops.
-* **Posture** — sitting tilts the pelvis back by ≈ 15–25° against standing, with a user
-  spread of ≈ 7° and slouching within a run; standing includes weight shifts and a few steps;
-  sitting includes fidgeting.
-* **Bike** — pedalling cadence 50–85 rpm (0.8–1.4 Hz) per user, pelvis acceleration at twice
-  the pedal frequency, pelvis rock at the pedal frequency, forward lean of the pelvis, road
-  vibration (8–20 Hz) and coasting bouts.
-* **Devices** (Stisen et al. 2015: sampling-rate heterogeneity and instability, bias and
-  gain differences between models and copies) — native rates 50–200 Hz with clock drift
-  (±3 %) and a per-model timestamp jitter (older models more irregular), accelerometer
-  bias ≈ N(0, 0.3 m/s²) per axis and gain errors ±5 %, per-model noise floors, gyroscope
-  bias and a linear drift, a few gaps per copy; samsungold has no gyroscope.
-* **Placement** — every user wears the pouch in nearly the same orientation
-  (:data:`PLACEMENT_STD_RAD`); within a run the phones are occasionally moved in the pouch
-  (re-seated at ≈ 15° from the placement), shared by the phones of a user.
-
-Motion is a continuous function of time per user (bouts of 2–8 s with their own cadence,
-amplitude and posture; posture changes ramp over 0.8 s and show on the gyroscope); every
-device samples it at its own times and adds its own errors. Everything is a function of
-``(seed, user, device)``.
+Each user performs the six activities with ``null`` pauses, carrying every phone and watch; devices sample
+the user's motion at their own rates with their own errors (Stisen et al. 2015). Everything is a function
+of ``(seed, user, device)``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
 """Synthetic WESAD subjects in the exact file layout of the real data set.
 
-Each subject follows the WESAD protocol — baseline, amusement, stress (TSST), two guided
-meditations, transients in between — in one of the two published orders (amusement before
-or after stress), time-scaled so the recording lasts ``minutes`` (the real protocol is
-≈ 100 min, ≈ 11.5 % of it stress). Everything is a function of ``(seed, subject)``.
-
-* Wrist (:func:`wrist_signals`; what the thesis pipeline reads): a vectorised model of
-  stress physiology — a latent arousal per condition followed with rise and recovery lags
-  by heart rate, RMSSD, tonic EDA, SCR rate and skin temperature, per-subject
-  responsiveness with electrodermal and cardiac non-responders, BVP motion artefacts.
-  Calibrated to the data description of thesis §5.2
-  (Table 5.1's feature statistics, the 88.6/11.4 % class shares, ~6000 steps per subject;
-  see ``scripts/data_summary.py``), not to any result.
-* Chest (:func:`_chest_signals`; the paper pipelines): neurokit2's simulators, one call per
-  protocol segment with that segment's parameters: ``ecg_simulate``, ``rsp_simulate``,
-  ``emg_simulate``, ``eda_simulate`` (skin-conductance responses), on top of slow tonic
-  EDA/temperature levels and posture + motion accelerations; each subject draws its own
-  baselines and responsiveness, each segment jitters the effects (stress raises heart rate,
-  SCR rate, tonic EDA, breathing rate, muscle activity and motion and lowers HRV and skin
-  temperature; meditation does the reverse; amusement lies in between).
-
-Clients are not identically distributed on either device.
+Each subject follows the WESAD protocol in one of its two orders, scaled to ``minutes``: wrist signals
+from a latent-arousal model calibrated to thesis §5.2 (:func:`wrist_signals`), chest signals from
+neurokit2's simulators (:func:`_chest_signals`). Everything is a function of ``(seed, subject)``.
 """
 
 from __future__ import annotations

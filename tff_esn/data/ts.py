@@ -1,22 +1,8 @@
 """The UEA/UCR time-series classification archive's ``.ts`` format as a data source.
 
-``ts:DIR/NAME`` reads ``DIR/NAME_TRAIN.ts`` and ``DIR/NAME_TEST.ts`` (the layout of
-timeseriesclassification.com and of the ``aeon`` package's bundled data sets). A file is a
-header of ``@key value`` lines (``#`` lines are comments) — ``@problemName``,
-``@timeStamps``, ``@missing``, ``@univariate``, ``@dimensions``, ``@equalLength``,
-``@seriesLength``, ``@classLabel true LABEL…`` — then ``@data`` and one case per line: its
-dimensions separated by ``:``, each a comma-separated series, the class label last; a
-regression problem (``@targetlabel true``: Covid3Month, CardanoSentiment) ends each case with
-its real target instead, and becomes a ``regress`` dataset.
-Multivariate cases (one (T_i, F) sequence each), unequal lengths between cases and missing
-values (``?`` or ``NaN``) are read; a case whose dimensions differ in length is refused.
-
-The TRAIN file's cases are the training client ``train``, the TEST file's the test client
-``test`` (the ``npz`` split reads these groups); a partitioner
-(:mod:`tff_esn.data.partition`) spreads the training cases over many clients. Class labels
-are strings mapped to 0…K−1 in the order of the TRAIN file's ``@classLabel`` list (else
-sorted) and kept as the dataset's ``label_names``. The arrays go through
-:func:`tff_esn.data.sequences.dataset_from_arrays`, the builder and validation of ``npz``.
+``ts:DIR/NAME`` reads ``NAME_TRAIN.ts`` (client ``train``) and ``NAME_TEST.ts`` (client ``test``):
+multivariate, unequal lengths and missing values; ``@targetlabel true`` is a regression. Class labels map
+to 0…K−1 in ``@classLabel`` order and become ``label_names``.
 """
 
 from __future__ import annotations

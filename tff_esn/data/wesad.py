@@ -1,17 +1,8 @@
 """WESAD: the subject-file format, its loader, and the per-subject feature extraction.
 
-A WESAD copy holds ``S{n}/S{n}.pkl`` for n ∈ {2..11, 13..17}: a Python-2 pickle of ::
-
-    {"signal": {"chest": {"ACC": (N, 3), "ECG": (N, 1), "EMG": (N, 1), "EDA": (N, 1),
-                          "Temp": (N, 1), "Resp": (N, 1)},           # 700 Hz
-                "wrist": {"ACC": (M, 3) 32 Hz, "BVP": 64 Hz, "EDA": 4 Hz, "TEMP": 4 Hz}},
-     "label": (N,) at 700 Hz, "subject": "S{n}"}
-
-Recordings are whole seconds long, so every stream's length is ``N / 700 · rate``.
-Label codes: 0 transient, 1 baseline, 2 stress, 3 amusement, 4 meditation, 5–7 to ignore.
-:func:`load_subject` reads one file through the allow-list unpickler
-(:mod:`tff_esn.data.safe_pickle`) and validates it; a subject is ~250 MB, so pipelines load
-one subject at a time.
+``S{n}/S{n}.pkl``: ``{"signal": {"chest": {...} at 700 Hz, "wrist": {ACC 32 Hz, BVP 64 Hz, EDA, TEMP 4 Hz}},
+"label": (N,) at 700 Hz}``; labels 0 transient, 1 baseline, 2 stress, 3 amusement, 4 meditation.
+:func:`load_subject` reads one file through :mod:`tff_esn.data.safe_pickle` and validates it.
 """
 
 from __future__ import annotations
