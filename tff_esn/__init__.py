@@ -1,11 +1,7 @@
 """tff_esn — federated Echo State Networks on TensorFlow Federated.
 
-The closed-form readouts run on numpy (the Keras reservoir layer imports TensorFlow); modules that
-run federated computations load TFF through ``tff_esn.runtime.load_tff()``, which installs the
-package's execution context in place of TFF's stock one and leaves a context the user installed
-alone (:mod:`tff_esn.runtime` owns and stops the TFF worker processes). Importing the package
-imports nothing heavy and changes nothing in the process: the exports below are loaded on
-first use (PEP 562).
+Importing the package imports nothing heavy and changes nothing in the process: the exports load on
+first use (PEP 562), and TFF is loaded through ``tff_esn.runtime.load_tff()``.
 """
 
 from __future__ import annotations

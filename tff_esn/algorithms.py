@@ -1,35 +1,9 @@
 """Registry of runnable algorithms: what ``tff-esn run ALGORITHM`` and library users can run.
 
-One entry (:func:`register_algorithm`, :class:`Algorithm`) declares everything about an
-algorithm: its config class (whose settings are its flags, help and defaults included:
-:mod:`tff_esn.settings`, :mod:`tff_esn.cli.flags`), the data it takes (ragged or not, label
-kinds, its pipeline on the seeds' sources), the privacy it implements, the function computing
-its communication cost and whether it runs TFF. Adding an algorithm touches its entry and its
-own module only.
-
-An algorithm is a name, a frozen config dataclass (its typed hyperparameters, validated on
-construction) and a ``run`` function ``(dataset, split, config) -> dict`` returning the
-sections of ``metrics.json`` it owns: ``"train"``, ``"val"``, ``"test"`` (each a
-:func:`tff_esn.metrics.classification_metrics` dict — :func:`tff_esn.metrics.regression_metrics`
-for a real-valued task (:meth:`tff_esn.tasks.Task.report`) — or ``None`` when the split has no such
-clients), ``"communication"`` (a :class:`tff_esn.communication.CommunicationCost` as dict)
-and optionally ``"extra"``. :func:`run_algorithm` adds ``"algorithm"``, ``"data"``,
-``"split"``, ``"config"`` (:func:`flat_config`), ``"seconds"``, ``"baselines"``,
-``"warnings"`` (:mod:`tff_esn.run_warnings`), ``"result_check"`` (:mod:`tff_esn.result_check`) and a ``"privacy"`` section (:data:`tff_esn.privacy.config.NO_PRIVACY` unless the algorithm
-reports one)::
-
-    from tff_esn.algorithms import run_algorithm
-    from tff_esn.closed_form.configs import IncFedConfig
-    from tff_esn.esn.hyperparameters import ReservoirConfig
-
-    config = IncFedConfig(reservoir=ReservoirConfig(units=50, seed=1), l2=1e-4, backend="numpy")
-    record = run_algorithm("incfed", dataset, split, config)
-
-Registering is light: a ``run`` given as ``"module:function"`` is imported when the
-algorithm runs, so listing the algorithms (and ``tff-esn --help``) imports no TensorFlow.
-:data:`PROVIDERS` lists the modules that register the built-in algorithms (the closed-form
-family in :mod:`tff_esn.closed_form.configs`, the TFF-trained thesis models in
-:mod:`tff_esn.federated.configs`).
+An entry (:func:`register_algorithm`, :class:`Algorithm`) declares an algorithm's config class, data,
+privacy support, communication cost and whether it runs TFF; its ``run(dataset, split, config)`` returns
+its ``metrics.json`` sections, and :func:`run_algorithm` adds the rest. A ``"module:function"`` run is
+imported when the algorithm runs; :data:`PROVIDERS` registers the built-in ones.
 """
 
 from __future__ import annotations

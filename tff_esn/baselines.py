@@ -1,26 +1,8 @@
 """Reference models that every reported result is compared with, on the same split.
 
-A federated or reservoir result says something only when it beats what needs no model
-(the training majority class) and what a plain linear model gets from the same inputs
-(logistic regression). Both are fitted on the split's training clients and scored on its
-validation and test clients with :func:`tff_esn.metrics.classification_metrics`, so
-their numbers sit beside the ESN's in every ``metrics.json`` and report table.
-
-Inputs of the logistic regression, with no reservoir:
-
-- per-step labels (thesis pipeline): the input vector of each step;
-- per-sequence labels (paper pipelines): per feature, the mean, standard deviation,
-  minimum, maximum and last value over the sequence.
-
-Features are standardised with the training mean and deviation; classes are weighted
-inversely to their training frequency (``class_weight="balanced"``), like the thesis'
-weighted loss, so the baseline is not itself a majority vote on imbalanced data.
-
-A real-valued task (forecast, regress) has its own references (:func:`real_baselines`): the
-persistence forecast, the training mean and ridge on a window of lagged raw inputs.
-
-:func:`ridge_on_features` fits the seeds' ridge readout to the same standardised rows: beside
-logistic regression it measures what the least-squares loss costs without a reservoir.
+The training majority class and a class-balanced logistic regression on standardised inputs (per-step
+inputs, or per-sequence mean, std, min, max and last value); real-valued tasks have
+:func:`real_baselines`; :func:`ridge_on_features` is the seeds' ridge on the same rows.
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """Communication cost of every algorithm: floats (and bytes) per client, per round.
 
-Counts follow the seeds' formulas, with N_F = N_R (+1 when the readout has a bias input),
-N_Y outputs and N_U inputs:
-
-* FedAvg of ridge readouts: up N_Y·N_F, down N_Y·N_F (IncFed §II-B);
-* IncFed / FedRR: up N_F² + N_F·N_Y, down N_Y·N_F (IncFed §III);
-* Partial IncFed: up k(N_Y + N_F) — k columns of B_c and of A_c (thesis eq. B.16), which is
-  the thesis' k(1 + N_x) for its single output; the k indices are integers, not counted;
-  down N_Y·N_F (thesis §B.3);
-* pFedRR: up N_Y·N_F + N_F + |S_c|(|S_c| − 1) — A_c plus the non-zeros of
-  B̃_c = B_c ⊙ (M_S + I) (pFedRR eq. 2: the diagonal and the selected off-diagonal block);
-  with every unit selected this is IncFed's N_F² + N_F·N_Y; down N_Y·N_F;
-* FedIP: each round up 2·N_R and down 2·N_R (gain and bias, FedIP §2), then one IncFed round;
-* ensemble of heterogeneous reservoirs: up N_Y·N_F (a readout; the reservoir travels as its
-  seed), down C·N_Y·N_F (every member's readout); structural alignment: as IncFed;
-* sequential RLS: each client receives the running ``(W, P)`` and passes it on, N_F² + N_Y·N_F
-  each way (ours: the online readout of :mod:`tff_esn.esn.rls`);
-* centralized: every client uploads its raw sequences (n_c·T·N_U floats), nothing comes back;
-* FedAvg of the thesis model: per round the model down (trainable and non-trainable weights,
-  as TFF broadcasts both), the trainable delta up; FedCurv adds u and v both ways (float32).
-
-Each algorithm's registry entry names the function computing its cost
-(:attr:`tff_esn.algorithms.Algorithm.communication`).
-
-Scalars (N_train,c, seeds, indices) are ignored as in IncFed §II-B. Bytes use the width of
-the values actually sent (float64 statistics and readouts, float32 gain/bias).
+One function per algorithm, named by its registry entry, with the seed's formula (N_F = N_R + bias input,
+N_Y outputs, N_U inputs); scalars are not counted (IncFed §II-B), bytes use the width of the values sent.
 """
 
 from __future__ import annotations

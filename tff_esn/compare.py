@@ -1,25 +1,9 @@
 """Every algorithm under controlled client heterogeneity: one data source, a grid of
 partitioners, several seeds (``tff-esn compare``).
 
-A comparison runs each algorithm that fits the data (:func:`fitting_algorithms`) on the
-source's split with its training sequences re-dealt by each partitioner of the grid
-(:mod:`tff_esn.data.partition`; by default Dirichlet label skew α ∈ {100, 1, 0.3, 0.1},
-from nearly IID to nearly one class per client), once per seed — the seed is the
-partition's and the algorithm's (the reservoir's). The centralized readout and logistic
-regression on the pooled training data do not depend on the partition: they are run once per
-seed and drawn as reference lines.
-
-The algorithms keep the hyperparameters of ``tff-esn run`` (their configs' defaults on the
-source, :mod:`tff_esn.defaults`, built in one place, :func:`config_for`); only the closed-form
-algorithms' backend is ``numpy``, whose numbers are TFF's (the closed-form exactness tests)
-without a TFF worker.
-
-``OUT`` receives ``runs/ALGORITHM/PARTITION/seedS/metrics.json`` (each cell's full record,
-with the partition's label histogram), ``results.csv`` (a row per cell), ``table.md``
-(accuracy mean ± std over seeds per algorithm and partition, communication per client and
-wall time) and ``accuracy.png``. A cell whose ``metrics.json`` exists is read, not re-run, so
-an interrupted comparison resumes; ``comparison.json`` holds the settings, and a folder
-holding a comparison with other settings is refused.
+Each fitting algorithm runs on each partition and seed with ``tff-esn run``'s settings (closed form on
+``numpy``), beside the centralized readout and logistic regression; ``OUT`` gets the cells' runs,
+``results.csv``, ``table.md`` and ``accuracy.png``, and a rerun resumes from the finished cells.
 """
 
 from __future__ import annotations

@@ -1,47 +1,9 @@
 """Defaults that depend on the data source, declared in one place.
 
-The config classes' defaults are the seeds' settings (thesis Table 6.2 and §6.1, the IncFed,
-pFedRR and FedIP papers): they hold on the seeds' data (:data:`SEED_SOURCES`:
-``synthetic-wesad``, ``wesad:``, ``synthetic-hhar``, ``hhar:``) and the reproduction scripts
-rely on them; the thesis models' settings hold on WESAD read by the thesis pipeline only
-(:func:`seed_settings_hold`). On a researcher's own data — every other source: ``npz:``,
-``ts:``, arrays given in Python — and for the thesis models on the paper pipelines' per-sequence
-labels (HHAR, ``incfed-wesad``) they would apply the thesis' input noise, all-step states
-without a reservoir bias and the like silently; there :data:`OWN_DATA` replaces them with
-neutral settings wherever the user gave no value:
-
-======================  ====================================================================
-algorithm               own-data defaults
-======================  ====================================================================
-fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mean"``,
-                        ``bias_scaling=1.0`` (a reservoir bias), ``class_weight="balanced"``
-                        (weights from the training labels), ``readout_inputs="standardized"``
-                        (federated feature means and variances), ``optimizer="sgd"``,
-                        ``client_lr="auto"`` (chosen on the validation data) with ``epochs=10``
-                        local epochs, at most ``rounds=300`` with ``patience=100`` and
-                        ``keep_best`` (the round with the best validation macro-F1); fedcurv
-                        also ``penalty="auto"``
-thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``,
-                        ``readout_inputs="standardized"``, ``client_lr="auto"``,
-                        ``epochs=1000`` with ``patience=100`` (early stopping on the validation
-                        macro-F1, a tie to the lower loss, best weights restored)
-closed-form algorithms  ``bias_scaling=1.0``; ``l2="auto"``, ``state_mode="auto"`` and
-                        ``reservoir_search`` over leak rate, spectral radius and input scaling,
-                        chosen by balanced accuracy (``objective``) on the validation data —
-                        the validation clients, else folds carved from the training data
-                        (:mod:`tff_esn.closed_form.selection`, :mod:`tff_esn.data.carving`);
-                        alignment also ``alpha="auto"`` (its weight chosen the same way)
-======================  ====================================================================
-
-The thesis' one epoch of Adam at η 0.1 per round, reset every round, leaves GunPoint at the
-majority class, and a client Adam restarted every round never settles; plain SGD on standardised
-states, its η chosen on the validation data, learns on every UCR/UEA set tried (DEVIATIONS.md).
-
-A value may be any value of the setting, a string option included. :func:`effective_config`
-builds the config a run uses from the values given (each with its origin) and records every
-effective setting with where it came from — ``metrics.json["settings"]``; :func:`config_for`
-is the same for library users. The pipeline and split a source is read with by default
-(:func:`default_pipeline`, :func:`default_split`) live here too.
+The config classes' defaults are the seeds' settings, which hold on :data:`SEED_SOURCES`; on own data
+:data:`OWN_DATA` replaces them wherever the user gave no value. :func:`effective_config` builds a run's
+config and records each setting's origin (``metrics.json["settings"]``); :func:`config_for` is the same
+for library users.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
 """The memory a run must hold at once, estimated from its config and the data's shape.
 
-:func:`estimate_memory` adds up what certainly coexists, so the estimate is a lower bound
-and refusing a run above the machine's memory (:func:`check_memory`) is always right:
-
-* **reservoir weights** — Ŵ is drawn as an (N_R, N_R) float64 matrix and its spectral
-  radius computed on a float64 copy (:mod:`tff_esn.esn.draws`): 16 bytes · N_R², plus 17 bytes ·
-  N_R² for the sparsity mask's draw when ``recurrent_connectivity`` < 1;
-* **ridge statistics** — Sᵀ S, (N_R + 1)² float64, and the copy its solve factorises
-  (IncFed eqs. 6–7): 16 bytes · (N_R + 1)²;
-* **cached states** — the thesis models keep every training sequence's float32 states
-  (thesis §6.1): 4 bytes · N_R per state (every step after the washout for
-  ``state_mode="all"``, one per sequence otherwise). The closed-form harvest streams its
-  states in batches and adds none;
-* **the data** (:func:`data_bytes`, from a :class:`~tff_esn.data.layout.DataLayout` read
-  before loading): the sequences padded to their block's longest as float32, and at the peak
-  the larger of their loading (the stored values) and the run's copies of them — the pooled
-  training sequences, the baselines' features and the harvest of the batch holding the
-  longest sequence (its inputs, time-major copy and step mask; on the TFF path also every
-  step's states and TFF's copies of the clients' sequences).
-
-The data's share is calibrated on measured peaks (``python -m bench memory``), so the whole is
-an estimate (≈), not a bound. The machine's memory is the physical RAM, or a smaller cgroup limit.
+:func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics
+(16·(N_R + 1)²), the thesis models' cached float32 states and the data with its copies (calibrated by
+``python -m bench memory``); :func:`check_memory` refuses a run above physical RAM or the cgroup limit.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Classification metrics reported by every algorithm, the random baseline, and the regression metrics.
 
-Scores are either (n, C) class scores (ridge outputs, logits or probabilities: the
-prediction is the argmax) or (n,) / (n, 1) positive-class probabilities of a binary
-sigmoid readout (thesis model: the prediction is ``score > threshold``).
-The random baseline of IncFed Tables V–VI is the accuracy of a model that guesses classes
-uniformly at random (seeded), reported next to the learned models for reference.
+Scores are (n, C) class scores (argmax) or (n,) positive-class probabilities (``score > threshold``);
+the random baseline is IncFed Tables V–VI's seeded uniform guess.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The check every run's result gets: a model that predicts one class, or does not beat the majority class
 (for real targets: the training mean).
 
-:func:`check_result` reads a run's validation and test sections (:func:`tff_esn.metrics.split_report`,
-whose per-class counts say what the model predicted) beside the majority-class baseline
-(:func:`tff_esn.baselines.baseline_scores`), warns (:mod:`tff_esn.run_warnings`) and returns the flags
-``metrics.json["result_check"]`` records and ``compare`` marks its cells with. One function for every
-algorithm, closed-form and gradient-trained alike (:func:`tff_esn.algorithms.run_algorithm` calls it).
+:func:`check_result` warns and returns the flags of ``metrics.json["result_check"]``, for every algorithm.
 """
 
 from __future__ import annotations

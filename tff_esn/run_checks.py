@@ -1,10 +1,7 @@
 """What is checked before an algorithm runs, by the library and by ``tff-esn run`` alike.
 
-:func:`check_run` — called by :func:`tff_esn.algorithms.run_algorithm` and, before
-TensorFlow is imported, by the command line — refuses in one line a split that would
-mislead (:func:`tff_esn.data.checks.check_split`), a washout as long as the shortest
-sequence, per-step targets with mean states, and a run whose memory estimate exceeds the machine's
-(:func:`tff_esn.memory.check_memory`).
+:func:`check_run` refuses a misleading split, a washout as long as the shortest sequence, per-step
+targets with mean states and a run beyond the machine's memory.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """A run folder (``--out``) checked before any work: no run is silently overwritten or mixed.
 
-:func:`check_run_folder` refuses, in one line, an ``--out`` that is a file or cannot be
-created, a folder holding a finished run (``metrics.json``) unless it is overwritten on
-purpose (``force``) or continued (``resume``), a folder holding checkpoints of an unfinished
-run without either, and a resume asking for fewer rounds than the checkpoints already hold
-(it would report the later model under the smaller round count). :func:`clear_run` removes an
-earlier run's outputs before a forced rerun. The checkpoint is ``checkpoints/state.npz``
-(:mod:`tff_esn.federated.checkpoints`), read here without TensorFlow; a folder holding the
-earlier SavedModel checkpoints (``checkpoints/program_state_N``) is refused unless ``force``.
-
-:func:`run_lock` holds an exclusive ``fcntl.flock`` on ``DIR/.lock`` for a run's lifetime (the
-OS releases it when the process ends, however it ends), so a second run into the same folder
-is refused in one line naming the holder's pid instead of interleaving its outputs.
+:func:`check_run_folder` refuses a file, a finished run (unless ``force`` or ``resume``), unfinished
+checkpoints without either, and a resume with fewer rounds; :func:`clear_run` clears for ``force``;
+:func:`run_lock` holds ``flock`` on ``DIR/.lock`` for the run's lifetime.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Warnings a run records: inputs or settings that can mislead without stopping the run.
 
-Code that notices such an input (a fallback solve, a setting that defeats the model, data
-that only just passes) calls :func:`warn`. :func:`recording` collects what is said inside
-it, in order and without repeats, and still shows each message once on stderr; every
-``metrics.json`` holds the collected messages under ``"warnings"``, so a result is never
-read without what was said about it. Other warnings pass through untouched.
+:func:`warn` says one; :func:`recording` collects them in order without repeats (shown once on stderr)
+for ``metrics.json["warnings"]``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The flat settings of a config dataclass: names, defaults, types, choices and help.
 
-A run's config is a frozen dataclass that may nest others (``reservoir``, ``privacy``,
-``ip``, ``model``). Its *settings* are the leaves under flat names — the names of
-``metrics.json``'s ``config`` section, of ``--hparams`` files and (with ``-``) of the
-``tff-esn run`` flags: ``reservoir.units`` is ``units``; a nested field with
-``metadata={"prefix": "ip_"}`` names ``ip.mu`` ``ip_mu``; a field with
-``metadata={"flag": name}`` is called ``name``.
-
-Everything a flag needs is declared on the field: its help is ``metadata["help"]`` or the
-field's entry in the ``Attributes:`` section of the declaring class's docstring (searched
-along the class' bases); ``metadata["choices"]`` lists the allowed values;
-``metadata["type"]`` parses a value from text where the annotation does not say how;
-``metadata["metavar"]`` names the value in ``--help``. Light: no numpy, no TensorFlow.
+A nested config's leaves get flat names (``reservoir.units`` is ``units``; ``metadata`` ``prefix`` and
+``flag`` rename); help is ``metadata["help"]`` or the ``Attributes:`` entry of the declaring class's
+docstring, plus ``choices``, ``type`` and ``metavar``. No numpy, no TensorFlow.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """What a dataset asks a readout for: classes (``classify``) or real values (``forecast``, ``regress``).
 
-A :class:`Task` is part of a dataset (:attr:`tff_esn.data.sequences.SequenceDataset.task`) and
-decides, in one place, the readout's training targets (one-hot classes or the real target)
-and the metrics of a group (:func:`tff_esn.metrics.classification_metrics` or
-:func:`tff_esn.metrics.regression_metrics`). ``forecast`` predicts a channel ``horizon`` steps
-ahead of the states at t; ``regress`` a real target given with the data (per sequence or per step). Light: no numpy at
-import (the command line builds a Task for ``--help``).
+A :class:`Task` decides the readout's training targets and a group's metrics. No numpy at import.
 """
 
 from __future__ import annotations

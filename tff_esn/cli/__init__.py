@@ -1,15 +1,7 @@
 """Command line ``tff-esn`` (also ``python -m tff_esn``): a thin layer over library calls.
 
-Every module in this package that defines ``register(subparsers)`` adds one sub-command;
-packages that build on ``tff_esn`` (``tuning``, ``discriminator``) add theirs through the
-``tff_esn.commands`` entry-point group, so ``tff_esn`` never imports them. A command's
-``register`` adds a sub-parser and sets ``func`` (called with the parsed arguments; its
-return value is the exit code) and optionally ``refuse`` (given the arguments its parser did
-not take, the one-line reason to refuse them, e.g. a flag of another algorithm, or ``None``).
-
-The parser is built without importing TensorFlow (``tff-esn --help`` answers at once):
-commands import data, models and TFF when they run. :func:`main` turns TF's C++ log noise
-off for the CLI's process (before TF is imported); importing :mod:`tff_esn` changes nothing.
+Each module with ``register(subparsers)`` adds a sub-command (``func``, optional ``refuse``); ``tuning`` and
+``discriminator`` add theirs through the ``tff_esn.commands`` entry points. ``--help`` imports no TensorFlow.
 """
 
 from __future__ import annotations

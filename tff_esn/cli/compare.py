@@ -1,10 +1,6 @@
 """``tff-esn compare --data SOURCE --out DIR``: every fitting algorithm × a heterogeneity grid × seeds.
 
-A thin layer over :func:`tff_esn.compare.run_comparison`: each ``--data`` (default: the
-synthetic HHAR and WESAD) gets ``DIR/SOURCE/`` with ``results.csv``, ``table.md``,
-``accuracy.png`` and the cells' run folders; the table is printed. ``--profile`` picks the
-grid (:data:`tff_esn.compare.PROFILES`); ``--partitions``, ``--clients``, ``--seeds`` and
-``--algorithms`` replace its parts. Re-running the same command resumes: finished cells are read.
+A thin layer over :func:`tff_esn.compare.run_comparison`; ``--profile`` picks the grid.
 """
 
 from __future__ import annotations

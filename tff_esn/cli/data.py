@@ -1,11 +1,4 @@
-"""``tff-esn data synth-wesad|synth-hhar|prepare``: write synthetic copies, preprocess a source.
-
-``synth-wesad --out DIR`` writes ``DIR/S{n}/S{n}.pkl`` in the real WESAD layout (all 15
-subjects by default; ``--minutes`` per subject, 100 ≈ the real protocol);
-``synth-hhar --out DIR`` writes the four HHAR CSVs (``--minutes`` per activity).
-``prepare SOURCE PIPELINE`` runs :func:`tff_esn.data.sources.load_source` (filling the cache)
-and prints one line per client.
-"""
+"""``tff-esn data synth-wesad|synth-hhar|prepare``: write synthetic copies, preprocess a source."""
 
 from __future__ import annotations
 

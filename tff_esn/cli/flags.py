@@ -1,12 +1,7 @@
 """Flags generated from config settings, and the typed config they map to.
 
-Every flag is a setting of a config class (:func:`tff_esn.settings.settings`: ``--units`` →
-``reservoir.units``, ``--ip-mu`` → ``ip.mu``, ``--client-lr`` → ``model.learning_rate``);
-its help, choices and default come from the field (:class:`~tff_esn.settings.Setting`), so
-a config field declares its flag once. A boolean setting that is off by default is the
-switch ``--name``; one that is on is ``--no-name``; a setting that may be ``None`` takes
-``none``. Parsing records which settings were given (:data:`GIVEN`), so a run can tell a
-flag from a default (:func:`config_of`) even when the value is the same.
+Help, choices and default come from the field; a boolean is ``--name`` / ``--no-name``, ``none`` sets an
+optional one to ``None``. :data:`GIVEN` records which settings were given (:func:`config_of`).
 """
 
 from __future__ import annotations

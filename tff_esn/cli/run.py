@@ -1,21 +1,8 @@
 """``tff-esn run ALGORITHM --data SOURCE --out DIR``: one algorithm on one data set.
 
-Loads the data (:func:`tff_esn.data.sources.load_source`), splits it by client
-(:func:`tff_esn.data.splits.get_split`), runs the algorithm from the registry
-(:mod:`tff_esn.algorithms`) with the typed config its flags map to
-(:func:`tff_esn.cli.flags.config_of`), writes ``DIR/metrics.json`` atomically and prints a
-one-line summary. Data, model and TFF are imported when a run starts, never for ``--help``.
-Before any work, :mod:`tff_esn.cli.preflight` checks ``--data``'s form and the ``--out``
-folder, then the loaded data and split (one line, exit code 2, before TensorFlow is
-imported).
-
-Each algorithm's flags are its registry entry's settings (:mod:`tff_esn.cli.flags`), the data
-and output flags, and the TFF worker flags when it can run TFF; a flag of another algorithm
-is refused in one line. ``--hparams FILE`` reads a flat JSON object of settings (``units``,
-``spectral_radius``, ``l2``, ``alpha``, ... — the flags' names with ``_``); flags given on
-the command line win over it, and it wins over the data source's defaults
-(:mod:`tff_esn.defaults`). ``metrics.json["settings"]`` records every effective setting with
-its origin (``flag``, ``file``, ``own-data default`` or ``default``).
+Loads, splits and runs through the registry with the config its flags (over ``--hparams``, over the
+source's defaults) map to, writes ``DIR/metrics.json`` atomically and prints a summary; another
+algorithm's flag is refused. Data, model and TFF are imported when a run starts.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """``tff-esn worker --port P --listen-all [--host H]``: serve TFF computations for ``--workers`` runs.
 
-Runs TFF's own C++ ``worker_binary`` in the foreground (:func:`tff_esn.runtime.serve_worker`)
-until Ctrl-C or SIGTERM, then stops it and exits with 0. Other machines (or processes)
-use it with ``tff-esn run ALGORITHM --workers H:P,H2:P2``.
-
-TFF 0.87's ``worker_binary`` has three flags (``--port``, ``--max_concurrent_computation_calls``,
-``--grpc_max_message_length_megabytes``; see ``worker_binary --helpfull``): it always binds
-``[::]:PORT`` (every interface) with insecure gRPC credentials — no bind address, no TLS,
-no authentication — and whoever reaches the port can run any TensorFlow graph (which can
-read and write files) as this user. It cannot be made loopback-only, so the command refuses
-to start unless ``--listen-all`` says that this is understood; it then prints a warning.
+Runs TFF's ``worker_binary`` in the foreground until Ctrl-C or SIGTERM. The binary binds ``[::]:PORT``
+with insecure gRPC, so the command refuses to start without ``--listen-all``.
 """
 
 from __future__ import annotations
