@@ -230,21 +230,9 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     """Runs algorithm ``name`` with ``config`` (an instance of its config class) and returns the
     full ``metrics.json`` record.
 
-    ``{"algorithm", "data", "split", "config", "train", "val", "test", "communication",
-    ..., "seconds", "baselines", "warnings", "clients", "split_rule", "versions"}``; a ``run``
-    that omits a required section is reported by name. ``warnings`` lists every
-    :class:`~tff_esn.run_warnings.RunWarning` said during the run. ``baselines`` holds the
-    majority-class and logistic-regression scores on the same split — for a real-valued task the
-    persistence forecast, the training mean and ridge on lagged inputs
-    (:func:`tff_esn.baselines.baseline_scores`) —, beside which every result is read;
-    ``result_check`` the flags of :func:`tff_esn.result_check.check_result` (a model that predicts
-    one class or does not beat the majority class — for a real-valued task the training mean —
-    on validation/test, each also a warning).
-    ``clients``, ``split_rule`` and ``versions`` say what the run ran on
-    (:func:`tff_esn.provenance.run_provenance`).
-
-    Before anything runs, :func:`tff_esn.run_checks.check_run` refuses data and settings that
-    would mislead (``test_required=False``: a split without test clients is intended).
+    The run's sections plus ``algorithm``, ``data``, ``split``, ``config``, ``seconds``, ``baselines``,
+    ``warnings``, ``result_check``, ``clients``, ``split_rule`` and ``versions``. :func:`tff_esn.run_checks.check_run`
+    runs first (``test_required=False``: a split without test clients is intended).
     """
     algo = get_algorithm(name)
     if not isinstance(config, algo.config):

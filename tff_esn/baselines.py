@@ -82,19 +82,10 @@ def _training_rows(dataset: SequenceDataset, split: Split,
 def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
                     washout: int = 0) -> dict[str, dict[str, Any]]:
     """Majority-class and logistic-regression metrics on ``split``'s validation and test clients;
-    for a real-valued task, :func:`real_baselines` (scored after ``washout``).
-
-    Args:
-        dataset: the clients.
-        split: which clients train (fit the baselines) and which are evaluated.
-        seed: seeds the row subsample when the training rows exceed ``MAX_TRAIN_ROWS``
-            and the solver.
+    for a real-valued task, :func:`real_baselines`. Memoised per dataset, split and seed.
 
     Returns:
-        ``{"majority": {"class", "val", "test"}, "logistic_regression": {"inputs", "val",
-        "test"}}``; each group holds :func:`~tff_esn.metrics.classification_metrics`
-        (plus balanced accuracy), or ``None`` for an empty group. Memoised per dataset
-        object, split and seed.
+        ``{"majority": {"class", "val", "test"}, "logistic_regression": {"inputs", "val", "test"}}``.
     """
     if dataset.task.real:
         return real_baselines(dataset, split, washout=washout)
@@ -180,19 +171,10 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
                    width: int | None = None) -> dict[str, dict[str, Any]]:
     """What needs no reservoir, on ``split``'s validation and test clients of a real-valued task.
 
-    Per-step targets are scored on the steps t ≥ ``skip = max(washout, horizon, width − 1)`` of
-    every sequence, where every baseline is defined. The window's ``width`` (default
-    ``washout + 1``, at least 2, at most :data:`MAX_WINDOW`) spans the washout, so the baselines
-    score the ESN's own steps t ≥ washout whenever the horizon is within the washout:
-
-    - ``training_mean``: the training targets' mean, everywhere;
-    - ``persistence`` (``forecast`` only): the target channel's value now, ``ŷ(t) = c(t) = y(t − H)``;
-    - ``lagged_ridge``: ridge (bias input, λ of :data:`L2_GRID` best on validation by MSE, IncFed
-      eq. 3) on the ``width`` latest raw inputs, standardised with the training mean and deviation.
-
-    Per-sequence targets: the training mean and ``lagged_ridge`` on the per-sequence summary rows
-    of :func:`sequence_features`. Each group holds :func:`~tff_esn.metrics.regression_metrics`,
-    or ``None`` (an empty group, or a baseline that does not apply).
+    ``training_mean``, ``persistence`` (``forecast`` only: ``ŷ(t) = y(t − H)``) and ``lagged_ridge`` (IncFed
+    eq. 3 on the ``width`` latest standardised inputs, λ of :data:`L2_GRID` chosen by validation MSE);
+    per-step targets are scored from ``max(washout, horizon, width − 1)`` on, per-sequence ones on
+    :func:`sequence_features`. A group is ``None`` where a baseline does not apply.
     """
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step

@@ -192,25 +192,18 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
     """``split``'s training sequences dealt to ``clients`` new training clients by ``partitioner``.
 
     Args:
-        dataset, split: the data and its client-wise split.
         partitioner: a :class:`Partitioner` or its text (``dirichlet:0.1``).
-        clients: number of clients per dealt group (``None`` only for ``natural``).
-        seed: the partition's seed.
-        groups: the split's groups dealt anew (:data:`PARTITION_GROUPS`; ``train`` always):
-            validation and test keep their clients unless named here, in which case each is
-            pooled and dealt to ``clients`` clients (``v00``…, ``t00``…) the same way, on a
-            seed stream of its own.
+        clients: clients per dealt group (``None`` only for ``natural``).
+        groups: the groups dealt anew (:data:`PARTITION_GROUPS`; ``train`` always); a named validation
+            or test group is dealt the same way (``v00``…, ``t00``…) on its own seed stream.
 
     Returns:
-        ``(dataset, split, record)``: the dataset holding the new clients and the split's
-        other clients unchanged (clients outside the split dropped); its split (name
-        ``SPLIT+PARTITIONER``); and the record saved with a run — ``{"partitioner", "clients",
-        "seed", "groups", "label_names", "sizes", "label_histogram"}`` (sizes and label counts
-        of every dealt client). ``natural`` returns the inputs themselves and their record.
+        ``(dataset, split, record)``: the new clients beside the split's other clients, the split
+        ``SPLIT+PARTITIONER``, and the record with each dealt client's size and label histogram.
 
     Raises:
-        DataError / ValueError: as :func:`assign`; ``clients`` given with ``natural`` or
-            missing otherwise; unknown groups, a dealt group with no clients.
+        DataError / ValueError: as :func:`assign`; ``clients`` with ``natural`` or missing otherwise;
+            unknown or empty groups.
     """
     if isinstance(partitioner, str):
         partitioner = Partitioner.parse(partitioner)

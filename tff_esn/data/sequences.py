@@ -366,24 +366,18 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     """A :class:`SequenceDataset` from arrays: the one builder of own data (``npz`` files, UEA/UCR sets).
 
     Args:
-        sequences: (n, T, F) numbers, or n (T_i, F) arrays (a list or a 1-D object array) of
-            unequal lengths T_i.
-        y: (n,) integer labels coding the classes exactly as 0…K−1, every class present; or real
-            (float) targets, (n,) or per step (n, T), for a ``regress`` task.
-        client: (n,) client ids (strings or integers; ``str`` of each is the id).
-        split: optional (n,) of ``"train"``/``"val"``/``"test"``, the same for all sequences of
-            a client (the ``npz`` split uses it: :attr:`SequenceDataset.groups`).
-        source: names the data in every message and in ``metrics.json`` (e.g. ``"npz:FILE"``).
-        ragged: sequences of unequal length are kept whole (``"pad"``: padded, with their
-            ``lengths``) or cut to ``length`` steps (``"crop"``).
-        length: steps kept per sequence (implies ``"crop"``); with ``"crop"`` and ``None``,
-            the shortest sequence's length. Longer sequences keep their *last* ``length``
-            steps (where a per-sequence label is decided); a shortening is a recorded warning.
-        label_names: one name per class (K = their number); default ``"0"``…``"K−1"``.
+        sequences: (n, T, F) numbers, or n (T_i, F) arrays of unequal lengths.
+        y: (n,) integer labels exactly 0…K−1, every class present; or real targets (n,) / (n, T).
+        client: (n,) client ids.
+        split: optional (n,) ``"train"``/``"val"``/``"test"``, one group per client.
+        source: names the data in every message and in ``metrics.json``.
+        ragged: ``"pad"`` (keep whole, with ``lengths``) or ``"crop"`` to ``length`` steps.
+        length: steps kept (implies ``"crop"``; default the shortest); a sequence keeps its last
+            steps, and a shortening is a recorded warning.
+        label_names: one name per class; default ``"0"``…``"K−1"``.
 
     Raises:
-        DataError: one line naming ``source``, the array and what is wrong (shapes, dtypes,
-            NaN, labels that are not exactly 0…K−1 or a single class, a client in several groups).
+        DataError: one line naming ``source``, the array and the problem.
         ValueError: an unknown ``ragged`` mode.
     """
     if ragged not in RAGGED_MODES:
@@ -502,19 +496,11 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
     """Bring-your-own sequences: an ``.npz`` with ``X``, ``y``, ``client`` and optional ``split``.
 
     Args:
-        path: file holding ``X`` — (n, T, F) numbers, or an object array of n (T_i, F)
-            arrays —, ``y`` (n,) integer labels coding the classes as 0…K−1, ``client`` (n,)
-            ids (strings or integers) and optionally ``split`` (n,) of
-            ``"train"``/``"val"``/``"test"``, the same for all sequences of a client (the
-            ``npz`` split uses it; without it, :mod:`tff_esn.data.splits`' seeded rule splits
-            the clients). ``~`` is expanded.
+        path: the file (``~`` expanded); object arrays are read by the allow-list unpickler.
         ragged, length: as in :func:`dataset_from_arrays`, which builds the dataset.
 
-    Object arrays are read through the data allow-list unpickler (no code runs).
-
     Raises:
-        DataError: one line naming the file and the array and what is wrong (missing,
-            truncated, shapes, dtypes, NaN, labels, ids, an unsafe pickle).
+        DataError: one line naming the file, the array and the problem.
         ValueError: an unknown ``ragged`` mode.
     """
     with _npz_archive(path) as (archive, path, keys):

@@ -266,21 +266,15 @@ def ts_files(stem: str | Path) -> tuple[Path, Path]:
 
 def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
             length: int | None = None) -> SequenceDataset:
-    """The UEA/UCR problem ``stem`` = ``DIR/NAME`` (module docstring) as a :class:`SequenceDataset`.
+    """The UEA/UCR problem ``stem`` = ``DIR/NAME`` as a :class:`SequenceDataset` (clients ``train``, ``test``).
 
     Args:
-        stem: ``DIR/NAME``; ``DIR/NAME_TRAIN.ts`` and ``DIR/NAME_TEST.ts`` are read.
         missing: one of :data:`MISSING_MODES`.
         ragged, length: as :func:`tff_esn.data.sequences.load_npz`.
 
-    Returns:
-        Clients ``train`` (group ``train``) and ``test`` (group ``test``); ``label_names``
-        the class labels, ``source`` ``"ts:DIR/NAME"``.
-
     Raises:
         MissingDataError: a file does not exist.
-        DataError: one line naming the file and what is wrong (:func:`read_ts`; missing values
-            under ``missing="refuse"``; the two files disagree on dimensions or class labels).
+        DataError: one line naming the file and the problem.
         ValueError: an unknown ``missing`` or ``ragged`` mode.
     """
     if missing not in MISSING_MODES:

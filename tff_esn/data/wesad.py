@@ -230,25 +230,13 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
                     source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
     """The thesis' preprocessing of one subject (thesis §5.2, Tables 5.1–5.3).
 
-    :func:`wrist_features`, then: HRV gaps (windows with < 2 peaks) forward-filled and the
-    leading rows before every feature is defined dropped; standardized to the subject's own
-    baseline (``StandardScaler`` fitted on code 1); the causal online moving-average
-    normalisation over ``ma_window_s`` seconds (``None``: the HRV window), ``subtract`` or
-    ``divide``; labels stress (code 2) → 1, everything else → 0.
-
-    The literal reading of §5.2 — divide by a moving average over the HRV window (25 s) —
-    is ill-posed and erases the stress signal (DEVIATIONS.md, thesis §5.2): features
-    standardized to the baseline have mean ≈ 0 there, so the divisor crosses zero (Table 5.3's
-    own extremes, tEDA −20054 … 12748, show it on the real data), and a 25 s average follows
-    every sustained level, so ``x/MA`` ≈ 1 through an 11.5-minute stress block. The default
-    (:data:`THESIS_MA_WINDOW_S`, :data:`THESIS_MA_MODE`) is the nearest well-posed reading:
-    the caption's window 25×64 taken as steps, subtracted — still causal and online, it
-    removes the slow drift of the last ~27 min and keeps the stress levels
-    (``tests/test_synthetic_wesad.py`` scores both readings). ``ma_window_s=None,
-    ma_mode="divide"`` is the literal reading.
+    :func:`wrist_features`, HRV gaps forward-filled and undefined leading rows dropped, standardised to the
+    subject's baseline (code 1), the causal moving-average normalisation over ``ma_window_s`` seconds
+    (``subtract`` by default; ``ma_window_s=None, ma_mode="divide"`` is the literal §5.2, DEVIATIONS.md);
+    labels stress (code 2) → 1, else 0.
 
     Returns:
-        features (T, 4) float32 in the order pEDA, tEDA, HR, HRV, and labels (T,) int64 ∈ {0, 1}.
+        features (T, 4) float32 (pEDA, tEDA, HR, HRV) and labels (T,) int64 ∈ {0, 1}.
     """
     if ma_mode not in MA_MODES:
         raise ValueError(f"ma_mode: expected one of {MA_MODES}, got {ma_mode!r}.")

@@ -69,18 +69,10 @@ class Reservoir(tf.keras.layers.Layer):
     """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1).
 
     Args:
-        config: a :class:`ReservoirConfig`, or ``None`` to build one from ``**hparams``
-            (``units``, ``spectral_radius``, ``leaky``, ``input_scaling``,
-            ``input_connectivity``, ``recurrent_connectivity``, ``bias_scaling``, ``seed``).
-        state_mode: which states the layer returns — ``"last"`` (default, (batch, units)),
-            ``"mean"`` over the steps after ``washout`` ((batch, units)), or ``"all"``
-            ((batch, time − washout, units)).
+        config: a :class:`ReservoirConfig`, or ``None`` to build one from ``**hparams``.
+        state_mode: ``"last"`` (default), ``"mean"`` after ``washout``, or ``"all"``.
         return_sequences: Keras spelling of ``state_mode="all"``.
-        washout: initial steps ignored by the ``"mean"`` and ``"all"`` modes (≥ 0).
-        use_gain: adds the intrinsic-plasticity gain g (ones) as a fourth weight (FedIP eq. 1).
-
-    Weights (in this order): ``kernel`` (features, units), ``recurrent_kernel``
-    (units, units), ``bias`` (units,), and ``gain`` (units,) when ``use_gain``.
+        use_gain: adds the intrinsic-plasticity gain g as a fourth weight (FedIP eq. 1).
     """
 
     def __init__(

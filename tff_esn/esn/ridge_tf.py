@@ -10,22 +10,13 @@ import tensorflow as tf
 
 def ridge_products(states: tf.Tensor, targets: tf.Tensor, *, readout_bias: bool, valid: tf.Tensor | None = None,
                    clip: Callable[[tf.Tensor], tf.Tensor] | None = None) -> tuple[tf.Tensor, tf.Tensor]:
-    """Ridge statistics ``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7), float64.
-
-    Every TensorFlow harvest (:func:`tff_esn.esn.states_tf.accumulate_stats`, the IncFed
-    client inside TFF) sums its blocks through it.
+    """Ridge statistics ``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7), returned in float64.
 
     Args:
-        states: (m, units) rows of states S; the products are taken in their dtype
-            (float32 for the chunked harvest, float64 for the exact TFF client) and returned
-            as float64, so callers accumulate in float64.
-        targets: (m, n_out) the rows' targets Y.
-        readout_bias: append the constant-1 readout-bias input to every row.
-        valid: ``None`` or (m,) bool; invalid rows (padding past a sequence's end)
-            contribute nothing, bias input included.
-        clip: ``None`` or a function applied to the rows (bias input included) after the
-            mask and before the products: the caller's per-row norm clip for differential
-            privacy.
+        states: (m, units) rows S; products are taken in their dtype.
+        targets: (m, n_out) targets Y.
+        valid: ``None`` or (m,) bool; invalid rows (padding) contribute nothing.
+        clip: ``None`` or a per-row function applied after the mask (the DP norm clip).
     """
     s = states
     if readout_bias:

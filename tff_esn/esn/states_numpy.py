@@ -182,30 +182,21 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
                           chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (),
                           products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
-    """States of a batch of sequences and, with ``targets``, each group's ridge statistics.
+    """States of a batch of sequences and, with ``targets``, each group's ridge statistics (IncFed eqs. 6–7).
 
     Args:
         inputs: (batch, time, features) float32, right-padded when ``lengths`` is given.
-        kernel, recurrent, bias, gain, leaky: W_in (features, units), Ŵ (units, units), b, g
-            (units,) and the leaking rate a.
-        keep: the states returned — ``"last"`` (batch, units) each sequence's last state;
-            ``"mean"`` (batch, units) the mean of its states after ``washout``; ``"all"``
-            (batch, time − washout, units), zero past a sequence's end.
-        lengths: ``None`` or (batch,) valid steps, each > ``washout`` unless ``keep="last"``.
-        targets: ``None``, or the targets of every state after ``washout`` as training
-            samples: (batch, n_out) per sequence (repeated at each step) or (batch, time −
-            washout, n_out) per step.
-        groups: (batch,) int group (client) of each sequence, in [0, n_groups); ``None``: one group.
-        readout_bias: append the constant-1 readout-bias input to every sample.
-        chunk: time steps reduced to statistics at once.
-        layers: the units of each layer of a deep ESN (:func:`deep_step`), ``()`` for one reservoir.
-        products: the float type of each chunk's products (float32, or float64 where the
-            readout's small eigen-directions matter: real-valued targets).
+        kernel, recurrent, bias, gain, leaky: W_in, Ŵ, b, g and the leaking rate a.
+        keep: ``"last"``, ``"mean"`` (after ``washout``) or ``"all"`` (zero past a sequence's end).
+        lengths: ``None`` or (batch,) valid steps.
+        targets: ``None``, or per sequence (batch, n_out) or per step (batch, time − washout, n_out).
+        groups: (batch,) group (client) of each sequence in [0, n_groups); ``None``: one group.
+        layers: the units of each layer of a deep ESN, ``()`` for one reservoir.
+        products: float type of each chunk's products (float64 for real-valued targets).
 
     Returns:
-        ``(states, stats)``; ``stats`` is ``None`` without ``targets``, else one
-        ``(A, B, n)`` per group: A = Yᵀ S (n_out, F), B = Sᵀ S (F, F) in float64 (each chunk's
-        products in ``products``, summed in float64) and the sample count n (IncFed eqs. 6–7).
+        ``(states, stats)``: ``stats`` is ``None`` without ``targets``, else one ``(A, B, n)`` per group,
+        ``A = Yᵀ S``, ``B = Sᵀ S`` summed in float64.
     """
     batch, steps = inputs.shape[0], inputs.shape[1]
     units = recurrent.shape[0]

@@ -66,25 +66,16 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     """Fits the readout on the design set; returns the readout model and Table 6.3's metrics.
 
     Args:
-        config: the thesis model, resolved for the data here
-            (:func:`~tff_esn.federated.configs.for_data`: one class weight per class).
-        include_validation: train on training + validation subjects (the design set, as for
-            Table 6.3); ``False`` trains on the training subjects only (model selection).
-        patience: ≥ 1 trains on the training subjects only, for at most ``config.epochs``
-            epochs, stopping once the validation subjects' macro-F1 (a tie: the lower loss) has
-            not improved for ``patience`` epochs and restoring the best epoch's weights
-            (:class:`BestValidatedEpoch`); 0 — or no validation subjects, with a recorded warning —
-            trains for ``config.epochs`` epochs.
-        seed: seed of the epoch orders (:func:`tff_esn.federated.clients.seeded_fit_data`;
-            the readout's initialisation is seeded by the reservoir seed). No global RNG is
-            read or set.
+        include_validation: train on training + validation subjects (the design set, Table 6.3);
+            ``False``: training subjects only.
+        patience: ≥ 1 trains on the training subjects and stops once the validation macro-F1 (a tie:
+            the lower loss) has not improved for ``patience`` epochs, restoring the best epoch; 0 (or
+            no validation subjects, with a warning) trains ``config.epochs`` epochs.
+        seed: seed of the epoch orders; no global RNG is read or set.
 
     Returns:
-        ``(readout_model, report)`` where ``report`` has the ``train``, ``val``, ``test``
-        sections (:func:`tff_esn.metrics.split_report`, ``None`` for an empty group),
-        ``design`` (the set trained on), ``communication`` (raw inputs uploaded once),
-        ``class_weight`` (the weights used), ``epochs`` (epochs trained), ``selection`` (how the
-        learning rate was chosen) and ``standardization`` (the inputs' statistics, or ``None``).
+        ``(readout_model, report)``: ``train``/``val``/``test``, ``design``, ``communication``,
+        ``class_weight``, ``epochs``, ``selection`` and ``standardization``.
     """
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "

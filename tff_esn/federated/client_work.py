@@ -87,20 +87,10 @@ class ClientUpdate(NamedTuple):
     """The client update (thesis ClientUpdate of Alg. 1–4) as two ``tf.function`` objects that
     differ only in how they walk the client's batches.
 
-    ``on_batches(initial_weights, data, u, v, reservoir=None)``: ``data`` is the client's
-    batched ``tf.data`` dataset (all local epochs), ``reservoir`` ``None`` or a one-element
-    dataset of the client's own non-trainable weights (TFF's client computation,
-    :func:`build_readout_client_work`).
-
-    ``on_arrays(initial_weights, arrays, orders, batch_size, u, v, reservoir=None)``:
-    ``arrays`` is the client's ``(inputs, targets)`` (first axis n), ``orders`` (epochs, n) the
-    order of each local epoch, cut into batches of ``batch_size`` (the last one of an epoch
-    partial) and sliced in the graph; ``reservoir`` ``None`` or the own weights as tensors
-    (the single-process loop, :mod:`tff_esn.federated.simulation`: no ``tf.data`` per batch).
-
-    Both return ``(ClientResult, unfinalized metrics, accepted 0/1, u_b, v_b)`` and start the
-    metrics from zero at every call (a TFF client computation builds its model anew; the loop
-    calls one model again).
+    ``on_batches(initial_weights, data, u, v, reservoir=None)`` takes a batched ``tf.data`` dataset (TFF's
+    client computation); ``on_arrays(initial_weights, arrays, orders, batch_size, u, v, reservoir=None)``
+    slices ``(inputs, targets)`` by each epoch's ``orders`` in the graph (the simulation). Both return
+    ``(ClientResult, unfinalized metrics, accepted 0/1, u_b, v_b)``, metrics from zero at every call.
     """
 
     on_batches: Callable
@@ -187,24 +177,19 @@ def build_readout_client_work(
     client_reservoirs: bool = False,
     aggregation: LearningAggregation | None = None,
 ) -> tff.learning.templates.ClientWorkProcess:
-    """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``) client work.
+    """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``, thesis Alg. 2) client work.
 
     Args:
         model_fn: no-arg function building a new ``tff.learning.models.VariableModel``.
-        optimizer: the clients' TFF optimizer (thesis: Adam).
-        penalty: FedCurv's penalty weight λ (thesis Listing 3.7: 1e-4); ``None`` for FedAvg.
-        client_filter: optional accept/reject rule on the readout delta (module docstring).
-        client_reservoirs: client data is ``(batches, reservoir)`` and each client trains
-            with its own reservoir (module docstring).
-        aggregation: how the training metrics, FedCurv's ``(u_b, v_b)`` and the accepted
-            flags reach the server (:class:`tff_esn.privacy.learning.LearningAggregation`;
-            ``None``: plain sums).
+        client_filter: optional accept/reject rule on the readout delta.
+        client_reservoirs: client data is ``(batches, reservoir)``: each client trains with its own.
+        aggregation: how the metrics, ``(u_b, v_b)`` and accepted flags reach the server
+            (:class:`tff_esn.privacy.learning.LearningAggregation`; ``None``: plain sums).
 
     Returns:
-        A ``ClientWorkProcess`` whose state is ``()`` (FedAvg) or ``{"u", "v", "aggregator"}``
-        (FedCurv: u, v zeros at start, thesis Alg. 2 line 2; the state of their aggregator),
-        and whose measurements hold the training metrics plus ``accepted_clients`` and
-        ``clients`` (FedCurv: and ``curvature``, the measurements of the u, v aggregator).
+        A ``ClientWorkProcess``, state ``()`` (FedAvg) or ``{"u", "v", "aggregator"}`` (FedCurv, u, v
+        zero at start: Alg. 2 line 2); measurements: training metrics, ``accepted_clients``, ``clients``
+        (FedCurv: ``curvature``).
     """
     if penalty is not None and not (np.isfinite(penalty) and penalty >= 0):
         raise ValueError(f"penalty: expected a finite number ≥ 0 (or None for FedAvg), got {penalty!r}.")

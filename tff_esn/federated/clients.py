@@ -321,22 +321,14 @@ class CachedStates(_ClientSource):
     """Readout-only mode: every client's states harvested once, noise fixed per client.
 
     Args:
-        clients: training clients' sequences, in a fixed order (their index seeds noise,
-            shuffling and — with ``reservoirs="different"`` — their reservoir).
-        config: the thesis model configuration (its reservoir is the server's).
-        seed: seed of the noise draw and of the per-round shuffling.
-        noise_std: the std of the Gaussian input noise, for all clients or per client id.
-        reservoirs: ``"same"`` or ``"different"`` (see :func:`client_reservoir_configs`).
-        shuffle: shuffle each client's sequences every round (seeded).
-        cache_dir: when given, each client's states are saved there once (raw float32
-            files, keyed by a hash of inputs, reservoir and noise) and read back from file
-            by the TFF worker every round, so only a path travels into the
-            computation (made absolute: the worker resolves a relative path from its own
-            working folder); otherwise they travel in memory (TFF caps that at 100 MB per client).
-        standardize: with ``config.standardized``, the function that turns the clients' states
-            (one array per client, in client order) into their :class:`Standardization` (the
-            federated sum, :func:`tff_esn.federated.standardization.federated_standardization`);
-            every client's states are then ``standardization.apply``'d before they are cached.
+        clients: training clients' sequences; their index seeds noise, shuffling and (``reservoirs=
+            "different"``) their reservoir.
+        noise_std: std of the Gaussian input noise, for all clients or per client id.
+        reservoirs: ``"same"`` or ``"different"`` (:func:`client_reservoir_configs`).
+        cache_dir: when given, states are saved there once (keyed by inputs, reservoir and noise) and
+            only the absolute path travels into the computation; else in memory (TFF: ≤ 100 MB per client).
+        standardize: with ``config.standardized``, the function giving the clients' federated
+            :class:`Standardization`, applied before caching.
     """
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,

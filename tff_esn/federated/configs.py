@@ -386,25 +386,8 @@ class FedCurvConfig(FedAvgConfig):
 
 
 def resolve_backend(backend: str, *, secure: bool = False) -> str:
-    """The backend that runs a federated run's rounds: ``backend`` itself once it is checked
-    against the installed TFF workers; ``auto`` is ``tff`` with ``secure`` (secure aggregation
-    requested) or TFF workers, else :data:`PREFERRED_BACKEND` (DP runs on both).
-
-    ``tff`` runs the FedAvg/FedCurv processes in TFF's runtime, with TFF workers (``--workers``),
-    DP and secure aggregation. ``sim`` runs the same client update in this process and does the
-    weighted mean (or TFF's DP release, on the same DP queries:
-    :mod:`tff_esn.federated.simulated_aggregation`) and the server step itself
-    (:mod:`tff_esn.federated.simulation`), an order of magnitude faster per round
-    (``python -m bench rounds --backends``). Its rounds are TFF's bit for bit for two-class
-    readouts on cached states (tests/test_federated_simulation.py); with K classes, per-step
-    outputs or faithful states they agree to float32 rounding, because TFF's worker binary
-    carries its own TensorFlow kernels for exp, log, sigmoid and tanh, which round differently.
-    A chaotic run (server learning rate 1.0, different reservoirs) amplifies any last-bit
-    difference over the rounds — moving TFF's own initial readout by one ulp moves its round-10
-    metrics as far — so such runs' metrics differ between the backends as between any two
-    float32 computations of them. ``auto`` therefore prefers ``sim`` (:data:`PREFERRED_BACKEND`)
-    and takes ``tff`` where only TFF reaches: TFF workers and secure aggregation (a protocol
-    between TFF's clients and server, refused with ``sim`` by :class:`FedAvgConfig`).
+    """The backend that runs a federated run's rounds: ``backend`` checked against the TFF workers, or for
+    ``auto`` ``tff`` with secure aggregation or TFF workers, else :data:`PREFERRED_BACKEND`.
     """
     from tff_esn import runtime
 

@@ -94,23 +94,15 @@ def readout_layer(seed: int, n_outputs: int = 1) -> tf.keras.layers.Dense:
 
 def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only: bool = False,
                        reservoir: ReservoirConfig | None = None) -> tf.keras.Model:
-    """The (uncompiled) thesis ESN.
+    """The (uncompiled) thesis ESN; its readout's initial weights are seeded by ``config.reservoir.seed``.
 
     Args:
-        n_inputs: input features F (thesis: pEDA, tEDA, HR, HRV), or — with
-            ``readout_only`` — the reservoir units whose cached states are the input.
-        config: model configuration, its class weights resolved (one per class: the
-            readout's width, :attr:`ThesisModelConfig.n_outputs`); the readout's initial
-            weights are seeded by ``config.reservoir.seed``, so every build gives the same
-            initial model.
+        n_inputs: input features F, or with ``readout_only`` the reservoir units.
         readout_only: the readout alone on (cached) states.
-        reservoir: the reservoir of this model when it differs from ``config.reservoir``
-            (a client with its own reservoir, thesis Table 6.5).
+        reservoir: this model's reservoir when it differs from ``config.reservoir`` (thesis Table 6.5).
 
     Returns:
-        ``(batch, T, F) → (batch, T − washout, C)`` when ``config.per_step``, else
-        ``(batch, T, F) → (batch, C)``; the readout-only model maps states of the same
-        layout ((batch, T', U) or (batch, U)).
+        ``(batch, T, F) → (batch, T − washout, C)`` when ``config.per_step``, else ``→ (batch, C)``.
     """
     if not isinstance(n_inputs, int) or n_inputs < 1:
         raise ValueError(f"build_thesis_model: n_inputs must be an integer ≥ 1, got {n_inputs!r}.")

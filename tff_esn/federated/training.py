@@ -195,39 +195,23 @@ def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.mode
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None) -> dict[str, Any]:
-    """Trains the thesis model with FedAvg (:class:`~tff_esn.federated.configs.FedAvgConfig`) or
-    FedCurv (:class:`~tff_esn.federated.configs.FedCurvConfig`) on ``split.train`` clients.
+    """Trains the thesis model with FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` clients.
 
     Args:
-        dataset: labelled sequences, K ≥ 2 classes (thesis pipeline: pEDA, tEDA, HR, HRV;
-            stress); sequences of unequal length with cached states.
-        split: training clients are federated; validation and test clients evaluate the
-            server model every round.
-        config: the run's configuration (the flags of ``tff-esn run fedavg|fedcurv``); its
-            model is resolved for the data (:func:`~tff_esn.federated.configs.for_data`: one
-            class weight per class). ``config.out`` is where ``rounds.csv``, ``tensorboard/``
-            and ``checkpoints/`` go (``None`` keeps everything in memory, no resume);
-            ``config.resume`` continues from the last checkpoint there (a finished run returns
-            its final result without training); cached client states are saved under
-            ``CACHE/federated-states`` with ``config.cache_dir`` (file-backed client datasets:
-            only their path travels into the computation; the workers must see it under the
-            same path), else in a temporary folder removed when the run ends, or — with a
-            worker on another host — in memory; ``config.progress`` shows a tqdm bar. A client
-            learning rate or FedCurv penalty ``auto`` is chosen on the validation clients
-            (:func:`select_settings`) before the run.
-        client_filter: optional accept/reject rule on each client's readout delta
-            (:mod:`tff_esn.federated.client_work`); without one, ``config.discriminator``'s
-            (:func:`discriminator_filter`), if any.
+        dataset: labelled sequences, K ≥ 2 classes.
+        split: training clients are federated; validation and test clients evaluate the server model
+            every round.
+        config: a :class:`~tff_esn.federated.configs.FedAvgConfig` / ``FedCurvConfig``. ``config.out``
+            receives ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` (``None``: in memory, no
+            resume); cached states go under ``config.cache_dir`` (the workers must see it under the
+            same path). A client learning rate or penalty ``auto`` is chosen first (:func:`select_settings`).
+        client_filter: optional accept/reject rule on each client's readout delta; default
+            ``config.discriminator``'s.
 
     Returns:
-        ``{"train", "val", "test", "communication", "extra"}`` — the ``metrics.json``
-        sections of :mod:`tff_esn.algorithms` — where ``extra`` holds ``rounds`` (the
-        per-round rows of this call, with the ``sampled`` client ids, ``accepted_clients``
-        and ``clean_clients`` — sampled clients without input noise, the truly valid ones
-        of thesis Fig. 6.13), ``accepted_clients`` per round, ``weights`` (final readout
-        kernel and bias), ``class_weight`` (the weights used), ``kept_round`` (the round whose
-        model is the result), ``rounds_run``, ``selection`` (how the client learning rate and
-        penalty were chosen), ``standardization`` (the readout inputs' statistics) and the config.
+        The ``metrics.json`` sections ``train``, ``val``, ``test``, ``communication`` and ``extra``
+        (per-round rows with the sampled, accepted and clean clients, final weights, class weights,
+        ``kept_round``, ``rounds_run``, ``selection``, ``standardization``).
     """
     config = _private_class_weight(config, dataset.n_classes)
     config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
