@@ -131,19 +131,11 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
 
 def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[float], *,
                       seed: int = 0) -> dict[str, list[dict[str, Any]] | None]:
-    """Ridge regression on logistic regression's inputs: the least-squares loss without a reservoir.
-
-    The same standardised rows as :func:`baseline_scores`' logistic regression (per-sequence
-    summary statistics, or per-step inputs) are the states of the seeds' ridge readout
-    (one-hot targets, a bias input, ``W = A (B + λI)⁻¹``, IncFed eq. 3) solved for every λ in
-    ``l2s`` (:meth:`tff_esn.esn.ridge.RidgeStats.solve_path`). Beside logistic regression on the same
-    rows it measures what the ridge loss itself costs; beside the ESN's ridge readout, what the
-    reservoir's states add.
+    """Ridge regression (IncFed eq. 3) on logistic regression's standardised inputs, for every λ of ``l2s``.
 
     Returns:
-        ``{"val": [...], "test": [...]}``: per group, one
-        :func:`~tff_esn.metrics.classification_metrics` per λ (in ``l2s``' order), or ``None``
-        for an empty group.
+        ``{"val": [...], "test": [...]}``: per group one :func:`~tff_esn.metrics.classification_metrics`
+        per λ, or ``None`` for an empty group.
     """
     x_train, y_train, mean, std = _training_rows(dataset, split, seed)
     stats = RidgeStats.from_states((x_train - mean) / std, one_hot(y_train, dataset.n_classes), bias=True)

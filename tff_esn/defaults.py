@@ -113,14 +113,9 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
                      pipeline: str | None = None) -> tuple[Any, dict]:
     """``algorithm``'s config on ``source`` read with ``pipeline`` and the record of every effective setting.
 
-    ``given`` are ``(origin, {setting: value})`` layers, highest precedence first (the CLI
-    passes ``("flag", …)`` then ``("file", …)``); a setting none of them gives takes the
-    source's default (:func:`source_defaults`, origin ``"own-data default"``), else the
-    class default (``"default"``). A setting given a value (a flag or a file) is dropped from the
-    searches that name it (``reservoir_search``: ``--leaky 0.5`` fixes the leak rate and the
-    search keeps the others). Returns ``(config, {setting: {"value", "origin"}})`` with
-    every flat setting of the config (:func:`tff_esn.settings.flat_config`); a config that
-    refuses the values raises its ``ValueError``.
+    ``given`` are ``(origin, {setting: value})`` layers, highest first; an ungiven setting takes the source's
+    default (``"own-data default"``) or the class default; a given one leaves the searches that name it.
+    Returns ``(config, {setting: {"value", "origin"}})``.
     """
     algo = get_algorithm(algorithm)
     layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source, pipeline))]

@@ -235,17 +235,10 @@ def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, se
                         dp: GaussianUpdates | None = None):
     """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
 
-    ``initialize() -> (g, b)@SERVER`` with the reservoir's gain and bias;
-    ``next((g, b)@SERVER, {(x, lengths) batches}@CLIENTS) -> (g, b)@SERVER``: broadcast, local IP
-    epochs on each client, mean weighted by the clients' numbers of sequences. With
-    ``secure`` (secure aggregation) the clients send ``(n_c·g_c, n_c·b_c, n_c)`` through
-    :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server divides, and
-    ``next`` returns ``((g, b), clipped)@SERVER`` (the round's clipped values).
-
-    With ``dp`` (:mod:`tff_esn.privacy.dp_fedip`) the clients send their clipped updates
-    ``(g_c − g, b_c − b)``, summed plainly or securely, and the server applies their noisy
-    unweighted mean; ``next((g, b), {x}, round)`` takes the round index (the noise seed's second
-    half) and returns ``((g, b), clipped)@SERVER``.
+    ``initialize() -> (g, b)@SERVER``; ``next((g, b), batches@CLIENTS)``: broadcast, local IP epochs, mean
+    weighted by the clients' sequences. With ``secure`` the clients send ``(n_c·g_c, n_c·b_c, n_c)`` and
+    ``next`` returns ``((g, b), clipped)``; with ``dp`` they send clipped updates, the server applies their
+    noisy unweighted mean, and ``next`` also takes the round index.
     """
     tff = load_tff()
 

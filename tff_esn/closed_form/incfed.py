@@ -152,20 +152,12 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
                              layers: tuple[int, ...] = ()):
-    """The IncFed federated computation for one data/reservoir shape (cached per shape).
+    """The IncFed federated computation for one data/reservoir shape (IncFed eqs. 6–10; cached per shape).
 
-    Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER,
-    W@CLIENTS, singular@SERVER, n@SERVER, clipped@SERVER, eigenvalues_raised@SERVER)`` with an
-    int64 seed pair per client for its DP noise. ``aggregation=None`` is IncFed's plain sum
-    (no clipping, no noise, ``tff.federated_sum``: clipped and raised are 0); otherwise the
-    clients clip their states, noise is added where its DP model says, the sum is the one
-    :func:`~tff_esn.privacy.aggregation.federated_stats_sum` chooses and the server floors
-    the eigenvalues of a noisy ``B`` (module docstring). Both cases are this one builder.
-    Here ``reservoir = (kernel, recurrent, bias, gain)``
-    float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
-    targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
-    ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
-    right-padded to T. ``layers``: a deep ESN's units per layer (``()``: one reservoir).
+    ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular,
+    n, clipped, eigenvalues_raised)@SERVER``: the clients harvest ``(A_c, B_c, n_c)`` from batches ``(x, t)``
+    (``(x, t, lengths)`` with ``ragged``), clipped and noised as ``aggregation`` says (``None``: plain
+    ``federated_sum``); ``reservoir = (kernel, recurrent, bias, gain)``, ``layers`` a deep ESN's units.
     """
     tff = load_tff()
 
@@ -194,15 +186,10 @@ def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: 
                                    aggregation: StatsAggregation | None = None):
     """IncFed's federation of client statistics ``(A_c, B_c, n_c, 1.0)`` (IncFed eqs. 8–10).
 
-    Signature ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS,
-    singular@SERVER, n@SERVER, clipped@SERVER, eigenvalues_raised@SERVER)``: the clients'
-    DP noise where the aggregation's model puts it (seeded by an int64 pair per client),
-    the sum of :func:`~tff_esn.privacy.aggregation.federated_stats_sum` (plain
-    ``federated_sum`` for ``aggregation=None``), and the server's solve, with the
-    eigenvalue floor of a noisy ``B``. :func:`build_incfed_computation` runs it on
-    statistics the clients harvest inside TFF; :func:`federate_stats_tff` on statistics
-    harvested before the call (fixed reservoir: no reservoir loop runs inside TFF).
-    Secure intrinsics are left in place (callers lower the outermost computation).
+    ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped,
+    eigenvalues_raised)@SERVER``: DP noise where the aggregation puts it, the sum of
+    :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server's solve with the eigenvalue floor.
+    Secure intrinsics are left in place.
     """
     tff = load_tff()
 
@@ -369,18 +356,10 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
                   progress: bool = False) -> StreamedIncFed:
     """IncFed (IncFed eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients.
 
-    Each TFF client of a subround carries a block of ``clients_per_call`` consecutive
-    clients: their sequences form one dataset, whose statistics are the sum of theirs
-    (IncFed eqs. 8–9 — the sum is associative), so the driver builds and serialises one
-    ``tf.data`` dataset per block instead of one per client. The client count (for λ per
-    client) is that of the source's clients, not of the blocks. ``clients_per_call=1`` is
-    one TFF client per client. FedAvg cannot be blocked this way: its server averages
-    per-client *models* trained from the same start, and a block trained as one client
-    is another model than the average of its members' (thesis Alg. 2).
-
-    Every client must have sequences of the same (T, F) (one computation shape). Raises
-    ``ValueError`` for bad arguments or shapes, :class:`~tff_esn.esn.ridge.SingularSystemError` (at ``l2 = 0``)
-    for a singular system and :class:`~tff_esn.runtime.WorkerError` when a worker is lost.
+    Each TFF client carries a block of ``clients_per_call`` consecutive clients, one dataset whose
+    statistics are the sum of theirs (eqs. 8–9); λ per client counts the source's clients. Every client
+    must have the same (T, F). Raises ``ValueError``, :class:`~tff_esn.esn.ridge.SingularSystemError`
+    (``l2 = 0``) or :class:`~tff_esn.runtime.WorkerError`.
     """
     if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")

@@ -101,15 +101,8 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
                      devices: tuple[str, ...] = DEVICES) -> dict:
     """One synthetic subject dict in the WESAD layout (see :mod:`tff_esn.data.wesad`).
 
-    Args:
-        minutes: recording length (the protocol is time-scaled; 100 = the real protocol).
-        seed: with the subject's number, determines everything.
-        devices: the devices to simulate (``("wrist",)`` for the thesis pipeline skips the
-            700 Hz chest streams); a file in the real layout needs both.
-
-    The chest streams (:func:`_chest_signals`) come from the ``(seed, subject)`` stream, the
-    wrist streams (:func:`wrist_signals`) from their own ``(seed, subject, 1)`` stream, so
-    either is the same whether or not the other is simulated.
+    ``minutes`` scales the protocol (100 = real); ``devices`` (``("wrist",)`` skips the chest streams).
+    Chest and wrist come from their own seed streams, so each is the same with or without the other.
     """
     unknown = [d for d in devices if d not in DEVICES] if isinstance(devices, tuple) else devices
     if unknown or not devices:
@@ -324,16 +317,9 @@ def wrist_signals(codes: np.ndarray, *, minutes: float, rng: np.random.Generator
     """The wrist streams (``ACC`` 32 Hz, ``BVP`` 64 Hz, ``EDA`` 4 Hz, ``TEMP`` 4 Hz) of one
     subject with per-second label ``codes``, and the subject's profile.
 
-    Latent state (per second): each condition drives an arousal level (:data:`_AROUSAL`,
-    jittered per block, the TSST's preparation lower than its talk); heart, electrodermal and
-    thermal responses follow it with their own rise and recovery lags (:func:`_lag`; lags
-    scale with ``minutes`` / 100). Stress physiology (TSST literature: Kirschbaum et al.
-    1993; Boucsein 2012; Kim et al. 2018): heart rate up by ~22 bpm, RMSSD down by ~40 %,
-    tonic EDA up by ~80 %, SCR rate up ~2.5×, wrist temperature down; all scaled by the
-    subject's responsiveness (electrodermal and cardiac non-responders respond at 10–15 %).
-    Measurement: motion artefacts on the BVP (band-limited noise in episodes, more while
-    walking and gesturing, some with a loose strap in any condition) that make peak
-    detection err.
+    A per-second arousal per condition drives heart, electrodermal and thermal responses with their
+    own lags (Kirschbaum et al. 1993; Boucsein 2012; Kim et al. 2018), scaled by the subject's
+    responsiveness; BVP motion artefacts make peak detection err.
     """
     seconds = codes.size
     scale = minutes / REAL_MINUTES

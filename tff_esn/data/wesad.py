@@ -83,16 +83,11 @@ def _array(container: dict, key: str, where: str, source: str) -> np.ndarray:
 
 
 def validate_subject(data: Any, source: str = "<subject>", devices: tuple[str, ...] = DEVICES) -> dict:
-    """Checks a subject dict against the WESAD layout; returns it unchanged.
-
-    ``devices`` names the devices that must be present (a file has both; the in-memory
-    synthetic source of a wrist-only pipeline simulates only ``("wrist",)``).
+    """Checks a subject dict against the WESAD layout (for ``devices``); returns it unchanged.
 
     Raises:
-        DataError: naming ``source`` and the offending key: missing or renamed keys, wrong
-            shapes or dtypes, a length that is not a whole number of seconds, streams whose
-            lengths disagree with their rates, labels outside 0–7, NaN/inf in the chest
-            channels (the wrist streams' gaps are interpolated by the thesis pipeline).
+        DataError: naming ``source`` and the offending key (keys, shapes, dtypes, lengths, rates, labels
+            outside 0–7, non-finite chest values).
     """
     if not isinstance(data, dict):
         raise DataError(f"{source}: expected a dict with 'signal', 'label', 'subject', got {type(data).__name__}.")
@@ -174,11 +169,8 @@ def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = 
                    rate_hz: float = 1.0, source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
     """Thesis §5.2 phases 1–2 and the resampling: pEDA, tEDA, HR, HRV on a ``rate_hz`` grid.
 
-    EDA (4 Hz): ``eda_clean`` then ``eda_phasic`` (tonic, phasic). BVP (64 Hz): ``ppg_clean``,
-    ``ppg_findpeaks``, HR by ``ppg_rate``, HRV ``hrv_index`` over the trailing
-    ``hrv_window_s``·64-sample window ending at each grid time (:func:`windowed_hrv`, equal to
-    ``hrv_time`` on that window). Each stream is put on the grid ``t_k = k / rate_hz`` with
-    ``np.interp`` on its timestamps; labels by index arithmetic (``label[⌊t_k·700⌋]``).
+    EDA: ``eda_clean``, ``eda_phasic``; BVP: ``ppg_clean``, ``ppg_findpeaks``, ``ppg_rate`` and HRV over the
+    trailing ``hrv_window_s`` window (:func:`windowed_hrv`); streams interpolated onto ``t_k = k / rate_hz``.
 
     Returns:
         features (T, 4) float64 (NaN where a window has too few peaks) and label codes (T,).

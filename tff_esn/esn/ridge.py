@@ -80,15 +80,10 @@ def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
 def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
     """``W = a · matrix⁻¹`` for the symmetric ridge system ``matrix = B + λI`` (IncFed eq. 10).
 
-    The rule every backend follows (the TFF server solve,
-    :func:`tff_esn.closed_form.incfed._server_solve`, mirrors it): a system whose smallest
-    eigenvalue exceeds :func:`singular_tolerance` is solved by Cholesky; a numerically
-    singular one raises :class:`SingularSystemError` when ``l2 = 0`` and otherwise is solved
-    by the pseudo-inverse ``W = (a V_k) diag(1 / e_k) V_kᵀ`` over the eigenpairs above the
-    tolerance (the minimum-norm least-squares solution), with a recorded RunWarning.
-
-    The eigenvalues are computed only when the Cholesky factor does not certify the system
-    regular by itself (:func:`certified_regular`); either way the same Cholesky solve runs.
+    Cholesky when the system is regular (smallest eigenvalue above :func:`singular_tolerance`, checked only
+    when :func:`certified_regular` cannot tell); a singular one raises :class:`SingularSystemError` at
+    ``l2 = 0``, else is solved by the pseudo-inverse over the eigenpairs above the tolerance, with a
+    RunWarning. The TFF server solve mirrors this rule.
     """
     try:
         factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)

@@ -42,14 +42,6 @@ def _numpy(value: Any) -> np.ndarray:
 def _graphs_as_tff_runs_them() -> Iterator[None]:
     """Functions called in this block (this thread) are optimized without Grappler's remapper
     and arithmetic optimizer, so their graphs compute what TFF's worker computes.
-
-    A ``tf.function`` is optimized after device placement: the remapper fuses CPU-placed ops
-    into kernels that round differently, and the arithmetic optimizer regroups the loss'
-    arithmetic. TFF optimizes its graphs once, before placement (the remapper fuses nothing
-    there, and its arithmetic rewrites leave the client update's loop body as written), and
-    its worker runs them with Grappler off. Measured: with both passes off, the client
-    updates and loss metrics of 2-class cached-state clients equal the worker's bit for bit;
-    with either one on, they differ in their last bits.
     """
     ctx = eager_context.context()
     saved = ctx.function_call_options

@@ -249,16 +249,9 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     """``config`` with its ``auto`` client learning rate and FedCurv penalty chosen, the record, and
     the chosen candidate's result (``None`` when nothing was run: the caller runs ``config``).
 
-    Each candidate runs (``run``, keeping its best validated round; with ``config.out`` in its own
-    folder ``OUT/selection/lr=…[,penalty=…]`` with its ``rounds.csv`` and checkpoints, so a resumed
-    run continues every candidate) and scores its kept model's validation macro-F1 (a tie: the lower validation cross-entropy); the test clients
-    never enter. First the client learning
-    rate over :data:`~tff_esn.federated.configs.CLIENT_LR_GRIDS` (FedCurv with ``auto`` penalty:
-    at penalty 0, FedAvg's arithmetic), then the penalty over
-    :data:`~tff_esn.federated.configs.PENALTY_GRID` at the chosen rate; a tie goes to the
-    smaller value. Without validation clients, or under DP (every candidate's rounds would be a
-    further private release), ``auto`` takes :data:`~tff_esn.federated.configs.DEFAULT_CLIENT_LR`
-    / :data:`~tff_esn.federated.configs.DEFAULT_PENALTY` and the record says why.
+    The learning rate over ``CLIENT_LR_GRIDS`` (FedCurv at penalty 0), then the penalty over ``PENALTY_GRID``,
+    each candidate scored by its kept round's validation macro-F1 (a tie: lower cross-entropy, then the
+    smaller value); without validation clients or under DP the stated defaults.
     """
     lr_auto = config.model.learning_rate == AUTO
     penalty_auto = config.algorithm == "fedcurv" and config.penalty == AUTO

@@ -77,15 +77,8 @@ def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_f
 def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:
     """The secure sum of pFedRR's / Partial IncFed's uploads (``None`` without ``secure_aggregation``).
 
-    ``client_states`` are the clients' state counts n_c. The default range ``max_c n_c`` bounds
-    every entry of what they upload: pFedRR's masked ``(A_c D_c, B̃_c)`` and Partial IncFed's
-    block/column masks are entries of ``(A_c, B_c)``, and the Nyström completion is the Gram
-    matrix of the states projected onto a subspace, ``S_c P S_cᵀ`` and ``Y_c P S_cᵀ``
-    (``P`` an orthogonal projection), whose entries are bounded by the products of row norms
-    of ``S_c``, ``Y_c``: ``√n_c·√n_c`` (states in [−1, 1], one-hot targets). The bound is
-    attained (the bias input's ``B_c`` diagonal is n_c), and a client's float arithmetic (the
-    Nyström pseudo-inverse) lands a few ulps above it; the range is widened by
-    :data:`ROUNDING_MARGIN` so such a value is not clipped (one was, on synthetic WESAD).
+    ``client_states`` are the clients' state counts n_c: every uploaded entry is bounded by ``max_c n_c``
+    (masked entries of ``(A_c, B_c)``, or a projected Gram matrix), widened by :data:`ROUNDING_MARGIN`.
     """
     if not privacy.secure_aggregation:
         return None

@@ -152,15 +152,9 @@ def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float
                    force: bool = False, prestart: bool = False):
     """Installs our execution context as TFF's default and returns it (entry points and users only).
 
-    Without ``workers`` it keeps the context of ours already built (whatever its workers) and
-    makes it TFF's default again if another context replaced it, or installs the local
-    single-worker one; a ``timeout`` other than the built context's rebuilds it on the same
-    workers. With ``workers`` (a list or ``"h:p,h:p"``; see :func:`build_context`) it switches
-    to those workers; ``force=True`` with no workers switches back to a fresh local worker. A
-    switch stops the local worker of the previous context, never the workers given by address.
-    TFF's context stack is per thread: call it on the thread that runs the computations.
-    ``timeout``: see :func:`build_context` (``None``: the built context's, else
-    :data:`DEFAULT_TIMEOUT`). ``prestart``: a new local worker starts now (see :func:`build_context`).
+    Without ``workers`` it keeps (or reinstalls) the context already built, else the local one; with
+    ``workers`` (a list or ``"h:p,h:p"``) it switches to them, and ``force=True`` to a fresh local worker.
+    A switch stops the previous local worker only. TFF's context stack is per thread.
     """
     import tensorflow_federated as tff
 
