@@ -67,11 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parses ``argv`` and runs the command; bad input exits with code 2 and a one-line message.
 
-    Bad input is a :class:`UsageError` (flags, including a config that refuses their values)
-    or a :class:`~tff_esn.data.errors.DataError` (a malformed or missing data file); a worker
-    that fails, and a full disk, are reported in one line with exit code 1. Every other exception — a
-    ``ValueError`` or ``KeyError`` from inside the library is a bug, not bad input — keeps
-    its traceback.
+    Bad input is a :class:`UsageError` or a :class:`~tff_esn.data.errors.DataError`; a failed worker or a
+    full disk is one line with code 1; any other exception keeps its traceback.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported by a command
     parser = build_parser()

@@ -112,13 +112,8 @@ class Harvester:
 
     def cache(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: Iterable[str] | None = None) -> None:
         """Caches the evaluation states of the clients ``ids`` and the statistics of those in
-        ``stats`` (default: all of ``ids``; ``()``: none).
-
-        The clients not yet cached run through the reservoir together, in one pass over
-        their pooled sequences (batched across clients, statistics kept per client), which
-        gives each client's statistics and its evaluation states at once. When a client's
-        features are cached and are its training states (``"last"``/``"mean"``), its
-        statistics are taken from them without a pass."""
+        ``stats`` (default: all of ``ids``; ``()``: none), in one pooled pass over the uncached clients.
+        """
         ids = list(ids)
         with_stats = ids if stats is None else list(stats)
         wanted = set(with_stats)

@@ -32,11 +32,8 @@ def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list
 def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, rescale: bool = False) -> ReservoirWeights:
     """``(1 − α)·own + α·target`` for W_in, Ŵ, b, g and per-unit leaking rates (structural alignment).
 
-    With ``rescale`` the interpolated Ŵ (0 < α < 1) is scaled back to the target's spectral
-    radius and W_in to the target's Frobenius norm, so the aligned reservoir keeps the
-    configured ρ and input scaling; the default is the literal interpolation, which shrinks
-    both (see the module docstring). A deep ESN's layers are rescaled one by one: each Ŵ_l to
-    the target's ρ_l, each W_in^l to the target's norm.
+    With ``rescale`` each layer's Ŵ is scaled back to the target's spectral radius and W_in to its
+    Frobenius norm.
     """
     if not np.isfinite(alpha) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}.")

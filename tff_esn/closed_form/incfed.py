@@ -65,13 +65,8 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 
 def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
                    clip: float | None = None, layers: tuple[int, ...] = ()):
-    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
-
-    The statistics are the ESN core's TensorFlow reduction
-    (:func:`tff_esn.esn.states_tf.batch_statistics`), with products in float64.
-    With ``lengths``, each right-padded sequence contributes only its own steps. With
-    ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
-    (:func:`tff_esn.privacy.dp_stats.clip_rows`). ``layers``: a deep ESN's units per layer.
+    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), each padded
+    sequence counting its own steps and each row clipped to ``clip`` first (DP).
     """
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
@@ -81,14 +76,8 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], sp
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):
-    """``W = A (B + λI)⁻¹`` in float64, plus a singularity flag: the rule of
-    :func:`tff_esn.esn.ridge.solve_symmetric` inside the computation.
-
-    The server takes the symmetric system's eigendecomposition: with the smallest
-    eigenvalue above N·ε·(largest) it solves by Cholesky; at or below, the flag is set and
-    ``W`` is the pseudo-inverse solution over the eigenpairs above that tolerance.
-    :func:`_received_readout` turns the flag into :class:`~tff_esn.esn.ridge.SingularSystemError`
-    (``l2 = 0``) or a RunWarning (``l2 > 0``).
+    """``W = A (B + λI)⁻¹`` in float64 and a singularity flag: :func:`tff_esn.esn.ridge.solve_symmetric`'s rule
+    inside the computation (Cholesky above N·ε·e_max, else the pseudo-inverse and the flag).
     """
     size = tf.shape(b)[0]
     scale = l2 * clients if per_client else l2
@@ -117,11 +106,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                                    clip: float | None = None, layers: tuple[int, ...] = ()):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
-    Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
-    dataset and reservoir of :func:`build_incfed_computation`; the last element counts
-    clients (for λ per client) when the statistics are summed. ``ragged``: the batches'
-    ``lengths`` mask each padded sequence to its own steps. ``clip``: state norm bound
-    (see :func:`_client_reduce`). ``layers``: a deep ESN's units per layer (``()``: one reservoir).
+    ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64; the last element counts clients when summed.
     """
     tff = load_tff()
 
@@ -257,13 +242,10 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
                  l2: float, *, per_client: bool = False, batch_size: int = 256,
                  aggregation: StatsAggregation | None = None) -> IncFedOutcome:
     """IncFed through TFF, the clients harvesting inside the computation: the readout ``W``
-    (N_Y, N_F) the clients received, with an optional privacy ``aggregation`` (module docstring).
+    (N_Y, N_F) the clients received, with an optional privacy ``aggregation``.
 
-    Sequences of unequal length (within or between clients) are padded to the longest and
-    harvested each at its own length. Raises ``ValueError`` for no clients, empty clients
-    or clients with different numbers of features, and
-    :class:`~tff_esn.esn.ridge.SingularSystemError` for a singular system at ``l2 = 0`` (at
-    ``l2 > 0`` the pseudo-inverse readout and a RunWarning, :func:`_server_solve`).
+    Raises ``ValueError`` for no, empty or mismatched clients and
+    :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` for a singular system.
     """
     if not clients:
         raise ValueError("clients: no clients to federate.")
@@ -293,13 +275,10 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
 
 
 def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s cached ones).
+    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10.
 
-    The same readout as :func:`fit_incfed` and :func:`federate_tff` (IncFed eq. 10); the
-    TFF call carries only (A_c, B_c, n_c) through :func:`build_incfed_stats_computation`
-    (plain sum). Raises ``ValueError`` for no clients or clients whose statistics differ in
-    shape or readout bias, and :class:`~tff_esn.esn.ridge.SingularSystemError` for a singular
-    system at ``l2 = 0``.
+    Raises ``ValueError`` for no or mismatched clients and
+    :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` for a singular system.
     """
     if not stats:
         raise ValueError("stats: no clients to federate.")

@@ -135,13 +135,9 @@ def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: in
                  reading: Reading = "consistent", random: bool = True,
                  aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> SelectedReadouts:
     """I-pFedRR's readout and, with ``random``, R-pFedRR's, from one set of client statistics —
-    :func:`fit_pfedrr` without the exact readout, which τ and the reading do not change (a sweep over
-    τ solves it once).
+    :func:`fit_pfedrr` without the exact readout (a τ sweep solves that once).
 
-    R-pFedRR's client i draws its units with seed ``(seed, i)``; ``reading`` says whether
-    A_c is masked like B̃_c (consistent, default) or sent whole (literal; see the module).
-    ``aggregate`` is the server's sum of the clients' uploads (plain, or
-    :class:`tff_esn.privacy.aggregation.SecureRidgeSum`).
+    R-pFedRR's client i draws with seed ``(seed, i)``; ``aggregate`` is the server's sum (plain or secure).
     """
     stats = check_clients(stats)
     check_tau(tau)

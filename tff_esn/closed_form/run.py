@@ -366,15 +366,10 @@ class Run:
 
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
-        """The result sections: train/val/test metrics of the dataset's task (None for an empty group;
-        :meth:`tff_esn.tasks.Task.report`), communication,
-        extra, and ``warnings`` (a list, each also a RunWarning): the algorithm's ``notes`` (a model that
-        predicts one class is every algorithm's check, :func:`tff_esn.result_check.check_result`);
-        ``l2_selection``, the λ used and how it was chosen; ``selection``, the state mode and reservoir
-        chosen with every candidate's score; ``validation``, where the validation data came from
-        (:meth:`tff_esn.data.carving.Carving.to_dict`); and in ``extra``
-        the ``states`` check of the run's reservoir on the training sequences (saturation,
-        :func:`tff_esn.closed_form.saturation.check_states`, warned about there)."""
+        """The result sections: train/val/test metrics of the dataset's task (None for an empty group),
+        communication, ``extra`` (with the reservoir's ``states`` check), ``warnings``, ``l2_selection``,
+        ``selection`` and ``validation``.
+        """
         if self._states is None:
             washout = 0 if self.spec.state_mode == "last" else self.spec.washout
             self._states = check_states(self.weights, list(self.dataset.select(self.train_ids).values()), washout)

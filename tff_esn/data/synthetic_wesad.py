@@ -161,12 +161,9 @@ def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) 
     """The 700 Hz chest streams: one neurokit2 simulator call per protocol segment with that
     segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness).
 
-    The ECG carries each segment's heart rate but no beat-to-beat variability: neurokit2's
-    ``"simple"`` simulator ignores ``heart_rate_std``, and the chest pipelines read raw ECG
-    in chunks of 350–700 samples (0.5–1 s), shorter than a pair of beat intervals. The HRV
-    effect lives in the wrist streams (:func:`wrist_signals`), which the thesis pipeline
-    reads. ``r_k["hrv"]`` is drawn though the chest does not use it: the draw order defines
-    the chest streams of :data:`GENERATOR_VERSION` ``["chest"]``."""
+    The ECG carries no beat-to-beat variability (neurokit2's ``"simple"`` simulator); ``r_k["hrv"]`` is still
+    drawn because the draw order defines the chest streams.
+    """
     p = _profile(rng)
     # how strongly this subject expresses each effect: overall responsiveness × per-signal factor
     r_k = {k: p["responsiveness"] * rng.uniform(0.2, 1.6) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}

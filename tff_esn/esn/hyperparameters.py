@@ -192,15 +192,10 @@ federated clients' input noise and shuffling use 1 and 2, client sampling 4)."""
 
 
 def client_reservoir(config: ReservoirConfig, index: int) -> ReservoirConfig:
-    """Client ``index``'s own reservoir when every client draws its own ("different
-    reservoirs", thesis Table 6.5; concepts page "When reservoirs differ").
+    """Client ``index``'s own reservoir when every client draws its own (thesis Table 6.5).
 
-    The same hyperparameters with the seed ``child_seed(config.seed, 3, index)``: the path
-    (run seed, purpose, client index) is the one every per-client draw of a run follows, so
-    the reservoir seed is a pure function of the configured seed and the client's position
-    (the same for any number of clients, on resume, and in the closed-form and gradient
-    families alike), it cannot coincide with the client's noise or shuffling seeds, and it
-    is not the configured seed (the server's, or alignment's target, reservoir).
+    The same hyperparameters with seed ``child_seed(config.seed, 3, index)``: a function of the run seed
+    and the client's position, distinct from its noise and shuffling seeds and from the configured seed.
     """
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
         raise ValueError(f"index: expected an integer ≥ 0, got {index!r}.")

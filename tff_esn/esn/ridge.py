@@ -59,14 +59,11 @@ rounding of the computed eigenvalues (a few ε·‖M‖) cannot turn the certifi
 
 
 def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
-    """Whether the symmetric ``matrix = L Lᵀ`` (``lower``: its Cholesky factor, the strict upper
-    triangle ignored) is regular under :func:`singular_tolerance`'s rule with a margin, from bounds on
-    its extreme eigenvalues that cost a triangular inverse (N³/3) instead of an eigendecomposition.
+    """Whether the symmetric ``matrix = L Lᵀ`` (``lower``: its Cholesky factor) is regular under
+    :func:`singular_tolerance`'s rule with a margin, at the cost of a triangular inverse.
 
-    ``e_min ≥ 1 / trace(M⁻¹) = 1 / ‖L⁻¹‖_F²`` (every eigenvalue is positive and ``trace(M⁻¹) = Σ 1/e_i``)
-    and ``e_max ≤ min(trace M, ‖M‖_∞)``; the system is certified when the lower bound exceeds
-    :data:`CERTIFICATE_MARGIN` times the tolerance ``N·ε·e_max`` at the upper bound. ``False`` says
-    only that the bounds do not decide (the caller then computes the eigenvalues).
+    ``e_min ≥ 1 / ‖L⁻¹‖_F²`` and ``e_max ≤ min(trace M, ‖M‖_∞)``; certified when the lower bound exceeds
+    :data:`CERTIFICATE_MARGIN` · N·ε·e_max. ``False``: the bounds do not decide.
     """
     inverse, info = scipy.linalg.lapack.dtrtri(lower, lower=1)
     if info != 0:
@@ -259,12 +256,8 @@ class RidgeStats:
     def solve(self, l2: float, *, per_client: bool = False) -> np.ndarray:
         """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10), (n_outputs, n_features), float64.
 
-        Solved by :func:`solve_symmetric` (Cholesky; a numerically singular system raises
-        :class:`SingularSystemError` at ``l2 = 0`` and is solved by the pseudo-inverse with a
-        RunWarning at ``l2 > 0``), which only applies to a symmetric ``B``: a non-symmetric
-        ``B`` (e.g. Partial IncFed's column-masked sum, thesis eq. B.16 read literally) raises
-        ``ValueError`` instead of being silently solved from its lower triangle. Never forms
-        an explicit inverse.
+        Solved by :func:`solve_symmetric`; a non-symmetric ``B`` (e.g. thesis eq. B.16's column mask) raises
+        ``ValueError``.
         """
         self._check_solvable("solve")
         return solve_symmetric(self.A, self.regularized(l2, per_client=per_client), l2)

@@ -26,15 +26,11 @@ def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: 
 def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
                    gain: tf.Tensor | None, leaky: float | tuple[float, ...],
                    layers: tuple[int, ...] = ()) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """One update of the state equation (module docstring) on a :func:`project_inputs` step.
+    """One update of the state equation on a :func:`project_inputs` step (IncFed eq. 1; FedIP eq. 1).
 
-    Returns ``(net, activation, state)``: the net input ``u(t) W_in + x(t−1) Ŵ`` (FedIP's
-    x_net, before gain and bias; with ``gain`` None the bias is already folded in), the
-    activation ``x̃ = tanh(g ⊙ net + b)`` and the new state ``(1 − a)·x(t−1) + a·x̃`` (``leaky``
-    one rate a, or a tuple of one per unit).
-    Intrinsic plasticity (:mod:`tff_esn.closed_form.fedip`) updates g and b from ``net``
-    and ``activation``. ``layers``: the units of each layer of a deep ESN, updated layer by layer
-    as :func:`~tff_esn.esn.states_numpy.deep_step` (``()``: one reservoir).
+    Returns ``(net, activation, state)``: ``net = u(t) W_in + x(t−1) Ŵ`` (bias folded in when ``gain`` is
+    None), ``x̃ = tanh(g ⊙ net + b)`` and ``(1 − a)·x(t−1) + a·x̃`` (``leaky`` one rate or one per unit);
+    ``layers``: a deep ESN's units per layer.
     """
     if len(layers) > 1:
         return _deep_step(x, projected, recurrent, bias, gain, leaky, layers)
@@ -206,14 +202,10 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
                      layers: tuple[int, ...] = ()):
     """``(Yᵀ S, Sᵀ S, n)`` over every step after ``washout`` and before each sequence's length
-    (IncFed eqs. 6–7 with every state a sample).
+    (IncFed eqs. 6–7 with every state a sample), float64.
 
-    ``targets`` are (batch, n_out) per sequence or (batch, time − washout, n_out) per step;
-    ``n`` counts the states; the statistics are float64. States are never all materialised:
-    each chunk of ``chunk`` steps × batch states is stacked once and reduced by
-    :func:`~tff_esn.esn.ridge_tf.ridge_products` in ``dtype`` (steps past a sequence's end
-    masked, rows passed through ``clip``) into float64 accumulators — memory
-    O(chunk · batch · units).
+    Reduced chunk by chunk (``chunk`` steps × batch) through :func:`~tff_esn.esn.ridge_tf.ridge_products`
+    in ``dtype``: memory O(chunk · batch · units). ``targets``: (batch, n_out) or (batch, time − washout, n_out).
     """
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]

@@ -189,13 +189,9 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
              faithful: bool = False) -> ThesisModelConfig:
     """``config`` checked against the data and resolved for it: one class weight per class.
 
-    ``class_weight="balanced"`` becomes ``n / (K · n_k)`` over the labels the loss counts on
-    the training clients (:func:`loss_labels`, sklearn's ``compute_class_weight``); explicit
-    weights must number ``dataset.n_classes``. The label layout must suit the state mode:
-    ``"all"`` is the thesis' per-step classifier (a label per step), ``"mean"``/``"last"``
-    predict once per sequence. Sequences of unequal length are harvested at their own
-    length from cached states; ``faithful`` (the reservoir inside the Keras model) takes
-    equal-length sequences only. Raises :class:`~tff_esn.data.errors.DataError` in one line.
+    ``"balanced"`` becomes ``n / (K · n_k)`` over the training labels the loss counts; ``"all"`` needs a label
+    per step, ``"mean"``/``"last"`` one per sequence; ``faithful`` needs equal lengths. Raises
+    :class:`~tff_esn.data.errors.DataError`.
     """
     train = dataset.select(train_ids).values()
     per_step = {c.per_step for c in dataset.clients.values()}

@@ -12,14 +12,10 @@ from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LocalWorker
 
 def serve_worker(port: int, *, host: str = "localhost", timeout: float = DEFAULT_TIMEOUT,
                  max_concurrent_computation_calls: int = -1, ready: Callable[[str], None] | None = None) -> int:
-    """Runs a TFF worker in the foreground until SIGTERM/SIGINT (then 0) or until it exits.
+    """Runs a TFF worker in the foreground until SIGTERM/SIGINT (then 0) or until it exits (its code).
 
-    The ``worker_binary`` listens on ``port`` of every interface (it has no bind-address
-    flag); ``host`` is the name other machines use to reach it: the worker is checked
-    through ``host:port`` before ``ready(address)`` is called. Returns the worker's exit
-    code if it stops by itself. Raises :class:`~tff_esn.runtime.workers.WorkerError` if it
-    does not come up (e.g. the port is taken). Installs SIGTERM/SIGINT handlers for its
-    duration and restores the previous ones (call it from the main thread).
+    The worker listens on every interface; it is checked through ``host:port`` before ``ready(address)``.
+    Raises :class:`~tff_esn.runtime.workers.WorkerError` if it does not come up. Call from the main thread.
     """
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"port: expected an integer in 1–65535, got {port!r}.")

@@ -54,12 +54,8 @@ def _die_with_parent() -> None:
 def _popen_with_parent_death(args: Sequence[str]) -> subprocess.Popen:
     """``args`` as a child that gets SIGKILL when the calling thread ends.
 
-    util-linux ``setpriv --pdeathsig KILL`` sets the signal and execs ``args``, so no Python
-    code runs in the forked child: ``preexec_fn`` forces a full ``fork()`` of this heavily
-    threaded process (gRPC polling threads, TFF's event loops), whose at-fork handlers were
-    seen to abort the child and later crash gRPC's connectivity thread in the parent
-    (``Fatal Python error: Aborted`` / ``Segmentation fault`` in a long test session). Without
-    ``setpriv`` the ``prctl`` runs as ``preexec_fn``.
+    ``setpriv --pdeathsig KILL`` execs ``args``, so no Python runs in the forked child of this threaded
+    process (a ``preexec_fn`` fork aborts under gRPC); without ``setpriv`` the ``prctl`` is a ``preexec_fn``.
     """
     setpriv = shutil.which("setpriv")
     prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
