@@ -111,10 +111,8 @@ def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
 def _load_raw(path: Path) -> tf.data.Dataset:
     """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`.
 
-    Only the path travels into the computation: the TFF worker maps the files into memory
-    (``ImmutableConst``, no read or decode copy — the files are never rewritten in place)
-    — ≈ 2× less worker time per client than ``tf.data.Dataset.load``'s snapshot reader
-    (bench/rounds.py).
+    Only the path travels into the computation: the TFF worker maps the never-rewritten files into memory
+    (``ImmutableConst``, no read or decode copy; ``bench/rounds.py`` times it).
     """
     shapes = json.loads((path / "shapes.json").read_text())
     for name, shape in shapes.items():
@@ -134,7 +132,8 @@ def _load_raw(path: Path) -> tf.data.Dataset:
 
 def lean_options() -> tf.data.Options:
     """tf.data options for small per-round client datasets: no static graph rewrites and no
-    autotuning, whose set-up cost dominates a round (≈ 30 % faster rounds, bench/rounds.py)."""
+    autotuning, whose set-up cost dominates a round (``bench/rounds.py``).
+    """
     options = tf.data.Options()
     options.experimental_optimization.apply_default_optimizations = False
     options.autotune.enabled = False
