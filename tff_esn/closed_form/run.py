@@ -50,12 +50,9 @@ _CARVINGS: contextvars.ContextVar[list[tuple[SequenceDataset, Split, int, Carvin
 @contextlib.contextmanager
 def shared_harvests() -> Iterator[None]:
     """Inside, the runs on one dataset object with one :class:`StateSpec` share one
-    :class:`~tff_esn.closed_form.harvest.Harvester`: the runs of an experiment that meet a
-    reservoir again (one seed's reservoir at every fraction of training clients, under several
-    algorithms) harvest each client once per reservoir. A client's states and statistics are
-    those of its own pass up to float rounding (the clients pooled with it in a pass change only
-    the order of the float32 sums). The runs that carve validation folds from one split and seed
-    share the carving too (:func:`carving_for`). The harvests are kept until the scope ends."""
+    :class:`~tff_esn.closed_form.harvest.Harvester` (each client harvested once per reservoir, equal to its
+    own pass up to float rounding) and the carvings of one split and seed; kept until the scope ends.
+    """
     token, carvings = _SHARED.set([]), _CARVINGS.set([])
     try:
         yield
@@ -261,13 +258,11 @@ class Run:
 
     def choose_l2(self, sweep: Sweep) -> float:
         """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
-        readout scores best on the validation data (a tie to the larger λ;
-        :mod:`tff_esn.closed_form.selection`). ``sweep(grid)`` gives the algorithm's readout at each
-        λ of the grid as a scorer, fitted on :meth:`stats` (on carved folds it runs once per fold,
-        with :meth:`stats` and :attr:`train_ids` those of the fold's training data); it runs only
-        when there is something to choose on (the singular-system warnings of the λ it tries are
-        not the run's and are not recorded). With privacy settings or nothing to validate on, the
-        stated default λ is used. The choice is reported in ``l2_selection``."""
+        readout scores best on the validation data (a tie to the larger λ; :mod:`tff_esn.closed_form.selection`).
+
+        ``sweep(grid)`` gives the algorithm's readout at each λ as a scorer fitted on :meth:`stats` (per fold on
+        carved folds). With privacy settings or nothing to validate on, the stated default; reported in ``l2_selection``.
+        """
         if self.l2_choice is None:
             reason = self._why_not()
             if reason:

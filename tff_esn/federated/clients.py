@@ -152,10 +152,7 @@ def epoch_orders(n: int, epochs: int, seed: int | None) -> np.ndarray:
 def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, seed: int) -> tf.data.Dataset:
     """The ``n`` elements of ``ds`` in ``epochs`` passes, each in its own order and batched.
 
-    The orders are numpy permutations drawn from ``seed`` alone, applied by ``tf.gather``:
-    ``Dataset.shuffle(seed=…)`` mixes its seed with TF's global seed, so a
-    ``tf.keras.utils.set_random_seed`` anywhere earlier in the process changed every later run
-    of the same seed.
+    The orders are numpy permutations drawn from ``seed`` alone (``Dataset.shuffle`` mixes in TF's global seed).
     """
     orders = tf.constant(epoch_orders(n, epochs, seed), tf.int64)
 
@@ -168,12 +165,8 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
 
 
 def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
-    """``(dataset, steps_per_epoch)`` for ``model.fit(dataset, epochs=epochs, steps_per_epoch=…)``.
-
-    The dataset holds all ``epochs`` passes over ``(x, y)``, each in its own order drawn from
-    ``seed`` alone (:func:`seeded_epochs`); ``steps_per_epoch`` makes Keras read on from one
-    iterator across epochs. It replaces ``fit(x, y, shuffle=True)``, whose orders come from
-    TF's global RNG, so anything seeded earlier in the process changed them.
+    """``(dataset, steps_per_epoch)`` for ``model.fit(dataset, epochs=epochs, steps_per_epoch=…)``: all
+    ``epochs`` passes over ``(x, y)``, each in its own order drawn from ``seed`` alone (:func:`seeded_epochs`).
     """
     n = len(x)
     if n == 0 or len(y) != n:
