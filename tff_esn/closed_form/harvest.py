@@ -106,7 +106,7 @@ class Harvester:
         return self._stats[(weights.key, cid)]
 
     def features(self, weights: ReservoirWeights, cid: str) -> Features:
-        """Client ``cid``'s evaluation states and labels, cached (see the module docstring)."""
+        """Client ``cid``'s evaluation states and labels (as its ``StateSpec`` scores them), cached."""
         self.cache(weights, [cid], stats=())
         return self._features[(weights.key, cid)]
 

@@ -261,7 +261,8 @@ class Run:
         readout scores best on the validation data (a tie to the larger λ; :mod:`tff_esn.closed_form.selection`).
 
         ``sweep(grid)`` gives the algorithm's readout at each λ as a scorer fitted on :meth:`stats` (per fold on
-        carved folds). With privacy settings or nothing to validate on, the stated default; reported in ``l2_selection``.
+        carved folds). With privacy settings or nothing to validate on, the stated default; reported in
+        ``l2_selection``.
         """
         if self.l2_choice is None:
             reason = self._why_not()

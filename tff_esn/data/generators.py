@@ -43,7 +43,11 @@ class Series:
 
 def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: int = 200,
           retries: int = 20) -> Series:
-    """NARMA-``order`` (module docstring): channels ``u`` (input) and ``y`` (target)."""
+    """NARMA-``order`` (Atiya & Parlos 2000): channels ``u`` (input, U[0, 0.5]) and ``y`` (target).
+
+    ``y(t+1) = 0.3 y(t) + 0.05 y(t) Σ_{i<N} y(t−i) + 1.5 u(t−N+1) u(t) + 0.1``, wrapped in tanh for N > 10;
+    a diverging draw is drawn again.
+    """
     total = steps + transient
     for _ in range(retries + 1):
         u = rng.uniform(0.0, 0.5, total)
@@ -60,7 +64,11 @@ def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: i
 
 def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt: float = 0.1, every: int = 10,
                  transient: int = 1000) -> Series:
-    """Mackey–Glass τ = 17 (module docstring): one channel ``x``, input and target."""
+    """Mackey–Glass: one channel ``x``, input and target.
+
+    ``dx/dt = 0.2 x(t−τ) / (1 + x(t−τ)¹⁰) − 0.1 x(t)``, τ = 17, Euler steps ``dt`` sampled every ``every``,
+    after ``transient`` time units from a constant history 1.2 (± a seeded 0.1).
+    """
     delay = int(round(tau / dt))
     total = (steps + transient) * every
     x = np.empty(total + delay + 1)
@@ -73,7 +81,9 @@ def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt:
 
 
 def lorenz(steps: int, rng: np.random.Generator, *, dt: float = 0.01, every: int = 2, transient: int = 500) -> Series:
-    """The Lorenz system (module docstring): channels ``x``, ``y``, ``z``, all inputs; ``x`` the target."""
+    """The Lorenz system (σ 10, ρ 28, β 8/3, RK4): channels ``(x/10, y/10, (z − 25)/10)``, all inputs;
+    ``x`` the target.
+    """
 
     def field(s: np.ndarray) -> np.ndarray:
         return np.array([10.0 * (s[1] - s[0]), s[0] * (28.0 - s[2]) - s[1], s[0] * s[1] - 8.0 / 3.0 * s[2]])

@@ -116,13 +116,12 @@ def _fixed_split(name: str, ids: list[str], spec: SplitSpec, train_fraction: flo
 
 
 def get_split(name: str, dataset: SequenceDataset, *, train_fraction: float = 1.0, seed: int = 0) -> Split:
-    """The split ``name`` (see the module table) of ``dataset``'s clients.
+    """The split ``name`` of ``dataset``'s clients.
 
     Args:
         name: one of :data:`SPLIT_NAMES`.
-        dataset: the clients to split.
         train_fraction: fraction of the training clients kept, in (0, 1].
-        seed: chooses which training clients a fraction < 1 keeps.
+        seed: chooses which training clients a fraction < 1 keeps (and the ``npz`` rule's order).
 
     Raises:
         DataError: too few clients for the split's fixed groups, or clients without a group.

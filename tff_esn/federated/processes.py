@@ -59,14 +59,13 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
 
     Args:
         model_fn: no-arg function building a new TFF model (thesis readout).
-        client_learning_rate: the clients' Adam learning rate η (Table 6.2: 0.1).
+        client_learning_rate: the clients' learning rate η (Table 6.2: Adam, 0.1).
         server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
         client_filter: optional accept/reject rule on the client's readout delta.
-        client_reservoirs: client data is ``(batches, reservoir)``; each client trains with
-            its own reservoir (module docstring).
-        aggregation: the aggregators of the client values (module docstring; ``None``: plain).
-        optimizer: the clients' optimizer, ``adam`` (thesis) or ``sgd``
-            (:func:`~tff_esn.federated.client_work.client_optimizer`).
+        client_reservoirs: client data is ``(batches, reservoir)``; each client trains with its own
+            reservoir (thesis Table 6.5).
+        aggregation: how each client value reaches the server (``None``: plain).
+        optimizer: ``adam`` (thesis) or ``sgd`` (:func:`~tff_esn.federated.client_work.client_optimizer`).
     """
     client_opt = client_optimizer(optimizer, _check_rate("client_learning_rate", client_learning_rate))
     server_learning_rate = _check_rate("server_learning_rate", server_learning_rate)
