@@ -104,7 +104,7 @@ def test_simulation_equals_tff_round_by_round(seed, algorithm, penalty, server_l
         assert 0 < sum(accepted) < 3 * ROUNDS, accepted  # the filter rejected some clients, not all
     if n_classes == 2 and not faithful:
         _assert_bitwise(want, got)
-    else:  # softmax/tanh kernels of TFF's worker differ from TensorFlow's in the last bit (module docstring)
+    else:  # softmax/tanh kernels of TFF's worker differ from TensorFlow's in the last bit (docs/algorithms/fedavg.md)
         for r, ((w_tff, uv_tff, loss_tff, acc_tff), (w_sim, uv_sim, loss_sim, acc_sim)) in enumerate(zip(want, got)):
             for a, b in zip(w_tff, w_sim):
                 np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"round {r + 1} weights")
