@@ -319,3 +319,18 @@ def test_per_step_targets_with_mean_states_are_refused_before_the_run(tmp_path):
     ds = load_npz(_regression_npz(tmp_path / "r.npz", True))
     with pytest.raises(DataError, match="one target per step, but --state-mode mean.*use --state-mode all"):
         run_algorithm("centralized", ds, get_split("npz", ds), config_for("centralized", ds, state_mode="mean"))
+
+
+def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_states(tmp_path, capsys):
+    from tff_esn.cli import main
+    from tff_esn.defaults import source_defaults
+
+    path = _regression_npz(tmp_path / "r.npz", False)
+    assert main(["run", "incfed", "--data", f"npz:{path}", "--task", "forecast", "--out", str(tmp_path / "i")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"incfed on npz:{path}: test nrmse ")
+    record = json.loads((tmp_path / "i" / "metrics.json").read_text())
+    assert record["settings"]["state_mode"] == {"value": "all", "origin": "own-data default"}
+    ahead = load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1))
+    assert config_for("fedavg", ahead).model.state_mode == "all"  # the dataset's task, for library users
+    assert source_defaults("fedavg", f"npz:{path}")["state_mode"] == "mean"  # a file's own task: per sequence
+    assert source_defaults("fedcurv", "narma10")["units"] == 500
