@@ -338,7 +338,8 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             results[key] = run(dataclasses.replace(candidate, out=out, progress=False, keep_best=True))
             kept = int(results[key]["extra"]["kept_round"])
             rows = results[key]["extra"]["rounds"]
-            scores[key] = (*_validation_choice(rows[kept - 1] if rows else {}), kept)
+            kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in results[key]["val"].items()}}
+            scores[key] = (*_validation_choice(kept_row), kept)
             if out is not None:
                 results[key]["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
         return scores[key][:2]
