@@ -80,7 +80,8 @@ def _assert_same(want, got):
         assert loss_b == loss_a, f"round {r + 1} loss"
 
 
-@pytest.mark.parametrize("seed, optimizer, server_lr", [(0, "sgd", 1.0), (1, "adam", 0.1)])
+@pytest.mark.parametrize("seed, optimizer, server_lr", [(0, "sgd", 1.0),
+                                                        pytest.param(1, "adam", 0.1, marks=pytest.mark.slow)])
 def test_mse_fedavg_and_zero_penalty_fedcurv_are_tffs_weighted_fedavg_of_a_keras_linear_model(seed, optimizer,
                                                                                               server_lr):
     model, source = _source(seed, optimizer)
@@ -151,7 +152,7 @@ def sine():
     return series_dataset("sine", Task("forecast", 1), clients=4, steps=120, seed=3)
 
 
-@pytest.mark.parametrize("algorithm", ["fedavg", "fedcurv"])
+@pytest.mark.parametrize("algorithm", ["fedavg", pytest.param("fedcurv", marks=pytest.mark.slow)])
 def test_fedavg_and_fedcurv_forecast_with_regression_metrics_and_keep_the_best_validation_mse(sine, algorithm,
                                                                                               tmp_path):
     split = get_split("npz", sine)
