@@ -8,7 +8,8 @@ is cut into 1, 5 or 20 clients, one validation and one test client follow. Every
 ``units`` reservoir units, a washout of ``washout`` steps per client and λ chosen on the
 validation client from the same grid.
 
-* ``table_forecasting`` — test NRMSE of centralized ridge, IncFed, FedAvg-of-ridge and esnfed's
+* ``table_forecasting`` — test NRMSE of centralized ridge, IncFed, FedAvg-of-ridge, FedAvg (SGD on
+  the mean squared error, the series' defaults: :data:`tff_esn.defaults.SERIES_DATA`) and esnfed's
   ``federated_ridge`` (its own reservoir of the same size: ``random_reservoir`` density 0.1,
   ρ 0.9, its readout on ``[1; u(t); x(t)]``), beside persistence and ridge on lagged inputs;
 * ``table_horizon`` and ``figure_horizon`` — centralized NRMSE by horizon H beside persistence;
@@ -27,6 +28,7 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.closed_form.selection import L2_GRID
 from tff_esn.data.generators import series_dataset
 from tff_esn.data.splits import get_split
+from tff_esn.defaults import source_defaults
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, predict
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
@@ -46,6 +48,7 @@ class Settings:
     units: int = 500
     washout: int = 100
     horizons: tuple[int, ...] = (1, 2, 5, 10, 20)
+    rounds: int = 300
 
     @property
     def steps(self) -> int:
@@ -60,6 +63,12 @@ def _dataset(name: str, settings: Settings, clients: int, seed: int, horizon: in
 def _flags(settings: Settings, seed: int) -> dict:
     return {"units": settings.units, "state_mode": "all", "washout": settings.washout, "bias_scaling": 1.0,
             "l2": "auto", "seed": seed}
+
+
+def _fedavg_flags(name: str, settings: Settings, seed: int) -> dict:
+    """FedAvg's settings on a generated series (its defaults there) with this table's reservoir."""
+    return {**source_defaults("fedavg", name), "units": settings.units, "washout": settings.washout,
+            "rounds": settings.rounds, "seed": seed}
 
 
 def esnfed_nrmse(dataset, split, *, units: int, washout: int, seed: int) -> tuple[float, float]:
@@ -110,8 +119,11 @@ def run(ctx: Context, settings: Settings) -> None:
             row = {"series": name, "clients": clients}
             records = {algo: ctx.run(algo, dataset, split, f"{name}-{clients}-{algo}", **_flags(settings, ctx.seed))
                        for algo in ALGORITHMS}
+            records["fedavg"] = ctx.run("fedavg", dataset, split, f"{name}-{clients}-fedavg",
+                                        **_fedavg_flags(name, settings, ctx.seed))
             for algo, record in records.items():
                 row[algo] = record["test"]["nrmse"]
+            row["fedavg lr"] = f"{records['fedavg']['extra']['selection']['client_lr']['value']:g}"
             row["esnfed federated_ridge"], l2 = esnfed_nrmse(dataset, split, units=settings.units,
                                                              washout=settings.washout, seed=ctx.seed)
             row["esnfed λ"] = f"{l2:g}"
@@ -134,8 +146,12 @@ def run(ctx: Context, settings: Settings) -> None:
     ours = (f"generated series, {settings.train_steps} training steps cut into contiguous clients, "
             f"{settings.held_steps}-step validation and test clients, {settings.units} units, washout "
             f"{settings.washout}, λ on validation")
+    note = (f"fedavg: plain SGD on the mean squared error of the standardised states, {settings.rounds} rounds at "
+            "most (patience 100, the best validation round kept), 5 clients per round, 10 local epochs, the client "
+            "lr ('fedavg lr') chosen on the validation client: gradient steps on an ill-conditioned least-squares "
+            "problem, which the closed form solves exactly.")
     ctx.table("table_forecasting", "Test NRMSE one step ahead by number of clients", rows, ours=ours,
-              published="esnfed 1.7.1 run here on the same data (no published numbers)", digits=6)
+              published="esnfed 1.7.1 run here on the same data (no published numbers)", note=note, digits=6)
     ctx.table("table_horizon", "Centralized test NRMSE by horizon", horizon_rows, ours=ours, digits=6)
     _horizon_figure(ctx, horizon_rows)
     _claims(ctx, rows)
@@ -191,7 +207,7 @@ register(Experiment(
     name="forecasting", group="forecasting", title="Forecasting: NARMA10 and Mackey–Glass, 1/5/20 clients",
     reproduces="esnfed 1.7.1's benchmarks (concepts page), run here", run=run,
     settings={"tiny": Settings(clients=(1, 3), train_steps=600, held_steps=300, units=30, washout=50,
-                               horizons=(1, 4)),
+                               horizons=(1, 4), rounds=5),
               "quick": Settings(),
               "full": Settings()},
     data=(), requires=("esnfed",),

@@ -9,6 +9,7 @@ import pytest
 from tff_esn import compare
 from tff_esn.cli import main
 from tff_esn.compare import Comparison, fitting_algorithms, run_comparison
+from tff_esn.data.sources import load_source
 from tff_esn.data.ts import load_ts
 
 
@@ -153,3 +154,23 @@ def test_fedavg_on_k_classes_runs_the_comparisons_rounds_with_the_neutral_settin
     assert (record["config"]["rounds"], record["config"]["state_mode"], record["config"]["noise_std"]) == (2, "mean", 0.0)
     with pytest.raises(ValueError, match="rounds: expected"):
         Comparison(source, "ignored", "npz", rounds=0)
+
+
+def test_a_comparison_on_a_real_valued_task_reads_nrmse(tmp_path):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(60, 20, 2))
+    np.savez(tmp_path / "r.npz", X=x, y=x[:, :, 0].mean(axis=1) - 0.5 * x[:, :, 1].mean(axis=1),
+             client=np.repeat(["k0", "k1", "k2"], 20), split=np.repeat(["train", "val", "test"], 20))
+    source = f"npz:{tmp_path / 'r.npz'}"
+    comparison = Comparison(source, "ignored", "npz", partitions=("iid", "quantity:1"), clients=3, seeds=(0,),
+                            algorithms=("centralized", "incfed"))
+    paths = run_comparison(comparison, tmp_path / "out", progress=False)
+    rows = _rows(paths["csv"])
+    assert all(r["nrmse"] and r["accuracy"] == "" for r in rows)
+    table = paths["table"].read_text()
+    assert "test NRMSE (lower is better), mean ± std" in table and "task regress" in table
+    assert f"| incfed | {float(rows[1]['nrmse']):.3f} ± 0.000 |" in table
+    assert f"| ridge on lagged inputs (pooled data, reference) | {float(rows[0]['lagged_ridge']):.3f}" in table
+    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fitting = fitting_algorithms(load_source(source, "incfed-wesad"))
+    assert "fedavg" in fitting and "rls" in fitting and "thesis-central" not in fitting

@@ -99,8 +99,8 @@ def test_sources_and_refusals():
     with pytest.raises(ValueError, match="series"):
         load_source("narma1", "incfed-wesad")
     ds = _series()
-    with pytest.raises(DataError, match="'fedavg' serves classify only; use one that serves forecast: centralized"):
-        run_algorithm("fedavg", ds, get_split("npz", ds), config_for("fedavg", ds))
+    with pytest.raises(DataError, match="'thesis-central' serves classify only; use one that serves forecast: central"):
+        run_algorithm("thesis-central", ds, get_split("npz", ds), config_for("thesis-central", ds))
 
 
 @settings(max_examples=8, deadline=None)
@@ -210,6 +210,11 @@ def test_regression_npz_runs_through_the_closed_form_with_baselines(tmp_path, pe
         assert record["baselines"]["persistence"]["test"] is None
         json.dumps(record)
     assert results["incfed"]["test"]["rmse"] == pytest.approx(results["centralized"]["test"]["rmse"], rel=1e-9)
+    fedavg = run_algorithm("fedavg", ds, split, config_for(
+        "fedavg", ds, state_mode=settings_["state_mode"], units=30, rounds=40, patience=0, backend="sim",
+        out=str(tmp_path / "fedavg"), progress=False))
+    assert set(fedavg["test"]) == {"nrmse", "rmse", "mae", "r2", "n"} and fedavg["test"]["r2"] > 0.3
+    assert fedavg["baselines"] == results["centralized"]["baselines"] and fedavg["result_check"]["test"] == []
 
 
 def test_a_file_asked_for_another_task_is_refused(tmp_path):
@@ -280,9 +285,9 @@ def test_cli_forecast_run_and_one_line_refusals(tmp_path, capsys):
     record = json.loads((tmp_path / "n" / "metrics.json").read_text())
     assert record["settings"]["state_mode"] == {"value": "all", "origin": "own-data default"}
     assert record["test"]["nrmse"] < record["baselines"]["persistence"]["test"]["nrmse"]
-    assert main(["run", "fedavg", "--data", "mackey-glass", *small[:4], "--out", str(tmp_path / "f")]) == 2
+    assert main(["run", "thesis-central", "--data", "mackey-glass", *small[:4], "--out", str(tmp_path / "f")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "'fedavg' serves classify only" in err
+    assert len(err.splitlines()) == 1 and "'thesis-central' serves classify only" in err
     assert main(["run", "centralized", "--horizon", "2", "--out", str(tmp_path / "h")]) == 2
     assert "--horizon/--target: apply to --task forecast only" in capsys.readouterr().err
 
@@ -314,3 +319,18 @@ def test_per_step_targets_with_mean_states_are_refused_before_the_run(tmp_path):
     ds = load_npz(_regression_npz(tmp_path / "r.npz", True))
     with pytest.raises(DataError, match="one target per step, but --state-mode mean.*use --state-mode all"):
         run_algorithm("centralized", ds, get_split("npz", ds), config_for("centralized", ds, state_mode="mean"))
+
+
+def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_states(tmp_path, capsys):
+    from tff_esn.cli import main
+    from tff_esn.defaults import source_defaults
+
+    path = _regression_npz(tmp_path / "r.npz", False)
+    assert main(["run", "incfed", "--data", f"npz:{path}", "--task", "forecast", "--out", str(tmp_path / "i")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"incfed on npz:{path}: test nrmse ")
+    record = json.loads((tmp_path / "i" / "metrics.json").read_text())
+    assert record["settings"]["state_mode"] == {"value": "all", "origin": "own-data default"}
+    ahead = load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1))
+    assert config_for("fedavg", ahead).model.state_mode == "all"  # the dataset's task, for library users
+    assert source_defaults("fedavg", f"npz:{path}")["state_mode"] == "mean"  # a file's own task: per sequence
+    assert source_defaults("fedcurv", "narma10")["units"] == 500

@@ -3,7 +3,7 @@ partitioners, several seeds (``tff-esn compare``).
 
 Each fitting algorithm runs on each partition and seed with ``tff-esn run``'s settings (closed form on
 ``numpy``), beside the centralized readout and logistic regression; ``OUT`` gets the cells' runs,
-``results.csv``, ``table.md`` and ``accuracy.png``, and a rerun resumes from the finished cells.
+``results.csv``, ``table.md`` (accuracy; NRMSE on a real-valued task) and ``accuracy.png``, and a rerun resumes from the finished cells.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
     kind = "multiclass" if dataset.n_classes > 2 else "binary"
     chosen = []
     for name, algo in algorithms.available_algorithms().items():
-        fits = _family(algo) in ("closed form", "federated") and kind in algo.labels
+        fits = (_family(algo) in ("closed form", "federated") and dataset.task.kind in algo.tasks
+                and (dataset.task.real or kind in algo.labels))
         if fits and (algo.ragged or not dataset.ragged):
             chosen.append(name)
     return tuple(sorted(chosen, key=lambda n: n != REFERENCE))
@@ -135,6 +136,28 @@ def _slug(text: str) -> str:
     return text.replace(":", "-").replace("/", "_")
 
 
+@dataclasses.dataclass(frozen=True)
+class Measure:
+    """What the table and figure read: the ``metric`` of a row, its pooled-data ``baseline`` and how to say them."""
+
+    metric: str
+    baseline: str
+    name: str
+    baseline_name: str
+    flag_text: str
+
+
+ACCURACY = Measure("accuracy", "logistic_regression", "accuracy", "logistic regression",
+                   "predicts one class or does not beat the majority class")
+NRMSE = Measure("nrmse", "lagged_ridge", "NRMSE (lower is better)", "ridge on lagged inputs",
+                "does not beat the training mean")
+
+
+def measure(dataset: Any) -> Measure:
+    """:data:`NRMSE` for a real-valued task (forecast, regress), else :data:`ACCURACY`."""
+    return NRMSE if dataset.task.real else ACCURACY
+
+
 def _score(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The group a record is scored on (test, else validation) and its metrics."""
     group = "test" if record.get("test") else "val"
@@ -145,14 +168,17 @@ def _row(comparison: Comparison, name: str, partition: str, seed: int, record: M
     if "error" in record:
         return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
                 "clients": None, "scored_on": None, "accuracy": None, "f1_macro": None, "logistic_regression": None,
+                "nrmse": None, "lagged_ridge": None,
                 "up_floats_per_client": None, "down_floats_per_client": None, "rounds": None, "seconds": None,
                 "flags": "", "error": record["error"]}
     group, metrics = _score(record)
-    logistic = ((record.get("baselines") or {}).get("logistic_regression") or {}).get(group) or {}
+    baselines = record.get("baselines") or {}
+    logistic, lagged = (((baselines.get(key) or {}).get(group) or {}) for key in ("logistic_regression", "lagged_ridge"))
     comm = record["communication"]
     return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
             "clients": record["partition"]["clients"], "scored_on": group, "accuracy": metrics.get("accuracy"),
             "f1_macro": metrics.get("f1_macro"), "logistic_regression": logistic.get("accuracy"),
+            "nrmse": metrics.get("nrmse"), "lagged_ridge": lagged.get("nrmse"),
             "up_floats_per_client": comm["up_floats_per_client"],
             "down_floats_per_client": comm["down_floats_per_client"], "rounds": comm["rounds"],
             "seconds": record["seconds"], "flags": "; ".join((record.get("result_check") or {}).get(group, ())),
@@ -283,10 +309,12 @@ def _label(partition: str) -> str:
 
 
 def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], seconds: float) -> str:
-    """Accuracy mean ± std over seeds per algorithm (rows) and partition (columns), the centralized
-    readout and logistic regression on the pooled data, floats sent per client and seconds per run;
-    :data:`FLAG_MARK` marks a cell where some seed's model predicts one class or does not beat the
-    majority class."""
+    """Accuracy (NRMSE on a real-valued task: :func:`measure`) mean ± std over seeds per algorithm (rows)
+    and partition (columns), the centralized readout and logistic regression (ridge on lagged inputs)
+    on the pooled data, floats sent per client and seconds per run; :data:`FLAG_MARK` marks a cell where
+    some seed's model predicts one class or does not beat the majority class (the training mean)."""
+    m = measure(dataset)
+    what = f"task {dataset.task.kind}" if dataset.task.real else f"{dataset.n_classes} classes"
     scored = sorted({r["scored_on"] for r in rows if r["scored_on"]}) or ["test"]
     n = len(comparison.seeds)
     head = ["algorithm", *(_label(p) for p in comparison.partitions), "up floats/client", "down floats/client",
@@ -294,8 +322,8 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
     files = comparison.source.partition(":")[0] in ("npz", "ts")  # read as they are: no pipeline
     lines = [f"**{comparison.source}** ({'' if files else comparison.pipeline + ', '}split {comparison.split}): "
              f"{' / '.join(scored)} "
-             f"accuracy, mean ± std over seeds {list(comparison.seeds)}; {comparison.clients} training clients "
-             f"dealt by each partitioner; {dataset.n_classes} classes"
+             f"{m.name}, mean ± std over seeds {list(comparison.seeds)}; {comparison.clients} training clients "
+             f"dealt by each partitioner; {what}"
              f"{'' if comparison.rounds is None else f'; FedAvg/FedCurv {comparison.rounds} rounds'}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     reference = [r for r in rows if r["algorithm"] == REFERENCE]
@@ -303,10 +331,10 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
         mine = [r for r in rows if r["algorithm"] == name]
         ok = [r for r in mine if not r["error"]]
         if name == REFERENCE:
-            cells = [_cell_text([r["accuracy"] for r in mine], n, any(r["flags"] for r in mine))
+            cells = [_cell_text([r[m.metric] for r in mine], n, any(r["flags"] for r in mine))
                      ] * len(comparison.partitions)
         else:
-            cells = [_cell_text([r["accuracy"] for r in mine if r["partition"] == p], n,
+            cells = [_cell_text([r[m.metric] for r in mine if r["partition"] == p], n,
                                 any(r["flags"] for r in mine if r["partition"] == p)) for p in comparison.partitions]
         comm = [_mean_std([r[k] for r in ok])[0] for k in ("up_floats_per_client", "down_floats_per_client",
                                                          "rounds", "seconds")]
@@ -314,33 +342,35 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
         lines.append("| " + " | ".join([label, *cells, *(f"{v:.0f}" if not math.isnan(v) else "-" for v in comm[:3]),
                                          f"{comm[3]:.1f}" if not math.isnan(comm[3]) else "-"]) + " |")
     if reference:
-        lr = _cell_text([r["logistic_regression"] for r in reference], n)
-        lines.append("| " + " | ".join(["logistic regression (pooled data, reference)",
+        lr = _cell_text([r[m.baseline] for r in reference], n)
+        lines.append("| " + " | ".join([f"{m.baseline_name} (pooled data, reference)",
                                          *[lr] * len(comparison.partitions), "-", "-", "-", "-"]) + " |")
     errors = sorted({f"{r['algorithm']}: {r['error']}" for r in rows if r["error"]})
     lines += ["", f"Wall time {seconds:.0f} s (cells read from an earlier run count 0 s)."]
     if any(r["flags"] for r in rows):
-        lines.append(f"{FLAG_MARK}: in some seed the model predicts one class or does not beat the majority class "
+        lines.append(f"{FLAG_MARK}: in some seed the model {m.flag_text} "
                      "(`result_check` and `warnings` of its metrics.json).")
     lines += [f"Failed: {e}" for e in errors]
     return "\n".join(lines) + "\n"
 
 
 def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Accuracy (mean ± std band over seeds) against the partitions, one line per algorithm (a red cross
-    where some seed's model predicts one class or does not beat the majority class); the
-    centralized readout and logistic regression on the pooled data as dashed reference lines."""
+    """Accuracy — NRMSE on a real-valued task (:func:`measure`) — (mean ± std band over seeds) against the
+    partitions, one line per algorithm (a red cross where some seed's model is flagged by its result
+    check); the centralized readout and logistic regression (ridge on lagged inputs) on the pooled data
+    as dashed reference lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    m = measure(dataset)
     x = np.arange(len(comparison.partitions))
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         if name == REFERENCE:
             continue
-        stats = np.array([_mean_std([r["accuracy"] for r in rows if r["algorithm"] == name and r["partition"] == p])
+        stats = np.array([_mean_std([r[m.metric] for r in rows if r["algorithm"] == name and r["partition"] == p])
                           for p in comparison.partitions])
         line, = ax.plot(x, stats[:, 0], marker="o", label=name)
         ax.fill_between(x, stats[:, 0] - stats[:, 1], stats[:, 0] + stats[:, 1], color=line.get_color(), alpha=0.15)
@@ -348,10 +378,10 @@ def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str
                    if any(r["flags"] for r in rows if r["algorithm"] == name and r["partition"] == p)]
         if flagged:
             ax.plot(x[flagged], stats[flagged, 0], linestyle="none", marker="X", markersize=10, color="red",
-                    label=f"{name}: one class / not above majority")
+                    label=f"{name}: {m.flag_text}")
     reference = [r for r in rows if r["algorithm"] == REFERENCE]
-    for key, label, color in ((("accuracy"), "centralized (pooled)", "black"),
-                              (("logistic_regression"), "logistic regression (pooled)", "grey")):
+    for key, label, color in ((m.metric, "centralized (pooled)", "black"),
+                              (m.baseline, f"{m.baseline_name} (pooled)", "grey")):
         mean, std, n = _mean_std([r[key] for r in reference])
         if n:
             ax.axhline(mean, color=color, linestyle="--", label=label)
@@ -359,9 +389,9 @@ def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str
     ax.set_xticks(x, [_label(p) for p in comparison.partitions])
     ax.set_xlabel("partition of the training sequences (more heterogeneous →)")
     group = next((r["scored_on"] for r in rows if r["scored_on"]), "test")
-    ax.set_ylabel(f"{group} accuracy")
+    ax.set_ylabel(f"{group} {m.name}")
     ax.set_title(f"{comparison.source}: {comparison.clients} clients, {len(comparison.seeds)} seeds, "
-                 f"{dataset.n_classes} classes")
+                 f"{f'task {dataset.task.kind}' if dataset.task.real else f'{dataset.n_classes} classes'}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     try:

@@ -36,11 +36,19 @@ _SEARCHES = ("reservoir_search",)
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
                 "alignment")
 
-_SERIES_RIDGE = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0, "l2": "auto"}
-SERIES_DATA: dict[str, dict[str, Any]] = dict.fromkeys(("centralized", "incfed", "fedavg-ridge", "rls"), _SERIES_RIDGE)
+_SERIES_RESERVOIR = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0}
+SERIES_DATA: dict[str, dict[str, Any]] = {
+    **dict.fromkeys(("centralized", "incfed", "fedavg-ridge", "rls"), {**_SERIES_RESERVOIR, "l2": "auto"}),
+    "fedavg": {**_THESIS_FEDERATION, **_SERIES_RESERVOIR},
+    "fedcurv": {**_THESIS_FEDERATION, **_SERIES_RESERVOIR, "penalty": "auto"},
+}
 """Per algorithm, the settings that replace its class defaults on a generated series (``narma10``,
 ``mackey-glass``, …; per-step forecasting): every state after a washout of 100 steps, a 500-unit
-reservoir with a bias, λ chosen on the validation client."""
+reservoir with a bias, λ (FedAvg/FedCurv: the own-data federation, its client lr) chosen on the
+validation client."""
+FORECAST_STATES = {"state_mode": "all"}
+"""What a forecast task (``--task forecast``, or a dataset whose task is forecast) sets over any source's
+defaults where the seed's settings do not hold: a prediction at every step needs every step's state."""
 
 OWN_DATA: dict[str, dict[str, Any]] = {
     "fedavg": _THESIS_FEDERATION,
@@ -75,17 +83,21 @@ def seed_settings_hold(algorithm: str, source: str, pipeline: str | None = None)
     return own is None or (pipeline or default_pipeline(source, own)) == own
 
 
-def source_defaults(algorithm: str, source: str, pipeline: str | None = None) -> dict[str, Any]:
+def source_defaults(algorithm: str, source: str, pipeline: str | None = None,
+                    task: str | None = None) -> dict[str, Any]:
     """The settings that replace ``algorithm``'s class defaults on ``source`` read with ``pipeline``
-    (``{}`` where the seed's settings hold, :func:`seed_settings_hold`; :data:`SERIES_DATA` on a
-    generated series, else :data:`OWN_DATA`)."""
+    for a ``task`` kind (``None``: the one the data holds) — ``{}`` where the seed's settings hold
+    (:func:`seed_settings_hold`); :data:`SERIES_DATA` on a generated series, else :data:`OWN_DATA`;
+    with :data:`FORECAST_STATES` over them for a forecast."""
     if seed_settings_hold(algorithm, source, pipeline):
         return {}
     from tff_esn.data.source_names import is_series
 
-    if is_series(source_kind(source)) and algorithm in SERIES_DATA:
-        return dict(SERIES_DATA[algorithm])
-    return dict(OWN_DATA.get(algorithm, {}))
+    series = is_series(source_kind(source))
+    defaults = dict(SERIES_DATA[algorithm] if series and algorithm in SERIES_DATA else OWN_DATA.get(algorithm, {}))
+    if (task == "forecast" or series) and "state_mode" in get_algorithm(algorithm).settings():
+        defaults.update(FORECAST_STATES)
+    return defaults
 
 
 def default_pipeline(source: str, pipeline: str | None = None) -> str:
@@ -110,15 +122,15 @@ def default_split(source: str, pipeline: str) -> str:
 
 
 def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str, Any]],
-                     pipeline: str | None = None) -> tuple[Any, dict]:
+                     pipeline: str | None = None, task: str | None = None) -> tuple[Any, dict]:
     """``algorithm``'s config on ``source`` read with ``pipeline`` and the record of every effective setting.
 
     ``given`` are ``(origin, {setting: value})`` layers, highest first; an ungiven setting takes the source's
-    default (``"own-data default"``) or the class default; a given one leaves the searches that name it.
+    default (``"own-data default"``) or the class default; a given one leaves the searches that name it; ``task``: the task kind asked for.
     Returns ``(config, {setting: {"value", "origin"}})``.
     """
     algo = get_algorithm(algorithm)
-    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source, pipeline))]
+    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source, pipeline, task))]
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for origin, layer in reversed(layers):
@@ -136,12 +148,12 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
 
 def config_for(algorithm: str, data: SequenceDataset | str, *, pipeline: str | None = None, **settings: Any) -> Any:
     """``algorithm``'s config for ``data`` (a dataset or its source string, read with ``pipeline``,
-    ``None``: the default one): ``settings`` (flat names, e.g. ``units=300``) over the source's
+    ``None``: the default one; a dataset's task sets its defaults too): ``settings`` (flat names, e.g. ``units=300``) over the source's
     defaults over the class defaults — the config ``tff-esn run ALGO --data SOURCE`` builds from
     the same flags::
 
         config = config_for("incfed", dataset, units=300, backend="numpy")
         record = run_algorithm("incfed", dataset, split, config)
     """
-    source = data if isinstance(data, str) else data.source
-    return effective_config(algorithm, source, ("flag", settings), pipeline=pipeline)[0]
+    source, task = (data, None) if isinstance(data, str) else (data.source, data.task.kind)
+    return effective_config(algorithm, source, ("flag", settings), pipeline=pipeline, task=task)[0]

@@ -118,14 +118,15 @@ def config_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any]
               pipeline: str | None = None) -> tuple[Any, dict]:
     """``algo``'s effective config on ``args.data`` read with ``pipeline`` and its settings record
     (:func:`tff_esn.defaults.effective_config`): the flags given (the :data:`SHARED` ones when set)
-    over ``file``'s settings (``--hparams``) over the source's defaults over the class defaults.
+    over ``file``'s settings (``--hparams``) over the source's (and ``--task``'s) defaults over the class defaults.
     A config that refuses them is a :class:`UsageError`."""
     settings = algo.settings()
     shared = {k: getattr(args, k, None) for k in SHARED}
     flags = {**{k: v for k, v in shared.items() if k in settings and v is not None}, **given(args)}
     file = {k: v for k, v in file.items() if k in settings}
     try:
-        config, record = effective_config(algo.name, args.data, ("flag", flags), ("file", file), pipeline=pipeline)
+        config, record = effective_config(algo.name, args.data, ("flag", flags), ("file", file), pipeline=pipeline,
+                                          task=getattr(args, "task", None))
         privacy = getattr(config, "privacy", PrivacyConfig())
         check_privacy(algo.name, privacy, backend=getattr(config, "backend", "tff"))
         return config, record

@@ -25,14 +25,18 @@ ClientFilter = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 _EPSILON = 1e-7
 
 
-def log_likelihood(predictions: tf.Tensor) -> tf.Tensor:
+def log_likelihood(predictions: tf.Tensor, targets: tf.Tensor | None = None) -> tf.Tensor:
     """Every class log-probability of every prediction, summed (thesis Alg. 2 line 19).
 
     With K softmax outputs that is ``Σ_k log p_k`` over the batch, so the Fisher covers every
     readout weight. The binary readout has one sigmoid output p, whose two class
     log-probabilities are ``log_softmax([0, z]) = [log(1 − p), log p]``: ``Σ [log p +
     log(1 − p)]`` (Listing 3.6's ``log_softmax`` of the single output is identically 0: DEVIATIONS.md).
+    A linear readout of real ``targets`` y has the unit-variance Gaussian's ``−½ Σ (y − ŷ)²``
+    (the empirical Fisher of the mean squared error).
     """
+    if targets is not None:
+        return -0.5 * tf.reduce_sum(tf.square(tf.cast(targets, predictions.dtype) - predictions))
     p = tf.clip_by_value(predictions, _EPSILON, 1.0 - _EPSILON)
     if predictions.shape[-1] != 1:
         return tf.reduce_sum(tf.math.log(p))
@@ -97,11 +101,13 @@ class ClientUpdate(NamedTuple):
     on_arrays: Callable
 
 
-def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None) -> ClientUpdate:
+def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None,
+                        real: bool = False) -> ClientUpdate:
     """The client's update, run by both backends: TFF's client computation
     (:func:`build_readout_client_work`) and the single-process loop
     (:mod:`tff_esn.federated.simulation`); one set-up, one local step, one finish
-    (:class:`ClientUpdate`)."""
+    (:class:`ClientUpdate`). ``real``: a linear readout of real targets (FedCurv's Fisher of
+    the mean squared error, :func:`log_likelihood`)."""
     model = model_fn()
     curvature = penalty is not None
 
@@ -123,7 +129,7 @@ def build_client_update(model_fn, optimizer, penalty: float | None, client_filte
         with tf.GradientTape(persistent=curvature) as tape:
             output = model.forward_pass(batch, training=True)
             if curvature:
-                ll = log_likelihood(output.predictions)
+                ll = log_likelihood(output.predictions, batch[1] if real else None)
         gradients = tape.gradient(output.loss, trainable)
         if curvature:
             u_b = fisher_diagonal(tape.gradient(ll, trainable), tf.shape(output.predictions)[0])
@@ -176,6 +182,7 @@ def build_readout_client_work(
     client_filter: ClientFilter | None = None,
     client_reservoirs: bool = False,
     aggregation: LearningAggregation | None = None,
+    real: bool = False,
 ) -> tff.learning.templates.ClientWorkProcess:
     """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``, thesis Alg. 2) client work.
 
@@ -185,6 +192,7 @@ def build_readout_client_work(
         client_reservoirs: client data is ``(batches, reservoir)``: each client trains with its own.
         aggregation: how the metrics, ``(u_b, v_b)`` and accepted flags reach the server
             (:class:`tff_esn.privacy.learning.LearningAggregation`; ``None``: plain sums).
+        real: a linear readout of real targets (:func:`build_client_update`).
 
     Returns:
         A ``ClientWorkProcess``, state ``()`` (FedAvg) or ``{"u", "v", "aggregator"}`` (FedCurv, u, v
@@ -228,7 +236,7 @@ def build_readout_client_work(
 
     @tff.tensorflow.computation(broadcast_type, weights_type, data_type)
     def client_update_computation(state, weights, data):
-        update_fn = build_client_update(model_fn, optimizer, penalty, client_filter).on_batches
+        update_fn = build_client_update(model_fn, optimizer, penalty, client_filter, real).on_batches
         dataset, reservoir = data if client_reservoirs else (data, None)
         if penalty is None:
             empty = tuple(tf.zeros(w.shape, w.dtype) for w in weights.trainable)

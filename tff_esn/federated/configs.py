@@ -21,6 +21,7 @@ from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import FEDCURV_LEARNING, LEARNING, PrivacyConfig
 from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
+from tff_esn.tasks import TASK_KINDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,12 +49,22 @@ READOUT_INPUTS = ("raw", "standardized")
 clients' federated feature means and variances (:mod:`tff_esn.federated.standardization`)."""
 CLIENT_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-2, 1e-1, 1.0)}
 """The client learning rates ``--client-lr auto`` tries on the validation clients, per optimizer."""
+REAL_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-4, 1e-3, 1e-2)}
+"""The client learning rates ``--client-lr auto`` tries on real targets (mean squared error): plain SGD
+diverges above 1/λ_max of the states' covariance (≈ 250 for 500 standardised units of NARMA10)."""
 PENALTY_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-2, 1.0)
 """FedCurv's penalty weights ``--penalty auto`` tries on the validation clients (0: FedAvg)."""
 DEFAULT_CLIENT_LR: dict[str, float] = {"adam": 0.01, "sgd": 0.1}
 """The client learning rate of ``--client-lr auto`` with nothing to choose it on (no validation
 clients, or DP: each candidate's rounds would be a further private release), per optimizer."""
 DEFAULT_PENALTY = 1e-4
+
+
+def client_lr_choices(model: "ThesisModelConfig") -> tuple[tuple[float, ...], float]:
+    """The grid ``--client-lr auto`` tries for ``model`` (its optimizer and loss) and the rate it
+    takes with nothing to choose on (the grid's middle value)."""
+    grid = (REAL_LR_GRIDS if model.real else CLIENT_LR_GRIDS)[model.optimizer]
+    return grid, grid[1]
 """FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
 
 
@@ -67,6 +78,9 @@ def chosen_index(scores: Iterable[tuple[float, float]]) -> int:
 
 BALANCED = "balanced"
 """``class_weight`` resolved from the training labels: ``n / (K · n_k)`` per class k."""
+REAL_TARGETS: tuple[float, ...] = ()
+"""``class_weight`` resolved for real targets (forecast, regress): no classes, one linear output
+trained on the mean squared error."""
 
 
 def check_class_weight(class_weight: Any) -> tuple[float, ...] | str:
@@ -74,6 +88,8 @@ def check_class_weight(class_weight: Any) -> tuple[float, ...] | str:
     finite and ≥ 0, not all 0."""
     if class_weight == BALANCED:
         return BALANCED
+    if class_weight == REAL_TARGETS:
+        return REAL_TARGETS
     if isinstance(class_weight, dict):
         if set(class_weight) != set(range(len(class_weight))):
             raise ValueError(f"class_weight: expected keys 0 … K − 1, got {sorted(class_weight)}.")
@@ -160,8 +176,14 @@ class ThesisModelConfig:
 
     @property
     def n_outputs(self) -> int:
-        """Readout units: 1 (sigmoid, two classes: the thesis) or K (softmax)."""
-        return 1 if self.n_classes == 2 else self.n_classes
+        """Readout units: 1 (sigmoid, two classes: the thesis; linear, real targets) or K (softmax)."""
+        return 1 if self.real or self.n_classes == 2 else self.n_classes
+
+    @property
+    def real(self) -> bool:
+        """Whether the readout predicts real targets: ``x w + b`` on the mean squared error
+        (``class_weight`` :data:`REAL_TARGETS`, resolved by :func:`for_data`)."""
+        return self.class_weight == REAL_TARGETS
 
     @property
     def standardized(self) -> bool:
@@ -190,7 +212,7 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
     """``config`` checked against the data and resolved for it: one class weight per class.
 
     ``"balanced"`` becomes ``n / (K · n_k)`` over the training labels the loss counts; ``"all"`` needs a label
-    per step, ``"mean"``/``"last"`` one per sequence; ``faithful`` needs equal lengths. Raises
+    per step, ``"mean"``/``"last"`` one per sequence; real targets resolve to :data:`REAL_TARGETS`; ``faithful`` needs equal lengths. Raises
     :class:`~tff_esn.data.errors.DataError`.
     """
     train = dataset.select(train_ids).values()
@@ -209,6 +231,8 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
         raise DataError(f"{dataset.source}: X: sequences of unequal length; --states faithful runs the reservoir "
                         "inside the Keras model on equal-length batches: use --states cached (each sequence "
                         "harvested at its own length) or --ragged crop.")
+    if dataset.task.real:
+        return dataclasses.replace(config, class_weight=REAL_TARGETS)
     return dataclasses.replace(config, class_weight=resolve_class_weight(
         config.class_weight, loss_labels(train, config), dataset.n_classes, dataset.source))
 
@@ -403,10 +427,10 @@ def _runs_tff(config: FedAvgConfig) -> bool:
 
 
 register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,
-                   communication="fedavg", pipeline="thesis",
+                   communication="fedavg", pipeline="thesis", tasks=TASK_KINDS,
                    help="FedAvg of the thesis ESN readout, with a server learning rate (thesis Alg. 1)")
 register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, privacy=FEDCURV_LEARNING, tff=_runs_tff,
-                   communication="fedcurv", pipeline="thesis",
+                   communication="fedcurv", pipeline="thesis", tasks=TASK_KINDS,
                    help="FedCurv of the thesis ESN readout (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    communication="centralized", pipeline="thesis",

@@ -4,6 +4,7 @@ Two classes: ``y(t) = sigmoid(x(t) w + b)`` with class-weighted binary cross-ent
 §6.1); K > 2: ``softmax(x(t) W + b)`` with weighted categorical cross-entropy. The full model
 (``Input(T, F) → Reservoir → Dense(C)``) and the readout-only one (``Input(T, U) → Dense(C)``, on cached
 states) share the trainable weights ``[kernel (U, C), bias (C,)]``.
+Real targets (forecast, regress): a linear readout ``y(t) = x(t) w + b`` on the mean squared error.
 """
 
 from __future__ import annotations
@@ -72,22 +73,27 @@ def _weights(class_weight: Any, k: int | None) -> tuple[float, ...]:
     return weights
 
 
-def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
+def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray, *,
+                          linear: bool = False) -> np.ndarray:
     """The readout's class probabilities in numpy: ``sigmoid(x w + b)`` (thesis Alg. 2 line 18),
-    flat (n,), for a (U, 1) kernel, else ``softmax(x W + b)``, (n, K). ``states`` (…, U) are
-    flattened to rows; the product is float32 like the Keras model's, the rest float64."""
+    flat (n,), for a (U, 1) kernel, else ``softmax(x W + b)``, (n, K); ``linear``: the real
+    outputs ``x w + b``, flat (n,). ``states`` (…, U) are flattened to rows; the product is
+    float32 like the Keras model's, the rest float64."""
     z = (states.reshape(-1, states.shape[-1]) @ kernel.astype(np.float32)).astype(np.float64) + bias
+    if linear:
+        return z[:, 0]
     if z.shape[1] == 1:
         return 1.0 / (1.0 + np.exp(-z[:, 0]))
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
-def readout_layer(seed: int, n_outputs: int = 1) -> tf.keras.layers.Dense:
-    """The readout, Glorot-uniform with a seed: ``Dense(1, sigmoid)`` (thesis Alg. 2 line 18) or
-    ``Dense(K, softmax)``."""
+def readout_layer(seed: int, n_outputs: int = 1, *, linear: bool = False) -> tf.keras.layers.Dense:
+    """The readout, Glorot-uniform with a seed: ``Dense(1, sigmoid)`` (thesis Alg. 2 line 18),
+    ``Dense(K, softmax)`` or, ``linear``, ``Dense(1)`` (real targets)."""
+    activation = None if linear else "sigmoid" if n_outputs == 1 else "softmax"
     return tf.keras.layers.Dense(
-        n_outputs, activation="sigmoid" if n_outputs == 1 else "softmax", name="readout",
+        n_outputs, activation=activation, name="readout",
         kernel_initializer=tf.keras.initializers.GlorotUniform(seed=seed),
     )
 
@@ -116,12 +122,15 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
     else:
         inputs = tf.keras.Input((None, n_inputs), name="inputs")
         states = Reservoir(res, state_mode=config.state_mode, washout=config.washout, name="reservoir")(inputs)
-    outputs = readout_layer(config.reservoir.seed, config.n_outputs)(states)
+    outputs = readout_layer(config.reservoir.seed, config.n_outputs, linear=config.real)(states)
     return tf.keras.Model(inputs, outputs, name="thesis_esn_readout" if readout_only else "thesis_esn")
 
 
 def thesis_loss(config: ThesisModelConfig) -> tf.keras.losses.Loss:
-    """The class-weighted cross-entropy: the thesis' binary one for two classes, else categorical."""
+    """The class-weighted cross-entropy: the thesis' binary one for two classes, else categorical;
+    Keras' mean squared error for real targets."""
+    if config.real:
+        return tf.keras.losses.MeanSquaredError()
     if config.n_classes == 2:
         return WeightedBinaryCrossentropy(config.class_weight)
     return WeightedCategoricalCrossentropy(config.class_weight)

@@ -29,7 +29,7 @@ def _check_rate(name: str, value: float) -> float:
 
 def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *, penalty: float | None,
              client_filter: ClientFilter | None, client_reservoirs: bool,
-             aggregation: LearningAggregation | None = None) -> tff.learning.templates.LearningProcess:
+             aggregation: LearningAggregation | None = None, real: bool = False) -> tff.learning.templates.LearningProcess:
     """FedAvg's distributor, mean aggregator (or ``aggregation.model``) and SGD finalizer around our client work."""
 
     @tff.tensorflow.computation
@@ -44,7 +44,7 @@ def _compose(model_fn: ModelFn, client_optimizer, server_learning_rate: float, *
         initial_model_weights_fn,
         tff.learning.templates.build_broadcast_process(weights_type),
         build_readout_client_work(model_fn, client_optimizer, penalty=penalty, client_filter=client_filter,
-                                  client_reservoirs=client_reservoirs, aggregation=aggregation),
+                                  client_reservoirs=client_reservoirs, aggregation=aggregation, real=real),
         aggregator.create(weights_type.trainable, tff.TensorType(np.float32)),
         tff.learning.templates.build_apply_optimizer_finalizer(
             tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate), weights_type),
@@ -87,11 +87,13 @@ def build_fedavg(model_fn: ModelFn, *, client_learning_rate: float, server_learn
 def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_learning_rate: float = 1.0,
                   penalty: float = 1e-4, client_filter: ClientFilter | None = None,
                   client_reservoirs: bool = False, aggregation: LearningAggregation | None = None,
-                  optimizer: str = "adam") -> tff.learning.templates.LearningProcess:
+                  optimizer: str = "adam", real: bool = False) -> tff.learning.templates.LearningProcess:
     """FedCurv (thesis ch. 3, Alg. 2; Alg. 4 with ``client_filter``).
 
     Args:
         penalty: the curvature penalty weight λ (thesis Listing 3.7: 1e-4; ≥ 0).
+        real: a linear readout of real targets: the Fisher of the mean squared error
+            (:func:`~tff_esn.federated.client_work.log_likelihood`).
         Others: as :func:`build_fedavg`.
 
     The state's ``client_work`` holds ``{"u": ..., "v": ..., "aggregator": ...}`` (see :func:`curvature`).
@@ -102,7 +104,7 @@ def build_fedcurv(model_fn: ModelFn, *, client_learning_rate: float, server_lear
         raise ValueError(f"penalty: expected a finite number ≥ 0, got {penalty!r}.")
     return _compose(model_fn, client_opt, server_learning_rate, penalty=float(penalty),
                     client_filter=client_filter, client_reservoirs=client_reservoirs,
-                    aggregation=aggregation)
+                    aggregation=aggregation, real=real)
 
 
 def curvature(state) -> tuple[list[np.ndarray], list[np.ndarray]]:

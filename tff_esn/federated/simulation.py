@@ -107,14 +107,15 @@ class SimulatedProcess:
         aggregation: how the server combines the clients' values (``None``: TFF's plain
             weighted mean, sum and metrics; DP: :func:`~tff_esn.federated.simulated_aggregation.simulated_aggregation`).
         optimizer: the clients' optimizer, ``adam`` (thesis) or ``sgd`` (as the TFF process's).
+        real: a linear readout of real targets (FedCurv's Fisher of the mean squared error).
     """
 
     def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], *, client_learning_rate: float,
                  server_learning_rate: float = 1.0, penalty: float | None = None,
                  client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
-                 aggregation: SimulatedAggregation | None = None, optimizer: str = "adam"):
+                 aggregation: SimulatedAggregation | None = None, optimizer: str = "adam", real: bool = False):
         self._update = build_client_update(model_fn, client_optimizer(optimizer, client_learning_rate),
-                                           penalty, client_filter).on_arrays
+                                           penalty, client_filter, real).on_arrays
         self._server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
         model = model_fn()
         self._initial = tff.learning.models.ModelWeights.from_model(model)

@@ -33,15 +33,15 @@ from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.client_work import ClientFilter
 from tff_esn.closed_form.selection import AUTO
 from tff_esn.esn.ridge import RidgeStats
-from tff_esn.federated.configs import (CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig,
-                                       chosen_index, for_data, loss_labels, resolve_backend)
+from tff_esn.federated.configs import (DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig, chosen_index, client_lr_choices,
+                                       for_data, loss_labels, resolve_backend)
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_fedavg, build_fedcurv
 from tff_esn.federated.round_log import RoundLog
 from tff_esn.federated.simulated_aggregation import simulated_aggregation
 from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.federated.standardization import Standardization, federated_standardization
-from tff_esn.metrics import classification_metrics, split_report
+from tff_esn.metrics import classification_metrics, regression_metrics, split_report
 from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy import noise_seed
 from tff_esn.privacy.coverage import published_row
@@ -64,14 +64,15 @@ def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> lis
 
 @dataclasses.dataclass
 class _EvalSet:
-    """A group's server-reservoir states and flat integer labels."""
+    """A group's server-reservoir states and flat labels: integer classes, or ``real`` targets."""
 
     states: np.ndarray
     labels: np.ndarray
+    real: bool = False
 
     def scores(self, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        """The readout's probabilities: (n,) for two classes, (n, K) for more."""
-        return readout_probabilities(self.states, kernel, bias)
+        """The readout's probabilities: (n,) for two classes, (n, K) for more; real outputs (n,)."""
+        return readout_probabilities(self.states, kernel, bias, linear=self.real)
 
     def log_loss(self, kernel: np.ndarray, bias: np.ndarray) -> float:
         """The mean cross-entropy ``−log p(true class)`` of the readout (unweighted, p ≥ 1e-12)."""
@@ -85,9 +86,10 @@ def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelC
     if not ids:
         return None
     pooled = dataset.pooled(ids)
-    labels = loss_labels([pooled], config).astype(np.int64)
+    labels = loss_labels([pooled], config)
     states = client_data.client_states(pooled, config.reservoir, config)
-    return _EvalSet(states if standardization is None else standardization.apply(states), labels)
+    return _EvalSet(states if standardization is None else standardization.apply(states),
+                    labels if config.real else labels.astype(np.int64), config.real)
 
 
 def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
@@ -150,14 +152,34 @@ def _noise_table(config: FedAvgConfig, ids: Sequence[str]) -> dict[str, float]:
 def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
     if group is None:
         return {}
+    if group.real:
+        return {k: (math.nan if v is None else float(v)) for k, v in _real_report(group, kernel, bias).items() if k != "n"}
     m = classification_metrics(group.labels, group.scores(kernel, bias), n_classes)
     return {**{k: (math.nan if v is None else float(v)) for k, v in m.items() if k != "n"},
             "log_loss": group.log_loss(kernel, bias)}
 
 
+def _real_report(group: _EvalSet, kernel: np.ndarray, bias: np.ndarray) -> dict[str, float | int | None]:
+    """:func:`~tff_esn.metrics.regression_metrics` of the readout on ``group``; NaN for a readout that
+    diverged (non-finite outputs: the client learning rate is too large for the mean squared error)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        outputs = group.scores(kernel, bias)
+    if np.all(np.isfinite(outputs)):
+        return regression_metrics(group.labels, outputs)
+    return {**dict.fromkeys(("nrmse", "rmse", "mae", "r2"), math.nan), "n": len(group.labels)}
+
+
+def _validation_choice(row: dict[str, Any]) -> tuple[float, float]:
+    """What a round is chosen by, from its row: the validation macro-F1 and, for a tie, the
+    cross-entropy; on real targets −MSE (:data:`~tff_esn.closed_form.selection.NEG_MSE`) and the MSE."""
+    if "val_rmse" in row:
+        return -row["val_rmse"] ** 2, row["val_rmse"] ** 2
+    return row.get("val_f1_macro", math.nan), row.get("val_log_loss", math.nan)
+
+
 class _BestRound:
-    """The round with the best validation macro-F1 so far (a tie: the lower validation
-    cross-entropy) and its readout; with a run folder kept in ``DIR/best_round.npz`` (written
+    """The round with the best validation score so far (:func:`_validation_choice`; a tie: the lower
+    loss) and its readout; with a run folder kept in ``DIR/best_round.npz`` (written
     atomically), which a resumed run (``resumed``) reads."""
 
     def __init__(self, out: Path | None, resumed: bool):
@@ -189,7 +211,7 @@ def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.mode
                   optimizer=config.model.optimizer,
                   client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
     if config.algorithm == "fedcurv":
-        return build_fedcurv(model_fn, penalty=config.penalty, **common)
+        return build_fedcurv(model_fn, penalty=config.penalty, real=config.model.real, **common)
     return build_fedavg(model_fn, **common)
 
 
@@ -213,7 +235,8 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         (per-round rows with the sampled, accepted and clean clients, final weights, class weights,
         ``kept_round``, ``rounds_run``, ``selection``, ``standardization``).
     """
-    config = _private_class_weight(config, dataset.n_classes)
+    if not dataset.task.real:
+        config = _private_class_weight(config, dataset.n_classes)
     config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
                                                         faithful=config.states == "faithful"))
     if config.resume and config.out is None:
@@ -250,7 +273,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     the chosen candidate's result (``None`` when nothing was run: the caller runs ``config``).
 
     The learning rate over ``CLIENT_LR_GRIDS`` (FedCurv at penalty 0), then the penalty over ``PENALTY_GRID``,
-    each candidate scored by its kept round's validation macro-F1 (a tie: lower cross-entropy, then the
+    each candidate scored by its kept round's validation macro-F1 (real targets: −MSE; a tie: lower cross-entropy, then the
     smaller value); without validation clients or under DP the stated defaults.
     """
     lr_auto = config.model.learning_rate == AUTO
@@ -264,7 +287,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     if reason is not None:
         warn(f"{'client_lr' if lr_auto else 'penalty'} 'auto': {reason}; the stated default is used.")
         if lr_auto:
-            lr = DEFAULT_CLIENT_LR[config.model.optimizer]
+            lr = client_lr_choices(config.model)[1]
             config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
             record["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
         if penalty_auto:
@@ -273,6 +296,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
         return config, record, None
     if penalty_auto:
         config = dataclasses.replace(config, penalty=PENALTY_GRID[0])
+    score_key, loss_key = ("val_neg_mse", "val_mse") if config.model.real else ("val_f1_macro", "val_log_loss")
     scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
@@ -283,27 +307,27 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             out = None if config.out is None else os.path.join(config.out, "selection", label)
             results[key] = run(dataclasses.replace(candidate, out=out, progress=False, keep_best=True))
             kept = int(results[key]["extra"]["kept_round"])
-            loss = results[key]["extra"]["rounds"][kept - 1]["val_log_loss"] if results[key]["extra"]["rounds"] else math.nan
-            scores[key] = (float(results[key]["val"]["f1_macro"]), float(loss), kept)
+            rows = results[key]["extra"]["rounds"]
+            kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in results[key]["val"].items()}}
+            scores[key] = (*_validation_choice(kept_row), kept)
             if out is not None:
                 results[key]["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
         return scores[key][:2]
 
     if lr_auto:
-        grid = CLIENT_LR_GRIDS[config.model.optimizer]
+        grid = client_lr_choices(config.model)[0]
         rates = [score(dataclasses.replace(config, model=config.model.replace(learning_rate=lr))) for lr in grid]
         lr = grid[chosen_index(rates)]
         config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
         record["client_lr"] = {"value": lr, "rule": "validation", "grid": list(grid),
-                               "val_f1_macro": [f for f, _ in rates], "val_log_loss": [loss for _, loss in rates]}
+                               score_key: [f for f, _ in rates], loss_key: [loss for _, loss in rates]}
     if penalty_auto:
         penalties = [score(dataclasses.replace(config, penalty=p)) for p in PENALTY_GRID]
         config = dataclasses.replace(config, penalty=PENALTY_GRID[chosen_index(penalties)])
         record["penalty"] = {"value": config.penalty, "rule": "validation", "grid": list(PENALTY_GRID),
-                             "val_f1_macro": [f for f, _ in penalties],
-                             "val_log_loss": [loss for _, loss in penalties]}
-    record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), "val_f1_macro": f,
-                             "val_log_loss": loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
+                             score_key: [f for f, _ in penalties], loss_key: [loss for _, loss in penalties]}
+    record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
+                             loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
     return config, record, results[(config.model.learning_rate, getattr(config, "penalty", None))]
 
 
@@ -394,7 +418,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
                                    server_learning_rate=config.server_lr, optimizer=model_cfg.optimizer,
                                    penalty=config.penalty if config.algorithm == "fedcurv" else None,
                                    client_filter=client_filter, client_reservoirs=own_reservoirs,
-                                   aggregation=simulated_aggregation(privacy, config.clients_per_round,
+                                   real=model_cfg.real, aggregation=simulated_aggregation(privacy, config.clients_per_round,
                                                                      curvature=config.algorithm == "fedcurv"))
     else:
         process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
@@ -466,8 +490,7 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
             curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
             if best is not None:
                 kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
-                best.offer(row.get("val_f1_macro", math.nan), row.get("val_log_loss", math.nan), round_num + 1,
-                           kernel, bias)
+                best.offer(*_validation_choice(row), round_num + 1, kernel, bias)
             row = published_row(row, dp=privacy.dp, selection_published=scheme.published)
             rows.append(published_row({**row, "sampled": sampled}, dp=privacy.dp,
                                       selection_published=scheme.published))
@@ -513,8 +536,14 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     report = {}
     for name in ("train", "val", "test"):
         group = data.groups[name]
-        report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias), k_classes,
-                                                               seed=config.seed)
+        if group is not None and group.real:
+            report[name] = _real_report(group, kernel, bias)
+            if math.isnan(report[name]["rmse"]):
+                warn(f"{config.algorithm}: {name}: the readout diverged (non-finite outputs) at client lr "
+                     f"{config.model.learning_rate:g}: give a smaller --client-lr (or auto)")
+        else:
+            report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias),
+                                                                   k_classes, seed=config.seed)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     return {
         **report,
