@@ -135,7 +135,7 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
 
 
 def _communication(config: FedAvgConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
-    """The cost function the algorithm's registry entry names (:func:`tff_esn.communication.fedavg`, ``fedcurv``)."""
+    """The cost function of the algorithm's registration (:func:`~tff_esn.federated.configs.fedavg_cost`, …)."""
     return get_algorithm(config.algorithm).communication_function(trainable, non_trainable, rounds)
 
 
@@ -183,12 +183,12 @@ def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.mode
     """The FedAvg/FedCurv process of ``config`` with the aggregators of ``privacy``
     (:func:`learning_privacy`), secure intrinsics in place (:func:`run_federated` lowers them for
     TFF's native runtime; the privacy audit reads them)."""
-    aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
+    aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.curvature)
                    if privacy else None)
     common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_lr,
                   optimizer=config.model.optimizer,
                   client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
-    if config.algorithm == "fedcurv":
+    if config.curvature:
         return build_fedcurv(model_fn, penalty=config.penalty, **common)
     return build_fedavg(model_fn, **common)
 
@@ -254,7 +254,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     smaller value); without validation clients or under DP the stated defaults.
     """
     lr_auto = config.model.learning_rate == AUTO
-    penalty_auto = config.algorithm == "fedcurv" and config.penalty == AUTO
+    penalty_auto = config.curvature and config.penalty == AUTO
     record: dict[str, Any] = {}
     if not (lr_auto or penalty_auto):
         return config, record, None
@@ -392,10 +392,10 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     if backend == "sim":
         process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
                                    server_learning_rate=config.server_lr, optimizer=model_cfg.optimizer,
-                                   penalty=config.penalty if config.algorithm == "fedcurv" else None,
+                                   penalty=config.penalty if config.curvature else None,
                                    client_filter=client_filter, client_reservoirs=own_reservoirs,
                                    aggregation=simulated_aggregation(privacy, config.clients_per_round,
-                                                                     curvature=config.algorithm == "fedcurv"))
+                                                                     curvature=config.curvature))
     else:
         process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
                                 client_reservoirs=own_reservoirs)
@@ -524,6 +524,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
                   "federated_config": {"algorithm": config.algorithm, **flat_config(config)},
                   "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
-        **(privacy or LearningPrivacy()).sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
-                           own_client_work=client_filter is not None or own_reservoirs),
+        **(privacy or LearningPrivacy()).sections(
+            config.rounds, config.clients_per_round, len(split.train), get_algorithm(config.algorithm).privacy,
+            curvature=config.curvature, own_client_work=client_filter is not None or own_reservoirs),
     }
