@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tff_esn.algorithms import get_algorithm
+from tff_esn.algorithms import Algorithm, get_algorithm
 from tff_esn.settings import config_from_flags, flat_config
 
 if TYPE_CHECKING:
@@ -40,27 +40,26 @@ def own_data(source: str) -> bool:
     return source_kind(source) not in SEED_SOURCES
 
 
-def seed_settings_hold(algorithm: str, source: str, pipeline: str | None = None) -> bool:
-    """Whether ``algorithm``'s class defaults (its seed's settings) hold on ``source`` read with
+def seed_settings_hold(algo: Algorithm, source: str, pipeline: str | None = None) -> bool:
+    """Whether ``algo``'s class defaults (its seed's settings) hold on ``source`` read with
     ``pipeline`` (``None``: :func:`default_pipeline`): the seeds' data read by the algorithm's
     own seed pipeline (the thesis models: WESAD through ``thesis``; the closed form: WESAD and
     HHAR through any pipeline). Elsewhere — own data, or the thesis models on HHAR or on a paper
     pipeline's per-sequence labels — the registration's ``own_data`` applies."""
     if own_data(source):
         return False
-    own = get_algorithm(algorithm).pipeline
+    own = algo.pipeline
     return own is None or (pipeline or default_pipeline(source, own)) == own
 
 
-def source_defaults(algorithm: str, source: str, pipeline: str | None = None) -> dict[str, Any]:
-    """The settings that replace ``algorithm``'s class defaults on ``source`` read with ``pipeline``
+def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None) -> dict[str, Any]:
+    """The settings that replace ``algo``'s class defaults on ``source`` read with ``pipeline``
     (``{}`` where the seed's settings hold, :func:`seed_settings_hold`; the registration's
     ``series_data`` on a generated series, else its ``own_data``)."""
-    if seed_settings_hold(algorithm, source, pipeline):
+    if seed_settings_hold(algo, source, pipeline):
         return {}
     from tff_esn.data.source_names import is_series
 
-    algo = get_algorithm(algorithm)
     return dict(algo.series_data if is_series(source_kind(source)) and algo.series_data else algo.own_data)
 
 
@@ -94,7 +93,7 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
     Returns ``(config, {setting: {"value", "origin"}})``.
     """
     algo = get_algorithm(algorithm)
-    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source, pipeline))]
+    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline))]
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for origin, layer in reversed(layers):
