@@ -55,7 +55,6 @@ def _privacy(algo) -> str:
 def algorithm_facts(name: str) -> str:
     """The Markdown facts of registered algorithm ``name``: summary list, then the flags table."""
     from tff_esn.algorithms import get_algorithm
-    from tff_esn.defaults import OWN_DATA
 
     algo = get_algorithm(name)
     cost = algo.communication_function
@@ -63,7 +62,7 @@ def algorithm_facts(name: str) -> str:
                  else "not declared")
     tff = "yes" if algo.tff is True else ("no" if algo.tff is False else
                                            "only with `--backend tff`, privacy flags or subrounds")
-    own = OWN_DATA.get(name, {})
+    own = algo.own_data
     pipeline = f"`{algo.pipeline}`" if algo.pipeline else "the source's IncFed pipeline"
     lines = [
         f"`tff-esn run {name}`: {algo.help}.",
@@ -145,13 +144,15 @@ def results(match: re.Match) -> str:
 
 
 def coverage_table() -> str:
-    """Per algorithm with a privacy declaration (:mod:`tff_esn.privacy.coverage`): what secure
-    aggregation covers, and the values released as public with secure aggregation and DP on."""
-    from tff_esn.privacy.coverage import ALGORITHMS, declaration
+    """Per algorithm with privacy support, its registration's declaration
+    (:func:`tff_esn.privacy.coverage.declaration`): what secure aggregation covers, and the values
+    released as public with secure aggregation and DP on."""
+    from tff_esn.algorithms import get_algorithm, names_where
+    from tff_esn.privacy.coverage import declaration
 
     lines = ["| algorithm | covered | public (secure aggregation + DP) |", "| --- | --- | --- |"]
-    for name in ALGORITHMS:
-        said = declaration(name, secure=True, dp=True)
+    for name in names_where(lambda a: bool(a.privacy)):
+        said = declaration(get_algorithm(name).privacy, secure=True, dp=True)
         public = ", ".join(f"`{value}`" for value in said["public"])
         lines.append(f"| [{name}](algorithms/{name}.md) | {_cell(said['covers'])} | {public} |")
     return "\n".join(lines)

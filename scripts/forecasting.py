@@ -9,7 +9,7 @@ is cut into 1, 5 or 20 clients, one validation and one test client follow. Every
 validation client from the same grid.
 
 * ``table_forecasting`` — test NRMSE of centralized ridge, IncFed, FedAvg-of-ridge, FedAvg (SGD on
-  the mean squared error, the series' defaults: :data:`tff_esn.defaults.SERIES_DATA`) and esnfed's
+  the mean squared error, the series' defaults: their registrations' ``series_data``) and esnfed's
   ``federated_ridge`` (its own reservoir of the same size: ``random_reservoir`` density 0.1,
   ρ 0.9, its readout on ``[1; u(t); x(t)]``), beside persistence and ridge on lagged inputs;
 * ``table_horizon`` and ``figure_horizon`` — centralized NRMSE by horizon H beside persistence;
@@ -28,6 +28,7 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.closed_form.selection import L2_GRID
 from tff_esn.data.generators import series_dataset
 from tff_esn.data.splits import get_split
+from tff_esn.algorithms import get_algorithm
 from tff_esn.defaults import source_defaults
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, predict
@@ -67,7 +68,7 @@ def _flags(settings: Settings, seed: int) -> dict:
 
 def _fedavg_flags(name: str, settings: Settings, seed: int) -> dict:
     """FedAvg's settings on a generated series (its defaults there) with this table's reservoir."""
-    return {**source_defaults("fedavg", name), "units": settings.units, "washout": settings.washout,
+    return {**source_defaults(get_algorithm("fedavg"), name), "units": settings.units, "washout": settings.washout,
             "rounds": settings.rounds, "seed": seed}
 
 

@@ -26,7 +26,7 @@ from scripts import published as pub
 from scripts.common import (accuracy_of, all_hold, baseline_accuracy, fraction_label, listing, mean_std, plt,
                             rep_seeds, shared_closed_form_runs)
 from scripts.framework import Context, Experiment, register, run_config
-from tff_esn import communication
+from tff_esn.closed_form.configs import incfed_cost, partial_incfed_cost
 from tff_esn.baselines import baseline_scores
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
@@ -117,8 +117,8 @@ def _table_b3(ctx: Context, s: Settings, cells: dict, ks: dict, baselines: dict,
     b2 = pub.THESIS_TABLE_B_2
     rows = []
     for fraction in sorted(s.fractions, reverse=True):
-        up_inc = communication.incfed(n_feat, n_out).up_floats
-        up_part = communication.partial_incfed(ks[fraction], n_feat, n_out).up_floats
+        up_inc = incfed_cost(n_feat, n_out).up_floats
+        up_part = partial_incfed_cost(ks[fraction], n_feat, n_out).up_floats
         rows.append({"training users": fraction_label(fraction), "k": ks[fraction],
                      **{f"{m} (ours)": mean_std(cells[(fraction, m)], 0.01) for m in (*METHODS, BLOCK, LITERAL)},
                      **{f"{m} (published)": pub.THESIS_TABLE_B_3[fraction][m] for m in METHODS},
@@ -205,7 +205,7 @@ def _claims(ctx: Context, s: Settings, means: dict, n_feat: int) -> None:
                      "(0.4–2.2 points) are of the order of the seed's printed ± (0.70–1.01) and were measured on "
                      "real WESAD.")
     half = n_feat // 2
-    saving = 1 - communication.partial_incfed(half, n_feat, 1).up_floats / communication.incfed(n_feat, 1).up_floats
+    saving = 1 - partial_incfed_cost(half, n_feat, 1).up_floats / incfed_cost(n_feat, 1).up_floats
     ctx.claim("With k = N_x/2, Partial IncFed reduces the client upload by about 60 % compared with IncFed",
               "thesis §B.3", abs(saving - 0.6) <= 0.05,
               f"k(1 + N_F) vs N_F² + N_F floats for N_F = {n_feat}, one output: {100 * saving:.1f} % less "

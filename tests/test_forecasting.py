@@ -323,6 +323,7 @@ def test_per_step_targets_with_mean_states_are_refused_before_the_run(tmp_path):
 
 def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_states(tmp_path, capsys):
     from tff_esn.cli import main
+    from tff_esn.algorithms import get_algorithm
     from tff_esn.defaults import source_defaults
 
     path = _regression_npz(tmp_path / "r.npz", False)
@@ -332,5 +333,5 @@ def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_state
     assert record["settings"]["state_mode"] == {"value": "all", "origin": "own-data default"}
     ahead = load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1))
     assert config_for("fedavg", ahead).model.state_mode == "all"  # the dataset's task, for library users
-    assert source_defaults("fedavg", f"npz:{path}")["state_mode"] == "mean"  # a file's own task: per sequence
-    assert source_defaults("fedcurv", "narma10")["units"] == 500
+    assert source_defaults(get_algorithm("fedavg"), f"npz:{path}")["state_mode"] == "mean"  # a file's own task: per sequence
+    assert source_defaults(get_algorithm("fedcurv"), "narma10")["units"] == 500

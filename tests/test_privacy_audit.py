@@ -113,7 +113,7 @@ def _audit(name: str, setting: str) -> tuple[list, list[str]]:
     algorithm, disc = name.removesuffix("+disc"), name.endswith("+disc")
     flags = SETTINGS[setting]
     released = flags["dp"] and algorithm in ("pfedrr", "partial-incfed")  # local DP before the upload
-    declared = coverage.declaration(algorithm, own_client_work=disc, **flags)
+    declared = coverage.declaration(get_algorithm(algorithm).privacy, own_client_work=disc, **flags)
     flows, problems = [], []
     for computation, seeds in BUILDERS[name](setting):
         found = audit.client_flows(computation, inputs_released=released, seed_parameters=seeds)
@@ -129,8 +129,8 @@ def test_every_client_value_is_covered_or_declared_public(name, setting):
     assert problems == []
     derived = [f for f in flows if f.client_derived]
     assert derived, "the audit saw no client data leave the clients"
-    declared = coverage.declaration(name.removesuffix("+disc"), own_client_work=name.endswith("+disc"),
-                                    **SETTINGS[setting])
+    declared = coverage.declaration(get_algorithm(name.removesuffix("+disc")).privacy,
+                                    own_client_work=name.endswith("+disc"), **SETTINGS[setting])
     for flow in derived:
         assert flow.public_names() <= set(declared["public"])
     if name.startswith("fedcurv"):

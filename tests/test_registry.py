@@ -1,5 +1,5 @@
 """One registry entry declares an algorithm: flags generated from its config, foreign flags refused
-in one line, privacy and communication from the entry, own-data defaults with their origins."""
+in one line, privacy, communication cost and own-data defaults (with their origins) from the entry."""
 
 import dataclasses
 import json
@@ -11,12 +11,13 @@ import pytest
 
 from tff_esn import algorithms, communication
 from tff_esn.cli import main
-from tff_esn.closed_form.configs import IncFedConfig
+from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.defaults import OWN_DATA, config_for, default_pipeline, effective_config
-from tff_esn.federated.configs import FedAvgConfig
-from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.defaults import config_for, default_pipeline, effective_config
+from tff_esn.federated.configs import FedAvgConfig, fedavg_cost, fedcurv_cost
+from tff_esn.privacy import coverage
+from tff_esn.privacy.config import STATISTICS, PrivacyConfig
 from tff_esn.settings import config_from_flags, settings
 
 from closed_form_data import default_split, random_dataset, write_npz
@@ -44,18 +45,23 @@ class ToyConfig:
             raise ValueError(f"ToyConfig.scale (--scale): expected a number > 0, got {self.scale!r}.")
 
 
+def toy_cost(clients: int) -> communication.CommunicationCost:
+    """Toy: one float up per client, nothing down."""
+    return communication.CommunicationCost((communication.Phase("toy", 1, 0, clients),))
+
+
 def _toy_run(dataset, split, config):
     test = {"accuracy": 0.1 * config.scale, "f1_macro": 0.0, "random_baseline_accuracy": 0.5, "n": len(split.test),
             "mode": config.mode}
-    return {"train": None, "val": None, "test": test, "communication": communication.centralized([1]).to_dict()}
+    return {"train": None, "val": None, "test": test, "communication": toy_cost(len(split.train)).to_dict()}
 
 
 @pytest.fixture
 def toy(monkeypatch):
     """The registry with a toy algorithm added (taken back after the test)."""
     monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))
-    return algorithms.register_algorithm("toy", ToyConfig, _toy_run, tff=False, communication="centralized",
-                                         help="a toy")
+    return algorithms.register_algorithm("toy", ToyConfig, _toy_run, tff=False, communication=toy_cost,
+                                         own_data={"mode": "fancy"}, help="a toy")
 
 
 def _metrics(path):
@@ -96,8 +102,7 @@ SHRUNK_MODULE = '''
 
 import dataclasses
 
-from tff_esn import communication
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ReadoutConfig, incfed_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.validation import check_field, is_finite
@@ -122,7 +127,7 @@ def run_shrunk(dataset, split, config):
     run = Run(dataset, split, config, "shrunk")
     stats = run.stats()
     readout = config.shrink * RidgeStats.sum(stats).solve(run.choose_l2(run.exact_sweep(stats)))
-    return run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs), shrink=config.shrink)
+    return run.report(run.scorer(readout), incfed_cost(run.n_features, run.n_outputs), shrink=config.shrink)
 '''
 
 
@@ -136,7 +141,7 @@ def test_a_closed_form_algorithm_is_its_own_module_and_one_registry_entry(monkey
     from toy_shrunk import ShrunkConfig
 
     algorithms.register_algorithm("shrunk", ShrunkConfig, "toy_shrunk:run_shrunk", ragged=True, tff=False,
-                                  communication="incfed", help="pooled ridge, readout scaled")
+                                  communication=incfed_cost, help="pooled ridge, readout scaled")
     assert "--shrink SHRINK factor of the readout, in (0, 1] (default 0.5)" in _help("run", "shrunk")
     assert main(["run", "shrunk", "--out", str(tmp_path / "s"), *FAST, "--shrink", "0.25"]) == 0
     assert main(["run", "centralized", "--out", str(tmp_path / "c"), *FAST]) == 0
@@ -336,11 +341,11 @@ def test_every_entry_declares_flags_with_help_a_cost_function_and_valid_own_data
         for setting in algo.settings().values():
             assert setting.help, f"{name}: --{setting.name} has no help (metadata['help'] or the docstring)"
         cost = algo.communication_function
-        assert cost is not None and cost.__module__ == "tff_esn.communication", name
-        assert set(OWN_DATA.get(name, {})) <= set(algo.settings()), name
+        assert cost is not None and cost.__doc__, name
+        assert set(algo.own_data) | set(algo.series_data) <= set(algo.settings()), name
         privacy = {n for n, s in algo.settings().items() if s.owner is PrivacyConfig}
         assert privacy == set(algo.privacy.settings), name
-    assert set(OWN_DATA) <= set(algorithms.available_algorithms())
+        assert bool(algo.privacy.covers) == bool(algo.privacy), name
 
 
 def test_generated_flags_parse_tuples_and_none(fake_sources, tmp_path):  # noqa: F811
@@ -359,11 +364,11 @@ def test_generated_flags_parse_tuples_and_none(fake_sources, tmp_path):  # noqa:
         settings(DiscriminatorConfig)["hidden"].parse("8")
 
 
-def test_fedavg_and_fedcurv_costs_name_the_registry_functions():
-    fedavg, fedcurv = communication.fedavg(201, 0, 3), communication.fedcurv(201, 0, 3)
+def test_fedavg_and_fedcurv_costs_are_their_registrations():
+    fedavg, fedcurv = fedavg_cost(201, 0, 3), fedcurv_cost(201, 0, 3)
     assert (fedavg.up_floats, fedavg.down_floats, fedavg.rounds) == (603, 603, 3)
     assert (fedcurv.up_floats, fedcurv.down_floats) == (603 * 3, 603 * 3)
-    assert algorithms.get_algorithm("fedcurv").communication_function is communication.fedcurv
+    assert algorithms.get_algorithm("fedcurv").communication_function is fedcurv_cost
 
 
 def test_help_comes_from_the_declaring_class_docstring():
@@ -400,3 +405,36 @@ def test_the_privacy_refusal_names_the_backend_given():
         algorithms.check_privacy("incfed", PrivacyConfig(dp_epsilon=1.0), backend="numpy")
     for name, backend in (("fedavg", "tff"), ("fedavg", "sim"), ("fedcurv", "sim"), ("incfed", "tff")):
         algorithms.check_privacy(name, PrivacyConfig(dp_epsilon=1.0), backend=backend)
+
+
+def test_a_toy_algorithm_gets_own_data_defaults_privacy_refusal_and_cost_from_its_registration(toy, npz_file,
+                                                                                               tmp_path, capsys):
+    """The toy's registration alone (from this module, nothing else touched) gives its own-data
+    defaults, its cost in --help and metrics.json, and the refusal of privacy flags it does not implement."""
+    assert "Communication: Toy: one float up per client, nothing down." in _help("run", "toy")
+    assert "(default plain; fancy on npz:/ts: data)" in _help("run", "toy")
+    assert main(["run", "toy", "--data", f"npz:{npz_file}", "--out", str(tmp_path / "own")]) == 0
+    record = _metrics(tmp_path / "own")
+    assert record["settings"]["mode"] == {"value": "fancy", "origin": "own-data default"}
+    assert record["settings"]["scale"] == {"value": 1.0, "origin": "default"}
+    assert record["communication"]["phases"] == [{"name": "toy", "up_floats_per_round": 1, "down_floats_per_round": 0,
+                                                  "rounds": 3, "bytes_per_float": 8}]
+    assert (config_for("toy", "npz:x.npz").mode, config_for("toy", "synthetic-wesad").mode) == ("fancy", "plain")
+    assert algorithms.get_algorithm("toy").communication_function is toy_cost
+    with pytest.raises(ValueError, match=r"^toy: secure aggregation / DP are implemented for (.*incfed|.*fedcurv){2}; "
+                                         r"drop the --secure-\*/--dp-\* flags\.$"):
+        algorithms.check_privacy("toy", PrivacyConfig(dp_epsilon=1.0))
+    capsys.readouterr()
+    assert main(["run", "toy", "--data", f"npz:{npz_file}", "--out", str(tmp_path / "dp"), "--dp-epsilon", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tff-esn run: error: toy: secure aggregation / DP are implemented for ") and \
+        err.endswith("fedcurv; drop --dp-epsilon.\n")
+
+    with pytest.raises(ValueError, match=r"'toy-secure'\): its privacy declares no 'covers'"):
+        algorithms.register_algorithm("toy-secure", IncFedConfig, _toy_run, privacy=STATISTICS)
+    secure = algorithms.register_algorithm("toy-secure", IncFedConfig, _toy_run, communication=toy_cost,
+                                           privacy=dataclasses.replace(STATISTICS, covers="the toy's sums"))
+    assert coverage.declaration(secure.privacy, secure=True, dp=True) == {
+        "covers": "the toy's sums", "public": {name: coverage.PUBLIC[name] for name in ("clients",
+                                                                                        "secure_clipped_count")}}
+    assert "toy-secure" in algorithms.names_where(lambda a: bool(a.privacy))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
@@ -58,10 +58,15 @@ class Algorithm:
             of the config; :meth:`runs_tff`); ``False`` drops the worker flags.
         privacy: the :class:`~tff_esn.privacy.config.PrivacySupport` it implements; its
             settings are the privacy flags it takes.
-        communication: the function of :mod:`tff_esn.communication` computing its cost
-            (a name there, or ``"module:function"``; :attr:`communication_function`).
+        communication: the function computing its
+            :class:`~tff_esn.communication.CommunicationCost` (or its ``"module:function"``).
         pipeline: the preprocessing pipeline it runs on the thesis' sources (``None``: the
             source's IncFed pipeline, :func:`tff_esn.defaults.default_pipeline`).
+        pooled: it pools the clients' raw sequences instead of federating them.
+        own_data: the settings (flat names) that replace its class defaults on own data
+            (:func:`tff_esn.defaults.source_defaults`).
+        series_data: those on a generated series (``narma10``, ``mackey-glass``, …), where they
+            differ from ``own_data``.
     """
 
     name: str
@@ -72,9 +77,12 @@ class Algorithm:
     labels: tuple[str, ...] = LABEL_KINDS
     tff: bool | Callable[[Any], bool] = True
     privacy: PrivacySupport = NONE
-    communication: str = ""
+    communication: Callable[..., Any] | str | None = None
     pipeline: str | None = None
     tasks: tuple[str, ...] = ("classify",)
+    pooled: bool = False
+    own_data: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    series_data: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def runs_tff(self, config: Any) -> bool:
         """Whether running with ``config`` executes TFF computations: an entry point installs TFF's
@@ -89,16 +97,7 @@ class Algorithm:
     @property
     def communication_function(self) -> Callable[..., Any] | None:
         """The function computing the run's :class:`~tff_esn.communication.CommunicationCost`."""
-        if not self.communication:
-            return None
-        return _resolve(self.communication if ":" in self.communication
-                        else f"tff_esn.communication:{self.communication}")
-
-    @property
-    def pooled(self) -> bool:
-        """Whether it pools the clients' raw sequences instead of federating them (its cost is
-        :func:`tff_esn.communication.centralized`'s)."""
-        return self.communication == "centralized"
+        return self.communication and _resolve(self.communication)
 
     def settings(self) -> dict[str, Setting]:
         """The settings a user can set: the config's, without the privacy ones it does not implement."""
@@ -116,13 +115,12 @@ def _resolve(target: Callable | str) -> Callable:
 _REGISTRY: dict[str, Algorithm] = {}
 
 
-def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str = "", ragged: bool = False,
-                       labels: tuple[str, ...] = LABEL_KINDS, tff: bool | Callable[[Any], bool] = True,
-                       privacy: PrivacySupport = NONE, communication: str = "",
-                       pipeline: str | None = None, tasks: tuple[str, ...] = ("classify",)) -> Algorithm:
-    """Adds an algorithm (see :class:`Algorithm` for the fields); registering the same name twice
-    with another ``run`` is an error. ``tff`` (default ``True``, the safe side): see
+def register_algorithm(name: str, config: type, run: RunFn | str, **entry: Any) -> Algorithm:
+    """Adds an algorithm (``entry``: the other fields of :class:`Algorithm`); registering the same
+    name twice with another ``run`` is an error. ``tff`` (default ``True``, the safe side): see
     :meth:`Algorithm.runs_tff`."""
+    algo = Algorithm(name, config, run, **entry)
+    tff, labels, tasks, privacy = algo.tff, algo.labels, algo.tasks, algo.privacy
     if not isinstance(name, str) or not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
@@ -137,8 +135,9 @@ def register_algorithm(name: str, config: type, run: RunFn | str, *, help: str =
         raise ValueError(f"register_algorithm({name!r}): tasks must be among {TASK_KINDS}, got {tasks!r}.")
     if not isinstance(privacy, PrivacySupport):
         raise TypeError(f"register_algorithm({name!r}): privacy must be a PrivacySupport, got {privacy!r}.")
-    algo = Algorithm(name, config, run, help, ragged, tuple(labels), tff, privacy, communication, pipeline,
-                     tuple(tasks))
+    if privacy and not privacy.covers:
+        raise ValueError(f"register_algorithm({name!r}): its privacy declares no 'covers' (what secure aggregation "
+                         "and DP protect, written to metrics.json).")
     known = _REGISTRY.get(name)
     if known is not None and known.run != run:
         raise ValueError(f"register_algorithm: {name!r} is already registered with run {known.run!r}.")

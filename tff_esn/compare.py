@@ -23,8 +23,6 @@ from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
 from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
 
-REFERENCE = "centralized"
-"""The closed-form algorithm run on the pooled training data: a reference line, not a grid line."""
 DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichlet:0.1")
 
 
@@ -107,9 +105,15 @@ def _family(algo: algorithms.Algorithm) -> str:
     return "federated" if issubclass(algo.config, FedAvgConfig) else "other"
 
 
+def reference(names: Sequence[str]) -> str | None:
+    """The algorithm of ``names`` that pools the training data (its registration's ``pooled``): a
+    reference line, not a grid line (``None``: none)."""
+    return next((name for name in names if algorithms.get_algorithm(name).pooled), None)
+
+
 def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
     """The registry's algorithms a comparison runs on ``dataset``: the closed-form family (the
-    :data:`REFERENCE` first) and the thesis' FedAvg/FedCurv, each where its registry entry takes
+    :func:`reference` first) and the thesis' FedAvg/FedCurv, each where its registry entry takes
     the dataset's label kind and, for ragged data, sequences of unequal length."""
     kind = "multiclass" if dataset.n_classes > 2 else "binary"
     chosen = []
@@ -118,7 +122,8 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
                 and (dataset.task.real or kind in algo.labels))
         if fits and (algo.ragged or not dataset.ragged):
             chosen.append(name)
-    return tuple(sorted(chosen, key=lambda n: n != REFERENCE))
+    pooled = reference(chosen)
+    return tuple(sorted(chosen, key=lambda n: n != pooled))
 
 
 def config_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> Any:
@@ -211,10 +216,11 @@ def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, int,
     """``(partition, seed, algorithm)``: the reference once per seed on the data's own clients, every
     other algorithm on every partition; grouped by partition and seed, so that one dealt dataset
     (and its memoised baselines) serves every algorithm of a group."""
-    cells = [("natural", seed, REFERENCE) for seed in comparison.seeds if REFERENCE in names]
+    pooled = reference(names)
+    cells = [("natural", seed, pooled) for seed in comparison.seeds if pooled is not None]
     for partition in comparison.partitions:
         for seed in comparison.seeds:
-            cells += [(partition, seed, name) for name in names if name != REFERENCE]
+            cells += [(partition, seed, name) for name in names if name != pooled]
     return cells
 
 
@@ -326,11 +332,12 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
              f"dealt by each partitioner; {what}"
              f"{'' if comparison.rounds is None else f'; FedAvg/FedCurv {comparison.rounds} rounds'}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    reference = [r for r in rows if r["algorithm"] == REFERENCE]
+    pooled = reference([r["algorithm"] for r in rows])
+    reference_rows = [r for r in rows if r["algorithm"] == pooled]
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         mine = [r for r in rows if r["algorithm"] == name]
         ok = [r for r in mine if not r["error"]]
-        if name == REFERENCE:
+        if name == pooled:
             cells = [_cell_text([r[m.metric] for r in mine], n, any(r["flags"] for r in mine))
                      ] * len(comparison.partitions)
         else:
@@ -338,11 +345,11 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
                                 any(r["flags"] for r in mine if r["partition"] == p)) for p in comparison.partitions]
         comm = [_mean_std([r[k] for r in ok])[0] for k in ("up_floats_per_client", "down_floats_per_client",
                                                          "rounds", "seconds")]
-        label = f"{name} (pooled data, reference)" if name == REFERENCE else name
+        label = f"{name} (pooled data, reference)" if name == pooled else name
         lines.append("| " + " | ".join([label, *cells, *(f"{v:.0f}" if not math.isnan(v) else "-" for v in comm[:3]),
                                          f"{comm[3]:.1f}" if not math.isnan(comm[3]) else "-"]) + " |")
-    if reference:
-        lr = _cell_text([r[m.baseline] for r in reference], n)
+    if reference_rows:
+        lr = _cell_text([r[m.baseline] for r in reference_rows], n)
         lines.append("| " + " | ".join([f"{m.baseline_name} (pooled data, reference)",
                                          *[lr] * len(comparison.partitions), "-", "-", "-", "-"]) + " |")
     errors = sorted({f"{r['algorithm']}: {r['error']}" for r in rows if r["error"]})
@@ -367,8 +374,9 @@ def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str
     m = measure(dataset)
     x = np.arange(len(comparison.partitions))
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    pooled = reference([r["algorithm"] for r in rows])
     for name in dict.fromkeys(r["algorithm"] for r in rows):
-        if name == REFERENCE:
+        if name == pooled:
             continue
         stats = np.array([_mean_std([r[m.metric] for r in rows if r["algorithm"] == name and r["partition"] == p])
                           for p in comparison.partitions])
@@ -379,10 +387,9 @@ def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str
         if flagged:
             ax.plot(x[flagged], stats[flagged, 0], linestyle="none", marker="X", markersize=10, color="red",
                     label=f"{name}: {m.flag_text}")
-    reference = [r for r in rows if r["algorithm"] == REFERENCE]
-    for key, label, color in ((m.metric, "centralized (pooled)", "black"),
+    for key, label, color in ((m.metric, f"{pooled} (pooled)", "black"),
                               (m.baseline, f"{m.baseline_name} (pooled)", "grey")):
-        mean, std, n = _mean_std([r[key] for r in reference])
+        mean, std, n = _mean_std([r[key] for r in rows if r["algorithm"] == pooled])
         if n:
             ax.axhline(mean, color=color, linestyle="--", label=label)
             ax.axhspan(mean - std, mean + std, color=color, alpha=0.08)

@@ -1,9 +1,9 @@
 """Defaults that depend on the data source, declared in one place.
 
 The config classes' defaults are the seeds' settings, which hold on :data:`SEED_SOURCES`; on own data
-:data:`OWN_DATA` replaces them wherever the user gave no value. :func:`effective_config` builds a run's
-config and records each setting's origin (``metrics.json["settings"]``); :func:`config_for` is the same
-for library users.
+the registration's ``own_data`` replaces them wherever the user gave no value. :func:`effective_config`
+builds a run's config and records each setting's origin (``metrics.json["settings"]``); :func:`config_for`
+is the same for library users.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tff_esn.algorithms import get_algorithm
+from tff_esn.algorithms import Algorithm, get_algorithm
 from tff_esn.settings import config_from_flags, flat_config
 
 if TYPE_CHECKING:
@@ -25,39 +25,11 @@ OWN_DATA_ORIGIN = "own-data default"
 ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
 """Where an effective setting came from, highest precedence first."""
 
-_NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
-_THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced", "readout_inputs": "standardized", "client_lr": "auto"}
-_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
-                      "keep_best": True, "patience": 100}
-_RIDGE = {**_NEUTRAL_STATES, "state_mode": "auto", "l2": "auto", "objective": "balanced_accuracy",
-          "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
 _SEARCHES = ("reservoir_search",)
 """Settings that name other settings to search: a searched setting given a value is dropped from them."""
-_CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
-                "alignment")
-
-_SERIES_RESERVOIR = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0}
-SERIES_DATA: dict[str, dict[str, Any]] = {
-    **dict.fromkeys(("centralized", "incfed", "fedavg-ridge", "rls"), {**_SERIES_RESERVOIR, "l2": "auto"}),
-    "fedavg": {**_THESIS_FEDERATION, **_SERIES_RESERVOIR},
-    "fedcurv": {**_THESIS_FEDERATION, **_SERIES_RESERVOIR, "penalty": "auto"},
-}
-"""Per algorithm, the settings that replace its class defaults on a generated series (``narma10``,
-``mackey-glass``, …; per-step forecasting): every state after a washout of 100 steps, a 500-unit
-reservoir with a bias, λ (FedAvg/FedCurv: the own-data federation, its client lr) chosen on the
-validation client."""
 FORECAST_STATES = {"state_mode": "all"}
 """What a forecast task (``--task forecast``, or a dataset whose task is forecast) sets over any source's
 defaults where the seed's settings do not hold: a prediction at every step needs every step's state."""
-
-OWN_DATA: dict[str, dict[str, Any]] = {
-    "fedavg": _THESIS_FEDERATION,
-    "fedcurv": {**_THESIS_FEDERATION, "penalty": "auto"},
-    "thesis-central": {**_THESIS_MODEL, "epochs": 1000, "patience": 100},
-    **dict.fromkeys(_CLOSED_FORM, _RIDGE),
-    "alignment": {**_RIDGE, "alpha": "auto"},
-}
-"""Per algorithm, the settings (flat names) that replace its class defaults on own data."""
 
 
 def source_kind(source: str) -> str:
@@ -67,35 +39,35 @@ def source_kind(source: str) -> str:
 
 
 def own_data(source: str) -> bool:
-    """Whether ``source`` holds a researcher's own data (not the seeds'; no pipeline; :data:`OWN_DATA` applies)."""
+    """Whether ``source`` holds a researcher's own data (not the seeds'; no pipeline; own-data defaults apply)."""
     return source_kind(source) not in SEED_SOURCES
 
 
-def seed_settings_hold(algorithm: str, source: str, pipeline: str | None = None) -> bool:
-    """Whether ``algorithm``'s class defaults (its seed's settings) hold on ``source`` read with
+def seed_settings_hold(algo: Algorithm, source: str, pipeline: str | None = None) -> bool:
+    """Whether ``algo``'s class defaults (its seed's settings) hold on ``source`` read with
     ``pipeline`` (``None``: :func:`default_pipeline`): the seeds' data read by the algorithm's
     own seed pipeline (the thesis models: WESAD through ``thesis``; the closed form: WESAD and
     HHAR through any pipeline). Elsewhere — own data, or the thesis models on HHAR or on a paper
-    pipeline's per-sequence labels — :data:`OWN_DATA` applies."""
+    pipeline's per-sequence labels — the registration's ``own_data`` applies."""
     if own_data(source):
         return False
-    own = get_algorithm(algorithm).pipeline
+    own = algo.pipeline
     return own is None or (pipeline or default_pipeline(source, own)) == own
 
 
-def source_defaults(algorithm: str, source: str, pipeline: str | None = None,
+def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
                     task: str | None = None) -> dict[str, Any]:
-    """The settings that replace ``algorithm``'s class defaults on ``source`` read with ``pipeline``
-    for a ``task`` kind (``None``: the one the data holds) — ``{}`` where the seed's settings hold
-    (:func:`seed_settings_hold`); :data:`SERIES_DATA` on a generated series, else :data:`OWN_DATA`;
-    with :data:`FORECAST_STATES` over them for a forecast."""
-    if seed_settings_hold(algorithm, source, pipeline):
+    """The settings that replace ``algo``'s class defaults on ``source`` read with ``pipeline`` for a
+    ``task`` kind (``None``: the one the data holds) — ``{}`` where the seed's settings hold
+    (:func:`seed_settings_hold`); the registration's ``series_data`` on a generated series, else its
+    ``own_data``; with :data:`FORECAST_STATES` over them for a forecast."""
+    if seed_settings_hold(algo, source, pipeline):
         return {}
     from tff_esn.data.source_names import is_series
 
     series = is_series(source_kind(source))
-    defaults = dict(SERIES_DATA[algorithm] if series and algorithm in SERIES_DATA else OWN_DATA.get(algorithm, {}))
-    if (task == "forecast" or series) and "state_mode" in get_algorithm(algorithm).settings():
+    defaults = dict(algo.series_data if series and algo.series_data else algo.own_data)
+    if (task == "forecast" or series) and "state_mode" in algo.settings():
         defaults.update(FORECAST_STATES)
     return defaults
 
@@ -130,7 +102,7 @@ def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str
     Returns ``(config, {setting: {"value", "origin"}})``.
     """
     algo = get_algorithm(algorithm)
-    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algorithm, source, pipeline, task))]
+    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))]
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for origin, layer in reversed(layers):
@@ -152,8 +124,8 @@ def config_for(algorithm: str, data: SequenceDataset | str, *, pipeline: str | N
     defaults over the class defaults — the config ``tff-esn run ALGO --data SOURCE`` builds from
     the same flags::
 
-        config = config_for("incfed", dataset, units=300, backend="numpy")
-        record = run_algorithm("incfed", dataset, split, config)
+        config = config_for(name, dataset, units=300)
+        record = run_algorithm(name, dataset, split, config)
     """
     source, task = (data, None) if isinstance(data, str) else (data.source, data.task.kind)
     return effective_config(algorithm, source, ("flag", settings), pipeline=pipeline, task=task)[0]

@@ -21,7 +21,7 @@ Output folder ``OUT``:
 * ``OUT/trials.csv`` — every trial: id, status, objective, seconds, hyperparameters.
 
 On a researcher's own data (``npz:``/``ts:``) a closed-form search starts from the own-data
-defaults (:data:`tff_esn.defaults.OWN_DATA`: mean states, a reservoir bias), validates on the
+defaults (:data:`tff_esn.closed_form.configs.OWN_DATA`: a reservoir bias), validates on the
 split's validation clients or — without them — on the seeded hold-out a run's gradient-trained
 models validate on (:meth:`tff_esn.data.carving.Carving.holdout`), and maximises the validation
 balanced accuracy, which a constant predictor cannot win (1/K). A trial whose readout predicts one
@@ -43,8 +43,9 @@ from typing import Any
 import keras_tuner as kt
 from tqdm.auto import tqdm
 
+from tff_esn.closed_form.configs import OWN_DATA
 from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
-from tff_esn.defaults import OWN_DATA, own_data
+from tff_esn.defaults import own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.io import write_csv_atomic, write_json_atomic
 from tuning.closed_form import ClosedFormTuner
@@ -221,7 +222,7 @@ def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Pat
                          "choose their learning rate on validation data themselves.")
     hp = space.build()
     if own:
-        hp.Fixed("bias_scaling", OWN_DATA["incfed"]["bias_scaling"])
+        hp.Fixed("bias_scaling", OWN_DATA["bias_scaling"])
     oracle = ExhaustiveRandomSearchOracle(
         objective=kt.Objective(objective(space, source), "max"), max_trials=trials, seed=seed,
         hyperparameters=hp, tune_new_entries=False, allow_new_entries=False,
@@ -279,13 +280,13 @@ def _run_flags(space: SearchSpace, source: str, values: dict[str, Any], seed: in
 
 
 def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tuple[dict[str, Any], float]:
-    """The own-data default configuration (:data:`tff_esn.defaults.OWN_DATA`'s reservoir, λ of
+    """The own-data default configuration (:data:`tff_esn.closed_form.configs.OWN_DATA`'s reservoir, λ of
     :data:`~tff_esn.closed_form.selection.L2_GRID` chosen on the validation data, a tie to the
     larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class."""
     from tff_esn.closed_form.configs import ReadoutConfig
 
     reservoir = dataclasses.replace(ReadoutConfig().reservoir, seed=seed,
-                                    bias_scaling=OWN_DATA["incfed"]["bias_scaling"]).to_dict()
+                                    bias_scaling=OWN_DATA["bias_scaling"]).to_dict()
     best: tuple[dict[str, Any], float] = ({**reservoir, "l2": L2_GRID[-1]}, -math.inf)
     for l2 in L2_GRID:
         metrics = tuner.score({**reservoir, "l2": l2})

@@ -14,7 +14,7 @@ from typing import Any
 
 from tff_esn.algorithms import Algorithm, check_privacy
 from tff_esn.cli import UsageError
-from tff_esn.defaults import OWN_DATA, OWN_DATA_SOURCES, effective_config
+from tff_esn.defaults import OWN_DATA_SOURCES, effective_config
 from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.settings import Setting
 
@@ -91,7 +91,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Se
 def add_algorithm_flags(parser: argparse.ArgumentParser, algo: Algorithm, *, skip: Iterable[str] = ()) -> None:
     """``algo``'s settings as flags (:meth:`~tff_esn.algorithms.Algorithm.settings`: its config's,
     with only the privacy settings it implements)."""
-    add_setting_flags(parser, algo.settings(), skip=skip, own_data=OWN_DATA.get(algo.name), title=algo.name)
+    add_setting_flags(parser, algo.settings(), skip=skip, own_data=algo.own_data, title=algo.name)
 
 
 def given(args: argparse.Namespace) -> dict[str, Any]:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tff_esn import communication
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ReadoutConfig, centralized_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats
@@ -19,4 +18,4 @@ def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfi
     l2 = run.choose_exact_l2()
     readout = RidgeStats.sum(run.stats()).solve(l2)
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
-    return run.report(run.scorer(readout), communication.centralized(raw))
+    return run.report(run.scorer(readout), centralized_cost(raw))

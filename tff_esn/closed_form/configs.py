@@ -1,4 +1,4 @@
-"""Typed configs of the closed-form algorithms and their entries in the run registry.
+"""Typed configs of the closed-form algorithms, their communication costs and their registrations.
 
 Frozen dataclasses validated on construction (a ``ValueError`` names the field and its flag);
 :class:`ReadoutConfig` holds what every closed-form run shares. Imports no TensorFlow: each run
@@ -8,9 +8,11 @@ function (``tff_esn.closed_form.<module>:run_<name>``) is imported when a run st
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from tff_esn.algorithms import register_algorithm
+from tff_esn.communication import CommunicationCost, Phase, check_counts, readout_floats
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
 from tff_esn.tasks import TASK_KINDS
@@ -267,35 +269,111 @@ def runs_tff(config: ReadoutConfig) -> bool:
             or getattr(config, "subround_size", None) is not None)
 
 
-register_algorithm("centralized", ReadoutConfig, "tff_esn.closed_form.centralized:run_centralized",
-                   ragged=True, tff=runs_tff, communication="centralized", tasks=TASK_KINDS,
-                   help="centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)")
-register_algorithm("incfed", IncFedConfig, "tff_esn.closed_form.incfed:run_incfed",
-                   ragged=True, tff=runs_tff, privacy=STATISTICS, communication="incfed", tasks=TASK_KINDS,
-                   help="IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)")
-register_algorithm("fedavg-ridge", ReadoutConfig, "tff_esn.closed_form.fedavg_ridge:run_fedavg_ridge",
-                   ragged=True, tff=runs_tff, communication="fedavg_ridge", tasks=TASK_KINDS,
-                   help="FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)")
-register_algorithm("rls", ReadoutConfig, "tff_esn.closed_form.rls:run_rls",
-                   ragged=True, tff=False, communication="rls", tasks=TASK_KINDS,
-                   help="online ridge readout: recursive least squares passed from client to client (= centralized)")
-register_algorithm("partial-incfed", PartialIncFedConfig, "tff_esn.closed_form.partial_incfed:run_partial_incfed",
-                   ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="partial_incfed",
-                   tasks=TASK_KINDS,
-                   help="Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)")
-register_algorithm("pfedrr", PFedRRConfig, "tff_esn.closed_form.pfedrr:run_pfedrr",
-                   ragged=True, tff=runs_tff, privacy=LOCAL_STATISTICS, communication="pfedrr",
-                   tasks=TASK_KINDS,
-                   help="pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)")
-register_algorithm("fedip", FedIPConfig, "tff_esn.closed_form.fedip:run_fedip",
-                   ragged=True, tff=runs_tff, privacy=IP_STATISTICS, communication="fedip",
-                   tasks=TASK_KINDS,
-                   help="FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)")
-register_algorithm("ensemble", ReadoutConfig, "tff_esn.closed_form.heterogeneous:run_ensemble",
-                   ragged=True, tff=runs_tff, communication="ensemble",
-                   tasks=TASK_KINDS,
-                   help="different reservoir per client; size-weighted ensemble of local readouts")
-register_algorithm("alignment", AlignmentConfig, "tff_esn.closed_form.heterogeneous:run_alignment",
-                   ragged=True, tff=runs_tff, communication="incfed",
-                   tasks=TASK_KINDS,
-                   help="different reservoirs interpolated toward a shared one with weight α, then IncFed")
+OWN_DATA = {"state_mode": AUTO, "bias_scaling": 1.0, "l2": AUTO, "objective": "balanced_accuracy",
+            "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
+"""The closed form's own-data defaults: λ, the state mode and the reservoir chosen on the validation data."""
+SERIES_RESERVOIR = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0}
+SERIES = {**SERIES_RESERVOIR, "l2": AUTO}
+"""Its defaults on a generated series (per-step forecasting): every state after a washout of 100
+steps, a 500-unit reservoir with a bias, λ chosen on the validation client."""
+
+
+def centralized_cost(raw_floats: Sequence[int]) -> CommunicationCost:
+    """Centralized training: each client uploads its raw inputs (mean over clients), nothing down."""
+    if not raw_floats:
+        raise ValueError("communication: centralized needs at least one client.")
+    return CommunicationCost((Phase("centralized", sum(raw_floats) / len(raw_floats), 0, 1, 4),))
+
+
+def incfed_cost(n_features: int, n_outputs: int) -> CommunicationCost:
+    """IncFed §III: up N_F² + N_F·N_Y, down N_Y·N_F."""
+    w = readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("incfed", n_features**2 + w, w),))
+
+
+def fedavg_ridge_cost(n_features: int, n_outputs: int) -> CommunicationCost:
+    """IncFed §II-B: up and down N_Y·N_F."""
+    w = readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("fedavg-ridge", w, w),))
+
+
+def rls_cost(n_features: int, n_outputs: int) -> CommunicationCost:
+    """Sequential recursive least squares: each client receives ``(W, P)`` and passes them on,
+    N_F² + N_Y·N_F each way."""
+    state = n_features**2 + readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("rls", state, state),))
+
+
+def partial_incfed_cost(k: int, n_features: int, n_outputs: int) -> CommunicationCost:
+    """Thesis §B.3: up k(N_Y + N_F) (= k(1 + N_x) for one output), down N_Y·N_F."""
+    check_counts(k=k)
+    if k > n_features:
+        raise ValueError(f"communication: k must be ≤ n_features={n_features}, got {k}.")
+    return CommunicationCost((Phase("partial-incfed", k * (n_outputs + n_features),
+                                    readout_floats(n_features, n_outputs)),))
+
+
+def pfedrr_cost(selected: Sequence[int], n_features: int, n_outputs: int) -> CommunicationCost:
+    """pFedRR eq. 2: up N_Y·N_F + N_F + |S_c|(|S_c| − 1), averaged over clients; down N_Y·N_F."""
+    if not selected or any(s < 0 or s > n_features for s in selected):
+        raise ValueError(f"communication: selected counts must lie in [0, {n_features}], got {list(selected)}.")
+    w = readout_floats(n_features, n_outputs)
+    up = sum(w + n_features + s * (s - 1) for s in selected) / len(selected)
+    return CommunicationCost((Phase("pfedrr", up, w),))
+
+
+def fedip_cost(rounds: int, units: int, n_features: int, n_outputs: int) -> CommunicationCost:
+    """FedIP Alg. 1: ``rounds`` rounds of (g, b), 2·N_R float32 each way, then one IncFed round."""
+    check_counts(units=units)
+    if rounds < 0:
+        raise ValueError(f"communication: rounds must be ≥ 0, got {rounds}.")
+    ip = Phase("fedip", 2 * units, 2 * units, rounds, bytes_per_float=4)
+    return CommunicationCost((ip,)) + incfed_cost(n_features, n_outputs)
+
+
+def ensemble_cost(clients: int, n_features: int, n_outputs: int) -> CommunicationCost:
+    """Prediction ensemble: up one readout N_Y·N_F, down all C members' readouts."""
+    check_counts(clients=clients)
+    w = readout_floats(n_features, n_outputs)
+    return CommunicationCost((Phase("ensemble", w, clients * w),))
+
+
+def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: Any) -> None:
+    """Registers a closed-form algorithm: ragged data, every task, TFF only when :func:`runs_tff`,
+    the closed form's own-data defaults; ``entry`` adds or replaces registry fields."""
+    register_algorithm(name, config, "tff_esn.closed_form." + run, communication=cost, help=help,
+                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": OWN_DATA, **entry})
+
+
+_register("centralized", ReadoutConfig, "centralized:run_centralized", centralized_cost,
+          "centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)", pooled=True,
+          series_data=SERIES)
+_register("incfed", IncFedConfig, "incfed:run_incfed", incfed_cost,
+          "IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)", series_data=SERIES,
+          privacy=dataclasses.replace(STATISTICS, covers="the readout statistics (A, B, n)"))
+_register("fedavg-ridge", ReadoutConfig, "fedavg_ridge:run_fedavg_ridge", fedavg_ridge_cost,
+          "FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)", series_data=SERIES)
+_register("rls", ReadoutConfig, "rls:run_rls", rls_cost,
+          "online ridge readout: recursive least squares passed from client to client (= centralized)",
+          series_data=SERIES, tff=False)
+_register("partial-incfed", PartialIncFedConfig, "partial_incfed:run_partial_incfed", partial_incfed_cost,
+          "Partial IncFed: k important/random columns of A_c, B_c (thesis appendix B)",
+          privacy=dataclasses.replace(LOCAL_STATISTICS, covers=(
+              "the masked statistics (A_c*, B_c*, n_c) of eq. B.16; under secure aggregation each client "
+              "completes/zero-fills its own and uploads them dense; under DP each client noises its full "
+              "(A_c, B_c, n_c) before masking or completing")))
+_register("pfedrr", PFedRRConfig, "pfedrr:run_pfedrr", pfedrr_cost,
+          "pFedRR: importance-sparsified B_c (I-), with FedRR and R-pFedRR compared (pFedRR §2)",
+          privacy=dataclasses.replace(LOCAL_STATISTICS, covers=(
+              "the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under secure "
+              "aggregation B̃_c is uploaded dense (zeros outside the selection); under DP each client noises its "
+              "full (A_c, B_c, n_c) before ranking and masking")))
+_register("fedip", FedIPConfig, "fedip:run_fedip", fedip_cost,
+          "FedIP: federated intrinsic plasticity rounds on (g, b), then IncFed (FedIP Alg. 1)",
+          privacy=dataclasses.replace(IP_STATISTICS, covers="FedIP's (Δg, Δb) rounds and the readout statistics "
+                                                            "(A, B, n)"))
+_register("ensemble", ReadoutConfig, "heterogeneous:run_ensemble", ensemble_cost,
+          "different reservoir per client; size-weighted ensemble of local readouts")
+_register("alignment", AlignmentConfig, "heterogeneous:run_alignment", incfed_cost,
+          "different reservoirs interpolated toward a shared one with weight α, then IncFed",
+          own_data={**OWN_DATA, "alpha": AUTO})

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn import communication
 from tff_esn.closed_form.client_stats import check_clients
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ReadoutConfig, fedavg_ridge_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats
@@ -55,4 +54,4 @@ def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConf
     run = Run(dataset, split, config, "fedavg-ridge")
     readout = fit_fedavg_ridge(run.stats(), run.choose_l2(
         lambda grid: [run.scorer(fit_fedavg_ridge(run.stats(), l2)) for l2 in grid]))
-    return run.report(run.scorer(readout), communication.fedavg_ridge(run.n_features, run.n_outputs))
+    return run.report(run.scorer(readout), fedavg_ridge_cost(run.n_features, run.n_outputs))

@@ -17,8 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from tff_esn import communication
-from tff_esn.closed_form.configs import FedIPConfig, IPConfig
+from tff_esn.closed_form.configs import FedIPConfig, IPConfig, fedip_cost
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
@@ -366,12 +365,12 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" and not dp \
         else 1.0
     l2 = scale * run.choose_l2(lambda grid: run.exact_sweep(run.stats(adapted), adapted, scale=scale)(grid))
-    readout, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1, algorithm="fedip")
+    readout, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1)
     if ip_dp is not None:
         privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:
         privacy["secure_aggregation"]["rounds"] = secure.to_dict(rounds_clipped)
-    cost = communication.fedip(config.rounds, run.reservoir.total_units, run.n_features, run.n_outputs)
+    cost = fedip_cost(config.rounds, run.reservoir.total_units, run.n_features, run.n_outputs)
     report = dict(backend=config.backend, l2_effective=l2, gain_mean=float(adapted.gain.mean()),
                   gain_min=float(adapted.gain.min()), bias_mean=float(adapted.bias.mean()))
     if dp:  # the diagnostics below read the training clients' data outside the mechanism

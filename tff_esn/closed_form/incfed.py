@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn import communication
 from tff_esn.lazy import LazyModule
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.algorithms import get_algorithm
 from tff_esn.closed_form.client_stats import check_clients
-from tff_esn.closed_form.configs import IncFedConfig
+from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import plain_sections, tff_aggregation
@@ -372,7 +372,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 
 # --------------------------------------------------------------------------- the registry's run function
 def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
-                   algorithm: str = "incfed", releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
+                   releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
     """The IncFed readout of ``run``'s training clients under ``weights`` at λ = ``l2``, and its
     ``privacy``/``secure_aggregation`` sections. With ``subround_size`` the clients are streamed
     through TFF (:func:`stream_incfed`); with the ``tff`` backend and no privacy settings TFF
@@ -382,16 +382,17 @@ def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: fl
     config = run.config
     if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,
-                              per_client=per_client).readout, plain_sections(algorithm))
+                              per_client=per_client).readout, plain_sections(run))
     backend = getattr(config, "resolved_backend", config.backend)
     if backend == "tff" and not config.privacy.requested:  # fixed reservoir: TFF only sums
-        return federate_stats_tff(run.stats(weights), l2, per_client=per_client), plain_sections(algorithm)
+        return federate_stats_tff(run.stats(weights), l2, per_client=per_client), plain_sections(run)
     if backend == "tff":  # clients harvest, clip and add noise inside TFF
         agg = tff_aggregation(run, releases)
         clients = list(run.dataset.select(run.train_ids).values())
         out = federate_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
-        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised, algorithm=algorithm)
-    return fit_incfed(run.stats(weights), l2, per_client=per_client), plain_sections(algorithm)
+        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised,
+                                           get_algorithm(run.name).privacy)
+    return fit_incfed(run.stats(weights), l2, per_client=per_client), plain_sections(run)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
@@ -403,5 +404,5 @@ def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> 
     run = Run(dataset, split, config, "incfed")
     l2 = run.choose_exact_l2(per_client=config.l2_per_client)  # no harvest under privacy settings
     readout, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2)
-    return {**run.report(run.scorer(readout), communication.incfed(run.n_features, run.n_outputs),
+    return {**run.report(run.scorer(readout), incfed_cost(run.n_features, run.n_outputs),
                          backend=config.resolved_backend), **privacy}

@@ -16,9 +16,8 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 
-from tff_esn import communication
 from tff_esn.closed_form.client_stats import check_clients
-from tff_esn.closed_form.configs import MASKS, PartialIncFedConfig
+from tff_esn.closed_form.configs import MASKS, PartialIncFedConfig, partial_incfed_cost
 from tff_esn.closed_form.private_sum import dense_if_secure, private_sum
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
@@ -160,6 +159,6 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
         run.stats(), k, config.alpha, l2, seed=config.seed, mask=config.mask).readout) for l2 in grid])
     stats, aggregate, sections = private_sum(run, run.stats())
     result = fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
-    cost = dense_if_secure(run, communication.partial_incfed(k, run.n_features, run.n_outputs))
+    cost = dense_if_secure(run, partial_incfed_cost(k, run.n_features, run.n_outputs))
     return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
-            **sections("partial-incfed")}
+            **sections()}

@@ -14,9 +14,8 @@ from typing import Literal
 
 import numpy as np
 
-from tff_esn import communication
 from tff_esn.closed_form.client_stats import check_clients
-from tff_esn.closed_form.configs import READINGS, PFedRRConfig
+from tff_esn.closed_form.configs import READINGS, PFedRRConfig, incfed_cost, pfedrr_cost
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import dense_if_secure, plain_sections, private_sum
@@ -183,7 +182,7 @@ class StreamedPFedRR:
 
     @property
     def important_sizes(self) -> list[int]:
-        """Units each client kept (I-pFedRR), in no particular order (for :func:`tff_esn.communication.pfedrr`)."""
+        """Units each client kept (I-pFedRR), in no particular order (for ``pfedrr_cost``)."""
         return [size for size, count in sorted(self.selected.items()) for _ in range(count)]
 
 
@@ -241,11 +240,11 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
         sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
-        comparison[name] = {g: s for g, s in run.report(run.scorer(readout), communication.incfed(
+        comparison[name] = {g: s for g, s in run.report(run.scorer(readout), incfed_cost(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
     kept = run.n_features - run.reservoir.total_units  # the readout's bias input, kept in every selection
-    cost = dense_if_secure(run, communication.pfedrr([size + kept for size in sizes], run.n_features,
+    cost = dense_if_secure(run, pfedrr_cost([size + kept for size in sizes], run.n_features,
                                                      run.n_outputs))
     return {**run.report(run.scorer(result.important), cost, tau=config.tau, reading=config.reading,
                          percent_units=result.percent_units, **comparison),
-            **sections("pfedrr")}
+            **sections()}

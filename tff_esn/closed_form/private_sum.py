@@ -9,20 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tff_esn import communication
+from tff_esn.algorithms import get_algorithm
+from tff_esn.closed_form.configs import incfed_cost
+from tff_esn.communication import CommunicationCost
 from tff_esn.closed_form.run import Run
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_local_stats import local_noisy_stats, local_privacy
 from tff_esn.privacy.closed_form import gaussian_stats, secure_ridge_sum, stats_aggregation, stats_sections
 from tff_esn.esn.ridge import RidgeStats
 
-Sections = Callable[[str], dict[str, Any]]
-"""``algorithm -> {"privacy": ..., "secure_aggregation": ...}``, the run's sections of ``metrics.json``."""
+Sections = Callable[[], dict[str, Any]]
+"""``() -> {"privacy": ..., "secure_aggregation": ...}``, the run's sections of ``metrics.json``."""
 
 
-def plain_sections(algorithm: str) -> dict[str, Any]:
-    """``privacy``/``secure_aggregation`` sections of a run without privacy settings."""
-    return stats_sections(None, 0, 0, algorithm=algorithm)
+def plain_sections(run: Run) -> dict[str, Any]:
+    """``privacy``/``secure_aggregation`` sections of ``run`` without privacy settings."""
+    return stats_sections(None, 0, 0, get_algorithm(run.name).privacy)
 
 
 def _longest(run: Run) -> int:
@@ -42,11 +44,12 @@ def private_sum(run: Run, stats: Sequence[RidgeStats]
         stats, raised = local_noisy_stats(stats, dp)
     summer = secure_ridge_sum(config.privacy, [s.n for s in stats])
     if summer is None and dp is None:
-        return stats, RidgeStats.sum, plain_sections
+        return stats, RidgeStats.sum, lambda: plain_sections(run)
     agg = StatsAggregation(len(stats), run.n_features, dp=dp, secure=None if summer is None else summer.secure)
 
-    def sections(algorithm: str) -> dict[str, Any]:
-        out = stats_sections(agg, 0 if summer is None else summer.clipped_values, raised, algorithm=algorithm)
+    def sections() -> dict[str, Any]:
+        out = stats_sections(agg, 0 if summer is None else summer.clipped_values, raised,
+                             get_algorithm(run.name).privacy)
         if dp is not None:
             out["privacy"] = local_privacy(out["privacy"], dp, len(stats), run.n_features, raised)
         if summer is not None:
@@ -66,8 +69,8 @@ def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
                              client_sequences=[len(c) for c in clients], releases=releases)
 
 
-def dense_if_secure(run: Run, cost: communication.CommunicationCost) -> communication.CommunicationCost:
+def dense_if_secure(run: Run, cost: CommunicationCost) -> CommunicationCost:
     """A masked upload's ``cost``, or IncFed's dense one under secure aggregation (zeros are sent too)."""
     if run.config.privacy.secure_aggregation:
-        return communication.incfed(run.n_features, run.n_outputs)
+        return incfed_cost(run.n_features, run.n_outputs)
     return cost

@@ -10,8 +10,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from tff_esn import communication
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ReadoutConfig, rls_cost
 from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.closed_form.run import Run
 from tff_esn.data.errors import DataError
@@ -57,4 +56,4 @@ def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> di
     run = Run(dataset, split, config, "rls")
     l2 = run.choose_l2(run.exact_sweep(run.stats()))
     blocks = (block for cid in run.train_ids for block in training_blocks(run, cid))
-    return run.report(run.scorer(rls_readout(run, blocks, l2)), communication.rls(run.n_features, run.n_outputs))
+    return run.report(run.scorer(rls_readout(run, blocks, l2)), rls_cost(run.n_features, run.n_outputs))

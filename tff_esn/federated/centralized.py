@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.closed_form.selection import AUTO
-from tff_esn.communication import centralized as centralized_cost
+from tff_esn.closed_form.configs import centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels

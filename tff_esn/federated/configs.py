@@ -1,4 +1,4 @@
-"""Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2) and their registry entries.
+"""Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2), their costs and registrations.
 
 :class:`ThesisModelConfig` (model and local training), :class:`ThesisCentralConfig` (``thesis-central``),
 :class:`FedAvgConfig` / :class:`FedCurvConfig` (``fedavg``/``fedcurv``). Imports no TensorFlow: the run
@@ -15,12 +15,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
+from tff_esn.closed_form.configs import SERIES_RESERVOIR, centralized_cost
 from tff_esn.closed_form.selection import AUTO
+from tff_esn.communication import CommunicationCost, Phase, check_counts
 from tff_esn.validation import check_field
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.privacy.config import FEDCURV_LEARNING, LEARNING, PrivacyConfig
-from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
+from tff_esn.privacy.config import LEARNING, PrivacyConfig
 from tff_esn.tasks import TASK_KINDS
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ DEFAULT_CLIENT_LR: dict[str, float] = {"adam": 0.01, "sgd": 0.1}
 """The client learning rate of ``--client-lr auto`` with nothing to choose it on (no validation
 clients, or DP: each candidate's rounds would be a further private release), per optimizer."""
 DEFAULT_PENALTY = 1e-4
+"""FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
 
 
 def client_lr_choices(model: "ThesisModelConfig") -> tuple[tuple[float, ...], float]:
@@ -65,7 +67,12 @@ def client_lr_choices(model: "ThesisModelConfig") -> tuple[tuple[float, ...], fl
     takes with nothing to choose on (the grid's middle value)."""
     grid = (REAL_LR_GRIDS if model.real else CLIENT_LR_GRIDS)[model.optimizer]
     return grid, grid[1]
-"""FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
+
+
+ADAPTIVE_FEDCURV = ("fedcurv with --dp-adaptive-clip: the curvature terms (u, v) need the fixed clip of the joint "
+                    "release; drop --dp-adaptive-clip.")
+"""The one privacy combination refused rather than covered: adaptive clipping has no joint release of
+FedCurv's update and (u, v) (:mod:`tff_esn.privacy.learning`)."""
 
 
 def chosen_index(scores: Iterable[tuple[float, float]]) -> int:
@@ -301,8 +308,10 @@ class FedAvgConfig(ThesisRunConfig):
     what :func:`tff_esn.federated.training.run_federated` runs.
 
     Attributes:
-        algorithm: the process the run builds (a class attribute, not a setting): ``"fedavg"``
-            here, ``"fedcurv"`` in :class:`FedCurvConfig`.
+        algorithm: the registered name of the process the run builds (a class attribute, not a
+            setting).
+        curvature: whether the process is FedCurv's (its client work and the ``(u, v)`` aggregate;
+            a class attribute).
         server_lr: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
         rounds: communication rounds (thesis: 78).
         clients_per_round: clients sampled per round (thesis: 5).
@@ -335,6 +344,7 @@ class FedAvgConfig(ThesisRunConfig):
     """
 
     algorithm: ClassVar[str] = "fedavg"
+    curvature: ClassVar[bool] = False
     server_lr: float = 1.0
     rounds: int = 78
     clients_per_round: int = 5
@@ -395,6 +405,7 @@ class FedCurvConfig(FedAvgConfig):
     """
 
     algorithm: ClassVar[str] = "fedcurv"
+    curvature: ClassVar[bool] = True
     penalty: float | str = dataclasses.field(default=1e-4, metadata={"choices": (AUTO,)})
 
     def __post_init__(self) -> None:
@@ -426,14 +437,43 @@ def _runs_tff(config: FedAvgConfig) -> bool:
     return resolve_backend(config.backend, secure=config.privacy.secure_aggregation) == "tff"
 
 
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, privacy=LEARNING, tff=_runs_tff,
-                   communication="fedavg", pipeline="thesis", tasks=TASK_KINDS,
+def fedavg_cost(trainable: int, non_trainable: int, rounds: int = 1) -> CommunicationCost:
+    """Thesis Alg. 1: per round down the model (trainable + non-trainable weights), up the trainable delta."""
+    check_counts(trainable=trainable)
+    if non_trainable < 0 or rounds < 0:
+        raise ValueError(f"communication: non_trainable and rounds must be ≥ 0, got {non_trainable}, {rounds}.")
+    return CommunicationCost((Phase("fedavg", trainable, trainable + non_trainable, rounds, bytes_per_float=4),))
+
+
+def fedcurv_cost(trainable: int, non_trainable: int, rounds: int = 1) -> CommunicationCost:
+    """Thesis Alg. 2: FedAvg's floats plus the Fisher terms u and v (2 × trainable) both ways."""
+    (phase,) = fedavg_cost(trainable, non_trainable, rounds).phases
+    return CommunicationCost((dataclasses.replace(phase, name="fedcurv", up=phase.up + 2 * trainable,
+                                                  down=phase.down + 2 * trainable),))
+
+
+_THESIS_MODEL = {"state_mode": "mean", "bias_scaling": 1.0, "class_weight": "balanced",
+                 "readout_inputs": "standardized", "client_lr": "auto"}
+_THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
+                      "keep_best": True, "patience": 100}
+_FEDAVG_COVERS = "the model updates (readout kernel and bias)"
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, tff=_runs_tff,
+                   privacy=dataclasses.replace(LEARNING, covers=_FEDAVG_COVERS), communication=fedavg_cost,
+                   pipeline="thesis", own_data=_THESIS_FEDERATION, tasks=TASK_KINDS,
+                   series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR},
                    help="FedAvg of the thesis ESN readout, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, privacy=FEDCURV_LEARNING, tff=_runs_tff,
-                   communication="fedcurv", pipeline="thesis", tasks=TASK_KINDS,
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, tff=_runs_tff,
+                   privacy=dataclasses.replace(
+                       LEARNING, settings=tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
+                       refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),), own_client_work=True,
+                       covers=_FEDAVG_COVERS + " and the curvature terms (u_b, v_b) of thesis Alg. 2, one joint "
+                                               "release per round under DP"),
+                   communication=fedcurv_cost, pipeline="thesis", own_data={**_THESIS_FEDERATION, "penalty": AUTO},
+                   tasks=TASK_KINDS, series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR, "penalty": AUTO},
                    help="FedCurv of the thesis ESN readout (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
-                   communication="centralized", pipeline="thesis",
+                   communication=centralized_cost, pooled=True, pipeline="thesis",
+                   own_data={**_THESIS_MODEL, "epochs": 1000, "patience": 100},
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
 
 

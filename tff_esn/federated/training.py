@@ -22,7 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from tff_esn import runtime
-from tff_esn.algorithms import get_algorithm
+from tff_esn.algorithms import Algorithm, get_algorithm
 from tff_esn.communication import CommunicationCost
 from tff_esn.io import atomic_write
 from tff_esn.run_folder import run_lock
@@ -136,11 +136,6 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
                                            units=config.model.reservoir.total_units, outputs=config.model.n_outputs)
 
 
-def _communication(config: FedAvgConfig, trainable: int, non_trainable: int, rounds: int) -> CommunicationCost:
-    """The cost function the algorithm's registry entry names (:func:`tff_esn.communication.fedavg`, ``fedcurv``)."""
-    return get_algorithm(config.algorithm).communication_function(trainable, non_trainable, rounds)
-
-
 def _noise_table(config: FedAvgConfig, ids: Sequence[str]) -> dict[str, float]:
     noisy = set(ids) if config.noisy_clients is None else set(config.noisy_clients)
     unknown = sorted(noisy - set(ids))
@@ -205,12 +200,12 @@ def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.mode
     """The FedAvg/FedCurv process of ``config`` with the aggregators of ``privacy``
     (:func:`learning_privacy`), secure intrinsics in place (:func:`run_federated` lowers them for
     TFF's native runtime; the privacy audit reads them)."""
-    aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.algorithm == "fedcurv")
+    aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.curvature)
                    if privacy else None)
     common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_lr,
                   optimizer=config.model.optimizer,
                   client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
-    if config.algorithm == "fedcurv":
+    if config.curvature:
         return build_fedcurv(model_fn, penalty=config.penalty, real=config.model.real, **common)
     return build_fedavg(model_fn, **common)
 
@@ -277,7 +272,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     smaller value); without validation clients or under DP the stated defaults.
     """
     lr_auto = config.model.learning_rate == AUTO
-    penalty_auto = config.algorithm == "fedcurv" and config.penalty == AUTO
+    penalty_auto = config.curvature and config.penalty == AUTO
     record: dict[str, Any] = {}
     if not (lr_auto or penalty_auto):
         return config, record, None
@@ -379,7 +374,7 @@ def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, p
 @dataclasses.dataclass
 class _Federation:
     """What a run's rounds need: the training clients' data, the process that runs a round
-    (TFF's or the simulation's), the evaluation groups and the noise table."""
+    (TFF's or the simulation's), the evaluation groups, the noise table and the algorithm's registration."""
 
     source: client_data.CachedStates | client_data.RawInputs
     process: Any
@@ -388,7 +383,12 @@ class _Federation:
     noise: dict[str, float]
     trainable: int
     non_trainable: int
+    algorithm: Algorithm
     privacy: LearningPrivacy | None = None
+
+    def cost(self, rounds: int) -> CommunicationCost:
+        """The communication of ``rounds`` rounds (the registration's cost function)."""
+        return self.algorithm.communication_function(self.trainable, self.non_trainable, rounds)
 
     def client_data(self, sampled: Sequence[str], round_num: int) -> list:
         """The sampled clients' datasets of a round: built in this process for the simulation,
@@ -416,10 +416,10 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     if backend == "sim":
         process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
                                    server_learning_rate=config.server_lr, optimizer=model_cfg.optimizer,
-                                   penalty=config.penalty if config.algorithm == "fedcurv" else None,
+                                   penalty=config.penalty if config.curvature else None,
                                    client_filter=client_filter, client_reservoirs=own_reservoirs,
                                    real=model_cfg.real, aggregation=simulated_aggregation(privacy, config.clients_per_round,
-                                                                     curvature=config.algorithm == "fedcurv"))
+                                                                     curvature=config.curvature))
     else:
         process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
                                 client_reservoirs=own_reservoirs)
@@ -428,7 +428,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     weights = process.get_model_weights(process.initialize())
     return _Federation(source, process, backend, {name: data.groups[name] for name in ("val", "test")},
                        data.noise, sum(int(np.size(w)) for w in weights.trainable),
-                       sum(int(np.size(w)) for w in weights.non_trainable), privacy)
+                       sum(int(np.size(w)) for w in weights.non_trainable), get_algorithm(config.algorithm), privacy)
 
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
@@ -450,13 +450,13 @@ def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
     return state, start_round, rows
 
 
-def _round_row(fed: _Federation, config: FedAvgConfig, output, sampled: list[str], round_num: int,
+def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
                seconds: float, k_classes: int) -> dict[str, Any]:
     """The measurements of one round: clients, accepted and clean clients, training loss,
     communicated floats, wall time and the server model's metrics on each evaluation group."""
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(output.state).trainable)
     work = output.metrics["client_work"]
-    per_round = _communication(config, fed.trainable, fed.non_trainable, 1)
+    per_round = fed.cost(1)
     row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
            "accepted_clients": int(work.get("accepted_clients", len(sampled))),
            "clean_clients": sum(fed.noise[cid] == 0 for cid in sampled),
@@ -486,7 +486,7 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
                        else sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num))
             output = fed.process.next(state, fed.client_data(sampled, round_num))
             state = output.state
-            row = _round_row(fed, config, output, sampled, round_num, time.perf_counter() - began, k_classes)
+            row = _round_row(fed, output, sampled, round_num, time.perf_counter() - began, k_classes)
             curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
             if best is not None:
                 kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
@@ -547,12 +547,13 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     return {
         **report,
-        "communication": _communication(config, fed.trainable, fed.non_trainable, ran).to_dict(),
+        "communication": fed.cost(ran).to_dict(),
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": ran,
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "federated_config": {"algorithm": config.algorithm, **flat_config(config)},
                   "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
-        **(privacy or LearningPrivacy()).sections(config.rounds, config.clients_per_round, len(split.train), config.algorithm,
-                           own_client_work=client_filter is not None or own_reservoirs),
+        **(privacy or LearningPrivacy()).sections(
+            config.rounds, config.clients_per_round, len(split.train), fed.algorithm.privacy,
+            curvature=config.curvature, own_client_work=client_filter is not None or own_reservoirs),
     }

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from tff_esn.privacy import noise_seed
 from tff_esn.privacy.aggregation import SecureRidgeSum, StatsAggregation
-from tff_esn.privacy.config import NO_PRIVACY, PrivacyConfig
+from tff_esn.privacy.config import NO_PRIVACY, PrivacyConfig, PrivacySupport
 from tff_esn.privacy.coverage import declaration
 from tff_esn.privacy.dp_stats import GaussianStats, natural_clip, states_per_record
 from tff_esn.privacy.dp_fedip import GaussianUpdates
@@ -87,13 +87,13 @@ def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> Se
     return SecureRidgeSum(FixedPoint(privacy.secure_bits, float(bound), len(client_states)))
 
 
-def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, *, algorithm: str) -> dict:
+def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, support: PrivacySupport) -> dict:
     """``privacy`` and ``secure_aggregation`` sections of a closed-form run; what the mechanisms
-    cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`."""
+    cover and what is public come from :func:`tff_esn.privacy.coverage.declaration` of ``support``."""
     privacy = dict(NO_PRIVACY)
     if agg is not None and agg.dp is not None:
         privacy = agg.dp.report(agg.clients, agg.n_features, raised if agg.noisy else 0).to_dict()
-    privacy.update(declaration(algorithm, secure=agg is not None and agg.secure is not None,
+    privacy.update(declaration(support, secure=agg is not None and agg.secure is not None,
                                dp=agg is not None and agg.dp is not None))
     secure = {"enabled": False}
     if agg is not None and agg.secure is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
 from tff_esn.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 DEFAULT_SECURE_BITS = 48
@@ -132,12 +131,20 @@ class PrivacySupport:
             the reason is more than "it does not apply".
         dp_backends: the backends (the config's ``backend``) whose runs implement its DP; secure
             aggregation, a protocol of TFF's runtime, runs on ``tff`` alone.
+        covers: what secure aggregation and DP protect (``metrics.json``'s ``privacy.covers``).
+        training_metrics: its clients send training metrics (secure-summed under secure
+            aggregation, not sent under DP).
+        own_client_work: its clients always run our client work, which counts the kept clients
+            (``accepted_clients``, released as public).
     """
 
     settings: tuple[str, ...] = ()
     local_only: bool = False
     refused: tuple[tuple[str, str], ...] = ()
     dp_backends: tuple[str, ...] = ("tff",)
+    covers: str = ""
+    training_metrics: bool = False
+    own_client_work: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.settings) - {f.name for f in dataclasses.fields(PrivacyConfig)})
@@ -157,9 +164,7 @@ LOCAL_STATISTICS = PrivacySupport(STATISTICS.settings, local_only=True)
 """Closed form with data-dependent uploads (masks, completions): DP with each client's own noise only."""
 IP_STATISTICS = PrivacySupport((*STATISTICS.settings, "dp_ip_clip"))
 """FedIP: the closed form's statistics plus the clipped (Δg, Δb) updates of its rounds."""
-LEARNING = PrivacySupport(("secure_aggregation", *_DP, "dp_adaptive_clip"), dp_backends=("tff", "sim"))
+LEARNING = PrivacySupport(("secure_aggregation", *_DP, "dp_adaptive_clip"), dp_backends=("tff", "sim"),
+                          training_metrics=True)
 """FedAvg: TFF's DP (fixed or adaptive clip; TFF's aggregator or, on the ``sim`` backend, the same
 DP query in one process) and secure-sum aggregators as they are."""
-FEDCURV_LEARNING = PrivacySupport(tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
-                                  refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),), dp_backends=LEARNING.dp_backends)
-"""FedCurv: as FedAvg with a fixed clip only (its u, v are released jointly with the update)."""

@@ -8,8 +8,12 @@ says what a DP run may write (:func:`publish`, :func:`published_row`). Imports n
 from __future__ import annotations
 
 import fnmatch
+from typing import TYPE_CHECKING
 
 from tff_esn.runtime import load_tff
+
+if TYPE_CHECKING:
+    from tff_esn.privacy.config import PrivacySupport
 
 CLIP_MARKERS = ("clip_by_global_norm", "dp_clip")
 NOISE_OPS = frozenset({"StatelessRandomNormalV2", "StatelessRandomNormal", "RandomStandardNormal"})
@@ -27,29 +31,6 @@ PUBLIC = {
                             "derived closed-form range bounds the clipped statistics; with a given --secure-range "
                             "it tells how many values exceeded it",
 }
-
-ADAPTIVE_FEDCURV = ("fedcurv with --dp-adaptive-clip: the curvature terms (u, v) need the fixed clip of the joint "
-                    "release; drop --dp-adaptive-clip.")
-"""The one combination refused rather than covered: adaptive clipping has no joint release of FedCurv's
-update and (u, v) here (:mod:`tff_esn.privacy.learning`)."""
-
-_LEARNING_COVERS = {
-    "fedavg": "the model updates (readout kernel and bias)",
-    "fedcurv": "the model updates (readout kernel and bias) and the curvature terms (u_b, v_b) of thesis Alg. 2, "
-               "one joint release per round under DP",
-}
-_CLOSED_FORM_COVERS = {
-    "incfed": "the readout statistics (A, B, n)",
-    "fedip": "FedIP's (Δg, Δb) rounds and the readout statistics (A, B, n)",
-    "pfedrr": "the uploads (A_c D_c, B̃_c, n_c) of I-pFedRR, R-pFedRR and FedRR (three secure sums); under secure "
-              "aggregation B̃_c is uploaded dense (zeros outside the selection); under DP each client noises its "
-              "full (A_c, B_c, n_c) before ranking and masking",
-    "partial-incfed": "the masked statistics (A_c*, B_c*, n_c) of eq. B.16; under secure aggregation each client "
-                      "completes/zero-fills its own and uploads them dense; under DP each client noises its full "
-                      "(A_c, B_c, n_c) before masking or completing",
-}
-ALGORITHMS = (*_CLOSED_FORM_COVERS, *_LEARNING_COVERS)
-
 
 _TRAINING_RECORDS = "computed from the training clients' records outside the DP mechanism"
 _SELECTION = ("who took part in a round, or how many: under secret Poisson sampling the selection is part of the "
@@ -205,33 +186,21 @@ def publish(record: dict) -> dict:
     return out
 
 
-def public_values(algorithm: str, *, secure: bool, own_client_work: bool = False) -> list[str]:
-    """Names (keys of :data:`PUBLIC`) of the values ``algorithm`` releases without protection:
-    FedCurv's client work, and FedAvg's when it runs ours (``own_client_work``: a client filter
-    or the clients' own reservoirs), count the kept clients."""
-    names = ["clients"] + (["secure_clipped_count"] if secure else [])
-    if algorithm == "fedcurv" or (algorithm == "fedavg" and own_client_work):
-        names.append("accepted_clients")
-    return names
-
-
-def declaration(algorithm: str, *, secure: bool, dp: bool, own_client_work: bool = False,
+def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,
                 selection_published: bool = True) -> dict:
-    """``covers``, ``public`` (name → reason) and ``not_sent`` of ``algorithm`` under the settings
-    (``selection_published``: the count of accepted clients may be written, see :data:`OUTPUTS`)."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"{algorithm}: no privacy declaration (known: {', '.join(ALGORITHMS)}).")
-    learning = algorithm in _LEARNING_COVERS
-    covers = (_LEARNING_COVERS if learning else _CLOSED_FORM_COVERS)[algorithm]
-    not_sent = []
-    if learning and secure and not dp:
+    """``covers``, ``public`` (name → reason) and ``not_sent`` of an algorithm of privacy ``support``
+    under the settings: the kept clients are counted by our client work (``support.own_client_work``,
+    or ``own_client_work``: a client filter or the clients' own reservoirs), and may be written
+    with ``selection_published`` (see :data:`OUTPUTS`)."""
+    covers, not_sent = support.covers, []
+    if support.training_metrics and secure and not dp:
         covers += "; the training metrics (secure_sum_then_finalize)"
-    if learning and dp:
+    if support.training_metrics and dp:
         not_sent.append("the training metrics (loss sums, example counts): not clipped or noised, so DP clients "
                         "do not send them")
-    names = public_values(algorithm, secure=secure, own_client_work=own_client_work)
-    if dp and not selection_published:
-        names = [n for n in names if n != "accepted_clients"]
+    names = ["clients"] + (["secure_clipped_count"] if secure else [])
+    if (support.own_client_work or own_client_work) and (selection_published or not dp):
+        names.append("accepted_clients")
     out = {"covers": covers, "public": {name: PUBLIC[name] for name in names}}
     if not_sent:
         out["not_sent"] = not_sent

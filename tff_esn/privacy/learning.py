@@ -20,13 +20,13 @@ import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
 from tff_esn.privacy import accounting, coverage, sampling
-from tff_esn.privacy.coverage import ADAPTIVE_FEDCURV
-from tff_esn.privacy.config import check_clip
+from tff_esn.privacy.config import LEARNING, NO_PRIVACY, PrivacySupport, check_clip
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
 
 CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b), each clipped to C
+ADAPTIVE_CURVATURE = "adaptive clipping: the curvature terms (u, v) need the fixed clip of the joint release."
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
@@ -174,7 +174,7 @@ class LearningPrivacy:
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
             if parts != 1:
-                raise ValueError(ADAPTIVE_FEDCURV)
+                raise ValueError(ADAPTIVE_CURVATURE)
             return seeded_adaptive_query(z, m, self.seed, initial_l2_norm_clip=self.clip,
                                          clipped_count_stddev=max(0.05 * m, z))
         return tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.noise_stddev(parts), self.seed),
@@ -184,7 +184,7 @@ class LearningPrivacy:
         """The DP query of FedCurv's ``(u_b, v_b)`` sum (DP only, fixed clip): the second part of
         the joint record (module docstring), its noise from stream 2 of ``seed``."""
         if self.adaptive:
-            raise ValueError(ADAPTIVE_FEDCURV)
+            raise ValueError(ADAPTIVE_CURVATURE)
         return SeededGaussianSumQuery(self.clip, self.noise_stddev(CURVATURE_PARTS), self.seed, stream=2)
 
     def factory(self, clients_per_round: int, parts: int = 1) -> tff.aggregators.AggregationFactory:
@@ -221,20 +221,18 @@ class LearningPrivacy:
         """How the run picks its clients (:func:`tff_esn.privacy.sampling.client_sampling`)."""
         return sampling.client_sampling(self.dp, clients_per_round, clients, self.seed_known)
 
-    def sections(self, rounds: int, clients_per_round: int, clients: int, algorithm: str = "fedavg",
-                 own_client_work: bool = False) -> dict:
+    def sections(self, rounds: int, clients_per_round: int, clients: int, support: PrivacySupport = LEARNING, *,
+                 curvature: bool = False, own_client_work: bool = False) -> dict:
         """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
-        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration`. ε is the
-        RDP accountant's for the sampling :meth:`sampling` names (Poisson at q, or every client)."""
-        from tff_esn.privacy.config import NO_PRIVACY
-
+        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration` of the
+        algorithm's ``support`` (``curvature``: FedCurv's joint record). ε is the RDP accountant's
+        for the sampling :meth:`sampling` names (Poisson at q, or every client)."""
         scheme = self.sampling(clients_per_round, clients)
         q = scheme.rate if scheme.amplified else 1.0
-        declared = coverage.declaration(algorithm, secure=self.secure, dp=self.dp,
+        declared = coverage.declaration(support, secure=self.secure, dp=self.dp,
                                         own_client_work=own_client_work, selection_published=scheme.published)
         privacy = dict(NO_PRIVACY, **declared)
         if self.dp:
-            curvature = algorithm == "fedcurv"
             privacy = accounting.PrivacyReport(
                 mechanism=("tff.aggregators.DifferentiallyPrivateFactory as gaussian_adaptive, with the seeded "
                            "SeededQuantileAdaptiveClipSumQuery (client-level)"
