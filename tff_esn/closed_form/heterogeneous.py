@@ -92,7 +92,7 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
     leaky = own.leaky if scalar else tuple(mix(np.asarray(own.leaky, np.float32) * np.ones(own.units, np.float32),
                                                np.asarray(target.leaky, np.float32) * np.ones(own.units, np.float32)))
     return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), leaky,
-                            own.layers)
+                            own.layers, own.readout_from)
 
 
 # --------------------------------------------------------------------------- the registry's run functions

@@ -90,18 +90,20 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 
 
 def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
-                   clip: float | None = None, layers: tuple[int, ...] = ()):
+                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
     The statistics are the ESN core's TensorFlow reduction
     (:func:`tff_esn.esn.states_tf.batch_statistics`), with products in float64.
     With ``lengths``, each right-padded sequence contributes only its own steps. With
     ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
-    (:func:`tff_esn.privacy.dp_stats.clip_rows`). ``layers``: a deep ESN's units per layer.
+    (:func:`tff_esn.privacy.dp_stats.clip_rows`). ``layers``: a deep ESN's units per layer;
+    ``readout_from``: the first unit the readout sees.
     """
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
-                                         lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers)
+                                         lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers,
+                                         readout_from=readout_from)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n
 
@@ -140,14 +142,15 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 @functools.lru_cache(maxsize=32)
 def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
-                                   clip: float | None = None, layers: tuple[int, ...] = ()):
+                                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
     Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
     dataset and reservoir of :func:`build_incfed_computation`; the last element counts
     clients (for λ per client) when the statistics are summed. ``ragged``: the batches'
     ``lengths`` mask each padded sequence to its own steps. ``clip``: state norm bound
-    (see :func:`_client_reduce`). ``layers``: a deep ESN's units per layer (``()``: one reservoir).
+    (see :func:`_client_reduce`). ``layers``: a deep ESN's units per layer (``()``: one reservoir);
+    ``readout_from``: the first unit the readout sees.
     """
     tff = load_tff()
 
@@ -159,7 +162,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
     element_type = tff.StructWithPythonType(
         [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)]
         + ([tff.TensorType(np.int32, [None])] if ragged else []), tuple)
-    features = units + int(spec.readout_bias)
+    features = units - readout_from + int(spec.readout_bias)
 
     @tff.tensorflow.computation(tff.SequenceType(element_type), reservoir_type)
     def client_stats(dataset, reservoir):
@@ -167,7 +170,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
             batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None,
-            clip=clip, layers=layers))
+            clip=clip, layers=layers, readout_from=readout_from))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
@@ -177,7 +180,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
 def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
-                             layers: tuple[int, ...] = ()):
+                             layers: tuple[int, ...] = (), readout_from: int = 0):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
 
     Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER,
@@ -191,12 +194,13 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
     targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
     ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
-    right-padded to T. ``layers``: a deep ESN's units per layer (``()``: one reservoir).
+    right-padded to T. ``layers``, ``readout_from``: as :func:`build_client_stats_computation`.
     """
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  ragged, None if aggregation is None else aggregation.clip, layers)
+                                                  ragged, None if aggregation is None else aggregation.clip, layers,
+                                                  readout_from)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
     n_features = client_stats.type_signature.result[0].shape[1]
     federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
@@ -320,7 +324,7 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
               for c in clients]
     per_step = arrays[0][1].ndim == 3
     comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                    per_step, per_client, ragged, aggregation, weights.layers)
+                                    per_step, per_client, ragged, aggregation, weights.layers, weights.readout_from)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     if aggregation is not None and aggregation.clients != len(clients):
@@ -367,7 +371,8 @@ class StreamedIncFed:
 
 @functools.lru_cache(maxsize=16)
 def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
-                               spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = ()):
+                               spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = (),
+                               readout_from: int = 0):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
     The client computation is :func:`build_client_stats_computation`; the sum is
@@ -377,7 +382,7 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  layers=layers)
+                                                  layers=layers, readout_from=readout_from)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
 
     @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
@@ -424,7 +429,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         if n_inputs != weights.n_inputs:
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
         comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                          per_step, weights.layers)
+                                          per_step, weights.layers, weights.readout_from)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
                     .batch(batch_size) for block in blocks]

@@ -13,6 +13,9 @@ TOPOLOGIES = ("random", "ring", "delay-line", "cycle-jumps", "small-world", "sca
 #: How leaking rates spread over the units (:func:`tff_esn.esn.draws.leak_rates`).
 LEAK_DISTRIBUTIONS = ("constant", "uniform", "log-uniform", "layered")
 
+#: Which layers of a deep ESN the readout sees: every layer's state concatenated, or the last layer's.
+READOUT_LAYERS = ("all", "last")
+
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
 
@@ -58,6 +61,8 @@ class ReservoirConfig:
         layer_leaky: leaking rate of each layer (empty: leaky for every layer).
         layer_input_scaling: scaling of each layer's input weights (empty: input_scaling for
             every layer).
+        readout_layers: the states a deep ESN's readout sees: every layer's, concatenated (all),
+            or the last layer's (last).
     """
 
     units: int = 100
@@ -82,6 +87,7 @@ class ReservoirConfig:
     layer_spectral_radius: tuple[float, ...] = ()
     layer_leaky: tuple[float, ...] = ()
     layer_input_scaling: tuple[float, ...] = ()
+    readout_layers: str = dataclasses.field(default="all", metadata={"choices": READOUT_LAYERS})
 
     def __post_init__(self) -> None:
         check_field(self, "units", is_count(self.units, 1), "an integer ≥ 1")
@@ -113,6 +119,7 @@ class ReservoirConfig:
                     "a number in (0, leaky]")
         check_field(self, "leak_layers", is_count(self.leak_layers, 1), "an integer ≥ 1")
         check_field(self, "layers", is_count(self.layers, 1), "an integer ≥ 1")
+        check_field(self, "readout_layers", self.readout_layers in READOUT_LAYERS, f"one of {', '.join(READOUT_LAYERS)}")
         for name in PER_LAYER:
             values = getattr(self, name)
             if isinstance(values, list):
@@ -127,8 +134,18 @@ class ReservoirConfig:
 
     @property
     def total_units(self) -> int:
-        """The units of every layer together (the readout's state features)."""
+        """The units of every layer together."""
         return sum(self.layer_sizes) or self.units
+
+    @property
+    def readout_from(self) -> int:
+        """The first unit the readout sees: the last layer's first unit with ``readout_layers="last"``, else 0."""
+        return sum(self.layer_sizes[:-1]) if self.readout_layers == "last" else 0
+
+    @property
+    def readout_units(self) -> int:
+        """The state features the readout sees (the units from :attr:`readout_from` on)."""
+        return self.total_units - self.readout_from
 
     @property
     def layer_sizes(self) -> tuple[int, ...]:

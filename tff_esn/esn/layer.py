@@ -157,9 +157,9 @@ class Reservoir(tf.keras.layers.Layer):
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
             return run_reservoir_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout, None,
-                                          self.reservoir_config.layer_sizes)
+                                          self.reservoir_config.layer_sizes, self.reservoir_config.readout_from)
         return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout, None,
-                             self.reservoir_config.layer_sizes)
+                             self.reservoir_config.layer_sizes, self.reservoir_config.readout_from)
 
     def _weight_list(self) -> list:
         return [self.kernel, self.recurrent_kernel, self.bias, self.gain]
@@ -168,8 +168,8 @@ class Reservoir(tf.keras.layers.Layer):
         shape = tf.TensorShape(input_shape)
         if self.state_mode == "all":
             steps = None if shape[1] is None else shape[1] - self.washout
-            return tf.TensorShape([shape[0], steps, self.units])
-        return tf.TensorShape([shape[0], self.units])
+            return tf.TensorShape([shape[0], steps, self.reservoir_config.readout_units])
+        return tf.TensorShape([shape[0], self.reservoir_config.readout_units])
 
     def get_config(self) -> dict[str, Any]:
         base = super().get_config()

@@ -195,7 +195,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           gain: np.ndarray, leaky: float | tuple[float, ...], *, keep: str, washout: int = 0,
                           lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
-                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (),
+                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (), readout_from: int = 0,
                           products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
     """States of a batch of sequences and, with ``targets``, each group's ridge statistics.
 
@@ -214,6 +214,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
         readout_bias: append the constant-1 readout-bias input to every sample.
         chunk: time steps reduced to statistics at once.
         layers: the units of each layer of a deep ESN (:func:`deep_step`), ``()`` for one reservoir.
+        readout_from: the first unit whose states are kept and enter the statistics (0: every unit).
         products: the float type of each chunk's products (float32, or float64 where the
             readout's small eigen-directions matter: real-valued targets).
 
@@ -223,7 +224,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
         products in ``products``, summed in float64) and the sample count n (IncFed eqs. 6–7).
     """
     batch, steps = inputs.shape[0], inputs.shape[1]
-    units = recurrent.shape[0]
+    units = recurrent.shape[0] - readout_from
     valid = None
     if lengths is not None:
         valid = (np.arange(steps)[:, None] < np.asarray(lengths)[None, :]).astype(np.float32)[:, :, None]
@@ -234,6 +235,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
         targets, groups, n_groups, units, readout_bias, chunk, valid, washout, np.dtype(products))
     masked = np.empty((batch, units), np.float32)
     for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers)):
+        x = x[:, readout_from:] if readout_from else x
         if t < washout:
             continue
         i = t - washout

@@ -128,6 +128,7 @@ def run_reservoir(
     washout: int = 0,
     lengths: tf.Tensor | None = None,
     layers: tuple[int, ...] = (),
+    readout_from: int = 0,
 ) -> tf.Tensor:
     """States of the reservoir for a batch of sequences.
 
@@ -142,7 +143,14 @@ def run_reservoir(
             last state is the one at a sequence's own end, the mean runs over its own
             steps, and ``"all"`` holds zeros past its end.
         layers: a deep ESN's units per layer (:func:`reservoir_step`), ``()`` for one reservoir.
+        readout_from: the first unit whose states are returned (0: every unit).
     """
+    states = _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers)
+    return states[..., readout_from:] if readout_from else states
+
+
+def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers) -> tf.Tensor:
+    """:func:`run_reservoir`'s states of every unit."""
     inputs = tf.convert_to_tensor(inputs, tf.float32)
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
@@ -188,7 +196,7 @@ The loops are explicit ``tf.while_loop``s and every branch is on a Python value,
 
 @functools.lru_cache(maxsize=64)
 def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, with_gain: bool, masked: bool,
-               layers: tuple[int, ...]):
+               layers: tuple[int, ...], readout_from: int):
     """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
     specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
              tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
@@ -196,13 +204,14 @@ def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, 
     def states(inputs, kernel, recurrent, bias, *rest):
         gain = rest[0] if with_gain else None
         return run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout,
-                             rest[-1] if masked else None, layers)
+                             rest[-1] if masked else None, layers, readout_from)
 
     return tf.function(states, input_signature=specs, autograph=False)
 
 
 def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str = "last",
-                            washout: int = 0, lengths=None, layers: tuple[int, ...] = ()) -> tf.Tensor:
+                            washout: int = 0, lengths=None, layers: tuple[int, ...] = (),
+                            readout_from: int = 0) -> tf.Tensor:
     """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
 
     Batches of any size and length (a client's sorted ragged batches, every client of a
@@ -210,7 +219,7 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
     exactly and then once more per axis that varies (no retracing per client).
     """
     fn = _shapeless(leaky if isinstance(leaky, tuple) else float(leaky), state_mode, int(washout), gain is not None,
-                    lengths is not None, tuple(layers))
+                    lengths is not None, tuple(layers), int(readout_from))
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
     return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
 
@@ -218,7 +227,7 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
 @tf.function(reduce_retracing=True, autograph=False)
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
-                     layers: tuple[int, ...] = ()):
+                     layers: tuple[int, ...] = (), readout_from: int = 0):
     """``(Yᵀ S, Sᵀ S, n)`` over every step after ``washout`` and before each sequence's length
     (IncFed eqs. 6–7 with every state a sample).
 
@@ -227,13 +236,13 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
     each chunk of ``chunk`` steps × batch states is stacked once and reduced by
     :func:`~tff_esn.esn.ridge_tf.ridge_products` in ``dtype`` (steps past a sequence's end
     masked, rows passed through ``clip``) into float64 accumulators — memory
-    O(chunk · batch · units).
+    O(chunk · batch · units). The samples are the states of the units from ``readout_from`` on.
     """
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]
-    features = units + (1 if add_bias else 0)
+    features = units - readout_from + (1 if add_bias else 0)
     targets = tf.ensure_shape(targets, [None, None, None] if per_step else [None, None])
     n_out = tf.shape(targets)[-1]
     step = _step_fn(recurrent, bias, gain, leaky, layers)
@@ -249,7 +258,7 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
             return x, ta.write(t - start, x)
 
         x, ta = _time_loop(start, stop, inner, (x, ta))
-        flat = tf.reshape(ta.stack(), [-1, units])  # (len · batch, units), time-major
+        flat = tf.reshape(ta.stack()[:, :, readout_from:], [-1, units - readout_from])  # (len · batch, units), time-major
         valid = tf.reshape(tf.range(start, stop)[:, None] < lengths[None, :], [-1])
         if per_step:
             y = tf.transpose(targets[:, start - washout:stop - washout], [1, 0, 2])
@@ -271,7 +280,8 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
 
 def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str, washout: int,
                      readout_bias: bool, *, lengths=None, clip: Callable[[tf.Tensor], tf.Tensor] | None = None,
-                     dtype=tf.float64, layers: tuple[int, ...] = ()) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                     dtype=tf.float64, layers: tuple[int, ...] = (),
+                     readout_from: int = 0) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences (IncFed eqs. 6–7), float64: with ``"all"``
     every state after ``washout`` is a sample (:func:`accumulate_stats`, products in ``dtype``),
     otherwise each sequence's last or mean state (:func:`run_reservoir`, then
@@ -279,14 +289,16 @@ def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: floa
 
     ``targets`` as :func:`accumulate_stats` for ``"all"``, else (batch, n_out); ``lengths``
     ``None`` or (batch,) valid steps of right-padded sequences; ``clip`` as
-    :func:`~tff_esn.esn.ridge_tf.ridge_products`; ``layers`` as :func:`reservoir_step`.
+    :func:`~tff_esn.esn.ridge_tf.ridge_products`; ``layers`` as :func:`reservoir_step`;
+    ``readout_from`` as :func:`run_reservoir`.
     """
     if state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])
         return accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, STATS_CHUNK,
-                                readout_bias, targets.shape.rank == 3, clip, dtype, layers)
-    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers)
+                                readout_bias, targets.shape.rank == 3, clip, dtype, layers, readout_from)
+    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers,
+                           readout_from)
     a, b = ridge_products(tf.cast(states, tf.float64), targets, readout_bias=readout_bias, clip=clip)
     return a, b, tf.cast(tf.shape(states)[0], tf.float64)
 

@@ -29,6 +29,8 @@ class ReservoirWeights:
             array is turned into one).
         layers: a deep ESN's units per layer (:func:`~tff_esn.esn.states_numpy.deep_step` says
             where each layer's Ŵ and input weights sit in ``recurrent``); ``()`` for one reservoir.
+        readout_from: the first unit the readout sees (a deep ESN's last layer's first unit when
+            only the last layer is read out); 0: every unit.
     """
 
     kernel: np.ndarray
@@ -37,6 +39,7 @@ class ReservoirWeights:
     gain: np.ndarray
     leaky: float | tuple[float, ...]
     layers: tuple[int, ...] = ()
+    readout_from: int = 0
 
     def __post_init__(self) -> None:
         arrays = {}
@@ -62,6 +65,8 @@ class ReservoirWeights:
         if self.layers and (sum(self.layers) != units or min(self.layers) < 1):
             raise ValueError(f"ReservoirWeights.layers: expected positive units summing to {units}, got "
                              f"{self.layers}.")
+        if not 0 <= self.readout_from < units:
+            raise ValueError(f"ReservoirWeights.readout_from: expected a unit in [0, {units}), got {self.readout_from}.")
         rates = np.asarray(self.leaky, np.float64)
         if not np.all((rates > 0) & (rates <= 1)):
             raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
@@ -78,12 +83,18 @@ class ReservoirWeights:
         if not layer.built:
             raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
         gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
+        config = layer.reservoir_config
         return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky,
-                   layer.reservoir_config.layer_sizes)
+                   config.layer_sizes, config.readout_from)
 
     @property
     def units(self) -> int:
         return int(self.recurrent.shape[0])
+
+    @property
+    def readout_units(self) -> int:
+        """The state features the readout sees (units from ``readout_from`` on)."""
+        return self.units - self.readout_from
 
     @property
     def n_inputs(self) -> int:
@@ -97,7 +108,7 @@ class ReservoirWeights:
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
         if self.layers:
-            h.update(np.asarray(self.layers, np.int64).tobytes())
+            h.update(np.asarray(self.layers + (self.readout_from,) * bool(self.readout_from), np.int64).tobytes())
         return h.hexdigest()
 
     def replace(self, **changes: Any) -> "ReservoirWeights":
@@ -133,7 +144,7 @@ def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -
             recurrent[below, unit] = input_weights(layer, below.stop - below.start)
         start, below = unit.stop, unit
     return cls(kernel, recurrent, np.concatenate([bias_weights(layer) for layer in layers]),
-               np.ones(total, np.float32), leak_rates(config), tuple(sizes))
+               np.ones(total, np.float32), leak_rates(config), tuple(sizes), config.readout_from)
 
 
 @dataclasses.dataclass(frozen=True)
