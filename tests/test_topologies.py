@@ -180,6 +180,46 @@ def test_per_unit_leak_array_is_validated():
         w.replace(leaky=(0.5, 0.5, 0.0, 1.0))
 
 
+def test_explicit_leak_values_from_the_command_line(tmp_path, capsys):
+    rates = np.linspace(0.15, 1.0, 12)
+    np.save(tmp_path / "leak.npy", rates)
+    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
+    flags = ["--units", "12", "--l2", "1e-2", "--washout", "1", "--topology", "ring"]
+    records = {}
+    for name, values in [("centralized", str(tmp_path / "leak.npy")), ("incfed", ",".join(map(str, rates)))]:
+        assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags,
+                     "--leak-values", values]) == 0
+        records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
+    config = ReservoirConfig(units=12, topology="ring", leak_values=tuple(records["incfed"]["config"]["leak_values"]))
+    w = ReservoirWeights.from_config(config, 3)
+    np.testing.assert_array_equal(w.leaky, rates.astype(np.float32))
+    x = np.random.default_rng(4).normal(size=(2, 8, 3)).astype(np.float32)
+    expected = np.zeros((2, 8, 12))
+    for i, seq in enumerate(x.astype(np.float64)):  # the equation with the file's rates, float64
+        state = np.zeros(12)
+        for t, u in enumerate(seq):
+            state = (1 - rates) * state + rates * np.tanh(u @ w.kernel + state @ w.recurrent)
+            expected[i, t] = state
+    np.testing.assert_allclose(states_and_statistics(x, *w.layer_weights(), w.leaky, keep="all")[0], expected,
+                               atol=2e-5)
+    for group in ("train", "val", "test"):
+        assert records["centralized"][group] == records["incfed"][group]
+    deep = ReservoirConfig(units=6, layers=2, layer_units=(6, 4), leak_values=tuple(np.linspace(0.1, 1, 10)))
+    assert deep.layer(1).leak_values == deep.leak_values[6:]
+    np.testing.assert_array_equal(ReservoirWeights.from_config(deep, 2).leaky, np.linspace(0.1, 1, 10, dtype=np.float32))
+    np.save(tmp_path / "square.npy", np.ones((3, 4)))
+    for values, match in [("0.5,0.5", "one leaking rate in"), (",".join(["1.5"] * 12), "one leaking rate in"),
+                          (str(tmp_path / "square.npy"), "1-D array"), (str(tmp_path / "none.npy"), "cannot read")]:
+        try:
+            code = main(["run", "incfed", "--data", f"npz:{path}", "--out", str(tmp_path / "bad"), *flags,
+                         "--leak-values", values, "--force"])
+        except SystemExit as exit_:
+            code = exit_.code
+        assert code == 2 and match in capsys.readouterr().err
+    with pytest.raises(ValueError, match="constant leak_distribution"):
+        ReservoirConfig(units=2, leak_values=(0.5, 0.5), leak_distribution="uniform")
+
+
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_incfed_gives_centralized_predictions_for_every_topology(topology, tmp_path):
     path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])

@@ -98,8 +98,8 @@ LEAK_SEED_PART = 4
 
 
 def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
-    """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leaky`` itself for
-    the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
+    """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leak_values`` (float32)
+    when given, ``config.leaky`` itself for the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
     ``log-uniform`` (log a uniform), or ``layered`` (``leak_layers`` contiguous blocks with the rates
     ``linspace(leaky, leak_low, leak_layers)``, fast units first). A deep ESN's rates are its layers'
     (:meth:`~tff_esn.esn.hyperparameters.ReservoirConfig.layer`) one after the other: one number when
@@ -110,6 +110,8 @@ def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
             return rates[0]
         return tuple(a for r, n in zip(rates, config.layer_sizes) for a in (r if isinstance(r, tuple) else (r,) * n))
     low, high, n = config.leak_low, config.leaky, config.units
+    if config.leak_values:
+        return tuple(float(a) for a in np.asarray(config.leak_values, np.float32))
     if config.leak_distribution == "constant":
         return float(high)
     rng = _child_rng(config.seed, LEAK_SEED_PART)

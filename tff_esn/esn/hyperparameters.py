@@ -20,6 +20,21 @@ READOUT_LAYERS = ("all", "last")
 STATE_MODES = ("last", "mean", "all")
 
 
+def leak_values_from_text(text: str) -> tuple[float, ...]:
+    """Leaking rates from a comma list (``0.9,0.5,…``) or a ``.npy`` file of a 1-D array."""
+    if not text.endswith(".npy"):
+        return tuple(float(a) for a in text.split(",")) if text else ()
+    import numpy as np
+
+    try:
+        values = np.load(text, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"cannot read the leaking rates from {text}: {err}") from None
+    if values.ndim != 1:
+        raise ValueError(f"{text}: expected a 1-D array of leaking rates, got shape {values.shape}")
+    return tuple(float(a) for a in values)
+
+
 @dataclasses.dataclass(frozen=True)
 class ReservoirConfig:
     """Hyperparameters of a leaky-integrator reservoir (IncFed eq. 1, thesis eq. 2.1).
@@ -52,6 +67,8 @@ class ReservoirConfig:
         leak_distribution: per-unit leaking rates: constant (every unit leaky), uniform or
             log-uniform in [leak_low, leaky], or layered (leak_layers contiguous blocks of rates
             from leaky down to leak_low).
+        leak_values: every unit's leaking rate, explicitly (one per unit of every layer, each in
+            (0, 1]; from the command line a comma list or a .npy file); empty: the distribution's.
         leak_low: the smallest leaking rate of a per-unit distribution, in (0, leaky].
         leak_layers: layered: the number of blocks (≥ 1).
         layers: reservoirs stacked into a deep ESN (≥ 1): layer l is driven by layer l − 1's state
@@ -80,6 +97,8 @@ class ReservoirConfig:
     jump: int = 4
     jump_weight: float = 0.5
     leak_distribution: str = dataclasses.field(default="constant", metadata={"choices": LEAK_DISTRIBUTIONS})
+    leak_values: tuple[float, ...] = dataclasses.field(
+        default=(), metadata={"type": leak_values_from_text, "metavar": "A1,A2,…|PATH.npy"})
     leak_low: float = 0.1
     leak_layers: int = 3
     layers: int = 1
@@ -126,6 +145,12 @@ class ReservoirConfig:
                 object.__setattr__(self, name, values := tuple(values))
             check_field(self, name, isinstance(values, tuple) and (not values or self.layers > 1 and len(values) == self.layers),
                         f"one value per layer of a deep ESN (layers = {self.layers}), or none for the single-layer setting")
+        if isinstance(self.leak_values, list):
+            object.__setattr__(self, "leak_values", tuple(self.leak_values))
+        check_field(self, "leak_values", not self.leak_values or (
+            len(self.leak_values) == self.total_units and self.leak_distribution == "constant"
+            and all(is_finite(a) and 0 < a <= 1 for a in self.leak_values)),
+            f"one leaking rate in (0, 1] per unit ({self.total_units}), with the constant leak_distribution")
         for index in range(self.layers if self.layers > 1 else 0):  # each layer's settings, by layer
             try:
                 self.layer(index)
@@ -160,7 +185,9 @@ class ReservoirConfig:
             raise ValueError(f"layer: expected an index in [0, {self.layers}), got {index!r}.")
         own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
         seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
-        return self.replace(layers=1, seed=seed, **own, **{name: () for name in PER_LAYER})
+        start = sum(self.layer_sizes[:index])
+        rates = self.leak_values[start:start + self.layer_sizes[index]] if self.leak_values else ()
+        return self.replace(layers=1, seed=seed, leak_values=rates, **own, **{name: () for name in PER_LAYER})
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""
