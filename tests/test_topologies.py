@@ -97,6 +97,15 @@ def test_graph_metrics_equal_networkx(topology, seed):
     assert metrics["edges"] == int(np.count_nonzero(w) - np.count_nonzero(np.diag(w)))
 
 
+def test_graph_metrics_beyond_the_work_budget_are_skipped_with_the_reason():
+    w = recurrent_weights(ReservoirConfig(units=30, seed=1))
+    metrics = topologies.graph_metrics(w, work=1000)
+    assert metrics["clustering"] is None and metrics["path_length"] is None
+    assert set(metrics["skipped"]) == {"clustering", "path_length"} and "> 1e+03" in metrics["skipped"]["clustering"]
+    assert metrics["mean_degree"] == 29 and metrics["connected"]
+    assert topologies.graph_metrics(w, work=30 * 31 * 30)["clustering"] == 1.0
+
+
 def test_graph_metrics_of_a_disconnected_graph():
     w = np.zeros((4, 4))
     w[0, 1] = w[2, 3] = 1.0
@@ -230,5 +239,15 @@ def test_incfed_gives_centralized_predictions_for_every_topology(topology, tmp_p
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
     assert records["incfed"]["config"]["topology"] == topology
+    w = recurrent_weights(ReservoirConfig(units=12, topology=topology, neighbours=4, attachment=2))
+    graph = nx.Graph(nx.from_numpy_array((w != 0).astype(int), create_using=nx.DiGraph).to_undirected())
+    graph.remove_edges_from(nx.selfloop_edges(graph))
+    recorded = records["incfed"]["reservoir_graph"]
+    degrees = np.array([d for _, d in graph.degree()])
+    assert recorded["clustering"] == pytest.approx(nx.average_clustering(graph), abs=1e-12)
+    assert (recorded["min_degree"], recorded["max_degree"]) == (degrees.min(), degrees.max())
+    assert recorded["degree_std"] == pytest.approx(degrees.std(), abs=1e-12) and recorded["skipped"] == {}
+    if nx.is_connected(graph):
+        assert recorded["path_length"] == pytest.approx(nx.average_shortest_path_length(graph), abs=1e-12)
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]

@@ -267,7 +267,8 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     one class or does not beat the majority class — for a real-valued task the training mean —
     on validation/test, each also a warning).
     ``clients``, ``split_rule`` and ``versions`` say what the run ran on
-    (:func:`tff_esn.provenance.run_provenance`).
+    (:func:`tff_esn.provenance.run_provenance`); ``reservoir_graph`` describes the graph of the configured
+    reservoir (:func:`reservoir_graph`).
 
     Before anything runs, :func:`tff_esn.run_checks.check_run` refuses data and settings that
     would mislead (``test_required=False``: a split without test clients is intended).
@@ -313,4 +314,18 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
     record["result_check"] = checked
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
+    reservoir = getattr(getattr(config, "model", config), "reservoir", None)
+    if reservoir is not None:
+        record["reservoir_graph"] = reservoir_graph(reservoir, len(dataset.feature_names))
     return publish(record)
+
+
+def reservoir_graph(reservoir: Any, n_inputs: int) -> dict[str, Any]:
+    """:func:`~tff_esn.esn.topologies.graph_metrics` of the configured reservoir's Ŵ (a deep ESN's whole
+    block matrix, its layers linked by their input weights), the degree histogram left out."""
+    from tff_esn.esn.topologies import graph_metrics
+    from tff_esn.esn.weights import ReservoirWeights
+
+    metrics = graph_metrics(ReservoirWeights.from_config(reservoir, n_inputs).recurrent)
+    del metrics["degree_histogram"]
+    return metrics
