@@ -68,7 +68,7 @@ class ReservoirComparison:
         sources: ``(label, source)`` pairs (``("JapaneseVowels", "ts:DIR/JapaneseVowels")``, …); each
             source's pipeline and split are ``tff-esn run``'s defaults unless ``pipeline``/``split`` say.
         reservoirs: names of :func:`reservoir_settings`, and ``esnfed`` (esnfed 1.7.1's topologies, IncFed's
-            readout only, with the λ IncFed chose for ``random``; needs ``random`` and ``incfed``).
+            readout only, with the λ and the state mode IncFed chose for ``random``; needs ``random`` and ``incfed``).
         algorithms: registry names, each run with its ``tff-esn run`` defaults.
         seeds, clients, partition: one dealt dataset per seed (the partition's and the algorithm's seed).
         rounds: the rounds of the federated (gradient) algorithms.
@@ -154,7 +154,9 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
             rows.append({"data": label, "reservoir": reservoir, "algorithm": DISPLAY.get(algorithm, algorithm),
                          "seed": seed, "accuracy": record["test"]["accuracy"], "seconds": record["seconds"]})
             if name == "random" and algorithm == "incfed" and "esnfed" in comparison.reservoirs:
-                l2 = record["l2_selection"]["l2"]
+                l2 = record["l2_selection"]["l2"]  # and the state mode IncFed chose
+                chosen = (record.get("selection") or {}).get("state_mode", config.state_mode)
+                config = dataclasses.replace(config, state_mode=chosen)
                 for kind in ESNFED_TOPOLOGIES:
                     started = time.perf_counter()
                     accuracy = esnfed_accuracy(kind, data, split, config, l2, seed)

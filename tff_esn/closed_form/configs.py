@@ -239,6 +239,8 @@ class FedIPConfig(ReadoutConfig):
         _check_backend(self)
         check_field(self, "rounds", is_count(self.rounds, 1), "an integer ≥ 1")
         check_field(self, "l2_scale", self.l2_scale in L2_SCALES, f"one of {L2_SCALES}")
+        check_field(self.reservoir, "activation", self.reservoir.activation == "tanh",
+                    "tanh: intrinsic plasticity (FedIP eqs. 2–3) is derived for tanh units")
 
 
 @dataclasses.dataclass(frozen=True)

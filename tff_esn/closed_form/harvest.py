@@ -215,7 +215,7 @@ class Harvester:
                 x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
                 groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers,
-                readout_from=weights.readout_from,
+                readout_from=weights.readout_from, activation=weights.activation,
                 products=np.dtype(self.dataset.task.products))
             for total, part in zip(totals, parts or ()):
                 for j in range(3):

@@ -90,7 +90,8 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 
 
 def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
-                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0):
+                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
+                   activation: str | tuple[str, ...] = "tanh"):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12).
 
     The statistics are the ESN core's TensorFlow reduction
@@ -98,12 +99,12 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], sp
     With ``lengths``, each right-padded sequence contributes only its own steps. With
     ``clip`` every state row (bias input included) is scaled to norm ≤ ``clip`` first
     (:func:`tff_esn.privacy.dp_stats.clip_rows`). ``layers``: a deep ESN's units per layer;
-    ``readout_from``: the first unit the readout sees.
+    ``readout_from``: the first unit the readout sees; ``activation``: the units' f.
     """
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
                                          lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers,
-                                         readout_from=readout_from)
+                                         readout_from=readout_from, activation=activation)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n
 
@@ -142,7 +143,8 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 @functools.lru_cache(maxsize=32)
 def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
-                                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0):
+                                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
+                                   activation: str | tuple[str, ...] = "tanh"):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
     Signature ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64, with the
@@ -150,7 +152,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
     clients (for λ per client) when the statistics are summed. ``ragged``: the batches'
     ``lengths`` mask each padded sequence to its own steps. ``clip``: state norm bound
     (see :func:`_client_reduce`). ``layers``: a deep ESN's units per layer (``()``: one reservoir);
-    ``readout_from``: the first unit the readout sees.
+    ``readout_from``: the first unit the readout sees; ``activation``: the units' f.
     """
     tff = load_tff()
 
@@ -170,7 +172,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
             batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None,
-            clip=clip, layers=layers, readout_from=readout_from))
+            clip=clip, layers=layers, readout_from=readout_from, activation=activation))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
@@ -180,7 +182,8 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
 def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
-                             layers: tuple[int, ...] = (), readout_from: int = 0):
+                             layers: tuple[int, ...] = (), readout_from: int = 0,
+                             activation: str | tuple[str, ...] = "tanh"):
     """The IncFed federated computation for one data/reservoir shape (cached per shape).
 
     Signature ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER,
@@ -194,13 +197,14 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
     float32 and each client dataset yields batches ``(x (b, T, F), t)`` with one-hot
     targets ``t`` (b, C) or, for per-step targets, (b, T − washout, C) ((b, C) with
     ``state_mode="last"``); with ``ragged``, ``(x, t, lengths (b,) int32)`` of sequences
-    right-padded to T. ``layers``, ``readout_from``: as :func:`build_client_stats_computation`.
+    right-padded to T. ``layers``, ``readout_from``, ``activation``: as
+    :func:`build_client_stats_computation`.
     """
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
                                                   ragged, None if aggregation is None else aggregation.clip, layers,
-                                                  readout_from)
+                                                  readout_from, activation)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
     n_features = client_stats.type_signature.result[0].shape[1]
     federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
@@ -324,7 +328,8 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
               for c in clients]
     per_step = arrays[0][1].ndim == 3
     comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                    per_step, per_client, ragged, aggregation, weights.layers, weights.readout_from)
+                                    per_step, per_client, ragged, aggregation, weights.layers, weights.readout_from,
+                                    weights.activation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     if aggregation is not None and aggregation.clients != len(clients):
@@ -372,7 +377,7 @@ class StreamedIncFed:
 @functools.lru_cache(maxsize=16)
 def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = (),
-                               readout_from: int = 0):
+                               readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
     The client computation is :func:`build_client_stats_computation`; the sum is
@@ -382,7 +387,7 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  layers=layers, readout_from=readout_from)
+                                                  layers=layers, readout_from=readout_from, activation=activation)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
 
     @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
@@ -429,7 +434,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         if n_inputs != weights.n_inputs:
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
         comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                          per_step, weights.layers, weights.readout_from)
+                                          per_step, weights.layers, weights.readout_from, weights.activation)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
                     .batch(batch_size) for block in blocks]

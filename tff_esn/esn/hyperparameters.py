@@ -13,6 +13,12 @@ TOPOLOGIES = ("random", "ring", "delay-line", "cycle-jumps", "small-world", "sca
 #: How leaking rates spread over the units (:func:`tff_esn.esn.draws.leak_rates`).
 LEAK_DISTRIBUTIONS = ("constant", "uniform", "log-uniform", "layered")
 
+#: The units' nonlinearities f (esnfed's): ``mixed`` gives each unit one of ``activation_types``.
+ACTIVATIONS = ("tanh", "sigmoid", "sin", "relu", "identity")
+
+#: The signs of the fixed-weight topologies' links: all positive, or each ±1 at random (esnfed's ring).
+LINK_SIGNS = ("positive", "random")
+
 #: Which layers of a deep ESN the readout sees: every layer's state concatenated, or the last layer's.
 READOUT_LAYERS = ("all", "last")
 
@@ -78,6 +84,11 @@ class ReservoirConfig:
         layer_leaky: leaking rate of each layer (empty: leaky for every layer).
         layer_input_scaling: scaling of each layer's input weights (empty: input_scaling for
             every layer).
+        activation: the units' nonlinearity f in place of tanh (tanh, sigmoid, sin, relu, identity), or
+            mixed: each unit one of activation_types, drawn uniformly (esnfed's mixed_activations).
+        activation_types: the nonlinearities a mixed reservoir draws from.
+        link_signs: ring, delay-line and cycle-jumps: every link positive, or each link's sign ±1 at
+            random (esnfed's ring_reservoir).
         readout_layers: the states a deep ESN's readout sees: every layer's, concatenated (all),
             or the last layer's (last).
     """
@@ -106,6 +117,9 @@ class ReservoirConfig:
     layer_spectral_radius: tuple[float, ...] = ()
     layer_leaky: tuple[float, ...] = ()
     layer_input_scaling: tuple[float, ...] = ()
+    activation: str = dataclasses.field(default="tanh", metadata={"choices": (*ACTIVATIONS, "mixed")})
+    activation_types: tuple[str, ...] = ("tanh", "sigmoid", "sin")
+    link_signs: str = dataclasses.field(default="positive", metadata={"choices": LINK_SIGNS})
     readout_layers: str = dataclasses.field(default="all", metadata={"choices": READOUT_LAYERS})
 
     def __post_init__(self) -> None:
@@ -139,6 +153,13 @@ class ReservoirConfig:
         check_field(self, "leak_layers", is_count(self.leak_layers, 1), "an integer ≥ 1")
         check_field(self, "layers", is_count(self.layers, 1), "an integer ≥ 1")
         check_field(self, "readout_layers", self.readout_layers in READOUT_LAYERS, f"one of {', '.join(READOUT_LAYERS)}")
+        check_field(self, "activation", self.activation in (*ACTIVATIONS, "mixed"), f"one of {', '.join(ACTIVATIONS)}, mixed")
+        object.__setattr__(self, "activation_types", tuple(self.activation_types))
+        check_field(self, "activation_types", bool(self.activation_types) and set(self.activation_types) <= set(ACTIVATIONS),
+                    f"one or more of {', '.join(ACTIVATIONS)}")
+        check_field(self, "link_signs", self.link_signs == "positive" or self.link_signs == "random"
+                    and self.topology in ("ring", "delay-line", "cycle-jumps"),
+                    "positive, or random for the ring, delay-line and cycle-jumps topologies")
         for name in PER_LAYER:
             values = getattr(self, name)
             if isinstance(values, list):

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
-from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
+from tff_esn.esn.hyperparameters import ACTIVATIONS, STATE_MODES, ReservoirConfig
 
 if TYPE_CHECKING:
     from tff_esn.esn.layer import Reservoir
@@ -31,6 +31,8 @@ class ReservoirWeights:
             where each layer's Ŵ and input weights sit in ``recurrent``); ``()`` for one reservoir.
         readout_from: the first unit the readout sees (a deep ESN's last layer's first unit when
             only the last layer is read out); 0: every unit.
+        activation: the nonlinearity f of every unit, or one per unit (a tuple of names of
+            :data:`~tff_esn.esn.hyperparameters.ACTIVATIONS`).
     """
 
     kernel: np.ndarray
@@ -40,6 +42,7 @@ class ReservoirWeights:
     leaky: float | tuple[float, ...]
     layers: tuple[int, ...] = ()
     readout_from: int = 0
+    activation: str | tuple[str, ...] = "tanh"
 
     def __post_init__(self) -> None:
         arrays = {}
@@ -67,6 +70,11 @@ class ReservoirWeights:
                              f"{self.layers}.")
         if not 0 <= self.readout_from < units:
             raise ValueError(f"ReservoirWeights.readout_from: expected a unit in [0, {units}), got {self.readout_from}.")
+        if not isinstance(self.activation, str):
+            object.__setattr__(self, "activation", tuple(self.activation))
+        names = (self.activation,) if isinstance(self.activation, str) else self.activation
+        if not set(names) <= set(ACTIVATIONS) or len(names) not in (1, units):
+            raise ValueError(f"ReservoirWeights.activation: expected one of {ACTIVATIONS} or one per unit ({units}).")
         rates = np.asarray(self.leaky, np.float64)
         if not np.all((rates > 0) & (rates <= 1)):
             raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
@@ -85,7 +93,7 @@ class ReservoirWeights:
         gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
         config = layer.reservoir_config
         return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky,
-                   config.layer_sizes, config.readout_from)
+                   config.layer_sizes, config.readout_from, activations(config))
 
     @property
     def units(self) -> int:
@@ -109,6 +117,8 @@ class ReservoirWeights:
             h.update(arr.tobytes())
         if self.layers:
             h.update(np.asarray(self.layers + (self.readout_from,) * bool(self.readout_from), np.int64).tobytes())
+        if self.activation != "tanh":
+            h.update(repr(self.activation).encode())
         return h.hexdigest()
 
     def replace(self, **changes: Any) -> "ReservoirWeights":
@@ -124,7 +134,7 @@ def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) 
     if config.layers > 1:
         return _deep(cls, config, n_inputs)
     return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
-               np.ones(config.units, np.float32), leak_rates(config))
+               np.ones(config.units, np.float32), leak_rates(config), activation=activations(config))
 
 
 def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
@@ -144,7 +154,7 @@ def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -
             recurrent[below, unit] = input_weights(layer, below.stop - below.start)
         start, below = unit.stop, unit
     return cls(kernel, recurrent, np.concatenate([bias_weights(layer) for layer in layers]),
-               np.ones(total, np.float32), leak_rates(config), tuple(sizes), config.readout_from)
+               np.ones(total, np.float32), leak_rates(config), tuple(sizes), config.readout_from, activations(config))
 
 
 @dataclasses.dataclass(frozen=True)
