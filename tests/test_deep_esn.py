@@ -122,15 +122,16 @@ def test_tff_incfed_client_harvests_a_deep_esn():
     np.testing.assert_allclose(readout, central, atol=1e-4 * np.abs(central).max())
 
 
-def test_run_incfed_with_three_layers_gives_centralized_predictions(tmp_path):
+@pytest.mark.parametrize("readout,n_features", [([], 31), (["--layer-units", "10,8,6", "--readout-layers", "last"], 7)])
+def test_run_incfed_with_three_layers_gives_centralized_predictions(tmp_path, readout, n_features):
     path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
     flags = ["--units", "10", "--l2", "1e-2", "--washout", "1", "--layers", "3", "--layer-leaky", "1,0.5,0.3",
-             "--topology", "ring"]
+             "--topology", "ring", *readout]
     records = {}
     for name in ("centralized", "incfed"):
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["config"]["layers"] == 3 and records["incfed"]["extra"]["n_features"] == 31
+    assert records["incfed"]["config"]["layers"] == 3 and records["incfed"]["extra"]["n_features"] == n_features
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]
 
@@ -235,19 +236,6 @@ def test_tff_incfed_client_reads_out_the_last_layer():
     reference = _sklearn_readout(_reference_states(pooled.x, DEEP)[:, -1, 20:], pooled.y, 1e-2)
     assert readout.shape == (3, 6)
     np.testing.assert_allclose(readout, reference, atol=1e-4 * np.abs(reference).max())
-
-
-def test_run_with_a_last_layer_readout(tmp_path):
-    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
-    flags = ["--units", "10", "--l2", "1e-2", "--washout", "1", "--layers", "3", "--layer-units", "10,8,6",
-             "--readout-layers", "last"]
-    records = {}
-    for name in ("centralized", "incfed"):
-        assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
-        records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["extra"]["n_features"] == 7
-    for group in ("train", "val", "test"):
-        assert records["centralized"][group] == records["incfed"][group]
 
 
 def test_fedavg_model_trains_a_readout_of_the_last_layer():
