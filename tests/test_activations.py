@@ -115,3 +115,14 @@ def test_incfed_with_mixed_activations_gives_centralized_and_fedip_refuses_them(
     capsys.readouterr()
     assert main(["run", "fedip", "--data", f"npz:{path}", "--out", str(tmp_path / "ip"), "--activation", "sin"]) == 2
     assert "derived for tanh units" in capsys.readouterr().err
+
+
+def test_faithful_states_refuse_per_unit_draws_of_the_clients_own_reservoirs():
+    from tff_esn.federated.configs import FedAvgConfig, ThesisModelConfig
+
+    for changes in ({"activation": "mixed"}, {"leak_distribution": "uniform", "leaky": 0.9}):
+        model = ThesisModelConfig(reservoir=ReservoirConfig(**changes))
+        with pytest.raises(ValueError, match="use --states cached"):
+            FedAvgConfig(out="o", model=model, states="faithful", reservoirs="different")
+        FedAvgConfig(out="o", model=model, states="cached", reservoirs="different")
+        FedAvgConfig(out="o", model=model, states="faithful", reservoirs="same")
