@@ -63,8 +63,8 @@ class Harvester:
         return self.dataset.n_classes
 
     def n_features(self, weights: ReservoirWeights) -> int:
-        """Columns of the readout: N_R (+1 with the bias input)."""
-        return weights.units + int(self.spec.readout_bias)
+        """Columns of the readout: the units it sees (+1 with the bias input)."""
+        return weights.readout_units + int(self.spec.readout_bias)
 
     def _client(self, cid: str) -> ClientSequences:
         client = self.dataset.select([cid])[cid]
@@ -177,13 +177,14 @@ class Harvester:
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
         states = np.zeros((len(pooled),) + ((pooled.x.shape[1] - spec.washout,) if per_step_all else ())
-                          + (weights.units,), np.float64)
+                          + (weights.readout_units,), np.float64)
         totals = [[0, 0, 0] for _ in clients]
         for rows, x, lengths in self.batches(pooled):
             states[rows], parts = states_and_statistics(
                 x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
                 groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers,
+                readout_from=weights.readout_from, activation=weights.activation,
                 products=np.dtype(self.dataset.task.products))
             for total, part in zip(totals, parts or ()):
                 for j in range(3):
@@ -195,7 +196,7 @@ class Harvester:
                 labels = client.y[:, spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
-            features = Features(states[rows].reshape(-1, weights.units), labels)
+            features = Features(states[rows].reshape(-1, weights.readout_units), labels)
             if not with_stats[k]:
                 stats = None
             elif in_loop:
