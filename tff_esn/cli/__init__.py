@@ -5,7 +5,8 @@ packages that build on ``tff_esn`` (``tuning``, ``discriminator``) add theirs th
 ``tff_esn.commands`` entry-point group, so ``tff_esn`` never imports them. A command's
 ``register`` adds a sub-parser and sets ``func`` (called with the parsed arguments; its
 return value is the exit code) and optionally ``refuse`` (given the arguments its parser did
-not take, the one-line reason to refuse them, e.g. a flag of another algorithm, or ``None``).
+not take, the one-line reason to refuse them, e.g. a flag of another algorithm, or ``None``),
+and ``holds_out`` (the command writes the folder ``--out``: it runs holding its lock).
 
 The parser is built without importing TensorFlow (``tff-esn --help`` answers at once):
 commands import data, models and TFF when they run. :func:`main` turns TF's C++ log noise
@@ -15,6 +16,7 @@ off for the CLI's process (before TF is imported); importing :mod:`tff_esn` chan
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
@@ -22,15 +24,61 @@ import pkgutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
+from typing import Any
 
 from tff_esn.data.errors import DataError
 from tff_esn.runtime import WorkerError, install_exit_hooks
+from tff_esn.validation import SEED_MAX, is_count, is_finite, is_seed
 
 Register = Callable[[argparse._SubParsersAction], None]
 
 
 class UsageError(ValueError):
     """Bad command-line input; printed without a traceback (exit code 2)."""
+
+
+def _positive(value: Any) -> bool:
+    return is_finite(value) and value > 0
+
+
+FLAG_LIMITS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "seed": (is_seed, f"an integer in [0, {SEED_MAX}]"),
+    "seeds": (lambda v: all(is_seed(s) for s in v), f"integers in [0, {SEED_MAX}]"),
+    "clients": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "fake_clients": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "rounds": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "trials": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "top": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "search": (lambda v: is_count(v, 0), "an integer ≥ 0"),
+    "horizon": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "series_clients": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "series_steps": (lambda v: is_count(v, 1), "an integer ≥ 1"),
+    "minutes": (_positive, "a finite number > 0"),
+    "worker_timeout": (_positive, "a finite number of seconds > 0"),
+    "start_timeout": (_positive, "a finite number of seconds > 0"),
+    "port": (lambda v: is_count(v, 1) and v <= 65535, "a TCP port in [1, 65535]"),
+}
+"""The limits of the flags whose values go straight to a library with its own (NumPy, scikit-learn and TensorFlow
+seeds, KerasTuner's trials, gRPC's port, timers), checked by every command before it runs; the flags of a config
+are checked by the config itself."""
+
+
+def _call(args: argparse.Namespace) -> int:
+    """``args.func(args)`` once every flag is within :data:`FLAG_LIMITS`, holding the run lock of ``--out``
+    (:func:`tff_esn.run_folder.run_lock`) for a command that writes that folder (``holds_out``)."""
+    for name, (ok, expected) in FLAG_LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and not ok(value):
+            raise UsageError(f"--{name.replace('_', '-')}: expected {expected}, got {value!r}.")
+    with contextlib.ExitStack() as stack:
+        if getattr(args, "holds_out", False):
+            from tff_esn.run_folder import RunFolderError, run_lock
+
+            try:
+                stack.enter_context(run_lock(args.out))
+            except RunFolderError as err:
+                raise UsageError(str(err)) from None
+        return int(args.func(args) or 0)
 
 
 def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Callable[[argparse.ArgumentParser], None],
@@ -46,8 +94,7 @@ def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Calla
     def run(args: argparse.Namespace) -> int:
         full = argparse.ArgumentParser(prog=stub.prog, description=help)
         build(full)
-        inner = full.parse_args(getattr(args, "rest", []))
-        return int(inner.func(inner) or 0)
+        return _call(full.parse_args(getattr(args, "rest", [])))
 
     stub.set_defaults(func=run, lazy=True)
 
@@ -94,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rest = rest
     install_exit_hooks()
     try:
-        return int(args.func(args) or 0)
+        return _call(args)
     except (UsageError, DataError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2
