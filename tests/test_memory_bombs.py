@@ -3,6 +3,7 @@ one line, at a measured peak RSS (subprocesses; resource.getrusage(RUSAGE_CHILDR
 
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -72,6 +73,39 @@ def test_an_npz_that_unpacks_to_500_mb_of_one_class_is_refused_from_its_labels_w
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "y: every label is 0: one class only" in lines[0], done.stderr
     assert peak < 400, peak  # X alone is 477 MiB
+
+
+def test_an_npz_bomb_beyond_the_machine_is_refused_by_its_memory_before_its_labels_are_read(tmp_path):
+    bomb = zero_bomb(tmp_path / "bomb.npz", 50_000_000)  # one class: the labels would refuse it too, later
+    done, peak = _peak_run(["run", "incfed", "--data", f"npz:{bomb}", "--out", str(tmp_path / "out")], tmp_path,
+                           limit=256 * MB)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "the run needs ≈" in lines[0] and "(50000000-step) sequence" in lines[0] \
+        and "this machine has 256.0 MiB" in lines[0], lines
+    assert peak < 150, peak  # X alone is 191 MiB
+
+
+def _two_class_bomb_refused_before_x_loads(tmp_path: Path, steps: int) -> float:
+    """Peak RSS (MiB) of ``tff-esn run incfed`` refusing a two-class npz bomb of 2 × ``steps`` zeros in one line
+    for its split (a class only in test), X unread."""
+    bomb = zero_bomb(tmp_path / "bomb.npz", steps, y=(0, 1), client=(0, 1), rows=2)
+    done, peak = _peak_run(["run", "incfed", "--data", f"npz:{bomb}", "--out", str(tmp_path / "out")], tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "class(es) '0' occur in the test clients but in no training client" in lines[0], lines
+    return peak
+
+
+def test_a_two_class_npz_bomb_is_refused_for_its_split_before_x_loads(tmp_path):
+    assert _two_class_bomb_refused_before_x_loads(tmp_path, 50_000_000) < 150  # X alone is 381 MiB
+
+
+@pytest.mark.slow
+def test_the_real_size_two_class_npz_bomb_is_refused_in_seconds_under_1_5_gb(tmp_path):
+    start = time.perf_counter()
+    peak = _two_class_bomb_refused_before_x_loads(tmp_path, 250_000_000)  # 1.9 GB of zeros in a 1.9 MB file
+    assert peak < 1536 and time.perf_counter() - start < 30, peak
 
 
 def test_the_npz_header_gives_the_shape_and_a_refusal_names_the_memory_needed(tmp_path):

@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     out = check_arguments(args, config)
     options = source_options(args, pipeline)
-    check_layout(args, options, config, tff=uses_tff)
+    check_layout(args, options, config, split_name, tff=uses_tff)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
         split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
