@@ -12,9 +12,10 @@ import pytest
 
 from tff_esn.closed_form.configs import IncFedConfig
 from tff_esn.data.errors import DataError
-from tff_esn.data.sequences import load_npz
+from tff_esn.data.sequences import dataset_from_arrays, load_npz
 from tff_esn.data.sources import source_layout
 from tff_esn.data.ts import load_ts
+from tff_esn.esn.states_numpy import HARVEST_BATCH, HARVEST_VALUES, ragged_batches
 from tff_esn.memory import MemoryLimitError, check_memory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,3 +153,39 @@ def test_ts_header_fields_are_checked_against_the_cases(tmp_path):
     (tmp_path / "H_TRAIN.ts").write_text(head.format(n=3).replace("@seriesLength 3\n", "") + "1,2,3:a\n4,5:b\n")
     with pytest.raises(DataError, match=r"@equalLength true, but the cases have 2–3 steps"):
         load_ts(tmp_path / "H")
+
+
+def test_ragged_batches_are_the_fixed_batches_for_ordinary_data_and_run_a_long_sequence_alone():
+    rng = np.random.default_rng(0)
+    for _ in range(50):  # ordinary data: batches of 256 sequences by length, so every sum keeps its order
+        n, features = int(rng.integers(1, 2000)), int(rng.integers(1, 13))
+        lengths = rng.integers(1, 2000, n)
+        order = np.argsort(lengths, kind="stable")
+        expected = [order[i:i + HARVEST_BATCH] for i in range(0, n, HARVEST_BATCH)]
+        got = ragged_batches(lengths, features)
+        assert len(got) == len(expected) and all(np.array_equal(a, b) for a, b in zip(got, expected))
+    batches = ragged_batches(np.array([6_000_000] + [50] * 11), 1)
+    assert [b.tolist() for b in batches] == [list(range(1, 12)), [0]]  # not 12 rows padded to 6·10⁶ steps
+    lengths = rng.integers(1, 100_000, 3000)
+    for rows in ragged_batches(lengths, 3):
+        assert rows.size == 1 or rows.size * lengths[rows].max() * 3 <= HARVEST_VALUES
+    assert sorted(np.concatenate(ragged_batches(lengths, 3)).tolist()) == list(range(3000))
+
+
+def test_a_long_sequence_among_short_ones_is_harvested_as_if_alone(monkeypatch):
+    import tff_esn.esn.states_numpy
+    from tff_esn.closed_form.harvest import Harvester
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.esn.weights import ReservoirWeights, StateSpec
+
+    rng = np.random.default_rng(1)
+    monkeypatch.setattr(tff_esn.esn.states_numpy, "HARVEST_VALUES", 2000)
+    seqs = [rng.normal(size=(300, 2)).astype(np.float32)] + \
+        [rng.normal(size=(int(t), 2)).astype(np.float32) for t in rng.integers(20, 60, 9)]
+    data = dataset_from_arrays(seqs, np.arange(10) % 2, np.zeros(10, int), source="t")
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=8, seed=0), 2)
+    batched = Harvester(data, StateSpec("all")).stats(weights, "0")
+    alone = Harvester(data, StateSpec("all"), batch_size=1).stats(weights, "0")
+    assert [len(r) for r, _, _ in Harvester(data, StateSpec("all")).batches(data.clients["0"])] == [9, 1]
+    np.testing.assert_allclose(batched.A, alone.A, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(batched.B, alone.B, rtol=1e-5, atol=1e-5)
