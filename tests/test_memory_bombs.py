@@ -189,3 +189,20 @@ def test_a_long_sequence_among_short_ones_is_harvested_as_if_alone(monkeypatch):
     assert [len(r) for r, _, _ in Harvester(data, StateSpec("all")).batches(data.clients["0"])] == [9, 1]
     np.testing.assert_allclose(batched.A, alone.A, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(batched.B, alone.B, rtol=1e-5, atol=1e-5)
+
+
+def test_the_baseline_features_are_computed_in_blocks_with_the_same_bits(monkeypatch):
+    import tff_esn.esn.states_numpy
+    from tff_esn.baselines import sequence_features
+
+    def whole(x):
+        x = np.asarray(x, np.float64)
+        return np.concatenate([x.mean(axis=1), x.std(axis=1), x.min(axis=1), x.max(axis=1), x[:, -1]], axis=1)
+
+    rng = np.random.default_rng(2)
+    monkeypatch.setattr(tff_esn.esn.states_numpy, "HARVEST_VALUES", 500)
+    for _ in range(30):
+        x = (rng.normal(size=(int(rng.integers(1, 40)), int(rng.integers(1, 300)), int(rng.integers(1, 5))))
+             * 10.0 ** rng.integers(-3, 4)).astype(np.float32)
+        assert np.array_equal(sequence_features(x, False), whole(x))
+    assert sequence_features(np.zeros((0, 5, 2), np.float32), False).shape == (0, 10)
