@@ -206,3 +206,16 @@ def test_the_baseline_features_are_computed_in_blocks_with_the_same_bits(monkeyp
              * 10.0 ** rng.integers(-3, 4)).astype(np.float32)
         assert np.array_equal(sequence_features(x, False), whole(x))
     assert sequence_features(np.zeros((0, 5, 2), np.float32), False).shape == (0, 10)
+
+
+def test_the_estimate_of_a_long_series_among_short_ones_counts_it_alone_in_its_batch():
+    from tff_esn.data.layout import DataLayout
+    from tff_esn.memory import data_bytes, harvest_cells
+
+    layout = DataLayout("ts:bomb", (np.array([6_000_000] + [50] * 11), np.full(4, 50)), 1, 8 * 6_000_750)
+    assert harvest_cells(layout) == 6_000_000  # main: 16 rows × 6·10⁶ steps
+    parts = dict(data_bytes(layout)[0])
+    padded = 4 * (12 * 6_000_000 + 4 * 50)
+    assert parts["the padded sequences"] == padded
+    assert max(parts.values()) == 2 * padded + 16 * HARVEST_VALUES  # pooled + carved copies, baseline features block
+    assert harvest_cells(DataLayout("npz:x", (np.full(300, 40),), 3)) == HARVEST_BATCH * 40
