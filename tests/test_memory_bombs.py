@@ -55,10 +55,12 @@ LAUNCHER = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:
 memory of the process that forked (pytest's, with TensorFlow loaded) in its child's peak."""
 
 
-def _peak_run(args: list[str], tmp_path: Path, limit: int | None = None) -> tuple[subprocess.CompletedProcess, float]:
-    """``tff-esn ARGS`` in a subprocess (``limit``: the machine's memory it sees) and its peak RSS (MiB)."""
+def _peak_run(args: list[str], tmp_path: Path, limit: int | None = None,
+              code: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """``tff-esn ARGS`` (or Python ``code``) in a subprocess (``limit``: the machine's memory it sees) and its peak
+    RSS (MiB)."""
     patch = "" if limit is None else f"import tff_esn.memory as m; m.machine_memory = lambda: {limit}; "
-    code = f"import sys; {patch}from tff_esn.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = code or f"import sys; {patch}from tff_esn.cli import main; sys.exit(main(sys.argv[1:]))"
     report = tmp_path / "run"
     done = subprocess.run([sys.executable, "-c", LAUNCHER.replace("sys.argv[0]", repr(str(report))),
                            sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600,
@@ -219,3 +221,19 @@ def test_the_estimate_of_a_long_series_among_short_ones_counts_it_alone_in_its_b
     assert parts["the padded sequences"] == padded
     assert max(parts.values()) == 2 * padded + 16 * HARVEST_VALUES  # pooled + carved copies, baseline features block
     assert harvest_cells(DataLayout("npz:x", (np.full(300, 40),), 3)) == HARVEST_BATCH * 40
+
+
+@pytest.mark.slow
+def test_a_long_series_among_short_ones_is_harvested_without_padding_them_to_its_length(tmp_path):
+    code = """import numpy as np
+from tff_esn.closed_form.harvest import Harvester
+from tff_esn.data.sequences import dataset_from_arrays
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+rng = np.random.default_rng(0)
+seqs = [rng.normal(size=(2_000_000, 1)).astype(np.float32)] + [rng.normal(size=(50, 1)).astype(np.float32)] * 11
+data = dataset_from_arrays(seqs, np.arange(12) % 2, np.zeros(12, int), source="t")
+Harvester(data, StateSpec("mean")).stats(ReservoirWeights.from_config(ReservoirConfig(units=10), 1), "0")"""
+    done, peak = _peak_run([], tmp_path, code=code)
+    assert done.returncode == 0, done.stderr
+    assert peak < 360, peak  # a batch of all 12 padded to 2·10⁶ steps: 3 × 92 MiB more (inputs, time-major, mask)
