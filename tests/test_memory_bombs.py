@@ -237,3 +237,16 @@ Harvester(data, StateSpec("mean")).stats(ReservoirWeights.from_config(ReservoirC
     done, peak = _peak_run([], tmp_path, code=code)
     assert done.returncode == 0, done.stderr
     assert peak < 360, peak  # a batch of all 12 padded to 2·10⁶ steps: 3 × 92 MiB more (inputs, time-major, mask)
+
+
+@pytest.mark.slow
+def test_the_45_mb_ts_bomb_is_refused_in_seconds_where_its_estimate_exceeds_the_machine(tmp_path):
+    stem = ts_bomb(tmp_path, 6_000_000)  # ≈ 39 MB: one 6·10⁶-step series and eleven of 50 steps
+    start = time.perf_counter()
+    done, peak = _peak_run(["run", "incfed", "--data", f"ts:{stem}", "--out", str(tmp_path / "out")], tmp_path,
+                           limit=2 ** 30)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "the run needs ≈ 1.1 GiB" in lines[0] and "(6000000-step) sequence" in lines[0] \
+        and "this machine has 1.0 GiB" in lines[0], lines
+    assert time.perf_counter() - start < 30 and peak < 1536, peak
