@@ -37,25 +37,22 @@ class UsageError(ValueError):
     """Bad command-line input; printed without a traceback (exit code 2)."""
 
 
-def _positive(value: Any) -> bool:
-    return is_finite(value) and value > 0
+def _count(low: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: is_count(v, low)), f"an integer ≥ {low}"
+
+
+def _positive(what: str) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: is_finite(v) and v > 0), f"a finite {what} > 0"
 
 
 FLAG_LIMITS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (is_seed, f"an integer in [0, {SEED_MAX}]"),
     "seeds": (lambda v: all(is_seed(s) for s in v), f"integers in [0, {SEED_MAX}]"),
-    "clients": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "fake_clients": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "rounds": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "trials": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "top": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "search": (lambda v: is_count(v, 0), "an integer ≥ 0"),
-    "horizon": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "series_clients": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "series_steps": (lambda v: is_count(v, 1), "an integer ≥ 1"),
-    "minutes": (_positive, "a finite number > 0"),
-    "worker_timeout": (_positive, "a finite number of seconds > 0"),
-    "start_timeout": (_positive, "a finite number of seconds > 0"),
+    **dict.fromkeys(("clients", "fake_clients", "rounds", "trials", "top", "horizon", "series_clients",
+                     "series_steps"), _count(1)),
+    "search": _count(0),
+    "minutes": _positive("number"),
+    **dict.fromkeys(("worker_timeout", "start_timeout"), _positive("number of seconds")),
     "port": (lambda v: is_count(v, 1) and v <= 65535, "a TCP port in [1, 65535]"),
 }
 """The limits of the flags whose values go straight to a library with its own (NumPy, scikit-learn and TensorFlow
