@@ -124,4 +124,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (one sub-folder per source)")
-    parser.set_defaults(func=_compare)
+    parser.set_defaults(func=_compare, holds_out=True)

@@ -46,10 +46,17 @@ def check_loaded(args: argparse.Namespace, dataset, split, config: Any) -> None:
             raise UsageError(str(err)) from None
 
 
-def check_layout(args: argparse.Namespace, options: dict, config: Any, *, tff: bool) -> None:
+def check_layout(args: argparse.Namespace, options: dict, config: Any, split_name: str, *, tff: bool) -> None:
     """Refuses an own-data source whose run cannot fit in memory, from the shape of its sequences
-    read before their values load (:func:`tff_esn.data.sources.source_layout`)."""
+    read before their values load (:func:`tff_esn.data.sources.source_layout`), then an ``npz`` whose
+    split would mislead (:func:`tff_esn.data.checks.check_split` on its labels, clients and groups, ``X`` unread)."""
+    from tff_esn.algorithms import get_algorithm
+    from tff_esn.cli.partition import partitioned
+    from tff_esn.data.checks import check_split
+    from tff_esn.data.sequences import npz_stand_in
+    from tff_esn.data.source_names import parse_source
     from tff_esn.data.sources import source_layout
+    from tff_esn.data.splits import get_split
     from tff_esn.memory import MemoryLimitError, check_memory
 
     layout = source_layout(args.data, **options)
@@ -59,6 +66,15 @@ def check_layout(args: argparse.Namespace, options: dict, config: Any, *, tff: b
         check_memory(config, layout, tff=tff)
     except MemoryLimitError as err:
         raise UsageError(str(err)) from None
+    kind, path = parse_source(args.data)
+    stand_in = npz_stand_in(path) if kind == "npz" else None
+    if stand_in is not None:
+        split = get_split(split_name, stand_in, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RunWarning)
+            stand_in, split, _ = partitioned(args, stand_in, split)
+            check_split(stand_in, split, federated=not get_algorithm(args.algorithm).pooled,
+                        test_required=not args.no_test)
 
 
 def add_output_arguments(group: argparse._ArgumentGroup) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.ridge import RidgeStats, predict
-from tff_esn.esn.states_numpy import HARVEST_BATCH, states_and_statistics
+from tff_esn.esn.states_numpy import HARVEST_BATCH, ragged_batches, states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.tasks import CLASSIFY, Task
 
@@ -75,18 +75,17 @@ class Harvester:
         """``(rows, x, lengths)`` batches of at most ``batch_size`` sequences.
 
         Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
-        rows sorted by length, ``x`` cut to the batch's longest sequence, ``lengths``
-        always given (a batch whose sequences happen to be equal is masked exactly like
-        the others and shares their traced harvest instead of tracing its own).
+        :func:`~tff_esn.esn.states_numpy.ragged_batches` (by length, at most
+        :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` padded values), ``x`` cut to the batch's longest
+        sequence, ``lengths`` always given (a batch whose sequences happen to be equal is masked exactly
+        like the others and shares their traced harvest instead of tracing its own).
         """
         n = len(client)
         if not client.ragged:
             for i in range(0, n, self.batch_size):
                 yield np.arange(i, min(i + self.batch_size, n)), client.x[i:i + self.batch_size], None
             return
-        order = np.argsort(client.lengths, kind="stable")
-        for i in range(0, n, self.batch_size):
-            rows = order[i:i + self.batch_size]
+        for rows in ragged_batches(client.lengths, client.x.shape[2], self.batch_size):
             lengths = client.lengths[rows]
             longest = int(lengths.max())
             yield rows, client.x[rows, :longest], lengths

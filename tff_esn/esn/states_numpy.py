@@ -23,6 +23,10 @@ at a few percent it wins only for small batches (``bench/harvest.py`` times both
 HARVEST_BATCH = 256
 """Sequences a harvest runs through the reservoir at once (its memory is O(batch · longest · features))."""
 
+HARVEST_VALUES = 2 ** 24
+"""Most input values (sequences × padded steps × features) a batch of unequal-length sequences holds unless
+one sequence alone is longer: a long sequence among short ones runs in a smaller batch, not padding them all."""
+
 PROJECTION_BLOCK = 256
 """Time steps whose input projection is one matrix product (memory O(block · batch · units))."""
 
@@ -149,6 +153,21 @@ def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias:
         new[:, unit] = x[:, unit] + leaky[unit] * (active - x[:, unit])
         below = unit
     return new
+
+
+def ragged_batches(lengths: np.ndarray, features: int, batch_size: int = HARVEST_BATCH) -> list[np.ndarray]:
+    """The rows of each batch of sequences of unequal ``lengths``: sorted by length (stable), at most
+    ``batch_size`` rows and ``rows · longest · features`` ≤ :data:`HARVEST_VALUES` (a batch of one row exceeds it)."""
+    order = np.argsort(lengths, kind="stable")
+    steps = np.asarray(lengths)[order]
+    limit = HARVEST_VALUES // max(int(features), 1)
+    batches, start = [], 0
+    while start < order.size:
+        head = steps[start:start + batch_size]
+        rows = max(1, int(np.count_nonzero(np.arange(1, head.size + 1) * head <= limit)))
+        batches.append(order[start:start + rows])
+        start += rows
+    return batches
 
 
 class _GroupStatistics:
