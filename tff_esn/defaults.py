@@ -13,7 +13,9 @@ neutral settings wherever the user gave no value:
 ======================  ====================================================================
 algorithm               own-data defaults
 ======================  ====================================================================
-fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mean"``,
+fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="auto"`` and
+                        ``reservoir_search`` over leak rate, spectral radius and input scaling
+                        (the closed-form selection's choice, ``mean`` or ``last``, before training),
                         ``bias_scaling=1.0`` (a reservoir bias), ``class_weight="balanced"``
                         (weights from the training labels), ``readout_inputs="standardized"``
                         (federated feature means and variances), ``optimizer="sgd"``,
@@ -21,7 +23,8 @@ fedavg, fedcurv         ``noise_std=0.0`` (no injected noise), ``state_mode="mea
                         local epochs, at most ``rounds=300`` with ``patience=100`` and
                         ``keep_best`` (the round with the best validation macro-F1); fedcurv
                         also ``penalty="auto"``
-thesis-central          ``state_mode="mean"``, ``bias_scaling=1.0``, ``class_weight="balanced"``,
+thesis-central          ``state_mode="auto"``, ``reservoir_search`` (as fedavg), ``bias_scaling=1.0``,
+                        ``class_weight="balanced"``,
                         ``readout_inputs="standardized"``, ``client_lr="auto"``,
                         ``epochs=1000`` with ``patience=100`` (early stopping on the validation
                         macro-F1, a tie to the lower loss, best weights restored)
@@ -64,11 +67,13 @@ ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
 """Where an effective setting came from, highest precedence first."""
 
 _NEUTRAL_STATES = {"state_mode": "mean", "bias_scaling": 1.0}
-_THESIS_MODEL = {**_NEUTRAL_STATES, "class_weight": "balanced", "readout_inputs": "standardized", "client_lr": "auto"}
+_SEARCH = ("leaky", "spectral_radius", "input_scaling")
+_THESIS_MODEL = {**_NEUTRAL_STATES, "state_mode": "auto", "reservoir_search": _SEARCH, "class_weight": "balanced",
+                 "readout_inputs": "standardized", "client_lr": "auto"}
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
                       "keep_best": True, "patience": 100}
 _RIDGE = {**_NEUTRAL_STATES, "state_mode": "auto", "l2": "auto", "objective": "balanced_accuracy",
-          "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
+          "reservoir_search": _SEARCH}
 _SEARCHES = ("reservoir_search",)
 """Settings that name other settings to search: a searched setting given a value is dropped from them."""
 _CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",

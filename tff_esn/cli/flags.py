@@ -4,8 +4,8 @@ Every flag is a setting of a config class (:func:`tff_esn.settings.settings`: ``
 ``reservoir.units``, ``--ip-mu`` → ``ip.mu``, ``--client-lr`` → ``model.learning_rate``);
 its help, choices and default come from the field (:class:`~tff_esn.settings.Setting`), so
 a config field declares its flag once. A boolean setting that is off by default is the
-switch ``--name``; one that is on is ``--no-name``; a setting that may be ``None`` takes
-``none``. Parsing records which settings were given (:data:`GIVEN`), so a run can tell a
+switch ``--name``; one that is on is ``--no-name``; one whose own-data default differs has both;
+a setting that may be ``None`` takes ``none``. Parsing records which settings were given (:data:`GIVEN`), so a run can tell a
 flag from a default (:func:`config_of`) even when the value is the same.
 """
 
@@ -82,6 +82,12 @@ def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Se
         if isinstance(s.default, bool):
             flag = s.flag if not s.default else "--no-" + s.flag[2:]
             state = "on by default; this flag turns it off" if s.default else "off by default"
+            own = (own_data or {}).get(name)
+            if own is not None and own != s.default:
+                state += f"; {'on' if own else 'off'} on {'/'.join(k + ':' for k in OWN_DATA_SOURCES)} data"
+                other = s.flag if s.default else "--no-" + s.flag[2:]
+                group.add_argument(other, action=_Given, setting=s, dest=name, nargs=0, const=s.default,
+                                   default=s.default, help=f"the opposite of {flag}")
             group.add_argument(flag, action=_Given, setting=s, dest=name, nargs=0, const=not s.default,
                                default=s.default, help=f"{s.help.rstrip('.')} ({state})".replace("%", "%%"))
         else:

@@ -119,8 +119,10 @@ class Run:
             a training client's statistics are the sum of its parts' (:meth:`stats`).
     """
 
-    def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str):
+    def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
+                 modes: Sequence[str] = STATE_MODE_CANDIDATES):
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
+        self._modes = tuple(modes)
         self.reservoir = config.reservoir
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
@@ -296,7 +298,7 @@ class Run:
             return
         grid = config.l2_grid
         per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
-        modes = ([m for m in STATE_MODE_CANDIDATES if not (per_step and m == "mean")]
+        modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
         table: list[Candidate] = []
 

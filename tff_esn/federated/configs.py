@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
-from tff_esn.closed_form.selection import AUTO
+from tff_esn.closed_form.selection import AUTO, check_search
 from tff_esn.validation import check_field
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
@@ -117,6 +117,9 @@ class ThesisModelConfig:
         readout_inputs: ``raw`` (the thesis: the reservoir states) or ``standardized`` (every
             state feature shifted and scaled by the training clients' federated mean and
             standard deviation, one exact sum before training; cached states only).
+        reservoir_search: reservoir settings chosen on the validation data before training, with
+            ``state_mode="auto"`` (``mean`` or ``last``): the closed-form selection's choice
+            (:func:`tff_esn.federated.commands.choose_states`); ``()``: none.
     """
 
     reservoir: ReservoirConfig = THESIS_RESERVOIR
@@ -126,9 +129,10 @@ class ThesisModelConfig:
     epochs: int = 1
     class_weight: tuple[float, ...] | str = dataclasses.field(
         default=(12.0, 88.0), metadata={"choices": (BALANCED,), "metavar": "W0,W1,…|balanced"})
-    state_mode: str = dataclasses.field(default="all", metadata={"choices": STATE_MODES})
+    state_mode: str = dataclasses.field(default="all", metadata={"choices": (*STATE_MODES, AUTO)})
     washout: int = 0
     readout_inputs: str = dataclasses.field(default="raw", metadata={"choices": READOUT_INPUTS})
+    reservoir_search: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.reservoir, ReservoirConfig):
@@ -147,8 +151,10 @@ class ThesisModelConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"ThesisModelConfig.{name}: expected an integer ≥ 1, got {value!r}.")
         object.__setattr__(self, "class_weight", check_class_weight(self.class_weight))
-        if self.state_mode not in STATE_MODES:
-            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last' or 'mean', got {self.state_mode!r}.")
+        if self.state_mode not in (*STATE_MODES, AUTO):
+            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last', 'mean' or {AUTO!r}, "
+                             f"got {self.state_mode!r}.")
+        object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         if not isinstance(self.washout, int) or self.washout < 0:
             raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
 
@@ -199,6 +205,9 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
     length from cached states; ``faithful`` (the reservoir inside the Keras model) takes
     equal-length sequences only. Raises :class:`~tff_esn.data.errors.DataError` in one line.
     """
+    if config.state_mode == AUTO or config.reservoir_search:
+        raise ValueError("ThesisModelConfig: state_mode 'auto' and reservoir_search are chosen by the run function "
+                         "(tff_esn.federated.commands.choose_states) before training.")
     train = dataset.select(train_ids).values()
     per_step = {c.per_step for c in dataset.clients.values()}
     if config.per_step and per_step != {True}:

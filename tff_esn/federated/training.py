@@ -271,7 +271,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     """``config`` with its ``auto`` client learning rate and FedCurv penalty chosen, the record, and
     the chosen candidate's result (``None`` when nothing was run: the caller runs ``config``).
 
-    Each candidate runs (``run``, keeping its best validated round; with ``config.out`` in its own
+    Each candidate runs (``run``, with ``keep_best`` its best validated round; with ``config.out`` in its own
     folder ``OUT/selection/lr=…[,penalty=…]`` with its ``rounds.csv`` and checkpoints, so a resumed
     run continues every candidate) and scores its kept model's validation macro-F1 (a tie: the lower validation cross-entropy); the test clients
     never enter. First the client learning
@@ -310,7 +310,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
         if key not in scores:
             label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
             out = None if config.out is None else os.path.join(config.out, "selection", label)
-            results[key] = run(dataclasses.replace(candidate, out=out, progress=False, keep_best=True))
+            results[key] = run(dataclasses.replace(candidate, out=out, progress=False))
             kept = int(results[key]["extra"]["kept_round"])
             loss = results[key]["extra"]["rounds"][kept - 1]["val_log_loss"] if results[key]["extra"]["rounds"] else math.nan
             scores[key] = (float(results[key]["val"]["f1_macro"]), float(loss), kept)
@@ -476,10 +476,12 @@ def _round_row(fed: _Federation, config: FedAvgConfig, output, sampled: list[str
 def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
            best: _BestRound | None, k_classes: int, progress: bool,
            earlier: list[dict[str, Any]] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Rounds ``start_round`` … ``config.rounds − 1``: sample, run the round, measure, release and
-    checkpoint; returns the last state and every round's row (``earlier``: those before ``start_round``)."""
-    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
+    """Rounds ``start_round`` … ``config.rounds − 1`` (none when the rounds before ``start_round`` already
+    met the ``patience`` stop): sample, run the round, measure, release and checkpoint; returns the last state and every round's row (``earlier``: those before ``start_round``)."""
     rows, curvature_clipped = list(earlier), 0
+    if best is not None and config.patience and start_round - best.round >= config.patience:
+        return state, rows  # a resumed run that had already stopped early
+    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     privacy = fed.privacy or LearningPrivacy()
     scheme = privacy.sampling(config.clients_per_round, len(fed.source.ids))
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
