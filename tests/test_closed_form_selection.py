@@ -211,7 +211,7 @@ def test_default_closed_form_runs_reach_the_baselines_on_ucr_uea_sets(name):
 
     if not os.path.exists(f"{UEA_TS}/{name}/{name}_TRAIN.ts"):
         pytest.skip(f"{name} is not available")
-    data, split = load(name)
+    data, split = load(name, UEA_TS)
     esnfed_accuracy, _ = esnfed_cell(data, split)
     for algorithm, flags in (("centralized", {}), ("incfed", {"backend": "numpy"})):
         record = run(algorithm, data, split, **flags)
