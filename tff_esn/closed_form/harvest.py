@@ -11,7 +11,8 @@ Which states enter the readout (:class:`StateSpec`):
 * ``"all"``: every state after ``washout`` is a training sample, labelled with its
   sequence's label (or its step's label for per-step labels). A sequence is scored by the
   mean of its per-step outputs, which for a linear readout is ``W`` applied to the mean
-  state; per-step labels are scored per step.
+  state; per-step labels are scored per step. The same pass keeps each sequence's last state,
+  so the ``"mean"`` and ``"last"`` harvesters can adopt their states from it (:meth:`Harvester.adopt`).
 * ``"last"`` / ``"mean"``: one state per sequence (the last, or the mean after
   ``washout``); per-step labels use the last step's label (``"last"`` only).
 
@@ -60,10 +61,12 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,)."""
+    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,); ``last``
+    (m, N_R) each sequence's last state where the pass kept it beside the mean (``"all"`` mode)."""
 
     states: np.ndarray
     labels: np.ndarray
+    last: np.ndarray | None = None
 
 
 class Harvester:
@@ -168,6 +171,15 @@ class Harvester:
                 if part is not None:
                     self._stats[key] = part
 
+    def adopt(self, weights: ReservoirWeights, source: "Harvester", ids: Iterable[str]) -> None:
+        """Caches the ``"mean"``/``"last"`` states of the clients ``ids`` from ``source``, an ``"all"``
+        harvester of the same data and washout that harvested them (its pass keeps each sequence's mean
+        and last state): the state modes of one reservoir share one pass."""
+        for cid in ids:
+            features = source.features(weights, cid)
+            self._features.setdefault((weights.key, cid), Features(
+                features.last if self.spec.state_mode == "last" else features.states, features.labels))
+
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
         self.spec.check(client.shortest, client.per_step)
@@ -199,7 +211,7 @@ class Harvester:
         spec = self.spec
         pooled = ClientSequences.concat(clients)
         per_step_all = pooled.per_step and spec.state_mode == "all"
-        keep = "all" if per_step_all else ("mean" if spec.state_mode == "all" else spec.state_mode)
+        keep = "all" if per_step_all else ("mean+last" if spec.state_mode == "all" else spec.state_mode)
         sizes = [len(c) for c in clients]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         in_loop = spec.state_mode == "all" and any(with_stats)
@@ -207,8 +219,9 @@ class Harvester:
         targets = self.targets(pooled) if any(with_stats) else None
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
+        width = weights.units * (2 if keep == "mean+last" else 1)
         states = np.zeros((len(pooled),) + ((pooled.x.shape[1] - spec.washout,) if per_step_all else ())
-                          + (weights.units,), np.float64)
+                          + (width,), np.float64)
         totals = [[0, 0, 0] for _ in clients]
         for rows, x, lengths in self.batches(pooled):
             states[rows], parts = states_and_statistics(
@@ -226,7 +239,9 @@ class Harvester:
                 labels = client.y[:, spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
-            features = Features(states[rows].reshape(-1, weights.units), labels)
+            kept = states[rows].reshape(-1, width)
+            features = Features(np.ascontiguousarray(kept[:, :weights.units]), labels,
+                                np.ascontiguousarray(kept[:, weights.units:]) if width > weights.units else None)
             if not with_stats[k]:
                 stats = None
             elif in_loop:

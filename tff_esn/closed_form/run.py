@@ -133,6 +133,7 @@ class Run:
         self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
         self._training = self._units
         self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
+        self._harvesters: dict[StateSpec, Harvester] = {}
         state_mode = config.state_mode
         if state_mode == AUTO:
             per_step = any(c.per_step for c in dataset.select(split.train).values())
@@ -146,10 +147,17 @@ class Run:
     def _use(self, reservoir: ReservoirConfig, state_mode: str) -> None:
         self.reservoir = reservoir
         self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias)
-        self.harvester = harvester_for(self._data, self.spec)
+        self.harvester = self._harvester(self.spec)
         if reservoir not in self._drawn:
             self._drawn[reservoir] = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
         self.weights = self._drawn[reservoir]
+
+    def _harvester(self, spec: StateSpec) -> Harvester:
+        """The run's harvester of ``spec`` (:func:`harvester_for`), kept for the run: what a candidate of the
+        selection harvested is not harvested again when the run returns to its setting."""
+        if spec not in self._harvesters:
+            self._harvesters[spec] = harvester_for(self._data, spec)
+        return self._harvesters[spec]
 
     @property
     def train_ids(self) -> tuple[str, ...]:
@@ -289,7 +297,8 @@ class Run:
     def _select_states(self) -> None:
         """``state_mode="auto"`` and ``reservoir_search``: the setting of the states whose exact readout
         (IncFed = centralized) scores best at its best λ of ``l2_grid`` (:mod:`tff_esn.closed_form.selection`):
-        first the state mode on the configured reservoir, then each searched reservoir setting in turn."""
+        first the state mode on the configured reservoir (the modes' training states from one pass), then each
+        searched reservoir setting in turn."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
@@ -301,6 +310,13 @@ class Run:
         modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
         table: list[Candidate] = []
+        if "all" in modes and len(modes) > 1 and not per_step:  # every mode's training states from one pass
+            self._use(self.reservoir, "all")
+            self.harvester.cache(self.weights, self._units)
+            for mode in modes:
+                if mode != "all":
+                    self._harvester(StateSpec(mode, config.washout, config.readout_bias)).adopt(
+                        self.weights, self.harvester, self._units)
 
         def trial(reservoir: ReservoirConfig, mode: str) -> Candidate:
             self._use(reservoir, mode)
@@ -359,7 +375,8 @@ class Run:
             held = projected - self.dataset.task.encode(labels, self.n_outputs).reshape(len(u), -1).T @ u
             for i, l2 in enumerate(grid):
                 scaled = u / (eigenvalues + l2)
-                gram = np.eye(len(u)) - scaled @ u.T
+                gram = -(scaled @ u.T)
+                gram.flat[::len(u) + 1] += 1.0
                 predicted[i].append(_spd_solve(gram, scaled @ held.T))
         truth = np.concatenate([labels for _, labels in folds])
         return [objective_score(self.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
