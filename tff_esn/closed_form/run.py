@@ -310,7 +310,8 @@ class Run:
         modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
         table: list[Candidate] = []
-        if "all" in modes and len(modes) > 1 and not per_step:  # every mode's training states from one pass
+        shared = "all" in modes and len(modes) > 1 and not per_step
+        if shared:  # every mode's training states from one pass
             self._use(self.reservoir, "all")
             self.harvester.cache(self.weights, self._units)
             for mode in modes:
@@ -344,7 +345,7 @@ class Run:
         self._use(best[0], best[1])
         chosen = best[2]
         self.selection = {"rule": self._rule, "objective": self.objective, "state_mode": chosen.state_mode,
-                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table),
+                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table) - (len(modes) - 1 if shared else 0),
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 

@@ -18,8 +18,9 @@ validation data is the split's validation clients, else folds carved from the tr
   best λ (a tie to the default 0.9, tried first).
 * ``reservoir_search``: the reservoir settings tried, one at a time, at the alternatives of
   :data:`RESERVOIR_GRID` (coordinate search from the configured reservoir, keeping a value only
-  when it scores strictly better). Budget: one training harvest per candidate, at most
-  ``len(STATE_MODE_CANDIDATES) + sum of the alternatives`` (six) harvests of the training data;
+  when it scores strictly better). Budget: one training harvest for the state modes of a
+  reservoir (one pass keeps the mean and last states beside the all-steps statistics) and one per
+  reservoir alternative, at most four harvests of the training data;
   the validation and test clients are harvested once, at the chosen setting.
 
 The score is :data:`OBJECTIVES`' ``objective`` (own data: balanced accuracy, which a constant
