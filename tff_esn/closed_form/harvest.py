@@ -2,7 +2,8 @@
 
 A :class:`Harvester` caches them per (reservoir, client), so the runs of one reservoir (and a λ sweep)
 share one harvest; the clients asked for together share numpy batches, sorted by length and padded
-to each batch's longest, with the statistics kept per client.
+to each batch's longest, with the statistics kept per client; one ``all`` pass
+also keeps the mean and last states, which the ``mean``/``last`` harvesters adopt (:meth:`Harvester.adopt`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,)."""
+    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,); ``last``
+    (m, N_R) each sequence's last state where the pass kept it beside the mean (``"all"`` mode)."""
 
     states: np.ndarray
     labels: np.ndarray
+    last: np.ndarray | None = None
 
 
 class Harvester:
@@ -136,6 +139,15 @@ class Harvester:
                 if part is not None:
                     self._stats[key] = part
 
+    def adopt(self, weights: ReservoirWeights, source: "Harvester", ids: Iterable[str]) -> None:
+        """Caches the ``"mean"``/``"last"`` states of the clients ``ids`` from ``source``, an ``"all"``
+        harvester of the same data and washout that harvested them (its pass keeps each sequence's mean
+        and last state): the state modes of one reservoir share one pass."""
+        for cid in ids:
+            features = source.features(weights, cid)
+            self._features.setdefault((weights.key, cid), Features(
+                features.last if self.spec.state_mode == "last" else features.states, features.labels))
+
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
         self.spec.check(client.shortest, client.per_step)
@@ -167,7 +179,7 @@ class Harvester:
         spec = self.spec
         pooled = ClientSequences.concat(clients)
         per_step_all = pooled.per_step and spec.state_mode == "all"
-        keep = "all" if per_step_all else ("mean" if spec.state_mode == "all" else spec.state_mode)
+        keep = "all" if per_step_all else ("mean+last" if spec.state_mode == "all" else spec.state_mode)
         sizes = [len(c) for c in clients]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         in_loop = spec.state_mode == "all" and any(with_stats)
@@ -175,8 +187,9 @@ class Harvester:
         targets = self.targets(pooled) if any(with_stats) else None
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
+        width = weights.readout_units * (2 if keep == "mean+last" else 1)
         states = np.zeros((len(pooled),) + ((pooled.x.shape[1] - spec.washout,) if per_step_all else ())
-                          + (weights.readout_units,), np.float64)
+                          + (width,), np.float64)
         totals = [[0, 0, 0] for _ in clients]
         for rows, x, lengths in self.batches(pooled):
             states[rows], parts = states_and_statistics(
@@ -195,7 +208,9 @@ class Harvester:
                 labels = client.y[:, spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
-            features = Features(states[rows].reshape(-1, weights.readout_units), labels)
+            kept = states[rows].reshape(-1, width)
+            features = Features(np.ascontiguousarray(kept[:, :weights.readout_units]), labels,
+                                np.ascontiguousarray(kept[:, weights.readout_units:]) if width > weights.readout_units else None)
             if not with_stats[k]:
                 stats = None
             elif in_loop:
