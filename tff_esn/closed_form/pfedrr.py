@@ -8,6 +8,7 @@ and R- are solved from the same statistics. ``reading``: ``A_c D_c`` (``"consist
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
@@ -233,7 +234,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
         result = stream_pfedrr(run.weights, run.training_clients(), run.spec, config.tau, l2, seed=config.seed,
                                subround_size=config.subround_size, reading=config.reading)
         sizes = result.important_sizes
-        sections = plain_sections
+        sections = functools.partial(plain_sections, run)
     else:
         stats, aggregate, sections = private_sum(run, run.stats())
         result = fit_pfedrr(stats, config.tau, l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
