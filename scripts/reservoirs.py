@@ -29,7 +29,7 @@ import numpy as np
 
 from scripts.common import plt
 from tff_esn import algorithms, defaults
-from tff_esn.compare import config_for
+from tff_esn.compare import run_for
 from tff_esn.data.partition import partition_dataset
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
@@ -122,16 +122,15 @@ def run(seeds: Sequence[int], out: Path, names: Sequence[str] = tuple(SOURCES)) 
             if any((r["data"], r["seed"]) == (name, seed) for r in rows):
                 continue
             data, dealt, _ = partition_dataset(dataset, split, "iid", CLIENTS, seed=seed)
-            base = config_for("incfed", data, pipeline, seed=seed)
+            base = run_for("incfed", data, pipeline, seed=seed).config
             for label, settings in reservoirs(base.reservoir.units).items():
-                incfed = algorithms.run_algorithm("incfed", data, dealt, config_for("incfed", data, pipeline, seed=seed,
-                                                                                     **settings))
+                incfed = algorithms.run_algorithm(run_for("incfed", data, pipeline, seed=seed, **settings), data, dealt)
                 rows.append(_row(name, label, "IncFed", seed, incfed))
                 folder = out / "fedavg" / name / label / f"seed{seed}"
-                config = config_for("fedavg", data, pipeline, seed=seed, rounds=FEDAVG_ROUNDS, out=str(folder),
-                                    progress=False, **settings)
+                fedavg = run_for("fedavg", data, pipeline, seed=seed, rounds=FEDAVG_ROUNDS, out=str(folder),
+                                 progress=False, **settings)
                 runtime.ensure_context()
-                rows.append(_row(name, label, "FedAvg", seed, algorithms.run_algorithm("fedavg", data, dealt, config)))
+                rows.append(_row(name, label, "FedAvg", seed, algorithms.run_algorithm(fedavg, data, dealt)))
                 if not settings:
                     l2 = incfed["l2_selection"]["l2"]
                     for kind in ESNFED_TOPOLOGIES:

@@ -189,6 +189,6 @@ def test_incfed_gives_centralized_predictions_for_every_topology(topology, tmp_p
     for name in ("centralized", "incfed"):
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["config"]["topology"] == topology
+    assert records["incfed"]["config"]["topology"]["value"] == topology
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]

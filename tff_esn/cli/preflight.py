@@ -5,12 +5,13 @@ refusal is one line with exit code 2."""
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tff_esn.cli import UsageError
-from tff_esn.run_warnings import RunWarning
+
+if TYPE_CHECKING:
+    from tff_esn.algorithms import ResolvedRun
 
 
 def check_arguments(args: argparse.Namespace, config: Any) -> Path:
@@ -30,20 +31,18 @@ def check_arguments(args: argparse.Namespace, config: Any) -> Path:
         raise UsageError(str(err)) from None
 
 
-def check_loaded(args: argparse.Namespace, dataset, split, config: Any) -> None:
-    """:func:`tff_esn.algorithms.check_task` and :func:`tff_esn.run_checks.check_run` on the loaded data
-    (its warnings are said, and recorded, when :func:`tff_esn.algorithms.run_algorithm` repeats the checks)."""
-    from tff_esn.algorithms import check_task, get_algorithm
+def check_loaded(run: ResolvedRun, dataset, split, *, test_required: bool) -> None:
+    """:func:`tff_esn.algorithms.check_takes` and :func:`tff_esn.run_checks.check_run` on the loaded data,
+    before TensorFlow is imported (the run's only checks: :func:`tff_esn.algorithms.run_algorithm` is told so)."""
+    from tff_esn.algorithms import check_takes
     from tff_esn.memory import MemoryLimitError
     from tff_esn.run_checks import check_run
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RunWarning)
-        try:
-            check_task(get_algorithm(args.algorithm), dataset)
-            check_run(get_algorithm(args.algorithm), dataset, split, config, test_required=not args.no_test)
-        except MemoryLimitError as err:
-            raise UsageError(str(err)) from None
+    try:
+        check_takes(run.algorithm, dataset)
+        check_run(run.algorithm, dataset, split, run.config, test_required=test_required)
+    except MemoryLimitError as err:
+        raise UsageError(str(err)) from None
 
 
 def check_layout(args: argparse.Namespace, options: dict, config: Any, *, tff: bool) -> None:

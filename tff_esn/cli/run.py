@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tff_esn import algorithms
 from tff_esn.cli import UsageError
-from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
+from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, read_hparams, run_of
 from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.task_flags import add_task_arguments, task_options
 from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout, check_loaded
@@ -116,21 +116,20 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     algo = algorithms.get_algorithm(args.algorithm)
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
     pipeline, split_name, data_record = data_settings(args, algo, file)
-    config, settings = config_of(algo, args, file, pipeline)
-    uses_tff = algo.runs_tff(config)
-    if not uses_tff and getattr(args, "workers", None) is not None:
+    run = run_of(algo, args, file, pipeline)
+    if not run.tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy or sim backend, or no federated computation at all); drop --workers, or give "
                      "--backend tff.")
     try:
         with run_lock(args.out):  # before the folder's checks: a second run is refused naming the holder
-            return _run_in_folder(args, algo, pipeline, split_name, config, settings, data_record, uses_tff)
+            return _run_in_folder(args, run, pipeline, split_name, data_record)
     except RunFolderError as err:
         raise UsageError(str(err)) from None
 
 
-def _run_in_folder(args: argparse.Namespace, algo: algorithms.Algorithm, pipeline: str, split_name: str, config,
-                   settings: dict, data_record: dict, uses_tff: bool) -> int:
+def _run_in_folder(args: argparse.Namespace, run: algorithms.ResolvedRun, pipeline: str, split_name: str,
+                   data_record: dict) -> int:
     """:func:`_run` once it holds the run folder."""
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
@@ -138,23 +137,24 @@ def _run_in_folder(args: argparse.Namespace, algo: algorithms.Algorithm, pipelin
     from tff_esn.privacy.coverage import publish
     from tff_esn.run_folder import clear_run
 
-    out = check_arguments(args, config)
+    out = check_arguments(args, run.config)
     options = source_options(args, pipeline)
-    check_layout(args, options, config, tff=uses_tff)
+    check_layout(args, options, run.config, tff=run.tff)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
-        split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
+        split = get_split(split_name, dataset, train_fraction=args.train_fraction,
+                          seed=getattr(run.config, "seed", 0))
         dataset, split, partition = partitioned(args, dataset, split)
-    check_loaded(args, dataset, split, config)
-    if uses_tff:
+        check_loaded(run, dataset, split, test_required=not args.no_test)
+    if run.tff:
         context_from_args(args, prestart=True)
     if args.force:
         clear_run(out)
-    record = algorithms.run_algorithm(args.algorithm, dataset, split, config, test_required=not args.no_test)
+    record = algorithms.run_algorithm(run, dataset, split, checked=True)
     record["partition"] = partition
     record["warnings"] = merged(said, record["warnings"])
-    record["settings"] = {**settings, **data_record}
-    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in settings
+    record["config"].update(data_record)
+    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in run.record
                      and k not in ("func", "command", "algorithm", "refuse", GIVEN)}
     record = publish(record)
     path = write_json_atomic(out / "metrics.json", record)
