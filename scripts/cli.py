@@ -79,4 +79,4 @@ def _add_command_arguments(parser: argparse.ArgumentParser) -> None:
                           "or a real copy, write tables (CSV + Markdown, published numbers beside ours), figures (PNG) "
                           "and DIR/report.md. Finished experiments are skipped unless --force.")
     add_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, holds_out=True)

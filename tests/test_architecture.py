@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "tff_esn.run_folder", "tff_esn.baselines")),
     ("registry", ("tff_esn.algorithms", "tff_esn.run_checks", "tff_esn.defaults")),
     ("algorithms", ("tff_esn.closed_form", "tff_esn.federated", "discriminator", "tuning")),
-    ("entry points", ("tff_esn.cli", "tff_esn.compare", "tff_esn.__main__", "tuning.cli", "discriminator.cli",
+    ("entry points", ("tff_esn.cli", "tff_esn.compare", "tff_esn.reservoir_comparison", "tff_esn.__main__", "tuning.cli", "discriminator.cli",
                       "scripts")),
 )
 """Layer name and the modules (with their submodules) in it; a more specific prefix wins."""

@@ -122,15 +122,16 @@ def test_tff_incfed_client_harvests_a_deep_esn():
     np.testing.assert_allclose(readout, central, atol=1e-4 * np.abs(central).max())
 
 
-def test_run_incfed_with_three_layers_gives_centralized_predictions(tmp_path):
+@pytest.mark.parametrize("readout,n_features", [([], 31), (["--layer-units", "10,8,6", "--readout-layers", "last"], 7)])
+def test_run_incfed_with_three_layers_gives_centralized_predictions(tmp_path, readout, n_features):
     path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
     flags = ["--units", "10", "--l2", "1e-2", "--washout", "1", "--layers", "3", "--layer-leaky", "1,0.5,0.3",
-             "--topology", "ring"]
+             "--topology", "ring", *readout]
     records = {}
     for name in ("centralized", "incfed"):
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["config"]["layers"]["value"] == 3 and records["incfed"]["extra"]["n_features"] == 31
+    assert records["incfed"]["config"]["layers"]["value"] == 3 and records["incfed"]["extra"]["n_features"] == n_features
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]
 
@@ -164,3 +165,92 @@ def test_alignment_of_deep_reservoirs_keeps_the_layers_and_each_layers_radius():
     with pytest.raises(ValueError, match="layers"):
         align(own, ReservoirWeights.from_config(DEEP.replace(layers=1, units=25, layer_units=(), layer_spectral_radius=(),
                                                              layer_leaky=(), layer_input_scaling=()), 3), 0.5)
+
+
+LAST = DEEP.replace(readout_layers="last")
+
+
+def _sklearn_readout(states: np.ndarray, labels: np.ndarray, l2: float) -> np.ndarray:
+    """scikit-learn's ridge on the states with a constant-1 column (the readout bias, penalised as ours)."""
+    from sklearn.linear_model import Ridge
+
+    features = np.concatenate([states, np.ones((len(states), 1))], 1)
+    return Ridge(alpha=l2, fit_intercept=False, solver="cholesky").fit(features, one_hot(labels, 3)).coef_
+
+
+def test_last_layer_readout_sees_the_last_layers_states_in_both_backends():
+    from tff_esn.esn.layer import Reservoir
+    from tff_esn.esn.states_tf import run_reservoir
+
+    w = ReservoirWeights.from_config(LAST, 3)
+    assert (LAST.readout_from, LAST.readout_units, w.readout_from, w.readout_units) == (20, 5, 20, 5)
+    assert w.key != ReservoirWeights.from_config(DEEP, 3).key and DEEP.readout_units == 25
+    assert LAST.replace(layers=1, layer_units=(), layer_spectral_radius=(), layer_leaky=(),
+                        layer_input_scaling=()).readout_units == 12
+    x = np.random.default_rng(6).normal(size=(3, 9, 3)).astype(np.float32)
+    reference = _reference_states(x, DEEP)[..., 20:]
+    for keep in ("all", "last", "mean"):
+        expected = {"all": reference, "last": reference[:, -1], "mean": reference[:, 2:].mean(1)}[keep]
+        washout = 2 if keep == "mean" else 0
+        states = states_and_statistics(x, *w.layer_weights(), w.leaky, keep=keep, washout=washout, layers=w.layers,
+                                       readout_from=w.readout_from)[0]
+        tf_states = run_reservoir(x, w.kernel, w.recurrent, w.bias, None, w.leaky, keep, washout, None, w.layers,
+                                  w.readout_from).numpy()
+        np.testing.assert_allclose(states, expected, atol=3e-6)
+        np.testing.assert_allclose(tf_states, states, atol=1e-6)
+    layer = Reservoir(LAST, state_mode="all")
+    np.testing.assert_allclose(layer(x).numpy(), reference, atol=3e-6)
+    assert layer.compute_output_shape((None, 9, 3)).as_list() == [None, 9, 5]
+    clone = Reservoir.from_config(layer.get_config())
+    np.testing.assert_array_equal(clone(x).numpy(), layer(x).numpy())
+    assert ReservoirWeights.from_layer(clone).key == w.key
+    with pytest.raises(ValueError, match="readout_layers"):
+        ReservoirConfig(readout_layers="first")
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 8))
+def test_incfed_of_a_last_layer_readout_equals_sklearn_on_the_last_layers_states(seed, n_clients):
+    """The harvest's per-client statistics of the last layer, summed over a random partition, solve to
+    scikit-learn's ridge on the last layer's states of the plain loop."""
+    data = random_dataset(n_clients=4, seed=5)
+    pooled = data.pooled(data.client_ids)
+    w = ReservoirWeights.from_config(LAST, 3)
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(0, n_clients, len(pooled))
+    _, parts = states_and_statistics(pooled.x, *w.layer_weights(), w.leaky, keep="last", washout=1, layers=w.layers,
+                                     readout_from=w.readout_from, targets=one_hot(pooled.y, 3).astype(np.float32),
+                                     groups=groups, n_groups=n_clients, products=np.dtype(np.float64))
+    stats = [RidgeStats(a, b, n, 1, True) for a, b, n in parts if n]
+    states = _reference_states(pooled.x, DEEP)[:, 1:, 20:]  # every step after the washout is a sample
+    reference = _sklearn_readout(states.reshape(-1, 5), np.repeat(pooled.y, states.shape[1]), 1e-2)
+    np.testing.assert_allclose(fit_incfed(stats, 1e-2), reference, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_tff_incfed_client_reads_out_the_last_layer():
+    data = random_dataset(n_clients=3, seed=1)
+    weights = ReservoirWeights.from_config(LAST, 3)
+    pooled = data.pooled(data.client_ids)
+    readout = federate_tff(weights, list(data.clients.values()), 3, StateSpec("last"), 1e-2).readout
+    reference = _sklearn_readout(_reference_states(pooled.x, DEEP)[:, -1, 20:], pooled.y, 1e-2)
+    assert readout.shape == (3, 6)
+    np.testing.assert_allclose(readout, reference, atol=1e-4 * np.abs(reference).max())
+
+
+def test_fedavg_model_trains_a_readout_of_the_last_layer():
+    from tff_esn.federated.clients import reservoir_states
+    from tff_esn.federated.configs import ThesisModelConfig
+    from tff_esn.federated.model import build_thesis_model
+
+    config = ThesisModelConfig(reservoir=LAST, state_mode="last", class_weight=(1.0, 1.0, 1.0))
+    x = np.random.default_rng(8).normal(size=(4, 7, 3)).astype(np.float32)
+    reference = _reference_states(x, DEEP)[:, -1, 20:]
+    np.testing.assert_allclose(reservoir_states(x, LAST, config), reference, atol=3e-6)
+    np.testing.assert_allclose(reservoir_states(x, LAST, config, lengths=np.array([7, 7, 7, 7])), reference, atol=3e-6)
+    faithful, cached = build_thesis_model(3, config), build_thesis_model(5, config, readout_only=True)
+    assert [w.shape for w in faithful.trainable_weights] == [w.shape for w in cached.trainable_weights] == [(5, 3), (3,)]
+    cached.set_weights(faithful.trainable_weights)
+    np.testing.assert_allclose(faithful(x).numpy(), cached(reference.astype(np.float32)).numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="5"):
+        build_thesis_model(25, config, readout_only=True)

@@ -35,8 +35,27 @@ def test_a_seed_beyond_what_every_library_takes_is_refused_before_any_work(seed)
 def test_the_cli_refuses_the_seed_in_one_line(tmp_path, capsys):
     assert main(["run", "incfed", "--data", "synthetic-wesad", "--seed", "4294967296", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["tff-esn run: error: ReservoirConfig.seed (--seed): expected an integer in [0, 4294967295], "
-                   "got 4294967296."]
+    assert err == ["tff-esn run: error: --seed: expected an integer in [0, 4294967295], got 4294967296."]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["data", "synth-hhar", "--seed", "-1"], "--seed: expected an integer in [0, 4294967295], got -1."),
+    (["data", "synth-wesad", "--minutes", "nan"], "--minutes: expected a finite number > 0, got nan."),
+    (["compare", "--seeds", "0,4294967296"], "--seeds: expected integers in [0, 4294967295], got (0, 4294967296)."),
+    (["compare", "--clients", "0"], "--clients: expected an integer ≥ 1, got 0."),
+    (["tune", "incfed-wesad", "--seed", "4294967296"], "--seed: expected an integer in [0, 4294967295], got "
+                                                        "4294967296."),
+    (["reproduce", "incfed", "--seed", "-5"], "--seed: expected an integer in [0, 4294967295], got -5."),
+    (["worker", "--port", "70000"], "--port: expected a TCP port in [1, 65535], got 70000."),
+    (["run", "fedavg", "--worker-timeout", "inf"], "--worker-timeout: expected a finite number of seconds > 0, got "
+                                                   "inf."),
+])
+def test_flags_passed_to_libraries_with_their_own_limits_are_refused_in_one_line_before_any_work(args, line, tmp_path,
+                                                                                                capsys):
+    out = [] if args[0] == "worker" else ["--out", str(tmp_path / "out")]
+    assert main([*args, *out]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"tff-esn {args[0]}: error: {line}"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_empty_and_mixed_client_ids_are_refused():
@@ -119,20 +138,44 @@ def test_a_full_disk_is_one_line_and_the_run_folder_keeps_no_temporary_file(tmp_
     assert not out.exists()  # no temporary file was left, so the run's new folder is removed too
 
 
-def test_the_run_lock_names_its_holder_and_is_released_when_the_holder_is_killed(tmp_path):
-    import signal
+def _holder(out):
+    """A process holding ``out``'s run lock until killed."""
     import subprocess
     import sys
 
-    from tff_esn.run_folder import RunFolderError, run_lock
-
-    out = tmp_path / "run"
     code = (f"import sys, time; from tff_esn.run_folder import run_lock\nwith run_lock({str(out)!r}):\n"
             "    print('held', flush=True); time.sleep(600)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_every_command_that_writes_a_folder_is_refused_while_another_process_holds_it(tmp_path, capsys):
+    out = tmp_path / "out"
+    holder = _holder(out)
     try:
-        assert holder.stdout.readline().strip() == "held"
+        for args in (["compare", "--profile", "quick"], ["tune", "incfed-wesad", "--trials", "1"],
+                     ["reproduce", "incfed", "--profile", "tiny"], ["data", "synth-hhar"],
+                     ["run", "incfed", "--data", "synthetic-hhar"]):
+            assert main([*args, "--out", str(out)]) == 2, args
+            assert capsys.readouterr().err.strip().splitlines() == [
+                f"tff-esn {args[0]}: error: --out {out}: another run (pid {holder.pid}) is writing into it; wait for "
+                "it to end or choose another folder."], args
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_the_run_lock_names_its_holder_and_is_released_when_the_holder_is_killed(tmp_path):
+    import signal
+
+    from tff_esn.run_folder import RunFolderError, run_lock
+
+    out = tmp_path / "run"
+    holder = _holder(out)
+    try:
         with pytest.raises(RunFolderError, match=rf"--out {out}: another run \(pid {holder.pid}\) is writing into "
                                                  r"it; wait for it to end or choose another folder\."):
             with run_lock(out):

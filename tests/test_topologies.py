@@ -97,6 +97,15 @@ def test_graph_metrics_equal_networkx(topology, seed):
     assert metrics["edges"] == int(np.count_nonzero(w) - np.count_nonzero(np.diag(w)))
 
 
+def test_graph_metrics_beyond_the_work_budget_are_skipped_with_the_reason():
+    w = recurrent_weights(ReservoirConfig(units=30, seed=1))
+    metrics = topologies.graph_metrics(w, work=1000)
+    assert metrics["clustering"] is None and metrics["path_length"] is None
+    assert set(metrics["skipped"]) == {"clustering", "path_length"} and "> 1e+03" in metrics["skipped"]["clustering"]
+    assert metrics["mean_degree"] == 29 and metrics["connected"]
+    assert topologies.graph_metrics(w, work=30 * 31 * 30)["clustering"] == 1.0
+
+
 def test_graph_metrics_of_a_disconnected_graph():
     w = np.zeros((4, 4))
     w[0, 1] = w[2, 3] = 1.0
@@ -180,6 +189,46 @@ def test_per_unit_leak_array_is_validated():
         w.replace(leaky=(0.5, 0.5, 0.0, 1.0))
 
 
+def test_explicit_leak_values_from_the_command_line(tmp_path, capsys):
+    rates = np.linspace(0.15, 1.0, 12)
+    np.save(tmp_path / "leak.npy", rates)
+    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
+    flags = ["--units", "12", "--l2", "1e-2", "--washout", "1", "--topology", "ring"]
+    records = {}
+    for name, values in [("centralized", str(tmp_path / "leak.npy")), ("incfed", ",".join(map(str, rates)))]:
+        assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags,
+                     "--leak-values", values]) == 0
+        records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
+    config = ReservoirConfig(units=12, topology="ring", leak_values=tuple(records["incfed"]["config"]["leak_values"]["value"]))
+    w = ReservoirWeights.from_config(config, 3)
+    np.testing.assert_array_equal(w.leaky, rates.astype(np.float32))
+    x = np.random.default_rng(4).normal(size=(2, 8, 3)).astype(np.float32)
+    expected = np.zeros((2, 8, 12))
+    for i, seq in enumerate(x.astype(np.float64)):  # the equation with the file's rates, float64
+        state = np.zeros(12)
+        for t, u in enumerate(seq):
+            state = (1 - rates) * state + rates * np.tanh(u @ w.kernel + state @ w.recurrent)
+            expected[i, t] = state
+    np.testing.assert_allclose(states_and_statistics(x, *w.layer_weights(), w.leaky, keep="all")[0], expected,
+                               atol=2e-5)
+    for group in ("train", "val", "test"):
+        assert records["centralized"][group] == records["incfed"][group]
+    deep = ReservoirConfig(units=6, layers=2, layer_units=(6, 4), leak_values=tuple(np.linspace(0.1, 1, 10)))
+    assert deep.layer(1).leak_values == deep.leak_values[6:]
+    np.testing.assert_array_equal(ReservoirWeights.from_config(deep, 2).leaky, np.linspace(0.1, 1, 10, dtype=np.float32))
+    np.save(tmp_path / "square.npy", np.ones((3, 4)))
+    for values, match in [("0.5,0.5", "one leaking rate in"), (",".join(["1.5"] * 12), "one leaking rate in"),
+                          (str(tmp_path / "square.npy"), "1-D array"), (str(tmp_path / "none.npy"), "cannot read")]:
+        try:
+            code = main(["run", "incfed", "--data", f"npz:{path}", "--out", str(tmp_path / "bad"), *flags,
+                         "--leak-values", values, "--force"])
+        except SystemExit as exit_:
+            code = exit_.code
+        assert code == 2 and match in capsys.readouterr().err
+    with pytest.raises(ValueError, match="constant leak_distribution"):
+        ReservoirConfig(units=2, leak_values=(0.5, 0.5), leak_distribution="uniform")
+
+
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_incfed_gives_centralized_predictions_for_every_topology(topology, tmp_path):
     path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9), ["train"] * 3 + ["val", "test"])
@@ -190,5 +239,15 @@ def test_incfed_gives_centralized_predictions_for_every_topology(topology, tmp_p
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
     assert records["incfed"]["config"]["topology"]["value"] == topology
+    w = recurrent_weights(ReservoirConfig(units=12, topology=topology, neighbours=4, attachment=2))
+    graph = nx.Graph(nx.from_numpy_array((w != 0).astype(int), create_using=nx.DiGraph).to_undirected())
+    graph.remove_edges_from(nx.selfloop_edges(graph))
+    recorded = records["incfed"]["reservoir_graph"]
+    degrees = np.array([d for _, d in graph.degree()])
+    assert recorded["clustering"] == pytest.approx(nx.average_clustering(graph), abs=1e-12)
+    assert (recorded["min_degree"], recorded["max_degree"]) == (degrees.min(), degrees.max())
+    assert recorded["degree_std"] == pytest.approx(degrees.std(), abs=1e-12) and recorded["skipped"] == {}
+    if nx.is_connected(graph):
+        assert recorded["path_length"] == pytest.approx(nx.average_shortest_path_length(graph), abs=1e-12)
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]

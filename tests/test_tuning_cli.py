@@ -96,9 +96,8 @@ def test_tune_rejects_bad_arguments(fake_data, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["tune", "nope", "--out", str(tmp_path)])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["tune", "incfed-wesad", "--trials", "0", "--out", str(tmp_path)])
-    assert "expected an integer ≥ 1" in capsys.readouterr().err
+    assert main(["tune", "incfed-wesad", "--trials", "0", "--out", str(tmp_path)]) == 2
+    assert "--trials: expected an integer ≥ 1, got 0." in capsys.readouterr().err
     with pytest.raises(KeyError, match="unknown search space"):
         tune("nope", out=tmp_path)
 

@@ -287,7 +287,8 @@ def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split
     instance of its config class, resolved here) and returns the full ``metrics.json`` record.
 
     The run's sections plus ``algorithm``, ``data``, ``split``, ``config`` (each setting's value and origin),
-    ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``, ``split_rule`` and ``versions``.
+    ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``, ``split_rule``, ``versions`` and
+    ``reservoir_graph`` (the configured reservoir's graph).
     :func:`check_takes` and :func:`tff_esn.run_checks.check_run` run first (``test_required=False``: a split
     without test clients is intended), unless the caller ran them (``checked``).
     """
@@ -322,4 +323,18 @@ def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split
     record["result_check"] = checked_result
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
+    reservoir = getattr(getattr(config, "model", config), "reservoir", None)
+    if reservoir is not None:
+        record["reservoir_graph"] = reservoir_graph(reservoir, len(dataset.feature_names))
     return publish(record)
+
+
+def reservoir_graph(reservoir: Any, n_inputs: int) -> dict[str, Any]:
+    """:func:`~tff_esn.esn.topologies.graph_metrics` of the configured reservoir's Ŵ (a deep ESN's whole
+    block matrix, its layers linked by their input weights), the degree histogram left out."""
+    from tff_esn.esn.topologies import graph_metrics
+    from tff_esn.esn.weights import ReservoirWeights
+
+    metrics = graph_metrics(ReservoirWeights.from_config(reservoir, n_inputs).recurrent)
+    del metrics["degree_histogram"]
+    return metrics

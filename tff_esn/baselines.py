@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression
 
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.metrics import classification_metrics, regression_metrics
+from tff_esn.esn import states_numpy
 from tff_esn.esn.ridge import RidgeStats, one_hot, predict
 
 GROUPS = ("val", "test")
@@ -38,14 +39,18 @@ def sequence_features(x: np.ndarray, per_step: bool) -> np.ndarray:
 
     Returns:
         (n·T, F) rows when ``per_step``, else (n, 5F): mean, std, min, max and last value
-        of each feature.
+        of each feature (in float64 over blocks of sequences of at most
+        :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` values, each row's sums in the same order).
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)
     if x.ndim != 3:
         raise ValueError(f"x: expected (n, T, F) sequences, got shape {x.shape}.")
     if per_step:
-        return x.reshape(-1, x.shape[2])
-    return np.concatenate([x.mean(axis=1), x.std(axis=1), x.min(axis=1), x.max(axis=1), x[:, -1]], axis=1)
+        return np.asarray(x, np.float64).reshape(-1, x.shape[2])
+    rows = max(1, states_numpy.HARVEST_VALUES // max(1, x.shape[1] * x.shape[2]))
+    blocks = [np.asarray(x[i:i + rows], np.float64) for i in range(0, max(x.shape[0], 1), rows)]
+    return np.concatenate([np.concatenate([b.mean(axis=1), b.std(axis=1), b.min(axis=1), b.max(axis=1), b[:, -1]],
+                                          axis=1) for b in blocks])
 
 
 def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -224,7 +224,8 @@ def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, int,
     return cells
 
 
-def _check_folder(out: Path, comparison: Comparison) -> None:
+def check_folder(out: Path, comparison: Any) -> None:
+    """Records ``comparison.settings()`` in ``out/comparison.json``; refuses a folder holding other settings."""
     path = out / "comparison.json"
     if path.exists():
         try:
@@ -261,7 +262,7 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
     names = comparison.algorithms or fitting_algorithms(dataset)
     for text in comparison.partitions:  # refuse an impossible grid before any run
         partition_dataset(dataset, split, text, comparison.clients, seed=comparison.seeds[0])
-    _check_folder(out, comparison)
+    check_folder(out, comparison)
     rows = []
     dealt: dict[tuple[str, int], tuple] = {}
     bar = tqdm(_cells(comparison, names), desc=f"compare {comparison.source}", unit="run", disable=not progress)

@@ -1,8 +1,9 @@
 """The memory a run must hold at once, estimated from its config and the data's shape.
 
 :func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics
-(16·(N_R + 1)²), the thesis models' cached float32 states and the data with its copies (calibrated by
-``python -m bench memory``); :func:`check_memory` refuses a run above physical RAM or the cgroup limit.
+(16·(N_R + 1)², plus each training client's cached SᵀS), cached states, and the data with its copies (pooled,
+carved folds, the largest harvest batch or baseline block; calibrated by ``python -m bench memory``);
+:func:`check_memory` refuses a run above physical RAM or the cgroup limit.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from tff_esn.data.carving import FOLDS, MIN_CLIENTS_FOR_CLIENT_FOLDS
 from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.esn.states_numpy import HARVEST_BATCH
+from tff_esn.esn.states_numpy import HARVEST_BATCH, HARVEST_VALUES, ragged_batches
 
 
 def _size(n: float) -> str:
@@ -73,21 +77,33 @@ def layout_of(dataset: SequenceDataset) -> DataLayout:
     return DataLayout(dataset.source, tuple(c.steps for c in dataset.clients.values()), int(first.x.shape[2]))
 
 
-def data_bytes(layout: DataLayout, *, tff: bool = False) -> tuple[tuple[tuple[str, float], ...], tuple[str, float]]:
+def harvest_cells(layout: DataLayout) -> int:
+    """Padded steps of the harvest's largest batch over every sequence of ``layout`` pooled
+    (:meth:`tff_esn.closed_form.harvest.Harvester.batches`)."""
+    lengths = np.concatenate(layout.blocks)
+    if lengths.min() == lengths.max():
+        return min(HARVEST_BATCH, lengths.size) * int(lengths.max())
+    return max(rows.size * int(lengths[rows].max()) for rows in ragged_batches(lengths, layout.features))
+
+
+def data_bytes(layout: DataLayout, *, tff: bool = False,
+               carved: bool = True) -> tuple[tuple[tuple[str, float], ...], tuple[str, float]]:
     """The data's parts of the peak (module docstring) as ``(what, bytes)``, largest first, and
-    ``(what, bytes per reservoir unit)`` of the states TFF holds of every step (0 off the TFF path)."""
+    ``(what, bytes per reservoir unit)`` of the states TFF holds of every step (0 off the TFF path);
+    ``carved``: validation folds are carved from the training sequences (no validation clients)."""
     features = layout.features
     padded = 4.0 * features * layout.padded_cells
-    rows = min(HARVEST_BATCH, layout.sequences)
+    cells = harvest_cells(layout)
     longest = layout.longest
-    harvest = rows * longest * (8.0 * features + 4.0) + (2 * padded if tff else 0.0)
-    run = 3 * padded + harvest
+    baseline = 16.0 * min(features * layout.padded_cells, max(HARVEST_VALUES, features * longest))
+    harvest = max(cells * (8.0 * features + 4.0), baseline) + (2 * padded if tff else 0.0)
+    run = (2 if carved else 1) * padded + harvest
     load = float(layout.stored_bytes) + 2 * padded  # the stored values, their float32 copy and its padded one
     peak = {"the padded sequences": padded,
             f"the harvest of the longest ({longest}-step) sequence and the run's copies of the data"
             if run >= load else "loading the stored values": max(run, load)}
     states = (f"the states of every step of the longest ({longest}-step) sequence's batch in TFF",
-              4.0 * rows * longest if tff else 0.0)
+              4.0 * cells if tff else 0.0)
     return tuple(sorted(peak.items(), key=lambda p: -p[1])), states
 
 
@@ -98,17 +114,23 @@ def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: S
     and every sequence counts as training data); ``tff``: the run executes TFF computations."""
     reservoir = _setting(config, "reservoir", None)
     layout = dataset if isinstance(dataset, DataLayout) else layout_of(dataset)
-    quadratic = 16.0 + 16.0 + (17.0 if reservoir.recurrent_connectivity < 1 else 0.0)
-    linear = 32.0  # the (N_R + 1)² statistics' linear terms: 16 · 2 N_R
+    train = len(layout.blocks) if split is None else len(split.train)
+    carved = split is None or not split.val
+    holders = train * (FOLDS if carved and train < MIN_CLIENTS_FOR_CLIENT_FOLDS else 1)
+    quadratic = 16.0 + 16.0 + 8.0 * holders + (17.0 if reservoir.recurrent_connectivity < 1 else 0.0)
+    linear = 32.0 + 16.0 * holders  # the (N_R + 1)² statistics' linear terms
+    per_step = split is not None and any(c.per_step for c in dataset.clients.values())
+    if per_step and not hasattr(config, "model") and _setting(config, "state_mode", "all") in ("all", "auto"):
+        linear += 8.0 * layout.padded_cells
     if hasattr(config, "model") and getattr(config, "states", "cached") == "cached":
         washout = _setting(config, "washout", 0)
         blocks = layout.blocks if split is None else tuple(dataset.clients[c].steps for c in split.train)
         steps = sum(int((b - washout).clip(min=1).sum()) for b in blocks) \
             if _setting(config, "state_mode", "all") in ("all", "auto") else sum(b.size for b in blocks)
         linear += 4.0 * steps
-    parts, states = data_bytes(layout, tff=tff)
-    return MemoryEstimate(reservoir.total_units, quadratic, linear + states[1], 16.0 + sum(b for _, b in parts), parts,
-                          states)
+    parts, states = data_bytes(layout, tff=tff, carved=carved)
+    return MemoryEstimate(reservoir.total_units, quadratic, linear + states[1],
+                          16.0 + 8.0 * holders + sum(b for _, b in parts), parts, states)
 
 
 def machine_memory() -> int:

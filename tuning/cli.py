@@ -19,13 +19,6 @@ STATES = pick_settings(settings(ReadoutConfig), ("state_mode", "washout", "reado
 SUGGESTED_RUN = {"gradient": "fedavg", "closed-form": "incfed"}
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 1, got {text}")
-    return value
-
-
 HELP = "KerasTuner random search over a published space; writes best_hparams.json"
 
 
@@ -45,16 +38,16 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE or ts:DIR/NAME "
                              "(default: the space's synthetic source; npz:/ts: data take the closed-form spaces, "
                              "the own-data state settings and balanced accuracy)")
-    parser.add_argument("--trials", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--trials", type=int, default=None, metavar="N",
                         help="total trial budget (default: the published one — 30, or the whole space for thesis)")
     parser.add_argument("--out", required=True, metavar="DIR", help="search folder (resumed when it exists)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the oracle, reservoir and data split")
     parser.add_argument("--overwrite", action="store_true", help="start over instead of resuming DIR")
     add_setting_flags(parser, STATES, title="states of the ridge readouts (closed-form spaces)")
     parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
-    parser.add_argument("--top", type=_positive_int, default=5, help="rows of the summary table (default 5)")
+    parser.add_argument("--top", type=int, default=5, help="rows of the summary table (default 5)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    parser.set_defaults(func=_run)
+    parser.set_defaults(func=_run, holds_out=True)
 
 
 def _run(args: argparse.Namespace) -> int:

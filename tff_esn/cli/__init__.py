@@ -1,12 +1,14 @@
 """Command line ``tff-esn`` (also ``python -m tff_esn``): a thin layer over library calls.
 
-Each module with ``register(subparsers)`` adds a sub-command (``func``, optional ``refuse``); ``tuning`` and
+Each module with ``register(subparsers)`` adds a sub-command (``func``, optional ``refuse``;
+``holds_out``: it writes ``--out`` and runs holding its lock); ``tuning`` and
 ``discriminator`` add theirs through the ``tff_esn.commands`` entry points. ``--help`` imports no TensorFlow.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
@@ -14,15 +16,58 @@ import pkgutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
+from typing import Any
 
 from tff_esn.data.errors import DataError
 from tff_esn.runtime import WorkerError, install_exit_hooks
+from tff_esn.validation import SEED_MAX, is_count, is_finite, is_seed
 
 Register = Callable[[argparse._SubParsersAction], None]
 
 
 class UsageError(ValueError):
     """Bad command-line input; printed without a traceback (exit code 2)."""
+
+
+def _count(low: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: is_count(v, low)), f"an integer ≥ {low}"
+
+
+def _positive(what: str) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: is_finite(v) and v > 0), f"a finite {what} > 0"
+
+
+FLAG_LIMITS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "seed": (is_seed, f"an integer in [0, {SEED_MAX}]"),
+    "seeds": (lambda v: all(is_seed(s) for s in v), f"integers in [0, {SEED_MAX}]"),
+    **dict.fromkeys(("clients", "fake_clients", "rounds", "trials", "top", "horizon", "series_clients",
+                     "series_steps"), _count(1)),
+    "search": _count(0),
+    "minutes": _positive("number"),
+    **dict.fromkeys(("worker_timeout", "start_timeout"), _positive("number of seconds")),
+    "port": (lambda v: is_count(v, 1) and v <= 65535, "a TCP port in [1, 65535]"),
+}
+"""The limits of the flags whose values go straight to a library with its own (NumPy, scikit-learn and TensorFlow
+seeds, KerasTuner's trials, gRPC's port, timers), checked by every command before it runs; the flags of a config
+are checked by the config itself."""
+
+
+def _call(args: argparse.Namespace) -> int:
+    """``args.func(args)`` once every flag is within :data:`FLAG_LIMITS`, holding the run lock of ``--out``
+    (:func:`tff_esn.run_folder.run_lock`) for a command that writes that folder (``holds_out``)."""
+    for name, (ok, expected) in FLAG_LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and not ok(value):
+            raise UsageError(f"--{name.replace('_', '-')}: expected {expected}, got {value!r}.")
+    with contextlib.ExitStack() as stack:
+        if getattr(args, "holds_out", False):
+            from tff_esn.run_folder import RunFolderError, run_lock
+
+            try:
+                stack.enter_context(run_lock(args.out))
+            except RunFolderError as err:
+                raise UsageError(str(err)) from None
+        return int(args.func(args) or 0)
 
 
 def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Callable[[argparse.ArgumentParser], None],
@@ -38,8 +83,7 @@ def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Calla
     def run(args: argparse.Namespace) -> int:
         full = argparse.ArgumentParser(prog=stub.prog, description=help)
         build(full)
-        inner = full.parse_args(getattr(args, "rest", []))
-        return int(inner.func(inner) or 0)
+        return _call(full.parse_args(getattr(args, "rest", [])))
 
     stub.set_defaults(func=run, lazy=True)
 
@@ -83,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rest = rest
     install_exit_hooks()
     try:
-        return int(args.func(args) or 0)
+        return _call(args)
     except (UsageError, DataError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2

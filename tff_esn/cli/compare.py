@@ -1,6 +1,7 @@
 """``tff-esn compare --data SOURCE --out DIR``: every fitting algorithm × a heterogeneity grid × seeds.
 
-A thin layer over :func:`tff_esn.compare.run_comparison`; ``--profile`` picks the grid.
+A thin layer over :func:`tff_esn.compare.run_comparison`; ``--profile`` picks the grid; ``--reservoirs`` compares reservoirs instead
+(:mod:`tff_esn.reservoir_comparison`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def _compare(args: argparse.Namespace) -> int:
     folders = [folder_name(s) for s in sources]
     if len(set(folders)) != len(folders):
         raise UsageError(f"--data: sources {list(sources)} share a folder name {folders}; compare them one at a time.")
+    if args.reservoirs is not None:
+        return _compare_reservoirs(args, tuple(zip(folders, sources)), args.seeds or profile.seeds)
     comparisons = []
     for source in sources:  # every source's settings checked before the first run
         pipeline = args.pipeline or default_pipeline(source)
@@ -64,6 +67,24 @@ def _compare(args: argparse.Namespace) -> int:
             raise UsageError(str(err)) from None
         print(paths["table"].read_text())
         print(f"→ {paths['csv']}, {paths['table']}, {paths['figure']}")
+    return 0
+
+
+def _compare_reservoirs(args: argparse.Namespace, sources: tuple[tuple[str, str], ...], seeds: tuple[int, ...]) -> int:
+    from tff_esn.reservoir_comparison import DEFAULT_RESERVOIRS, ReservoirComparison, run_reservoir_comparison
+
+    if args.partitions is not None and len(args.partitions) != 1:
+        raise UsageError("--partitions: a reservoir comparison deals the training sequences by one partitioner.")
+    given = {"partition": (args.partitions or (None,))[0], "algorithms": args.algorithms, "clients": args.clients,
+             "rounds": args.rounds, "pipeline": args.pipeline, "split": args.split}
+    try:
+        comparison = ReservoirComparison(sources, args.reservoirs or DEFAULT_RESERVOIRS, seeds=seeds,
+                                         **{k: v for k, v in given.items() if v is not None})
+        paths = run_reservoir_comparison(comparison, args.out, progress=args.progress)
+    except (ValueError, FileExistsError) as err:
+        raise UsageError(str(err)) from None
+    print(paths["table"].read_text())
+    print(f"→ {paths['csv']}, {paths['table']}, {paths['figure']}")
     return 0
 
 
@@ -88,6 +109,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="seeds (each the partition's and the algorithm's)")
     parser.add_argument("--algorithms", type=_names, default=None, metavar="A,A,...",
                         help="algorithms (default: every one that fits the labels and the sequence lengths)")
+    parser.add_argument("--reservoirs", type=_names, nargs="?", const=(), default=None, metavar="R,R,...",
+                        help="compare reservoirs instead of partitions: topologies (random, ring, delay-line, "
+                             "cycle-jumps, small-world, scale-free), leak-DIST, deep-L, deep-L-last and esnfed (alone: "
+                             "all of them with deep-2, deep-3, leak-uniform); one iid deal of 10 clients, incfed and "
+                             "fedavg (20 rounds) unless --partitions/--clients/--algorithms/--rounds say; one table "
+                             "and figure over every --data in DIR")
     parser.add_argument("--pipeline", default=None, help="preprocessing pipeline (default: the source's, as run)")
     parser.add_argument("--split", default=None, help="client split (default: the source's, as run)")
     parser.add_argument("--ragged", choices=("pad", "crop"), default=None,
@@ -97,4 +124,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache-dir", default=None, help="cache of generated/preprocessed data")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (one sub-folder per source)")
-    parser.set_defaults(func=_compare)
+    parser.set_defaults(func=_compare, holds_out=True)

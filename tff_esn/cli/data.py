@@ -17,8 +17,6 @@ def _synth_wesad(args: argparse.Namespace) -> int:
     unknown = [s for s in subjects if s not in SUBJECTS]
     if unknown:
         raise UsageError(f"--subjects: unknown subject(s) {unknown}; expected ids among {', '.join(SUBJECTS)}.")
-    if not args.minutes > 0:
-        raise UsageError(f"--minutes: expected > 0, got {args.minutes}.")
     t0 = time.perf_counter()
     paths = generate_wesad(args.out, subjects=subjects, minutes=args.minutes, seed=args.seed,
                            progress=lambda s: print(f"  {s} written", file=sys.stderr, flush=True))
@@ -35,8 +33,6 @@ def _synth_hhar(args: argparse.Namespace) -> int:
     unknown = [u for u in users if u not in USERS]
     if unknown:
         raise UsageError(f"--users: unknown user(s) {unknown}; expected ids among {', '.join(USERS)}.")
-    if not args.minutes > 0:
-        raise UsageError(f"--minutes: expected > 0, got {args.minutes}.")
     t0 = time.perf_counter()
     paths = write_hhar(args.out, users=users, minutes=args.minutes, seed=args.seed)
     print(f"wrote {', '.join(p.name for p in paths)} ({len(users)} users, {args.minutes:g} min per activity, "
@@ -67,14 +63,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--subjects", default=None, metavar="S2,S3,...", help="subject ids (default: all 15)")
     p.add_argument("--minutes", type=float, default=100.0, help="recording length per subject (default %(default)s)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=_synth_wesad)
+    p.set_defaults(func=_synth_wesad, holds_out=True)
 
     p = sub.add_parser("synth-hhar", help="write synthetic HHAR CSVs (Phones_/Watch_ accelerometer/gyroscope)")
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--users", default=None, metavar="a,b,...", help="user ids (default: a–i)")
     p.add_argument("--minutes", type=float, default=5.0, help="minutes per activity (default %(default)s)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=_synth_hhar)
+    p.set_defaults(func=_synth_hhar, holds_out=True)
 
     p = sub.add_parser("prepare", help="preprocess a source with a pipeline into the cache")
     p.add_argument("source", help="synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR or npz:FILE")

@@ -55,8 +55,6 @@ def partitioned(args: argparse.Namespace, dataset: Any, split: Any) -> tuple[Any
                          "--clients 20), and only then.")
     if natural and set(args.partition_groups) != {"train"}:
         raise UsageError("--partition-groups: needs a --partition other than natural.")
-    if args.clients is not None and args.clients < 1:
-        raise UsageError(f"--clients: expected an integer ≥ 1, got {args.clients}.")
     try:
         return partition_dataset(dataset, split, args.partition, args.clients, seed=args.seed,
                                  groups=args.partition_groups)

@@ -111,8 +111,6 @@ def source_options(args: argparse.Namespace, pipeline: str) -> dict:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from tff_esn.run_folder import RunFolderError, run_lock
-
     algo = algorithms.get_algorithm(args.algorithm)
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
     pipeline, split_name, data_record = data_settings(args, algo, file)
@@ -121,16 +119,6 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy or sim backend, or no federated computation at all); drop --workers, or give "
                      "--backend tff.")
-    try:
-        with run_lock(args.out):  # before the folder's checks: a second run is refused naming the holder
-            return _run_in_folder(args, run, pipeline, split_name, data_record)
-    except RunFolderError as err:
-        raise UsageError(str(err)) from None
-
-
-def _run_in_folder(args: argparse.Namespace, run: algorithms.ResolvedRun, pipeline: str, split_name: str,
-                   data_record: dict) -> int:
-    """:func:`_run` once it holds the run folder."""
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
     from tff_esn.io import write_json_atomic
@@ -139,7 +127,7 @@ def _run_in_folder(args: argparse.Namespace, run: algorithms.ResolvedRun, pipeli
 
     out = check_arguments(args, run.config)
     options = source_options(args, pipeline)
-    check_layout(args, options, run.config, tff=run.tff)
+    check_layout(args, options, run, split_name)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
         split = get_split(split_name, dataset, train_fraction=args.train_fraction,
@@ -241,7 +229,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_algorithm_flags(sub, algo, skip=SHARED)
         if algo.tff is not False:
             add_worker_arguments(sub)
-        sub.set_defaults(func=lambda args, _p=sub: _run(args, _p), refuse=_refusal(name, owners))
+        sub.set_defaults(func=lambda args, _p=sub: _run(args, _p), refuse=_refusal(name, owners),
+                         holds_out=True)
         for flag in sub._option_string_actions:
             owners.setdefault(flag, []).append(name)
 

@@ -186,10 +186,10 @@ class PartialIncFedConfig(ReadoutConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        features = self.reservoir.total_units + int(self.readout_bias)
+        features = self.reservoir.readout_units + int(self.readout_bias)
         check_field(self, "k", self.k is None or (is_count(self.k, 1) and self.k <= features),
                     f"None or an integer in [1, {features}] (the readout's features: --units "
-                    f"{self.reservoir.total_units}{' + the readout bias' if self.readout_bias else ''})")
+                    f"{self.reservoir.readout_units}{' + the readout bias' if self.readout_bias else ''})")
         check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
         check_field(self, "mask", self.mask in MASKS, f"one of {MASKS}")
 
@@ -237,6 +237,8 @@ class FedIPConfig(ReadoutConfig):
         _check_backend(self)
         check_field(self, "rounds", is_count(self.rounds, 1), "an integer ≥ 1")
         check_field(self, "l2_scale", self.l2_scale in L2_SCALES, f"one of {L2_SCALES}")
+        check_field(self.reservoir, "activation", self.reservoir.activation == "tanh",
+                    "tanh: intrinsic plasticity (FedIP eqs. 2–3) is derived for tanh units")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.ridge import RidgeStats, predict
-from tff_esn.esn.states_numpy import HARVEST_BATCH, states_and_statistics
+from tff_esn.esn.states_numpy import HARVEST_BATCH, ragged_batches, states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.tasks import CLASSIFY, Task
 
@@ -63,8 +63,8 @@ class Harvester:
         return self.dataset.n_classes
 
     def n_features(self, weights: ReservoirWeights) -> int:
-        """Columns of the readout: N_R (+1 with the bias input)."""
-        return weights.units + int(self.spec.readout_bias)
+        """Columns of the readout: the units it sees (+1 with the bias input)."""
+        return weights.readout_units + int(self.spec.readout_bias)
 
     def _client(self, cid: str) -> ClientSequences:
         client = self.dataset.select([cid])[cid]
@@ -75,18 +75,17 @@ class Harvester:
         """``(rows, x, lengths)`` batches of at most ``batch_size`` sequences.
 
         Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
-        rows sorted by length, ``x`` cut to the batch's longest sequence, ``lengths``
-        always given (a batch whose sequences happen to be equal is masked exactly like
-        the others and shares their traced harvest instead of tracing its own).
+        :func:`~tff_esn.esn.states_numpy.ragged_batches` (by length, at most
+        :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` padded values), ``x`` cut to the batch's longest
+        sequence, ``lengths`` always given (a batch whose sequences happen to be equal is masked exactly
+        like the others and shares their traced harvest instead of tracing its own).
         """
         n = len(client)
         if not client.ragged:
             for i in range(0, n, self.batch_size):
                 yield np.arange(i, min(i + self.batch_size, n)), client.x[i:i + self.batch_size], None
             return
-        order = np.argsort(client.lengths, kind="stable")
-        for i in range(0, n, self.batch_size):
-            rows = order[i:i + self.batch_size]
+        for rows in ragged_batches(client.lengths, client.x.shape[2], self.batch_size):
             lengths = client.lengths[rows]
             longest = int(lengths.max())
             yield rows, client.x[rows, :longest], lengths
@@ -177,13 +176,14 @@ class Harvester:
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
         states = np.zeros((len(pooled),) + ((pooled.x.shape[1] - spec.washout,) if per_step_all else ())
-                          + (weights.units,), np.float64)
+                          + (weights.readout_units,), np.float64)
         totals = [[0, 0, 0] for _ in clients]
         for rows, x, lengths in self.batches(pooled):
             states[rows], parts = states_and_statistics(
                 x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
                 groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers,
+                readout_from=weights.readout_from, activation=weights.activation,
                 products=np.dtype(self.dataset.task.products))
             for total, part in zip(totals, parts or ()):
                 for j in range(3):
@@ -195,7 +195,7 @@ class Harvester:
                 labels = client.y[:, spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
-            features = Features(states[rows].reshape(-1, weights.units), labels)
+            features = Features(states[rows].reshape(-1, weights.readout_units), labels)
             if not with_stats[k]:
                 stats = None
             elif in_loop:

@@ -37,9 +37,11 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
     if not np.isfinite(alpha) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}.")
     scalar = isinstance(own.leaky, float | int) and isinstance(target.leaky, float | int)
-    if own.kernel.shape != target.kernel.shape or own.layers != target.layers or (scalar and own.leaky != target.leaky):
+    if (own.kernel.shape != target.kernel.shape or own.layers != target.layers or own.activation != target.activation
+            or (scalar and own.leaky != target.leaky)):
         raise ValueError(
-            f"align: reservoirs must share shape, layers and a constant leaking rate to be interpolated, got W_in "
+            f"align: reservoirs must share shape, layers, the units' nonlinearities and a constant leaking rate to be "
+            f"interpolated, got W_in "
             f"{own.kernel.shape} (layers {own.layers}, a={own.leaky}) and {target.kernel.shape} (layers "
             f"{target.layers}, a={target.leaky})."
         )
@@ -63,7 +65,7 @@ def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, resc
     leaky = own.leaky if scalar else tuple(mix(np.asarray(own.leaky, np.float32) * np.ones(own.units, np.float32),
                                                np.asarray(target.leaky, np.float32) * np.ones(own.units, np.float32)))
     return ReservoirWeights(kernel, recurrent, mix(own.bias, target.bias), mix(own.gain, target.gain), leaky,
-                            own.layers)
+                            own.layers, own.readout_from, own.activation)
 
 
 # --------------------------------------------------------------------------- the registry's run functions

@@ -64,13 +64,16 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 
 
 def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
-                   clip: float | None = None, layers: tuple[int, ...] = ()):
+                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
+                   activation: str | tuple[str, ...] = "tanh"):
     """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), each padded
     sequence counting its own steps and each row clipped to ``clip`` first (DP).
+    ``readout_from``: the first unit the readout sees; ``activation``: the units' f.
     """
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
-                                         lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers)
+                                         lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers,
+                                         readout_from=readout_from, activation=activation)
     acc_a, acc_b, acc_n = acc
     return acc_a + a, acc_b + b, acc_n + n
 
@@ -103,10 +106,12 @@ def _server_solve(a, b, l2, clients, per_client: bool):
 @functools.lru_cache(maxsize=32)
 def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
-                                   clip: float | None = None, layers: tuple[int, ...] = ()):
+                                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
+                                   activation: str | tuple[str, ...] = "tanh"):
     """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
 
-    ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64; the last element counts clients when summed.
+    ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64; the last element counts clients when summed;
+    ``readout_from``, ``activation``: the readout's first unit, the units' f.
     """
     tff = load_tff()
 
@@ -118,7 +123,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
     element_type = tff.StructWithPythonType(
         [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)]
         + ([tff.TensorType(np.int32, [None])] if ragged else []), tuple)
-    features = units + int(spec.readout_bias)
+    features = units - readout_from + int(spec.readout_bias)
 
     @tff.tensorflow.computation(tff.SequenceType(element_type), reservoir_type)
     def client_stats(dataset, reservoir):
@@ -126,7 +131,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
             batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None,
-            clip=clip, layers=layers))
+            clip=clip, layers=layers, readout_from=readout_from, activation=activation))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
@@ -136,18 +141,21 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
 def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
-                             layers: tuple[int, ...] = ()):
+                             layers: tuple[int, ...] = (), readout_from: int = 0,
+                             activation: str | tuple[str, ...] = "tanh"):
     """The IncFed federated computation for one data/reservoir shape (IncFed eqs. 6–10; cached per shape).
 
     ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular,
     n, clipped, eigenvalues_raised)@SERVER``: the clients harvest ``(A_c, B_c, n_c)`` from batches ``(x, t)``
     (``(x, t, lengths)`` with ``ragged``), clipped and noised as ``aggregation`` says (``None``: plain
     ``federated_sum``); ``reservoir = (kernel, recurrent, bias, gain)``, ``layers`` a deep ESN's units.
+    ``readout_from``: the readout's first unit; ``activation``: the units' f.
     """
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  ragged, None if aggregation is None else aggregation.clip, layers)
+                                                  ragged, None if aggregation is None else aggregation.clip, layers,
+                                                  readout_from, activation)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
     n_features = client_stats.type_signature.result[0].shape[1]
     federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
@@ -263,7 +271,8 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
               for c in clients]
     per_step = arrays[0][1].ndim == 3
     comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                    per_step, per_client, ragged, aggregation, weights.layers)
+                                    per_step, per_client, ragged, aggregation, weights.layers, weights.readout_from,
+                                    weights.activation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     if aggregation is not None and aggregation.clients != len(clients):
@@ -307,7 +316,8 @@ class StreamedIncFed:
 
 @functools.lru_cache(maxsize=16)
 def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
-                               spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = ()):
+                               spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = (),
+                               readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
     """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
 
     The client computation is :func:`build_client_stats_computation`; the sum is
@@ -317,7 +327,7 @@ def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes:
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  layers=layers)
+                                                  layers=layers, readout_from=readout_from, activation=activation)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
 
     @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
@@ -356,7 +366,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         if n_inputs != weights.n_inputs:
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
         comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                          per_step, weights.layers)
+                                          per_step, weights.layers, weights.readout_from, weights.activation)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
                     .batch(batch_size) for block in blocks]

@@ -45,7 +45,7 @@ def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
         x = client.x[:left, :int(steps.max())]
         states, _ = states_and_statistics(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
                                        weights.leaky, keep="all", washout=washout, lengths=steps,
-                                       layers=weights.layers)
+                                       layers=weights.layers, activation=weights.activation)
         parts.append(states[np.arange(states.shape[1])[None, :] < (steps - washout)[:, None]])
         left -= len(steps)
     return np.concatenate(parts) if parts else np.zeros((0, weights.units), np.float32)

@@ -504,8 +504,7 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
         ValueError: an unknown ``ragged`` mode.
     """
     with _npz_archive(path) as (archive, path, keys):
-        arrays = {"y": _npz_labels(archive, path)}
-        arrays.update({k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys})
+        arrays = _npz_labelling(archive, path, keys)
         arrays["X"] = _npz_member(archive, "X", path)
     return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
                                source=f"npz:{path}", ragged=ragged, length=length)
@@ -550,12 +549,31 @@ def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
     return y
 
 
+def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict[str, np.ndarray]:
+    """``y`` (:func:`_npz_labels`), ``client`` and ``split`` when present: every member but ``X``."""
+    arrays = {"y": _npz_labels(archive, path)}
+    arrays.update({k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys})
+    return arrays
+
+
+def npz_stand_in(path: str | Path) -> SequenceDataset | None:
+    """The clients, groups and labels of an ``.npz`` with one zero step per sequence in place of ``X``
+    (``X`` unread): what a split and its checks read, before ``X`` loads. ``None`` for real or per-step
+    targets and for an object array."""
+    with _npz_archive(path) as (archive, path, keys):
+        arrays = _npz_labelling(archive, path, keys)
+        shape, dtype = npz_header(archive, "X", path)
+    if dtype.hasobject or len(shape) != 3 or arrays["y"].ndim != 1 or arrays["y"].dtype.kind == "f":
+        return None
+    return dataset_from_arrays(np.zeros((shape[0], 1, shape[2]), np.float32), arrays["y"], arrays["client"],
+                               arrays.get("split"), source=f"npz:{path}")
+
+
 def npz_layout(path: str | Path) -> DataLayout | None:
     """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (no
-    value of ``X`` read; the labels checked first): one block of n sequences of T steps;
-    ``None`` for an object array (the sequences' lengths are inside its pickle)."""
+    value of any member read): one block of n sequences of T steps; ``None`` for an object array
+    (the sequences' lengths are inside its pickle)."""
     with _npz_archive(path) as (archive, path, _):
-        _npz_labels(archive, path)
         shape, dtype = npz_header(archive, "X", path)
     if dtype.hasobject or len(shape) != 3 or 0 in shape:
         return None

@@ -40,6 +40,10 @@ GRAPH_SEED_PART = 3
 """The path element of the Python ``random`` seed that draws a small-world or scale-free graph."""
 
 
+SIGN_SEED_PART = 5
+"""The path element of the generator that draws the links' signs (``link_signs="random"``)."""
+
+
 def graph_seed(config: ReservoirConfig) -> int:
     """The seed of ``config``'s small-world or scale-free graph (``random.Random`` and networkx's generators)."""
     return child_seed(config.seed, GRAPH_SEED_PART)
@@ -66,11 +70,14 @@ def _structure(config: ReservoirConfig) -> np.ndarray:
 def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
     """Ŵ (units, units), float32, of ``config.topology`` rescaled so that ρ(Ŵ) = ``config.spectral_radius``.
 
-    The ``delay-line`` is nilpotent (ρ = 0 whatever its weights): there the requested radius is the
+    With ``link_signs="random"`` every link of a ring, delay line or cycle with jumps has the sign ±1 at
+    random. The ``delay-line`` is nilpotent (ρ = 0 whatever its weights): there the requested radius is the
     weight of every link, the ρ of the ``ring`` that closes the line.
     """
     if config.topology != "random":
         w = _structure(config)
+        if config.link_signs == "random":
+            w = w * _child_rng(config.seed, SIGN_SEED_PART).choice([-1.0, 1.0], size=w.shape)
         if config.topology == "delay-line":
             return (w * config.spectral_radius).astype(np.float32)
         return (w * (config.spectral_radius / spectral_radius(w))).astype(np.float32)
@@ -98,18 +105,17 @@ LEAK_SEED_PART = 4
 
 
 def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
-    """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leaky`` itself for
-    the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
+    """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leak_values`` (float32)
+    when given, ``config.leaky`` itself for the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
     ``log-uniform`` (log a uniform), or ``layered`` (``leak_layers`` contiguous blocks with the rates
     ``linspace(leaky, leak_low, leak_layers)``, fast units first). A deep ESN's rates are its layers'
     (:meth:`~tff_esn.esn.hyperparameters.ReservoirConfig.layer`) one after the other: one number when
     every layer has the same constant rate."""
     if config.layers > 1:
-        rates = [leak_rates(config.layer(i)) for i in range(config.layers)]
-        if all(isinstance(r, float) and r == rates[0] for r in rates):
-            return rates[0]
-        return tuple(a for r, n in zip(rates, config.layer_sizes) for a in (r if isinstance(r, tuple) else (r,) * n))
+        return _joined([leak_rates(config.layer(i)) for i in range(config.layers)], config.layer_sizes)
     low, high, n = config.leak_low, config.leaky, config.units
+    if config.leak_values:
+        return tuple(float(a) for a in np.asarray(config.leak_values, np.float32))
     if config.leak_distribution == "constant":
         return float(high)
     rng = _child_rng(config.seed, LEAK_SEED_PART)
@@ -122,6 +128,30 @@ def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
         rates = np.concatenate([np.full(len(block), level) for level, block in
                                 zip(levels, np.array_split(np.arange(n), config.leak_layers))])
     return tuple(float(a) for a in np.clip(rates, low, high).astype(np.float32))
+
+
+def _joined(values: list, sizes: tuple[int, ...]):
+    """A deep ESN's per-layer values (one each, or a tuple per unit) as one value when every layer's is the
+    same single one, else one per unit of every layer."""
+    if all(not isinstance(v, tuple) and v == values[0] for v in values):
+        return values[0]
+    return tuple(a for v, n in zip(values, sizes) for a in (v if isinstance(v, tuple) else (v,) * n))
+
+
+ACTIVATION_SEED_PART = 6
+"""The path element of the generator that gives the units of a mixed reservoir their nonlinearities."""
+
+
+def activations(config: ReservoirConfig) -> str | tuple[str, ...]:
+    """The nonlinearity f of every unit: ``config.activation``, or for ``mixed`` one of
+    ``activation_types`` per unit, drawn uniformly (esnfed's ``mixed_activations``); a deep ESN's are its
+    layers' one after the other."""
+    if config.layers > 1:
+        return _joined([activations(config.layer(i)) for i in range(config.layers)], config.layer_sizes)
+    if config.activation != "mixed":
+        return config.activation
+    rng = _child_rng(config.seed, ACTIVATION_SEED_PART)
+    return tuple(config.activation_types[i] for i in rng.integers(0, len(config.activation_types), config.units))
 
 
 def bias_weights(config: ReservoirConfig) -> np.ndarray:

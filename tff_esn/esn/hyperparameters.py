@@ -13,8 +13,32 @@ TOPOLOGIES = ("random", "ring", "delay-line", "cycle-jumps", "small-world", "sca
 #: How leaking rates spread over the units (:func:`tff_esn.esn.draws.leak_rates`).
 LEAK_DISTRIBUTIONS = ("constant", "uniform", "log-uniform", "layered")
 
+#: The units' nonlinearities f (esnfed's): ``mixed`` gives each unit one of ``activation_types``.
+ACTIVATIONS = ("tanh", "sigmoid", "sin", "relu", "identity")
+
+#: The signs of the fixed-weight topologies' links: all positive, or each ±1 at random (esnfed's ring).
+LINK_SIGNS = ("positive", "random")
+
+#: Which layers of a deep ESN the readout sees: every layer's state concatenated, or the last layer's.
+READOUT_LAYERS = ("all", "last")
+
 #: Which states enter a readout: every step after the washout (``all``), the ``last`` or their ``mean``.
 STATE_MODES = ("last", "mean", "all")
+
+
+def leak_values_from_text(text: str) -> tuple[float, ...]:
+    """Leaking rates from a comma list (``0.9,0.5,…``) or a ``.npy`` file of a 1-D array."""
+    if not text.endswith(".npy"):
+        return tuple(float(a) for a in text.split(",")) if text else ()
+    import numpy as np
+
+    try:
+        values = np.load(text, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"cannot read the leaking rates from {text}: {err}") from None
+    if values.ndim != 1:
+        raise ValueError(f"{text}: expected a 1-D array of leaking rates, got shape {values.shape}")
+    return tuple(float(a) for a in values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +73,8 @@ class ReservoirConfig:
         leak_distribution: per-unit leaking rates: constant (every unit leaky), uniform or
             log-uniform in [leak_low, leaky], or layered (leak_layers contiguous blocks of rates
             from leaky down to leak_low).
+        leak_values: every unit's leaking rate, explicitly (one per unit of every layer, each in
+            (0, 1]; from the command line a comma list or a .npy file); empty: the distribution's.
         leak_low: the smallest leaking rate of a per-unit distribution, in (0, leaky].
         leak_layers: layered: the number of blocks (≥ 1).
         layers: reservoirs stacked into a deep ESN (≥ 1): layer l is driven by layer l − 1's state
@@ -58,6 +84,13 @@ class ReservoirConfig:
         layer_leaky: leaking rate of each layer (empty: leaky for every layer).
         layer_input_scaling: scaling of each layer's input weights (empty: input_scaling for
             every layer).
+        activation: the units' nonlinearity f in place of tanh (tanh, sigmoid, sin, relu, identity), or
+            mixed: each unit one of activation_types, drawn uniformly (esnfed's mixed_activations).
+        activation_types: the nonlinearities a mixed reservoir draws from.
+        link_signs: ring, delay-line and cycle-jumps: every link positive, or each link's sign ±1 at
+            random (esnfed's ring_reservoir).
+        readout_layers: the states a deep ESN's readout sees: every layer's, concatenated (all),
+            or the last layer's (last).
     """
 
     units: int = 100
@@ -75,6 +108,8 @@ class ReservoirConfig:
     jump: int = 4
     jump_weight: float = 0.5
     leak_distribution: str = dataclasses.field(default="constant", metadata={"choices": LEAK_DISTRIBUTIONS})
+    leak_values: tuple[float, ...] = dataclasses.field(
+        default=(), metadata={"type": leak_values_from_text, "metavar": "A1,A2,…|PATH.npy"})
     leak_low: float = 0.1
     leak_layers: int = 3
     layers: int = 1
@@ -82,6 +117,10 @@ class ReservoirConfig:
     layer_spectral_radius: tuple[float, ...] = ()
     layer_leaky: tuple[float, ...] = ()
     layer_input_scaling: tuple[float, ...] = ()
+    activation: str = dataclasses.field(default="tanh", metadata={"choices": (*ACTIVATIONS, "mixed")})
+    activation_types: tuple[str, ...] = ("tanh", "sigmoid", "sin")
+    link_signs: str = dataclasses.field(default="positive", metadata={"choices": LINK_SIGNS})
+    readout_layers: str = dataclasses.field(default="all", metadata={"choices": READOUT_LAYERS})
 
     def __post_init__(self) -> None:
         check_field(self, "units", is_count(self.units, 1), "an integer ≥ 1")
@@ -113,12 +152,26 @@ class ReservoirConfig:
                     "a number in (0, leaky]")
         check_field(self, "leak_layers", is_count(self.leak_layers, 1), "an integer ≥ 1")
         check_field(self, "layers", is_count(self.layers, 1), "an integer ≥ 1")
+        check_field(self, "readout_layers", self.readout_layers in READOUT_LAYERS, f"one of {', '.join(READOUT_LAYERS)}")
+        check_field(self, "activation", self.activation in (*ACTIVATIONS, "mixed"), f"one of {', '.join(ACTIVATIONS)}, mixed")
+        object.__setattr__(self, "activation_types", tuple(self.activation_types))
+        check_field(self, "activation_types", bool(self.activation_types) and set(self.activation_types) <= set(ACTIVATIONS),
+                    f"one or more of {', '.join(ACTIVATIONS)}")
+        check_field(self, "link_signs", self.link_signs == "positive" or self.link_signs == "random"
+                    and self.topology in ("ring", "delay-line", "cycle-jumps"),
+                    "positive, or random for the ring, delay-line and cycle-jumps topologies")
         for name in PER_LAYER:
             values = getattr(self, name)
             if isinstance(values, list):
                 object.__setattr__(self, name, values := tuple(values))
             check_field(self, name, isinstance(values, tuple) and (not values or self.layers > 1 and len(values) == self.layers),
                         f"one value per layer of a deep ESN (layers = {self.layers}), or none for the single-layer setting")
+        if isinstance(self.leak_values, list):
+            object.__setattr__(self, "leak_values", tuple(self.leak_values))
+        check_field(self, "leak_values", not self.leak_values or (
+            len(self.leak_values) == self.total_units and self.leak_distribution == "constant"
+            and all(is_finite(a) and 0 < a <= 1 for a in self.leak_values)),
+            f"one leaking rate in (0, 1] per unit ({self.total_units}), with the constant leak_distribution")
         for index in range(self.layers if self.layers > 1 else 0):  # each layer's settings, by layer
             try:
                 self.layer(index)
@@ -127,8 +180,18 @@ class ReservoirConfig:
 
     @property
     def total_units(self) -> int:
-        """The units of every layer together (the readout's state features)."""
+        """The units of every layer together."""
         return sum(self.layer_sizes) or self.units
+
+    @property
+    def readout_from(self) -> int:
+        """The first unit the readout sees: the last layer's first unit with ``readout_layers="last"``, else 0."""
+        return sum(self.layer_sizes[:-1]) if self.readout_layers == "last" else 0
+
+    @property
+    def readout_units(self) -> int:
+        """The state features the readout sees (the units from :attr:`readout_from` on)."""
+        return self.total_units - self.readout_from
 
     @property
     def layer_sizes(self) -> tuple[int, ...]:
@@ -143,7 +206,9 @@ class ReservoirConfig:
             raise ValueError(f"layer: expected an index in [0, {self.layers}), got {index!r}.")
         own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
         seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
-        return self.replace(layers=1, seed=seed, **own, **{name: () for name in PER_LAYER})
+        start = sum(self.layer_sizes[:index])
+        rates = self.leak_values[start:start + self.layer_sizes[index]] if self.leak_values else ()
+        return self.replace(layers=1, seed=seed, leak_values=rates, **own, **{name: () for name in PER_LAYER})
 
     def replace(self, **changes: Any) -> "ReservoirConfig":
         """A copy with ``changes`` applied (validated again)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
+from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
 from tff_esn.esn.weights import ReservoirWeights
@@ -118,6 +118,11 @@ class Reservoir(tf.keras.layers.Layer):
         """The leaking rate, or one per unit (:func:`~tff_esn.esn.draws.leak_rates`)."""
         return leak_rates(self.reservoir_config)
 
+    @property
+    def activation(self) -> str | tuple[str, ...]:
+        """The nonlinearity f, or one per unit (:func:`~tff_esn.esn.draws.activations`)."""
+        return activations(self.reservoir_config)
+
     def build(self, input_shape) -> None:
         features = tf.TensorShape(input_shape)[-1]
         if features is None:
@@ -144,9 +149,10 @@ class Reservoir(tf.keras.layers.Layer):
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]
             return run_reservoir_compiled(inputs, *weights, self.leaky, self.state_mode, self.washout, None,
-                                          self.reservoir_config.layer_sizes)
+                                          self.reservoir_config.layer_sizes, self.reservoir_config.readout_from,
+                                          self.activation)
         return run_reservoir(inputs, *self._weight_list(), self.leaky, self.state_mode, self.washout, None,
-                             self.reservoir_config.layer_sizes)
+                             self.reservoir_config.layer_sizes, self.reservoir_config.readout_from, self.activation)
 
     def _weight_list(self) -> list:
         return [self.kernel, self.recurrent_kernel, self.bias, self.gain]
@@ -155,8 +161,8 @@ class Reservoir(tf.keras.layers.Layer):
         shape = tf.TensorShape(input_shape)
         if self.state_mode == "all":
             steps = None if shape[1] is None else shape[1] - self.washout
-            return tf.TensorShape([shape[0], steps, self.units])
-        return tf.TensorShape([shape[0], self.units])
+            return tf.TensorShape([shape[0], steps, self.reservoir_config.readout_units])
+        return tf.TensorShape([shape[0], self.reservoir_config.readout_units])
 
     def get_config(self) -> dict[str, Any]:
         base = super().get_config()

@@ -1,12 +1,14 @@
 """The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow).
 
-``x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1).
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1),
+f = tanh unless ``activation`` says.
 A batch may mix clients (``groups``: statistics per client, IncFed eqs. 6–7) and lengths (``lengths``: a
 sequence freezes after its last step); each sequence gives the numbers of its own harvest.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,23 +23,50 @@ at a few percent it wins only for small batches (``bench/harvest.py`` times both
 HARVEST_BATCH = 256
 """Sequences a harvest runs through the reservoir at once (its memory is O(batch · longest · features))."""
 
+HARVEST_VALUES = 2 ** 24
+"""Most input values (sequences × padded steps × features) a batch of unequal-length sequences holds unless
+one sequence alone is longer: a long sequence among short ones runs in a smaller batch, not padding them all."""
+
 PROJECTION_BLOCK = 256
 """Time steps whose input projection is one matrix product (memory O(block · batch · units))."""
 
 
+ACTIVATION_FUNCTIONS = {"tanh": np.tanh, "sigmoid": lambda z: 0.5 + 0.5 * np.tanh(0.5 * z), "sin": np.sin,
+                        "relu": lambda z: np.maximum(z, 0), "identity": lambda z: z}
+"""The nonlinearities f by name (:data:`~tff_esn.esn.hyperparameters.ACTIVATIONS`)."""
+
+
+@functools.lru_cache(maxsize=16)
+def _units_of(activation: tuple[str, ...]) -> list[tuple[str, np.ndarray]]:
+    names = np.asarray(activation)
+    return [(name, np.flatnonzero(names == name)) for name in sorted(set(activation))]
+
+
+def activate(z: np.ndarray, activation: str | tuple[str, ...]) -> np.ndarray:
+    """f(z) in place on (batch, units) ``z``: one nonlinearity, or one per unit (a tuple of names)."""
+    if activation == "tanh":
+        return np.tanh(z, out=z)
+    if isinstance(activation, str):
+        z[...] = ACTIVATION_FUNCTIONS[activation](z)
+        return z
+    for name, units in _units_of(activation):
+        z[:, units] = ACTIVATION_FUNCTIONS[name](z[:, units])
+    return z
+
+
 def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
             leaky: float | tuple[float, ...], valid: np.ndarray | None,
-            layers: tuple[int, ...] = ()) -> Iterator[np.ndarray]:
+            layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh") -> Iterator[np.ndarray]:
     """Yields the states x(t) (batch, units) of the module's equation for t = 0, 1, …: one
     buffer, overwritten at the next step.
 
     ``valid`` is ``None`` or (time, batch, 1) float32, 1 inside a sequence and 0 past its end,
     where the state stays frozen (so after the loop it is each sequence's last state);
     ``leaky`` is one rate or one per unit. ``layers`` (the units of each layer of a deep ESN, see
-    :func:`deep_step`) or ``()`` for one reservoir.
+    :func:`deep_step`) or ``()`` for one reservoir; ``activation``: f (:func:`activate`).
     """
     if len(layers) > 1:
-        yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers)
+        yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation)
         return
     batch, steps, features = inputs.shape
     units = recurrent.shape[0]
@@ -65,7 +94,7 @@ def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: 
         if not unit_gain:
             new *= gain
             new += bias
-        np.tanh(new, out=new)
+        activate(new, activation)
         if np.any(a != 1):
             new -= x
             new *= a
@@ -85,7 +114,7 @@ def layer_bounds(layers: tuple[int, ...]) -> list[tuple[int, int]]:
     return list(zip([0] + stops[:-1], stops))
 
 
-def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers) -> Iterator[np.ndarray]:
+def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation) -> Iterator[np.ndarray]:
     """:func:`states` of a deep ESN: per step, layer by layer (:func:`deep_step`)."""
     batch, steps, _ = inputs.shape
     a = np.broadcast_to(np.asarray(leaky, np.float32), (recurrent.shape[0],))
@@ -95,17 +124,19 @@ def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers) ->
         projected = inputs[:, t] @ kernel
         if unit_gain:
             projected += bias
-        new = deep_step(x, projected, recurrent, bias, None if unit_gain else gain, a, layers)
+        new = deep_step(x, projected, recurrent, bias, None if unit_gain else gain, a, layers, activation)
         x = new if valid is None else np.where(valid[t] > 0, new, x)
         yield x
 
 
 def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
-              gain: np.ndarray | None, leaky: np.ndarray, layers: tuple[int, ...]) -> np.ndarray:
+              gain: np.ndarray | None, leaky: np.ndarray, layers: tuple[int, ...],
+              activation: str | tuple[str, ...] = "tanh") -> np.ndarray:
     """One step of a deep ESN (Gallicchio & Micheli's deepESN) whose layer l holds units
     ``layer_bounds(layers)[l]``: ``recurrent``'s diagonal block (l, l) is layer l's Ŵ_l, its block
     (l − 1, l) the input weights W_in^l from layer l − 1, ``projected`` the step's ``u(t) W_in``
-    (non-zero in the first layer only; with ``gain`` None, g = 1 and the bias is in ``projected``)::
+    (non-zero in the first layer only; with ``gain`` None, g = 1 and the bias is in ``projected``), with tanh
+    or each unit's ``activation`` (:func:`activate`)::
 
         x_1(t) = (1 − a_1)·x_1(t−1) + a_1·tanh(g_1 ⊙ (u(t) W_in + x_1(t−1) Ŵ_1) + b_1)
         x_l(t) = (1 − a_l)·x_l(t−1) + a_l·tanh(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)
@@ -117,10 +148,26 @@ def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias:
         net = projected[:, unit] + x[:, unit] @ recurrent[unit, unit]
         if below is not None:
             net += new[:, below] @ recurrent[below, unit]
-        active = np.tanh(net if gain is None else gain[unit] * net + bias[unit])
+        names = activation if isinstance(activation, str) else activation[start:stop]
+        active = activate(net if gain is None else gain[unit] * net + bias[unit], names)
         new[:, unit] = x[:, unit] + leaky[unit] * (active - x[:, unit])
         below = unit
     return new
+
+
+def ragged_batches(lengths: np.ndarray, features: int, batch_size: int = HARVEST_BATCH) -> list[np.ndarray]:
+    """The rows of each batch of sequences of unequal ``lengths``: sorted by length (stable), at most
+    ``batch_size`` rows and ``rows · longest · features`` ≤ :data:`HARVEST_VALUES` (a batch of one row exceeds it)."""
+    order = np.argsort(lengths, kind="stable")
+    steps = np.asarray(lengths)[order]
+    limit = HARVEST_VALUES // max(int(features), 1)
+    batches, start = [], 0
+    while start < order.size:
+        head = steps[start:start + batch_size]
+        rows = max(1, int(np.count_nonzero(np.arange(1, head.size + 1) * head <= limit)))
+        batches.append(order[start:start + rows])
+        start += rows
+    return batches
 
 
 class _GroupStatistics:
@@ -180,8 +227,8 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           gain: np.ndarray, leaky: float | tuple[float, ...], *, keep: str, washout: int = 0,
                           lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
-                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (),
-                          products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
+                          chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (), readout_from: int = 0,
+                          activation: str | tuple[str, ...] = "tanh", products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
     """States of a batch of sequences and, with ``targets``, each group's ridge statistics (IncFed eqs. 6–7).
 
     Args:
@@ -193,13 +240,15 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
         groups: (batch,) group (client) of each sequence in [0, n_groups); ``None``: one group.
         layers: the units of each layer of a deep ESN, ``()`` for one reservoir.
         products: float type of each chunk's products (float64 for real-valued targets).
+        readout_from: the first unit whose states are kept and enter the statistics (0: every unit).
+        activation: the nonlinearity f, or one per unit (:func:`activate`).
 
     Returns:
         ``(states, stats)``: ``stats`` is ``None`` without ``targets``, else one ``(A, B, n)`` per group,
         ``A = Yᵀ S``, ``B = Sᵀ S`` summed in float64.
     """
     batch, steps = inputs.shape[0], inputs.shape[1]
-    units = recurrent.shape[0]
+    units = recurrent.shape[0] - readout_from
     valid = None
     if lengths is not None:
         valid = (np.arange(steps)[:, None] < np.asarray(lengths)[None, :]).astype(np.float32)[:, :, None]
@@ -209,7 +258,8 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
     statistics = None if targets is None else _GroupStatistics(
         targets, groups, n_groups, units, readout_bias, chunk, valid, washout, np.dtype(products))
     masked = np.empty((batch, units), np.float32)
-    for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers)):
+    for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation)):
+        x = x[:, readout_from:] if readout_from else x
         if t < washout:
             continue
         i = t - washout

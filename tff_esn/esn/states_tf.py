@@ -1,8 +1,9 @@
 """The reservoir's state equation in TensorFlow: one step, the batched time loop and the statistics
 accumulated inside it (the Keras layer, FedIP's plasticity loop, the IncFed client inside TFF).
 
-``x(t) = (1 − a)·x(t−1) + a·tanh(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis
-eq. 2.1; FedIP eq. 1); ``gain=None`` is g = 1, exactly ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis
+eq. 2.1; FedIP eq. 1; f = tanh unless
+``activation`` says); ``gain=None`` is g = 1, exactly ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over
 time; padded sequences (``lengths``) give the numbers of each sequence run alone.
 """
 
@@ -23,25 +24,41 @@ def project_inputs(inputs: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, gain: 
     return projected + bias if gain is None else projected
 
 
+ACTIVATION_FUNCTIONS = {"tanh": tf.tanh, "sigmoid": tf.sigmoid, "sin": tf.sin, "relu": tf.nn.relu,
+                        "identity": tf.identity}
+"""The nonlinearities f by name (:data:`~tff_esn.esn.hyperparameters.ACTIVATIONS`)."""
+
+
+def activate(z: tf.Tensor, activation: str | tuple[str, ...]) -> tf.Tensor:
+    """f(z) on (batch, units) ``z``: one nonlinearity, or one per unit (a tuple of names: each function
+    on every unit, kept where its mask is 1)."""
+    if isinstance(activation, str):
+        return ACTIVATION_FUNCTIONS[activation](z)
+    return tf.add_n([tf.constant([float(a == name) for a in activation]) * ACTIVATION_FUNCTIONS[name](z)
+                     for name in sorted(set(activation))])
+
+
 def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bias: tf.Tensor,
                    gain: tf.Tensor | None, leaky: float | tuple[float, ...],
-                   layers: tuple[int, ...] = ()) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                   layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh",
+                   ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """One update of the state equation on a :func:`project_inputs` step (IncFed eq. 1; FedIP eq. 1).
 
     Returns ``(net, activation, state)``: ``net = u(t) W_in + x(t−1) Ŵ`` (bias folded in when ``gain`` is
     None), ``x̃ = tanh(g ⊙ net + b)`` and ``(1 − a)·x(t−1) + a·x̃`` (``leaky`` one rate or one per unit);
-    ``layers``: a deep ESN's units per layer.
+    ``layers``: a deep ESN's units per layer; ``activation``: f in place of tanh
+    (:func:`activate`).
     """
     if len(layers) > 1:
-        return _deep_step(x, projected, recurrent, bias, gain, leaky, layers)
+        return _deep_step(x, projected, recurrent, bias, gain, leaky, layers, activation)
     net = projected + tf.matmul(x, recurrent)
-    new = tf.tanh(net) if gain is None else tf.tanh(gain * net + bias)
+    new = activate(net if gain is None else gain * net + bias, activation)
     if isinstance(leaky, tuple):  # one rate per unit
         return net, new, x + tf.constant(leaky, tf.float32) * (new - x)
     return net, new, (new if leaky == 1.0 else x + leaky * (new - x))
 
 
-def _deep_step(x, projected, recurrent, bias, gain, leaky, layers):
+def _deep_step(x, projected, recurrent, bias, gain, leaky, layers, activation):
     """:func:`reservoir_step` of a deep ESN: the net input of layer l adds layer l − 1's new state
     times W_in^l (block (l − 1, l) of ``recurrent``); with ``gain`` None the bias is in ``projected``."""
     rates = tf.broadcast_to(tf.constant(leaky, tf.float32), tf.shape(bias))
@@ -52,7 +69,8 @@ def _deep_step(x, projected, recurrent, bias, gain, leaky, layers):
         net = projected[:, start:stop] + tf.matmul(x[:, start:stop], recurrent[start:stop, start:stop])
         if below is not None:
             net += tf.matmul(states[-1], recurrent[below[0]:below[1], start:stop])
-        active = tf.tanh(net) if gain is None else tf.tanh(gain[start:stop] * net + bias[start:stop])
+        active = activate(net if gain is None else gain[start:stop] * net + bias[start:stop],
+                          activation if isinstance(activation, str) else activation[start:stop])
         old = x[:, start:stop]
         nets.append(net)
         actives.append(active)
@@ -62,10 +80,10 @@ def _deep_step(x, projected, recurrent, bias, gain, leaky, layers):
 
 
 def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leaky: float | tuple[float, ...],
-             layers: tuple[int, ...] = ()):
+             layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh"):
     """The new state of :func:`reservoir_step` with fixed weights (bias folded in when ``gain`` is None)."""
     def step(x: tf.Tensor, projected: tf.Tensor) -> tf.Tensor:
-        return reservoir_step(x, projected, recurrent, bias, gain, leaky, layers)[2]
+        return reservoir_step(x, projected, recurrent, bias, gain, leaky, layers, activation)[2]
 
     return step
 
@@ -110,6 +128,8 @@ def run_reservoir(
     washout: int = 0,
     lengths: tf.Tensor | None = None,
     layers: tuple[int, ...] = (),
+    readout_from: int = 0,
+    activation: str | tuple[str, ...] = "tanh",
 ) -> tf.Tensor:
     """States of the reservoir for a batch of sequences.
 
@@ -124,12 +144,20 @@ def run_reservoir(
             last state is the one at a sequence's own end, the mean runs over its own
             steps, and ``"all"`` holds zeros past its end.
         layers: a deep ESN's units per layer (:func:`reservoir_step`), ``()`` for one reservoir.
+        readout_from: the first unit whose states are returned (0: every unit).
+        activation: f, one or one per unit (:func:`activate`).
     """
+    states = _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers, activation)
+    return states[..., readout_from:] if readout_from else states
+
+
+def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers, activation) -> tf.Tensor:
+    """:func:`run_reservoir`'s states of every unit."""
     inputs = tf.convert_to_tensor(inputs, tf.float32)
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
-    update = _step_fn(recurrent, bias, gain, leaky, layers)
+    update = _step_fn(recurrent, bias, gain, leaky, layers, activation)
     if lengths is None:
         def step(x, t):
             return update(x, tf.gather(projected, t))
@@ -170,7 +198,7 @@ The loops are explicit ``tf.while_loop``s and every branch is on a Python value,
 
 @functools.lru_cache(maxsize=64)
 def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, with_gain: bool, masked: bool,
-               layers: tuple[int, ...]):
+               layers: tuple[int, ...], readout_from: int, activation: str | tuple[str, ...]):
     """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
     specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
              tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
@@ -178,13 +206,14 @@ def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, 
     def states(inputs, kernel, recurrent, bias, *rest):
         gain = rest[0] if with_gain else None
         return run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout,
-                             rest[-1] if masked else None, layers)
+                             rest[-1] if masked else None, layers, readout_from, activation)
 
     return tf.function(states, input_signature=specs, autograph=False)
 
 
 def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str = "last",
-                            washout: int = 0, lengths=None, layers: tuple[int, ...] = ()) -> tf.Tensor:
+                            washout: int = 0, lengths=None, layers: tuple[int, ...] = (),
+                            readout_from: int = 0, activation: str | tuple[str, ...] = "tanh") -> tf.Tensor:
     """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
 
     Batches of any size and length (a client's sorted ragged batches, every client of a
@@ -192,7 +221,7 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
     exactly and then once more per axis that varies (no retracing per client).
     """
     fn = _shapeless(leaky if isinstance(leaky, tuple) else float(leaky), state_mode, int(washout), gain is not None,
-                    lengths is not None, tuple(layers))
+                    lengths is not None, tuple(layers), int(readout_from), activation)
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
     return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
 
@@ -200,21 +229,21 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
 @tf.function(reduce_retracing=True, autograph=False)
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
-                     layers: tuple[int, ...] = ()):
+                     layers: tuple[int, ...] = (), readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
     """``(Yᵀ S, Sᵀ S, n)`` over every step after ``washout`` and before each sequence's length
     (IncFed eqs. 6–7 with every state a sample), float64.
 
     Reduced chunk by chunk (``chunk`` steps × batch) through :func:`~tff_esn.esn.ridge_tf.ridge_products`
-    in ``dtype``: memory O(chunk · batch · units). ``targets``: (batch, n_out) or (batch, time − washout, n_out).
+    in ``dtype``: memory O(chunk · batch · units). ``targets``: (batch, n_out) or (batch, time − washout, n_out). The samples are the states of the units from ``readout_from`` on.
     """
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]
-    features = units + (1 if add_bias else 0)
+    features = units - readout_from + (1 if add_bias else 0)
     targets = tf.ensure_shape(targets, [None, None, None] if per_step else [None, None])
     n_out = tf.shape(targets)[-1]
-    step = _step_fn(recurrent, bias, gain, leaky, layers)
+    step = _step_fn(recurrent, bias, gain, leaky, layers, activation)
     x = tf.zeros([batch, units], tf.float32)
     x = _time_loop(0, washout, lambda t, x: (step(x, projected[t]),), (x,))[0]
 
@@ -227,7 +256,7 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
             return x, ta.write(t - start, x)
 
         x, ta = _time_loop(start, stop, inner, (x, ta))
-        flat = tf.reshape(ta.stack(), [-1, units])  # (len · batch, units), time-major
+        flat = tf.reshape(ta.stack()[:, :, readout_from:], [-1, units - readout_from])  # (len · batch, units), time-major
         valid = tf.reshape(tf.range(start, stop)[:, None] < lengths[None, :], [-1])
         if per_step:
             y = tf.transpose(targets[:, start - washout:stop - washout], [1, 0, 2])
@@ -249,7 +278,9 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
 
 def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str, washout: int,
                      readout_bias: bool, *, lengths=None, clip: Callable[[tf.Tensor], tf.Tensor] | None = None,
-                     dtype=tf.float64, layers: tuple[int, ...] = ()) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+                     dtype=tf.float64, layers: tuple[int, ...] = (),
+                     readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
+                     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences (IncFed eqs. 6–7), float64: with ``"all"``
     every state after ``washout`` is a sample (:func:`accumulate_stats`, products in ``dtype``),
     otherwise each sequence's last or mean state (:func:`run_reservoir`, then
@@ -257,14 +288,16 @@ def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: floa
 
     ``targets`` as :func:`accumulate_stats` for ``"all"``, else (batch, n_out); ``lengths``
     ``None`` or (batch,) valid steps of right-padded sequences; ``clip`` as
-    :func:`~tff_esn.esn.ridge_tf.ridge_products`; ``layers`` as :func:`reservoir_step`.
+    :func:`~tff_esn.esn.ridge_tf.ridge_products`; ``layers`` as :func:`reservoir_step`;
+    ``readout_from`` and ``activation`` as :func:`run_reservoir`.
     """
     if state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])
         return accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, STATS_CHUNK,
-                                readout_bias, targets.shape.rank == 3, clip, dtype, layers)
-    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers)
+                                readout_bias, targets.shape.rank == 3, clip, dtype, layers, readout_from, activation)
+    states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers,
+                           readout_from, activation)
     a, b = ridge_products(tf.cast(states, tf.float64), targets, readout_bias=readout_bias, clip=clip)
     return a, b, tf.cast(tf.shape(states)[0], tf.float64)
 

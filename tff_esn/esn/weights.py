@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tff_esn.esn.draws import bias_weights, input_weights, leak_rates, recurrent_weights
-from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
+from tff_esn.esn.hyperparameters import ACTIVATIONS, STATE_MODES, ReservoirConfig
 
 if TYPE_CHECKING:
     from tff_esn.esn.layer import Reservoir
@@ -29,6 +29,10 @@ class ReservoirWeights:
             array is turned into one).
         layers: a deep ESN's units per layer (:func:`~tff_esn.esn.states_numpy.deep_step` says
             where each layer's Ŵ and input weights sit in ``recurrent``); ``()`` for one reservoir.
+        readout_from: the first unit the readout sees (a deep ESN's last layer's first unit when
+            only the last layer is read out); 0: every unit.
+        activation: the nonlinearity f of every unit, or one per unit (a tuple of names of
+            :data:`~tff_esn.esn.hyperparameters.ACTIVATIONS`).
     """
 
     kernel: np.ndarray
@@ -37,6 +41,8 @@ class ReservoirWeights:
     gain: np.ndarray
     leaky: float | tuple[float, ...]
     layers: tuple[int, ...] = ()
+    readout_from: int = 0
+    activation: str | tuple[str, ...] = "tanh"
 
     def __post_init__(self) -> None:
         arrays = {}
@@ -62,6 +68,13 @@ class ReservoirWeights:
         if self.layers and (sum(self.layers) != units or min(self.layers) < 1):
             raise ValueError(f"ReservoirWeights.layers: expected positive units summing to {units}, got "
                              f"{self.layers}.")
+        if not 0 <= self.readout_from < units:
+            raise ValueError(f"ReservoirWeights.readout_from: expected a unit in [0, {units}), got {self.readout_from}.")
+        if not isinstance(self.activation, str):
+            object.__setattr__(self, "activation", tuple(self.activation))
+        names = (self.activation,) if isinstance(self.activation, str) else self.activation
+        if not set(names) <= set(ACTIVATIONS) or len(names) not in (1, units):
+            raise ValueError(f"ReservoirWeights.activation: expected one of {ACTIVATIONS} or one per unit ({units}).")
         rates = np.asarray(self.leaky, np.float64)
         if not np.all((rates > 0) & (rates <= 1)):
             raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
@@ -78,12 +91,18 @@ class ReservoirWeights:
         if not layer.built:
             raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
         gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
+        config = layer.reservoir_config
         return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky,
-                   layer.reservoir_config.layer_sizes)
+                   config.layer_sizes, config.readout_from, activations(config))
 
     @property
     def units(self) -> int:
         return int(self.recurrent.shape[0])
+
+    @property
+    def readout_units(self) -> int:
+        """The state features the readout sees (units from ``readout_from`` on)."""
+        return self.units - self.readout_from
 
     @property
     def n_inputs(self) -> int:
@@ -97,7 +116,9 @@ class ReservoirWeights:
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
         if self.layers:
-            h.update(np.asarray(self.layers, np.int64).tobytes())
+            h.update(np.asarray(self.layers + (self.readout_from,) * bool(self.readout_from), np.int64).tobytes())
+        if self.activation != "tanh":
+            h.update(repr(self.activation).encode())
         return h.hexdigest()
 
     def replace(self, **changes: Any) -> "ReservoirWeights":
@@ -113,7 +134,7 @@ def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) 
     if config.layers > 1:
         return _deep(cls, config, n_inputs)
     return cls(input_weights(config, n_inputs), recurrent_weights(config), bias_weights(config),
-               np.ones(config.units, np.float32), leak_rates(config))
+               np.ones(config.units, np.float32), leak_rates(config), activation=activations(config))
 
 
 def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
@@ -133,7 +154,7 @@ def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -
             recurrent[below, unit] = input_weights(layer, below.stop - below.start)
         start, below = unit.stop, unit
     return cls(kernel, recurrent, np.concatenate([bias_weights(layer) for layer in layers]),
-               np.ones(total, np.float32), leak_rates(config), tuple(sizes))
+               np.ones(total, np.float32), leak_rates(config), tuple(sizes), config.readout_from, activations(config))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -93,7 +93,7 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
 
     def fit(learning_rate: float) -> tuple[tf.keras.Model, Any, BestValidatedEpoch | None]:
         model_config = config.replace(learning_rate=learning_rate)
-        model = compile_thesis_model(build_thesis_model(config.reservoir.total_units, model_config, readout_only=True),
+        model = compile_thesis_model(build_thesis_model(config.reservoir.readout_units, model_config, readout_only=True),
                                      model_config)
         batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
                                                      epochs=config.epochs, seed=seed)

@@ -82,7 +82,8 @@ def reservoir_states(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisMo
         return np.concatenate([layer(x[i:i + chunk]).numpy() for i in range(0, len(x), chunk)])
     weights = [tf.convert_to_tensor(w) for w in layer.get_weights()]
     return np.concatenate([run_reservoir_shapeless(x[i:i + chunk], *weights, None, layer.leaky, config.state_mode,
-                                                   config.washout, lengths[i:i + chunk], reservoir.layer_sizes).numpy()
+                                                   config.washout, lengths[i:i + chunk], reservoir.layer_sizes,
+                                                   reservoir.readout_from, layer.activation).numpy()
                            for i in range(0, len(x), chunk)])
 
 

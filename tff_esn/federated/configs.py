@@ -391,6 +391,12 @@ class FedAvgConfig(ThesisRunConfig):
             raise ValueError("readout_inputs (--readout-inputs): 'standardized' scales cached reservoir states; "
                              "--states faithful runs the reservoir inside the model: use --states cached or "
                              "--readout-inputs raw.")
+        res = self.model.reservoir
+        if self.states == "faithful" and self.reservoirs == "different" and (
+                res.activation == "mixed" or res.leak_distribution != "constant"):
+            raise ValueError("--reservoir different --states faithful: a client's own reservoir enters the model as "
+                             "weights, but its per-unit draws (--activation mixed, --leak-distribution) would stay the "
+                             "server's; use --states cached.")
         if self.backend == "sim" and self.privacy.secure_aggregation:
             raise ValueError(SIM_SECURE)
 

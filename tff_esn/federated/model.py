@@ -114,9 +114,9 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
         raise ValueError(f"build_thesis_model: n_inputs must be an integer ≥ 1, got {n_inputs!r}.")
     res = reservoir or config.reservoir
     if readout_only:
-        if n_inputs != res.total_units:
+        if n_inputs != res.readout_units:
             raise ValueError(f"build_thesis_model: cached states have {n_inputs} units, the reservoir "
-                             f"{res.total_units}.")
+                             f"{res.readout_units}.")
         inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
         states = inputs
     else:

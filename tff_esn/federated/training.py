@@ -132,7 +132,7 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
         raise ValueError("discriminator: no 'discriminator' loader in the tff_esn.client_filters entry-point group "
                          "(is the discriminator package installed?).")
     return loaders["discriminator"].load()(config.discriminator, threshold=config.discriminator_threshold,
-                                           units=config.model.reservoir.total_units, outputs=config.model.n_outputs)
+                                           units=config.model.reservoir.readout_units, outputs=config.model.n_outputs)
 
 
 def _noise_table(config: FedAvgConfig, ids: Sequence[str]) -> dict[str, float]:
@@ -404,7 +404,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     source = data.source
-    n_inputs = model_cfg.reservoir.total_units if config.states == "cached" else len(dataset.feature_names)
+    n_inputs = model_cfg.reservoir.readout_units if config.states == "cached" else len(dataset.feature_names)
     first = source.dataset(source.ids[0], 0)
     input_spec = (first[0] if own_reservoirs else first).element_spec
 

@@ -97,6 +97,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
+    "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",
     **dict.fromkeys(("partition.clients",), "the number of clients"),
     **dict.fromkeys(("seconds", "extra.rounds[].seconds"), "wall time of the run / round (a timing, public)"),
     "warnings": "messages about the inputs and settings, written as said (a warning about the data can name a "
