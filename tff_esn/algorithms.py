@@ -249,12 +249,10 @@ class ResolvedRun:
 def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given: tuple[str, Mapping[str, Any]],
                 pipeline: str | None = None, task: str | None = None, config: Any = None,
                 **settings: Any) -> ResolvedRun:
-    """``algorithm``'s run on ``data`` (a dataset, or its source string read with ``pipeline`` for a ``task``
-    kind; ``None``: the defaults): ``settings`` (flat names, origin ``flag``) over the ``given``
-    ``(origin, {setting: value})`` layers, highest first, over the source's defaults (``own-data default``)
-    over the class defaults; a given setting leaves the searches that name it. ``config``: an instance of
-    the algorithm's config class, taken whole (origin ``config``). The privacy it asks is checked here
-    (:func:`check_privacy`): the same run ``tff-esn run ALGO --data SOURCE`` builds::
+    """``algorithm``'s run on ``data`` (a dataset, or a source string read with ``pipeline`` for a ``task``):
+    ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers over
+    the source's defaults over the class defaults, as ``tff-esn run`` builds it (``config``: a ready config,
+    origin ``config``). A given setting leaves the searches that name it; the privacy asked is checked::
 
         record = run_algorithm(resolve_run(name, dataset, units=300), dataset, split)
     """
@@ -264,21 +262,18 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
         if not isinstance(config, algo.config):
             raise TypeError(f"{algo.name}: config must be a {algo.config.__name__}, got {type(config).__name__}.")
         given = (("config", flat_config(config)),)
-    layers = [("flag", settings), *given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))]
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    for origin, layer in reversed(layers):
-        values.update(layer)
-        origins.update(dict.fromkeys(layer, origin))
+    layers = [("flag", settings), *given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))][::-1]
+    values = {name: value for _, layer in layers for name, value in layer.items()}
+    origins = {name: origin for origin, layer in layers for name in layer}
     given_names = {name for name, origin in origins.items() if origin in ("flag", "file")}
     for search in SEARCHES:
         if search in values and search not in given_names:
             values[search] = tuple(n for n in values[search] if n not in given_names)
     config = config if config is not None else config_from_flags(algo.config, values)
     check_privacy(algo, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
-    record = {name: {"value": value, "origin": origins.get(name, "default")}
-              for name, value in flat_config(config).items()}
-    return ResolvedRun(algo, config, record, algo.runs_tff(config))
+    tff = algo.runs_tff(config)
+    return ResolvedRun(algo, config, {name: {"value": value, "origin": origins.get(name, "default")}
+                                      for name, value in flat_config(config).items()}, tff)
 
 
 def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split, config: Any = None, *,
@@ -304,7 +299,7 @@ def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split
     with recording() as said:
         if not checked:
             check_takes(algo, dataset)
-            check_run(algo, dataset, split, config, test_required=test_required)
+            check_run(run, dataset, split, test_required=test_required)
         start = time.perf_counter()
         result = function(dataset, split, config)
         seconds = time.perf_counter() - start

@@ -17,8 +17,6 @@ SEED_SOURCES = ("wesad", "hhar")
 OWN_DATA_SOURCES = ("npz", "ts")
 """The command line's sources of own data (``npz:FILE``, ``ts:DIR/NAME``): no pipeline, own-data defaults."""
 OWN_DATA_ORIGIN = "own-data default"
-ORIGINS = ("flag", "config", "file", OWN_DATA_ORIGIN, "default")
-"""Where an effective setting came from, highest precedence first."""
 
 SEARCHES = ("reservoir_search",)
 """Settings that name other settings to search: a searched setting given a value is dropped from them."""

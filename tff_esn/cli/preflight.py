@@ -1,6 +1,5 @@
 """``tff-esn run``'s checks before any work: arguments and the data's memory (from the shape of
-its sequences) before the data loads, the loaded data before TensorFlow is imported. Each
-refusal is one line with exit code 2."""
+its sequences) before the data loads. Each refusal is one line with exit code 2."""
 
 from __future__ import annotations
 
@@ -30,20 +29,6 @@ def check_arguments(args: argparse.Namespace, config: Any) -> Path:
         return check_run_folder(args.out, force=args.force, resume=getattr(config, "resume", False),
                                 rounds=getattr(config, "rounds", None), resumable=hasattr(config, "resume"))
     except RunFolderError as err:
-        raise UsageError(str(err)) from None
-
-
-def check_loaded(run: ResolvedRun, dataset, split, *, test_required: bool) -> None:
-    """:func:`tff_esn.algorithms.check_takes` and :func:`tff_esn.run_checks.check_run` on the loaded data,
-    before TensorFlow is imported (the run's only checks: :func:`tff_esn.algorithms.run_algorithm` is told so)."""
-    from tff_esn.algorithms import check_takes
-    from tff_esn.memory import MemoryLimitError
-    from tff_esn.run_checks import check_run
-
-    try:
-        check_takes(run.algorithm, dataset)
-        check_run(run.algorithm, dataset, split, run.config, test_required=test_required)
-    except MemoryLimitError as err:
         raise UsageError(str(err)) from None
 
 

@@ -15,7 +15,7 @@ from tff_esn.cli import UsageError
 from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, read_hparams, run_of
 from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.task_flags import add_task_arguments, task_options
-from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout, check_loaded
+from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout
 from tff_esn.cli.worker_flags import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
 from tff_esn.run_warnings import merged, recording
@@ -122,7 +122,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
     from tff_esn.io import write_json_atomic
+    from tff_esn.memory import MemoryLimitError
     from tff_esn.privacy.coverage import publish
+    from tff_esn.run_checks import check_run
     from tff_esn.run_folder import clear_run
 
     out = check_arguments(args, run.config)
@@ -133,7 +135,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         split = get_split(split_name, dataset, train_fraction=args.train_fraction,
                           seed=getattr(run.config, "seed", 0))
         dataset, split, partition = partitioned(args, dataset, split)
-        check_loaded(run, dataset, split, test_required=not args.no_test)
+        try:  # the run's only checks, before TensorFlow is imported
+            algorithms.check_takes(run.algorithm, dataset)
+            check_run(run, dataset, split, test_required=not args.no_test)
+        except MemoryLimitError as err:
+            raise UsageError(str(err)) from None
     if run.tff:
         context_from_args(args, prestart=True)
     if args.force:
