@@ -12,9 +12,11 @@ incfed ≥ max(logistic regression, esnfed) − 0.02; the other algorithms ≥ m
 centralized − 0.10).
 
 ``--selection-cost``: a closed-form run with its default selection against the same run with every
-chosen setting given as a flag (numpy path), the ratio of their seconds (target ≤ 5).
+chosen setting given as a flag (numpy path), the ratio of their wall seconds and of their CPU seconds
+(target ≤ 5).
 
-Flags: ``--algorithms=a,b,…`` (default centralized,incfed,fedavg,fedcurv,thesis-central),
+Flags: ``--data=DIR`` (required: the folder holding ``NAME/NAME_TRAIN.ts`` and ``_TEST.ts``),
+``--algorithms=a,b,…`` (default centralized,incfed,fedavg,fedcurv,thesis-central),
 ``--datasets=A,B,…``, ``--repeats=N`` (selection cost: the fastest of N runs each, default 3),
 ``--json=PATH`` (the cells), ``--before=PATH`` (an earlier ``--json``: its
 accuracy beside this run's), ``--no-esnfed``, ``--quick`` (two sets, the closed-form pair).
@@ -33,7 +35,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-DATA = Path(os.environ.get("UEA_DATA", "/work/uea/ex/aeon/datasets/data"))
+WHERE = ("the UCR/UEA .ts files ship in the aeon 1.6.0 wheel: `pip download aeon==1.6.0 --no-deps` and unzip "
+         "it; DIR is its aeon/datasets/data folder")
 SETS = ("JapaneseVowels", "BasicMotions", "GunPoint", "PickupGestureWiimoteZ", "ArrowHead", "ItalyPowerDemand")
 ALGORITHMS = ("centralized", "incfed", "fedavg", "fedcurv", "thesis-central")
 EXACT = ("centralized", "incfed")
@@ -47,14 +50,23 @@ def _flag(flags: list[str], name: str, default: str | None = None) -> str | None
     return default
 
 
-def load(name: str):
-    """``(dataset, split)``: the set's TRAIN cases on 5 IID clients, its TEST cases the test client."""
+def data_folder(flags: list[str]) -> Path:
+    """The ``--data=DIR`` folder; a clear exit naming where the files come from when it is missing."""
+    folder = _flag(flags, "data")
+    if folder is None or not Path(folder).is_dir():
+        raise SystemExit(f"bench own_data: --data=DIR {'is required' if folder is None else f'{folder!r} is no folder'}"
+                         f" ({WHERE}).")
+    return Path(folder)
+
+
+def load(name: str, folder: Path):
+    """``(dataset, split)``: the set ``folder/name``'s TRAIN cases on 5 IID clients, its TEST cases the test client."""
     from tff_esn.data.partition import partition_dataset
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
     from tff_esn.defaults import default_pipeline
 
-    source = f"ts:{DATA / name / name}"
+    source = f"ts:{Path(folder) / name / name}"
     data = load_source(source, default_pipeline(source))
     data, split, _ = partition_dataset(data, get_split("npz", data), "iid", CLIENTS, seed=0)
     return data, split
@@ -98,20 +110,30 @@ def esnfed_cell(data, split) -> tuple[float, float]:
     return accuracy, time.perf_counter() - start
 
 
+def _timed(algorithm: str, data, split, **flags) -> tuple[dict, float]:
+    """A run's record and the CPU seconds of this process it took (steadier than wall time on a shared machine)."""
+    began = time.process_time()
+    record = run(algorithm, data, split, **flags)
+    return record, time.process_time() - began
+
+
 def selection_cost(algorithm: str, data, split, repeats: int = 3) -> dict | None:
     """The default run (selection) against the run with every chosen setting given (numpy path), each
-    the fastest of ``repeats`` runs (the machine is shared)."""
+    the fastest of ``repeats`` runs (the machine is shared), in wall seconds and in CPU seconds."""
     flags = {"backend": "numpy"} if algorithm == "incfed" else {}
-    chosen = [run(algorithm, data, split, **flags) for _ in range(repeats)]
-    if "selection" not in chosen[0]:
+    chosen = [_timed(algorithm, data, split, **flags) for _ in range(repeats)]
+    if "selection" not in chosen[0][0]:
         return None
-    picked = chosen[0]["selection"]
-    fixed = {"l2": chosen[0]["l2_selection"]["l2"], "state_mode": picked["state_mode"],
+    first = chosen[0][0]
+    picked = first["selection"]
+    fixed = {"l2": first["l2_selection"]["l2"], "state_mode": picked["state_mode"],
              **{k: picked[k] for k in ("leaky", "spectral_radius", "input_scaling") if k in picked}}
-    given = [run(algorithm, data, split, **flags, **fixed) for _ in range(repeats)]
-    assert given[0]["test"]["accuracy"] == chosen[0]["test"]["accuracy"], (chosen[0]["test"], given[0]["test"])
-    selected, fixed_seconds = min(r["seconds"] for r in chosen), min(r["seconds"] for r in given)
+    given = [_timed(algorithm, data, split, **flags, **fixed) for _ in range(repeats)]
+    assert given[0][0]["test"]["accuracy"] == first["test"]["accuracy"], (first["test"], given[0][0]["test"])
+    selected, fixed_seconds = min(r["seconds"] for r, _ in chosen), min(r["seconds"] for r, _ in given)
+    selected_cpu, fixed_cpu = min(c for _, c in chosen), min(c for _, c in given)
     return {"selected": selected, "fixed": fixed_seconds, "ratio": selected / fixed_seconds,
+            "selected_cpu": selected_cpu, "fixed_cpu": fixed_cpu, "cpu_ratio": selected_cpu / fixed_cpu,
             "candidates": len(picked.get("candidates", ()))}
 
 
@@ -120,12 +142,13 @@ def main(flags: list[str]) -> None:
     algorithms = tuple(_flag(flags, "algorithms", ",".join(EXACT if quick else ALGORITHMS)).split(","))
     names = tuple(_flag(flags, "datasets", ",".join(SETS[:2] if quick else SETS)).split(","))
     before = json.loads(Path(_flag(flags, "before")).read_text()) if _flag(flags, "before") else {}
+    folder = data_folder(flags)
     cells: dict[str, dict] = {}
     for name in names:
-        if not (DATA / name / f"{name}_TRAIN.ts").exists():
-            print(f"{name}: no {DATA / name}; skipped", flush=True)
+        if not (folder / name / f"{name}_TRAIN.ts").exists():
+            print(f"{name}: no {folder / name}; skipped", flush=True)
             continue
-        data, split = load(name)
+        data, split = load(name, folder)
         row: dict = {}
         for algorithm in algorithms:
             try:
@@ -152,7 +175,9 @@ def main(flags: list[str]) -> None:
                 if cost is not None:
                     row[f"{algorithm} selection cost"] = cost
                     print(f"{name:24s} {algorithm:16s} selection {cost['selected']:.3f} s / fixed "
-                          f"{cost['fixed']:.3f} s = {cost['ratio']:.2f}× ({cost['candidates']} candidates)", flush=True)
+                          f"{cost['fixed']:.3f} s = {cost['ratio']:.2f}× (CPU {cost['selected_cpu']:.3f} s / "
+                          f"{cost['fixed_cpu']:.3f} s = {cost['cpu_ratio']:.2f}×; {cost['candidates']} candidates)",
+                          flush=True)
         cells[name] = row
     print(table(cells, algorithms, before))
     if _flag(flags, "json"):

@@ -42,23 +42,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Runs the request; prints the report path; exit code 1 when an experiment failed."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from scripts.framework import FAILED, DataSources, RunRequest
+
+    try:
+        npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
+        data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
+        request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
+                             progress=args.progress, backend=args.backend)
+    except (ValueError, FileNotFoundError) as err:  # the target's name, a --*-dir flag or the seeds
+        raise UsageError(str(err)) from None
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # retracing warnings of many short Keras fits would bury the progress bars
     from tff_esn import runtime
 
     runtime.ensure_context()
-    from scripts.framework import FAILED, DataSources, RunRequest, select
     from scripts.runner import run_experiments
 
-    try:
-        select(args.target)
-        npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
-        data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
-    except (ValueError, FileNotFoundError) as err:  # the target's name or a --*-dir flag
-        raise UsageError(str(err)) from None
-    request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
-                         progress=args.progress, backend=args.backend)
     report, records = run_experiments(request)
     for r in records:
         state = "skipped (done earlier)" if r.get("skipped") else r["status"]

@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 
 from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
 from tff_esn.provenance import source_commit
+from tff_esn.validation import SEED_MAX, is_seed
 
 PROFILES = ("tiny", "quick", "full")
 STATUS_FILE = "status.json"
@@ -467,8 +468,10 @@ class RunRequest:
             raise ValueError(f"profile: expected one of {PROFILES}, got {self.profile!r}.")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: expected one of {BACKENDS}, got {self.backend!r}.")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed: expected an integer ≥ 0, got {self.seed!r}.")
+        reps = max((getattr(e.settings[self.profile], "repetitions", 1) for e in select(self.target)), default=1)
+        if not is_seed(self.seed) or self.seed + reps - 1 > SEED_MAX:
+            raise ValueError(f"seed: expected an integer in [0, {SEED_MAX - reps + 1}] (repetition r of {reps} uses "
+                             f"seed + r, at most {SEED_MAX}), got {self.seed!r}.")
 
 
 def data_kinds(experiment: Experiment, profile: str) -> tuple[str, ...]:

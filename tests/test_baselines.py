@@ -20,6 +20,38 @@ def test_summary_features_per_sequence_and_rows_per_step():
         sequence_features(x[0], per_step=False)
 
 
+@pytest.mark.parametrize("features", [1, 3])
+def test_summary_features_of_equal_lengths_keep_their_bits_and_ragged_ones_use_each_sequences_own_steps(
+        features, monkeypatch):
+    from tff_esn.esn import states_numpy
+
+    monkeypatch.setattr(states_numpy, "HARVEST_VALUES", 7 * 13 * features)  # several blocks of 7 sequences
+    rng = np.random.default_rng(features)
+    x = rng.normal(size=(40, 13, features)).astype(np.float32)
+    b = x.astype(np.float64)
+    formula = np.concatenate([b.mean(1), b.std(1), b.min(1), b.max(1), b[:, -1]], axis=1)
+    assert sequence_features(x, False).tobytes() == formula.tobytes()
+    assert sequence_features(x, False, np.full(40, 13)).tobytes() == formula.tobytes()
+    lengths = rng.integers(1, 14, size=40)
+    padded = np.where(np.arange(13)[None, :, None] < lengths[:, None, None], x, np.float32(0))
+    direct = np.stack([np.concatenate([s.mean(0), s.std(0), s.min(0), s.max(0), s[-1]])
+                       for s in (b[i, :n] for i, n in enumerate(lengths))])
+    np.testing.assert_allclose(sequence_features(padded, False, lengths), direct, rtol=1e-13, atol=1e-15)
+
+
+def test_a_ragged_test_group_copying_training_sequences_is_classified_from_their_own_steps():
+    from tff_esn.data.sequences import Split, dataset_from_arrays
+
+    rng = np.random.default_rng(0)
+    short = [1.0 + 0.01 * rng.normal(size=(5, 1)) for _ in range(6)]  # class 0: 5 steps near 1.0
+    long = [1.2 + 0.01 * rng.normal(size=(50, 1)) for _ in range(6)]  # class 1: 50 steps near 1.2
+    data = dataset_from_arrays(short + long + short + long, [0] * 6 + [1] * 6 + [0] * 6 + [1] * 6,
+                               ["a"] * 12 + ["t0"] * 6 + ["t1"] * 6, source="copies")
+    got = baseline_scores(data, Split("copies", train=("a",), val=("t1",), test=("t0",)))
+    # padded to 50 steps in training, to 5 in t0: the zeros made t0's copies look like class 1
+    assert got["logistic_regression"]["val"]["accuracy"] == got["logistic_regression"]["test"]["accuracy"] == 1.0
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_baselines_equal_sklearn_on_pooled_rows(seed):
     data = random_dataset(n_clients=7, steps=12, features=3, n_classes=3, seed=seed, sizes=[30] * 7)

@@ -151,7 +151,9 @@ def test_fedavg_on_k_classes_runs_the_comparisons_rounds_with_the_neutral_settin
     fedavg = next(r for r in rows if r["algorithm"] == "fedavg")
     assert fedavg["error"] == "" and fedavg["rounds"] == "2"
     record = json.loads((tmp_path / "out/runs/fedavg/iid/seed0/metrics.json").read_text())
-    assert (record["config"]["rounds"]["value"], record["config"]["state_mode"]["value"], record["config"]["noise_std"]["value"]) == (2, "mean", 0.0)
+    assert (record["config"]["rounds"]["value"], record["config"]["state_mode"]["value"],
+            record["config"]["noise_std"]["value"]) == (2, "auto", 0.0)
+    assert record["selection"]["state_mode"] in ("mean", "last")  # chosen before the rounds
     with pytest.raises(ValueError, match="rounds: expected"):
         Comparison(source, "ignored", "npz", rounds=0)
 

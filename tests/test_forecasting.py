@@ -333,5 +333,5 @@ def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_state
     assert record["config"]["state_mode"] == {"value": "all", "origin": "own-data default"}
     ahead = load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1))
     assert resolve_run("fedavg", ahead).config.model.state_mode == "all"  # the dataset's task, for library users
-    assert source_defaults(get_algorithm("fedavg"), f"npz:{path}")["state_mode"] == "mean"  # a file's own task: per sequence
+    assert source_defaults(get_algorithm("fedavg"), f"npz:{path}")["state_mode"] == "auto"  # a file's own task: chosen per sequence
     assert source_defaults(get_algorithm("fedcurv"), "narma10")["units"] == 500

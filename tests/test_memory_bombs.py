@@ -174,6 +174,45 @@ def test_ragged_batches_are_the_fixed_batches_for_ordinary_data_and_run_a_long_s
     assert sorted(np.concatenate(ragged_batches(lengths, 3)).tolist()) == list(range(3000))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_harvest_gathers_each_batch_from_the_clients_as_from_their_padded_pool(seed):
+    from tff_esn.closed_form.harvest import Harvester
+    from tff_esn.data.sequences import ClientSequences
+    from tff_esn.esn.weights import StateSpec
+
+    rng = np.random.default_rng(seed)
+    parts = []
+    for _ in range(rng.integers(1, 5)):
+        n, steps = int(rng.integers(1, 9)), int(rng.integers(2, 12)) if seed % 3 else 7  # seeds 0, 3: equal lengths
+        lengths = rng.integers(1, steps + 1, n) if seed % 3 else None
+        parts.append(ClientSequences(rng.normal(size=(n, steps, 2)), np.zeros(n, int), lengths))
+    harvester = Harvester(None, StateSpec("all"), batch_size=int(rng.integers(1, 6)))
+    for (rows, x, lengths), (rows0, x0, lengths0) in zip(harvester.batches(*parts),
+                                                         harvester.batches(ClientSequences.concat(parts)), strict=True):
+        assert rows.tolist() == rows0.tolist() and x.tobytes() == x0.tobytes() and x.shape == x0.shape
+        assert (lengths is None and lengths0 is None) or lengths.tolist() == lengths0.tolist()
+
+
+def test_a_pooled_harvest_of_a_long_sequence_and_many_short_ones_holds_no_padded_copy_of_the_pool(monkeypatch):
+    import tracemalloc
+
+    import tff_esn.esn.states_numpy
+    from tff_esn.closed_form.harvest import Harvester
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.esn.weights import ReservoirWeights, StateSpec
+
+    rng = np.random.default_rng(0)
+    seqs = [rng.normal(size=(20_000, 1))] + [rng.normal(size=(20, 1)) for _ in range(499)]
+    data = dataset_from_arrays(seqs, np.arange(500) % 2, ["long"] + ["short"] * 499, source="t")
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=8, seed=0), 1)
+    monkeypatch.setattr(tff_esn.esn.states_numpy, "HARVEST_VALUES", 40_000)  # batches of at most 40 000 steps
+    tracemalloc.start()
+    Harvester(data, StateSpec("mean")).cache(weights, ["long", "short"])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10 * MB  # the pool padded to 20 000 steps: 500 · 20 000 · 4 B = 38 MiB
+
+
 def test_a_long_sequence_among_short_ones_is_harvested_as_if_alone(monkeypatch):
     import tff_esn.esn.states_numpy
     from tff_esn.closed_form.harvest import Harvester

@@ -236,7 +236,7 @@ def _help(*argv: str) -> str:
 def test_an_algorithms_help_shows_its_flags_only_with_their_defaults():
     fedavg = _help("run", "fedavg")
     assert "--pipeline PIPELINE preprocessing pipeline of the seeds' sources (default: thesis)" in fedavg
-    assert "(default all; mean on npz:/ts: data)" in fedavg and "(default 0.5; 0.0 on npz:/ts: data)" in fedavg
+    assert "(default all; auto on npz:/ts: data)" in fedavg and "(default 0.5; 0.0 on npz:/ts: data)" in fedavg
     assert "--units UNITS number of reservoir units N_R (≥ 1) (default 200)" in fedavg
     assert "--dp-adaptive-clip" in fedavg and "--workers" in fedavg
     assert not {"--l2", "--dp-model", "--dp-ip-clip", "--secure-bits", "--no-readout-bias"} & set(fedavg.split())
@@ -348,11 +348,11 @@ def test_resolve_run_is_the_clis_run_for_library_users():
     assert resolve_run("incfed", "synthetic-hhar", units=30).config == IncFedConfig(reservoir=ReservoirConfig(units=30))
     own = resolve_run("fedavg", "npz:/data/mine.npz", out="o", units=30).config
     assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \
-        (0.0, "mean", 1.0, 30)
+        (0.0, "auto", 1.0, 30)
     assert resolve_run("fedavg", "synthetic-wesad", out="o").config == FedAvgConfig(out="o")
     for source, pipeline in (("synthetic-hhar", None), ("synthetic-wesad", "incfed-wesad")):  # per-sequence labels
         paper = resolve_run("fedavg", source, pipeline=pipeline, out="o").config
-        assert (paper.noise_std, paper.model.state_mode, paper.model.epochs) == (0.0, "mean", 10)
+        assert (paper.noise_std, paper.model.state_mode, paper.model.epochs) == (0.0, "auto", 10)
     assert default_pipeline("synthetic-hhar", "thesis") == "incfed-hhar"
     assert default_pipeline("synthetic-wesad", "thesis") == "thesis"
     assert resolve_run("fedavg", "npz:x.npz", out="o", noise_std=0.3).config.noise_std == 0.3

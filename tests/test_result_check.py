@@ -68,3 +68,15 @@ def test_a_single_class_test_group_is_not_a_collapse():
     with recording() as said:
         assert check_result("x", {"test": section}, {"majority": {"test": {"accuracy": 0.9}}}) == {"test": []}
     assert said == []
+
+
+@pytest.mark.parametrize("nrmse, flagged", [(1.2, True), (1.0, True), (0.4, False)])
+def test_a_real_valued_run_no_better_than_the_training_mean_is_flagged(nrmse, flagged):
+    from tff_esn.result_check import NOT_ABOVE_MEAN
+    from tff_esn.tasks import Task
+
+    baselines = {"training_mean": {"val": {"nrmse": 1.0}, "test": {"nrmse": 1.0}}}
+    with recording() as said:
+        flags = check_result("x", {"val": {"nrmse": 0.3}, "test": {"nrmse": nrmse}}, baselines, Task("regress"))
+    assert flags == {"val": [], "test": [NOT_ABOVE_MEAN] if flagged else []}
+    assert len(said) == int(flagged) and (not said or "x: test: NRMSE" in str(said[0]))

@@ -46,6 +46,8 @@ def test_the_cli_refuses_the_seed_in_one_line(tmp_path, capsys):
     (["tune", "incfed-wesad", "--seed", "4294967296"], "--seed: expected an integer in [0, 4294967295], got "
                                                         "4294967296."),
     (["reproduce", "incfed", "--seed", "-5"], "--seed: expected an integer in [0, 4294967295], got -5."),
+    (["reproduce", "incfed", "--seed", "4294967295"], "seed: expected an integer in [0, 4294967294] (repetition r of "
+                                                      "2 uses seed + r, at most 4294967295), got 4294967295."),
     (["worker", "--port", "70000"], "--port: expected a TCP port in [1, 65535], got 70000."),
     (["run", "fedavg", "--worker-timeout", "inf"], "--worker-timeout: expected a finite number of seconds > 0, got "
                                                    "inf."),
@@ -162,6 +164,12 @@ def test_every_command_that_writes_a_folder_is_refused_while_another_process_hol
             assert capsys.readouterr().err.strip().splitlines() == [
                 f"tff-esn {args[0]}: error: --out {out}: another run (pid {holder.pid}) is writing into it; wait for "
                 "it to end or choose another folder."], args
+        from scripts.reproduce_all import main as reproduce_all
+
+        assert reproduce_all(["incfed", "--profile", "tiny", "--out", str(out)]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            f"reproduce: error: --out {out}: another run (pid {holder.pid}) is writing into it; wait for it to end or "
+            "choose another folder."]
         assert sorted(p.name for p in out.iterdir()) == [".lock"]
     finally:
         holder.kill()

@@ -263,6 +263,21 @@ def test_the_thesis_models_add_their_cached_states():
     assert estimate_memory(ReadoutConfig(), data, Split("s", ("c0", "c1"), ("c2",))).quadratic == 32 + 8 * 2
 
 
+def test_a_deep_esn_reading_its_last_layer_counts_the_readouts_units_in_its_statistics_and_cached_states():
+    from tff_esn.federated.configs import ThesisCentralConfig, ThesisModelConfig
+
+    data = _dataset()
+    deep = ReservoirConfig(units=10, layers=4, readout_layers="last")  # 40 units, the readout sees 10
+    estimate = estimate_memory(ReadoutConfig(reservoir=deep), data, Split("s", ("c0", "c1"), ("c2",)))
+    assert estimate.units == 40
+    assert estimate.at(40) - estimate.constant == pytest.approx(16 * 40 ** 2 + (16 + 8 * 2) * 10 ** 2 + (32 + 16 * 2) * 10)
+    every = ReservoirConfig(units=10, layers=4)
+    assert estimate_memory(ReadoutConfig(reservoir=every), data, Split("s", ("c0", "c1"), ("c2",))).quadratic == 48
+    model = ThesisModelConfig(reservoir=deep, washout=2)
+    thesis = estimate_memory(ThesisCentralConfig(model=model), data, Split("s", ("c0", "c1"), test=("c2",)))
+    assert thesis.linear * 40 == pytest.approx((32 + 16 * 10 + 4 * 16 * 10) * 10)  # 10 holders, 160 cached steps
+
+
 @settings(max_examples=200, deadline=None)
 @given(a=st.floats(1, 64), b=st.floats(0, 1e6), c=st.floats(0, 1e6), limit=st.floats(1e3, 1e15))
 def test_largest_units_is_the_last_count_within_the_limit(a, b, c, limit):

@@ -30,16 +30,17 @@ _memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, dict]]" = weakref
 _row_memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, tuple]]" = weakref.WeakKeyDictionary()
 
 
-def sequence_features(x: np.ndarray, per_step: bool) -> np.ndarray:
+def sequence_features(x: np.ndarray, per_step: bool, lengths: np.ndarray | None = None) -> np.ndarray:
     """The logistic regression's inputs: one row per step, or summary statistics per sequence.
 
     Args:
-        x: (n, T, F) sequences.
+        x: (n, T, F) sequences, right-padded with zeros past ``lengths``.
         per_step: one row per time step (labels per step) instead of one per sequence.
+        lengths: (n,) valid steps of each sequence (``None``: all T).
 
     Returns:
         (n·T, F) rows when ``per_step``, else (n, 5F): mean, std, min, max and last value
-        of each feature (in float64 over blocks of sequences of at most
+        of each feature over each sequence's own steps (in float64 over blocks of sequences of at most
         :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` values, each row's sums in the same order).
     """
     x = np.asarray(x)
@@ -47,10 +48,20 @@ def sequence_features(x: np.ndarray, per_step: bool) -> np.ndarray:
         raise ValueError(f"x: expected (n, T, F) sequences, got shape {x.shape}.")
     if per_step:
         return np.asarray(x, np.float64).reshape(-1, x.shape[2])
+    steps = np.full(x.shape[0], x.shape[1], np.int64) if lengths is None else np.asarray(lengths)
     rows = max(1, states_numpy.HARVEST_VALUES // max(1, x.shape[1] * x.shape[2]))
-    blocks = [np.asarray(x[i:i + rows], np.float64) for i in range(0, max(x.shape[0], 1), rows)]
-    return np.concatenate([np.concatenate([b.mean(axis=1), b.std(axis=1), b.min(axis=1), b.max(axis=1), b[:, -1]],
-                                          axis=1) for b in blocks])
+    return np.concatenate([_summary(np.asarray(x[i:i + rows], np.float64), steps[i:i + rows])
+                           for i in range(0, max(x.shape[0], 1), rows)])
+
+
+def _summary(b: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Mean, std, min, max and last value of (rows, T, F) zero-padded sequences over their ``n`` first steps."""
+    valid = np.arange(b.shape[1])[None, :, None] < n[:, None, None]
+    mean = b.sum(axis=1, keepdims=True) / n[:, None, None]
+    centred = np.where(valid, b - mean, 0.0)
+    return np.concatenate([mean[:, 0], np.sqrt((centred * centred).sum(axis=1) / n[:, None]),
+                           np.where(valid, b, np.inf).min(axis=1), np.where(valid, b, -np.inf).max(axis=1),
+                           b[np.arange(b.shape[0]), n - 1]], axis=1)
 
 
 def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +73,7 @@ def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.
     if key in memo:
         return memo[key]
     pooled = dataset.pooled(ids)
-    rows = sequence_features(pooled.x, pooled.per_step), pooled.y.reshape(-1)
+    rows = sequence_features(pooled.x, pooled.per_step, pooled.lengths), pooled.y.reshape(-1)
     if not pooled.per_step:
         for array in rows:
             array.flags.writeable = False
@@ -182,7 +193,7 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
     def rows(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         pooled = dataset.pooled(ids)
         if not per_step:
-            return sequence_features(pooled.x, False), pooled.y, None
+            return sequence_features(pooled.x, False, pooled.lengths), pooled.y, None
         steady = pooled.y[:, skip:].reshape(-1)
         persistence = pooled.y[:, skip - task.horizon:pooled.y.shape[1] - task.horizon].reshape(-1) \
             if task.kind == "forecast" else None

@@ -1,8 +1,9 @@
 """The memory a run must hold at once, estimated from its config and the data's shape.
 
-:func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics
-(16·(N_R + 1)², plus each training client's cached SᵀS), cached states, and the data with its copies (pooled,
-carved folds, the largest harvest batch or baseline block; calibrated by ``python -m bench memory``);
+:func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics (16·(R + 1)²
+of the R units the readout sees, plus each training client's cached SᵀS), cached states of R units, and the data
+with its copies (pooled, carved folds, the largest harvest batch or baseline block; calibrated by
+``python -m bench memory``);
 :func:`check_memory` refuses a run above physical RAM or the cgroup limit.
 """
 
@@ -36,7 +37,8 @@ class MemoryLimitError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes of a run as ``quadratic · N_R² + linear · N_R + constant`` (N_R: ``units``)."""
+    """Bytes of a run as ``quadratic · N_R² + linear · N_R + constant`` (N_R: ``units``, every layer's; the terms of
+    the readout's statistics and states scale with the readout's share of them)."""
 
     units: int
     quadratic: float
@@ -117,17 +119,18 @@ def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: S
     train = len(layout.blocks) if split is None else len(split.train)
     carved = split is None or not split.val
     holders = train * (FOLDS if carved and train < MIN_CLIENTS_FOR_CLIENT_FOLDS else 1)
-    quadratic = 16.0 + 16.0 + 8.0 * holders + (17.0 if reservoir.recurrent_connectivity < 1 else 0.0)
-    linear = 32.0 + 16.0 * holders  # the (N_R + 1)² statistics' linear terms
+    width = reservoir.readout_units / reservoir.total_units  # the units the readout sees (a deep ESN's last layer)
+    quadratic = 16.0 + (16.0 + 8.0 * holders) * width ** 2 + (17.0 if reservoir.recurrent_connectivity < 1 else 0.0)
+    linear = (32.0 + 16.0 * holders) * width  # the statistics' linear terms
     per_step = split is not None and any(c.per_step for c in dataset.clients.values())
     if per_step and not hasattr(config, "model") and _setting(config, "state_mode", "all") in ("all", "auto"):
-        linear += 8.0 * layout.padded_cells
+        linear += 8.0 * layout.padded_cells * width
     if hasattr(config, "model") and getattr(config, "states", "cached") == "cached":
         washout = _setting(config, "washout", 0)
         blocks = layout.blocks if split is None else tuple(dataset.clients[c].steps for c in split.train)
         steps = sum(int((b - washout).clip(min=1).sum()) for b in blocks) \
             if _setting(config, "state_mode", "all") in ("all", "auto") else sum(b.size for b in blocks)
-        linear += 4.0 * steps
+        linear += 4.0 * steps * width
     parts, states = data_bytes(layout, tff=tff, carved=carved)
     return MemoryEstimate(reservoir.total_units, quadratic, linear + states[1],
                           16.0 + 8.0 * holders + sum(b for _, b in parts), parts, states)

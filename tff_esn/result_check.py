@@ -26,44 +26,34 @@ def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[s
     at most the majority class's on the same group (``not above majority``); for a real-valued
     ``task``, an NRMSE no better than the training mean's (``not above training mean``: a constant
     prediction included)."""
-    if task.real:
-        return _check_real(algorithm, result, baselines)
-    flags: dict[str, list[str]] = {}
-    majority = baselines.get("majority") or {}
-    for group in GROUPS:
-        section = result.get(group)
-        if not section:
-            continue
-        found = []
-        predicted = [k for k, n in enumerate(section.get("prediction_counts") or ()) if n]
-        present = sum(1 for n in section.get("label_counts") or () if n)
-        if len(predicted) == 1 and present > 1:
-            found.append(ONE_CLASS)
-            warn(f"{algorithm}: {group}: every prediction is class {predicted[0]} ({present} classes present): the "
-                 "model has collapsed; check the learning rate, λ, the state mode and the algorithm's own settings")
-        reference = (majority.get(group) or {}).get("accuracy")
-        if reference is not None and section["accuracy"] <= reference:
-            found.append(NOT_ABOVE_MAJORITY)
-            warn(f"{algorithm}: {group}: accuracy {section['accuracy']:.4f} (balanced "
-                 f"{section.get('balanced_accuracy', float('nan')):.4f}) does not beat the majority class "
-                 f"({reference:.4f}): the model has learnt nothing a constant prediction does not")
-        flags[group] = found
-    return flags
+    compare = _real_flags if task.real else _class_flags
+    return {group: compare(f"{algorithm}: {group}", result[group], baselines, group)
+            for group in GROUPS if result.get(group)}
 
 
-def _check_real(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any]) -> dict[str, list[str]]:
-    """:func:`check_result` of a real-valued run: its NRMSE against the training mean's on the same group."""
-    flags: dict[str, list[str]] = {}
-    mean = baselines.get("training_mean") or {}
-    for group in GROUPS:
-        section = result.get(group)
-        if not section:
-            continue
-        reference = (mean.get(group) or {}).get("nrmse")
-        flags[group] = []
-        if reference is not None and section["nrmse"] >= reference:
-            flags[group].append(NOT_ABOVE_MEAN)
-            warn(f"{algorithm}: {group}: NRMSE {section['nrmse']:.4g} is no better than the training mean's "
-                 f"{reference:.4g}: a number that reads like a forecast but is not one; check λ, the state mode, "
-                 "the washout and the reservoir's scaling")
-    return flags
+def _class_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str, Any], group: str) -> list[str]:
+    """The flags of a classification ``section`` against the majority class on its group."""
+    found = []
+    predicted = [k for k, n in enumerate(section.get("prediction_counts") or ()) if n]
+    present = sum(1 for n in section.get("label_counts") or () if n)
+    if len(predicted) == 1 and present > 1:
+        found.append(ONE_CLASS)
+        warn(f"{where}: every prediction is class {predicted[0]} ({present} classes present): the model has "
+             "collapsed; check the learning rate, λ, the state mode and the algorithm's own settings")
+    reference = ((baselines.get("majority") or {}).get(group) or {}).get("accuracy")
+    if reference is not None and section["accuracy"] <= reference:
+        found.append(NOT_ABOVE_MAJORITY)
+        warn(f"{where}: accuracy {section['accuracy']:.4f} (balanced "
+             f"{section.get('balanced_accuracy', float('nan')):.4f}) does not beat the majority class "
+             f"({reference:.4f}): the model has learnt nothing a constant prediction does not")
+    return found
+
+
+def _real_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str, Any], group: str) -> list[str]:
+    """The flags of a real-valued ``section``: its NRMSE against the training mean's on its group."""
+    reference = ((baselines.get("training_mean") or {}).get(group) or {}).get("nrmse")
+    if reference is None or section["nrmse"] < reference:
+        return []
+    warn(f"{where}: NRMSE {section['nrmse']:.4g} is no better than the training mean's {reference:.4g}: a number "
+         "that reads like a forecast but is not one; check λ, the state mode, the washout and the reservoir's scaling")
+    return [NOT_ABOVE_MEAN]

@@ -52,7 +52,7 @@ seeds, KerasTuner's trials, gRPC's port, timers), checked by every command befor
 are checked by the config itself."""
 
 
-def _call(args: argparse.Namespace) -> int:
+def call_command(args: argparse.Namespace) -> int:
     """``args.func(args)`` once every flag is within :data:`FLAG_LIMITS`, holding the run lock of ``--out``
     (:func:`tff_esn.run_folder.run_lock`) for a command that writes that folder (``holds_out``)."""
     for name, (ok, expected) in FLAG_LIMITS.items():
@@ -83,7 +83,7 @@ def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Calla
     def run(args: argparse.Namespace) -> int:
         full = argparse.ArgumentParser(prog=stub.prog, description=help)
         build(full)
-        return _call(full.parse_args(getattr(args, "rest", [])))
+        return call_command(full.parse_args(getattr(args, "rest", [])))
 
     stub.set_defaults(func=run, lazy=True)
 
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rest = rest
     install_exit_hooks()
     try:
-        return _call(args)
+        return call_command(args)
     except (UsageError, DataError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """Flags generated from config settings, and the typed config they map to.
 
-Help, choices and default come from the field; a boolean is ``--name`` / ``--no-name``, ``none`` sets an
-optional one to ``None``. :data:`GIVEN` records which settings were given (:func:`run_of`).
+Help, choices and default come from the field; a boolean is ``--name`` or ``--no-name`` (both when its own-data
+default differs), ``none`` sets an optional one to ``None``. :data:`GIVEN` records which settings were given
+(:func:`run_of`).
 """
 
 from __future__ import annotations
@@ -76,6 +77,12 @@ def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Se
         if isinstance(s.default, bool):
             flag = s.flag if not s.default else "--no-" + s.flag[2:]
             state = "on by default; this flag turns it off" if s.default else "off by default"
+            own = (own_data or {}).get(name)
+            if own is not None and own != s.default:
+                state += f"; {'on' if own else 'off'} on {'/'.join(k + ':' for k in OWN_DATA_SOURCES)} data"
+                other = s.flag if s.default else "--no-" + s.flag[2:]
+                group.add_argument(other, action=_Given, setting=s, dest=name, nargs=0, const=s.default,
+                                   default=s.default, help=f"the opposite of {flag}")
             group.add_argument(flag, action=_Given, setting=s, dest=name, nargs=0, const=not s.default,
                                default=s.default, help=f"{s.help.rstrip('.')} ({state})".replace("%", "%%"))
         else:

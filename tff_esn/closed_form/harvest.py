@@ -2,7 +2,8 @@
 
 A :class:`Harvester` caches them per (reservoir, client), so the runs of one reservoir (and a λ sweep)
 share one harvest; the clients asked for together share numpy batches, sorted by length and padded
-to each batch's longest, with the statistics kept per client.
+to each batch's longest, with the statistics kept per client; one ``all`` pass
+also keeps the mean and last states, which the ``mean``/``last`` harvesters adopt (:meth:`Harvester.adopt`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,)."""
+    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,); ``last``
+    (m, N_R) each sequence's last state where the pass kept it beside the mean (``"all"`` mode)."""
 
     states: np.ndarray
     labels: np.ndarray
+    last: np.ndarray | None = None
 
 
 class Harvester:
@@ -71,8 +74,9 @@ class Harvester:
         self.spec.check(client.shortest, client.per_step)
         return client
 
-    def batches(self, client: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-        """``(rows, x, lengths)`` batches of at most ``batch_size`` sequences.
+    def batches(self, *parts: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        """``(rows, x, lengths)`` batches of at most ``batch_size`` of the sequences of ``parts`` pooled (``rows``
+        count through the parts in order; each batch is gathered from them, the pool is never padded whole).
 
         Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
         :func:`~tff_esn.esn.states_numpy.ragged_batches` (by length, at most
@@ -80,15 +84,23 @@ class Harvester:
         sequence, ``lengths`` always given (a batch whose sequences happen to be equal is masked exactly
         like the others and shares their traced harvest instead of tracing its own).
         """
-        n = len(client)
-        if not client.ragged:
-            for i in range(0, n, self.batch_size):
-                yield np.arange(i, min(i + self.batch_size, n)), client.x[i:i + self.batch_size], None
-            return
-        for rows in ragged_batches(client.lengths, client.x.shape[2], self.batch_size):
-            lengths = client.lengths[rows]
-            longest = int(lengths.max())
-            yield rows, client.x[rows, :longest], lengths
+        steps = np.concatenate([p.steps for p in parts])
+        starts = np.cumsum([0] + [len(p) for p in parts])
+        ragged = len({p.x.shape[1] for p in parts}) > 1 or any(p.ragged for p in parts)
+        blocks = ragged_batches(steps, parts[0].x.shape[2], self.batch_size) if ragged else \
+            [np.arange(i, min(i + self.batch_size, steps.size)) for i in range(0, steps.size, self.batch_size)]
+        for rows in blocks:
+            owner = np.searchsorted(starts, rows, side="right") - 1
+            longest = int(steps[rows].max())
+            if not ragged and owner[0] == owner[-1]:  # consecutive rows of one part: a view
+                x = parts[owner[0]].x[rows[0] - starts[owner[0]]:rows[-1] + 1 - starts[owner[0]]]
+            else:
+                x = np.zeros((rows.size, longest, parts[0].x.shape[2]), np.float32)
+                for k in np.unique(owner):
+                    mine = owner == k
+                    held = parts[k].x[rows[mine] - starts[k], :longest]
+                    x[mine, :held.shape[1]] = held
+            yield rows, x, steps[rows] if ragged else None
 
     def _check(self, weights: ReservoirWeights) -> None:
         if weights.n_inputs != len(self.dataset.feature_names):
@@ -136,6 +148,15 @@ class Harvester:
                 if part is not None:
                     self._stats[key] = part
 
+    def adopt(self, weights: ReservoirWeights, source: "Harvester", ids: Iterable[str]) -> None:
+        """Caches the ``"mean"``/``"last"`` states of the clients ``ids`` from ``source``, an ``"all"``
+        harvester of the same data and washout that harvested them (its pass keeps each sequence's mean
+        and last state): the state modes of one reservoir share one pass."""
+        for cid in ids:
+            features = source.features(weights, cid)
+            self._features.setdefault((weights.key, cid), Features(
+                features.last if self.spec.state_mode == "last" else features.states, features.labels))
+
     def stats_of(self, weights: ReservoirWeights, client: ClientSequences) -> RidgeStats:
         """Statistics of any sequences (not cached), accumulated over batches of sequences."""
         self.spec.check(client.shortest, client.per_step)
@@ -165,20 +186,20 @@ class Harvester:
     def _pooled_pass(self, weights: ReservoirWeights, clients: list[ClientSequences],
                      with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
         spec = self.spec
-        pooled = ClientSequences.concat(clients)
-        per_step_all = pooled.per_step and spec.state_mode == "all"
-        keep = "all" if per_step_all else ("mean" if spec.state_mode == "all" else spec.state_mode)
+        per_step_all = clients[0].per_step and spec.state_mode == "all"
+        keep = "all" if per_step_all else ("mean+last" if spec.state_mode == "all" else spec.state_mode)
         sizes = [len(c) for c in clients]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         in_loop = spec.state_mode == "all" and any(with_stats)
         groups = np.repeat(np.where(with_stats, np.arange(len(clients)), -1), sizes)
-        targets = self.targets(pooled) if any(with_stats) else None
+        targets = np.concatenate([self.targets(c) for c in clients]) if any(with_stats) else None
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
-        states = np.zeros((len(pooled),) + ((pooled.x.shape[1] - spec.washout,) if per_step_all else ())
-                          + (weights.readout_units,), np.float64)
+        width = weights.readout_units * (2 if keep == "mean+last" else 1)
+        states = np.zeros((starts[-1],) + ((clients[0].x.shape[1] - spec.washout,) if per_step_all else ())
+                          + (width,), np.float64)
         totals = [[0, 0, 0] for _ in clients]
-        for rows, x, lengths in self.batches(pooled):
+        for rows, x, lengths in self.batches(*clients):
             states[rows], parts = states_and_statistics(
                 x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
@@ -195,7 +216,9 @@ class Harvester:
                 labels = client.y[:, spec.washout:].reshape(-1)
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
-            features = Features(states[rows].reshape(-1, weights.readout_units), labels)
+            kept = states[rows].reshape(-1, width)
+            features = Features(np.ascontiguousarray(kept[:, :weights.readout_units]), labels,
+                                np.ascontiguousarray(kept[:, weights.readout_units:]) if width > weights.readout_units else None)
             if not with_stats[k]:
                 stats = None
             elif in_loop:

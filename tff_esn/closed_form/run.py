@@ -111,8 +111,10 @@ class Run:
             a training client's statistics are the sum of its parts' (:meth:`stats`).
     """
 
-    def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str):
+    def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
+                 modes: Sequence[str] = STATE_MODE_CANDIDATES):
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
+        self._modes = tuple(modes)
         self.reservoir = config.reservoir
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
@@ -123,6 +125,7 @@ class Run:
         self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
         self._training = self._units
         self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
+        self._harvesters: dict[StateSpec, Harvester] = {}
         state_mode = config.state_mode
         if state_mode == AUTO:
             per_step = any(c.per_step for c in dataset.select(split.train).values())
@@ -136,10 +139,17 @@ class Run:
     def _use(self, reservoir: ReservoirConfig, state_mode: str) -> None:
         self.reservoir = reservoir
         self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias)
-        self.harvester = harvester_for(self._data, self.spec)
+        self.harvester = self._harvester(self.spec)
         if reservoir not in self._drawn:
             self._drawn[reservoir] = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
         self.weights = self._drawn[reservoir]
+
+    def _harvester(self, spec: StateSpec) -> Harvester:
+        """The run's harvester of ``spec`` (:func:`harvester_for`), kept for the run: what a candidate of the
+        selection harvested is not harvested again when the run returns to its setting."""
+        if spec not in self._harvesters:
+            self._harvesters[spec] = harvester_for(self._data, spec)
+        return self._harvesters[spec]
 
     @property
     def train_ids(self) -> tuple[str, ...]:
@@ -278,7 +288,8 @@ class Run:
     def _select_states(self) -> None:
         """``state_mode="auto"`` and ``reservoir_search``: the setting of the states whose exact readout
         (IncFed = centralized) scores best at its best λ of ``l2_grid`` (:mod:`tff_esn.closed_form.selection`):
-        first the state mode on the configured reservoir, then each searched reservoir setting in turn."""
+        first the state mode on the configured reservoir (the modes' training states from one pass), then each
+        searched reservoir setting in turn."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
@@ -287,9 +298,17 @@ class Run:
             return
         grid = config.l2_grid
         per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
-        modes = ([m for m in STATE_MODE_CANDIDATES if not (per_step and m == "mean")]
+        modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
         table: list[Candidate] = []
+        shared = "all" in modes and len(modes) > 1 and not per_step
+        if shared:  # every mode's training states from one pass
+            self._use(self.reservoir, "all")
+            self.harvester.cache(self.weights, self._units)
+            for mode in modes:
+                if mode != "all":
+                    self._harvester(StateSpec(mode, config.washout, config.readout_bias)).adopt(
+                        self.weights, self.harvester, self._units)
 
         def trial(reservoir: ReservoirConfig, mode: str) -> Candidate:
             self._use(reservoir, mode)
@@ -317,7 +336,7 @@ class Run:
         self._use(best[0], best[1])
         chosen = best[2]
         self.selection = {"rule": self._rule, "objective": self.objective, "state_mode": chosen.state_mode,
-                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table),
+                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table) - (len(modes) - 1 if shared else 0),
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 
@@ -348,7 +367,8 @@ class Run:
             held = projected - self.dataset.task.encode(labels, self.n_outputs).reshape(len(u), -1).T @ u
             for i, l2 in enumerate(grid):
                 scaled = u / (eigenvalues + l2)
-                gram = np.eye(len(u)) - scaled @ u.T
+                gram = -(scaled @ u.T)
+                gram.flat[::len(u) + 1] += 1.0
                 predicted[i].append(_spd_solve(gram, scaled @ held.T))
         truth = np.concatenate([labels for _, labels in folds])
         return [objective_score(self.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]

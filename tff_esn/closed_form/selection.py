@@ -1,7 +1,8 @@
 """Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α.
 
 Chosen on the validation clients, else on folds carved from the training data, by the exact fold readout
-``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ. Nothing is chosen without validation data or under
+``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ; one
+training harvest serves every state mode of a reservoir. Nothing is chosen without validation data or under
 privacy. Imports neither numpy nor TensorFlow.
 """
 

@@ -219,10 +219,16 @@ class RidgeStats:
         parts = list(parts)
         if not parts:
             raise ValueError("RidgeStats.sum: no statistics to sum (no clients).")
-        total = parts[0]
-        for part in parts[1:]:
-            total = total + part
-        return total
+        first = parts[0]
+        if len(parts) == 1 or len({(p.A.dtype, p.B.dtype) for p in parts}) > 1:
+            return sum(parts[1:], first)
+        A, B, n, clients = first.A.copy(), first.B.copy(), first.n, first.clients
+        for part in parts[1:]:  # in place, in order: the sums of chained ``+`` without a copy per client
+            first._check_compatible(part)
+            A += part.A
+            B += part.B
+            n, clients = n + part.n, clients + part.clients
+        return RidgeStats(A, B, n, clients, first.bias)
 
     def update(self, states: np.ndarray, targets: np.ndarray) -> "RidgeStats":
         """Incremental update with new local data (IncFed eqs. 11–12); same client count."""

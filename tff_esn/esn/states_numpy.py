@@ -234,7 +234,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
     Args:
         inputs: (batch, time, features) float32, right-padded when ``lengths`` is given.
         kernel, recurrent, bias, gain, leaky: W_in, Ŵ, b, g and the leaking rate a.
-        keep: ``"last"``, ``"mean"`` (after ``washout``) or ``"all"`` (zero past a sequence's end).
+        keep: ``"last"``, ``"mean"`` (after ``washout``), ``"mean+last"`` (both side by side, one pass) or ``"all"`` (zero past a sequence's end).
         lengths: ``None`` or (batch,) valid steps.
         targets: ``None``, or per sequence (batch, n_out) or per step (batch, time − washout, n_out).
         groups: (batch,) group (client) of each sequence in [0, n_groups); ``None``: one group.
@@ -253,7 +253,8 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
     if lengths is not None:
         valid = (np.arange(steps)[:, None] < np.asarray(lengths)[None, :]).astype(np.float32)[:, :, None]
     counts = np.full(batch, steps - washout) if lengths is None else np.asarray(lengths) - washout
-    kept = (np.zeros((batch, units), np.float32) if keep == "mean"
+    mean = keep in ("mean", "mean+last")
+    kept = (np.zeros((batch, units), np.float32) if mean
             else np.zeros((steps - washout, batch, units), np.float32) if keep == "all" else None)
     statistics = None if targets is None else _GroupStatistics(
         targets, groups, n_groups, units, readout_bias, chunk, valid, washout, np.dtype(products))
@@ -264,16 +265,18 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
             continue
         i = t - washout
         state = x if valid is None else np.multiply(x, valid[t], out=masked)  # zero past a sequence's end
-        if keep == "mean":
+        if mean:
             kept += state
         elif keep == "all":
             kept[i] = state
         if statistics is not None:
             statistics.add(i, state, t == steps - 1)
-    if keep == "last":
-        out = x.copy() if steps else np.zeros((batch, units), np.float32)
-    elif keep == "mean":
+    last = (x.copy() if steps else np.zeros((batch, units), np.float32)) if keep in ("last", "mean+last") else None
+    if mean:
         out = kept / counts[:, None].astype(np.float32)
+        out = out if last is None else np.concatenate([out, last], axis=1)
+    elif last is not None:
+        out = last
     else:
         out = np.ascontiguousarray(np.swapaxes(kept, 0, 1))
     return out, None if statistics is None else statistics.result(counts)

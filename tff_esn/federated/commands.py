@@ -17,7 +17,7 @@ from tff_esn.closed_form.selection import AUTO
 from tff_esn.data.cache import cache_root
 from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig
+from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig, ThesisRunConfig
 
 
 def validation_data(dataset: SequenceDataset, split: Split, seed: int,
@@ -31,9 +31,33 @@ def validation_data(dataset: SequenceDataset, split: Split, seed: int,
     return (*carving.holdout(), carving.to_dict())
 
 
+def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfig
+                  ) -> tuple[ThesisRunConfig, dict[str, Any] | None]:
+    """``config`` with the thesis model's ``state_mode="auto"`` and ``reservoir_search`` chosen, and the
+    record (``None`` when nothing is chosen): the closed-form selection's choice
+    (:class:`tff_esn.closed_form.run.Run`: one harvest of the training data per candidate, exact
+    cross-validation of the ridge readout at its best λ by balanced accuracy), among the state modes
+    the model predicts with (``mean``, ``last``; per-step labels: ``all``), on ``split`` before any
+    hold-out is carved. Under privacy settings nothing is chosen (the record says why)."""
+    from tff_esn.closed_form.configs import ReadoutConfig
+    from tff_esn.closed_form.run import Run
+
+    model = config.model
+    if model.state_mode != AUTO and not model.reservoir_search:
+        return config, None
+    per_step = any(c.per_step for c in dataset.select(split.train).values())
+    readout = ReadoutConfig(reservoir=model.reservoir, l2=AUTO, state_mode="all" if per_step else model.state_mode,
+                            objective="balanced_accuracy", reservoir_search=model.reservoir_search,
+                            washout=model.washout, privacy=config.privacy)
+    run = Run(dataset, split, readout, "state selection", modes=("mean", "last"))
+    model = model.replace(state_mode=run.spec.state_mode, reservoir=run.reservoir, reservoir_search=())
+    return dataclasses.replace(config, model=model), run.selection
+
+
 def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
     from tff_esn.federated.training import run_federated
 
+    config, states = choose_states(dataset, split, config)
     if config.cache_dir is None and runtime.on_this_host(runtime.current_workers()):
         config = dataclasses.replace(config, cache_dir=str(cache_root()))
     selects = (config.model.learning_rate == AUTO or getattr(config, "penalty", None) == AUTO or config.keep_best
@@ -45,6 +69,8 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[s
     result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
     if validation is not None:
         result["validation"] = validation
+    if states is not None:
+        result["selection"] = states
     return result
 
 
@@ -62,6 +88,7 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     """The centralized thesis ESN on the design set (thesis Table 6.3)."""
     from tff_esn.federated.centralized import train_centralized
 
+    config, states = choose_states(dataset, split, config)
     selects = config.model.learning_rate == AUTO or config.patience > 0
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience)
@@ -69,4 +96,6 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
         report["validation"] = validation
     report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",
                                                         "standardization")}
+    if states is not None:
+        report["selection"] = states
     return report

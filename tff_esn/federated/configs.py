@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
-from tff_esn.closed_form.configs import SERIES_RESERVOIR, centralized_cost
-from tff_esn.closed_form.selection import AUTO
+from tff_esn.closed_form.configs import OWN_DATA as RIDGE_OWN_DATA, SERIES_RESERVOIR, centralized_cost
+from tff_esn.closed_form.selection import AUTO, check_search
 from tff_esn.communication import CommunicationCost, Phase, check_counts
 from tff_esn.validation import check_field
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
@@ -138,6 +138,9 @@ class ThesisModelConfig:
         readout_inputs: ``raw`` (the thesis: the reservoir states) or ``standardized`` (every
             state feature shifted and scaled by the training clients' federated mean and
             standard deviation, one exact sum before training; cached states only).
+        reservoir_search: reservoir settings chosen on the validation data before training, with
+            ``state_mode="auto"`` (``mean`` or ``last``): the closed-form selection's choice
+            (:func:`tff_esn.federated.commands.choose_states`); ``()``: none.
     """
 
     reservoir: ReservoirConfig = THESIS_RESERVOIR
@@ -147,9 +150,10 @@ class ThesisModelConfig:
     epochs: int = 1
     class_weight: tuple[float, ...] | str = dataclasses.field(
         default=(12.0, 88.0), metadata={"choices": (BALANCED,), "metavar": "W0,W1,…|balanced"})
-    state_mode: str = dataclasses.field(default="all", metadata={"choices": STATE_MODES})
+    state_mode: str = dataclasses.field(default="all", metadata={"choices": (*STATE_MODES, AUTO)})
     washout: int = 0
     readout_inputs: str = dataclasses.field(default="raw", metadata={"choices": READOUT_INPUTS})
+    reservoir_search: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.reservoir, ReservoirConfig):
@@ -168,8 +172,10 @@ class ThesisModelConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"ThesisModelConfig.{name}: expected an integer ≥ 1, got {value!r}.")
         object.__setattr__(self, "class_weight", check_class_weight(self.class_weight))
-        if self.state_mode not in STATE_MODES:
-            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last' or 'mean', got {self.state_mode!r}.")
+        if self.state_mode not in (*STATE_MODES, AUTO):
+            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last', 'mean' or {AUTO!r}, "
+                             f"got {self.state_mode!r}.")
+        object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         if not isinstance(self.washout, int) or self.washout < 0:
             raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
 
@@ -222,6 +228,9 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
     per step, ``"mean"``/``"last"`` one per sequence; real targets resolve to :data:`REAL_TARGETS`; ``faithful`` needs equal lengths. Raises
     :class:`~tff_esn.data.errors.DataError`.
     """
+    if config.state_mode == AUTO or config.reservoir_search:
+        raise ValueError("ThesisModelConfig: state_mode 'auto' and reservoir_search are chosen by the run function "
+                         "(tff_esn.federated.commands.choose_states) before training.")
     train = dataset.select(train_ids).values()
     per_step = {c.per_step for c in dataset.clients.values()}
     if config.per_step and per_step != {True}:
@@ -458,15 +467,15 @@ def fedcurv_cost(trainable: int, non_trainable: int, rounds: int = 1) -> Communi
                                                   down=phase.down + 2 * trainable),))
 
 
-_THESIS_MODEL = {"state_mode": "mean", "bias_scaling": 1.0, "class_weight": "balanced",
-                 "readout_inputs": "standardized", "client_lr": "auto"}
+_THESIS_MODEL = {"state_mode": AUTO, "reservoir_search": RIDGE_OWN_DATA["reservoir_search"], "bias_scaling": 1.0,
+                 "class_weight": "balanced", "readout_inputs": "standardized", "client_lr": "auto"}
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
                       "keep_best": True, "patience": 100}
 _FEDAVG_COVERS = "the model updates (readout kernel and bias)"
 register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, tff=_runs_tff,
                    privacy=dataclasses.replace(LEARNING, covers=_FEDAVG_COVERS), communication=fedavg_cost,
                    pipeline="thesis", own_data=_THESIS_FEDERATION, tasks=TASK_KINDS,
-                   series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR},
+                   series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR, "reservoir_search": ()},
                    help="FedAvg of the thesis ESN readout, with a server learning rate (thesis Alg. 1)")
 register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, tff=_runs_tff,
                    privacy=dataclasses.replace(
@@ -475,7 +484,8 @@ register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, 
                        covers=_FEDAVG_COVERS + " and the curvature terms (u_b, v_b) of thesis Alg. 2, one joint "
                                                "release per round under DP"),
                    communication=fedcurv_cost, pipeline="thesis", own_data={**_THESIS_FEDERATION, "penalty": AUTO},
-                   tasks=TASK_KINDS, series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR, "penalty": AUTO},
+                   tasks=TASK_KINDS, series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR, "reservoir_search": (),
+                                                   "penalty": AUTO},
                    help="FedCurv of the thesis ESN readout (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    communication=centralized_cost, pooled=True, pipeline="thesis",

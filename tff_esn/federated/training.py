@@ -299,7 +299,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
         if key not in scores:
             label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
             out = None if config.out is None else os.path.join(config.out, "selection", label)
-            results[key] = run(dataclasses.replace(candidate, out=out, progress=False, keep_best=True))
+            results[key] = run(dataclasses.replace(candidate, out=out, progress=False))
             kept = int(results[key]["extra"]["kept_round"])
             rows = results[key]["extra"]["rounds"]
             kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in results[key]["val"].items()}}
@@ -470,10 +470,12 @@ def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
 def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
            best: _BestRound | None, k_classes: int, progress: bool,
            earlier: list[dict[str, Any]] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Rounds ``start_round`` … ``config.rounds − 1``: sample, run the round, measure, release and
-    checkpoint; returns the last state and every round's row (``earlier``: those before ``start_round``)."""
-    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
+    """Rounds ``start_round`` … ``config.rounds − 1`` (none when the rounds before ``start_round`` already
+    met the ``patience`` stop): sample, run the round, measure, release and checkpoint; returns the last state and every round's row (``earlier``: those before ``start_round``)."""
     rows, curvature_clipped = list(earlier), 0
+    if best is not None and config.patience and start_round - best.round >= config.patience:
+        return state, rows  # a resumed run that had already stopped early
+    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     privacy = fed.privacy or LearningPrivacy()
     scheme = privacy.sampling(config.clients_per_round, len(fed.source.ids))
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
