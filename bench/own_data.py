@@ -3,7 +3,7 @@
 Each set is read as a researcher's own data: ``ts:DIR/NAME`` (the aeon 1.6.0 wheel's files), its
 training cases dealt to 5 IID clients (``--partition iid --clients 5``, seed 0), the file's own test
 split as the test client, no validation group. Every algorithm of the list runs with its default
-flags (:func:`tff_esn.defaults.config_for`) through :func:`tff_esn.algorithms.run_algorithm`; beside
+flags (:func:`tff_esn.algorithms.resolve_run`) through :func:`tff_esn.algorithms.run_algorithm`; beside
 them the majority class and logistic regression on the raw inputs (the record's ``baselines``) and
 esnfed 1.7.1 with its README defaults (a 200-unit ``random_reservoir(density=0.1)``, spectral
 radius 0.9, mean-pooled states, ridge 1e-6, ``federated_classifier`` over the same 5 clients).
@@ -75,18 +75,17 @@ def load(name: str, folder: Path):
 def run(algorithm: str, data, split, **flags) -> dict:
     """One default-flag run's record (``flags`` over the defaults), TFF's context installed when it needs it."""
     from tff_esn import runtime
-    from tff_esn.algorithms import get_algorithm, run_algorithm
-    from tff_esn.defaults import config_for
+    from tff_esn.algorithms import get_algorithm, resolve_run, run_algorithm
 
     owned = get_algorithm(algorithm).settings()
     if "out" in owned:  # the gradient-trained models write their round log and checkpoints
         flags = {"out": tempfile.mkdtemp(prefix=f"own-data-{algorithm}-"), **flags}
     if "progress" in owned:
         flags = {"progress": False, **flags}
-    config = config_for(algorithm, data, **flags)
-    if get_algorithm(algorithm).runs_tff(config):
+    resolved = resolve_run(algorithm, data, **flags)
+    if resolved.tff:
         runtime.ensure_context()
-    return run_algorithm(algorithm, data, split, config)
+    return run_algorithm(resolved, data, split)
 
 
 def esnfed_cell(data, split) -> tuple[float, float]:

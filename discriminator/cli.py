@@ -115,7 +115,7 @@ def _phase(args: argparse.Namespace) -> int:
     from discriminator.filter import DiscriminatorFilter
     from discriminator.model import load_discriminator
     from discriminator.phase import run_discriminative_phase
-    from tff_esn.algorithms import get_algorithm
+    from tff_esn.algorithms import get_algorithm, resolve_run
     from tff_esn.io import write_json_atomic
 
     disc = load_discriminator(args.discriminator)
@@ -137,6 +137,7 @@ def _phase(args: argparse.Namespace) -> int:
     dataset, split = _load(args)
     result = run_discriminative_phase(dataset, split, config, client_filter, fake_clients=args.fake_clients)
     record = {"algorithm": f"{args.algorithm}+disc", "data": dataset.source, "split": split.name,
+              "config": dict(resolve_run(args.algorithm, dataset, config=config).record),
               "discriminator": str(args.discriminator), "threshold": args.threshold, **result}
     path = write_json_atomic(out / "metrics.json", record)
     test = result.get("test") or {}

@@ -108,7 +108,7 @@ def test_incfed_with_mixed_activations_gives_centralized_and_fedip_refuses_them(
     for name, backend in (("centralized", []), ("incfed", ["--backend", "tff"])):  # numpy harvest / TFF client
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags, *backend]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["config"]["activation_types"] == ["sin", "relu", "sigmoid"]
+    assert records["incfed"]["config"]["activation_types"]["value"] == ["sin", "relu", "sigmoid"]
     assert records["incfed"]["extra"]["backend"] == "tff"
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]

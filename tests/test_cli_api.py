@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tff_esn import algorithms
-from tff_esn.algorithms import check_privacy
+from tff_esn.algorithms import check_privacy, get_algorithm
 from tff_esn.cli import main
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, IPConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)
@@ -80,13 +80,13 @@ def test_configs_are_frozen_and_the_seed_is_the_reservoirs():
 ])
 def test_privacy_is_refused_where_it_is_not_implemented(algorithm, model, message):
     with pytest.raises(ValueError, match=message):
-        check_privacy(algorithm, PrivacyConfig(dp_epsilon=1.0, dp_model=model,
+        check_privacy(get_algorithm(algorithm), PrivacyConfig(dp_epsilon=1.0, dp_model=model,
                                                secure_aggregation=model == "distributed"))
     privacy = PrivacyConfig(dp_epsilon=1.0, dp_model="local")
-    check_privacy("pfedrr", privacy)
-    check_privacy("incfed", privacy)
+    check_privacy(get_algorithm("pfedrr"), privacy)
+    check_privacy(get_algorithm("incfed"), privacy)
     with pytest.raises(ValueError, match="--backend numpy"):
-        check_privacy("incfed", privacy, backend="numpy")
+        check_privacy(get_algorithm("incfed"), privacy, backend="numpy")
 
 
 def test_every_registered_config_round_trips_through_its_flat_settings():

@@ -59,7 +59,7 @@ def test_hparams_file_fills_defaults_and_flags_win(fake_sources, tmp_path):
     assert main(["run", "pfedrr", "--out", str(tmp_path), "--hparams", str(hp), "--units", "7",
                  "--train-fraction", "0.5"]) == 0
     config = json.loads((tmp_path / "metrics.json").read_text())["config"]
-    assert (config["units"], config["spectral_radius"], config["l2"], config["tau"]) == (7, 0.5, 0.5, 0.3)
+    assert tuple(config[k]["value"] for k in ("units", "spectral_radius", "l2", "tau")) == (7, 0.5, 0.5, 0.3)
     assert fake_sources[1] == ("split", "incfed-wesad", 0.5, 0)
     hp.write_text(json.dumps({"unknown_flag": 1}))
     assert main(["run", "incfed", "--out", str(tmp_path), "--hparams", str(hp)]) == 2
@@ -100,9 +100,11 @@ def test_cli_run_equals_the_registry_run_with_a_typed_config(fake_sources, tmp_p
     ids = data.client_ids
     config = PFedRRConfig(reservoir=ReservoirConfig(units=8, seed=5), l2=1e-2, washout=1, tau=0.7, reading="literal")
     lib = json.loads(json.dumps(run_algorithm("pfedrr", data, Split("s", ids[:3], (ids[3],), (ids[4],)), config)))
-    for key in ("train", "val", "test", "communication", "extra", "privacy", "baselines", "config"):
+    for key in ("train", "val", "test", "communication", "extra", "privacy", "baselines"):
         assert cli[key] == lib[key], key
-    assert lib["config"]["seed"] == 5 and lib["config"]["tau"] == 0.7 and lib["config"]["reading"] == "literal"
+    assert {k: cli["config"][k]["value"] for k in lib["config"]} == {k: v["value"] for k, v in lib["config"].items()}
+    assert {v["origin"] for v in lib["config"].values()} == {"config"} and cli["config"]["tau"]["origin"] == "flag"
+    assert (lib["config"]["seed"]["value"], lib["config"]["tau"]["value"]) == (5, 0.7)
     assert cli["cli"]["out"] == str(tmp_path) and "tau" not in cli["cli"]
 
 

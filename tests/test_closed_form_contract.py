@@ -44,7 +44,7 @@ def test_every_closed_form_algorithm_is_registered():
 def test_record_has_every_section(name, records, data):
     rec = records[name]
     assert rec["algorithm"] == name and rec["data"] == "random" and rec["split"] == "random"
-    assert rec["config"]["units"] == UNITS and rec["seconds"] > 0
+    assert rec["config"]["units"]["value"] == UNITS and rec["seconds"] > 0
     sizes = {"train": sum(len(data.clients[c]) for c in data.client_ids[:-2]),
              "val": len(data.clients["c3"]), "test": len(data.clients["c4"])}
     for group, n in sizes.items():

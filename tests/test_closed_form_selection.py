@@ -13,7 +13,7 @@ from tff_esn import algorithms
 from tff_esn.closed_form import selection
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import Split
-from tff_esn.defaults import effective_config
+from tff_esn.algorithms import resolve_run
 from tff_esn.esn.ridge import RidgeStats, one_hot, with_bias
 from tff_esn.esn.states_numpy import states_and_statistics
 
@@ -108,14 +108,15 @@ def test_state_mode_and_reservoir_search_record_every_candidate_and_use_the_best
 
 
 def test_flags_fix_their_setting_and_skip_that_part_of_the_search():
-    config, settings = effective_config("centralized", "npz:own.npz", ("flag", {"state_mode": "last", "leaky": 0.5}))
+    run = resolve_run("centralized", "npz:own.npz", state_mode="last", leaky=0.5)
+    config, settings = run.config, run.record
     assert config.state_mode == "last" and config.l2 == "auto"
     assert config.reservoir_search == ("spectral_radius", "input_scaling")
     assert settings["state_mode"]["origin"] == "flag" and settings["reservoir_search"]["origin"] == "own-data default"
-    default, _ = effective_config("centralized", "npz:own.npz")
+    default = resolve_run("centralized", "npz:own.npz").config
     assert default.state_mode == "auto" and default.reservoir_search == selection.SEARCHABLE
     assert default.objective == "balanced_accuracy"
-    seed, _ = effective_config("centralized", "synthetic-wesad")
+    seed = resolve_run("centralized", "synthetic-wesad").config
     assert seed.state_mode == "all" and seed.reservoir_search == () and seed.objective == "accuracy"
     data = random_dataset(n_clients=4, seed=1, sizes=[9, 9, 9, 9])
     config = dataclasses.replace(config, reservoir=dataclasses.replace(config.reservoir, units=12))
@@ -191,8 +192,8 @@ def test_alignment_alpha_auto_is_the_best_validated_weight():
                                      _config("alignment", l2=record["l2_selection"]["l2"],
                                              alpha=record["extra"]["alpha"], state_mode="mean"))
     assert given["test"] == record["test"]
-    assert effective_config("alignment", "ts:x/y")[0].alpha == "auto"
-    assert effective_config("alignment", "synthetic-wesad")[0].alpha == 0.9
+    assert resolve_run("alignment", "ts:x/y").config.alpha == "auto"
+    assert resolve_run("alignment", "synthetic-wesad").config.alpha == 0.9
 
 
 UEA_TS = "/work/uea/ex/aeon/datasets/data"

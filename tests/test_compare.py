@@ -49,7 +49,7 @@ def test_a_comparison_writes_csv_table_and_figure_and_incfed_equals_centralized_
     record = json.loads((tmp_path / "out/runs/fedavg-ridge/dirichlet-0.1/seed1/metrics.json").read_text())
     assert record["partition"]["partitioner"] == "dirichlet:0.1" and record["partition"]["clients"] == 4
     assert sum(map(sum, record["partition"]["label_histogram"].values())) == 24
-    assert record["config"]["seed"] == 1 and record["config"]["units"] == 100  # run's default reservoir
+    assert record["config"]["seed"]["value"] == 1 and record["config"]["units"]["value"] == 100  # run's default reservoir
     fedavg = [float(r["accuracy"]) for r in rows if r["algorithm"] == "fedavg-ridge" and r["partition"] == "iid"]
     table = paths["table"].read_text()
     assert f"| fedavg-ridge | {np.mean(fedavg):.3f} ± {np.std(fedavg):.3f} |" in table
@@ -151,7 +151,8 @@ def test_fedavg_on_k_classes_runs_the_comparisons_rounds_with_the_neutral_settin
     fedavg = next(r for r in rows if r["algorithm"] == "fedavg")
     assert fedavg["error"] == "" and fedavg["rounds"] == "2"
     record = json.loads((tmp_path / "out/runs/fedavg/iid/seed0/metrics.json").read_text())
-    assert (record["config"]["rounds"], record["config"]["state_mode"], record["config"]["noise_std"]) == (2, "auto", 0.0)
+    assert (record["config"]["rounds"]["value"], record["config"]["state_mode"]["value"],
+            record["config"]["noise_std"]["value"]) == (2, "auto", 0.0)
     assert record["selection"]["state_mode"] in ("mean", "last")  # chosen before the rounds
     with pytest.raises(ValueError, match="rounds: expected"):
         Comparison(source, "ignored", "npz", rounds=0)

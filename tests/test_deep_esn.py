@@ -131,7 +131,7 @@ def test_run_incfed_with_three_layers_gives_centralized_predictions(tmp_path, re
     for name in ("centralized", "incfed"):
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["config"]["layers"] == 3 and records["incfed"]["extra"]["n_features"] == n_features
+    assert records["incfed"]["config"]["layers"]["value"] == 3 and records["incfed"]["extra"]["n_features"] == n_features
     for group in ("train", "val", "test"):
         assert records["centralized"][group] == records["incfed"][group]
 

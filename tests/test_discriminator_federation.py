@@ -171,7 +171,7 @@ def test_discriminator_commands_train_and_run_the_phase_from_the_federation_conf
     assert "the discriminator was trained for the reservoir of seed 2" in capsys.readouterr().err
     assert main([*phase, "--seed", "2", "--out", str(tmp_path / "run")]) == 0
     record = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    config = record["extra"]["federated_config"]
-    assert (config["algorithm"], config["penalty"], config["units"], config["seed"], config["rounds"]) == \
-        ("fedcurv", 0.01, 6, 2, 1)
+    config = {k: v["value"] for k, v in record["config"].items()}
+    assert (record["algorithm"], config["penalty"], config["units"], config["seed"], config["rounds"]) == \
+        ("fedcurv+disc", 0.01, 6, 2, 1)
     assert record["extra"]["backend"] == "tff" and (tmp_path / "run" / "acceptance.csv").exists()

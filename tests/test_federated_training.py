@@ -9,7 +9,7 @@ import pytest
 
 from tff_esn import ReservoirConfig, algorithms
 from tff_esn.cli import build_parser
-from tff_esn.cli.flags import config_of
+from tff_esn.cli.flags import run_of
 from tff_esn.cli.run import data_settings
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.federated import (FedAvgConfig, FedCurvConfig, ThesisModelConfig, build_thesis_model, run_federated,
@@ -215,7 +215,7 @@ def _run_args(argv):
     """The parsed flags of ``tff-esn run ...`` and the typed config the CLI maps them to."""
     args = build_parser().parse_args(argv)
     assert isinstance(args, argparse.Namespace)
-    return args, config_of(algorithms.get_algorithm(args.algorithm), args)[0]
+    return args, run_of(algorithms.get_algorithm(args.algorithm), args).config
 
 
 def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
@@ -232,7 +232,7 @@ def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
                       "--cache-dir", str(tmp_path / "cache")])
     record = algorithms.run_algorithm("fedcurv", data, SPLIT, args)
     assert record["algorithm"] == "fedcurv" and record["communication"]["rounds"] == 2
-    assert record["extra"]["federated_config"]["penalty"] == 0.01 and (tmp_path / "rounds.csv").exists()
+    assert record["config"]["penalty"]["value"] == 0.01 and (tmp_path / "rounds.csv").exists()
     assert len(list((tmp_path / "cache" / "federated-states").glob("states-*"))) == 4  # one per training client
     _, central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
     record = algorithms.run_algorithm("thesis-central", data, SPLIT, central)
@@ -256,7 +256,7 @@ def test_relative_cache_dir_and_out_survive_a_change_of_folder(data, tmp_path, m
         config = FedAvgConfig(model=MODEL, rounds=2, clients_per_round=2, out="run", cache_dir="cache", progress=False)
         assert (config.out, config.cache_dir) == (str(later / "run"), str(later / "cache"))
         record = algorithms.run_algorithm("fedavg", data, SPLIT, config)
-        assert record["config"]["cache_dir"] == str(later / "cache") and record["config"]["out"] == str(later / "run")
+        assert record["config"]["cache_dir"]["value"] == str(later / "cache") and record["config"]["out"]["value"] == str(later / "run")
         assert len(list((later / "cache" / "federated-states").glob("states-*"))) == 4
         direct = run_federated(data, SPLIT, _config(cache_dir="states"))
         assert len(list((later / "states" / "federated-states").glob("states-*"))) == 4
@@ -274,6 +274,6 @@ def test_the_backend_flag_reaches_the_run_and_both_backends_agree_on_a_round(dat
                                "--backend", backend, "--cache-dir", str(tmp_path / "cache")])
         records[backend] = algorithms.run_algorithm("fedavg", data, SPLIT, config)
         assert records[backend]["extra"]["backend"] == backend
-        assert records[backend]["extra"]["federated_config"]["backend"] == backend
+        assert records[backend]["config"]["backend"]["value"] == backend
     for a, b in zip(_weights(records["tff"]), _weights(records["sim"])):
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)

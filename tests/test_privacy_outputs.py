@@ -60,7 +60,7 @@ def test_incfed_dp_noise_is_secret_and_a_known_seed_marks_the_run_not_private(fa
     first = _run_cli(tmp_path / "a", "incfed", "--dp-epsilon", "2")
     second = _run_cli(tmp_path / "b", "incfed", "--dp-epsilon", "2")
     assert first["test"] != second["test"] or first["val"] != second["val"]
-    assert "noise_seed" not in first["privacy"] and first["config"]["dp_seed"] is None
+    assert "noise_seed" not in first["privacy"] and first["config"]["dp_seed"]["value"] is None
     assert first["privacy"]["noise_seed_source"] == "operating system entropy, never written"
     known = [_run_cli(tmp_path / d, "incfed", "--dp-epsilon", "2", "--dp-seed", "9") for d in ("c", "d")]
     assert known[0]["test"] == known[1]["test"] and known[0]["val"] == known[1]["val"]

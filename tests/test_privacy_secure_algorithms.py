@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tff_esn.algorithms import check_privacy
+from tff_esn.algorithms import check_privacy, get_algorithm
 from tff_esn.cli import main
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.closed_form.harvest import Harvester
@@ -82,11 +82,11 @@ def test_bad_settings_give_clear_errors():
     with pytest.raises(ValueError, match="4 clients"):
         SecureRidgeSum(FixedPoint(40, 5.0, 4))(_stats(3)[:3])
     with pytest.raises(ValueError, match="add --dp-model local"):
-        check_privacy("pfedrr", _args(dp_epsilon=1.0))
+        check_privacy(get_algorithm("pfedrr"), _args(dp_epsilon=1.0))
     with pytest.raises(ValueError, match="give --secure-range"):
-        check_privacy("pfedrr", _args(dp_epsilon=1.0, dp_model="local"))
-    check_privacy("pfedrr", _args(dp_epsilon=1.0, dp_model="local", secure_range=1e5))
-    check_privacy("partial-incfed", _args())
+        check_privacy(get_algorithm("pfedrr"), _args(dp_epsilon=1.0, dp_model="local"))
+    check_privacy(get_algorithm("pfedrr"), _args(dp_epsilon=1.0, dp_model="local", secure_range=1e5))
+    check_privacy(get_algorithm("partial-incfed"), _args())
 
 
 def test_secure_fedip_round_equals_plain_within_the_bound_and_counts_clips():

@@ -14,7 +14,8 @@ from tff_esn.cli import main
 from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.defaults import config_for, default_pipeline, effective_config
+from tff_esn.algorithms import resolve_run
+from tff_esn.defaults import default_pipeline
 from tff_esn.federated.configs import FedAvgConfig, fedavg_cost, fedcurv_cost
 from tff_esn.privacy import coverage
 from tff_esn.privacy.config import STATISTICS, PrivacyConfig
@@ -80,9 +81,10 @@ def test_a_toy_algorithm_runs_through_the_cli_with_its_generated_flags(toy, fake
     assert main(["run", "toy", "--out", str(tmp_path), "--scale", "2.5", "--mode", "fancy"]) == 0
     record = _metrics(tmp_path)
     assert record["test"]["accuracy"] == pytest.approx(0.25) and record["test"]["mode"] == "fancy"
-    assert record["config"] == {"scale": 2.5, "mode": "fancy", "rate": 1.0, "seed": 0}
-    assert record["settings"]["scale"] == {"value": 2.5, "origin": "flag"}
-    assert record["settings"]["seed"] == {"value": 0, "origin": "default"}
+    assert {k: v["value"] for k, v in record["config"].items()} == {"scale": 2.5, "mode": "fancy", "rate": 1.0, "seed": 0,
+                                                                     "pipeline": "incfed-wesad", "split": "incfed-wesad"}
+    assert record["config"]["scale"] == {"value": 2.5, "origin": "flag"}
+    assert record["config"]["seed"] == {"value": 0, "origin": "default"}
     capsys.readouterr()
     assert main(["run", "toy", "--out", str(tmp_path / "b"), "--scale", "-1"]) == 2
     assert capsys.readouterr().err.strip() == ("tff-esn run: error: ToyConfig.scale (--scale): expected a number > 0, "
@@ -91,7 +93,7 @@ def test_a_toy_algorithm_runs_through_the_cli_with_its_generated_flags(toy, fake
     assert "toy: --l2 does not apply (a flag of " in capsys.readouterr().err
     for text, value in (("auto", "auto"), ("0.5", 0.5)):  # a number-or-option setting
         assert main(["run", "toy", "--out", str(tmp_path / text), "--rate", text]) == 0
-        assert _metrics(tmp_path / text)["config"]["rate"] == value
+        assert _metrics(tmp_path / text)["config"]["rate"]["value"] == value
     with pytest.raises(SystemExit):
         main(["run", "toy", "--out", str(tmp_path / "c"), "--rate", "fast"])
     assert "expected a float or one of auto, got 'fast'" in capsys.readouterr().err
@@ -146,7 +148,7 @@ def test_a_closed_form_algorithm_is_its_own_module_and_one_registry_entry(monkey
     assert main(["run", "shrunk", "--out", str(tmp_path / "s"), *FAST, "--shrink", "0.25"]) == 0
     assert main(["run", "centralized", "--out", str(tmp_path / "c"), *FAST]) == 0
     shrunk, central = _metrics(tmp_path / "s"), _metrics(tmp_path / "c")
-    assert shrunk["extra"]["shrink"] == 0.25 and shrunk["config"]["shrink"] == 0.25
+    assert shrunk["extra"]["shrink"] == 0.25 and shrunk["config"]["shrink"]["value"] == 0.25
     for group in ("train", "val", "test"):  # a positive factor changes no prediction and no ranking
         assert shrunk[group] == central[group], group
     capsys.readouterr()
@@ -166,6 +168,30 @@ def test_each_closed_form_run_function_lives_in_its_algorithms_module():
         assert function.__name__ == "run_" + name.replace("-", "_"), name
         assert function.__module__ == "tff_esn.closed_form." + (
             "heterogeneous" if name in ("ensemble", "alignment") else name.replace("-", "_")), name
+
+
+def test_a_run_is_resolved_once_and_checked_once(toy, fake_sources, tmp_path, monkeypatch):  # noqa: F811
+    from tff_esn import run_checks
+
+    calls = {"check_run": 0, "check_privacy": 0}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(run_checks, "check_run", counted("check_run", run_checks.check_run))
+    monkeypatch.setattr(algorithms, "check_privacy", counted("check_privacy", algorithms.check_privacy))
+    assert main(["run", "toy", "--out", str(tmp_path), "--scale", "2.5"]) == 0
+    assert calls == {"check_run": 1, "check_privacy": 1}
+    data = random_dataset(n_clients=4, seed=1)
+    run = resolve_run("toy", data, scale=3.0)
+    record = algorithms.run_algorithm(run, data, default_split(data))
+    assert calls == {"check_run": 2, "check_privacy": 2}
+    assert record["config"]["scale"] == {"value": 3.0, "origin": "flag"} and "settings" not in record
+    with pytest.raises(TypeError, match="toy: config must be a ToyConfig, got IncFedConfig"):
+        resolve_run("toy", data, config=IncFedConfig())
 
 
 def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
@@ -281,7 +307,7 @@ def test_own_data_defaults_apply_where_nothing_was_given_and_metrics_record_each
     assert main(["run", "centralized", "--data", f"npz:{npz_file}", "--out", str(out), "--units", "8",
                  "--l2", "1e-2", "--hparams", str(hp)]) == 0
     record = _metrics(out)
-    settings_ = record["settings"]
+    settings_ = record["config"]
     assert settings_["units"] == {"value": 8, "origin": "flag"}  # the flag wins over the file
     assert settings_["washout"] == {"value": 1, "origin": "file"}
     assert settings_["state_mode"] == {"value": "auto", "origin": "own-data default"}
@@ -290,18 +316,17 @@ def test_own_data_defaults_apply_where_nothing_was_given_and_metrics_record_each
     assert settings_["reservoir_search"] == {"value": ["leaky", "spectral_radius", "input_scaling"],
                                              "origin": "own-data default"}
     assert settings_["pipeline"] == {"value": None, "origin": "default"} and settings_["split"]["value"] == "npz"
-    assert set(settings_) == set(record["config"]) | {"pipeline", "split"}
-    assert {k: v["value"] for k, v in settings_.items() if k in record["config"]} == record["config"]
+    assert "settings" not in record  # the config is recorded once, each setting with its origin
 
     again = tmp_path / "again"  # a flag equal to the class default is still the user's choice
     assert main(["run", "centralized", "--data", f"npz:{npz_file}", "--out", str(again), "--units", "8",
                  "--state-mode", "all"]) == 0
-    assert _metrics(again)["settings"]["state_mode"] == {"value": "all", "origin": "flag"}
+    assert _metrics(again)["config"]["state_mode"] == {"value": "all", "origin": "flag"}
 
 
 def test_the_seeds_sources_keep_the_class_defaults(fake_sources, tmp_path):  # noqa: F811
     assert main(["run", "incfed", "--out", str(tmp_path), *FAST, "--backend", "numpy"]) == 0
-    settings_ = _metrics(tmp_path)["settings"]
+    settings_ = _metrics(tmp_path)["config"]
     assert settings_["state_mode"] == {"value": "all", "origin": "default"}
     assert settings_["bias_scaling"] == {"value": 0.0, "origin": "default"}
     assert settings_["pipeline"] == {"value": "incfed-wesad", "origin": "default"}
@@ -309,29 +334,29 @@ def test_the_seeds_sources_keep_the_class_defaults(fake_sources, tmp_path):  # n
     hp.write_text(json.dumps({"pipeline": "incfed-hhar", "split": "incfed-hhar", "l2": 0.5}))
     assert main(["run", "incfed", "--out", str(tmp_path / "b"), *FAST, "--backend", "numpy", "--hparams", str(hp),
                  "--split", "mine"]) == 0
-    settings_ = _metrics(tmp_path / "b")["settings"]
+    settings_ = _metrics(tmp_path / "b")["config"]
     assert settings_["pipeline"] == {"value": "incfed-hhar", "origin": "file"}
     assert settings_["split"] == {"value": "mine", "origin": "flag"} and fake_sources[-1][1] == "mine"
     assert settings_["l2"] == {"value": 1e-2, "origin": "flag"}
 
 
-def test_config_for_is_the_clis_config_for_library_users():
+def test_resolve_run_is_the_clis_run_for_library_users():
     data = random_dataset(n_clients=4, seed=2)  # arrays from Python: own data
-    assert config_for("incfed", data, units=30) == IncFedConfig(
+    assert resolve_run("incfed", data, units=30).config == IncFedConfig(
         reservoir=ReservoirConfig(units=30, bias_scaling=1.0), state_mode="auto", l2="auto",
         objective="balanced_accuracy", reservoir_search=("leaky", "spectral_radius", "input_scaling"))
-    assert config_for("incfed", "synthetic-hhar", units=30) == IncFedConfig(reservoir=ReservoirConfig(units=30))
-    own = config_for("fedavg", "npz:/data/mine.npz", out="o", units=30)
+    assert resolve_run("incfed", "synthetic-hhar", units=30).config == IncFedConfig(reservoir=ReservoirConfig(units=30))
+    own = resolve_run("fedavg", "npz:/data/mine.npz", out="o", units=30).config
     assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \
         (0.0, "auto", 1.0, 30)
-    assert config_for("fedavg", "synthetic-wesad", out="o") == FedAvgConfig(out="o")
+    assert resolve_run("fedavg", "synthetic-wesad", out="o").config == FedAvgConfig(out="o")
     for source, pipeline in (("synthetic-hhar", None), ("synthetic-wesad", "incfed-wesad")):  # per-sequence labels
-        paper = config_for("fedavg", source, pipeline=pipeline, out="o")
+        paper = resolve_run("fedavg", source, pipeline=pipeline, out="o").config
         assert (paper.noise_std, paper.model.state_mode, paper.model.epochs) == (0.0, "auto", 10)
     assert default_pipeline("synthetic-hhar", "thesis") == "incfed-hhar"
     assert default_pipeline("synthetic-wesad", "thesis") == "thesis"
-    assert config_for("fedavg", "npz:x.npz", out="o", noise_std=0.3).noise_std == 0.3
-    _, record = effective_config("fedip", "ts:GunPoint", ("flag", {"ip_sigma": 0.2}), ("file", {"ip_sigma": 0.1}))
+    assert resolve_run("fedavg", "npz:x.npz", out="o", noise_std=0.3).config.noise_std == 0.3
+    record = resolve_run("fedip", "ts:GunPoint", ("file", {"ip_sigma": 0.1}), ip_sigma=0.2).record
     assert record["ip_sigma"] == {"value": 0.2, "origin": "flag"}
     assert record["state_mode"]["origin"] == "own-data default"
 
@@ -351,7 +376,7 @@ def test_every_entry_declares_flags_with_help_a_cost_function_and_valid_own_data
 def test_generated_flags_parse_tuples_and_none(fake_sources, tmp_path):  # noqa: F811
     assert main(["run", "fedip", "--out", str(tmp_path), *FAST, "--rounds", "1", "--backend", "numpy",
                  "--ip-min-gain", "none"]) == 0
-    assert _metrics(tmp_path)["config"]["ip_min_gain"] is None
+    assert _metrics(tmp_path)["config"]["ip_min_gain"]["value"] is None
     fields = settings(FedAvgConfig)
     assert fields["class_weight"].parse("1,3") == (1.0, 3.0)
     assert fields["noisy_clients"].parse("S2, S3") == ("S2", "S3") and fields["noisy_clients"].parse("none") is None
@@ -399,12 +424,12 @@ def test_the_privacy_refusal_names_the_backend_given():
 
     with pytest.raises(ValueError, match=r"^--backend sim: secure aggregation runs inside the TFF computation; "
                                          r"use --backend tff\.$"):
-        algorithms.check_privacy("fedavg", PrivacyConfig(dp_epsilon=1.0, secure_aggregation=True), backend="sim")
+        algorithms.check_privacy(algorithms.get_algorithm("fedavg"), PrivacyConfig(dp_epsilon=1.0, secure_aggregation=True), backend="sim")
     with pytest.raises(ValueError, match=r"^--backend numpy: incfed's DP runs inside the TFF computation; "
                                          r"use --backend tff\.$"):
-        algorithms.check_privacy("incfed", PrivacyConfig(dp_epsilon=1.0), backend="numpy")
+        algorithms.check_privacy(algorithms.get_algorithm("incfed"), PrivacyConfig(dp_epsilon=1.0), backend="numpy")
     for name, backend in (("fedavg", "tff"), ("fedavg", "sim"), ("fedcurv", "sim"), ("incfed", "tff")):
-        algorithms.check_privacy(name, PrivacyConfig(dp_epsilon=1.0), backend=backend)
+        algorithms.check_privacy(algorithms.get_algorithm(name), PrivacyConfig(dp_epsilon=1.0), backend=backend)
 
 
 def test_a_toy_algorithm_gets_own_data_defaults_privacy_refusal_and_cost_from_its_registration(toy, npz_file,
@@ -415,15 +440,15 @@ def test_a_toy_algorithm_gets_own_data_defaults_privacy_refusal_and_cost_from_it
     assert "(default plain; fancy on npz:/ts: data)" in _help("run", "toy")
     assert main(["run", "toy", "--data", f"npz:{npz_file}", "--out", str(tmp_path / "own")]) == 0
     record = _metrics(tmp_path / "own")
-    assert record["settings"]["mode"] == {"value": "fancy", "origin": "own-data default"}
-    assert record["settings"]["scale"] == {"value": 1.0, "origin": "default"}
+    assert record["config"]["mode"] == {"value": "fancy", "origin": "own-data default"}
+    assert record["config"]["scale"] == {"value": 1.0, "origin": "default"}
     assert record["communication"]["phases"] == [{"name": "toy", "up_floats_per_round": 1, "down_floats_per_round": 0,
                                                   "rounds": 3, "bytes_per_float": 8}]
-    assert (config_for("toy", "npz:x.npz").mode, config_for("toy", "synthetic-wesad").mode) == ("fancy", "plain")
+    assert (resolve_run("toy", "npz:x.npz").config.mode, resolve_run("toy", "synthetic-wesad").config.mode) == ("fancy", "plain")
     assert algorithms.get_algorithm("toy").communication_function is toy_cost
     with pytest.raises(ValueError, match=r"^toy: secure aggregation / DP are implemented for (.*incfed|.*fedcurv){2}; "
                                          r"drop the --secure-\*/--dp-\* flags\.$"):
-        algorithms.check_privacy("toy", PrivacyConfig(dp_epsilon=1.0))
+        algorithms.check_privacy(algorithms.get_algorithm("toy"), PrivacyConfig(dp_epsilon=1.0))
     capsys.readouterr()
     assert main(["run", "toy", "--data", f"npz:{npz_file}", "--out", str(tmp_path / "dp"), "--dp-epsilon", "1"]) == 2
     err = capsys.readouterr().err

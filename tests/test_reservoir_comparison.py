@@ -7,7 +7,7 @@ import pytest
 
 from tff_esn import algorithms, defaults
 from tff_esn.cli import main
-from tff_esn.compare import config_for
+from tff_esn.compare import run_for
 from tff_esn.data.partition import partition_dataset
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
@@ -46,9 +46,8 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
         data, dealt, _ = partition_dataset(dataset, split, "iid", 4, seed=seed)
         for reservoir, label in (("random", "random"), ("ring", "ring"),
                                  ("deep-2-last", "deep, 2 layers, last-layer readout")):
-            settings = reservoir_settings(reservoir, config_for("incfed", data, pipeline).reservoir.units)[1]
-            central = algorithms.run_algorithm("centralized", data, dealt,
-                                               config_for("centralized", data, pipeline, seed=seed, **settings))
+            settings = reservoir_settings(reservoir, run_for("incfed", data, pipeline).config.reservoir.units)[1]
+            central = algorithms.run_algorithm(run_for("centralized", data, pipeline, seed=seed, **settings), data, dealt)
             for name in ("IncFed", "centralized"):  # IncFed is the centralized readout, exactly
                 row, = [r for r in rows if (r["reservoir"], r["algorithm"], r["seed"]) == (label, name, str(seed))]
                 assert float(row["accuracy"]) == central["test"]["accuracy"], (label, name, seed)

@@ -154,13 +154,13 @@ LIBRARY_SCRIPT = textwrap.dedent(
     from tff_esn.algorithms import run_algorithm
     from tff_esn.data.sequences import dataset_from_arrays
     from tff_esn.data.splits import get_split
-    from tff_esn.defaults import config_for
+    from tff_esn.algorithms import resolve_run
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(24, 6, 3)).astype(np.float32)
     dataset = dataset_from_arrays(x, np.arange(24) % 2, np.arange(24) % 6, source="toy")
     split = get_split("npz", dataset, seed=0)
-    record = run_algorithm("incfed", dataset, split, config_for("incfed", dataset, units=8, backend="tff"))
+    record = run_algorithm("incfed", dataset, split, resolve_run("incfed", dataset, units=8, backend="tff").config)
     print("accuracy", record["test"]["accuracy"], flush=True)
     print("owned", *runtime.owned_worker_pids(), flush=True)
     print("workers", *runtime.child_worker_pids(), flush=True)

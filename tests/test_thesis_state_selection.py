@@ -11,7 +11,7 @@ from tff_esn import algorithms
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.defaults import config_for, effective_config
+from tff_esn.algorithms import resolve_run
 from tff_esn.federated.commands import choose_states
 from tff_esn.federated.configs import for_data
 from tff_esn.privacy.config import PrivacyConfig
@@ -34,7 +34,7 @@ def _last_step_data(seed: int = 0, steps: int = 30) -> SequenceDataset:
 @pytest.mark.parametrize("algorithm", ["fedavg", "fedcurv", "thesis-central"])
 def test_the_gradient_models_take_the_exact_cross_validated_choice_among_their_state_modes(algorithm):
     data = _last_step_data()
-    config = config_for(algorithm, data, units=20)
+    config = resolve_run(algorithm, data, units=20).config
     assert config.model.state_mode == "auto" and config.model.reservoir_search
     chosen, record = choose_states(data, SPLIT, config)
     model = chosen.model
@@ -54,24 +54,24 @@ def test_the_choice_never_reads_the_test_clients():
     data = _last_step_data(1)
     flipped = dataclasses.replace(data.clients["c3"], y=1 - data.clients["c3"].y)
     other = dataclasses.replace(data, clients={**data.clients, "c3": flipped})
-    config = config_for("fedavg", data, units=20)
+    config = resolve_run("fedavg", data, units=20).config
     assert choose_states(data, SPLIT, config)[1] == choose_states(other, SPLIT, config)[1]
 
 
 def test_flags_fix_their_part_and_skip_it():
     data = _last_step_data()
-    config, _ = effective_config("fedavg", "npz:own.npz", ("flag", {"leaky": 0.5, "units": 20}))
+    config = resolve_run("fedavg", "npz:own.npz", leaky=0.5, units=20).config
     assert config.model.reservoir_search == ("spectral_radius", "input_scaling")
     chosen, record = choose_states(data, SPLIT, config)
     assert chosen.model.reservoir.leaky == 0.5 and "leaky" not in record
     assert all("leaky" not in c for c in record["candidates"])
-    fixed, _ = effective_config("fedavg", "npz:own.npz", ("flag", {"state_mode": "mean", "reservoir_search": ()}))
+    fixed = resolve_run("fedavg", "npz:own.npz", state_mode="mean", reservoir_search=()).config
     assert choose_states(data, SPLIT, fixed) == (fixed, None)
 
 
 def test_privacy_settings_choose_nothing_and_say_why():
     data = _last_step_data()
-    config = config_for("fedavg", data, units=20)
+    config = resolve_run("fedavg", data, units=20).config
     config = dataclasses.replace(config, privacy=PrivacyConfig(secure_aggregation=True))
     chosen, record = choose_states(data, SPLIT, config)
     assert record["rule"] == "default" and "privacy" in record["reason"]
@@ -81,13 +81,13 @@ def test_privacy_settings_choose_nothing_and_say_why():
 def test_an_unresolved_auto_state_mode_is_refused_with_the_fix_named():
     data = _last_step_data()
     with pytest.raises(ValueError, match="choose_states"):
-        for_data(config_for("thesis-central", data).model, data, SPLIT.train)
+        for_data(resolve_run("thesis-central", data).config.model, data, SPLIT.train)
 
 
 @pytest.mark.slow  # three Keras fits
 def test_a_thesis_central_run_records_and_uses_the_choice():
     data = _last_step_data(2)
-    config = config_for("thesis-central", data, units=20, epochs=40, patience=10)
+    config = resolve_run("thesis-central", data, units=20, epochs=40, patience=10).config
     record = algorithms.run_algorithm("thesis-central", data, SPLIT, config)
     assert record["selection"]["state_mode"] == "last"
     assert record["extra"]["selection"]["client_lr"]["rule"] == "validation"

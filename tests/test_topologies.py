@@ -199,7 +199,7 @@ def test_explicit_leak_values_from_the_command_line(tmp_path, capsys):
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags,
                      "--leak-values", values]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    config = ReservoirConfig(units=12, topology="ring", leak_values=tuple(records["incfed"]["config"]["leak_values"]))
+    config = ReservoirConfig(units=12, topology="ring", leak_values=tuple(records["incfed"]["config"]["leak_values"]["value"]))
     w = ReservoirWeights.from_config(config, 3)
     np.testing.assert_array_equal(w.leaky, rates.astype(np.float32))
     x = np.random.default_rng(4).normal(size=(2, 8, 3)).astype(np.float32)
@@ -238,7 +238,7 @@ def test_incfed_gives_centralized_predictions_for_every_topology(topology, tmp_p
     for name in ("centralized", "incfed"):
         assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / name), *flags]) == 0
         records[name] = json.loads((tmp_path / name / "metrics.json").read_text())
-    assert records["incfed"]["config"]["topology"] == topology
+    assert records["incfed"]["config"]["topology"]["value"] == topology
     w = recurrent_weights(ReservoirConfig(units=12, topology=topology, neighbours=4, attachment=2))
     graph = nx.Graph(nx.from_numpy_array((w != 0).astype(int), create_using=nx.DiGraph).to_undirected())
     graph.remove_edges_from(nx.selfloop_edges(graph))

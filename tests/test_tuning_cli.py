@@ -65,7 +65,7 @@ def test_closed_form_search_writes_outputs_and_round_trips_into_run(fake_data, t
                  "--out", str(run)]) == 0
     metrics = json.loads((run / "metrics.json").read_text())
     for key in ("units", "spectral_radius", "leaky", "l2", "input_connectivity", "recurrent_connectivity"):
-        assert metrics["config"][key] == best[key]
+        assert metrics["config"][key]["value"] == best[key]
     assert metrics["val"]["accuracy"] == pytest.approx(trial["score"])  # same readout, same validation clients
 
 

@@ -15,15 +15,16 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
+from tff_esn.defaults import OWN_DATA_ORIGIN, SEARCHES, source_defaults
 from tff_esn.privacy.coverage import publish
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.run_warnings import merged, recording
 from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
 from tff_esn.tasks import TASK_KINDS
 
-__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "available_algorithms", "check_privacy", "check_task",
-           "config_fields",
-           "config_from_flags", "flat_config", "get_algorithm", "names_where", "register_algorithm", "run_algorithm"]
+__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
+           "check_takes", "config_fields", "config_from_flags", "flat_config", "get_algorithm", "names_where",
+           "register_algorithm", "resolve_run", "run_algorithm"]
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -50,7 +51,7 @@ class Algorithm:
             (imported on first use: :attr:`run_function`).
         help: one line for ``tff-esn run --help``.
         ragged: ``run`` handles sequences of unequal length (``ClientSequences.lengths``);
-            otherwise :func:`run_algorithm` refuses such data with a :class:`DataError`.
+            otherwise :func:`check_takes` refuses such data with a :class:`DataError`.
         labels: the label kinds it takes (:data:`LABEL_KINDS`); other data is refused.
         tasks: the dataset tasks it serves (:data:`tff_esn.tasks.TASK_KINDS`: ``classify``,
             ``forecast``, ``regress``); a dataset of another task is refused in one line.
@@ -183,10 +184,10 @@ def get_algorithm(name: str) -> Algorithm:
     return algorithms[name]
 
 
-def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
-    """``ValueError`` when ``algorithm`` (run with ``backend``) does not implement what ``privacy`` asks:
+def check_privacy(algo: Algorithm, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
+    """``ValueError`` when ``algo`` (run with ``backend``) does not implement what ``privacy`` asks:
     its registry entry's :class:`PrivacySupport` says which settings it reads."""
-    support = get_algorithm(algorithm).privacy
+    support, algorithm = algo.privacy, algo.name
     defaults = PrivacyConfig()
     unused = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(PrivacyConfig)
               if f.name not in support.settings and getattr(privacy, f.name) != getattr(defaults, f.name)]
@@ -216,30 +217,13 @@ def check_privacy(algorithm: str, privacy: PrivacyConfig, *, backend: str = "tff
         raise ValueError(f"--backend {backend}: {algorithm}'s DP runs inside the TFF computation; use --backend tff.")
 
 
-def check_task(algo: Algorithm, dataset: SequenceDataset) -> None:
-    """A :class:`DataError` in one line when ``algo`` does not serve ``dataset``'s task."""
-    task = dataset.task.kind
+def check_takes(algo: Algorithm, dataset: SequenceDataset) -> None:
+    """A :class:`DataError` in one line when ``algo`` does not take ``dataset``: its task, its label kind
+    or its sequences of unequal length."""
+    name, task, kind = algo.name, dataset.task.kind, "multiclass" if dataset.n_classes > 2 else "binary"
     if task not in algo.tasks:
-        raise DataError(f"{dataset.source}: --task {task}: {algo.name!r} serves {' and '.join(algo.tasks)} only; "
+        raise DataError(f"{dataset.source}: --task {task}: {name!r} serves {' and '.join(algo.tasks)} only; "
                         f"use one that serves {task}: {', '.join(names_where(lambda a: task in a.tasks))}.")
-
-
-def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any, *,
-                  test_required: bool = True) -> dict[str, Any]:
-    """Runs algorithm ``name`` with ``config`` (an instance of its config class) and returns the
-    full ``metrics.json`` record.
-
-    The run's sections plus ``algorithm``, ``data``, ``split``, ``config``, ``seconds``, ``baselines``,
-    ``warnings``, ``result_check``, ``clients``, ``split_rule``, ``versions`` and ``reservoir_graph`` (the configured reservoir's graph). :func:`tff_esn.run_checks.check_run`
-    runs first (``test_required=False``: a split without test clients is intended).
-    """
-    algo = get_algorithm(name)
-    if not isinstance(config, algo.config):
-        raise TypeError(f"run_algorithm({name!r}): config must be a {algo.config.__name__}, "
-                        f"got {type(config).__name__}.")
-    check_privacy(name, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
-    check_task(algo, dataset)
-    kind = "multiclass" if dataset.n_classes > 2 else "binary"
     if not dataset.task.real and kind not in algo.labels:
         raise DataError(f"{dataset.source}: y: {dataset.n_classes} classes, but {name!r} takes "
                         f"{' or '.join(algo.labels)} labels only; use an algorithm that takes {kind} labels "
@@ -248,30 +232,90 @@ def run_algorithm(name: str, dataset: SequenceDataset, split: Split, config: Any
         raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more), "
                         f"which {name!r} cannot run; cut them to one length (--ragged crop) or use a closed-form "
                         f"algorithm ({', '.join(names_where(lambda a: a.ragged))}).")
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedRun:
+    """A run as :func:`resolve_run` settles it: the registration, the typed config (its privacy
+    checked), ``record``, each setting's ``{"value", "origin"}`` (``metrics.json["config"]``), and
+    whether it executes TFF computations (:meth:`Algorithm.runs_tff`)."""
+
+    algorithm: Algorithm
+    config: Any
+    record: Mapping[str, Mapping[str, Any]]
+    tff: bool
+
+
+def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given: tuple[str, Mapping[str, Any]],
+                pipeline: str | None = None, task: str | None = None, config: Any = None,
+                **settings: Any) -> ResolvedRun:
+    """``algorithm``'s run on ``data`` (a dataset, or a source string read with ``pipeline`` for a ``task``):
+    ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers over
+    the source's defaults over the class defaults, as ``tff-esn run`` builds it (``config``: a ready config,
+    origin ``config``). A given setting leaves the searches that name it; the privacy asked is checked::
+
+        record = run_algorithm(resolve_run(name, dataset, units=300), dataset, split)
+    """
+    algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
+    source, task = (data, task) if isinstance(data, str) else (data.source, data.task.kind)
+    if config is not None:
+        if not isinstance(config, algo.config):
+            raise TypeError(f"{algo.name}: config must be a {algo.config.__name__}, got {type(config).__name__}.")
+        given = (("config", flat_config(config)),)
+    layers = [("flag", settings), *given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))][::-1]
+    values = {name: value for _, layer in layers for name, value in layer.items()}
+    origins = {name: origin for origin, layer in layers for name in layer}
+    given_names = {name for name, origin in origins.items() if origin in ("flag", "file")}
+    for search in SEARCHES:
+        if search in values and search not in given_names:
+            values[search] = tuple(n for n in values[search] if n not in given_names)
+    config = config if config is not None else config_from_flags(algo.config, values)
+    check_privacy(algo, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
+    tff = algo.runs_tff(config)
+    return ResolvedRun(algo, config, {name: {"value": value, "origin": origins.get(name, "default")}
+                                      for name, value in flat_config(config).items()}, tff)
+
+
+def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split, config: Any = None, *,
+                  test_required: bool = True, checked: bool = False) -> dict[str, Any]:
+    """Runs ``run`` (:func:`resolve_run`'s; or an algorithm's name with ``config``, an
+    instance of its config class, resolved here) and returns the full ``metrics.json`` record.
+
+    The run's sections plus ``algorithm``, ``data``, ``split``, ``config`` (each setting's value and origin),
+    ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``, ``split_rule``, ``versions`` and
+    ``reservoir_graph`` (the configured reservoir's graph).
+    :func:`check_takes` and :func:`tff_esn.run_checks.check_run` run first (``test_required=False``: a split
+    without test clients is intended), unless the caller ran them (``checked``).
+    """
+    if isinstance(run, str):
+        run = resolve_run(run, dataset, config=config)
+    algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.baselines import baseline_scores
     from tff_esn.provenance import run_provenance
     from tff_esn.result_check import check_result
     from tff_esn.run_checks import check_run
 
-    run = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
+    function = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
     with recording() as said:
-        check_run(algo, dataset, split, config, test_required=test_required)
+        if not checked:
+            check_takes(algo, dataset)
+            check_run(run, dataset, split, test_required=test_required)
         start = time.perf_counter()
-        result = run(dataset, split, config)
+        result = function(dataset, split, config)
         seconds = time.perf_counter() - start
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
                                     washout=getattr(getattr(config, "model", config), "washout", 0))
         private = getattr(config, "privacy", PrivacyConfig()).dp_requested
-        checked = check_result(name, result, {} if private else baselines, dataset.task)
+        checked_result = check_result(name, result, {} if private else baselines, dataset.task)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
-    record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": flat_config(config)}
+    record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": dict(run.record)}
     record.update(result)
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
     record["baselines"] = baselines
-    record["result_check"] = checked
+    record["result_check"] = checked_result
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
     reservoir = getattr(getattr(config, "model", config), "reservoir", None)

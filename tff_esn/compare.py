@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn import algorithms, defaults
+from tff_esn import algorithms
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
 from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
@@ -126,15 +126,15 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
     return tuple(sorted(chosen, key=lambda n: n != pooled))
 
 
-def config_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> Any:
-    """``name``'s config as ``tff-esn run`` builds it on ``dataset``'s source (its defaults there:
-    :func:`tff_esn.defaults.config_for`), with ``given`` settings (by flag name; those the config
-    lacks are ignored) and the ``numpy`` backend where its config offers one."""
+def run_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> algorithms.ResolvedRun:
+    """``name``'s run as ``tff-esn run`` resolves it on ``dataset`` (:func:`tff_esn.algorithms.resolve_run`),
+    with ``given`` settings (by flag name; those the config lacks are ignored) and the ``numpy`` backend
+    where its config offers one."""
     algo = algorithms.get_algorithm(name)
     fields = algorithms.config_fields(algo.config)
     if "numpy" in (fields["backend"].metadata.get("choices", ()) if "backend" in fields else ()):
         given.setdefault("backend", "numpy")
-    return defaults.config_for(name, dataset, pipeline=pipeline, **{k: v for k, v in given.items() if k in fields})
+    return algorithms.resolve_run(algo, dataset, pipeline=pipeline, **{k: v for k, v in given.items() if k in fields})
 
 
 def _slug(text: str) -> str:
@@ -199,13 +199,13 @@ def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition
     run = {"seed": seed, "out": str(folder), "progress": False, "resume": (folder / "checkpoints").exists()}
     if comparison.rounds is not None and _family(algorithms.get_algorithm(name)) == "federated":
         run["rounds"] = comparison.rounds
-    config = config_for(name, data, comparison.pipeline, **run)
-    if algorithms.get_algorithm(name).runs_tff(config):
+    resolved = run_for(name, data, comparison.pipeline, **run)
+    if resolved.tff:
         from tff_esn import runtime
 
         runtime.ensure_context()
     try:
-        record = algorithms.run_algorithm(name, data, split, config)
+        record = algorithms.run_algorithm(resolved, data, split)
     except (DataError, ValueError) as err:
         return {"error": " ".join(f"{type(err).__name__}: {err}".split())}
     record["partition"] = dict(partition)

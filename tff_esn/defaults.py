@@ -1,31 +1,24 @@
 """Defaults that depend on the data source, declared in one place.
 
 The config classes' defaults are the seeds' settings, which hold on :data:`SEED_SOURCES`; on own data
-the registration's ``own_data`` replaces them wherever the user gave no value. :func:`effective_config`
-builds a run's config and records each setting's origin (``metrics.json["settings"]``); :func:`config_for`
-is the same for library users.
+the registration's ``own_data`` replaces them wherever the user gave no value
+(:func:`source_defaults`, read by :func:`tff_esn.algorithms.resolve_run`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tff_esn.algorithms import Algorithm, get_algorithm
-from tff_esn.settings import config_from_flags, flat_config
-
 if TYPE_CHECKING:
-    from tff_esn.data.sequences import SequenceDataset
+    from tff_esn.algorithms import Algorithm
 
 SEED_SOURCES = ("wesad", "hhar")
 """Source kinds of the seeds' data (``synthetic-`` copies included): the class defaults hold there."""
 OWN_DATA_SOURCES = ("npz", "ts")
 """The command line's sources of own data (``npz:FILE``, ``ts:DIR/NAME``): no pipeline, own-data defaults."""
 OWN_DATA_ORIGIN = "own-data default"
-ORIGINS = ("flag", "file", OWN_DATA_ORIGIN, "default")
-"""Where an effective setting came from, highest precedence first."""
 
-_SEARCHES = ("reservoir_search",)
+SEARCHES = ("reservoir_search",)
 """Settings that name other settings to search: a searched setting given a value is dropped from them."""
 FORECAST_STATES = {"state_mode": "all"}
 """What a forecast task (``--task forecast``, or a dataset whose task is forecast) sets over any source's
@@ -91,41 +84,3 @@ def default_split(source: str, pipeline: str) -> str:
     if own_data(source):
         return "npz"
     return "thesis-primal" if pipeline == "thesis" else pipeline
-
-
-def effective_config(algorithm: str, source: str, *given: tuple[str, Mapping[str, Any]],
-                     pipeline: str | None = None, task: str | None = None) -> tuple[Any, dict]:
-    """``algorithm``'s config on ``source`` read with ``pipeline`` and the record of every effective setting.
-
-    ``given`` are ``(origin, {setting: value})`` layers, highest first; an ungiven setting takes the source's
-    default (``"own-data default"``) or the class default; a given one leaves the searches that name it; ``task``: the task kind asked for.
-    Returns ``(config, {setting: {"value", "origin"}})``.
-    """
-    algo = get_algorithm(algorithm)
-    layers = [*given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))]
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    for origin, layer in reversed(layers):
-        values.update(layer)
-        origins.update(dict.fromkeys(layer, origin))
-    given_names = {name for name, origin in origins.items() if origin in ("flag", "file")}
-    for search in _SEARCHES:
-        if search in values and search not in given_names:
-            values[search] = tuple(n for n in values[search] if n not in given_names)
-    config = config_from_flags(algo.config, values)
-    record = {name: {"value": value, "origin": origins.get(name, "default")}
-              for name, value in flat_config(config).items()}
-    return config, record
-
-
-def config_for(algorithm: str, data: SequenceDataset | str, *, pipeline: str | None = None, **settings: Any) -> Any:
-    """``algorithm``'s config for ``data`` (a dataset or its source string, read with ``pipeline``,
-    ``None``: the default one; a dataset's task sets its defaults too): ``settings`` (flat names, e.g. ``units=300``) over the source's
-    defaults over the class defaults — the config ``tff-esn run ALGO --data SOURCE`` builds from
-    the same flags::
-
-        config = config_for(name, dataset, units=300)
-        record = run_algorithm(name, dataset, split, config)
-    """
-    source, task = (data, None) if isinstance(data, str) else (data.source, data.task.kind)
-    return effective_config(algorithm, source, ("flag", settings), pipeline=pipeline, task=task)[0]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tff_esn import algorithms, defaults
-from tff_esn.compare import check_folder, config_for
+from tff_esn.compare import check_folder, run_for
 from tff_esn.esn.hyperparameters import LEAK_DISTRIBUTIONS, TOPOLOGIES, ReservoirConfig
 from tff_esn.io import atomic_write, write_csv_atomic, write_text_atomic
 
@@ -139,7 +139,7 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
     from tff_esn import runtime
 
     rows = []
-    units = config_for("incfed", data, pipeline, seed=seed).reservoir.units
+    units = run_for("incfed", data, pipeline, seed=seed).config.reservoir.units
     for name in (r for r in comparison.reservoirs if r != "esnfed"):
         reservoir, settings = reservoir_settings(name, units)
         for algorithm in comparison.algorithms:
@@ -147,10 +147,11 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
             if "rounds" in algorithms.config_fields(algorithms.get_algorithm(algorithm).config):
                 run.update(rounds=comparison.rounds, progress=False,
                            out=str(out / "runs" / algorithm / label / name / f"seed{seed}"))
-            config = config_for(algorithm, data, pipeline, **run)
-            if algorithms.get_algorithm(algorithm).runs_tff(config):
+            resolved = run_for(algorithm, data, pipeline, **run)
+            config = resolved.config
+            if resolved.tff:
                 runtime.ensure_context()
-            record = algorithms.run_algorithm(algorithm, data, split, config)
+            record = algorithms.run_algorithm(resolved, data, split)
             rows.append({"data": label, "reservoir": reservoir, "algorithm": DISPLAY.get(algorithm, algorithm),
                          "seed": seed, "accuracy": record["test"]["accuracy"], "seconds": record["seconds"]})
             if name == "random" and algorithm == "incfed" and "esnfed" in comparison.reservoirs:

@@ -14,7 +14,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.memory import MemoryEstimate, check_memory
 
 if TYPE_CHECKING:
-    from tff_esn.algorithms import Algorithm
+    from tff_esn.algorithms import ResolvedRun
 
 def check_washout(config: Any, dataset: SequenceDataset) -> None:
     """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state
@@ -34,9 +34,9 @@ def check_state_mode(config: Any, dataset: SequenceDataset) -> None:
                         "sequence; use --state-mode all (or last).")
 
 
-def check_run(algo: Algorithm, dataset: SequenceDataset, split: Split, config: Any, *,
+def check_run(run: ResolvedRun, dataset: SequenceDataset, split: Split, *,
               test_required: bool = True) -> MemoryEstimate | None:
-    """Refuses a run of the registered algorithm ``algo`` that would mislead or cannot fit; returns its memory estimate
+    """Refuses a resolved run that would mislead or cannot fit; returns its memory estimate
     (``None`` for a config without a reservoir).
 
     Raises:
@@ -44,7 +44,7 @@ def check_run(algo: Algorithm, dataset: SequenceDataset, split: Split, config: A
             :func:`check_state_mode`.
         MemoryLimitError: the estimate exceeds the machine's memory.
     """
-    check_split(dataset, split, federated=not algo.pooled, test_required=test_required)
-    check_washout(config, dataset)
-    check_state_mode(config, dataset)
-    return check_memory(config, dataset, split, tff=algo.runs_tff(config))
+    check_split(dataset, split, federated=not run.algorithm.pooled, test_required=test_required)
+    check_washout(run.config, dataset)
+    check_state_mode(run.config, dataset)
+    return check_memory(run.config, dataset, split, tff=run.tff)

@@ -1,8 +1,8 @@
 """Flags generated from config settings, and the typed config they map to.
 
 Help, choices and default come from the field; a boolean is ``--name`` or ``--no-name`` (both when its own-data
-default differs), ``none`` sets an
-optional one to ``None``. :data:`GIVEN` records which settings were given (:func:`config_of`).
+default differs), ``none`` sets an optional one to ``None``. :data:`GIVEN` records which settings were given
+(:func:`run_of`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tff_esn.algorithms import Algorithm, check_privacy
+from tff_esn.algorithms import Algorithm, ResolvedRun, resolve_run
 from tff_esn.cli import UsageError
-from tff_esn.defaults import OWN_DATA_SOURCES, effective_config
-from tff_esn.privacy.config import PrivacyConfig
+from tff_esn.defaults import OWN_DATA_SOURCES
 from tff_esn.settings import Setting
 
 GIVEN = "given_settings"
@@ -121,21 +120,16 @@ def read_hparams(path: str, known: Iterable[str]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
-def config_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any] = {},
-              pipeline: str | None = None) -> tuple[Any, dict]:
-    """``algo``'s effective config on ``args.data`` read with ``pipeline`` and its settings record
-    (:func:`tff_esn.defaults.effective_config`): the flags given (the :data:`SHARED` ones when set)
-    over ``file``'s settings (``--hparams``) over the source's (and ``--task``'s) defaults over the class defaults.
-    A config that refuses them is a :class:`UsageError`."""
+def run_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any] = {},
+           pipeline: str | None = None) -> ResolvedRun:
+    """``algo``'s run on ``args.data`` read with ``pipeline`` (:func:`tff_esn.algorithms.resolve_run`): the flags
+    given (the :data:`SHARED` ones when set) over ``file``'s settings (``--hparams``) over the source's (and
+    ``--task``'s) defaults over the class defaults. A config that refuses them is a :class:`UsageError`."""
     settings = algo.settings()
     shared = {k: getattr(args, k, None) for k in SHARED}
     flags = {**{k: v for k, v in shared.items() if k in settings and v is not None}, **given(args)}
-    file = {k: v for k, v in file.items() if k in settings}
     try:
-        config, record = effective_config(algo.name, args.data, ("flag", flags), ("file", file), pipeline=pipeline,
-                                          task=getattr(args, "task", None))
-        privacy = getattr(config, "privacy", PrivacyConfig())
-        check_privacy(algo.name, privacy, backend=getattr(config, "backend", "tff"))
-        return config, record
+        return resolve_run(algo, args.data, ("file", {k: v for k, v in file.items() if k in settings}),
+                           pipeline=pipeline, task=getattr(args, "task", None), **flags)
     except (TypeError, ValueError) as err:
         raise UsageError(str(err)) from None

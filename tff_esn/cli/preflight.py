@@ -1,16 +1,18 @@
 """``tff-esn run``'s checks before any work: arguments and the data's memory (from the shape of
-its sequences) before the data loads, the loaded data before TensorFlow is imported. Each
-refusal is one line with exit code 2."""
+its sequences) before the data loads. Each refusal is one line with exit code 2."""
 
 from __future__ import annotations
 
 import argparse
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tff_esn.cli import UsageError
 from tff_esn.run_warnings import RunWarning
+
+if TYPE_CHECKING:
+    from tff_esn.algorithms import ResolvedRun
 
 
 def check_arguments(args: argparse.Namespace, config: Any) -> Path:
@@ -30,27 +32,10 @@ def check_arguments(args: argparse.Namespace, config: Any) -> Path:
         raise UsageError(str(err)) from None
 
 
-def check_loaded(args: argparse.Namespace, dataset, split, config: Any) -> None:
-    """:func:`tff_esn.algorithms.check_task` and :func:`tff_esn.run_checks.check_run` on the loaded data
-    (its warnings are said, and recorded, when :func:`tff_esn.algorithms.run_algorithm` repeats the checks)."""
-    from tff_esn.algorithms import check_task, get_algorithm
-    from tff_esn.memory import MemoryLimitError
-    from tff_esn.run_checks import check_run
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RunWarning)
-        try:
-            check_task(get_algorithm(args.algorithm), dataset)
-            check_run(get_algorithm(args.algorithm), dataset, split, config, test_required=not args.no_test)
-        except MemoryLimitError as err:
-            raise UsageError(str(err)) from None
-
-
-def check_layout(args: argparse.Namespace, options: dict, config: Any, split_name: str, *, tff: bool) -> None:
+def check_layout(args: argparse.Namespace, options: dict, run: ResolvedRun, split_name: str) -> None:
     """Refuses an own-data source whose run cannot fit in memory, from the shape of its sequences
     read before their values load (:func:`tff_esn.data.sources.source_layout`), then an ``npz`` whose
     split would mislead (:func:`tff_esn.data.checks.check_split` on its labels, clients and groups, ``X`` unread)."""
-    from tff_esn.algorithms import get_algorithm
     from tff_esn.cli.partition import partitioned
     from tff_esn.data.checks import check_split
     from tff_esn.data.sequences import npz_stand_in
@@ -63,17 +48,17 @@ def check_layout(args: argparse.Namespace, options: dict, config: Any, split_nam
     if layout is None:
         return
     try:
-        check_memory(config, layout, tff=tff)
+        check_memory(run.config, layout, tff=run.tff)
     except MemoryLimitError as err:
         raise UsageError(str(err)) from None
     kind, path = parse_source(args.data)
     stand_in = npz_stand_in(path) if kind == "npz" else None
     if stand_in is not None:
-        split = get_split(split_name, stand_in, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
+        split = get_split(split_name, stand_in, train_fraction=args.train_fraction, seed=getattr(run.config, "seed", 0))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunWarning)
             stand_in, split, _ = partitioned(args, stand_in, split)
-            check_split(stand_in, split, federated=not get_algorithm(args.algorithm).pooled,
+            check_split(stand_in, split, federated=not run.algorithm.pooled,
                         test_required=not args.no_test)
 
 

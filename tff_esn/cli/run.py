@@ -12,10 +12,10 @@ from pathlib import Path
 
 from tff_esn import algorithms
 from tff_esn.cli import UsageError
-from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, config_of, read_hparams
+from tff_esn.cli.flags import GIVEN, SHARED, add_algorithm_flags, read_hparams, run_of
 from tff_esn.cli.partition import add_partition_arguments, partitioned
 from tff_esn.cli.task_flags import add_task_arguments, task_options
-from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout, check_loaded
+from tff_esn.cli.preflight import add_output_arguments, check_arguments, check_layout
 from tff_esn.cli.worker_flags import add_worker_arguments, context_from_args
 from tff_esn.defaults import OWN_DATA_SOURCES, default_pipeline, default_split, own_data, source_kind
 from tff_esn.run_warnings import merged, recording
@@ -114,35 +114,41 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     algo = algorithms.get_algorithm(args.algorithm)
     file = read_hparams(args.hparams, [*algo.settings(), *DATA_KEYS]) if args.hparams else {}
     pipeline, split_name, data_record = data_settings(args, algo, file)
-    config, settings = config_of(algo, args, file, pipeline)
-    uses_tff = algo.runs_tff(config)
-    if not uses_tff and getattr(args, "workers", None) is not None:
+    run = run_of(algo, args, file, pipeline)
+    if not run.tff and getattr(args, "workers", None) is not None:
         parser.error(f"--workers: {args.algorithm} with these settings runs no TFF computation "
                      "(numpy or sim backend, or no federated computation at all); drop --workers, or give "
                      "--backend tff.")
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
     from tff_esn.io import write_json_atomic
+    from tff_esn.memory import MemoryLimitError
     from tff_esn.privacy.coverage import publish
+    from tff_esn.run_checks import check_run
     from tff_esn.run_folder import clear_run
 
-    out = check_arguments(args, config)
+    out = check_arguments(args, run.config)
     options = source_options(args, pipeline)
-    check_layout(args, options, config, split_name, tff=uses_tff)
+    check_layout(args, options, run, split_name)
     with recording() as said:
         dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
-        split = get_split(split_name, dataset, train_fraction=args.train_fraction, seed=getattr(config, "seed", 0))
+        split = get_split(split_name, dataset, train_fraction=args.train_fraction,
+                          seed=getattr(run.config, "seed", 0))
         dataset, split, partition = partitioned(args, dataset, split)
-    check_loaded(args, dataset, split, config)
-    if uses_tff:
+        try:  # the run's only checks, before TensorFlow is imported
+            algorithms.check_takes(run.algorithm, dataset)
+            check_run(run, dataset, split, test_required=not args.no_test)
+        except MemoryLimitError as err:
+            raise UsageError(str(err)) from None
+    if run.tff:
         context_from_args(args, prestart=True)
     if args.force:
         clear_run(out)
-    record = algorithms.run_algorithm(args.algorithm, dataset, split, config, test_required=not args.no_test)
+    record = algorithms.run_algorithm(run, dataset, split, checked=True)
     record["partition"] = partition
     record["warnings"] = merged(said, record["warnings"])
-    record["settings"] = {**settings, **data_record}
-    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in settings
+    record["config"].update(data_record)
+    record["cli"] = {k: v for k, v in sorted(vars(args).items()) if k not in run.record
                      and k not in ("func", "command", "algorithm", "refuse", GIVEN)}
     record = publish(record)
     path = write_json_atomic(out / "metrics.json", record)

@@ -48,7 +48,6 @@ from tff_esn.privacy.coverage import published_row
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.privacy.sampling import POISSON, poisson_clients
 from tff_esn.run_warnings import warn
-from tff_esn.settings import flat_config
 
 tff = runtime.load_tff()
 
@@ -552,7 +551,6 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
         "communication": fed.cost(ran).to_dict(),
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": ran,
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
-                  "federated_config": {"algorithm": config.algorithm, **flat_config(config)},
                   "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
         **(privacy or LearningPrivacy()).sections(

@@ -85,8 +85,8 @@ here is a defect: declare it (:func:`publish` then treats it the same way in eve
 
 
 NOT_CLIENT_DERIVED: dict[str, str] = {
-    **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "settings", "cli", "versions",
-                     "extra.federated_config", "extra.backend", "extra.n_features", "extra.class_weight",
+    **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "cli", "versions", "extra.backend",
+                     "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
                      "partition.label_names", "l2_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
                      "extra.alpha", "extra.mask", "extra.rounds_csv"),
