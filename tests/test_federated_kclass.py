@@ -205,6 +205,23 @@ def test_thesis_central_on_k_classes_stops_early_on_validation_loss():
         "patience 3: the split 's' has no validation clients to stop on; trained on the design set for 4 epochs."]
 
 
+def test_thesis_central_refit_is_design_set_training_for_the_stopped_best_epoch_count():
+    data = _dataset(ragged=True)
+    split = Split("s", train=("c0", "c1", "c2"), val=("c3",), test=("c4",))
+    cfg = CFG.replace(class_weight="balanced", epochs=200, learning_rate=0.5, readout_inputs="standardized")
+    stopped, plain = train_centralized(data, split, cfg, patience=3)
+    model, report = train_centralized(data, split, cfg, patience=3, refit=True)
+    epochs = report["refit"]["epochs"]
+    assert plain["refit"] is None and report["refit"] == {"epochs": epochs, "learning_rate": 0.5}
+    assert 1 <= epochs == plain["epochs"] - 3 < 197  # the stopped run's best epoch, not its last
+    assert report["epochs"] == epochs and report["design"]["n"] == sum(len(data.clients[c]) for c in split.train + split.val)
+    want, design = train_centralized(data, split, cfg.replace(epochs=epochs))
+    assert report["test"] == design["test"] and report["standardization"] == design["standardization"]
+    for got, ref in zip(model.get_weights(), want.get_weights()):
+        np.testing.assert_array_equal(got, ref)
+    assert any(not np.array_equal(a, b) for a, b in zip(model.get_weights(), stopped.get_weights()))
+
+
 def test_keep_best_without_validation_clients_keeps_the_last_round_and_says_so():
     data = _dataset()
     config = FedAvgConfig(model=CFG, rounds=2, clients_per_round=2, noise_std=0.0, keep_best=True, progress=False)

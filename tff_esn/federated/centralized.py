@@ -34,7 +34,7 @@ class BestValidatedEpoch(tf.keras.callbacks.Callback):
         self.states, self.labels, self.n_classes, self.patience = states, labels, n_classes, patience
         self.best: tuple[float, float] = (-np.inf, -np.inf)
         self.weights: list[np.ndarray] | None = None
-        self.wait = 0
+        self.wait = self.epochs = 0
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         scores = self.model(self.states, training=False).numpy()
@@ -42,7 +42,7 @@ class BestValidatedEpoch(tf.keras.callbacks.Callback):
         f1 = classification_metrics(self.labels, scores, self.n_classes)["f1_macro"]
         key = (f1, -float((logs or {}).get("val_loss", np.inf)))
         if key > self.best:
-            self.best, self.weights, self.wait = key, self.model.get_weights(), 0
+            self.best, self.weights, self.wait, self.epochs = key, self.model.get_weights(), 0, epoch + 1
             return
         self.wait += 1
         if self.wait >= self.patience:
@@ -62,7 +62,8 @@ def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardiz
 
 
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
-                      include_validation: bool = True, patience: int = 0) -> tuple[tf.keras.Model, dict[str, Any]]:
+                      include_validation: bool = True, patience: int = 0,
+                      refit: bool = False) -> tuple[tf.keras.Model, dict[str, Any]]:
     """Fits the readout on the design set; returns the readout model and Table 6.3's metrics.
 
     Args:
@@ -71,37 +72,46 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         patience: ≥ 1 trains on the training subjects and stops once the validation macro-F1 (a tie:
             the lower loss) has not improved for ``patience`` epochs, restoring the best epoch; 0 (or
             no validation subjects, with a warning) trains ``config.epochs`` epochs.
+        refit: with ``patience``, a fresh readout trained on training + validation subjects (standardised
+            with their statistics) for the best epoch count at the chosen learning rate is returned.
         seed: seed of the epoch orders; no global RNG is read or set.
 
     Returns:
         ``(readout_model, report)``: ``train``/``val``/``test``, ``design``, ``communication``,
-        ``class_weight``, ``epochs``, ``selection`` and ``standardization``.
+        ``class_weight``, ``epochs``, ``selection``, ``standardization`` and ``refit`` (``None``, or the
+        refit's ``epochs`` and ``learning_rate``).
     """
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
              f"design set for {config.epochs} epochs.")
         patience = 0
     config = for_data(config, dataset, split.train)
-    design_ids = tuple(split.train) + (tuple(split.val) if include_validation and not patience else ())
-    standardization = None
-    if config.standardized:
-        standardization = federated_standardization(
-            [client_data.client_states(c, config.reservoir, config) for c in dataset.select(design_ids).values()])
-    states, labels = _states(dataset, design_ids, config, standardization)
+    refit = bool(refit and patience)
+    design_ids = tuple(split.train) + (tuple(split.val) if (include_validation and not patience) or refit else ())
+
+    def design(ids):
+        standardization = None
+        if config.standardized:
+            standardization = federated_standardization(
+                [client_data.client_states(c, config.reservoir, config) for c in dataset.select(ids).values()])
+        return (standardization, *_states(dataset, ids, config, standardization))
+
+    standardization, states, labels = design(tuple(split.train) if patience else design_ids)
     validation = _states(dataset, split.val, config, standardization) if patience else None
     val_labels = loss_labels([dataset.pooled(split.val)], config).astype(np.int64) if patience else None
 
-    def fit(learning_rate: float) -> tuple[tf.keras.Model, Any, BestValidatedEpoch | None]:
+    def fit(learning_rate: float, epochs: int = config.epochs, stop: bool = bool(patience)
+            ) -> tuple[tf.keras.Model, Any, BestValidatedEpoch | None]:
         model_config = config.replace(learning_rate=learning_rate)
         model = compile_thesis_model(build_thesis_model(config.reservoir.readout_units, model_config, readout_only=True),
                                      model_config)
         batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
-                                                     epochs=config.epochs, seed=seed)
+                                                     epochs=epochs, seed=seed)
         kwargs, best = {}, None
-        if patience:
+        if stop:
             best = BestValidatedEpoch(validation[0], val_labels, dataset.n_classes, patience)
             kwargs = {"validation_data": validation, "callbacks": [best]}
-        return model, model.fit(batches, epochs=config.epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
+        return model, model.fit(batches, epochs=epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
 
     def report(model, ids):
         if not ids:
@@ -112,22 +122,28 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         return split_report(loss_labels([pooled], config).astype(np.int64), scores, dataset.n_classes, seed=seed)
 
     selection: dict[str, Any] = {}
-    if config.learning_rate != AUTO:
-        model, history, _ = fit(config.learning_rate)
+    lr = config.learning_rate
+    if lr != AUTO:
+        model, history, stopped = fit(lr)
     elif not patience:
         reason = "no validation clients" if not split.val else "patience 0: the design set includes the validation clients"
         lr = DEFAULT_CLIENT_LR[config.optimizer]
         warn(f"client_lr 'auto': {reason}; the stated default {lr} is used.")
         selection["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
-        model, history, _ = fit(lr)
+        model, history, stopped = fit(lr)
     else:
         grid = CLIENT_LR_GRIDS[config.optimizer]
         fits = [fit(lr) for lr in grid]
         scores = [(float(b.best[0]), float(-b.best[1])) for _, _, b in fits]
         best = chosen_index(scores)
-        model, history, _ = fits[best]
+        lr, (model, history, stopped) = grid[best], fits[best]
         selection["client_lr"] = {"value": grid[best], "rule": "validation", "grid": list(grid),
                                   "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
+    refit_record = None
+    if refit:
+        refit_record = {"epochs": stopped.epochs, "learning_rate": lr}
+        standardization, states, labels = design(design_ids)
+        model, history, _ = fit(lr, refit_record["epochs"], stop=False)
 
     raw = [int(dataset.clients[c].x.size) for c in design_ids]
     result = {name: report(model, getattr(split, name)) for name in ("train", "val", "test")}
@@ -137,4 +153,5 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     result["epochs"] = len(history.epoch)
     result["selection"] = selection
     result["standardization"] = None if standardization is None else standardization.to_dict()
+    result["refit"] = refit_record
     return model, result

@@ -91,11 +91,12 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     config, states = choose_states(dataset, split, config)
     selects = config.model.learning_rate == AUTO or config.patience > 0
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
-    _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience)
+    _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience,
+                                   refit=config.refit)
     if validation is not None:
         report["validation"] = validation
     report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",
-                                                        "standardization")}
+                                                        "standardization", "refit")}
     if states is not None:
         report["selection"] = states
     return report

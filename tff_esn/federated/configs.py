@@ -301,9 +301,13 @@ class ThesisCentralConfig(ThesisRunConfig):
             ``epochs`` epochs and stops once the validation clients' macro-F1 (a tie: the lower loss) has not improved
             for n epochs, restoring the best epoch's weights (without validation clients:
             ``epochs`` epochs on the design set, with a recorded warning).
+        refit: with ``patience``, train a fresh readout on training + validation clients for the
+            stopped run's best epoch count at its learning rate, the model returned (the validation
+            data carved from the training data go back into training).
     """
 
     patience: int = 0
+    refit: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -489,7 +493,7 @@ register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, 
                    help="FedCurv of the thesis ESN readout (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    communication=centralized_cost, pooled=True, pipeline="thesis",
-                   own_data={**_THESIS_MODEL, "epochs": 1000, "patience": 100},
+                   own_data={**_THESIS_MODEL, "epochs": 1000, "patience": 100, "refit": True},
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
 
 
