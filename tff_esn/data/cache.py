@@ -2,11 +2,13 @@
 
 The cache lives under ``cache_dir``, else ``$TFF_ESN_CACHE``, else ``~/.cache/tff_esn`` —
 never inside the repository. An entry is one ``.npz`` (one ``x``/``y`` pair per client and a
-JSON header), written atomically, named by the pipeline and a hash of its key.
+JSON header; each client's
+``lengths`` where its sequences are of unequal length), written atomically, named by the pipeline and a hash of its key.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -18,8 +20,9 @@ import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.io import atomic_write
+from tff_esn.tasks import Task
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bumped whenever a pipeline or generator changes its output, so stale entries are not reused."""
 
 
@@ -49,11 +52,13 @@ def save_dataset(path: str | os.PathLike, dataset: SequenceDataset) -> Path:
     ids = list(dataset.client_ids)
     header = {"clients": ids, "n_classes": dataset.n_classes, "feature_names": list(dataset.feature_names),
               "label_names": list(dataset.label_names), "source": dataset.source,
-              "groups": dict(dataset.groups)}
+              "groups": dict(dataset.groups), "task": dataclasses.asdict(dataset.task)}
     arrays = {"header": np.array(json.dumps(header))}
     for i, cid in enumerate(ids):
         arrays[f"x{i}"] = dataset.clients[cid].x
         arrays[f"y{i}"] = dataset.clients[cid].y
+        if dataset.clients[cid].lengths is not None:
+            arrays[f"lengths{i}"] = dataset.clients[cid].lengths
     with atomic_write(path) as fh:
         np.savez(fh, **arrays)
     return path
@@ -63,6 +68,9 @@ def load_dataset(path: str | os.PathLike) -> SequenceDataset:
     """Reads a dataset written by :func:`save_dataset` (no pickles involved)."""
     with np.load(path, allow_pickle=False) as data:
         header = json.loads(str(data["header"]))
-        clients = {cid: ClientSequences(data[f"x{i}"], data[f"y{i}"]) for i, cid in enumerate(header["clients"])}
+        clients = {cid: ClientSequences(data[f"x{i}"], data[f"y{i}"],
+                                        data[f"lengths{i}"] if f"lengths{i}" in data else None)
+                   for i, cid in enumerate(header["clients"])}
     return SequenceDataset(clients, header["n_classes"], tuple(header["feature_names"]),
-                           tuple(header["label_names"]), header["source"], groups=header["groups"])
+                           tuple(header["label_names"]), header["source"], groups=header["groups"],
+                           task=Task(**header["task"]))
