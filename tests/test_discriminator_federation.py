@@ -174,4 +174,4 @@ def test_discriminator_commands_train_and_run_the_phase_from_the_federation_conf
     config = {k: v["value"] for k, v in record["config"].items()}
     assert (record["algorithm"], config["penalty"], config["units"], config["seed"], config["rounds"]) == \
         ("fedcurv+disc", 0.01, 6, 2, 1)
-    assert record["extra"]["backend"] == "tff" and (tmp_path / "run" / "acceptance.csv").exists()
+    assert record["extra"]["backend"] == "sim" and (tmp_path / "run" / "acceptance.csv").exists()  # auto: no workers
