@@ -1,10 +1,9 @@
-"""load_source (caching, errors), get_split (every name), load_npz, and the TFF ClientData view."""
+"""load_source (caching, errors), get_split (every name), load_npz."""
 
 import numpy as np
 import pytest
 
 from tff_esn.data import pipelines
-from tff_esn.data.client_data import to_client_data
 from tff_esn.data.safe_pickle import UnsafePickleError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
 from tff_esn.data.sources import load_source
@@ -190,22 +189,3 @@ def test_npz_object_array_with_code_is_rejected(tmp_path):
     with pytest.raises(UnsafePickleError):
         load_npz(path)
     assert not marker.exists()
-
-
-# ------------------------------------------------------------------ ClientData
-def test_client_data_view_matches_the_numpy_view(tmp_path):
-    import tensorflow as tf
-
-    data = load_source("synthetic-wesad", "incfed-wesad", cache_dir=tmp_path, **SMALL)
-    cd = to_client_data(data)
-    assert cd.client_ids == ["S2", "S3"]
-    assert cd.element_type_structure["x"].shape == (350, 8) and cd.element_type_structure["y"].dtype == tf.int64
-    elements = list(cd.create_tf_dataset_for_client("S3"))
-    assert len(elements) == len(data.clients["S3"])
-    np.testing.assert_array_equal(np.stack([e["x"] for e in elements]), data.clients["S3"].x)
-    np.testing.assert_array_equal([int(e["y"]) for e in elements], data.clients["S3"].y)
-    pooled = list(cd.create_tf_dataset_from_all_clients(seed=0))
-    assert len(pooled) == len(data.clients["S2"]) + len(data.clients["S3"])
-    with pytest.raises(ValueError, match="share sequence and label shapes"):
-        to_client_data(SequenceDataset({"a": ClientSequences(np.zeros((1, 3, 1)), np.array([0])),
-                                        "b": ClientSequences(np.zeros((1, 4, 1)), np.array([0]))}, 1, ("f",), ("0",), "t"))

@@ -45,36 +45,17 @@ class ClientSequences:
     lengths: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        x = np.asarray(self.x)
+        x = np.asarray(self.x, np.float32)
         y = np.asarray(self.y)
-        if x.ndim != 3:
-            raise ValueError(f"ClientSequences.x: expected (n, T, F), got shape {x.shape}.")
-        if y.ndim not in (1, 2) or y.shape[0] != x.shape[0] or (y.ndim == 2 and y.shape[1] != x.shape[1]):
-            raise ValueError(
-                f"ClientSequences.y: expected ({x.shape[0]},) or ({x.shape[0]}, {x.shape[1]}) labels, got {y.shape}."
-            )
-        if y.dtype.kind not in "iuf":
-            raise ValueError(f"ClientSequences.y: labels must be integers or real targets, got dtype {y.dtype}.")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("ClientSequences.y: real targets contain NaN or inf.")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("ClientSequences.x: contains NaN or inf.")
-        x = x.astype(np.float32, copy=False)
+        if x.ndim != 3 or y.shape not in ((x.shape[0],), x.shape[:2]) or y.dtype.kind not in "iuf":
+            raise ValueError(f"ClientSequences: expected x (n, T, F) and integer or real labels y (n,) or (n, T), "
+                             f"got x {x.shape}, y {y.shape} {y.dtype}.")
         lengths = self.lengths
         if lengths is not None:
-            lengths = np.asarray(lengths)
-            if lengths.shape != (x.shape[0],) or not np.issubdtype(lengths.dtype, np.integer):
-                raise ValueError(f"ClientSequences.lengths: expected ({x.shape[0]},) integers, got "
-                                 f"{lengths.shape} {lengths.dtype}.")
-            if lengths.size and (lengths.min() < 1 or lengths.max() > x.shape[1]):
-                raise ValueError(f"ClientSequences.lengths: must lie in [1, {x.shape[1]}], got "
-                                 f"[{lengths.min()}, {lengths.max()}].")
+            lengths = np.asarray(lengths, np.int64)
             if np.all(lengths == x.shape[1]):
                 lengths = None
-            elif y.ndim == 2:
-                raise ValueError("ClientSequences.lengths: sequences of unequal length need per-sequence labels.")
             else:
-                lengths = lengths.astype(np.int64)
                 x = np.where(np.arange(x.shape[1])[None, :, None] < lengths[:, None, None], x, np.float32(0))
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y.astype(np.float64 if y.dtype.kind == "f" else np.int64, copy=False))
@@ -112,8 +93,6 @@ class ClientSequences:
     def concat(parts: Iterable["ClientSequences"]) -> "ClientSequences":
         """Rows of several clients pooled (the centralized view); unequal lengths are padded."""
         parts = list(parts)
-        if not parts:
-            raise ValueError("ClientSequences.concat: nothing to pool.")
         if len(parts) == 1:  # frozen: no copy, no second validation
             return parts[0]
         steps = max(p.x.shape[1] for p in parts)
@@ -185,35 +164,10 @@ class SequenceDataset:
     task: Task = CLASSIFY
 
     def __post_init__(self) -> None:
-        if not self.clients:
-            raise ValueError("SequenceDataset: no clients.")
-        feats = {cid: c.x.shape[2] for cid, c in self.clients.items()}
-        if len(set(feats.values())) != 1:
-            raise ValueError(f"SequenceDataset: clients disagree on the number of features: {feats}.")
-        if next(iter(feats.values())) != len(self.feature_names):
-            raise ValueError(
-                f"SequenceDataset: {len(self.feature_names)} feature names for {next(iter(feats.values()))} features."
-            )
-        if len(self.label_names) != self.n_classes:
-            raise ValueError(f"SequenceDataset: {len(self.label_names)} label names for {self.n_classes} classes.")
-        for cid, c in self.clients.items():
-            if len(c) == 0:
-                raise ValueError(f"SequenceDataset: client {cid!r} has no sequences.")
-            if c.real != self.task.real:
-                raise ValueError(f"SequenceDataset: client {cid!r} has {'real' if c.real else 'integer'} targets, but "
-                                 f"the task is {self.task.kind!r}.")
-            if c.real:
-                continue
-            if c.y.min() < 0 or c.y.max() >= self.n_classes:
-                raise ValueError(
-                    f"SequenceDataset: client {cid!r} has labels outside [0, {self.n_classes}): "
-                    f"[{c.y.min()}, {c.y.max()}]."
-                )
-        unknown = sorted(set(self.groups) - set(self.clients))
-        bad = sorted({g for g in self.groups.values()} - set(SPLIT_GROUPS))
-        if unknown or bad:
-            raise ValueError(f"SequenceDataset.groups: unknown client(s) {unknown} or group(s) {bad} "
-                             f"(groups are {SPLIT_GROUPS}).")
+        features = {c.x.shape[2] for c in self.clients.values()}
+        if features != {len(self.feature_names)} or len(self.label_names) != self.n_classes:
+            raise ValueError(f"SequenceDataset: clients with features {sorted(features)}, {len(self.feature_names)} "
+                             f"feature names, {len(self.label_names)} label names for {self.n_classes} classes.")
 
     @property
     def client_ids(self) -> tuple[str, ...]:
@@ -277,53 +231,37 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
             shape, fortran, dtype = _npy_header(fh)
             if dtype.hasobject:
                 return read_data_pickle(fh, f"{path}: {key}")
-            data = np.frombuffer(fh.read(), dtype=dtype)
+            return np.frombuffer(fh.read(), dtype=dtype).reshape(shape, order="F" if fortran else "C")
     except DataError:
         raise
     except _ZIP_ERRORS as err:
         raise _unreadable(path, key, err) from None
-    count = int(np.prod(shape))
-    if data.size != count:
-        raise DataError(f"{path}: {key}: array is truncated ({data.size} of {count} values).")
-    return data.reshape(shape, order="F" if fortran else "C")
 
 
 def _sequence_list(sequences, source: str) -> list[np.ndarray]:
     """The (T_i, F) real-valued sequences held by ``sequences``: (n, T, F) numbers, or a 1-D
     object array or list of (T_i, F) arrays."""
-    if isinstance(sequences, (list, tuple)):
-        items = list(sequences)
-    else:
-        x = np.asarray(sequences)
-        if x.dtype == object:
-            if x.ndim != 1:
-                raise DataError(f"{source}: X: an object array must be 1-D (n,) of (T_i, F) arrays, got shape "
-                                f"{x.shape}.")
-            items = list(x)
-        elif x.ndim == 3 and x.dtype.kind in "biuf":
-            items = list(x)
-        else:
-            raise DataError(f"{source}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, "
-                            f"got shape {x.shape} dtype {x.dtype}.")
-    seqs = []
-    for i, item in enumerate(items):
-        try:
-            seq = np.asarray(item)
-        except (ValueError, TypeError) as err:
-            raise DataError(f"{source}: X[{i}]: not an array ({err}).") from None
-        if seq.ndim != 2 or seq.dtype.kind not in "biuf":
-            raise DataError(f"{source}: X[{i}]: must be a real-valued (T_i, F) array, got shape {seq.shape} "
-                            f"dtype {seq.dtype}.")
-        seqs.append(seq)
-    if not seqs:
-        raise DataError(f"{source}: X: holds no sequences.")
+    x = None if isinstance(sequences, (list, tuple)) else np.asarray(sequences)
+    if x is not None and not (x.ndim == 3 and x.dtype.kind in "biuf" or x.ndim == 1 and x.dtype == object):
+        raise DataError(f"{source}: X: must be (n, T, F) real numbers or a 1-D object array of (T_i, F) arrays, "
+                        f"got shape {x.shape} dtype {x.dtype}.")
+    seqs = [_real_array(item) for item in (sequences if x is None else x)]
+    bad = next((i for i, s in enumerate(seqs) if s.ndim != 2 or s.dtype.kind not in "biuf" or not s.shape[0]), None)
+    if bad is not None:
+        raise DataError(f"{source}: X[{bad}]: must be a real-valued (T_i, F) array of ≥ 1 step, got shape "
+                        f"{seqs[bad].shape} dtype {seqs[bad].dtype}.")
     features = sorted({s.shape[1] for s in seqs})
     if len(features) != 1 or features[0] < 1:
-        raise DataError(f"{source}: X: sequences must share a number of features ≥ 1, got {features}.")
-    empty = [i for i, s in enumerate(seqs) if s.shape[0] < 1]
-    if empty:
-        raise DataError(f"{source}: X[{empty[0]}]: sequence has no steps.")
+        raise DataError(f"{source}: X: must hold sequences sharing a number of features ≥ 1, got {features}.")
     return seqs
+
+
+def _real_array(item) -> np.ndarray:
+    """``item`` as an array; an object array (refused by the caller) when it is none."""
+    try:
+        return np.asarray(item)
+    except (ValueError, TypeError):
+        return np.asarray(None)
 
 
 def _listing(values) -> str:
@@ -332,32 +270,25 @@ def _listing(values) -> str:
 
 
 def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ...] | None) -> int:
-    """Checks that ``y`` ((n,) integers) codes exactly the classes 0…K−1, each present, and returns K.
-
-    K is ``len(label_names)`` when names are given, else ``max(y) + 1``. A gap, a stray code
-    or a single class is an error suggesting the remap ``np.unique(y, return_inverse=True)``.
-    """
-    if y.shape != (n,):
-        raise DataError(f"{source}: y: must have shape ({n},) like X, got {y.shape}.")
-    if y.dtype.kind not in "iu":
-        raise DataError(f"{source}: y: must hold integer labels 0…K−1 (or float targets for a regression), got "
-                        f"dtype {y.dtype}.")
+    """K after checking that ``y`` ((n,) integers) codes exactly the classes 0…K−1, each present
+    (K = ``len(label_names)``, else ``max(y) + 1``); an error suggests ``np.unique(y, return_inverse=True)``."""
+    if y.shape != (n,) or y.dtype.kind not in "iu":
+        raise DataError(f"{source}: y: must be ({n},) integer labels 0…K−1 like X (or float targets for a "
+                        f"regression), got shape {y.shape} dtype {y.dtype}.")
     present = np.unique(y)
-    remap = "recode them with classes, y = np.unique(y, return_inverse=True)"
-    if len(present) == 1:
-        raise DataError(f"{source}: y: every label is {int(present[0])}: one class only; a classifier needs the "
-                        "labels of at least 2 classes.")
     n_classes = len(label_names) if label_names is not None else int(present[-1]) + 1
     outside = present[(present < 0) | (present >= n_classes)]
     inside = set(present[(present >= 0) & (present < n_classes)].tolist())
     missing = list(itertools.islice((k for k in range(n_classes) if k not in inside), 11))
-    if outside.size or missing:
-        expected = f"the {n_classes} label names' classes 0…{n_classes - 1}" if label_names is not None else \
-            f"the classes 0…{n_classes - 1}"
+    if outside.size or missing or len(present) == 1:
         found = "; ".join(part for part in (f"codes outside it: {_listing(outside)}" if outside.size else "",
-                                            f"no sequence of {_listing(missing)}" if missing else "") if part)
-        raise DataError(f"{source}: y: labels must be exactly {expected}, each present; got {_listing(present)} "
-                        f"({found}); {remap}.")
+                                            f"no sequence of {_listing(missing)}" if missing else "",
+                                            "one class only: a classifier needs at least 2" if len(present) == 1
+                                            else "") if part)
+        named = " label names'" if label_names is not None else ""
+        raise DataError(f"{source}: y: labels must be exactly the {n_classes}{named} classes 0…{n_classes - 1}, each "
+                        f"present; got {_listing(present)} ({found}); recode them with classes, "
+                        "y = np.unique(y, return_inverse=True).")
     return n_classes
 
 
@@ -365,20 +296,11 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
                         length: int | None = None, label_names=None) -> SequenceDataset:
     """A :class:`SequenceDataset` from arrays: the one builder of own data (``npz`` files, UEA/UCR sets).
 
-    Args:
-        sequences: (n, T, F) numbers, or n (T_i, F) arrays of unequal lengths.
-        y: (n,) integer labels exactly 0…K−1, every class present; or real targets (n,) / (n, T).
-        client: (n,) client ids.
-        split: optional (n,) ``"train"``/``"val"``/``"test"``, one group per client.
-        source: names the data in every message and in ``metrics.json``.
-        ragged: ``"pad"`` (keep whole, with ``lengths``) or ``"crop"`` to ``length`` steps.
-        length: steps kept (implies ``"crop"``; default the shortest); a sequence keeps its last
-            steps, and a shortening is a recorded warning.
-        label_names: one name per class; default ``"0"``…``"K−1"``.
-
-    Raises:
-        DataError: one line naming ``source``, the array and the problem.
-        ValueError: an unknown ``ragged`` mode.
+    ``sequences`` (n, T, F) or n (T_i, F) arrays; ``y`` integer labels exactly 0…K−1 (every class
+    present) or real targets (n,) / (n, T); ``client`` and optional ``split`` (``train``/``val``/``test``)
+    one per sequence. ``ragged="pad"`` keeps sequences whole (with ``lengths``); ``"crop"`` or a
+    ``length`` keeps each sequence's last steps, a recorded warning. Bad input is a one-line
+    :class:`DataError` naming ``source`` and the array.
     """
     if ragged not in RAGGED_MODES:
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
@@ -415,8 +337,7 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
 
 
 def _check_targets(y: np.ndarray, seqs: list[np.ndarray], source: str) -> int:
-    """Checks real targets ``y``: (n,) one per sequence or (n, T) one per step of equal-length
-    sequences, finite and not constant; returns the readout's outputs (1)."""
+    """1 after checking real targets ``y``: (n,) or (n, T) of equal-length sequences, finite, not constant."""
     n, steps = len(seqs), {s.shape[0] for s in seqs}
     if not (y.shape == (n,) or (len(steps) == 1 and y.shape == (n, *steps))):
         raise DataError(f"{source}: y: real targets must have shape ({n},) (one per sequence) or ({n}, T) (one per "
@@ -425,11 +346,11 @@ def _check_targets(y: np.ndarray, seqs: list[np.ndarray], source: str) -> int:
 
 
 def _check_real_values(y: np.ndarray, source: str) -> int:
-    """Checks that real targets ``y`` are finite and not constant; returns the readout's outputs (1)."""
-    if not np.all(np.isfinite(y)):
-        raise DataError(f"{source}: y: real targets contain NaN or inf.")
-    if np.ptp(y) == 0:
-        raise DataError(f"{source}: y: every target is {float(y.flat[0])!r}; a regression needs targets that vary.")
+    """1 (the readout's outputs) after checking that real targets ``y`` are finite and not constant."""
+    finite = np.all(np.isfinite(y))
+    if not finite or np.ptp(y) == 0:
+        raise DataError(f"{source}: y: " + ("real targets contain NaN or inf." if not finite else
+                                            f"every target is {float(y.flat[0])!r}; a regression needs targets that vary."))
     return 1
 
 
@@ -493,16 +414,8 @@ def _client_groups(ids: np.ndarray, order: list[str], split: np.ndarray, source:
 
 
 def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:
-    """Bring-your-own sequences: an ``.npz`` with ``X``, ``y``, ``client`` and optional ``split``.
-
-    Args:
-        path: the file (``~`` expanded); object arrays are read by the allow-list unpickler.
-        ragged, length: as in :func:`dataset_from_arrays`, which builds the dataset.
-
-    Raises:
-        DataError: one line naming the file, the array and the problem.
-        ValueError: an unknown ``ragged`` mode.
-    """
+    """Bring-your-own sequences: an ``.npz`` with ``X``, ``y``, ``client`` and optional ``split``
+    (object arrays read by the allow-list unpickler), built by :func:`dataset_from_arrays`."""
     with _npz_archive(path) as (archive, path, keys):
         arrays = _npz_labelling(archive, path, keys)
         arrays["X"] = _npz_member(archive, "X", path)
@@ -535,12 +448,10 @@ def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
     ``y`` is read."""
     source = f"npz:{path}"
     shape, _ = npz_header(archive, "X", path)
-    if not shape:
-        raise DataError(f"{source}: X: must be (n, T, F) real numbers or an object array of (T_i, F) arrays, got "
-                        "a scalar.")
     labels, _ = npz_header(archive, "y", path)
-    if labels[:1] != shape[:1]:
-        raise DataError(f"{source}: y: must have shape ({shape[0]},) like X, got {labels}.")
+    if not shape or labels[:1] != shape[:1]:
+        raise DataError(f"{source}: y: must have shape ({shape[0] if shape else 'n'},) like X (one label per "
+                        f"sequence of X {shape}), got {labels}.")
     y = _npz_member(archive, "y", path)
     if y.dtype.kind == "f":  # real targets: their shape against the sequences once X is read
         _check_real_values(y, source)
