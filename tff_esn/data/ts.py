@@ -44,24 +44,15 @@ def _header(line: str, headers: dict[str, str], path: Path, number: int) -> None
 
 
 def _case(line: str, path: Path, number: int) -> tuple[np.ndarray, str]:
-    """A data line's (T, F) values (``NaN`` for ``?``) and its label."""
+    """A data line's (T, F) values (``NaN`` for ``?``) and its label, the line's shape checked by :func:`scan_ts`."""
     *dims, label = line.split(":")
-    label = label.strip()
-    if not dims or not label:
-        raise DataError(f"{path}:{number}: expected dimensions separated by ':' and a class label last, got "
-                        f"{line[:60]!r}.")
     series = []
     for d, text in enumerate(dims):
         try:
-            values = np.array(text.replace("?", "nan").split(","), dtype=np.float64)
+            series.append(np.array(text.replace("?", "nan").split(","), dtype=np.float64))
         except ValueError as err:
             raise DataError(f"{path}:{number}: dimension {d}: not comma-separated numbers ({err}).") from None
-        series.append(values)
-    steps = sorted({s.size for s in series})
-    if len(steps) != 1:
-        raise DataError(f"{path}:{number}: dimensions of one case have different lengths {steps}; "
-                        "every dimension needs one value per time step.")
-    return np.stack(series, axis=1), label
+    return np.stack(series, axis=1), label.strip()
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
@@ -103,13 +94,8 @@ class TsScan:
 
 
 def scan_ts(path: str | Path) -> TsScan:
-    """One streaming pass over ``path`` with running counts (steps per case, dimensions, labels),
-    the header checked against the cases (:func:`_check_header`). Memory: one line at a time.
-
-    Raises:
-        MissingDataError: the file does not exist.
-        DataError: see :func:`read_ts`.
-    """
+    """One streaming pass over ``path`` (one line in memory) counting each case's steps, the
+    dimensions and labels, the header checked against the cases (:func:`_check_header`)."""
     path = Path(path)
     headers: dict[str, str] = {}
     lengths, labels, dims = [], [], set()
@@ -145,49 +131,54 @@ def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int],
     against the cases."""
     regression = headers.get("targetlabel", "").lower().startswith("true")
     declared = headers.get("classlabel", "").split()
-    if not regression and (not declared or declared[0].lower() != "true"):
-        raise DataError(f"{path}: @classLabel: the file declares no class labels (expected '@classLabel true "
-                        "LABEL ...', or '@targetlabel true' for real targets); a classifier needs them.")
     class_labels = None if regression else tuple(declared[1:]) or None
-    if len(dims) != 1:
-        raise DataError(f"{path}: cases have different numbers of dimensions {dims}.")
-    declared_dims = headers.get("dimensions")
+    declared_dims, series = headers.get("dimensions"), headers.get("serieslength")
     univariate = headers.get("univariate", "").lower() == "true"
-    if (declared_dims is not None and declared_dims.isdigit() and int(declared_dims) != dims[0]) \
-            or (univariate and dims[0] != 1):
-        header = "1 dimension" if univariate else f"{declared_dims} dimensions"
-        raise DataError(f"{path}: the header declares {header}, the cases have {dims[0]}.")
-    if headers.get("equallength", "").lower() == "true" and lengths.min() != lengths.max():
-        raise DataError(f"{path}: @equalLength true, but the cases have {lengths.min()}–{lengths.max()} steps; fix "
-                        "the header (@equalLength false) or the cases.")
-    series = headers.get("serieslength")
-    if series is not None and (not series.isdigit() or np.any(lengths != int(series))):
-        wrong = int(np.flatnonzero(lengths != int(series))[0]) if series.isdigit() else 0
-        raise DataError(f"{path}: @seriesLength {series}, but case {wrong} has {lengths[wrong]} steps (the cases have "
-                        f"{lengths.min()}–{lengths.max()}); fix the header or the cases.")
-    if class_labels is not None:
-        unknown = sorted(set(labels) - set(class_labels))
-        if unknown:
-            raise DataError(f"{path}: class label(s) {unknown[:5]} are not in @classLabel {list(class_labels)}.")
-    if regression:
-        try:
-            [float(label) for label in labels]
-        except ValueError as err:
-            raise DataError(f"{path}: @targetlabel true: a case's target is not a number ({err}).") from None
+    wrong = np.flatnonzero(lengths != int(series))[:1] if series is not None and series.isdigit() else [0]
+    _refuse(path, (
+        (not regression and (not declared or declared[0].lower() != "true"),
+         "@classLabel: the file declares no class labels (expected '@classLabel true LABEL ...', or '@targetlabel "
+         "true' for real targets); a classifier needs them."),
+        (len(dims) != 1, lambda: f"cases have different numbers of dimensions {dims}."),
+        ((declared_dims is not None and declared_dims.isdigit() and int(declared_dims) != dims[0])
+         or (univariate and dims[0] != 1),
+         lambda: f"the header declares {'1 dimension' if univariate else f'{declared_dims} dimensions'}, the cases "
+                 f"have {dims[0]}."),
+        (headers.get("equallength", "").lower() == "true" and lengths.min() != lengths.max(),
+         lambda: f"@equalLength true, but the cases have {lengths.min()}–{lengths.max()} steps; fix the header "
+                 "(@equalLength false) or the cases."),
+        (series is not None and len(wrong),
+         lambda: f"@seriesLength {series}, but case {wrong[0]} has {lengths[wrong[0]]} steps (the cases have "
+                 f"{lengths.min()}–{lengths.max()}); fix the header or the cases."),
+        (class_labels is not None and not set(labels) <= set(class_labels),
+         lambda: f"class label(s) {sorted(set(labels) - set(class_labels))[:5]} are not in @classLabel "
+                 f"{list(class_labels)}."),
+        (regression and not all(_is_number(label) for label in labels),
+         lambda: f"@targetlabel true: a case's target is not a number "
+                 f"({next(label for label in labels if not _is_number(label))!r})."),
+    ))
     return class_labels, regression
 
 
-def read_ts(path: str | Path, scan: TsScan | None = None) -> TsFile:
-    """Parses one ``.ts`` file (module docstring), streamed line by line, after :func:`scan_ts`
-    checked its header, shape and labels.
+def _refuse(path: Path, checks) -> None:
+    """A :class:`DataError` naming ``path`` and the message (text or a function giving it) of the
+    first ``(failed, message)`` of ``checks`` that failed."""
+    message = next((m for failed, m in checks if failed), None)
+    if message is not None:
+        raise DataError(f"{path}: {message() if callable(message) else message}")
 
-    Raises:
-        MissingDataError: the file does not exist.
-        DataError: one line naming the file, the line number and what is wrong (no
-            ``@data``, no class labels, time stamps, a case that disagrees with the header's
-            ``@dimensions``/``@univariate``/``@equalLength``/``@seriesLength`` or with the other
-            cases, a label outside ``@classLabel``'s list, text that is no number).
-    """
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_ts(path: str | Path, scan: TsScan | None = None) -> TsFile:
+    """Parses one ``.ts`` file (module docstring) line by line, after :func:`scan_ts` checked it;
+    a malformed file is a one-line :class:`DataError` naming the file and line."""
     path = Path(path)
     scan = scan_ts(path) if scan is None else scan
     sequences = [_case(line, path, number)[0] for number, line, case in _lines(path) if case]
@@ -207,14 +198,11 @@ def _interpolate(x: np.ndarray) -> np.ndarray:
 
 def _fill_missing(parsed: TsFile, path: Path, missing: str) -> list[np.ndarray]:
     holes = [i for i, x in enumerate(parsed.sequences) if np.isnan(x).any()]
-    if not holes:
-        return parsed.sequences
-    if missing == "refuse":
-        raise DataError(f"{path}: case {holes[0]} (and {len(holes) - 1} more) has missing values ('?' or NaN); "
-                        "impute them explicitly with missing='interpolate' (--missing interpolate).")
     empty = [i for i in holes if np.isnan(parsed.sequences[i]).all(axis=0).any()]
-    if empty:
-        raise DataError(f"{path}: case {empty[0]} has a dimension with no value at all; nothing to interpolate.")
+    _refuse(path, ((holes and missing == "refuse",
+                    lambda: f"case {holes[0]} (and {len(holes) - 1} more) has missing values ('?' or NaN); impute "
+                            "them explicitly with missing='interpolate' (--missing interpolate)."),
+                   (empty, lambda: f"case {empty[0]} has a dimension with no value at all; nothing to interpolate.")))
     sequences = list(parsed.sequences)
     for i in holes:
         sequences[i] = _interpolate(sequences[i])
@@ -224,22 +212,20 @@ def _fill_missing(parsed: TsFile, path: Path, missing: str) -> list[np.ndarray]:
 def _label_names(train: TsScan, test: TsScan, train_path: Path, test_path: Path) -> tuple[str, ...]:
     """The class names (the TRAIN file's @classLabel list, else its sorted labels; ``()`` for real
     targets), checked against the TEST file's before a number is parsed."""
-    if train.dimensions != test.dimensions:
-        raise DataError(f"{test_path}: {test.dimensions} dimensions, but {train_path.name} has {train.dimensions}.")
-    if train.regression != test.regression:
-        raise DataError(f"{test_path}: {'real' if test.regression else 'class'} targets, but {train_path.name} holds "
-                        f"{'real' if train.regression else 'class'} targets.")
-    if train.regression:
-        return ()
-    names = train.class_labels or tuple(sorted(set(train.labels)))
-    if test.class_labels is not None and set(test.class_labels) != set(names):
-        raise DataError(f"{test_path}: @classLabel {list(test.class_labels)} differs from {train_path.name}'s "
-                        f"{list(names)}.")
+    kind = {True: "real", False: "class"}
+    names = () if train.regression else train.class_labels or tuple(sorted(set(train.labels)))
     unknown = sorted(set(test.labels) - set(names))
-    if unknown:
-        raise DataError(f"{test_path}: class label(s) {unknown[:5]} do not occur in {train_path.name}.")
-    if len(names) < 2:
-        raise DataError(f"{train_path}: a single class {list(names)}; a classifier needs at least 2.")
+    _refuse(test_path, (
+        (train.dimensions != test.dimensions,
+         f"{test.dimensions} dimensions, but {train_path.name} has {train.dimensions}."),
+        (train.regression != test.regression,
+         f"{kind[test.regression]} targets, but {train_path.name} holds {kind[train.regression]} targets."),
+        (not train.regression and test.class_labels is not None and set(test.class_labels) != set(names),
+         lambda: f"@classLabel {list(test.class_labels)} differs from {train_path.name}'s {list(names)}."),
+        (not train.regression and unknown, f"class label(s) {unknown[:5]} do not occur in {train_path.name}."),
+    ))
+    _refuse(train_path, ((not train.regression and len(names) < 2,
+                          f"a single class {list(names)}; a classifier needs at least 2."),))
     return names
 
 
@@ -266,17 +252,8 @@ def ts_files(stem: str | Path) -> tuple[Path, Path]:
 
 def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
             length: int | None = None) -> SequenceDataset:
-    """The UEA/UCR problem ``stem`` = ``DIR/NAME`` as a :class:`SequenceDataset` (clients ``train``, ``test``).
-
-    Args:
-        missing: one of :data:`MISSING_MODES`.
-        ragged, length: as :func:`tff_esn.data.sequences.load_npz`.
-
-    Raises:
-        MissingDataError: a file does not exist.
-        DataError: one line naming the file and the problem.
-        ValueError: an unknown ``missing`` or ``ragged`` mode.
-    """
+    """The UEA/UCR problem ``stem`` = ``DIR/NAME`` as a :class:`SequenceDataset` (clients ``train``, ``test``);
+    ``missing`` one of :data:`MISSING_MODES`, ``ragged`` and ``length`` as :func:`~tff_esn.data.sequences.load_npz`."""
     if missing not in MISSING_MODES:
         raise ValueError(f"missing: expected one of {MISSING_MODES}, got {missing!r}.")
     (train_path, test_path), scans, names = _scans(stem)
