@@ -8,6 +8,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 from closed_form_data import THESIS_SPLIT, default_split, random_dataset, random_thesis_dataset
 from tff_esn.baselines import baseline_scores, ridge_on_features, sequence_features
+from tff_esn.data.sequences import ClientSequences
 
 
 def test_summary_features_per_sequence_and_rows_per_step():
@@ -16,8 +17,8 @@ def test_summary_features_per_sequence_and_rows_per_step():
     assert summary.shape == (2, 10)
     np.testing.assert_allclose(summary[0], [2, 3, np.std([0, 2, 4]), np.std([1, 3, 5]), 0, 1, 4, 5, 4, 5])
     assert sequence_features(x, per_step=True).shape == (6, 2)
-    with pytest.raises(ValueError, match=r"\(n, T, F\)"):
-        sequence_features(x[0], per_step=False)
+    with pytest.raises(ValueError, match=r"\(n, T, F\)"):  # the dataset form refuses what is not sequences
+        ClientSequences(x[0], np.zeros(3, np.int64))
 
 
 @pytest.mark.parametrize("features", [1, 3])

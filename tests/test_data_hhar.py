@@ -71,9 +71,10 @@ def test_copy_with_fewer_gaps_and_nearest_time_join():
 def test_unknown_label_and_missing_column_are_clear_errors(tmp_path):
     t = np.arange(10) * 10_000_000
     v = np.zeros((10, 3))
-    with pytest.raises(ValueError, match="unknown activity label.*jump"):
-        hhar.device_runs(_frame("s3_1", t, v, "jump"), _frame("s3_1", t, v, "jump"))
     bad = tmp_path / "Phones_accelerometer.csv"
+    _frame("s3_1", t, v, "jump").to_csv(bad, index=False)
+    with pytest.raises(ValueError, match="unknown activity label.*jump"):
+        hhar.read_sensor_csv(bad)
     _frame("s3_1", t, v, "sit").drop(columns="gt").to_csv(bad, index=False)
     with pytest.raises(ValueError, match=r"Phones_accelerometer.csv: missing column\(s\) \['gt'\]"):
         hhar.read_sensor_csv(bad)

@@ -58,8 +58,8 @@ def test_cache_dir_defaults_to_the_environment(tmp_path, monkeypatch):
     ("mnist:/x", "thesis", {}, "source: expected"),
     ("synthetic-wesad", "thesis", {"subjects": ["S12"]}, "subjects: expected"),
     ("synthetic-wesad", "incfed-wesad", {"chunks": 3}, r"unknown option\(s\) \['chunks'\]"),
-    ("synthetic-wesad", "incfed-wesad", {"chunk": 0}, "chunk must be an integer"),
-    ("synthetic-wesad", "thesis", {"ma_mode": "median"}, "ma_mode must be one of"),
+    ("synthetic-wesad", "incfed-wesad", {"chunk": 0}, "chunk: expected an integer"),
+    ("synthetic-wesad", "thesis", {"ma_mode": "median"}, "ma_mode: expected one of"),
 ])
 def test_bad_sources_pipelines_and_options(tmp_path, source, pipeline, options, message):
     with pytest.raises(ValueError, match=message):

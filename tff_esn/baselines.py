@@ -31,21 +31,10 @@ _row_memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, tuple]]" = we
 
 
 def sequence_features(x: np.ndarray, per_step: bool, lengths: np.ndarray | None = None) -> np.ndarray:
-    """The logistic regression's inputs: one row per step, or summary statistics per sequence.
-
-    Args:
-        x: (n, T, F) sequences, right-padded with zeros past ``lengths``.
-        per_step: one row per time step (labels per step) instead of one per sequence.
-        lengths: (n,) valid steps of each sequence (``None``: all T).
-
-    Returns:
-        (n·T, F) rows when ``per_step``, else (n, 5F): mean, std, min, max and last value
-        of each feature over each sequence's own steps (in float64 over blocks of sequences of at most
-        :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` values, each row's sums in the same order).
-    """
+    """The logistic regression's inputs of (n, T, F) zero-padded sequences: (n·T, F) rows ``per_step``, else
+    (n, 5F) mean, std, min, max and last value of each feature over each sequence's ``lengths`` steps (float64,
+    over blocks of at most :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` values, sums in one order)."""
     x = np.asarray(x)
-    if x.ndim != 3:
-        raise ValueError(f"x: expected (n, T, F) sequences, got shape {x.shape}.")
     if per_step:
         return np.asarray(x, np.float64).reshape(-1, x.shape[2])
     steps = np.full(x.shape[0], x.shape[1], np.int64) if lengths is None else np.asarray(lengths)
@@ -97,12 +86,9 @@ def _training_rows(dataset: SequenceDataset, split: Split,
 
 def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
                     washout: int = 0) -> dict[str, dict[str, Any]]:
-    """Majority-class and logistic-regression metrics on ``split``'s validation and test clients;
-    for a real-valued task, :func:`real_baselines`. Memoised per dataset, split and seed.
-
-    Returns:
-        ``{"majority": {"class", "val", "test"}, "logistic_regression": {"inputs", "val", "test"}}``.
-    """
+    """``{"majority": {"class", "val", "test"}, "logistic_regression": {"inputs", "val", "test"}}``: the
+    majority class's and a logistic regression's metrics on ``split``'s validation and test clients (a
+    real-valued task: :func:`real_baselines`), memoised per dataset, split and seed."""
     if dataset.task.real:
         return real_baselines(dataset, split, washout=washout)
     key = (split.train, split.val, split.test, seed)
@@ -147,12 +133,8 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
 
 def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[float], *,
                       seed: int = 0) -> dict[str, list[dict[str, Any]] | None]:
-    """Ridge regression (IncFed eq. 3) on logistic regression's standardised inputs, for every λ of ``l2s``.
-
-    Returns:
-        ``{"val": [...], "test": [...]}``: per group one :func:`~tff_esn.metrics.classification_metrics`
-        per λ, or ``None`` for an empty group.
-    """
+    """``{"val": [...], "test": [...]}``: per group (``None`` when empty) the classification metrics of ridge
+    regression (IncFed eq. 3) on the logistic regression's standardised inputs, one per λ of ``l2s``."""
     x_train, y_train, mean, std = _training_rows(dataset, split, seed)
     stats = RidgeStats.from_states((x_train - mean) / std, one_hot(y_train, dataset.n_classes), bias=True)
     readouts = stats.solve_path(l2s)

@@ -20,10 +20,6 @@ class Phase:
     rounds: int = 1
     bytes_per_float: int = 8
 
-    def __post_init__(self) -> None:
-        if self.up < 0 or self.down < 0 or self.rounds < 0 or self.bytes_per_float not in (2, 4, 8):
-            raise ValueError(f"Phase {self.name!r}: counts must be ≥ 0 and bytes_per_float 2, 4 or 8, got {self}.")
-
 
 @dataclasses.dataclass(frozen=True)
 class CommunicationCost:

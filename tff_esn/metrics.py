@@ -13,14 +13,11 @@ from sklearn.metrics import roc_auc_score
 
 def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
     y = np.asarray(y_true)
-    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y_true: expected a 1-D integer array, got dtype {y.dtype} shape {y.shape}.")
-    if y.size == 0:
-        raise ValueError("y_true: no samples to evaluate.")
-    if n_classes < 2:
-        raise ValueError(f"n_classes: expected ≥ 2, got {n_classes}.")
-    if y.min() < 0 or y.max() >= n_classes:
-        raise ValueError(f"y_true: labels must lie in [0, {n_classes}), got [{y.min()}, {y.max()}].")
+    integers = y.ndim == 1 and y.size and np.issubdtype(y.dtype, np.integer)
+    if not integers or n_classes < 2 or y.min() < 0 or y.max() >= n_classes:
+        shown = f"[{y.min()}, {y.max()}]" if integers else f"dtype {y.dtype} shape {y.shape}"
+        raise ValueError(f"y_true: expected a non-empty 1-D array of integer labels in [0, {n_classes}) (n_classes ≥ "
+                         f"2), got {shown}.")
     return y
 
 
@@ -28,14 +25,10 @@ def _scores(scores: np.ndarray, n: int, n_classes: int) -> np.ndarray:
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim == 2 and s.shape[1] == 1:
         s = s[:, 0]
-    if s.shape[0] != n or (s.ndim == 2 and s.shape[1] != n_classes) or s.ndim not in (1, 2):
-        raise ValueError(
-            f"scores: expected ({n}, {n_classes}) class scores or ({n},) binary probabilities, got {s.shape}."
-        )
-    if s.ndim == 1 and n_classes != 2:
-        raise ValueError(f"scores: 1-D probabilities need n_classes = 2, got {n_classes}.")
-    if not np.all(np.isfinite(s)):
-        raise ValueError("scores: contain NaN or inf.")
+    shaped = s.shape == (n, n_classes) or s.shape == (n,) and n_classes == 2
+    if not shaped or not np.all(np.isfinite(s)):
+        raise ValueError(f"scores: expected ({n}, {n_classes}) finite class scores or ({n},) binary probabilities "
+                         f"(n_classes = 2), got {s.shape}{' containing NaN or inf' if shaped else ''}.")
     return s
 
 
@@ -49,10 +42,13 @@ def predictions(scores: np.ndarray, *, threshold: float = 0.5) -> np.ndarray:
 
 def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Fraction of correct predictions."""
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    if y_true.shape != y_pred.shape or y_true.size == 0:
-        raise ValueError(f"accuracy: y_true {y_true.shape} and y_pred {y_pred.shape} must be equal, non-empty shapes.")
-    return float(np.mean(y_true == y_pred))
+    return float(np.mean(np.asarray(y_true) == np.asarray(y_pred)))
+
+
+def _confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+    """(K, K) counts of (true class, predicted class) pairs."""
+    return np.bincount(np.asarray(y_true) * n_classes + np.asarray(y_pred),
+                       minlength=n_classes * n_classes).reshape(n_classes, n_classes)
 
 
 def f1_scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> tuple[float, float]:
@@ -63,8 +59,7 @@ def f1_scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> tuple[f
     ``sklearn.metrics.f1_score`` (tested) at a fraction of its cost — the federated runs
     evaluate every round.
     """
-    counts = np.bincount(np.asarray(y_true) * n_classes + np.asarray(y_pred),
-                         minlength=n_classes * n_classes).reshape(n_classes, n_classes)
+    counts = _confusion(y_true, y_pred, n_classes)
     tp = np.diag(counts).astype(np.float64)
     denominator = counts.sum(axis=0) + counts.sum(axis=1)
     per_class = np.divide(2 * tp, denominator, out=np.zeros(n_classes), where=denominator > 0)
@@ -77,8 +72,7 @@ def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) ->
     The majority-class predictor scores ``1 / (classes present)`` here whatever the class
     shares, which makes it the accuracy to compare on imbalanced data (thesis: 88.6/11.4 %).
     """
-    counts = np.bincount(np.asarray(y_true) * n_classes + np.asarray(y_pred),
-                         minlength=n_classes * n_classes).reshape(n_classes, n_classes)
+    counts = _confusion(y_true, y_pred, n_classes)
     support = counts.sum(axis=1)
     present = support > 0
     return float(np.mean(np.diag(counts)[present] / support[present]))
@@ -158,11 +152,9 @@ def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, floa
     p = np.asarray(y_pred, dtype=np.float64)
     if p.ndim == 2 and p.shape[1] == 1:
         p = p[:, 0]
-    if y.size == 0 or p.shape != y.shape:
-        raise ValueError(f"regression_metrics: expected ({y.size},) predictions for {y.size} non-empty targets, "
-                         f"got {p.shape}.")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(p))):
-        raise ValueError("regression_metrics: targets or predictions contain NaN or inf.")
+    if y.size == 0 or p.shape != y.shape or not (np.all(np.isfinite(y)) and np.all(np.isfinite(p))):
+        raise ValueError(f"regression_metrics: expected ({y.size},) finite predictions for {y.size} non-empty finite "
+                         f"targets, got {p.shape}{' containing NaN or inf' if p.shape == y.shape else ''}.")
     error = y - p
     rmse = float(np.sqrt(np.mean(error ** 2)))
     std = float(y.std())

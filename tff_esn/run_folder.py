@@ -35,14 +35,10 @@ class RunFolderError(ValueError):
 
 @contextlib.contextmanager
 def run_lock(out: str | os.PathLike) -> Iterator[None]:
-    """Holds the run folder ``out`` (created if missing) for the block: an exclusive, non-blocking
-    ``flock`` on ``out/.lock`` that the OS releases when the process dies. Re-entrant within a
-    process. A folder that cannot be created is left to :func:`check_run_folder`'s refusal; a
-    folder created here and left empty (a refused run) is removed.
-
-    Raises:
-        RunFolderError: another process holds ``out`` (the message names its pid).
-    """
+    """Holds the run folder ``out`` (created if missing) for the block: an exclusive, non-blocking ``flock``
+    on ``out/.lock`` (its holder's pid inside; the OS releases it when the process dies), re-entrant within
+    a process; a folder that cannot be created is left to :func:`check_run_folder`, one created here and
+    left empty (a refused run) is removed."""
     out = Path(out).expanduser()
     created = not out.exists()
     try:
@@ -101,18 +97,8 @@ def legacy_message(out: str | os.PathLike, done: int) -> str:
 
 def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,
                      rounds: int | None = None, resumable: bool = False) -> Path:
-    """The folder ``out`` (``~`` expanded) after the checks of the module docstring.
-
-    Args:
-        out: the run folder.
-        force: overwrite a finished or unfinished run in ``out``.
-        resume: continue the run in ``out`` (round-based algorithms: ``resumable``).
-        rounds: the rounds a resumed run is asked to reach.
-        resumable: the algorithm checkpoints rounds (its messages then offer ``--resume``).
-
-    Raises:
-        RunFolderError: see the module docstring.
-    """
+    """The folder ``out`` (``~`` expanded) after the checks of the module docstring: ``force`` overwrites a
+    run, ``resume`` continues one (to ``rounds``); ``resumable`` algorithms' messages offer ``--resume``."""
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir():
         raise RunFolderError(f"--out {out}: is a file, not a folder; give a folder (metrics.json is written into it).")

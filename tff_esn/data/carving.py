@@ -143,8 +143,6 @@ def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOL
     """The run's validation data (module docstring): the validation clients, else ``folds`` folds
     over the training clients (≥ 2 per fold), else a per-client local hold-out of hashed folds.
     Only ``split.train`` is read."""
-    if not isinstance(folds, int) or folds < 2:
-        raise ValueError(f"folds: expected an integer ≥ 2, got {folds!r}.")
     train = tuple(split.train)
     if split.val:
         return Carving("validation clients", dataset, split, (), {c: c for c in train}, seed)

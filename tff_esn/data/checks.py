@@ -32,20 +32,8 @@ def _names(dataset: SequenceDataset, classes) -> str:
 
 
 def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test_required: bool = True) -> None:
-    """Refuses a ``split`` of ``dataset`` that would give a misleading result; warns on one client.
-
-    Args:
-        dataset: the clients and their labels.
-        split: the groups the run uses.
-        federated: the algorithm federates its training clients (a single one is a warning).
-        test_required: a split without test clients is an error (``False``: the caller runs
-            without a test group on purpose; ``tff-esn run --no-test``).
-
-    Raises:
-        DataError: unknown client ids, no test clients, and for classes: classes in
-            validation/test that no training client has, or a class with fewer than
-            :data:`MIN_TRAINING_LABELS` training labels.
-    """
+    """Refuses a ``split`` of ``dataset`` that would mislead (module docstring; no test clients only when
+    ``test_required``); warns on one training client when the algorithm is ``federated``."""
     source = dataset.source
     unknown = [cid for ids in split.groups.values() for cid in ids if cid not in dataset.clients]
     if unknown:

@@ -16,22 +16,9 @@ def label_runs(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def chunk_runs(x: np.ndarray, labels: np.ndarray, length: int, *, keep: np.ndarray | None = None,
                stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks of ``length`` steps lying inside one run of a label, each with that label.
-
-    Args:
-        x: (N, F) signals.
-        labels: (N,) integer labels.
-        length: steps per chunk.
-        keep: optional (N,) mask; runs are cut where it is False (e.g. labels to ignore).
-        stride: step between chunk starts (default ``length``: non-overlapping); a run's tail
-            shorter than ``length`` is dropped.
-
-    Returns:
-        (n, length, F) chunks and their (n,) labels, in time order. Chunks holding a
-        non-finite value are dropped.
-    """
-    if length < 1:
-        raise ValueError(f"chunk length must be ≥ 1, got {length}.")
+    """(n, length, F) chunks of the (N, F) signals ``x`` lying inside one run of a label, and their (n,)
+    labels, in time order: runs cut where ``keep`` is False, starts ``stride`` apart (default ``length``),
+    short tails and chunks holding a non-finite value dropped."""
     stride = length if stride is None else stride
     labels = np.asarray(labels)
     run_labels = labels if keep is None else np.where(keep, labels, np.iinfo(np.int64).min)

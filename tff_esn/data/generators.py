@@ -16,6 +16,7 @@ import numpy as np
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.tasks import Task
+from tff_esn.validation import is_count
 
 CLIENT_SPLITS = ("segments", "realisations")
 GENERATED = ("narma10", "narmaN", "mackey-glass", "lorenz", "sine")
@@ -134,12 +135,10 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
     if task.kind != "forecast":
         raise DataError(f"{name}: a generated series has no {'classes' if task.kind == 'classify' else 'targets'} "
                         "of its own; use --task forecast (with --horizon H).")
-    if split_by not in CLIENT_SPLITS:
-        raise ValueError(f"split_by: expected one of {CLIENT_SPLITS}, got {split_by!r}.")
     held_steps = steps if held_steps is None else held_steps
-    for label, value in (("clients", clients), ("steps", steps), ("held_steps", held_steps)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{label}: expected an integer ≥ 1, got {value!r}.")
+    if split_by not in CLIENT_SPLITS or not all(is_count(v, 1) for v in (clients, steps, held_steps)):
+        raise ValueError(f"series_dataset: expected split_by one of {CLIENT_SPLITS} and clients, steps, held_steps "
+                         f"integers ≥ 1, got {split_by!r}, {clients!r}, {steps!r}, {held_steps!r}.")
     make = generator(name)
     horizon, total = task.horizon, clients + 2
     lengths = [steps + horizon] * clients + [held_steps + horizon] * 2
@@ -151,9 +150,7 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
         parts = [(make(length, np.random.default_rng(np.random.SeedSequence([seed, 1, k]))), slice(0, length))
                  for k, length in enumerate(lengths)]
     series = parts[0][0]
-    target = task.target or series.target
-    if target not in series.names:
-        raise DataError(f"{name}: --target {target}: no such channel; its channels are {', '.join(series.names)}.")
+    target = _channel(name, task.target or series.target, series.names)
     width = len(str(total - 1))
     ids = [f"c{k:0{width}d}" for k in range(total)]
     data = {}
@@ -166,24 +163,25 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
                            task=dataclasses.replace(task, target=target))
 
 
+def _channel(source: str, target: str, names: tuple[str, ...]) -> str:
+    """``target`` after checking that it names one of the channels ``names``."""
+    if target not in names:
+        raise DataError(f"{source}: --target {target}: no such channel; its channels are {', '.join(names)}.")
+    return target
+
+
 def forecast_dataset(dataset: SequenceDataset, task: Task) -> SequenceDataset:
     """``dataset``'s own sequences as a forecasting dataset: each sequence's inputs without their
     last H = ``task.horizon`` steps, its per-step targets the channel ``task.target`` (default the
     first feature) H steps later; clients and groups unchanged. Sequences of unequal length, or
     no longer than H, are a :class:`DataError`."""
-    if task.kind != "forecast":
-        raise ValueError(f"forecast_dataset: expected a forecast task, got {task.kind!r}.")
-    target = task.target or dataset.feature_names[0]
-    if target not in dataset.feature_names:
-        raise DataError(f"{dataset.source}: --target {target}: no such channel; its channels are "
-                        f"{', '.join(dataset.feature_names)}.")
-    if dataset.ragged:
-        raise DataError(f"{dataset.source}: --task forecast: sequences of unequal length; cut them to one length "
-                        "(--ragged crop).")
+    target = _channel(dataset.source, task.target or dataset.feature_names[0], dataset.feature_names)
     horizon, channel = task.horizon, dataset.feature_names.index(target)
-    if dataset.shortest <= horizon:
-        raise DataError(f"{dataset.source}: --horizon {horizon}: the sequences have {dataset.shortest} steps; a "
-                        "forecast needs more steps than the horizon.")
+    if dataset.ragged or dataset.shortest <= horizon:
+        raise DataError(f"{dataset.source}: --task forecast --horizon {horizon}: needs sequences of one length, "
+                        f"longer than the horizon, got {dataset.shortest}" + ("–… steps; cut them to one length "
+                                                                              "(--ragged crop)." if dataset.ragged
+                                                                              else " steps."))
     clients = {cid: ClientSequences(c.x[:, :-horizon], c.x[:, horizon:, channel].astype(np.float64))
                for cid, c in dataset.clients.items()}
     return SequenceDataset(clients, 1, dataset.feature_names, (f"{target}(t+{horizon})",), dataset.source,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tff_esn.data.cache import files_key
 from tff_esn.data.hhar import FILES, PHONE_MODELS, USERS, WATCH_MODELS, device_runs, read_hhar
+from tff_esn.data.source_names import option_subset
 
 SYNTHETIC_HHAR_MINUTES = 0.5
 """Default minutes per activity of a synthetic HHAR user (real: ≈ 5)."""
@@ -16,11 +17,7 @@ SYNTHETIC_HHAR_MINUTES = 0.5
 def hhar_loader(kind: str, arg: str, options: dict):
     """``(build(pipeline, source) → dataset, cache key)`` of an HHAR source; pops its options
     (``users``; synthetic: ``minutes``, ``seed``). Used by :func:`tff_esn.data.sources.load_source`."""
-    users = options.pop("users", None)
-    users = USERS if users is None else ((users,) if isinstance(users, str) else tuple(users))
-    unknown = [u for u in users if u not in USERS]
-    if unknown or not users:
-        raise ValueError(f"users: expected a non-empty subset of {USERS}, got {list(users)}.")
+    users = option_subset(options, "users", USERS)
     if kind == "synthetic-hhar":
         from tff_esn.data.synthetic_hhar import DEVICES, GENERATOR_VERSION, generate_frames
 

@@ -12,9 +12,6 @@ def standardize_to(x: np.ndarray, reference: np.ndarray, *, what: str) -> np.nda
 
     Thesis §5.2 fits the scaler on each subject's own baseline; the paper pipelines fit it on
     each client's whole recording (FedIP §3: "each of the chunks was then normalized").
-
-    Raises:
-        ValueError: empty reference, or a column that is constant on it (named by ``what``).
     """
     if reference.shape[0] == 0:
         raise ValueError(f"{what}: no samples to standardize against.")
@@ -32,8 +29,6 @@ def causal_moving_average(x: np.ndarray, window: int) -> np.ndarray:
 
     Causal: row ``t`` depends on rows ``≤ t`` only (the thesis' online normalisation).
     """
-    if window < 1:
-        raise ValueError(f"causal_moving_average: window must be ≥ 1 step, got {window}.")
     pre = np.concatenate([np.zeros((1,) + x.shape[1:]), np.cumsum(x, axis=0, dtype=np.float64)])
     t = np.arange(1, x.shape[0] + 1)
     start = np.maximum(t - window, 0)
@@ -48,8 +43,6 @@ def moving_average_normalise(x: np.ndarray, window: int, mode: str = "divide", e
     where the baseline-standardized signal crosses zero); ``|MA|`` is floored at ``eps`` (sign
     kept) so the result stays finite. ``subtract``: ``x(t) − MA(t)``.
     """
-    if mode not in MA_MODES:
-        raise ValueError(f"ma_mode: expected one of {MA_MODES}, got {mode!r}.")
     ma = causal_moving_average(x, window)
     if mode == "subtract":
         return x - ma

@@ -33,17 +33,15 @@ class Partitioner:
     def __post_init__(self) -> None:
         if self.kind not in PARTITIONERS:
             raise ValueError(f"partition: expected one of {', '.join(PARTITIONERS)}, got {self.kind!r}.")
-        if (self.kind in _PARAMETER) != (self.value is not None):
-            raise ValueError(f"partition {self.kind!r}: " + (f"expects a {_PARAMETER[self.kind]}, e.g. "
-                                                             f"'{self.kind}:1'" if self.kind in _PARAMETER
-                                                             else "takes no parameter"))
-        if self.value is not None:
-            value = self.value
-            ok = math.isfinite(value) and (value >= 0 if self.kind == "powerlaw" else value > 0)
-            if self.kind == "pathological":
-                ok = ok and float(value).is_integer()
-            if not ok:
-                raise ValueError(f"partition {self.kind!r}: expected a {_PARAMETER[self.kind]}, got {value!r}.")
+        value = self.value
+        ok = (self.kind in _PARAMETER) == (value is not None) and (value is None or math.isfinite(value) and (
+            value >= 0 if self.kind == "powerlaw" else value > 0) and (
+            self.kind != "pathological" or float(value).is_integer()))
+        if not ok:
+            raise ValueError(f"partition {self.kind!r}: " + (
+                "takes no parameter" if self.kind not in _PARAMETER else
+                f"expects a {_PARAMETER[self.kind]}, e.g. '{self.kind}:1'" if value is None else
+                f"expected a {_PARAMETER[self.kind]}, got {value!r}."))
 
     @classmethod
     def parse(cls, text: str) -> "Partitioner":
@@ -121,22 +119,13 @@ def _pathological(labels: np.ndarray, clients: int, k: int, rng: np.random.Gener
 
 
 def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int, *, stream: int = 0) -> np.ndarray:
-    """The client index in [0, clients) of each of the n sequences with class ``labels`` (n,)
-    (``stream``: an independent draw for the same seed, e.g. per split group).
-
-    Raises:
-        DataError: fewer sequences than clients, or a pathological k the classes cannot meet.
-        ValueError: ``natural`` (it keeps the data's clients: nothing to assign) or clients < 1.
-    """
+    """The client index in [0, ``clients``) of each of the n sequences with class ``labels`` (n,) under a
+    dealing ``partitioner`` (``stream``: an independent draw for the same seed, e.g. per split group)."""
     labels = np.asarray(labels)
-    if partitioner.kind == "natural":
-        raise ValueError("partition 'natural' keeps the data's own clients; there is nothing to assign.")
-    if not isinstance(clients, (int, np.integer)) or clients < 1:
-        raise ValueError(f"clients: expected an integer ≥ 1, got {clients!r}.")
     n = labels.size
-    if n < clients:
-        raise DataError(f"partition {partitioner}: {clients} clients need at least {clients} sequences "
-                        f"(every client keeps one), got {n}.")
+    if not isinstance(clients, (int, np.integer)) or not 1 <= clients <= n:
+        raise DataError(f"partition {partitioner}: {clients!r} clients need at least {clients} sequences "
+                        f"(every client keeps one; clients an integer ≥ 1), got {n}.")
     rng = _rng(seed, partitioner, stream)
     kind, value = partitioner.kind, partitioner.value
     if kind == "iid":
@@ -189,42 +178,28 @@ def deal(pooled: ClientSequences, owner: np.ndarray, ids: tuple[str, ...]) -> di
 def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Partitioner | str,
                       clients: int | None = None, *, seed: int = 0,
                       groups: tuple[str, ...] = ("train",)) -> tuple[SequenceDataset, Split, dict[str, Any]]:
-    """``split``'s training sequences dealt to ``clients`` new training clients by ``partitioner``.
-
-    Args:
-        partitioner: a :class:`Partitioner` or its text (``dirichlet:0.1``).
-        clients: clients per dealt group (``None`` only for ``natural``).
-        groups: the groups dealt anew (:data:`PARTITION_GROUPS`; ``train`` always); a named validation
-            or test group is dealt the same way (``v00``…, ``t00``…) on its own seed stream.
-
-    Returns:
-        ``(dataset, split, record)``: the new clients beside the split's other clients, the split
-        ``SPLIT+PARTITIONER``, and the record with each dealt client's size and label histogram.
-
-    Raises:
-        DataError / ValueError: as :func:`assign`; ``clients`` with ``natural`` or missing otherwise;
-            unknown or empty groups.
-    """
+    """``(dataset, split, record)``: ``split``'s training sequences (and those of the named ``groups``:
+    ``v00``…, ``t00``… on their own seed streams) dealt to ``clients`` new clients per group by
+    ``partitioner`` (or its text), beside the split's other clients; the split ``SPLIT+PARTITIONER``;
+    the record of each dealt client's size and label histogram."""
     if isinstance(partitioner, str):
         partitioner = Partitioner.parse(partitioner)
     groups = tuple(dict.fromkeys(("train", *groups)))
-    unknown = sorted(set(groups) - set(PARTITION_GROUPS))
-    if unknown:
-        raise ValueError(f"groups: expected some of {PARTITION_GROUPS}, got {unknown}.")
-    if partitioner.kind == "natural":
-        if clients is not None or groups != ("train",):
-            raise ValueError(f"{'clients' if clients is not None else 'groups'}: partition 'natural' keeps the "
-                             "data's own clients; give a partitioner (e.g. iid or dirichlet:0.3) to deal them anew.")
+    bad = [g for g in groups if g not in PARTITION_GROUPS or not split.groups[g]]
+    if bad:
+        raise ValueError(f"groups: expected some of {PARTITION_GROUPS} that split {split.name!r} has clients in, "
+                         f"got {bad}.")
+    natural = partitioner.kind == "natural"
+    if natural != (clients is None) or natural and groups != ("train",):
+        raise ValueError(f"{'groups' if clients is None else 'clients'}: partition 'natural' keeps the data's own "
+                         "clients; give a partitioner (e.g. iid or dirichlet:0.3) to deal them anew." if natural else
+                         f"clients: partition {partitioner} needs the number of clients.")
+    if natural:
         new_dataset, new_split, dealt = dataset, split, split.train
     else:
-        if clients is None:
-            raise ValueError(f"clients: partition {partitioner} needs the number of clients.")
         if dataset.task.real and partitioner.kind in LABEL_SKEWS:
             raise DataError(f"{dataset.source}: partition {partitioner}: skews the classes, and this "
                             f"{dataset.task.kind} dataset has real targets; use iid, quantity or powerlaw.")
-        empty = [g for g in groups if not getattr(split, g)]
-        if empty:
-            raise ValueError(f"groups: the split {split.name!r} has no {empty[0]} clients to deal.")
         new_ids, parts = {}, {}
         width = len(str(clients - 1))
         for stream, group in enumerate((*PARTITION_GROUPS, "extra")):

@@ -18,18 +18,25 @@ from tff_esn.data.chunking import chunk_runs, split_sequences
 from tff_esn.data.hrv import HRV_INDICES
 from tff_esn.data.normalise import MA_MODES, standardize_to
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
+from tff_esn.validation import check_field, is_finite
 
 Subjects = Iterable[tuple[str, dict]]
 """``(subject id, validated WESAD subject dict)`` pairs, produced one at a time."""
 
 
-def _check_positive(owner: str, name: str, value: Any, kind: type = int) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    if kind is int:
-        ok = ok and float(value).is_integer()
-    if not ok:
-        expected = "an integer ≥ 1" if kind is int else "a number > 0"
-        raise ValueError(f"{owner}: {name} must be {expected}, got {value!r}.")
+def _check_options(pipeline: "Pipeline", counts: tuple[str, ...] = (), positive: tuple[str, ...] = (),
+                   choices: dict[str, tuple] | None = None) -> None:
+    """Checks a pipeline's options: ``counts`` whole numbers ≥ 1, ``positive`` numbers > 0, each of
+    ``choices`` one of its values."""
+    for name in counts:
+        value = getattr(pipeline, name)
+        check_field(pipeline, name, is_finite(value) and value >= 1 and float(value).is_integer(), "an integer ≥ 1",
+                    flag="")
+    for name in positive:
+        check_field(pipeline, name, is_finite(getattr(pipeline, name)) and getattr(pipeline, name) > 0,
+                    "a number > 0", flag="")
+    for name, allowed in (choices or {}).items():
+        check_field(pipeline, name, getattr(pipeline, name) in allowed, f"one of {allowed}", flag="")
 
 
 def _dataset(clients: dict[str, ClientSequences], pipeline: "Pipeline", n_classes: int, features, labels,
@@ -85,15 +92,9 @@ class ThesisPipeline(Pipeline):
     sequence_length: int = 60
 
     def __post_init__(self) -> None:
-        _check_positive(self.name, "hrv_window_s", self.hrv_window_s, float)
-        _check_positive(self.name, "rate_hz", self.rate_hz, float)
-        if self.ma_window_s is not None:
-            _check_positive(self.name, "ma_window_s", self.ma_window_s, float)
-        _check_positive(self.name, "sequence_length", self.sequence_length)
-        if self.hrv_index not in HRV_INDICES:
-            raise ValueError(f"{self.name}: hrv_index must be one of {HRV_INDICES}, got {self.hrv_index!r}.")
-        if self.ma_mode not in MA_MODES:
-            raise ValueError(f"{self.name}: ma_mode must be one of {MA_MODES}, got {self.ma_mode!r}.")
+        _check_options(self, ("sequence_length",),
+                       ("hrv_window_s", "rate_hz") + (() if self.ma_window_s is None else ("ma_window_s",)),
+                       {"hrv_index": HRV_INDICES, "ma_mode": MA_MODES})
 
     def build(self, subjects: Subjects, source: str) -> SequenceDataset:
         clients = {}
@@ -124,7 +125,7 @@ class WesadChestPipeline(Pipeline):
     standardize: bool = True
 
     def __post_init__(self) -> None:
-        _check_positive(self.name, "chunk", self.chunk)
+        _check_options(self, ("chunk",))
 
     def build(self, subjects: Subjects, source: str) -> SequenceDataset:
         clients = {}
@@ -267,10 +268,7 @@ class IncFedHhar(Pipeline):
     standardize: bool = True
 
     def __post_init__(self) -> None:
-        _check_positive(self.name, "window", self.window)
-        _check_positive(self.name, "chunk", self.chunk)
-        if self.devices not in HHAR_DEVICE_SETS:
-            raise ValueError(f"{self.name}: devices must be one of {sorted(HHAR_DEVICE_SETS)}, got {self.devices!r}.")
+        _check_options(self, ("window", "chunk"), choices={"devices": tuple(HHAR_DEVICE_SETS)})
 
     def models(self) -> tuple[str, ...]:
         return HHAR_DEVICE_SETS[self.devices]
@@ -302,8 +300,7 @@ class Nexus4Hhar(Pipeline):
     squared: bool = False
 
     def __post_init__(self) -> None:
-        _check_positive(self.name, "rate_hz", self.rate_hz, float)
-        _check_positive(self.name, "chunk", self.chunk)
+        _check_options(self, ("chunk",), ("rate_hz",))
 
     def models(self) -> tuple[str, ...]:
         return ("nexus4",)

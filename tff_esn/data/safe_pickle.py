@@ -58,12 +58,8 @@ class _DataUnpickler(pickle.Unpickler):
 
 
 def read_data_pickle(fh: BinaryIO, source: str):
-    """Unpickles one object from the binary stream ``fh`` through the allow-list (``source`` names it in errors).
-
-    Raises:
-        UnsafePickleError: the stream refers to a callable outside :data:`ALLOWED_GLOBALS`.
-        DataError: the stream is truncated or not a pickle.
-    """
+    """One object unpickled from the binary stream ``fh`` through the allow-list; a global outside it is an
+    :class:`UnsafePickleError`, a truncated stream a :class:`DataError` (``source`` names it)."""
     try:
         return _DataUnpickler(fh, source=source).load()
     except UnsafePickleError:
@@ -75,12 +71,7 @@ def read_data_pickle(fh: BinaryIO, source: str):
 
 
 def load_data_pickle(path: str | Path):
-    """Unpickles ``path`` (``encoding="latin1"``, as the Python-2 WESAD files need) through the allow-list.
-
-    Raises:
-        UnsafePickleError: the file refers to a callable outside :data:`ALLOWED_GLOBALS`.
-        DataError: the file cannot be read, is truncated or is not a pickle (message names the file).
-    """
+    """:func:`read_data_pickle` of the file ``path`` (``encoding="latin1"``, as the Python-2 WESAD files need)."""
     try:
         fh = Path(path).open("rb")
     except OSError as err:

@@ -127,13 +127,10 @@ class Split:
 
     def __post_init__(self) -> None:
         seen: dict[str, str] = {}
-        for group, ids in self.groups.items():
-            for cid in ids:
-                if cid in seen:
-                    raise ValueError(f"Split {self.name!r}: client {cid!r} is in both {seen[cid]!r} and {group!r}.")
-                seen[cid] = group
-        if not self.train:
-            raise ValueError(f"Split {self.name!r}: no training clients.")
+        twice = [f"client {cid!r} is in both {seen[cid]!r} and {group!r}" for group, ids in self.groups.items()
+                 for cid in ids if seen.setdefault(cid, group) != group]
+        if twice or not self.train:
+            raise ValueError(f"Split {self.name!r}: {twice[0] if twice else 'no training clients'}.")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

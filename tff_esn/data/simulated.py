@@ -12,22 +12,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
+from tff_esn.validation import check_field, is_count, is_finite
 
 
 @dataclasses.dataclass(frozen=True)
 class SimulatedClients:
-    """``n_clients`` clients of ``sequences`` sequences, ``steps`` × ``features`` each.
-
-    Attributes:
-        n_clients: number of clients (≥ 1).
-        sequences: sequences per client (≥ 1).
-        steps: time steps per sequence (≥ 1).
-        features: input features (≥ 1).
-        n_classes: classes (≥ 2); labels are uniform.
-        class_shift: mean shift of the inputs per class step (the learnable signal).
-        client_shift: std of each client's own input offset (non-IID clients).
-        seed: seed of everything.
-    """
+    """``n_clients`` clients of ``sequences`` sequences, ``steps`` × ``features`` each, uniform labels of
+    ``n_classes`` classes: inputs shifted by ``class_shift`` per class (the learnable signal) and by a
+    client offset of std ``client_shift`` (non-IID clients); everything seeded by ``seed``."""
 
     n_clients: int
     sequences: int = 4
@@ -39,24 +31,18 @@ class SimulatedClients:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("n_clients", "sequences", "steps", "features"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"SimulatedClients.{name}: expected an integer ≥ 1, got {value!r}.")
-        if not isinstance(self.n_classes, int) or self.n_classes < 2:
-            raise ValueError(f"SimulatedClients.n_classes: expected an integer ≥ 2, got {self.n_classes!r}.")
+        for name in ("n_clients", "sequences", "steps", "features", "n_classes"):
+            low = 2 if name == "n_classes" else 1
+            check_field(self, name, is_count(getattr(self, name), low), f"an integer ≥ {low}", flag="")
         for name in ("class_shift", "client_shift"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0:
-                raise ValueError(f"SimulatedClients.{name}: expected a finite number ≥ 0, got {value!r}.")
+            check_field(self, name, is_finite(getattr(self, name)) and getattr(self, name) >= 0,
+                        "a finite number ≥ 0", flag="")
 
     def client_id(self, index: int) -> str:
         return f"sim{index:0{len(str(self.n_clients - 1))}d}"
 
     def client(self, index: int) -> ClientSequences:
         """Client ``index`` (0-based), generated from ``(seed, index)``."""
-        if not 0 <= index < self.n_clients:
-            raise IndexError(f"client index {index} outside [0, {self.n_clients}).")
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, index]))
         y = rng.integers(0, self.n_classes, size=self.sequences)
         offset = rng.normal(scale=self.client_shift, size=self.features)
@@ -72,7 +58,7 @@ class SimulatedClients:
 
     def subrounds(self, size: int, *, start: int = 0) -> Iterator[SequenceDataset]:
         """Consecutive groups of ``size`` clients, from subround ``start`` on (generated lazily)."""
-        if not isinstance(size, int) or size < 1:
+        if not is_count(size, 1):
             raise ValueError(f"size: expected an integer ≥ 1, got {size!r}.")
         for first in range(start * size, self.n_clients, size):
             yield self.dataset(first, first + size)

@@ -20,6 +20,17 @@ def is_series(kind: str) -> bool:
     return kind in SERIES or bool(re.fullmatch(r"narma([2-9]|[1-9]\d+)", kind))
 
 
+def option_subset(options: dict, name: str, available: tuple[str, ...]) -> tuple[str, ...]:
+    """The option ``name`` popped from ``options``: a non-empty subset of ``available`` (default all)."""
+    value = options.pop(name, None)
+    if value is None:
+        return available
+    chosen = (value,) if isinstance(value, str) else tuple(value)
+    if not chosen or not set(chosen) <= set(available):
+        raise ValueError(f"{name}: expected a non-empty subset of {available}, got {list(chosen)}.")
+    return chosen
+
+
 def parse_source(source: str) -> tuple[str, str]:
     """``(kind, argument)`` of a source (a path's ``~`` expanded); a ``ValueError`` names the
     expected forms, and suggests ``npz:PATH`` for a bare path."""

@@ -21,6 +21,10 @@ from tff_esn.tasks import Task
 from tff_esn.data.wesad_source import wesad_loader
 
 
+_OWN_OPTIONS = {"npz": ("ragged", "length"), "ts": ("missing", "ragged", "length")}
+"""The options of each own-data source."""
+
+
 def source_layout(source: str, **options: Any) -> DataLayout | None:
     """The :class:`~tff_esn.data.layout.DataLayout` of an own-data source (``npz:``, ``ts:``) read
     without loading its values (``options`` as :func:`load_source`'s; a crop applied); ``None``
@@ -40,13 +44,8 @@ def source_layout(source: str, **options: Any) -> DataLayout | None:
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
                 **options: Any) -> SequenceDataset:
-    """The ``source`` preprocessed by ``pipeline`` (module docstring lists both and the options).
-
-    Raises:
-        ValueError: unknown source/pipeline/option, a pipeline for the other data set, or a
-            data error (message names the file and key).
-        FileNotFoundError: the directory or file does not exist.
-    """
+    """The ``source`` preprocessed by ``pipeline`` (module docstring lists both and the options);
+    a bad name or option is a ``ValueError``, missing files a ``FileNotFoundError``."""
     kind, arg = parse_source(source)
     options = dict(options)
     task = options.pop("task", None)
@@ -54,21 +53,16 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         from tff_esn.data.generators import series_dataset
 
         return series_dataset(kind, task or Task("forecast", 1), **options)
-    if kind == "npz":
-        length = options.pop("length", None)
-        ragged = options.pop("ragged", "pad")
-        if options:
-            raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (npz takes 'ragged' and "
-                             "'length').")
-        return _as_task(load_npz(arg, length=length, ragged=ragged), task)
-    if kind == "ts":
+    if kind in _OWN_OPTIONS:
+        unknown = sorted(set(options) - set(_OWN_OPTIONS[kind]))
+        if unknown:
+            raise ValueError(f"source {source!r}: unknown option(s) {unknown} ({kind} takes "
+                             f"{', '.join(map(repr, _OWN_OPTIONS[kind]))}).")
+        if kind == "npz":
+            return _as_task(load_npz(arg, **options), task)
         from tff_esn.data.ts import load_ts
 
-        settings = {k: options.pop(k) for k in ("missing", "ragged", "length") if k in options}
-        if options:
-            raise ValueError(f"source {source!r}: unknown option(s) {sorted(options)} (ts takes 'missing', 'ragged' "
-                             "and 'length').")
-        return _as_task(load_ts(arg, **settings), task)
+        return _as_task(load_ts(arg, **options), task)
     data = kind.removeprefix("synthetic-")
     if data == "wesad":
         loader, key = wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))

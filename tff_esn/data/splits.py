@@ -16,6 +16,7 @@ import numpy as np
 from tff_esn import run_warnings
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.validation import is_finite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,11 +47,6 @@ def natural_order(ids) -> list[str]:
     return sorted(ids, key=lambda s: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)])
 
 
-def _check_fraction(train_fraction: float) -> None:
-    if not (isinstance(train_fraction, (int, float)) and 0 < train_fraction <= 1):
-        raise ValueError(f"train_fraction: expected a number in (0, 1], got {train_fraction!r}.")
-
-
 def _subsample(train: list[str], train_fraction: float, seed: int) -> tuple[str, ...]:
     if train_fraction == 1:
         return tuple(train)
@@ -77,8 +73,6 @@ def _npz_split(dataset: SequenceDataset, train_fraction: float, seed: int) -> Sp
         if missing:
             raise DataError(f"{dataset.source}: split 'npz': clients {missing} have no split group.")
         groups = {g: [c for c in ids if dataset.groups[c] == g] for g in ("train", "val", "test")}
-        if not groups["train"]:
-            raise DataError(f"{dataset.source}: split 'npz': the data's split column names no 'train' client.")
         return Split("npz", _subsample(groups["train"], train_fraction, seed), tuple(groups["val"]),
                      tuple(groups["test"]), rule="the data's split column" + _fraction_rule(train_fraction, seed))
     named = [c for c in ids if re.match(r"(train|validation|valid|val|test)(?![a-z])", c, re.I)]
@@ -116,20 +110,11 @@ def _fixed_split(name: str, ids: list[str], spec: SplitSpec, train_fraction: flo
 
 
 def get_split(name: str, dataset: SequenceDataset, *, train_fraction: float = 1.0, seed: int = 0) -> Split:
-    """The split ``name`` of ``dataset``'s clients.
-
-    Args:
-        name: one of :data:`SPLIT_NAMES`.
-        train_fraction: fraction of the training clients kept, in (0, 1].
-        seed: chooses which training clients a fraction < 1 keeps (and the ``npz`` rule's order).
-
-    Raises:
-        DataError: too few clients for the split's fixed groups, or clients without a group.
-        ValueError: unknown name or bad fraction.
-    """
-    _check_fraction(train_fraction)
+    """The split ``name`` (:data:`SPLIT_NAMES`) of ``dataset``'s clients, keeping a fraction in (0, 1] of
+    its training clients chosen with ``seed`` (which also orders the ``npz`` rule)."""
+    if name not in SPLIT_NAMES or not (is_finite(train_fraction) and 0 < train_fraction <= 1):
+        raise ValueError(f"split: expected one of {SPLIT_NAMES} and train_fraction a number in (0, 1], got "
+                         f"{name!r}, {train_fraction!r}.")
     if name == "npz":
         return _npz_split(dataset, train_fraction, seed)
-    if name not in SPLITS:
-        raise ValueError(f"split: expected one of {SPLIT_NAMES}, got {name!r}.")
     return _fixed_split(name, natural_order(dataset.client_ids), SPLITS[name], train_fraction, seed)

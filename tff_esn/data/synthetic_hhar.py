@@ -206,11 +206,8 @@ def generate_frames(*, users: Iterable[str] = USERS, minutes: float = 5.0, seed:
                     models: Iterable[str] | None = None) -> dict[tuple[str, str], pd.DataFrame]:
     """The four HHAR tables (only ``models``' rows when given) as DataFrames in the CSV layout."""
     users = list(users)
-    unknown = [u for u in users if u not in USERS]
-    if unknown:
-        raise ValueError(f"users: expected a subset of {USERS}, got {unknown}.")
-    if not minutes > 0:
-        raise ValueError(f"minutes: expected > 0, got {minutes!r}.")
+    if not set(users) <= set(USERS) or not minutes > 0:
+        raise ValueError(f"generate_frames: expected users among {USERS} and minutes > 0, got {users}, {minutes!r}.")
     models = list(DEVICES) if models is None else list(models)
     parts: dict[tuple[str, str], list[pd.DataFrame]] = {key: [] for key in FILES}
     for user in users:

@@ -46,10 +46,9 @@ _EFFECTS = {
 
 def protocol_seconds(minutes: float, order: str) -> np.ndarray:
     """Per-second label codes of a ``minutes``-long recording in ``order`` (segments ≥ 1 s)."""
-    if order not in PROTOCOLS:
-        raise ValueError(f"order: expected one of {sorted(PROTOCOLS)}, got {order!r}.")
-    if not minutes > 0:
-        raise ValueError(f"minutes: expected > 0, got {minutes!r}.")
+    if order not in PROTOCOLS or not minutes > 0:
+        raise ValueError(f"protocol_seconds: expected minutes > 0 and an order of {sorted(PROTOCOLS)}, got "
+                         f"{minutes!r}, {order!r}.")
     segments = PROTOCOLS[order]
     edges = np.round(np.cumsum([0.0] + [m for _, m in segments]) * 60.0 * minutes / REAL_MINUTES).astype(int)
     lengths = np.maximum(np.diff(edges), 1)
@@ -91,10 +90,7 @@ def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = 
         kwargs["length"] = sim_s * rate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = np.asarray(fn(duration=sim_s, sampling_rate=rate, **kwargs), dtype=np.float64)
-    if out.size < n:
-        raise RuntimeError(f"{fn.__name__} returned {out.size} samples for {sim_s} s at {rate} Hz.")
-    return out[:n]
+        return np.asarray(fn(duration=sim_s, sampling_rate=rate, **kwargs), dtype=np.float64)[:n]
 
 
 def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int = 0,
@@ -416,9 +412,6 @@ def write_subject(data: dict, out_dir: str | Path) -> Path:
 def generate_wesad(out_dir: str | Path, *, subjects: Iterable[str] = SUBJECTS, minutes: float = REAL_MINUTES,
                    seed: int = 0, progress=None) -> list[Path]:
     """Writes synthetic ``S{n}/S{n}.pkl`` files for ``subjects`` into ``out_dir``, one subject at a time."""
-    subjects = list(subjects)
-    for s in subjects:
-        _subject_number(s)
     paths = []
     for s in subjects:
         paths.append(write_subject(generate_subject(s, minutes=minutes, seed=seed), out_dir))

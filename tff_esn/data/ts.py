@@ -106,13 +106,12 @@ def scan_ts(path: str | Path) -> TsScan:
             continue
         *parts, label = line.split(":")
         label = label.strip()
-        if not parts or not label:
-            raise DataError(f"{path}:{number}: expected dimensions separated by ':' and a class label last, got "
-                            f"{line[:60]!r}.")
         steps = sorted({part.count(",") + 1 for part in parts})
-        if len(steps) != 1:
-            raise DataError(f"{path}:{number}: dimensions of one case have different lengths {steps}; "
-                            "every dimension needs one value per time step.")
+        if len(steps) != 1 or not label:
+            raise DataError(f"{path}:{number}: " + (
+                f"dimensions of one case have different lengths {steps}; every dimension needs one value per time "
+                "step." if len(steps) > 1 else
+                f"expected dimensions separated by ':' and a class label last, got {line[:60]!r}."))
         lengths.append(steps[0])
         labels.append(label)
         dims.add(len(parts))

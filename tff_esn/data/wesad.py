@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from tff_esn.data.errors import DataError, MissingDataError
-from tff_esn.data.hrv import HRV_INDICES, windowed_hrv
-from tff_esn.data.normalise import MA_MODES, moving_average_normalise, standardize_to
+from tff_esn.data.hrv import windowed_hrv
+from tff_esn.data.normalise import moving_average_normalise, standardize_to
 from tff_esn.data.safe_pickle import load_data_pickle
 
 SUBJECTS = tuple(f"S{n}" for n in (*range(2, 12), *range(13, 18)))
@@ -51,11 +51,7 @@ THESIS_MA_MODE = "subtract"
 
 
 def subject_files(directory: str | Path) -> dict[str, Path]:
-    """``{"S2": DIR/S2/S2.pkl, ...}`` for every subject file present, in subject order.
-
-    Raises:
-        MissingDataError: ``directory`` is missing or holds no ``S{n}/S{n}.pkl``.
-    """
+    """``{"S2": DIR/S2/S2.pkl, ...}`` for every subject file present, in subject order."""
     directory = Path(directory)
     if not directory.is_dir():
         raise MissingDataError(f"WESAD directory {directory} does not exist.")
@@ -74,38 +70,27 @@ def _keys(container: Any) -> str:
 
 
 def _array(container: dict, key: str, where: str, source: str) -> np.ndarray:
-    if not isinstance(container, dict) or key not in container:
-        raise DataError(f"{source}: missing key {where}[{key!r}] (found {_keys(container)}).")
-    value = container[key]
+    value = container.get(key) if isinstance(container, dict) else None
     if not isinstance(value, np.ndarray):
-        raise DataError(f"{source}: {where}[{key!r}] must be a numpy array, got {type(value).__name__}.")
+        raise DataError(f"{source}: {where}[{key!r}] must be a numpy array, got "
+                        f"{type(value).__name__ if value is not None else f'a missing key (found {_keys(container)})'}.")
     return value
 
 
 def validate_subject(data: Any, source: str = "<subject>", devices: tuple[str, ...] = DEVICES) -> dict:
-    """Checks a subject dict against the WESAD layout (for ``devices``); returns it unchanged.
-
-    Raises:
-        DataError: naming ``source`` and the offending key (keys, shapes, dtypes, lengths, rates, labels
-            outside 0–7, non-finite chest values).
-    """
-    if not isinstance(data, dict):
-        raise DataError(f"{source}: expected a dict with 'signal', 'label', 'subject', got {type(data).__name__}.")
-    for key in ("signal", "label", "subject"):
-        if key not in data:
-            raise DataError(f"{source}: missing key [{key!r}] (found {_keys(data)}).")
-    signal = data["signal"]
-    for device in devices:
-        if not isinstance(signal, dict) or device not in signal:
-            raise DataError(f"{source}: missing key ['signal'][{device!r}] (found {_keys(signal)}).")
+    """``data`` after checking it against the WESAD layout of ``devices`` (keys, shapes, dtypes, rates,
+    label codes 0–7, finite chest values); a :class:`DataError` names ``source`` and the key."""
+    signal = data.get("signal") if isinstance(data, dict) else None
+    missing = [f"[{k!r}]" for k in ("signal", "label", "subject") if not isinstance(data, dict) or k not in data] \
+        or [f"['signal'][{d!r}]" for d in devices if not isinstance(signal, dict) or d not in signal]
+    if missing:
+        found = _keys(data) if signal is None else f"{_keys(data)}, ['signal']: {_keys(signal)}"
+        raise DataError(f"{source}: missing key {', '.join(missing)} (found {found}).")
     label = _array(data, "label", "", source)
-    if label.ndim != 1:
-        raise DataError(f"{source}: ['label'] must be 1-D (N,), got shape {label.shape}.")
-    n = label.shape[0]
-    if n == 0 or n % CHEST_RATE:
-        raise DataError(f"{source}: ['label'] has {n} samples, not a whole number (> 0) of seconds at {CHEST_RATE} Hz.")
-    if label.dtype.kind not in "biuf" or not np.all(label == np.round(label)):
-        raise DataError(f"{source}: ['label'] must hold integer codes, got dtype {label.dtype}.")
+    n = label.shape[0] if label.ndim == 1 else 0
+    if n == 0 or n % CHEST_RATE or label.dtype.kind not in "biuf" or not np.all(label == np.round(label)):
+        raise DataError(f"{source}: ['label'] must be 1-D integer codes for a whole number (> 0) of seconds at "
+                        f"{CHEST_RATE} Hz, got shape {label.shape} dtype {label.dtype}.")
     bad = np.setdiff1d(np.unique(label), list(LABEL_CODES))
     if bad.size:
         raise DataError(f"{source}: ['label'] holds codes {bad.tolist()} outside {sorted(LABEL_CODES)}.")
@@ -117,23 +102,17 @@ def validate_subject(data: Any, source: str = "<subject>", devices: tuple[str, .
             where = f"['signal'][{device!r}]"
             arr = _array(signal[device], key, where, source)
             length = n if rates is None else seconds * rates[key]
-            if arr.ndim != 2 or arr.shape != (length, width):
-                raise DataError(f"{source}: {where}[{key!r}] expected shape ({length}, {width}) "
-                                f"({seconds} s at {CHEST_RATE if rates is None else rates[key]} Hz), got {arr.shape}.")
-            if arr.dtype.kind not in "biuf":
-                raise DataError(f"{source}: {where}[{key!r}] must be real numbers, got dtype {arr.dtype}.")
+            if arr.shape != (length, width) or arr.dtype.kind not in "biuf":
+                raise DataError(f"{source}: {where}[{key!r}] expected shape ({length}, {width}) of real numbers "
+                                f"({seconds} s at {CHEST_RATE if rates is None else rates[key]} Hz), got {arr.shape} "
+                                f"{arr.dtype}.")
             if rates is None and not np.all(np.isfinite(arr)):
                 raise DataError(f"{source}: {where}[{key!r}] contains NaN or inf.")
     return data
 
 
 def load_subject(path: str | Path) -> dict:
-    """Loads and validates one ``S{n}.pkl`` (allow-list unpickler, ``encoding="latin1"``).
-
-    Raises:
-        tff_esn.data.safe_pickle.UnsafePickleError: the file refers to code, not data.
-        DataError: truncated file or a layout error (see :func:`validate_subject`).
-    """
+    """One ``S{n}.pkl`` through the allow-list unpickler, checked by :func:`validate_subject`."""
     return validate_subject(load_data_pickle(path), str(path))
 
 
@@ -171,18 +150,10 @@ def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = 
 
     EDA: ``eda_clean``, ``eda_phasic``; BVP: ``ppg_clean``, ``ppg_findpeaks``, ``ppg_rate`` and HRV over the
     trailing ``hrv_window_s`` window (:func:`windowed_hrv`); streams interpolated onto ``t_k = k / rate_hz``.
-
-    Returns:
-        features (T, 4) float64 (NaN where a window has too few peaks) and label codes (T,).
+    Returns features (T, 4) float64 (NaN where a window has too few peaks) and label codes (T,).
     """
     import neurokit2 as nk
 
-    if hrv_index not in HRV_INDICES:
-        raise ValueError(f"hrv_index: expected one of {HRV_INDICES}, got {hrv_index!r}.")
-    if not hrv_window_s > 0:
-        raise ValueError(f"hrv_window_s: expected seconds > 0, got {hrv_window_s!r}.")
-    if not rate_hz > 0:
-        raise ValueError(f"rate_hz: expected Hz > 0, got {rate_hz!r}.")
     wrist = subject["signal"]["wrist"]
     seconds = len(subject["label"]) // CHEST_RATE
     grid = np.arange(int(seconds * rate_hz)) / rate_hz
@@ -225,16 +196,9 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
     :func:`wrist_features`, HRV gaps forward-filled and undefined leading rows dropped, standardised to the
     subject's baseline (code 1), the causal moving-average normalisation over ``ma_window_s`` seconds
     (``subtract`` by default; ``ma_window_s=None, ma_mode="divide"`` is the literal §5.2, DEVIATIONS.md);
-    labels stress (code 2) → 1, else 0.
-
-    Returns:
-        features (T, 4) float32 (pEDA, tEDA, HR, HRV) and labels (T,) int64 ∈ {0, 1}.
+    labels stress (code 2) → 1, else 0. Returns features (T, 4) float32 and labels (T,) int64 ∈ {0, 1}.
     """
-    if ma_mode not in MA_MODES:
-        raise ValueError(f"ma_mode: expected one of {MA_MODES}, got {ma_mode!r}.")
     ma_window_s = hrv_window_s if ma_window_s is None else ma_window_s
-    if not ma_window_s > 0:
-        raise ValueError(f"ma_window_s: expected seconds > 0, got {ma_window_s!r}.")
     features, codes = wrist_features(subject, hrv_window_s, hrv_index=hrv_index, rate_hz=rate_hz, source=source)
     return normalise_thesis_features(features, codes, ma_steps=max(1, int(round(ma_window_s * rate_hz))),
                                      ma_mode=ma_mode, source=source)

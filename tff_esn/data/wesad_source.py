@@ -11,18 +11,7 @@ from tff_esn.data import wesad
 from tff_esn.data.cache import files_key
 from tff_esn.data.pipelines import Pipeline, iter_subjects
 from tff_esn.data.sequences import SequenceDataset
-
-
-def _wesad_subjects(options: dict[str, Any], available: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``subjects`` option (pops it): a non-empty subset of ``available``, default all."""
-    subjects = options.pop("subjects", None)
-    if subjects is None:
-        return available
-    subjects = (subjects,) if isinstance(subjects, str) else tuple(subjects)
-    unknown = [s for s in subjects if s not in available]
-    if unknown or not subjects:
-        raise ValueError(f"subjects: expected a non-empty subset of {available}, got {list(subjects)}.")
-    return subjects
+from tff_esn.data.source_names import option_subset
 
 
 def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pipeline]):
@@ -37,7 +26,7 @@ def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pi
 
         minutes = float(options.pop("minutes", pipeline.synthetic_minutes))
         seed = int(options.pop("seed", 0))
-        subjects = _wesad_subjects(options, wesad.SUBJECTS)
+        subjects = option_subset(options, "subjects", wesad.SUBJECTS)
         devices = pipeline.wesad_devices or wesad.DEVICES
         key = {"kind": kind, "minutes": minutes, "seed": seed, "subjects": subjects,
                "generator": {d: GENERATOR_VERSION[d] for d in devices}}
@@ -47,7 +36,7 @@ def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pi
                                           f"synthetic {sid}", devices)
     else:
         files = wesad.subject_files(arg)
-        subjects = _wesad_subjects(options, tuple(files))
+        subjects = option_subset(options, "subjects", tuple(files))
         key = {"kind": kind, "files": files_key(files[s] for s in subjects)}
 
         def load(sid: str) -> dict:
