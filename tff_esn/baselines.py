@@ -159,13 +159,10 @@ def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
 
 def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
                    width: int | None = None) -> dict[str, dict[str, Any]]:
-    """What needs no reservoir, on ``split``'s validation and test clients of a real-valued task.
-
-    ``training_mean``, ``persistence`` (``forecast`` only: ``ŷ(t) = y(t − H)``) and ``lagged_ridge`` (IncFed
-    eq. 3 on the ``width`` latest standardised inputs, λ of :data:`L2_GRID` chosen by validation MSE);
-    per-step targets are scored from ``max(washout, horizon, width − 1)`` on, per-sequence ones on
-    :func:`sequence_features`. A group is ``None`` where a baseline does not apply.
-    """
+    """What needs no reservoir on a real-valued task's validation and test clients (``None`` where it does not
+    apply): ``training_mean``, ``persistence`` (forecast: ``ŷ(t) = y(t − H)``), ``lagged_ridge`` (IncFed eq. 3 on
+    the ``width`` latest standardised inputs or :func:`sequence_features`, λ of :data:`L2_GRID` by validation
+    MSE); per-step targets scored from ``max(washout, horizon, width − 1)`` on."""
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
     width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - task.horizon)

@@ -1,9 +1,7 @@
 """Atomic writes of run outputs (JSON, CSV, text): a reader never sees a half-written file.
 
-Each writer writes a temporary file in the destination's folder, flushes and fsyncs it, then
-``os.replace``s it onto the destination (atomic on POSIX). An exception while serialising
-leaves the previous file (if any) untouched and removes the temporary file. Files are created
-with mode 0666 less the process' umask, like ``open``'s (not ``tempfile.mkstemp``'s 0600).
+A writer fills a temporary file beside the destination (mode 0666 less the umask), fsyncs it and
+``os.replace``s it onto the destination; an exception leaves the previous file untouched.
 """
 
 from __future__ import annotations
@@ -54,12 +52,8 @@ def _create_beside(path: Path) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO]:
-    """Opens a temporary file beside ``path``; on success it is fsynced and renamed onto ``path``.
-
-    The one atomic-write mechanism of the package (JSON, CSV, text, npz, pickles, PNGs):
-    an exception inside the ``with`` block removes the temporary file and leaves any
-    previous ``path`` untouched. Parent folders are created.
-    """
+    """A temporary file beside ``path`` (parents created), fsynced and renamed onto ``path`` when the block
+    ends; an exception removes it and leaves any previous ``path`` untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_beside(path)
@@ -85,11 +79,8 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
-    """Writes ``obj`` as JSON atomically; numpy values are converted and NaN/inf become null.
-
-    The object is fully serialised before the destination is touched, so a value that
-    cannot be serialised raises ``TypeError`` and leaves any existing file intact.
-    """
+    """Writes ``obj`` as JSON atomically (numpy values converted, NaN/inf as null), serialised before the
+    destination is touched."""
     text = json.dumps(jsonable(obj), indent=indent, sort_keys=False, allow_nan=False) + "\n"
     return write_text_atomic(path, text)
 

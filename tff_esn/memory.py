@@ -1,10 +1,8 @@
 """The memory a run must hold at once, estimated from its config and the data's shape.
 
-:func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics (16·(R + 1)²
-of the R units the readout sees, plus each training client's cached SᵀS), cached states of R units, and the data
-with its copies (pooled, carved folds, the largest harvest batch or baseline block; calibrated by
-``python -m bench memory``);
-:func:`check_memory` refuses a run above physical RAM or the cgroup limit.
+:func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics (16·(R + 1)²,
+plus each training client's cached SᵀS), cached states, and the data with its copies (calibrated by ``python -m
+bench memory``); :func:`check_memory` refuses a run above physical RAM or the cgroup limit.
 """
 
 from __future__ import annotations
@@ -90,9 +88,8 @@ def harvest_cells(layout: DataLayout) -> int:
 
 def data_bytes(layout: DataLayout, *, tff: bool = False,
                carved: bool = True) -> tuple[tuple[tuple[str, float], ...], tuple[str, float]]:
-    """The data's parts of the peak (module docstring) as ``(what, bytes)``, largest first, and
-    ``(what, bytes per reservoir unit)`` of the states TFF holds of every step (0 off the TFF path);
-    ``carved``: validation folds are carved from the training sequences (no validation clients)."""
+    """The data's parts of the peak as ``(what, bytes)``, largest first (``carved``: validation folds cut from
+    training), and ``(what, bytes per unit)`` of the states TFF holds of every step (0 off the TFF path)."""
     features = layout.features
     padded = 4.0 * features * layout.padded_cells
     cells = harvest_cells(layout)
@@ -111,9 +108,8 @@ def data_bytes(layout: DataLayout, *, tff: bool = False,
 
 def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
                     tff: bool = False) -> MemoryEstimate:
-    """The memory a run of ``config`` on ``split``'s clients of ``dataset`` must hold at once (module docstring).
-    ``dataset`` may be the :class:`DataLayout` of data not yet loaded (then ``split`` is ``None``
-    and every sequence counts as training data); ``tff``: the run executes TFF computations."""
+    """The memory a run of ``config`` on ``split``'s clients of ``dataset`` (or the :class:`DataLayout` of data
+    not yet loaded, ``split=None``: all training) holds at once; ``tff``: the run executes TFF computations."""
     reservoir = _setting(config, "reservoir", None)
     layout = dataset if isinstance(dataset, DataLayout) else layout_of(dataset)
     train = len(layout.blocks) if split is None else len(split.train)
@@ -151,9 +147,8 @@ def machine_memory() -> int:
 
 def check_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
                  limit: int | None = None, tff: bool = False) -> MemoryEstimate | None:
-    """:func:`estimate_memory`; above ``limit`` (default :func:`machine_memory`) a :class:`MemoryLimitError`
-    naming the estimate, its largest part and the fix (fewer units, or shorter sequences).
-    A config without a reservoir (an algorithm registered outside the package) has no estimate: ``None``."""
+    """:func:`estimate_memory` (``None`` for a config without a reservoir); above ``limit`` (default
+    :func:`machine_memory`) a :class:`MemoryLimitError` naming the estimate, its largest part and the fix."""
     if _setting(config, "reservoir", None) is None:
         return None
     limit = machine_memory() if limit is None else limit

@@ -52,13 +52,8 @@ def _confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nda
 
 
 def f1_scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> tuple[float, float]:
-    """``(macro F1, micro F1)`` over the labels ``0 … n_classes − 1`` from one confusion count.
-
-    Per class ``F1 = 2 TP / (2 TP + FP + FN)``, 0 where the class is neither true nor
-    predicted (scikit-learn's ``zero_division=0``); micro F1 pools the counts. Equal to
-    ``sklearn.metrics.f1_score`` (tested) at a fraction of its cost — the federated runs
-    evaluate every round.
-    """
+    """``(macro F1, micro F1)`` from one confusion count: per class ``2 TP / (2 TP + FP + FN)`` (0 where the
+    class is neither true nor predicted, as scikit-learn's ``zero_division=0``), micro pooling the counts."""
     counts = _confusion(y_true, y_pred, n_classes)
     tp = np.diag(counts).astype(np.float64)
     denominator = counts.sum(axis=0) + counts.sum(axis=1)
@@ -67,11 +62,7 @@ def f1_scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> tuple[f
 
 
 def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> float:
-    """Mean recall over the classes present in ``y_true`` (= ``sklearn.metrics.balanced_accuracy_score``).
-
-    The majority-class predictor scores ``1 / (classes present)`` here whatever the class
-    shares, which makes it the accuracy to compare on imbalanced data (thesis: 88.6/11.4 %).
-    """
+    """Mean recall over the classes present in ``y_true`` (= ``sklearn.metrics.balanced_accuracy_score``)."""
     counts = _confusion(y_true, y_pred, n_classes)
     support = counts.sum(axis=1)
     present = support > 0
@@ -88,10 +79,8 @@ def _binary_auc(y: np.ndarray, s: np.ndarray) -> float:
 
 
 def auc(y_true: np.ndarray, scores: np.ndarray, n_classes: int) -> float | None:
-    """ROC AUC: binary on the positive score (or margin), else macro one-vs-rest on softmax.
-
-    ``None`` when it is undefined (a class absent from ``y_true``).
-    """
+    """ROC AUC: binary on the positive score (or margin), else macro one-vs-rest on softmax; ``None`` when a
+    class is absent from ``y_true``."""
     y = _labels(y_true, n_classes)
     s = _scores(scores, y.size, n_classes)
     if len(np.unique(y)) < n_classes:
@@ -142,12 +131,8 @@ def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed
 
 
 def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float | int | None]:
-    """``{"nrmse", "rmse", "mae", "r2", "n"}`` of real predictions against real targets.
-
-    ``rmse = √mean((y − ŷ)²)``, ``nrmse = rmse / std(y)`` (1 is the target's own mean as the
-    prediction; the NARMA and Mackey–Glass figure of merit), ``r2 = 1 − Σ(y − ŷ)² / Σ(y − ȳ)²``;
-    ``nrmse`` and ``r2`` are ``None`` for a constant target. ``y_pred`` may be (n, 1).
-    """
+    """``{"nrmse", "rmse", "mae", "r2", "n"}`` of real predictions (n,) or (n, 1): ``rmse = √mean((y − ŷ)²)``,
+    ``nrmse = rmse / std(y)``, ``r2 = 1 − Σ(y − ŷ)² / Σ(y − ȳ)²`` (both ``None`` for a constant target)."""
     y = np.asarray(y_true, dtype=np.float64).reshape(-1)
     p = np.asarray(y_pred, dtype=np.float64)
     if p.ndim == 2 and p.shape[1] == 1:

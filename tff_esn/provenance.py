@@ -1,10 +1,5 @@
-"""What a run ran on, for ``metrics.json``: the client ids of each group, how the split was
-made, and the versions of the packages that computed the numbers.
-
-Versions are read with :mod:`importlib.metadata` (no TensorFlow import); ``tff_esn`` reports
-its own ``__version__`` (the source that ran, also when it is not the installed copy), and
-:func:`source_commit` the git commit of that source when it is a git checkout.
-"""
+"""What a run ran on, for ``metrics.json``: each group's client ids, the split's rule, and the versions
+(:mod:`importlib.metadata`; ``tff_esn``'s own ``__version__`` and git commit) that computed the numbers."""
 
 from __future__ import annotations
 

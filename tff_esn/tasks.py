@@ -16,14 +16,8 @@ REAL_KINDS = ("forecast", "regress")
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """A dataset's task.
-
-    Attributes:
-        kind: ``classify`` (integer labels), ``forecast`` or ``regress`` (a real target).
-        horizon: ``forecast``: steps H between the states at t and the target at t + H (≥ 1).
-        target: ``forecast``: the predicted channel's name (``None``: the series' own target channel,
-            else its first input channel).
-    """
+    """A dataset's task: ``classify`` (integer labels), ``forecast`` (the channel ``target``, default the
+    series' own or the first input, ``horizon`` H ≥ 1 steps after the states) or ``regress`` (a real target)."""
 
     kind: str = "classify"
     horizon: int = 0

@@ -1,9 +1,7 @@
 """On-disk cache of preprocessed data sets, keyed by everything that determines them.
 
-The cache lives under ``cache_dir``, else ``$TFF_ESN_CACHE``, else ``~/.cache/tff_esn`` —
-never inside the repository. An entry is one ``.npz`` (one ``x``/``y`` pair per client and a
-JSON header; each client's
-``lengths`` where its sequences are of unequal length), written atomically, named by the pipeline and a hash of its key.
+Under ``cache_dir``, else ``$TFF_ESN_CACHE``, else ``~/.cache/tff_esn``: one ``.npz`` per entry (a JSON header,
+each client's ``x``, ``y`` and unequal ``lengths``), written atomically, named by the pipeline and a key hash.
 """
 
 from __future__ import annotations

@@ -29,21 +29,10 @@ _SEED_STREAM = 0xCA4E
 
 @dataclasses.dataclass(frozen=True)
 class Carving:
-    """Where a run's validation data comes from (:func:`carve`).
-
-    Attributes:
-        rule: one of :data:`RULES`.
-        dataset: the data the folds name: the input dataset (``validation clients``,
-            ``client folds``), or for ``local hold-out`` one client per (training client, fold)
-            part, id ``"<client>#f<k>"`` (``"<client>#f0"`` alone for a client too small to carve),
-            beside the unchanged validation, test and extra clients.
-        split: the run's split over ``dataset``: ``train`` every training part (their sum is the
-            training data), ``val``/``test``/``extra`` the input's.
-        folds: each fold's validation clients (ids in ``dataset``, never test clients); empty
-            for ``validation clients``.
-        owner: each training id of ``dataset`` → the input training client it belongs to.
-        seed: the seed of the draws.
-    """
+    """Where a run's validation data comes from (:func:`carve`): the ``rule`` (:data:`RULES`), the
+    ``dataset`` the folds name (``local hold-out``: one client ``"<client>#f<k>"`` per training client and
+    fold), the ``split`` over it, each fold's validation clients, each training id's ``owner`` (the input
+    client) and the draws' ``seed``."""
 
     rule: str
     dataset: SequenceDataset
@@ -67,11 +56,8 @@ class Carving:
                                    val=self.folds[k])
 
     def holdout(self) -> tuple[SequenceDataset, Split]:
-        """One validation set for a model trained once (gradient-trained models): ``(dataset, split)``
-        whose training clients are the input's clients without fold 0 and whose validation clients
-        are fold 0 (``local hold-out``: one client ``"<client>#val"`` per carved training client, the
-        client keeping its id and its other sequences; ``client folds``: fold 0's clients).
-        ``validation clients`` and ``none``: the input unchanged."""
+        """``(dataset, split)`` for a model trained once: fold 0 validates (``local hold-out``: one client
+        ``"<client>#val"`` per carved client, which keeps its id and other sequences), the rest trains."""
         if self.rule != "local hold-out":
             return self.dataset, self.fold(0)
         held = set(self.folds[0])

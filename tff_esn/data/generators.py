@@ -44,11 +44,8 @@ class Series:
 
 def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: int = 200,
           retries: int = 20) -> Series:
-    """NARMA-``order`` (Atiya & Parlos 2000): channels ``u`` (input, U[0, 0.5]) and ``y`` (target).
-
-    ``y(t+1) = 0.3 y(t) + 0.05 y(t) Σ_{i<N} y(t−i) + 1.5 u(t−N+1) u(t) + 0.1``, wrapped in tanh for N > 10;
-    a diverging draw is drawn again.
-    """
+    """NARMA-``order`` (Atiya & Parlos 2000), channels ``u`` ~ U[0, 0.5] and ``y``: ``y(t+1) = 0.3 y(t) +
+    0.05 y(t) Σ_{i<N} y(t−i) + 1.5 u(t−N+1) u(t) + 0.1`` (tanh-wrapped for N > 10); a diverging draw is redrawn."""
     total = steps + transient
     for _ in range(retries + 1):
         u = rng.uniform(0.0, 0.5, total)
@@ -65,11 +62,8 @@ def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: i
 
 def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt: float = 0.1, every: int = 10,
                  transient: int = 1000) -> Series:
-    """Mackey–Glass: one channel ``x``, input and target.
-
-    ``dx/dt = 0.2 x(t−τ) / (1 + x(t−τ)¹⁰) − 0.1 x(t)``, τ = 17, Euler steps ``dt`` sampled every ``every``,
-    after ``transient`` time units from a constant history 1.2 (± a seeded 0.1).
-    """
+    """Mackey–Glass, one channel ``x``: ``dx/dt = 0.2 x(t−τ) / (1 + x(t−τ)¹⁰) − 0.1 x(t)``, Euler steps ``dt``
+    sampled every ``every``, after ``transient`` time units from a constant history 1.2 ± a seeded 0.1."""
     delay = int(round(tau / dt))
     total = (steps + transient) * every
     x = np.empty(total + delay + 1)
@@ -82,9 +76,7 @@ def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt:
 
 
 def lorenz(steps: int, rng: np.random.Generator, *, dt: float = 0.01, every: int = 2, transient: int = 500) -> Series:
-    """The Lorenz system (σ 10, ρ 28, β 8/3, RK4): channels ``(x/10, y/10, (z − 25)/10)``, all inputs;
-    ``x`` the target.
-    """
+    """The Lorenz system (σ 10, ρ 28, β 8/3, RK4): inputs ``(x/10, y/10, (z − 25)/10)``, target ``x``."""
 
     def field(s: np.ndarray) -> np.ndarray:
         return np.array([10.0 * (s[1] - s[0]), s[0] * (28.0 - s[2]) - s[1], s[0] * s[1] - 8.0 / 3.0 * s[2]])
@@ -123,15 +115,10 @@ def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
 
 def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, steps: int = DEFAULT_STEPS,
                    split_by: str = "segments", seed: int = 0, held_steps: int | None = None) -> SequenceDataset:
-    """The generated series ``name`` as a forecasting dataset (module docstring).
-
-    ``clients`` training clients of ``steps`` + H steps of the series each, then one validation
-    and one test client of ``held_steps`` + H (default ``steps``): a client's inputs are its
-    first steps and its per-step targets the target channel H = ``task.horizon`` steps later.
-    ``segments``: contiguous stretches of one
-    realisation (seeded by ``seed``); ``realisations``: client k's own realisation, seeded by
-    ``(seed, k)``. The groups are the dataset's own (the ``npz`` split reads them).
-    """
+    """The generated series ``name`` as a forecasting dataset: ``clients`` training clients of ``steps`` + H
+    steps, a validation and a test client of ``held_steps`` + H (its own groups); inputs the first steps,
+    per-step targets the target channel H = ``task.horizon`` steps later. ``segments``: stretches of one
+    realisation seeded by ``seed``; ``realisations``: client k's own, seeded by ``(seed, k)``."""
     if task.kind != "forecast":
         raise DataError(f"{name}: a generated series has no {'classes' if task.kind == 'classify' else 'targets'} "
                         "of its own; use --task forecast (with --horizon H).")
@@ -171,10 +158,8 @@ def _channel(source: str, target: str, names: tuple[str, ...]) -> str:
 
 
 def forecast_dataset(dataset: SequenceDataset, task: Task) -> SequenceDataset:
-    """``dataset``'s own sequences as a forecasting dataset: each sequence's inputs without their
-    last H = ``task.horizon`` steps, its per-step targets the channel ``task.target`` (default the
-    first feature) H steps later; clients and groups unchanged. Sequences of unequal length, or
-    no longer than H, are a :class:`DataError`."""
+    """``dataset``'s own sequences (of one length > H) as a forecasting dataset: inputs without their last
+    H = ``task.horizon`` steps, per-step targets the channel ``task.target`` (default the first) H steps later."""
     target = _channel(dataset.source, task.target or dataset.feature_names[0], dataset.feature_names)
     horizon, channel = task.horizon, dataset.feature_names.index(target)
     if dataset.ragged or dataset.shortest <= horizon:

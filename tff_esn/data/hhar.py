@@ -92,14 +92,8 @@ def read_hhar(directory: str | Path, devices: tuple[str, ...] = ("phone", "watch
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Run:
-    """One user's recording on one device model.
-
-    Attributes:
-        device: the copy used (e.g. ``nexus4_2``).
-        t: (n,) seconds from the run's start (sensor time).
-        values: (n, 6) accelerometer x, y, z then gyroscope x, y, z (NaN-free).
-        labels: (n,) activity index into :data:`ACTIVITIES`.
-    """
+    """One user's recording on one model's copy ``device`` (e.g. ``nexus4_2``): ``t`` (n,) seconds from its
+    start, ``values`` (n, 6) accelerometer then gyroscope x, y, z, ``labels`` (n,) indices into :data:`ACTIVITIES`."""
 
     device: str
     t: np.ndarray
@@ -136,13 +130,9 @@ def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ..
 
 
 def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=None) -> dict[tuple[str, str], Run]:
-    """``{(user, model): Run}`` for every user and model with both sensors.
-
-    Per (user, model) the copy (``_1``/``_2``) whose accelerometer has fewer gaps is kept (ties:
-    more samples, then name); its gyroscope samples are joined to its accelerometer samples by
-    nearest ``Creation_Time`` (within two median gyroscope periods, else the sample is dropped);
-    ``null``-labelled samples are dropped.
-    """
+    """``{(user, model): Run}`` of every user and model with both sensors: the copy whose accelerometer has
+    fewer gaps (ties: more samples, then name), gyroscope joined by nearest ``Creation_Time`` within two
+    median gyroscope periods, ``null``-labelled and unjoined samples dropped."""
     import pandas as pd
 
     runs = {}

@@ -13,16 +13,8 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DataLayout:
-    """Sequence lengths per padded block, the number of features and the stored bytes.
-
-    Attributes:
-        source: names the data in messages.
-        blocks: one (n_b,) int64 array of steps per sequence for each block that is padded to its
-            longest sequence in memory.
-        features: input features per step.
-        stored_bytes: bytes of the values as the source holds them, read into memory while
-            loading (0 when the data is already in memory).
-    """
+    """``blocks``: (n_b,) steps of each sequence per block padded to its longest in memory; ``features`` per
+    step; ``stored_bytes`` of the values as the source holds them (read while loading; 0 once in memory)."""
 
     source: str
     blocks: tuple[np.ndarray, ...]

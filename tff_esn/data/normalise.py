@@ -8,11 +8,8 @@ MA_MODES = ("divide", "subtract")
 
 
 def standardize_to(x: np.ndarray, reference: np.ndarray, *, what: str) -> np.ndarray:
-    """``(x − mean(ref)) / std(ref)`` per column (sklearn ``StandardScaler`` fitted on ``reference``).
-
-    Thesis §5.2 fits the scaler on each subject's own baseline; the paper pipelines fit it on
-    each client's whole recording (FedIP §3: "each of the chunks was then normalized").
-    """
+    """``(x − mean(ref)) / std(ref)`` per column (``StandardScaler`` fitted on ``reference``: the baseline in
+    thesis §5.2, the client's whole recording in FedIP §3)."""
     if reference.shape[0] == 0:
         raise ValueError(f"{what}: no samples to standardize against.")
     mean = np.nanmean(reference, axis=0)
@@ -25,10 +22,7 @@ def standardize_to(x: np.ndarray, reference: np.ndarray, *, what: str) -> np.nda
 
 
 def causal_moving_average(x: np.ndarray, window: int) -> np.ndarray:
-    """Trailing mean ``mean(x[max(0, t − window + 1) … t])`` along axis 0 (prefix sums).
-
-    Causal: row ``t`` depends on rows ``≤ t`` only (the thesis' online normalisation).
-    """
+    """Trailing mean ``mean(x[max(0, t − window + 1) … t])`` along axis 0 (prefix sums; causal)."""
     pre = np.concatenate([np.zeros((1,) + x.shape[1:]), np.cumsum(x, axis=0, dtype=np.float64)])
     t = np.arange(1, x.shape[0] + 1)
     start = np.maximum(t - window, 0)
@@ -37,12 +31,8 @@ def causal_moving_average(x: np.ndarray, window: int) -> np.ndarray:
 
 
 def moving_average_normalise(x: np.ndarray, window: int, mode: str = "divide", eps: float = 1e-3) -> np.ndarray:
-    """Online moving-average normalisation (thesis §5.2, Table 5.3), causal.
-
-    ``divide``: ``x(t) / MA(t)`` — what Table 5.3's statistics show (means ≈ 1, huge extremes
-    where the baseline-standardized signal crosses zero); ``|MA|`` is floored at ``eps`` (sign
-    kept) so the result stays finite. ``subtract``: ``x(t) − MA(t)``.
-    """
+    """Causal moving-average normalisation (thesis §5.2, Table 5.3): ``divide`` ``x(t) / MA(t)`` (``|MA|``
+    floored at ``eps``, sign kept) or ``subtract`` ``x(t) − MA(t)``."""
     ma = causal_moving_average(x, window)
     if mode == "subtract":
         return x - ma

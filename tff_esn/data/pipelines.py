@@ -63,22 +63,9 @@ class Pipeline:
 
 @dataclasses.dataclass(frozen=True)
 class ThesisPipeline(Pipeline):
-    """Thesis §5.2 (see :func:`tff_esn.data.wesad.thesis_features`).
-
-    Attributes:
-        hrv_window_s: HRV window in seconds (Table 6.1: 5, 25 or 50).
-        hrv_index: ``hrv_time`` index used as the HRV feature.
-        rate_hz: output grid (1 Hz: ~6000 steps for a 100-minute subject, as in §5.2).
-        ma_window_s: moving-average window in seconds; ``None``: ``hrv_window_s``.
-        ma_mode: ``subtract`` or ``divide``.
-        sequence_length: steps per sequence (per-step labels).
-
-    The moving-average defaults are :data:`~tff_esn.data.wesad.THESIS_MA_WINDOW_S` and
-    :data:`~tff_esn.data.wesad.THESIS_MA_MODE` (the well-posed reading of §5.2, see there);
-    the literal reading is ``ma_window_s=None, ma_mode="divide"``.
-
-    Synthetic subjects for this pipeline run the full 100-minute protocol, wrist only.
-    """
+    """Thesis §5.2 (:func:`tff_esn.data.wesad.thesis_features`): HRV window ``hrv_window_s`` (Table 6.1: 5, 25
+    or 50 s) and index, a ``rate_hz`` grid, the moving average over ``ma_window_s`` (``None``: the HRV window)
+    by ``ma_mode``, sequences of ``sequence_length`` steps with per-step labels; synthetic subjects: 100 min, wrist."""
 
     name: ClassVar[str] = "thesis"
     data: ClassVar[str] = "wesad"
@@ -109,15 +96,8 @@ class ThesisPipeline(Pipeline):
 
 @dataclasses.dataclass(frozen=True)
 class WesadChestPipeline(Pipeline):
-    """8 chest channels at 700 Hz, standardized per client, chunks inside one condition, 4 classes.
-
-    Attributes:
-        chunk: samples per sequence (IncFed: 350; pFedRR, FedIP: 700).
-        standardize: z-score each channel over the client's kept samples.
-
-    Synthetic subjects for these pipelines keep the 5-minute time scale (chest only): at
-    700 Hz the full protocol would make every chest experiment ~20× larger.
-    """
+    """8 chest channels at 700 Hz, z-scored per client (``standardize``), ``chunk`` samples per sequence
+    inside one condition, 4 classes; synthetic subjects: 5 min, chest only."""
 
     data: ClassVar[str] = "wesad"
     wesad_devices: ClassVar[tuple[str, ...]] = ("chest",)
@@ -201,12 +181,9 @@ INCFED_HHAR_FEATURES = (*HHAR_AXES, *(f"{s}_{a}" for s in ("mean", "std", "min",
 
 
 def window_features(values: np.ndarray, window: int = 200) -> np.ndarray:
-    """IncFed §IV-b's 32 features of a gap-free (n, 6) stretch: the 6 axes, mean/std/min/max of
-    each over windows of ``window`` samples with 50 % overlap, and the two magnitudes.
-
-    Sample ``t`` carries the statistics of the latest window that ends at or before it
-    (causal); samples before the first full window get NaN (their chunks are dropped).
-    """
+    """IncFed §IV-b's 32 features of a gap-free (n, 6) stretch: the 6 axes, mean/std/min/max of each over
+    the latest ``window``-sample window (50 % overlap) ending at or before the sample (NaN before the first),
+    and the two magnitudes."""
     n = values.shape[0]
     stride = max(window // 2, 1)
     stats = np.full((n, 24), np.nan)
@@ -251,14 +228,8 @@ def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare
 
 @dataclasses.dataclass(frozen=True)
 class IncFedHhar(Pipeline):
-    """IncFed §IV-b: accelerometer + gyroscope at native rates, 32 features, sequences of 500.
-
-    Attributes:
-        window: samples per statistics window (50 % overlap).
-        chunk: steps per sequence (IncFed: 500), inside one activity and one gap-free stretch.
-        devices: ``phones`` (default), ``watches`` or ``all``.
-        standardize: z-score each feature over the user's samples.
-    """
+    """IncFed §IV-b: accelerometer + gyroscope of ``devices`` at native rates, 32 features over ``window``
+    samples, z-scored per user, sequences of ``chunk`` steps inside one activity and gap-free stretch."""
 
     name: ClassVar[str] = "incfed-hhar"
     data: ClassVar[str] = "hhar"
@@ -282,16 +253,9 @@ class IncFedHhar(Pipeline):
 
 @dataclasses.dataclass(frozen=True)
 class Nexus4Hhar(Pipeline):
-    """pFedRR §3 / FedIP §3: the LG Nexus 4 only, resampled to ``rate_hz`` (``np.interp`` on the
-    sensor timestamps, each gap-free stretch separately; a step takes the label of the latest
-    sample at or before it), standardized per user, chunks of ``chunk`` steps.
-
-    Attributes:
-        squared: append the square of each (standardized) axis as 6 more inputs — ours, not in
-            the seeds. The per-step power enters the reservoir as an input, whose per-sequence
-            mean a linear readout of the mean state carries to new users; without it the
-            mean-state readout has to form the motion power from the states.
-    """
+    """pFedRR §3 / FedIP §3: the LG Nexus 4 resampled to ``rate_hz`` per gap-free stretch (a step takes the
+    latest sample's label), z-scored per user, chunks of ``chunk`` steps; ``squared`` appends each axis'
+    square (ours: the motion power as an input the mean-state readout can use)."""
 
     data: ClassVar[str] = "hhar"
     rate_hz: float = 100.0

@@ -29,16 +29,8 @@ RAGGED_MODES = ("pad", "crop")
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClientSequences:
-    """One client's labelled sequences.
-
-    Attributes:
-        x: (n, T, F) float32 inputs; for sequences of unequal length, right-padded with zeros.
-        y: (n,) per-sequence labels, or (n, T) per-step labels: int64 classes, or float64 real
-            targets (:attr:`real`; forecasting and regression).
-        lengths: ``None`` when every sequence has T steps, else (n,) int64 valid steps per
-            sequence in [1, T] (per-sequence labels only). Normalised: all-equal lengths of
-            T become ``None``, and steps past a sequence's end are set to zero.
-    """
+    """One client's labelled sequences: ``x`` (n, T, F) float32, ``y`` (n,) or (n, T) int64 classes or
+    float64 real targets, ``lengths`` (n,) valid steps of right-zero-padded sequences (``None``: all T)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -107,11 +99,8 @@ class ClientSequences:
 
 @dataclasses.dataclass(frozen=True)
 class Split:
-    """A named client-wise train/validation/test split (disjoint client ids).
-
-    ``rule`` says how the groups were made (a file's column, a named split, a seeded rule;
-    ``metrics.json`` records it beside the client ids); it takes no part in equality.
-    """
+    """A named client-wise train/validation/test split (disjoint client ids); ``rule`` (how the groups were
+    made, recorded in ``metrics.json``) takes no part in equality."""
 
     name: str
     train: tuple[str, ...]
@@ -135,22 +124,9 @@ class Split:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SequenceDataset:
-    """Clients' sequences plus what describes them.
-
-    Attributes:
-        clients: client id → :class:`ClientSequences` (same F for all clients; the same T
-            unless the data is :attr:`ragged`).
-        n_classes: number of label classes (labels lie in [0, n_classes)); for a real-valued
-            task, the readout's outputs (1).
-        feature_names: one name per input feature.
-        label_names: one name per class; for a real-valued task, the target's name.
-        source: where the data came from, e.g. ``"synthetic-wesad"`` or ``"wesad:/data/WESAD"``
-            (reports state it next to every number).
-        groups: client id → ``"train"``/``"val"``/``"test"`` when the data brings its own
-            split (an npz file's ``split`` column; the ``npz`` split uses it); else empty.
-        task: what the readout predicts (:class:`~tff_esn.tasks.Task`): classes, or real targets
-            (float ``y``) for ``forecast`` and ``regress``.
-    """
+    """Clients' sequences (one F) with ``n_classes`` classes (a real-valued ``task``: 1 output), a name per
+    feature and class (or target), the ``source`` reports name, and ``groups`` (client → ``train``/``val``/
+    ``test``) when the data brings its own split."""
 
     clients: Mapping[str, ClientSequences]
     n_classes: int
@@ -291,14 +267,9 @@ def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ..
 
 def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged: str = "pad",
                         length: int | None = None, label_names=None) -> SequenceDataset:
-    """A :class:`SequenceDataset` from arrays: the one builder of own data (``npz`` files, UEA/UCR sets).
-
-    ``sequences`` (n, T, F) or n (T_i, F) arrays; ``y`` integer labels exactly 0…K−1 (every class
-    present) or real targets (n,) / (n, T); ``client`` and optional ``split`` (``train``/``val``/``test``)
-    one per sequence. ``ragged="pad"`` keeps sequences whole (with ``lengths``); ``"crop"`` or a
-    ``length`` keeps each sequence's last steps, a recorded warning. Bad input is a one-line
-    :class:`DataError` naming ``source`` and the array.
-    """
+    """The one builder of own data: ``sequences`` (n, T, F) or n (T_i, F), ``y`` classes exactly 0…K−1 or real
+    targets (n,) / (n, T), ``client`` and ``split`` per sequence; ``ragged="crop"`` or a ``length`` keeps each
+    sequence's last steps (a warning). Bad input is a one-line :class:`DataError` naming ``source``."""
     if ragged not in RAGGED_MODES:
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     seqs = _sequence_list(sequences, source)

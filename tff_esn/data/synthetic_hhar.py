@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tff_esn.data.hhar import ACTIVITIES, COLUMNS, FILES, NULL_LABEL, USERS
+from tff_esn.io import atomic_write
 
 DEVICES = {  # model: (kind, native Hz, has gyroscope, noise std m/s²)
     "nexus4": ("phone", 200.0, True, 0.05), "s3": ("phone", 150.0, True, 0.06),
@@ -22,22 +23,17 @@ DEVICES = {  # model: (kind, native Hz, has gyroscope, noise std m/s²)
     "gear": ("watch", 100.0, True, 0.07), "lgwatch": ("watch", 200.0, True, 0.06),
 }
 JITTER = {"nexus4": 0.15, "s3": 0.25, "s3mini": 0.35, "samsungold": 0.6, "gear": 0.3, "lgwatch": 0.2}
-"""Std of each model's timestamp jitter, as a share of its sampling interval (Stisen et al.
-2015 report irregular sampling, worst on older models)."""
+"""Std of each model's timestamp jitter per sampling interval (Stisen et al. 2015: worst on older models)."""
 G = 9.81
 PLACEMENT_STD_RAD = np.radians(15.0)
-"""Std of the angle by which a user's pouch sits rotated against the common frame (a small
-rotation about a random axis; version 1 drew a uniformly random frame per user, which made
-the gravity direction a user identity feature)."""
+"""Std of the angle of a user's pouch against the common frame (a small rotation about a random axis)."""
 POUCH_MOVE = (0.04, np.radians(15.0))
-"""Per bout: probability that the phones are re-seated in the pouch, and the std of the
-rotation against the user's placement that they keep until the next move (re-seating does
-not accumulate: a random walk of rotations drifted 47° within one user's run)."""
+"""Per bout: probability that the phones are re-seated, and the std of their rotation against the user's
+placement until the next move."""
 _GAIT_AXIS, _GAIT_AXIS2, _ROT_AXIS = (0.3, 1.0, 0.4), (0.5, 0.5, 1.0), (1.0, 0.0, 0.3)
-"""Body-frame (x forward, y up, z lateral) directions of the gait acceleration, of its 2nd
-harmonic, and of the periodic rotation (pelvis rock)."""
+"""Body-frame (x forward, y up, z lateral) directions of the gait acceleration, its 2nd harmonic and the
+pelvis rock; each user's deviates by :data:`AXIS_SPREAD`."""
 AXIS_SPREAD = 0.3
-"""Per-user deviation of those directions."""
 GENERATOR_VERSION = 3
 """Bumped whenever what :func:`generate_frames` produces changes (part of the cache key)."""
 
@@ -248,15 +244,11 @@ def generate_frames(*, users: Iterable[str] = USERS, minutes: float = 5.0, seed:
 
 
 def write_hhar(out_dir: str | Path, **kwargs) -> list[Path]:
-    """Writes the four CSVs (see :func:`generate_frames` for the options) into ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Writes the four CSVs (see :func:`generate_frames` for the options) into ``out_dir``, atomically."""
     paths = []
     for key, frame in generate_frames(**kwargs).items():
-        path = out_dir / FILES[key]
-        tmp = path.with_suffix(".csv.tmp")
-        frame.to_csv(tmp, index=False)
-        tmp.replace(path)
-        paths.append(path)
+        with atomic_write(Path(out_dir) / FILES[key], "w", newline="") as fh:
+            frame.to_csv(fh, index=False)
+        paths.append(Path(out_dir) / FILES[key])
     return paths
 

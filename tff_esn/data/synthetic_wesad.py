@@ -21,8 +21,7 @@ REAL_MINUTES = 100.0
 """Length of the real protocol the segment durations below add up to."""
 
 GENERATOR_VERSION = {"chest": 1, "wrist": 5}
-"""Version of each device's model (part of the cache key of every data set built from it):
-raise a device's number whenever what it generates changes."""
+"""Version of each device's model, part of the cache key: raised whenever what it generates changes."""
 
 _T, _BASE, _STRESS, _AMUSE, _MEDI = 0, 1, 2, 3, 4
 PROTOCOLS = {
@@ -95,11 +94,8 @@ def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = 
 
 def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int = 0,
                      devices: tuple[str, ...] = DEVICES) -> dict:
-    """One synthetic subject dict in the WESAD layout (see :mod:`tff_esn.data.wesad`).
-
-    ``minutes`` scales the protocol (100 = real); ``devices`` (``("wrist",)`` skips the chest streams).
-    Chest and wrist come from their own seed streams, so each is the same with or without the other.
-    """
+    """One synthetic subject dict in the WESAD layout, the protocol scaled to ``minutes`` (100 = real); each of
+    ``devices`` from its own seed stream (the same with or without the other)."""
     unknown = [d for d in devices if d not in DEVICES] if isinstance(devices, tuple) else devices
     if unknown or not devices:
         raise ValueError(f"devices: expected a non-empty tuple of {DEVICES}, got {devices!r}.")
@@ -154,12 +150,8 @@ def _chest_segments(codes: np.ndarray, p: dict, r_k: dict, rng: np.random.Genera
 
 
 def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) -> dict:
-    """The 700 Hz chest streams: one neurokit2 simulator call per protocol segment with that
-    segment's parameters (:data:`_EFFECTS` scaled by the subject's responsiveness).
-
-    The ECG carries no beat-to-beat variability (neurokit2's ``"simple"`` simulator); ``r_k["hrv"]`` is still
-    drawn because the draw order defines the chest streams.
-    """
+    """The 700 Hz chest streams from :func:`_chest_segments` (ECG without beat-to-beat variability;
+    ``r_k["hrv"]`` is drawn all the same, the draw order defining the streams)."""
     p = _profile(rng)
     # how strongly this subject expresses each effect: overall responsiveness × per-signal factor
     r_k = {k: p["responsiveness"] * rng.uniform(0.2, 1.6) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
@@ -307,13 +299,9 @@ def _scr_train(rate_per_min: np.ndarray, amplitude: float, seconds: int, rate: i
 
 
 def wrist_signals(codes: np.ndarray, *, minutes: float, rng: np.random.Generator) -> tuple[dict, dict]:
-    """The wrist streams (``ACC`` 32 Hz, ``BVP`` 64 Hz, ``EDA`` 4 Hz, ``TEMP`` 4 Hz) of one
-    subject with per-second label ``codes``, and the subject's profile.
-
-    A per-second arousal per condition drives heart, electrodermal and thermal responses with their
-    own lags (Kirschbaum et al. 1993; Boucsein 2012; Kim et al. 2018), scaled by the subject's
-    responsiveness; BVP motion artefacts make peak detection err.
-    """
+    """The wrist streams (``ACC`` 32 Hz, ``BVP`` 64 Hz, ``EDA``, ``TEMP`` 4 Hz) of a subject with per-second
+    ``codes``, and its profile: a per-condition arousal drives heart, electrodermal and thermal responses with
+    their own lags (Kirschbaum et al. 1993; Boucsein 2012; Kim et al. 2018); BVP artefacts make peaks err."""
     seconds = codes.size
     scale = minutes / REAL_MINUTES
     p = _wrist_profile(rng)
@@ -371,13 +359,8 @@ THESIS_STRESS_SHARE = 0.1147
 
 def calibration_statistics(subjects: Iterable[str] = SUBJECTS, *, minutes: float = REAL_MINUTES, seed: int = 0,
                            hrv_window_s: float = 25) -> dict:
-    """Table 5.1's statistics (min, max, mean, var of pEDA, tEDA, HR, HRV pooled over the
-    subjects' defined steps) of wrist-only synthetic subjects, the stress share and the
-    steps per subject — the numbers to put beside :data:`THESIS_TABLE_5_1`.
-
-    Returns:
-        ``{"features": {name: {"min", "max", "mean", "var"}}, "stress_share", "steps_per_subject"}``.
-    """
+    """``{"features": {name: {"min", "max", "mean", "var"}}, "stress_share", "steps_per_subject"}`` of
+    wrist-only synthetic subjects' defined steps: the numbers to put beside :data:`THESIS_TABLE_5_1`."""
     from tff_esn.data.wesad import THESIS_FEATURES, wrist_features
 
     rows, codes = [], []

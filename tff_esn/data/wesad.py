@@ -146,12 +146,8 @@ def _forward_filled(x: np.ndarray) -> np.ndarray:
 
 def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = "RMSSD",
                    rate_hz: float = 1.0, source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
-    """Thesis §5.2 phases 1–2 and the resampling: pEDA, tEDA, HR, HRV on a ``rate_hz`` grid.
-
-    EDA: ``eda_clean``, ``eda_phasic``; BVP: ``ppg_clean``, ``ppg_findpeaks``, ``ppg_rate`` and HRV over the
-    trailing ``hrv_window_s`` window (:func:`windowed_hrv`); streams interpolated onto ``t_k = k / rate_hz``.
-    Returns features (T, 4) float64 (NaN where a window has too few peaks) and label codes (T,).
-    """
+    """Thesis §5.2 phases 1–2: (T, 4) pEDA, tEDA (``eda_clean``, ``eda_phasic``), HR and HRV (``ppg_*``,
+    :func:`windowed_hrv` over ``hrv_window_s``; NaN with too few peaks) on the grid ``k / rate_hz``, and the codes."""
     import neurokit2 as nk
 
     wrist = subject["signal"]["wrist"]
@@ -191,13 +187,9 @@ def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = 
 def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = "RMSSD", rate_hz: float = 1.0,
                     ma_window_s: float | None = THESIS_MA_WINDOW_S, ma_mode: str = THESIS_MA_MODE,
                     source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
-    """The thesis' preprocessing of one subject (thesis §5.2, Tables 5.1–5.3).
-
-    :func:`wrist_features`, HRV gaps forward-filled and undefined leading rows dropped, standardised to the
-    subject's baseline (code 1), the causal moving-average normalisation over ``ma_window_s`` seconds
-    (``subtract`` by default; ``ma_window_s=None, ma_mode="divide"`` is the literal §5.2, DEVIATIONS.md);
-    labels stress (code 2) → 1, else 0. Returns features (T, 4) float32 and labels (T,) int64 ∈ {0, 1}.
-    """
+    """Thesis §5.2 (Tables 5.1–5.3) on one subject: :func:`wrist_features` normalised by
+    :func:`normalise_thesis_features` over ``ma_window_s`` seconds (``None, "divide"``: the literal §5.2,
+    DEVIATIONS.md); (T, 4) float32 features and (T,) labels stress → 1, else 0."""
     ma_window_s = hrv_window_s if ma_window_s is None else ma_window_s
     features, codes = wrist_features(subject, hrv_window_s, hrv_index=hrv_index, rate_hz=rate_hz, source=source)
     return normalise_thesis_features(features, codes, ma_steps=max(1, int(round(ma_window_s * rate_hz))),
@@ -206,9 +198,8 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
 
 def normalise_thesis_features(features: np.ndarray, codes: np.ndarray, *, ma_steps: int, ma_mode: str,
                               source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
-    """Thesis §5.2 phases 3–4 on :func:`wrist_features`' output (see :func:`thesis_features`):
-    gap filling, baseline standardization, moving-average normalisation over ``ma_steps``
-    steps, binary labels."""
+    """Thesis §5.2 phases 3–4: HRV gaps forward-filled, undefined leading rows dropped, standardised to the
+    baseline (code 1), causal moving-average normalisation over ``ma_steps`` steps, binary labels."""
     defined = np.all(np.isfinite(features), axis=1)
     if not defined.any():
         raise DataError(f"{source}: no time step where all thesis features are defined.")

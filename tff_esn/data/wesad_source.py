@@ -15,12 +15,8 @@ from tff_esn.data.source_names import option_subset
 
 
 def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pipeline]):
-    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source; pops its options.
-
-    The synthetic source simulates the ``pipeline``'s devices only, by default for its
-    ``synthetic_minutes``; the key holds the generator's version, so a changed generator
-    never reads stale cached data.
-    """
+    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source (pops its options); the synthetic
+    source simulates the ``pipeline``'s devices for its ``synthetic_minutes``, keyed by the generator's version."""
     if kind == "synthetic-wesad":
         from tff_esn.data.synthetic_wesad import GENERATOR_VERSION, generate_subject
 
