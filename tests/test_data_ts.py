@@ -12,7 +12,7 @@ import pytest
 from tff_esn.data.errors import DataError, MissingDataError
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.data.ts import load_ts, read_ts
+from tff_esn.data.ts import load_ts, scan_ts
 
 HEADER = "#comment\n@problemName Toy\n@timeStamps false\n@univariate {uni}\n@dimensions {dims}\n" \
          "@classLabel true {labels}\n@data\n"
@@ -143,7 +143,7 @@ def test_the_real_basic_motions(tmp_path_factory):
     assert data.label_names == ("Standing", "Running", "Walking", "Badminton")
     assert data.clients["train"].x.shape == (40, 100, 6) and data.clients["test"].x.shape == (40, 100, 6)
     np.testing.assert_array_equal(np.bincount(data.clients["train"].y), [10, 10, 10, 10])
-    assert read_ts(Path(f"{data.source[3:]}_TRAIN.ts")).labels[0] == "Standing"
+    assert scan_ts(Path(f"{data.source[3:]}_TRAIN.ts")).labels[0] == "Standing"
 
 
 @pytest.mark.slow

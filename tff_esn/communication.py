@@ -39,14 +39,6 @@ class CommunicationCost:
     def rounds(self) -> int:
         return sum(p.rounds for p in self.phases)
 
-    @property
-    def up_bytes(self) -> float:
-        return sum(p.up * p.rounds * p.bytes_per_float for p in self.phases)
-
-    @property
-    def down_bytes(self) -> float:
-        return sum(p.down * p.rounds * p.bytes_per_float for p in self.phases)
-
     def __add__(self, other: "CommunicationCost") -> "CommunicationCost":
         return CommunicationCost(self.phases + other.phases)
 
@@ -56,8 +48,8 @@ class CommunicationCost:
             "up_floats_per_client": self.up_floats,
             "down_floats_per_client": self.down_floats,
             "rounds": self.rounds,
-            "up_bytes_per_client": self.up_bytes,
-            "down_bytes_per_client": self.down_bytes,
+            "up_bytes_per_client": sum(p.up * p.rounds * p.bytes_per_float for p in self.phases),
+            "down_bytes_per_client": sum(p.down * p.rounds * p.bytes_per_float for p in self.phases),
             "phases": [
                 {"name": p.name, "up_floats_per_round": p.up, "down_floats_per_round": p.down,
                  "rounds": p.rounds, "bytes_per_float": p.bytes_per_float}

@@ -28,11 +28,8 @@ def merged(*lists: Iterable[str]) -> list[str]:
 
 @contextlib.contextmanager
 def recording() -> Iterator[list[str]]:
-    """Collects the :class:`RunWarning` messages emitted inside the block into the yielded list.
-
-    Each distinct message is recorded and printed to stderr (``warning: …``) once, also when
-    it is emitted again; any other warning goes to the warning display in force outside.
-    """
+    """The list of distinct :class:`RunWarning` messages emitted inside the block, each printed to stderr once
+    (``warning: …``); any other warning goes to the display in force outside."""
     said: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("always", RunWarning)

@@ -62,8 +62,8 @@ def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: i
 
 def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt: float = 0.1, every: int = 10,
                  transient: int = 1000) -> Series:
-    """Mackey–Glass, one channel ``x``: ``dx/dt = 0.2 x(t−τ) / (1 + x(t−τ)¹⁰) − 0.1 x(t)``, Euler steps ``dt``
-    sampled every ``every``, after ``transient`` time units from a constant history 1.2 ± a seeded 0.1."""
+    """Mackey–Glass, one channel ``x``: ``dx/dt = 0.2 x(t−τ) / (1 + x(t−τ)¹⁰) − 0.1 x(t)``, Euler steps
+    ``dt`` sampled every ``every``, after ``transient`` time units from a constant history 1.2 ± a seeded 0.1."""
     delay = int(round(tau / dt))
     total = (steps + transient) * every
     x = np.empty(total + delay + 1)

@@ -317,8 +317,8 @@ def _check_real_values(y: np.ndarray, source: str) -> int:
     """1 (the readout's outputs) after checking that real targets ``y`` are finite and not constant."""
     finite = np.all(np.isfinite(y))
     if not finite or np.ptp(y) == 0:
-        raise DataError(f"{source}: y: " + ("real targets contain NaN or inf." if not finite else
-                                            f"every target is {float(y.flat[0])!r}; a regression needs targets that vary."))
+        raise DataError(f"{source}: y: " + (f"every target is {float(y.flat[0])!r}; a regression needs targets that "
+                                            "vary." if finite else "real targets contain NaN or inf."))
     return 1
 
 
@@ -410,10 +410,9 @@ def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[
         yield archive, path, keys
 
 
-def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
-    """``y``, checked (:func:`_check_labels`, or :func:`_check_real_values` for real targets) against
-    the number of sequences ``X`` declares before ``X`` is read; ``y``'s own header is checked before
-    ``y`` is read."""
+def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict[str, np.ndarray]:
+    """Every member but ``X``: ``y`` checked (:func:`_check_labels`, :func:`_check_real_values`) against the
+    sequences ``X``'s header declares before either is read, ``client`` and ``split`` when present."""
     source = f"npz:{path}"
     shape, _ = npz_header(archive, "X", path)
     labels, _ = npz_header(archive, "y", path)
@@ -425,20 +424,12 @@ def _npz_labels(archive: zipfile.ZipFile, path: Path) -> np.ndarray:
         _check_real_values(y, source)
     else:
         _check_labels(y, int(shape[0]), source, None)
-    return y
-
-
-def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict[str, np.ndarray]:
-    """``y`` (:func:`_npz_labels`), ``client`` and ``split`` when present: every member but ``X``."""
-    arrays = {"y": _npz_labels(archive, path)}
-    arrays.update({k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys})
-    return arrays
+    return {"y": y, **{k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys}}
 
 
 def npz_stand_in(path: str | Path) -> SequenceDataset | None:
-    """The clients, groups and labels of an ``.npz`` with one zero step per sequence in place of ``X``
-    (``X`` unread): what a split and its checks read, before ``X`` loads. ``None`` for real or per-step
-    targets and for an object array."""
+    """An ``.npz``'s clients, groups and labels with one zero step per sequence for the unread ``X`` (what a
+    split and its checks read); ``None`` for real or per-step targets and for an object array."""
     with _npz_archive(path) as (archive, path, keys):
         arrays = _npz_labelling(archive, path, keys)
         shape, dtype = npz_header(archive, "X", path)
@@ -449,9 +440,8 @@ def npz_stand_in(path: str | Path) -> SequenceDataset | None:
 
 
 def npz_layout(path: str | Path) -> DataLayout | None:
-    """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (no
-    value of any member read): one block of n sequences of T steps; ``None`` for an object array
-    (the sequences' lengths are inside its pickle)."""
+    """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (one block of n
+    sequences of T steps); ``None`` for an object array (its lengths are inside the pickle)."""
     with _npz_archive(path) as (archive, path, _):
         shape, dtype = npz_header(archive, "X", path)
     if dtype.hasobject or len(shape) != 3 or 0 in shape:

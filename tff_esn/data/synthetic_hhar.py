@@ -40,11 +40,9 @@ GENERATOR_VERSION = 3
 
 @dataclasses.dataclass(frozen=True)
 class Motion:
-    """Mean motion of one activity and its user-to-user (``*_user``) and bout-to-bout
-    (``*_bout``) spreads. Angles in rad (pitch: + forward lean of the pelvis), cadence as a
-    factor of the user's walking step frequency (or its own range in Hz: biking, twice the
-    pedal frequency of 50–85 rpm), amplitudes
-    in m/s² (acceleration) and rad/s (rotation)."""
+    """Mean motion of one activity, its user-to-user (``*_user``) and bout-to-bout (``*_bout``) spreads: angles
+    in rad (pitch: pelvis forward lean), cadence per walking step frequency (biking: its own range in Hz),
+    amplitudes in m/s² and rad/s."""
 
     pitch: float
     pitch_user: float

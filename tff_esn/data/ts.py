@@ -22,18 +22,6 @@ MISSING_MODES = ("refuse", "interpolate")
 interpolation over time within its dimension (the nearest value at either end)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class TsFile:
-    """One parsed ``.ts`` file: (T_i, F) ``sequences`` (``NaN`` where a value is missing),
-    string ``labels`` and the header's ``class_labels`` (``None`` when it lists none);
-    ``regression`` when the header declares ``@targetlabel true`` (the labels are real targets)."""
-
-    sequences: list[np.ndarray]
-    labels: list[str]
-    class_labels: tuple[str, ...] | None
-    regression: bool = False
-
-
 def _header(line: str, headers: dict[str, str], path: Path, number: int) -> None:
     key, _, value = line[1:].partition(" ")
     key = key.lower()
@@ -175,13 +163,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def read_ts(path: str | Path, scan: TsScan | None = None) -> TsFile:
-    """Parses one ``.ts`` file (module docstring) line by line, after :func:`scan_ts` checked it;
-    a malformed file is a one-line :class:`DataError` naming the file and line."""
+def _read_cases(path: str | Path) -> list[np.ndarray]:
+    """The (T_i, F) cases of one ``.ts`` file (``NaN`` where a value is missing) that :func:`scan_ts`
+    checked, parsed line by line; a malformed file is a one-line :class:`DataError` naming the file and line."""
     path = Path(path)
-    scan = scan_ts(path) if scan is None else scan
-    sequences = [_case(line, path, number)[0] for number, line, case in _lines(path) if case]
-    return TsFile(sequences, scan.labels, scan.class_labels, scan.regression)
+    return [_case(line, path, number)[0] for number, line, case in _lines(path) if case]
 
 
 def _interpolate(x: np.ndarray) -> np.ndarray:
@@ -195,14 +181,14 @@ def _interpolate(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fill_missing(parsed: TsFile, path: Path, missing: str) -> list[np.ndarray]:
-    holes = [i for i, x in enumerate(parsed.sequences) if np.isnan(x).any()]
-    empty = [i for i in holes if np.isnan(parsed.sequences[i]).all(axis=0).any()]
+def _fill_missing(sequences: list[np.ndarray], path: Path, missing: str) -> list[np.ndarray]:
+    holes = [i for i, x in enumerate(sequences) if np.isnan(x).any()]
+    empty = [i for i in holes if np.isnan(sequences[i]).all(axis=0).any()]
     _refuse(path, ((holes and missing == "refuse",
                     lambda: f"case {holes[0]} (and {len(holes) - 1} more) has missing values ('?' or NaN); impute "
                             "them explicitly with missing='interpolate' (--missing interpolate)."),
                    (empty, lambda: f"case {empty[0]} has a dimension with no value at all; nothing to interpolate.")))
-    sequences = list(parsed.sequences)
+    sequences = list(sequences)
     for i in holes:
         sequences[i] = _interpolate(sequences[i])
     return sequences
@@ -256,8 +242,8 @@ def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
     if missing not in MISSING_MODES:
         raise ValueError(f"missing: expected one of {MISSING_MODES}, got {missing!r}.")
     (train_path, test_path), scans, names = _scans(stem)
-    train, test = read_ts(train_path, scans[0]), read_ts(test_path, scans[1])
-    sequences = _fill_missing(train, train_path, missing) + _fill_missing(test, test_path, missing)
+    train, test = scans
+    sequences = [x for path in (train_path, test_path) for x in _fill_missing(_read_cases(path), path, missing)]
     groups = np.array(["train"] * len(train.labels) + ["test"] * len(test.labels))
     if train.regression:
         y = np.array([float(label) for label in train.labels + test.labels])
