@@ -79,9 +79,14 @@ def _training_rows(dataset: SequenceDataset, split: Split,
         keep = np.random.default_rng(np.random.SeedSequence([seed, 11])).choice(
             x_train.shape[0], MAX_TRAIN_ROWS, replace=False)
         x_train, y_train = x_train[keep], y_train[keep]
-    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+    return (x_train, y_train, *_scale(x_train))
+
+
+def _scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and deviation of ``x``'s columns that standardise rows (a constant column's deviation is 1)."""
+    std = x.std(axis=0)
     std[std == 0] = 1.0
-    return x_train, y_train, mean, std
+    return x.mean(axis=0), std
 
 
 def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
@@ -179,8 +184,7 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
         return _lagged(pooled.x, width, skip), steady, persistence
 
     x_train, y_train, _ = rows(split.train)
-    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
-    std[std == 0] = 1.0
+    mean, std = _scale(x_train)
     readouts = RidgeStats.from_states((x_train - mean) / std, y_train[:, None], bias=True).solve_path(L2_GRID)
     groups = {group: rows(getattr(split, group)) if getattr(split, group) else None for group in GROUPS}
     chosen = len(L2_GRID) - 1

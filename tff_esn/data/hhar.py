@@ -107,10 +107,6 @@ class Run:
         return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
-def _gaps(times_ns: np.ndarray) -> int:
-    return int(np.sum(np.diff(np.sort(times_ns)) > GAP_S * 1e9))
-
-
 def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ...], pd.DataFrame]:
     """Rows of ``frame`` per combination of the categorical ``columns`` (numpy on the category codes)."""
     import pandas as pd
@@ -150,7 +146,8 @@ def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=Non
             if g is None or len(g) < 2:
                 continue
             t = dev_rows["Creation_Time"].to_numpy()
-            candidates.append((_gaps(t), -len(t), str(device), dev_rows, g))
+            gaps = int(np.sum(np.diff(np.sort(t)) > GAP_S * 1e9))
+            candidates.append((gaps, -len(t), str(device), dev_rows, g))
         if not candidates:
             continue
         _, _, device, a, g = min(candidates, key=lambda c: c[:3])

@@ -12,10 +12,6 @@ HRV_INDICES = ("MeanNN", "SDNN", "RMSSD", "SDSD", "pNN50", "pNN20")
 """Time-domain indices :func:`windowed_hrv` computes, named as ``hrv_time`` names them (without ``HRV_``)."""
 
 
-def _prefix(values: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0.0], np.cumsum(values, dtype=np.float64)])
-
-
 def windowed_hrv(peaks: np.ndarray, sampling_rate: float, ends: np.ndarray, window: int,
                  indices: tuple[str, ...] = HRV_INDICES) -> dict[str, np.ndarray]:
     """``{index: (len(ends),) float64}``: the time-domain HRV ``indices`` of the increasing ``peaks``
@@ -37,7 +33,7 @@ def windowed_hrv(peaks: np.ndarray, sampling_rate: float, ends: np.ndarray, wind
     d = c + n_d
 
     def window_sum(values: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
-        pre = _prefix(values)
+        pre = np.concatenate([[0.0], np.cumsum(values, dtype=np.float64)])
         return pre[stop] - pre[start]
 
     out: dict[str, np.ndarray] = {}

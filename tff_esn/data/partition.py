@@ -58,10 +58,6 @@ class Partitioner:
         return self.kind if self.value is None else f"{self.kind}:{self.value:g}"
 
 
-def _rng(seed: int, partitioner: Partitioner, stream: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, PARTITIONERS.index(partitioner.kind), 0x9A27, stream]))
-
-
 def _sizes_to_assignment(sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A random permutation of n = Σ sizes sequences cut into consecutive parts of ``sizes``."""
     owner = np.repeat(np.arange(sizes.size), sizes)
@@ -126,7 +122,7 @@ def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int
     if not isinstance(clients, (int, np.integer)) or not 1 <= clients <= n:
         raise DataError(f"partition {partitioner}: {clients!r} clients need at least {clients} sequences "
                         f"(every client keeps one; clients an integer ≥ 1), got {n}.")
-    rng = _rng(seed, partitioner, stream)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, PARTITIONERS.index(partitioner.kind), 0x9A27, stream]))
     kind, value = partitioner.kind, partitioner.value
     if kind == "iid":
         return _sizes_to_assignment(_largest_remainder(np.ones(clients), n), rng)

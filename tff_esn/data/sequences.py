@@ -187,21 +187,19 @@ def _npy_header(fh) -> tuple[tuple[int, ...], bool, np.dtype]:
 
 def npz_header(archive: zipfile.ZipFile, key: str, path: Path) -> tuple[tuple[int, ...], np.dtype]:
     """The declared shape and dtype of the member ``key`` of an ``.npz``, read without loading it."""
-    try:
-        with archive.open(f"{key}.npy") as fh:
-            shape, _, dtype = _npy_header(fh)
-    except _ZIP_ERRORS as err:
-        raise _unreadable(path, key, err) from None
-    return shape, dtype
+    return _npz_member(archive, key, path, header=True)
 
 
-def _npz_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
-    """One array of an ``.npz``; object arrays are unpickled through the data allow-list."""
+def _npz_member(archive: zipfile.ZipFile, key: str, path: Path, *, header: bool = False):
+    """One array of an ``.npz`` (object arrays unpickled through the data allow-list), or with ``header``
+    its declared ``(shape, dtype)``."""
     from tff_esn.data.safe_pickle import read_data_pickle
 
     try:
         with archive.open(f"{key}.npy") as fh:
             shape, fortran, dtype = _npy_header(fh)
+            if header:
+                return shape, dtype
             if dtype.hasobject:
                 return read_data_pickle(fh, f"{path}: {key}")
             return np.frombuffer(fh.read(), dtype=dtype).reshape(shape, order="F" if fortran else "C")

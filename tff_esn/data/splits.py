@@ -59,13 +59,6 @@ def _fraction_rule(train_fraction: float, seed: int) -> str:
     return "" if train_fraction == 1 else f"; {train_fraction:g} of the training clients drawn with seed {seed}"
 
 
-def _npz_rule_sizes(n: int) -> tuple[int, int]:
-    """(validation, test) clients of the seeded ``npz`` rule for ``n`` clients."""
-    test = max(1, n // 5) if n >= 2 else 0
-    val = max(1, n // 5) if n >= 3 else 0
-    return val, test
-
-
 def _npz_split(dataset: SequenceDataset, train_fraction: float, seed: int) -> Split:
     ids = natural_order(dataset.client_ids)
     if dataset.groups:
@@ -80,7 +73,7 @@ def _npz_split(dataset: SequenceDataset, train_fraction: float, seed: int) -> Sp
         run_warnings.warn(f"{dataset.source}: client ids {named[:5]} look like group names, but the data has no "
                           "split column: the clients are split by the seeded rule (add a 'split' array to choose "
                           "the groups).", stacklevel=4)
-    n_val, n_test = _npz_rule_sizes(len(ids))
+    n_test, n_val = (max(1, len(ids) // 5) if len(ids) >= low else 0 for low in (2, 3))
     order = np.random.default_rng(np.random.SeedSequence([seed, len(ids), 0x5E1])).permutation(len(ids))
     shuffled = [ids[i] for i in order]
     test, val = set(shuffled[:n_test]), set(shuffled[n_test:n_test + n_val])
