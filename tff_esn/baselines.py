@@ -54,9 +54,8 @@ def _summary(b: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The clients ``ids``' rows (:func:`sequence_features`) and labels. Per-sequence summaries are
-    memoised per dataset object and ids (read-only; every split and seed of a dataset reuses them);
-    per-step rows are the inputs themselves and are not held."""
+    """The clients ``ids``' rows (:func:`sequence_features`) and labels; per-sequence summaries memoised
+    (read-only) per dataset object and ids."""
     memo = _row_memo.setdefault(dataset, {})
     key = tuple(ids)
     if key in memo:

@@ -118,9 +118,8 @@ def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dic
 
 def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed: int = 0,
                  threshold: float = 0.5) -> dict[str, float | int | None]:
-    """One ``metrics.json`` section: :func:`classification_metrics`, the random baseline accuracy and the
-    counts per class of the labels and of the predictions (``label_counts``, ``prediction_counts``: what
-    :func:`tff_esn.result_check.check_result` reads to see a model that predicts one class)."""
+    """One ``metrics.json`` section: :func:`classification_metrics`, the random baseline's accuracy and the
+    ``label_counts`` and ``prediction_counts`` per class (what :mod:`tff_esn.result_check` reads)."""
     report = classification_metrics(y_true, scores, n_classes, threshold=threshold)
     report["random_baseline_accuracy"] = random_baseline(y_true, n_classes, seed=seed)["accuracy"]
     y = _labels(y_true, n_classes)

@@ -30,9 +30,8 @@ def package_versions() -> dict[str, str | None]:
 
 
 def source_commit() -> str | None:
-    """The git commit of the ``tff_esn`` source that runs (12 hex digits, ``-dirty`` when tracked
-    files differ from it); ``None`` when that source is not the top of a git checkout (an
-    installed copy) or git is missing."""
+    """The git commit (12 hex digits, ``-dirty`` with changed tracked files) of the ``tff_esn`` source that
+    runs; ``None`` when it is not the top of a git checkout or git is missing."""
     import tff_esn
 
     root = Path(tff_esn.__file__).resolve().parent.parent

@@ -38,9 +38,8 @@ class Task:
 
     @property
     def products(self) -> str:
-        """The float type of the ridge statistics' per-chunk products: ``float64`` for real targets
-        (an NRMSE rests on the states' small eigen-directions, which float32 products round away),
-        ``float32`` for classes (an argmax does not)."""
+        """The float type of the ridge statistics' per-chunk products: ``float64`` for real targets (an NRMSE
+        rests on small eigen-directions float32 rounds away), ``float32`` for classes."""
         return "float64" if self.real else "float32"
 
     def encode(self, y: Any, n_outputs: int) -> Any:

@@ -112,9 +112,8 @@ def _client_folds(dataset: SequenceDataset, split: Split, seed: int, folds: int)
 
 
 def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray:
-    """(n,) the fold in [0, ``folds``) of each of ``client``'s sequences: a BLAKE2b hash of ``seed``,
-    its valid steps' values and its label(s), modulo ``folds`` — the same for a sequence whichever
-    client holds it and wherever."""
+    """(n,) the fold of each of ``client``'s sequences: a BLAKE2b hash of ``seed``, its valid steps' values
+    and its label(s), modulo ``folds`` (the same whichever client holds the sequence)."""
     out = np.empty(len(client), np.int64)
     steps = client.steps
     for i in range(len(client)):
@@ -126,9 +125,8 @@ def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray
 
 
 def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOLDS) -> Carving:
-    """The run's validation data (module docstring): the validation clients, else ``folds`` folds
-    over the training clients (≥ 2 per fold), else a per-client local hold-out of hashed folds.
-    Only ``split.train`` is read."""
+    """The run's validation data: the validation clients, else ``folds`` folds over the training clients
+    (≥ 2 per fold), else a per-client local hold-out of hashed folds (:func:`sequence_folds`)."""
     train = tuple(split.train)
     if split.val:
         return Carving("validation clients", dataset, split, (), {c: c for c in train}, seed)

@@ -199,9 +199,8 @@ def window_features(values: np.ndarray, window: int = 200) -> np.ndarray:
 
 def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare, *,
                   squared: bool = False) -> SequenceDataset:
-    """Per user: ``prepare(run) → [(x, labels) per gap-free stretch]``, standardized over the
-    user's samples (then, with ``squared``, each standardized feature's square appended), chunked
-    inside label runs; one client per user."""
+    """One client per user: ``prepare(run) → [(x, labels) per gap-free stretch]``, standardized over the user's
+    samples (``squared``: each feature's square appended), chunked inside label runs."""
     clients = {}
     for user in sorted({u for u, _ in runs}):
         parts = [part for (u, _), run in sorted(runs.items()) if u == user for part in prepare(run)]

@@ -173,23 +173,6 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, Ty
                NotImplementedError, RuntimeError)  # the last two: zip features (encryption, methods)
 
 
-def _unreadable(path: Path, key: str, err: Exception) -> DataError:
-    return DataError(f"{path}: {key}: not a readable .npy member (truncated or corrupt): {type(err).__name__}: {err}")
-
-
-def _npy_header(fh) -> tuple[tuple[int, ...], bool, np.dtype]:
-    """``(shape, fortran_order, dtype)`` from an open ``.npy`` member's header (its data unread)."""
-    fmt = np.lib.format
-    version = fmt.read_magic(fh)
-    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-    return read_header(fh)
-
-
-def npz_header(archive: zipfile.ZipFile, key: str, path: Path) -> tuple[tuple[int, ...], np.dtype]:
-    """The declared shape and dtype of the member ``key`` of an ``.npz``, read without loading it."""
-    return _npz_member(archive, key, path, header=True)
-
-
 def _npz_member(archive: zipfile.ZipFile, key: str, path: Path, *, header: bool = False):
     """One array of an ``.npz`` (object arrays unpickled through the data allow-list), or with ``header``
     its declared ``(shape, dtype)``."""
@@ -197,7 +180,9 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path, *, header: bool 
 
     try:
         with archive.open(f"{key}.npy") as fh:
-            shape, fortran, dtype = _npy_header(fh)
+            version = np.lib.format.read_magic(fh)
+            shape, fortran, dtype = (np.lib.format.read_array_header_1_0 if version == (1, 0) else
+                                     np.lib.format.read_array_header_2_0)(fh)
             if header:
                 return shape, dtype
             if dtype.hasobject:
@@ -206,7 +191,8 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path, *, header: bool 
     except DataError:
         raise
     except _ZIP_ERRORS as err:
-        raise _unreadable(path, key, err) from None
+        raise DataError(f"{path}: {key}: not a readable .npy member (truncated or corrupt): {type(err).__name__}: "
+                        f"{err}") from None
 
 
 def _sequence_list(sequences, source: str) -> list[np.ndarray]:
@@ -253,13 +239,12 @@ def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ..
     missing = list(itertools.islice((k for k in range(n_classes) if k not in inside), 11))
     if outside.size or missing or len(present) == 1:
         found = "; ".join(part for part in (f"codes outside it: {_listing(outside)}" if outside.size else "",
-                                            f"no sequence of {_listing(missing)}" if missing else "",
-                                            "one class only: a classifier needs at least 2" if len(present) == 1
-                                            else "") if part)
-        named = " label names'" if label_names is not None else ""
-        raise DataError(f"{source}: y: labels must be exactly the {n_classes}{named} classes 0…{n_classes - 1}, each "
-                        f"present; got {_listing(present)} ({found}); recode them with classes, "
-                        "y = np.unique(y, return_inverse=True).")
+                                            f"no sequence of {_listing(missing)}" if missing else "") if part)
+        named = f"{n_classes} label names' " if label_names is not None else ""
+        raise DataError(f"{source}: y: " + (
+            f"every label is {int(present[0])}: one class only; a classifier needs the labels of at least 2 classes."
+            if len(present) == 1 else f"labels must be exactly the {named}classes 0…{n_classes - 1}, each present; "
+            f"got {_listing(present)} ({found}); recode them with classes, y = np.unique(y, return_inverse=True)."))
     return n_classes
 
 
@@ -412,8 +397,8 @@ def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict
     """Every member but ``X``: ``y`` checked (:func:`_check_labels`, :func:`_check_real_values`) against the
     sequences ``X``'s header declares before either is read, ``client`` and ``split`` when present."""
     source = f"npz:{path}"
-    shape, _ = npz_header(archive, "X", path)
-    labels, _ = npz_header(archive, "y", path)
+    shape, _ = _npz_member(archive, "X", path, header=True)
+    labels, _ = _npz_member(archive, "y", path, header=True)
     if not shape or labels[:1] != shape[:1]:
         raise DataError(f"{source}: y: must have shape ({shape[0] if shape else 'n'},) like X (one label per "
                         f"sequence of X {shape}), got {labels}.")
@@ -430,7 +415,7 @@ def npz_stand_in(path: str | Path) -> SequenceDataset | None:
     split and its checks read); ``None`` for real or per-step targets and for an object array."""
     with _npz_archive(path) as (archive, path, keys):
         arrays = _npz_labelling(archive, path, keys)
-        shape, dtype = npz_header(archive, "X", path)
+        shape, dtype = _npz_member(archive, "X", path, header=True)
     if dtype.hasobject or len(shape) != 3 or arrays["y"].ndim != 1 or arrays["y"].dtype.kind == "f":
         return None
     return dataset_from_arrays(np.zeros((shape[0], 1, shape[2]), np.float32), arrays["y"], arrays["client"],
@@ -441,7 +426,7 @@ def npz_layout(path: str | Path) -> DataLayout | None:
     """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (one block of n
     sequences of T steps); ``None`` for an object array (its lengths are inside the pickle)."""
     with _npz_archive(path) as (archive, path, _):
-        shape, dtype = npz_header(archive, "X", path)
+        shape, dtype = _npz_member(archive, "X", path, header=True)
     if dtype.hasobject or len(shape) != 3 or 0 in shape:
         return None
     n, steps, features = (int(v) for v in shape)

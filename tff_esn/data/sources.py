@@ -26,9 +26,8 @@ _OWN_OPTIONS = {"npz": ("ragged", "length"), "ts": ("missing", "ragged", "length
 
 
 def source_layout(source: str, **options: Any) -> DataLayout | None:
-    """The :class:`~tff_esn.data.layout.DataLayout` of an own-data source (``npz:``, ``ts:``) read
-    without loading its values (``options`` as :func:`load_source`'s; a crop applied); ``None``
-    for the generated and preprocessed sources and for an ``npz`` object array."""
+    """The :class:`~tff_esn.data.layout.DataLayout` of an ``npz:`` or ``ts:`` source (``options`` as
+    :func:`load_source`'s) read without loading its values; ``None`` for other sources and object arrays."""
     kind, arg = parse_source(source)
     if kind == "npz":
         layout = npz_layout(arg)

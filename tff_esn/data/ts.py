@@ -69,9 +69,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
 
 @dataclasses.dataclass(frozen=True)
 class TsScan:
-    """What one streaming pass over a ``.ts`` file learns without parsing a number: each case's
-    ``lengths`` (steps) and string ``labels``, the ``dimensions``, the header's ``class_labels`` and
-    whether it declares real targets (``regression``)."""
+    """What a streaming pass over a ``.ts`` file learns without parsing a number: each case's ``lengths`` and
+    ``labels``, the ``dimensions``, the header's ``class_labels`` and whether it declares real targets."""
 
     lengths: np.ndarray
     labels: list[str]
@@ -113,9 +112,8 @@ def scan_ts(path: str | Path) -> TsScan:
 
 def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int], labels: list[str],
                   path: Path) -> tuple[tuple[str, ...] | None, bool]:
-    """The header's class labels and whether it declares real targets (``@targetlabel true``), after
-    checking ``@classLabel``, ``@dimensions``, ``@univariate``, ``@equalLength`` and ``@seriesLength``
-    against the cases."""
+    """The header's class labels and whether it declares real targets (``@targetlabel true``), after checking
+    its ``@classLabel``, ``@dimensions``, ``@univariate``, ``@equalLength``, ``@seriesLength`` against the cases."""
     regression = headers.get("targetlabel", "").lower().startswith("true")
     declared = headers.get("classlabel", "").split()
     class_labels = None if regression else tuple(declared[1:]) or None
