@@ -400,8 +400,8 @@ def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict
     shape, _ = _npz_member(archive, "X", path, header=True)
     labels, _ = _npz_member(archive, "y", path, header=True)
     if not shape or labels[:1] != shape[:1]:
-        raise DataError(f"{source}: y: must have shape ({shape[0] if shape else 'n'},) like X (one label per "
-                        f"sequence of X {shape}), got {labels}.")
+        raise DataError(f"{source}: y: must have shape ({shape[0] if shape else 'n'},) like X, got {labels} "
+                        f"(X: {shape}).")
     y = _npz_member(archive, "y", path)
     if y.dtype.kind == "f":  # real targets: their shape against the sequences once X is read
         _check_real_values(y, source)
