@@ -104,9 +104,8 @@ _BOUT_FIELDS = ("start", "label", "pitch", "tilt", "freq", "amp", "share2", "pha
 
 
 def _bouts(user: dict, minutes: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The user's run as bouts of 2–8 s (``null`` pauses between the activities in a random
-    order), each with its own motion parameters (fields :data:`_BOUT_FIELDS`), and the
-    pouch rotation of each bout, (n_bouts, 3, 3)."""
+    """The user's run as bouts of 2–8 s (activities in a random order, ``null`` pauses between), each with its
+    motion parameters (:data:`_BOUT_FIELDS`), and each bout's (3, 3) pouch rotation."""
     rng = user["rng"]
     active = minutes * 60.0
     pause = max(2.0, 0.1 * active)
@@ -160,10 +159,9 @@ RAMP_S = 0.8
 
 
 def _motion(t: np.ndarray, bouts: dict, rotations: np.ndarray, user: dict, watch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Acceleration (m/s²) and rotation rate (rad/s), (n, 3) each, and the label index
-    (−1 = null) at times ``t``: gravity at the bout's pelvis pitch/tilt, the gait's
-    fundamental and 2nd harmonic at the bout's frequency (phase integrated exactly across
-    bouts), a turn about the vertical, vibration, all rotated by the bout's pouch rotation."""
+    """(n, 3) acceleration (m/s²) and rotation rate (rad/s) and the label index (−1 = null) at times ``t``:
+    gravity at the bout's pitch/tilt, the gait's two harmonics (phase integrated across bouts), a turn,
+    vibration, all rotated by the bout's pouch rotation."""
     start = bouts["start"]
     k = np.searchsorted(start, t, side="right") - 1
     prev = np.maximum(k - 1, 0)

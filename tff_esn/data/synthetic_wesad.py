@@ -78,9 +78,8 @@ def _on_grid(per_second: np.ndarray, rate: int) -> np.ndarray:
 
 
 def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = True, **kwargs) -> np.ndarray:
-    """``fn`` over ``max(seconds, minimum)`` s truncated to ``seconds``: neurokit2's
-    simulators fail on segments shorter than a beat or breath, and simulate 10 s when given
-    ``length`` without ``duration`` (SPEC pitfalls), so both are passed."""
+    """``fn`` over ``max(seconds, minimum)`` s (neurokit2 fails on shorter than a beat or breath; both
+    ``length`` and ``duration`` passed, as it simulates 10 s otherwise), truncated to ``seconds``."""
     n = seconds * rate
     sim_s = max(seconds, minimum)
     if fn.__name__ != "emg_simulate":
@@ -113,10 +112,8 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
 
 
 def _chest_segments(codes: np.ndarray, p: dict, r_k: dict, rng: np.random.Generator):
-    """Per protocol segment, its parameters (:data:`_EFFECTS` scaled by the subject's
-    responsiveness ``r_k``, jittered per segment) and its 700 Hz ECG, respiration, EMG and
-    chest-EDA responses from neurokit2's simulators. Returns the per-second effect levels
-    (tonic, temp, motion, emg) and the four lists of segment streams."""
+    """The per-second effect levels and, per protocol segment, 700 Hz ECG, respiration, EMG and chest-EDA from
+    neurokit2's simulators with the segment's parameters (:data:`_EFFECTS` × responsiveness ``r_k``, jittered)."""
     import neurokit2 as nk
 
     seconds = codes.size
@@ -203,9 +200,8 @@ _TSST_PREPARATION = 0.25
 
 
 def _lag(target: np.ndarray, rise_s: float, recover_s: float) -> np.ndarray:
-    """A response following ``target`` (per second) quickly up and slowly back (the recovery
-    lag): the larger of a fast and a slow first-order low-pass. A rise follows the fast one;
-    after a fall the slow one lingers above it (and a relaxation below 0 sets in slowly)."""
+    """A response following ``target`` (per second) quickly up and slowly back: the larger of a fast and a
+    slow first-order low-pass."""
     return np.maximum(_smooth_levels(target, rise_s), _smooth_levels(target, recover_s))
 
 
@@ -250,9 +246,8 @@ def _beats(hr: np.ndarray, rmssd: np.ndarray, rng: np.random.Generator) -> np.nd
 
 
 def _bvp(beats: np.ndarray, seconds: int, rate: int, gain: float, rng: np.random.Generator) -> np.ndarray:
-    """Pulse waveform at ``rate`` Hz: per beat a systolic and a diastolic Gaussian wave on the
-    beat's phase (0 → 1 between successive beats), amplitude jittered per beat, plus a
-    respiratory baseline."""
+    """Pulse waveform at ``rate`` Hz: per beat a systolic and a diastolic Gaussian wave on the beat's phase
+    (0 → 1 between beats), amplitude jittered per beat, plus a respiratory baseline."""
     t = (np.arange(seconds * rate) + 0.5) / rate
     k = np.clip(np.searchsorted(beats, t, side="right") - 1, 0, beats.size - 2)
     u = np.clip((t - beats[k]) / (beats[k + 1] - beats[k]), -1.0, 2.0)
@@ -284,9 +279,8 @@ def _episodes(level: np.ndarray, rate_per_min: float, mean_s: float, rng: np.ran
 
 def _scr_train(rate_per_min: np.ndarray, amplitude: float, seconds: int, rate: int,
                rng: np.random.Generator) -> np.ndarray:
-    """Skin-conductance responses at ``rate`` Hz: Poisson onsets (per-second rate), log-normal
-    amplitudes, each a bi-exponential response (rise 0.75 s, decay 2 s; Benedek & Kaernbach
-    2010) made by two first-order recursions."""
+    """Skin-conductance responses at ``rate`` Hz: Poisson onsets, log-normal amplitudes, each a bi-exponential
+    response (rise 0.75 s, decay 2 s; Benedek & Kaernbach 2010) from two first-order recursions."""
     from scipy.signal import lfilter
 
     per_sample = np.repeat(rate_per_min / 60.0 / rate, rate)
