@@ -20,10 +20,8 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 
 
 class LazyModule:
-    """A module imported on first attribute access: ``tf = LazyModule("tensorflow")`` at the top
-    of a module whose TensorFlow code runs only on some paths, so that importing it (and the
-    closed-form runs on the numpy backend, which never reach that code) costs no TensorFlow
-    import. Annotations stay unevaluated (``from __future__ import annotations``)."""
+    """A module imported on first attribute access (``tf = LazyModule("tensorflow")``): importing a module whose
+    TensorFlow code runs only on some paths costs no TensorFlow import."""
 
     def __init__(self, name: str):
         self._name = name

@@ -1,9 +1,5 @@
-"""Checks shared by every config's ``__post_init__``: one error format for a bad field.
-
-A config validates each field with :func:`check_field`; the ``ValueError`` names the
-config, the field, its ``tff-esn run`` flag and what was expected, so a mistake on the
-command line and one in library code read the same. Light: no TensorFlow, no numpy.
-"""
+"""Checks shared by every config's ``__post_init__``: :func:`check_field`'s ``ValueError`` names the config,
+the field, its ``tff-esn run`` flag and what was expected (no TensorFlow, no numpy)."""
 
 from __future__ import annotations
 
@@ -20,10 +16,8 @@ def flag_of(config: Any, name: str) -> str:
 
 
 def check_field(config: Any, name: str, ok: bool, expected: str, *, flag: str | None = None) -> None:
-    """``ValueError`` naming ``config``'s field ``name``, its flag and ``expected`` unless ``ok``.
-
-    ``flag`` names the flag where the field's own name or metadata does not (a nested config's
-    prefix, a command's renamed flag); ``""`` for a field no flag sets."""
+    """``ValueError`` naming ``config``'s field ``name``, its flag (``flag``: where the name or metadata does
+    not say it; ``""``: none) and ``expected`` unless ``ok``."""
     if not ok:
         shown = flag_of(config, name) if flag is None else flag
         where = f" ({shown})" if shown else ""

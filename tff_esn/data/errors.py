@@ -1,10 +1,5 @@
-"""The one error type for malformed or unsuitable input data.
-
-A :class:`DataError` means the *user's data* is wrong (a missing key, a wrong shape or
-rate, NaN, a truncated or unsafe file); its message is one line naming the file and the
-field and what to do. The command line reports it without a traceback and exits with
-code 2; every other exception keeps its traceback (it is a bug of ours).
-"""
+"""The one error type for malformed or unsuitable input data: a :class:`DataError` is one line naming the
+file, the field and the fix; the command line reports it without a traceback (exit code 2)."""
 
 from __future__ import annotations
 

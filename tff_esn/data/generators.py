@@ -115,10 +115,9 @@ def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
 
 def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, steps: int = DEFAULT_STEPS,
                    split_by: str = "segments", seed: int = 0, held_steps: int | None = None) -> SequenceDataset:
-    """The generated series ``name`` as a forecasting dataset: ``clients`` training clients of ``steps`` + H
-    steps, a validation and a test client of ``held_steps`` + H (its own groups); inputs the first steps,
-    per-step targets the target channel H = ``task.horizon`` steps later. ``segments``: stretches of one
-    realisation seeded by ``seed``; ``realisations``: client k's own, seeded by ``(seed, k)``."""
+    """The series ``name`` as a forecasting dataset: ``clients`` training clients of ``steps`` + H steps, a
+    validation and a test client of ``held_steps`` + H, targets H = ``task.horizon`` steps after the inputs;
+    ``segments`` of one realisation seeded by ``seed``, or ``realisations`` seeded by ``(seed, k)``."""
     if task.kind != "forecast":
         raise DataError(f"{name}: a generated series has no {'classes' if task.kind == 'classify' else 'targets'} "
                         "of its own; use --task forecast (with --horizon H).")
