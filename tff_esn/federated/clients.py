@@ -21,7 +21,6 @@ import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
@@ -33,28 +32,15 @@ _NOISE, _SHUFFLE = 1, 2
 def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
     (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
-    if mode not in RESERVOIR_MODES:
-        raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
     if mode == "same":
         return [server] * n_clients
     return [client_reservoir(server, i) for i in range(n_clients)]
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
-    """float32 targets shaped like the model's output: the 0/1 label (…, 1) for two classes,
-    the one-hot label (…, K) for K; validates labels against the state mode."""
-    if config.per_step:
-        if not client.per_step:
-            raise ValueError("state_mode='all' predicts at every step and needs per-step labels (n, T); "
-                             f"got per-sequence labels {client.y.shape}: use state_mode 'last' or 'mean'.")
-        if config.washout >= client.x.shape[1]:
-            raise ValueError(f"washout ({config.washout}) must be shorter than the sequences ({client.x.shape[1]} steps).")
-        labels = client.y[:, config.washout:]
-    elif client.per_step:
-        raise ValueError(f"state_mode={config.state_mode!r} predicts once per sequence and needs per-sequence labels "
-                         f"(n,); got per-step labels {client.y.shape}: use state_mode 'all'.")
-    else:
-        labels = client.y
+    """float32 targets shaped like the model's output: the 0/1 label (…, 1) for two classes, the one-hot
+    label (…, K) for K (the label layout checked by :func:`~tff_esn.federated.configs.for_data`)."""
+    labels = client.y[:, config.washout:] if config.per_step else client.y
     if config.n_outputs == 1:
         return labels[..., None].astype(np.float32)
     return np.eye(config.n_outputs, dtype=np.float32)[labels]
@@ -69,13 +55,8 @@ def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
 
 def reservoir_states(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *,
                      lengths: np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
-    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them.
-
-    (n, T − washout, U) for ``state_mode="all"``, else (n, U); float32, in chunks of
-    ``chunk`` sequences. With ``lengths`` (right-padded sequences of unequal length,
-    :attr:`ClientSequences.lengths`) each sequence's state is the one at its own end
-    (``"last"``) or the mean over its own steps (``"mean"``), as harvested alone.
-    """
+    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them: (n, T − washout, U)
+    for ``state_mode="all"``, else (n, U), float32; with ``lengths`` each sequence at its own length."""
     layer = Reservoir(reservoir, state_mode=config.state_mode, washout=config.washout)
     layer.build((None, x.shape[1], x.shape[2]))
     if lengths is None:
@@ -110,11 +91,8 @@ def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
 
 
 def _load_raw(path: Path) -> tf.data.Dataset:
-    """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`.
-
-    Only the path travels into the computation: the TFF worker maps the never-rewritten files into memory
-    (``ImmutableConst``, no read or decode copy; ``bench/rounds.py`` times it).
-    """
+    """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`: only the path
+    travels, the worker maps the files into memory (``ImmutableConst``)."""
     shapes = json.loads((path / "shapes.json").read_text())
     for name, shape in shapes.items():
         file = path / f"{name}.f32"
@@ -132,9 +110,7 @@ def _load_raw(path: Path) -> tf.data.Dataset:
 
 
 def lean_options() -> tf.data.Options:
-    """tf.data options for small per-round client datasets: no static graph rewrites and no
-    autotuning, whose set-up cost dominates a round (``bench/rounds.py``).
-    """
+    """tf.data options for small per-round client datasets: no graph rewrites, no autotuning."""
     options = tf.data.Options()
     options.experimental_optimization.apply_default_optimizations = False
     options.autotune.enabled = False
@@ -151,10 +127,7 @@ def epoch_orders(n: int, epochs: int, seed: int | None) -> np.ndarray:
 
 
 def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, seed: int) -> tf.data.Dataset:
-    """The ``n`` elements of ``ds`` in ``epochs`` passes, each in its own order and batched.
-
-    The orders are numpy permutations drawn from ``seed`` alone (``Dataset.shuffle`` mixes in TF's global seed).
-    """
+    """The ``n`` elements of ``ds`` in ``epochs`` passes, batched, each in its own order drawn from ``seed``."""
     orders = tf.constant(epoch_orders(n, epochs, seed), tf.int64)
 
     def passes(*whole):
@@ -170,8 +143,6 @@ def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[t
     ``epochs`` passes over ``(x, y)``, each in its own order drawn from ``seed`` alone (:func:`seeded_epochs`).
     """
     n = len(x)
-    if n == 0 or len(y) != n:
-        raise ValueError(f"seeded_fit_data: expected as many inputs as labels (≥ 1), got {n} and {len(y)}.")
     ds = seeded_epochs(tf.data.Dataset.from_tensor_slices((x, y)), n, batch_size, epochs, seed)
     return ds, -(-n // batch_size)
 
@@ -222,16 +193,8 @@ class _ClientSource:
 
     def _noise_table(self, noise_std: float | Mapping[str, float]) -> dict[str, float]:
         if isinstance(noise_std, Mapping):
-            unknown = sorted(set(noise_std) - set(self.ids))
-            if unknown:
-                raise ValueError(f"noise_std: unknown client id(s) {unknown}; training clients are {list(self.ids)}.")
-            table = {cid: float(noise_std.get(cid, 0.0)) for cid in self.ids}
-        else:
-            table = {cid: float(noise_std) for cid in self.ids}
-        bad = {cid: s for cid, s in table.items() if not (np.isfinite(s) and s >= 0)}
-        if bad:
-            raise ValueError(f"noise_std: expected finite values ≥ 0, got {bad}.")
-        return table
+            return {cid: float(noise_std.get(cid, 0.0)) for cid in self.ids}
+        return {cid: float(noise_std) for cid in self.ids}
 
     def index(self, cid: str) -> int:
         return self.ids.index(cid)
@@ -252,10 +215,7 @@ class _ClientSource:
         return None
 
     def in_memory(self, client_ids: Sequence[str], round_num: int) -> RoundArrays:
-        """The arrays of :meth:`datasets`, for a process that batches them itself
-        (:mod:`tff_esn.federated.simulation`): each client's inputs, targets and per-epoch
-        orders (:func:`epoch_orders` of the same seeds), which the client update's
-        ``on_arrays`` cuts into the same batches in the same orders."""
+        """The arrays of :meth:`datasets` for the simulation: inputs, targets and each epoch's order."""
         return RoundArrays(tuple(
             ClientArrays(*self.arrays(cid, round_num),
                          epoch_orders(self.sizes[cid], self.config.epochs, self.shuffle_seed(cid, round_num)),
@@ -270,13 +230,8 @@ def reservoir_weights(reservoir: ReservoirConfig, n_inputs: int, config: ThesisM
 
 
 class RawInputs(_ClientSource):
-    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model.
-
-    With ``reservoirs="different"`` each client's data is ``(batches, reservoir)``: the
-    batches and a one-element dataset of the client's own reservoir weights
-    (:func:`reservoir_weights` of :func:`client_reservoir_configs`), which the client work puts in
-    place of the broadcast server reservoir (thesis Table 6.5).
-    """
+    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model; with
+    ``reservoirs="different"`` a client's data is ``(batches, its own reservoir weights)`` (Table 6.5)."""
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True):
@@ -311,18 +266,9 @@ class RawInputs(_ClientSource):
 
 
 class CachedStates(_ClientSource):
-    """Readout-only mode: every client's states harvested once, noise fixed per client.
-
-    Args:
-        clients: training clients' sequences; their index seeds noise, shuffling and (``reservoirs=
-            "different"``) their reservoir.
-        noise_std: std of the Gaussian input noise, for all clients or per client id.
-        reservoirs: ``"same"`` or ``"different"`` (:func:`client_reservoir_configs`).
-        cache_dir: when given, states are saved there once (keyed by inputs, reservoir and noise) and
-            only the absolute path travels into the computation; else in memory (TFF: ≤ 100 MB per client).
-        standardize: with ``config.standardized``, the function giving the clients' federated
-            :class:`Standardization`, applied before caching.
-    """
+    """Readout-only mode: every client's states harvested once (standardised by ``standardize`` when
+    ``config.standardized``), noise fixed per client; with ``cache_dir`` saved there once (keyed by inputs,
+    reservoir and noise) and only the path travels into the computation, else in memory."""
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True,
@@ -336,8 +282,6 @@ class CachedStates(_ClientSource):
         self.standardization: Standardization | None = None
         raw: dict[str, np.ndarray] = {}
         if config.standardized:
-            if standardize is None:
-                raise ValueError("CachedStates: readout_inputs 'standardized' needs the standardize function.")
             raw = {cid: self._states(cid) for cid in self.ids}
             self.standardization = standardize([raw[cid] for cid in self.ids])
         for cid in self.ids:
