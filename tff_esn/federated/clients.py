@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
+from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
@@ -32,15 +33,28 @@ _NOISE, _SHUFFLE = 1, 2
 def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
     (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
+    if mode not in RESERVOIR_MODES:
+        raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
     if mode == "same":
         return [server] * n_clients
     return [client_reservoir(server, i) for i in range(n_clients)]
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
-    """float32 targets shaped like the model's output: the 0/1 label (…, 1) for two classes, the one-hot
-    label (…, K) for K (the label layout checked by :func:`~tff_esn.federated.configs.for_data`)."""
-    labels = client.y[:, config.washout:] if config.per_step else client.y
+    """float32 targets shaped like the model's output: the 0/1 label (…, 1) for two classes,
+    the one-hot label (…, K) for K; validates labels against the state mode."""
+    if config.per_step:
+        if not client.per_step:
+            raise ValueError("state_mode='all' predicts at every step and needs per-step labels (n, T); "
+                             f"got per-sequence labels {client.y.shape}: use state_mode 'last' or 'mean'.")
+        if config.washout >= client.x.shape[1]:
+            raise ValueError(f"washout ({config.washout}) must be shorter than the sequences ({client.x.shape[1]} steps).")
+        labels = client.y[:, config.washout:]
+    elif client.per_step:
+        raise ValueError(f"state_mode={config.state_mode!r} predicts once per sequence and needs per-sequence labels "
+                         f"(n,); got per-step labels {client.y.shape}: use state_mode 'all'.")
+    else:
+        labels = client.y
     if config.n_outputs == 1:
         return labels[..., None].astype(np.float32)
     return np.eye(config.n_outputs, dtype=np.float32)[labels]
@@ -204,10 +218,6 @@ class _ClientSource:
 
     def datasets(self, client_ids: Sequence[str], round_num: int) -> list[tf.data.Dataset]:
         return [self.dataset(cid, round_num) for cid in client_ids]
-
-    def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
-        """The client's inputs and float32 targets of round ``round_num``, in stored order."""
-        raise NotImplementedError
 
     def own_reservoir(self, cid: str) -> tuple[np.ndarray, ...] | None:
         """The client's own reservoir weights (the model's non-trainable variables), ``None``
