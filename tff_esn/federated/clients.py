@@ -157,6 +157,8 @@ def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[t
     ``epochs`` passes over ``(x, y)``, each in its own order drawn from ``seed`` alone (:func:`seeded_epochs`).
     """
     n = len(x)
+    if n == 0 or len(y) != n:
+        raise ValueError(f"seeded_fit_data: expected as many inputs as labels (≥ 1), got {n} and {len(y)}.")
     ds = seeded_epochs(tf.data.Dataset.from_tensor_slices((x, y)), n, batch_size, epochs, seed)
     return ds, -(-n // batch_size)
 

@@ -240,7 +240,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
     def score(candidate: FedAvgConfig) -> tuple[float, float]:
-        key = (candidate.model.learning_rate, getattr(candidate, "penalty", None))
+        key = (candidate.model.learning_rate, candidate.penalty if candidate.curvature else None)
         if key not in scores:
             label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
             out = None if config.out is None else os.path.join(config.out, "selection", label)
@@ -267,7 +267,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
                              score_key: [f for f, _ in penalties], loss_key: [loss for _, loss in penalties]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
                              loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
-    return config, record, results[(config.model.learning_rate, getattr(config, "penalty", None))]
+    return config, record, results[(config.model.learning_rate, config.penalty if config.curvature else None)]
 
 
 @dataclasses.dataclass
