@@ -17,7 +17,7 @@ from tff_esn.federated.model import ThesisModelConfig
 from tff_esn.federated.simulated_aggregation import PrivateRelease, simulated
 from tff_esn.federated.simulation import _graphs_as_tff_runs_them
 from tff_esn.privacy.config import PrivacyConfig
-from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
+from tff_esn.privacy.learning import LearningPrivacy
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 from test_federated_simulation import IDS, _model_fn, _source
@@ -50,11 +50,11 @@ def _as_tff_runs_it(function):
 
 def _release_cases(kind, privacy):
     """TFF's aggregator, our release of the same query and the value's specs."""
+    aggregation = privacy.aggregation(4, curvature=kind in ("joint update", "curvature"))
     if kind == "curvature":
         specs = collections.OrderedDict(u=SPECS, v=SPECS)
-        return privacy.curvature_factory(), PrivateRelease(privacy.curvature_query()), specs
-    parts = CURVATURE_PARTS if kind == "joint update" else 1
-    return privacy.factory(4, parts), PrivateRelease(privacy.query(4, parts)), SPECS
+        return aggregation.curvature, PrivateRelease(aggregation.curvature_query), specs
+    return aggregation.model, PrivateRelease(aggregation.model_query), SPECS
 
 
 @pytest.mark.parametrize("kind", ["fixed", "adaptive", "joint update", "curvature"])
