@@ -49,10 +49,9 @@ import tensorflow_federated as tff  # noqa: E402
 from tff_esn import ReservoirConfig, runtime  # noqa: E402
 from tff_esn.data.sequences import ClientSequences  # noqa: E402
 from tff_esn.esn.states_numpy import states  # noqa: E402
-from tff_esn.federated import ThesisModelConfig, build_fedavg, build_fedcurv, build_thesis_model  # noqa: E402
+from tff_esn.federated import ThesisModelConfig, build_thesis_model, learning_process  # noqa: E402
 from tff_esn.federated.clients import CachedStates, RawInputs, RoundArrays, lean_options  # noqa: E402
 from tff_esn.federated.model import readout_layer, thesis_loss  # noqa: E402
-from tff_esn.federated.simulation import SimulatedProcess  # noqa: E402
 
 THESIS = "thesis-style (tfa.layers.ESN in the model)"
 CACHED = "cached states, file-backed"
@@ -96,7 +95,7 @@ def _process(keras_fn, spec, config):
     def model_fn():
         return tff.learning.models.from_keras_model(keras_fn(), loss=thesis_loss(config), input_spec=spec)
 
-    return build_fedavg(model_fn, client_learning_rate=config.learning_rate)
+    return learning_process(model_fn, client_learning_rate=config.learning_rate)
 
 
 _EPSILON = np.float32(1e-7)
@@ -202,11 +201,8 @@ def backends(n_clients: int, rounds: int, *, penalty: float | None = None, faith
             return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(config), input_spec=spec)
 
         rates = dict(client_learning_rate=config.learning_rate, server_learning_rate=0.1)
-        if penalty is None:
-            tff_process, sim_process = build_fedavg(model_fn, **rates), SimulatedProcess(model_fn, **rates)
-        else:
-            tff_process = build_fedcurv(model_fn, penalty=penalty, **rates)
-            sim_process = SimulatedProcess(model_fn, penalty=penalty, **rates)
+        tff_process = learning_process(model_fn, penalty=penalty, **rates)
+        sim_process = learning_process(model_fn, penalty=penalty, runtime="sim", **rates)
         initial = sim_process.initialize()
         reservoir = None
         if faithful:

@@ -1,6 +1,7 @@
 """FedAvg/FedCurv+Disc (thesis Alg. 3–4): oracle filter = FedAvg on the real clients alone, reject-all,
 the discriminator filter inside TFF, the discriminative phase report and the CLI flag."""
 
+import functools
 import dataclasses
 
 import numpy as np
@@ -11,7 +12,7 @@ import tensorflow_federated as tff
 from discriminator import DiscriminatorFilter, acceptance_report, run_discriminative_phase
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.federated import FedAvgConfig, ThesisModelConfig, build_fedavg, build_fedcurv
+from tff_esn.federated import FedAvgConfig, ThesisModelConfig, learning_process
 from tff_esn.federated.model import build_thesis_model, thesis_loss
 
 UNITS = 5
@@ -57,9 +58,9 @@ def _run(process, rounds):
     return [np.asarray(w) for w in process.get_model_weights(state).trainable], accepted
 
 
-@pytest.mark.parametrize("build", [build_fedavg, build_fedcurv])
+@pytest.mark.parametrize("build", [learning_process, functools.partial(learning_process, penalty=1e-4)])
 def test_oracle_filter_equals_the_algorithm_on_the_real_clients_alone(build):
-    rounds = ROUNDS if build is build_fedavg else [r for r in ROUNDS if set(r) & set(REAL_IDS)]
+    rounds = ROUNDS if build is learning_process else [r for r in ROUNDS if set(r) & set(REAL_IDS)]
     got, accepted = _run(build(_model_fn, client_learning_rate=CFG.learning_rate, client_filter=_oracle), rounds)
     real_only = [tuple(c for c in r if c in REAL_IDS) for r in rounds]
     want, _ = _run(build(_model_fn, client_learning_rate=CFG.learning_rate), real_only)
@@ -77,7 +78,7 @@ def _discriminator(n_inputs=UNITS + 1):
     return model
 
 
-@pytest.mark.parametrize("build", [build_fedavg, build_fedcurv])
+@pytest.mark.parametrize("build", [learning_process, functools.partial(learning_process, penalty=1e-4)])
 def test_a_filter_that_rejects_everyone_leaves_the_model_unchanged(build):
     process = build(_model_fn, client_learning_rate=CFG.learning_rate,
                     client_filter=DiscriminatorFilter(_discriminator(), threshold=1.0))
@@ -89,7 +90,7 @@ def test_a_filter_that_rejects_everyone_leaves_the_model_unchanged(build):
 
 
 def test_discriminator_filter_in_tff_decides_as_the_keras_model_on_each_delta():
-    fedavg = build_fedavg(_model_fn, client_learning_rate=CFG.learning_rate)
+    fedavg = learning_process(_model_fn, client_learning_rate=CFG.learning_rate)
     w0 = [np.asarray(w) for w in fedavg.get_model_weights(fedavg.initialize()).trainable]
     model = _discriminator()
     prob = {}
@@ -101,7 +102,7 @@ def test_discriminator_filter_in_tff_decides_as_the_keras_model_on_each_delta():
     valid = {cid: p > threshold for cid, p in prob.items()}
     assert 0 < sum(valid.values()) < len(valid), prob
     ids = tuple(DATA)
-    got, accepted = _run(build_fedavg(_model_fn, client_learning_rate=CFG.learning_rate,
+    got, accepted = _run(learning_process(_model_fn, client_learning_rate=CFG.learning_rate,
                                       client_filter=DiscriminatorFilter(model, threshold=threshold)), [ids])
     want, _ = _run(fedavg, [tuple(c for c in ids if valid[c])])
     assert accepted == [sum(valid.values())]
@@ -111,8 +112,8 @@ def test_discriminator_filter_in_tff_decides_as_the_keras_model_on_each_delta():
 
 def test_a_discriminator_for_another_reservoir_size_is_refused():
     with pytest.raises(ValueError, match="takes deltas of 201 values"):
-        build_fedavg(_model_fn, client_learning_rate=CFG.learning_rate,
-                     client_filter=DiscriminatorFilter(_discriminator(201)))
+        learning_process(_model_fn, client_learning_rate=CFG.learning_rate,
+                         client_filter=DiscriminatorFilter(_discriminator(201)))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from tff_esn import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.federated import build_fedavg, build_fedcurv, curvature
+from tff_esn.federated import curvature, learning_process
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.centralized import train_centralized
 from tff_esn.federated.clients import CachedStates
@@ -97,8 +97,8 @@ def test_k_class_model_has_a_softmax_readout_of_k_units_and_one_hot_targets():
 
 
 def test_fedcurv_with_zero_penalty_equals_fedavg_every_round_on_k_classes(model_fn, source):
-    fedavg = build_fedavg(model_fn, client_learning_rate=CFG.learning_rate)
-    fedcurv = build_fedcurv(model_fn, client_learning_rate=CFG.learning_rate, penalty=0.0)
+    fedavg = learning_process(model_fn, client_learning_rate=CFG.learning_rate)
+    fedcurv = learning_process(model_fn, client_learning_rate=CFG.learning_rate, penalty=0.0)
     states = [fedavg.initialize(), fedcurv.initialize()]
     for r in range(2):
         data = source.datasets(IDS, r)
@@ -113,7 +113,7 @@ def test_fedcurv_with_zero_penalty_equals_fedavg_every_round_on_k_classes(model_
 
 def test_fedcurv_fisher_covers_every_softmax_weight(model_fn, source):
     """One client, one batch: u = (∂ Σ_k log p_k / ∂w)² / n with ∂/∂z_j Σ_k log p_k = 1 − K p_j."""
-    process = build_fedcurv(model_fn, client_learning_rate=CFG.learning_rate, penalty=1.0)
+    process = learning_process(model_fn, client_learning_rate=CFG.learning_rate, penalty=1.0)
     w0 = [np.asarray(w) for w in process.get_model_weights(process.initialize()).trainable]
     one_batch = source.dataset("a", 0).take(1)
     u, v = curvature(process.next(process.initialize(), [one_batch]).state)
@@ -135,7 +135,7 @@ def test_one_client_one_local_step_is_the_centralized_step():
     model, _ = train_centralized(data, Split("s", train=("a",)), cfg, include_validation=False)
     central = [np.asarray(w) for w in model.weights]
     source = CachedStates(clients, cfg, shuffle=False)
-    process = build_fedavg(_model_fn(cfg, source), client_learning_rate=cfg.learning_rate)
+    process = learning_process(_model_fn(cfg, source), client_learning_rate=cfg.learning_rate)
     state = process.next(process.initialize(), source.datasets(["a"], 0)).state
     for got, want in zip(process.get_model_weights(state).trainable, central):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)

@@ -7,7 +7,7 @@ import tensorflow_federated as tff
 
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated import build_fedavg, build_fedcurv, curvature
+from tff_esn.federated import FedAvgConfig, FedCurvConfig, curvature, learning_process
 from tff_esn.federated.client_work import curvature_penalty_gradient
 from tff_esn.federated.clients import CachedStates
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model, thesis_loss
@@ -53,12 +53,16 @@ def _run(process, source, rounds, ids=IDS):
 
 @pytest.fixture(scope="module")
 def fedavg(model_fn):
-    return build_fedavg(model_fn, client_learning_rate=CFG.learning_rate, server_learning_rate=1.0)
+    """TFF's own weighted FedAvg (Adam clients, server SGD at 1.0)."""
+    return tff.learning.algorithms.build_weighted_fed_avg(
+        model_fn, client_optimizer_fn=tff.learning.optimizers.build_adam(CFG.learning_rate),
+        server_optimizer_fn=tff.learning.optimizers.build_sgdm(learning_rate=1.0),
+        loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR)
 
 
 @pytest.fixture(scope="module")
 def fedcurv0(model_fn):
-    return build_fedcurv(model_fn, client_learning_rate=CFG.learning_rate, server_learning_rate=1.0, penalty=0.0)
+    return learning_process(model_fn, client_learning_rate=CFG.learning_rate, server_learning_rate=1.0, penalty=0.0)
 
 
 def _local_readouts(source):
@@ -73,11 +77,13 @@ def _local_readouts(source):
     return results
 
 
-def test_fedcurv_with_zero_penalty_is_tff_fedavg_exactly(fedavg, fedcurv0, source):
+def test_fedcurv_with_zero_penalty_is_tff_fedavg_exactly(fedavg, fedcurv0, model_fn, source):
     _, w_avg, _ = _run(fedavg, source, 3)
     state, w_curv, metrics = _run(fedcurv0, source, 3)
-    for a, b in zip(w_avg, w_curv):
+    _, w_ours, _ = _run(learning_process(model_fn, client_learning_rate=CFG.learning_rate), source, 3)
+    for a, b, c in zip(w_avg, w_curv, w_ours):
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
     u, v = curvature(state)
     assert [t.shape for t in u] == [(UNITS, 1), (1,)] and [t.shape for t in v] == [(UNITS, 1), (1,)]
     assert all(np.all(t >= 0) for t in u) and sum(float(t.sum()) for t in u) > 0
@@ -96,7 +102,7 @@ def test_fedavg_full_participation_is_the_size_weighted_mean_of_local_readouts(f
 def test_server_learning_rate_scales_the_mean_delta(model_fn, fedavg, source):
     initial = [np.asarray(w) for w in fedavg.get_model_weights(fedavg.initialize()).trainable]
     _, full, _ = _run(fedavg, source, 1)
-    slow = build_fedavg(model_fn, client_learning_rate=CFG.learning_rate, server_learning_rate=0.1)
+    slow = learning_process(model_fn, client_learning_rate=CFG.learning_rate, server_learning_rate=0.1)
     _, got, _ = _run(slow, source, 1)
     for w0, w1, w in zip(initial, full, got):
         np.testing.assert_allclose(w, w0 + 0.1 * (w1 - w0), rtol=1e-5, atol=1e-7)
@@ -104,7 +110,7 @@ def test_server_learning_rate_scales_the_mean_delta(model_fn, fedavg, source):
 
 def test_fedcurv_state_is_the_sum_of_client_fishers_and_penalty_changes_training(model_fn, source):
     """One client, one batch: u = D(w0), v = D(w0) ⊙ w0 with D = (Σ ∂[log p + log(1−p)]/∂w)² / n."""
-    process = build_fedcurv(model_fn, client_learning_rate=CFG.learning_rate, penalty=1.0)
+    process = learning_process(model_fn, client_learning_rate=CFG.learning_rate, penalty=1.0)
     w0 = [np.asarray(w) for w in process.get_model_weights(process.initialize()).trainable]
     one_batch = source.dataset("a", 0).take(1)
     state = process.next(process.initialize(), [one_batch]).state
@@ -118,7 +124,7 @@ def test_fedcurv_state_is_the_sum_of_client_fishers_and_penalty_changes_training
     np.testing.assert_allclose(u[1], g_bias ** 2 / len(x), rtol=1e-4)
     np.testing.assert_allclose(v[0], u[0] * w0[0], rtol=1e-4, atol=1e-8)
     # with u, v non-zero at the server, a positive penalty changes the next round's training
-    zero = build_fedcurv(model_fn, client_learning_rate=CFG.learning_rate, penalty=0.0)
+    zero = learning_process(model_fn, client_learning_rate=CFG.learning_rate, penalty=0.0)
     data = source.datasets(IDS, 1)
     w_pen = process.get_model_weights(process.next(state, data).state).trainable
     w_zero = zero.get_model_weights(zero.next(zero.set_model_weights(
@@ -145,30 +151,24 @@ def test_client_filter_rejected_clients_contribute_nothing(model_fn, fedavg, sou
         deltas[cid] = float((w0 - w[1])[0])
     ordered = sorted(IDS, key=deltas.get)
     threshold = (deltas[ordered[1]] + deltas[ordered[2]]) / 2  # rejects the client with the largest delta
-    filtered = build_fedavg(model_fn, client_learning_rate=CFG.learning_rate,
-                            client_filter=lambda kernel, bias: tf.reduce_sum(bias) < threshold)
+    filtered = learning_process(model_fn, client_learning_rate=CFG.learning_rate,
+                                client_filter=lambda kernel, bias: tf.reduce_sum(bias) < threshold)
     _, got, metrics = _run(filtered, source, 1)
     _, want, _ = _run(fedavg, source, 1, ids=tuple(c for c in IDS if c != ordered[2]))
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     assert metrics[0]["client_work"]["accepted_clients"] == 2 and metrics[0]["client_work"]["clients"] == 3
 
-    reject_all = build_fedcurv(model_fn, client_learning_rate=CFG.learning_rate,
-                               client_filter=lambda kernel, bias: tf.constant(0))
+    reject_all = learning_process(model_fn, client_learning_rate=CFG.learning_rate, penalty=1e-4,
+                                  client_filter=lambda kernel, bias: tf.constant(0))
     state, w, metrics = _run(reject_all, source, 1)
     np.testing.assert_array_equal(w[0], np.asarray(reject_all.get_model_weights(reject_all.initialize()).trainable[0]))
     assert metrics[0]["client_work"]["accepted_clients"] == 0
     assert all(np.all(t == 0) for t in curvature(state)[0])
 
 
-def test_bad_arguments_are_named(model_fn):
-    with pytest.raises(ValueError, match="server_learning_rate"):
-        build_fedavg(model_fn, client_learning_rate=0.1, server_learning_rate=0.0)
-    with pytest.raises(ValueError, match="client_learning_rate"):
-        build_fedcurv(model_fn, client_learning_rate=float("nan"))
+def test_bad_settings_are_named_by_the_config():
+    with pytest.raises(ValueError, match="server_lr"):
+        FedAvgConfig(model=CFG, server_lr=0.0)
     with pytest.raises(ValueError, match="penalty"):
-        build_fedcurv(model_fn, client_learning_rate=0.1, penalty=-1.0)
-    with pytest.raises(TypeError, match="client_filter"):
-        build_fedavg(model_fn, client_learning_rate=0.1, client_filter="reject")
-    with pytest.raises(ValueError, match="client_reservoirs.*non-trainable"):
-        build_fedavg(model_fn, client_learning_rate=0.1, client_reservoirs=True)
+        FedCurvConfig(model=CFG, penalty=-1.0)

@@ -13,12 +13,11 @@ from tff_esn.algorithms import run_algorithm
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.data.splits import get_split
 from tff_esn.algorithms import resolve_run
-from tff_esn.federated import build_fedavg, build_fedcurv, curvature, sample_clients
+from tff_esn.federated import curvature, learning_process, sample_clients
 from tff_esn.federated.client_work import log_likelihood
 from tff_esn.federated.clients import CachedStates, ClientArrays, RoundArrays
 from tff_esn.federated.configs import REAL_TARGETS, ThesisModelConfig
 from tff_esn.federated.model import build_thesis_model, thesis_loss
-from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.data.generators import series_dataset
 from tff_esn.tasks import Task
 
@@ -94,12 +93,13 @@ def test_mse_fedavg_and_zero_penalty_fedcurv_are_tffs_weighted_fedavg_of_a_keras
         loop_implementation=tff.learning.LoopImplementation.DATASET_ITERATOR)
     want = _rounds(reference, source.datasets, seed)
     ours = _model_fn(model, source)
-    _assert_same(want, _rounds(build_fedavg(ours, **kwargs), source.datasets, seed))
+    _assert_same(want, _rounds(learning_process(ours, **kwargs), source.datasets, seed))
     zero = [(w, None, loss) for w, _, loss in
-            _rounds(build_fedcurv(ours, penalty=0.0, real=True, **kwargs), source.datasets, seed, curvature)]
+            _rounds(learning_process(ours, penalty=0.0, real=True, **kwargs), source.datasets, seed, curvature)]
     _assert_same(want, zero)
     for penalty in (None, 0.0):  # the simulation of both, bit for bit
-        got = _rounds(SimulatedProcess(ours, penalty=penalty, real=True, **kwargs), source.in_memory, seed)
+        got = _rounds(learning_process(ours, runtime="sim", penalty=penalty, real=True, **kwargs), source.in_memory,
+                      seed)
         _assert_same(want, got)
     assert not np.allclose(want[-1][0][0], want[0][0][0])  # the readout trained
 
@@ -109,8 +109,9 @@ def test_mse_fedcurv_is_simulated_bit_for_bit_and_its_fisher_is_the_squared_erro
     ours = _model_fn(model, source)
     kwargs = dict(client_learning_rate=model.learning_rate, server_learning_rate=0.1, optimizer="sgd",
                   penalty=1e-2, real=True)
-    want = _rounds(build_fedcurv(ours, **kwargs), source.datasets, 2, curvature)
-    got = _rounds(SimulatedProcess(ours, **kwargs), source.in_memory, 2, lambda s: (list(s["u"]), list(s["v"])))
+    want = _rounds(learning_process(ours, **kwargs), source.datasets, 2, curvature)
+    got = _rounds(learning_process(ours, runtime="sim", **kwargs), source.in_memory, 2,
+                  lambda s: (list(s["u"]), list(s["v"])))
     _assert_same(want, got)
     assert any(np.any(u != 0) for u in want[-1][1][0])
     predictions, targets = tf.constant([[0.5], [2.0]]), tf.constant([[1.0], [1.0]])
@@ -135,7 +136,7 @@ def test_fedavg_of_one_gradient_step_per_round_converges_to_least_squares(seed, 
         return tff.learning.models.from_keras_model(build_thesis_model(UNITS, model, readout_only=True),
                                                     loss=thesis_loss(model), input_spec=spec)
 
-    process = SimulatedProcess(model_fn, client_learning_rate=0.2, optimizer="sgd", real=True)
+    process = learning_process(model_fn, runtime="sim", client_learning_rate=0.2, optimizer="sgd", real=True)
     data = RoundArrays(tuple(ClientArrays(x, y, np.arange(len(x))[None], None) for x, y in zip(xs, ys)),
                        int(sizes.max()))
     state = process.initialize()

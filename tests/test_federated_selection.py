@@ -11,7 +11,7 @@ from closed_form_data import random_dataset
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import Split
 from tff_esn.esn.ridge import RidgeStats
-from tff_esn.federated import build_fedavg, sample_clients
+from tff_esn.federated import learning_process, sample_clients
 from tff_esn.federated.clients import CachedStates
 from tff_esn.federated.configs import (CLIENT_LR_GRIDS, PENALTY_GRID, FedAvgConfig, FedCurvConfig, ThesisModelConfig,
                                        chosen_index)
@@ -76,8 +76,8 @@ def test_standardised_clients_run_the_same_rounds_in_sim_and_tff_bit_for_bit():
                                                     loss=thesis_loss(model), input_spec=first.element_spec)
 
     kwargs = dict(client_learning_rate=0.05, server_learning_rate=1.0)
-    for process, data in ((build_fedavg(model_fn, **kwargs), source.datasets),
-                          (SimulatedProcess(model_fn, **kwargs), source.in_memory)):
+    for process, data in ((learning_process(model_fn, **kwargs), source.datasets),
+                          (learning_process(model_fn, runtime="sim", **kwargs), source.in_memory)):
         state = process.initialize()
         weights = []
         for r in range(3):

@@ -9,7 +9,7 @@ import tensorflow_federated as tff
 
 from tff_esn import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated import build_fedavg, build_fedcurv, curvature, sample_clients
+from tff_esn.federated import curvature, learning_process, sample_clients
 from tff_esn.federated.client_work import build_client_update
 from tff_esn.federated.clients import CachedStates, RawInputs
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
@@ -92,13 +92,13 @@ def test_simulation_equals_tff_round_by_round(seed, algorithm, penalty, server_l
     kwargs = dict(client_learning_rate=model.learning_rate, server_learning_rate=server_lr,
                   client_filter=client_filter, client_reservoirs=own)
     if algorithm == "fedcurv":
-        reference = build_fedcurv(model_fn, penalty=penalty, **kwargs)
+        reference = learning_process(model_fn, penalty=penalty, **kwargs)
         want = _rounds(reference, source.datasets, seed, curvature)
-        got = _rounds(SimulatedProcess(model_fn, penalty=penalty, **kwargs), source.in_memory, seed,
+        got = _rounds(learning_process(model_fn, runtime="sim", penalty=penalty, **kwargs), source.in_memory, seed,
                       lambda s: (list(s["u"]), list(s["v"])))
     else:
-        want = _rounds(build_fedavg(model_fn, **kwargs), source.datasets, seed, lambda s: None)
-        got = _rounds(SimulatedProcess(model_fn, **kwargs), source.in_memory, seed, lambda s: None)
+        want = _rounds(learning_process(model_fn, **kwargs), source.datasets, seed, lambda s: None)
+        got = _rounds(learning_process(model_fn, runtime="sim", **kwargs), source.in_memory, seed, lambda s: None)
     accepted = [w[3] for w in want]
     if with_filter:
         assert 0 < sum(accepted) < 3 * ROUNDS, accepted  # the filter rejected some clients, not all
@@ -147,12 +147,13 @@ def test_rounds_of_1_to_12_clients_are_tffs_bit_for_bit(seed, per_round, algorit
     model_fn = _model_fn(model, source, False)
     kwargs = dict(client_learning_rate=model.learning_rate, server_learning_rate=server_lr)
     penalty = {"penalty": 1e-2} if algorithm == "fedcurv" else {}
-    reference = (build_fedcurv if penalty else build_fedavg)(model_fn, **kwargs, **penalty)
+    reference = learning_process(model_fn, **kwargs, **penalty)
     uv_tff = curvature if penalty else (lambda s: None)
     uv_sim = (lambda s: (list(s["u"]), list(s["v"]))) if penalty else (lambda s: None)
     run = dict(ids=MANY, per_round=per_round, rounds=2)
     _assert_bitwise(_rounds(reference, source.datasets, seed, uv_tff, **run),
-                    _rounds(SimulatedProcess(model_fn, **kwargs, **penalty), source.in_memory, seed, uv_sim, **run))
+                    _rounds(learning_process(model_fn, runtime="sim", **kwargs, **penalty), source.in_memory, seed,
+                            uv_sim, **run))
 
 
 def _fold(values, weights):
@@ -187,7 +188,8 @@ def test_tffs_weighted_mean_sums_the_clients_from_zero_in_their_order():
 
 def test_a_round_without_accepted_clients_keeps_the_weights_and_counts_no_client():
     model, source = _source(0, False, "same", 2)
-    process = SimulatedProcess(_model_fn(model, source, False), client_learning_rate=model.learning_rate,
+    process = learning_process(_model_fn(model, source, False), runtime="sim",
+                               client_learning_rate=model.learning_rate,
                                client_filter=lambda kernel, bias: tf.constant(False))
     state = process.initialize()
     result = process.next(state, source.in_memory(IDS, 0))
@@ -199,7 +201,8 @@ def test_a_round_without_accepted_clients_keeps_the_weights_and_counts_no_client
 
 def test_a_round_is_traced_once_per_number_of_clients_whatever_their_sizes():
     model, source = _source(0, False, "same", 2)
-    process = SimulatedProcess(_model_fn(model, source, False), client_learning_rate=model.learning_rate)
+    process = learning_process(_model_fn(model, source, False), runtime="sim",
+                               client_learning_rate=model.learning_rate)
     state = process.initialize()
     for r, sampled in enumerate([("a", "b", "c"), ("b", "c", "d"), ("d", "a", "c")]):  # 5–14 sequences each
         state = process.next(state, source.in_memory(sampled, r)).state
@@ -211,7 +214,8 @@ def test_a_round_is_traced_once_per_number_of_clients_whatever_their_sizes():
 
 def test_clients_must_carry_their_own_reservoir_exactly_when_the_process_expects_it():
     model, source = _source(6, True, "same", 3)
-    process = SimulatedProcess(_model_fn(model, source, True), client_learning_rate=model.learning_rate,
+    process = learning_process(_model_fn(model, source, True), runtime="sim",
+                               client_learning_rate=model.learning_rate,
                                client_reservoirs=True)
     with pytest.raises(ValueError, match="client_reservoirs=True needs every client"):
         process.next(process.initialize(), source.in_memory(IDS[:2], 0))

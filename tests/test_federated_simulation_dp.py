@@ -11,13 +11,13 @@ import tensorflow_federated as tff
 from hypothesis import given, settings, strategies as st
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn.federated import build_fedavg, build_fedcurv, curvature, run_federated, sample_clients
+from tff_esn.federated import curvature, learning_process, run_federated, sample_clients
 from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig
 from tff_esn.federated.model import ThesisModelConfig
-from tff_esn.federated.simulated_aggregation import PrivateRelease, simulated_aggregation
-from tff_esn.federated.simulation import SimulatedProcess, _graphs_as_tff_runs_them
+from tff_esn.federated.simulated_aggregation import PrivateRelease, simulated
+from tff_esn.federated.simulation import _graphs_as_tff_runs_them
 from tff_esn.privacy.config import PrivacyConfig
-from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy
+from tff_esn.privacy.learning import LearningPrivacy
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 from test_federated_simulation import IDS, _model_fn, _source
@@ -50,11 +50,11 @@ def _as_tff_runs_it(function):
 
 def _release_cases(kind, privacy):
     """TFF's aggregator, our release of the same query and the value's specs."""
+    aggregation = privacy.aggregation(4, curvature=kind in ("joint update", "curvature"))
     if kind == "curvature":
         specs = collections.OrderedDict(u=SPECS, v=SPECS)
-        return privacy.curvature_factory(), PrivateRelease(privacy.curvature_query()), specs
-    parts = CURVATURE_PARTS if kind == "joint update" else 1
-    return privacy.factory(4, parts), PrivateRelease(privacy.query(4, parts)), SPECS
+        return aggregation.curvature, PrivateRelease(aggregation.curvature_query), specs
+    return aggregation.model, PrivateRelease(aggregation.model_query), SPECS
 
 
 @pytest.mark.parametrize("kind", ["fixed", "adaptive", "joint update", "curvature"])
@@ -116,9 +116,9 @@ def test_dp_simulation_equals_tff_round_by_round(algorithm, adaptive, with_filte
                   client_filter=(lambda kernel, bias: tf.reduce_sum(tf.abs(kernel)) < 1.0) if with_filter else None)
     if fedcurv:
         kwargs["penalty"] = 1e-2
-    build = build_fedcurv if fedcurv else build_fedavg
-    reference = build(model_fn, aggregation=privacy.aggregation(3, curvature=fedcurv), **kwargs)
-    simulated = SimulatedProcess(model_fn, aggregation=simulated_aggregation(privacy, 3, curvature=fedcurv), **kwargs)
+    aggregation = privacy.aggregation(3, curvature=fedcurv)
+    reference = learning_process(model_fn, aggregation=aggregation, **kwargs)
+    simulated = learning_process(model_fn, aggregation=aggregation, runtime="sim", **kwargs)
     want = _rounds(reference, source.datasets, curvature if fedcurv else lambda s: None)
     got = _rounds(simulated, source.in_memory, (lambda s: (list(s["u"]), list(s["v"]))) if fedcurv else lambda s: None)
     for r, ((w_tff, uv_tff, work_tff, agg_tff), (w_sim, uv_sim, work_sim, agg_sim)) in enumerate(zip(want, got)):
@@ -179,8 +179,9 @@ def test_a_resumed_dp_simulation_continues_the_noise_stream(data, tmp_path):
 
 def test_simulated_aggregation_refuses_secure_aggregation_and_is_plain_without_dp():
     with pytest.raises(ValueError, match=r"'sim' has no secure aggregation .* --backend tff\."):
-        simulated_aggregation(LearningPrivacy(noise_multiplier=1.0, secure=True), 3, curvature=False)
-    plain = simulated_aggregation(None, 3, curvature=True)
-    assert plain.metrics and plain.curvature is None and plain.model.initialize() == ()
+        simulated(LearningPrivacy(noise_multiplier=1.0, secure=True).aggregation(3, curvature=False))
+    plain = LearningPrivacy().aggregation(3, curvature=True)
+    mean, curvature_sum = simulated(plain)
+    assert not plain.dp and plain.curvature_query is None and mean.initialize() == curvature_sum.initialize() == ()
     assert dataclasses.replace(FedCurvConfig(), backend="sim",
                                privacy=PrivacyConfig(dp_noise_multiplier=1.0)).backend == "sim"

@@ -228,7 +228,7 @@ def _curvature_after_a_round(privacy, scales: tuple[float, ...]) -> list:
 
     from tff_esn.federated.model import build_thesis_model, thesis_loss
     from tff_esn.federated.processes import curvature
-    from tff_esn.federated.training import build_process
+    from tff_esn.federated.processes import build_process
     from tff_esn.privacy.learning import lower_secure_process
 
     spec = (tf.TensorSpec([None, 5, 6], tf.float32), tf.TensorSpec([None, 5, 1], tf.float32))

@@ -7,7 +7,7 @@ _EXPORTS = {
     "THESIS_RESERVOIR": ".configs", "ThesisModelConfig": ".configs", "FedAvgConfig": ".configs",
     "FedCurvConfig": ".configs", "for_data": ".configs",
     "WeightedBinaryCrossentropy": ".model", "WeightedCategoricalCrossentropy": ".model", "build_thesis_model": ".model", "compile_thesis_model": ".model",
-    "build_fedavg": ".processes", "build_fedcurv": ".processes", "curvature": ".processes",
+    "build_process": ".processes", "learning_process": ".processes", "curvature": ".processes",
     "run_federated": ".training", "sample_clients": ".training",
 }
 __all__ = sorted(_EXPORTS)

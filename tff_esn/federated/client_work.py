@@ -1,9 +1,8 @@
 """Client work of FedAvg and FedCurv on the thesis readout, with a client filter hook (thesis Alg. 1–4).
 
-Local training as TFF's model-delta client work (update = initial − trained weights, weighted by the
-examples). FedCurv (Alg. 2) adds the curvature penalty's gradient and returns ``(u_b, v_b)``, summed into
-``u = Σ_j D_j``, ``v = Σ_j D_j w_j`` (eq. 2.18). A filter (Alg. 3–4) rejecting a client gives it zero
-update and zero weight.
+TFF's model-delta client work (update = initial − trained weights, weighted by the examples); FedCurv (Alg. 2)
+adds the penalty's gradient and sends ``(u_b, v_b)`` for ``u = Σ_j D_j``, ``v = Σ_j D_j w_j`` (eq. 2.18); a
+rejected client (Alg. 3–4) sends zero update and zero weight.
 """
 
 from __future__ import annotations
@@ -26,15 +25,9 @@ _EPSILON = 1e-7
 
 
 def log_likelihood(predictions: tf.Tensor, targets: tf.Tensor | None = None) -> tf.Tensor:
-    """Every class log-probability of every prediction, summed (thesis Alg. 2 line 19).
-
-    With K softmax outputs that is ``Σ_k log p_k`` over the batch, so the Fisher covers every
-    readout weight. The binary readout has one sigmoid output p, whose two class
-    log-probabilities are ``log_softmax([0, z]) = [log(1 − p), log p]``: ``Σ [log p +
-    log(1 − p)]`` (Listing 3.6's ``log_softmax`` of the single output is identically 0: DEVIATIONS.md).
-    A linear readout of real ``targets`` y has the unit-variance Gaussian's ``−½ Σ (y − ŷ)²``
-    (the empirical Fisher of the mean squared error).
-    """
+    """Every class log-probability of every prediction, summed (thesis Alg. 2 line 19): ``Σ_k log p_k``
+    (K softmax outputs), ``Σ [log p + log(1 − p)]`` (one sigmoid output, DEVIATIONS.md), or for real
+    ``targets`` the unit-variance Gaussian's ``−½ Σ (y − ŷ)²``."""
     if targets is not None:
         return -0.5 * tf.reduce_sum(tf.square(tf.cast(targets, predictions.dtype) - predictions))
     p = tf.clip_by_value(predictions, _EPSILON, 1.0 - _EPSILON)
@@ -50,13 +43,8 @@ def fisher_diagonal(log_likelihood_gradients, length: tf.Tensor) -> tuple[tf.Ten
 
 
 def curvature_penalty_gradient(weights, u, v, u_b, v_b) -> tuple[tf.Tensor, ...]:
-    """∇_w of the penalty ``Σ (w² ⊙ (u − u_b) − 2 w ⊙ (v − v_b))`` (thesis Alg. 2 lines 21–26, eq. 2.17).
-
-    ``u − u_b`` and ``v − v_b`` (the other clients' Fisher aggregates, Listing 3.7) are
-    constants of the step, so the gradient is ``2 w ⊙ (u − u_b) − 2 (v − v_b)``; the
-    caller multiplies it by the penalty weight λ (differentiated as Alg. 2 line 26 says, not
-    outside the tape as Listing 3.4: DEVIATIONS.md).
-    """
+    """∇_w of the penalty ``Σ (w² ⊙ (u − u_b) − 2 w ⊙ (v − v_b))`` (thesis Alg. 2 lines 21–26, eq. 2.17):
+    ``2 w ⊙ (u − u_b) − 2 (v − v_b)``, the other clients' aggregates constant (DEVIATIONS.md)."""
     return tuple(2.0 * w * (uu - ub) - 2.0 * (vv - vb) for w, uu, vv, ub, vb in zip(weights, u, v, u_b, v_b))
 
 
@@ -69,13 +57,9 @@ _nonnegative = tff.tensorflow.computation(nonnegative)
 
 
 def client_optimizer(name: str, learning_rate: float) -> tff.learning.optimizers.Optimizer:
-    """The clients' TFF optimizer, which both runtimes run: ``adam`` (thesis Table 6.2) or
-    ``sgd`` (plain SGD, ``build_sgdm`` without momentum)."""
-    if name == "adam":
-        return tff.learning.optimizers.build_adam(learning_rate)
-    if name == "sgd":
-        return tff.learning.optimizers.build_sgdm(learning_rate)
-    raise ValueError(f"optimizer: expected 'adam' or 'sgd', got {name!r}.")
+    """The clients' optimizer: ``adam`` (thesis Table 6.2) or ``sgd`` (``build_sgdm`` without momentum)."""
+    return tff.learning.optimizers.build_adam(learning_rate) if name == "adam" else tff.learning.optimizers.build_sgdm(
+        learning_rate)
 
 
 def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
@@ -88,14 +72,9 @@ def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
 
 
 class ClientUpdate(NamedTuple):
-    """The client update (thesis ClientUpdate of Alg. 1–4) as two ``tf.function`` objects that
-    differ only in how they walk the client's batches.
-
-    ``on_batches(initial_weights, data, u, v, reservoir=None)`` takes a batched ``tf.data`` dataset (TFF's
-    client computation); ``on_arrays(initial_weights, arrays, orders, batch_size, u, v, reservoir=None)``
-    slices ``(inputs, targets)`` by each epoch's ``orders`` in the graph (the simulation). Both return
-    ``(ClientResult, unfinalized metrics, accepted 0/1, u_b, v_b)``, metrics from zero at every call.
-    """
+    """The client update (thesis ClientUpdate of Alg. 1–4) on a batched dataset (``on_batches``, TFF) or on
+    arrays cut by each epoch's ``orders`` (``on_arrays``, the simulation); both return ``(ClientResult,
+    unfinalized metrics, accepted 0/1, u_b, v_b)``."""
 
     on_batches: Callable
     on_arrays: Callable
@@ -103,11 +82,8 @@ class ClientUpdate(NamedTuple):
 
 def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None,
                         real: bool = False) -> ClientUpdate:
-    """The client's update, run by both backends: TFF's client computation
-    (:func:`build_readout_client_work`) and the single-process loop
-    (:mod:`tff_esn.federated.simulation`); one set-up, one local step, one finish
-    (:class:`ClientUpdate`). ``real``: a linear readout of real targets (FedCurv's Fisher of
-    the mean squared error, :func:`log_likelihood`)."""
+    """The client's update that both runtimes run (:class:`ClientUpdate`); FedCurv's when ``penalty`` is
+    given, ``real``: a linear readout of real targets (:func:`log_likelihood`)."""
     model = model_fn()
     curvature = penalty is not None
 
@@ -184,26 +160,12 @@ def build_readout_client_work(
     aggregation: LearningAggregation | None = None,
     real: bool = False,
 ) -> tff.learning.templates.ClientWorkProcess:
-    """FedAvg (``penalty=None``) or FedCurv (``penalty=λ ≥ 0``, thesis Alg. 2) client work.
-
-    Args:
-        model_fn: no-arg function building a new ``tff.learning.models.VariableModel``.
-        client_filter: optional accept/reject rule on the readout delta.
-        client_reservoirs: client data is ``(batches, reservoir)``: each client trains with its own.
-        aggregation: how the metrics, ``(u_b, v_b)`` and accepted flags reach the server
-            (:class:`tff_esn.privacy.learning.LearningAggregation`; ``None``: plain sums).
-        real: a linear readout of real targets (:func:`build_client_update`).
-
-    Returns:
-        A ``ClientWorkProcess``, state ``()`` (FedAvg) or ``{"u", "v", "aggregator"}`` (FedCurv, u, v
-        zero at start: Alg. 2 line 2); measurements: training metrics, ``accepted_clients``, ``clients``
-        (FedCurv: ``curvature``).
-    """
-    if penalty is not None and not (np.isfinite(penalty) and penalty >= 0):
-        raise ValueError(f"penalty: expected a finite number ≥ 0 (or None for FedAvg), got {penalty!r}.")
-    if client_filter is not None and not callable(client_filter):
-        raise TypeError(f"client_filter: expected a callable (kernel_delta, bias_delta) -> bool, got {client_filter!r}.")
-    aggregation = aggregation or LearningAggregation()
+    """FedAvg (``penalty=None``) or FedCurv (penalty λ, thesis Alg. 2) client work around
+    :func:`build_client_update`: state ``()`` or ``{"u", "v", "aggregator"}`` (u = v = 0 at start, Alg. 2
+    line 2); measurements: training metrics, ``clients``, FedCurv's ``curvature`` and, for FedCurv, a filter or own
+    reservoirs, ``accepted_clients`` (public by their privacy declaration)."""
+    own_work = penalty is not None or client_filter is not None or client_reservoirs
+    aggregation = aggregation or LearningAggregation(fedcurv=penalty is not None)
     curvature_factory = aggregation.curvature or tff.aggregators.SumFactory()
     with tf.Graph().as_default():
         model = model_fn()
@@ -211,8 +173,6 @@ def build_readout_client_work(
         weights_type = tff.learning.models.weights_type_from_model(model)
         data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
         if client_reservoirs:
-            if not model.non_trainable_variables:
-                raise ValueError("client_reservoirs: the model has no non-trainable (reservoir) weights.")
             own_type = tff.types.tensorflow_to_type(tuple(tf.TensorSpec(v.shape, v.dtype)
                                                           for v in model.non_trainable_variables))
             data_type = tff.StructWithPythonType([data_type, tff.SequenceType(own_type)], tuple)
@@ -255,9 +215,10 @@ def build_readout_client_work(
         curvature = state if penalty is None else tff.federated_zip(collections.OrderedDict(u=state.u, v=state.v))
         state_at_clients = tff.federated_broadcast(curvature)
         outputs = tff.federated_map(client_update_computation, (state_at_clients, weights, client_data))
-        measured = collections.OrderedDict(
-            train=metrics_aggregation_fn(outputs[1]), accepted_clients=aggregation.count_sum(outputs[2]),
-            clients=tff.federated_sum(tff.federated_value(1, tff.CLIENTS)))
+        measured = collections.OrderedDict(train=metrics_aggregation_fn(outputs[1]))
+        if own_work:
+            measured["accepted_clients"] = aggregation.count_sum(outputs[2])
+        measured["clients"] = tff.federated_sum(tff.federated_value(1, tff.CLIENTS))
         new_state = state
         if penalty is not None:
             summed = curvature_sum.next(state.aggregator, outputs[3])

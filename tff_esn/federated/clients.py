@@ -69,13 +69,8 @@ def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
 
 def reservoir_states(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *,
                      lengths: np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
-    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them.
-
-    (n, T − washout, U) for ``state_mode="all"``, else (n, U); float32, in chunks of
-    ``chunk`` sequences. With ``lengths`` (right-padded sequences of unequal length,
-    :attr:`ClientSequences.lengths`) each sequence's state is the one at its own end
-    (``"last"``) or the mean over its own steps (``"mean"``), as harvested alone.
-    """
+    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them: (n, T − washout, U)
+    for ``state_mode="all"``, else (n, U), float32; with ``lengths`` each sequence at its own length."""
     layer = Reservoir(reservoir, state_mode=config.state_mode, washout=config.washout)
     layer.build((None, x.shape[1], x.shape[2]))
     if lengths is None:
@@ -110,11 +105,8 @@ def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
 
 
 def _load_raw(path: Path) -> tf.data.Dataset:
-    """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`.
-
-    Only the path travels into the computation: the TFF worker maps the never-rewritten files into memory
-    (``ImmutableConst``, no read or decode copy; ``bench/rounds.py`` times it).
-    """
+    """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`: only the path
+    travels, the worker maps the files into memory (``ImmutableConst``)."""
     shapes = json.loads((path / "shapes.json").read_text())
     for name, shape in shapes.items():
         file = path / f"{name}.f32"
@@ -132,9 +124,7 @@ def _load_raw(path: Path) -> tf.data.Dataset:
 
 
 def lean_options() -> tf.data.Options:
-    """tf.data options for small per-round client datasets: no static graph rewrites and no
-    autotuning, whose set-up cost dominates a round (``bench/rounds.py``).
-    """
+    """tf.data options for small per-round client datasets: no graph rewrites, no autotuning."""
     options = tf.data.Options()
     options.experimental_optimization.apply_default_optimizations = False
     options.autotune.enabled = False
@@ -151,10 +141,7 @@ def epoch_orders(n: int, epochs: int, seed: int | None) -> np.ndarray:
 
 
 def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, seed: int) -> tf.data.Dataset:
-    """The ``n`` elements of ``ds`` in ``epochs`` passes, each in its own order and batched.
-
-    The orders are numpy permutations drawn from ``seed`` alone (``Dataset.shuffle`` mixes in TF's global seed).
-    """
+    """The ``n`` elements of ``ds`` in ``epochs`` passes, batched, each in its own order drawn from ``seed``."""
     orders = tf.constant(epoch_orders(n, epochs, seed), tf.int64)
 
     def passes(*whole):
@@ -222,16 +209,8 @@ class _ClientSource:
 
     def _noise_table(self, noise_std: float | Mapping[str, float]) -> dict[str, float]:
         if isinstance(noise_std, Mapping):
-            unknown = sorted(set(noise_std) - set(self.ids))
-            if unknown:
-                raise ValueError(f"noise_std: unknown client id(s) {unknown}; training clients are {list(self.ids)}.")
-            table = {cid: float(noise_std.get(cid, 0.0)) for cid in self.ids}
-        else:
-            table = {cid: float(noise_std) for cid in self.ids}
-        bad = {cid: s for cid, s in table.items() if not (np.isfinite(s) and s >= 0)}
-        if bad:
-            raise ValueError(f"noise_std: expected finite values ≥ 0, got {bad}.")
-        return table
+            return {cid: float(noise_std.get(cid, 0.0)) for cid in self.ids}
+        return {cid: float(noise_std) for cid in self.ids}
 
     def index(self, cid: str) -> int:
         return self.ids.index(cid)
@@ -242,20 +221,13 @@ class _ClientSource:
     def datasets(self, client_ids: Sequence[str], round_num: int) -> list[tf.data.Dataset]:
         return [self.dataset(cid, round_num) for cid in client_ids]
 
-    def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
-        """The client's inputs and float32 targets of round ``round_num``, in stored order."""
-        raise NotImplementedError
-
     def own_reservoir(self, cid: str) -> tuple[np.ndarray, ...] | None:
         """The client's own reservoir weights (the model's non-trainable variables), ``None``
         when the clients train with the broadcast server reservoir."""
         return None
 
     def in_memory(self, client_ids: Sequence[str], round_num: int) -> RoundArrays:
-        """The arrays of :meth:`datasets`, for a process that batches them itself
-        (:mod:`tff_esn.federated.simulation`): each client's inputs, targets and per-epoch
-        orders (:func:`epoch_orders` of the same seeds), which the client update's
-        ``on_arrays`` cuts into the same batches in the same orders."""
+        """The arrays of :meth:`datasets` for the simulation: inputs, targets and each epoch's order."""
         return RoundArrays(tuple(
             ClientArrays(*self.arrays(cid, round_num),
                          epoch_orders(self.sizes[cid], self.config.epochs, self.shuffle_seed(cid, round_num)),
@@ -270,13 +242,8 @@ def reservoir_weights(reservoir: ReservoirConfig, n_inputs: int, config: ThesisM
 
 
 class RawInputs(_ClientSource):
-    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model.
-
-    With ``reservoirs="different"`` each client's data is ``(batches, reservoir)``: the
-    batches and a one-element dataset of the client's own reservoir weights
-    (:func:`reservoir_weights` of :func:`client_reservoir_configs`), which the client work puts in
-    place of the broadcast server reservoir (thesis Table 6.5).
-    """
+    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model; with
+    ``reservoirs="different"`` a client's data is ``(batches, its own reservoir weights)`` (Table 6.5)."""
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True):
@@ -311,18 +278,9 @@ class RawInputs(_ClientSource):
 
 
 class CachedStates(_ClientSource):
-    """Readout-only mode: every client's states harvested once, noise fixed per client.
-
-    Args:
-        clients: training clients' sequences; their index seeds noise, shuffling and (``reservoirs=
-            "different"``) their reservoir.
-        noise_std: std of the Gaussian input noise, for all clients or per client id.
-        reservoirs: ``"same"`` or ``"different"`` (:func:`client_reservoir_configs`).
-        cache_dir: when given, states are saved there once (keyed by inputs, reservoir and noise) and
-            only the absolute path travels into the computation; else in memory (TFF: ≤ 100 MB per client).
-        standardize: with ``config.standardized``, the function giving the clients' federated
-            :class:`Standardization`, applied before caching.
-    """
+    """Readout-only mode: every client's states harvested once (standardised by ``standardize`` when
+    ``config.standardized``), noise fixed per client; with ``cache_dir`` saved there once (keyed by inputs,
+    reservoir and noise) and only the path travels into the computation, else in memory."""
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True,
@@ -336,8 +294,6 @@ class CachedStates(_ClientSource):
         self.standardization: Standardization | None = None
         raw: dict[str, np.ndarray] = {}
         if config.standardized:
-            if standardize is None:
-                raise ValueError("CachedStates: readout_inputs 'standardized' needs the standardize function.")
             raw = {cid: self._states(cid) for cid in self.ids}
             self.standardization = standardize([raw[cid] for cid in self.ids])
         for cid in self.ids:

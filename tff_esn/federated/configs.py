@@ -12,6 +12,7 @@ import math
 import numbers
 import os
 from collections.abc import Iterable
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tff_esn.algorithms import available_algorithms, register_algorithm
@@ -435,13 +436,15 @@ class FedCurvConfig(FedAvgConfig):
             raise ValueError(ADAPTIVE_FEDCURV)
 
 
-def resolve_backend(backend: str, *, secure: bool = False) -> str:
-    """The backend that runs a federated run's rounds: ``backend`` checked against the TFF workers, or for
-    ``auto`` ``tff`` with secure aggregation or TFF workers, else :data:`PREFERRED_BACKEND`.
+def resolve_backend(backend: str, *, secure: bool = False, workers: list[str] | None | EllipsisType = ...) -> str:
+    """The backend that runs a federated run's rounds: ``backend`` checked against the TFF ``workers`` (read
+    from the runtime when not given), or for ``auto`` ``tff`` with secure aggregation or TFF workers, else
+    :data:`PREFERRED_BACKEND`.
     """
-    from tff_esn import runtime
+    if workers is ...:
+        from tff_esn import runtime
 
-    workers = runtime.current_workers()
+        workers = runtime.current_workers()
     if backend == "auto":
         return "tff" if secure or workers is not None else PREFERRED_BACKEND
     if backend == "sim" and workers is not None:

@@ -100,18 +100,9 @@ def readout_layer(seed: int, n_outputs: int = 1, *, linear: bool = False) -> tf.
 
 def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only: bool = False,
                        reservoir: ReservoirConfig | None = None) -> tf.keras.Model:
-    """The (uncompiled) thesis ESN; its readout's initial weights are seeded by ``config.reservoir.seed``.
-
-    Args:
-        n_inputs: input features F, or with ``readout_only`` the reservoir units.
-        readout_only: the readout alone on (cached) states.
-        reservoir: this model's reservoir when it differs from ``config.reservoir`` (thesis Table 6.5).
-
-    Returns:
-        ``(batch, T, F) → (batch, T − washout, C)`` when ``config.per_step``, else ``→ (batch, C)``.
-    """
-    if not isinstance(n_inputs, int) or n_inputs < 1:
-        raise ValueError(f"build_thesis_model: n_inputs must be an integer ≥ 1, got {n_inputs!r}.")
+    """The (uncompiled) thesis ESN on ``n_inputs`` features (``readout_only``: the readout alone on cached
+    states of that many units; ``reservoir``: a client's own, Table 6.5): ``(batch, T, F) → (batch, T − washout,
+    C)`` when ``config.per_step``, else ``→ (batch, C)``; the readout seeded by ``config.reservoir.seed``."""
     res = reservoir or config.reservoir
     if readout_only:
         if n_inputs != res.readout_units:

@@ -1,15 +1,13 @@
-"""How the simulated round combines the clients' values: TFF's mean, sum and DP release in one process.
+"""TFF's aggregations of a learning round in one process: weighted mean, sum and DP release.
 
-:class:`SimulatedAggregation` mirrors :class:`~tff_esn.privacy.learning.LearningAggregation`: ``model``
-(:class:`WeightedMean`, ``Σ_k w_k Δ_k / Σ_k w_k``, or the DP :class:`PrivateRelease`), ``curvature``
-(:class:`Sum` of FedCurv's ``(u_b, v_b)``, eq. 2.18, or its DP release) and ``metrics``; each has TFF's
-``initialize()`` / ``next(values, weights, state)`` and measurements.
+:func:`simulated` reads a :class:`~tff_esn.privacy.learning.LearningAggregation`: the model mean
+(:class:`WeightedMean`, ``Σ_k w_k Δ_k / Σ_k w_k``, or :class:`PrivateRelease` of its DP query) and FedCurv's
+``(u_b, v_b)`` sum (:class:`Sum`, eq. 2.18, or its DP release), each with TFF's ``initialize()`` / ``next``.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -18,7 +16,7 @@ import tensorflow as tf
 import tensorflow_privacy as tfp
 
 from tff_esn.federated.configs import SIM_SECURE
-from tff_esn.privacy.learning import CURVATURE_PARTS, LearningPrivacy, dp_release, fold_sum
+from tff_esn.privacy.learning import LearningAggregation, dp_release, fold_sum
 
 
 class Aggregation(Protocol):
@@ -55,13 +53,9 @@ class Sum:
 
 
 class PrivateRelease:
-    """``tff.aggregators.DifferentiallyPrivateFactory(query)``'s round in one process, on the same
-    tensorflow_privacy ``query`` object and in the order of the factory's ``next``:
-    ``derive_sample_params`` of the global state, ``preprocess_record`` of every client's value
-    (the clip), the sum of the records (the factory's ``SumFactory``), ``get_noised_result``
-    (noise on the sum; ``NormalizedQuery``: divided by the clients per round) and
-    ``derive_metrics`` of the new global state. The weights do not enter (every client counts
-    once, as the sensitivity requires)."""
+    """``tff.aggregators.DifferentiallyPrivateFactory(query)``'s round in one process, on the same ``query``
+    in the order of the factory's ``next`` (:func:`~tff_esn.privacy.learning.dp_release`, then
+    ``derive_metrics``); the weights do not enter (every client counts once)."""
 
     def __init__(self, query: tfp.SumAggregationDPQuery):
         self._query = query
@@ -77,31 +71,10 @@ class PrivateRelease:
         return result, new_state, measurements
 
 
-@dataclasses.dataclass(frozen=True)
-class SimulatedAggregation:
-    """The aggregations of a simulated FedAvg/FedCurv round (module docstring).
-
-    Attributes:
-        model: the mean of the model updates.
-        curvature: FedCurv's ``(u_b, v_b)`` sum (``None``: :class:`Sum`; FedAvg ignores it).
-        metrics: the training metrics are summed and finalized (``False``: withheld, DP).
-    """
-
-    model: Aggregation = dataclasses.field(default_factory=WeightedMean)
-    curvature: Aggregation | None = None
-    metrics: bool = True
-
-
-def simulated_aggregation(privacy: LearningPrivacy | None, clients_per_round: int, *,
-                          curvature: bool) -> SimulatedAggregation:
-    """The aggregations of ``privacy`` (:func:`~tff_esn.federated.training.learning_privacy`;
-    ``None``: TFF's plain weighted mean and sum) for FedAvg (``curvature=False``) or FedCurv,
-    the queries the TFF path's :meth:`LearningPrivacy.aggregation
-    <tff_esn.privacy.learning.LearningPrivacy.aggregation>` builds for ``clients_per_round``."""
-    if privacy is not None and privacy.secure:
+def simulated(aggregation: LearningAggregation) -> tuple[Aggregation, Aggregation]:
+    """The model mean and the curvature sum of ``aggregation`` on the queries TFF's factories hold."""
+    if aggregation.secure:
         raise ValueError(SIM_SECURE)
-    if privacy is None or not privacy.dp:
-        return SimulatedAggregation()
-    model = PrivateRelease(privacy.query(clients_per_round, CURVATURE_PARTS if curvature else 1))
-    return SimulatedAggregation(model, PrivateRelease(privacy.curvature_query()) if curvature else None,
-                                metrics=False)
+    model, curvature = aggregation.model_query, aggregation.curvature_query
+    return (WeightedMean() if model is None else PrivateRelease(model),
+            Sum() if curvature is None else PrivateRelease(curvature))

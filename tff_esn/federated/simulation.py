@@ -1,9 +1,8 @@
-"""FedAvg and FedCurv rounds in one process: TFF's process arithmetic without TFF's runtime.
+"""The single-process runtime of a FedAvg/FedCurv learning process: TFF's arithmetic without TFF's runtime.
 
-:class:`SimulatedProcess` runs the round of :func:`~tff_esn.federated.processes.build_fedavg` /
-:func:`~tff_esn.federated.processes.build_fedcurv` (thesis Alg. 1–4) as one traced ``tf.function``: the
-TFF path's client update per sampled client, TFF's weighted mean (or DP release), the server optimizer,
-FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b`` (eq. 2.18) and the metrics, with a TFF process's interface.
+:class:`SimulatedProcess` runs a round as one traced ``tf.function``: the process's client update per sampled
+client, its aggregations (weighted mean or DP release; FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b``,
+eq. 2.18), the server optimizer and the metrics.
 """
 
 from __future__ import annotations
@@ -18,9 +17,10 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 from tensorflow.python.eager import context as eager_context
 
-from tff_esn.federated.client_work import ClientFilter, build_client_update, client_optimizer, nonnegative
+from tff_esn.federated.client_work import ClientUpdate, nonnegative
 from tff_esn.federated.clients import ClientArrays, RoundArrays
-from tff_esn.federated.simulated_aggregation import SimulatedAggregation, Sum
+from tff_esn.federated.simulated_aggregation import simulated
+from tff_esn.privacy.learning import LearningAggregation
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
@@ -40,9 +40,8 @@ def _numpy(value: Any) -> np.ndarray:
 
 @contextlib.contextmanager
 def _graphs_as_tff_runs_them() -> Iterator[None]:
-    """Functions called in this block (this thread) are optimized without Grappler's remapper
-    and arithmetic optimizer, so their graphs compute what TFF's worker computes.
-    """
+    """Functions called in this block run without Grappler's remapper and arithmetic optimizer, as TFF's
+    worker runs them."""
     ctx = eager_context.context()
     saved = ctx.function_call_options
     config = config_pb2.ConfigProto.FromString(saved.config_proto_serialized)
@@ -56,10 +55,8 @@ def _graphs_as_tff_runs_them() -> Iterator[None]:
 
 
 def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[Any], collections.OrderedDict]:
-    """The finalizers of the model's Keras metrics as one function of the summed unfinalized
-    metrics, traced into the round: each metric's variables take the values, its ``result()``
-    is the finalized value (the body of TFF's Keras finalizer, which builds a new metric at
-    every call; ``model`` is the simulation's own copy, whose metrics training never touches)."""
+    """The model's Keras metric finalizers as one function of the summed unfinalized metrics, traced into
+    the round (TFF's Keras finalizer's body on the simulation's own model copy)."""
     metrics = {metric.name: metric for metric in model.get_metrics()}
 
     def finalize(unfinalized):
@@ -83,9 +80,7 @@ def _array_spec(value: Any, any_axis: int | None = None) -> Any:
 
 
 def _round_layout(*args) -> tuple:
-    """The specs a round is traced with: the state's leaves as they are; each client's inputs
-    and targets with any number of rows, its orders (epochs, n) with any n, its own reservoir
-    as it is; the batch size a constant."""
+    """The specs a round is traced with: clients' rows and epoch lengths of any size, the rest as given."""
     *state, data = args
     clients = tuple(ClientArrays(_array_spec(c.x, 0), _array_spec(c.y, 0), _array_spec(c.orders, 1),
                                  None if c.reservoir is None else tuple(_array_spec(w) for w in c.reservoir))
@@ -94,44 +89,27 @@ def _round_layout(*args) -> tuple:
 
 
 class SimulatedProcess:
-    """FedAvg (``penalty=None``) or FedCurv (``penalty=λ``) with a server learning rate, one process.
+    """A learning process's round (:func:`~tff_esn.federated.processes.learning_process`) run in one process:
+    its ``client_update``, ``aggregation`` (:func:`~tff_esn.federated.simulated_aggregation.simulated`) and
+    ``server`` optimizer, with a TFF process's ``initialize`` / ``next`` / ``get_model_weights``."""
 
-    Args:
-        model_fn: no-arg function building a new TFF model (thesis readout).
-        client_learning_rate: the clients' Adam learning rate η (Table 6.2: 0.1).
-        server_learning_rate: the server SGD's learning rate (thesis: 1.0, 0.1, 0.01, 0.001).
-        penalty: FedCurv's penalty weight λ ≥ 0; ``None`` for FedAvg.
-        client_filter: optional accept/reject rule on the client's readout delta.
-        client_reservoirs: each client trains with its own reservoir, which its
-            :class:`~tff_esn.federated.clients.ClientArrays` carry.
-        aggregation: how the server combines the clients' values (``None``: TFF's plain
-            weighted mean, sum and metrics; DP: :func:`~tff_esn.federated.simulated_aggregation.simulated_aggregation`).
-        optimizer: the clients' optimizer, ``adam`` (thesis) or ``sgd`` (as the TFF process's).
-        real: a linear readout of real targets (FedCurv's Fisher of the mean squared error).
-    """
-
-    def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], *, client_learning_rate: float,
-                 server_learning_rate: float = 1.0, penalty: float | None = None,
-                 client_filter: ClientFilter | None = None, client_reservoirs: bool = False,
-                 aggregation: SimulatedAggregation | None = None, optimizer: str = "adam", real: bool = False):
-        self._update = build_client_update(model_fn, client_optimizer(optimizer, client_learning_rate),
-                                           penalty, client_filter, real).on_arrays
-        self._server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
+    def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], client_update: ClientUpdate,
+                 server: tff.learning.optimizers.Optimizer, aggregation: LearningAggregation, *, curvature: bool,
+                 client_reservoirs: bool):
+        self._update, self._server = client_update.on_arrays, server
         model = model_fn()
         self._initial = tff.learning.models.ModelWeights.from_model(model)
         self._finalize = _metrics_finalizer(model)
-        self._curvature = penalty is not None
-        aggregation = aggregation or SimulatedAggregation()
-        self._mean, self._metrics_released = aggregation.model, aggregation.metrics
-        self._curvature_sum = aggregation.curvature or Sum()
+        self._curvature = curvature
+        self._mean, self._curvature_sum = simulated(aggregation)
+        self._metrics_released = not aggregation.dp
         self._own_reservoirs = client_reservoirs
         self._round = tf.function(self._round_graph)
         self._traced: dict[tuple, Callable] = {}
 
     def initialize(self) -> collections.OrderedDict:
-        """The initial state: the model's initial weights, the server optimizer's state, the
-        aggregation's state and — FedCurv — ``u = v = 0`` (thesis Alg. 2 line 2) and the
-        curvature aggregation's state."""
+        """The initial weights and the server optimizer's and aggregations' states; FedCurv's ``u = v = 0``
+        (thesis Alg. 2 line 2)."""
         trainable = tuple(np.asarray(w) for w in self._initial.trainable)
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
         state = collections.OrderedDict(
@@ -150,9 +128,8 @@ class SimulatedProcess:
                                                 non_trainable=list(state["non_trainable"]))
 
     def _round_graph(self, trainable, non_trainable, server, u, v, aggregators, data: RoundArrays):
-        """The round in TensorFlow: every client's update on its batches, the aggregation's mean
-        of the updates (TFF's weighted ``MeanFactory``, or the DP release), the server step, the
-        summed ``u_b``/``v_b`` (FedCurv) and metrics."""
+        """The round in TensorFlow: the clients' updates, their mean, the server step, FedCurv's
+        ``u = max(Σ u_b, 0)``, ``v = Σ v_b`` and the metrics."""
         weights = tff.learning.models.ModelWeights(trainable=list(trainable), non_trainable=list(non_trainable))
         updates, update_weights, curvature, metrics, accepted = [], [], [], None, tf.zeros([], tf.int32)
         for client in data.clients:
@@ -184,8 +161,7 @@ class SimulatedProcess:
         return self._traced[key](*args)
 
     def next(self, state: collections.OrderedDict, client_data: RoundArrays) -> SimulatedOutput:
-        """One round over ``client_data`` (:meth:`~tff_esn.federated.clients._ClientSource.in_memory`
-        of the sampled clients)."""
+        """One round over the sampled clients' ``client_data`` (``in_memory`` of a client source)."""
         if not client_data.clients and self._metrics_released:
             raise ValueError("client_data: a round needs at least one sampled client (a DP round, Poisson-sampled, "
                              "may have none).")
@@ -199,15 +175,10 @@ class SimulatedProcess:
         with _graphs_as_tff_runs_them():
             out = self._traced_round(state["trainable"], state["non_trainable"], state["server"], u, v, aggregators,
                                      client_data)
-        new_state = collections.OrderedDict(
-            trainable=tuple(np.asarray(w) for w in out["trainable"]), non_trainable=state["non_trainable"],
-            server=tf.nest.map_structure(_numpy, out["server"]),
-            aggregator=tf.nest.map_structure(np.asarray, out["aggregator"]))
+        new_state = collections.OrderedDict((key, tf.nest.map_structure(_numpy, out[key]) if key in out else value)
+                                            for key, value in state.items())
         work = collections.OrderedDict(train=out["train"], accepted_clients=int(out["accepted"]),
                                        clients=len(client_data.clients))
         if self._curvature:
-            new_state["u"] = tuple(np.asarray(t) for t in out["u"])
-            new_state["v"] = tuple(np.asarray(t) for t in out["v"])
-            new_state["curvature_aggregator"] = tf.nest.map_structure(np.asarray, out["curvature_aggregator"])
             work["curvature"] = out["curvature"]
         return SimulatedOutput(new_state, collections.OrderedDict(client_work=work, aggregator=out["measured"]))

@@ -45,8 +45,6 @@ def client_statistics(states: np.ndarray) -> RidgeStats:
 
 def from_statistics(total: RidgeStats) -> Standardization:
     """μ and σ from summed statistics (module docstring): ``μ = B[−1, :−1] / n``, ``σ² = diag(B)[:−1] / n − μ²``."""
-    if not total.bias or total.n < 1:
-        raise ValueError("standardization: expected summed statistics with the bias column over ≥ 1 state row.")
     b = total.B
     n = b[-1, -1]
     mean = b[-1, :-1] / n
@@ -60,6 +58,4 @@ def federated_standardization(client_states: Sequence[np.ndarray],
                               ) -> Standardization:
     """The :class:`Standardization` of the training clients' readout inputs ``client_states``
     (one array per client), their statistics summed by ``aggregate`` (plain sum, or the secure sum)."""
-    if not client_states:
-        raise ValueError("standardization: no training clients.")
     return from_statistics(aggregate([client_statistics(s) for s in client_states]))

@@ -1,14 +1,15 @@
-"""A federated training run of the thesis model: rounds, sampling, metrics, checkpoints, resume.
+"""A federated training run of the thesis model (thesis §6.1): rounds, sampling, metrics, checkpoints, resume.
 
-:func:`run_federated` drives a FedAvg or FedCurv process for ``rounds`` rounds (thesis §6.1), evaluating
-the server model on the validation and test clients each round, logging the row and checkpointing the
-state, so ``resume=True`` ends with the weights of an uninterrupted run.
+:func:`run_federated` runs a FedAvg or FedCurv learning process round by round, evaluates the server model
+on the validation and test clients, logs each row and checkpoints the state (a resumed run ends as an
+uninterrupted one).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import tempfile
@@ -36,10 +37,8 @@ from tff_esn.esn.ridge import RidgeStats
 from tff_esn.federated.configs import (DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig, chosen_index, client_lr_choices,
                                        for_data, loss_labels, resolve_backend)
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
-from tff_esn.federated.processes import build_fedavg, build_fedcurv
+from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
-from tff_esn.federated.simulated_aggregation import simulated_aggregation
-from tff_esn.federated.simulation import SimulatedProcess
 from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import classification_metrics, regression_metrics, split_report
 from tff_esn.privacy.closed_form import secure_ridge_sum
@@ -69,34 +68,49 @@ class _EvalSet:
     labels: np.ndarray
     real: bool = False
 
+    @classmethod
+    def of(cls, dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig,
+           standardization: Standardization | None) -> _EvalSet | None:
+        """The pooled clients ``ids`` (``None`` for none) through the server's reservoir."""
+        if not ids:
+            return None
+        pooled = dataset.pooled(ids)
+        labels = loss_labels([pooled], config)
+        states = client_data.client_states(pooled, config.reservoir, config)
+        return cls(states if standardization is None else standardization.apply(states),
+                   labels if config.real else labels.astype(np.int64), config.real)
+
     def scores(self, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
         """The readout's probabilities: (n,) for two classes, (n, K) for more; real outputs (n,)."""
         return readout_probabilities(self.states, kernel, bias, linear=self.real)
 
-    def log_loss(self, kernel: np.ndarray, bias: np.ndarray) -> float:
-        """The mean cross-entropy ``−log p(true class)`` of the readout (unweighted, p ≥ 1e-12)."""
-        p = self.scores(kernel, bias)
-        p = np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
-        return float(-np.mean(np.log(np.maximum(p[np.arange(len(self.labels)), self.labels], 1e-12))))
+    def report(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int, seed: int = 0) -> dict[str, Any]:
+        """:func:`~tff_esn.metrics.split_report`, or on real targets
+        :func:`~tff_esn.metrics.regression_metrics` (NaN for a diverged readout: non-finite outputs)."""
+        if not self.real:
+            return split_report(self.labels, self.scores(kernel, bias), n_classes, seed=seed)
+        with np.errstate(over="ignore", invalid="ignore"):
+            outputs = self.scores(kernel, bias)
+        if np.all(np.isfinite(outputs)):
+            return regression_metrics(self.labels, outputs)
+        return {**dict.fromkeys(("nrmse", "rmse", "mae", "r2"), math.nan), "n": len(self.labels)}
 
-
-def _eval_set(dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig,
-              standardization: Standardization | None = None) -> _EvalSet | None:
-    if not ids:
-        return None
-    pooled = dataset.pooled(ids)
-    labels = loss_labels([pooled], config)
-    states = client_data.client_states(pooled, config.reservoir, config)
-    return _EvalSet(states if standardization is None else standardization.apply(states),
-                    labels if config.real else labels.astype(np.int64), config.real)
+    def row(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
+        """A round's metrics (NaN for undefined ones); classes add the mean cross-entropy
+        ``−log p(true class)`` (p ≥ 1e-12)."""
+        metrics = (self.report(kernel, bias, n_classes) if self.real
+                   else classification_metrics(self.labels, self.scores(kernel, bias), n_classes))
+        row = {k: (math.nan if v is None else float(v)) for k, v in metrics.items() if k != "n"}
+        if not self.real:
+            p = self.scores(kernel, bias)
+            p = np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
+            row["log_loss"] = float(-np.mean(np.log(np.maximum(p[np.arange(len(self.labels)), self.labels], 1e-12))))
+        return row
 
 
 def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
-    """The DP / secure aggregation of ``config.privacy`` for a federation of ``clients`` training
-    clients (``None`` without privacy): ε is calibrated over the rounds at the Poisson sampling
-    rate clients_per_round / clients (:mod:`tff_esn.privacy.sampling`); the clip defaults to 0.1;
-    the noise and the sampling draw from a secret seed (``--dp-seed``: a known one,
-    :func:`~tff_esn.privacy.noise_seed.mechanism_seed`)."""
+    """The DP / secure aggregation of ``config.privacy`` over ``clients`` training clients (``None`` without):
+    ε calibrated at the Poisson rate clients_per_round / clients, clip 0.1 by default, a secret seed."""
     settings = config.privacy
     if not settings.requested:
         return None
@@ -108,17 +122,6 @@ def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | No
     return LearningPrivacy(noise_multiplier=z, clip=0.1 if settings.dp_clip is None else settings.dp_clip,
                            adaptive=settings.dp_adaptive_clip, secure=settings.secure_aggregation,
                            delta=settings.dp_delta, seed=seed, seed_known=settings.dp_seed is not None)
-
-
-def _private_class_weight(config: FedAvgConfig, n_classes: int) -> FedAvgConfig:
-    """``config`` with uniform class weights under DP when they would be ``"balanced"``: balanced
-    weights come from every training client's label counts, released to all clients outside the
-    mechanism (explicit weights are configuration and stay)."""
-    if not config.privacy.dp_requested or config.model.class_weight != "balanced":
-        return config
-    warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
-         "mechanism; uniform class weights are used (give explicit --class-weight values to set them)")
-    return dataclasses.replace(config, model=dataclasses.replace(config.model, class_weight=(1.0,) * n_classes))
 
 
 def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
@@ -135,34 +138,6 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
                                            units=config.model.reservoir.readout_units, outputs=config.model.n_outputs)
 
 
-def _noise_table(config: FedAvgConfig, ids: Sequence[str]) -> dict[str, float]:
-    noisy = set(ids) if config.noisy_clients is None else set(config.noisy_clients)
-    unknown = sorted(noisy - set(ids))
-    if unknown:
-        raise ValueError(f"noisy_clients: {unknown} are not training clients {list(ids)}.")
-    return {cid: (config.noise_std if cid in noisy else 0.0) for cid in ids}
-
-
-def _group_metrics(group: _EvalSet | None, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
-    if group is None:
-        return {}
-    if group.real:
-        return {k: (math.nan if v is None else float(v)) for k, v in _real_report(group, kernel, bias).items() if k != "n"}
-    m = classification_metrics(group.labels, group.scores(kernel, bias), n_classes)
-    return {**{k: (math.nan if v is None else float(v)) for k, v in m.items() if k != "n"},
-            "log_loss": group.log_loss(kernel, bias)}
-
-
-def _real_report(group: _EvalSet, kernel: np.ndarray, bias: np.ndarray) -> dict[str, float | int | None]:
-    """:func:`~tff_esn.metrics.regression_metrics` of the readout on ``group``; NaN for a readout that
-    diverged (non-finite outputs: the client learning rate is too large for the mean squared error)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        outputs = group.scores(kernel, bias)
-    if np.all(np.isfinite(outputs)):
-        return regression_metrics(group.labels, outputs)
-    return {**dict.fromkeys(("nrmse", "rmse", "mae", "r2"), math.nan), "n": len(group.labels)}
-
-
 def _validation_choice(row: dict[str, Any]) -> tuple[float, float]:
     """What a round is chosen by, from its row: the validation macro-F1 and, for a tie, the
     cross-entropy; on real targets −MSE (:data:`~tff_esn.closed_form.selection.NEG_MSE`) and the MSE."""
@@ -172,9 +147,8 @@ def _validation_choice(row: dict[str, Any]) -> tuple[float, float]:
 
 
 class _BestRound:
-    """The round with the best validation score so far (:func:`_validation_choice`; a tie: the lower
-    loss) and its readout; with a run folder kept in ``DIR/best_round.npz`` (written
-    atomically), which a resumed run (``resumed``) reads."""
+    """The round with the best validation score so far (:func:`_validation_choice`; a tie: the lower loss)
+    and its readout, kept in ``DIR/best_round.npz`` for a resumed run."""
 
     def __init__(self, out: Path | None, resumed: bool):
         self.path = None if out is None else out / "best_round.npz"
@@ -193,69 +167,43 @@ class _BestRound:
                 np.savez(fh, round=round_num, score=score, loss=loss, kernel=kernel, bias=bias)
 
 
-def build_process(config: FedAvgConfig, model_fn: Callable[[], tff.learning.models.VariableModel], *,
-                  privacy: LearningPrivacy | None = None, client_filter: ClientFilter | None = None,
-                  client_reservoirs: bool = False) -> tff.learning.templates.LearningProcess:
-    """The FedAvg/FedCurv process of ``config`` with the aggregators of ``privacy``
-    (:func:`learning_privacy`), secure intrinsics in place (:func:`run_federated` lowers them for
-    TFF's native runtime; the privacy audit reads them)."""
-    aggregation = (privacy.aggregation(config.clients_per_round, curvature=config.curvature)
-                   if privacy else None)
-    common = dict(client_learning_rate=config.model.learning_rate, server_learning_rate=config.server_lr,
-                  optimizer=config.model.optimizer,
-                  client_filter=client_filter, client_reservoirs=client_reservoirs, aggregation=aggregation)
-    if config.curvature:
-        return build_fedcurv(model_fn, penalty=config.penalty, real=config.model.real, **common)
-    return build_fedavg(model_fn, **common)
-
-
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None) -> dict[str, Any]:
-    """Trains the thesis model with FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` clients.
-
-    Args:
-        dataset: labelled sequences, K ≥ 2 classes.
-        split: training clients are federated; validation and test clients evaluate the server model
-            every round.
-        config: a :class:`~tff_esn.federated.configs.FedAvgConfig` / ``FedCurvConfig``. ``config.out``
-            receives ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` (``None``: in memory, no
-            resume); cached states go under ``config.cache_dir`` (the workers must see it under the
-            same path). A client learning rate or penalty ``auto`` is chosen first (:func:`select_settings`).
-        client_filter: optional accept/reject rule on each client's readout delta; default
-            ``config.discriminator``'s.
-
-    Returns:
-        The ``metrics.json`` sections ``train``, ``val``, ``test``, ``communication`` and ``extra``
-        (per-round rows with the sampled, accepted and clean clients, final weights, class weights,
-        ``kept_round``, ``rounds_run``, ``selection``, ``standardization``).
-    """
-    if not dataset.task.real:
-        config = _private_class_weight(config, dataset.n_classes)
+    """Trains the thesis model with FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` clients, the
+    server model evaluated on the validation and test clients every round; an ``auto`` client learning rate
+    or penalty is chosen first (:func:`select_settings`). Returns the ``metrics.json`` sections."""
+    dp = config.privacy.dp_requested
+    if dp and not dataset.task.real and config.model.class_weight == "balanced":
+        warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
+             "mechanism; uniform class weights are used (give explicit --class-weight values to set them)")
+        config = dataclasses.replace(config, model=config.model.replace(class_weight=(1.0,) * dataset.n_classes))
     config = dataclasses.replace(config, model=for_data(config.model, dataset, split.train,
                                                         faithful=config.states == "faithful"))
+    if dp and config.model.standardized:
+        warn("readout_inputs 'standardized': under DP the clients' feature statistics would be a release outside "
+             "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
+        config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
     if config.resume and config.out is None:
         raise ValueError("run_federated: resume=True needs out (where the checkpoints are).")
     if client_filter is not None and config.discriminator:
         raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
     client_filter = client_filter or discriminator_filter(config)
     privacy = learning_privacy(config, len(split.train))
-    if config.model.standardized and privacy is not None and privacy.dp:
-        warn("readout_inputs 'standardized': under DP the clients' feature statistics would be a release outside "
-             "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
-        config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
+    workers = runtime.current_workers()
+    backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation, workers=workers)
     with contextlib.ExitStack() as stack:
         if config.out is not None:
             stack.enter_context(run_lock(config.out))
         cache_dir = None
         if config.states == "cached" and config.cache_dir is not None:
             cache_dir = cache_root(config.cache_dir) / "federated-states"
-        elif config.states == "cached" and runtime.on_this_host(runtime.current_workers()):
+        elif config.states == "cached" and runtime.on_this_host(workers):
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
-        data = _client_data(dataset, split, config, privacy, cache_dir)
+        data = _client_data(dataset, split, config, cache_dir)
         config, selection, result = select_settings(config, split, privacy, lambda candidate: _run(
-            dataset, split, candidate, privacy, client_filter=client_filter, data=data))
-        if result is None:
-            result = _run(dataset, split, config, privacy, client_filter=client_filter, data=data)
+            dataset, split, candidate, privacy, client_filter=client_filter, data=data, backend=backend))
+        result = result or _run(dataset, split, config, privacy, client_filter=client_filter, data=data,
+                                backend=backend)
         result["extra"]["selection"] = selection
         return result
 
@@ -263,13 +211,10 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
 def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy | None,
                     run: Callable[[FedAvgConfig], dict[str, Any]]
                     ) -> tuple[FedAvgConfig, dict[str, Any], dict[str, Any] | None]:
-    """``config`` with its ``auto`` client learning rate and FedCurv penalty chosen, the record, and
-    the chosen candidate's result (``None`` when nothing was run: the caller runs ``config``).
-
-    The learning rate over ``CLIENT_LR_GRIDS`` (FedCurv at penalty 0), then the penalty over ``PENALTY_GRID``,
-    each candidate scored by its kept round's validation macro-F1 (real targets: −MSE; a tie: lower cross-entropy, then the
-    smaller value); without validation clients or under DP the stated defaults.
-    """
+    """``config`` with its ``auto`` client learning rate (FedCurv at penalty 0), then penalty, chosen on the
+    grids by the kept round's validation score (:func:`_validation_choice`; a tie: the smaller value), the
+    record and the chosen candidate's result (``None``: nothing ran); without validation clients or under DP
+    the stated defaults."""
     lr_auto = config.model.learning_rate == AUTO
     penalty_auto = config.curvature and config.penalty == AUTO
     record: dict[str, Any] = {}
@@ -295,7 +240,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
     def score(candidate: FedAvgConfig) -> tuple[float, float]:
-        key = (candidate.model.learning_rate, getattr(candidate, "penalty", None))
+        key = (candidate.model.learning_rate, candidate.penalty if candidate.curvature else None)
         if key not in scores:
             label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
             out = None if config.out is None else os.path.join(config.out, "selection", label)
@@ -322,7 +267,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
                              score_key: [f for f, _ in penalties], loss_key: [loss for _, loss in penalties]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
                              loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
-    return config, record, results[(config.model.learning_rate, getattr(config, "penalty", None))]
+    return config, record, results[(config.model.learning_rate, config.penalty if config.curvature else None)]
 
 
 @dataclasses.dataclass
@@ -336,98 +281,72 @@ class _ClientData:
     standardization: Standardization | None
 
 
-def _standardize(config: FedAvgConfig, privacy: LearningPrivacy | None) -> Callable[[Sequence[np.ndarray]], Standardization]:
-    """The federated standardisation of the clients' states: their statistics summed plainly, or
-    with the secure sum under secure aggregation (:func:`tff_esn.privacy.closed_form.secure_ridge_sum`)."""
+def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, cache_dir) -> _ClientData:
+    """The training clients' data source (states harvested — and standardised, with the secure sum under
+    secure aggregation — once) and the evaluation groups, shared by every candidate of :func:`select_settings`."""
+    noisy = set(split.train) if config.noisy_clients is None else set(config.noisy_clients)
+    if noisy - set(split.train):
+        raise ValueError(f"noisy_clients: {sorted(noisy - set(split.train))} are not training clients {list(split.train)}.")
+    noise = {cid: (config.noise_std if cid in noisy else 0.0) for cid in split.train}
 
     def standardize(states: Sequence[np.ndarray]) -> Standardization:
-        summer = None
-        if privacy is not None and privacy.secure:
-            summer = secure_ridge_sum(config.privacy, [int(np.prod(s.shape[:-1])) for s in states])
-        return federated_standardization(states, RidgeStats.sum if summer is None else summer)
+        summer = (secure_ridge_sum(config.privacy, [int(np.prod(s.shape[:-1])) for s in states])
+                  if config.privacy.secure_aggregation else RidgeStats.sum)
+        return federated_standardization(states, summer)
 
-    return standardize
-
-
-def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None,
-                 cache_dir) -> _ClientData:
-    """The training clients' data source (states harvested — and standardised — once) and the
-    evaluation groups, which every candidate of :func:`select_settings` and the run share."""
-    model_cfg = config.model
-    train = dataset.select(split.train)
-    noise = _noise_table(config, split.train)
+    common = dict(seed=config.seed, noise_std=noise, reservoirs=config.reservoirs, shuffle=config.shuffle)
     if config.states == "cached":
-        source = client_data.CachedStates(train, model_cfg, seed=config.seed, noise_std=noise,
-                                          reservoirs=config.reservoirs, shuffle=config.shuffle, cache_dir=cache_dir,
-                                          standardize=_standardize(config, privacy))
-        standardization = source.standardization
+        source = client_data.CachedStates(dataset.select(split.train), config.model, cache_dir=cache_dir,
+                                          standardize=standardize, **common)
     else:
-        source = client_data.RawInputs(train, model_cfg, seed=config.seed, noise_std=noise,
-                                       reservoirs=config.reservoirs, shuffle=config.shuffle)
-        standardization = None
-    groups = {name: _eval_set(dataset, getattr(split, name), model_cfg, standardization)
+        source = client_data.RawInputs(dataset.select(split.train), config.model, **common)
+    standardization = source.standardization if config.states == "cached" else None
+    groups = {name: _EvalSet.of(dataset, getattr(split, name), config.model, standardization)
               for name in ("train", "val", "test")}
     return _ClientData(source, groups, noise, standardization)
 
 
 @dataclasses.dataclass
 class _Federation:
-    """What a run's rounds need: the training clients' data, the process that runs a round
-    (TFF's or the simulation's), the evaluation groups, the noise table and the algorithm's registration."""
+    """What a run's rounds need: the training clients' data, the learning process on its ``backend``, the
+    evaluation groups, the noise table and the communication of ``rounds`` rounds (the registration's)."""
 
     source: client_data.CachedStates | client_data.RawInputs
     process: Any
     backend: str
     groups: dict[str, _EvalSet | None]
     noise: dict[str, float]
-    trainable: int
-    non_trainable: int
+    cost: Callable[[int], CommunicationCost]
     algorithm: Algorithm
     privacy: LearningPrivacy | None = None
 
-    def cost(self, rounds: int) -> CommunicationCost:
-        """The communication of ``rounds`` rounds (the registration's cost function)."""
-        return self.algorithm.communication_function(self.trainable, self.non_trainable, rounds)
-
     def client_data(self, sampled: Sequence[str], round_num: int) -> list:
-        """The sampled clients' datasets of a round: built in this process for the simulation,
-        TFF-ready (file-backed states travel as a path) for TFF."""
-        if self.backend == "sim":
-            return self.source.in_memory(sampled, round_num)
-        return self.source.datasets(sampled, round_num)
+        """The sampled clients' data of a round: in memory for the simulation, TFF datasets for TFF."""
+        return (self.source.in_memory if self.backend == "sim" else self.source.datasets)(sampled, round_num)
 
 
 def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: LearningPrivacy | None, data: _ClientData, *,
-                client_filter: ClientFilter | None) -> _Federation:
-    """The model and the process of ``config`` on its backend, over the clients' ``data``."""
-    model_cfg = config.model
-    backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation)
-    own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
-    source = data.source
-    n_inputs = model_cfg.reservoir.readout_units if config.states == "cached" else len(dataset.feature_names)
-    first = source.dataset(source.ids[0], 0)
+                client_filter: ClientFilter | None, backend: str, own_reservoirs: bool) -> _Federation:
+    """The model and the learning process of ``config`` on ``backend``, over the clients' ``data``."""
+    cached = config.states == "cached"
+    n_inputs = config.model.reservoir.readout_units if cached else len(dataset.feature_names)
+    first = data.source.dataset(data.source.ids[0], 0)
     input_spec = (first[0] if own_reservoirs else first).element_spec
 
     def model_fn():
-        keras_model = build_thesis_model(n_inputs, model_cfg, readout_only=config.states == "cached")
-        return tff.learning.models.from_keras_model(keras_model, loss=thesis_loss(model_cfg), input_spec=input_spec)
+        return tff.learning.models.from_keras_model(build_thesis_model(n_inputs, config.model, readout_only=cached),
+                                                    loss=thesis_loss(config.model), input_spec=input_spec)
 
-    if backend == "sim":
-        process = SimulatedProcess(model_fn, client_learning_rate=model_cfg.learning_rate,
-                                   server_learning_rate=config.server_lr, optimizer=model_cfg.optimizer,
-                                   penalty=config.penalty if config.curvature else None,
-                                   client_filter=client_filter, client_reservoirs=own_reservoirs,
-                                   real=model_cfg.real, aggregation=simulated_aggregation(privacy, config.clients_per_round,
-                                                                     curvature=config.curvature))
-    else:
-        process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
-                                client_reservoirs=own_reservoirs)
-        if privacy is not None and privacy.secure:
-            process = lower_secure_process(process)
+    process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
+                            client_reservoirs=own_reservoirs, runtime=backend)
+    if backend == "tff" and privacy is not None and privacy.secure:
+        process = lower_secure_process(process)
     weights = process.get_model_weights(process.initialize())
-    return _Federation(source, process, backend, {name: data.groups[name] for name in ("val", "test")},
-                       data.noise, sum(int(np.size(w)) for w in weights.trainable),
-                       sum(int(np.size(w)) for w in weights.non_trainable), get_algorithm(config.algorithm), privacy)
+    algorithm = get_algorithm(config.algorithm)
+    cost = functools.partial(algorithm.communication_function, *(sum(int(np.size(w)) for w in part) for part in
+                                                                 (weights.trainable, weights.non_trainable)))
+    return _Federation(data.source, process, backend, {name: data.groups[name] for name in ("val", "test")},
+                       data.noise, cost, algorithm, privacy)
 
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
@@ -463,15 +382,16 @@ def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
            "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
            "seconds": seconds}
     for name, group in fed.groups.items():
-        row.update({f"{name}_{k}": v for k, v in _group_metrics(group, kernel, bias, k_classes).items()})
+        if group is not None:
+            row.update({f"{name}_{k}": v for k, v in group.row(kernel, bias, k_classes).items()})
     return row
 
 
 def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
-           best: _BestRound | None, k_classes: int, progress: bool,
+           best: _BestRound | None, k_classes: int,
            earlier: list[dict[str, Any]] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Rounds ``start_round`` … ``config.rounds − 1`` (none when the rounds before ``start_round`` already
-    met the ``patience`` stop): sample, run the round, measure, release and checkpoint; returns the last state and every round's row (``earlier``: those before ``start_round``)."""
+    """Rounds ``start_round`` … ``config.rounds − 1`` until the ``patience`` stop: sample, run, measure,
+    release and checkpoint; the last state and every round's row (``earlier``: those before ``start_round``)."""
     rows, curvature_clipped = list(earlier), 0
     if best is not None and config.patience and start_round - best.round >= config.patience:
         return state, rows  # a resumed run that had already stopped early
@@ -479,7 +399,7 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
     privacy = fed.privacy or LearningPrivacy()
     scheme = privacy.sampling(config.clients_per_round, len(fed.source.ids))
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
-               desc=f"{config.algorithm} rounds ({fed.backend})", disable=not progress, unit="round")
+               desc=f"{config.algorithm} rounds ({fed.backend})", disable=not config.progress, unit="round")
     try:
         for round_num in bar:
             began = time.perf_counter()
@@ -512,9 +432,11 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
 
 
 def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None, *,
-         client_filter: ClientFilter | None, data: _ClientData) -> dict[str, Any]:
+         client_filter: ClientFilter | None, data: _ClientData, backend: str) -> dict[str, Any]:
     """:func:`run_federated` of one setting over the clients' ``data``."""
-    fed = _federation(dataset, config, privacy, data, client_filter=client_filter)
+    own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
+    fed = _federation(dataset, config, privacy, data, client_filter=client_filter, backend=backend,
+                      own_reservoirs=own_reservoirs)
     out = None if config.out is None else Path(config.out)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -525,33 +447,24 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
              "result is the last round's model.")
     elif config.keep_best or config.patience:
         best = _BestRound(out, resumed=start_round > 0)
-    k_classes = dataset.n_classes
-    state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=k_classes,
-                         progress=config.progress, earlier=earlier)
-
+    state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=dataset.n_classes,
+                         earlier=earlier)
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
-    ran = len(rows)
-    kept = ran
+    kept = len(rows)
     if best is not None and best.round and config.keep_best:
         kept, kernel, bias = best.round, best.kernel, best.bias
-    report = {}
-    for name in ("train", "val", "test"):
-        group = data.groups[name]
-        if group is not None and group.real:
-            report[name] = _real_report(group, kernel, bias)
-            if math.isnan(report[name]["rmse"]):
-                warn(f"{config.algorithm}: {name}: the readout diverged (non-finite outputs) at client lr "
-                     f"{config.model.learning_rate:g}: give a smaller --client-lr (or auto)")
-        else:
-            report[name] = None if group is None else split_report(group.labels, group.scores(kernel, bias),
-                                                                   k_classes, seed=config.seed)
-    own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
+    report = {name: None if group is None else group.report(kernel, bias, dataset.n_classes, config.seed)
+              for name, group in data.groups.items()}
+    for name, group in data.groups.items():
+        if group is not None and group.real and math.isnan(report[name]["rmse"]):
+            warn(f"{config.algorithm}: {name}: the readout diverged (non-finite outputs) at client lr "
+                 f"{config.model.learning_rate:g}: give a smaller --client-lr (or auto)")
     return {
         **report,
-        "communication": fed.cost(ran).to_dict(),
-        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": ran,
+        "communication": fed.cost(len(rows)).to_dict(),
+        "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": len(rows),
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
-                  "backend": fed.backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
+                  "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
         **(privacy or LearningPrivacy()).sections(
             config.rounds, config.clients_per_round, len(split.train), fed.algorithm.privacy,

@@ -1,9 +1,8 @@
-"""TFF's DP and secure aggregators as the model aggregator of FedAvg/FedCurv.
+"""TFF's DP and secure aggregators of FedAvg/FedCurv, routed by :class:`LearningAggregation`.
 
-DP (client-level): ``DifferentiallyPrivateFactory`` fixed or adaptive clip, unweighted mean, noise drawn
-by :class:`SeededGaussianSumQuery`; FedCurv's ``(u_b, v_b)`` join the update's release (sensitivity √2·C).
-Secure: ``tff.learning.secure_aggregator``. :class:`LearningAggregation` routes every value a client
-sends; under DP the training metrics are withheld.
+DP (client-level): ``DifferentiallyPrivateFactory``, fixed or adaptive clip, unweighted mean, seeded noise
+(:class:`SeededGaussianSumQuery`); FedCurv's ``(u_b, v_b)`` join the update's release (sensitivity √2·C);
+the training metrics are withheld. Secure: ``tff.learning.secure_aggregator``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from tff_esn.runtime import load_tff
 tff = load_tff()
 
 CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b), each clipped to C
-ADAPTIVE_CURVATURE = "adaptive clipping: the curvature terms (u, v) need the fixed clip of the joint release."
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
@@ -109,10 +107,6 @@ def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, see
     arguments, defaults, noise multipliers (TFF's ``adaptive_clip_noise_params``: value noise
     ``(z^-2 − (2σ_b)^-2)^-½``) and structure (the mean over ``clients_per_round``), built from
     :class:`SeededQuantileAdaptiveClipSumQuery`."""
-    accounting.check_noise_multiplier(noise_multiplier)
-    check_clip(initial_l2_norm_clip)
-    if not clients_per_round > 0:
-        raise ValueError(f"clients_per_round: expected a number > 0, got {clients_per_round!r}.")
     m = float(clients_per_round)
     value_noise_multiplier, clipped_count_stddev = adaptive_clip_noise_params(noise_multiplier, m,
                                                                               clipped_count_stddev)
@@ -124,19 +118,9 @@ def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, see
 
 @dataclasses.dataclass(frozen=True)
 class LearningPrivacy:
-    """DP and/or secure aggregation of FedAvg/FedCurv's model updates.
-
-    Attributes:
-        noise_multiplier: ``z`` ≥ 0, or ``None`` for no DP.
-        clip: update norm bound C (initial C with ``adaptive``).
-        adaptive: adaptive clipping (median update norm) instead of a fixed C.
-        secure: secure aggregation of the (clipped) updates.
-        delta: δ of the reported ε.
-        seed: seed of the DP noise (:class:`SeededGaussianSumQuery`; with ``adaptive`` also of the
-            clipped-count noise) and of the secret client sampling: secret
-            (:func:`tff_esn.privacy.noise_seed.mechanism_seed`) unless ``seed_known``.
-        seed_known: ``seed`` is ``--dp-seed`` (the run is not private, and the report says so).
-    """
+    """DP (noise multiplier ``z``, ``None``: none; clip C, ``adaptive``: from C) and/or ``secure``
+    aggregation of FedAvg/FedCurv's updates; ε reported at ``delta``; ``seed`` draws the noise and the secret
+    client sampling (``seed_known``: ``--dp-seed``, the run is not private)."""
 
     noise_multiplier: float | None = None
     clip: float = 0.1
@@ -173,8 +157,6 @@ class LearningPrivacy:
         (FedCurv: :data:`CURVATURE_PARTS`), each clipped to C."""
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
-            if parts != 1:
-                raise ValueError(ADAPTIVE_CURVATURE)
             return seeded_adaptive_query(z, m, self.seed, initial_l2_norm_clip=self.clip,
                                          clipped_count_stddev=max(0.05 * m, z))
         return tfp.NormalizedQuery(SeededGaussianSumQuery(self.clip, self.noise_stddev(parts), self.seed),
@@ -183,39 +165,11 @@ class LearningPrivacy:
     def curvature_query(self) -> SeededGaussianSumQuery:
         """The DP query of FedCurv's ``(u_b, v_b)`` sum (DP only, fixed clip): the second part of
         the joint record (module docstring), its noise from stream 2 of ``seed``."""
-        if self.adaptive:
-            raise ValueError(ADAPTIVE_CURVATURE)
         return SeededGaussianSumQuery(self.clip, self.noise_stddev(CURVATURE_PARTS), self.seed, stream=2)
-
-    def factory(self, clients_per_round: int, parts: int = 1) -> tff.aggregators.AggregationFactory:
-        """The model aggregator (weighted for secure-only, unweighted with DP: :meth:`query`)."""
-        if not self.dp:
-            return tff.learning.secure_aggregator(zeroing=True, clipping=True, weighted=True)
-        query = self.query(clients_per_round, parts)
-        if not self.secure:
-            return tff.aggregators.DifferentiallyPrivateFactory(query)
-        return tff.aggregators.DifferentiallyPrivateFactory(query, tff.aggregators.SecureSumFactory(float(self.clip)))
-
-    def curvature_factory(self) -> tff.aggregators.UnweightedAggregationFactory:
-        """The sum of FedCurv's ``(u_b, v_b)`` (module docstring): :meth:`curvature_query` under DP,
-        secure or plain otherwise."""
-        if self.dp:
-            inner = tff.aggregators.SecureSumFactory(float(self.clip)) if self.secure else None
-            return tff.aggregators.DifferentiallyPrivateFactory(self.curvature_query(), inner)
-        if self.secure:
-            return tff.aggregators.SecureSumFactory(tff.aggregators.PrivateQuantileEstimationProcess.no_noise(
-                initial_estimate=50.0, target_quantile=0.95, learning_rate=1.0, multiplier=2.0,
-                secure_estimation=True))
-        return tff.aggregators.SumFactory()
 
     def aggregation(self, clients_per_round: int, *, curvature: bool) -> LearningAggregation:
         """What FedAvg (``curvature=False``) or FedCurv's client values go through."""
-        parts = CURVATURE_PARTS if curvature else 1
-        metrics = withheld_metrics if self.dp else (
-            tff.learning.metrics.secure_sum_then_finalize if self.secure else None)
-        return LearningAggregation(model=self.factory(clients_per_round, parts),
-                                   curvature=self.curvature_factory() if curvature else None,
-                                   metrics=metrics, secure=self.secure)
+        return LearningAggregation(self, clients_per_round, curvature)
 
     def sampling(self, clients_per_round: int, clients: int) -> sampling.ClientSampling:
         """How the run picks its clients (:func:`tff_esn.privacy.sampling.client_sampling`)."""
@@ -262,22 +216,59 @@ class LearningPrivacy:
 
 @dataclasses.dataclass(frozen=True)
 class LearningAggregation:
-    """How a FedAvg/FedCurv client's values reach the server (module docstring).
+    """How a FedAvg/FedCurv client's values reach the server, read by both runtimes: the model
+    update's mean (``model``), FedCurv's ``(u_b, v_b)`` sum (``curvature``) and the metrics;
+    ``privacy`` ``None``: TFF's example-weighted mean and plain sums."""
 
-    Attributes:
-        model: the model update aggregator (``None``: TFF's example-weighted mean).
-        curvature: FedCurv's ``(u_b, v_b)`` sum (``None``: FedAvg).
-        metrics: the training metrics aggregator (``None``: ``sum_then_finalize``).
-        secure: the accepted flags are secure-summed.
-    """
+    privacy: LearningPrivacy | None = None
+    clients_per_round: int = 1
+    fedcurv: bool = False
 
-    model: tff.aggregators.AggregationFactory | None = None
-    curvature: tff.aggregators.UnweightedAggregationFactory | None = None
-    metrics: Callable | None = None
-    secure: bool = False
+    @property
+    def dp(self) -> bool:
+        return self.privacy is not None and self.privacy.dp
+
+    @property
+    def secure(self) -> bool:
+        return self.privacy is not None and self.privacy.secure
+
+    @property
+    def model_query(self) -> tfp.NormalizedQuery | None:
+        """The DP query of the model updates (``None`` without DP)."""
+        return self.privacy.query(self.clients_per_round, CURVATURE_PARTS if self.fedcurv else 1) if self.dp else None
+
+    @property
+    def curvature_query(self) -> SeededGaussianSumQuery | None:
+        """The DP query of FedCurv's ``(u_b, v_b)`` (``None`` without DP or for FedAvg)."""
+        return self.privacy.curvature_query() if self.dp and self.fedcurv else None
+
+    @property
+    def model(self) -> tff.aggregators.AggregationFactory | None:
+        """TFF's model aggregator: weighted secure sum (secure only), DP (unweighted), ``None``: mean."""
+        inner = tff.aggregators.SecureSumFactory(float(self.privacy.clip)) if self.secure else None
+        if self.dp:
+            return tff.aggregators.DifferentiallyPrivateFactory(self.model_query, inner)
+        return tff.learning.secure_aggregator(zeroing=True, clipping=True, weighted=True) if self.secure else None
+
+    @property
+    def curvature(self) -> tff.aggregators.UnweightedAggregationFactory | None:
+        """TFF's sum of FedCurv's ``(u_b, v_b)`` (``None``: FedAvg): DP, secure or plain."""
+        if not self.fedcurv:
+            return None
+        if self.dp:
+            inner = tff.aggregators.SecureSumFactory(float(self.privacy.clip)) if self.secure else None
+            return tff.aggregators.DifferentiallyPrivateFactory(self.curvature_query, inner)
+        if self.secure:
+            return tff.aggregators.SecureSumFactory(tff.aggregators.PrivateQuantileEstimationProcess.no_noise(
+                initial_estimate=50.0, target_quantile=0.95, learning_rate=1.0, multiplier=2.0,
+                secure_estimation=True))
+        return tff.aggregators.SumFactory()
 
     def metrics_aggregator(self):
-        return self.metrics or tff.learning.metrics.sum_then_finalize
+        """Withheld under DP, secure-summed under secure aggregation, else ``sum_then_finalize``."""
+        if self.dp:
+            return withheld_metrics
+        return tff.learning.metrics.secure_sum_then_finalize if self.secure else tff.learning.metrics.sum_then_finalize
 
     def count_sum(self, flags):
         """The sum of the clients' int32 0/1 ``flags`` (accepted), public by design
