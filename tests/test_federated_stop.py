@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_esn import ReservoirConfig, algorithms
+from tff_esn import ReservoirConfig
 from tff_esn.cli import build_parser
 from tff_esn.cli.run import request_of
 from tff_esn.launch import resolved
