@@ -81,6 +81,10 @@ def source_options(args: argparse.Namespace) -> dict:
 def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = ()) -> RunRequest:
     """The run ``args`` ask for: the settings given over ``--hparams``'s; ``recorded`` flags go to ``cli``."""
     options = source_options(args)
+    natural = args.partition.split(":")[0] == "natural"
+    if natural != (args.clients is None) or (natural and set(args.partition_groups) != {"train"}):
+        raise UsageError("--clients/--partition-groups: give them with a --partition other than natural (e.g. "
+                         "--partition iid --clients 20), and only then.")
     flags = {**given(args), **{k: getattr(args, k) for k in DATA_KEYS if getattr(args, k) is not None}}
     return RunRequest(
         args.algorithm, args.out, args.data, (("flag", flags), ("file", read_hparams(args.hparams))),
