@@ -1,8 +1,8 @@
 """``tff-esn run ALGORITHM --data SOURCE --out DIR``: one algorithm on one data set.
 
-Loads, splits and runs through the registry with the config its flags (over ``--hparams``, over the
-source's defaults) map to, writes ``DIR/metrics.json`` atomically and prints a summary; another
-algorithm's flag is refused. Data, model and TFF are imported when a run starts.
+The flags become one :class:`~tff_esn.launch.RunRequest` (flags over ``--hparams``), which
+:func:`~tff_esn.launch.launch` carries out; prints the summary line. Another algorithm's flag is
+refused. Data, model and TFF are imported when a run starts.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_algorithm_flags(sub, algo, skip=SHARED)
         if algo.tff is not False:
             add_worker_arguments(sub)
-        recorded = tuple(sorted({a.dest for a in sub._actions if not hasattr(a, "setting")} - {"help", *DATA_KEYS}))
+        recorded = tuple(sorted({a.dest for a in sub._actions} - {"help", *DATA_KEYS, *algo.settings()}))
         sub.set_defaults(func=lambda args, _r=recorded: _run(args, _r), refuse=_refusal(name, owners), holds_out=True)
         for flag in sub._option_string_actions:
             owners.setdefault(flag, []).append(name)
