@@ -111,7 +111,8 @@ def test_run_algorithm_wants_the_algorithms_config():
 
     data = random_dataset(n_clients=4, seed=1)
     with pytest.raises(TypeError, match="config must be a PFedRRConfig, got IncFedConfig"):
-        algorithms.run_algorithm(algorithms.resolve_run("pfedrr", data, config=IncFedConfig()), data, default_split(data))
+        algorithms.run_algorithm(algorithms.resolve_run("pfedrr", data, config=IncFedConfig()),
+                                 data, default_split(data))
 
 
 # ------------------------------------------------------------------ the CLI process

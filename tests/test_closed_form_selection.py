@@ -101,7 +101,8 @@ def test_state_mode_and_reservoir_search_record_every_candidate_and_use_the_best
     assert len(table) == 3 + 2 and chosen["budget_harvests"] == 1 + 2  # the three modes share one harvest
     assert chosen["score"] == max(c["score"] for c in table)
     fixed = {"state_mode": chosen["state_mode"], "leaky": chosen["leaky"], "input_scaling": chosen["input_scaling"]}
-    again = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config(l2=record["l2_selection"]["l2"], **fixed)), data, _no_val(data))
+    again = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config(l2=record["l2_selection"]["l2"], **fixed)),
+                                     data, _no_val(data))
     assert again["test"] == record["test"] and "selection" not in again and "validation" not in again
 
 

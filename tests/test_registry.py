@@ -199,9 +199,11 @@ def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
     data = random_dataset(n_clients=4, n_classes=3, seed=1)
     with pytest.raises(DataError, match=r"random: y: 3 classes, but 'toy-binary' takes binary labels only; use an "
                                         r"algorithm that takes multiclass labels \(.*incfed.*toy\)"):
-        algorithms.run_algorithm(algorithms.resolve_run("toy-binary", data, config=ToyConfig()), data, default_split(data))
+        algorithms.run_algorithm(algorithms.resolve_run("toy-binary", data, config=ToyConfig()),
+                                 data, default_split(data))
     binary = random_dataset(n_clients=4, n_classes=2, seed=1)
-    assert algorithms.run_algorithm(algorithms.resolve_run("toy-binary", binary, config=ToyConfig()), binary, default_split(binary))["test"]["mode"] == "plain"
+    assert algorithms.run_algorithm(algorithms.resolve_run("toy-binary", binary, config=ToyConfig()),
+                                    binary, default_split(binary))["test"]["mode"] == "plain"
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -47,7 +47,8 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
         for reservoir, label in (("random", "random"), ("ring", "ring"),
                                  ("deep-2-last", "deep, 2 layers, last-layer readout")):
             settings = reservoir_settings(reservoir, run_for("incfed", data, pipeline).config.reservoir.units)[1]
-            central = algorithms.run_algorithm(run_for("centralized", data, pipeline, seed=seed, **settings), data, dealt)
+            central = algorithms.run_algorithm(run_for("centralized", data, pipeline, seed=seed, **settings),
+                                               data, dealt)
             for name in ("incfed", "centralized"):  # IncFed is the centralized readout, exactly
                 row, = [r for r in rows if (r["reservoir"], r["algorithm"], r["seed"]) == (label, name, str(seed))]
                 assert float(row["accuracy"]) == central["test"]["accuracy"], (label, name, seed)
