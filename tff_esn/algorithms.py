@@ -251,18 +251,23 @@ class ResolvedRun:
 def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given: tuple[str, Mapping[str, Any]],
                 pipeline: str | None = None, task: str | None = None, config: Any = None,
                 **settings: Any) -> ResolvedRun:
-    """``algorithm``'s run on ``data`` (a dataset read with ``pipeline``, or a source string for a ``task``): ``settings`` (flat
-    names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers (the first wins) over the
-    source's defaults over the class defaults (``config``: a ready config, origin ``config``). On a source
-    the layers may name its ``pipeline`` and ``split`` (:func:`tff_esn.defaults.data_settings`). A given
-    setting leaves the searches that name it; the privacy asked is checked::
+    """``algorithm``'s run on ``data`` (a dataset read with ``pipeline``, or a source string for a ``task``):
+    ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers (the
+    first wins) over the source's defaults over the class defaults (``config``: a ready config, origin
+    ``config``). On a source, ``pipeline`` and the layers' ``pipeline``/``split`` choose how it is read and
+    split (:func:`tff_esn.defaults.data_settings`). A given setting leaves the searches that name it; the
+    privacy asked is checked::
 
         record = run_algorithm(resolve_run(name, dataset, units=300), dataset, split)
     """
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     source, task = (data, task) if isinstance(data, str) else (data.source, data.task.kind)
     layers = [("flag", settings), *given][::-1]
-    pipeline, split, data_record = data_settings(algo, source, layers) if isinstance(data, str) else (pipeline, None, {})
+    if isinstance(data, str):
+        read = [("flag", {"pipeline": pipeline})] if pipeline is not None else []
+        pipeline, split, data_record = data_settings(algo, source, layers + read)
+    else:
+        split, data_record = None, {}
     own = (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))
     if config is not None:
         if not isinstance(config, algo.config):
