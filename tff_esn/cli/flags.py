@@ -103,8 +103,8 @@ def given(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in sorted(getattr(args, GIVEN, ()))}
 
 
-def read_hparams(path: str | None) -> dict[str, Any]:
-    """The flat JSON object in ``path`` (``{}`` without one); the run refuses keys that are no setting."""
+def read_hparams(path: str | None, known: Iterable[str] | None = None) -> dict[str, Any]:
+    """The flat JSON object in ``path`` (``{}`` without one); keys not among ``known`` are a :class:`UsageError`."""
     if path is None:
         return {}
     try:
@@ -113,4 +113,8 @@ def read_hparams(path: str | None) -> dict[str, Any]:
         raise UsageError(f"--hparams: cannot read a JSON object from {path}: {err}") from None
     if not isinstance(values, dict):
         raise UsageError(f"--hparams: expected a JSON object in {path}, got {type(values).__name__}.")
+    unknown = sorted(set(values) - set(known if known is not None else values))
+    if unknown:
+        raise UsageError(f"--hparams: unknown key(s) {unknown} in {path}; the settings of this algorithm are "
+                         "its flags' names with '_'.")
     return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}

@@ -78,8 +78,10 @@ def source_options(args: argparse.Namespace) -> dict:
     return options
 
 
-def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = ()) -> RunRequest:
-    """The run ``args`` ask for: the settings given over ``--hparams``'s; ``recorded`` flags go to ``cli``."""
+def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = (),
+               known: tuple[str, ...] | None = None) -> RunRequest:
+    """The run ``args`` ask for: the settings given over ``--hparams``'s (``known``: its keys allowed);
+    ``recorded`` flags go to ``cli``."""
     options = source_options(args)
     natural = args.partition.split(":")[0] == "natural"
     if natural != (args.clients is None) or (natural and set(args.partition_groups) != {"train"}):
@@ -87,14 +89,14 @@ def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = ()) -> RunR
                          "--partition iid --clients 20), and only then.")
     flags = {**given(args), **{k: getattr(args, k) for k in DATA_KEYS if getattr(args, k) is not None}}
     return RunRequest(
-        args.algorithm, args.out, args.data, (("flag", flags), ("file", read_hparams(args.hparams))),
+        args.algorithm, args.out, args.data, (("flag", flags), ("file", read_hparams(args.hparams, known))),
         options, args.train_fraction, args.partition, args.clients, args.partition_groups,
         args.cache_dir, args.force, not args.no_test, getattr(args, "workers", None),
         getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded})
 
 
-def _run(args: argparse.Namespace, recorded: tuple[str, ...]) -> int:
-    request = request_of(args, recorded)
+def _run(args: argparse.Namespace, recorded: tuple[str, ...], known: tuple[str, ...]) -> int:
+    request = request_of(args, recorded, known)
     record, path = launch(request)
     print(summary_line(record, path))
     return 0
@@ -135,7 +137,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         if algo.tff is not False:
             add_worker_arguments(sub)
         recorded = tuple(sorted({a.dest for a in sub._actions} - {"help", *DATA_KEYS, *algo.settings()}))
-        sub.set_defaults(func=lambda args, _r=recorded: _run(args, _r), refuse=_refusal(name, owners), holds_out=True)
+        known = (*algo.settings(), *DATA_KEYS)
+        sub.set_defaults(func=lambda args, _r=recorded, _k=known: _run(args, _r, _k), refuse=_refusal(name, owners),
+                         holds_out=True)
         for flag in sub._option_string_actions:
             owners.setdefault(flag, []).append(name)
 
