@@ -120,7 +120,10 @@ def _timed(algorithm: str, data, split, **flags) -> tuple[dict, float]:
 def selection_cost(algorithm: str, data, split, repeats: int = 3) -> dict | None:
     """The default run (selection) against the run with every chosen setting given (numpy path), each
     the fastest of ``repeats`` runs (the machine is shared), in wall seconds and in CPU seconds."""
-    flags = {"backend": "numpy"} if algorithm == "incfed" else {}
+    from tff_esn.algorithms import get_algorithm
+
+    backend = get_algorithm(algorithm).settings().get("backend")
+    flags = {"backend": "numpy"} if backend is not None and "numpy" in (backend.choices or ()) else {}
     chosen = [_timed(algorithm, data, split, **flags) for _ in range(repeats)]
     if "selection" not in chosen[0][0]:
         return None

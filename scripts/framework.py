@@ -348,7 +348,8 @@ class Context:
         from tff_esn import algorithms
 
         def compute(folder: Path) -> dict[str, Any]:
-            return algorithms.run_algorithm(algorithm, dataset, split, self.run_config(algorithm, folder, **flags))
+            config = self.run_config(algorithm, folder, **flags)
+            return algorithms.run_algorithm(algorithms.resolve_run(algorithm, dataset, config=config), dataset, split)
 
         return self.cached(tag, compute)
 

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "tff_esn.tasks")),
     ("services", ("tff_esn.data", "tff_esn.privacy", "tff_esn.runtime", "tff_esn.memory", "tff_esn.provenance",
                   "tff_esn.run_folder", "tff_esn.baselines")),
-    ("registry", ("tff_esn.algorithms", "tff_esn.run_checks", "tff_esn.defaults")),
+    ("registry", ("tff_esn.algorithms", "tff_esn.run_checks", "tff_esn.defaults", "tff_esn.launch")),
     ("algorithms", ("tff_esn.closed_form", "tff_esn.federated", "discriminator", "tuning")),
     ("entry points", ("tff_esn.cli", "tff_esn.compare", "tff_esn.reservoir_comparison", "tff_esn.__main__", "tuning.cli", "discriminator.cli",
                       "scripts")),

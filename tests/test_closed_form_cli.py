@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tff_esn.cli import main
-from tff_esn.cli.run import default_pipeline, default_split
+from tff_esn.defaults import default_pipeline, default_split
 from tff_esn.data.sequences import Split
 
 from closed_form_data import random_dataset
@@ -89,7 +89,7 @@ def test_k_beyond_the_readout_features_is_a_usage_error_before_any_work(fake_sou
 
 
 def test_cli_run_equals_the_registry_run_with_a_typed_config(fake_sources, tmp_path):
-    from tff_esn.algorithms import run_algorithm
+    from tff_esn.algorithms import resolve_run, run_algorithm
     from tff_esn.closed_form.configs import PFedRRConfig
     from tff_esn.esn.hyperparameters import ReservoirConfig
 
@@ -99,7 +99,8 @@ def test_cli_run_equals_the_registry_run_with_a_typed_config(fake_sources, tmp_p
     data = random_dataset(n_clients=5, seed=3)
     ids = data.client_ids
     config = PFedRRConfig(reservoir=ReservoirConfig(units=8, seed=5), l2=1e-2, washout=1, tau=0.7, reading="literal")
-    lib = json.loads(json.dumps(run_algorithm("pfedrr", data, Split("s", ids[:3], (ids[3],), (ids[4],)), config)))
+    lib = json.loads(json.dumps(run_algorithm(resolve_run("pfedrr", data, config=config),
+                                              data, Split("s", ids[:3], (ids[3],), (ids[4],)))))
     for key in ("train", "val", "test", "communication", "extra", "privacy", "baselines"):
         assert cli[key] == lib[key], key
     assert {k: cli["config"][k]["value"] for k in lib["config"]} == {k: v["value"] for k, v in lib["config"].items()}

@@ -33,7 +33,8 @@ def data():
 
 @pytest.fixture(scope="module")
 def records(data):
-    return {name: algorithms.run_algorithm(name, data, default_split(data), _args(name)) for name in CLOSED_FORM}
+    return {name: algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_args(name)),
+                                           data, default_split(data)) for name in CLOSED_FORM}
 
 
 def test_every_closed_form_algorithm_is_registered():
@@ -64,7 +65,7 @@ def test_record_has_every_section(name, records, data):
 
 @pytest.mark.parametrize("name", CLOSED_FORM)
 def test_same_seed_same_numbers(name, records, data):
-    again = algorithms.run_algorithm(name, data, default_split(data), _args(name))
+    again = algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_args(name)), data, default_split(data))
     for key in ("train", "val", "test", "communication", "extra"):
         assert again[key] == records[name][key]
 
@@ -75,8 +76,10 @@ def test_centralized_and_incfed_give_identical_metrics(records):
 
 
 def test_alignment_with_alpha_one_is_incfed(data):
-    rec = algorithms.run_algorithm("alignment", data, default_split(data), _args("alignment", alpha=1.0))
-    ref = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", backend="numpy"))
+    rec = algorithms.run_algorithm(algorithms.resolve_run("alignment", data, config=_args("alignment", alpha=1.0)),
+                                   data, default_split(data))
+    ref = algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_args("incfed", backend="numpy")),
+                                   data, default_split(data))
     for group in ("train", "val", "test"):
         assert rec[group] == ref[group]
 
@@ -110,7 +113,8 @@ def test_communication_follows_the_seed_formulas(name, records, data):
 
 
 def test_pfedrr_with_tau_one_costs_incfed_and_reports_the_comparison(data):
-    rec = algorithms.run_algorithm("pfedrr", data, default_split(data), _args("pfedrr", tau=1.0))
+    rec = algorithms.run_algorithm(algorithms.resolve_run("pfedrr", data, config=_args("pfedrr", tau=1.0)),
+                                   data, default_split(data))
     assert rec["communication"]["up_floats_per_client"] == N_F**2 + N_F * CLASSES
     assert rec["extra"]["percent_units"] == 100.0
     assert rec["extra"]["fedrr"]["test"] == rec["test"] == rec["extra"]["r-pfedrr"]["test"]
@@ -129,7 +133,8 @@ def test_pfedrr_with_tau_one_costs_incfed_and_reports_the_comparison(data):
 ])
 def test_bad_input_is_rejected_by_name(name, flags, match, data):
     with pytest.raises(ValueError, match=match):
-        algorithms.run_algorithm(name, data, default_split(data), _args(name, **flags))
+        algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_args(name, **flags)),
+                                 data, default_split(data))
 
 
 def test_singular_system_and_unknown_algorithm(data):
@@ -137,18 +142,20 @@ def test_singular_system_and_unknown_algorithm(data):
 
     small = random_dataset(n_clients=3, seed=1, sizes=[8, 4, 4], n_classes=2)  # 8 states, 21 unknowns
     with pytest.raises(SingularSystemError):
-        algorithms.run_algorithm("incfed", small, default_split(small), _args("incfed", l2=0.0, state_mode="last",
-                                                                             units=20))
+        algorithms.run_algorithm(algorithms.resolve_run("incfed", small, config=_args("incfed", l2=0.0, state_mode="last",
+                                                                             units=20)), small, default_split(small))
     with pytest.raises(KeyError, match="unknown algorithm 'nope'"):
         algorithms.get_algorithm("nope")
 
 
 def test_per_step_labels_need_a_per_step_state_mode():
     data = random_dataset(n_clients=4, seed=2, per_step=True)
-    rec = algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed"))
+    rec = algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_args("incfed")),
+                                   data, default_split(data))
     assert rec["test"]["n"] == len(data.clients["c3"]) * (10 - 1)  # every step after washout
     with pytest.raises(ValueError, match="mean"):
-        algorithms.run_algorithm("incfed", data, default_split(data), _args("incfed", state_mode="mean"))
+        algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_args("incfed", state_mode="mean")),
+                                 data, default_split(data))
 
 
 def test_registry_rejects_bad_registrations():

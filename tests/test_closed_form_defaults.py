@@ -97,24 +97,26 @@ def test_every_backend_follows_the_singular_rule_and_records_it(name):
     """Two sequences per client and 12 units: every B is singular at λ = 1e-300."""
     data = _dataset([2, 2, 2, 2], n_classes=2, seed=1)
     split = default_split(data)
-    record = algorithms.run_algorithm(name, data, split, _config(name, l2=1e-300))
+    record = algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_config(name, l2=1e-300)), data, split)
     assert any(SINGULAR in text for text in record["warnings"]), record["warnings"]
     assert record["test"]["n"] == 2
     with pytest.raises(SingularSystemError):
-        algorithms.run_algorithm(name, data, split, _config(name, l2=0.0))
+        algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_config(name, l2=0.0)), data, split)
 
 
 def test_incfed_numpy_and_tff_backends_agree_on_a_singular_run():
     data = _dataset([2, 2, 2, 2], n_classes=2, seed=1)
     split = default_split(data)
-    records = [algorithms.run_algorithm("incfed", data, split, _config("incfed", l2=1e-300, backend=b))
+    records = [algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config("incfed", l2=1e-300, backend=b)),
+                                        data, split)
                for b in ("numpy", "tff")]
     assert records[0]["warnings"] == records[1]["warnings"]
     assert records[0]["test"] == records[1]["test"] and records[0]["train"] == records[1]["train"]
 
 
 def _val_accuracy(name, data, split, l2, **settings):
-    record = algorithms.run_algorithm(name, data, split, _config(name, l2=l2, **settings))
+    record = algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_config(name, l2=l2, **settings)),
+                                      data, split)
     return record["val"]["accuracy"], record
 
 
@@ -131,7 +133,8 @@ def test_auto_l2_is_the_grid_value_with_the_best_validation_accuracy(name):
     runs = [_val_accuracy(name, data, split, l2, **settings) for l2 in grid]
     best = max(a for a, _ in runs)
     expected = max(i for i, (a, _) in enumerate(runs) if a == best)
-    record = algorithms.run_algorithm(name, data, split, _config(name, l2="auto", **settings))
+    record = algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_config(name, l2="auto", **settings)),
+                                      data, split)
     chosen = record["l2_selection"]
     assert chosen["rule"] == "validation" and chosen["l2"] == grid[expected]
     assert chosen["scores"] == [a for a, _ in runs]
@@ -142,12 +145,13 @@ def test_auto_l2_without_validation_clients_is_cross_validated_and_with_privacy_
     data = _dataset([6, 5, 7, 6], seed=2)
     ids = data.client_ids
     no_val = Split("no-val", ids[:3], (), ids[3:])
-    record = algorithms.run_algorithm("centralized", data, no_val, _config("centralized", l2="auto"))
+    record = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config("centralized", l2="auto")),
+                                      data, no_val)
     assert record["l2_selection"]["rule"] == "cross-validation"
     assert record["validation"]["rule"] == "local hold-out" and not record["validation"]["test_used"]
     assert record["val"] is None
-    given_l2 = algorithms.run_algorithm("centralized", data, no_val,
-                                        _config("centralized", l2=record["l2_selection"]["l2"]))
+    given_l2 = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config("centralized", l2=record["l2_selection"]["l2"])),
+                                        data, no_val)
     assert record["test"] == given_l2["test"] and given_l2["l2_selection"]["rule"] == "given"
     single = SequenceDataset({"a": ClientSequences(data.clients["c0"].x[:1], data.clients["c0"].y[:1]),
                               "b": data.clients["c1"]}, 3, data.feature_names, data.label_names, "cycled")
@@ -157,8 +161,8 @@ def test_auto_l2_without_validation_clients_is_cross_validated_and_with_privacy_
     assert alone.choose_l2(lambda grid: pytest.fail("nothing to validate on")) == selection.DEFAULT_L2
     assert alone.l2_choice.to_dict() == {"l2": selection.DEFAULT_L2, "rule": "default",
                                      "reason": "no validation data (a single training sequence)"}
-    private = algorithms.run_algorithm("pfedrr", data, default_split(data),
-                                       _config("pfedrr", l2="auto", secure_aggregation=True))
+    private = algorithms.run_algorithm(algorithms.resolve_run("pfedrr", data, config=_config("pfedrr", l2="auto", secure_aggregation=True)),
+                                       data, default_split(data))
     assert private["l2_selection"]["rule"] == "default" and "privacy" in private["l2_selection"]["reason"]
 
 
@@ -265,7 +269,8 @@ def test_fedip_tff_equals_numpy_on_ragged_clients_and_runs_end_to_end():
     np.testing.assert_allclose(got.gain, expected.gain, atol=5e-5)  # float32 sums in another order
     np.testing.assert_allclose(got.bias, expected.bias, atol=5e-5)
     assert np.abs(expected.gain - weights.gain).max() > 1e-2  # IP did move the gains
-    record = algorithms.run_algorithm("fedip", data, default_split(data), _config("fedip", rounds=1, l2=1e-3))
+    record = algorithms.run_algorithm(algorithms.resolve_run("fedip", data, config=_config("fedip", rounds=1, l2=1e-3)),
+                                      data, default_split(data))
     assert 0 <= record["test"]["accuracy"] <= 1
 
 
@@ -274,17 +279,20 @@ def test_streamed_incfed_refuses_unequal_lengths_in_one_line():
 
     data = _ragged_dataset()
     with pytest.raises(DataError, match="--subround-size streams clients of one length"):
-        algorithms.run_algorithm("incfed", data, default_split(data), _config("incfed", subround_size=1))
+        algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config("incfed", subround_size=1)),
+                                 data, default_split(data))
 
 
 # ----------------------------------------------------------------------------- saturation, k
 def test_a_saturated_reservoir_is_a_recorded_warning():
     data = _dataset([6, 5, 7, 6], seed=2)
     split = default_split(data)
-    saturated = algorithms.run_algorithm("centralized", data, split, _config("centralized", spectral_radius=1e6))
+    saturated = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config("centralized", spectral_radius=1e6)),
+                                         data, split)
     assert any("saturates" in text for text in saturated["warnings"])
     assert saturated["extra"]["states"]["saturated_share"] > 0.9
-    normal = algorithms.run_algorithm("centralized", data, split, _config("centralized"))
+    normal = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config("centralized")),
+                                      data, split)
     assert not any("saturates" in text for text in normal["warnings"])
     assert normal["extra"]["states"]["saturated_share"] < 0.5
 
@@ -314,7 +322,8 @@ def test_auto_l2_val_scores_are_the_readouts_accuracies():
     data = _dataset([6, 5, 7, 6, 8], seed=6)
     split = default_split(data)
     grid = (1e-4, 1e0, 1e2)
-    record = algorithms.run_algorithm("centralized", data, split, _config("centralized", l2="auto", l2_grid=grid))
+    record = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config("centralized", l2="auto", l2_grid=grid)),
+                                      data, split)
     from tff_esn.closed_form.run import Run
 
     run = Run(data, split, _config("centralized", l2=1.0), "check")
@@ -351,7 +360,7 @@ def test_own_data_settings_learn_on_ucr_uea_sets(name):
     for algorithm in ("centralized", "incfed", "fedavg-ridge", "partial-incfed", "pfedrr", "fedip", "ensemble",
                       "alignment"):
         config = algorithms.config_from_flags(algorithms.get_algorithm(algorithm).config, OWN_DATA)
-        record = algorithms.run_algorithm(algorithm, data, split, config)
+        record = algorithms.run_algorithm(algorithms.resolve_run(algorithm, data, config=config), data, split)
         assert record["l2_selection"]["rule"] == "cross-validation"
         if algorithm in ("centralized", "incfed"):
             baseline = record["baselines"]["logistic_regression"]["test"]["accuracy"]

@@ -76,9 +76,8 @@ def test_every_fold_readout_is_sklearn_ridge_on_the_pooled_training_data_without
 def test_the_choice_is_the_best_pooled_fold_score_and_a_constant_predictor_cannot_win():
     data = random_dataset(n_clients=5, seed=3, sizes=[12, 12, 12, 12, 12])
     grid = (1e-4, 1e0, 1e6)
-    record = algorithms.run_algorithm("centralized", data, _no_val(data),
-                                      _config(l2="auto", l2_grid=grid, state_mode="mean",
-                                              objective="balanced_accuracy"))
+    record = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config(l2="auto", l2_grid=grid, state_mode="mean",
+                                              objective="balanced_accuracy")), data, _no_val(data))
     chosen = record["l2_selection"]
     assert chosen["rule"] == "cross-validation" and chosen["objective"] == "balanced_accuracy"
     assert chosen["l2"] == grid[selection.chosen_l2(chosen["scores"])]
@@ -95,15 +94,15 @@ def test_state_mode_and_reservoir_search_record_every_candidate_and_use_the_best
     data = random_dataset(n_clients=5, seed=5, sizes=[10, 10, 10, 10, 10])
     config = _config(l2="auto", state_mode="auto", reservoir_search=("leaky", "input_scaling"),
                      objective="balanced_accuracy")
-    record = algorithms.run_algorithm("centralized", data, _no_val(data), config)
+    record = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=config), data, _no_val(data))
     chosen = record["selection"]
     table = chosen["candidates"]
     assert [c["state_mode"] for c in table[:3]] == ["mean", "last", "all"]
     assert len(table) == 3 + 2 and chosen["budget_harvests"] == 1 + 2  # the three modes share one harvest
     assert chosen["score"] == max(c["score"] for c in table)
     fixed = {"state_mode": chosen["state_mode"], "leaky": chosen["leaky"], "input_scaling": chosen["input_scaling"]}
-    again = algorithms.run_algorithm("centralized", data, _no_val(data),
-                                     _config(l2=record["l2_selection"]["l2"], **fixed))
+    again = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=_config(l2=record["l2_selection"]["l2"], **fixed)),
+                                     data, _no_val(data))
     assert again["test"] == record["test"] and "selection" not in again and "validation" not in again
 
 
@@ -120,7 +119,7 @@ def test_flags_fix_their_setting_and_skip_that_part_of_the_search():
     assert seed.state_mode == "all" and seed.reservoir_search == () and seed.objective == "accuracy"
     data = random_dataset(n_clients=4, seed=1, sizes=[9, 9, 9, 9])
     config = dataclasses.replace(config, reservoir=dataclasses.replace(config.reservoir, units=12))
-    record = algorithms.run_algorithm("centralized", data, _no_val(data), config)
+    record = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=config), data, _no_val(data))
     assert {c["state_mode"] for c in record["selection"]["candidates"]} == {"last"}
     assert "leaky" not in record["selection"]["candidates"][0]
     fixed = dataclasses.replace(config, l2=0.1)
@@ -131,7 +130,7 @@ def test_flags_fix_their_setting_and_skip_that_part_of_the_search():
 def test_private_statistics_choose_nothing():
     data = random_dataset(n_clients=5, seed=2, sizes=[8] * 5)
     config = _config("pfedrr", l2="auto", state_mode="auto", reservoir_search=("leaky",), secure_aggregation=True)
-    record = algorithms.run_algorithm("pfedrr", data, _no_val(data), config)
+    record = algorithms.run_algorithm(algorithms.resolve_run("pfedrr", data, config=config), data, _no_val(data))
     assert record["selection"]["rule"] == "default" and "privacy" in record["selection"]["reason"]
     assert record["selection"]["state_mode"] == "mean" and record["l2_selection"]["rule"] == "default"
 
@@ -143,7 +142,7 @@ def test_every_closed_form_algorithm_cross_validates_on_own_data(name):
     extra = {"backend": "numpy"} if name in ("incfed", "fedip") else {}
     config = _config(name, l2="auto", state_mode="auto", objective="balanced_accuracy",
                      **({"rounds": 1} if name == "fedip" else {}), **extra)
-    record = algorithms.run_algorithm(name, data, _no_val(data), config)
+    record = algorithms.run_algorithm(algorithms.resolve_run(name, data, config=config), data, _no_val(data))
     assert record["l2_selection"]["rule"] == "cross-validation"
     assert record["validation"]["rule"] == "local hold-out"
     assert record["extra"]["train_clients"] == 3
@@ -153,9 +152,8 @@ def test_every_closed_form_algorithm_cross_validates_on_own_data(name):
 @pytest.mark.slow
 def test_incfed_backends_make_the_same_choice():
     data = random_dataset(n_clients=4, seed=6, sizes=[9, 9, 9, 9])
-    records = [algorithms.run_algorithm("incfed", data, _no_val(data),
-                                        _config("incfed", l2="auto", state_mode="auto", backend=backend,
-                                                reservoir_search=("leaky",)))
+    records = [algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config("incfed", l2="auto", state_mode="auto", backend=backend,
+                                                reservoir_search=("leaky",))), data, _no_val(data))
                for backend in ("numpy", "tff")]
     assert records[0]["selection"] == records[1]["selection"]
     assert records[0]["l2_selection"] == records[1]["l2_selection"]
@@ -181,16 +179,14 @@ def test_the_downdated_fold_scores_equal_a_solve_per_fold(seed):
 
 def test_alignment_alpha_auto_is_the_best_validated_weight():
     data = random_dataset(n_clients=4, seed=7, sizes=[10, 10, 10, 10])
-    record = algorithms.run_algorithm("alignment", data, _no_val(data),
-                                      _config("alignment", l2="auto", alpha="auto", state_mode="mean",
-                                              objective="balanced_accuracy"))
+    record = algorithms.run_algorithm(algorithms.resolve_run("alignment", data, config=_config("alignment", l2="auto", alpha="auto", state_mode="mean",
+                                              objective="balanced_accuracy")), data, _no_val(data))
     chosen = record["extra"]["alpha_selection"]
     assert chosen["values"][0] == 0.9 and set(chosen["values"]) == set(selection.ALPHA_GRID)
     best = max(chosen["scores"])
     assert record["extra"]["alpha"] == chosen["values"][chosen["scores"].index(best)]
-    given = algorithms.run_algorithm("alignment", data, _no_val(data),
-                                     _config("alignment", l2=record["l2_selection"]["l2"],
-                                             alpha=record["extra"]["alpha"], state_mode="mean"))
+    given = algorithms.run_algorithm(algorithms.resolve_run("alignment", data, config=_config("alignment", l2=record["l2_selection"]["l2"],
+                                             alpha=record["extra"]["alpha"], state_mode="mean")), data, _no_val(data))
     assert given["test"] == record["test"]
     assert resolve_run("alignment", "ts:x/y").config.alpha == "auto"
     assert resolve_run("alignment", "synthetic-wesad").config.alpha == 0.9

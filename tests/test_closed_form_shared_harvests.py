@@ -39,7 +39,8 @@ def test_runs_share_a_harvester_only_inside_the_scope_and_per_dataset_and_spec()
 @pytest.mark.parametrize("name,extra", [("incfed", {}), ("fedip", {"rounds": 1, "ip_eta": 1e-2})])
 def test_shared_harvests_harvest_each_client_once_per_reservoir_and_keep_the_numbers(name, extra, monkeypatch):
     data = random_dataset(n_clients=6, seed=2)
-    alone = {key: algorithms.run_algorithm(name, data, split, _config(name, **extra)) for key, split in SPLITS.items()}
+    alone = {key: algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_config(name, **extra)),
+                                           data, split) for key, split in SPLITS.items()}
     passes = []
     original = Harvester._pooled_pass
 
@@ -49,7 +50,8 @@ def test_shared_harvests_harvest_each_client_once_per_reservoir_and_keep_the_num
 
     monkeypatch.setattr(Harvester, "_pooled_pass", counted)
     with shared_harvests():
-        shared = {key: algorithms.run_algorithm(name, data, split, _config(name, **extra))
+        shared = {key: algorithms.run_algorithm(algorithms.resolve_run(name, data, config=_config(name, **extra)),
+                                                data, split)
                   for key, split in SPLITS.items()}
     # the unadapted reservoir: the clients of the first split, then only those the second adds (c2, c3);
     # FedIP's λ scale needs the training clients' statistics alone, and each split adapts its own reservoir

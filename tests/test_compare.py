@@ -131,7 +131,7 @@ def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, caps
                                     "label_histogram": {"train": [8, 8, 8]}}
     assert natural["test"]["accuracy"] == record["test"]["accuracy"]  # IncFed: the partition changes nothing
     assert main([*base, "--clients", "3", "--out", str(tmp_path / "c")]) == 2
-    assert "--clients: give it with a --partition other than natural" in capsys.readouterr().err
+    assert "--clients/--partition-groups: give them with a --partition other than natural" in capsys.readouterr().err
     dealt = [*base, "--partition", "iid", "--clients", "3", "--partition-groups", "train,test"]
     assert main([*dealt, "--out", str(tmp_path / "d")]) == 0
     both = json.loads((tmp_path / "d/metrics.json").read_text())

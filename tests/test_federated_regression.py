@@ -160,7 +160,7 @@ def test_fedavg_and_fedcurv_forecast_with_regression_metrics_and_keep_the_best_v
     config = resolve_run(algorithm, sine, units=20, state_mode="all", washout=20, rounds=12, patience=0,
                         clients_per_round=2, backend="sim", out=str(tmp_path), progress=False,
                         **({"penalty": 1e-3} if algorithm == "fedcurv" else {})).config
-    record = run_algorithm(algorithm, sine, split, config)
+    record = run_algorithm(resolve_run(algorithm, sine, config=config), sine, split)
     assert record["extra"]["class_weight"] == [] and set(record["test"]) == {"nrmse", "rmse", "mae", "r2", "n"}
     assert record["test"]["nrmse"] < record["baselines"]["training_mean"]["test"]["nrmse"]
     assert record["result_check"] == {"val": [], "test": []}
@@ -175,9 +175,10 @@ def test_fedavg_and_fedcurv_forecast_with_regression_metrics_and_keep_the_best_v
 @pytest.mark.slow
 def test_a_forecast_run_is_tffs_bit_for_bit_on_the_simulation(sine, tmp_path):
     split = get_split("npz", sine)
-    records = [run_algorithm("fedcurv", sine, split, resolve_run(
+    records = [run_algorithm(resolve_run(
         "fedcurv", sine, units=12, state_mode="all", washout=20, rounds=3, clients_per_round=3, client_lr=0.01,
-        penalty=1e-2, keep_best=False, patience=0, backend=backend, out=str(tmp_path / backend), progress=False).config)
+        penalty=1e-2, keep_best=False, patience=0, backend=backend, out=str(tmp_path / backend), progress=False),
+        sine, split)
         for backend in ("tff", "sim")]
     tff_run, sim_run = records
     for group in ("val", "test"):
@@ -189,6 +190,6 @@ def test_a_forecast_run_is_tffs_bit_for_bit_on_the_simulation(sine, tmp_path):
 def test_a_diverging_client_rate_is_reported_not_a_crash(sine, tmp_path):
     config = resolve_run("fedavg", sine, units=20, state_mode="all", washout=20, rounds=10, patience=0, keep_best=False,
                         client_lr=1.0, readout_inputs="raw", backend="sim", out=str(tmp_path), progress=False).config
-    record = run_algorithm("fedavg", sine, get_split("npz", sine), config)
+    record = run_algorithm(resolve_run("fedavg", sine, config=config), sine, get_split("npz", sine))
     assert record["test"]["rmse"] != record["test"]["rmse"]  # NaN
     assert any("diverged" in w for w in record["warnings"])

@@ -5,9 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_esn import ReservoirConfig, algorithms
+from tff_esn import ReservoirConfig
 from tff_esn.cli import build_parser
-from tff_esn.cli.flags import run_of
+from tff_esn.cli.run import request_of
+from tff_esn.launch import resolved
 from tff_esn.federated import FedAvgConfig, ThesisModelConfig, run_federated
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
@@ -18,7 +19,7 @@ MODEL = ThesisModelConfig(reservoir=ReservoirConfig(units=6, spectral_radius=0.9
 
 def _config(argv):
     args = build_parser().parse_args(["run", "fedavg", "--data", "npz:own.npz", "--out", "o", *argv])
-    return run_of(algorithms.get_algorithm("fedavg"), args).config
+    return resolved(request_of(args)).config
 
 
 def test_keep_best_has_both_switches_on_own_data():
@@ -26,7 +27,7 @@ def test_keep_best_has_both_switches_on_own_data():
     assert _config(["--no-keep-best"]).keep_best is False
     assert _config(["--no-keep-best", "--keep-best"]).keep_best is True
     args = build_parser().parse_args(["run", "fedavg", "--out", "o", "--keep-best"])  # the thesis default: off
-    assert run_of(algorithms.get_algorithm("fedavg"), args).config.keep_best is True
+    assert resolved(request_of(args)).config.keep_best is True
 
 
 @pytest.mark.slow  # traces the round graph

@@ -9,8 +9,8 @@ import pytest
 
 from tff_esn import ReservoirConfig, algorithms
 from tff_esn.cli import build_parser
-from tff_esn.cli.flags import run_of
-from tff_esn.cli.run import data_settings
+from tff_esn.cli.run import request_of
+from tff_esn.launch import resolved
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.federated import (FedAvgConfig, FedCurvConfig, ThesisModelConfig, build_thesis_model, run_federated,
                                sample_clients)
@@ -215,7 +215,7 @@ def _run_args(argv):
     """The parsed flags of ``tff-esn run ...`` and the typed config the CLI maps them to."""
     args = build_parser().parse_args(argv)
     assert isinstance(args, argparse.Namespace)
-    return args, run_of(algorithms.get_algorithm(args.algorithm), args).config
+    return args, resolved(request_of(args)).config
 
 
 def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
@@ -224,18 +224,19 @@ def test_registered_commands_parse_thesis_defaults_and_run(data, tmp_path):
     assert (defaults.units, defaults.spectral_radius, defaults.rounds, defaults.clients_per_round,
             defaults.noise_std, defaults.penalty, defaults.client_lr, defaults.batch_size) == \
         (200, 0.99, 78, 5, 0.5, 1e-4, 0.1, 20)
-    assert data_settings(defaults, algorithms.get_algorithm("fedcurv"))[:2] == ("thesis", "thesis-primal")
+    run = resolved(request_of(defaults))
+    assert (run.pipeline, run.split) == ("thesis", "thesis-primal")
     assert config == FedCurvConfig(out=str(tmp_path))  # the flags' defaults are the config's
     _, args = _run_args(["run", "fedcurv", "--out", str(tmp_path), "--units", "6", "--rounds", "2",
                       "--clients-per-round", "2", "--noise-std", "0", "--penalty", "0.01", "--server-lr", "0.1",
                       "--reservoir", "different", "--batch-size", "4", "--no-progress",
                       "--cache-dir", str(tmp_path / "cache")])
-    record = algorithms.run_algorithm("fedcurv", data, SPLIT, args)
+    record = algorithms.run_algorithm(algorithms.resolve_run("fedcurv", data, config=args), data, SPLIT)
     assert record["algorithm"] == "fedcurv" and record["communication"]["rounds"] == 2
     assert record["config"]["penalty"]["value"] == 0.01 and (tmp_path / "rounds.csv").exists()
     assert len(list((tmp_path / "cache" / "federated-states").glob("states-*"))) == 4  # one per training client
     _, central = _run_args(["run", "thesis-central", "--out", str(tmp_path), "--units", "6", "--batch-size", "4"])
-    record = algorithms.run_algorithm("thesis-central", data, SPLIT, central)
+    record = algorithms.run_algorithm(algorithms.resolve_run("thesis-central", data, config=central), data, SPLIT)
     assert record["test"]["n"] == 110 and "design" in record["extra"]
 
 
@@ -255,7 +256,7 @@ def test_relative_cache_dir_and_out_survive_a_change_of_folder(data, tmp_path, m
     try:
         config = FedAvgConfig(model=MODEL, rounds=2, clients_per_round=2, out="run", cache_dir="cache", progress=False)
         assert (config.out, config.cache_dir) == (str(later / "run"), str(later / "cache"))
-        record = algorithms.run_algorithm("fedavg", data, SPLIT, config)
+        record = algorithms.run_algorithm(algorithms.resolve_run("fedavg", data, config=config), data, SPLIT)
         assert record["config"]["cache_dir"]["value"] == str(later / "cache") and record["config"]["out"]["value"] == str(later / "run")
         assert len(list((later / "cache" / "federated-states").glob("states-*"))) == 4
         direct = run_federated(data, SPLIT, _config(cache_dir="states"))
@@ -272,7 +273,7 @@ def test_the_backend_flag_reaches_the_run_and_both_backends_agree_on_a_round(dat
         _, config = _run_args(["run", "fedavg", "--out", str(tmp_path / backend), "--units", "6", "--rounds", "1",
                                "--clients-per-round", "2", "--noise-std", "0", "--batch-size", "4", "--no-progress",
                                "--backend", backend, "--cache-dir", str(tmp_path / "cache")])
-        records[backend] = algorithms.run_algorithm("fedavg", data, SPLIT, config)
+        records[backend] = algorithms.run_algorithm(algorithms.resolve_run("fedavg", data, config=config), data, SPLIT)
         assert records[backend]["extra"]["backend"] == backend
         assert records[backend]["config"]["backend"]["value"] == backend
     for a, b in zip(_weights(records["tff"]), _weights(records["sim"])):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from scripts.framework import run_config
-from tff_esn.algorithms import run_algorithm
+from tff_esn.algorithms import resolve_run, run_algorithm
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import ReservoirWeights
@@ -40,7 +40,7 @@ COMMON = dict(units=60, state_mode="mean", bias_scaling=0.5, l2=1e-3, seed=0)
 
 
 def _run(name, tmp_path, **flags):
-    return run_algorithm(name, DATA, SPLIT, run_config(name, **{**COMMON, **flags}))
+    return run_algorithm(resolve_run(name, DATA, config=run_config(name, **{**COMMON, **flags})), DATA, SPLIT)
 
 
 def test_ip_gain_stays_positive_where_the_literal_rule_crosses_zero():
@@ -69,8 +69,8 @@ def test_fedip_with_defaults_learns_where_incfed_learns(tmp_path):
     data = random_dataset(n_clients=8, steps=20, features=3, n_classes=3, sizes=[24] * 8, seed=4)
     split = Split("random", tuple(f"c{i}" for i in range(6)), ("c6",), ("c7",))
     flags = {**COMMON, "backend": "numpy"}
-    incfed = run_algorithm("incfed", data, split, run_config("incfed", **flags))
-    fedip = run_algorithm("fedip", data, split, run_config("fedip", rounds=2, **flags))
+    incfed = run_algorithm(resolve_run("incfed", data, config=run_config("incfed", **flags)), data, split)
+    fedip = run_algorithm(resolve_run("fedip", data, config=run_config("fedip", rounds=2, **flags)), data, split)
     assert incfed["test"]["accuracy"] > 0.8
     assert not [w for w in fedip["warnings"] if "every prediction" in w]
     assert fedip["test"]["accuracy"] > 1 / 3 + 0.3, (fedip["test"], incfed["test"])
@@ -104,8 +104,8 @@ def test_fedip_warns_when_ip_is_decided_by_rounding(tmp_path):
     data = random_dataset(n_clients=4, steps=200, features=3, n_classes=2, seed=3)
     split = Split("r", ("c0", "c1"), ("c2",), ("c3",))
     flags = dict(units=50, state_mode="mean", l2=1e-3, seed=0, backend="numpy", rounds=1)
-    calm = run_algorithm("fedip", data, split, run_config("fedip", **flags))
-    chaotic = run_algorithm("fedip", data, split, run_config("fedip", ip_eta=0.01, **flags))
+    calm = run_algorithm(resolve_run("fedip", data, config=run_config("fedip", **flags)), data, split)
+    chaotic = run_algorithm(resolve_run("fedip", data, config=run_config("fedip", ip_eta=0.01, **flags)), data, split)
     assert calm["extra"]["ip_rounding_sensitivity"] < 1e-6
     assert not [w for w in calm["warnings"] if "float rounding" in w]
     assert chaotic["extra"]["ip_rounding_sensitivity"] > ROUNDING_SENSITIVITY

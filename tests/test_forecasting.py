@@ -100,7 +100,8 @@ def test_sources_and_refusals():
         load_source("narma1", "incfed-wesad")
     ds = _series()
     with pytest.raises(DataError, match="'thesis-central' serves classify only; use one that serves forecast: central"):
-        run_algorithm("thesis-central", ds, get_split("npz", ds), resolve_run("thesis-central", ds).config)
+        run_algorithm(resolve_run("thesis-central", ds, config=resolve_run("thesis-central", ds).config),
+                      ds, get_split("npz", ds))
 
 
 @settings(max_examples=8, deadline=None)
@@ -111,9 +112,10 @@ def test_incfed_equals_centralized_on_forecasting(seed, clients, horizon, name, 
                                    seed=seed)
     split = get_split("npz", ds)
     config = {**SMALL, "l2": 1e-3, "units": 20, "seed": seed}
-    central = run_algorithm("centralized", ds, split, resolve_run("centralized", ds, **{k: v for k, v in config.items()
-                                                                                        if k != "backend"}).config)
-    fed = run_algorithm("incfed", ds, split, resolve_run("incfed", ds, **config).config)
+    central = run_algorithm(resolve_run("centralized", ds, config=resolve_run("centralized", ds, **{k: v for k, v in config.items()
+                                                                                        if k != "backend"}).config),
+                            ds, split)
+    fed = run_algorithm(resolve_run("incfed", ds, config=resolve_run("incfed", ds, **config).config), ds, split)
     for group in ("train", "val", "test"):
         for key in ("nrmse", "rmse", "mae", "r2"):
             assert fed[group][key] == pytest.approx(central[group][key], rel=1e-9, abs=1e-12)
@@ -141,8 +143,10 @@ def test_incfed_readout_equals_pooled_ridge_for_any_client_split(seed, parts):
 def test_incfed_through_tff_equals_numpy_on_forecasting():
     ds = _series()
     split = get_split("npz", ds)
-    numpy_run = run_algorithm("incfed", ds, split, resolve_run("incfed", ds, **{**SMALL, "l2": 1e-3}).config)
-    tff_run = run_algorithm("incfed", ds, split, resolve_run("incfed", ds, **{**SMALL, "l2": 1e-3, "backend": "tff"}).config)
+    numpy_run = run_algorithm(resolve_run("incfed", ds, config=resolve_run("incfed", ds, **{**SMALL, "l2": 1e-3}).config),
+                              ds, split)
+    tff_run = run_algorithm(resolve_run("incfed", ds, config=resolve_run("incfed", ds, **{**SMALL, "l2": 1e-3, "backend": "tff"}).config),
+                            ds, split)
     assert tff_run["test"]["nrmse"] == pytest.approx(numpy_run["test"]["nrmse"], rel=1e-9)
 
 
@@ -202,7 +206,7 @@ def test_regression_npz_runs_through_the_closed_form_with_baselines(tmp_path, pe
     results = {}
     for algo in ("centralized", "incfed", "fedavg-ridge"):
         config = resolve_run(algo, ds, **{k: v for k, v in settings_.items() if algo == "incfed" or k != "backend"}).config
-        results[algo] = record = run_algorithm(algo, ds, split, config)
+        results[algo] = record = run_algorithm(resolve_run(algo, ds, config=config), ds, split)
         assert set(record["test"]) == {"nrmse", "rmse", "mae", "r2", "n"}
         assert record["test"]["r2"] > 0.5
         assert record["baselines"]["training_mean"]["test"]["nrmse"] == pytest.approx(1.0, abs=0.3)
@@ -210,9 +214,9 @@ def test_regression_npz_runs_through_the_closed_form_with_baselines(tmp_path, pe
         assert record["baselines"]["persistence"]["test"] is None
         json.dumps(record)
     assert results["incfed"]["test"]["rmse"] == pytest.approx(results["centralized"]["test"]["rmse"], rel=1e-9)
-    fedavg = run_algorithm("fedavg", ds, split, resolve_run(
+    fedavg = run_algorithm(resolve_run("fedavg", ds, config=resolve_run(
         "fedavg", ds, state_mode=settings_["state_mode"], units=30, rounds=40, patience=0, backend="sim",
-        out=str(tmp_path / "fedavg"), progress=False).config)
+        out=str(tmp_path / "fedavg"), progress=False).config), ds, split)
     assert set(fedavg["test"]) == {"nrmse", "rmse", "mae", "r2", "n"} and fedavg["test"]["r2"] > 0.3
     assert fedavg["baselines"] == results["centralized"]["baselines"] and fedavg["result_check"]["test"] == []
 
@@ -227,7 +231,8 @@ def test_a_file_asked_for_another_task_is_refused(tmp_path):
     np.testing.assert_array_equal(ahead.clients["k0"].x, raw.clients["k0"].x[:, :-2])
     np.testing.assert_array_equal(ahead.clients["k0"].y, raw.clients["k0"].x[:, 2:, 1])
     assert ahead.groups == raw.groups
-    record = run_algorithm("incfed", ahead, get_split("npz", ahead), resolve_run("incfed", ahead, **SMALL).config)
+    record = run_algorithm(resolve_run("incfed", ahead, config=resolve_run("incfed", ahead, **SMALL).config),
+                           ahead, get_split("npz", ahead))
     assert record["baselines"]["persistence"]["test"] is not None
     with pytest.raises(DataError, match="--target f9: no such channel"):
         load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1, "f9"))
@@ -240,8 +245,9 @@ def test_rls_run_equals_centralized(task):
     ds = _series("mackey-glass") if task == "forecast" else random_dataset(n_clients=6, seed=2)
     split = get_split("npz", ds) if task == "forecast" else default_split(ds)
     settings_ = {"units": 30, "l2": 1e-2, "seed": 4, "state_mode": "all" if task == "forecast" else "mean"}
-    online = run_algorithm("rls", ds, split, resolve_run("rls", ds, **settings_).config)
-    batch = run_algorithm("centralized", ds, split, resolve_run("centralized", ds, **settings_).config)
+    online = run_algorithm(resolve_run("rls", ds, config=resolve_run("rls", ds, **settings_).config), ds, split)
+    batch = run_algorithm(resolve_run("centralized", ds, config=resolve_run("centralized", ds, **settings_).config),
+                          ds, split)
     for key, value in batch["test"].items():  # the harvest's statistics are float32 products summed in float64
         assert online["test"][key] == pytest.approx(value, rel=1e-3, abs=1e-9), key
     features, outputs = online["extra"]["n_features"], 1 if task == "forecast" else 3
@@ -254,7 +260,8 @@ def test_every_closed_form_algorithm_forecasts(name):
     settings_ = {**SMALL, "l2": 1e-3, **({"rounds": 1} if name == "fedip" else {})}
     if name not in ("fedip",):
         settings_.pop("backend")
-    record = run_algorithm(name, ds, get_split("npz", ds), resolve_run(name, ds, **settings_).config)
+    record = run_algorithm(resolve_run(name, ds, config=resolve_run(name, ds, **settings_).config),
+                           ds, get_split("npz", ds))
     assert set(record["test"]) == {"nrmse", "rmse", "mae", "r2", "n"}
     beaten = "training_mean" if name == "alignment" else "persistence"  # α = 0.9 keeps the reservoirs apart
     assert record["test"]["nrmse"] < record["baselines"][beaten]["test"]["nrmse"]
@@ -268,8 +275,8 @@ def test_a_regression_ts_file_runs_and_warns_when_no_better_than_the_mean(tmp_pa
                                                   + "\n".join(cases) + "\n")
     ds = load_source(f"ts:{tmp_path}/Noise", "incfed-wesad")
     assert ds.task == Task("regress") and ds.clients["train"].y.dtype == np.float64
-    record = run_algorithm("centralized", ds, get_split("npz", ds), resolve_run("centralized", ds, units=20).config,
-                           test_required=True)
+    record = run_algorithm(resolve_run("centralized", ds, config=resolve_run("centralized", ds, units=20).config),
+                           ds, get_split("npz", ds), test_required=True)
     assert record["test"]["nrmse"] >= record["baselines"]["training_mean"]["test"]["nrmse"]
     assert any("no better than the training mean" in w for w in record["warnings"])
 
@@ -299,7 +306,8 @@ def test_same_seed_same_numbers_other_seed_other_series():
         np.testing.assert_array_equal(first.clients[cid].y, again.clients[cid].y)
     assert not np.array_equal(_series("lorenz", seed=4).clients["c0"].x, first.clients["c0"].x)
     split = get_split("npz", first)
-    runs = [run_algorithm("fedavg-ridge", ds, split, resolve_run("fedavg-ridge", ds, units=20, washout=20).config)
+    runs = [run_algorithm(resolve_run("fedavg-ridge", ds, config=resolve_run("fedavg-ridge", ds, units=20, washout=20).config),
+                          ds, split)
             for ds in (first, again)]
     assert runs[0]["test"] == runs[1]["test"] and runs[0]["baselines"] == runs[1]["baselines"]
 
@@ -318,7 +326,8 @@ def test_partitions_of_real_targets_keep_the_task_and_refuse_class_skews(tmp_pat
 def test_per_step_targets_with_mean_states_are_refused_before_the_run(tmp_path):
     ds = load_npz(_regression_npz(tmp_path / "r.npz", True))
     with pytest.raises(DataError, match="one target per step, but --state-mode mean.*use --state-mode all"):
-        run_algorithm("centralized", ds, get_split("npz", ds), resolve_run("centralized", ds, state_mode="mean").config)
+        run_algorithm(resolve_run("centralized", ds, config=resolve_run("centralized", ds, state_mode="mean").config),
+                      ds, get_split("npz", ds))
 
 
 def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_states(tmp_path, capsys):

@@ -9,7 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from scripts.framework import run_config
-from tff_esn.algorithms import run_algorithm
+from tff_esn.algorithms import resolve_run, run_algorithm
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.data.sources import load_source
@@ -47,7 +47,7 @@ def test_esn_learns_pfedrr_hhar_about_as_well_as_logistic_regression_below_the_c
     dataset, split = pfedrr_hhar
     chance = 1 / dataset.n_classes
     lr = _lr_accuracy(dataset, split)
-    record = run_algorithm("centralized", dataset, split, run_config("centralized", **ESN))
+    record = run_algorithm(resolve_run("centralized", dataset, config=run_config("centralized", **ESN)), dataset, split)
     esn = record["test"]["accuracy"]
     assert chance + 0.3 < lr < 0.97, lr  # learnable, but held-out users are not at the ceiling
     assert chance + 0.3 < esn < 0.97, esn
@@ -102,7 +102,7 @@ def test_bias_free_tanh_reservoir_is_odd_so_mean_states_miss_signal_power(tmp_pa
 
     data = _power_dataset()
     split = Split("power", ("c0", "c1", "c2", "c3"), ("c4",), ("c5",))
-    acc = {b: run_algorithm("centralized", data, split, run_config(
+    acc = {b: run_algorithm(resolve_run("centralized", data, config=run_config(
         "centralized", units=50, state_mode="mean", washout=12, bias_scaling=b, l2=1e-3,
-        seed=0))["test"]["accuracy"] for b in (0.0, 1.0)}
+        seed=0)), data, split)["test"]["accuracy"] for b in (0.0, 1.0)}
     assert acc[0.0] < 0.75 and acc[1.0] > 0.9, acc

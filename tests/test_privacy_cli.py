@@ -25,7 +25,7 @@ def test_a_run_without_privacy_gets_a_none_privacy_section(monkeypatch):
     sections = {"train": None, "val": None, "test": None, "communication": {}}
     monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))  # providers loaded first
     algorithms.register_algorithm("privacy-fake", ReadoutConfig, lambda d, s, a: dict(sections))
-    record = algorithms.run_algorithm("privacy-fake", data, split, ReadoutConfig())
+    record = algorithms.run_algorithm(algorithms.resolve_run("privacy-fake", data, config=ReadoutConfig()), data, split)
     assert record["privacy"] == NO_PRIVACY and record["privacy"] is not NO_PRIVACY
 
 

@@ -15,6 +15,7 @@ from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.algorithms import resolve_run
+from tff_esn.launch import RunRequest, launch
 from tff_esn.defaults import default_pipeline
 from tff_esn.federated.configs import FedAvgConfig, fedavg_cost, fedcurv_cost
 from tff_esn.privacy import coverage
@@ -185,10 +186,15 @@ def test_a_run_is_resolved_once_and_checked_once(toy, fake_sources, tmp_path, mo
     monkeypatch.setattr(algorithms, "check_privacy", counted("check_privacy", algorithms.check_privacy))
     assert main(["run", "toy", "--out", str(tmp_path), "--scale", "2.5"]) == 0
     assert calls == {"check_run": 1, "check_privacy": 1}
+    lib, path = launch(RunRequest("toy", tmp_path / "lib", layers=(("flag", {"scale": 2.5}),)))
+    assert calls == {"check_run": 2, "check_privacy": 2}
+    cli = json.loads((tmp_path / "metrics.json").read_text())
+    assert path == tmp_path / "lib" / "metrics.json" and cli["config"] == json.loads(json.dumps(lib["config"]))
+    assert cli["test"] == lib["test"] and cli["config"]["pipeline"] == {"value": "incfed-wesad", "origin": "default"}
     data = random_dataset(n_clients=4, seed=1)
     run = resolve_run("toy", data, scale=3.0)
     record = algorithms.run_algorithm(run, data, default_split(data))
-    assert calls == {"check_run": 2, "check_privacy": 2}
+    assert calls == {"check_run": 3, "check_privacy": 3}
     assert record["config"]["scale"] == {"value": 3.0, "origin": "flag"} and "settings" not in record
     with pytest.raises(TypeError, match="toy: config must be a ToyConfig, got IncFedConfig"):
         resolve_run("toy", data, config=IncFedConfig())
@@ -199,9 +205,11 @@ def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
     data = random_dataset(n_clients=4, n_classes=3, seed=1)
     with pytest.raises(DataError, match=r"random: y: 3 classes, but 'toy-binary' takes binary labels only; use an "
                                         r"algorithm that takes multiclass labels \(.*incfed.*toy\)"):
-        algorithms.run_algorithm("toy-binary", data, default_split(data), ToyConfig())
+        algorithms.run_algorithm(algorithms.resolve_run("toy-binary", data, config=ToyConfig()),
+                                 data, default_split(data))
     binary = random_dataset(n_clients=4, n_classes=2, seed=1)
-    assert algorithms.run_algorithm("toy-binary", binary, default_split(binary), ToyConfig())["test"]["mode"] == "plain"
+    assert algorithms.run_algorithm(algorithms.resolve_run("toy-binary", binary, config=ToyConfig()),
+                                    binary, default_split(binary))["test"]["mode"] == "plain"
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -47,8 +47,9 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
         for reservoir, label in (("random", "random"), ("ring", "ring"),
                                  ("deep-2-last", "deep, 2 layers, last-layer readout")):
             settings = reservoir_settings(reservoir, run_for("incfed", data, pipeline).config.reservoir.units)[1]
-            central = algorithms.run_algorithm(run_for("centralized", data, pipeline, seed=seed, **settings), data, dealt)
-            for name in ("IncFed", "centralized"):  # IncFed is the centralized readout, exactly
+            central = algorithms.run_algorithm(run_for("centralized", data, pipeline, seed=seed, **settings),
+                                               data, dealt)
+            for name in ("incfed", "centralized"):  # IncFed is the centralized readout, exactly
                 row, = [r for r in rows if (r["reservoir"], r["algorithm"], r["seed"]) == (label, name, str(seed))]
                 assert float(row["accuracy"]) == central["test"]["accuracy"], (label, name, seed)
             if reservoir == "random":  # esnfed pools the mean or last state IncFed chose, has none for every step
@@ -57,10 +58,10 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
                 assert len(esnfed) == 4 and all((r["accuracy"] != "") == pooled for r in esnfed)
     esnfed = [r for r in rows if r["reservoir"].startswith("esnfed")]
     assert {r["reservoir"] for r in esnfed} == {"esnfed random", "esnfed small_world", "esnfed scale_free",
-                                                "esnfed ring"} and all(r["algorithm"] == "IncFed" for r in esnfed)
+                                                "esnfed ring"} and all(r["algorithm"] == "incfed" for r in esnfed)
     assert any(r["accuracy"] for r in esnfed)
     table = (tmp_path / "out" / "table.md").read_text()
-    assert table.startswith("| reservoir | npz-data IncFed | npz-data centralized |") and "| deep, 2 layers, last-layer" in table
+    assert table.startswith("| reservoir | npz-data incfed | npz-data centralized |") and "| deep, 2 layers, last-layer" in table
     assert (tmp_path / "out" / "reservoirs.png").stat().st_size > 0
     assert json.loads((tmp_path / "out" / "comparison.json").read_text())["clients"] == 4
     assert main(argv) == 0  # resumes: every seed is in results.csv

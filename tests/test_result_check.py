@@ -44,10 +44,12 @@ def constant(monkeypatch):
 
 def test_any_registered_algorithm_that_predicts_one_class_is_flagged_and_warned(constant):
     data = random_dataset(n_clients=6, seed=1)
-    record = algorithms.run_algorithm("constant-test", data, default_split(data), ConstantConfig(predict=1))
+    record = algorithms.run_algorithm(algorithms.resolve_run("constant-test", data, config=ConstantConfig(predict=1)),
+                                      data, default_split(data))
     assert all(ONE_CLASS in record["result_check"][g] for g in ("val", "test"))
     assert any("constant-test: test: every prediction is class 1" in w for w in record["warnings"])
-    perfect = algorithms.run_algorithm("constant-test", data, default_split(data), ConstantConfig(predict=None))
+    perfect = algorithms.run_algorithm(algorithms.resolve_run("constant-test", data, config=ConstantConfig(predict=None)),
+                                       data, default_split(data))
     assert perfect["result_check"] == {"val": [], "test": []}
     assert not [w for w in perfect["warnings"] if "constant-test" in w]
 

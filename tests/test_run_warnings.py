@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from tff_esn.algorithms import run_algorithm
+from tff_esn.algorithms import resolve_run, run_algorithm
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
@@ -39,6 +39,6 @@ def test_run_algorithm_records_the_warnings_of_the_run(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(centralized, "run_centralized", noisy)
-    record = run_algorithm("centralized", dataset, Split("s", ("a",), test=("b",)), config)
+    record = run_algorithm(resolve_run("centralized", dataset, config=config), dataset, Split("s", ("a",), test=("b",)))
     assert record["warnings"] == ["something to know"]
     assert issubclass(RunWarning, UserWarning)

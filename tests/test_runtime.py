@@ -160,7 +160,7 @@ LIBRARY_SCRIPT = textwrap.dedent(
     x = rng.normal(size=(24, 6, 3)).astype(np.float32)
     dataset = dataset_from_arrays(x, np.arange(24) % 2, np.arange(24) % 6, source="toy")
     split = get_split("npz", dataset, seed=0)
-    record = run_algorithm("incfed", dataset, split, resolve_run("incfed", dataset, units=8, backend="tff").config)
+    record = run_algorithm(resolve_run("incfed", dataset, units=8, backend="tff"), dataset, split)
     print("accuracy", record["test"]["accuracy"], flush=True)
     print("owned", *runtime.owned_worker_pids(), flush=True)
     print("workers", *runtime.child_worker_pids(), flush=True)

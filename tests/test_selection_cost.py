@@ -57,7 +57,7 @@ def test_the_state_modes_of_a_reservoir_cost_one_pass_of_the_training_data(monke
     config = algorithms.config_from_flags(algorithms.get_algorithm("centralized").config,
                                           {"units": 12, "seed": 1, "l2": "auto", "state_mode": "auto",
                                            "reservoir_search": ("leaky",), "objective": "balanced_accuracy"})
-    record = algorithms.run_algorithm("centralized", data, split, config)
+    record = algorithms.run_algorithm(algorithms.resolve_run("centralized", data, config=config), data, split)
     training = [p for p in passes if p[2]]
     assert len(record["selection"]["candidates"]) == 4  # mean, last, all and one leak rate
     assert len(training) == 2 and training[0][0] == "all"  # one for the three modes, one for the other leak rate

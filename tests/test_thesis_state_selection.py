@@ -88,7 +88,7 @@ def test_an_unresolved_auto_state_mode_is_refused_with_the_fix_named():
 def test_a_thesis_central_run_records_and_uses_the_choice():
     data = _last_step_data(2)
     config = resolve_run("thesis-central", data, units=20, epochs=40, patience=10).config
-    record = algorithms.run_algorithm("thesis-central", data, SPLIT, config)
+    record = algorithms.run_algorithm(algorithms.resolve_run("thesis-central", data, config=config), data, SPLIT)
     assert record["selection"]["state_mode"] == "last"
     assert record["extra"]["selection"]["client_lr"]["rule"] == "validation"
     assert record["test"]["accuracy"] >= 0.9

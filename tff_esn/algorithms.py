@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.defaults import OWN_DATA_ORIGIN, SEARCHES, source_defaults
+from tff_esn.defaults import DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, data_settings, source_defaults
 from tff_esn.privacy.coverage import publish
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.run_warnings import merged, recording
@@ -237,58 +237,66 @@ def check_takes(algo: Algorithm, dataset: SequenceDataset) -> None:
 @dataclasses.dataclass(frozen=True)
 class ResolvedRun:
     """A run as :func:`resolve_run` settles it: the registration, the typed config (its privacy
-    checked), ``record``, each setting's ``{"value", "origin"}`` (``metrics.json["config"]``), and
-    whether it executes TFF computations (:meth:`Algorithm.runs_tff`)."""
+    checked), ``record``, each setting's ``{"value", "origin"}`` (``metrics.json["config"]``), whether it
+    executes TFF computations (:meth:`Algorithm.runs_tff`), and a source's pipeline and split names."""
 
     algorithm: Algorithm
     config: Any
     record: Mapping[str, Mapping[str, Any]]
     tff: bool
+    pipeline: str | None = None
+    split: str | None = None
 
 
 def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given: tuple[str, Mapping[str, Any]],
                 pipeline: str | None = None, task: str | None = None, config: Any = None,
                 **settings: Any) -> ResolvedRun:
-    """``algorithm``'s run on ``data`` (a dataset, or a source string read with ``pipeline`` for a ``task``):
-    ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers over
-    the source's defaults over the class defaults, as ``tff-esn run`` builds it (``config``: a ready config,
-    origin ``config``). A given setting leaves the searches that name it; the privacy asked is checked::
+    """``algorithm``'s run on ``data`` (a dataset read with ``pipeline``, or a source string for a ``task``):
+    ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers (the
+    first wins) over the source's defaults over the class defaults (``config``: a ready config, origin
+    ``config``). On a source, ``pipeline`` and the layers' ``pipeline``/``split`` choose how it is read and
+    split (:func:`tff_esn.defaults.data_settings`). A given setting leaves the searches that name it; the
+    privacy asked is checked::
 
         record = run_algorithm(resolve_run(name, dataset, units=300), dataset, split)
     """
     algo = algorithm if isinstance(algorithm, Algorithm) else get_algorithm(algorithm)
     source, task = (data, task) if isinstance(data, str) else (data.source, data.task.kind)
+    layers = [("flag", settings), *given][::-1]
+    if isinstance(data, str):
+        read = [("flag", {"pipeline": pipeline})] if pipeline is not None else []
+        pipeline, split, data_record = data_settings(algo, source, layers + read)
+    else:
+        split, data_record = None, {}
+    own = (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))
     if config is not None:
         if not isinstance(config, algo.config):
             raise TypeError(f"{algo.name}: config must be a {algo.config.__name__}, got {type(config).__name__}.")
-        given = (("config", flat_config(config)),)
-    layers = [("flag", settings), *given, (OWN_DATA_ORIGIN, source_defaults(algo, source, pipeline, task))][::-1]
-    values = {name: value for _, layer in layers for name, value in layer.items()}
+        layers = [("config", flat_config(config))]
+    layers.insert(0, own)
+    values = {name: value for _, layer in layers for name, value in layer.items() if name not in DATA_KEYS}
     origins = {name: origin for origin, layer in layers for name in layer}
     given_names = {name for name, origin in origins.items() if origin in ("flag", "file")}
     for search in SEARCHES:
         if search in values and search not in given_names:
             values[search] = tuple(n for n in values[search] if n not in given_names)
     config = config if config is not None else config_from_flags(algo.config, values)
+    record = {name: {"value": value, "origin": origins.get(name, "default")}
+              for name, value in flat_config(config).items()}
     check_privacy(algo, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
-    tff = algo.runs_tff(config)
-    return ResolvedRun(algo, config, {name: {"value": value, "origin": origins.get(name, "default")}
-                                      for name, value in flat_config(config).items()}, tff)
+    return ResolvedRun(algo, config, {**record, **data_record}, algo.runs_tff(config), pipeline, split)
 
 
-def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split, config: Any = None, *,
-                  test_required: bool = True, checked: bool = False) -> dict[str, Any]:
-    """Runs ``run`` (:func:`resolve_run`'s; or an algorithm's name with ``config``, an
-    instance of its config class, resolved here) and returns the full ``metrics.json`` record.
+def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
+                  start: Callable[[ResolvedRun], Any] | None = None) -> dict[str, Any]:
+    """Runs :func:`resolve_run`'s ``run`` and returns the full ``metrics.json`` record.
 
-    The run's sections plus ``algorithm``, ``data``, ``split``, ``config`` (each setting's value and origin),
-    ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``, ``split_rule``, ``versions`` and
-    ``reservoir_graph`` (the configured reservoir's graph).
     :func:`check_takes` and :func:`tff_esn.run_checks.check_run` run first (``test_required=False``: a split
-    without test clients is intended), unless the caller ran them (``checked``).
+    without test clients is intended), then ``start(run)`` (an entry point clears its run folder and starts
+    TFF's context). The record: the run's sections plus ``algorithm``, ``data``, ``split``, ``config`` (each setting's
+    value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``,
+    ``split_rule``, ``versions`` and ``reservoir_graph`` (the configured reservoir's graph).
     """
-    if isinstance(run, str):
-        run = resolve_run(run, dataset, config=config)
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.baselines import baseline_scores
     from tff_esn.provenance import run_provenance
@@ -297,12 +305,13 @@ def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split
 
     function = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
     with recording() as said:
-        if not checked:
-            check_takes(algo, dataset)
-            check_run(run, dataset, split, test_required=test_required)
-        start = time.perf_counter()
+        check_takes(algo, dataset)
+        check_run(run, dataset, split, test_required=test_required)
+        if start is not None:
+            start(run)
+        start_time = time.perf_counter()
         result = function(dataset, split, config)
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start_time
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
                                     washout=getattr(getattr(config, "model", config), "washout", 0))
         private = getattr(config, "privacy", PrivacyConfig()).dp_requested
@@ -319,17 +328,10 @@ def run_algorithm(run: ResolvedRun | str, dataset: SequenceDataset, split: Split
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
     reservoir = getattr(getattr(config, "model", config), "reservoir", None)
-    if reservoir is not None:
-        record["reservoir_graph"] = reservoir_graph(reservoir, len(dataset.feature_names))
+    if reservoir is not None:  # the graph of the configured reservoir's Ŵ (a deep ESN's whole block matrix)
+        from tff_esn.esn.topologies import graph_metrics
+        from tff_esn.esn.weights import ReservoirWeights
+
+        graph = graph_metrics(ReservoirWeights.from_config(reservoir, len(dataset.feature_names)).recurrent)
+        record["reservoir_graph"] = {k: v for k, v in graph.items() if k != "degree_histogram"}
     return publish(record)
-
-
-def reservoir_graph(reservoir: Any, n_inputs: int) -> dict[str, Any]:
-    """:func:`~tff_esn.esn.topologies.graph_metrics` of the configured reservoir's Ŵ (a deep ESN's whole
-    block matrix, its layers linked by their input weights), the degree histogram left out."""
-    from tff_esn.esn.topologies import graph_metrics
-    from tff_esn.esn.weights import ReservoirWeights
-
-    metrics = graph_metrics(ReservoirWeights.from_config(reservoir, n_inputs).recurrent)
-    del metrics["degree_histogram"]
-    return metrics

@@ -18,6 +18,8 @@ OWN_DATA_SOURCES = ("npz", "ts")
 """The command line's sources of own data (``npz:FILE``, ``ts:DIR/NAME``): no pipeline, own-data defaults."""
 OWN_DATA_ORIGIN = "own-data default"
 
+DATA_KEYS = ("pipeline", "split")
+"""Settings of how a source is read and split, beside the config's (a search writes the ones it ran on)."""
 SEARCHES = ("reservoir_search",)
 """Settings that name other settings to search: a searched setting given a value is dropped from them."""
 FORECAST_STATES = {"state_mode": "all"}
@@ -76,6 +78,23 @@ def default_pipeline(source: str, pipeline: str | None = None) -> str:
         if PIPELINES[pipeline].data == kind:
             return pipeline
     return f"incfed-{kind}" if kind in SEED_SOURCES else "incfed-wesad"
+
+
+def data_settings(algo: Algorithm, source: str,
+                  layers: list[tuple[str, Any]]) -> tuple[str, str, dict[str, dict[str, Any]]]:
+    """The pipeline and split ``source`` is read and split with, and their ``{"value", "origin"}``: the last
+    ``(origin, settings)`` layer's that gives one, else :func:`default_pipeline` and :func:`default_split`.
+    Own data has no pipeline: a flag's is a ``ValueError``, a file's is dropped, the record's is ``None``."""
+    own = own_data(source)
+    record = {name: {"value": layer[name], "origin": origin} for origin, layer in layers for name in DATA_KEYS
+              if layer.get(name) is not None and not (own and name == "pipeline")}
+    if own and any(origin == "flag" and layer.get("pipeline") is not None for origin, layer in layers):
+        raise ValueError(f"--pipeline: {source_kind(source)}: data has no preprocessing pipeline to choose (it is "
+                         "read as the file holds it); drop --pipeline.")
+    pipeline = record.get("pipeline", {}).get("value") or default_pipeline(source, algo.pipeline)
+    record.setdefault("pipeline", {"value": None if own else pipeline, "origin": "default"})
+    record.setdefault("split", {"value": default_split(source, pipeline), "origin": "default"})
+    return pipeline, record["split"]["value"], record
 
 
 def default_split(source: str, pipeline: str) -> str:

@@ -29,7 +29,6 @@ DEFAULT_RESERVOIRS = (*TOPOLOGIES, "leak-uniform", "deep-2", "deep-3", "esnfed")
 layers, and esnfed's topologies."""
 
 ESNFED_TOPOLOGIES = ("random", "small_world", "scale_free", "ring")
-DISPLAY = {"incfed": "IncFed", "fedavg": "FedAvg", "fedcurv": "FedCurv"}
 FIELDS = ("data", "reservoir", "algorithm", "seed", "accuracy", "seconds")
 
 
@@ -60,6 +59,17 @@ def reservoir_settings(name: str, units: int) -> tuple[str, dict[str, Any]]:
                      f"leak-DIST ({', '.join(LEAK_DISTRIBUTIONS[1:])}), deep-L, deep-L-last (L ≥ 2) or esnfed.")
 
 
+def _ridge(algo: algorithms.Algorithm) -> bool:
+    """Whether ``algo`` federates a ridge readout (it has the ``l2`` setting and does not pool the data)."""
+    return not algo.pooled and "l2" in algo.settings()
+
+
+def default_algorithms() -> tuple[str, str]:
+    """The registry's first federated ridge readout and first gradient-trained federated model."""
+    return (algorithms.names_where(_ridge)[0],
+            algorithms.names_where(lambda a: not a.pooled and "client_lr" in a.settings())[0])
+
+
 @dataclasses.dataclass(frozen=True)
 class ReservoirComparison:
     """What one reservoir comparison runs.
@@ -67,16 +77,16 @@ class ReservoirComparison:
     Attributes:
         sources: ``(label, source)`` pairs (``("JapaneseVowels", "ts:DIR/JapaneseVowels")``, …); each
             source's pipeline and split are ``tff-esn run``'s defaults unless ``pipeline``/``split`` say.
-        reservoirs: names of :func:`reservoir_settings`, and ``esnfed`` (esnfed 1.7.1's topologies, IncFed's
-            readout only, with the λ and the state mode IncFed chose for ``random``; needs ``random`` and ``incfed``).
-        algorithms: registry names, each run with its ``tff-esn run`` defaults.
+        reservoirs: names of :func:`reservoir_settings`, and ``esnfed`` (esnfed 1.7.1's topologies, the
+            :attr:`ridge` readout only, with the λ and the state mode it chose for ``random``; needs ``random``).
+        algorithms: registry names, each run with its ``tff-esn run`` defaults (:func:`default_algorithms`).
         seeds, clients, partition: one dealt dataset per seed (the partition's and the algorithm's seed).
         rounds: the rounds of the federated (gradient) algorithms.
     """
 
     sources: tuple[tuple[str, str], ...]
     reservoirs: tuple[str, ...] = DEFAULT_RESERVOIRS
-    algorithms: tuple[str, ...] = ("incfed", "fedavg")
+    algorithms: tuple[str, ...] = dataclasses.field(default_factory=default_algorithms)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     clients: int = 10
     partition: str = "iid"
@@ -88,14 +98,19 @@ class ReservoirComparison:
         for name in self.reservoirs:
             if name != "esnfed":
                 reservoir_settings(name, 6)
-        if "esnfed" in self.reservoirs and not {"random", "incfed"} <= {*self.reservoirs, *self.algorithms}:
-            raise ValueError("reservoirs: esnfed's readouts use the λ IncFed chose for the random reservoir; "
-                             "compare random with incfed too.")
         known = algorithms.available_algorithms()
         unknown = [a for a in self.algorithms if a not in known]
         if unknown or not self.algorithms or not self.sources or not self.seeds:
             raise ValueError(f"reservoir comparison: expected sources, seeds and known algorithms; unknown "
                              f"algorithms {unknown} (available: {', '.join(known)}).")
+        if "esnfed" in self.reservoirs and ("random" not in self.reservoirs or self.ridge is None):
+            raise ValueError("reservoirs: esnfed's readouts use the λ a federated ridge readout chose for the random "
+                             f"reservoir; compare random with one of {', '.join(algorithms.names_where(_ridge))} too.")
+
+    @property
+    def ridge(self) -> str | None:
+        """The first federated ridge readout of ``algorithms``: esnfed's readouts take its λ and state mode."""
+        return next((name for name in self.algorithms if _ridge(algorithms.get_algorithm(name))), None)
 
     def settings(self) -> dict[str, Any]:
         """The settings as JSON (``comparison.json``)."""
@@ -139,7 +154,7 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
     from tff_esn import runtime
 
     rows = []
-    units = run_for("incfed", data, pipeline, seed=seed).config.reservoir.units
+    units = run_for(comparison.algorithms[0], data, pipeline, seed=seed).record["units"]["value"]
     for name in (r for r in comparison.reservoirs if r != "esnfed"):
         reservoir, settings = reservoir_settings(name, units)
         for algorithm in comparison.algorithms:
@@ -152,16 +167,16 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
             if resolved.tff:
                 runtime.ensure_context()
             record = algorithms.run_algorithm(resolved, data, split)
-            rows.append({"data": label, "reservoir": reservoir, "algorithm": DISPLAY.get(algorithm, algorithm),
+            rows.append({"data": label, "reservoir": reservoir, "algorithm": algorithm,
                          "seed": seed, "accuracy": record["test"]["accuracy"], "seconds": record["seconds"]})
-            if name == "random" and algorithm == "incfed" and "esnfed" in comparison.reservoirs:
-                l2 = record["l2_selection"]["l2"]  # and the state mode IncFed chose
+            if name == "random" and algorithm == comparison.ridge and "esnfed" in comparison.reservoirs:
+                l2 = record["l2_selection"]["l2"]  # and the state mode it chose
                 chosen = (record.get("selection") or {}).get("state_mode", config.state_mode)
                 config = dataclasses.replace(config, state_mode=chosen)
                 for kind in ESNFED_TOPOLOGIES:
                     started = time.perf_counter()
                     accuracy = esnfed_accuracy(kind, data, split, config, l2, seed)
-                    rows.append({"data": label, "reservoir": f"esnfed {kind}", "algorithm": "IncFed", "seed": seed,
+                    rows.append({"data": label, "reservoir": f"esnfed {kind}", "algorithm": algorithm, "seed": seed,
                                  "accuracy": accuracy, "seconds": time.perf_counter() - started})
     return rows
 

@@ -44,7 +44,7 @@ def check_run(run: ResolvedRun, dataset: SequenceDataset, split: Split, *,
             :func:`check_state_mode`.
         MemoryLimitError: the estimate exceeds the machine's memory.
     """
-    check_split(dataset, split, federated=not run.algorithm.pooled, test_required=test_required)
     check_washout(run.config, dataset)
     check_state_mode(run.config, dataset)
+    check_split(dataset, split, federated=not run.algorithm.pooled, test_required=test_required)
     return check_memory(run.config, dataset, split, tff=run.tff)

@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from tff_esn.data.errors import DataError
+from tff_esn.launch import RequestError
 from tff_esn.runtime import WorkerError, install_exit_hooks
 from tff_esn.validation import SEED_MAX, is_count, is_finite, is_seed
 
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parses ``argv`` and runs the command; bad input exits with code 2 and a one-line message.
 
-    Bad input is a :class:`UsageError` or a :class:`~tff_esn.data.errors.DataError`; a failed worker or a
+    Bad input is a :class:`UsageError`, a :class:`~tff_esn.launch.RequestError` or a
+    :class:`~tff_esn.data.errors.DataError`; a failed worker or a
     full disk is one line with code 1; any other exception keeps its traceback.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported by a command
@@ -128,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_exit_hooks()
     try:
         return call_command(args)
-    except (UsageError, DataError) as err:
+    except (UsageError, RequestError, DataError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2
     except WorkerError as err:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from tff_esn.cli import UsageError
 from tff_esn.cli.partition import partitioner
-from tff_esn.cli.run import default_pipeline, default_split, source_options
+from tff_esn.cli.run import source_options
+from tff_esn.defaults import default_pipeline, default_split
 
 DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
 PROFILE_NAMES = ("quick", "full")
@@ -51,8 +52,7 @@ def _compare(args: argparse.Namespace) -> int:
     comparisons = []
     for source in sources:  # every source's settings checked before the first run
         pipeline = args.pipeline or default_pipeline(source)
-        options = source_options(argparse.Namespace(**{**vars(args), "data": source, "squared_inputs": False}),
-                                 pipeline)
+        options = source_options(argparse.Namespace(**{**vars(args), "data": source}))
         try:
             comparisons.append(Comparison(source, pipeline, args.split or default_split(source, pipeline),
                                           **{k: getattr(profile, k) if getattr(args, k) is None else getattr(args, k)

@@ -2,7 +2,7 @@
 
 Help, choices and default come from the field; a boolean is ``--name`` or ``--no-name`` (both when its own-data
 default differs), ``none`` sets an optional one to ``None``. :data:`GIVEN` records which settings were given
-(:func:`run_of`).
+(:func:`given`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tff_esn.algorithms import Algorithm, ResolvedRun, resolve_run
+from tff_esn.algorithms import Algorithm
 from tff_esn.cli import UsageError
 from tff_esn.defaults import OWN_DATA_SOURCES
 from tff_esn.settings import Setting
 
 GIVEN = "given_settings"
 """The namespace attribute holding the names of the settings given on the command line."""
-SHARED = ("out", "cache_dir")
-"""Data and output flags that are settings of some configs too (the federated runs' ``out`` and ``cache_dir``)."""
 
 
 class _Given(argparse.Action):
@@ -105,31 +103,18 @@ def given(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in sorted(getattr(args, GIVEN, ()))}
 
 
-def read_hparams(path: str, known: Iterable[str]) -> dict[str, Any]:
-    """The flat JSON object in ``path``; keys that are not among ``known`` settings are a :class:`UsageError`."""
+def read_hparams(path: str | None, known: Iterable[str] | None = None) -> dict[str, Any]:
+    """The flat JSON object in ``path`` (``{}`` without one); keys not among ``known`` are a :class:`UsageError`."""
+    if path is None:
+        return {}
     try:
         values = json.loads(Path(path).expanduser().read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise UsageError(f"--hparams: cannot read a JSON object from {path}: {err}") from None
     if not isinstance(values, dict):
         raise UsageError(f"--hparams: expected a JSON object in {path}, got {type(values).__name__}.")
-    unknown = sorted(set(values) - set(known))
+    unknown = sorted(set(values) - set(known if known is not None else values))
     if unknown:
         raise UsageError(f"--hparams: unknown key(s) {unknown} in {path}; the settings of this algorithm are "
                          "its flags' names with '_'.")
     return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-
-
-def run_of(algo: Algorithm, args: argparse.Namespace, file: Mapping[str, Any] = {},
-           pipeline: str | None = None) -> ResolvedRun:
-    """``algo``'s run on ``args.data`` read with ``pipeline`` (:func:`tff_esn.algorithms.resolve_run`): the flags
-    given (the :data:`SHARED` ones when set) over ``file``'s settings (``--hparams``) over the source's (and
-    ``--task``'s) defaults over the class defaults. A config that refuses them is a :class:`UsageError`."""
-    settings = algo.settings()
-    shared = {k: getattr(args, k, None) for k in SHARED}
-    flags = {**{k: v for k, v in shared.items() if k in settings and v is not None}, **given(args)}
-    try:
-        return resolve_run(algo, args.data, ("file", {k: v for k, v in file.items() if k in settings}),
-                           pipeline=pipeline, task=getattr(args, "task", None), **flags)
-    except (TypeError, ValueError) as err:
-        raise UsageError(str(err)) from None

@@ -4,10 +4,6 @@ partitioners (:mod:`tff_esn.data.partition`) are imported when the flags are par
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from tff_esn.cli import UsageError
-from tff_esn.data.errors import DataError
 
 
 def partitioner(text: str) -> str:
@@ -42,23 +38,3 @@ def add_partition_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument("--partition-groups", type=_groups, default=("train",), metavar="G,G",
                        help="split groups --partition deals anew: train (the default) and val and/or test, each "
                             "into --clients clients (otherwise they keep their own clients)")
-
-
-def partitioned(args: argparse.Namespace, dataset: Any, split: Any) -> tuple[Any, Any, dict[str, Any]]:
-    """``(dataset, split, record)`` after ``args.partition`` with ``args.clients`` (seed ``args.seed``);
-    the record goes into ``metrics.json["partition"]``."""
-    from tff_esn.data.partition import Partitioner, partition_dataset
-
-    natural = Partitioner.parse(args.partition).kind == "natural"
-    if natural != (args.clients is None):
-        raise UsageError("--clients: give it with a --partition other than natural (e.g. --partition iid "
-                         "--clients 20), and only then.")
-    if natural and set(args.partition_groups) != {"train"}:
-        raise UsageError("--partition-groups: needs a --partition other than natural.")
-    try:
-        return partition_dataset(dataset, split, args.partition, args.clients, seed=args.seed,
-                                 groups=args.partition_groups)
-    except DataError:
-        raise
-    except ValueError as err:
-        raise UsageError(str(err)) from None

@@ -8,7 +8,7 @@ from tff_esn import runtime
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--workers HOST:PORT,...`` and ``--worker-timeout SECONDS`` (use with :func:`context_from_args`)."""
+    """``--workers HOST:PORT,...`` and ``--worker-timeout SECONDS``."""
     g = parser.add_argument_group("TFF workers")
     g.add_argument("--workers", type=_workers_argument, default=None, metavar="HOST:PORT,...",
                    help="run the federated computations on these TFF workers (started with "
@@ -22,13 +22,3 @@ def _workers_argument(text: str) -> list[str]:
         return runtime.parse_workers(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def context_from_args(args: argparse.Namespace, *, prestart: bool = False):
-    """:func:`tff_esn.runtime.ensure_context` with the flags of :func:`add_worker_arguments` (local when absent;
-    ``prestart``: a new local worker starts at once)."""
-    workers = getattr(args, "workers", None)
-    timeout = getattr(args, "worker_timeout", runtime.DEFAULT_TIMEOUT)
-    if workers is None and runtime.current_workers() is None:
-        return runtime.ensure_context(timeout=timeout, prestart=prestart)
-    return runtime.ensure_context(workers, timeout=timeout, force=workers is None, prestart=prestart)

@@ -1,0 +1,50 @@
+"""The one line ``tff-esn run`` prints for a run's ``metrics.json`` record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def summary_line(record: dict, path: Path) -> str:
+    """``ALGO on DATA: test accuracy … f1 … (random …) | up … down … floats/client × rounds | … s →
+    path``; a real-valued task shows NRMSE, RMSE and R² beside its baselines' NRMSE."""
+    test = record.get("test") or record.get("val") or record.get("train") or {}
+    comm = record["communication"]
+
+    def fmt(value) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    def count(value: float) -> str:
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+    which = "test" if record.get("test") else "val" if record.get("val") else "train"
+    baselines = record.get("baselines") or {}
+    if "nrmse" in test:
+        versus = "".join(f", {key.replace('_', ' ')} {fmt(((baselines.get(key) or {}).get(which) or {}).get('nrmse'))}"
+                         for key in ("persistence", "training_mean", "lagged_ridge")
+                         if (baselines.get(key) or {}).get(which))
+        quality = f"{which} nrmse {fmt(test.get('nrmse'))} rmse {fmt(test.get('rmse'))} r2 {fmt(test.get('r2'))} " \
+                  f"({versus[2:]})"
+    else:
+        versus = "".join(f", {label} {fmt(((baselines.get(key) or {}).get(which) or {}).get('accuracy'))}"
+                         for key, label in (("majority", "majority"),
+                                            ("logistic_regression", "logistic regression"))
+                         if (baselines.get(key) or {}).get(which))
+        quality = (f"{which} accuracy {fmt(test.get('accuracy'))} f1_macro {fmt(test.get('f1_macro'))} "
+                   f"(random {fmt(test.get('random_baseline_accuracy'))}{versus})")
+    return (
+        f"{record['algorithm']} on {record['data']}: {quality} | "
+        f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
+        f"{comm['rounds']} round(s) | {record['seconds']:.1f} s{_privacy_note(record.get('privacy') or {})} → {path}"
+    )
+
+
+def _privacy_note(privacy: dict) -> str:
+    """`` | ε … NOT PRIVATE (reasons)`` of a DP run's summary line (empty without DP)."""
+    if privacy.get("mechanism", "none") == "none":
+        return ""
+    eps = "∞" if privacy.get("epsilon") is None else f"{privacy['epsilon']:.3g}"
+    note = f" | DP ε {eps} δ {privacy.get('delta')}"
+    if not privacy.get("private", True):
+        note += f" NOT PRIVATE ({'; '.join(privacy.get('not_private_reasons', []))})"
+    return note

@@ -1,0 +1,147 @@
+"""A run request carried out: ``tff-esn run`` and library users launch a run through :func:`launch`.
+
+It resolves the run once, checks the run folder and the source's memory before the data loads, loads,
+splits and partitions the data, runs the algorithm (checks once, TFF's context when the run needs it)
+and writes ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tff_esn.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
+from tff_esn.data.errors import DataError
+from tff_esn.run_warnings import RunWarning, merged, recording
+
+if TYPE_CHECKING:
+    from tff_esn.data.sequences import SequenceDataset, Split
+
+SHARED = ("out", "cache_dir")
+"""Request fields that are settings of some configs too (the federated runs' ``out`` and ``cache_dir``)."""
+
+
+class RequestError(ValueError):
+    """A request that cannot run as asked (a setting, the data, the run folder or the memory): one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """One run as asked.
+
+    Attributes:
+        algorithm: a registered algorithm's name.
+        out: the run folder; ``metrics.json`` is written there.
+        data: the source (``synthetic-wesad``, ``npz:FILE``, ``ts:DIR/NAME``, ``narma10``, …).
+        layers: ``(origin, {setting: value})``, the first wins (``flag`` over ``file``); ``pipeline`` and
+            ``split`` among them choose how the source is read and split.
+        options: ``load_source``'s options (``task``, ``ragged``, ``missing``, ``squared``, a series' own).
+        train_fraction: fraction of the training clients used.
+        partition: how the training clients' sequences are dealt (``natural``: the data's own clients).
+        clients: clients per dealt group of ``partition``.
+        partition_groups: split groups ``partition`` deals anew.
+        cache_dir: cache of generated and preprocessed data.
+        force: overwrite an earlier run in ``out``.
+        test_required: refuse a split without test clients.
+        workers: TFF workers (``HOST:PORT``) of a run that executes TFF (``None``: one local worker).
+        worker_timeout: seconds a worker may stay silent.
+        cli: the command line's other flags, recorded under ``metrics.json["cli"]``.
+    """
+
+    algorithm: str
+    out: str | Path
+    data: str = "synthetic-wesad"
+    layers: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    train_fraction: float = 1.0
+    partition: str = "natural"
+    clients: int | None = None
+    partition_groups: tuple[str, ...] = ("train",)
+    cache_dir: str | None = None
+    force: bool = False
+    test_required: bool = True
+    workers: Sequence[str] | None = None
+    worker_timeout: float | None = None
+    cli: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def resolved(request: RunRequest) -> ResolvedRun:
+    """``request``'s run (:func:`~tff_esn.algorithms.resolve_run`): its layers, and its ``out`` and
+    ``cache_dir`` where they are settings, over the source's defaults."""
+    algo = get_algorithm(request.algorithm)
+    shared = {k: str(v) for k in SHARED if k in algo.settings() and (v := getattr(request, k)) is not None}
+    return resolve_run(algo, request.data, ("flag", shared), *request.layers,
+                       task=getattr(request.options.get("task"), "kind", None))
+
+
+def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
+    """Carries out ``request`` and returns its ``metrics.json`` record and path.
+
+    Raises:
+        RequestError: before any work, for what the request asks that cannot run.
+        DataError: data the algorithm does not take or a split that would mislead.
+    """
+    from tff_esn import runtime
+    from tff_esn.data.checks import check_split
+    from tff_esn.data.partition import partition_dataset
+    from tff_esn.data.pipelines import PIPELINES
+    from tff_esn.data.sequences import npz_stand_in
+    from tff_esn.data.sources import load_source, source_layout
+    from tff_esn.data.splits import get_split
+    from tff_esn.io import write_json_atomic
+    from tff_esn.memory import MemoryLimitError, check_memory
+    from tff_esn.run_folder import check_run_folder, clear_run
+
+    with recording() as said:
+        try:
+            run = resolved(request)
+            config, own = run.config, run.record["pipeline"]["value"] is None
+            if request.workers is not None and not run.tff:
+                raise ValueError(f"--workers: {request.algorithm} with these settings runs no TFF computation "
+                                 "(numpy or sim backend, or no federated computation at all); drop --workers, or "
+                                 "give --backend tff.")
+            squares = [n for n, cls in sorted(PIPELINES.items()) if "squared" in cls.__dataclass_fields__]
+            if request.options.get("squared") and (own or run.pipeline not in squares):
+                raise ValueError(f"--squared-inputs: applies to the pipelines {', '.join(squares)}, got "
+                                 f"{'an npz:FILE source' if own else '--pipeline ' + run.pipeline}.")
+            out = check_run_folder(request.out, force=request.force, resume=getattr(config, "resume", False),
+                                   rounds=getattr(config, "rounds", None), resumable=hasattr(config, "resume"))
+            layout = source_layout(request.data, **request.options)
+            if layout is not None:  # own data: its memory before its values load
+                check_memory(config, layout, tff=run.tff)
+
+            def dealt(dataset: SequenceDataset) -> tuple[SequenceDataset, Split, dict]:
+                seed = getattr(run.config, "seed", 0)
+                split = get_split(run.split, dataset, train_fraction=request.train_fraction, seed=seed)
+                return partition_dataset(dataset, split, request.partition, request.clients, seed=seed,
+                                         groups=request.partition_groups)
+
+            stand_in = npz_stand_in(request.data[4:]) if request.data.startswith("npz:") else None
+            if stand_in is not None:  # an npz's split, before its values load
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RunWarning)
+                    check_split(*dealt(stand_in)[:2], federated=not run.algorithm.pooled,
+                                test_required=request.test_required)
+            dataset, split, partition = dealt(load_source(request.data, run.pipeline, cache_dir=request.cache_dir,
+                                                          **request.options))
+        except DataError:
+            raise
+        except (TypeError, ValueError) as err:
+            raise RequestError(str(err)) from None
+
+    def start(run: ResolvedRun) -> None:  # once the run's checks pass
+        if request.force:
+            clear_run(out)
+        if run.tff:  # no workers given: a local worker, a fresh one after other workers
+            fresh = request.workers is None and runtime.current_workers() is not None
+            runtime.ensure_context(request.workers, timeout=request.worker_timeout, force=fresh, prestart=True)
+
+    try:
+        record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start)
+    except MemoryLimitError as err:
+        raise RequestError(str(err)) from None
+    record.update(partition=partition, warnings=merged(said, record["warnings"]), cli=dict(request.cli))
+    return record, write_json_atomic(out / "metrics.json", record)
