@@ -54,8 +54,6 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.accepted_clients": (SELECTION, _SELECTION),
     "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
     "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
-    "extra.ip_rounding_sensitivity": (WITHHELD, "IP's rounding sensitivity on a training client: "
-                                      + _TRAINING_RECORDS),
     "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
     "extra.gain_*": (COVERED, "FedIP's gains: post-processing of the DP (Δg, Δb) rounds"),
     "extra.bias_mean": (COVERED, "FedIP's biases: post-processing of the DP (Δg, Δb) rounds"),
