@@ -1,12 +1,8 @@
 """FedIP Table 2: IncFed vs FedIP + IncFed at 25–100 % training users, three retrainings.
 
-FedIP §3: WESAD (chunks of 700, 9-3-3 users) and HHAR (Nexus 4, chunks of 400, 5-2-2);
-FedIP adapts the reservoir's gain and bias by intrinsic plasticity federated with FedAvg
-(Alg. 1), then the readout is learned by IncFed; IncFed alone uses the unadapted
-reservoir. Each cell runs the registry's ``incfed`` and ``fedip`` algorithms; retraining r
-draws the reservoir with seed ``seed + r``. The paper selects each configuration by a
-30-trial random search over its Table 1; here the hyperparameters are fixed values inside
-those ranges (``Settings``; ``tff-esn tune fedip-wesad`` runs the search).
+Each cell runs the registry's ``incfed`` and ``fedip`` on WESAD and HHAR (FedIP §3); retraining r draws
+the reservoir with seed ``seed + r``. The hyperparameters are fixed inside FedIP Table 1's ranges
+(``tff-esn tune fedip-wesad`` runs the search); :func:`rounding_sensitivity` flags IP runs decided by rounding.
 """
 
 from __future__ import annotations

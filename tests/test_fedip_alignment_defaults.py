@@ -11,7 +11,7 @@ from tff_esn.algorithms import run_algorithm
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.closed_form.configs import DEFAULT_ALPHA
+from tff_esn.closed_form.configs import DEFAULT_ALPHA, FedIPConfig
 from tff_esn.closed_form.heterogeneous import align, client_weights
 from scripts.fedip_table import ROUNDING_SENSITIVITY, ip_sensitivity, rounding_sensitivity
 from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
@@ -61,8 +61,8 @@ def test_state_scaled_l2_moves_lambda_with_the_state_variance():
     # scaling the states by c scales λ by c²; an offset added to every state does not count
     scaled = [RidgeStats.from_states(0.1 * states + 5.0, targets, bias=True)]
     assert state_scaled_l2(1e-3, initial, scaled) == pytest.approx(1e-5, rel=1e-9)
-    with pytest.raises(ValueError, match="bias"):
-        state_scaled_l2(1e-3, [RidgeStats.from_states(states, targets)], [RidgeStats.from_states(states, targets)])
+    with pytest.raises(ValueError, match="l2_scale.*readout bias"):
+        FedIPConfig(readout_bias=False)
 
 
 def test_fedip_with_defaults_learns_where_incfed_learns(tmp_path):

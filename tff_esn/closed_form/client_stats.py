@@ -17,8 +17,6 @@ def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
     if not stats:
         raise ValueError("clients: no client statistics to aggregate.")
     for i, s in enumerate(stats):
-        if not isinstance(s, RidgeStats):
-            raise TypeError(f"clients[{i}]: expected RidgeStats, got {type(s).__name__}.")
         if s.n == 0:
             raise ValueError(f"clients[{i}]: empty client (no states); drop it or give it data.")
         if s.A.shape != stats[0].A.shape or s.bias != stats[0].bias:

@@ -1,9 +1,7 @@
 """Per-client reservoir states and ridge statistics (IncFed eqs. 6–7), computed once and reused.
 
-A :class:`Harvester` caches them per (reservoir, client), so the runs of one reservoir (and a λ sweep)
-share one harvest; the clients asked for together share numpy batches, sorted by length and padded
-to each batch's longest, with the statistics kept per client; one ``all`` pass
-also keeps the mean and last states, which the ``mean``/``last`` harvesters adopt (:meth:`Harvester.adopt`).
+A :class:`Harvester` caches them per (reservoir, client); clients asked for together share length-sorted
+numpy batches, and one ``all`` pass also keeps the mean and last states (:meth:`Harvester.adopt`).
 """
 
 from __future__ import annotations
@@ -53,8 +51,6 @@ class Harvester:
     """
 
     def __init__(self, dataset: SequenceDataset, spec: StateSpec, *, batch_size: int = HARVEST_BATCH):
-        if batch_size < 1:
-            raise ValueError(f"batch_size: expected an integer ≥ 1, got {batch_size!r}.")
         self.dataset = dataset
         self.spec = spec
         self.batch_size = batch_size
@@ -171,8 +167,6 @@ class Harvester:
         Clients with per-step labels of different lengths cannot share a padded batch and
         run in one pool per length."""
         self._check(weights)
-        if not all(len(c) for c, w in zip(clients, with_stats) if w):
-            raise ValueError("harvest: a client has no sequences; a client needs at least one state.")
         pools: dict[int, list[int]] = {}
         for i, c in enumerate(clients):
             pools.setdefault(c.x.shape[1] if c.per_step else -1, []).append(i)
@@ -232,7 +226,5 @@ class Harvester:
         """Readout outputs (m, N_Y) and labels (m,) over the clients ``ids`` (IncFed eq. 2)."""
         self.cache(weights, ids, stats=())
         feats = [self.features(weights, cid) for cid in ids]
-        if not feats:
-            raise ValueError("scores: no clients to evaluate.")
         states = np.concatenate([f.states for f in feats])
         return predict(readout, states, bias=self.spec.readout_bias), np.concatenate([f.labels for f in feats])

@@ -2,8 +2,7 @@
 
 Clients send ``A_c = Y_cᵀ S_c``, ``B_c = S_cᵀ S_c`` (eqs. 6–7); the server sums (eqs. 8–9) and solves
 ``W = A (B + λI)⁻¹`` (eq. 10), the centralized readout (eq. 3) for any partition. λ is added once at the
-server (``per_client=True``: per client, as eq. 7). Entry points: :func:`fit_incfed` (numpy),
-:func:`federate_stats_tff`, :func:`federate_tff` (TFF), :func:`stream_incfed` (subrounds), :func:`run_incfed`.
+server (``per_client=True``: per client, as eq. 7).
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.privacy.closed_form import stats_sections
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
 from tff_esn.run_warnings import warn
+from tff_esn.validation import is_count
 from tff_esn.runtime import load_tff
 
 tf = LazyModule("tensorflow")
@@ -50,8 +50,6 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
     """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
     the readout's targets (one-hot classes or real values) shaped for the state mode ((n, C) or
     (n, T − washout, C))."""
-    if len(client) == 0:
-        raise ValueError("clients: empty client (no sequences).")
     if steps is None and client.ragged:
         raise ValueError("clients: sequences of unequal length need their lengths in the computation "
                          "(federate_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
@@ -250,19 +248,9 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
                  l2: float, *, per_client: bool = False, batch_size: int = 256,
                  aggregation: StatsAggregation | None = None) -> IncFedOutcome:
     """IncFed through TFF, the clients harvesting inside the computation: the readout ``W``
-    (N_Y, N_F) the clients received, with an optional privacy ``aggregation``.
-
-    Raises ``ValueError`` for no, empty or mismatched clients and
-    :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` for a singular system.
-    """
-    if not clients:
-        raise ValueError("clients: no clients to federate.")
-    if not np.isfinite(l2) or l2 < 0:
-        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
-    features = {c.x.shape[2] for c in clients}
-    if len(features) != 1:
-        raise ValueError(f"clients: sequences must share the number of features, got {sorted(features)}.")
-    n_inputs = features.pop()
+    (N_Y, N_F) the clients received, with an optional privacy ``aggregation``; a singular system
+    at ``l2 = 0`` raises :class:`~tff_esn.esn.ridge.SingularSystemError`."""
+    n_inputs = clients[0].x.shape[2]
     if n_inputs != weights.n_inputs:
         raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
     steps = max(c.x.shape[1] for c in clients)
@@ -275,8 +263,6 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
                                     weights.activation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
-    if aggregation is not None and aggregation.clients != len(clients):
-        raise ValueError(f"aggregation: configured for {aggregation.clients} clients, got {len(clients)}.")
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
     w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
@@ -284,18 +270,8 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
 
 
 def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10.
-
-    Raises ``ValueError`` for no or mismatched clients and
-    :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` for a singular system.
-    """
-    if not stats:
-        raise ValueError("stats: no clients to federate.")
-    if not np.isfinite(l2) or l2 < 0:
-        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
-    kinds = sorted({(s.A.shape, s.bias) for s in stats})
-    if len(kinds) != 1:
-        raise ValueError(f"stats: clients differ in (A shape, readout bias): {kinds}.")
+    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10."""
+    stats = check_clients(stats)
     n_outputs, n_features = stats[0].A.shape
     comp = build_incfed_stats_computation(n_outputs, n_features, per_client)
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
@@ -347,10 +323,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 
     Each TFF client carries a block of ``clients_per_call`` consecutive clients, one dataset whose
     statistics are the sum of theirs (eqs. 8–9); λ per client counts the source's clients. Every client
-    must have the same (T, F). Raises ``ValueError``, :class:`~tff_esn.esn.ridge.SingularSystemError`
-    (``l2 = 0``) or :class:`~tff_esn.runtime.WorkerError`.
-    """
-    if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
+    must have the same (T, F)."""
+    if not is_count(clients_per_call, 1):
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
@@ -363,8 +337,6 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
             raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]} and "
                              f"labels of the same kind; subround from client {first} differs.")
         (steps, n_inputs), per_step, n_classes = key
-        if n_inputs != weights.n_inputs:
-            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
         comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
                                           per_step, weights.layers, weights.readout_from, weights.activation)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]

@@ -62,7 +62,6 @@ def with_bias_index(units: np.ndarray, stats: RidgeStats) -> np.ndarray:
 
 def select_important(stats: RidgeStats, tau: float) -> np.ndarray:
     """Sorted unit indices ``{i : I_i ≥ 1 − τ}`` of the scaled importance over the units (pFedRR §2)."""
-    check_tau(tau)
     units = n_units(stats)
     return np.flatnonzero(squared_row_importance(stats.B[:units, :units]) >= 1.0 - tau)
 
@@ -70,7 +69,6 @@ def select_important(stats: RidgeStats, tau: float) -> np.ndarray:
 def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consistent") -> RidgeStats:
     """``(A_c D, B_c ⊙ (M_S + I))`` (consistent) or ``(A_c, B_c ⊙ (M_S + I))`` (literal, pFedRR eq. 2)
     for the selected ``features`` (unit indices, plus the bias index when kept)."""
-    check_reading(reading)
     keep = np.zeros(stats.n_features, dtype=bool)
     keep[np.asarray(features, dtype=np.int64)] = True
     mask = np.outer(keep, keep) | np.eye(stats.n_features, dtype=bool)
@@ -139,9 +137,6 @@ def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: in
 
     R-pFedRR's client i draws with seed ``(seed, i)``; ``aggregate`` is the server's sum (plain or secure).
     """
-    stats = check_clients(stats)
-    check_tau(tau)
-    check_reading(reading)
     parts = [client_parts(s, tau, seed, i, reading, random=random) for i, s in enumerate(stats)]
 
     def solve(items):

@@ -1,9 +1,8 @@
 """Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α.
 
-Chosen on the validation clients, else on folds carved from the training data, by the exact fold readout
-``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ; one
-training harvest serves every state mode of a reservoir. Nothing is chosen without validation data or under
-privacy. Imports neither numpy nor TensorFlow.
+Chosen on the validation clients, else on folds carved from training, by the exact fold readout
+``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ. Nothing is chosen without validation data or
+under privacy. Imports neither numpy nor TensorFlow.
 """
 
 from __future__ import annotations
@@ -65,16 +64,12 @@ def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_c
         return accuracy(labels, predicted)
     if objective == "balanced_accuracy":
         return balanced_accuracy(labels, predicted, n_classes)
-    if objective == "f1_macro":
-        return f1_scores(labels, predicted, n_classes)[0]
-    raise ValueError(f"objective: expected one of {OBJECTIVES}, got {objective!r}.")
+    return f1_scores(labels, predicted, n_classes)[0]
 
 
 def chosen_l2(scores: Sequence[float]) -> int:
     """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ
     (the smoother readout: with few validation sequences neighbouring λ often tie)."""
-    if not scores:
-        raise ValueError("chosen_l2: no validation scores (empty λ grid).")
     best = max(scores)
     return max(i for i, v in enumerate(scores) if v == best)
 
@@ -131,8 +126,6 @@ class L2Choice:
 def on_validation(grid: Sequence[float], scores: Sequence[float], *, objective: str,
                   rule: str = "validation") -> L2Choice:
     """The :class:`L2Choice` of the best validation score over ``grid`` (:func:`chosen_l2`)."""
-    if len(grid) != len(scores):
-        raise ValueError(f"on_validation: {len(grid)} λ but {len(scores)} scores.")
     best = chosen_l2(list(scores))
     return L2Choice(float(grid[best]), rule, tuple(float(v) for v in grid), tuple(float(a) for a in scores),
                     objective)
@@ -156,7 +149,3 @@ class Candidate:
         return {"state_mode": self.state_mode, **self.reservoir, "best_l2": self.l2, "score": self.score}
 
 
-def best_candidate(candidates: Sequence[Candidate]) -> int:
-    """Index of the best score; a tie goes to the earlier candidate (the configured setting first)."""
-    best = max(c.score for c in candidates)
-    return min(i for i, c in enumerate(candidates) if c.score == best)

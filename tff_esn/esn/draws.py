@@ -1,9 +1,7 @@
 """Seeded draws of a reservoir's W_in, Ŵ and b (IncFed eq. 1; thesis §2.1), without TensorFlow.
 
-Each matrix comes from its own child generator of ``config.seed``, so Ŵ does not depend on
-the number of inputs. The Keras layer (:mod:`tff_esn.esn.layer`) and
-:meth:`~tff_esn.esn.weights.ReservoirWeights.from_config` draw through these functions, so both
-see one reservoir.
+Each matrix comes from its own child generator of ``config.seed`` (Ŵ does not depend on the inputs);
+the Keras layer and :meth:`~tff_esn.esn.weights.ReservoirWeights.from_config` both draw here.
 """
 
 from __future__ import annotations
@@ -94,8 +92,6 @@ def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
 
 def input_weights(config: ReservoirConfig, n_inputs: int) -> np.ndarray:
     """W_in (n_inputs, units), float32, uniform in ±input_scaling with the given connectivity."""
-    if n_inputs < 1:
-        raise ValueError(f"input_weights: n_inputs must be ≥ 1, got {n_inputs}.")
     w = _sparse_uniform(_child_rng(config.seed, 0), n_inputs, config.units, config.input_connectivity)
     return (w * config.input_scaling).astype(np.float32)
 

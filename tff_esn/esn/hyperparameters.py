@@ -202,8 +202,6 @@ class ReservoirConfig:
         """Layer ``index``'s own reservoir in a deep ESN: the per-layer settings, one layer, and the
         seed ``child_seed(seed, 5, index)`` for every layer after the first (the first layer is this
         reservoir's single-layer draw)."""
-        if not 0 <= index < self.layers:
-            raise ValueError(f"layer: expected an index in [0, {self.layers}), got {index!r}.")
         own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
         seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
         start = sum(self.layer_sizes[:index])

@@ -25,8 +25,6 @@ class RLSReadout:
     def __init__(self, n_features: int, n_outputs: int, l2: float, *, bias: bool = False):
         if not np.isfinite(l2) or l2 <= 0:
             raise ValueError(f"l2: RLS starts from P = I/λ and needs a finite λ > 0, got {l2!r}.")
-        if n_features < 1 or n_outputs < 1:
-            raise ValueError(f"n_features, n_outputs: expected ≥ 1, got {n_features}, {n_outputs}.")
         self.bias = bias
         self.P = np.eye(n_features) / l2
         self.W = np.zeros((n_outputs, n_features))

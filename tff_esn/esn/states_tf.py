@@ -1,10 +1,8 @@
-"""The reservoir's state equation in TensorFlow: one step, the batched time loop and the statistics
-accumulated inside it (the Keras layer, FedIP's plasticity loop, the IncFed client inside TFF).
+"""The reservoir's state equation in TensorFlow: one step, the batched time loop and its statistics.
 
-``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis
-eq. 2.1; FedIP eq. 1; f = tanh unless
-``activation`` says); ``gain=None`` is g = 1, exactly ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over
-time; padded sequences (``lengths``) give the numbers of each sequence run alone.
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis eq. 2.1;
+FedIP eq. 1); ``gain=None`` is ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over time; padded
+sequences (``lengths``) give the numbers of each sequence run alone.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
-from tff_esn.esn.hyperparameters import ACTIVATIONS, STATE_MODES, ReservoirConfig
+from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.validation import check_field, is_count
 
 if TYPE_CHECKING:
     from tff_esn.esn.layer import Reservoir
@@ -61,23 +62,9 @@ class ReservoirWeights:
             object.__setattr__(self, name, arr)
         if np.ndim(self.leaky):
             object.__setattr__(self, "leaky", tuple(float(a) for a in np.ravel(self.leaky)))
-            if len(self.leaky) != units:
-                raise ValueError(f"ReservoirWeights.leaky: expected one rate per unit ({units}), got "
-                                 f"{len(self.leaky)}.")
         object.__setattr__(self, "layers", tuple(int(n) for n in self.layers) if len(self.layers) > 1 else ())
-        if self.layers and (sum(self.layers) != units or min(self.layers) < 1):
-            raise ValueError(f"ReservoirWeights.layers: expected positive units summing to {units}, got "
-                             f"{self.layers}.")
-        if not 0 <= self.readout_from < units:
-            raise ValueError(f"ReservoirWeights.readout_from: expected a unit in [0, {units}), got {self.readout_from}.")
         if not isinstance(self.activation, str):
             object.__setattr__(self, "activation", tuple(self.activation))
-        names = (self.activation,) if isinstance(self.activation, str) else self.activation
-        if not set(names) <= set(ACTIVATIONS) or len(names) not in (1, units):
-            raise ValueError(f"ReservoirWeights.activation: expected one of {ACTIVATIONS} or one per unit ({units}).")
-        rates = np.asarray(self.leaky, np.float64)
-        if not np.all((rates > 0) & (rates <= 1)):
-            raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
@@ -166,10 +153,8 @@ class StateSpec:
     readout_bias: bool = True
 
     def __post_init__(self) -> None:
-        if self.state_mode not in STATE_MODES:
-            raise ValueError(f"state_mode: expected one of {STATE_MODES}, got {self.state_mode!r}.")
-        if not isinstance(self.washout, int) or self.washout < 0:
-            raise ValueError(f"washout: expected an integer ≥ 0, got {self.washout!r}.")
+        check_field(self, "state_mode", self.state_mode in STATE_MODES, f"one of {STATE_MODES}")
+        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
 
     def check(self, steps: int, per_step: bool) -> None:
         """Rejects a washout as long as the (shortest) sequence, and per-step labels with ``"mean"``."""

@@ -1,9 +1,8 @@
 """How a federated computation of ours sums the clients' statistics: the one place.
 
-:class:`StatsAggregation` is what happens between the clients' statistics and the solve (IncFed eqs. 8–9):
-clipping, Gaussian noise and ``tff.federated_sum`` or ``tff.federated_secure_sum_bitwidth`` (fixed point).
-:func:`lower_secure` swaps the secure intrinsics for TFF's reference bodies (native runtime);
-:class:`SecureRidgeSum` is the numpy algorithms' secure sum.
+:class:`StatsAggregation`: clipping, Gaussian noise and ``tff.federated_sum`` or the fixed-point
+``tff.federated_secure_sum_bitwidth`` (IncFed eqs. 8–9); :func:`lower_secure` swaps the secure
+intrinsics for TFF's reference bodies; :class:`SecureRidgeSum` is the numpy algorithms' secure sum.
 """
 
 from __future__ import annotations
@@ -40,10 +39,6 @@ class StatsAggregation:
     n_features: int
     dp: GaussianStats | None = None
     secure: FixedPoint | None = None
-
-    def __post_init__(self) -> None:
-        if self.secure is not None and self.secure.clients != self.clients:
-            raise ValueError(f"secure aggregation: encoding for {self.secure.clients} clients, run has {self.clients}.")
 
     @property
     def clip(self) -> float | None:
@@ -147,9 +142,6 @@ class SecureRidgeSum:
 
     def __call__(self, stats: Iterable[RidgeStats]) -> RidgeStats:
         stats = list(stats)
-        if len(stats) != self.secure.clients:
-            raise ValueError(f"secure aggregation: encoding for {self.secure.clients} clients, "
-                             f"got {len(stats)} client statistics.")
         values = [(s.A, s.B, np.float64(s.n)) for s in stats]
         comp = build_secure_sum(tuple(np.shape(v) for v in values[0]), self.secure)
         start = time.perf_counter()

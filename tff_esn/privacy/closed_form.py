@@ -1,9 +1,7 @@
 """What the privacy settings (:class:`~tff_esn.privacy.config.PrivacyConfig`) become for the closed form.
 
-``secure_aggregation`` sums the closed-form statistics with :mod:`tff_esn.privacy.secure_sum`
-(FedAvg/FedCurv: TFF's ``SecureSumFactory`` inside the mean, :mod:`tff_esn.privacy.learning`);
-``dp_epsilon`` or ``dp_noise_multiplier`` turns on the Gaussian mechanism. Every
-``metrics.json`` gets a ``privacy`` section (:data:`NO_PRIVACY` without DP).
+``secure_aggregation`` sums the statistics with :mod:`tff_esn.privacy.secure_sum`; ``dp_epsilon`` or
+``dp_noise_multiplier`` turns on the Gaussian mechanism; every ``metrics.json`` gets a ``privacy`` section.
 """
 
 from __future__ import annotations

@@ -42,8 +42,6 @@ class GaussianUpdates:
         accounting.check_noise_multiplier(self.noise_multiplier)
         accounting.check_delta(self.delta)
         check_clip(self.clip)
-        if not isinstance(self.clients, int) or self.clients < 1:
-            raise ValueError(f"clients: expected an integer ≥ 1, got {self.clients!r}.")
 
     @property
     def stddev_on_mean(self) -> float:

@@ -27,9 +27,6 @@ def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[l
     ``dp.clip`` must be at least √N_F (every reservoir state's norm; nothing to clip).
     Client c's noise is drawn from the seed pair ``(dp.seed, c)``.
     """
-    if dp.model != "local":
-        raise ValueError("a client's upload here depends on its data through its mask / completion too, so only "
-                         "each client noising its own statistics first is DP: use --dp-model local.")
     out, raised_total = [], 0
     for c, s in enumerate(stats):
         n_features = s.B.shape[0]

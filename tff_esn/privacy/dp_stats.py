@@ -58,12 +58,8 @@ class GaussianStats:
         accounting.check_noise_multiplier(self.noise_multiplier)
         accounting.check_delta(self.delta)
         check_clip(self.clip)
-        if not isinstance(self.states_per_record, int) or self.states_per_record < 1:
-            raise ValueError(f"states per record: expected an integer ≥ 1, got {self.states_per_record!r}.")
         if self.model not in MODELS:
             raise ValueError(f"dp model: expected one of {MODELS}, got {self.model!r}.")
-        if self.floor is not None and not (math.isfinite(self.floor) and self.floor >= 0):
-            raise ValueError(f"eigenvalue floor: expected a finite number ≥ 0, got {self.floor!r}.")
 
     @property
     def sensitivities(self) -> tuple[float, float, float]:

@@ -17,8 +17,6 @@ from scipy import stats
 
 def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
     """The two-sided ``1 − alpha`` Clopper–Pearson interval of a binomial proportion."""
-    if not 0 <= successes <= trials or trials < 1:
-        raise ValueError(f"clopper_pearson: expected 0 ≤ successes ≤ trials, trials ≥ 1, got {successes}/{trials}.")
     low = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
     high = 1.0 if successes == trials else float(stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
     return low, high

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from tff_esn.runtime import tff_patch
 from tff_esn.runtime.heartbeat import connect
 from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LOCK, LocalWorker, WorkerError
+from tff_esn.validation import is_finite
 
 _LAZY: list[LocalWorker] = []
 _STATE: dict[str, object] = {"context": None, "key": None}
@@ -158,8 +159,7 @@ def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float
     """
     import tensorflow_federated as tff
 
-    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool)
-                                or not timeout > 0):
+    if timeout is not None and not (is_finite(timeout) and timeout > 0):
         raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}.")
     workers = parse_workers(workers)
     with LOCK:
