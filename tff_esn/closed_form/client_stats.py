@@ -8,11 +8,7 @@ from tff_esn.esn.ridge import RidgeStats
 
 
 def check_clients(stats: Sequence[RidgeStats]) -> list[RidgeStats]:
-    """The clients' statistics as a list, checked for what every exact algorithm needs.
-
-    Raises ``ValueError`` for no clients, an empty client (no states) or clients whose
-    statistics have different shapes (different reservoir sizes or readout layouts).
-    """
+    """The clients' statistics as a list; ``ValueError`` for no clients, an empty client or mismatched shapes."""
     stats = list(stats)
     if not stats:
         raise ValueError("clients: no client statistics to aggregate.")

@@ -261,9 +261,7 @@ class AlignmentConfig(ReadoutConfig):
 
 
 def runs_tff(config: ReadoutConfig) -> bool:
-    """Whether a closed-form run executes TFF computations: the ``tff`` backend, any privacy
-    setting (secure aggregation and DP run inside TFF) or streaming subrounds; every other run
-    is numpy (and TensorFlow for the harvest) only."""
+    """Whether a closed-form run executes TFF computations: the ``tff`` backend, privacy settings or subrounds."""
     backend = getattr(config, "resolved_backend", getattr(config, "backend", "numpy"))
     return (backend == "tff" or config.privacy.requested
             or getattr(config, "subround_size", None) is not None)

@@ -42,10 +42,8 @@ def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
 
 def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
               layers: tuple[int, ...] = ()):
-    """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
-    one (g, b) update per time step, the mean over the sequences still running of the updates
-    on the net inputs and activations of the reservoir's own step
-    (:func:`~tff_esn.esn.states_tf.reservoir_step`; every layer's units of a deep ESN's ``layers``)."""
+    """Online IP through one batch of right-padded sequences: per time step, the mean (g, b) update over the
+    sequences still running (FedIP eqs. 2–3)."""
     projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
@@ -104,13 +102,8 @@ _ADAPTED_SIZE = 256
 
 
 def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
-    """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client's data (FedIP Alg. 1,
-    LocalIPUpdate).
-
-    The result is kept per reservoir content (:attr:`~tff_esn.esn.weights.ReservoirWeights.key`), client
-    inputs and ``cfg``: a repeated call — round 1 of FedIP starts every client from the seed's reservoir,
-    at every fraction of training clients of a table — returns the kept (g, b), which is what running
-    the same computation again gives."""
+    """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client (FedIP Alg. 1,
+    LocalIPUpdate), kept per reservoir, client inputs and ``cfg``."""
     key = (weights.key, _client_digest(client), cfg)
     if key in _ADAPTED:
         _ADAPTED.move_to_end(key)
@@ -126,11 +119,7 @@ def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg
 
 
 def adapt_layer(layer: Reservoir, client: ClientSequences, cfg: IPConfig) -> Reservoir:
-    """Runs IP on ``client``'s sequences and writes the adapted gain and bias into ``layer``.
-
-    The layer must have been created with ``use_gain=True`` (its gain is the IP gain g and
-    its bias the IP bias b) and be built; it is returned for chaining.
-    """
+    """Writes the IP-adapted gain and bias of ``client``'s sequences into a built ``use_gain`` layer."""
     if not layer.use_gain:
         raise ValueError("adapt_layer: the Reservoir needs use_gain=True to hold the IP gain.")
     adapted = intrinsic_plasticity(ReservoirWeights.from_layer(layer), client, cfg)
@@ -152,9 +141,7 @@ def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], c
 
 
 def state_spread(stats: Sequence[RidgeStats]) -> np.ndarray:
-    """Per-unit standard deviation of the readout's state features over the pooled samples,
-    ``sqrt(B_ii/n − (Σ s_i/n)²)``, from the summed statistics (the readout bias row of B holds
-    Σ s and n, so this is what IncFed already sends)."""
+    """Per-unit std ``sqrt(B_ii/n − (Σ s_i/n)²)`` of the state features, from the summed statistics' bias row."""
     total = RidgeStats.sum(list(stats))
     n = total.B[-1, -1]
     mean = total.B[-1, :-1] / n
@@ -162,10 +149,7 @@ def state_spread(stats: Sequence[RidgeStats]) -> np.ndarray:
 
 
 def state_scaled_l2(l2: float, initial: Sequence[RidgeStats], adapted: Sequence[RidgeStats]) -> float:
-    """``λ · v_adapted / v_initial``: λ moved from the unadapted reservoir's state scale to the
-    adapted one's (module docstring), where ``v`` is the total variance of the state features
-    (:func:`state_spread` squared and summed); the raw second moment would count the offset
-    IP's bias adds to every state as scale."""
+    """``λ · v_adapted / v_initial``, ``v`` the total variance of the state features (:func:`state_spread`)."""
     before = float(np.sum(state_spread(initial) ** 2))
     if not before > 0:
         raise ValueError("state_scaled_l2: the unadapted reservoir's states do not vary (variance 0).")
@@ -195,13 +179,8 @@ def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], p
 
 def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, secure: FixedPoint | None = None,
                         dp: GaussianUpdates | None = None):
-    """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
-
-    ``initialize() -> (g, b)@SERVER``; ``next((g, b), batches@CLIENTS)``: broadcast, local IP epochs, mean
-    weighted by the clients' sequences. With ``secure`` the clients send ``(n_c·g_c, n_c·b_c, n_c)`` and
-    ``next`` returns ``((g, b), clipped)``; with ``dp`` they send clipped updates, the server applies their
-    noisy unweighted mean, and ``next`` also takes the round index.
-    """
+    """FedIP (Alg. 1) as a ``tff.templates.IterativeProcess`` over (g, b): broadcast, local IP, the mean weighted
+    by the clients' sequences; ``secure`` also returns the clipped count, ``dp`` the noisy mean of clipped updates."""
     tff = load_tff()
 
     units, n_inputs = weights.units, weights.n_inputs

@@ -47,9 +47,7 @@ def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = Fal
 # --------------------------------------------------------------------------- TFF path
 def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
-    the readout's targets (one-hot classes or real values) shaped for the state mode ((n, C) or
-    (n, T − washout, C))."""
+    """A client's inputs (right-padded to ``steps`` when given) and its targets shaped for the state mode."""
     if steps is None and client.ragged:
         raise ValueError("clients: sequences of unequal length need their lengths in the computation "
                          "(federate_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
@@ -64,10 +62,7 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
                    clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
                    activation: str | tuple[str, ...] = "tanh"):
-    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), each padded
-    sequence counting its own steps and each row clipped to ``clip`` first (DP).
-    ``readout_from``: the first unit the readout sees; ``activation``: the units' f.
-    """
+    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), rows clipped first (DP)."""
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
                                          lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers,
@@ -77,9 +72,7 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], sp
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):
-    """``W = A (B + λI)⁻¹`` in float64 and a singularity flag: :func:`tff_esn.esn.ridge.solve_symmetric`'s rule
-    inside the computation (Cholesky above N·ε·e_max, else the pseudo-inverse and the flag).
-    """
+    """``W = A (B + λI)⁻¹`` in float64 and a singularity flag (:func:`tff_esn.esn.ridge.solve_symmetric`'s rule)."""
     size = tf.shape(b)[0]
     scale = l2 * clients if per_client else l2
     matrix = b + scale * tf.eye(size, dtype=tf.float64)
@@ -106,11 +99,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
                                    clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
                                    activation: str | tuple[str, ...] = "tanh"):
-    """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
-
-    ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64; the last element counts clients when summed;
-    ``readout_from``, ``activation``: the readout's first unit, the units' f.
-    """
+    """A client's ``(A_c, B_c, n_c, 1.0)`` in float64 as a TFF computation (IncFed eqs. 6–7), cached per shape."""
     tff = load_tff()
 
     f32 = np.float32
@@ -141,14 +130,9 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
                              layers: tuple[int, ...] = (), readout_from: int = 0,
                              activation: str | tuple[str, ...] = "tanh"):
-    """The IncFed federated computation for one data/reservoir shape (IncFed eqs. 6–10; cached per shape).
-
-    ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular,
-    n, clipped, eigenvalues_raised)@SERVER``: the clients harvest ``(A_c, B_c, n_c)`` from batches ``(x, t)``
-    (``(x, t, lengths)`` with ``ragged``), clipped and noised as ``aggregation`` says (``None``: plain
-    ``federated_sum``); ``reservoir = (kernel, recurrent, bias, gain)``, ``layers`` a deep ESN's units.
-    ``readout_from``: the readout's first unit; ``activation``: the units' f.
-    """
+    """IncFed as one TFF computation (eqs. 6–10), cached per shape: ``(reservoir@SERVER, datasets@CLIENTS,
+    l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped, eigenvalues_raised)@SERVER``,
+    the clients' statistics clipped and noised as ``aggregation`` says."""
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
@@ -175,13 +159,8 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
 @functools.lru_cache(maxsize=32)
 def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: bool = False,
                                    aggregation: StatsAggregation | None = None):
-    """IncFed's federation of client statistics ``(A_c, B_c, n_c, 1.0)`` (IncFed eqs. 8–10).
-
-    ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped,
-    eigenvalues_raised)@SERVER``: DP noise where the aggregation puts it, the sum of
-    :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server's solve with the eigenvalue floor.
-    Secure intrinsics are left in place.
-    """
+    """IncFed's federation of client statistics (eqs. 8–10): ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS)``
+    to :func:`build_incfed_computation`'s result."""
     tff = load_tff()
 
     agg = aggregation
@@ -230,10 +209,8 @@ class IncFedOutcome:
 
 
 def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
-    """The readout of an IncFed computation's result, after its checks: a singular server
-    system raises :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` and is recorded
-    as a RunWarning at ``l2 > 0`` (the pseudo-inverse readout, :func:`_server_solve`), and
-    the value broadcast to the clients (all-equal at CLIENTS) must be the server's."""
+    """The computation's readout: a singular system raises at ``l2 = 0`` and warns otherwise; the clients'
+    copy must equal the server's."""
     if singular and l2 == 0:
         raise SingularSystemError(singular_message(l2))
     if singular:
@@ -247,9 +224,7 @@ def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
 def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
                  l2: float, *, per_client: bool = False, batch_size: int = 256,
                  aggregation: StatsAggregation | None = None) -> IncFedOutcome:
-    """IncFed through TFF, the clients harvesting inside the computation: the readout ``W``
-    (N_Y, N_F) the clients received, with an optional privacy ``aggregation``; a singular system
-    at ``l2 = 0`` raises :class:`~tff_esn.esn.ridge.SingularSystemError`."""
+    """IncFed through TFF with the clients harvesting inside the computation: the readout the clients received."""
     n_inputs = clients[0].x.shape[2]
     if n_inputs != weights.n_inputs:
         raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
@@ -294,12 +269,7 @@ class StreamedIncFed:
 def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = (),
                                readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
-    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
-
-    The client computation is :func:`build_client_stats_computation`; the sum is
-    :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
-    privacy flags).
-    """
+    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9), no privacy."""
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
@@ -319,11 +289,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
                   subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False) -> StreamedIncFed:
-    """IncFed (IncFed eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients.
-
-    Each TFF client carries a block of ``clients_per_call`` consecutive clients, one dataset whose
-    statistics are the sum of theirs (eqs. 8–9); λ per client counts the source's clients. Every client
-    must have the same (T, F)."""
+    """IncFed (eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients, each TFF client a block
+    of ``clients_per_call`` clients of one (T, F)."""
     if not is_count(clients_per_call, 1):
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
@@ -355,12 +322,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 # --------------------------------------------------------------------------- the registry's run function
 def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
                    releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
-    """The IncFed readout of ``run``'s training clients under ``weights`` at λ = ``l2``, and its
-    ``privacy``/``secure_aggregation`` sections. With ``subround_size`` the clients are streamed
-    through TFF (:func:`stream_incfed`); with the ``tff`` backend and no privacy settings TFF
-    sums the Harvester's cached statistics (:func:`federate_stats_tff`); with privacy settings
-    the clients harvest, clip and add noise inside TFF (:func:`federate_tff`, DP met over
-    ``releases``); the ``numpy`` backend is :func:`fit_incfed`."""
+    """The IncFed readout of ``run``'s training clients at λ = ``l2`` and its privacy sections: streamed
+    subrounds, TFF's sum of the cached statistics, the clients harvesting with privacy inside TFF, or numpy."""
     config = run.config
     if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,

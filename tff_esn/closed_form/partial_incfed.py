@@ -29,12 +29,7 @@ PINV_RCOND = 1e-10
 
 
 def row_sum_importance(b: np.ndarray) -> np.ndarray:
-    """Partial IncFed's importance ``I = B 1`` (thesis eq. B.15, the row sums of the Fisher
-    matrix ``B``, eqs. B.11–B.14): how much each feature correlates with all the others.
-
-    Unscaled and signed; not pFedRR's squared rows
-    (:func:`~tff_esn.closed_form.pfedrr.squared_row_importance`).
-    """
+    """Partial IncFed's importance ``I = B 1`` (thesis eq. B.15), unscaled and signed."""
     return np.asarray(b, dtype=np.float64).sum(axis=1)
 
 
@@ -91,13 +86,8 @@ def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") 
 
 
 def solve_general(total: RidgeStats, l2: float) -> np.ndarray:
-    """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` (LU; no explicit inverse).
-
-    The singular-system rule of :func:`tff_esn.esn.ridge.solve_symmetric` for a general matrix: a
-    singular or ill-conditioned system raises :class:`SingularSystemError` when ``l2 = 0``
-    and otherwise is solved by least squares (the minimum-norm solution, singular values
-    below N·ε·largest dropped) with a recorded RunWarning.
-    """
+    """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` by LU; a singular system raises
+    :class:`SingularSystemError` at ``l2 = 0``, else is solved by least squares with a RunWarning."""
     matrix = total.regularized(l2)
     try:
         with warnings.catch_warnings():
@@ -131,14 +121,8 @@ def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int =
 def fit_partial_incfed(stats: Sequence[RidgeStats], k: int, alpha: float, l2: float, *, seed: int = 0,
                        mask: Mask = "nystrom",
                        aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PartialResult:
-    """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``.
-
-    ``"nystrom"`` and ``"block"`` are solved by Cholesky (:meth:`RidgeStats.solve`), ``"columns"`` by LU
-    (:func:`solve_general`); client i draws its exploration features from seed (seed, i). ``aggregate``
-    is the server's sum of eq. B.17 (plain, or :class:`tff_esn.privacy.aggregation.SecureRidgeSum`).
-    Under a secure sum the server never sees one client's k columns, so each client completes its own
-    statistics (Nyström) or zero-fills them (block, columns) and uploads them dense (N_F² + N_Y·N_F floats).
-    """
+    """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``, summed by
+    ``aggregate`` (plain or secure); client i draws its exploration features from seed (seed, i)."""
     stats = check_clients(stats)
     check_k_alpha(k, alpha, stats[0].n_features)
     selected = select_all(stats, k, alpha, seed=seed)

@@ -29,11 +29,7 @@ Reading = Literal["consistent", "literal"]
 
 
 def squared_row_importance(b: np.ndarray) -> np.ndarray:
-    """pFedRR's importance ``I_i = Σ_j B_ij²`` (eq. 5, the squared rows of the Fisher matrix
-    ``B``, eq. 4), min-max scaled to [0, 1]; all ones when constant.
-
-    Not Partial IncFed's ``B 1`` (:func:`~tff_esn.closed_form.partial_incfed.row_sum_importance`).
-    """
+    """pFedRR's importance ``I_i = Σ_j B_ij²`` (eq. 5), min-max scaled to [0, 1] (all ones when constant)."""
     values = np.square(np.asarray(b, dtype=np.float64)).sum(axis=1)
     span = values.max() - values.min()
     return np.ones_like(values) if span <= 0 else (values - values.min()) / span
@@ -132,11 +128,7 @@ class PFedRRResult(SelectedReadouts):
 def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0, per_client: bool = False,
                  reading: Reading = "consistent", random: bool = True,
                  aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> SelectedReadouts:
-    """I-pFedRR's readout and, with ``random``, R-pFedRR's, from one set of client statistics —
-    :func:`fit_pfedrr` without the exact readout (a τ sweep solves that once).
-
-    R-pFedRR's client i draws with seed ``(seed, i)``; ``aggregate`` is the server's sum (plain or secure).
-    """
+    """I-pFedRR's readout and, with ``random``, R-pFedRR's (client i draws with seed ``(seed, i)``)."""
     parts = [client_parts(s, tau, seed, i, reading, random=random) for i, s in enumerate(stats)]
 
     def solve(items):
@@ -186,11 +178,7 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
                   l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
-    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds.
-
-    Client number ``i`` of the stream draws its R- units with seed ``(seed, i)``, as in
-    :func:`fit_pfedrr`, so both give the same readouts on the same clients.
-    """
+    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds, the readouts of :func:`fit_pfedrr`."""
     check_tau(tau)
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
 

@@ -47,10 +47,7 @@ def rls_readout(run: Run, blocks: Iterable[tuple[np.ndarray, np.ndarray]], l2: f
 
 
 def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
-    """The registry's run function: the RLS readout passed through the training clients (module docstring).
-
-    λ is chosen on the batch ridge path of the same samples (:meth:`Run.exact_sweep`), the
-    readout RLS reaches: one online pass runs, at the chosen λ."""
+    """The RLS readout passed through the training clients at the λ chosen on the batch ridge path."""
     if config.l2 != "auto" and config.l2 <= 0:
         raise DataError(f"{dataset.source}: rls: λ must be > 0 (P starts at I/λ), got {config.l2}; give --l2 > 0.")
     run = Run(dataset, split, config, "rls")

@@ -94,18 +94,8 @@ def check_search(names: Any) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class L2Choice:
-    """The λ a run used and how it came about (``metrics.json``'s ``l2_selection``).
-
-    Attributes:
-        l2: the λ used.
-        rule: ``"given"`` (a number was set), ``"validation"`` (chosen on the validation
-            clients), ``"cross-validation"`` (on folds carved from training) or ``"default"``
-            (``auto`` with nothing to choose on: :data:`DEFAULT_L2`).
-        grid: the λ searched.
-        scores: the validation score at each λ of ``grid``.
-        objective: the score's name (:data:`OBJECTIVES`, or :data:`NEG_MSE` for real targets).
-        reason: why ``default`` was used.
-    """
+    """The λ a run used and how (``metrics.json``'s ``l2_selection``): ``rule`` is ``given``, ``validation``,
+    ``cross-validation`` or ``default`` (with its ``reason``); ``scores`` are the ``objective`` over ``grid``."""
 
     l2: float
     rule: str

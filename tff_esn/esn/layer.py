@@ -19,11 +19,7 @@ from tff_esn.esn.weights import ReservoirWeights
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class ReservoirInitializer(tf.keras.initializers.Initializer):
-    """Initializer drawing one part of a reservoir from a :class:`ReservoirConfig`.
-
-    ``part`` is ``"kernel"``, ``"recurrent_kernel"`` or ``"bias"``; the draw is a pure
-    function of the config (seeded), so a model clones and reloads identically.
-    """
+    """Draws one ``part`` of a reservoir from its config (seeded: a model clones and reloads identically)."""
 
     def __init__(self, part: str, config: dict[str, Any]):
         self.part = part
@@ -62,14 +58,8 @@ def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class Reservoir(tf.keras.layers.Layer):
-    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1).
-
-    Args:
-        config: a :class:`ReservoirConfig`, or ``None`` to build one from ``**hparams``.
-        state_mode: ``"last"`` (default), ``"mean"`` after ``washout``, or ``"all"``.
-        return_sequences: Keras spelling of ``state_mode="all"``.
-        use_gain: adds the intrinsic-plasticity gain g as a fourth weight (FedIP eq. 1).
-    """
+    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1), from ``config`` or
+    ``**hparams``; ``use_gain`` adds the IP gain g as a fourth weight (FedIP eq. 1)."""
 
     def __init__(
         self,

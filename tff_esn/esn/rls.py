@@ -13,14 +13,8 @@ from tff_esn.esn.ridge import with_bias
 
 
 class RLSReadout:
-    """An online ridge readout (module docstring).
-
-    Args:
-        n_features: N_F, the columns of a state row (the bias input included when ``bias``).
-        n_outputs: N_Y.
-        l2: λ > 0 (``P`` starts at ``I / λ``).
-        bias: append the constant-1 readout-bias input to every state row given to :meth:`update`.
-    """
+    """An online ridge readout (module docstring): ``P`` starts at ``I / λ`` (λ > 0); ``bias`` appends the
+    constant-1 input to every state row."""
 
     def __init__(self, n_features: int, n_outputs: int, l2: float, *, bias: bool = False):
         if not np.isfinite(l2) or l2 <= 0:

@@ -19,22 +19,9 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ReservoirWeights:
-    """The arrays of one reservoir (Keras layout) plus its leaking rate (IncFed eq. 1, FedIP eq. 1).
-
-    Attributes:
-        kernel: W_in (n_inputs, units) float32.
-        recurrent: Ŵ (units, units) float32.
-        bias: b (units,) float32.
-        gain: intrinsic-plasticity gain g (units,) float32 (ones when no IP).
-        leaky: leaking rate a ∈ (0, 1], one number or one per unit (a tuple of floats; an
-            array is turned into one).
-        layers: a deep ESN's units per layer (:func:`~tff_esn.esn.states_numpy.deep_step` says
-            where each layer's Ŵ and input weights sit in ``recurrent``); ``()`` for one reservoir.
-        readout_from: the first unit the readout sees (a deep ESN's last layer's first unit when
-            only the last layer is read out); 0: every unit.
-        activation: the nonlinearity f of every unit, or one per unit (a tuple of names of
-            :data:`~tff_esn.esn.hyperparameters.ACTIVATIONS`).
-    """
+    """The arrays of one reservoir in Keras layout — W_in (n_inputs, units), Ŵ, b and the IP gain g, float32 —
+    its leaking rate (one or one per unit), a deep ESN's ``layers``, the first unit the readout sees
+    (``readout_from``) and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
 
     kernel: np.ndarray
     recurrent: np.ndarray

@@ -46,9 +46,7 @@ def check_noise_multiplier(z: float) -> float:
 
 
 def epsilon_range(delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> tuple[float, float]:
-    """The ε the accountant can calibrate to over the schedule: from ε of the largest noise multiplier
-    of :data:`NOISE_MULTIPLIERS` without sampling (an upper bound of the sampled one, and seconds
-    faster) to ε of the smallest (``inf`` is allowed besides: no noise)."""
+    """The ε the accountant can calibrate to: from ε of the largest multiplier (no sampling) to ε of the smallest."""
     low, high = NOISE_MULTIPLIERS
     return epsilon(high, delta, rounds), epsilon(low, delta, rounds, sampling_rate)
 
@@ -106,10 +104,8 @@ def _rdp_epsilon(noise_multiplier: float, delta: float, rounds: int, sampling_ra
 
 
 def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
-    """The smallest noise multiplier whose :func:`epsilon` is ≤ ``target_epsilon`` (0 for ε = ∞).
-
-    Calibrated with ``dp_accounting.calibrate_dp_mechanism`` (Brent search on the RDP ε).
-    """
+    """The smallest noise multiplier whose :func:`epsilon` is ≤ ``target_epsilon`` (0 for ε = ∞), by
+    ``dp_accounting.calibrate_dp_mechanism``."""
     delta = check_delta(delta)
     _check_schedule(rounds, sampling_rate)
     target_epsilon = check_epsilon_in_range(target_epsilon, delta, rounds, sampling_rate)

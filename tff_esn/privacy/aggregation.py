@@ -26,14 +26,7 @@ tf = LazyModule("tensorflow")
 
 @dataclasses.dataclass(frozen=True)
 class StatsAggregation:
-    """Clip, noise and sum of ``(A, B, n, clients)``; the default is IncFed's plain sum.
-
-    Attributes:
-        clients: number of clients K (sets the per-client noise and the bit budget).
-        n_features: N_F, columns of ``B`` (sets the eigenvalue floor).
-        dp: the Gaussian mechanism, or ``None``.
-        secure: the fixed-point secure sum, or ``None`` for ``tff.federated_sum``.
-    """
+    """Clip, noise and sum of ``(A, B, n, clients)`` over K ``clients`` (IncFed's plain sum by default)."""
 
     clients: int
     n_features: int
@@ -70,13 +63,8 @@ def server_noise(total, agg: StatsAggregation):
 
 
 def federated_stats_sum(local, secure: FixedPoint | None):
-    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS`` (a tuple of float tensors).
-
-    Plain (``secure=None``): ``tff.federated_sum`` and a clipped count of 0. Secure: each
-    client encodes (:meth:`FixedPoint.encode`), ``tff.federated_secure_sum_bitwidth`` sums
-    the integers and the number of clients, the server decodes (float64); the clipped counts
-    are summed securely (public by design: :data:`tff_esn.privacy.coverage.PUBLIC`).
-    """
+    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS``: ``tff.federated_sum``, or each client's
+    fixed-point encoding summed by ``tff.federated_secure_sum_bitwidth`` and decoded in float64."""
     tff = load_tff()
 
     if secure is None:
@@ -126,14 +114,8 @@ def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
 
 
 class SecureRidgeSum:
-    """``RidgeStats.sum`` through the secure sum, for the numpy algorithms (pFedRR, Partial IncFed).
-
-    Each call sums one statistic per client of ``secure.clients`` clients: ``(A_c, B_c, n_c)``
-    are encoded, summed by :func:`build_secure_sum` and decoded (``n`` rounded: its error
-    bound is < 1/2 for any valid encoding of ``n_c ≤ R``). ``clipped_values`` and
-    ``seconds`` accumulate over the calls (a run may sum several statistics, e.g. pFedRR's
-    exact, I- and R- readouts).
-    """
+    """``RidgeStats.sum`` through the fixed-point secure sum for the numpy algorithms (``n`` rounded);
+    ``clipped_values`` and ``seconds`` accumulate over the calls."""
 
     def __init__(self, secure: FixedPoint):
         self.secure = secure

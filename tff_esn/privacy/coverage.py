@@ -155,9 +155,7 @@ def published_row(row: dict, *, dp: bool, selection_published: bool, prefix: str
 
 
 def publish(record: dict) -> dict:
-    """``record`` (a run's ``metrics.json``) as a DP run may write it: every :data:`OUTPUTS` path it
-    withholds removed, and the declaration (``privacy.withheld``, ``privacy.public``,
-    ``privacy.covered_outputs``) of the ones it has. Without DP, ``record`` as it is."""
+    """``record`` as a DP run may write it: the withheld :data:`OUTPUTS` removed and the declaration added."""
     privacy = record.get("privacy") or {}
     if privacy.get("mechanism", "none") == "none":
         return record
@@ -187,10 +185,7 @@ def publish(record: dict) -> dict:
 
 def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,
                 selection_published: bool = True) -> dict:
-    """``covers``, ``public`` (name → reason) and ``not_sent`` of an algorithm of privacy ``support``
-    under the settings: the kept clients are counted by our client work (``support.own_client_work``,
-    or ``own_client_work``: a client filter or the clients' own reservoirs), and may be written
-    with ``selection_published`` (see :data:`OUTPUTS`)."""
+    """``covers``, ``public`` (name → reason) and ``not_sent`` of an algorithm of privacy ``support`` under the settings."""
     covers, not_sent = support.covers, []
     if support.training_metrics and secure and not dp:
         covers += "; the training metrics (secure_sum_then_finalize)"

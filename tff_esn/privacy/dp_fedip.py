@@ -20,16 +20,8 @@ tf = LazyModule("tensorflow")
 
 @dataclasses.dataclass(frozen=True)
 class GaussianUpdates:
-    """The Gaussian mechanism on clients' clipped parameter updates (module docstring).
-
-    Attributes:
-        noise_multiplier: ``z`` ≥ 0 (0: clipping only, ε = ∞).
-        delta: δ ∈ (0, 1).
-        clip: update norm bound C > 0.
-        clients: K, the fixed denominator of the mean (every client, every round).
-        seed: seed of the noise (round r draws from ``(seed, r)``; secret unless ``seed_known``).
-        seed_known: ``seed`` is ``--dp-seed``.
-    """
+    """The Gaussian mechanism on K clients' clipped parameter updates (module docstring); round r draws
+    its noise from ``(seed, r)``."""
 
     noise_multiplier: float
     delta: float

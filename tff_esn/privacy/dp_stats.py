@@ -32,18 +32,8 @@ def states_per_record(state_mode: str, steps: int, washout: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class GaussianStats:
-    """The Gaussian mechanism on clipped ``(A, B, n)`` (module docstring).
-
-    Attributes:
-        noise_multiplier: ``z`` ≥ 0 (0: no noise, ε = ∞).
-        delta: δ ∈ (0, 1).
-        clip: state norm bound C > 0.
-        states_per_record: ``m`` ≥ 1.
-        model: ``"central"``, ``"local"`` or ``"distributed"``.
-        seed: seed of every noise draw (secret: :func:`tff_esn.privacy.noise_seed.mechanism_seed`).
-        seed_known: ``seed`` is ``--dp-seed`` (the run is not private, and the report says so).
-        floor: eigenvalue floor of ``B`` (``None``: :meth:`default_floor`).
-    """
+    """The Gaussian mechanism on clipped ``(A, B, n)`` (module docstring): multiplier ``z``, δ, clip C,
+    ``m`` states per record, the noise ``model``, its secret ``seed`` and the eigenvalue ``floor`` of ``B``."""
 
     noise_multiplier: float
     delta: float

@@ -28,14 +28,8 @@ def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) 
 
 @dataclasses.dataclass(frozen=True)
 class ClientSampling:
-    """The sampling of a FedAvg/FedCurv run.
-
-    Attributes:
-        scheme: :data:`POISSON` (DP with q < 1), :data:`ALL` (every client every round) or
-            :data:`FIXED_PUBLIC` (without DP: m clients per round from ``--seed``, published).
-        rate: the per-round participation probability q (m / N for the fixed scheme).
-        secret: nobody who reads the outputs can tell the selection (secret seed, not published).
-    """
+    """The sampling of a FedAvg/FedCurv run: ``scheme`` (:data:`POISSON`, :data:`ALL` or :data:`FIXED_PUBLIC`),
+    the per-round participation ``rate`` and whether the selection is ``secret``."""
 
     scheme: str
     rate: float
