@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from discriminator.model import Discriminator, DiscriminatorFileError, load_discriminator
+from tff_esn.validation import is_finite
 
 Op = Callable[[tf.Tensor], tf.Tensor]
 
@@ -51,7 +52,7 @@ class DiscriminatorFilter:
         if not isinstance(model, tf.keras.Model):
             raise TypeError(f"DiscriminatorFilter: expected a Discriminator or a Keras model, got "
                             f"{type(discriminator).__name__}.")
-        if not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 <= threshold <= 1):
+        if not (is_finite(threshold) and 0 <= threshold <= 1):
             raise ValueError(f"DiscriminatorFilter.threshold: expected a number in [0, 1], got {threshold!r}.")
         if len(model.input_shape) != 2 or model.output_shape != (None, 1):
             raise DiscriminatorFileError(f"DiscriminatorFilter: the model maps {model.input_shape} → "

@@ -21,6 +21,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.metrics import classification_metrics, predictions
 from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, state_scaled_l2
+from tff_esn.validation import is_count
 from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
 
 IP_KEYS = ("ip_mu", "ip_sigma", "ip_eta", "ip_epochs")
@@ -51,7 +52,7 @@ class ClosedFormTuner(BaseTuner):
                  project_name=None, overwrite: bool = False):
         if not split.val:
             raise ValueError(f"ClosedFormTuner: split {split.name!r} has no validation clients to score trials on.")
-        if not isinstance(cache_size, int) or cache_size < 1:
+        if not is_count(cache_size, 1):
             raise ValueError(f"ClosedFormTuner: cache_size must be an integer ≥ 1, got {cache_size!r}.")
         self.dataset = dataset
         self.split = split

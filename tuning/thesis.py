@@ -19,6 +19,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.clients import client_states, seeded_fit_data, targets
 from tff_esn.federated.configs import loss_labels, resolve_class_weight
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.validation import is_count
 
 STATE_KEYS = ("window", "features", "units", "leaky", "spectral_radius")
 """The hyperparameters a trial's reservoir states depend on (with the hypermodel's seed)."""
@@ -106,7 +107,7 @@ class ThesisHyperModel(kt.HyperModel):
     def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: tuple[float, ...] | str = (12.0, 88.0),
                  n_classes: int = 2, cached_states: bool = True, cache_bytes: int = 2**30):
         super().__init__(name="thesis")
-        if not isinstance(cache_bytes, int) or cache_bytes < 0:
+        if not is_count(cache_bytes, 0):
             raise ValueError(f"ThesisHyperModel: cache_bytes must be an integer ≥ 0, got {cache_bytes!r}.")
         self.data = data
         self.seed = seed

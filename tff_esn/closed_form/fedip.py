@@ -63,9 +63,7 @@ def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[fl
 
 
 _ip_batch_xla = tf.function(_ip_batch, jit_compile=True)
-""":func:`_ip_batch` compiled by XLA: the loop body's elementwise ops fused, so a time step costs its
-arithmetic (the (b, units) × (units, units) product) instead of one executor dispatch per op. The same
-equations; its float rounding differs from the graph's in the last bits."""
+""":func:`_ip_batch` compiled by XLA (fused elementwise ops; rounding differs from the graph's in the last bits)."""
 
 
 def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
@@ -160,9 +158,8 @@ NEAR_LINEAR_SPREAD = 0.17
 """Median per-step state std below which tanh's cubic term is < 1 % of its linear one (s²/3 < 0.01)."""
 
 FEDIP_PARAMETER_RANGE = 64.0
-"""|g|, |b| above which a secure FedIP round clips (and counts) a client's value. No data bounds
-IP's (g, b); at |g| = 64 tanh(g·x_net) is a step for |x_net| > 0.05 and |b| = 64 saturates
-every unit, so a clip marks a diverged run, never a useful one."""
+"""|g|, |b| above which a secure FedIP round clips (and counts) a client's value: beyond it every unit
+saturates, so a clip marks a diverged run."""
 
 
 def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], per_client: int = 32) -> np.ndarray:

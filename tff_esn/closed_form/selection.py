@@ -23,9 +23,7 @@ L2_GRID: tuple[float, ...] = tuple(10.0 ** k for k in range(-6, 4))
 """λ searched, ascending: 1e-6 … 1e3 in decades."""
 
 DEFAULT_L2 = 1e-4
-"""λ of ``--l2 auto`` when there is nothing to choose it on (a single training sequence, or private
-statistics): with the centralized readout on the four UCR/UEA sets of the test suite it stays
-close to the best decade of :data:`L2_GRID` on each."""
+"""λ of ``--l2 auto`` when there is nothing to choose it on (a single training sequence, or private statistics)."""
 
 DEFAULT_STATE_MODE = "mean"
 """The state mode of ``--state-mode auto`` when nothing is chosen (``last`` for per-step labels)."""

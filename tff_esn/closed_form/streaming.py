@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.io import atomic_write
 from tff_esn.esn.ridge import RidgeStats
+from tff_esn.validation import is_count
 
 
 class ClientSource(Protocol):
@@ -86,7 +87,7 @@ class Checkpoint:
 
 
 def _check_size(subround_size: int) -> None:
-    if not isinstance(subround_size, int) or isinstance(subround_size, bool) or subround_size < 1:
+    if not is_count(subround_size, 1):
         raise ValueError(f"subround_size: expected an integer ≥ 1, got {subround_size!r}.")
 
 

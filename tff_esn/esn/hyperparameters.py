@@ -251,6 +251,6 @@ federated clients' input noise and shuffling use 1 and 2, client sampling 4)."""
 
 def client_reservoir(config: ReservoirConfig, index: int) -> ReservoirConfig:
     """Client ``index``'s own reservoir (thesis Table 6.5): the seed ``child_seed(config.seed, 3, index)``."""
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+    if not is_count(index, 0):
         raise ValueError(f"index: expected an integer ≥ 0, got {index!r}.")
     return config.replace(seed=child_seed(config.seed, RESERVOIR_SEED_PURPOSE, index))

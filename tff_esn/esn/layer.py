@@ -15,6 +15,7 @@ from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rat
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
 from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.validation import is_count
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -86,7 +87,7 @@ class Reservoir(tf.keras.layers.Layer):
             state_mode = "all"
         if state_mode not in STATE_MODES:
             raise ValueError(f"Reservoir: state_mode must be one of {STATE_MODES}, got {state_mode!r}.")
-        if not isinstance(washout, int) or washout < 0:
+        if not is_count(washout, 0):
             raise ValueError(f"Reservoir: washout must be an integer ≥ 0, got {washout!r}.")
         self.reservoir_config = config
         self.state_mode = state_mode

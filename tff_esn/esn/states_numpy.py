@@ -15,16 +15,13 @@ import numpy as np
 from tff_esn.esn.ridge import STATS_CHUNK, ridge_products
 
 SPARSE_DENSITY = 0.02
-"""Ŵ with at most this fraction of non-zeros is multiplied as a sparse (CSR) matrix: at such
-densities the CSR product per step is cheaper than the dense one at every batch size, while
-at a few percent it wins only for small batches (``bench/harvest.py`` times both)."""
+"""Ŵ with at most this fraction of non-zeros is multiplied as a CSR matrix (``bench/harvest.py``)."""
 
 HARVEST_BATCH = 256
 """Sequences a harvest runs through the reservoir at once (its memory is O(batch · longest · features))."""
 
 HARVEST_VALUES = 2 ** 24
-"""Most input values (sequences × padded steps × features) a batch of unequal-length sequences holds unless
-one sequence alone is longer: a long sequence among short ones runs in a smaller batch, not padding them all."""
+"""Most padded input values a batch of unequal-length sequences holds (unless one sequence alone is longer)."""
 
 PROJECTION_BLOCK = 256
 """Time steps whose input projection is one matrix product (memory O(block · batch · units))."""

@@ -83,9 +83,7 @@ def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leak
 
 
 UNROLL = 8
-"""Time steps per ``tf.while_loop`` iteration: for small batches the per-iteration overhead,
-not the arithmetic, sets the run time, and unrolling amortises it over several steps
-(``bench/harvest.py`` times the loop with and without)."""
+"""Time steps per ``tf.while_loop`` iteration (amortises the per-iteration overhead; ``bench/harvest.py``)."""
 
 
 def _time_loop(start, stop, one, state: tuple) -> tuple:
@@ -165,10 +163,7 @@ def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, leng
 
 
 run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True, autograph=False)
-"""Compiled :func:`run_reservoir` for eager callers; pass weight *tensors*, never variables.
-
-The loops are explicit ``tf.while_loop``s and every branch is on a Python value, so autograph
-(AST rewriting on every trace) is off."""
+"""Compiled :func:`run_reservoir` for eager callers (weight tensors, not variables; no autograph)."""
 
 
 @functools.lru_cache(maxsize=64)

@@ -14,6 +14,7 @@ import math
 import dp_accounting
 
 from tff_esn.privacy import noise_seed
+from tff_esn.validation import is_count, is_finite
 
 
 NOISE_MULTIPLIERS = (1e-6, 1e4)
@@ -23,14 +24,14 @@ sampling, and calibration to an ε outside the range would return a z that misse
 
 def check_delta(delta: float) -> float:
     """δ as a float in (0, 1); otherwise a ``ValueError`` naming the fix."""
-    if not isinstance(delta, (int, float)) or isinstance(delta, bool) or not 0 < delta < 1:
+    if not (is_finite(delta) and 0 < delta < 1):
         raise ValueError(f"dp delta: expected a number in (0, 1) (e.g. 1e-5), got {delta!r}.")
     return float(delta)
 
 
 def check_epsilon(epsilon: float) -> float:
     """ε as a float > 0 (``inf`` allowed: no privacy); otherwise a ``ValueError``."""
-    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or math.isnan(epsilon) or epsilon <= 0:
+    if not ((is_finite(epsilon) or epsilon == math.inf) and epsilon > 0):
         raise ValueError(f"dp epsilon: expected a number > 0 (e.g. 1.0), got {epsilon!r}.")
     return float(epsilon)
 
@@ -38,8 +39,7 @@ def check_epsilon(epsilon: float) -> float:
 def check_noise_multiplier(z: float) -> float:
     """The noise multiplier as a float, 0 (no noise, ε = ∞) or in :data:`NOISE_MULTIPLIERS`."""
     low, high = NOISE_MULTIPLIERS
-    if (not isinstance(z, (int, float)) or isinstance(z, bool) or not math.isfinite(z)
-            or not (z == 0 or low <= z <= high)):
+    if not (is_finite(z) and (z == 0 or low <= z <= high)):
         raise ValueError(f"dp noise multiplier: expected 0 (no noise) or a number in [{low:g}, {high:g}] (the range "
                          f"the accountant handles), got {z!r}.")
     return float(z)
@@ -71,9 +71,9 @@ def describe(sampling_rate: float) -> str:
 
 
 def _check_schedule(rounds: int, sampling_rate: float) -> None:
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+    if not is_count(rounds, 1):
         raise ValueError(f"rounds: expected an integer ≥ 1, got {rounds!r}.")
-    if not isinstance(sampling_rate, (int, float)) or not 0 < sampling_rate <= 1:
+    if not (is_finite(sampling_rate) and 0 < sampling_rate <= 1):
         raise ValueError(f"sampling rate: expected a number in (0, 1], got {sampling_rate!r}.")
 
 

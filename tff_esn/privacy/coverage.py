@@ -75,11 +75,8 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "validation": (WITHHELD, "the sizes of validation folds carved from the training clients: " + _TRAINING_RECORDS),
     "extra.train_clients": (PUBLIC_OUTPUT, "the number of training clients: the federation's size, no client data"),
 }
-"""Every client-derived value a run writes to ``metrics.json`` / ``rounds.csv`` (a dotted path of the
-record, ``[]`` for every item of a list, ``*`` a wildcard) and how a DP run handles it: withheld
-(not written), selection (written only when the selection is public), covered (post-processing of the
-DP releases) or public (written, with the reason). A value derived from training data that is not
-here is a defect: declare it (:func:`publish` then treats it the same way in every writer)."""
+"""Every client-derived value a run writes (a dotted path, ``[]`` every list item, ``*`` a wildcard) and
+how a DP run handles it: withheld, selection (written when the selection is public), covered or public."""
 
 
 NOT_CLIENT_DERIVED: dict[str, str] = {
@@ -101,8 +98,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     "warnings": "messages about the inputs and settings, written as said (a warning about the data can name a "
                 "client or a count: read them before sharing a DP run's outputs)",
 }
-"""The values of ``metrics.json`` that carry no client data, with the reason; :func:`undeclared` lists
-a record's values that are in neither this nor :data:`OUTPUTS`."""
+"""The values of ``metrics.json`` that carry no client data, with the reason."""
 
 
 def _entry(path: str, table: dict):

@@ -11,6 +11,7 @@ import dataclasses
 import math
 
 from tff_esn.lazy import LazyModule
+from tff_esn.validation import is_count
 
 tf = LazyModule("tensorflow")
 
@@ -20,7 +21,7 @@ UNIT_ROUNDOFF = 2.0 ** -53
 
 def client_bits(bits: int, clients: int) -> int:
     """``b − ⌈log₂ K⌉``; a ``ValueError`` when the aggregate width leaves a client no bit."""
-    if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= MAX_BITS:
+    if not (is_count(bits, 1) and bits <= MAX_BITS):
         raise ValueError(f"secure aggregation bits: expected an integer in [1, {MAX_BITS}], got {bits!r}.")
     headroom = math.ceil(math.log2(clients)) if clients > 1 else 0
     if bits - headroom < 1:
