@@ -107,7 +107,7 @@ def _rounding_note(results: dict) -> str:
     if finding is None:
         return ""
     return (f" At this η IP is decided by float rounding: {finding}, so FedIP's column (and its difference to "
-            "IncFed) changes with the backend, BLAS or graph optimizer; each FedIP run's metrics.json warns.")
+            "IncFed) changes with the backend, BLAS or graph optimizer.")
 
 
 def _ulp_finding(worst: float) -> str | None:
