@@ -294,8 +294,7 @@ def fedavg_ridge_cost(n_features: int, n_outputs: int) -> CommunicationCost:
 
 
 def rls_cost(n_features: int, n_outputs: int) -> CommunicationCost:
-    """Sequential recursive least squares: each client receives ``(W, P)`` and passes them on,
-    N_F² + N_Y·N_F each way."""
+    """Sequential RLS: each client receives ``(W, P)`` and passes them on, N_F² + N_Y·N_F each way."""
     state = n_features**2 + readout_floats(n_features, n_outputs)
     return CommunicationCost((Phase("rls", state, state),))
 
@@ -326,8 +325,7 @@ def ensemble_cost(clients: int, n_features: int, n_outputs: int) -> Communicatio
 
 
 def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: Any) -> None:
-    """Registers a closed-form algorithm: ragged data, every task, TFF only when :func:`runs_tff`,
-    the closed form's own-data defaults; ``entry`` adds or replaces registry fields."""
+    """Registers a closed-form algorithm with the family's defaults; ``entry`` adds or replaces registry fields."""
     register_algorithm(name, config, "tff_esn.closed_form." + run, communication=cost, help=help,
                        **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": OWN_DATA, **entry})
 

@@ -23,8 +23,7 @@ def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:
 
 
 def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> np.ndarray:
-    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64: FedAvg-ridge's
-    readouts (IncFed eq. 5, corrected), FedIP's (g, b) (FedIP Alg. 1) and the ensemble's outputs."""
+    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64 (IncFed eq. 5, corrected)."""
     sizes = np.asarray(sizes, dtype=np.float64)
     return np.tensordot(sizes / sizes.sum(), np.stack(values).astype(np.float64), axes=1)
 

@@ -68,8 +68,7 @@ _ip_batch_xla = tf.function(_ip_batch, jit_compile=True)
 
 def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
               layers: tuple[int, ...] = (), batch_ip: Callable = _ip_batch):
-    """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate),
-    each batch through ``batch_ip`` (:func:`_ip_batch`, or its XLA-compiled twin in this process)."""
+    """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate)."""
     return dataset.repeat(cfg.epochs).reduce(
         (gain, bias), lambda gb, batch: batch_ip(batch[0], batch[1], kernel, recurrent, gb[0], gb[1], leaky, cfg,
                                                      layers))
@@ -128,8 +127,7 @@ def adapt_layer(layer: Reservoir, client: ClientSequences, cfg: IPConfig) -> Res
 
 def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
                 rounds: int) -> ReservoirWeights:
-    """FedIP (Alg. 1) without TFF, each client's local IP through :func:`intrinsic_plasticity` (the
-    XLA-compiled loop): the reference the TFF process is checked against."""
+    """FedIP (Alg. 1) without TFF: the reference the TFF process is checked against."""
     sizes = [len(c) for c in clients]
     for _ in range(rounds):
         local = [intrinsic_plasticity(weights, c, cfg) for c in clients]
@@ -163,8 +161,7 @@ saturates, so a clip marks a diverged run."""
 
 
 def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], per_client: int = 32) -> np.ndarray:
-    """Per-unit std of the reservoir's states over every step (each sequence's own) of the first
-    ``per_client`` sequences of each client (the quantity IP drives to σ)."""
+    """Per-unit std of the states over every step of each client's first ``per_client`` sequences (IP's target σ)."""
     arrays = [tf.constant(a) for a in (weights.kernel, weights.recurrent, weights.bias, weights.gain)]
     states = []
     for c in clients:
@@ -266,8 +263,7 @@ def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
 
 def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig, rounds: int,
               secure: FixedPoint | None = None, dp: GaussianUpdates | None = None) -> tuple[ReservoirWeights, int]:
-    """``rounds`` FedIP rounds through TFF (FedIP Alg. 1), with an optional secure sum and DP of the
-    rounds: the reservoir with the federated (g, b), and the number of values the secure sum clipped."""
+    """``rounds`` FedIP rounds through TFF (Alg. 1): the federated reservoir and the values the secure sum clipped."""
     steps = max(c.x.shape[1] for c in clients)  # shorter clients are padded; each sequence runs its own steps
     process = build_fedip_process(weights, steps, cfg, secure, dp)
     datasets = [_batches(c, cfg, steps) for c in clients]

@@ -31,8 +31,7 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,); ``last``
-    (m, N_R) each sequence's last state where the pass kept it beside the mean (``"all"`` mode)."""
+    """States scored by a readout (m, N_R), their labels (m,) and, beside the mean, each sequence's ``last`` state."""
 
     states: np.ndarray
     labels: np.ndarray
@@ -104,7 +103,7 @@ class Harvester:
         return self._features[(weights.key, cid)]
 
     def cache(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: Iterable[str] | None = None) -> None:
-        """Caches the evaluation states of ``ids`` and the statistics of ``stats`` (default ``ids``) in one pooled pass."""
+        """Caches the evaluation states of ``ids`` and the statistics of ``stats`` (default ``ids``) in one pass."""
         ids = list(ids)
         with_stats = ids if stats is None else list(stats)
         wanted = set(with_stats)

@@ -27,7 +27,7 @@ def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list
 
 
 def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, rescale: bool = False) -> ReservoirWeights:
-    """``(1 − α)·own + α·target`` of W_in, Ŵ, b, g and the leaking rates; ``rescale`` restores the target's ρ and ‖W_in‖."""
+    """``(1 − α)·own + α·target`` of W_in, Ŵ, b, g and the leaking rates (``rescale``: the target's ρ and ‖W_in‖)."""
     scalar = isinstance(own.leaky, float | int) and isinstance(target.leaky, float | int)
 
     def mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:

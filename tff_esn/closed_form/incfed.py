@@ -39,8 +39,7 @@ states_tf = LazyModule("tff_esn.esn.states_tf")
 
 
 def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eqs. 8–10), (N_Y, N_F) float64, from
-    the clients' statistics (:func:`~tff_esn.closed_form.client_stats.check_clients`)."""
+    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eqs. 8–10) from the clients' statistics."""
     return RidgeStats.sum(check_clients(stats)).solve(l2, per_client=per_client)
 
 
@@ -209,8 +208,7 @@ class IncFedOutcome:
 
 
 def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
-    """The computation's readout: a singular system raises at ``l2 = 0`` and warns otherwise; the clients'
-    copy must equal the server's."""
+    """The computation's readout (singular: raises at ``l2 = 0``, else warns), the same as the clients' copy."""
     if singular and l2 == 0:
         raise SingularSystemError(singular_message(l2))
     if singular:

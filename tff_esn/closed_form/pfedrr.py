@@ -73,16 +73,14 @@ def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consis
 
 
 def random_units(n_units: int, size: int, seed: int, client: int) -> np.ndarray:
-    """R-pFedRR: ``size`` of ``n_units`` units uniformly at random for client number ``client``,
-    sorted; drawn with seed ``(seed, client)``."""
+    """R-pFedRR: ``size`` of ``n_units`` units uniformly at random, sorted, drawn with seed ``(seed, client)``."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, client]))
     return np.sort(rng.choice(n_units, size=size, replace=False))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClientParts:
-    """One client's I- and R-pFedRR statistics and its selected unit indices (bias excluded);
-    ``random`` is ``None`` when only I-pFedRR is asked for (:func:`client_parts`)."""
+    """One client's I- and R-pFedRR statistics (``random`` ``None`` unless asked for) and its selected units."""
 
     important: RidgeStats
     random: RidgeStats | None
@@ -92,8 +90,7 @@ class ClientParts:
 
 def client_parts(stats: RidgeStats, tau: float, seed: int, client: int,
                  reading: Reading = "consistent", *, random: bool = True) -> ClientParts:
-    """The I- and R-pFedRR statistics client number ``client`` sends (pFedRR eqs. 2, 5); without
-    ``random`` the R- units are drawn but their statistics not formed."""
+    """The I- and R-pFedRR statistics client number ``client`` sends (pFedRR eqs. 2, 5)."""
     important = select_important(stats, tau)
     units = random_units(n_units(stats), important.size, seed, client)
     return ClientParts(sparsify(stats, with_bias_index(important, stats), reading),
@@ -103,8 +100,7 @@ def client_parts(stats: RidgeStats, tau: float, seed: int, client: int,
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SelectedReadouts:
-    """The I-pFedRR readout, the R-pFedRR readout (``None`` when not asked for) and each client's
-    selected units."""
+    """The I-pFedRR readout, the R-pFedRR readout (``None`` when not asked for) and each client's units."""
 
     important: np.ndarray
     random: np.ndarray | None
@@ -146,8 +142,7 @@ def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: in
 def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0,
                per_client: bool = False, reading: Reading = "consistent",
                aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PFedRRResult:
-    """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics (:func:`fit_selected`
-    plus the exact readout ``aggregate(stats)`` solved at ``l2``)."""
+    """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics (pFedRR eqs. 2–5)."""
     stats = check_clients(stats)
     check_tau(tau)
     check_reading(reading)
@@ -178,7 +173,7 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
                   l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
-    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds, the readouts of :func:`fit_pfedrr`."""
+    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds (:func:`fit_pfedrr`'s)."""
     check_tau(tau)
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
 

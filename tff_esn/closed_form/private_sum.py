@@ -59,8 +59,7 @@ def private_sum(run: Run, stats: Sequence[RidgeStats]
 
 
 def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
-    """The :class:`StatsAggregation` of the run's training clients inside TFF (``None``: plain
-    sum), its DP met over ``releases`` Gaussian releases (FedIP: its rounds and the statistics)."""
+    """The :class:`StatsAggregation` of the run's training clients inside TFF (``None``: plain sum)."""
     config = run.config
     clients = list(run.dataset.select(run.train_ids).values())
     return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,

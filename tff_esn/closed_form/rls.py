@@ -20,8 +20,7 @@ from tff_esn.esn.states_numpy import states_and_statistics
 
 
 def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Client ``cid``'s training samples ``(states (m, N_R), targets (m, N_Y))``, one block per
-    harvest batch: the rows its ridge statistics sum (IncFed eq. 6)."""
+    """Client ``cid``'s training ``(states, targets)``, one block per harvest batch (the rows of IncFed eq. 6)."""
     client, spec, w = run.dataset.clients[cid], run.spec, run.weights
     targets = readout_targets(client, run.n_outputs, spec.state_mode)
     for rows, x, lengths in run.harvester.batches(client):

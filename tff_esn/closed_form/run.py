@@ -59,8 +59,7 @@ def shared_harvests() -> Iterator[None]:
 
 
 def carving_for(dataset: SequenceDataset, split: Split, seed: int) -> Carving:
-    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`: the runs of an
-    experiment validate on the same parts and share their harvest), else a new one (:func:`carve`)."""
+    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`), else a new one."""
     known = _CARVINGS.get()
     if known is None:
         return carve(dataset, split, seed=seed)
@@ -84,8 +83,7 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
 
 
 def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``matrix⁻¹ rhs`` for a symmetric positive definite ``matrix`` by Cholesky; least squares when rounding
-    leaves it indefinite (a fold whose states the rest of the training data barely spans, λ → 0)."""
+    """``matrix⁻¹ rhs`` by Cholesky; least squares when rounding leaves ``matrix`` indefinite."""
     try:
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, check_finite=False), rhs, check_finite=False)
     except np.linalg.LinAlgError:
@@ -131,8 +129,7 @@ class Run:
         self.weights = self._drawn[reservoir]
 
     def _harvester(self, spec: StateSpec) -> Harvester:
-        """The run's harvester of ``spec`` (:func:`harvester_for`), kept for the run: what a candidate of the
-        selection harvested is not harvested again when the run returns to its setting."""
+        """The run's harvester of ``spec`` (:func:`harvester_for`), kept for the run."""
         if spec not in self._harvesters:
             self._harvesters[spec] = harvester_for(self._data, spec)
         return self._harvesters[spec]
@@ -181,8 +178,7 @@ class Run:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
     def _folds(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-        """``(training parts, validation ids)`` of each fold: the carved folds, or the whole
-        training data beside the validation clients."""
+        """``(training parts, validation ids)`` of each fold (the validation clients: one fold)."""
         if self.carving is None or self.carving.rule == "none":
             return []
         if not self.carving.carved:
@@ -197,8 +193,7 @@ class Run:
         return "" if self._folds() else "no validation data (a single training sequence)"
 
     def cross_validate(self, sweep: Sweep, grid: Sequence[float]) -> list[float]:
-        """The objective at each λ of ``grid``: on every fold, ``sweep`` fits on the fold's training
-        parts and its readouts score the fold; the folds' predictions are pooled into one score."""
+        """The objective at each λ of ``grid``, the readouts fitted per fold and their predictions pooled."""
         labels: list[np.ndarray] = []
         predicted: list[list[np.ndarray]] = [[] for _ in grid]
         try:
@@ -217,8 +212,7 @@ class Run:
 
     @property
     def objective(self) -> str:
-        """The validation score choices are made by: the configured ``objective``, or :data:`NEG_MSE`
-        for a real-valued task."""
+        """The validation score choices are made by (:data:`NEG_MSE` for a real-valued task)."""
         return NEG_MSE if self.dataset.task.real else self.config.objective
 
     @property
@@ -226,8 +220,7 @@ class Run:
         return "cross-validation" if self.carving is not None and self.carving.carved else "validation"
 
     def choose_exact_l2(self, *, per_client: bool = False) -> float:
-        """:meth:`choose_l2` for the exact (IncFed = centralized) readout of the training clients; the
-        scores the state search already computed for the chosen setting are reused, not recomputed."""
+        """:meth:`choose_l2` for the exact (IncFed = centralized) readout, reusing the state search's scores."""
         known = None if per_client else self._exact_scores.get((self.weights.key, self.spec))
         if known is not None and self.l2_choice is None and not self._why_not():
             self.l2_choice = on_validation(self.config.l2_grid, known, objective=self.objective,
@@ -347,8 +340,7 @@ class Run:
 
     def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
                     per_client: bool = False, scale: float = 1.0) -> Sweep:
-        """The sweep of the exact (IncFed = centralized) readout of ``stats`` at ``scale``·λ: one
-        eigendecomposition for the whole grid (:meth:`RidgeStats.solve_path`)."""
+        """The exact (IncFed = centralized) readout of ``stats`` at ``scale``·λ over a grid (one eigendecomposition)."""
         return lambda grid: [self.scorer(w, weights) for w in RidgeStats.sum(stats).solve_path(
             [scale * l2 for l2 in grid], per_client=per_client)]
 

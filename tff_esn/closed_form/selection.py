@@ -48,8 +48,7 @@ NEG_MSE = "neg_mse"
 
 
 def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_classes: int) -> float:
-    """The validation score ``objective`` of the readout's ``outputs`` against ``labels`` (pooled over
-    folds): a classification score of the predicted classes, or :data:`NEG_MSE` of real outputs."""
+    """The validation score ``objective`` of ``outputs`` against ``labels``: a class score, or :data:`NEG_MSE`."""
     import numpy as np
 
     from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores, predictions  # numpy: once a run scores
@@ -66,8 +65,7 @@ def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_c
 
 
 def chosen_l2(scores: Sequence[float]) -> int:
-    """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ
-    (the smoother readout: with few validation sequences neighbouring λ often tie)."""
+    """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ."""
     best = max(scores)
     return max(i for i, v in enumerate(scores) if v == best)
 

@@ -54,8 +54,7 @@ SubroundFn = Callable[[SequenceDataset, int], tuple[Sequence[RidgeStats], dict[s
 
 
 class Checkpoint:
-    """Running sums after each completed subround in one ``.npz``, replaced atomically
-    (no file: ``path=None``); ``identity`` names the run a file belongs to."""
+    """Running sums after each completed subround in one atomically replaced ``.npz`` of the run ``identity``."""
 
     def __init__(self, path: str | os.PathLike | None, identity: dict[str, float | str]):
         self.path = None if path is None else Path(path)

@@ -118,8 +118,7 @@ def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
 
 
 def _joined(values: list, sizes: tuple[int, ...]):
-    """A deep ESN's per-layer values (one each, or a tuple per unit) as one value when every layer's is the
-    same single one, else one per unit of every layer."""
+    """A deep ESN's per-layer values as one value when all layers share a single one, else one per unit."""
     if all(not isinstance(v, tuple) and v == values[0] for v in values):
         return values[0]
     return tuple(a for v, n in zip(values, sizes) for a in (v if isinstance(v, tuple) else (v,) * n))

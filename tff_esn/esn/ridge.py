@@ -21,7 +21,7 @@ statistics at once (memory O(chunk · batch · units))."""
 
 
 def ridge_products(states: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(Yᵀ S, Sᵀ S)`` of state rows ``S`` and targets ``Y`` (IncFed eqs. 6–7), products in the rows' dtype, float64 out."""
+    """``(Yᵀ S, Sᵀ S)`` of state rows ``S`` and targets ``Y`` (IncFed eqs. 6–7) in the rows' dtype, as float64."""
     return (targets.T @ states).astype(np.float64, copy=False), (states.T @ states).astype(np.float64, copy=False)
 
 
@@ -30,15 +30,13 @@ class SingularSystemError(np.linalg.LinAlgError):
 
 
 def singular_tolerance(eigenvalues: np.ndarray) -> float:
-    """``N·ε·max |e|`` for the eigenvalues ``e`` of an (N, N) symmetric system: eigenvalues at or
-    below it are rounding noise, and the system is numerically singular if its smallest is."""
+    """``N·ε·max |e|``: eigenvalues at or below it are rounding noise (a singular system)."""
     eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
     return float(eigenvalues.size * np.finfo(np.float64).eps * np.abs(eigenvalues).max(initial=0.0))
 
 
 def singular_message(l2: float) -> str:
-    """The :class:`SingularSystemError` text (``l2 = 0``) or the RunWarning text (``l2 > 0``) of
-    a numerically singular ridge system, the same from every backend."""
+    """The :class:`SingularSystemError` (``l2 = 0``) or RunWarning (``l2 > 0``) text of a singular ridge system."""
     if l2 == 0:
         return ("B is singular or not positive definite and l2 = 0: the ridge readout is not unique; "
                 "set l2 > 0 (e.g. --l2 auto or 1e-6) or use more states than readout features.")
@@ -229,7 +227,7 @@ class RidgeStats:
         return solve_symmetric(self.A, self.regularized(l2, per_client=per_client), l2)
 
     def solve_path(self, l2s: Sequence[float], *, per_client: bool = False) -> np.ndarray:
-        """``W(λ) = (A V) diag(1 / (e + λ)) Vᵀ`` for every λ > 0 in ``l2s`` from one eigendecomposition ``B = V diag(e) Vᵀ``."""
+        """``W(λ) = (A V) diag(1 / (e + λ)) Vᵀ`` for every λ > 0 of ``l2s``, from one eigendecomposition of ``B``."""
         self._check_solvable("solve_path")
         grid = np.asarray(l2s, dtype=np.float64)
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):

@@ -13,8 +13,7 @@ from tff_esn.esn.ridge import with_bias
 
 
 class RLSReadout:
-    """An online ridge readout (module docstring): ``P`` starts at ``I / λ`` (λ > 0); ``bias`` appends the
-    constant-1 input to every state row."""
+    """An online ridge readout (module docstring); ``bias`` appends the constant-1 input to every row."""
 
     def __init__(self, n_features: int, n_outputs: int, l2: float, *, bias: bool = False):
         if not np.isfinite(l2) or l2 <= 0:

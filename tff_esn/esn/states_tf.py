@@ -28,8 +28,7 @@ ACTIVATION_FUNCTIONS = {"tanh": tf.tanh, "sigmoid": tf.sigmoid, "sin": tf.sin, "
 
 
 def activate(z: tf.Tensor, activation: str | tuple[str, ...]) -> tf.Tensor:
-    """f(z) on (batch, units) ``z``: one nonlinearity, or one per unit (a tuple of names: each function
-    on every unit, kept where its mask is 1)."""
+    """f(z) on (batch, units) ``z``: one nonlinearity, or one per unit (each function kept where its mask is 1)."""
     if isinstance(activation, str):
         return ACTIVATION_FUNCTIONS[activation](z)
     return tf.add_n([tf.constant([float(a == name) for a in activation]) * ACTIVATION_FUNCTIONS[name](z)
@@ -52,8 +51,7 @@ def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bia
 
 
 def _deep_step(x, projected, recurrent, bias, gain, leaky, layers, activation):
-    """:func:`reservoir_step` of a deep ESN: the net input of layer l adds layer l − 1's new state
-    times W_in^l (block (l − 1, l) of ``recurrent``); with ``gain`` None the bias is in ``projected``."""
+    """:func:`reservoir_step` of a deep ESN: layer l's net input adds layer l − 1's new state times W_in^l."""
     rates = tf.broadcast_to(tf.constant(leaky, tf.float32), tf.shape(bias))
     nets, actives, states = [], [], []
     start, below = 0, None

@@ -55,8 +55,7 @@ class ReservoirWeights:
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
-        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1; the last few draws are
-        kept (the arrays are read-only; a draw costs Ŵ's eigenvalues for the spectral radius)."""
+        """The reservoir ``config`` draws for ``n_inputs`` inputs, gain 1 (the last few draws kept, read-only)."""
         return _drawn(cls, config, n_inputs)
 
     @classmethod
@@ -84,8 +83,7 @@ class ReservoirWeights:
 
     @functools.cached_property
     def key(self) -> str:
-        """Content hash: equal arrays give equal keys (the cache key of a harvest); hashed once, the arrays
-        being read-only copies."""
+        """Content hash of the (read-only) arrays, hashed once: the cache key of a harvest."""
         h = hashlib.sha1(np.asarray(self.leaky, np.float64).tobytes())
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
@@ -112,8 +110,7 @@ def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) 
 
 
 def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
-    """A deep ESN's layers (:meth:`ReservoirConfig.layer`) in one block matrix: layer l's Ŵ_l on the
-    diagonal, its input weights W_in^l from layer l − 1 above it."""
+    """A deep ESN's layers in one block matrix: Ŵ_l on the diagonal, W_in^l from layer l − 1 above it."""
     layers = [config.layer(i) for i in range(config.layers)]
     sizes = [layer.units for layer in layers]
     total = sum(sizes)

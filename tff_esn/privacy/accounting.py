@@ -52,8 +52,7 @@ def epsilon_range(delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> 
 
 
 def check_epsilon_in_range(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
-    """``target_epsilon`` if ∞ or inside :func:`epsilon_range` of the schedule; otherwise a one-line
-    ``ValueError`` with the range."""
+    """``target_epsilon`` if ∞ or inside :func:`epsilon_range` of the schedule, else a ``ValueError`` with the range."""
     target_epsilon = check_epsilon(target_epsilon)
     low, high = epsilon_range(delta, rounds, sampling_rate)
     if not math.isinf(target_epsilon) and not low <= target_epsilon <= high:
@@ -120,8 +119,7 @@ def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, s
 
 @functools.lru_cache(maxsize=1024)
 def _calibrated(target_epsilon: float, delta: float, rounds: int, sampling_rate: float) -> float:
-    """:func:`noise_multiplier_for` of checked arguments, kept per argument tuple (one calibration is a
-    Brent search of dozens of accountant evaluations)."""
+    """:func:`noise_multiplier_for` of checked arguments, kept per argument tuple (a Brent search each)."""
     return float(dp_accounting.calibrate_dp_mechanism(
         dp_accounting.rdp.RdpAccountant, lambda z: dp_event(z, rounds, sampling_rate), target_epsilon, delta,
         dp_accounting.LowerEndpointAndGuess(NOISE_MULTIPLIERS[0], 1.0), tol=1e-6))

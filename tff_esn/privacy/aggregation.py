@@ -100,8 +100,7 @@ def lower_secure(comp, secure: FixedPoint | None):
 
 @functools.lru_cache(maxsize=16)
 def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
-    """``(values@CLIENTS) -> (sum@SERVER, clipped@SERVER)`` for float64 tensors of ``shapes``
-    through :func:`federated_stats_sum` (cached per shape and encoding)."""
+    """``(values@CLIENTS) -> (sum@SERVER, clipped@SERVER)`` through :func:`federated_stats_sum`, cached per shape."""
     tff = load_tff()
 
     member = tff.StructWithPythonType([tff.TensorType(np.float64, s) for s in shapes], tuple)

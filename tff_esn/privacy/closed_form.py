@@ -74,8 +74,7 @@ def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> Se
 
 
 def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, support: PrivacySupport) -> dict:
-    """``privacy`` and ``secure_aggregation`` sections of a closed-form run; what the mechanisms
-    cover and what is public come from :func:`tff_esn.privacy.coverage.declaration` of ``support``."""
+    """``privacy`` and ``secure_aggregation`` sections of a closed-form run (what :func:`declaration` says)."""
     privacy = dict(NO_PRIVACY)
     if agg is not None and agg.dp is not None:
         privacy = agg.dp.report(agg.clients, agg.n_features, raised if agg.noisy else 0).to_dict()

@@ -131,8 +131,7 @@ def _leaves(node, path: str = ""):
 
 
 def undeclared(record: dict) -> list[str]:
-    """The paths of ``record`` (a DP run's ``metrics.json``) declared neither in :data:`OUTPUTS` nor in
-    :data:`NOT_CLIENT_DERIVED`, and those it writes although a DP run withholds them."""
+    """The paths of a DP run's ``record`` declared nowhere, and those written although withheld."""
     selection_published = ((record.get("privacy") or {}).get("sampling") or {}).get("selection_published", True)
     out = []
     for path in dict.fromkeys(_leaves(record)):
@@ -181,7 +180,7 @@ def publish(record: dict) -> dict:
 
 def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,
                 selection_published: bool = True) -> dict:
-    """``covers``, ``public`` (name → reason) and ``not_sent`` of an algorithm of privacy ``support`` under the settings."""
+    """``covers``, ``public`` (name → reason) and ``not_sent`` of privacy ``support`` under the settings."""
     covers, not_sent = support.covers, []
     if support.training_metrics and secure and not dp:
         covers += "; the training metrics (secure_sum_then_finalize)"

@@ -20,8 +20,7 @@ tf = LazyModule("tensorflow")
 
 @dataclasses.dataclass(frozen=True)
 class GaussianUpdates:
-    """The Gaussian mechanism on K clients' clipped parameter updates (module docstring); round r draws
-    its noise from ``(seed, r)``."""
+    """The Gaussian mechanism on K clients' clipped parameter updates; round r's noise from ``(seed, r)``."""
 
     noise_multiplier: float
     delta: float
@@ -60,8 +59,7 @@ class GaussianUpdates:
 
 
 def fedip_privacy(stats_section: dict, dp: GaussianUpdates, rounds: int) -> dict:
-    """The ``privacy`` section of a DP FedIP run: ``rounds`` (g, b) releases and the one release of
-    the readout statistics (``stats_section``, same z), composed by the accountant."""
+    """The ``privacy`` section of a DP FedIP run: ``rounds`` (g, b) releases and the statistics', composed."""
     z = dp.noise_multiplier
     total = accounting.epsilon(z, dp.delta, rounds + 1)
     return {**stats_section,

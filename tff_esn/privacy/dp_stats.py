@@ -109,8 +109,7 @@ class GaussianStats:
 
 # ----------------------------------------------------------------------------- TF pieces
 def clip_rows(s: tf.Tensor, clip: float) -> tf.Tensor:
-    """Each row scaled to norm ≤ ``clip`` (rows already within are returned bit-identical); under the
-    name scope ``dp_clip``, the mark of a DP clip for :mod:`tff_esn.privacy.audit`."""
+    """Each row scaled to norm ≤ ``clip`` (rows within unchanged), under the name scope ``dp_clip`` the audit reads."""
     with tf.name_scope("dp_clip"):
         norms = tf.norm(s, axis=1, keepdims=True)
         tiny = tf.constant(1e-300, s.dtype)

@@ -52,8 +52,7 @@ class AuditResult:
 
 
 def _best_threshold(scores0: np.ndarray, scores1: np.ndarray, delta: float, alpha: float) -> float:
-    """The threshold (score > t: world 1) with the largest ε bound on these scores (the bound of
-    every candidate at once: Clopper–Pearson ends of the counts, vectorized)."""
+    """The threshold (score > t: world 1) with the largest ε bound on these scores."""
     candidates = np.unique(np.concatenate([scores0, scores1]))
     n = len(scores0)
     tp = n - np.searchsorted(np.sort(scores1), candidates, side="right")

@@ -19,8 +19,7 @@ _STREAM = 1  # the sampling's stream of the mechanism seed (TF's noise draws use
 
 
 def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) -> list[str]:
-    """The clients of round ``round_num``: each of ``ids`` independently with probability ``rate``
-    (possibly none), a pure function of the secret ``seed`` and the round."""
+    """The clients of round ``round_num``: each of ``ids`` with probability ``rate``, from the secret ``seed``."""
     rng = np.random.default_rng([int(seed), _STREAM, int(round_num)])
     keep = rng.random(len(ids)) < rate
     return [cid for cid, k in zip(ids, keep) if k]

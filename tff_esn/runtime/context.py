@@ -167,8 +167,7 @@ def _is_tff_stock_context(context) -> bool:
 
 
 def load_tff():
-    """The ``tensorflow_federated`` module, our context installed in place of TFF's stock local one (any
-    other current context stays)."""
+    """The ``tensorflow_federated`` module, our context installed in place of TFF's stock local one."""
     import tensorflow_federated as tff
 
     if _is_tff_stock_context(tff.framework.get_context_stack().current):
