@@ -29,6 +29,10 @@ def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list
 def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, rescale: bool = False) -> ReservoirWeights:
     """``(1 − α)·own + α·target`` of W_in, Ŵ, b, g and the leaking rates (``rescale``: the target's ρ and ‖W_in‖)."""
     scalar = isinstance(own.leaky, float | int) and isinstance(target.leaky, float | int)
+    if ((own.kernel.shape, own.layers, own.activation) != (target.kernel.shape, target.layers, target.activation)
+            or (scalar and own.leaky != target.leaky)):
+        raise ValueError(f"align: the reservoirs differ in W_in {own.kernel.shape} vs {target.kernel.shape}, layers "
+                         f"{own.layers} vs {target.layers}, nonlinearities or constant leaking rate.")
 
     def mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return b.copy() if alpha == 1 else ((1.0 - alpha) * a + alpha * b).astype(np.float32)

@@ -158,8 +158,7 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
 @functools.lru_cache(maxsize=32)
 def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: bool = False,
                                    aggregation: StatsAggregation | None = None):
-    """IncFed's federation of client statistics (eqs. 8–10): ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS)``
-    to :func:`build_incfed_computation`'s result."""
+    """IncFed's federation of client statistics (eqs. 8–10), with :func:`build_incfed_computation`'s result."""
     tff = load_tff()
 
     agg = aggregation

@@ -256,8 +256,7 @@ class Run:
         return self.l2_choice.l2
 
     def _select_states(self) -> None:
-        """Chooses the state mode, then each ``reservoir_search`` setting in turn, by the exact readout's best
-        validation score over ``l2_grid``."""
+        """Chooses the state mode, then each searched reservoir setting, by the exact readout's best validation score."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}

@@ -53,8 +53,7 @@ def activate(z: np.ndarray, activation: str | tuple[str, ...]) -> np.ndarray:
 def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
             leaky: float | tuple[float, ...], valid: np.ndarray | None,
             layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh") -> Iterator[np.ndarray]:
-    """Yields the states x(t) (batch, units) for t = 0, 1, … in one overwritten buffer; past a sequence's
-    end (``valid`` 0) its state stays frozen."""
+    """Yields the states x(t) (batch, units) in one overwritten buffer; a finished sequence's state stays frozen."""
     if len(layers) > 1:
         yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation)
         return

@@ -51,8 +51,7 @@ class ClientSampling:
 
 
 def client_sampling(dp: bool, clients_per_round: int, clients: int, seed_known: bool) -> ClientSampling:
-    """The sampling of a run with ``clients`` training clients and ``clients_per_round`` per round:
-    Poisson at q = m / N under DP (secret unless the seed is known), else the public fixed-size draw."""
+    """Poisson sampling at q = m / N under DP (secret unless the seed is known), else the public fixed-size draw."""
     rate = min(1.0, clients_per_round / clients)
     if rate == 1.0:
         return ClientSampling(ALL, 1.0, secret=False)
