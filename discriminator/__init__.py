@@ -1,15 +1,7 @@
-"""Anomalous-client discriminator (thesis ch. 4, §6.1–6.2, Alg. 3–4).
-
-* :mod:`~discriminator.configs` — how the deltas are made and the network (light);
-* :mod:`~discriminator.deltas` — training data: readout deltas of a real and a fake ESN;
-* :mod:`~discriminator.model` — the network (Fig. 6.2), training, save/load with Keras;
-* :mod:`~discriminator.search` — random search of its hidden sizes and dropout;
-* :mod:`~discriminator.filter` — the client filter of the TFF processes (``load_filter``);
-* :mod:`~discriminator.phase` — fake clients in the federation, accepted-vs-real report, MAE, Fig. 6.13;
-* :mod:`~discriminator.cli` — ``tff-esn discriminator train|phase``.
-
-Builds on :mod:`tff_esn`; ``tff_esn`` never imports this package (it finds the filter
-loader through the ``tff_esn.client_filters`` entry point).
+"""Anomalous-client discriminator (thesis ch. 4, §6.1–6.2, Alg. 3–4): readout deltas of a real and a fake
+ESN (``deltas``), the network (``model``, ``search``), the federation's client filter (``filter``), the
+discriminative phase (``phase``) and ``tff-esn discriminator`` (``cli``). ``tff_esn`` never imports this
+package: it finds the filter through the ``tff_esn.client_filters`` entry point.
 """
 
 from tff_esn.lazy import lazy_exports

@@ -1,21 +1,8 @@
 """``tff-esn discriminator train|phase``: a thin layer over the discriminator's Python API.
 
-* ``train --out PATH`` — loads the data (``--data``, thesis pipeline), takes the
-  ``discriminator`` group of the ``thesis-discriminative`` split, generates real/fake
-  readout deltas (:func:`discriminator.deltas.generate_deltas`), optionally searches the
-  architecture (``--search N`` trials), trains and saves the discriminator folder, and
-  prints its metrics.
-* ``phase --discriminator PATH --out DIR`` — the discriminative phase
-  (:func:`discriminator.phase.run_discriminative_phase`): FedAvg+Disc or FedCurv+Disc with
-  5 fake clients of 10, the thesis model the discriminator was trained for, and the
-  accepted-vs-real report (``acceptance.csv``, ``acceptance.png``, MAE) next to
-  ``metrics.json``.
-
-Registered through the ``tff_esn.commands`` entry-point group. The flags are generated from
-the configs they set (:mod:`tff_esn.cli.flags`): the thesis model's
-(:class:`~tff_esn.federated.configs.ThesisModelConfig`), the deltas' and the network's
-(:mod:`discriminator.configs`) and the federation's (:class:`~tff_esn.federated.configs.FedCurvConfig`),
-none of which imports TensorFlow, so ``--help`` answers at once.
+``train`` generates the real/fake deltas, optionally searches the architecture, trains and saves the
+discriminator; ``phase`` runs FedAvg+Disc or FedCurv+Disc with fake clients and writes the
+accepted-vs-real report. The flags are generated from the configs they set (no TensorFlow for ``--help``).
 """
 
 from __future__ import annotations

@@ -1,38 +1,8 @@
 """The discriminator's training data: readout deltas of a "real" and a "fake" ESN (thesis §6.1, ch. 4).
 
-Two thesis ESNs (:func:`tff_esn.federated.build_thesis_model`: a fixed reservoir and a
-``Dense`` readout, sigmoid for two classes, softmax over K for more) are trained step by
-step on the subjects held out for the discriminator (the ``thesis-discriminative`` split):
-the *real* ESN on their clean inputs, the *fake* ESN on the same inputs plus Gaussian noise
-(thesis §6.1: std 1.0). After every optimisation step the readout delta is recorded —
-kernel (U·C values, row-major) then bias (C values), C = 1 for two classes (U + 1 = 201 for
-the thesis' 200 units), else K (U·K + K) — labelled 1 (real) or 0 (fake).
-
-Choices (each documented where it matters):
-
-* **Sign.** A delta is ``w_{t−1} − w_t`` (weights before the step minus weights after
-  it): the sign of thesis Alg. 3 line 9 (``disc(w_t − w_{t+1})``) and of the update the
-  federation's client filter receives (:mod:`tff_esn.federated.client_work`), so the
-  discriminator is applied to what it was trained on. (Thesis ch. 4 words it as "weights
-  at t minus weights at t − 1"; only the sign differs.)
-* **Same reservoir.** Both ESNs use the reservoir and the initial readout of
-  ``model.reservoir`` (the server's): the noise is their only difference, so the
-  discriminator cannot succeed by telling two reservoirs apart. (The thesis instantiates
-  "two random ESNs".)
-* **Optimiser.** The clients' optimiser of the federation — TFF's Adam with the model's
-  learning rate (Table 6.2: 0.1) and the class-weighted cross-entropy — so a step here is
-  a step of a federated client.
-* **Optimiser state.** By default the optimiser runs on through all steps, as one
-  continuous training (thesis). With ``restart_every = k`` its state is reset every k
-  steps, as a federated client's is at the start of each round (TFF client work builds a
-  fresh optimiser state per round): with k = the clients' steps per round, the deltas
-  look like the updates the filter judges.
-* **Split by time.** The first ``1 − test_fraction`` of each ESN's steps are training
-  deltas, the rest test deltas (never a random split: neighbouring steps are correlated).
-
-The reservoir is fixed, so states are harvested once per ESN
-(:func:`tff_esn.federated.clients.reservoir_states`) and the readout's steps run in one
-``tf.function`` over the batched states.
+Both ESNs share the server's reservoir and initial readout and train with the clients' optimiser; the
+fake one sees inputs plus Gaussian noise (std 1.0). A delta is ``w_{t−1} − w_t`` (kernel then bias),
+labelled 1 (real) or 0 (fake); the first ``1 − test_fraction`` of the steps train, the rest test.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """The discriminator as the client filter of the federated processes (thesis Alg. 3–4).
 
-:class:`DiscriminatorFilter` is a :data:`tff_esn.federated.ClientFilter`: called inside a
-client's TensorFlow graph with the client's readout delta ``(kernel_delta (U, C),
-bias_delta (C,))`` (C = 1 for two classes, else K; ``w_t − w_{t+1}``, thesis Alg. 3 line 9 /
-Alg. 4 line 8), it returns
-``P(real) > threshold`` — ``valid`` — and a rejected client contributes no update (the
-thesis' "if not valid then w_{t+1}^k ← w_t^k").
-
-The filter must not create variables inside the client computation, so the Keras model's
-layers are turned into TensorFlow ops on constants once, at construction:
-``Normalization`` → ``(x − mean) / max(√var, ε)``, ``Dense`` → ``act(x W + b)``,
-``Dropout`` → identity (inference). :meth:`DiscriminatorFilter.probability` equals
-``model.predict`` (tested).
-
-:func:`load_filter` is exposed through the ``tff_esn.client_filters`` entry-point group
-(name ``discriminator``), which ``tff-esn run fedavg|fedcurv --discriminator PATH``
-resolves, so :mod:`tff_esn` never imports this package.
+:class:`DiscriminatorFilter` maps a client's readout delta to ``P(real) > threshold``; a rejected
+client contributes no update. The Keras layers become TensorFlow ops on constants (no variables inside
+the client computation). :func:`load_filter` is the ``tff_esn.client_filters`` entry point.
 """
 
 from __future__ import annotations
@@ -27,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from discriminator.model import Discriminator, DiscriminatorFileError, load_discriminator
+from tff_esn.validation import is_finite
 
 Op = Callable[[tf.Tensor], tf.Tensor]
 
@@ -64,7 +52,7 @@ class DiscriminatorFilter:
         if not isinstance(model, tf.keras.Model):
             raise TypeError(f"DiscriminatorFilter: expected a Discriminator or a Keras model, got "
                             f"{type(discriminator).__name__}.")
-        if not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0 <= threshold <= 1):
+        if not (is_finite(threshold) and 0 <= threshold <= 1):
             raise ValueError(f"DiscriminatorFilter.threshold: expected a number in [0, 1], got {threshold!r}.")
         if len(model.input_shape) != 2 or model.output_shape != (None, 1):
             raise DiscriminatorFileError(f"DiscriminatorFilter: the model maps {model.input_shape} → "

@@ -1,24 +1,8 @@
 """The discriminator network, its training, and saving/loading with Keras (thesis §6.1, Fig. 6.2).
 
-A feed-forward classifier of readout deltas (thesis ch. 4): ``Normalization → Dense →
-Dropout → Dense → Dropout → Dense(1, sigmoid)``, the output being P(real) — the
-probability that the delta comes from a client trained on clean data. Trained with
-binary cross-entropy and Adam (1e-3) for 5 epochs, batch 64, validation split 0.2
-(thesis §6.1). The thesis reports validation accuracy 0.9974, F1 0.9941 on the training
-deltas and 0.9925 on the test deltas.
-
-The ``Normalization`` layer (standardises each of the U + 1 inputs with the training
-deltas' mean and variance) is our addition: deltas are O(learning rate) and their scale
-varies by coordinate; without it the default initialisation trains slowly.
-
-The hidden sizes and dropout rates come from a small random search
-(:func:`discriminator.search.search_discriminator`, ``--search N``). The defaults of
-:class:`DiscriminatorConfig` (64, 16; dropout 0.1, 0.1) were set by hand — not yet the
-result of such a search (the thesis does not publish its sizes).
-
-A saved discriminator is a folder: ``model.keras`` (Keras' format) and
-``discriminator.json`` (input size, configuration, provenance, metrics). Loading checks
-both and the input size, and raises :class:`DiscriminatorFileError` on anything else.
+``Normalization → Dense → Dropout → Dense → Dropout → Dense(1, sigmoid)`` = P(real), trained with binary
+cross-entropy and Adam (1e-3), 5 epochs, batch 64, validation split 0.2. A saved discriminator is a
+folder: ``model.keras`` and ``discriminator.json`` (input size, configuration, provenance, metrics).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The discriminative phase: a federation with fake clients and the discriminator as filter (thesis §6.1–6.2).
 
-Thesis §6.1: the 10 training clients are 5 "real" clients and 5 "fake" ones (Gaussian
-noise on their inputs); 5 clients are sampled per round and the discriminator has to
-discard the fakes (FedAvg+Disc, Alg. 3; FedCurv+Disc, Alg. 4). Per round we report how
-many clients the filter accepted against how many sampled clients were truly real, and
-over the run the mean absolute error of that count (thesis Fig. 6.13: 1.1410 for
-FedAvg-1.0+Disc with different reservoirs), with a plot like Figure 6.13.
+5 real and 5 fake (noisy-input) training clients, 5 sampled per round; per round the clients the filter
+accepted against the truly real ones, and the mean absolute error of that count (thesis Fig. 6.13).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Random search of the discriminator's hidden sizes and dropout rates (thesis §6.1).
 
-Thesis §6.1: "The hyper-parameters have been chosen with a random search." KerasTuner's
-``RandomSearch`` draws the two hidden sizes and the two dropout rates from
-:data:`SPACE`, trains each candidate as :func:`discriminator.model.train_discriminator`
-does (same epochs, batch, validation split, seed, seeded epoch orders) and keeps the best
-validation accuracy. No global RNG is read or set: the oracle draws from ``base.seed``, 0 included
-(:func:`tuning.oracle.seed_oracle`).
+KerasTuner's ``RandomSearch`` over :data:`SPACE`, each candidate trained as
+:func:`discriminator.model.train_discriminator` does; the best validation accuracy wins.
 """
 
 from __future__ import annotations

@@ -184,7 +184,7 @@ def test_select_l2_returns_the_readout_with_the_best_validation_accuracy():
 
 def test_fedip_table_says_when_its_ip_runs_were_decided_by_rounding():
     from scripts.fedip_table import SENSITIVITY, _rounding_note
-    from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
+    from scripts.fedip_table import ROUNDING_SENSITIVITY
 
     calm = {"wesad": {(0.25, "fedip"): [60.0], (0.25, SENSITIVITY): [2e-7, 5e-7]}}
     assert _rounding_note(calm) == "" and _rounding_note({"wesad": {(0.25, "fedip"): [60.0]}}) == ""
@@ -212,7 +212,7 @@ def _fedip_claims(sensitivity: float) -> list:
 
 
 def test_a_fedip_claim_decided_by_rounding_says_so_and_only_then():
-    from tff_esn.closed_form.fedip import ROUNDING_SENSITIVITY
+    from scripts.fedip_table import ROUNDING_SENSITIVITY
 
     (args, kwargs), *_ = _fedip_claims(0.8)
     assert args[0].startswith("On WESAD, FedIP improves on IncFed") and args[2] is False

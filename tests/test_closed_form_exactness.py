@@ -221,15 +221,14 @@ def test_fedavg_ridge_of_one_client_is_its_ridge_and_differs_from_incfed_in_gene
     assert not np.allclose(fedavg_ridge.fit_fedavg_ridge(parts, 0.1), fit_incfed(parts, 0.1))
 
 
-def test_fedavg_average_rejects_bad_weights():
-    with pytest.raises(ValueError, match="sizes"):
-        fedavg_ridge.size_weighted_mean([np.ones((2, 3))], [-1])
-    with pytest.raises(ValueError, match="sizes"):
-        fedavg_ridge.size_weighted_mean([np.ones((2, 3)), np.zeros((2, 3))], [1, 0])
-    with pytest.raises(ValueError, match="shape"):
-        fedavg_ridge.size_weighted_mean([np.ones((2, 3)), np.ones((2, 4))], [1, 1])
-    with pytest.raises(ValueError, match="lengths"):
-        fedavg_ridge.size_weighted_mean([], [])
+def test_fedavg_ridge_rejects_bad_clients_at_its_boundary():
+    _, parts = _partition(2, 2)
+    with pytest.raises(ValueError, match="empty client"):  # a size-0 weight
+        fedavg_ridge.fit_fedavg_ridge([parts[0], RidgeStats.zeros(6, 3, bias=True)], 0.1)
+    with pytest.raises(ValueError, match="same reservoir size"):
+        fedavg_ridge.fit_fedavg_ridge([parts[0], RidgeStats.from_states(np.ones((4, 3)), np.ones((4, 3)))], 0.1)
+    with pytest.raises(ValueError, match="no client"):
+        fedavg_ridge.fit_fedavg_ridge([], 0.1)
 
 
 @settings(max_examples=40, deadline=None)

@@ -8,6 +8,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form import fedip
+from tff_esn.closed_form.configs import FedIPConfig
 from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_updates
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir
@@ -68,7 +69,7 @@ def test_ip_is_seeded_and_validates():
         with pytest.raises(ValueError, match=field):
             IPConfig(**{field: value})
     with pytest.raises(ValueError, match="rounds"):
-        fedip_numpy(w, list(data.clients.values()), cfg, -1)
+        FedIPConfig(rounds=-1)
 
 
 def test_adapt_layer_writes_gain_and_bias_into_the_reservoir_layer():

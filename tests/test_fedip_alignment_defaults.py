@@ -11,10 +11,10 @@ from tff_esn.algorithms import resolve_run, run_algorithm
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.closed_form.configs import DEFAULT_ALPHA
+from tff_esn.closed_form.configs import DEFAULT_ALPHA, FedIPConfig
 from tff_esn.closed_form.heterogeneous import align, client_weights
-from tff_esn.closed_form.fedip import (NEAR_LINEAR_SPREAD, ROUNDING_SENSITIVITY, IPConfig, intrinsic_plasticity,
-                                       rounding_sensitivity, state_scaled_l2)
+from scripts.fedip_table import ROUNDING_SENSITIVITY, ip_sensitivity, rounding_sensitivity
+from tff_esn.closed_form.fedip import NEAR_LINEAR_SPREAD, IPConfig, intrinsic_plasticity, state_scaled_l2
 from tff_esn.esn.draws import spectral_radius
 from tff_esn.esn.ridge import RidgeStats
 
@@ -61,8 +61,8 @@ def test_state_scaled_l2_moves_lambda_with_the_state_variance():
     # scaling the states by c scales λ by c²; an offset added to every state does not count
     scaled = [RidgeStats.from_states(0.1 * states + 5.0, targets, bias=True)]
     assert state_scaled_l2(1e-3, initial, scaled) == pytest.approx(1e-5, rel=1e-9)
-    with pytest.raises(ValueError, match="bias"):
-        state_scaled_l2(1e-3, [RidgeStats.from_states(states, targets)], [RidgeStats.from_states(states, targets)])
+    with pytest.raises(ValueError, match="l2_scale.*readout bias"):
+        FedIPConfig(readout_bias=False)
 
 
 def test_fedip_with_defaults_learns_where_incfed_learns(tmp_path):
@@ -100,16 +100,14 @@ def test_rounding_sensitivity_separates_contracting_from_chaotic_ip(seed):
     assert rounding_sensitivity(weights, client, IPConfig(eta=0.01)) > 0.1
 
 
-def test_fedip_warns_when_ip_is_decided_by_rounding(tmp_path):
+def test_fedip_table_measures_a_runs_rounding_sensitivity_and_plain_runs_do_not(tmp_path):
     data = random_dataset(n_clients=4, steps=200, features=3, n_classes=2, seed=3)
     split = Split("r", ("c0", "c1"), ("c2",), ("c3",))
     flags = dict(units=50, state_mode="mean", l2=1e-3, seed=0, backend="numpy", rounds=1)
     calm = run_algorithm(resolve_run("fedip", data, config=run_config("fedip", **flags)), data, split)
-    chaotic = run_algorithm(resolve_run("fedip", data, config=run_config("fedip", ip_eta=0.01, **flags)), data, split)
-    assert calm["extra"]["ip_rounding_sensitivity"] < 1e-6
-    assert not [w for w in calm["warnings"] if "float rounding" in w]
-    assert chaotic["extra"]["ip_rounding_sensitivity"] > ROUNDING_SENSITIVITY
-    assert [w for w in chaotic["warnings"] if "decided by float rounding" in w and "--ip-eta" in w]
+    assert "ip_rounding_sensitivity" not in calm["extra"]
+    assert ip_sensitivity(data, split, run_config("fedip", **flags)) < 1e-6
+    assert ip_sensitivity(data, split, run_config("fedip", ip_eta=0.01, **flags)) > ROUNDING_SENSITIVITY
 
 
 def test_alignment_default_learns_and_keeps_the_configured_spectral_radius(tmp_path):

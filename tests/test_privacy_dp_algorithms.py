@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tff_esn.algorithms import check_privacy, get_algorithm
 from tff_esn.cli import main
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff
+from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.privacy.dp_stats import GaussianStats
 from tff_esn.privacy.dp_fedip import GaussianUpdates
 from tff_esn.privacy.dp_local_stats import local_noisy_stats
@@ -49,8 +51,8 @@ def test_local_noise_floors_each_client_b_and_refuses_a_central_model_or_a_small
     dp = GaussianStats(1.0, 1e-5, np.sqrt(F), 1, model="local")
     noisy, raised = local_noisy_stats(stats, dp)
     assert raised > 0 and np.linalg.eigvalsh(noisy[0].B).min() >= dp.client_floor(1, F) * (1 - 1e-9)
-    with pytest.raises(ValueError, match="--dp-model local"):
-        local_noisy_stats(stats, GaussianStats(1.0, 1e-5, np.sqrt(F), 1))
+    with pytest.raises(ValueError, match="--dp-model local"):  # the boundary: the run's privacy check
+        check_privacy(get_algorithm("partial-incfed"), PrivacyConfig(dp_epsilon=1.0))
     with pytest.raises(ValueError, match="omit --dp-clip"):
         local_noisy_stats(stats, GaussianStats(1.0, 1e-5, 1.0, 1, model="local"))
 

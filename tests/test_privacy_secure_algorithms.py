@@ -79,8 +79,6 @@ def test_values_beyond_the_range_are_clipped_and_counted():
 def test_bad_settings_give_clear_errors():
     with pytest.raises(ValueError, match="no bit per client"):
         secure_ridge_sum(_args(secure_bits=2), [10, 10, 10, 10, 10])
-    with pytest.raises(ValueError, match="4 clients"):
-        SecureRidgeSum(FixedPoint(40, 5.0, 4))(_stats(3)[:3])
     with pytest.raises(ValueError, match="add --dp-model local"):
         check_privacy(get_algorithm("pfedrr"), _args(dp_epsilon=1.0))
     with pytest.raises(ValueError, match="give --secure-range"):

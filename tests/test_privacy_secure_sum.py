@@ -12,6 +12,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import federate_tff
 from tff_esn.privacy.aggregation import StatsAggregation, federated_stats_sum, lower_secure
 from tff_esn.privacy.secure_sum import FixedPoint, client_bits, stats_bound
+from tff_esn.privacy.config import PrivacyConfig
 
 from closed_form_data import random_dataset
 
@@ -70,10 +71,8 @@ def test_encoding_settings():
     fp = FixedPoint(32, 10.0, 5)
     assert fp.levels == 2 ** 29 - 1 and fp.scale == pytest.approx(fp.levels / 20.0)
     assert stats_bound([10, 400, 30]) == 400.0
-    with pytest.raises(ValueError, match="range"):
-        FixedPoint(32, 0.0, 5)
-    with pytest.raises(ValueError, match="state"):
-        stats_bound([])
+    with pytest.raises(ValueError, match="secure_range"):  # the boundary: the run's privacy settings
+        PrivacyConfig(secure_aggregation=True, secure_range=0.0)
 
 
 def test_tff_secure_sum_equals_plain_sum_within_the_bound():

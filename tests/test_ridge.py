@@ -18,6 +18,7 @@ from tff_esn.esn.states_numpy import states_and_statistics
 from tff_esn.esn.states_tf import accumulate_stats
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.run_warnings import RunWarning
+from tff_esn.data.sequences import ClientSequences, SequenceDataset
 
 
 def _data(n=200, f=12, y=3, seed=0):
@@ -126,8 +127,9 @@ def test_bad_shapes_and_values():
         RidgeStats.sum([])
     with pytest.raises(ValueError, match="no samples"):
         RidgeStats.zeros(3, 1).solve(0.1)
-    with pytest.raises(ValueError, match="labels"):
-        one_hot(np.array([0, 3]), 3)
+    with pytest.raises(ValueError, match="labels outside"):  # the boundary: the dataset's labels
+        SequenceDataset({"c0": ClientSequences(np.zeros((2, 4, 1), np.float32), np.array([0, 3]))}, 3, ("x",),
+                        ("a", "b", "c"), "toy")
     assert RidgeStats.from_states(s, y).floats() == 1 * 3 + 3 * 3
 
 

@@ -183,10 +183,10 @@ def test_keras_layer_round_trips_topology_and_per_unit_leak():
 def test_per_unit_leak_array_is_validated():
     w = ReservoirWeights.from_config(ReservoirConfig(units=4), 2)
     assert w.replace(leaky=np.array([0.5, 1, 0.2, 0.1])).leaky == (0.5, 1.0, 0.2, 0.1)
-    with pytest.raises(ValueError, match="one rate per unit"):
-        w.replace(leaky=(0.5, 0.5))
+    with pytest.raises(ValueError, match=r"one leaking rate in \(0, 1\] per unit \(4\)"):  # the boundary: the config
+        ReservoirConfig(units=4, leak_values=(0.5, 0.5))
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
-        w.replace(leaky=(0.5, 0.5, 0.0, 1.0))
+        ReservoirConfig(units=4, leak_values=(0.5, 0.5, 0.0, 1.0))
 
 
 def test_explicit_leak_values_from_the_command_line(tmp_path, capsys):

@@ -1,16 +1,8 @@
 """Model selection with KerasTuner: the thesis' and the papers' searches.
 
-* :mod:`tuning.spaces` — the published search spaces (thesis Table 6.1, IncFed Tables I–II,
-  FedIP Table 1, pFedRR §3) as named ``keras_tuner.HyperParameters`` builders.
-* :mod:`tuning.oracle` — random search without replacement that stops when a finite space
-  is exhausted (thesis §6.1).
-* :mod:`tuning.thesis` — the thesis hypermodel (reservoir + sigmoid or softmax readout, validation F1).
-* :mod:`tuning.closed_form` — a KerasTuner tuner whose trial fits the ridge readout in
-  closed form (IncFed eq. 10; FedIP first), reusing harvests across trials.
-* :mod:`tuning.search` — :func:`tune`: data, tuner, progress, resume, ``best_hparams.json``.
-* :mod:`tuning.cli` — ``tff-esn tune SPACE --data SOURCE --trials N --out DIR``.
-
-``tuning`` builds on ``tff_esn``; ``tff_esn`` never imports ``tuning``.
+The published spaces (``spaces``), an exhaustive random-search oracle (``oracle``), the thesis
+hypermodel (``thesis``), a closed-form ridge tuner (``closed_form``), :func:`tune` (``search``) and
+``tff-esn tune`` (``cli``). ``tff_esn`` never imports ``tuning``.
 """
 
 from tff_esn.lazy import lazy_exports

@@ -1,22 +1,8 @@
 """A KerasTuner tuner whose trial fits the ridge readout in closed form (no gradient epochs).
 
-Each trial draws a reservoir from the trial's hyperparameters, harvests the training
-clients' ridge statistics (IncFed eqs. 6–9: ``A = Σ_c A_c``, ``B = Σ_c B_c``), solves
-``W = A (B + λI)⁻¹`` (IncFed eq. 10, exactly the centralized / IncFed / FedRR readout) and
-reports the validation clients' accuracy, balanced accuracy, macro F1, AUC and the number of
-classes its readout predicts (``val_classes_predicted``: 1 is a constant predictor). It is a
-``keras_tuner.engine.base_tuner.BaseTuner`` — KerasTuner's framework-independent tuner
-base, the one its own ``SklearnTuner`` extends — so the IncFed, pFedRR and FedIP searches
-get KerasTuner's oracles, trial files, logging and resume.
-
-Harvests go through :class:`tff_esn.closed_form.harvest.Harvester` (the same states and statistics as
-``tff-esn run``, so a trial's validation accuracy equals the run's with the same
-hyperparameters). Harvests are kept for the ``cache_size`` most recent reservoirs, so trials
-that share every reservoir hyperparameter (differing only in ``l2``) harvest once.
-
-FedIP spaces (``ip_*`` hyperparameters) adapt the reservoir's gain and bias with federated
-intrinsic plasticity (FedIP Alg. 1, :func:`tff_esn.closed_form.fedip.fedip_numpy` — the exact
-reference of the TFF process) before the IncFed readout.
+A trial draws a reservoir (FedIP spaces: adapted by :func:`~tff_esn.closed_form.fedip.fedip_numpy`),
+harvests ``A``, ``B`` (IncFed eqs. 6–9) with the run's ``Harvester``, solves ``W = A (B + λI)⁻¹`` (eq. 10)
+and reports the validation metrics; harvests of the ``cache_size`` latest reservoirs are kept.
 """
 
 from __future__ import annotations
@@ -35,6 +21,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.metrics import classification_metrics, predictions
 from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, state_scaled_l2
+from tff_esn.validation import is_count
 from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
 
 IP_KEYS = ("ip_mu", "ip_sigma", "ip_eta", "ip_epochs")
@@ -65,7 +52,7 @@ class ClosedFormTuner(BaseTuner):
                  project_name=None, overwrite: bool = False):
         if not split.val:
             raise ValueError(f"ClosedFormTuner: split {split.name!r} has no validation clients to score trials on.")
-        if not isinstance(cache_size, int) or cache_size < 1:
+        if not is_count(cache_size, 1):
             raise ValueError(f"ClosedFormTuner: cache_size must be an integer ≥ 1, got {cache_size!r}.")
         self.dataset = dataset
         self.split = split

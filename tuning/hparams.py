@@ -1,13 +1,7 @@
 """Best-hyperparameters JSON: the flat file ``tff-esn run --hparams FILE`` reads.
 
-The file is one flat JSON object whose keys are ``tff-esn run`` option names with ``-``
-written as ``_`` (the argparse destinations): the :class:`~tff_esn.ReservoirConfig` fields
-(``units``, ``spectral_radius``, ``leaky``, ``input_scaling``, ``input_connectivity``,
-``recurrent_connectivity``, ``bias_scaling``, ``seed``), the ridge ``l2`` and algorithm
-flags (``ip_mu``, ``ip_sigma``, ``ip_eta``, ``ip_epochs`` for FedIP; ``learning_rate``,
-``batch_size``, ``epochs``, ``window``, ``features`` for the thesis model). Connectivities
-are fractions in (0, 1]: the IncFed paper's counts of connections per unit are converted
-here (:func:`run_hparams`), so the file needs nothing from ``tuning`` to be read.
+One flat object keyed by ``tff-esn run`` option names (``-`` as ``_``); the IncFed paper's
+connection counts are converted to fractions here (:func:`run_hparams`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Random search that stops exactly when a finite space is exhausted (thesis §6.1).
 
-KerasTuner's ``RandomSearchOracle`` declares a space exhausted after 20 consecutive
-duplicate draws, which on the thesis' 972-configuration space stops the search while a
-tenth of it is still untried. The thesis' search "is interrupted when all the hypotheses
-have been exhausted": :class:`ExhaustiveRandomSearchOracle` draws, for a finite space,
-uniformly among the configurations not tried yet (seeded), and stops after the last one.
-Continuous spaces fall back to KerasTuner's own sampling. The state that makes the draw
-reproducible (seed state, tried hashes) is KerasTuner's, so a reloaded search continues the
-same sequence.
+:class:`ExhaustiveRandomSearchOracle` draws uniformly (seeded) among the configurations not tried yet
+and stops after the last one (KerasTuner's ``RandomSearchOracle`` gives up after 20 duplicate draws);
+continuous spaces use KerasTuner's sampling. A reloaded search continues the same sequence.
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
 """Named KerasTuner search spaces of the thesis and the papers, with their ranges as published.
 
-Each space is a :class:`SearchSpace`: a builder of ``keras_tuner.HyperParameters`` plus what
-the search needs to run it (model kind, objective, data pipeline and split, trial budget).
-
-* ``thesis`` — thesis §6.1 Table 6.1 (units, leaky, learning rate, window, batch,
-  feature subsets); ρ = 0.99 and 1 epoch fixed as in Table 6.2; objective validation F1;
-  random search until the space is exhausted (972 configurations).
-* ``incfed-wesad`` / ``incfed-hhar`` — IncFed paper Tables I / II (units, ρ, leaking rate,
-  input scaling, input and recurrent connectivity as a *count of connections per unit*,
-  converted to :class:`~tff_esn.ReservoirConfig` fractions by
-  :func:`tuning.hparams.run_hparams`).
-* ``fedip-wesad`` / ``fedip-hhar`` — FedIP Table 1 (units, ρ, input scaling, leakage, L2 λ,
-  and the intrinsic-plasticity μ, σ, η, epochs); 30-trial random search (FedIP §3).
-* ``pfedrr`` — pFedRR §3 model selection (1000 units, ρ, input scaling, leaking rate).
-
-The IncFed paper and pFedRR select the ridge regulariser "by model selection" without
-publishing its range: those spaces borrow FedIP Table 1's ``l2`` ∈ [1e-4, 1] (same authors'
-group), sampled log-uniformly. Half-open published intervals such as ρ ∈ [0.3, 0.99) are
-sampled continuously, so the open end has probability zero. Ridge-readout spaces fix the
-readout to the closed form; gradient-training hyperparameters appear only in ``thesis``.
+``thesis`` (Table 6.1), ``incfed-wesad``/``incfed-hhar`` (IncFed Tables I–II), ``fedip-wesad``/
+``fedip-hhar`` (FedIP Table 1) and ``pfedrr`` (pFedRR §3); spaces whose paper publishes no λ range
+borrow FedIP Table 1's ``l2`` ∈ [1e-4, 1], log-uniform.
 """
 
 from __future__ import annotations

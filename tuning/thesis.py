@@ -1,31 +1,8 @@
 """The thesis hypermodel: reservoir + readout searched on validation F1 (thesis §6.1).
 
-:class:`ThesisHyperModel` builds, for one point of Table 6.1's space, the thesis model of
-:mod:`tff_esn.federated.model` (reservoir with ρ = 0.99 and a ``Dense(1, "sigmoid")``
-readout, Adam + binary cross-entropy weighted ``{0: 12, 1: 88}``; on K > 2 classes a
-``Dense(K, "softmax")`` readout with the weighted categorical cross-entropy) and trains it for
-the trial's epochs and batch size on the trial's feature subset of the data preprocessed
-with the trial's window. The objective is ``val_f1``: the validation F1 score of the stress
-class (:class:`BinaryF1`, a Keras metric), or the macro F1 over the K classes, maximised.
-
-The reservoir is fixed, so a trial's states depend only on its window, feature subset,
-units, leaky rate and ρ (108 of Table 6.1's 972 points); learning rate and batch size
-change only the readout's training. A trial therefore trains the readout-only model
-(``build_thesis_model(..., readout_only=True)``, the model of the federated cached mode) on
-the states of :func:`tff_esn.federated.clients.client_states`, harvested once per reservoir
-point and kept in a bounded LRU, and reuses one compiled readout model per shape (its traced
-train and test steps), reset to a fresh build's weights and Adam state. ``cached_states=False``
-trains the whole model (reservoir in the graph) on the inputs instead. Both fit the same loss,
-Adam, batches and epoch orders (:func:`tff_esn.federated.clients.seeded_fit_data`) and score
-the same validation metric, with the same objective and readout bit for bit (tested);
-sequences of unequal length are harvested each at its own length, where the whole model runs
-its reservoir over the padding. The best model (``get_best_models``) is the whole thesis model
-either way.
-
-The thesis' "F1" is ambiguous: Table 6.3's "F1 (micro)" equals its accuracy (micro F1 of a
-single-label task always does), while the selection criterion is motivated as suited to the
-unbalanced labels — which micro F1 is not. We select on the F1 of the positive (stress)
-class, the usual reading; ``tff-esn run`` reports both.
+:class:`ThesisHyperModel` trains the thesis model of one Table 6.1 point on ``val_f1``, the stress class's
+F1 (macro F1 on K > 2 classes). With ``cached_states`` a trial trains the readout-only model on states
+harvested once per reservoir point (the same loss, batches and readout bit for bit as the whole model).
 """
 
 from __future__ import annotations
@@ -42,6 +19,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.clients import client_states, seeded_fit_data, targets
 from tff_esn.federated.configs import loss_labels, resolve_class_weight
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
+from tff_esn.validation import is_count
 
 STATE_KEYS = ("window", "features", "units", "leaky", "spectral_radius")
 """The hyperparameters a trial's reservoir states depend on (with the hypermodel's seed)."""
@@ -129,7 +107,7 @@ class ThesisHyperModel(kt.HyperModel):
     def __init__(self, data: ThesisData, *, seed: int = 0, class_weight: tuple[float, ...] | str = (12.0, 88.0),
                  n_classes: int = 2, cached_states: bool = True, cache_bytes: int = 2**30):
         super().__init__(name="thesis")
-        if not isinstance(cache_bytes, int) or cache_bytes < 0:
+        if not is_count(cache_bytes, 0):
             raise ValueError(f"ThesisHyperModel: cache_bytes must be an integer ≥ 0, got {cache_bytes!r}.")
         self.data = data
         self.seed = seed

@@ -9,11 +9,7 @@ from tff_esn.esn.ridge import RidgeStats
 
 
 def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
-    """Ridge on the pooled training data (IncFed eq. 3): the reference of every federation.
-
-    The pooled statistics are the sum of the training clients' (IncFed eqs. 6–7: the same
-    ``Sᵀ S`` and ``Yᵀ S`` as stacking their states), so the harvest that gives them also
-    gives the training clients' evaluation states."""
+    """Ridge on the pooled training data (IncFed eq. 3): the sum of the clients' statistics, the reference."""
     run = Run(dataset, split, config, "centralized")
     l2 = run.choose_exact_l2()
     readout = RidgeStats.sum(run.stats()).solve(l2)

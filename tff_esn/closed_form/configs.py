@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tff_esn.algorithms import register_algorithm
-from tff_esn.communication import CommunicationCost, Phase, check_counts, readout_floats
+from tff_esn.communication import CommunicationCost, Phase, readout_floats
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
 from tff_esn.tasks import TASK_KINDS
@@ -98,12 +98,8 @@ class ReadoutConfig:
     privacy: PrivacyConfig = PrivacyConfig()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.reservoir, ReservoirConfig):
-            raise TypeError(f"{type(self).__name__}.reservoir: expected a ReservoirConfig, "
-                            f"got {type(self.reservoir).__name__}.")
-        if not isinstance(self.privacy, PrivacyConfig):
-            raise TypeError(f"{type(self).__name__}.privacy: expected a PrivacyConfig, "
-                            f"got {type(self.privacy).__name__}.")
+        check_field(self, "reservoir", isinstance(self.reservoir, ReservoirConfig), "a ReservoirConfig", flag="")
+        check_field(self, "privacy", isinstance(self.privacy, PrivacyConfig), "a PrivacyConfig", flag="")
         check_field(self, "l2", self.l2 == AUTO or (is_finite(self.l2) and self.l2 >= 0),
                     f"a finite number ≥ 0 or {AUTO!r}")
         object.__setattr__(self, "l2_grid", check_grid(self.l2_grid))
@@ -237,6 +233,8 @@ class FedIPConfig(ReadoutConfig):
         _check_backend(self)
         check_field(self, "rounds", is_count(self.rounds, 1), "an integer ≥ 1")
         check_field(self, "l2_scale", self.l2_scale in L2_SCALES, f"one of {L2_SCALES}")
+        check_field(self, "l2_scale", self.l2_scale == "absolute" or self.readout_bias or self.privacy.dp_requested,
+                    "absolute without the readout bias (--l2-scale state reads Σ s and n from its row of B)")
         check_field(self.reservoir, "activation", self.reservoir.activation == "tanh",
                     "tanh: intrinsic plasticity (FedIP eqs. 2–3) is derived for tanh units")
 
@@ -263,9 +261,7 @@ class AlignmentConfig(ReadoutConfig):
 
 
 def runs_tff(config: ReadoutConfig) -> bool:
-    """Whether a closed-form run executes TFF computations: the ``tff`` backend, any privacy
-    setting (secure aggregation and DP run inside TFF) or streaming subrounds; every other run
-    is numpy (and TensorFlow for the harvest) only."""
+    """Whether a closed-form run executes TFF computations: the ``tff`` backend, privacy settings or subrounds."""
     backend = getattr(config, "resolved_backend", getattr(config, "backend", "numpy"))
     return (backend == "tff" or config.privacy.requested
             or getattr(config, "subround_size", None) is not None)
@@ -282,8 +278,6 @@ steps, a 500-unit reservoir with a bias, λ chosen on the validation client."""
 
 def centralized_cost(raw_floats: Sequence[int]) -> CommunicationCost:
     """Centralized training: each client uploads its raw inputs (mean over clients), nothing down."""
-    if not raw_floats:
-        raise ValueError("communication: centralized needs at least one client.")
     return CommunicationCost((Phase("centralized", sum(raw_floats) / len(raw_floats), 0, 1, 4),))
 
 
@@ -300,25 +294,19 @@ def fedavg_ridge_cost(n_features: int, n_outputs: int) -> CommunicationCost:
 
 
 def rls_cost(n_features: int, n_outputs: int) -> CommunicationCost:
-    """Sequential recursive least squares: each client receives ``(W, P)`` and passes them on,
-    N_F² + N_Y·N_F each way."""
+    """Sequential RLS: each client receives ``(W, P)`` and passes them on, N_F² + N_Y·N_F each way."""
     state = n_features**2 + readout_floats(n_features, n_outputs)
     return CommunicationCost((Phase("rls", state, state),))
 
 
 def partial_incfed_cost(k: int, n_features: int, n_outputs: int) -> CommunicationCost:
     """Thesis §B.3: up k(N_Y + N_F) (= k(1 + N_x) for one output), down N_Y·N_F."""
-    check_counts(k=k)
-    if k > n_features:
-        raise ValueError(f"communication: k must be ≤ n_features={n_features}, got {k}.")
     return CommunicationCost((Phase("partial-incfed", k * (n_outputs + n_features),
                                     readout_floats(n_features, n_outputs)),))
 
 
 def pfedrr_cost(selected: Sequence[int], n_features: int, n_outputs: int) -> CommunicationCost:
     """pFedRR eq. 2: up N_Y·N_F + N_F + |S_c|(|S_c| − 1), averaged over clients; down N_Y·N_F."""
-    if not selected or any(s < 0 or s > n_features for s in selected):
-        raise ValueError(f"communication: selected counts must lie in [0, {n_features}], got {list(selected)}.")
     w = readout_floats(n_features, n_outputs)
     up = sum(w + n_features + s * (s - 1) for s in selected) / len(selected)
     return CommunicationCost((Phase("pfedrr", up, w),))
@@ -326,23 +314,18 @@ def pfedrr_cost(selected: Sequence[int], n_features: int, n_outputs: int) -> Com
 
 def fedip_cost(rounds: int, units: int, n_features: int, n_outputs: int) -> CommunicationCost:
     """FedIP Alg. 1: ``rounds`` rounds of (g, b), 2·N_R float32 each way, then one IncFed round."""
-    check_counts(units=units)
-    if rounds < 0:
-        raise ValueError(f"communication: rounds must be ≥ 0, got {rounds}.")
     ip = Phase("fedip", 2 * units, 2 * units, rounds, bytes_per_float=4)
     return CommunicationCost((ip,)) + incfed_cost(n_features, n_outputs)
 
 
 def ensemble_cost(clients: int, n_features: int, n_outputs: int) -> CommunicationCost:
     """Prediction ensemble: up one readout N_Y·N_F, down all C members' readouts."""
-    check_counts(clients=clients)
     w = readout_floats(n_features, n_outputs)
     return CommunicationCost((Phase("ensemble", w, clients * w),))
 
 
 def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: Any) -> None:
-    """Registers a closed-form algorithm: ragged data, every task, TFF only when :func:`runs_tff`,
-    the closed form's own-data defaults; ``entry`` adds or replaces registry fields."""
+    """Registers a closed-form algorithm with the family's defaults; ``entry`` adds or replaces registry fields."""
     register_algorithm(name, config, "tff_esn.closed_form." + run, communication=cost, help=help,
                        **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": OWN_DATA, **entry})
 

@@ -1,9 +1,7 @@
 """FedAvg of ridge readouts (IncFed §II-B, eqs. 4–5).
 
-Each client solves its own ridge readout ``W_c = Y_c S_cᵀ (S_c S_cᵀ + β_c I)⁻¹`` (eq. 4)
-and the server averages them weighted by the local sizes,
-``W = Σ_c (N_train,c / N_train) W_c``: the weighted mean the paper's text describes (its
-printed eq. 5 is a typo, DEVIATIONS.md). N_train,c counts the client's training states.
+Each client solves ``W_c = Y_c S_cᵀ (S_c S_cᵀ + β_c I)⁻¹`` (eq. 4); the server averages them weighted by
+their training states, ``W = Σ_c (N_c / N) W_c`` (the text's weighted mean; eq. 5 as printed is a typo).
 """
 
 from __future__ import annotations
@@ -25,21 +23,8 @@ def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:
 
 
 def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> np.ndarray:
-    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64.
-
-    The one size-weighted mean of the closed-form family: the readouts of FedAvg-ridge
-    (IncFed eq. 5, corrected), FedIP's (g, b) (FedIP Alg. 1) and the ensemble's outputs
-    (thesis Table 6.5 ensemble). Raises ``ValueError`` for no values, a length mismatch,
-    non-positive or non-finite sizes, or values of different shapes.
-    """
-    if not len(values) or len(values) != len(sizes):
-        raise ValueError(f"values and sizes: expected equal, non-zero lengths, got {len(values)} and {len(sizes)}.")
+    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64 (IncFed eq. 5, corrected)."""
     sizes = np.asarray(sizes, dtype=np.float64)
-    if np.any(~np.isfinite(sizes)) or np.any(sizes <= 0):
-        raise ValueError(f"sizes: expected positive local sizes, got {sizes.tolist()}.")
-    shapes = {np.shape(v) for v in values}
-    if len(shapes) != 1:
-        raise ValueError(f"values: expected one shape for every client, got {sorted(shapes)}.")
     return np.tensordot(sizes / sizes.sum(), np.stack(values).astype(np.float64), axes=1)
 
 

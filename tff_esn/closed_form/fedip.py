@@ -1,15 +1,13 @@
 """Intrinsic plasticity (IP) of the reservoir and its federation, FedIP (FedIP §2, Alg. 1).
 
-IP adapts each unit's gain g and bias b in ``x̃ = tanh(g·x_net + b)`` toward N(μ, σ²) (FedIP eqs. 2–3):
-``Δb = −η (−μ/σ² + (x̃/σ²)(2σ² + 1 − x̃² + μ x̃))``, ``Δg = η / g + Δb · x_net``, then ``g ← max(g, min_gain)``.
-FedIP is FedAvg on (g, b), ``Σ_c (n_c/n)·θ_c`` per round, then IncFed on the adapted reservoir; λ is
-scaled by the adapted/unadapted state variance (:func:`state_scaled_l2`).
+IP moves each unit's gain g and bias b in ``x̃ = tanh(g·x_net + b)`` toward N(μ, σ²) (eqs. 2–3):
+``Δb = −η (−μ/σ² + (x̃/σ²)(2σ² + 1 − x̃² + μ x̃))``, ``Δg = η / g + Δb · x_net``, ``g ← max(g, min_gain)``.
+FedIP is FedAvg on (g, b), then IncFed on the adapted reservoir (λ scaled by :func:`state_scaled_l2`).
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 import hashlib
 from collections.abc import Callable, Sequence
@@ -44,10 +42,8 @@ def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
 
 def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
               layers: tuple[int, ...] = ()):
-    """Online IP through one batch of right-padded sequences (b, T, F) of ``lengths`` (b,) steps:
-    one (g, b) update per time step, the mean over the sequences still running of the updates
-    on the net inputs and activations of the reservoir's own step
-    (:func:`~tff_esn.esn.states_tf.reservoir_step`; every layer's units of a deep ESN's ``layers``)."""
+    """Online IP through one batch of right-padded sequences: per time step, the mean (g, b) update over the
+    sequences still running (FedIP eqs. 2–3)."""
     projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
@@ -67,15 +63,12 @@ def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[fl
 
 
 _ip_batch_xla = tf.function(_ip_batch, jit_compile=True)
-""":func:`_ip_batch` compiled by XLA: the loop body's elementwise ops fused, so a time step costs its
-arithmetic (the (b, units) × (units, units) product) instead of one executor dispatch per op. The same
-equations; its float rounding differs from the graph's in the last bits."""
+""":func:`_ip_batch` compiled by XLA (fused elementwise ops; rounding differs from the graph's in the last bits)."""
 
 
 def _local_ip(dataset: tf.data.Dataset, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
               layers: tuple[int, ...] = (), batch_ip: Callable = _ip_batch):
-    """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate),
-    each batch through ``batch_ip`` (:func:`_ip_batch`, or its XLA-compiled twin in this process)."""
+    """``cfg.epochs`` passes of online IP over a dataset of input batches (FedIP Alg. 1, LocalIPUpdate)."""
     return dataset.repeat(cfg.epochs).reduce(
         (gain, bias), lambda gb, batch: batch_ip(batch[0], batch[1], kernel, recurrent, gb[0], gb[1], leaky, cfg,
                                                      layers))
@@ -88,8 +81,6 @@ client update (:func:`build_fedip_process`) serializes :func:`_local_ip` with th
 
 def _batches(client: ClientSequences, cfg: IPConfig, steps: int | None = None) -> tf.data.Dataset:
     """Batches ``(x, lengths)`` of the client's sequences, right-padded to ``steps`` when given."""
-    if len(client) == 0:
-        raise ValueError("clients: empty client (no sequences).")
     x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))
     return tf.data.Dataset.from_tensor_slices((x, client.steps.astype(np.int32))).batch(cfg.batch_size)
 
@@ -108,13 +99,8 @@ _ADAPTED_SIZE = 256
 
 
 def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
-    """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client's data (FedIP Alg. 1,
-    LocalIPUpdate).
-
-    The result is kept per reservoir content (:attr:`~tff_esn.esn.weights.ReservoirWeights.key`), client
-    inputs and ``cfg``: a repeated call — round 1 of FedIP starts every client from the seed's reservoir,
-    at every fraction of training clients of a table — returns the kept (g, b), which is what running
-    the same computation again gives."""
+    """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client (FedIP Alg. 1,
+    LocalIPUpdate), kept per reservoir, client inputs and ``cfg``."""
     key = (weights.key, _client_digest(client), cfg)
     if key in _ADAPTED:
         _ADAPTED.move_to_end(key)
@@ -130,11 +116,7 @@ def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg
 
 
 def adapt_layer(layer: Reservoir, client: ClientSequences, cfg: IPConfig) -> Reservoir:
-    """Runs IP on ``client``'s sequences and writes the adapted gain and bias into ``layer``.
-
-    The layer must have been created with ``use_gain=True`` (its gain is the IP gain g and
-    its bias the IP bias b) and be built; it is returned for chaining.
-    """
+    """Writes the IP-adapted gain and bias of ``client``'s sequences into a built ``use_gain`` layer."""
     if not layer.use_gain:
         raise ValueError("adapt_layer: the Reservoir needs use_gain=True to hold the IP gain.")
     adapted = intrinsic_plasticity(ReservoirWeights.from_layer(layer), client, cfg)
@@ -145,9 +127,7 @@ def adapt_layer(layer: Reservoir, client: ClientSequences, cfg: IPConfig) -> Res
 
 def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
                 rounds: int) -> ReservoirWeights:
-    """FedIP (Alg. 1) without TFF, each client's local IP through :func:`intrinsic_plasticity` (the
-    XLA-compiled loop): the reference the TFF process is checked against."""
-    _check_rounds(rounds, clients)
+    """FedIP (Alg. 1) without TFF: the reference the TFF process is checked against."""
     sizes = [len(c) for c in clients]
     for _ in range(rounds):
         local = [intrinsic_plasticity(weights, c, cfg) for c in clients]
@@ -156,46 +136,16 @@ def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], c
     return weights
 
 
-ROUNDING_SENSITIVITY = 1e-3
-"""Relative change of the IP gains from a one-ulp change of their start (:func:`rounding_sensitivity`) above
-which the adapted reservoir is decided by float rounding rather than by the data."""
-
-
-def rounding_sensitivity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> float:
-    """``max |g − g'| / max |g|`` after one local IP epoch (eqs. 2–3) on ``client``, where ``g'`` starts
-    from the initial gains moved up by one float32 ulp: how far rounding alone moves the adapted gains.
-
-    A contracting IP keeps it at rounding level (≈ 1e-7); it grows to order one when IP is chaotic —
-    e.g. gains projected onto ``min_gain`` take steps η/g of order one — and then two runs that
-    differ only in float rounding (another backend, BLAS, graph optimizer) adapt different reservoirs.
-    """
-    one = dataclasses.replace(cfg, epochs=1)
-    moved = weights.replace(gain=np.nextafter(weights.gain, np.float32(np.inf)).astype(np.float32))
-    a = intrinsic_plasticity(weights, client, one).gain
-    b = intrinsic_plasticity(moved, client, one).gain
-    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(a))), np.finfo(np.float32).tiny))
-
-
 def state_spread(stats: Sequence[RidgeStats]) -> np.ndarray:
-    """Per-unit standard deviation of the readout's state features over the pooled samples,
-    ``sqrt(B_ii/n − (Σ s_i/n)²)``, from the summed statistics (the readout bias row of B holds
-    Σ s and n, so this is what IncFed already sends)."""
+    """Per-unit std ``sqrt(B_ii/n − (Σ s_i/n)²)`` of the state features, from the summed statistics' bias row."""
     total = RidgeStats.sum(list(stats))
-    if not total.bias:
-        raise ValueError("state_spread: needs the readout bias input (its row of B holds Σ s and n).")
     n = total.B[-1, -1]
     mean = total.B[-1, :-1] / n
     return np.sqrt(np.maximum(np.diag(total.B)[:-1] / n - mean * mean, 0.0))
 
 
 def state_scaled_l2(l2: float, initial: Sequence[RidgeStats], adapted: Sequence[RidgeStats]) -> float:
-    """``λ · v_adapted / v_initial``: λ moved from the unadapted reservoir's state scale to the
-    adapted one's (module docstring), where ``v`` is the total variance of the state features
-    (:func:`state_spread` squared and summed); the raw second moment would count the offset
-    IP's bias adds to every state as scale."""
-    if not initial or len(initial) != len(adapted):
-        raise ValueError(f"state_scaled_l2: expected one initial and one adapted statistic per client, got "
-                         f"{len(initial)} and {len(adapted)}.")
+    """``λ · v_adapted / v_initial``, ``v`` the total variance of the state features (:func:`state_spread`)."""
     before = float(np.sum(state_spread(initial) ** 2))
     if not before > 0:
         raise ValueError("state_scaled_l2: the unadapted reservoir's states do not vary (variance 0).")
@@ -206,14 +156,12 @@ NEAR_LINEAR_SPREAD = 0.17
 """Median per-step state std below which tanh's cubic term is < 1 % of its linear one (s²/3 < 0.01)."""
 
 FEDIP_PARAMETER_RANGE = 64.0
-"""|g|, |b| above which a secure FedIP round clips (and counts) a client's value. No data bounds
-IP's (g, b); at |g| = 64 tanh(g·x_net) is a step for |x_net| > 0.05 and |b| = 64 saturates
-every unit, so a clip marks a diverged run, never a useful one."""
+"""|g|, |b| above which a secure FedIP round clips (and counts) a client's value: beyond it every unit
+saturates, so a clip marks a diverged run."""
 
 
 def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], per_client: int = 32) -> np.ndarray:
-    """Per-unit std of the reservoir's states over every step (each sequence's own) of the first
-    ``per_client`` sequences of each client (the quantity IP drives to σ)."""
+    """Per-unit std of the states over every step of each client's first ``per_client`` sequences (IP's target σ)."""
     arrays = [tf.constant(a) for a in (weights.kernel, weights.recurrent, weights.bias, weights.gain)]
     states = []
     for c in clients:
@@ -223,22 +171,10 @@ def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], p
     return np.concatenate(states).std(axis=0)
 
 
-def _check_rounds(rounds: int, clients: Sequence[ClientSequences]) -> None:
-    if not isinstance(rounds, int) or rounds < 0:
-        raise ValueError(f"rounds: expected an integer ≥ 0, got {rounds!r}.")
-    if not clients:
-        raise ValueError("clients: no clients to federate.")
-
-
 def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, secure: FixedPoint | None = None,
                         dp: GaussianUpdates | None = None):
-    """FedIP as a ``tff.templates.IterativeProcess`` over (g, b) (FedIP Alg. 1).
-
-    ``initialize() -> (g, b)@SERVER``; ``next((g, b), batches@CLIENTS)``: broadcast, local IP epochs, mean
-    weighted by the clients' sequences. With ``secure`` the clients send ``(n_c·g_c, n_c·b_c, n_c)`` and
-    ``next`` returns ``((g, b), clipped)``; with ``dp`` they send clipped updates, the server applies their
-    noisy unweighted mean, and ``next`` also takes the round index.
-    """
+    """FedIP (Alg. 1) as a ``tff.templates.IterativeProcess`` over (g, b): broadcast, local IP, the mean weighted
+    by the clients' sequences; ``secure`` also returns the clipped count, ``dp`` the noisy mean of clipped updates."""
     tff = load_tff()
 
     units, n_inputs = weights.units, weights.n_inputs
@@ -327,14 +263,8 @@ def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
 
 def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig, rounds: int,
               secure: FixedPoint | None = None, dp: GaussianUpdates | None = None) -> tuple[ReservoirWeights, int]:
-    """``rounds`` FedIP rounds through TFF (FedIP Alg. 1), with an optional secure sum and DP of the
-    rounds: the reservoir with the federated (g, b), and the number of values the secure sum clipped."""
-    _check_rounds(rounds, clients)
+    """``rounds`` FedIP rounds through TFF (Alg. 1): the federated reservoir and the values the secure sum clipped."""
     steps = max(c.x.shape[1] for c in clients)  # shorter clients are padded; each sequence runs its own steps
-    if secure is not None and secure.clients != len(clients):
-        raise ValueError(f"secure aggregation: encoding for {secure.clients} clients, got {len(clients)}.")
-    if dp is not None and dp.clients != len(clients):
-        raise ValueError(f"dp: mean over {dp.clients} clients, got {len(clients)}.")
     process = build_fedip_process(weights, steps, cfg, secure, dp)
     datasets = [_batches(c, cfg, steps) for c in clients]
     state, clipped = process.initialize(), 0
@@ -379,11 +309,5 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
              f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
              f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
-    sensitivity = rounding_sensitivity(run.weights, clients[0], config.ip)
-    if sensitivity > ROUNDING_SENSITIVITY:
-        notes.append(f"IP at η {config.ip.eta:g} is decided by float rounding: one ulp on the initial gains moves "
-                     f"the gains after one local epoch by {sensitivity:.2g} of their size (> {ROUNDING_SENSITIVITY:g}),"
-                     f" so another backend, BLAS or graph optimizer adapts another reservoir and gives another "
-                     f"accuracy; lower --ip-eta (e.g. 1e-3) for a result that the data decide")
-    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, state_std_median=spread,
-                         ip_rounding_sensitivity=sensitivity, **report), **privacy}
+    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, state_std_median=spread, **report),
+            **privacy}

@@ -1,9 +1,7 @@
 """Per-client reservoir states and ridge statistics (IncFed eqs. 6–7), computed once and reused.
 
-A :class:`Harvester` caches them per (reservoir, client), so the runs of one reservoir (and a λ sweep)
-share one harvest; the clients asked for together share numpy batches, sorted by length and padded
-to each batch's longest, with the statistics kept per client; one ``all`` pass
-also keeps the mean and last states, which the ``mean``/``last`` harvesters adopt (:meth:`Harvester.adopt`).
+A :class:`Harvester` caches them per (reservoir, client); clients asked for together share length-sorted
+numpy batches, and one ``all`` pass also keeps the mean and last states (:meth:`Harvester.adopt`).
 """
 
 from __future__ import annotations
@@ -24,9 +22,7 @@ REAL = Task("regress")
 
 
 def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) -> np.ndarray:
-    """Training targets matching the state mode: (n, N_Y), or (n, T, N_Y) for per-step labels
-    with every state (``"all"``; the washout is the caller's to drop) — one-hot classes, or the
-    real targets of float labels (:meth:`tff_esn.tasks.Task.encode`)."""
+    """Training targets for the state mode: (n, N_Y), or (n, T, N_Y) for per-step labels with ``all``."""
     y = client.y
     if client.per_step and state_mode == "last":
         y = y[:, -1]
@@ -35,8 +31,7 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """States scored by a readout and their labels: ``states`` (m, N_R), ``labels`` (m,); ``last``
-    (m, N_R) each sequence's last state where the pass kept it beside the mean (``"all"`` mode)."""
+    """States scored by a readout (m, N_R), their labels (m,) and, beside the mean, each sequence's ``last`` state."""
 
     states: np.ndarray
     labels: np.ndarray
@@ -44,17 +39,9 @@ class Features:
 
 
 class Harvester:
-    """Caches each client's training statistics and evaluation states, per reservoir.
-
-    Args:
-        dataset: the clients' sequences.
-        spec: the :class:`StateSpec`.
-        batch_size: sequences run through the reservoir at once (memory bound).
-    """
+    """Caches each client's training statistics and evaluation states, per reservoir."""
 
     def __init__(self, dataset: SequenceDataset, spec: StateSpec, *, batch_size: int = HARVEST_BATCH):
-        if batch_size < 1:
-            raise ValueError(f"batch_size: expected an integer ≥ 1, got {batch_size!r}.")
         self.dataset = dataset
         self.spec = spec
         self.batch_size = batch_size
@@ -75,15 +62,9 @@ class Harvester:
         return client
 
     def batches(self, *parts: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-        """``(rows, x, lengths)`` batches of at most ``batch_size`` of the sequences of ``parts`` pooled (``rows``
-        count through the parts in order; each batch is gathered from them, the pool is never padded whole).
-
-        Equal-length sequences: consecutive rows, ``lengths`` None. Unequal lengths:
-        :func:`~tff_esn.esn.states_numpy.ragged_batches` (by length, at most
-        :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` padded values), ``x`` cut to the batch's longest
-        sequence, ``lengths`` always given (a batch whose sequences happen to be equal is masked exactly
-        like the others and shares their traced harvest instead of tracing its own).
-        """
+        """``(rows, x, lengths)`` batches of at most ``batch_size`` of the pooled sequences of ``parts``: consecutive
+        rows when all are equally long, else length-sorted :func:`~tff_esn.esn.states_numpy.ragged_batches`
+        cut to each batch's longest sequence, with ``lengths``."""
         steps = np.concatenate([p.steps for p in parts])
         starts = np.cumsum([0] + [len(p) for p in parts])
         ragged = len({p.x.shape[1] for p in parts}) > 1 or any(p.ragged for p in parts)
@@ -122,9 +103,7 @@ class Harvester:
         return self._features[(weights.key, cid)]
 
     def cache(self, weights: ReservoirWeights, ids: Iterable[str], *, stats: Iterable[str] | None = None) -> None:
-        """Caches the evaluation states of the clients ``ids`` and the statistics of those in
-        ``stats`` (default: all of ``ids``; ``()``: none), in one pooled pass over the uncached clients.
-        """
+        """Caches the evaluation states of ``ids`` and the statistics of ``stats`` (default ``ids``) in one pass."""
         ids = list(ids)
         with_stats = ids if stats is None else list(stats)
         wanted = set(with_stats)
@@ -149,9 +128,7 @@ class Harvester:
                     self._stats[key] = part
 
     def adopt(self, weights: ReservoirWeights, source: "Harvester", ids: Iterable[str]) -> None:
-        """Caches the ``"mean"``/``"last"`` states of the clients ``ids`` from ``source``, an ``"all"``
-        harvester of the same data and washout that harvested them (its pass keeps each sequence's mean
-        and last state): the state modes of one reservoir share one pass."""
+        """Caches the ``mean``/``last`` states of ``ids`` from ``source``, an ``all`` harvester of the same data."""
         for cid in ids:
             features = source.features(weights, cid)
             self._features.setdefault((weights.key, cid), Features(
@@ -164,15 +141,9 @@ class Harvester:
 
     def _pass(self, weights: ReservoirWeights, clients: list[ClientSequences],
               with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
-        """One pass of the pooled ``clients`` through the reservoir
-        (:func:`~tff_esn.esn.states_numpy.states_and_statistics`):
-        each client's evaluation :class:`Features` and, where ``with_stats``, its statistics.
-
-        Clients with per-step labels of different lengths cannot share a padded batch and
-        run in one pool per length."""
+        """One pass of the pooled ``clients`` through the reservoir: each client's :class:`Features` and, where
+        ``with_stats``, its statistics (per-step labels of different lengths pool by length)."""
         self._check(weights)
-        if not all(len(c) for c, w in zip(clients, with_stats) if w):
-            raise ValueError("harvest: a client has no sequences; a client needs at least one state.")
         pools: dict[int, list[int]] = {}
         for i, c in enumerate(clients):
             pools.setdefault(c.x.shape[1] if c.per_step else -1, []).append(i)
@@ -232,7 +203,5 @@ class Harvester:
         """Readout outputs (m, N_Y) and labels (m,) over the clients ``ids`` (IncFed eq. 2)."""
         self.cache(weights, ids, stats=())
         feats = [self.features(weights, cid) for cid in ids]
-        if not feats:
-            raise ValueError("scores: no clients to evaluate.")
         states = np.concatenate([f.states for f in feats])
         return predict(readout, states, bias=self.spec.readout_bias), np.concatenate([f.labels for f in feats])

@@ -23,28 +23,16 @@ from tff_esn.esn.states_numpy import layer_bounds
 
 def client_weights(config: ReservoirConfig, n_inputs: int, clients: int) -> list[ReservoirWeights]:
     """One reservoir per client: :func:`~tff_esn.esn.hyperparameters.client_reservoir` drawn for ``n_inputs`` inputs."""
-    if clients < 1:
-        raise ValueError(f"clients: expected ≥ 1, got {clients}.")
     return [ReservoirWeights.from_config(client_reservoir(config, i), n_inputs) for i in range(clients)]
 
 
 def align(own: ReservoirWeights, target: ReservoirWeights, alpha: float, *, rescale: bool = False) -> ReservoirWeights:
-    """``(1 − α)·own + α·target`` for W_in, Ŵ, b, g and per-unit leaking rates (structural alignment).
-
-    With ``rescale`` each layer's Ŵ is scaled back to the target's spectral radius and W_in to its
-    Frobenius norm.
-    """
-    if not np.isfinite(alpha) or not 0 <= alpha <= 1:
-        raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}.")
+    """``(1 − α)·own + α·target`` of W_in, Ŵ, b, g and the leaking rates (``rescale``: the target's ρ and ‖W_in‖)."""
     scalar = isinstance(own.leaky, float | int) and isinstance(target.leaky, float | int)
-    if (own.kernel.shape != target.kernel.shape or own.layers != target.layers or own.activation != target.activation
+    if ((own.kernel.shape, own.layers, own.activation) != (target.kernel.shape, target.layers, target.activation)
             or (scalar and own.leaky != target.leaky)):
-        raise ValueError(
-            f"align: reservoirs must share shape, layers, the units' nonlinearities and a constant leaking rate to be "
-            f"interpolated, got W_in "
-            f"{own.kernel.shape} (layers {own.layers}, a={own.leaky}) and {target.kernel.shape} (layers "
-            f"{target.layers}, a={target.leaky})."
-        )
+        raise ValueError(f"align: the reservoirs differ in W_in {own.kernel.shape} vs {target.kernel.shape}, layers "
+                         f"{own.layers} vs {target.layers}, nonlinearities or constant leaking rate.")
 
     def mix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return b.copy() if alpha == 1 else ((1.0 - alpha) * a + alpha * b).astype(np.float32)

@@ -2,8 +2,7 @@
 
 Clients send ``A_c = Y_cᵀ S_c``, ``B_c = S_cᵀ S_c`` (eqs. 6–7); the server sums (eqs. 8–9) and solves
 ``W = A (B + λI)⁻¹`` (eq. 10), the centralized readout (eq. 3) for any partition. λ is added once at the
-server (``per_client=True``: per client, as eq. 7). Entry points: :func:`fit_incfed` (numpy),
-:func:`federate_stats_tff`, :func:`federate_tff` (TFF), :func:`stream_incfed` (subrounds), :func:`run_incfed`.
+server (``per_client=True``: per client, as eq. 7).
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.privacy.closed_form import stats_sections
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
 from tff_esn.run_warnings import warn
+from tff_esn.validation import is_count
 from tff_esn.runtime import load_tff
 
 tf = LazyModule("tensorflow")
@@ -39,19 +39,14 @@ states_tf = LazyModule("tff_esn.esn.states_tf")
 
 
 def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eqs. 8–10), (N_Y, N_F) float64, from
-    the clients' statistics (:func:`~tff_esn.closed_form.client_stats.check_clients`)."""
+    """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eqs. 8–10) from the clients' statistics."""
     return RidgeStats.sum(check_clients(stats)).solve(l2, per_client=per_client)
 
 
 # --------------------------------------------------------------------------- TFF path
 def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs (right-padded to ``steps`` when given; the caller then passes the lengths) and
-    the readout's targets (one-hot classes or real values) shaped for the state mode ((n, C) or
-    (n, T − washout, C))."""
-    if len(client) == 0:
-        raise ValueError("clients: empty client (no sequences).")
+    """A client's inputs (right-padded to ``steps`` when given) and its targets shaped for the state mode."""
     if steps is None and client.ragged:
         raise ValueError("clients: sequences of unequal length need their lengths in the computation "
                          "(federate_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
@@ -66,10 +61,7 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
 def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
                    clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
                    activation: str | tuple[str, ...] = "tanh"):
-    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), each padded
-    sequence counting its own steps and each row clipped to ``clip`` first (DP).
-    ``readout_from``: the first unit the readout sees; ``activation``: the units' f.
-    """
+    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), rows clipped first (DP)."""
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
     a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
                                          lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers,
@@ -79,9 +71,7 @@ def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], sp
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):
-    """``W = A (B + λI)⁻¹`` in float64 and a singularity flag: :func:`tff_esn.esn.ridge.solve_symmetric`'s rule
-    inside the computation (Cholesky above N·ε·e_max, else the pseudo-inverse and the flag).
-    """
+    """``W = A (B + λI)⁻¹`` in float64 and a singularity flag (:func:`tff_esn.esn.ridge.solve_symmetric`'s rule)."""
     size = tf.shape(b)[0]
     scale = l2 * clients if per_client else l2
     matrix = b + scale * tf.eye(size, dtype=tf.float64)
@@ -108,11 +98,7 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
                                    spec: StateSpec, per_step_targets: bool, ragged: bool = False,
                                    clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
                                    activation: str | tuple[str, ...] = "tanh"):
-    """A client's IncFed statistics as a TFF computation (IncFed eqs. 6–7), cached per shape.
-
-    ``(dataset, reservoir) -> (A_c, B_c, n_c, 1.0)`` in float64; the last element counts clients when summed;
-    ``readout_from``, ``activation``: the readout's first unit, the units' f.
-    """
+    """A client's ``(A_c, B_c, n_c, 1.0)`` in float64 as a TFF computation (IncFed eqs. 6–7), cached per shape."""
     tff = load_tff()
 
     f32 = np.float32
@@ -143,14 +129,9 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
                              layers: tuple[int, ...] = (), readout_from: int = 0,
                              activation: str | tuple[str, ...] = "tanh"):
-    """The IncFed federated computation for one data/reservoir shape (IncFed eqs. 6–10; cached per shape).
-
-    ``(reservoir@SERVER, datasets@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular,
-    n, clipped, eigenvalues_raised)@SERVER``: the clients harvest ``(A_c, B_c, n_c)`` from batches ``(x, t)``
-    (``(x, t, lengths)`` with ``ragged``), clipped and noised as ``aggregation`` says (``None``: plain
-    ``federated_sum``); ``reservoir = (kernel, recurrent, bias, gain)``, ``layers`` a deep ESN's units.
-    ``readout_from``: the readout's first unit; ``activation``: the units' f.
-    """
+    """IncFed as one TFF computation (eqs. 6–10), cached per shape: ``(reservoir@SERVER, datasets@CLIENTS,
+    l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped, eigenvalues_raised)@SERVER``,
+    the clients' statistics clipped and noised as ``aggregation`` says."""
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
@@ -177,13 +158,7 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
 @functools.lru_cache(maxsize=32)
 def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: bool = False,
                                    aggregation: StatsAggregation | None = None):
-    """IncFed's federation of client statistics ``(A_c, B_c, n_c, 1.0)`` (IncFed eqs. 8–10).
-
-    ``(stats@CLIENTS, l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped,
-    eigenvalues_raised)@SERVER``: DP noise where the aggregation puts it, the sum of
-    :func:`~tff_esn.privacy.aggregation.federated_stats_sum`, the server's solve with the eigenvalue floor.
-    Secure intrinsics are left in place.
-    """
+    """IncFed's federation of client statistics (eqs. 8–10), with :func:`build_incfed_computation`'s result."""
     tff = load_tff()
 
     agg = aggregation
@@ -232,10 +207,7 @@ class IncFedOutcome:
 
 
 def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
-    """The readout of an IncFed computation's result, after its checks: a singular server
-    system raises :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` and is recorded
-    as a RunWarning at ``l2 > 0`` (the pseudo-inverse readout, :func:`_server_solve`), and
-    the value broadcast to the clients (all-equal at CLIENTS) must be the server's."""
+    """The computation's readout (singular: raises at ``l2 = 0``, else warns), the same as the clients' copy."""
     if singular and l2 == 0:
         raise SingularSystemError(singular_message(l2))
     if singular:
@@ -249,20 +221,8 @@ def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
 def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
                  l2: float, *, per_client: bool = False, batch_size: int = 256,
                  aggregation: StatsAggregation | None = None) -> IncFedOutcome:
-    """IncFed through TFF, the clients harvesting inside the computation: the readout ``W``
-    (N_Y, N_F) the clients received, with an optional privacy ``aggregation``.
-
-    Raises ``ValueError`` for no, empty or mismatched clients and
-    :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` for a singular system.
-    """
-    if not clients:
-        raise ValueError("clients: no clients to federate.")
-    if not np.isfinite(l2) or l2 < 0:
-        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
-    features = {c.x.shape[2] for c in clients}
-    if len(features) != 1:
-        raise ValueError(f"clients: sequences must share the number of features, got {sorted(features)}.")
-    n_inputs = features.pop()
+    """IncFed through TFF with the clients harvesting inside the computation: the readout the clients received."""
+    n_inputs = clients[0].x.shape[2]
     if n_inputs != weights.n_inputs:
         raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
     steps = max(c.x.shape[1] for c in clients)
@@ -275,8 +235,6 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
                                     weights.activation)
     datasets = [tf.data.Dataset.from_tensor_slices(a).batch(batch_size) for a in arrays]
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
-    if aggregation is not None and aggregation.clients != len(clients):
-        raise ValueError(f"aggregation: configured for {aggregation.clients} clients, got {len(clients)}.")
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
     w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
@@ -284,18 +242,8 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
 
 
 def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10.
-
-    Raises ``ValueError`` for no or mismatched clients and
-    :class:`~tff_esn.esn.ridge.SingularSystemError` at ``l2 = 0`` for a singular system.
-    """
-    if not stats:
-        raise ValueError("stats: no clients to federate.")
-    if not np.isfinite(l2) or l2 < 0:
-        raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
-    kinds = sorted({(s.A.shape, s.bias) for s in stats})
-    if len(kinds) != 1:
-        raise ValueError(f"stats: clients differ in (A shape, readout bias): {kinds}.")
+    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10."""
+    stats = check_clients(stats)
     n_outputs, n_features = stats[0].A.shape
     comp = build_incfed_stats_computation(n_outputs, n_features, per_client)
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
@@ -318,12 +266,7 @@ class StreamedIncFed:
 def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
                                spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = (),
                                readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
-    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9).
-
-    The client computation is :func:`build_client_stats_computation`; the sum is
-    :func:`tff_esn.privacy.aggregation.federated_stats_sum` without privacy (subrounds refuse the
-    privacy flags).
-    """
+    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9), no privacy."""
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
@@ -343,14 +286,9 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
                   subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False) -> StreamedIncFed:
-    """IncFed (IncFed eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients.
-
-    Each TFF client carries a block of ``clients_per_call`` consecutive clients, one dataset whose
-    statistics are the sum of theirs (eqs. 8–9); λ per client counts the source's clients. Every client
-    must have the same (T, F). Raises ``ValueError``, :class:`~tff_esn.esn.ridge.SingularSystemError`
-    (``l2 = 0``) or :class:`~tff_esn.runtime.WorkerError`.
-    """
-    if not isinstance(clients_per_call, int) or isinstance(clients_per_call, bool) or clients_per_call < 1:
+    """IncFed (eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients, each TFF client a block
+    of ``clients_per_call`` clients of one (T, F)."""
+    if not is_count(clients_per_call, 1):
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
@@ -363,8 +301,6 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
             raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]} and "
                              f"labels of the same kind; subround from client {first} differs.")
         (steps, n_inputs), per_step, n_classes = key
-        if n_inputs != weights.n_inputs:
-            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
         comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
                                           per_step, weights.layers, weights.readout_from, weights.activation)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
@@ -383,12 +319,8 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 # --------------------------------------------------------------------------- the registry's run function
 def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
                    releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
-    """The IncFed readout of ``run``'s training clients under ``weights`` at λ = ``l2``, and its
-    ``privacy``/``secure_aggregation`` sections. With ``subround_size`` the clients are streamed
-    through TFF (:func:`stream_incfed`); with the ``tff`` backend and no privacy settings TFF
-    sums the Harvester's cached statistics (:func:`federate_stats_tff`); with privacy settings
-    the clients harvest, clip and add noise inside TFF (:func:`federate_tff`, DP met over
-    ``releases``); the ``numpy`` backend is :func:`fit_incfed`."""
+    """The IncFed readout of ``run``'s training clients at λ = ``l2`` and its privacy sections: streamed
+    subrounds, TFF's sum of the cached statistics, the clients harvesting with privacy inside TFF, or numpy."""
     config = run.config
     if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,

@@ -1,9 +1,8 @@
 """Partial IncFed (thesis App. B.2–B.3): each client uploads the statistics of k readout features.
 
-Client c ranks features by ``I_c = B_c 1`` (eq. B.15), keeps ``round(α·k)`` by importance and the rest at
-random (§B.4), masks with ``D_c = diag(1_S_c)`` (eq. B.16); the server sums (eq. B.17) and solves (eq. B.4).
-``mask``: ``"columns"`` (``B_c D_c``, literal), ``"nystrom"`` (default: ``B_c[:, S] B_c[S, S]⁺ B_c[S, :]``)
-or ``"block"`` (``D_c B_c D_c``); k = N_F is IncFed.
+Client c keeps ``round(α·k)`` features by importance ``I_c = B_c 1`` (eq. B.15) and the rest at random
+(§B.4), masks its statistics (eq. B.16: ``columns`` = ``B_c D_c``, ``block`` = ``D_c B_c D_c``, ``nystrom`` =
+``B_c[:, S] B_c[S, S]⁺ B_c[S, :]``); the server sums (eq. B.17) and solves (eq. B.4).
 """
 
 from __future__ import annotations
@@ -30,12 +29,7 @@ PINV_RCOND = 1e-10
 
 
 def row_sum_importance(b: np.ndarray) -> np.ndarray:
-    """Partial IncFed's importance ``I = B 1`` (thesis eq. B.15, the row sums of the Fisher
-    matrix ``B``, eqs. B.11–B.14): how much each feature correlates with all the others.
-
-    Unscaled and signed; not pFedRR's squared rows
-    (:func:`~tff_esn.closed_form.pfedrr.squared_row_importance`).
-    """
+    """Partial IncFed's importance ``I = B 1`` (thesis eq. B.15), unscaled and signed."""
     return np.asarray(b, dtype=np.float64).sum(axis=1)
 
 
@@ -61,7 +55,6 @@ def check_mask(mask: str) -> None:
 def select_features(scores: np.ndarray, k: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
     """Sorted indices of ``round(α k)`` top-importance features plus random others, k in all."""
     scores = np.asarray(scores, dtype=np.float64)
-    check_k_alpha(k, alpha, scores.size)
     n_top = int(round(alpha * k))
     order = np.argsort(-scores, kind="stable")
     top, rest = order[:n_top], order[n_top:]
@@ -93,13 +86,8 @@ def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") 
 
 
 def solve_general(total: RidgeStats, l2: float) -> np.ndarray:
-    """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` (LU; no explicit inverse).
-
-    The singular-system rule of :func:`tff_esn.esn.ridge.solve_symmetric` for a general matrix: a
-    singular or ill-conditioned system raises :class:`SingularSystemError` when ``l2 = 0``
-    and otherwise is solved by least squares (the minimum-norm solution, singular values
-    below N·ε·largest dropped) with a recorded RunWarning.
-    """
+    """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` by LU; a singular system raises
+    :class:`SingularSystemError` at ``l2 = 0``, else is solved by least squares with a RunWarning."""
     matrix = total.regularized(l2)
     try:
         with warnings.catch_warnings():
@@ -133,17 +121,10 @@ def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int =
 def fit_partial_incfed(stats: Sequence[RidgeStats], k: int, alpha: float, l2: float, *, seed: int = 0,
                        mask: Mask = "nystrom",
                        aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PartialResult:
-    """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``.
-
-    ``"nystrom"`` and ``"block"`` are solved by Cholesky (:meth:`RidgeStats.solve`), ``"columns"`` by LU
-    (:func:`solve_general`); client i draws its exploration features from seed (seed, i). ``aggregate``
-    is the server's sum of eq. B.17 (plain, or :class:`tff_esn.privacy.aggregation.SecureRidgeSum`).
-    Under a secure sum the server never sees one client's k columns, so each client completes its own
-    statistics (Nyström) or zero-fills them (block, columns) and uploads them dense (N_F² + N_Y·N_F floats).
-    """
+    """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``, summed by
+    ``aggregate`` (plain or secure); client i draws its exploration features from seed (seed, i)."""
     stats = check_clients(stats)
     check_k_alpha(k, alpha, stats[0].n_features)
-    check_mask(mask)
     selected = select_all(stats, k, alpha, seed=seed)
     total = aggregate(mask_stats(s, sel, mask) for s, sel in zip(stats, selected))
     readout = solve_general(total, l2) if mask == "columns" else total.solve(l2)

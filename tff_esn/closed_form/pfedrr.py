@@ -29,11 +29,7 @@ Reading = Literal["consistent", "literal"]
 
 
 def squared_row_importance(b: np.ndarray) -> np.ndarray:
-    """pFedRR's importance ``I_i = Σ_j B_ij²`` (eq. 5, the squared rows of the Fisher matrix
-    ``B``, eq. 4), min-max scaled to [0, 1]; all ones when constant.
-
-    Not Partial IncFed's ``B 1`` (:func:`~tff_esn.closed_form.partial_incfed.row_sum_importance`).
-    """
+    """pFedRR's importance ``I_i = Σ_j B_ij²`` (eq. 5), min-max scaled to [0, 1] (all ones when constant)."""
     values = np.square(np.asarray(b, dtype=np.float64)).sum(axis=1)
     span = values.max() - values.min()
     return np.ones_like(values) if span <= 0 else (values - values.min()) / span
@@ -62,7 +58,6 @@ def with_bias_index(units: np.ndarray, stats: RidgeStats) -> np.ndarray:
 
 def select_important(stats: RidgeStats, tau: float) -> np.ndarray:
     """Sorted unit indices ``{i : I_i ≥ 1 − τ}`` of the scaled importance over the units (pFedRR §2)."""
-    check_tau(tau)
     units = n_units(stats)
     return np.flatnonzero(squared_row_importance(stats.B[:units, :units]) >= 1.0 - tau)
 
@@ -70,7 +65,6 @@ def select_important(stats: RidgeStats, tau: float) -> np.ndarray:
 def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consistent") -> RidgeStats:
     """``(A_c D, B_c ⊙ (M_S + I))`` (consistent) or ``(A_c, B_c ⊙ (M_S + I))`` (literal, pFedRR eq. 2)
     for the selected ``features`` (unit indices, plus the bias index when kept)."""
-    check_reading(reading)
     keep = np.zeros(stats.n_features, dtype=bool)
     keep[np.asarray(features, dtype=np.int64)] = True
     mask = np.outer(keep, keep) | np.eye(stats.n_features, dtype=bool)
@@ -79,16 +73,14 @@ def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consis
 
 
 def random_units(n_units: int, size: int, seed: int, client: int) -> np.ndarray:
-    """R-pFedRR: ``size`` of ``n_units`` units uniformly at random for client number ``client``,
-    sorted; drawn with seed ``(seed, client)``."""
+    """R-pFedRR: ``size`` of ``n_units`` units uniformly at random, sorted, drawn with seed ``(seed, client)``."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, client]))
     return np.sort(rng.choice(n_units, size=size, replace=False))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClientParts:
-    """One client's I- and R-pFedRR statistics and its selected unit indices (bias excluded);
-    ``random`` is ``None`` when only I-pFedRR is asked for (:func:`client_parts`)."""
+    """One client's I- and R-pFedRR statistics (``random`` ``None`` unless asked for) and its selected units."""
 
     important: RidgeStats
     random: RidgeStats | None
@@ -98,8 +90,7 @@ class ClientParts:
 
 def client_parts(stats: RidgeStats, tau: float, seed: int, client: int,
                  reading: Reading = "consistent", *, random: bool = True) -> ClientParts:
-    """The I- and R-pFedRR statistics client number ``client`` sends (pFedRR eqs. 2, 5); without
-    ``random`` the R- units are drawn but their statistics not formed."""
+    """The I- and R-pFedRR statistics client number ``client`` sends (pFedRR eqs. 2, 5)."""
     important = select_important(stats, tau)
     units = random_units(n_units(stats), important.size, seed, client)
     return ClientParts(sparsify(stats, with_bias_index(important, stats), reading),
@@ -109,8 +100,7 @@ def client_parts(stats: RidgeStats, tau: float, seed: int, client: int,
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SelectedReadouts:
-    """The I-pFedRR readout, the R-pFedRR readout (``None`` when not asked for) and each client's
-    selected units."""
+    """The I-pFedRR readout, the R-pFedRR readout (``None`` when not asked for) and each client's units."""
 
     important: np.ndarray
     random: np.ndarray | None
@@ -134,14 +124,7 @@ class PFedRRResult(SelectedReadouts):
 def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0, per_client: bool = False,
                  reading: Reading = "consistent", random: bool = True,
                  aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> SelectedReadouts:
-    """I-pFedRR's readout and, with ``random``, R-pFedRR's, from one set of client statistics —
-    :func:`fit_pfedrr` without the exact readout (a τ sweep solves that once).
-
-    R-pFedRR's client i draws with seed ``(seed, i)``; ``aggregate`` is the server's sum (plain or secure).
-    """
-    stats = check_clients(stats)
-    check_tau(tau)
-    check_reading(reading)
+    """I-pFedRR's readout and, with ``random``, R-pFedRR's (client i draws with seed ``(seed, i)``)."""
     parts = [client_parts(s, tau, seed, i, reading, random=random) for i, s in enumerate(stats)]
 
     def solve(items):
@@ -159,8 +142,7 @@ def fit_selected(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: in
 def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int = 0,
                per_client: bool = False, reading: Reading = "consistent",
                aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PFedRRResult:
-    """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics (:func:`fit_selected`
-    plus the exact readout ``aggregate(stats)`` solved at ``l2``)."""
+    """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics (pFedRR eqs. 2–5)."""
     stats = check_clients(stats)
     check_tau(tau)
     check_reading(reading)
@@ -191,11 +173,7 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
                   l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
-    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds.
-
-    Client number ``i`` of the stream draws its R- units with seed ``(seed, i)``, as in
-    :func:`fit_pfedrr`, so both give the same readouts on the same clients.
-    """
+    """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds (:func:`fit_pfedrr`'s)."""
     check_tau(tau)
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
 

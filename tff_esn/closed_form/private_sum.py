@@ -33,9 +33,8 @@ def _longest(run: Run) -> int:
 
 def private_sum(run: Run, stats: Sequence[RidgeStats]
                 ) -> tuple[Sequence[RidgeStats], Callable[[Sequence[RidgeStats]], RidgeStats], Sections]:
-    """``(stats, aggregate, sections)`` of a numpy closed-form run: the clients' statistics (each
-    with its own Gaussian noise under DP), ``RidgeStats.sum`` or the secure sum, and a function
-    giving the run's ``privacy``/``secure_aggregation`` sections."""
+    """``(stats, aggregate, sections)`` of a numpy closed-form run: the clients' (noised under DP) statistics,
+    their plain or secure sum and the run's privacy sections."""
     config = run.config
     dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
                         n_features=run.n_features, steps=_longest(run))
@@ -60,8 +59,7 @@ def private_sum(run: Run, stats: Sequence[RidgeStats]
 
 
 def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
-    """The :class:`StatsAggregation` of the run's training clients inside TFF (``None``: plain
-    sum), its DP met over ``releases`` Gaussian releases (FedIP: its rounds and the statistics)."""
+    """The :class:`StatsAggregation` of the run's training clients inside TFF (``None``: plain sum)."""
     config = run.config
     clients = list(run.dataset.select(run.train_ids).values())
     return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,

@@ -20,8 +20,7 @@ from tff_esn.esn.states_numpy import states_and_statistics
 
 
 def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Client ``cid``'s training samples ``(states (m, N_R), targets (m, N_Y))``, one block per
-    harvest batch: the rows its ridge statistics sum (IncFed eq. 6)."""
+    """Client ``cid``'s training ``(states, targets)``, one block per harvest batch (the rows of IncFed eq. 6)."""
     client, spec, w = run.dataset.clients[cid], run.spec, run.weights
     targets = readout_targets(client, run.n_outputs, spec.state_mode)
     for rows, x, lengths in run.harvester.batches(client):
@@ -47,10 +46,7 @@ def rls_readout(run: Run, blocks: Iterable[tuple[np.ndarray, np.ndarray]], l2: f
 
 
 def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
-    """The registry's run function: the RLS readout passed through the training clients (module docstring).
-
-    λ is chosen on the batch ridge path of the same samples (:meth:`Run.exact_sweep`), the
-    readout RLS reaches: one online pass runs, at the chosen λ."""
+    """The RLS readout passed through the training clients at the λ chosen on the batch ridge path."""
     if config.l2 != "auto" and config.l2 <= 0:
         raise DataError(f"{dataset.source}: rls: λ must be > 0 (P starts at I/λ), got {config.l2}; give --l2 > 0.")
     run = Run(dataset, split, config, "rls")

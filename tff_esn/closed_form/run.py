@@ -49,10 +49,7 @@ _CARVINGS: contextvars.ContextVar[list[tuple[SequenceDataset, Split, int, Carvin
 
 @contextlib.contextmanager
 def shared_harvests() -> Iterator[None]:
-    """Inside, the runs on one dataset object with one :class:`StateSpec` share one
-    :class:`~tff_esn.closed_form.harvest.Harvester` (each client harvested once per reservoir, equal to its
-    own pass up to float rounding) and the carvings of one split and seed; kept until the scope ends.
-    """
+    """Inside, runs on one dataset and :class:`StateSpec` share one harvester and the carvings of one split and seed."""
     token, carvings = _SHARED.set([]), _CARVINGS.set([])
     try:
         yield
@@ -62,8 +59,7 @@ def shared_harvests() -> Iterator[None]:
 
 
 def carving_for(dataset: SequenceDataset, split: Split, seed: int) -> Carving:
-    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`: the runs of an
-    experiment validate on the same parts and share their harvest), else a new one (:func:`carve`)."""
+    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`), else a new one."""
     known = _CARVINGS.get()
     if known is None:
         return carve(dataset, split, seed=seed)
@@ -87,8 +83,7 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
 
 
 def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``matrix⁻¹ rhs`` for a symmetric positive definite ``matrix`` by Cholesky; least squares when rounding
-    leaves it indefinite (a fold whose states the rest of the training data barely spans, λ → 0)."""
+    """``matrix⁻¹ rhs`` by Cholesky; least squares when rounding leaves ``matrix`` indefinite."""
     try:
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, check_finite=False), rhs, check_finite=False)
     except np.linalg.LinAlgError:
@@ -96,20 +91,9 @@ def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 class Run:
-    """What every closed-form run shares: the reservoir, the harvest, the selection and the split.
-
-    Attributes:
-        dataset, split: the clients' sequences and the train/val/test clients.
-        config: the algorithm's config (a :class:`~tff_esn.closed_form.configs.ReadoutConfig`).
-        reservoir: its reservoir hyperparameters (``config.reservoir``, or the chosen values of
-            ``config.reservoir_search``); ``weights`` their draw.
-        name: the algorithm's name, prefixed to the run's warnings.
-        spec: the states entering the readout (the chosen state mode for ``state_mode="auto"``);
-            ``harvester`` caches them per reservoir and client.
-        carving: the validation data when something is chosen (:func:`tff_esn.data.carving.carve`),
-            else ``None``. The harvest reads :attr:`carving.dataset <tff_esn.data.carving.Carving.dataset>`:
-            a training client's statistics are the sum of its parts' (:meth:`stats`).
-    """
+    """What every closed-form run shares: the reservoir (``config.reservoir`` or the one the search chose) and
+    its ``weights``, the ``harvester`` of its state ``spec``, the ``carving`` that validates choices (or
+    ``None``), the selection and the report."""
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
                  modes: Sequence[str] = STATE_MODE_CANDIDATES):
@@ -145,8 +129,7 @@ class Run:
         self.weights = self._drawn[reservoir]
 
     def _harvester(self, spec: StateSpec) -> Harvester:
-        """The run's harvester of ``spec`` (:func:`harvester_for`), kept for the run: what a candidate of the
-        selection harvested is not harvested again when the run returns to its setting."""
+        """The run's harvester of ``spec`` (:func:`harvester_for`), kept for the run."""
         if spec not in self._harvesters:
             self._harvesters[spec] = harvester_for(self._data, spec)
         return self._harvesters[spec]
@@ -178,11 +161,8 @@ class Run:
 
     def stats(self, weights: ReservoirWeights | Mapping[str, ReservoirWeights] | None = None, *,
               scored: bool = True) -> list[RidgeStats]:
-        """The training clients' statistics under ``weights`` (default the run's reservoir; a mapping
-        gives each training client its own), in :attr:`train_ids` order: a client's is the sum of
-        its harvested parts' (IncFed eqs. 6–7 are sums over states). With ``scored`` (the run scores
-        every group with these weights) the validation and test clients share the training pass
-        (:meth:`Harvester.cache`)."""
+        """The training clients' statistics (IncFed eqs. 6–7) under ``weights`` (one reservoir, or one per
+        client), in :attr:`train_ids` order; with ``scored`` the validation and test clients share the pass."""
         weights = weights or self.weights
         of = (lambda cid: weights[cid]) if isinstance(weights, Mapping) else (lambda cid: weights)
         scored_ids = [*self.split.val, *self.split.test] if scored else []
@@ -198,8 +178,7 @@ class Run:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
 
     def _folds(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-        """``(training parts, validation ids)`` of each fold: the carved folds, or the whole
-        training data beside the validation clients."""
+        """``(training parts, validation ids)`` of each fold (the validation clients: one fold)."""
         if self.carving is None or self.carving.rule == "none":
             return []
         if not self.carving.carved:
@@ -214,8 +193,7 @@ class Run:
         return "" if self._folds() else "no validation data (a single training sequence)"
 
     def cross_validate(self, sweep: Sweep, grid: Sequence[float]) -> list[float]:
-        """The objective at each λ of ``grid``: on every fold, ``sweep`` fits on the fold's training
-        parts and its readouts score the fold; the folds' predictions are pooled into one score."""
+        """The objective at each λ of ``grid``, the readouts fitted per fold and their predictions pooled."""
         labels: list[np.ndarray] = []
         predicted: list[list[np.ndarray]] = [[] for _ in grid]
         try:
@@ -234,8 +212,7 @@ class Run:
 
     @property
     def objective(self) -> str:
-        """The validation score choices are made by: the configured ``objective``, or :data:`NEG_MSE`
-        for a real-valued task."""
+        """The validation score choices are made by (:data:`NEG_MSE` for a real-valued task)."""
         return NEG_MSE if self.dataset.task.real else self.config.objective
 
     @property
@@ -243,8 +220,7 @@ class Run:
         return "cross-validation" if self.carving is not None and self.carving.carved else "validation"
 
     def choose_exact_l2(self, *, per_client: bool = False) -> float:
-        """:meth:`choose_l2` for the exact (IncFed = centralized) readout of the training clients; the
-        scores the state search already computed for the chosen setting are reused, not recomputed."""
+        """:meth:`choose_l2` for the exact (IncFed = centralized) readout, reusing the state search's scores."""
         known = None if per_client else self._exact_scores.get((self.weights.key, self.spec))
         if known is not None and self.l2_choice is None and not self._why_not():
             self.l2_choice = on_validation(self.config.l2_grid, known, objective=self.objective,
@@ -252,9 +228,8 @@ class Run:
         return self.choose_l2(lambda grid: self.exact_sweep(self.stats(), per_client=per_client)(grid))
 
     def choose(self, values: Sequence[Any], sweep_of: Callable[[Any], Sweep]) -> tuple[Any, dict[str, Any] | None]:
-        """The value of ``values`` (an algorithm's own setting) whose sweep ``sweep_of(value)`` scores best at
-        its best λ (ties to the earlier value), with λ chosen on it as :meth:`choose_l2` does; and the record
-        ``{"values", "scores", "chosen"}`` (``None``, and ``values[0]``, when nothing can be chosen)."""
+        """The value of ``values`` whose ``sweep_of(value)`` scores best at its best λ (ties to the earlier) and
+        the record ``{"values", "scores", "chosen"}`` (``None`` and ``values[0]`` when nothing can be chosen)."""
         if self._why_not() or len(values) == 1:
             self.choose_l2(sweep_of(values[0]))
             return values[0], None
@@ -267,13 +242,8 @@ class Run:
         return values[index], {"values": list(values), "scores": best, "chosen": values[index]}
 
     def choose_l2(self, sweep: Sweep) -> float:
-        """The run's λ: the configured number, or for ``l2 = "auto"`` the value of ``l2_grid`` whose
-        readout scores best on the validation data (a tie to the larger λ; :mod:`tff_esn.closed_form.selection`).
-
-        ``sweep(grid)`` gives the algorithm's readout at each λ as a scorer fitted on :meth:`stats` (per fold on
-        carved folds). With privacy settings or nothing to validate on, the stated default; reported in
-        ``l2_selection``.
-        """
+        """The run's λ: the configured number, or for ``auto`` the λ of ``l2_grid`` whose ``sweep`` readout scores
+        best on the validation data (a tie to the larger λ); the stated default under privacy or without validation."""
         if self.l2_choice is None:
             reason = self._why_not()
             if reason:
@@ -286,10 +256,7 @@ class Run:
         return self.l2_choice.l2
 
     def _select_states(self) -> None:
-        """``state_mode="auto"`` and ``reservoir_search``: the setting of the states whose exact readout
-        (IncFed = centralized) scores best at its best λ of ``l2_grid`` (:mod:`tff_esn.closed_form.selection`):
-        first the state mode on the configured reservoir (the modes' training states from one pass), then each
-        searched reservoir setting in turn."""
+        """Chooses the state mode, then each searched reservoir setting, by the exact readout's best validation score."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
@@ -341,12 +308,9 @@ class Run:
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 
     def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
-        """The exact readout's cross-validated scores from one eigendecomposition ``B = V diag(e) Vᵀ`` of the
-        training statistics: fold k's predictions on its own states ``S_k`` (m × F, targets ``Y_k``) are
-        ``S_k (B − S_kᵀS_k + λI)⁻¹ (A − Y_kᵀS_k)ᵀ = (I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ`` with ``M = B + λI``
-        and ``G = S_k M⁻¹ S_kᵀ`` (Woodbury), an m × m solve per λ. ``None`` (the caller solves each fold)
-        unless the folds are carved, a state is a sequence's (``last``/``mean``) and every fold has fewer
-        states than features."""
+        """Carved folds' scores of the exact readout from one eigendecomposition of ``M = B + λI`` (Woodbury):
+        fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ`` with ``G = S_k M⁻¹ S_kᵀ``; ``None`` unless the
+        folds are carved, states are per sequence and each fold has fewer states than features."""
         if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
             return None
         total = RidgeStats.sum(self.stats(scored=False))
@@ -375,17 +339,13 @@ class Run:
 
     def exact_sweep(self, stats: Sequence[RidgeStats], weights: ReservoirWeights | None = None, *,
                     per_client: bool = False, scale: float = 1.0) -> Sweep:
-        """The sweep of the exact (IncFed = centralized) readout of ``stats`` at ``scale``·λ: one
-        eigendecomposition for the whole grid (:meth:`RidgeStats.solve_path`)."""
+        """The exact (IncFed = centralized) readout of ``stats`` at ``scale``·λ over a grid (one eigendecomposition)."""
         return lambda grid: [self.scorer(w, weights) for w in RidgeStats.sum(stats).solve_path(
             [scale * l2 for l2 in grid], per_client=per_client)]
 
     def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
-        """The result sections: train/val/test metrics of the dataset's task (None for an empty group),
-        communication, ``extra`` (with the reservoir's ``states`` check), ``warnings``, ``l2_selection``,
-        ``selection`` and ``validation``.
-        """
+        """The result sections: metrics per group, communication, ``extra``, warnings and the selection records."""
         if self._states is None:
             washout = 0 if self.spec.state_mode == "last" else self.spec.washout
             self._states = check_states(self.weights, list(self.dataset.select(self.train_ids).values()), washout)

@@ -34,8 +34,7 @@ ones), so the sample's memory stays bounded whatever the sequences' length."""
 
 def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int,
                  sample: int = SAMPLE, steps_kept: int = SAMPLE_STEPS) -> np.ndarray:
-    """The states (m, units) after ``washout`` of the first ``steps_kept`` steps of the first
-    ``sample`` sequences of ``clients`` (client by client), each sequence at its own length (IncFed eq. 1)."""
+    """The states after ``washout`` of the first ``steps_kept`` steps of the first ``sample`` training sequences."""
     parts = []
     left = sample
     for client in clients:
@@ -52,8 +51,7 @@ def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
 
 
 def check_states(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int) -> dict[str, float]:
-    """Records a RunWarning when the reservoir's states on the training sequences are mostly
-    saturated or do not vary; returns ``{"saturated_share", "max_unit_std"}`` of the sample."""
+    """Warns when the states are mostly saturated or do not vary; ``{"saturated_share", "max_unit_std"}``."""
     states = state_sample(weights, clients, washout)
     if not states.size:
         return {"saturated_share": 0.0, "max_unit_std": 0.0}

@@ -1,9 +1,8 @@
 """Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α.
 
-Chosen on the validation clients, else on folds carved from the training data, by the exact fold readout
-``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ; one
-training harvest serves every state mode of a reservoir. Nothing is chosen without validation data or under
-privacy. Imports neither numpy nor TensorFlow.
+Chosen on the validation clients, else on folds carved from training, by the exact fold readout
+``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ. Nothing is chosen without validation data or
+under privacy. Imports neither numpy nor TensorFlow.
 """
 
 from __future__ import annotations
@@ -24,9 +23,7 @@ L2_GRID: tuple[float, ...] = tuple(10.0 ** k for k in range(-6, 4))
 """λ searched, ascending: 1e-6 … 1e3 in decades."""
 
 DEFAULT_L2 = 1e-4
-"""λ of ``--l2 auto`` when there is nothing to choose it on (a single training sequence, or private
-statistics): with the centralized readout on the four UCR/UEA sets of the test suite it stays
-close to the best decade of :data:`L2_GRID` on each."""
+"""λ of ``--l2 auto`` when there is nothing to choose it on (a single training sequence, or private statistics)."""
 
 DEFAULT_STATE_MODE = "mean"
 """The state mode of ``--state-mode auto`` when nothing is chosen (``last`` for per-step labels)."""
@@ -51,8 +48,7 @@ NEG_MSE = "neg_mse"
 
 
 def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_classes: int) -> float:
-    """The validation score ``objective`` of the readout's ``outputs`` against ``labels`` (pooled over
-    folds): a classification score of the predicted classes, or :data:`NEG_MSE` of real outputs."""
+    """The validation score ``objective`` of ``outputs`` against ``labels``: a class score, or :data:`NEG_MSE`."""
     import numpy as np
 
     from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores, predictions  # numpy: once a run scores
@@ -65,16 +61,11 @@ def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_c
         return accuracy(labels, predicted)
     if objective == "balanced_accuracy":
         return balanced_accuracy(labels, predicted, n_classes)
-    if objective == "f1_macro":
-        return f1_scores(labels, predicted, n_classes)[0]
-    raise ValueError(f"objective: expected one of {OBJECTIVES}, got {objective!r}.")
+    return f1_scores(labels, predicted, n_classes)[0]
 
 
 def chosen_l2(scores: Sequence[float]) -> int:
-    """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ
-    (the smoother readout: with few validation sequences neighbouring λ often tie)."""
-    if not scores:
-        raise ValueError("chosen_l2: no validation scores (empty λ grid).")
+    """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ."""
     best = max(scores)
     return max(i for i, v in enumerate(scores) if v == best)
 
@@ -99,18 +90,8 @@ def check_search(names: Any) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class L2Choice:
-    """The λ a run used and how it came about (``metrics.json``'s ``l2_selection``).
-
-    Attributes:
-        l2: the λ used.
-        rule: ``"given"`` (a number was set), ``"validation"`` (chosen on the validation
-            clients), ``"cross-validation"`` (on folds carved from training) or ``"default"``
-            (``auto`` with nothing to choose on: :data:`DEFAULT_L2`).
-        grid: the λ searched.
-        scores: the validation score at each λ of ``grid``.
-        objective: the score's name (:data:`OBJECTIVES`, or :data:`NEG_MSE` for real targets).
-        reason: why ``default`` was used.
-    """
+    """The λ a run used and how (``metrics.json``'s ``l2_selection``): ``rule`` is ``given``, ``validation``,
+    ``cross-validation`` or ``default`` (with its ``reason``); ``scores`` are the ``objective`` over ``grid``."""
 
     l2: float
     rule: str
@@ -131,8 +112,6 @@ class L2Choice:
 def on_validation(grid: Sequence[float], scores: Sequence[float], *, objective: str,
                   rule: str = "validation") -> L2Choice:
     """The :class:`L2Choice` of the best validation score over ``grid`` (:func:`chosen_l2`)."""
-    if len(grid) != len(scores):
-        raise ValueError(f"on_validation: {len(grid)} λ but {len(scores)} scores.")
     best = chosen_l2(list(scores))
     return L2Choice(float(grid[best]), rule, tuple(float(v) for v in grid), tuple(float(a) for a in scores),
                     objective)
@@ -156,7 +135,3 @@ class Candidate:
         return {"state_mode": self.state_mode, **self.reservoir, "best_l2": self.l2, "score": self.score}
 
 
-def best_candidate(candidates: Sequence[Candidate]) -> int:
-    """Index of the best score; a tie goes to the earlier candidate (the configured setting first)."""
-    best = max(c.score for c in candidates)
-    return min(i for i, c in enumerate(candidates) if c.score == best)

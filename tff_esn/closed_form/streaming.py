@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.io import atomic_write
 from tff_esn.esn.ridge import RidgeStats
+from tff_esn.validation import is_count
 
 
 class ClientSource(Protocol):
@@ -53,8 +54,7 @@ SubroundFn = Callable[[SequenceDataset, int], tuple[Sequence[RidgeStats], dict[s
 
 
 class Checkpoint:
-    """Running sums after each completed subround in one ``.npz``, replaced atomically
-    (no file: ``path=None``); ``identity`` names the run a file belongs to."""
+    """Running sums after each completed subround in one atomically replaced ``.npz`` of the run ``identity``."""
 
     def __init__(self, path: str | os.PathLike | None, identity: dict[str, float | str]):
         self.path = None if path is None else Path(path)
@@ -86,7 +86,7 @@ class Checkpoint:
 
 
 def _check_size(subround_size: int) -> None:
-    if not isinstance(subround_size, int) or isinstance(subround_size, bool) or subround_size < 1:
+    if not is_count(subround_size, 1):
         raise ValueError(f"subround_size: expected an integer ≥ 1, got {subround_size!r}.")
 
 

@@ -1,9 +1,7 @@
 """Seeded draws of a reservoir's W_in, Ŵ and b (IncFed eq. 1; thesis §2.1), without TensorFlow.
 
-Each matrix comes from its own child generator of ``config.seed``, so Ŵ does not depend on
-the number of inputs. The Keras layer (:mod:`tff_esn.esn.layer`) and
-:meth:`~tff_esn.esn.weights.ReservoirWeights.from_config` draw through these functions, so both
-see one reservoir.
+Each matrix comes from its own child generator of ``config.seed`` (Ŵ does not depend on the inputs);
+the Keras layer and :meth:`~tff_esn.esn.weights.ReservoirWeights.from_config` both draw here.
 """
 
 from __future__ import annotations
@@ -50,9 +48,8 @@ def graph_seed(config: ReservoirConfig) -> int:
 
 
 def _structure(config: ReservoirConfig) -> np.ndarray:
-    """Ŵ of a non-random topology before scaling, float64: the fixed weights of ``ring``,
-    ``delay-line`` and ``cycle-jumps``; uniform weights in [−1, 1] on the edges of the
-    ``small-world`` and ``scale-free`` graphs, drawn independently for each direction."""
+    """Ŵ of a non-random topology before scaling: fixed weights (ring, delay-line, cycle-jumps) or uniform
+    [−1, 1] weights on the small-world and scale-free graphs' edges."""
     n = config.units
     if config.topology == "ring":
         return topologies.ring(n)
@@ -68,12 +65,8 @@ def _structure(config: ReservoirConfig) -> np.ndarray:
 
 
 def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
-    """Ŵ (units, units), float32, of ``config.topology`` rescaled so that ρ(Ŵ) = ``config.spectral_radius``.
-
-    With ``link_signs="random"`` every link of a ring, delay line or cycle with jumps has the sign ±1 at
-    random. The ``delay-line`` is nilpotent (ρ = 0 whatever its weights): there the requested radius is the
-    weight of every link, the ρ of the ``ring`` that closes the line.
-    """
+    """Ŵ (units, units) of ``config.topology`` rescaled to ρ(Ŵ) = ``spectral_radius`` (the nilpotent
+    ``delay-line``: every link's weight); ``link_signs="random"`` gives each link a random sign."""
     if config.topology != "random":
         w = _structure(config)
         if config.link_signs == "random":
@@ -94,8 +87,6 @@ def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
 
 def input_weights(config: ReservoirConfig, n_inputs: int) -> np.ndarray:
     """W_in (n_inputs, units), float32, uniform in ±input_scaling with the given connectivity."""
-    if n_inputs < 1:
-        raise ValueError(f"input_weights: n_inputs must be ≥ 1, got {n_inputs}.")
     w = _sparse_uniform(_child_rng(config.seed, 0), n_inputs, config.units, config.input_connectivity)
     return (w * config.input_scaling).astype(np.float32)
 
@@ -105,12 +96,8 @@ LEAK_SEED_PART = 4
 
 
 def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
-    """The leaking rate a of every unit (IncFed eq. 1 with a ∈ (0, 1]^N): ``config.leak_values`` (float32)
-    when given, ``config.leaky`` itself for the ``constant`` distribution, else one float32 value per unit in [leak_low, leaky] — ``uniform``,
-    ``log-uniform`` (log a uniform), or ``layered`` (``leak_layers`` contiguous blocks with the rates
-    ``linspace(leaky, leak_low, leak_layers)``, fast units first). A deep ESN's rates are its layers'
-    (:meth:`~tff_esn.esn.hyperparameters.ReservoirConfig.layer`) one after the other: one number when
-    every layer has the same constant rate."""
+    """Each unit's leaking rate: ``leak_values``, the ``constant`` ``leaky``, or float32 rates in
+    [leak_low, leaky] (``uniform``, ``log-uniform``, ``layered`` fast-first blocks); a deep ESN's layers in turn."""
     if config.layers > 1:
         return _joined([leak_rates(config.layer(i)) for i in range(config.layers)], config.layer_sizes)
     low, high, n = config.leak_low, config.leaky, config.units
@@ -131,8 +118,7 @@ def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
 
 
 def _joined(values: list, sizes: tuple[int, ...]):
-    """A deep ESN's per-layer values (one each, or a tuple per unit) as one value when every layer's is the
-    same single one, else one per unit of every layer."""
+    """A deep ESN's per-layer values as one value when all layers share a single one, else one per unit."""
     if all(not isinstance(v, tuple) and v == values[0] for v in values):
         return values[0]
     return tuple(a for v, n in zip(values, sizes) for a in (v if isinstance(v, tuple) else (v,) * n))
@@ -143,9 +129,7 @@ ACTIVATION_SEED_PART = 6
 
 
 def activations(config: ReservoirConfig) -> str | tuple[str, ...]:
-    """The nonlinearity f of every unit: ``config.activation``, or for ``mixed`` one of
-    ``activation_types`` per unit, drawn uniformly (esnfed's ``mixed_activations``); a deep ESN's are its
-    layers' one after the other."""
+    """Each unit's nonlinearity: ``config.activation``, or for ``mixed`` one of ``activation_types`` drawn per unit."""
     if config.layers > 1:
         return _joined([activations(config.layer(i)) for i in range(config.layers)], config.layer_sizes)
     if config.activation != "mixed":

@@ -199,11 +199,7 @@ class ReservoirConfig:
         return (tuple(self.layer_units) or (self.units,) * self.layers) if self.layers > 1 else ()
 
     def layer(self, index: int) -> "ReservoirConfig":
-        """Layer ``index``'s own reservoir in a deep ESN: the per-layer settings, one layer, and the
-        seed ``child_seed(seed, 5, index)`` for every layer after the first (the first layer is this
-        reservoir's single-layer draw)."""
-        if not 0 <= index < self.layers:
-            raise ValueError(f"layer: expected an index in [0, {self.layers}), got {index!r}.")
+        """Layer ``index``'s own reservoir in a deep ESN, seeded ``child_seed(seed, 5, index)`` after the first."""
         own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
         seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
         start = sum(self.layer_sizes[:index])
@@ -235,10 +231,7 @@ DEEP_LAYER_SEED_PURPOSE = 5
 
 
 def connectivity_from_count(count: int, fan_in: int) -> float:
-    """Fraction of connections per unit from a count (IncFed Tables I–IV give counts).
-
-    ``count`` connections out of ``fan_in`` possible ones, capped at 1.
-    """
+    """Fraction of connections per unit from a count (IncFed Tables I–IV), capped at 1."""
     if count < 1 or fan_in < 1:
         raise ValueError(f"connectivity_from_count: count and fan_in must be ≥ 1, got {count}, {fan_in}.")
     return min(1.0, count / fan_in)
@@ -257,11 +250,7 @@ federated clients' input noise and shuffling use 1 and 2, client sampling 4)."""
 
 
 def client_reservoir(config: ReservoirConfig, index: int) -> ReservoirConfig:
-    """Client ``index``'s own reservoir when every client draws its own (thesis Table 6.5).
-
-    The same hyperparameters with seed ``child_seed(config.seed, 3, index)``: a function of the run seed
-    and the client's position, distinct from its noise and shuffling seeds and from the configured seed.
-    """
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+    """Client ``index``'s own reservoir (thesis Table 6.5): the seed ``child_seed(config.seed, 3, index)``."""
+    if not is_count(index, 0):
         raise ValueError(f"index: expected an integer ≥ 0, got {index!r}.")
     return config.replace(seed=child_seed(config.seed, RESERVOIR_SEED_PURPOSE, index))

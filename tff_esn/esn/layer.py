@@ -15,19 +15,14 @@ from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rat
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
 from tff_esn.esn.weights import ReservoirWeights
+from tff_esn.validation import is_count
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class ReservoirInitializer(tf.keras.initializers.Initializer):
-    """Initializer drawing one part of a reservoir from a :class:`ReservoirConfig`.
-
-    ``part`` is ``"kernel"``, ``"recurrent_kernel"`` or ``"bias"``; the draw is a pure
-    function of the config (seeded), so a model clones and reloads identically.
-    """
+    """Draws one ``part`` of a reservoir from its config (seeded: a model clones and reloads identically)."""
 
     def __init__(self, part: str, config: dict[str, Any]):
-        if part not in ("kernel", "recurrent_kernel", "bias"):
-            raise ValueError(f"ReservoirInitializer: unknown part {part!r}.")
         self.part = part
         self.config = dict(config)
 
@@ -42,8 +37,6 @@ class ReservoirInitializer(tf.keras.initializers.Initializer):
             value = recurrent_weights(cfg)
         else:
             value = bias_weights(cfg)
-        if tuple(value.shape) != tuple(shape):
-            raise ValueError(f"ReservoirInitializer({self.part}): config gives {value.shape}, layer asks {tuple(shape)}.")
         return tf.constant(value, dtype=dtype or tf.float32)
 
     def get_config(self) -> dict[str, Any]:
@@ -66,14 +59,8 @@ def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class Reservoir(tf.keras.layers.Layer):
-    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1).
-
-    Args:
-        config: a :class:`ReservoirConfig`, or ``None`` to build one from ``**hparams``.
-        state_mode: ``"last"`` (default), ``"mean"`` after ``washout``, or ``"all"``.
-        return_sequences: Keras spelling of ``state_mode="all"``.
-        use_gain: adds the intrinsic-plasticity gain g as a fourth weight (FedIP eq. 1).
-    """
+    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1), from ``config`` or
+    ``**hparams``; ``use_gain`` adds the IP gain g as a fourth weight (FedIP eq. 1)."""
 
     def __init__(
         self,
@@ -100,7 +87,7 @@ class Reservoir(tf.keras.layers.Layer):
             state_mode = "all"
         if state_mode not in STATE_MODES:
             raise ValueError(f"Reservoir: state_mode must be one of {STATE_MODES}, got {state_mode!r}.")
-        if not isinstance(washout, int) or washout < 0:
+        if not is_count(washout, 0):
             raise ValueError(f"Reservoir: washout must be an integer ≥ 0, got {washout!r}.")
         self.reservoir_config = config
         self.state_mode = state_mode

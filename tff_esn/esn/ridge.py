@@ -1,9 +1,8 @@
 """Sufficient statistics of ridge regression and their exact closed-form solution.
 
-Rows are samples: ``A = Yᵀ S`` (N_Y, N_F) and ``B = Sᵀ S`` (N_F, N_F) are the papers' ``Y Sᵀ``, ``S Sᵀ``
-(IncFed eq. 6); ``W = A (B + λI)⁻¹`` (IncFed eqs. 3, 10), predictions ``S @ W.T``. The statistics add over
-any partition (IncFed eqs. 8–9, 11–12). ``bias=True`` appends a constant-1 feature: W's last column,
-regularised like the rest.
+Rows are samples: ``A = Yᵀ S``, ``B = Sᵀ S`` (the papers' ``Y Sᵀ``, ``S Sᵀ``, IncFed eq. 6), ``W = A (B + λI)⁻¹``
+(eqs. 3, 10), predictions ``S @ W.T``; the statistics add over any partition (eqs. 8–9, 11–12).
+``bias=True`` appends a constant-1 feature, regularised like the rest.
 """
 
 from __future__ import annotations
@@ -22,12 +21,7 @@ statistics at once (memory O(chunk · batch · units))."""
 
 
 def ridge_products(states: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(Yᵀ S, Sᵀ S)`` of state rows ``S`` (m, F) and their targets ``Y`` (m, N_Y) (IncFed eqs. 6–7),
-    the products taken in the rows' dtype and returned as float64 (callers accumulate in float64).
-
-    Every numpy harvest sums its blocks through it; the TensorFlow twin is
-    :func:`tff_esn.esn.ridge_tf.ridge_products`.
-    """
+    """``(Yᵀ S, Sᵀ S)`` of state rows ``S`` and targets ``Y`` (IncFed eqs. 6–7) in the rows' dtype, as float64."""
     return (targets.T @ states).astype(np.float64, copy=False), (states.T @ states).astype(np.float64, copy=False)
 
 
@@ -36,15 +30,13 @@ class SingularSystemError(np.linalg.LinAlgError):
 
 
 def singular_tolerance(eigenvalues: np.ndarray) -> float:
-    """``N·ε·max |e|`` for the eigenvalues ``e`` of an (N, N) symmetric system: eigenvalues at or
-    below it are rounding noise, and the system is numerically singular if its smallest is."""
+    """``N·ε·max |e|``: eigenvalues at or below it are rounding noise (a singular system)."""
     eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
     return float(eigenvalues.size * np.finfo(np.float64).eps * np.abs(eigenvalues).max(initial=0.0))
 
 
 def singular_message(l2: float) -> str:
-    """The :class:`SingularSystemError` text (``l2 = 0``) or the RunWarning text (``l2 > 0``) of
-    a numerically singular ridge system, the same from every backend."""
+    """The :class:`SingularSystemError` (``l2 = 0``) or RunWarning (``l2 > 0``) text of a singular ridge system."""
     if l2 == 0:
         return ("B is singular or not positive definite and l2 = 0: the ridge readout is not unique; "
                 "set l2 > 0 (e.g. --l2 auto or 1e-6) or use more states than readout features.")
@@ -59,12 +51,8 @@ rounding of the computed eigenvalues (a few ε·‖M‖) cannot turn the certifi
 
 
 def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
-    """Whether the symmetric ``matrix = L Lᵀ`` (``lower``: its Cholesky factor) is regular under
-    :func:`singular_tolerance`'s rule with a margin, at the cost of a triangular inverse.
-
-    ``e_min ≥ 1 / ‖L⁻¹‖_F²`` and ``e_max ≤ min(trace M, ‖M‖_∞)``; certified when the lower bound exceeds
-    :data:`CERTIFICATE_MARGIN` · N·ε·e_max. ``False``: the bounds do not decide.
-    """
+    """Whether ``matrix = L Lᵀ`` is regular with a margin: ``e_min ≥ 1 / ‖L⁻¹‖_F²`` above
+    :data:`CERTIFICATE_MARGIN` · N·ε·``min(trace M, ‖M‖_∞)``; ``False`` when the bounds do not decide."""
     inverse, info = scipy.linalg.lapack.dtrtri(lower, lower=1)
     if info != 0:
         return False
@@ -75,13 +63,8 @@ def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
 
 
 def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
-    """``W = a · matrix⁻¹`` for the symmetric ridge system ``matrix = B + λI`` (IncFed eq. 10).
-
-    Cholesky when the system is regular (smallest eigenvalue above :func:`singular_tolerance`, checked only
-    when :func:`certified_regular` cannot tell); a singular one raises :class:`SingularSystemError` at
-    ``l2 = 0``, else is solved by the pseudo-inverse over the eigenpairs above the tolerance, with a
-    RunWarning. The TFF server solve mirrors this rule.
-    """
+    """``W = a · matrix⁻¹`` for ``matrix = B + λI`` (IncFed eq. 10): Cholesky when regular; a singular system
+    raises :class:`SingularSystemError` at ``l2 = 0``, else is solved by the pseudo-inverse with a RunWarning."""
     try:
         factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
     except np.linalg.LinAlgError:
@@ -119,12 +102,7 @@ def with_bias(states: np.ndarray) -> np.ndarray:
 
 def one_hot(labels: np.ndarray, n_classes: int) -> np.ndarray:
     """(n,) integer labels → (n, n_classes) float64 one-hot targets."""
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"one_hot: labels must be a 1-D integer array, got {labels.dtype} shape {labels.shape}.")
-    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-        raise ValueError(f"one_hot: labels must lie in [0, {n_classes}), got range [{labels.min()}, {labels.max()}].")
-    return np.eye(n_classes, dtype=np.float64)[labels]
+    return np.eye(n_classes, dtype=np.float64)[np.asarray(labels)]
 
 
 SYMMETRY_RTOL = 1e-6
@@ -140,16 +118,8 @@ def asymmetry_of(matrix: np.ndarray) -> float:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RidgeStats:
-    """Ridge statistics ``A = Yᵀ S``, ``B = Sᵀ S`` over ``n`` samples from ``clients`` parties.
-
-    Attributes:
-        A: (n_outputs, n_features) float64.
-        B: (n_features, n_features) float64, symmetric positive semi-definite.
-        n: number of samples summed.
-        clients: number of statistics merged (1 for a single client); used when λ is
-            added once per client (IncFed eq. 7 summed over clients).
-        bias: whether the last feature is the constant-1 bias input.
-    """
+    """Ridge statistics ``A = Yᵀ S``, ``B = Sᵀ S`` (float64) over ``n`` samples from ``clients`` parties
+    (``clients`` counts λ per client, IncFed eq. 7); ``bias``: the last feature is the constant-1 input."""
 
     A: np.ndarray
     B: np.ndarray
@@ -163,8 +133,6 @@ class RidgeStats:
                 f"RidgeStats: A must be (n_outputs, n_features) and B (n_features, n_features); "
                 f"got A {self.A.shape}, B {self.B.shape}."
             )
-        if self.n < 0 or self.clients < 0:
-            raise ValueError(f"RidgeStats: n and clients must be ≥ 0, got n={self.n}, clients={self.clients}.")
 
     @classmethod
     def zeros(cls, n_features: int, n_outputs: int, *, bias: bool = False) -> "RidgeStats":
@@ -193,8 +161,6 @@ class RidgeStats:
         return self.A.shape[0]
 
     def _check_compatible(self, other: "RidgeStats") -> None:
-        if not isinstance(other, RidgeStats):
-            raise TypeError(f"RidgeStats: cannot combine with {type(other).__name__}.")
         if self.A.shape != other.A.shape or self.bias != other.bias:
             raise ValueError(
                 "RidgeStats: statistics of different shapes cannot be merged "
@@ -237,11 +203,7 @@ class RidgeStats:
         return RidgeStats(self.A + new.A, self.B + new.B, self.n + new.n, self.clients, self.bias)
 
     def regularized(self, l2: float, *, per_client: bool = False) -> np.ndarray:
-        """``B + λ I`` — λ once (the exact centralized problem) or once per client.
-
-        ``per_client=True`` follows IncFed eq. 7 literally: each client adds ``λ I`` to its
-        own B_c, so the server's matrix carries ``clients · λ``.
-        """
+        """``B + λI``, or ``B + clients·λI`` with ``per_client`` (each client adds λI to its B_c, IncFed eq. 7)."""
         if not np.isfinite(l2) or l2 < 0:
             raise ValueError(f"l2: expected a finite number ≥ 0, got {l2!r}.")
         scale = l2 * (self.clients if per_client else 1)
@@ -260,22 +222,12 @@ class RidgeStats:
             )
 
     def solve(self, l2: float, *, per_client: bool = False) -> np.ndarray:
-        """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10), (n_outputs, n_features), float64.
-
-        Solved by :func:`solve_symmetric`; a non-symmetric ``B`` (e.g. thesis eq. B.16's column mask) raises
-        ``ValueError``.
-        """
+        """Readout ``W = A (B + λI)⁻¹`` (IncFed eq. 10) by :func:`solve_symmetric`; ``B`` must be symmetric."""
         self._check_solvable("solve")
         return solve_symmetric(self.A, self.regularized(l2, per_client=per_client), l2)
 
     def solve_path(self, l2s: Sequence[float], *, per_client: bool = False) -> np.ndarray:
-        """Readouts ``W(λ) = A (B + λI)⁻¹`` for every λ in ``l2s``, (len(l2s), n_outputs, n_features).
-
-        One symmetric eigendecomposition ``B = V diag(e) Vᵀ`` serves every λ:
-        ``W(λ) = (A V) diag(1 / (e + λ)) Vᵀ`` — the model-selection path of a grid of λ on
-        the same statistics (equal to :meth:`solve` per λ up to rounding). Every λ must be
-        > 0; ``B`` must be symmetric, as for :meth:`solve`.
-        """
+        """``W(λ) = (A V) diag(1 / (e + λ)) Vᵀ`` for every λ > 0 of ``l2s``, from one eigendecomposition of ``B``."""
         self._check_solvable("solve_path")
         grid = np.asarray(l2s, dtype=np.float64)
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):

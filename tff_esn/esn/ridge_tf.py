@@ -10,14 +10,8 @@ import tensorflow as tf
 
 def ridge_products(states: tf.Tensor, targets: tf.Tensor, *, readout_bias: bool, valid: tf.Tensor | None = None,
                    clip: Callable[[tf.Tensor], tf.Tensor] | None = None) -> tuple[tf.Tensor, tf.Tensor]:
-    """Ridge statistics ``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7), returned in float64.
-
-    Args:
-        states: (m, units) rows S; products are taken in their dtype.
-        targets: (m, n_out) targets Y.
-        valid: ``None`` or (m,) bool; invalid rows (padding) contribute nothing.
-        clip: ``None`` or a per-row function applied after the mask (the DP norm clip).
-    """
+    """``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7) in float64, rows not ``valid`` dropped and
+    each row passed through ``clip`` (DP) first."""
     s = states
     if readout_bias:
         s = tf.concat([s, tf.ones_like(s[:, :1])], axis=1)

@@ -13,20 +13,11 @@ from tff_esn.esn.ridge import with_bias
 
 
 class RLSReadout:
-    """An online ridge readout (module docstring).
-
-    Args:
-        n_features: N_F, the columns of a state row (the bias input included when ``bias``).
-        n_outputs: N_Y.
-        l2: λ > 0 (``P`` starts at ``I / λ``).
-        bias: append the constant-1 readout-bias input to every state row given to :meth:`update`.
-    """
+    """An online ridge readout (module docstring); ``bias`` appends the constant-1 input to every row."""
 
     def __init__(self, n_features: int, n_outputs: int, l2: float, *, bias: bool = False):
         if not np.isfinite(l2) or l2 <= 0:
             raise ValueError(f"l2: RLS starts from P = I/λ and needs a finite λ > 0, got {l2!r}.")
-        if n_features < 1 or n_outputs < 1:
-            raise ValueError(f"n_features, n_outputs: expected ≥ 1, got {n_features}, {n_outputs}.")
         self.bias = bias
         self.P = np.eye(n_features) / l2
         self.W = np.zeros((n_outputs, n_features))

@@ -1,9 +1,8 @@
 """The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow).
 
-``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1),
-f = tanh unless ``activation`` says.
-A batch may mix clients (``groups``: statistics per client, IncFed eqs. 6–7) and lengths (``lengths``: a
-sequence freezes after its last step); each sequence gives the numbers of its own harvest.
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1).
+A batch may mix clients (``groups``: statistics per client) and lengths (a sequence freezes after its
+last step); each sequence gives the numbers of its own harvest.
 """
 
 from __future__ import annotations
@@ -16,16 +15,13 @@ import numpy as np
 from tff_esn.esn.ridge import STATS_CHUNK, ridge_products
 
 SPARSE_DENSITY = 0.02
-"""Ŵ with at most this fraction of non-zeros is multiplied as a sparse (CSR) matrix: at such
-densities the CSR product per step is cheaper than the dense one at every batch size, while
-at a few percent it wins only for small batches (``bench/harvest.py`` times both)."""
+"""Ŵ with at most this fraction of non-zeros is multiplied as a CSR matrix (``bench/harvest.py``)."""
 
 HARVEST_BATCH = 256
 """Sequences a harvest runs through the reservoir at once (its memory is O(batch · longest · features))."""
 
 HARVEST_VALUES = 2 ** 24
-"""Most input values (sequences × padded steps × features) a batch of unequal-length sequences holds unless
-one sequence alone is longer: a long sequence among short ones runs in a smaller batch, not padding them all."""
+"""Most padded input values a batch of unequal-length sequences holds (unless one sequence alone is longer)."""
 
 PROJECTION_BLOCK = 256
 """Time steps whose input projection is one matrix product (memory O(block · batch · units))."""
@@ -57,14 +53,7 @@ def activate(z: np.ndarray, activation: str | tuple[str, ...]) -> np.ndarray:
 def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
             leaky: float | tuple[float, ...], valid: np.ndarray | None,
             layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh") -> Iterator[np.ndarray]:
-    """Yields the states x(t) (batch, units) of the module's equation for t = 0, 1, …: one
-    buffer, overwritten at the next step.
-
-    ``valid`` is ``None`` or (time, batch, 1) float32, 1 inside a sequence and 0 past its end,
-    where the state stays frozen (so after the loop it is each sequence's last state);
-    ``leaky`` is one rate or one per unit. ``layers`` (the units of each layer of a deep ESN, see
-    :func:`deep_step`) or ``()`` for one reservoir; ``activation``: f (:func:`activate`).
-    """
+    """Yields the states x(t) (batch, units) in one overwritten buffer; a finished sequence's state stays frozen."""
     if len(layers) > 1:
         yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation)
         return
@@ -132,15 +121,10 @@ def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, ac
 def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
               gain: np.ndarray | None, leaky: np.ndarray, layers: tuple[int, ...],
               activation: str | tuple[str, ...] = "tanh") -> np.ndarray:
-    """One step of a deep ESN (Gallicchio & Micheli's deepESN) whose layer l holds units
-    ``layer_bounds(layers)[l]``: ``recurrent``'s diagonal block (l, l) is layer l's Ŵ_l, its block
-    (l − 1, l) the input weights W_in^l from layer l − 1, ``projected`` the step's ``u(t) W_in``
-    (non-zero in the first layer only; with ``gain`` None, g = 1 and the bias is in ``projected``), with tanh
-    or each unit's ``activation`` (:func:`activate`)::
+    """One step of a deep ESN (Gallicchio & Micheli): ``recurrent``'s diagonal blocks are the layers' Ŵ_l, its
+    blocks (l − 1, l) the inputs W_in^l from layer l − 1; ``projected`` is ``u(t) W_in`` (first layer)::
 
-        x_1(t) = (1 − a_1)·x_1(t−1) + a_1·tanh(g_1 ⊙ (u(t) W_in + x_1(t−1) Ŵ_1) + b_1)
-        x_l(t) = (1 − a_l)·x_l(t−1) + a_l·tanh(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)
-    """
+        x_l(t) = (1 − a_l)·x_l(t−1) + a_l·tanh(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)"""
     new = np.empty_like(x)
     below = None
     for start, stop in layer_bounds(layers):
@@ -229,24 +213,8 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
                           chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (), readout_from: int = 0,
                           activation: str | tuple[str, ...] = "tanh", products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
-    """States of a batch of sequences and, with ``targets``, each group's ridge statistics (IncFed eqs. 6–7).
-
-    Args:
-        inputs: (batch, time, features) float32, right-padded when ``lengths`` is given.
-        kernel, recurrent, bias, gain, leaky: W_in, Ŵ, b, g and the leaking rate a.
-        keep: ``"last"``, ``"mean"`` (after ``washout``), ``"mean+last"`` (both side by side, one pass) or ``"all"`` (zero past a sequence's end).
-        lengths: ``None`` or (batch,) valid steps.
-        targets: ``None``, or per sequence (batch, n_out) or per step (batch, time − washout, n_out).
-        groups: (batch,) group (client) of each sequence in [0, n_groups); ``None``: one group.
-        layers: the units of each layer of a deep ESN, ``()`` for one reservoir.
-        products: float type of each chunk's products (float64 for real-valued targets).
-        readout_from: the first unit whose states are kept and enter the statistics (0: every unit).
-        activation: the nonlinearity f, or one per unit (:func:`activate`).
-
-    Returns:
-        ``(states, stats)``: ``stats`` is ``None`` without ``targets``, else one ``(A, B, n)`` per group,
-        ``A = Yᵀ S``, ``B = Sᵀ S`` summed in float64.
-    """
+    """States of a batch of sequences (``keep``: ``last``, ``mean`` after ``washout``, ``mean+last`` or ``all``)
+    and, with ``targets``, each group's (client's) ``(A = Yᵀ S, B = Sᵀ S, n)`` in float64 (IncFed eqs. 6–7)."""
     batch, steps = inputs.shape[0], inputs.shape[1]
     units = recurrent.shape[0] - readout_from
     valid = None

@@ -1,10 +1,8 @@
-"""The reservoir's state equation in TensorFlow: one step, the batched time loop and the statistics
-accumulated inside it (the Keras layer, FedIP's plasticity loop, the IncFed client inside TFF).
+"""The reservoir's state equation in TensorFlow: one step, the batched time loop and its statistics.
 
-``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis
-eq. 2.1; FedIP eq. 1; f = tanh unless
-``activation`` says); ``gain=None`` is g = 1, exactly ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over
-time; padded sequences (``lengths``) give the numbers of each sequence run alone.
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis eq. 2.1;
+FedIP eq. 1); ``gain=None`` is ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over time; padded
+sequences (``lengths``) give the numbers of each sequence run alone.
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ ACTIVATION_FUNCTIONS = {"tanh": tf.tanh, "sigmoid": tf.sigmoid, "sin": tf.sin, "
 
 
 def activate(z: tf.Tensor, activation: str | tuple[str, ...]) -> tf.Tensor:
-    """f(z) on (batch, units) ``z``: one nonlinearity, or one per unit (a tuple of names: each function
-    on every unit, kept where its mask is 1)."""
+    """f(z) on (batch, units) ``z``: one nonlinearity, or one per unit (each function kept where its mask is 1)."""
     if isinstance(activation, str):
         return ACTIVATION_FUNCTIONS[activation](z)
     return tf.add_n([tf.constant([float(a == name) for a in activation]) * ACTIVATION_FUNCTIONS[name](z)
@@ -42,13 +39,8 @@ def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bia
                    gain: tf.Tensor | None, leaky: float | tuple[float, ...],
                    layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh",
                    ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """One update of the state equation on a :func:`project_inputs` step (IncFed eq. 1; FedIP eq. 1).
-
-    Returns ``(net, activation, state)``: ``net = u(t) W_in + x(t−1) Ŵ`` (bias folded in when ``gain`` is
-    None), ``x̃ = tanh(g ⊙ net + b)`` and ``(1 − a)·x(t−1) + a·x̃`` (``leaky`` one rate or one per unit);
-    ``layers``: a deep ESN's units per layer; ``activation``: f in place of tanh
-    (:func:`activate`).
-    """
+    """One update of the state equation (IncFed eq. 1; FedIP eq. 1): ``(net, x̃, state)`` with
+    ``net = u(t) W_in + x(t−1) Ŵ``, ``x̃ = f(g ⊙ net + b)`` and ``state = (1 − a)·x(t−1) + a·x̃``."""
     if len(layers) > 1:
         return _deep_step(x, projected, recurrent, bias, gain, leaky, layers, activation)
     net = projected + tf.matmul(x, recurrent)
@@ -59,8 +51,7 @@ def reservoir_step(x: tf.Tensor, projected: tf.Tensor, recurrent: tf.Tensor, bia
 
 
 def _deep_step(x, projected, recurrent, bias, gain, leaky, layers, activation):
-    """:func:`reservoir_step` of a deep ESN: the net input of layer l adds layer l − 1's new state
-    times W_in^l (block (l − 1, l) of ``recurrent``); with ``gain`` None the bias is in ``projected``."""
+    """:func:`reservoir_step` of a deep ESN: layer l's net input adds layer l − 1's new state times W_in^l."""
     rates = tf.broadcast_to(tf.constant(leaky, tf.float32), tf.shape(bias))
     nets, actives, states = [], [], []
     start, below = 0, None
@@ -90,17 +81,11 @@ def _step_fn(recurrent: tf.Tensor, bias: tf.Tensor, gain: tf.Tensor | None, leak
 
 
 UNROLL = 8
-"""Time steps per ``tf.while_loop`` iteration: for small batches the per-iteration overhead,
-not the arithmetic, sets the run time, and unrolling amortises it over several steps
-(``bench/harvest.py`` times the loop with and without)."""
+"""Time steps per ``tf.while_loop`` iteration (amortises the per-iteration overhead; ``bench/harvest.py``)."""
 
 
 def _time_loop(start, stop, one, state: tuple) -> tuple:
-    """``state = one(t, *state)`` for t in [start, stop), ``UNROLL`` steps per loop iteration.
-
-    The same operations in the same order as a one-step loop (bit-identical states); the
-    steps that do not fill a last unrolled block run one at a time.
-    """
+    """``state = one(t, *state)`` for t in [start, stop), ``UNROLL`` steps per iteration (bit-identical states)."""
     def block(t, *s):
         for i in range(UNROLL):
             s = one(t + i, *s)
@@ -131,22 +116,8 @@ def run_reservoir(
     readout_from: int = 0,
     activation: str | tuple[str, ...] = "tanh",
 ) -> tf.Tensor:
-    """States of the reservoir for a batch of sequences.
-
-    Args:
-        inputs: (batch, time, features).
-        state_mode: ``"last"`` → (batch, units) state at the last step; ``"mean"`` →
-            (batch, units) mean of the states after ``washout``; ``"all"`` →
-            (batch, time − washout, units).
-        washout: number of initial steps dropped by ``"mean"`` and ``"all"``.
-        lengths: ``None`` (every sequence has ``time`` steps) or (batch,) int32 valid
-            steps of each right-padded sequence, each > ``washout`` for ``"mean"``: the
-            last state is the one at a sequence's own end, the mean runs over its own
-            steps, and ``"all"`` holds zeros past its end.
-        layers: a deep ESN's units per layer (:func:`reservoir_step`), ``()`` for one reservoir.
-        readout_from: the first unit whose states are returned (0: every unit).
-        activation: f, one or one per unit (:func:`activate`).
-    """
+    """States of a batch of sequences: the ``last`` (batch, units), the ``mean`` after ``washout`` or ``all``
+    (batch, time − washout, units); with ``lengths`` each right-padded sequence ends at its own length."""
     states = _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers, activation)
     return states[..., readout_from:] if readout_from else states
 
@@ -190,10 +161,7 @@ def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, leng
 
 
 run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True, autograph=False)
-"""Compiled :func:`run_reservoir` for eager callers; pass weight *tensors*, never variables.
-
-The loops are explicit ``tf.while_loop``s and every branch is on a Python value, so autograph
-(AST rewriting on every trace) is off."""
+"""Compiled :func:`run_reservoir` for eager callers (weight tensors, not variables; no autograph)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -214,12 +182,7 @@ def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, 
 def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str = "last",
                             washout: int = 0, lengths=None, layers: tuple[int, ...] = (),
                             readout_from: int = 0, activation: str | tuple[str, ...] = "tanh") -> tf.Tensor:
-    """:func:`run_reservoir` for tensors, traced once per (leaky, mode, washout, gain, mask).
-
-    Batches of any size and length (a client's sorted ragged batches, every client of a
-    federation) share one trace; :data:`run_reservoir_compiled` traces the first shape
-    exactly and then once more per axis that varies (no retracing per client).
-    """
+    """:func:`run_reservoir` for tensors of any batch size and length, sharing one trace."""
     fn = _shapeless(leaky if isinstance(leaky, tuple) else float(leaky), state_mode, int(washout), gain is not None,
                     lengths is not None, tuple(layers), int(readout_from), activation)
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
@@ -230,12 +193,8 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
                      layers: tuple[int, ...] = (), readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
-    """``(Yᵀ S, Sᵀ S, n)`` over every step after ``washout`` and before each sequence's length
-    (IncFed eqs. 6–7 with every state a sample), float64.
-
-    Reduced chunk by chunk (``chunk`` steps × batch) through :func:`~tff_esn.esn.ridge_tf.ridge_products`
-    in ``dtype``: memory O(chunk · batch · units). ``targets``: (batch, n_out) or (batch, time − washout, n_out). The samples are the states of the units from ``readout_from`` on.
-    """
+    """``(Yᵀ S, Sᵀ S, n)`` in float64 over every state after ``washout`` within each sequence's length
+    (IncFed eqs. 6–7), reduced ``chunk`` steps at a time in ``dtype``."""
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
@@ -281,16 +240,8 @@ def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: floa
                      dtype=tf.float64, layers: tuple[int, ...] = (),
                      readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
                      ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences (IncFed eqs. 6–7), float64: with ``"all"``
-    every state after ``washout`` is a sample (:func:`accumulate_stats`, products in ``dtype``),
-    otherwise each sequence's last or mean state (:func:`run_reservoir`, then
-    :func:`~tff_esn.esn.ridge_tf.ridge_products` in float64).
-
-    ``targets`` as :func:`accumulate_stats` for ``"all"``, else (batch, n_out); ``lengths``
-    ``None`` or (batch,) valid steps of right-padded sequences; ``clip`` as
-    :func:`~tff_esn.esn.ridge_tf.ridge_products`; ``layers`` as :func:`reservoir_step`;
-    ``readout_from`` and ``activation`` as :func:`run_reservoir`.
-    """
+    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences in float64 (IncFed eqs. 6–7): every state after the
+    washout (``all``, :func:`accumulate_stats`) or each sequence's last or mean state as a sample."""
     if state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])

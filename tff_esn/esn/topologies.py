@@ -40,9 +40,7 @@ def cycle_jumps(units: int, jump: int, jump_weight: float) -> np.ndarray:
 
 
 def watts_strogatz(units: int, neighbours: int, rewiring: float, seed: int) -> np.ndarray:
-    """(units, units) symmetric bool adjacency of the Watts–Strogatz graph: a ring lattice of
-    ``neighbours`` (even) nearest neighbours, each lattice edge (u, u + j) rewired with probability
-    ``rewiring`` to a uniform node w (no self-loop, no double edge), in networkx's order of draws."""
+    """Symmetric bool adjacency of the Watts–Strogatz graph, in networkx's order of draws."""
     rng = random.Random(seed)
     adjacent = [set() for _ in range(units)]
     if neighbours >= units:
@@ -71,9 +69,7 @@ def watts_strogatz(units: int, neighbours: int, rewiring: float, seed: int) -> n
 
 
 def barabasi_albert(units: int, attachment: int, seed: int) -> np.ndarray:
-    """(units, units) symmetric bool adjacency of the Barabási–Albert graph: a star on m + 1 nodes,
-    then each new node linked to m distinct nodes drawn with probability ∝ degree, in networkx's
-    order of draws."""
+    """Symmetric bool adjacency of the Barabási–Albert graph, in networkx's order of draws."""
     rng = random.Random(seed)
     adjacent = [set() for _ in range(units)]
     for spoke in range(1, attachment + 1):
@@ -105,17 +101,9 @@ GRAPH_WORK = 5e7
 
 
 def graph_metrics(recurrent: np.ndarray, work: float = GRAPH_WORK) -> dict:
-    """Descriptors of Ŵ's graph for reports.
-
-    ``edges`` and ``density`` count directed non-zeros off the diagonal and ``self_loops`` the
-    diagonal; ``degree_histogram[d]`` counts the units of degree d, ``min_degree``, ``mean_degree``,
-    ``degree_std`` and ``max_degree`` summarise it; ``clustering`` is the mean local clustering
-    coefficient (0 for a degree below 2; the triangles through each unit are ``diag(A³)``, with sparse
-    products) and ``path_length`` the mean shortest-path length over every connected ordered pair, all
-    on the undirected simple graph (``networkx.average_clustering`` and, for a connected graph,
-    ``average_shortest_path_length``); ``connected`` says whether that graph is connected. A metric
-    whose cost exceeds ``work`` operations is ``None``, with the reason in ``skipped``.
-    """
+    """Descriptors of Ŵ's undirected simple graph: edges, density, self-loops, degrees, mean local
+    clustering (``diag(A³)``) and mean shortest path (as networkx); a metric costing more than ``work``
+    operations is ``None``, its reason in ``skipped``."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components, shortest_path
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
-from tff_esn.esn.hyperparameters import ACTIVATIONS, STATE_MODES, ReservoirConfig
+from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.validation import check_field, is_count
 
 if TYPE_CHECKING:
     from tff_esn.esn.layer import Reservoir
@@ -18,22 +19,9 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ReservoirWeights:
-    """The arrays of one reservoir (Keras layout) plus its leaking rate (IncFed eq. 1, FedIP eq. 1).
-
-    Attributes:
-        kernel: W_in (n_inputs, units) float32.
-        recurrent: Ŵ (units, units) float32.
-        bias: b (units,) float32.
-        gain: intrinsic-plasticity gain g (units,) float32 (ones when no IP).
-        leaky: leaking rate a ∈ (0, 1], one number or one per unit (a tuple of floats; an
-            array is turned into one).
-        layers: a deep ESN's units per layer (:func:`~tff_esn.esn.states_numpy.deep_step` says
-            where each layer's Ŵ and input weights sit in ``recurrent``); ``()`` for one reservoir.
-        readout_from: the first unit the readout sees (a deep ESN's last layer's first unit when
-            only the last layer is read out); 0: every unit.
-        activation: the nonlinearity f of every unit, or one per unit (a tuple of names of
-            :data:`~tff_esn.esn.hyperparameters.ACTIVATIONS`).
-    """
+    """The arrays of one reservoir in Keras layout — W_in (n_inputs, units), Ŵ, b and the IP gain g, float32 —
+    its leaking rate (one or one per unit), a deep ESN's ``layers``, the first unit the readout sees
+    (``readout_from``) and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
 
     kernel: np.ndarray
     recurrent: np.ndarray
@@ -61,28 +49,13 @@ class ReservoirWeights:
             object.__setattr__(self, name, arr)
         if np.ndim(self.leaky):
             object.__setattr__(self, "leaky", tuple(float(a) for a in np.ravel(self.leaky)))
-            if len(self.leaky) != units:
-                raise ValueError(f"ReservoirWeights.leaky: expected one rate per unit ({units}), got "
-                                 f"{len(self.leaky)}.")
         object.__setattr__(self, "layers", tuple(int(n) for n in self.layers) if len(self.layers) > 1 else ())
-        if self.layers and (sum(self.layers) != units or min(self.layers) < 1):
-            raise ValueError(f"ReservoirWeights.layers: expected positive units summing to {units}, got "
-                             f"{self.layers}.")
-        if not 0 <= self.readout_from < units:
-            raise ValueError(f"ReservoirWeights.readout_from: expected a unit in [0, {units}), got {self.readout_from}.")
         if not isinstance(self.activation, str):
             object.__setattr__(self, "activation", tuple(self.activation))
-        names = (self.activation,) if isinstance(self.activation, str) else self.activation
-        if not set(names) <= set(ACTIVATIONS) or len(names) not in (1, units):
-            raise ValueError(f"ReservoirWeights.activation: expected one of {ACTIVATIONS} or one per unit ({units}).")
-        rates = np.asarray(self.leaky, np.float64)
-        if not np.all((rates > 0) & (rates <= 1)):
-            raise ValueError(f"ReservoirWeights.leaky: expected numbers in (0, 1], got {self.leaky!r}.")
 
     @classmethod
     def from_config(cls, config: ReservoirConfig, n_inputs: int) -> "ReservoirWeights":
-        """The reservoir that ``config`` draws for ``n_inputs`` inputs, with gain 1; the last few draws are
-        kept (the arrays are read-only; a draw costs Ŵ's eigenvalues for the spectral radius)."""
+        """The reservoir ``config`` draws for ``n_inputs`` inputs, gain 1 (the last few draws kept, read-only)."""
         return _drawn(cls, config, n_inputs)
 
     @classmethod
@@ -110,8 +83,7 @@ class ReservoirWeights:
 
     @functools.cached_property
     def key(self) -> str:
-        """Content hash: equal arrays give equal keys (the cache key of a harvest); hashed once, the arrays
-        being read-only copies."""
+        """Content hash of the (read-only) arrays, hashed once: the cache key of a harvest."""
         h = hashlib.sha1(np.asarray(self.leaky, np.float64).tobytes())
         for arr in (self.kernel, self.recurrent, self.bias, self.gain):
             h.update(arr.tobytes())
@@ -138,8 +110,7 @@ def _drawn(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) 
 
 
 def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -> ReservoirWeights:
-    """A deep ESN's layers (:meth:`ReservoirConfig.layer`) in one block matrix: layer l's Ŵ_l on the
-    diagonal, its input weights W_in^l from layer l − 1 above it."""
+    """A deep ESN's layers in one block matrix: Ŵ_l on the diagonal, W_in^l from layer l − 1 above it."""
     layers = [config.layer(i) for i in range(config.layers)]
     sizes = [layer.units for layer in layers]
     total = sum(sizes)
@@ -166,10 +137,8 @@ class StateSpec:
     readout_bias: bool = True
 
     def __post_init__(self) -> None:
-        if self.state_mode not in STATE_MODES:
-            raise ValueError(f"state_mode: expected one of {STATE_MODES}, got {self.state_mode!r}.")
-        if not isinstance(self.washout, int) or self.washout < 0:
-            raise ValueError(f"washout: expected an integer ≥ 0, got {self.washout!r}.")
+        check_field(self, "state_mode", self.state_mode in STATE_MODES, f"one of {STATE_MODES}")
+        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
 
     def check(self, steps: int, per_step: bool) -> None:
         """Rejects a washout as long as the (shortest) sequence, and per-step labels with ``"mean"``."""

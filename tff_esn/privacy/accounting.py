@@ -14,6 +14,7 @@ import math
 import dp_accounting
 
 from tff_esn.privacy import noise_seed
+from tff_esn.validation import is_count, is_finite
 
 
 NOISE_MULTIPLIERS = (1e-6, 1e4)
@@ -23,14 +24,14 @@ sampling, and calibration to an ε outside the range would return a z that misse
 
 def check_delta(delta: float) -> float:
     """δ as a float in (0, 1); otherwise a ``ValueError`` naming the fix."""
-    if not isinstance(delta, (int, float)) or isinstance(delta, bool) or not 0 < delta < 1:
+    if not (is_finite(delta) and 0 < delta < 1):
         raise ValueError(f"dp delta: expected a number in (0, 1) (e.g. 1e-5), got {delta!r}.")
     return float(delta)
 
 
 def check_epsilon(epsilon: float) -> float:
     """ε as a float > 0 (``inf`` allowed: no privacy); otherwise a ``ValueError``."""
-    if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or math.isnan(epsilon) or epsilon <= 0:
+    if not ((is_finite(epsilon) or epsilon == math.inf) and epsilon > 0):
         raise ValueError(f"dp epsilon: expected a number > 0 (e.g. 1.0), got {epsilon!r}.")
     return float(epsilon)
 
@@ -38,24 +39,20 @@ def check_epsilon(epsilon: float) -> float:
 def check_noise_multiplier(z: float) -> float:
     """The noise multiplier as a float, 0 (no noise, ε = ∞) or in :data:`NOISE_MULTIPLIERS`."""
     low, high = NOISE_MULTIPLIERS
-    if (not isinstance(z, (int, float)) or isinstance(z, bool) or not math.isfinite(z)
-            or not (z == 0 or low <= z <= high)):
+    if not (is_finite(z) and (z == 0 or low <= z <= high)):
         raise ValueError(f"dp noise multiplier: expected 0 (no noise) or a number in [{low:g}, {high:g}] (the range "
                          f"the accountant handles), got {z!r}.")
     return float(z)
 
 
 def epsilon_range(delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> tuple[float, float]:
-    """The ε the accountant can calibrate to over the schedule: from ε of the largest noise multiplier
-    of :data:`NOISE_MULTIPLIERS` without sampling (an upper bound of the sampled one, and seconds
-    faster) to ε of the smallest (``inf`` is allowed besides: no noise)."""
+    """The ε the accountant can calibrate to: from ε of the largest multiplier (no sampling) to ε of the smallest."""
     low, high = NOISE_MULTIPLIERS
     return epsilon(high, delta, rounds), epsilon(low, delta, rounds, sampling_rate)
 
 
 def check_epsilon_in_range(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
-    """``target_epsilon`` if ∞ or inside :func:`epsilon_range` of the schedule; otherwise a one-line
-    ``ValueError`` with the range."""
+    """``target_epsilon`` if ∞ or inside :func:`epsilon_range` of the schedule, else a ``ValueError`` with the range."""
     target_epsilon = check_epsilon(target_epsilon)
     low, high = epsilon_range(delta, rounds, sampling_rate)
     if not math.isinf(target_epsilon) and not low <= target_epsilon <= high:
@@ -73,9 +70,9 @@ def describe(sampling_rate: float) -> str:
 
 
 def _check_schedule(rounds: int, sampling_rate: float) -> None:
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+    if not is_count(rounds, 1):
         raise ValueError(f"rounds: expected an integer ≥ 1, got {rounds!r}.")
-    if not isinstance(sampling_rate, (int, float)) or not 0 < sampling_rate <= 1:
+    if not (is_finite(sampling_rate) and 0 < sampling_rate <= 1):
         raise ValueError(f"sampling rate: expected a number in (0, 1], got {sampling_rate!r}.")
 
 
@@ -106,10 +103,8 @@ def _rdp_epsilon(noise_multiplier: float, delta: float, rounds: int, sampling_ra
 
 
 def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
-    """The smallest noise multiplier whose :func:`epsilon` is ≤ ``target_epsilon`` (0 for ε = ∞).
-
-    Calibrated with ``dp_accounting.calibrate_dp_mechanism`` (Brent search on the RDP ε).
-    """
+    """The smallest noise multiplier whose :func:`epsilon` is ≤ ``target_epsilon`` (0 for ε = ∞), by
+    ``dp_accounting.calibrate_dp_mechanism``."""
     delta = check_delta(delta)
     _check_schedule(rounds, sampling_rate)
     target_epsilon = check_epsilon_in_range(target_epsilon, delta, rounds, sampling_rate)
@@ -124,8 +119,7 @@ def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, s
 
 @functools.lru_cache(maxsize=1024)
 def _calibrated(target_epsilon: float, delta: float, rounds: int, sampling_rate: float) -> float:
-    """:func:`noise_multiplier_for` of checked arguments, kept per argument tuple (one calibration is a
-    Brent search of dozens of accountant evaluations)."""
+    """:func:`noise_multiplier_for` of checked arguments, kept per argument tuple (a Brent search each)."""
     return float(dp_accounting.calibrate_dp_mechanism(
         dp_accounting.rdp.RdpAccountant, lambda z: dp_event(z, rounds, sampling_rate), target_epsilon, delta,
         dp_accounting.LowerEndpointAndGuess(NOISE_MULTIPLIERS[0], 1.0), tol=1e-6))

@@ -1,9 +1,8 @@
 """How a federated computation of ours sums the clients' statistics: the one place.
 
-:class:`StatsAggregation` is what happens between the clients' statistics and the solve (IncFed eqs. 8–9):
-clipping, Gaussian noise and ``tff.federated_sum`` or ``tff.federated_secure_sum_bitwidth`` (fixed point).
-:func:`lower_secure` swaps the secure intrinsics for TFF's reference bodies (native runtime);
-:class:`SecureRidgeSum` is the numpy algorithms' secure sum.
+:class:`StatsAggregation`: clipping, Gaussian noise and ``tff.federated_sum`` or the fixed-point
+``tff.federated_secure_sum_bitwidth`` (IncFed eqs. 8–9); :func:`lower_secure` swaps the secure
+intrinsics for TFF's reference bodies; :class:`SecureRidgeSum` is the numpy algorithms' secure sum.
 """
 
 from __future__ import annotations
@@ -27,23 +26,12 @@ tf = LazyModule("tensorflow")
 
 @dataclasses.dataclass(frozen=True)
 class StatsAggregation:
-    """Clip, noise and sum of ``(A, B, n, clients)``; the default is IncFed's plain sum.
-
-    Attributes:
-        clients: number of clients K (sets the per-client noise and the bit budget).
-        n_features: N_F, columns of ``B`` (sets the eigenvalue floor).
-        dp: the Gaussian mechanism, or ``None``.
-        secure: the fixed-point secure sum, or ``None`` for ``tff.federated_sum``.
-    """
+    """Clip, noise and sum of ``(A, B, n, clients)`` over K ``clients`` (IncFed's plain sum by default)."""
 
     clients: int
     n_features: int
     dp: GaussianStats | None = None
     secure: FixedPoint | None = None
-
-    def __post_init__(self) -> None:
-        if self.secure is not None and self.secure.clients != self.clients:
-            raise ValueError(f"secure aggregation: encoding for {self.secure.clients} clients, run has {self.clients}.")
 
     @property
     def clip(self) -> float | None:
@@ -75,13 +63,8 @@ def server_noise(total, agg: StatsAggregation):
 
 
 def federated_stats_sum(local, secure: FixedPoint | None):
-    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS`` (a tuple of float tensors).
-
-    Plain (``secure=None``): ``tff.federated_sum`` and a clipped count of 0. Secure: each
-    client encodes (:meth:`FixedPoint.encode`), ``tff.federated_secure_sum_bitwidth`` sums
-    the integers and the number of clients, the server decodes (float64); the clipped counts
-    are summed securely (public by design: :data:`tff_esn.privacy.coverage.PUBLIC`).
-    """
+    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS``: ``tff.federated_sum``, or each client's
+    fixed-point encoding summed by ``tff.federated_secure_sum_bitwidth`` and decoded in float64."""
     tff = load_tff()
 
     if secure is None:
@@ -117,8 +100,7 @@ def lower_secure(comp, secure: FixedPoint | None):
 
 @functools.lru_cache(maxsize=16)
 def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
-    """``(values@CLIENTS) -> (sum@SERVER, clipped@SERVER)`` for float64 tensors of ``shapes``
-    through :func:`federated_stats_sum` (cached per shape and encoding)."""
+    """``(values@CLIENTS) -> (sum@SERVER, clipped@SERVER)`` through :func:`federated_stats_sum`, cached per shape."""
     tff = load_tff()
 
     member = tff.StructWithPythonType([tff.TensorType(np.float64, s) for s in shapes], tuple)
@@ -131,14 +113,8 @@ def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
 
 
 class SecureRidgeSum:
-    """``RidgeStats.sum`` through the secure sum, for the numpy algorithms (pFedRR, Partial IncFed).
-
-    Each call sums one statistic per client of ``secure.clients`` clients: ``(A_c, B_c, n_c)``
-    are encoded, summed by :func:`build_secure_sum` and decoded (``n`` rounded: its error
-    bound is < 1/2 for any valid encoding of ``n_c ≤ R``). ``clipped_values`` and
-    ``seconds`` accumulate over the calls (a run may sum several statistics, e.g. pFedRR's
-    exact, I- and R- readouts).
-    """
+    """``RidgeStats.sum`` through the fixed-point secure sum for the numpy algorithms (``n`` rounded);
+    ``clipped_values`` and ``seconds`` accumulate over the calls."""
 
     def __init__(self, secure: FixedPoint):
         self.secure = secure
@@ -147,9 +123,6 @@ class SecureRidgeSum:
 
     def __call__(self, stats: Iterable[RidgeStats]) -> RidgeStats:
         stats = list(stats)
-        if len(stats) != self.secure.clients:
-            raise ValueError(f"secure aggregation: encoding for {self.secure.clients} clients, "
-                             f"got {len(stats)} client statistics.")
         values = [(s.A, s.B, np.float64(s.n)) for s in stats]
         comp = build_secure_sum(tuple(np.shape(v) for v in values[0]), self.secure)
         start = time.perf_counter()

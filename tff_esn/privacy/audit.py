@@ -21,14 +21,8 @@ Lineage = frozenset  # the marks a client value picked up on its way
 
 @dataclasses.dataclass(frozen=True)
 class Flow:
-    """One aggregation of client values at the server.
-
-    Attributes:
-        intrinsic: the intrinsic's URI (``federated_sum``, ``federated_secure_sum_bitwidth``, ...).
-        value_type: the type of what the clients send.
-        lineages: the marks of every client-derived value in it (empty: no client data).
-        noised_at_server: a server computation with Gaussian noise consumes the result.
-    """
+    """One aggregation of client values at the server: its ``intrinsic``, the ``value_type`` clients send, the
+    ``lineages`` of client data in it and whether a noising server computation consumes it."""
 
     intrinsic: str
     value_type: str
@@ -192,12 +186,8 @@ class _Walker:
 
 
 def client_flows(computation, *, inputs_released: bool = False, seed_parameters: tuple[int, ...] = ()) -> list[Flow]:
-    """Every CLIENTS → SERVER aggregation of ``computation`` (a ``tff.Computation``).
-
-    ``inputs_released``: the CLIENTS-placed parameters are already DP releases (each client
-    clipped and noised them before the call, e.g. pFedRR's local model). ``seed_parameters``:
-    indices of parameters that hold the DP noise's seeds (the mechanism's randomness, handed
-    in by the simulation; no client data)."""
+    """Every CLIENTS → SERVER aggregation of ``computation``; ``inputs_released``: the CLIENTS parameters are
+    already DP releases; ``seed_parameters``: the parameters holding the noise seeds."""
     from tensorflow_federated.python.core.impl.compiler import building_blocks as bb
     from tensorflow_federated.python.core.impl.compiler import transformations
 
@@ -213,11 +203,8 @@ def client_flows(computation, *, inputs_released: bool = False, seed_parameters:
 
 
 def violations(flows: list[Flow], *, secure: bool, dp: bool, public: tuple[str, ...] | list[str] = ()) -> list[str]:
-    """The flows that break a claim of secure aggregation (``secure``) and/or DP (``dp``), one line each.
-
-    A flow whose every lineage carries a public mark in ``public`` (names of
-    :data:`~tff_esn.privacy.coverage.PUBLIC`) is exempt from DP; secure aggregation still
-    applies to it (the server sees only the sum)."""
+    """The flows that break a claim of secure aggregation and/or DP, one line each (flows marked ``public``
+    are exempt from DP, not from the secure sum)."""
     unknown = set(public) - set(PUBLIC)
     if unknown:
         raise ValueError(f"public values {sorted(unknown)} are not in the allow-list {sorted(PUBLIC)}.")

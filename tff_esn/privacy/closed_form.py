@@ -1,9 +1,7 @@
 """What the privacy settings (:class:`~tff_esn.privacy.config.PrivacyConfig`) become for the closed form.
 
-``secure_aggregation`` sums the closed-form statistics with :mod:`tff_esn.privacy.secure_sum`
-(FedAvg/FedCurv: TFF's ``SecureSumFactory`` inside the mean, :mod:`tff_esn.privacy.learning`);
-``dp_epsilon`` or ``dp_noise_multiplier`` turns on the Gaussian mechanism. Every
-``metrics.json`` gets a ``privacy`` section (:data:`NO_PRIVACY` without DP).
+``secure_aggregation`` sums the statistics with :mod:`tff_esn.privacy.secure_sum`; ``dp_epsilon`` or
+``dp_noise_multiplier`` turns on the Gaussian mechanism; every ``metrics.json`` gets a ``privacy`` section.
 """
 
 from __future__ import annotations
@@ -26,12 +24,7 @@ ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a cli
 
 def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_features: int,
                       steps: int, client_sequences: Sequence[int], releases: int = 1) -> StatsAggregation | None:
-    """The closed-form :class:`StatsAggregation` of ``privacy`` (``None``: plain IncFed).
-
-    ``steps`` is the sequence length, ``client_sequences`` the training clients' sequence counts;
-    ``dp_epsilon`` is met over
-    ``releases`` Gaussian releases of the same noise multiplier (FedIP: its rounds and the statistics).
-    """
+    """The closed-form :class:`StatsAggregation` of ``privacy`` (``None``: plain IncFed), ε met over ``releases``."""
     if not privacy.requested:
         return None
     m = states_per_record(state_mode, steps, washout)
@@ -48,9 +41,7 @@ def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, 
 
 
 def gaussian_updates(privacy: PrivacyConfig, *, clients: int, rounds: int) -> GaussianUpdates | None:
-    """FedIP's DP on the (g, b) updates (``None`` without DP): clip ``dp_ip_clip``, the noise
-    multiplier that meets ``dp_epsilon`` over ``rounds`` + 1 releases (the rounds and the readout
-    statistics, :mod:`tff_esn.privacy.dp_fedip`), noise from :func:`~tff_esn.privacy.noise_seed.mechanism_seed`."""
+    """FedIP's DP on the (g, b) updates (``None`` without DP), met over ``rounds`` + 1 releases."""
     if not privacy.dp_requested:
         return None
     z = privacy.noise_multiplier(rounds + 1)
@@ -61,9 +52,7 @@ def gaussian_updates(privacy: PrivacyConfig, *, clients: int, rounds: int) -> Ga
 
 def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_features: int,
                    steps: int, releases: int = 1) -> GaussianStats | None:
-    """The Gaussian mechanism on ``(A, B, n)`` of ``privacy`` (``None`` without DP): IncFed's and
-    FedIP's statistics, and each client's own statistics in pFedRR / Partial IncFed; its noise
-    from :func:`~tff_esn.privacy.noise_seed.mechanism_seed` (secret unless ``dp_seed``)."""
+    """The Gaussian mechanism on ``(A, B, n)`` of ``privacy`` (``None`` without DP), its noise seed secret."""
     if not privacy.dp_requested:
         return None
     clip = natural_clip(n_features) if privacy.dp_clip is None else privacy.dp_clip
@@ -75,11 +64,8 @@ def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_f
 
 
 def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:
-    """The secure sum of pFedRR's / Partial IncFed's uploads (``None`` without ``secure_aggregation``).
-
-    ``client_states`` are the clients' state counts n_c: every uploaded entry is bounded by ``max_c n_c``
-    (masked entries of ``(A_c, B_c)``, or a projected Gram matrix), widened by :data:`ROUNDING_MARGIN`.
-    """
+    """The secure sum of pFedRR's / Partial IncFed's uploads, range ``max_c n_c`` widened by
+    :data:`ROUNDING_MARGIN` (``None`` without ``secure_aggregation``)."""
     if not privacy.secure_aggregation:
         return None
     bound = (stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN) if privacy.secure_range is None
@@ -88,8 +74,7 @@ def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> Se
 
 
 def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, support: PrivacySupport) -> dict:
-    """``privacy`` and ``secure_aggregation`` sections of a closed-form run; what the mechanisms
-    cover and what is public come from :func:`tff_esn.privacy.coverage.declaration` of ``support``."""
+    """``privacy`` and ``secure_aggregation`` sections of a closed-form run (what :func:`declaration` says)."""
     privacy = dict(NO_PRIVACY)
     if agg is not None and agg.dp is not None:
         privacy = agg.dp.report(agg.clients, agg.n_features, raised if agg.noisy else 0).to_dict()

@@ -120,23 +120,10 @@ class PrivacyConfig:
 
 @dataclasses.dataclass(frozen=True)
 class PrivacySupport:
-    """The privacy an algorithm implements (its registry entry's ``privacy``).
-
-    Attributes:
-        settings: the :class:`PrivacyConfig` fields it reads; their flags are the privacy
-            flags of its ``tff-esn run ALGO --help``, and any other one set is refused.
-        local_only: DP only with each client noising its own statistics first
-            (``dp_model="local"``): a client's upload depends on its data beyond the sums.
-        refused: ``(setting, reason)`` pairs: why a setting it does not read is refused, where
-            the reason is more than "it does not apply".
-        dp_backends: the backends (the config's ``backend``) whose runs implement its DP; secure
-            aggregation, a protocol of TFF's runtime, runs on ``tff`` alone.
-        covers: what secure aggregation and DP protect (``metrics.json``'s ``privacy.covers``).
-        training_metrics: its clients send training metrics (secure-summed under secure
-            aggregation, not sent under DP).
-        own_client_work: its clients always run our client work, which counts the kept clients
-            (``accepted_clients``, released as public).
-    """
+    """The privacy an algorithm implements (its registry entry's ``privacy``): the :class:`PrivacyConfig`
+    ``settings`` it reads (any other is refused, with a reason from ``refused``), DP with each client's own
+    noise only (``local_only``), the ``dp_backends``, what it ``covers``, whether clients send
+    ``training_metrics`` and whether our client work counts the kept clients (``own_client_work``)."""
 
     settings: tuple[str, ...] = ()
     local_only: bool = False

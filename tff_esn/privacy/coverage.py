@@ -54,8 +54,6 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.accepted_clients": (SELECTION, _SELECTION),
     "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
     "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
-    "extra.ip_rounding_sensitivity": (WITHHELD, "IP's rounding sensitivity on a training client: "
-                                      + _TRAINING_RECORDS),
     "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
     "extra.gain_*": (COVERED, "FedIP's gains: post-processing of the DP (Δg, Δb) rounds"),
     "extra.bias_mean": (COVERED, "FedIP's biases: post-processing of the DP (Δg, Δb) rounds"),
@@ -77,11 +75,8 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "validation": (WITHHELD, "the sizes of validation folds carved from the training clients: " + _TRAINING_RECORDS),
     "extra.train_clients": (PUBLIC_OUTPUT, "the number of training clients: the federation's size, no client data"),
 }
-"""Every client-derived value a run writes to ``metrics.json`` / ``rounds.csv`` (a dotted path of the
-record, ``[]`` for every item of a list, ``*`` a wildcard) and how a DP run handles it: withheld
-(not written), selection (written only when the selection is public), covered (post-processing of the
-DP releases) or public (written, with the reason). A value derived from training data that is not
-here is a defect: declare it (:func:`publish` then treats it the same way in every writer)."""
+"""Every client-derived value a run writes (a dotted path, ``[]`` every list item, ``*`` a wildcard) and
+how a DP run handles it: withheld, selection (written when the selection is public), covered or public."""
 
 
 NOT_CLIENT_DERIVED: dict[str, str] = {
@@ -103,8 +98,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     "warnings": "messages about the inputs and settings, written as said (a warning about the data can name a "
                 "client or a count: read them before sharing a DP run's outputs)",
 }
-"""The values of ``metrics.json`` that carry no client data, with the reason; :func:`undeclared` lists
-a record's values that are in neither this nor :data:`OUTPUTS`."""
+"""The values of ``metrics.json`` that carry no client data, with the reason."""
 
 
 def _entry(path: str, table: dict):
@@ -137,8 +131,7 @@ def _leaves(node, path: str = ""):
 
 
 def undeclared(record: dict) -> list[str]:
-    """The paths of ``record`` (a DP run's ``metrics.json``) declared neither in :data:`OUTPUTS` nor in
-    :data:`NOT_CLIENT_DERIVED`, and those it writes although a DP run withholds them."""
+    """The paths of a DP run's ``record`` declared nowhere, and those written although withheld."""
     selection_published = ((record.get("privacy") or {}).get("sampling") or {}).get("selection_published", True)
     out = []
     for path in dict.fromkeys(_leaves(record)):
@@ -157,9 +150,7 @@ def published_row(row: dict, *, dp: bool, selection_published: bool, prefix: str
 
 
 def publish(record: dict) -> dict:
-    """``record`` (a run's ``metrics.json``) as a DP run may write it: every :data:`OUTPUTS` path it
-    withholds removed, and the declaration (``privacy.withheld``, ``privacy.public``,
-    ``privacy.covered_outputs``) of the ones it has. Without DP, ``record`` as it is."""
+    """``record`` as a DP run may write it: the withheld :data:`OUTPUTS` removed and the declaration added."""
     privacy = record.get("privacy") or {}
     if privacy.get("mechanism", "none") == "none":
         return record
@@ -189,10 +180,7 @@ def publish(record: dict) -> dict:
 
 def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,
                 selection_published: bool = True) -> dict:
-    """``covers``, ``public`` (name → reason) and ``not_sent`` of an algorithm of privacy ``support``
-    under the settings: the kept clients are counted by our client work (``support.own_client_work``,
-    or ``own_client_work``: a client filter or the clients' own reservoirs), and may be written
-    with ``selection_published`` (see :data:`OUTPUTS`)."""
+    """``covers``, ``public`` (name → reason) and ``not_sent`` of privacy ``support`` under the settings."""
     covers, not_sent = support.covers, []
     if support.training_metrics and secure and not dp:
         covers += "; the training metrics (secure_sum_then_finalize)"

@@ -20,16 +20,7 @@ tf = LazyModule("tensorflow")
 
 @dataclasses.dataclass(frozen=True)
 class GaussianUpdates:
-    """The Gaussian mechanism on clients' clipped parameter updates (module docstring).
-
-    Attributes:
-        noise_multiplier: ``z`` ≥ 0 (0: clipping only, ε = ∞).
-        delta: δ ∈ (0, 1).
-        clip: update norm bound C > 0.
-        clients: K, the fixed denominator of the mean (every client, every round).
-        seed: seed of the noise (round r draws from ``(seed, r)``; secret unless ``seed_known``).
-        seed_known: ``seed`` is ``--dp-seed``.
-    """
+    """The Gaussian mechanism on K clients' clipped parameter updates; round r's noise from ``(seed, r)``."""
 
     noise_multiplier: float
     delta: float
@@ -42,8 +33,6 @@ class GaussianUpdates:
         accounting.check_noise_multiplier(self.noise_multiplier)
         accounting.check_delta(self.delta)
         check_clip(self.clip)
-        if not isinstance(self.clients, int) or self.clients < 1:
-            raise ValueError(f"clients: expected an integer ≥ 1, got {self.clients!r}.")
 
     @property
     def stddev_on_mean(self) -> float:
@@ -70,8 +59,7 @@ class GaussianUpdates:
 
 
 def fedip_privacy(stats_section: dict, dp: GaussianUpdates, rounds: int) -> dict:
-    """The ``privacy`` section of a DP FedIP run: ``rounds`` (g, b) releases and the one release of
-    the readout statistics (``stats_section``, same z), composed by the accountant."""
+    """The ``privacy`` section of a DP FedIP run: ``rounds`` (g, b) releases and the statistics', composed."""
     z = dp.noise_multiplier
     total = accounting.epsilon(z, dp.delta, rounds + 1)
     return {**stats_section,

@@ -20,16 +20,8 @@ tf = LazyModule("tensorflow")
 
 
 def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[list[RidgeStats], int]:
-    """Each client's ``(A_c, B_c, n_c)`` with its own Gaussian noise (local model, module docstring)
-    and the total number of eigenvalues raised by the clients' floors.
-
-    The statistics must be those of clipped states: the harvest does not clip, so
-    ``dp.clip`` must be at least √N_F (every reservoir state's norm; nothing to clip).
-    Client c's noise is drawn from the seed pair ``(dp.seed, c)``.
-    """
-    if dp.model != "local":
-        raise ValueError("a client's upload here depends on its data through its mask / completion too, so only "
-                         "each client noising its own statistics first is DP: use --dp-model local.")
+    """Each client's ``(A_c, B_c, n_c)`` with its own Gaussian noise (seed ``(dp.seed, c)``) and the eigenvalues
+    the floors raised; the harvest does not clip, so ``dp.clip`` must be at least √N_F."""
     out, raised_total = [], 0
     for c, s in enumerate(stats):
         n_features = s.B.shape[0]

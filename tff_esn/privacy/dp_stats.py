@@ -32,18 +32,8 @@ def states_per_record(state_mode: str, steps: int, washout: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class GaussianStats:
-    """The Gaussian mechanism on clipped ``(A, B, n)`` (module docstring).
-
-    Attributes:
-        noise_multiplier: ``z`` ≥ 0 (0: no noise, ε = ∞).
-        delta: δ ∈ (0, 1).
-        clip: state norm bound C > 0.
-        states_per_record: ``m`` ≥ 1.
-        model: ``"central"``, ``"local"`` or ``"distributed"``.
-        seed: seed of every noise draw (secret: :func:`tff_esn.privacy.noise_seed.mechanism_seed`).
-        seed_known: ``seed`` is ``--dp-seed`` (the run is not private, and the report says so).
-        floor: eigenvalue floor of ``B`` (``None``: :meth:`default_floor`).
-    """
+    """The Gaussian mechanism on clipped ``(A, B, n)`` (module docstring): multiplier ``z``, δ, clip C,
+    ``m`` states per record, the noise ``model``, its secret ``seed`` and the eigenvalue ``floor`` of ``B``."""
 
     noise_multiplier: float
     delta: float
@@ -58,12 +48,8 @@ class GaussianStats:
         accounting.check_noise_multiplier(self.noise_multiplier)
         accounting.check_delta(self.delta)
         check_clip(self.clip)
-        if not isinstance(self.states_per_record, int) or self.states_per_record < 1:
-            raise ValueError(f"states per record: expected an integer ≥ 1, got {self.states_per_record!r}.")
         if self.model not in MODELS:
             raise ValueError(f"dp model: expected one of {MODELS}, got {self.model!r}.")
-        if self.floor is not None and not (math.isfinite(self.floor) and self.floor >= 0):
-            raise ValueError(f"eigenvalue floor: expected a finite number ≥ 0, got {self.floor!r}.")
 
     @property
     def sensitivities(self) -> tuple[float, float, float]:
@@ -123,8 +109,7 @@ class GaussianStats:
 
 # ----------------------------------------------------------------------------- TF pieces
 def clip_rows(s: tf.Tensor, clip: float) -> tf.Tensor:
-    """Each row scaled to norm ≤ ``clip`` (rows already within are returned bit-identical); under the
-    name scope ``dp_clip``, the mark of a DP clip for :mod:`tff_esn.privacy.audit`."""
+    """Each row scaled to norm ≤ ``clip`` (rows within unchanged), under the name scope ``dp_clip`` the audit reads."""
     with tf.name_scope("dp_clip"):
         norms = tf.norm(s, axis=1, keepdims=True)
         tiny = tf.constant(1e-300, s.dtype)

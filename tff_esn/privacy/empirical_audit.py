@@ -17,8 +17,6 @@ from scipy import stats
 
 def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
     """The two-sided ``1 − alpha`` Clopper–Pearson interval of a binomial proportion."""
-    if not 0 <= successes <= trials or trials < 1:
-        raise ValueError(f"clopper_pearson: expected 0 ≤ successes ≤ trials, trials ≥ 1, got {successes}/{trials}.")
     low = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
     high = 1.0 if successes == trials else float(stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
     return low, high
@@ -54,8 +52,7 @@ class AuditResult:
 
 
 def _best_threshold(scores0: np.ndarray, scores1: np.ndarray, delta: float, alpha: float) -> float:
-    """The threshold (score > t: world 1) with the largest ε bound on these scores (the bound of
-    every candidate at once: Clopper–Pearson ends of the counts, vectorized)."""
+    """The threshold (score > t: world 1) with the largest ε bound on these scores."""
     candidates = np.unique(np.concatenate([scores0, scores1]))
     n = len(scores0)
     tp = n - np.searchsorted(np.sort(scores1), candidates, side="right")
@@ -71,9 +68,8 @@ def _best_threshold(scores0: np.ndarray, scores1: np.ndarray, delta: float, alph
 
 def audit(release: Callable[[int, int], np.ndarray], trials: int, delta: float, *, direction: np.ndarray | None = None,
           alpha: float = 0.05) -> AuditResult:
-    """The empirical ε lower bound of ``release(world, trial)`` (a flat vector; world 0 or 1) over
-    ``trials`` runs per world (module docstring). ``direction``: the likelihood-ratio direction
-    ``(μ₁ − μ₀)/σ²`` (``None``: the difference of the first half's means)."""
+    """The empirical ε lower bound of ``release(world, trial)`` over ``trials`` runs per world (module
+    docstring); ``direction`` defaults to the first half's mean difference."""
     if trials < 4:
         raise ValueError(f"audit: expected trials ≥ 4 (half chooses the threshold), got {trials}.")
     outputs = [np.stack([np.ravel(release(world, t)) for t in range(trials)]) for world in (0, 1)]
@@ -89,14 +85,8 @@ def audit(release: Callable[[int, int], np.ndarray], trials: int, delta: float, 
 
 @dataclasses.dataclass(frozen=True)
 class Neighbours:
-    """A mechanism's release on two neighbouring datasets (``world`` 0 and 1) and its claim.
-
-    Attributes:
-        release: ``release(world, trial)``: one run's flat output, noise from a fresh secret seed
-            (or from ``dp_seed`` every time).
-        direction: the likelihood-ratio direction ``(μ₁ − μ₀)/σ²`` of the noiseless outputs.
-        claimed_epsilon: the ε the run would report for this release.
-    """
+    """A mechanism's ``release(world, trial)`` on two neighbouring datasets, the likelihood-ratio
+    ``direction`` ``(μ₁ − μ₀)/σ²`` and the ε the run would report."""
 
     release: Callable[[int, int], np.ndarray]
     direction: np.ndarray
@@ -105,10 +95,8 @@ class Neighbours:
 
 def incfed_neighbours(epsilon: float, delta: float, *, dp_seed: int | None = None, features: int = 4,
                       outputs: int = 2, records: int = 6, states_per_record: int = 3, seed: int = 0) -> Neighbours:
-    """IncFed's central release (:func:`tff_esn.privacy.aggregation.server_noise` on the statistics of
-    rows clipped by :func:`~tff_esn.privacy.dp_stats.clip_rows`) at the noise multiplier that meets
-    ``epsilon``; world 1 has one more record (``states_per_record`` states of norm C, the largest
-    change of (A, B, n) one sequence can make)."""
+    """IncFed's central release at the multiplier that meets ``epsilon``; world 1 adds one record of
+    ``states_per_record`` states of norm C (the largest change of (A, B, n) one sequence can make)."""
     import tensorflow as tf
 
     from tff_esn.privacy import accounting, noise_seed
@@ -150,9 +138,7 @@ def incfed_neighbours(epsilon: float, delta: float, *, dp_seed: int | None = Non
 
 def fedavg_neighbours(epsilon: float, delta: float, *, dp_seed: int | None = None, clients: int = 5, size: int = 8,
                       clip: float = 0.1, seed: int = 0) -> Neighbours:
-    """One round of FedAvg's DP mean (the :class:`~tff_esn.privacy.learning.LearningPrivacy` query
-    released by :func:`~tff_esn.privacy.learning.dp_release`, every client in the round) at the noise
-    multiplier that meets ``epsilon``; world 1 has one more client, whose update is clipped to C."""
+    """One round of FedAvg's DP mean at the multiplier that meets ``epsilon``; world 1 adds a client clipped to C."""
     import tensorflow as tf
 
     from tff_esn.privacy import accounting, noise_seed

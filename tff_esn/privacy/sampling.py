@@ -19,8 +19,7 @@ _STREAM = 1  # the sampling's stream of the mechanism seed (TF's noise draws use
 
 
 def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) -> list[str]:
-    """The clients of round ``round_num``: each of ``ids`` independently with probability ``rate``
-    (possibly none), a pure function of the secret ``seed`` and the round."""
+    """The clients of round ``round_num``: each of ``ids`` with probability ``rate``, from the secret ``seed``."""
     rng = np.random.default_rng([int(seed), _STREAM, int(round_num)])
     keep = rng.random(len(ids)) < rate
     return [cid for cid, k in zip(ids, keep) if k]
@@ -28,14 +27,8 @@ def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) 
 
 @dataclasses.dataclass(frozen=True)
 class ClientSampling:
-    """The sampling of a FedAvg/FedCurv run.
-
-    Attributes:
-        scheme: :data:`POISSON` (DP with q < 1), :data:`ALL` (every client every round) or
-            :data:`FIXED_PUBLIC` (without DP: m clients per round from ``--seed``, published).
-        rate: the per-round participation probability q (m / N for the fixed scheme).
-        secret: nobody who reads the outputs can tell the selection (secret seed, not published).
-    """
+    """The sampling of a FedAvg/FedCurv run: ``scheme`` (:data:`POISSON`, :data:`ALL` or :data:`FIXED_PUBLIC`),
+    the per-round participation ``rate`` and whether the selection is ``secret``."""
 
     scheme: str
     rate: float
@@ -58,8 +51,7 @@ class ClientSampling:
 
 
 def client_sampling(dp: bool, clients_per_round: int, clients: int, seed_known: bool) -> ClientSampling:
-    """The sampling of a run with ``clients`` training clients and ``clients_per_round`` per round:
-    Poisson at q = m / N under DP (secret unless the seed is known), else the public fixed-size draw."""
+    """Poisson sampling at q = m / N under DP (secret unless the seed is known), else the public fixed-size draw."""
     rate = min(1.0, clients_per_round / clients)
     if rate == 1.0:
         return ClientSampling(ALL, 1.0, secret=False)

@@ -13,17 +13,14 @@ from collections.abc import Sequence
 from tff_esn.runtime import tff_patch
 from tff_esn.runtime.heartbeat import connect
 from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LOCK, LocalWorker, WorkerError
+from tff_esn.validation import is_finite
 
 _LAZY: list[LocalWorker] = []
 _STATE: dict[str, object] = {"context": None, "key": None}
 
 
 def parse_workers(workers: str | Sequence[str] | None) -> list[str] | None:
-    """``"h1:p1,h2:p2"`` or a list of ``host:port`` strings → the list; ``None`` stays ``None``.
-
-    Raises ``ValueError`` naming the bad entry for an empty list, a missing host, a port
-    that is not a number in 1–65535 or a repeated address.
-    """
+    """``"h1:p1,h2:p2"`` or a list of ``host:port`` strings → the list (``None`` stays); bad entries are named."""
     if workers is None:
         return None
     items = workers.split(",") if isinstance(workers, str) else list(workers)
@@ -56,12 +53,8 @@ def _start_local(holder: dict[str, object]) -> LocalWorker:
 
 
 def _executor_factory(addresses: Sequence[str] | None, start_timeout: float, prestart: bool = False):
-    """A ``ResourceManagingExecutorFactory`` whose executors talk to one worker.
-
-    With ``addresses=None`` a :class:`LocalWorker` is started on first use (at once with
-    ``prestart``, so it boots while the caller loads data) and restarted if it died or stopped
-    answering; otherwise the remote worker at ``addresses[0]`` is used.
-    """
+    """A ``ResourceManagingExecutorFactory`` on the worker at ``addresses[0]``, or on a :class:`LocalWorker`
+    started on first use (or at once with ``prestart``) and restarted if it died."""
     import tensorflow_federated as tff
 
     holder: dict[str, object] = {}
@@ -115,20 +108,9 @@ def _context_kwargs():
 
 def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = DEFAULT_TIMEOUT,
                   prestart: bool = False):
-    """An execution context on our own worker(s) (not installed; see :func:`ensure_context`).
-
-    Args:
-        workers: ``None`` for one local worker owned by this process (started lazily), or
-            a list of ``host:port`` addresses of running workers. With more than one
-            address the computation is split across them with TFF's
-            ``MergeableCompExecutionContext`` (one async context per worker); this needs
-            the TFF version of :mod:`tff_esn.runtime.tff_patch` (else ``TFFVersionError``).
-        start_timeout: seconds to wait for a worker to answer, at start and again after
-            it went away during a computation (then :class:`WorkerError`).
-        prestart: start the local worker now instead of at the first computation (for an
-            entry point that knows a computation will run: the worker's start overlaps the
-            data loading).
-    """
+    """An execution context (not installed) on one local worker owned by this process (``workers=None``,
+    started lazily or at once with ``prestart``) or on running ``host:port`` workers, split across several
+    with TFF's ``MergeableCompExecutionContext``; a silent worker raises after ``start_timeout`` seconds."""
     import tensorflow_federated as tff
 
     workers = parse_workers(workers)
@@ -150,16 +132,11 @@ def build_context(workers: Sequence[str] | None = None, *, start_timeout: float 
 
 def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float | None = None,
                    force: bool = False, prestart: bool = False):
-    """Installs our execution context as TFF's default and returns it (entry points and users only).
-
-    Without ``workers`` it keeps (or reinstalls) the context already built, else the local one; with
-    ``workers`` (a list or ``"h:p,h:p"``) it switches to them, and ``force=True`` to a fresh local worker.
-    A switch stops the previous local worker only. TFF's context stack is per thread.
-    """
+    """Installs our execution context as TFF's default and returns it: the one built, or on ``workers``, or a
+    fresh local worker with ``force``; a switch stops the previous local worker only."""
     import tensorflow_federated as tff
 
-    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(timeout, bool)
-                                or not timeout > 0):
+    if timeout is not None and not (is_finite(timeout) and timeout > 0):
         raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}.")
     workers = parse_workers(workers)
     with LOCK:
@@ -184,22 +161,13 @@ def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float
 
 
 def _is_tff_stock_context(context) -> bool:
-    """Whether ``context`` is TFF's stock local C++ context (what ``import tensorflow_federated``
-    installs): its executor factory starts a ``worker_binary`` that inherits our stdout/stderr
-    and outlives this process."""
+    """Whether ``context`` is TFF's stock local context (its ``worker_binary`` would outlive this process)."""
     stack_fn = getattr(getattr(context, "_executor_factory", None), "_executor_stack_fn", None)
     return getattr(stack_fn, "__qualname__", "").startswith("local_cpp_executor_factory.")
 
 
 def load_tff():
-    """The ``tensorflow_federated`` module, with our context installed in place of TFF's stock one.
-
-    Every module of the package that builds or runs TFF computations imports TFF through this
-    function. When the current context is TFF's stock local one (no entry point called
-    :func:`ensure_context` and the user installed no context of their own), it installs ours
-    (:func:`ensure_context`), whose worker stops with this process; any other current context
-    (ours, or one the user installed) stays.
-    """
+    """The ``tensorflow_federated`` module, our context installed in place of TFF's stock local one."""
     import tensorflow_federated as tff
 
     if _is_tff_stock_context(tff.framework.get_context_stack().current):
@@ -214,11 +182,7 @@ def current_workers() -> list[str] | None:
 
 
 def on_this_host(workers: Sequence[str] | None) -> bool:
-    """Whether all ``workers`` (``None``: the local worker) run on this machine and so read its files.
-
-    Decides whether client datasets may be file-backed (only a path travels) or must travel
-    in memory to workers on other hosts.
-    """
+    """Whether all ``workers`` (``None``: the local worker) run on this machine (client datasets may be files)."""
     if workers is None:
         return True
     local = {"localhost", "127.0.0.1", "::1", "[::1]", socket.gethostname(), socket.getfqdn()}

@@ -25,14 +25,7 @@ GRPC_OPTIONS = [
 
 
 class Heartbeat:
-    """Runs gRPC calls to one worker while probing it; a silent worker ends the call.
-
-    Args:
-        address: the worker's ``host:port`` (named in the error).
-        timeout: seconds the worker may answer neither the call nor a probe.
-        probe: ``probe(deadline_seconds)`` sends one cheap request and raises
-            ``grpc.RpcError`` when it is not answered in time.
-    """
+    """Runs gRPC calls to the worker at ``address`` while ``probe`` checks it; a silent worker ends the call."""
 
     def __init__(self, address: str, timeout: float, probe: Callable[[float], object]):
         self.address = address
@@ -49,14 +42,8 @@ class Heartbeat:
         )
 
     def call(self, rpc, request):
-        """``rpc(request)`` through its future; :class:`WorkerError` once the worker is silent for ``timeout`` s.
-
-        gRPC errors of the call itself are raised unchanged (TFF tells retryable ones apart).
-        Once the worker was found silent, further calls within ``interval`` fail at once
-        (TFF's clean-up calls after the error do not wait ``timeout`` each); a later call
-        first gives the worker one short probe, so a worker that was resumed (SIGCONT)
-        serves the next run of the same context again.
-        """
+        """``rpc(request)``; :class:`WorkerError` once the worker is silent for ``timeout`` s (later calls within
+        ``interval`` fail at once, then one short probe lets a resumed worker serve again)."""
         import grpc
 
         if self.silent is not None:
@@ -119,12 +106,8 @@ def _watched_stub(channel, address: str, timeout: float):
 
 
 def connect(address: str, *, timeout: float = 60.0, worker: LocalWorker | None = None):
-    """A ready ``tff.framework.RemoteExecutorGrpcStub`` for a worker at ``address``.
-
-    Waits at most ``timeout`` seconds; when ``worker`` is given its process is checked
-    while waiting, so a worker that dies at start raises at once instead of hanging.
-    Every call of the stub runs under a :class:`Heartbeat` of ``timeout`` seconds.
-    """
+    """A ready ``RemoteExecutorGrpcStub`` for ``address`` within ``timeout`` seconds (a dying ``worker``
+    raises at once), every call under a :class:`Heartbeat`."""
     import grpc
 
     channel = grpc.insecure_channel(address, GRPC_OPTIONS)

@@ -27,12 +27,8 @@ def check_version(version: str) -> None:
 
 
 def fix_subround_partitioning() -> None:
-    """Splits every element of a struct argument from the same position (idempotent; TFF 0.87.0 only).
-
-    The replacement continues from the element that took clients, so the clients are dealt
-    to the workers exactly once whatever their position in the argument. Raises
-    :class:`TFFVersionError` on another TFF version (module docstring).
-    """
+    """Splits every element of a struct argument from the same position, so clients are dealt to the workers
+    exactly once (TFF 0.87.0 only, else :class:`TFFVersionError`)."""
     import tensorflow_federated as tff
 
     check_version(tff.__version__)

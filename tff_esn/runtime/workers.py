@@ -52,11 +52,7 @@ def _die_with_parent() -> None:
 
 
 def _popen_with_parent_death(args: Sequence[str]) -> subprocess.Popen:
-    """``args`` as a child that gets SIGKILL when the calling thread ends.
-
-    ``setpriv --pdeathsig KILL`` execs ``args``, so no Python runs in the forked child of this threaded
-    process (a ``preexec_fn`` fork aborts under gRPC); without ``setpriv`` the ``prctl`` is a ``preexec_fn``.
-    """
+    """``args`` as a child that gets SIGKILL when the calling thread ends (``setpriv --pdeathsig``, else ``prctl``)."""
     setpriv = shutil.which("setpriv")
     prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
     return subprocess.Popen([*prefix, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -94,11 +90,7 @@ def pick_port() -> int:
 
 
 def check_port_free(port: int) -> None:
-    """Raises :class:`WorkerError` if a process listens on TCP ``port``.
-
-    gRPC servers bind with ``SO_REUSEPORT``, so a second ``worker_binary`` on a taken port
-    starts without error and the two silently share the connections; we refuse instead.
-    """
+    """Raises :class:`WorkerError` if a process listens on TCP ``port`` (gRPC's ``SO_REUSEPORT`` would share it)."""
     for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
         try:
             probe = socket.socket(family, socket.SOCK_STREAM)
@@ -115,13 +107,7 @@ def check_port_free(port: int) -> None:
 
 @dataclasses.dataclass
 class LocalWorker:
-    """A ``worker_binary`` child process owned by this Python process.
-
-    Args:
-        port: TCP port to serve on (an unused one when ``None``).
-        max_concurrent_computation_calls: passed to the worker (non-positive: no limit).
-        host: address the worker binds to (loopback by default).
-    """
+    """A ``worker_binary`` child process owned by this Python process (an unused ``port`` when ``None``)."""
 
     port: int | None = None
     max_concurrent_computation_calls: int = -1
@@ -180,11 +166,7 @@ def owned_worker_pids() -> list[int]:
 
 
 def child_worker_pids() -> list[int]:
-    """Pids of every live ``worker_binary`` whose parent is this process.
-
-    Includes workers started behind our back (e.g. by TFF's default context when no context
-    of ours was installed); all of them are children we caused, so they are ours to stop.
-    """
+    """Pids of every live ``worker_binary`` whose parent is this process (TFF's default context's included)."""
     me = os.getpid()
     found = []
     for entry in os.listdir("/proc"):
@@ -235,13 +217,7 @@ def _on_sigterm(signum, frame):  # pragma: no cover - exercised in a subprocess 
 
 
 def install_exit_hooks() -> None:
-    """For entry points (CLI ``main``, scripts, benches): stop the workers at exit and on SIGTERM.
-
-    Registers :func:`stop_workers` with ``atexit`` and, when called on the main thread and
-    SIGTERM still has its default action, a SIGTERM handler that stops the workers and
-    exits with ``128 + SIGTERM`` (also workers TFF's default context started, which have no
-    parent-death signal). Idempotent. Library code never calls it.
-    """
+    """For entry points: stop the workers at exit (``atexit``) and on SIGTERM (exit ``128 + SIGTERM``). Idempotent."""
     with LOCK:
         if not _HOOKS["atexit"]:
             atexit.register(stop_workers)
