@@ -75,8 +75,8 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
             no validation subjects, with a warning) trains ``config.epochs`` epochs.
         refit: with ``patience``, a fresh readout trained on training + validation subjects (standardised
             with their statistics) for the best epoch count at the chosen learning rate is returned; with
-            ``l2`` > 0 until its penalised training loss has not improved for ``patience`` epochs (at most
-            ``config.epochs``): the strictly convex loss's minimum, not the epoch a small hold-out preferred.
+            ``l2`` > 0 until its penalised (strictly convex) training loss has not improved for ``patience``
+            epochs (at most ``config.epochs``), not for the epoch count a small hold-out preferred.
         l2: λ of the penalty λ‖W‖² on the readout kernel, added to every fit's loss.
         seed: seed of the epoch orders; no global RNG is read or set.
 

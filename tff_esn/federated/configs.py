@@ -304,7 +304,7 @@ class ThesisCentralConfig(ThesisRunConfig):
         refit: with ``patience``, train a fresh readout on training + validation clients for the
             stopped run's best epoch count at its learning rate, the model returned (the validation
             data carved from the training data go back into training); with ``l2`` > 0 until the
-            penalised training loss stops improving (its minimum).
+            penalised training loss has not improved for ``patience`` epochs.
         l2: λ of the penalty λ‖W‖² on the readout kernel added to the loss (the thesis: 0).
     """
 
