@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
+from sklearn.linear_model import LogisticRegression
 from sklearn.utils.class_weight import compute_class_weight
 
 from tff_esn import ReservoirConfig
@@ -12,9 +13,9 @@ from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.federated import curvature, learning_process
 from tff_esn.federated import clients as client_data
-from tff_esn.federated.centralized import train_centralized
+from tff_esn.federated.centralized import _states, train_centralized
 from tff_esn.federated.clients import CachedStates
-from tff_esn.federated.configs import for_data
+from tff_esn.federated.configs import for_data, loss_labels
 from tff_esn.federated.model import (
     ThesisModelConfig,
     WeightedCategoricalCrossentropy,
@@ -23,6 +24,7 @@ from tff_esn.federated.model import (
     thesis_loss,
 )
 from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig
+from tff_esn.federated.standardization import federated_standardization
 from tff_esn.federated.training import run_federated
 from tff_esn.esn.layer import Reservoir
 from tff_esn.run_warnings import recording
@@ -212,7 +214,7 @@ def test_thesis_central_refit_is_design_set_training_for_the_stopped_best_epoch_
     stopped, plain = train_centralized(data, split, cfg, patience=3)
     model, report = train_centralized(data, split, cfg, patience=3, refit=True)
     epochs = report["refit"]["epochs"]
-    assert plain["refit"] is None and report["refit"] == {"epochs": epochs, "learning_rate": 0.5}
+    assert plain["refit"] is None and report["refit"] == {"epochs": epochs, "learning_rate": 0.5, "stopped_epochs": epochs}
     assert 1 <= epochs == plain["epochs"] - 3 < 197  # the stopped run's best epoch, not its last
     assert report["epochs"] == epochs and report["design"]["n"] == sum(len(data.clients[c]) for c in split.train + split.val)
     want, design = train_centralized(data, split, cfg.replace(epochs=epochs))
@@ -220,6 +222,26 @@ def test_thesis_central_refit_is_design_set_training_for_the_stopped_best_epoch_
     for got, ref in zip(model.get_weights(), want.get_weights()):
         np.testing.assert_array_equal(got, ref)
     assert any(not np.array_equal(a, b) for a, b in zip(model.get_weights(), stopped.get_weights()))
+
+
+@pytest.mark.slow  # a few hundred full-batch epochs
+def test_thesis_central_l2_refit_reaches_the_penalised_logistic_regression_minimum():
+    """The refit with λ > 0 minimises mean(w_y · CE) + λ‖W‖²: scikit-learn's LogisticRegression at
+    C = 1 / (2λn) with sample weights w_y on the same standardised design states (full batch, small η)."""
+    data, l2 = _dataset(ragged=True), 1e-2
+    split = Split("s", train=("c0", "c1", "c2"), val=("c3",), test=("c4",))
+    cfg = CFG.replace(class_weight="balanced", epochs=2000, batch_size=64, learning_rate=0.05,
+                      readout_inputs="standardized")
+    model, report = train_centralized(data, split, cfg, patience=20, refit=True, l2=l2)
+    assert report["l2"] == l2 and report["refit"]["stopped_epochs"] < report["refit"]["epochs"] < 2000
+    design, cfg = split.train + split.val, cfg.replace(class_weight=tuple(report["class_weight"]))
+    scaled = federated_standardization([client_data.client_states(c, RES, cfg) for c in data.select(design).values()])
+    (x, _), (test, _) = (_states(data, ids, cfg, scaled) for ids in (design, split.test))
+    y = loss_labels([data.pooled(design)], cfg)
+    ref = LogisticRegression(C=1 / (2 * l2 * len(y)), tol=1e-10, max_iter=10_000).fit(
+        x, y, sample_weight=np.asarray(report["class_weight"])[y])
+    np.testing.assert_allclose(model.predict(test, verbose=0), ref.predict_proba(test), atol=2e-3)
+    np.testing.assert_allclose(model.get_weights()[0], ref.coef_.T, atol=2e-2)
 
 
 def test_keep_best_without_validation_clients_keeps_the_last_round_and_says_so():

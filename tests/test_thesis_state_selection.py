@@ -84,6 +84,11 @@ def test_an_unresolved_auto_state_mode_is_refused_with_the_fix_named():
         for_data(resolve_run("thesis-central", data).config.model, data, SPLIT.train)
 
 
+def test_thesis_central_penalises_its_readout_on_own_data_and_not_on_the_thesis_data():
+    assert resolve_run("thesis-central", "npz:own.npz").config.l2 == 1e-3
+    assert resolve_run("thesis-central", "wesad").config.l2 == 0.0
+
+
 @pytest.mark.slow  # three Keras fits
 def test_a_thesis_central_run_records_and_uses_the_choice():
     data = _last_step_data(2)
@@ -91,4 +96,5 @@ def test_a_thesis_central_run_records_and_uses_the_choice():
     record = algorithms.run_algorithm(algorithms.resolve_run("thesis-central", data, config=config), data, SPLIT)
     assert record["selection"]["state_mode"] == "last"
     assert record["extra"]["selection"]["client_lr"]["rule"] == "validation"
+    assert record["extra"]["l2"] == 1e-3 and record["extra"]["refit"]["epochs"] <= 40
     assert record["test"]["accuracy"] >= 0.9

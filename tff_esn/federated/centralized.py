@@ -2,7 +2,8 @@
 
 The design set's states are harvested once and the readout trained on them with Keras ``fit`` (Adam,
 class-weighted cross-entropy, batch 20, Table 6.2), assessed on the design and test sets; ``patience``
-stops early on the validation macro-F1, and a learning rate ``auto`` is chosen from ``CLIENT_LR_GRIDS``.
+stops early on the validation macro-F1, and a learning rate ``auto`` is chosen from ``CLIENT_LR_GRIDS``;
+``l2`` adds λ‖W‖² on the readout kernel to the loss.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardiz
 
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
                       include_validation: bool = True, patience: int = 0,
-                      refit: bool = False) -> tuple[tf.keras.Model, dict[str, Any]]:
+                      refit: bool = False, l2: float = 0.0) -> tuple[tf.keras.Model, dict[str, Any]]:
     """Fits the readout on the design set; returns the readout model and Table 6.3's metrics.
 
     Args:
@@ -73,7 +74,10 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
             the lower loss) has not improved for ``patience`` epochs, restoring the best epoch; 0 (or
             no validation subjects, with a warning) trains ``config.epochs`` epochs.
         refit: with ``patience``, a fresh readout trained on training + validation subjects (standardised
-            with their statistics) for the best epoch count at the chosen learning rate is returned.
+            with their statistics) for the best epoch count at the chosen learning rate is returned; with
+            ``l2`` > 0 until its penalised (strictly convex) training loss has not improved for ``patience``
+            epochs (at most ``config.epochs``), not for the epoch count a small hold-out preferred.
+        l2: λ of the penalty λ‖W‖² on the readout kernel, added to every fit's loss.
         seed: seed of the epoch orders; no global RNG is read or set.
 
     Returns:
@@ -100,17 +104,21 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     validation = _states(dataset, split.val, config, standardization) if patience else None
     val_labels = loss_labels([dataset.pooled(split.val)], config).astype(np.int64) if patience else None
 
-    def fit(learning_rate: float, epochs: int = config.epochs, stop: bool = bool(patience)
+    def fit(learning_rate: float, epochs: int = config.epochs, stop: bool = bool(patience), converge: bool = False
             ) -> tuple[tf.keras.Model, Any, BestValidatedEpoch | None]:
         model_config = config.replace(learning_rate=learning_rate)
-        model = compile_thesis_model(build_thesis_model(config.reservoir.readout_units, model_config, readout_only=True),
-                                     model_config)
+        model = build_thesis_model(config.reservoir.readout_units, model_config, readout_only=True)
+        if l2:
+            model.add_loss(lambda: l2 * tf.reduce_sum(tf.square(model.get_layer("readout").kernel)))
+        compile_thesis_model(model, model_config)
         batches, steps = client_data.seeded_fit_data(states, labels, batch_size=config.batch_size,
                                                      epochs=epochs, seed=seed)
         kwargs, best = {}, None
         if stop:
             best = BestValidatedEpoch(validation[0], val_labels, dataset.n_classes, patience)
             kwargs = {"validation_data": validation, "callbacks": [best]}
+        if converge:
+            kwargs = {"callbacks": [tf.keras.callbacks.EarlyStopping("loss", patience=patience)]}
         return model, model.fit(batches, epochs=epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
 
     def report(model, ids):
@@ -141,9 +149,9 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
                                   "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
     refit_record = None
     if refit:
-        refit_record = {"epochs": stopped.epochs, "learning_rate": lr}
         standardization, states, labels = design(design_ids)
-        model, history, _ = fit(lr, refit_record["epochs"], stop=False)
+        model, history, _ = fit(lr, config.epochs if l2 else stopped.epochs, stop=False, converge=bool(l2))
+        refit_record = {"epochs": len(history.epoch), "learning_rate": lr, "stopped_epochs": stopped.epochs}
 
     raw = [int(dataset.clients[c].x.size) for c in design_ids]
     result = {name: report(model, getattr(split, name)) for name in ("train", "val", "test")}
@@ -154,4 +162,5 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     result["selection"] = selection
     result["standardization"] = None if standardization is None else standardization.to_dict()
     result["refit"] = refit_record
+    result["l2"] = l2
     return model, result

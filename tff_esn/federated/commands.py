@@ -92,11 +92,11 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     selects = config.model.learning_rate == AUTO or config.patience > 0
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience,
-                                   refit=config.refit)
+                                   refit=config.refit, l2=config.l2)
     if validation is not None:
         report["validation"] = validation
     report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",
-                                                        "standardization", "refit")}
+                                                        "standardization", "refit", "l2")}
     if states is not None:
         report["selection"] = states
     return report

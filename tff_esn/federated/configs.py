@@ -19,7 +19,7 @@ from tff_esn.algorithms import available_algorithms, register_algorithm
 from tff_esn.closed_form.configs import OWN_DATA as RIDGE_OWN_DATA, SERIES_RESERVOIR, centralized_cost
 from tff_esn.closed_form.selection import AUTO, check_search
 from tff_esn.communication import CommunicationCost, Phase, check_counts
-from tff_esn.validation import check_field
+from tff_esn.validation import check_field, is_count, is_finite
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import LEARNING, PrivacyConfig
@@ -304,16 +304,19 @@ class ThesisCentralConfig(ThesisRunConfig):
             ``epochs`` epochs on the design set, with a recorded warning).
         refit: with ``patience``, train a fresh readout on training + validation clients for the
             stopped run's best epoch count at its learning rate, the model returned (the validation
-            data carved from the training data go back into training).
+            data carved from the training data go back into training); with ``l2`` > 0 until the
+            penalised training loss has not improved for ``patience`` epochs.
+        l2: λ of the penalty λ‖W‖² on the readout kernel added to the loss (the thesis: 0).
     """
 
     patience: int = 0
     refit: bool = False
+    l2: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "patience", isinstance(self.patience, int) and not isinstance(self.patience, bool)
-                    and self.patience >= 0, "an integer ≥ 0")
+        check_field(self, "patience", is_count(self.patience, 0), "an integer ≥ 0")
+        check_field(self, "l2", is_finite(self.l2) and self.l2 >= 0, "a finite number ≥ 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -496,7 +499,7 @@ register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, 
                    help="FedCurv of the thesis ESN readout (thesis ch. 3, Alg. 2)")
 register_algorithm("thesis-central", ThesisCentralConfig, _RUN + "run_central", tff=False, ragged=True,
                    communication=centralized_cost, pooled=True, pipeline="thesis",
-                   own_data={**_THESIS_MODEL, "epochs": 1000, "patience": 100, "refit": True},
+                   own_data={**_THESIS_MODEL, "epochs": 1000, "patience": 100, "refit": True, "l2": 1e-3},
                    help="centralized thesis ESN on the design set (thesis Table 6.3)")
 
 
