@@ -25,10 +25,8 @@ from tff_esn.run_warnings import warn
 
 
 class BestValidatedEpoch(tf.keras.callbacks.Callback):
-    """Keeps the epoch with the best validation macro-F1 (a tie: the lower validation loss),
-    stops once ``patience`` epochs have not improved on it and restores its weights — the rule of
-    the federated runs' best round, where Keras' ``EarlyStopping`` on the loss alone keeps the
-    first epochs of a readout whose loss rises while its predictions improve."""
+    """Keeps the epoch with the best validation macro-F1 (a tie: the lower validation loss), stops once
+    ``patience`` epochs have not improved on it and restores its weights (the federated runs' best round)."""
 
     def __init__(self, states: np.ndarray, labels: np.ndarray, n_classes: int, patience: int):
         super().__init__()
@@ -65,26 +63,9 @@ def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardiz
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
                       include_validation: bool = True, patience: int = 0,
                       refit: bool = False, l2: float = 0.0) -> tuple[tf.keras.Model, dict[str, Any]]:
-    """Fits the readout on the design set; returns the readout model and Table 6.3's metrics.
-
-    Args:
-        include_validation: train on training + validation subjects (the design set, Table 6.3);
-            ``False``: training subjects only.
-        patience: ≥ 1 trains on the training subjects and stops once the validation macro-F1 (a tie:
-            the lower loss) has not improved for ``patience`` epochs, restoring the best epoch; 0 (or
-            no validation subjects, with a warning) trains ``config.epochs`` epochs.
-        refit: with ``patience``, a fresh readout trained on training + validation subjects (standardised
-            with their statistics) for the best epoch count at the chosen learning rate is returned; with
-            ``l2`` > 0 until its penalised (strictly convex) training loss has not improved for ``patience``
-            epochs (at most ``config.epochs``), not for the epoch count a small hold-out preferred.
-        l2: λ of the penalty λ‖W‖² on the readout kernel, added to every fit's loss.
-        seed: seed of the epoch orders; no global RNG is read or set.
-
-    Returns:
-        ``(readout_model, report)``: ``train``/``val``/``test``, ``design``, ``communication``,
-        ``class_weight``, ``epochs``, ``selection``, ``standardization`` and ``refit`` (``None``, or the
-        refit's ``epochs`` and ``learning_rate``).
-    """
+    """``(readout model, report)``: the readout fitted on the design set (``include_validation``: training +
+    validation subjects) and Table 6.3's metrics; ``patience``, ``refit`` and ``l2`` as in
+    :class:`~tff_esn.federated.configs.ThesisCentralConfig`; ``seed`` orders the epochs."""
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
              f"design set for {config.epochs} epochs.")

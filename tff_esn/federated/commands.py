@@ -54,7 +54,9 @@ def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfi
     return dataclasses.replace(config, model=model), run.selection
 
 
-def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
+def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
+    """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1), or FedCurv's (thesis ch. 3,
+    Alg. 2) with a :class:`~tff_esn.federated.configs.FedCurvConfig`."""
     from tff_esn.federated.training import run_federated
 
     config, states = choose_states(dataset, split, config)
@@ -72,16 +74,6 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[s
     if states is not None:
         result["selection"] = states
     return result
-
-
-def run_fedavg(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
-    """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1)."""
-    return _run(dataset, split, config)
-
-
-def run_fedcurv(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
-    """FedCurv of the thesis readout (thesis ch. 3, Alg. 2)."""
-    return _run(dataset, split, config)
 
 
 def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralConfig) -> dict[str, Any]:

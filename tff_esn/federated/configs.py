@@ -80,8 +80,6 @@ def chosen_index(scores: Iterable[tuple[float, float]]) -> int:
     """Index of the best ``(validation macro-F1, validation cross-entropy)`` of a grid: the highest
     F1, a tie to the lower cross-entropy, then to the earlier value; NaN never wins."""
     keys = [(-math.inf if math.isnan(f) else f, -math.inf if math.isnan(loss) else -loss) for f, loss in scores]
-    if not keys:
-        raise ValueError("chosen_index: no scores (empty grid).")
     return keys.index(max(keys))
 
 BALANCED = "balanced"
@@ -159,26 +157,16 @@ class ThesisModelConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.reservoir, ReservoirConfig):
             raise TypeError(f"ThesisModelConfig.reservoir: expected a ReservoirConfig, got {type(self.reservoir).__name__}.")
-        if not (self.learning_rate == AUTO or (isinstance(self.learning_rate, (int, float)) and
-                                                math.isfinite(self.learning_rate) and self.learning_rate > 0)):
-            raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0 or {AUTO!r}, "
-                             f"got {self.learning_rate!r}.")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"ThesisModelConfig.optimizer: expected one of {OPTIMIZERS}, got {self.optimizer!r}.")
-        if self.readout_inputs not in READOUT_INPUTS:
-            raise ValueError(f"ThesisModelConfig.readout_inputs: expected one of {READOUT_INPUTS}, "
-                             f"got {self.readout_inputs!r}.")
+        check_field(self, "learning_rate", self.learning_rate == AUTO or (is_finite(self.learning_rate)
+                    and self.learning_rate > 0), f"a finite number > 0 or {AUTO!r}")
+        check_field(self, "optimizer", self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}")
+        check_field(self, "readout_inputs", self.readout_inputs in READOUT_INPUTS, f"one of {READOUT_INPUTS}")
         for name in ("batch_size", "epochs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ThesisModelConfig.{name}: expected an integer ≥ 1, got {value!r}.")
+            check_field(self, name, is_count(getattr(self, name), 1), "an integer ≥ 1")
         object.__setattr__(self, "class_weight", check_class_weight(self.class_weight))
-        if self.state_mode not in (*STATE_MODES, AUTO):
-            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last', 'mean' or {AUTO!r}, "
-                             f"got {self.state_mode!r}.")
+        check_field(self, "state_mode", self.state_mode in (*STATE_MODES, AUTO), f"one of {(*STATE_MODES, AUTO)}")
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
-        if not isinstance(self.washout, int) or self.washout < 0:
-            raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
+        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
 
     @property
     def n_classes(self) -> int:
@@ -384,14 +372,10 @@ class FedAvgConfig(ThesisRunConfig):
         super().__post_init__()
         if self.noisy_clients is not None:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
-        check_field(self, "server_lr", isinstance(self.server_lr, (int, float)) and math.isfinite(self.server_lr)
-                    and self.server_lr > 0, "a finite number > 0")
+        check_field(self, "server_lr", is_finite(self.server_lr) and self.server_lr > 0, "a finite number > 0")
         for name in ("rounds", "clients_per_round"):
-            value = getattr(self, name)
-            check_field(self, name, isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                        "an integer ≥ 1")
-        check_field(self, "noise_std", isinstance(self.noise_std, (int, float)) and math.isfinite(self.noise_std)
-                    and self.noise_std >= 0, "a finite number ≥ 0")
+            check_field(self, name, is_count(getattr(self, name), 1), "an integer ≥ 1")
+        check_field(self, "noise_std", is_finite(self.noise_std) and self.noise_std >= 0, "a finite number ≥ 0")
         check_field(self, "reservoirs", self.reservoirs in RESERVOIR_MODES, f"one of {RESERVOIR_MODES}")
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check_field(self, "out", self.out is None or (isinstance(self.out, str) and bool(self.out)),
@@ -399,11 +383,10 @@ class FedAvgConfig(ThesisRunConfig):
         for name in ("out", "cache_dir"):
             if getattr(self, name):
                 object.__setattr__(self, name, os.path.abspath(getattr(self, name)))
-        check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
+        check_field(self, "discriminator_threshold", is_finite(self.discriminator_threshold)
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
         check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
-        check_field(self, "patience", isinstance(self.patience, int) and not isinstance(self.patience, bool)
-                    and self.patience >= 0, "an integer ≥ 0")
+        check_field(self, "patience", is_count(self.patience, 0), "an integer ≥ 0")
         if self.model.standardized and self.states == "faithful":
             raise ValueError("readout_inputs (--readout-inputs): 'standardized' scales cached reservoir states; "
                              "--states faithful runs the reservoir inside the model: use --states cached or "
@@ -433,8 +416,8 @@ class FedCurvConfig(FedAvgConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "penalty", self.penalty == AUTO or (isinstance(self.penalty, (int, float))
-                    and math.isfinite(self.penalty) and self.penalty >= 0), f"a finite number ≥ 0 or {AUTO!r}")
+        check_field(self, "penalty", self.penalty == AUTO or (is_finite(self.penalty) and self.penalty >= 0),
+                    f"a finite number ≥ 0 or {AUTO!r}")
         if self.privacy.dp_adaptive_clip:
             raise ValueError(ADAPTIVE_FEDCURV)
 
@@ -465,8 +448,6 @@ def _runs_tff(config: FedAvgConfig) -> bool:
 def fedavg_cost(trainable: int, non_trainable: int, rounds: int = 1) -> CommunicationCost:
     """Thesis Alg. 1: per round down the model (trainable + non-trainable weights), up the trainable delta."""
     check_counts(trainable=trainable)
-    if non_trainable < 0 or rounds < 0:
-        raise ValueError(f"communication: non_trainable and rounds must be ≥ 0, got {non_trainable}, {rounds}.")
     return CommunicationCost((Phase("fedavg", trainable, trainable + non_trainable, rounds, bytes_per_float=4),))
 
 
@@ -482,12 +463,12 @@ _THESIS_MODEL = {"state_mode": AUTO, "reservoir_search": RIDGE_OWN_DATA["reservo
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
                       "keep_best": True, "patience": 100}
 _FEDAVG_COVERS = "the model updates (readout kernel and bias)"
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, tff=_runs_tff,
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_federation", ragged=True, tff=_runs_tff,
                    privacy=dataclasses.replace(LEARNING, covers=_FEDAVG_COVERS), communication=fedavg_cost,
                    pipeline="thesis", own_data=_THESIS_FEDERATION, tasks=TASK_KINDS,
                    series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR, "reservoir_search": ()},
                    help="FedAvg of the thesis ESN readout, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, tff=_runs_tff,
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_federation", ragged=True, tff=_runs_tff,
                    privacy=dataclasses.replace(
                        LEARNING, settings=tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
                        refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),), own_client_work=True,
