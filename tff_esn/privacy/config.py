@@ -26,14 +26,6 @@ def _clip_ok(clip: float) -> bool:
     return is_finite(clip) and CLIPS[0] <= clip <= CLIPS[1]
 
 
-def check_clip(clip: float) -> float:
-    """C as a float in :data:`CLIPS`; otherwise a one-line ``ValueError`` with the range."""
-    if not _clip_ok(clip):
-        raise ValueError(f"dp clip: expected a norm bound in [{CLIPS[0]:g}, {CLIPS[1]:g}] (e.g. the default √N_F for "
-                         f"the closed form, 0.1 for FedAvg), got {clip!r}.")
-    return float(clip)
-
-
 @dataclasses.dataclass(frozen=True)
 class PrivacyConfig:
     """Secure aggregation and differential privacy of one run (default: neither).

@@ -11,7 +11,6 @@ import collections
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
 
 import dp_accounting
 import tensorflow as tf
@@ -19,7 +18,7 @@ import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
 from tff_esn.privacy import accounting, coverage, sampling
-from tff_esn.privacy.config import LEARNING, NO_PRIVACY, PrivacySupport, check_clip
+from tff_esn.privacy.config import LEARNING, NO_PRIVACY, PrivacySupport
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
@@ -120,7 +119,7 @@ def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, see
 class LearningPrivacy:
     """DP (noise multiplier ``z``, ``None``: none; clip C, ``adaptive``: from C) and/or ``secure``
     aggregation of FedAvg/FedCurv's updates; ε reported at ``delta``; ``seed`` draws the noise and the secret
-    client sampling (``seed_known``: ``--dp-seed``, the run is not private)."""
+    client sampling (``seed_known``: ``--dp-seed``, the run is not private); checked by :class:`PrivacyConfig`."""
 
     noise_multiplier: float | None = None
     clip: float = 0.1
@@ -129,17 +128,6 @@ class LearningPrivacy:
     delta: float = 1e-5
     seed: int = 0
     seed_known: bool = False
-
-    def __post_init__(self) -> None:
-        if self.noise_multiplier is not None:
-            accounting.check_noise_multiplier(self.noise_multiplier)
-        check_clip(self.clip)
-        accounting.check_delta(self.delta)
-        if self.adaptive and self.noise_multiplier is None:
-            raise ValueError("--dp-adaptive-clip needs --dp-epsilon or --dp-noise-multiplier.")
-        if self.adaptive and self.secure:
-            raise ValueError("secure aggregation with DP needs a fixed clip (SecureSumFactory bounds each "
-                             "coordinate by C); drop --dp-adaptive-clip or --secure-aggregation.")
 
     @property
     def dp(self) -> bool:
