@@ -1,10 +1,5 @@
-"""The centralized thesis ESN (thesis §6.1, Table 6.3): the reference of the federated runs.
-
-The design set's states are harvested once and the readout trained on them with Keras ``fit`` (Adam,
-class-weighted cross-entropy, batch 20, Table 6.2), assessed on the design and test sets; ``patience``
-stops early on the validation macro-F1, and a learning rate ``auto`` is chosen from ``CLIENT_LR_GRIDS``;
-``l2`` adds λ‖W‖² on the readout kernel to the loss.
-"""
+"""The centralized thesis ESN (thesis §6.1, Table 6.3), the federated runs' reference: Keras ``fit`` of the readout
+on the design set's states once harvested, early stopping on the validation macro-F1, ``l2``: λ‖W‖² on the kernel."""
 
 from __future__ import annotations
 

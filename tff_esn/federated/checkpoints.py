@@ -1,9 +1,5 @@
-"""A federated run's round checkpoint: the process state's leaves in one ``.npz``, replaced atomically.
-
-``DIR/checkpoints/state.npz`` holds the completed ``round``, the state's leaves in ``tf.nest.flatten``
-order and the rounds' rows (JSON); written under a temporary name and renamed (``os.replace``), so a
-killed run leaves the previous checkpoint or this one. SavedModel checkpoint folders are refused.
-"""
+"""A federated run's round checkpoint ``DIR/checkpoints/state.npz``: the round, the state's leaves in
+``tf.nest.flatten`` order and the rows, replaced atomically (``os.replace``); SavedModel folders are refused."""
 
 from __future__ import annotations
 

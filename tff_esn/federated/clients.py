@@ -1,9 +1,5 @@
-"""Client datasets for the thesis' federated training: cached states or raw inputs.
-
-:class:`CachedStates` harvests each client's states once per reservoir and noise draw; :class:`RawInputs`
-(faithful) runs the reservoir in the model with input noise redrawn every round (thesis §6.1). Every
-random choice is a function of ``(seed, purpose, round, client)``, so a resumed run draws the same.
-"""
+"""Client data of the thesis' federated training: :class:`CachedStates` (harvested once per reservoir and noise)
+or :class:`RawInputs` (faithful: noise redrawn per round); every draw a function of (seed, purpose, round, client)."""
 
 from __future__ import annotations
 
@@ -21,7 +17,6 @@ import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
@@ -33,11 +28,7 @@ _NOISE, _SHUFFLE = 1, 2
 def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
     (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
-    if mode not in RESERVOIR_MODES:
-        raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
-    if mode == "same":
-        return [server] * n_clients
-    return [client_reservoir(server, i) for i in range(n_clients)]
+    return [server] * n_clients if mode == "same" else [client_reservoir(server, i) for i in range(n_clients)]
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:

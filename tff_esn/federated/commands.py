@@ -1,10 +1,5 @@
-"""The run functions of ``fedavg``, ``fedcurv`` and ``thesis-central`` (registered in
-:mod:`tff_esn.federated.configs`).
-
-A federated run writes ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` into ``config.out`` and
-resumes from its last round; client states are cached under ``CACHE/federated-states``, keyed by inputs,
-reservoir and noise. Without validation clients a seeded hold-out of the training clients validates.
-"""
+"""The run functions of ``fedavg``, ``fedcurv`` and ``thesis-central`` (registered in :mod:`tff_esn.federated.configs`);
+without validation clients a seeded hold-out of the training clients validates."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2), their costs and registrations.
-
-:class:`ThesisModelConfig` (model and local training), :class:`ThesisCentralConfig` (``thesis-central``),
-:class:`FedAvgConfig` / :class:`FedCurvConfig` (``fedavg``/``fedcurv``). Imports no TensorFlow: the run
-functions live in :mod:`tff_esn.federated.commands`.
-"""
+"""Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2), their costs and registrations
+(``fedavg``, ``fedcurv``, ``thesis-central``). Imports no TensorFlow."""
 
 from __future__ import annotations
 
@@ -380,6 +376,7 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check_field(self, "out", self.out is None or (isinstance(self.out, str) and bool(self.out)),
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there) or None (in memory)")
+        check_field(self, "resume", not self.resume or self.out is not None, "False without out (the checkpoints)")
         for name in ("out", "cache_dir"):
             if getattr(self, name):
                 object.__setattr__(self, name, os.path.abspath(getattr(self, name)))

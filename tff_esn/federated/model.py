@@ -1,10 +1,7 @@
-"""The thesis model: a fixed reservoir and a ``Dense`` readout (thesis §6.1, Fig. 6.1), on K classes.
+"""The thesis model (thesis §6.1, Fig. 6.1): a fixed reservoir and a ``Dense`` readout ``[kernel (U, C), bias (C,)]``.
 
-Two classes: ``y(t) = sigmoid(x(t) w + b)`` with class-weighted binary cross-entropy (thesis Alg. 2 line 18,
-§6.1); K > 2: ``softmax(x(t) W + b)`` with weighted categorical cross-entropy. The full model
-(``Input(T, F) → Reservoir → Dense(C)``) and the readout-only one (``Input(T, U) → Dense(C)``, on cached
-states) share the trainable weights ``[kernel (U, C), bias (C,)]``.
-Real targets (forecast, regress): a linear readout ``y(t) = x(t) w + b`` on the mean squared error.
+Two classes: ``sigmoid(x(t) w + b)``, class-weighted binary cross-entropy (thesis Alg. 2 line 18); K > 2:
+``softmax(x(t) W + b)``, weighted categorical cross-entropy; real targets: ``x(t) w + b`` on the mean squared error.
 """
 
 from __future__ import annotations

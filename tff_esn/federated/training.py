@@ -1,9 +1,5 @@
-"""A federated training run of the thesis model (thesis §6.1): rounds, sampling, metrics, checkpoints, resume.
-
-:func:`run_federated` runs a FedAvg or FedCurv learning process round by round, evaluates the server model
-on the validation and test clients, logs each row and checkpoints the state (a resumed run ends as an
-uninterrupted one).
-"""
+"""A federated training run of the thesis model (thesis §6.1): :func:`run_federated` runs the learning process
+round by round, evaluates, logs and checkpoints each round (a resumed run ends as an uninterrupted one)."""
 
 from __future__ import annotations
 
@@ -183,8 +179,6 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         warn("readout_inputs 'standardized': under DP the clients' feature statistics would be a release outside "
              "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
         config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
-    if config.resume and config.out is None:
-        raise ValueError("run_federated: resume=True needs out (where the checkpoints are).")
     if client_filter is not None and config.discriminator:
         raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
     client_filter = client_filter or discriminator_filter(config)
@@ -208,6 +202,13 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         return result
 
 
+def _with(config: FedAvgConfig, name: str, value: float) -> FedAvgConfig:
+    """``config`` with its client learning rate (``name`` ``client_lr``) or FedCurv's penalty set to ``value``."""
+    if name == "client_lr":
+        return dataclasses.replace(config, model=config.model.replace(learning_rate=value))
+    return dataclasses.replace(config, penalty=value)
+
+
 def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy | None,
                     run: Callable[[FedAvgConfig], dict[str, Any]]
                     ) -> tuple[FedAvgConfig, dict[str, Any], dict[str, Any] | None]:
@@ -215,59 +216,52 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     grids by the kept round's validation score (:func:`_validation_choice`; a tie: the smaller value), the
     record and the chosen candidate's result (``None``: nothing ran); without validation clients or under DP
     the stated defaults."""
-    lr_auto = config.model.learning_rate == AUTO
-    penalty_auto = config.curvature and config.penalty == AUTO
+    auto = [name for name, on in (("client_lr", config.model.learning_rate == AUTO),
+                                  ("penalty", config.curvature and config.penalty == AUTO)) if on]
     record: dict[str, Any] = {}
-    if not (lr_auto or penalty_auto):
+    if not auto:
         return config, record, None
     reason = ("no validation clients" if not split.val else
               "DP: each candidate's rounds would be a further private release" if privacy is not None and privacy.dp
               else None)
     if reason is not None:
-        warn(f"{'client_lr' if lr_auto else 'penalty'} 'auto': {reason}; the stated default is used.")
-        if lr_auto:
-            lr = client_lr_choices(config.model)[1]
-            config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
-            record["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
-        if penalty_auto:
-            config = dataclasses.replace(config, penalty=DEFAULT_PENALTY)
-            record["penalty"] = {"value": DEFAULT_PENALTY, "rule": "default", "reason": reason}
+        warn(f"{auto[0]} 'auto': {reason}; the stated default is used.")
+        for name in auto:
+            value = client_lr_choices(config.model)[1] if name == "client_lr" else DEFAULT_PENALTY
+            config = _with(config, name, value)
+            record[name] = {"value": value, "rule": "default", "reason": reason}
         return config, record, None
-    if penalty_auto:
-        config = dataclasses.replace(config, penalty=PENALTY_GRID[0])
+    if "penalty" in auto:
+        config = _with(config, "penalty", PENALTY_GRID[0])
     score_key, loss_key = ("val_neg_mse", "val_mse") if config.model.real else ("val_f1_macro", "val_log_loss")
     scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
-    def score(candidate: FedAvgConfig) -> tuple[float, float]:
-        key = (candidate.model.learning_rate, candidate.penalty if candidate.curvature else None)
-        if key not in scores:
-            label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
-            out = None if config.out is None else os.path.join(config.out, "selection", label)
-            results[key] = run(dataclasses.replace(candidate, out=out, progress=False))
-            kept = int(results[key]["extra"]["kept_round"])
-            rows = results[key]["extra"]["rounds"]
-            kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in results[key]["val"].items()}}
-            scores[key] = (*_validation_choice(kept_row), kept)
-            if out is not None:
-                results[key]["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
-        return scores[key][:2]
+    def key(candidate: FedAvgConfig) -> tuple[float, float | None]:
+        return candidate.model.learning_rate, candidate.penalty if candidate.curvature else None
 
-    if lr_auto:
-        grid = client_lr_choices(config.model)[0]
-        rates = [score(dataclasses.replace(config, model=config.model.replace(learning_rate=lr))) for lr in grid]
-        lr = grid[chosen_index(rates)]
-        config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
-        record["client_lr"] = {"value": lr, "rule": "validation", "grid": list(grid),
-                               score_key: [f for f, _ in rates], loss_key: [loss for _, loss in rates]}
-    if penalty_auto:
-        penalties = [score(dataclasses.replace(config, penalty=p)) for p in PENALTY_GRID]
-        config = dataclasses.replace(config, penalty=PENALTY_GRID[chosen_index(penalties)])
-        record["penalty"] = {"value": config.penalty, "rule": "validation", "grid": list(PENALTY_GRID),
-                             score_key: [f for f, _ in penalties], loss_key: [loss for _, loss in penalties]}
+    def score(candidate: FedAvgConfig) -> tuple[float, float]:
+        if key(candidate) not in scores:
+            lr, penalty = key(candidate)
+            label = f"lr={lr:g}" + ("" if penalty is None else f",penalty={penalty:g}")
+            out = None if config.out is None else os.path.join(config.out, "selection", label)
+            result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out, progress=False))
+            kept, rows = int(result["extra"]["kept_round"]), result["extra"]["rounds"]
+            kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in result["val"].items()}}
+            scores[key(candidate)] = (*_validation_choice(kept_row), kept)
+            if out is not None:
+                result["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
+        return scores[key(candidate)][:2]
+
+    for name in auto:
+        grid = client_lr_choices(config.model)[0] if name == "client_lr" else PENALTY_GRID
+        chosen = [score(_with(config, name, value)) for value in grid]
+        config = _with(config, name, grid[chosen_index(chosen)])
+        record[name] = {"value": grid[chosen_index(chosen)], "rule": "validation", "grid": list(grid),
+                        score_key: [f for f, _ in chosen], loss_key: [loss for _, loss in chosen]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
                              loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
-    return config, record, results[(config.model.learning_rate, config.penalty if config.curvature else None)]
+    return config, record, results[key(config)]
 
 
 @dataclasses.dataclass

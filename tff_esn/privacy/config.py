@@ -1,8 +1,5 @@
-"""Typed privacy settings of a run: secure aggregation and the Gaussian mechanism.
-
-:class:`PrivacyConfig` holds the ``--secure-*``/``--dp-*`` flags; a registry entry declares the
-:class:`PrivacySupport` it implements. Imports neither TensorFlow nor ``dp_accounting``.
-"""
+"""Typed privacy settings: :class:`PrivacyConfig` (the ``--secure-*``/``--dp-*`` flags) and the
+:class:`PrivacySupport` a registry entry declares. Imports neither TensorFlow nor ``dp_accounting``."""
 
 from __future__ import annotations
 
