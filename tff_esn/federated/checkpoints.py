@@ -38,10 +38,8 @@ class RoundCheckpoint:
                      **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
 
     def latest(self, initial_state: Any) -> tuple[Any, int, list[dict[str, Any]]] | None:
-        """``(state, round, rows)`` of the checkpoint, the state packed into ``initial_state``'s
-        structure and ``rows`` the rounds' rows saved with it (``None``: no checkpoint); raises
-        :class:`CheckpointError` for SavedModel checkpoints or a checkpoint whose leaves do not fit
-        ``initial_state`` (another model's run)."""
+        """``(state, round, rows)`` of the checkpoint in ``initial_state``'s structure (``None``: none);
+        :class:`CheckpointError` for SavedModel checkpoints or leaves that do not fit ``initial_state``."""
         import tensorflow as tf
 
         legacy = legacy_round(self.out)

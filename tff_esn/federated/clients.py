@@ -280,18 +280,14 @@ class CachedStates(_ClientSource):
         super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
         self.reservoirs = dict(zip(self.ids, client_reservoir_configs(config.reservoir, len(self.ids), reservoirs)))
         self.cache_dir = None if cache_dir is None else Path(cache_dir).absolute()
-        self._base: dict[str, tf.data.Dataset] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._paths: dict[str, Path] = {}
         self.standardization: Standardization | None = None
         raw: dict[str, np.ndarray] = {}
         if config.standardized:
             raw = {cid: self._states(cid) for cid in self.ids}
             self.standardization = standardize([raw[cid] for cid in self.ids])
-        for cid in self.ids:
-            self._base[cid] = self._prepare(cid, raw.get(cid))
-
-    def _noisy_inputs(self, cid: str) -> np.ndarray:
-        return noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
+        self._base = {cid: self._prepare(cid, raw.get(cid)) for cid in self.ids}
 
     def _key(self, cid: str) -> str:
         client = self.clients[cid]
@@ -311,22 +307,24 @@ class CachedStates(_ClientSource):
         return digest.hexdigest()[:24]
 
     def _states(self, cid: str) -> np.ndarray:
-        return reservoir_states(self._noisy_inputs(cid), self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
+        x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
+        return reservoir_states(x, self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
-    def _readout_inputs(self, cid: str, raw: np.ndarray | None) -> np.ndarray:
-        """The client's readout inputs: its states (``raw``, else harvested), standardised if asked."""
-        states = self._states(cid) if raw is None else raw
-        return states if self.standardization is None else self.standardization.apply(states)
-
-    def _prepare(self, cid: str, raw: np.ndarray | None = None) -> tf.data.Dataset:
-        """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""
+    def _prepare(self, cid: str, raw: np.ndarray | None) -> tf.data.Dataset:
+        """The client's unbatched ``(states, labels)`` dataset: its states (``raw``, else harvested, and saved
+        once under ``cache_dir``), standardised if asked."""
         labels = targets(self.clients[cid], self.config)
+
+        def inputs() -> np.ndarray:
+            states = self._states(cid) if raw is None else raw
+            return states if self.standardization is None else self.standardization.apply(states)
+
         if self.cache_dir is None:
-            self._arrays[cid] = (self._readout_inputs(cid, raw), labels)
+            self._arrays[cid] = (inputs(), labels)
             return tf.data.Dataset.from_tensor_slices(self._arrays[cid])
-        path = self.cache_dir / f"states-{self._key(cid)}"
+        path = self._paths[cid] = self.cache_dir / f"states-{self._key(cid)}"
         if not (path / "shapes.json").exists():
-            _save_raw(path, self._readout_inputs(cid, raw), labels)
+            _save_raw(path, inputs(), labels)
         return _load_raw(path)
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
@@ -335,7 +333,7 @@ class CachedStates(_ClientSource):
     def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
         """The client's states and targets (the same every round), read from the cache once."""
         if cid not in self._arrays:
-            path = self.cache_dir / f"states-{self._key(cid)}"
+            path = self._paths[cid]
             shapes = json.loads((path / "shapes.json").read_text())
             self._arrays[cid] = tuple(np.fromfile(path / f"{name}.f32", np.float32).reshape(shapes[name])
                                       for name in ("states", "labels"))

@@ -28,12 +28,9 @@ def validation_data(dataset: SequenceDataset, split: Split, seed: int,
 
 def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfig
                   ) -> tuple[ThesisRunConfig, dict[str, Any] | None]:
-    """``config`` with the thesis model's ``state_mode="auto"`` and ``reservoir_search`` chosen, and the
-    record (``None`` when nothing is chosen): the closed-form selection's choice
-    (:class:`tff_esn.closed_form.run.Run`: one harvest of the training data per candidate, exact
-    cross-validation of the ridge readout at its best λ by balanced accuracy), among the state modes
-    the model predicts with (``mean``, ``last``; per-step labels: ``all``), on ``split`` before any
-    hold-out is carved. Under privacy settings nothing is chosen (the record says why)."""
+    """``config`` with ``state_mode="auto"`` and ``reservoir_search`` chosen by the closed-form selection
+    (:class:`tff_esn.closed_form.run.Run`, balanced accuracy) on ``split`` before any hold-out is carved, and
+    the record (``None``: nothing chosen)."""
     from tff_esn.closed_form.configs import ReadoutConfig
     from tff_esn.closed_form.run import Run
 

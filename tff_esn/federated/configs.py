@@ -93,17 +93,14 @@ def check_class_weight(class_weight: Any) -> tuple[float, ...] | str:
     if class_weight == REAL_TARGETS:
         return REAL_TARGETS
     if isinstance(class_weight, dict):
-        if set(class_weight) != set(range(len(class_weight))):
-            raise ValueError(f"class_weight: expected keys 0 … K − 1, got {sorted(class_weight)}.")
-        weights = tuple(class_weight[k] for k in range(len(class_weight)))
-    elif isinstance(class_weight, str):
-        raise ValueError(f"class_weight: expected {BALANCED!r} or one weight per class, got {class_weight!r}.")
+        keys = set(class_weight) == set(range(len(class_weight)))
+        weights = tuple(class_weight[k] for k in range(len(class_weight))) if keys else ()
     else:
-        weights = tuple(class_weight)
+        weights = () if isinstance(class_weight, str) else tuple(class_weight)
     if len(weights) < 2 or not all(isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w)
                                    and w >= 0 for w in weights) or sum(weights) == 0:
-        raise ValueError(f"class_weight: expected {BALANCED!r} or K ≥ 2 finite weights ≥ 0 (not all 0), "
-                         f"got {class_weight!r}.")
+        raise ValueError(f"class_weight: expected {BALANCED!r} or K ≥ 2 finite weights ≥ 0 (not all 0; as a dict "
+                         f"keyed 0 … K − 1), got {class_weight!r}.")
     return tuple(float(w) for w in weights)
 
 
@@ -207,12 +204,8 @@ def loss_labels(clients: Iterable[ClientSequences], config: ThesisModelConfig) -
 
 def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Iterable[str], *,
              faithful: bool = False) -> ThesisModelConfig:
-    """``config`` checked against the data and resolved for it: one class weight per class.
-
-    ``"balanced"`` becomes ``n / (K · n_k)`` over the training labels the loss counts; ``"all"`` needs a label
-    per step, ``"mean"``/``"last"`` one per sequence; real targets resolve to :data:`REAL_TARGETS`; ``faithful`` needs equal lengths. Raises
-    :class:`~tff_esn.data.errors.DataError`.
-    """
+    """``config`` checked against the data (label layout, washout, equal lengths when ``faithful``; a
+    :class:`~tff_esn.data.errors.DataError`) and resolved for it: one class weight per class, or :data:`REAL_TARGETS`."""
     if config.state_mode == AUTO or config.reservoir_search:
         raise ValueError("ThesisModelConfig: state_mode 'auto' and reservoir_search are chosen by the run function "
                          "(tff_esn.federated.commands.choose_states) before training.")
@@ -376,7 +369,7 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check_field(self, "out", self.out is None or (isinstance(self.out, str) and bool(self.out)),
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there) or None (in memory)")
-        check_field(self, "resume", not self.resume or self.out is not None, "False without out (the checkpoints)")
+        check_field(self, "resume", not self.resume or self.out is not None, "False when out is None (the checkpoints are in out)")
         for name in ("out", "cache_dir"):
             if getattr(self, name):
                 object.__setattr__(self, name, os.path.abspath(getattr(self, name)))

@@ -20,12 +20,8 @@ __all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy"
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
-    """Binary cross-entropy with per-class weights (thesis §6.1, ``class_weight={0: 12, 1: 88}``).
-
-    ``mean(w[y] · BCE(y, p))`` over every prediction — exactly what ``model.fit(...,
-    class_weight=...)`` computes for (batch, 1) targets, and it also applies to per-step
-    (batch, T, 1) targets, where Keras' ``class_weight`` is not supported.
-    """
+    """``mean(w[y] · BCE(y, p))`` over every prediction (thesis §6.1, ``class_weight={0: 12, 1: 88}``): Keras'
+    ``fit(class_weight=...)`` on (batch, 1) targets, also on per-step (batch, T, 1) targets."""
 
     def __init__(self, class_weight: Any = (12.0, 88.0), name: str = "weighted_binary_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -43,12 +39,8 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedCategoricalCrossentropy(tf.keras.losses.Loss):
-    """Categorical cross-entropy of softmax probabilities with per-class weights (K ≥ 2 classes).
-
-    ``mean(w[y] · (−log p_y))`` over every prediction, with one-hot targets — what Keras'
-    ``CategoricalCrossentropy`` computes with ``sample_weight = w[y]`` (tested), for
-    per-sequence (batch, K) and per-step (batch, T, K) targets alike.
-    """
+    """``mean(w[y] · (−log p_y))`` over every one-hot prediction (K ≥ 2 classes): Keras'
+    ``CategoricalCrossentropy`` with ``sample_weight = w[y]``, on (batch, K) and (batch, T, K) targets."""
 
     def __init__(self, class_weight: Any, name: str = "weighted_categorical_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -102,11 +94,7 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
     C)`` when ``config.per_step``, else ``→ (batch, C)``; the readout seeded by ``config.reservoir.seed``."""
     res = reservoir or config.reservoir
     if readout_only:
-        if n_inputs != res.readout_units:
-            raise ValueError(f"build_thesis_model: cached states have {n_inputs} units, the reservoir "
-                             f"{res.readout_units}.")
-        inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
-        states = inputs
+        states = inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
     else:
         inputs = tf.keras.Input((None, n_inputs), name="inputs")
         states = Reservoir(res, state_mode=config.state_mode, washout=config.washout, name="reservoir")(inputs)

@@ -27,11 +27,8 @@ CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b),
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
-    """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum)
-    with stateless noise from a seed pair in the global state, split once per release.
-
-    The initial pair is ``(seed, stream)``: distinct streams give independent noise for the
-    same ``seed`` (the adaptive query's sum and clipped-count noise)."""
+    """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum) with stateless
+    noise from the seed pair ``(seed, stream)`` in the global state, split once per release."""
 
     _GlobalState = collections.namedtuple("_GlobalState", ["l2_norm_clip", "stddev", "seed"])
 
