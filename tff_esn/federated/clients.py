@@ -79,9 +79,8 @@ def client_states(client: ClientSequences, reservoir: ReservoirConfig, config: T
 
 
 def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
-    """Writes ``states.f32``, ``labels.f32`` (raw float32) and ``shapes.json`` into ``path``,
-    atomically: into a temporary sibling folder renamed at the end (a concurrent writer of
-    the same key simply wins)."""
+    """Writes ``states.f32``, ``labels.f32`` (raw float32) and ``shapes.json`` into ``path`` atomically (a
+    temporary sibling folder renamed at the end; a concurrent writer of the same key wins)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     try:
@@ -144,9 +143,8 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
 
 
 def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
-    """``(dataset, steps_per_epoch)`` for ``model.fit(dataset, epochs=epochs, steps_per_epoch=…)``: all
-    ``epochs`` passes over ``(x, y)``, each in its own order drawn from ``seed`` alone (:func:`seeded_epochs`).
-    """
+    """``(dataset, steps_per_epoch)`` for ``model.fit``: ``epochs`` passes over ``(x, y)``, each in its own
+    order drawn from ``seed`` alone (:func:`seeded_epochs`)."""
     n = len(x)
     if n == 0 or len(y) != n:
         raise ValueError(f"seeded_fit_data: expected as many inputs as labels (≥ 1), got {n} and {len(y)}.")

@@ -413,10 +413,8 @@ class FedCurvConfig(FedAvgConfig):
 
 
 def resolve_backend(backend: str, *, secure: bool = False, workers: list[str] | None | EllipsisType = ...) -> str:
-    """The backend that runs a federated run's rounds: ``backend`` checked against the TFF ``workers`` (read
-    from the runtime when not given), or for ``auto`` ``tff`` with secure aggregation or TFF workers, else
-    :data:`PREFERRED_BACKEND`.
-    """
+    """``backend`` checked against the TFF ``workers`` (default: the runtime's), or for ``auto`` ``tff`` with
+    secure aggregation or TFF workers, else :data:`PREFERRED_BACKEND`."""
     if workers is ...:
         from tff_esn import runtime
 

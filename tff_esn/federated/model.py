@@ -12,11 +12,9 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn.federated.configs import THESIS_RESERVOIR, ThesisModelConfig, check_class_weight
+from tff_esn.federated.configs import ThesisModelConfig, check_class_weight
 from tff_esn.esn.layer import Reservoir
 
-__all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy", "WeightedCategoricalCrossentropy",
-           "build_thesis_model", "compile_thesis_model", "readout_layer", "readout_probabilities", "thesis_loss"]
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
@@ -64,10 +62,8 @@ def _weights(class_weight: Any, k: int | None) -> tuple[float, ...]:
 
 def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray, *,
                           linear: bool = False) -> np.ndarray:
-    """The readout's class probabilities in numpy: ``sigmoid(x w + b)`` (thesis Alg. 2 line 18),
-    flat (n,), for a (U, 1) kernel, else ``softmax(x W + b)``, (n, K); ``linear``: the real
-    outputs ``x w + b``, flat (n,). ``states`` (…, U) are flattened to rows; the product is
-    float32 like the Keras model's, the rest float64."""
+    """The readout in numpy on ``states`` (…, U) as rows: ``sigmoid(x w + b)`` (n,) (thesis Alg. 2 line 18),
+    ``softmax(x W + b)`` (n, K) or ``linear`` ``x w + b`` (n,); the product float32 as Keras', the rest float64."""
     z = (states.reshape(-1, states.shape[-1]) @ kernel.astype(np.float32)).astype(np.float64) + bias
     if linear:
         return z[:, 0]

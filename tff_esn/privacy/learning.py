@@ -136,10 +136,8 @@ class LearningPrivacy:
         return float(self.noise_multiplier) * math.sqrt(parts) * self.clip
 
     def query(self, clients_per_round: int, parts: int = 1) -> tfp.NormalizedQuery:
-        """The DP query of the model updates (DP only): the seeded Gaussian sum (fixed clip, noise
-        std :meth:`noise_stddev` of ``parts``) or :func:`seeded_adaptive_query`, divided by the
-        clients per round (the unweighted mean); ``parts``: pieces of a client's joint record
-        (FedCurv: :data:`CURVATURE_PARTS`), each clipped to C."""
+        """The DP query of the model updates: the seeded Gaussian sum (noise std :meth:`noise_stddev` of the
+        ``parts`` of a client's record, each clipped to C) or :func:`seeded_adaptive_query`, over the clients."""
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
             return seeded_adaptive_query(z, m, self.seed, initial_l2_norm_clip=self.clip,
@@ -162,32 +160,27 @@ class LearningPrivacy:
 
     def sections(self, rounds: int, clients_per_round: int, clients: int, support: PrivacySupport = LEARNING, *,
                  curvature: bool = False, own_client_work: bool = False) -> dict:
-        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
-        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration` of the
-        algorithm's ``support`` (``curvature``: FedCurv's joint record). ε is the RDP accountant's
-        for the sampling :meth:`sampling` names (Poisson at q, or every client)."""
+        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``: ``support``'s
+        :func:`~tff_esn.privacy.coverage.declaration` and the RDP accountant's ε for :meth:`sampling`'s scheme."""
         scheme = self.sampling(clients_per_round, clients)
         q = scheme.rate if scheme.amplified else 1.0
         declared = coverage.declaration(support, secure=self.secure, dp=self.dp,
                                         own_client_work=own_client_work, selection_published=scheme.published)
         privacy = dict(NO_PRIVACY, **declared)
         if self.dp:
+            query = ("gaussian_adaptive, with the seeded SeededQuantileAdaptiveClipSumQuery (client-level)"
+                     if self.adaptive else "gaussian_fixed, with the seeded SeededGaussianSumQuery (client-level)"
+                     + (" on the joint record (update, (u, v))" if curvature else ""))
+            z = float(self.noise_multiplier)
             privacy = accounting.PrivacyReport(
-                mechanism=("tff.aggregators.DifferentiallyPrivateFactory as gaussian_adaptive, with the seeded "
-                           "SeededQuantileAdaptiveClipSumQuery (client-level)"
-                           if self.adaptive else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, "
-                           "with the seeded SeededGaussianSumQuery (client-level)"
-                           + (" on the joint record (update, (u, v))" if curvature else "")),
-                clip=self.clip, noise_multiplier=float(self.noise_multiplier),
-                epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
+                mechanism="tff.aggregators.DifferentiallyPrivateFactory as " + query, clip=self.clip,
+                noise_multiplier=z, epsilon=accounting.epsilon(z, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
                 details={"privacy_unit": "one client's upload per round", "noise_seeded": True,
-                         "sampling": scheme.section(),
-                         "accountant": accounting.describe(q),
-                         "epsilon_without_amplification": _finite(accounting.epsilon(self.noise_multiplier,
-                                                                                     self.delta, rounds)),
-                         "sensitivity": (f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)"
-                                         if curvature else "C"),
+                         "sampling": scheme.section(), "accountant": accounting.describe(q),
+                         "epsilon_without_amplification": _finite(accounting.epsilon(z, self.delta, rounds)),
+                         "sensitivity": f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)" if curvature
+                         else "C",
                          "noise_stddev_on_sum": None if self.adaptive else self.noise_stddev(
                              CURVATURE_PARTS if curvature else 1),
                          **declared},
@@ -271,10 +264,8 @@ def fold_sum(values: list, like=None):
 
 
 def dp_release(query: tfp.SumAggregationDPQuery, records: list, state, like=None) -> tuple:
-    """``(result, new state)`` of one DP release of ``query`` on the clients' ``records`` in the order
-    of ``DifferentiallyPrivateFactory``'s ``next``: ``derive_sample_params``, ``preprocess_record`` of
-    each record (the clip), their sum (a fold from zero in the clients' order, as TFF's ``SumFactory``;
-    ``initial_sample_state(like)`` for no record) and ``get_noised_result``."""
+    """``(result, new state)`` of one DP release of ``query`` on the ``records`` in the order of
+    ``DifferentiallyPrivateFactory``'s ``next``: sample params, the clip, :func:`fold_sum`, the noise."""
     params = query.derive_sample_params(state)
     clipped = [query.preprocess_record(params, r) for r in records]
     summed = fold_sum(clipped) if clipped else query.initial_sample_state(like)
