@@ -12,7 +12,7 @@ from tff_esn.closed_form.selection import AUTO
 from tff_esn.closed_form.configs import centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
-from tff_esn.federated.configs import CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels
+from tff_esn.federated.configs import chosen_index, client_lr_choices, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
 from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import classification_metrics, split_report
@@ -111,12 +111,12 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         model, history, stopped = fit(lr)
     elif not patience:
         reason = "no validation clients" if not split.val else "patience 0: the design set includes the validation clients"
-        lr = DEFAULT_CLIENT_LR[config.optimizer]
+        lr = client_lr_choices(config)[1]
         warn(f"client_lr 'auto': {reason}; the stated default {lr} is used.")
         selection["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
         model, history, stopped = fit(lr)
     else:
-        grid = CLIENT_LR_GRIDS[config.optimizer]
+        grid = client_lr_choices(config)[0]
         fits = [fit(lr) for lr in grid]
         scores = [(float(b.best[0]), float(-b.best[1])) for _, _, b in fits]
         best = chosen_index(scores)

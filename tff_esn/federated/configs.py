@@ -52,16 +52,13 @@ REAL_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd"
 diverges above 1/λ_max of the states' covariance (≈ 250 for 500 standardised units of NARMA10)."""
 PENALTY_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-2, 1.0)
 """FedCurv's penalty weights ``--penalty auto`` tries on the validation clients (0: FedAvg)."""
-DEFAULT_CLIENT_LR: dict[str, float] = {"adam": 0.01, "sgd": 0.1}
-"""The client learning rate of ``--client-lr auto`` with nothing to choose it on (no validation
-clients, or DP: each candidate's rounds would be a further private release), per optimizer."""
 DEFAULT_PENALTY = 1e-4
 """FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
 
 
 def client_lr_choices(model: "ThesisModelConfig") -> tuple[tuple[float, ...], float]:
-    """The grid ``--client-lr auto`` tries for ``model`` (its optimizer and loss) and the rate it
-    takes with nothing to choose on (the grid's middle value)."""
+    """The grid ``--client-lr auto`` tries for ``model`` (its optimizer and loss) and the rate it takes with
+    nothing to choose on (no validation clients, or DP): the grid's middle value."""
     grid = (REAL_LR_GRIDS if model.real else CLIENT_LR_GRIDS)[model.optimizer]
     return grid, grid[1]
 
