@@ -9,6 +9,7 @@ from tff_esn import ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.federated.centralized import train_centralized
+from tff_esn.federated.configs import FedAvgConfig
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.clients import (
     CachedStates,
@@ -99,8 +100,8 @@ def test_targets_check_label_layout_and_helpers_are_seeded():
     assert child_seed(0, 1, 2) == child_seed(0, 1, 2) != child_seed(0, 1, 3)
     same, diff = client_reservoir_configs(RES, 3, "same"), client_reservoir_configs(RES, 3, "different")
     assert same == [RES] * 3 and len({r.seed for r in diff} | {RES.seed}) == 4
-    with pytest.raises(ValueError, match="reservoirs"):
-        client_reservoir_configs(RES, 3, "shared")
+    with pytest.raises(ValueError, match=r"reservoirs \(--reservoir\)"):  # the boundary: the run's config
+        FedAvgConfig(reservoirs="shared")
 
 
 @pytest.mark.parametrize("state_mode", ["all", "mean"])

@@ -178,8 +178,8 @@ def test_a_resumed_dp_simulation_continues_the_noise_stream(data, tmp_path):
 
 
 def test_simulated_aggregation_refuses_secure_aggregation_and_is_plain_without_dp():
-    with pytest.raises(ValueError, match=r"'sim' has no secure aggregation .* --backend tff\."):
-        simulated(LearningPrivacy(noise_multiplier=1.0, secure=True).aggregation(3, curvature=False))
+    with pytest.raises(ValueError, match=r"'sim' has no secure aggregation .* --backend tff\."):  # the boundary
+        FedAvgConfig(backend="sim", privacy=PrivacyConfig(dp_noise_multiplier=1.0, secure_aggregation=True))
     plain = LearningPrivacy().aggregation(3, curvature=True)
     mean, curvature_sum = simulated(plain)
     assert not plain.dp and plain.curvature_query is None and mean.initialize() == curvature_sum.initialize() == ()

@@ -12,6 +12,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import federate_tff
 from tff_esn.privacy import accounting
 from tff_esn.privacy.aggregation import StatsAggregation
+from tff_esn.privacy.config import PrivacyConfig
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise, clip_rows, floor_eigenvalues, natural_clip
 
 from closed_form_data import random_dataset
@@ -65,10 +66,10 @@ def test_calibration_is_computed_once_per_setting_and_keyed_by_every_argument():
     (lambda: accounting.epsilon(-0.5, 1e-5), "noise multiplier"),
     (lambda: accounting.epsilon(1.0, 1e-5, rounds=0), "rounds"),
     (lambda: accounting.epsilon(1.0, 1e-5, sampling_rate=1.5), "sampling rate"),
-    (lambda: GaussianStats(1.0, 1e-5, 0.0, 1), "clip"),
-    (lambda: GaussianStats(1.0, 1e-5, -2.0, 1), "clip"),
-    (lambda: GaussianStats(1.0, 1.5, 1.0, 1), "delta"),
-    (lambda: GaussianStats(1.0, 1e-5, 1.0, 1, model="trusted"), "model"),
+    (lambda: PrivacyConfig(dp_noise_multiplier=1.0, dp_clip=0.0), "clip"),  # the boundary of GaussianStats' C, δ
+    (lambda: PrivacyConfig(dp_noise_multiplier=1.0, dp_clip=-2.0), "clip"),
+    (lambda: PrivacyConfig(dp_noise_multiplier=1.0, dp_delta=1.5), "delta"),
+    (lambda: PrivacyConfig(dp_model="trusted"), "model"),
 ])
 def test_bad_settings_are_clear_errors(call, match):
     with pytest.raises(ValueError, match=match):

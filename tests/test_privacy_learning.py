@@ -209,15 +209,16 @@ def test_dp_fedcurv_reports_one_joint_release_per_round_and_no_training_metrics(
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(noise_multiplier=1.0, adaptive=True, secure=True), "fixed clip"),
-    (dict(adaptive=True), "needs --dp-epsilon"),
-    (dict(noise_multiplier=1.0, clip=0.0), "clip"),
-    (dict(noise_multiplier=-1.0), "noise multiplier"),
-    (dict(noise_multiplier=1.0, delta=1.0), "delta"),
+    (dict(dp_noise_multiplier=1.0, dp_adaptive_clip=True, secure_aggregation=True), "fixed clip"),
+    (dict(dp_adaptive_clip=True), "needs --dp-epsilon"),
+    (dict(dp_noise_multiplier=1.0, dp_clip=0.0), "clip"),
+    (dict(dp_noise_multiplier=-1.0), "noise multiplier"),
+    (dict(dp_noise_multiplier=1.0, dp_delta=1.0), "delta"),
 ])
 def test_bad_learning_privacy_settings(kwargs, match):
+    """The boundary of LearningPrivacy's settings: the run's PrivacyConfig."""
     with pytest.raises(ValueError, match=match):
-        LearningPrivacy(**kwargs)
+        PrivacyConfig(**kwargs)
 
 
 def _curvature_after_a_round(privacy, scales: tuple[float, ...]) -> list:

@@ -1,10 +1,5 @@
-"""The centralized thesis ESN (thesis §6.1, Table 6.3): the reference of the federated runs.
-
-The design set's states are harvested once and the readout trained on them with Keras ``fit`` (Adam,
-class-weighted cross-entropy, batch 20, Table 6.2), assessed on the design and test sets; ``patience``
-stops early on the validation macro-F1, and a learning rate ``auto`` is chosen from ``CLIENT_LR_GRIDS``;
-``l2`` adds λ‖W‖² on the readout kernel to the loss.
-"""
+"""The centralized thesis ESN (thesis §6.1, Table 6.3), the federated runs' reference: Keras ``fit`` of the readout
+on the design set's states once harvested, early stopping on the validation macro-F1, ``l2``: λ‖W‖² on the kernel."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from tff_esn.closed_form.selection import AUTO
 from tff_esn.closed_form.configs import centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
-from tff_esn.federated.configs import CLIENT_LR_GRIDS, DEFAULT_CLIENT_LR, chosen_index, for_data, loss_labels
+from tff_esn.federated.configs import chosen_index, client_lr_choices, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
 from tff_esn.federated.standardization import Standardization, federated_standardization
 from tff_esn.metrics import classification_metrics, split_report
@@ -25,10 +20,8 @@ from tff_esn.run_warnings import warn
 
 
 class BestValidatedEpoch(tf.keras.callbacks.Callback):
-    """Keeps the epoch with the best validation macro-F1 (a tie: the lower validation loss),
-    stops once ``patience`` epochs have not improved on it and restores its weights — the rule of
-    the federated runs' best round, where Keras' ``EarlyStopping`` on the loss alone keeps the
-    first epochs of a readout whose loss rises while its predictions improve."""
+    """Keeps the epoch with the best validation macro-F1 (a tie: the lower validation loss), stops once
+    ``patience`` epochs have not improved on it and restores its weights (the federated runs' best round)."""
 
     def __init__(self, states: np.ndarray, labels: np.ndarray, n_classes: int, patience: int):
         super().__init__()
@@ -65,26 +58,9 @@ def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardiz
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
                       include_validation: bool = True, patience: int = 0,
                       refit: bool = False, l2: float = 0.0) -> tuple[tf.keras.Model, dict[str, Any]]:
-    """Fits the readout on the design set; returns the readout model and Table 6.3's metrics.
-
-    Args:
-        include_validation: train on training + validation subjects (the design set, Table 6.3);
-            ``False``: training subjects only.
-        patience: ≥ 1 trains on the training subjects and stops once the validation macro-F1 (a tie:
-            the lower loss) has not improved for ``patience`` epochs, restoring the best epoch; 0 (or
-            no validation subjects, with a warning) trains ``config.epochs`` epochs.
-        refit: with ``patience``, a fresh readout trained on training + validation subjects (standardised
-            with their statistics) for the best epoch count at the chosen learning rate is returned; with
-            ``l2`` > 0 until its penalised (strictly convex) training loss has not improved for ``patience``
-            epochs (at most ``config.epochs``), not for the epoch count a small hold-out preferred.
-        l2: λ of the penalty λ‖W‖² on the readout kernel, added to every fit's loss.
-        seed: seed of the epoch orders; no global RNG is read or set.
-
-    Returns:
-        ``(readout_model, report)``: ``train``/``val``/``test``, ``design``, ``communication``,
-        ``class_weight``, ``epochs``, ``selection``, ``standardization`` and ``refit`` (``None``, or the
-        refit's ``epochs`` and ``learning_rate``).
-    """
+    """``(readout model, report)``: the readout fitted on the design set (``include_validation``: training +
+    validation subjects) and Table 6.3's metrics; ``patience``, ``refit`` and ``l2`` as in
+    :class:`~tff_esn.federated.configs.ThesisCentralConfig`; ``seed`` orders the epochs."""
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
              f"design set for {config.epochs} epochs.")
@@ -135,12 +111,12 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         model, history, stopped = fit(lr)
     elif not patience:
         reason = "no validation clients" if not split.val else "patience 0: the design set includes the validation clients"
-        lr = DEFAULT_CLIENT_LR[config.optimizer]
+        lr = client_lr_choices(config)[1]
         warn(f"client_lr 'auto': {reason}; the stated default {lr} is used.")
         selection["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
         model, history, stopped = fit(lr)
     else:
-        grid = CLIENT_LR_GRIDS[config.optimizer]
+        grid = client_lr_choices(config)[0]
         fits = [fit(lr) for lr in grid]
         scores = [(float(b.best[0]), float(-b.best[1])) for _, _, b in fits]
         best = chosen_index(scores)

@@ -1,9 +1,5 @@
-"""A federated run's round checkpoint: the process state's leaves in one ``.npz``, replaced atomically.
-
-``DIR/checkpoints/state.npz`` holds the completed ``round``, the state's leaves in ``tf.nest.flatten``
-order and the rounds' rows (JSON); written under a temporary name and renamed (``os.replace``), so a
-killed run leaves the previous checkpoint or this one. SavedModel checkpoint folders are refused.
-"""
+"""A federated run's round checkpoint ``DIR/checkpoints/state.npz``: the round, the state's leaves in
+``tf.nest.flatten`` order and the rows, replaced atomically (``os.replace``); SavedModel folders are refused."""
 
 from __future__ import annotations
 
@@ -42,10 +38,8 @@ class RoundCheckpoint:
                      **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
 
     def latest(self, initial_state: Any) -> tuple[Any, int, list[dict[str, Any]]] | None:
-        """``(state, round, rows)`` of the checkpoint, the state packed into ``initial_state``'s
-        structure and ``rows`` the rounds' rows saved with it (``None``: no checkpoint); raises
-        :class:`CheckpointError` for SavedModel checkpoints or a checkpoint whose leaves do not fit
-        ``initial_state`` (another model's run)."""
+        """``(state, round, rows)`` of the checkpoint in ``initial_state``'s structure (``None``: none);
+        :class:`CheckpointError` for SavedModel checkpoints or leaves that do not fit ``initial_state``."""
         import tensorflow as tf
 
         legacy = legacy_round(self.out)

@@ -1,9 +1,5 @@
-"""Client datasets for the thesis' federated training: cached states or raw inputs.
-
-:class:`CachedStates` harvests each client's states once per reservoir and noise draw; :class:`RawInputs`
-(faithful) runs the reservoir in the model with input noise redrawn every round (thesis §6.1). Every
-random choice is a function of ``(seed, purpose, round, client)``, so a resumed run draws the same.
-"""
+"""Client data of the thesis' federated training: :class:`CachedStates` (harvested once per reservoir and noise)
+or :class:`RawInputs` (faithful: noise redrawn per round); every draw a function of (seed, purpose, round, client)."""
 
 from __future__ import annotations
 
@@ -21,7 +17,6 @@ import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.federated.configs import RESERVOIR_MODES
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
@@ -33,11 +28,7 @@ _NOISE, _SHUFFLE = 1, 2
 def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
     (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
-    if mode not in RESERVOIR_MODES:
-        raise ValueError(f"reservoirs: expected one of {RESERVOIR_MODES}, got {mode!r}.")
-    if mode == "same":
-        return [server] * n_clients
-    return [client_reservoir(server, i) for i in range(n_clients)]
+    return [server] * n_clients if mode == "same" else [client_reservoir(server, i) for i in range(n_clients)]
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
@@ -88,9 +79,8 @@ def client_states(client: ClientSequences, reservoir: ReservoirConfig, config: T
 
 
 def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
-    """Writes ``states.f32``, ``labels.f32`` (raw float32) and ``shapes.json`` into ``path``,
-    atomically: into a temporary sibling folder renamed at the end (a concurrent writer of
-    the same key simply wins)."""
+    """Writes ``states.f32``, ``labels.f32`` (raw float32) and ``shapes.json`` into ``path`` atomically (a
+    temporary sibling folder renamed at the end; a concurrent writer of the same key wins)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     try:
@@ -153,9 +143,8 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
 
 
 def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
-    """``(dataset, steps_per_epoch)`` for ``model.fit(dataset, epochs=epochs, steps_per_epoch=…)``: all
-    ``epochs`` passes over ``(x, y)``, each in its own order drawn from ``seed`` alone (:func:`seeded_epochs`).
-    """
+    """``(dataset, steps_per_epoch)`` for ``model.fit``: ``epochs`` passes over ``(x, y)``, each in its own
+    order drawn from ``seed`` alone (:func:`seeded_epochs`)."""
     n = len(x)
     if n == 0 or len(y) != n:
         raise ValueError(f"seeded_fit_data: expected as many inputs as labels (≥ 1), got {n} and {len(y)}.")
@@ -289,18 +278,14 @@ class CachedStates(_ClientSource):
         super().__init__(clients, config, seed=seed, noise_std=noise_std, shuffle=shuffle)
         self.reservoirs = dict(zip(self.ids, client_reservoir_configs(config.reservoir, len(self.ids), reservoirs)))
         self.cache_dir = None if cache_dir is None else Path(cache_dir).absolute()
-        self._base: dict[str, tf.data.Dataset] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._paths: dict[str, Path] = {}
         self.standardization: Standardization | None = None
         raw: dict[str, np.ndarray] = {}
         if config.standardized:
             raw = {cid: self._states(cid) for cid in self.ids}
             self.standardization = standardize([raw[cid] for cid in self.ids])
-        for cid in self.ids:
-            self._base[cid] = self._prepare(cid, raw.get(cid))
-
-    def _noisy_inputs(self, cid: str) -> np.ndarray:
-        return noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
+        self._base = {cid: self._prepare(cid, raw.get(cid)) for cid in self.ids}
 
     def _key(self, cid: str) -> str:
         client = self.clients[cid]
@@ -320,22 +305,24 @@ class CachedStates(_ClientSource):
         return digest.hexdigest()[:24]
 
     def _states(self, cid: str) -> np.ndarray:
-        return reservoir_states(self._noisy_inputs(cid), self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
+        x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
+        return reservoir_states(x, self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
-    def _readout_inputs(self, cid: str, raw: np.ndarray | None) -> np.ndarray:
-        """The client's readout inputs: its states (``raw``, else harvested), standardised if asked."""
-        states = self._states(cid) if raw is None else raw
-        return states if self.standardization is None else self.standardization.apply(states)
-
-    def _prepare(self, cid: str, raw: np.ndarray | None = None) -> tf.data.Dataset:
-        """The client's unbatched ``(states, labels)`` dataset, harvesting (and saving) its states once."""
+    def _prepare(self, cid: str, raw: np.ndarray | None) -> tf.data.Dataset:
+        """The client's unbatched ``(states, labels)`` dataset: its states (``raw``, else harvested, and saved
+        once under ``cache_dir``), standardised if asked."""
         labels = targets(self.clients[cid], self.config)
+
+        def inputs() -> np.ndarray:
+            states = self._states(cid) if raw is None else raw
+            return states if self.standardization is None else self.standardization.apply(states)
+
         if self.cache_dir is None:
-            self._arrays[cid] = (self._readout_inputs(cid, raw), labels)
+            self._arrays[cid] = (inputs(), labels)
             return tf.data.Dataset.from_tensor_slices(self._arrays[cid])
-        path = self.cache_dir / f"states-{self._key(cid)}"
+        path = self._paths[cid] = self.cache_dir / f"states-{self._key(cid)}"
         if not (path / "shapes.json").exists():
-            _save_raw(path, self._readout_inputs(cid, raw), labels)
+            _save_raw(path, inputs(), labels)
         return _load_raw(path)
 
     def dataset(self, cid: str, round_num: int) -> tf.data.Dataset:
@@ -344,7 +331,7 @@ class CachedStates(_ClientSource):
     def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
         """The client's states and targets (the same every round), read from the cache once."""
         if cid not in self._arrays:
-            path = self.cache_dir / f"states-{self._key(cid)}"
+            path = self._paths[cid]
             shapes = json.loads((path / "shapes.json").read_text())
             self._arrays[cid] = tuple(np.fromfile(path / f"{name}.f32", np.float32).reshape(shapes[name])
                                       for name in ("states", "labels"))

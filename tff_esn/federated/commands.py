@@ -1,10 +1,5 @@
-"""The run functions of ``fedavg``, ``fedcurv`` and ``thesis-central`` (registered in
-:mod:`tff_esn.federated.configs`).
-
-A federated run writes ``rounds.csv``, ``tensorboard/`` and ``checkpoints/`` into ``config.out`` and
-resumes from its last round; client states are cached under ``CACHE/federated-states``, keyed by inputs,
-reservoir and noise. Without validation clients a seeded hold-out of the training clients validates.
-"""
+"""The run functions of ``fedavg``, ``fedcurv`` and ``thesis-central`` (registered in :mod:`tff_esn.federated.configs`);
+without validation clients a seeded hold-out of the training clients validates."""
 
 from __future__ import annotations
 
@@ -33,12 +28,9 @@ def validation_data(dataset: SequenceDataset, split: Split, seed: int,
 
 def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfig
                   ) -> tuple[ThesisRunConfig, dict[str, Any] | None]:
-    """``config`` with the thesis model's ``state_mode="auto"`` and ``reservoir_search`` chosen, and the
-    record (``None`` when nothing is chosen): the closed-form selection's choice
-    (:class:`tff_esn.closed_form.run.Run`: one harvest of the training data per candidate, exact
-    cross-validation of the ridge readout at its best λ by balanced accuracy), among the state modes
-    the model predicts with (``mean``, ``last``; per-step labels: ``all``), on ``split`` before any
-    hold-out is carved. Under privacy settings nothing is chosen (the record says why)."""
+    """``config`` with ``state_mode="auto"`` and ``reservoir_search`` chosen by the closed-form selection
+    (:class:`tff_esn.closed_form.run.Run`, balanced accuracy) on ``split`` before any hold-out is carved, and
+    the record (``None``: nothing chosen)."""
     from tff_esn.closed_form.configs import ReadoutConfig
     from tff_esn.closed_form.run import Run
 
@@ -54,7 +46,9 @@ def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfi
     return dataclasses.replace(config, model=model), run.selection
 
 
-def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
+def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
+    """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1), or FedCurv's (thesis ch. 3,
+    Alg. 2) with a :class:`~tff_esn.federated.configs.FedCurvConfig`."""
     from tff_esn.federated.training import run_federated
 
     config, states = choose_states(dataset, split, config)
@@ -72,16 +66,6 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[s
     if states is not None:
         result["selection"] = states
     return result
-
-
-def run_fedavg(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
-    """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1)."""
-    return _run(dataset, split, config)
-
-
-def run_fedcurv(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
-    """FedCurv of the thesis readout (thesis ch. 3, Alg. 2)."""
-    return _run(dataset, split, config)
 
 
 def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralConfig) -> dict[str, Any]:

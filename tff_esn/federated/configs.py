@@ -1,9 +1,5 @@
-"""Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2), their costs and registrations.
-
-:class:`ThesisModelConfig` (model and local training), :class:`ThesisCentralConfig` (``thesis-central``),
-:class:`FedAvgConfig` / :class:`FedCurvConfig` (``fedavg``/``fedcurv``). Imports no TensorFlow: the run
-functions live in :mod:`tff_esn.federated.commands`.
-"""
+"""Typed configs of the thesis' models (thesis Table 6.2, §6.1–6.2), their costs and registrations
+(``fedavg``, ``fedcurv``, ``thesis-central``). Imports no TensorFlow."""
 
 from __future__ import annotations
 
@@ -56,16 +52,13 @@ REAL_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd"
 diverges above 1/λ_max of the states' covariance (≈ 250 for 500 standardised units of NARMA10)."""
 PENALTY_GRID: tuple[float, ...] = (0.0, 1e-4, 1e-2, 1.0)
 """FedCurv's penalty weights ``--penalty auto`` tries on the validation clients (0: FedAvg)."""
-DEFAULT_CLIENT_LR: dict[str, float] = {"adam": 0.01, "sgd": 0.1}
-"""The client learning rate of ``--client-lr auto`` with nothing to choose it on (no validation
-clients, or DP: each candidate's rounds would be a further private release), per optimizer."""
 DEFAULT_PENALTY = 1e-4
 """FedCurv's penalty weight of ``--penalty auto`` with nothing to choose it on (thesis Listing 3.7)."""
 
 
 def client_lr_choices(model: "ThesisModelConfig") -> tuple[tuple[float, ...], float]:
-    """The grid ``--client-lr auto`` tries for ``model`` (its optimizer and loss) and the rate it
-    takes with nothing to choose on (the grid's middle value)."""
+    """The grid ``--client-lr auto`` tries for ``model`` (its optimizer and loss) and the rate it takes with
+    nothing to choose on (no validation clients, or DP): the grid's middle value."""
     grid = (REAL_LR_GRIDS if model.real else CLIENT_LR_GRIDS)[model.optimizer]
     return grid, grid[1]
 
@@ -80,8 +73,6 @@ def chosen_index(scores: Iterable[tuple[float, float]]) -> int:
     """Index of the best ``(validation macro-F1, validation cross-entropy)`` of a grid: the highest
     F1, a tie to the lower cross-entropy, then to the earlier value; NaN never wins."""
     keys = [(-math.inf if math.isnan(f) else f, -math.inf if math.isnan(loss) else -loss) for f, loss in scores]
-    if not keys:
-        raise ValueError("chosen_index: no scores (empty grid).")
     return keys.index(max(keys))
 
 BALANCED = "balanced"
@@ -99,17 +90,14 @@ def check_class_weight(class_weight: Any) -> tuple[float, ...] | str:
     if class_weight == REAL_TARGETS:
         return REAL_TARGETS
     if isinstance(class_weight, dict):
-        if set(class_weight) != set(range(len(class_weight))):
-            raise ValueError(f"class_weight: expected keys 0 … K − 1, got {sorted(class_weight)}.")
-        weights = tuple(class_weight[k] for k in range(len(class_weight)))
-    elif isinstance(class_weight, str):
-        raise ValueError(f"class_weight: expected {BALANCED!r} or one weight per class, got {class_weight!r}.")
+        keys = set(class_weight) == set(range(len(class_weight)))
+        weights = tuple(class_weight[k] for k in range(len(class_weight))) if keys else ()
     else:
-        weights = tuple(class_weight)
+        weights = () if isinstance(class_weight, str) else tuple(class_weight)
     if len(weights) < 2 or not all(isinstance(w, numbers.Real) and not isinstance(w, bool) and math.isfinite(w)
                                    and w >= 0 for w in weights) or sum(weights) == 0:
-        raise ValueError(f"class_weight: expected {BALANCED!r} or K ≥ 2 finite weights ≥ 0 (not all 0), "
-                         f"got {class_weight!r}.")
+        raise ValueError(f"class_weight: expected {BALANCED!r} or K ≥ 2 finite weights ≥ 0 (not all 0; as a dict "
+                         f"keyed 0 … K − 1), got {class_weight!r}.")
     return tuple(float(w) for w in weights)
 
 
@@ -159,26 +147,16 @@ class ThesisModelConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.reservoir, ReservoirConfig):
             raise TypeError(f"ThesisModelConfig.reservoir: expected a ReservoirConfig, got {type(self.reservoir).__name__}.")
-        if not (self.learning_rate == AUTO or (isinstance(self.learning_rate, (int, float)) and
-                                                math.isfinite(self.learning_rate) and self.learning_rate > 0)):
-            raise ValueError(f"ThesisModelConfig.learning_rate: expected a finite number > 0 or {AUTO!r}, "
-                             f"got {self.learning_rate!r}.")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"ThesisModelConfig.optimizer: expected one of {OPTIMIZERS}, got {self.optimizer!r}.")
-        if self.readout_inputs not in READOUT_INPUTS:
-            raise ValueError(f"ThesisModelConfig.readout_inputs: expected one of {READOUT_INPUTS}, "
-                             f"got {self.readout_inputs!r}.")
+        check_field(self, "learning_rate", self.learning_rate == AUTO or (is_finite(self.learning_rate)
+                    and self.learning_rate > 0), f"a finite number > 0 or {AUTO!r}")
+        check_field(self, "optimizer", self.optimizer in OPTIMIZERS, f"one of {OPTIMIZERS}")
+        check_field(self, "readout_inputs", self.readout_inputs in READOUT_INPUTS, f"one of {READOUT_INPUTS}")
         for name in ("batch_size", "epochs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ThesisModelConfig.{name}: expected an integer ≥ 1, got {value!r}.")
+            check_field(self, name, is_count(getattr(self, name), 1), "an integer ≥ 1")
         object.__setattr__(self, "class_weight", check_class_weight(self.class_weight))
-        if self.state_mode not in (*STATE_MODES, AUTO):
-            raise ValueError(f"ThesisModelConfig.state_mode: expected 'all', 'last', 'mean' or {AUTO!r}, "
-                             f"got {self.state_mode!r}.")
+        check_field(self, "state_mode", self.state_mode in (*STATE_MODES, AUTO), f"one of {(*STATE_MODES, AUTO)}")
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
-        if not isinstance(self.washout, int) or self.washout < 0:
-            raise ValueError(f"ThesisModelConfig.washout: expected an integer ≥ 0, got {self.washout!r}.")
+        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
 
     @property
     def n_classes(self) -> int:
@@ -223,12 +201,8 @@ def loss_labels(clients: Iterable[ClientSequences], config: ThesisModelConfig) -
 
 def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Iterable[str], *,
              faithful: bool = False) -> ThesisModelConfig:
-    """``config`` checked against the data and resolved for it: one class weight per class.
-
-    ``"balanced"`` becomes ``n / (K · n_k)`` over the training labels the loss counts; ``"all"`` needs a label
-    per step, ``"mean"``/``"last"`` one per sequence; real targets resolve to :data:`REAL_TARGETS`; ``faithful`` needs equal lengths. Raises
-    :class:`~tff_esn.data.errors.DataError`.
-    """
+    """``config`` checked against the data (label layout, washout, equal lengths when ``faithful``; a
+    :class:`~tff_esn.data.errors.DataError`) and resolved for it: one class weight per class, or :data:`REAL_TARGETS`."""
     if config.state_mode == AUTO or config.reservoir_search:
         raise ValueError("ThesisModelConfig: state_mode 'auto' and reservoir_search are chosen by the run function "
                          "(tff_esn.federated.commands.choose_states) before training.")
@@ -384,26 +358,22 @@ class FedAvgConfig(ThesisRunConfig):
         super().__post_init__()
         if self.noisy_clients is not None:
             object.__setattr__(self, "noisy_clients", tuple(self.noisy_clients))
-        check_field(self, "server_lr", isinstance(self.server_lr, (int, float)) and math.isfinite(self.server_lr)
-                    and self.server_lr > 0, "a finite number > 0")
+        check_field(self, "server_lr", is_finite(self.server_lr) and self.server_lr > 0, "a finite number > 0")
         for name in ("rounds", "clients_per_round"):
-            value = getattr(self, name)
-            check_field(self, name, isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                        "an integer ≥ 1")
-        check_field(self, "noise_std", isinstance(self.noise_std, (int, float)) and math.isfinite(self.noise_std)
-                    and self.noise_std >= 0, "a finite number ≥ 0")
+            check_field(self, name, is_count(getattr(self, name), 1), "an integer ≥ 1")
+        check_field(self, "noise_std", is_finite(self.noise_std) and self.noise_std >= 0, "a finite number ≥ 0")
         check_field(self, "reservoirs", self.reservoirs in RESERVOIR_MODES, f"one of {RESERVOIR_MODES}")
         check_field(self, "states", self.states in STATE_SOURCES, f"one of {STATE_SOURCES}")
         check_field(self, "out", self.out is None or (isinstance(self.out, str) and bool(self.out)),
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there) or None (in memory)")
+        check_field(self, "resume", not self.resume or self.out is not None, "False when out is None (the checkpoints are in out)")
         for name in ("out", "cache_dir"):
             if getattr(self, name):
                 object.__setattr__(self, name, os.path.abspath(getattr(self, name)))
-        check_field(self, "discriminator_threshold", isinstance(self.discriminator_threshold, (int, float))
+        check_field(self, "discriminator_threshold", is_finite(self.discriminator_threshold)
                     and 0 <= self.discriminator_threshold <= 1, "a probability in [0, 1]")
         check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
-        check_field(self, "patience", isinstance(self.patience, int) and not isinstance(self.patience, bool)
-                    and self.patience >= 0, "an integer ≥ 0")
+        check_field(self, "patience", is_count(self.patience, 0), "an integer ≥ 0")
         if self.model.standardized and self.states == "faithful":
             raise ValueError("readout_inputs (--readout-inputs): 'standardized' scales cached reservoir states; "
                              "--states faithful runs the reservoir inside the model: use --states cached or "
@@ -433,17 +403,15 @@ class FedCurvConfig(FedAvgConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_field(self, "penalty", self.penalty == AUTO or (isinstance(self.penalty, (int, float))
-                    and math.isfinite(self.penalty) and self.penalty >= 0), f"a finite number ≥ 0 or {AUTO!r}")
+        check_field(self, "penalty", self.penalty == AUTO or (is_finite(self.penalty) and self.penalty >= 0),
+                    f"a finite number ≥ 0 or {AUTO!r}")
         if self.privacy.dp_adaptive_clip:
             raise ValueError(ADAPTIVE_FEDCURV)
 
 
 def resolve_backend(backend: str, *, secure: bool = False, workers: list[str] | None | EllipsisType = ...) -> str:
-    """The backend that runs a federated run's rounds: ``backend`` checked against the TFF ``workers`` (read
-    from the runtime when not given), or for ``auto`` ``tff`` with secure aggregation or TFF workers, else
-    :data:`PREFERRED_BACKEND`.
-    """
+    """``backend`` checked against the TFF ``workers`` (default: the runtime's), or for ``auto`` ``tff`` with
+    secure aggregation or TFF workers, else :data:`PREFERRED_BACKEND`."""
     if workers is ...:
         from tff_esn import runtime
 
@@ -465,8 +433,6 @@ def _runs_tff(config: FedAvgConfig) -> bool:
 def fedavg_cost(trainable: int, non_trainable: int, rounds: int = 1) -> CommunicationCost:
     """Thesis Alg. 1: per round down the model (trainable + non-trainable weights), up the trainable delta."""
     check_counts(trainable=trainable)
-    if non_trainable < 0 or rounds < 0:
-        raise ValueError(f"communication: non_trainable and rounds must be ≥ 0, got {non_trainable}, {rounds}.")
     return CommunicationCost((Phase("fedavg", trainable, trainable + non_trainable, rounds, bytes_per_float=4),))
 
 
@@ -482,12 +448,12 @@ _THESIS_MODEL = {"state_mode": AUTO, "reservoir_search": RIDGE_OWN_DATA["reservo
 _THESIS_FEDERATION = {**_THESIS_MODEL, "noise_std": 0.0, "optimizer": "sgd", "epochs": 10, "rounds": 300,
                       "keep_best": True, "patience": 100}
 _FEDAVG_COVERS = "the model updates (readout kernel and bias)"
-register_algorithm("fedavg", FedAvgConfig, _RUN + "run_fedavg", ragged=True, tff=_runs_tff,
+register_algorithm("fedavg", FedAvgConfig, _RUN + "run_federation", ragged=True, tff=_runs_tff,
                    privacy=dataclasses.replace(LEARNING, covers=_FEDAVG_COVERS), communication=fedavg_cost,
                    pipeline="thesis", own_data=_THESIS_FEDERATION, tasks=TASK_KINDS,
                    series_data={**_THESIS_FEDERATION, **SERIES_RESERVOIR, "reservoir_search": ()},
                    help="FedAvg of the thesis ESN readout, with a server learning rate (thesis Alg. 1)")
-register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_fedcurv", ragged=True, tff=_runs_tff,
+register_algorithm("fedcurv", FedCurvConfig, _RUN + "run_federation", ragged=True, tff=_runs_tff,
                    privacy=dataclasses.replace(
                        LEARNING, settings=tuple(s for s in LEARNING.settings if s != "dp_adaptive_clip"),
                        refused=(("dp_adaptive_clip", ADAPTIVE_FEDCURV),), own_client_work=True,

@@ -1,10 +1,7 @@
-"""The thesis model: a fixed reservoir and a ``Dense`` readout (thesis §6.1, Fig. 6.1), on K classes.
+"""The thesis model (thesis §6.1, Fig. 6.1): a fixed reservoir and a ``Dense`` readout ``[kernel (U, C), bias (C,)]``.
 
-Two classes: ``y(t) = sigmoid(x(t) w + b)`` with class-weighted binary cross-entropy (thesis Alg. 2 line 18,
-§6.1); K > 2: ``softmax(x(t) W + b)`` with weighted categorical cross-entropy. The full model
-(``Input(T, F) → Reservoir → Dense(C)``) and the readout-only one (``Input(T, U) → Dense(C)``, on cached
-states) share the trainable weights ``[kernel (U, C), bias (C,)]``.
-Real targets (forecast, regress): a linear readout ``y(t) = x(t) w + b`` on the mean squared error.
+Two classes: ``sigmoid(x(t) w + b)``, class-weighted binary cross-entropy (thesis Alg. 2 line 18); K > 2:
+``softmax(x(t) W + b)``, weighted categorical cross-entropy; real targets: ``x(t) w + b`` on the mean squared error.
 """
 
 from __future__ import annotations
@@ -15,20 +12,14 @@ import numpy as np
 import tensorflow as tf
 
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn.federated.configs import THESIS_RESERVOIR, ThesisModelConfig, check_class_weight
+from tff_esn.federated.configs import ThesisModelConfig, check_class_weight
 from tff_esn.esn.layer import Reservoir
 
-__all__ = ["THESIS_RESERVOIR", "ThesisModelConfig", "WeightedBinaryCrossentropy", "WeightedCategoricalCrossentropy",
-           "build_thesis_model", "compile_thesis_model", "readout_layer", "readout_probabilities", "thesis_loss"]
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
-    """Binary cross-entropy with per-class weights (thesis §6.1, ``class_weight={0: 12, 1: 88}``).
-
-    ``mean(w[y] · BCE(y, p))`` over every prediction — exactly what ``model.fit(...,
-    class_weight=...)`` computes for (batch, 1) targets, and it also applies to per-step
-    (batch, T, 1) targets, where Keras' ``class_weight`` is not supported.
-    """
+    """``mean(w[y] · BCE(y, p))`` over every prediction (thesis §6.1, ``class_weight={0: 12, 1: 88}``): Keras'
+    ``fit(class_weight=...)`` on (batch, 1) targets, also on per-step (batch, T, 1) targets."""
 
     def __init__(self, class_weight: Any = (12.0, 88.0), name: str = "weighted_binary_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -46,12 +37,8 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedCategoricalCrossentropy(tf.keras.losses.Loss):
-    """Categorical cross-entropy of softmax probabilities with per-class weights (K ≥ 2 classes).
-
-    ``mean(w[y] · (−log p_y))`` over every prediction, with one-hot targets — what Keras'
-    ``CategoricalCrossentropy`` computes with ``sample_weight = w[y]`` (tested), for
-    per-sequence (batch, K) and per-step (batch, T, K) targets alike.
-    """
+    """``mean(w[y] · (−log p_y))`` over every one-hot prediction (K ≥ 2 classes): Keras'
+    ``CategoricalCrossentropy`` with ``sample_weight = w[y]``, on (batch, K) and (batch, T, K) targets."""
 
     def __init__(self, class_weight: Any, name: str = "weighted_categorical_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -75,10 +62,8 @@ def _weights(class_weight: Any, k: int | None) -> tuple[float, ...]:
 
 def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray, *,
                           linear: bool = False) -> np.ndarray:
-    """The readout's class probabilities in numpy: ``sigmoid(x w + b)`` (thesis Alg. 2 line 18),
-    flat (n,), for a (U, 1) kernel, else ``softmax(x W + b)``, (n, K); ``linear``: the real
-    outputs ``x w + b``, flat (n,). ``states`` (…, U) are flattened to rows; the product is
-    float32 like the Keras model's, the rest float64."""
+    """The readout in numpy on ``states`` (…, U) as rows: ``sigmoid(x w + b)`` (n,) (thesis Alg. 2 line 18),
+    ``softmax(x W + b)`` (n, K) or ``linear`` ``x w + b`` (n,); the product float32 as Keras', the rest float64."""
     z = (states.reshape(-1, states.shape[-1]) @ kernel.astype(np.float32)).astype(np.float64) + bias
     if linear:
         return z[:, 0]
@@ -105,11 +90,7 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
     C)`` when ``config.per_step``, else ``→ (batch, C)``; the readout seeded by ``config.reservoir.seed``."""
     res = reservoir or config.reservoir
     if readout_only:
-        if n_inputs != res.readout_units:
-            raise ValueError(f"build_thesis_model: cached states have {n_inputs} units, the reservoir "
-                             f"{res.readout_units}.")
-        inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
-        states = inputs
+        states = inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
     else:
         inputs = tf.keras.Input((None, n_inputs), name="inputs")
         states = Reservoir(res, state_mode=config.state_mode, washout=config.washout, name="reservoir")(inputs)

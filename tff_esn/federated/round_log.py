@@ -1,8 +1,5 @@
-"""A federated run's per-round rows: ``DIR/rounds.csv`` (appended a whole row at a time) and ``DIR/tensorboard``.
-
-``rounds.csv`` has ``tff.program.CSVFileReleaseManager``'s columns; a row is one ``O_APPEND`` write, and the
-file is rewritten atomically only to drop rows past the resumed round or to add a column.
-"""
+"""A federated run's rows: ``DIR/rounds.csv`` (``CSVFileReleaseManager``'s columns, one ``O_APPEND`` write per row;
+rewritten atomically only to drop rows past the resumed round or add a column) and ``DIR/tensorboard``."""
 
 from __future__ import annotations
 

@@ -8,24 +8,13 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_privacy as tfp
 
-from tff_esn.federated.configs import SIM_SECURE
 from tff_esn.privacy.learning import LearningAggregation, dp_release, fold_sum
-
-
-class Aggregation(Protocol):
-    """One aggregation of a simulated round (module docstring)."""
-
-    def initialize(self) -> Any: ...
-
-    def next(self, values: Sequence[Any], weights: Sequence[tf.Tensor], state: Any, like: Any = None
-             ) -> tuple[Any, Any, Any]: ...
 
 
 class WeightedMean:
@@ -71,10 +60,9 @@ class PrivateRelease:
         return result, new_state, measurements
 
 
-def simulated(aggregation: LearningAggregation) -> tuple[Aggregation, Aggregation]:
-    """The model mean and the curvature sum of ``aggregation`` on the queries TFF's factories hold."""
-    if aggregation.secure:
-        raise ValueError(SIM_SECURE)
+def simulated(aggregation: LearningAggregation) -> tuple[WeightedMean | PrivateRelease, Sum | PrivateRelease]:
+    """The model mean and the curvature sum of ``aggregation`` (no secure sum: ``FedAvgConfig`` refuses it on
+    ``sim``) on the queries TFF's factories hold, each with TFF's ``initialize()`` / ``next``."""
     model, curvature = aggregation.model_query, aggregation.curvature_query
     return (WeightedMean() if model is None else PrivateRelease(model),
             Sum() if curvature is None else PrivateRelease(curvature))

@@ -1,9 +1,5 @@
-"""A federated training run of the thesis model (thesis §6.1): rounds, sampling, metrics, checkpoints, resume.
-
-:func:`run_federated` runs a FedAvg or FedCurv learning process round by round, evaluates the server model
-on the validation and test clients, logs each row and checkpoints the state (a resumed run ends as an
-uninterrupted one).
-"""
+"""A federated training run of the thesis model (thesis §6.1): :func:`run_federated` runs the learning process
+round by round, evaluates, logs and checkpoints each round (a resumed run ends as an uninterrupted one)."""
 
 from __future__ import annotations
 
@@ -125,9 +121,8 @@ def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | No
 
 
 def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
-    """The client filter of ``config.discriminator`` (``None`` without one), through the
-    ``tff_esn.client_filters`` entry point ``discriminator`` (``tff_esn`` never imports that package);
-    ``config.model`` is resolved (its class count sets the readout delta's length)."""
+    """The client filter of ``config.discriminator`` (``None``: none) through the ``tff_esn.client_filters``
+    entry point ``discriminator``; ``config.model`` is resolved (its classes set the delta's length)."""
     if not config.discriminator:
         return None
     loaders = {ep.name: ep for ep in entry_points(group="tff_esn.client_filters")}
@@ -169,9 +164,8 @@ class _BestRound:
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None) -> dict[str, Any]:
-    """Trains the thesis model with FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` clients, the
-    server model evaluated on the validation and test clients every round; an ``auto`` client learning rate
-    or penalty is chosen first (:func:`select_settings`). Returns the ``metrics.json`` sections."""
+    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``, evaluated on the
+    validation and test clients every round, ``auto`` settings chosen first (:func:`select_settings`)."""
     dp = config.privacy.dp_requested
     if dp and not dataset.task.real and config.model.class_weight == "balanced":
         warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
@@ -183,8 +177,6 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         warn("readout_inputs 'standardized': under DP the clients' feature statistics would be a release outside "
              "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
         config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
-    if config.resume and config.out is None:
-        raise ValueError("run_federated: resume=True needs out (where the checkpoints are).")
     if client_filter is not None and config.discriminator:
         raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
     client_filter = client_filter or discriminator_filter(config)
@@ -208,66 +200,65 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         return result
 
 
+def _with(config: FedAvgConfig, name: str, value: float) -> FedAvgConfig:
+    """``config`` with its client learning rate (``name`` ``client_lr``) or FedCurv's penalty set to ``value``."""
+    if name == "client_lr":
+        return dataclasses.replace(config, model=config.model.replace(learning_rate=value))
+    return dataclasses.replace(config, penalty=value)
+
+
 def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy | None,
                     run: Callable[[FedAvgConfig], dict[str, Any]]
                     ) -> tuple[FedAvgConfig, dict[str, Any], dict[str, Any] | None]:
-    """``config`` with its ``auto`` client learning rate (FedCurv at penalty 0), then penalty, chosen on the
-    grids by the kept round's validation score (:func:`_validation_choice`; a tie: the smaller value), the
-    record and the chosen candidate's result (``None``: nothing ran); without validation clients or under DP
-    the stated defaults."""
-    lr_auto = config.model.learning_rate == AUTO
-    penalty_auto = config.curvature and config.penalty == AUTO
+    """``config`` with its ``auto`` client learning rate (FedCurv at penalty 0), then penalty, chosen by the kept
+    round's :func:`_validation_choice` (without validation clients or under DP: the stated defaults), the
+    record and the chosen candidate's result (``None``: nothing ran)."""
+    auto = [name for name, on in (("client_lr", config.model.learning_rate == AUTO),
+                                  ("penalty", config.curvature and config.penalty == AUTO)) if on]
     record: dict[str, Any] = {}
-    if not (lr_auto or penalty_auto):
+    if not auto:
         return config, record, None
     reason = ("no validation clients" if not split.val else
               "DP: each candidate's rounds would be a further private release" if privacy is not None and privacy.dp
               else None)
     if reason is not None:
-        warn(f"{'client_lr' if lr_auto else 'penalty'} 'auto': {reason}; the stated default is used.")
-        if lr_auto:
-            lr = client_lr_choices(config.model)[1]
-            config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
-            record["client_lr"] = {"value": lr, "rule": "default", "reason": reason}
-        if penalty_auto:
-            config = dataclasses.replace(config, penalty=DEFAULT_PENALTY)
-            record["penalty"] = {"value": DEFAULT_PENALTY, "rule": "default", "reason": reason}
+        warn(f"{auto[0]} 'auto': {reason}; the stated default is used.")
+        for name in auto:
+            value = client_lr_choices(config.model)[1] if name == "client_lr" else DEFAULT_PENALTY
+            config = _with(config, name, value)
+            record[name] = {"value": value, "rule": "default", "reason": reason}
         return config, record, None
-    if penalty_auto:
-        config = dataclasses.replace(config, penalty=PENALTY_GRID[0])
+    if "penalty" in auto:
+        config = _with(config, "penalty", PENALTY_GRID[0])
     score_key, loss_key = ("val_neg_mse", "val_mse") if config.model.real else ("val_f1_macro", "val_log_loss")
     scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
-    def score(candidate: FedAvgConfig) -> tuple[float, float]:
-        key = (candidate.model.learning_rate, candidate.penalty if candidate.curvature else None)
-        if key not in scores:
-            label = f"lr={key[0]:g}" + ("" if key[1] is None else f",penalty={key[1]:g}")
-            out = None if config.out is None else os.path.join(config.out, "selection", label)
-            results[key] = run(dataclasses.replace(candidate, out=out, progress=False))
-            kept = int(results[key]["extra"]["kept_round"])
-            rows = results[key]["extra"]["rounds"]
-            kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in results[key]["val"].items()}}
-            scores[key] = (*_validation_choice(kept_row), kept)
-            if out is not None:
-                results[key]["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
-        return scores[key][:2]
+    def key(candidate: FedAvgConfig) -> tuple[float, float | None]:
+        return candidate.model.learning_rate, candidate.penalty if candidate.curvature else None
 
-    if lr_auto:
-        grid = client_lr_choices(config.model)[0]
-        rates = [score(dataclasses.replace(config, model=config.model.replace(learning_rate=lr))) for lr in grid]
-        lr = grid[chosen_index(rates)]
-        config = dataclasses.replace(config, model=config.model.replace(learning_rate=lr))
-        record["client_lr"] = {"value": lr, "rule": "validation", "grid": list(grid),
-                               score_key: [f for f, _ in rates], loss_key: [loss for _, loss in rates]}
-    if penalty_auto:
-        penalties = [score(dataclasses.replace(config, penalty=p)) for p in PENALTY_GRID]
-        config = dataclasses.replace(config, penalty=PENALTY_GRID[chosen_index(penalties)])
-        record["penalty"] = {"value": config.penalty, "rule": "validation", "grid": list(PENALTY_GRID),
-                             score_key: [f for f, _ in penalties], loss_key: [loss for _, loss in penalties]}
+    def score(candidate: FedAvgConfig) -> tuple[float, float]:
+        if key(candidate) not in scores:
+            lr, penalty = key(candidate)
+            label = f"lr={lr:g}" + ("" if penalty is None else f",penalty={penalty:g}")
+            out = None if config.out is None else os.path.join(config.out, "selection", label)
+            result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out, progress=False))
+            kept, rows = int(result["extra"]["kept_round"]), result["extra"]["rounds"]
+            kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in result["val"].items()}}
+            scores[key(candidate)] = (*_validation_choice(kept_row), kept)
+            if out is not None:
+                result["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
+        return scores[key(candidate)][:2]
+
+    for name in auto:
+        grid = client_lr_choices(config.model)[0] if name == "client_lr" else PENALTY_GRID
+        chosen = [score(_with(config, name, value)) for value in grid]
+        config = _with(config, name, grid[chosen_index(chosen)])
+        record[name] = {"value": grid[chosen_index(chosen)], "rule": "validation", "grid": list(grid),
+                        score_key: [f for f, _ in chosen], loss_key: [loss for _, loss in chosen]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
                              loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
-    return config, record, results[(config.model.learning_rate, config.penalty if config.curvature else None)]
+    return config, record, results[key(config)]
 
 
 @dataclasses.dataclass
@@ -308,21 +299,20 @@ def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, c
 
 @dataclasses.dataclass
 class _Federation:
-    """What a run's rounds need: the training clients' data, the learning process on its ``backend``, the
-    evaluation groups, the noise table and the communication of ``rounds`` rounds (the registration's)."""
+    """What a run's rounds need: the clients' data, the learning process on its ``backend`` and the
+    communication of ``rounds`` rounds (the registration's)."""
 
-    source: client_data.CachedStates | client_data.RawInputs
+    data: _ClientData
     process: Any
     backend: str
-    groups: dict[str, _EvalSet | None]
-    noise: dict[str, float]
     cost: Callable[[int], CommunicationCost]
     algorithm: Algorithm
     privacy: LearningPrivacy | None = None
 
     def client_data(self, sampled: Sequence[str], round_num: int) -> list:
         """The sampled clients' data of a round: in memory for the simulation, TFF datasets for TFF."""
-        return (self.source.in_memory if self.backend == "sim" else self.source.datasets)(sampled, round_num)
+        source = self.data.source
+        return (source.in_memory if self.backend == "sim" else source.datasets)(sampled, round_num)
 
 
 def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: LearningPrivacy | None, data: _ClientData, *,
@@ -345,8 +335,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
     algorithm = get_algorithm(config.algorithm)
     cost = functools.partial(algorithm.communication_function, *(sum(int(np.size(w)) for w in part) for part in
                                                                  (weights.trainable, weights.non_trainable)))
-    return _Federation(data.source, process, backend, {name: data.groups[name] for name in ("val", "test")},
-                       data.noise, cost, algorithm, privacy)
+    return _Federation(data, process, backend, cost, algorithm, privacy)
 
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
@@ -377,12 +366,12 @@ def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
     per_round = fed.cost(1)
     row = {"round": round_num + 1, "clients": int(work.get("clients", len(sampled))),
            "accepted_clients": int(work.get("accepted_clients", len(sampled))),
-           "clean_clients": sum(fed.noise[cid] == 0 for cid in sampled),
+           "clean_clients": sum(fed.data.noise[cid] == 0 for cid in sampled),
            "train_loss": float(work["train"].get("loss", math.nan)),  # DP clients send no metrics
            "up_floats_per_client": per_round.up_floats, "down_floats_per_client": per_round.down_floats,
            "seconds": seconds}
-    for name, group in fed.groups.items():
-        if group is not None:
+    for name in ("val", "test"):
+        if (group := fed.data.groups[name]) is not None:
             row.update({f"{name}_{k}": v for k, v in group.row(kernel, bias, k_classes).items()})
     return row
 
@@ -397,14 +386,14 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
         return state, rows  # a resumed run that had already stopped early
     checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     privacy = fed.privacy or LearningPrivacy()
-    scheme = privacy.sampling(config.clients_per_round, len(fed.source.ids))
+    scheme = privacy.sampling(config.clients_per_round, len(fed.data.source.ids))
     bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
                desc=f"{config.algorithm} rounds ({fed.backend})", disable=not config.progress, unit="round")
     try:
         for round_num in bar:
             began = time.perf_counter()
-            sampled = (poisson_clients(fed.source.ids, scheme.rate, privacy.seed, round_num) if scheme.scheme == POISSON
-                       else sample_clients(fed.source.ids, config.clients_per_round, config.seed, round_num))
+            sampled = (poisson_clients(fed.data.source.ids, scheme.rate, privacy.seed, round_num) if scheme.scheme == POISSON
+                       else sample_clients(fed.data.source.ids, config.clients_per_round, config.seed, round_num))
             output = fed.process.next(state, fed.client_data(sampled, round_num))
             state = output.state
             row = _round_row(fed, output, sampled, round_num, time.perf_counter() - began, k_classes)
@@ -442,7 +431,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
         out.mkdir(parents=True, exist_ok=True)
     state, start_round, earlier = _restored(fed, config, out, config.resume)
     best = None
-    if (config.keep_best or config.patience) and fed.groups["val"] is None:
+    if (config.keep_best or config.patience) and fed.data.groups["val"] is None:
         warn(f"{'keep_best' if config.keep_best else 'patience'}: no validation clients to choose a round on; the "
              "result is the last round's model.")
     elif config.keep_best or config.patience:

@@ -1,9 +1,6 @@
-"""The privacy audit of a built TFF computation: every value that goes from CLIENTS to SERVER.
-
-:func:`client_flows` follows the clients' values through the call-dominant form, each lineage marked by
-the graphs it passes (DP clip, Gaussian noise, public); :func:`violations` names the flows that break a
-claim of secure aggregation or DP. Audit before ``replace_secure_intrinsics_with_bodies``.
-"""
+"""The privacy audit of a built TFF computation (before ``replace_secure_intrinsics_with_bodies``):
+:func:`client_flows` follows every CLIENTS → SERVER value, marked by the graphs it passes (DP clip, noise,
+public); :func:`violations` names the flows that break a claim of secure aggregation or DP."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What the privacy settings (:class:`~tff_esn.privacy.config.PrivacyConfig`) become for the closed form.
-
-``secure_aggregation`` sums the statistics with :mod:`tff_esn.privacy.secure_sum`; ``dp_epsilon`` or
-``dp_noise_multiplier`` turns on the Gaussian mechanism; every ``metrics.json`` gets a ``privacy`` section.
-"""
+"""What the privacy settings (:class:`~tff_esn.privacy.config.PrivacyConfig`) become for the closed form: the
+secure sum of the statistics, the Gaussian mechanism and ``metrics.json``'s ``privacy`` section."""
 
 from __future__ import annotations
 

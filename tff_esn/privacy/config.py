@@ -1,8 +1,5 @@
-"""Typed privacy settings of a run: secure aggregation and the Gaussian mechanism.
-
-:class:`PrivacyConfig` holds the ``--secure-*``/``--dp-*`` flags; a registry entry declares the
-:class:`PrivacySupport` it implements. Imports neither TensorFlow nor ``dp_accounting``.
-"""
+"""Typed privacy settings: :class:`PrivacyConfig` (the ``--secure-*``/``--dp-*`` flags) and the
+:class:`PrivacySupport` a registry entry declares. Imports neither TensorFlow nor ``dp_accounting``."""
 
 from __future__ import annotations
 
@@ -24,14 +21,6 @@ inside float32 and float64."""
 
 def _clip_ok(clip: float) -> bool:
     return is_finite(clip) and CLIPS[0] <= clip <= CLIPS[1]
-
-
-def check_clip(clip: float) -> float:
-    """C as a float in :data:`CLIPS`; otherwise a one-line ``ValueError`` with the range."""
-    if not _clip_ok(clip):
-        raise ValueError(f"dp clip: expected a norm bound in [{CLIPS[0]:g}, {CLIPS[1]:g}] (e.g. the default √N_F for "
-                         f"the closed form, 0.1 for FedAvg), got {clip!r}.")
-    return float(clip)
 
 
 @dataclasses.dataclass(frozen=True)

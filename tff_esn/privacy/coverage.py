@@ -1,9 +1,5 @@
-"""What each privacy mechanism covers and what is public by design: the one declaration.
-
-:func:`declaration` is ``metrics.json``'s privacy section; :data:`PUBLIC`, :data:`CLIP_MARKERS` and
-:data:`NOISE_OPS` are what :mod:`tff_esn.privacy.audit` checks the computations against; :data:`OUTPUTS`
-says what a DP run may write (:func:`publish`, :func:`published_row`). Imports neither TensorFlow nor TFF.
-"""
+"""What each privacy mechanism covers and what is public by design (:func:`declaration`, :data:`PUBLIC`, the marks
+:mod:`tff_esn.privacy.audit` checks), and what a DP run may write (:data:`OUTPUTS`). Imports no TensorFlow."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import math
 
 from tff_esn.lazy import LazyModule
 from tff_esn.privacy import accounting
-from tff_esn.privacy.config import check_clip
 from tff_esn.privacy.dp_stats import clip_rows
 
 tf = LazyModule("tensorflow")
@@ -28,11 +27,6 @@ class GaussianUpdates:
     clients: int
     seed: int = 0
     seed_known: bool = False
-
-    def __post_init__(self) -> None:
-        accounting.check_noise_multiplier(self.noise_multiplier)
-        accounting.check_delta(self.delta)
-        check_clip(self.clip)
 
     @property
     def stddev_on_mean(self) -> float:

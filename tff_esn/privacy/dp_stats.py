@@ -13,7 +13,6 @@ import math
 
 from tff_esn.lazy import LazyModule
 from tff_esn.privacy import accounting
-from tff_esn.privacy.config import MODELS, check_clip
 
 tf = LazyModule("tensorflow")
 
@@ -43,13 +42,6 @@ class GaussianStats:
     seed: int = 0
     seed_known: bool = False
     floor: float | None = None
-
-    def __post_init__(self) -> None:
-        accounting.check_noise_multiplier(self.noise_multiplier)
-        accounting.check_delta(self.delta)
-        check_clip(self.clip)
-        if self.model not in MODELS:
-            raise ValueError(f"dp model: expected one of {MODELS}, got {self.model!r}.")
 
     @property
     def sensitivities(self) -> tuple[float, float, float]:

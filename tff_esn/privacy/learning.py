@@ -11,7 +11,6 @@ import collections
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
 
 import dp_accounting
 import tensorflow as tf
@@ -19,7 +18,7 @@ import tensorflow_privacy as tfp
 from tensorflow_federated.python.aggregators.differential_privacy import adaptive_clip_noise_params
 
 from tff_esn.privacy import accounting, coverage, sampling
-from tff_esn.privacy.config import LEARNING, NO_PRIVACY, PrivacySupport, check_clip
+from tff_esn.privacy.config import LEARNING, NO_PRIVACY, PrivacySupport
 from tff_esn.runtime import load_tff
 
 tff = load_tff()
@@ -28,11 +27,8 @@ CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b),
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
-    """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum)
-    with stateless noise from a seed pair in the global state, split once per release.
-
-    The initial pair is ``(seed, stream)``: distinct streams give independent noise for the
-    same ``seed`` (the adaptive query's sum and clipped-count noise)."""
+    """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum) with stateless
+    noise from the seed pair ``(seed, stream)`` in the global state, split once per release."""
 
     _GlobalState = collections.namedtuple("_GlobalState", ["l2_norm_clip", "stddev", "seed"])
 
@@ -120,7 +116,7 @@ def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, see
 class LearningPrivacy:
     """DP (noise multiplier ``z``, ``None``: none; clip C, ``adaptive``: from C) and/or ``secure``
     aggregation of FedAvg/FedCurv's updates; ε reported at ``delta``; ``seed`` draws the noise and the secret
-    client sampling (``seed_known``: ``--dp-seed``, the run is not private)."""
+    client sampling (``seed_known``: ``--dp-seed``, the run is not private); checked by :class:`PrivacyConfig`."""
 
     noise_multiplier: float | None = None
     clip: float = 0.1
@@ -129,17 +125,6 @@ class LearningPrivacy:
     delta: float = 1e-5
     seed: int = 0
     seed_known: bool = False
-
-    def __post_init__(self) -> None:
-        if self.noise_multiplier is not None:
-            accounting.check_noise_multiplier(self.noise_multiplier)
-        check_clip(self.clip)
-        accounting.check_delta(self.delta)
-        if self.adaptive and self.noise_multiplier is None:
-            raise ValueError("--dp-adaptive-clip needs --dp-epsilon or --dp-noise-multiplier.")
-        if self.adaptive and self.secure:
-            raise ValueError("secure aggregation with DP needs a fixed clip (SecureSumFactory bounds each "
-                             "coordinate by C); drop --dp-adaptive-clip or --secure-aggregation.")
 
     @property
     def dp(self) -> bool:
@@ -151,10 +136,8 @@ class LearningPrivacy:
         return float(self.noise_multiplier) * math.sqrt(parts) * self.clip
 
     def query(self, clients_per_round: int, parts: int = 1) -> tfp.NormalizedQuery:
-        """The DP query of the model updates (DP only): the seeded Gaussian sum (fixed clip, noise
-        std :meth:`noise_stddev` of ``parts``) or :func:`seeded_adaptive_query`, divided by the
-        clients per round (the unweighted mean); ``parts``: pieces of a client's joint record
-        (FedCurv: :data:`CURVATURE_PARTS`), each clipped to C."""
+        """The DP query of the model updates: the seeded Gaussian sum (noise std :meth:`noise_stddev` of the
+        ``parts`` of a client's record, each clipped to C) or :func:`seeded_adaptive_query`, over the clients."""
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
             return seeded_adaptive_query(z, m, self.seed, initial_l2_norm_clip=self.clip,
@@ -177,32 +160,27 @@ class LearningPrivacy:
 
     def sections(self, rounds: int, clients_per_round: int, clients: int, support: PrivacySupport = LEARNING, *,
                  curvature: bool = False, own_client_work: bool = False) -> dict:
-        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``; what the mechanisms
-        cover and what is public come from :func:`tff_esn.privacy.coverage.declaration` of the
-        algorithm's ``support`` (``curvature``: FedCurv's joint record). ε is the RDP accountant's
-        for the sampling :meth:`sampling` names (Poisson at q, or every client)."""
+        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``: ``support``'s
+        :func:`~tff_esn.privacy.coverage.declaration` and the RDP accountant's ε for :meth:`sampling`'s scheme."""
         scheme = self.sampling(clients_per_round, clients)
         q = scheme.rate if scheme.amplified else 1.0
         declared = coverage.declaration(support, secure=self.secure, dp=self.dp,
                                         own_client_work=own_client_work, selection_published=scheme.published)
         privacy = dict(NO_PRIVACY, **declared)
         if self.dp:
+            query = ("gaussian_adaptive, with the seeded SeededQuantileAdaptiveClipSumQuery (client-level)"
+                     if self.adaptive else "gaussian_fixed, with the seeded SeededGaussianSumQuery (client-level)"
+                     + (" on the joint record (update, (u, v))" if curvature else ""))
+            z = float(self.noise_multiplier)
             privacy = accounting.PrivacyReport(
-                mechanism=("tff.aggregators.DifferentiallyPrivateFactory as gaussian_adaptive, with the seeded "
-                           "SeededQuantileAdaptiveClipSumQuery (client-level)"
-                           if self.adaptive else "tff.aggregators.DifferentiallyPrivateFactory as gaussian_fixed, "
-                           "with the seeded SeededGaussianSumQuery (client-level)"
-                           + (" on the joint record (update, (u, v))" if curvature else "")),
-                clip=self.clip, noise_multiplier=float(self.noise_multiplier),
-                epsilon=accounting.epsilon(self.noise_multiplier, self.delta, rounds, q), delta=self.delta,
+                mechanism="tff.aggregators.DifferentiallyPrivateFactory as " + query, clip=self.clip,
+                noise_multiplier=z, epsilon=accounting.epsilon(z, self.delta, rounds, q), delta=self.delta,
                 rounds=rounds, sampling_rate=q,
                 details={"privacy_unit": "one client's upload per round", "noise_seeded": True,
-                         "sampling": scheme.section(),
-                         "accountant": accounting.describe(q),
-                         "epsilon_without_amplification": _finite(accounting.epsilon(self.noise_multiplier,
-                                                                                     self.delta, rounds)),
-                         "sensitivity": (f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)"
-                                         if curvature else "C"),
+                         "sampling": scheme.section(), "accountant": accounting.describe(q),
+                         "epsilon_without_amplification": _finite(accounting.epsilon(z, self.delta, rounds)),
+                         "sensitivity": f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)" if curvature
+                         else "C",
                          "noise_stddev_on_sum": None if self.adaptive else self.noise_stddev(
                              CURVATURE_PARTS if curvature else 1),
                          **declared},
@@ -286,10 +264,8 @@ def fold_sum(values: list, like=None):
 
 
 def dp_release(query: tfp.SumAggregationDPQuery, records: list, state, like=None) -> tuple:
-    """``(result, new state)`` of one DP release of ``query`` on the clients' ``records`` in the order
-    of ``DifferentiallyPrivateFactory``'s ``next``: ``derive_sample_params``, ``preprocess_record`` of
-    each record (the clip), their sum (a fold from zero in the clients' order, as TFF's ``SumFactory``;
-    ``initial_sample_state(like)`` for no record) and ``get_noised_result``."""
+    """``(result, new state)`` of one DP release of ``query`` on the ``records`` in the order of
+    ``DifferentiallyPrivateFactory``'s ``next``: sample params, the clip, :func:`fold_sum`, the noise."""
     params = query.derive_sample_params(state)
     clipped = [query.preprocess_record(params, r) for r in records]
     summed = fold_sum(clipped) if clipped else query.initial_sample_state(like)

@@ -1,8 +1,5 @@
-"""The seed of a run's DP randomness (noise, secret client sampling) and whether the run is private.
-
-Drawn from OS entropy and never written, unless ``--dp-seed``: then the noise is reproducible, the run
-is recorded as not private (:func:`status`) and warned about.
-"""
+"""The seed of a run's DP randomness: from OS entropy and never written, unless ``--dp-seed`` (then the
+noise is reproducible and the run recorded as not private, :func:`status`)."""
 
 from __future__ import annotations
 

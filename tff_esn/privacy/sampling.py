@@ -1,9 +1,5 @@
-"""How a round's clients are chosen under client-level DP, and what the accountant may assume of it.
-
-Amplification by sampling needs secret, independent picks with probability ``q``: :func:`poisson_clients`
-draws them from the secret seed and nothing publishes them; against the sampling server only
-``epsilon_without_amplification`` holds.
-"""
+"""How a round's clients are chosen under client-level DP: amplification by sampling needs secret Poisson picks
+at rate ``q`` (:func:`poisson_clients`); against the sampling server only ``epsilon_without_amplification`` holds."""
 
 from __future__ import annotations
 
