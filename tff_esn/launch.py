@@ -110,8 +110,9 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
             out = check_run_folder(request.out, force=request.force, resume=getattr(config, "resume", False),
                                    rounds=getattr(config, "rounds", None), resumable=hasattr(config, "resume"))
             layout = source_layout(request.data, **request.options)
-            if layout is not None:  # own data: its memory before its values load
+            if layout is not None:  # own data: its memory, then an npz's split, before its values load
                 check_memory(config, layout, tff=run.tff)
+            stand_in = npz_stand_in(request.data[4:]) if request.data.startswith("npz:") else None
 
             def dealt(dataset: SequenceDataset) -> tuple[SequenceDataset, Split, dict]:
                 seed = getattr(run.config, "seed", 0)
@@ -119,8 +120,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
                 return partition_dataset(dataset, split, request.partition, request.clients, seed=seed,
                                          groups=request.partition_groups)
 
-            stand_in = npz_stand_in(request.data[4:]) if request.data.startswith("npz:") else None
-            if stand_in is not None:  # an npz's split, before its values load
+            if stand_in is not None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RunWarning)
                     check_split(*dealt(stand_in)[:2], federated=not run.algorithm.pooled,
