@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tff_esn.algorithms import default_algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.run import partitioner, source_options
 from tff_esn.defaults import default_pipeline, default_split
@@ -88,8 +89,6 @@ def _compare_reservoirs(args: argparse.Namespace, sources: tuple[tuple[str, str]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from tff_esn.reservoir_comparison import default_algorithms
-
     parser = subparsers.add_parser(
         "compare", help="every fitting algorithm under a grid of client heterogeneity, over seeds",
         description="Run every algorithm that fits the data on partitions of its training sequences from nearly "
@@ -114,7 +113,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="compare reservoirs instead of partitions: topologies (random, ring, delay-line, "
                              "cycle-jumps, small-world, scale-free), leak-DIST, deep-L, deep-L-last and esnfed (alone: "
                              "all of them with deep-2, deep-3, leak-uniform); one iid deal of 10 clients, "
-                             f"{' and '.join(default_algorithms())} (20 rounds) unless --partitions/--clients/--algorithms/--rounds say; one table "
+                             f"{' and '.join(default_algorithms())} (20 rounds) unless --partitions/--clients/"
+                             "--algorithms/--rounds say; one table "
                              "and figure over every --data in DIR")
     parser.add_argument("--pipeline", default=None, help="preprocessing pipeline (default: the source's, as run)")
     parser.add_argument("--split", default=None, help="client split (default: the source's, as run)")
