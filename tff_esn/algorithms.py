@@ -267,14 +267,11 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
 
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None) -> dict[str, Any]:
-    """Runs :func:`resolve_run`'s ``run`` and returns the full ``metrics.json`` record.
-
-    :func:`check_takes` and :func:`tff_esn.run_checks.check_run` run first (``test_required=False``: a split
-    without test clients is intended), then ``start(run)`` (an entry point clears its run folder and starts
-    TFF's context). The record: the run's sections plus ``algorithm``, ``data``, ``split``, ``config`` (each setting's
-    value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``,
-    ``split_rule``, ``versions`` and ``reservoir_graph`` (the configured reservoir's graph).
-    """
+    """Runs :func:`resolve_run`'s ``run`` after :func:`check_takes`, :func:`tff_esn.run_checks.check_run`
+    (``test_required=False``: a split without test clients is intended) and ``start(run)`` (an entry point's
+    hook: its run folder, TFF's context); returns the ``metrics.json`` record: the run's sections, the config
+    (each setting's value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, provenance
+    and ``reservoir_graph``."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.baselines import baseline_scores
     from tff_esn.provenance import run_provenance
