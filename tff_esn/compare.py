@@ -167,10 +167,9 @@ def _score(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 def _row(comparison: Comparison, name: str, partition: str, seed: int, record: Mapping[str, Any]) -> dict[str, Any]:
     if "error" in record:
         return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
-                "clients": None, "scored_on": None, "accuracy": None, "f1_macro": None, "logistic_regression": None,
-                "nrmse": None, "lagged_ridge": None,
-                "up_floats_per_client": None, "down_floats_per_client": None, "rounds": None, "seconds": None,
-                "flags": "", "error": record["error"]}
+                **dict.fromkeys(("clients", "scored_on", "accuracy", "f1_macro", "logistic_regression", "nrmse",
+                                 "lagged_ridge", "up_floats_per_client", "down_floats_per_client", "rounds",
+                                 "seconds")), "flags": "", "error": record["error"]}
     group, metrics = _score(record)
     baselines = record.get("baselines") or {}
     logistic, lagged = (((baselines.get(key) or {}).get(group) or {}) for key in ("logistic_regression", "lagged_ridge"))
