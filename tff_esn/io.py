@@ -88,11 +88,14 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> 
 def write_csv_atomic(
     path: str | os.PathLike, rows: Iterable[Mapping[str, Any]], fieldnames: Sequence[str] | None = None
 ) -> Path:
-    """Writes dict rows as CSV atomically; columns are ``fieldnames`` or the first row's keys (rows needed)."""
+    """Writes dict rows as CSV atomically; columns are ``fieldnames`` or the first row's keys."""
     rows = [dict(r) for r in rows]
+    if fieldnames is None:
+        if not rows:
+            raise ValueError("write_csv_atomic: no rows and no fieldnames; cannot infer the columns.")
+        fieldnames = list(rows[0])
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0] if fieldnames is None else fieldnames),
-                            extrasaction="raise", lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=list(fieldnames), extrasaction="raise", lineterminator="\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: jsonable(v) for k, v in row.items()})
