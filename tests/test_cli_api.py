@@ -147,7 +147,7 @@ def test_a_usage_error_is_one_line_with_exit_2_before_any_heavy_import(tmp_path)
 @pytest.mark.parametrize("error", ["KeyError('internal')", "ValueError('internal')"])
 def test_any_other_exception_keeps_its_traceback(error, tmp_path):
     code = ("import sys\nimport tff_esn.cli.run as run\n"
-            f"def boom(args, parser):\n    raise {error}\n"
+            f"def boom(*args):\n    raise {error}\n"
             "run._run = boom\nfrom tff_esn.cli import main\n"
             f"sys.exit(main(['run', 'incfed', '--out', {str(tmp_path)!r}]))\n")
     proc = _python(code)

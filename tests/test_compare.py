@@ -140,7 +140,8 @@ def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, caps
                                                           ("t2", 4)]
     assert both["test"]["accuracy"] == natural["test"]["accuracy"]  # the same test sequences, pooled
     assert main([*dealt[:-1], "val", "--out", str(tmp_path / "e")]) == 2
-    assert "groups: the split 'npz' has no val clients to deal" in capsys.readouterr().err
+    assert "groups: expected some of ('train', 'val', 'test') that split 'npz' has clients in, got ['val']" in \
+        capsys.readouterr().err
 
 
 def test_fedavg_on_k_classes_runs_the_comparisons_rounds_with_the_neutral_settings(tmp_path):

@@ -11,8 +11,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
 from tff_esn.data import wesad
-from tff_esn.data.synthetic_wesad import (THESIS_STRESS_SHARE, THESIS_TABLE_5_1, calibration_statistics,
-                                          generate_subject)
+from scripts.data_summary import THESIS_STRESS_SHARE, THESIS_TABLE_5_1, calibration_statistics
+from tff_esn.data.synthetic_wesad import generate_subject
 
 SUBJECTS = wesad.SUBJECTS
 

@@ -41,34 +41,12 @@ LABEL_KINDS = ("binary", "multiclass")
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: one entry declares everything the package knows about it.
-
-    Attributes:
-        name: ``tff-esn run NAME``.
-        config: its frozen config dataclass; its settings (:func:`tff_esn.settings.settings`)
-            are the algorithm's flags, help and defaults included.
-        run: a function ``(dataset, split, config) -> dict`` or its ``"module:function"`` name
-            (imported on first use: :attr:`run_function`).
-        help: one line for ``tff-esn run --help``.
-        ragged: ``run`` handles sequences of unequal length (``ClientSequences.lengths``);
-            otherwise :func:`check_takes` refuses such data with a :class:`DataError`.
-        labels: the label kinds it takes (:data:`LABEL_KINDS`); other data is refused.
-        tasks: the dataset tasks it serves (:data:`tff_esn.tasks.TASK_KINDS`: ``classify``,
-            ``forecast``, ``regress``); a dataset of another task is refused in one line.
-        tff: whether a run with a given config runs TFF computations (a bool, or a predicate
-            of the config; :meth:`runs_tff`); ``False`` drops the worker flags.
-        privacy: the :class:`~tff_esn.privacy.config.PrivacySupport` it implements; its
-            settings are the privacy flags it takes.
-        communication: the function computing its
-            :class:`~tff_esn.communication.CommunicationCost` (or its ``"module:function"``).
-        pipeline: the preprocessing pipeline it runs on the thesis' sources (``None``: the
-            source's IncFed pipeline, :func:`tff_esn.defaults.default_pipeline`).
-        pooled: it pools the clients' raw sequences instead of federating them.
-        own_data: the settings (flat names) that replace its class defaults on own data
-            (:func:`tff_esn.defaults.source_defaults`).
-        series_data: those on a generated series (``narma10``, ``mackey-glass``, …), where they
-            differ from ``own_data``.
-    """
+    """A registered algorithm: its ``name``, frozen ``config`` class (whose settings are its flags), ``run``
+    ``(dataset, split, config) -> dict`` (or ``"module:function"``, imported on first use), ``help`` line, the
+    ``labels`` kinds, ``tasks`` and unequal lengths (``ragged``) it takes, whether it runs TFF (``tff``: a bool
+    or a predicate of the config), its ``privacy`` support, ``communication`` cost function, seed ``pipeline``,
+    ``pooled`` raw data, and the settings replacing its class defaults on own data (``own_data``) and on a
+    generated series (``series_data``)."""
 
     name: str
     config: type
@@ -121,22 +99,12 @@ def register_algorithm(name: str, config: type, run: RunFn | str, **entry: Any) 
     name twice with another ``run`` is an error. ``tff`` (default ``True``, the safe side): see
     :meth:`Algorithm.runs_tff`."""
     algo = Algorithm(name, config, run, **entry)
-    tff, labels, tasks, privacy = algo.tff, algo.labels, algo.tasks, algo.privacy
-    if not isinstance(name, str) or not name or not name.replace("-", "").isalnum() or name != name.lower():
+    if not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
-    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
-        raise TypeError(f"register_algorithm({name!r}): config must be a dataclass type, got {config!r}.")
-    if not (callable(run) or (isinstance(run, str) and ":" in run)):
-        raise TypeError(f"register_algorithm({name!r}): run must be a callable or 'module:function', got {run!r}.")
-    if not (callable(tff) or isinstance(tff, bool)):
-        raise TypeError(f"register_algorithm({name!r}): tff must be a bool or a predicate of the config, got {tff!r}.")
-    if not labels or set(labels) - set(LABEL_KINDS):
-        raise ValueError(f"register_algorithm({name!r}): labels must be among {LABEL_KINDS}, got {labels!r}.")
-    if not tasks or set(tasks) - set(TASK_KINDS):
-        raise ValueError(f"register_algorithm({name!r}): tasks must be among {TASK_KINDS}, got {tasks!r}.")
-    if not isinstance(privacy, PrivacySupport):
-        raise TypeError(f"register_algorithm({name!r}): privacy must be a PrivacySupport, got {privacy!r}.")
-    if privacy and not privacy.covers:
+    if not (algo.labels and algo.tasks and set(algo.labels) <= set(LABEL_KINDS) and set(algo.tasks) <= set(TASK_KINDS)):
+        raise ValueError(f"register_algorithm({name!r}): labels must be among {LABEL_KINDS} and tasks among "
+                         f"{TASK_KINDS}, got {algo.labels!r}, {algo.tasks!r}.")
+    if algo.privacy and not algo.privacy.covers:
         raise ValueError(f"register_algorithm({name!r}): its privacy declares no 'covers' (what secure aggregation "
                          "and DP protect, written to metrics.json).")
     known = _REGISTRY.get(name)
@@ -174,6 +142,16 @@ def names_where(predicate: Callable[[Algorithm], bool]) -> list[str]:
 
     ordered = sorted(enumerate(_REGISTRY.values()), key=provider)
     return [algo.name for _, algo in ordered if predicate(algo)]
+
+
+def federated_ridge(algo: Algorithm) -> bool:
+    """Whether ``algo`` federates a ridge readout (it has the ``l2`` setting and does not pool the data)."""
+    return not algo.pooled and "l2" in algo.settings()
+
+
+def default_algorithms() -> tuple[str, str]:
+    """The registry's first federated ridge readout and first gradient-trained federated model."""
+    return (names_where(federated_ridge)[0], names_where(lambda a: not a.pooled and "client_lr" in a.settings())[0])
 
 
 def get_algorithm(name: str) -> Algorithm:
@@ -289,14 +267,11 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
 
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None) -> dict[str, Any]:
-    """Runs :func:`resolve_run`'s ``run`` and returns the full ``metrics.json`` record.
-
-    :func:`check_takes` and :func:`tff_esn.run_checks.check_run` run first (``test_required=False``: a split
-    without test clients is intended), then ``start(run)`` (an entry point clears its run folder and starts
-    TFF's context). The record: the run's sections plus ``algorithm``, ``data``, ``split``, ``config`` (each setting's
-    value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, ``clients``,
-    ``split_rule``, ``versions`` and ``reservoir_graph`` (the configured reservoir's graph).
-    """
+    """Runs :func:`resolve_run`'s ``run`` after :func:`check_takes`, :func:`tff_esn.run_checks.check_run`
+    (``test_required=False``: a split without test clients is intended) and ``start(run)`` (an entry point's
+    hook: its run folder, TFF's context); returns the ``metrics.json`` record: the run's sections, the config
+    (each setting's value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, provenance
+    and ``reservoir_graph``."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.baselines import baseline_scores
     from tff_esn.provenance import run_provenance

@@ -22,6 +22,7 @@ from tff_esn import algorithms
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
 from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.validation import check_field, is_count
 
 DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichlet:0.1")
 
@@ -45,18 +46,10 @@ PROFILES = {
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """What one comparison runs.
-
-    Attributes:
-        source: the data source (``synthetic-hhar``, ``ts:DIR/NAME``, …).
-        pipeline, split: as ``tff-esn run`` (the source's defaults are chosen by the caller).
-        partitions: partitioner texts, least to most heterogeneous (the figure's x axis).
-        clients: training clients of every partition.
-        seeds: one run per seed and cell.
-        algorithms: the grid's algorithms (``None``: :func:`fitting_algorithms`).
-        options: ``load_source`` options (``ragged``, ``missing``, …).
-        cache_dir: the data cache (``None``: the library default).
-    """
+    """What one comparison runs: a ``source`` read with ``pipeline`` and ``split`` (as ``tff-esn run``), its training
+    sequences dealt by each of ``partitions`` (least to most heterogeneous: the figure's x axis) to ``clients``
+    clients, one run per seed and ``algorithms`` (``None``: :func:`fitting_algorithms`); ``options`` as
+    ``load_source``'s."""
 
     source: str
     pipeline: str
@@ -70,21 +63,15 @@ class Comparison:
     rounds: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.partitions:
-            raise ValueError("partitions: expected at least one partitioner.")
-        for text in self.partitions:
-            if Partitioner.parse(text).kind == "natural":
-                raise ValueError("partitions: 'natural' has no client count; compare re-deals the training "
-                                 "sequences (use iid for the unskewed end of the grid).")
-        if len(set(self.partitions)) != len(self.partitions):
-            raise ValueError(f"partitions: repeated entries in {list(self.partitions)}.")
-        if not isinstance(self.clients, int) or self.clients < 1:
-            raise ValueError(f"clients: expected an integer ≥ 1, got {self.clients!r}.")
-        if self.rounds is not None and (not isinstance(self.rounds, int) or self.rounds < 1):
-            raise ValueError(f"rounds: expected an integer ≥ 1 or None, got {self.rounds!r}.")
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or \
-                not all(isinstance(s, int) and s >= 0 for s in self.seeds):
-            raise ValueError(f"seeds: expected distinct integers ≥ 0, got {list(self.seeds)}.")
+        texts = list(self.partitions)
+        if not texts or len(set(texts)) != len(texts) or any(Partitioner.parse(t).kind == "natural" for t in texts):
+            raise ValueError(f"partitions: expected at least one partitioner, none repeated, none natural ('natural' "
+                             f"has no client count; compare re-deals the training sequences: use iid for the "
+                             f"unskewed end of the grid), got {texts}.")
+        check_field(self, "clients", is_count(self.clients, 1), "an integer ≥ 1", flag="")
+        check_field(self, "rounds", self.rounds is None or is_count(self.rounds, 1), "an integer ≥ 1 or None", flag="")
+        check_field(self, "seeds", bool(self.seeds) and len(set(self.seeds)) == len(self.seeds)
+                    and all(is_count(s, 0) for s in self.seeds), "distinct integers ≥ 0", flag="")
         if self.algorithms is not None:
             known = algorithms.available_algorithms()
             unknown = [a for a in self.algorithms if a not in known]
@@ -137,6 +124,14 @@ def run_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) 
     return algorithms.resolve_run(algo, dataset, pipeline=pipeline, **{k: v for k, v in given.items() if k in fields})
 
 
+def start_tff(run: algorithms.ResolvedRun) -> None:
+    """``run_algorithm``'s ``start``: TFF's local context when ``run`` executes TFF."""
+    if run.tff:
+        from tff_esn import runtime
+
+        runtime.ensure_context()
+
+
 def _slug(text: str) -> str:
     return text.replace(":", "-").replace("/", "_")
 
@@ -172,10 +167,9 @@ def _score(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 def _row(comparison: Comparison, name: str, partition: str, seed: int, record: Mapping[str, Any]) -> dict[str, Any]:
     if "error" in record:
         return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
-                "clients": None, "scored_on": None, "accuracy": None, "f1_macro": None, "logistic_regression": None,
-                "nrmse": None, "lagged_ridge": None,
-                "up_floats_per_client": None, "down_floats_per_client": None, "rounds": None, "seconds": None,
-                "flags": "", "error": record["error"]}
+                **dict.fromkeys(("clients", "scored_on", "accuracy", "f1_macro", "logistic_regression", "nrmse",
+                                 "lagged_ridge", "up_floats_per_client", "down_floats_per_client", "rounds",
+                                 "seconds")), "flags": "", "error": record["error"]}
     group, metrics = _score(record)
     baselines = record.get("baselines") or {}
     logistic, lagged = (((baselines.get(key) or {}).get(group) or {}) for key in ("logistic_regression", "lagged_ridge"))
@@ -200,12 +194,8 @@ def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition
     if comparison.rounds is not None and _family(algorithms.get_algorithm(name)) == "federated":
         run["rounds"] = comparison.rounds
     resolved = run_for(name, data, comparison.pipeline, **run)
-    if resolved.tff:
-        from tff_esn import runtime
-
-        runtime.ensure_context()
     try:
-        record = algorithms.run_algorithm(resolved, data, split)
+        record = algorithms.run_algorithm(resolved, data, split, start=start_tff)
     except (DataError, ValueError) as err:
         return {"error": " ".join(f"{type(err).__name__}: {err}".split())}
     record["partition"] = dict(partition)
@@ -239,16 +229,8 @@ def check_folder(out: Path, comparison: Any) -> None:
 
 
 def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True) -> dict[str, Path]:
-    """Runs (or resumes) ``comparison`` into ``out`` and writes its CSV, table and figure.
-
-    Returns:
-        ``{"csv", "table", "figure"}`` paths.
-
-    Raises:
-        FileExistsError: ``out`` holds a comparison with other settings.
-        DataError: the source or a partition refuses the data (e.g. fewer training sequences
-            than clients).
-    """
+    """Runs (or resumes) ``comparison`` into ``out`` and writes its CSV, table and figure: returns their paths
+    ``{"csv", "table", "figure"}``; ``FileExistsError`` where ``out`` holds a comparison with other settings."""
     from tqdm.auto import tqdm
 
     from tff_esn.data.sources import load_source

@@ -30,26 +30,10 @@ class RequestError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class RunRequest:
-    """One run as asked.
-
-    Attributes:
-        algorithm: a registered algorithm's name.
-        out: the run folder; ``metrics.json`` is written there.
-        data: the source (``synthetic-wesad``, ``npz:FILE``, ``ts:DIR/NAME``, ``narma10``, …).
-        layers: ``(origin, {setting: value})``, the first wins (``flag`` over ``file``); ``pipeline`` and
-            ``split`` among them choose how the source is read and split.
-        options: ``load_source``'s options (``task``, ``ragged``, ``missing``, ``squared``, a series' own).
-        train_fraction: fraction of the training clients used.
-        partition: how the training clients' sequences are dealt (``natural``: the data's own clients).
-        clients: clients per dealt group of ``partition``.
-        partition_groups: split groups ``partition`` deals anew.
-        cache_dir: cache of generated and preprocessed data.
-        force: overwrite an earlier run in ``out``.
-        test_required: refuse a split without test clients.
-        workers: TFF workers (``HOST:PORT``) of a run that executes TFF (``None``: one local worker).
-        worker_timeout: seconds a worker may stay silent.
-        cli: the command line's other flags, recorded under ``metrics.json["cli"]``.
-    """
+    """One run as asked: ``algorithm`` on the source ``data`` into the run folder ``out``; ``layers`` of settings
+    ``(origin, {setting: value})``, the first wins (``pipeline``/``split`` among them); ``options`` as
+    ``load_source``'s; the ``partition`` of the training clients (``clients`` per dealt group of
+    ``partition_groups``); TFF ``workers`` (``None``: one local); ``cli``: other flags for ``metrics.json``."""
 
     algorithm: str
     out: str | Path
@@ -78,12 +62,8 @@ def resolved(request: RunRequest) -> ResolvedRun:
 
 
 def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
-    """Carries out ``request`` and returns its ``metrics.json`` record and path.
-
-    Raises:
-        RequestError: before any work, for what the request asks that cannot run.
-        DataError: data the algorithm does not take or a split that would mislead.
-    """
+    """Carries out ``request`` and returns its ``metrics.json`` record and path; what it asks that cannot run
+    is a :class:`RequestError` before any work, data the algorithm does not take a ``DataError``."""
     from tff_esn import runtime
     from tff_esn.data.checks import check_split
     from tff_esn.data.partition import partition_dataset
@@ -110,8 +90,9 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
             out = check_run_folder(request.out, force=request.force, resume=getattr(config, "resume", False),
                                    rounds=getattr(config, "rounds", None), resumable=hasattr(config, "resume"))
             layout = source_layout(request.data, **request.options)
-            if layout is not None:  # own data: its memory before its values load
+            if layout is not None:  # own data: its memory, then an npz's split, before its values load
                 check_memory(config, layout, tff=run.tff)
+            stand_in = npz_stand_in(request.data[4:]) if request.data.startswith("npz:") else None
 
             def dealt(dataset: SequenceDataset) -> tuple[SequenceDataset, Split, dict]:
                 seed = getattr(run.config, "seed", 0)
@@ -119,8 +100,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
                 return partition_dataset(dataset, split, request.partition, request.clients, seed=seed,
                                          groups=request.partition_groups)
 
-            stand_in = npz_stand_in(request.data[4:]) if request.data.startswith("npz:") else None
-            if stand_in is not None:  # an npz's split, before its values load
+            if stand_in is not None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RunWarning)
                     check_split(*dealt(stand_in)[:2], federated=not run.algorithm.pooled,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tff_esn import algorithms, defaults
-from tff_esn.compare import check_folder, run_for
+from tff_esn.compare import check_folder, run_for, start_tff
 from tff_esn.esn.hyperparameters import LEAK_DISTRIBUTIONS, TOPOLOGIES, ReservoirConfig
 from tff_esn.io import atomic_write, write_csv_atomic, write_text_atomic
 
@@ -59,34 +59,16 @@ def reservoir_settings(name: str, units: int) -> tuple[str, dict[str, Any]]:
                      f"leak-DIST ({', '.join(LEAK_DISTRIBUTIONS[1:])}), deep-L, deep-L-last (L ≥ 2) or esnfed.")
 
 
-def _ridge(algo: algorithms.Algorithm) -> bool:
-    """Whether ``algo`` federates a ridge readout (it has the ``l2`` setting and does not pool the data)."""
-    return not algo.pooled and "l2" in algo.settings()
-
-
-def default_algorithms() -> tuple[str, str]:
-    """The registry's first federated ridge readout and first gradient-trained federated model."""
-    return (algorithms.names_where(_ridge)[0],
-            algorithms.names_where(lambda a: not a.pooled and "client_lr" in a.settings())[0])
-
-
 @dataclasses.dataclass(frozen=True)
 class ReservoirComparison:
-    """What one reservoir comparison runs.
-
-    Attributes:
-        sources: ``(label, source)`` pairs (``("JapaneseVowels", "ts:DIR/JapaneseVowels")``, …); each
-            source's pipeline and split are ``tff-esn run``'s defaults unless ``pipeline``/``split`` say.
-        reservoirs: names of :func:`reservoir_settings`, and ``esnfed`` (esnfed 1.7.1's topologies, the
-            :attr:`ridge` readout only, with the λ and the state mode it chose for ``random``; needs ``random``).
-        algorithms: registry names, each run with its ``tff-esn run`` defaults (:func:`default_algorithms`).
-        seeds, clients, partition: one dealt dataset per seed (the partition's and the algorithm's seed).
-        rounds: the rounds of the federated (gradient) algorithms.
-    """
+    """What one reservoir comparison runs: ``(label, source)`` pairs (read with ``tff-esn run``'s defaults unless
+    ``pipeline``/``split`` say), the ``reservoirs`` of :func:`reservoir_settings` and ``esnfed`` (esnfed 1.7.1's
+    topologies with the λ and state mode the :attr:`ridge` readout chose for ``random``), registry
+    ``algorithms``, one ``partition`` deal to ``clients`` clients per seed, ``rounds`` of the gradient models."""
 
     sources: tuple[tuple[str, str], ...]
     reservoirs: tuple[str, ...] = DEFAULT_RESERVOIRS
-    algorithms: tuple[str, ...] = dataclasses.field(default_factory=default_algorithms)
+    algorithms: tuple[str, ...] = dataclasses.field(default_factory=algorithms.default_algorithms)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     clients: int = 10
     partition: str = "iid"
@@ -105,12 +87,13 @@ class ReservoirComparison:
                              f"algorithms {unknown} (available: {', '.join(known)}).")
         if "esnfed" in self.reservoirs and ("random" not in self.reservoirs or self.ridge is None):
             raise ValueError("reservoirs: esnfed's readouts use the λ a federated ridge readout chose for the random "
-                             f"reservoir; compare random with one of {', '.join(algorithms.names_where(_ridge))} too.")
+                             f"reservoir; compare random with one of "
+                             f"{', '.join(algorithms.names_where(algorithms.federated_ridge))} too.")
 
     @property
     def ridge(self) -> str | None:
         """The first federated ridge readout of ``algorithms``: esnfed's readouts take its λ and state mode."""
-        return next((name for name in self.algorithms if _ridge(algorithms.get_algorithm(name))), None)
+        return next((n for n in self.algorithms if algorithms.federated_ridge(algorithms.get_algorithm(n))), None)
 
     def settings(self) -> dict[str, Any]:
         """The settings as JSON (``comparison.json``)."""
@@ -151,8 +134,6 @@ def _read(path: Path) -> list[dict[str, Any]]:
 def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: str, seed: int,
            out: Path) -> list[dict[str, Any]]:
     """Every reservoir × algorithm of one source and seed (and esnfed's topologies)."""
-    from tff_esn import runtime
-
     rows = []
     units = run_for(comparison.algorithms[0], data, pipeline, seed=seed).record["units"]["value"]
     for name in (r for r in comparison.reservoirs if r != "esnfed"):
@@ -164,9 +145,7 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
                            out=str(out / "runs" / algorithm / label / name / f"seed{seed}"))
             resolved = run_for(algorithm, data, pipeline, **run)
             config = resolved.config
-            if resolved.tff:
-                runtime.ensure_context()
-            record = algorithms.run_algorithm(resolved, data, split)
+            record = algorithms.run_algorithm(resolved, data, split, start=start_tff)
             rows.append({"data": label, "reservoir": reservoir, "algorithm": algorithm,
                          "seed": seed, "accuracy": record["test"]["accuracy"], "seconds": record["seconds"]})
             if name == "random" and algorithm == comparison.ridge and "esnfed" in comparison.reservoirs:

@@ -36,14 +36,9 @@ def check_state_mode(config: Any, dataset: SequenceDataset) -> None:
 
 def check_run(run: ResolvedRun, dataset: SequenceDataset, split: Split, *,
               test_required: bool = True) -> MemoryEstimate | None:
-    """Refuses a resolved run that would mislead or cannot fit; returns its memory estimate
-    (``None`` for a config without a reservoir).
-
-    Raises:
-        DataError: see :func:`~tff_esn.data.checks.check_split`, :func:`check_washout` and
-            :func:`check_state_mode`.
-        MemoryLimitError: the estimate exceeds the machine's memory.
-    """
+    """Refuses a resolved run that would mislead (a ``DataError``: :func:`~tff_esn.data.checks.check_split`,
+    :func:`check_washout`, :func:`check_state_mode`) or cannot fit (``MemoryLimitError``); returns its memory
+    estimate (``None`` for a config without a reservoir)."""
     check_washout(run.config, dataset)
     check_state_mode(run.config, dataset)
     check_split(dataset, split, federated=not run.algorithm.pooled, test_required=test_required)

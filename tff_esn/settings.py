@@ -19,16 +19,9 @@ from typing import Any
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """One flat setting of a config class.
-
-    Attributes:
-        name: the flat name (``units``, ``ip_mu``, ``client_lr``); the flag is ``--`` + name with ``-``.
-        field: the dataclass field holding it.
-        owner: the dataclass declaring ``field`` (its docstring gives the help).
-        default: the value when nobody sets it (from the enclosing config's default, so
-            ``units`` of ``FedAvgConfig`` is the thesis reservoir's 200).
-        group: the nested field it sits in (``reservoir``, ``privacy``, …; ``""`` at the top).
-    """
+    """One flat setting of a config class: its flat ``name`` (the flag is ``--`` + name with ``-``), the dataclass
+    ``field`` holding it, the ``owner`` class declaring it (whose docstring gives the help), its ``default`` (from
+    the enclosing config's default) and the nested ``group`` it sits in (``""`` at the top)."""
 
     name: str
     field: dataclasses.Field

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tff_esn.algorithms import default_algorithms
 from tff_esn.cli import UsageError
-from tff_esn.cli.partition import partitioner
-from tff_esn.cli.run import source_options
+from tff_esn.cli.run import partitioner, source_options
 from tff_esn.defaults import default_pipeline, default_split
 
 DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
@@ -112,8 +112,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reservoirs", type=_names, nargs="?", const=(), default=None, metavar="R,R,...",
                         help="compare reservoirs instead of partitions: topologies (random, ring, delay-line, "
                              "cycle-jumps, small-world, scale-free), leak-DIST, deep-L, deep-L-last and esnfed (alone: "
-                             "all of them with deep-2, deep-3, leak-uniform); one iid deal of 10 clients, incfed and "
-                             "fedavg (20 rounds) unless --partitions/--clients/--algorithms/--rounds say; one table "
+                             "all of them with deep-2, deep-3, leak-uniform); one iid deal of 10 clients, "
+                             f"{' and '.join(default_algorithms())} (20 rounds) unless --partitions/--clients/"
+                             "--algorithms/--rounds say; one table "
                              "and figure over every --data in DIR")
     parser.add_argument("--pipeline", default=None, help="preprocessing pipeline (default: the source's, as run)")
     parser.add_argument("--split", default=None, help="client split (default: the source's, as run)")

@@ -9,14 +9,19 @@ import time
 from tff_esn.cli import UsageError
 
 
+def _ids(text: str | None, known: tuple[str, ...], flag: str, what: str) -> list[str]:
+    ids = text.split(",") if text else list(known)
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise UsageError(f"--{flag}: unknown {what}(s) {unknown}; expected ids among {', '.join(known)}.")
+    return ids
+
+
 def _synth_wesad(args: argparse.Namespace) -> int:
     from tff_esn.data.synthetic_wesad import generate_wesad
     from tff_esn.data.wesad import SUBJECTS
 
-    subjects = args.subjects.split(",") if args.subjects else list(SUBJECTS)
-    unknown = [s for s in subjects if s not in SUBJECTS]
-    if unknown:
-        raise UsageError(f"--subjects: unknown subject(s) {unknown}; expected ids among {', '.join(SUBJECTS)}.")
+    subjects = _ids(args.subjects, SUBJECTS, "subjects", "subject")
     t0 = time.perf_counter()
     paths = generate_wesad(args.out, subjects=subjects, minutes=args.minutes, seed=args.seed,
                            progress=lambda s: print(f"  {s} written", file=sys.stderr, flush=True))
@@ -29,10 +34,7 @@ def _synth_hhar(args: argparse.Namespace) -> int:
     from tff_esn.data.hhar import USERS
     from tff_esn.data.synthetic_hhar import write_hhar
 
-    users = args.users.split(",") if args.users else list(USERS)
-    unknown = [u for u in users if u not in USERS]
-    if unknown:
-        raise UsageError(f"--users: unknown user(s) {unknown}; expected ids among {', '.join(USERS)}.")
+    users = _ids(args.users, USERS, "users", "user")
     t0 = time.perf_counter()
     paths = write_hhar(args.out, users=users, minutes=args.minutes, seed=args.seed)
     print(f"wrote {', '.join(p.name for p in paths)} ({len(users)} users, {args.minutes:g} min per activity, "

@@ -9,17 +9,45 @@ from __future__ import annotations
 
 import argparse
 
-from tff_esn import algorithms
+from typing import Any
+
+from tff_esn import algorithms, runtime
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import add_algorithm_flags, given, read_hparams
-from tff_esn.cli.partition import add_partition_arguments
-from tff_esn.cli.task_flags import add_task_arguments, task_options
 from tff_esn.cli.summary import summary_line
-from tff_esn.cli.worker_flags import add_worker_arguments
+from tff_esn.data.source_names import is_series
 from tff_esn.defaults import DATA_KEYS, OWN_DATA_SOURCES
 from tff_esn.launch import SHARED, RunRequest, launch
+from tff_esn.tasks import TASK_KINDS, Task
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+SERIES_FLAGS = {"series_clients": "clients", "series_steps": "steps", "series_split": "split_by"}
+
+
+def partitioner(text: str) -> str:
+    """``--partition``'s value checked by :meth:`~tff_esn.data.partition.Partitioner.parse`, as text."""
+    from tff_esn.data.partition import Partitioner
+
+    try:
+        return str(Partitioner.parse(text))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _groups(text: str) -> tuple[str, ...]:
+    from tff_esn.data.partition import PARTITION_GROUPS
+
+    groups = tuple(g.strip() for g in text.split(",") if g.strip())
+    if not groups or not set(groups) <= set(PARTITION_GROUPS):
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(PARTITION_GROUPS)}, got {text!r}")
+    return groups
+
+
+def _workers(text: str) -> list[str]:
+    try:
+        return runtime.parse_workers(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algorithm) -> None:
@@ -43,8 +71,32 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--missing", default=None, metavar="MODE",
                    help="ts:DIR/NAME missing values ('?', NaN): refused (refuse, the default) or interpolated over "
                         "time within their dimension (interpolate)")
-    add_task_arguments(g)
-    add_partition_arguments(g)
+    g.add_argument("--task", choices=TASK_KINDS, default=None,
+                   help="what the readout predicts: classes (classify), a channel --horizon steps ahead "
+                        "(forecast) or a file's real y (regress); default: what the data holds (forecast on a "
+                        "generated series)")
+    g.add_argument("--horizon", type=int, default=None, metavar="H",
+                   help="--task forecast: predict the target channel H steps after the states (default 1)")
+    g.add_argument("--target", default=None, metavar="CHANNEL",
+                   help="--task forecast: the channel predicted (default: the series' own: y of narma, x of "
+                        "mackey-glass and lorenz)")
+    g.add_argument("--series-clients", type=int, default=None, metavar="N",
+                   help="generated series: training clients (default 10; one validation and one test client follow)")
+    g.add_argument("--series-steps", type=int, default=None, metavar="T",
+                   help="generated series: steps per client (default 1000)")
+    g.add_argument("--series-split", choices=("segments", "realisations"), default=None,
+                   help="generated series: clients are contiguous segments of one realisation (default) or "
+                        "realisations of their own (other initial conditions / inputs: non-IID)")
+    g.add_argument("--partition", type=partitioner, default="natural", metavar="KIND[:VALUE]",
+                   help="how the training clients' sequences are dealt to clients: natural (the default: the data's "
+                        "own clients), iid, dirichlet:α (label skew, e.g. dirichlet:0.1), pathological:k (k "
+                        "classes per client), quantity:α or powerlaw:a (size skew); seeded "
+                        "by --seed; validation and test clients are kept unless --partition-groups names them")
+    g.add_argument("--clients", type=int, default=None, metavar="N",
+                   help="number of training clients of --partition (not with natural)")
+    g.add_argument("--partition-groups", type=_groups, default=("train",), metavar="G,G",
+                   help="split groups --partition deals anew: train (the default) and val and/or test, each "
+                        "into --clients clients (otherwise they keep their own clients)")
     g.add_argument("--squared-inputs", action="store_true",
                    help="pfedrr-hhar / fedip-hhar: append each standardized axis' square as 6 more inputs, so the "
                         "reservoir's mean states carry the signal power (ours, not in the seeds)")
@@ -57,11 +109,28 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--no-test", action="store_true", help="run a split without test clients on purpose (else refused)")
 
 
-def source_options(args: argparse.Namespace) -> dict:
-    """The options of ``load_source``: the task's, ``ragged`` for own data, ``missing`` for ``ts:``,
-    ``squared`` given ``--squared-inputs``; ``--ragged`` or ``--missing`` where it does not apply is refused."""
-    options = task_options(args)
+def source_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``load_source``: ``task`` (given or implied by ``--horizon``/``--target``), a series'
+    ``clients``/``steps``/``split_by``/``seed``, ``ragged`` for own data, ``missing`` for ``ts:``, ``squared``;
+    a flag that does not apply is a :class:`UsageError`."""
     kind = args.data.partition(":")[0]
+    series = is_series(kind) and ":" not in args.data
+    flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
+    task = flag["task"] or ("forecast" if series else None)
+    if task != "forecast" and (flag["horizon"] is not None or flag["target"] is not None):
+        raise UsageError("--horizon/--target: apply to --task forecast only.")
+    options: dict[str, Any] = {}
+    if task is not None:
+        try:
+            options["task"] = Task(task, flag["horizon"] or 1, flag["target"]) if task == "forecast" else Task(task)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    given = {k: flag[k] for k in SERIES_FLAGS if flag[k] is not None}
+    if given and not series:
+        raise UsageError(f"--{next(iter(given)).replace('_', '-')}: applies to a generated series (narma10, "
+                         f"mackey-glass, lorenz, sine), got --data {args.data}.")
+    if series:
+        options.update({SERIES_FLAGS[k]: v for k, v in given.items()}, seed=getattr(args, "seed", None) or 0)
     if args.ragged is not None:
         if kind not in OWN_DATA_SOURCES:
             raise UsageError(f"--ragged: applies to npz:FILE sources only (and ts:DIR/NAME), got --data {args.data}.")
@@ -135,7 +204,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _add_data_arguments(sub, algo)
         add_algorithm_flags(sub, algo, skip=SHARED)
         if algo.tff is not False:
-            add_worker_arguments(sub)
+            w = sub.add_argument_group("TFF workers")
+            w.add_argument("--workers", type=_workers, default=None, metavar="HOST:PORT,...",
+                           help="run the federated computations on these TFF workers (started with "
+                                "`tff-esn worker --port P`), splitting the clients across them; default: one local "
+                                "worker")
+            w.add_argument("--worker-timeout", type=float, default=runtime.DEFAULT_TIMEOUT, metavar="SECONDS",
+                           help="give up with an error when a worker does not answer for this long (default "
+                                "%(default)s)")
         recorded = tuple(sorted({a.dest for a in sub._actions} - {"help", *DATA_KEYS, *algo.settings()}))
         known = (*algo.settings(), *DATA_KEYS)
         sub.set_defaults(func=lambda args, _r=recorded, _k=known: _run(args, _r, _k), refuse=_refusal(name, owners),

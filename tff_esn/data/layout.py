@@ -34,8 +34,3 @@ class DataLayout:
     def padded_cells(self) -> int:
         """Steps held in memory: every sequence padded to its block's longest."""
         return int(sum(b.size * int(b.max()) for b in self.blocks if b.size))
-
-    def cropped(self, length: int | None) -> "DataLayout":
-        """The layout after every sequence is cut to ``length`` steps (``None``: the shortest's)."""
-        length = min(int(b.min()) for b in self.blocks if b.size) if length is None else int(length)
-        return dataclasses.replace(self, blocks=tuple(np.minimum(b, length) for b in self.blocks))

@@ -7,8 +7,12 @@ source or the pipeline; the cache key is the source (files: names, sizes, times)
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tff_esn.data import cache
 from tff_esn.data.hhar_source import hhar_loader
@@ -16,13 +20,31 @@ from tff_esn.data.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout
 from tff_esn.data.errors import DataError
-from tff_esn.data.source_names import is_series, parse_source
+from tff_esn.data.source_names import is_series
 from tff_esn.tasks import Task
 from tff_esn.data.wesad_source import wesad_loader
 
 
+SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
 _OWN_OPTIONS = {"npz": ("ragged", "length"), "ts": ("missing", "ragged", "length")}
 """The options of each own-data source."""
+
+
+def parse_source(source: str) -> tuple[str, str]:
+    """``(kind, argument)`` of a source (a path's ``~`` expanded); a ``ValueError`` names the
+    expected forms, and suggests ``npz:PATH`` for a bare path."""
+    if not isinstance(source, str):
+        raise ValueError(f"source: expected a string, got {type(source).__name__}.")
+    kind, _, arg = source.partition(":")
+    if is_series(kind) and not arg and ":" not in source:
+        return kind, ""
+    if kind not in SOURCE_KINDS or (kind.startswith("synthetic") != (arg == "")):
+        bare = kind not in SOURCE_KINDS and (source.endswith(".npz") or Path(source).expanduser().is_file())
+        hint = f" (a file? write npz:{source})" if bare else ""
+        raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
+                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
+                         f"{source!r}{hint}.")
+    return kind, os.path.expanduser(arg)
 
 
 def source_layout(source: str, **options: Any) -> DataLayout | None:
@@ -37,8 +59,11 @@ def source_layout(source: str, **options: Any) -> DataLayout | None:
         layout = ts_layout(arg)
     else:
         return None
-    crop = options.get("length") is not None or options.get("ragged") == "crop"
-    return layout.cropped(options.get("length")) if layout is not None and crop else layout
+    length = options.get("length")
+    if layout is None or (length is None and options.get("ragged") != "crop"):
+        return layout
+    length = min(int(b.min()) for b in layout.blocks if b.size) if length is None else int(length)
+    return dataclasses.replace(layout, blocks=tuple(np.minimum(b, length) for b in layout.blocks))
 
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,

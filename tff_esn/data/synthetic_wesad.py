@@ -338,39 +338,6 @@ def wrist_signals(codes: np.ndarray, *, minutes: float, rng: np.random.Generator
     return wrist, p
 
 
-# ------------------------------------------------------------------ calibration (thesis §5.2's data description)
-THESIS_TABLE_5_1 = {
-    "pEDA": {"min": -4.4867, "max": 5.8884, "mean": -0.0140, "var": 0.9325},
-    "tEDA": {"min": 0.1639, "max": 9.6628, "mean": 1.8536, "var": 4.3981},
-    "HR": {"min": 0.4868, "max": 192.0, "mean": 77.7142, "var": 770.1333},
-    "HRV": {"min": 12.9829, "max": 386.3441, "mean": 45.8408, "var": 3245.0130},
-}
-"""Thesis Table 5.1: statistics of the extracted features (HRV window 25×64) over the 15 real
-subjects — the description the wrist model is calibrated to (never the result tables)."""
-THESIS_STRESS_SHARE = 0.1147
-"""Thesis Table 5.1 caption: 11.47 % of the samples are labelled stress."""
-
-
-def calibration_statistics(subjects: Iterable[str] = SUBJECTS, *, minutes: float = REAL_MINUTES, seed: int = 0,
-                           hrv_window_s: float = 25) -> dict:
-    """``{"features": {name: {"min", "max", "mean", "var"}}, "stress_share", "steps_per_subject"}`` of
-    wrist-only synthetic subjects' defined steps: the numbers to put beside :data:`THESIS_TABLE_5_1`."""
-    from tff_esn.data.wesad import THESIS_FEATURES, wrist_features
-
-    rows, codes = [], []
-    for s in subjects:
-        x, c = wrist_features(generate_subject(s, minutes=minutes, seed=seed, devices=("wrist",)), hrv_window_s,
-                              source=f"synthetic {s}")
-        rows.append(x)
-        codes.append(c)
-    x, c = np.concatenate(rows), np.concatenate(codes)
-    x = x[np.all(np.isfinite(x), axis=1)]
-    stats = {name: {"min": float(x[:, i].min()), "max": float(x[:, i].max()), "mean": float(x[:, i].mean()),
-                    "var": float(x[:, i].var())} for i, name in enumerate(THESIS_FEATURES)}
-    return {"features": stats, "stress_share": float(np.mean(c == 2)),
-            "steps_per_subject": float(np.mean([len(r) for r in rows]))}
-
-
 def _subject_number(subject: str) -> int:
     if subject not in SUBJECTS:
         raise ValueError(f"subject: expected one of {SUBJECTS}, got {subject!r}.")

@@ -28,8 +28,7 @@ def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pi
                "generator": {d: GENERATOR_VERSION[d] for d in devices}}
 
         def load(sid: str) -> dict:
-            return wesad.validate_subject(generate_subject(sid, minutes=minutes, seed=seed, devices=devices),
-                                          f"synthetic {sid}", devices)
+            return generate_subject(sid, minutes=minutes, seed=seed, devices=devices)
     else:
         files = wesad.subject_files(arg)
         subjects = option_subset(options, "subjects", tuple(files))
