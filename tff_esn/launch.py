@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tff_esn.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
 from tff_esn.data.errors import DataError
+from tff_esn.privacy.coverage import publish
 from tff_esn.run_warnings import RunWarning, merged, recording
 
 if TYPE_CHECKING:
@@ -123,5 +124,6 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start)
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
-    record.update(partition=partition, warnings=merged(said, record["warnings"]), cli=dict(request.cli))
+    record = publish({**record, "partition": partition, "warnings": merged(said, record["warnings"]),
+                      "cli": dict(request.cli)})
     return record, write_json_atomic(out / "metrics.json", record)
