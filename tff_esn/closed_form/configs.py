@@ -1,9 +1,5 @@
 """Typed configs of the closed-form algorithms, their communication costs and their registrations.
-
-Frozen dataclasses validated on construction (a ``ValueError`` names the field and its flag);
-:class:`ReadoutConfig` holds what every closed-form run shares. Imports no TensorFlow: each run
-function (``tff_esn.closed_form.<module>:run_<name>``) is imported when a run starts.
-"""
+Imports no TensorFlow: each run function (``tff_esn.closed_form.<module>:run_<name>``) loads when a run starts."""
 
 from __future__ import annotations
 
@@ -113,10 +109,6 @@ class ReadoutConfig:
     def seed(self) -> int:
         """The run's seed: the reservoir's."""
         return self.reservoir.seed
-
-
-def _check_backend(config: Any) -> None:
-    check_field(config, "backend", config.backend in BACKENDS, f"one of {BACKENDS}")
 
 
 def _check_subrounds(config: Any) -> None:
@@ -230,7 +222,7 @@ class FedIPConfig(ReadoutConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_backend(self)
+        check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
         check_field(self, "rounds", is_count(self.rounds, 1), "an integer ≥ 1")
         check_field(self, "l2_scale", self.l2_scale in L2_SCALES, f"one of {L2_SCALES}")
         check_field(self, "l2_scale", self.l2_scale == "absolute" or self.readout_bias or self.privacy.dp_requested,

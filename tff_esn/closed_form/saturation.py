@@ -1,8 +1,5 @@
-"""Whether a reservoir's states can carry information: saturation and constant states.
-
-:func:`check_states` runs the reservoir on a sample of training sequences and records a RunWarning when
-most states are beyond :data:`SATURATED` or no unit's spread reaches :data:`CONSTANT_SPREAD`.
-"""
+"""Whether a reservoir's states can carry information: :func:`check_states` warns when most sampled
+training states saturate or no unit varies."""
 
 from __future__ import annotations
 

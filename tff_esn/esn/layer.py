@@ -1,9 +1,5 @@
-"""The leaky-integrator reservoir as a Keras layer (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1).
-
-Weights: ``kernel`` W_in (features, units), ``recurrent_kernel`` Ŵ (units, units), ``bias`` b and the
-optional IP ``gain`` g (units,). With g = 1 it is ``tfa.layers.ESN``'s cell (same weights, same states);
-the weights are drawn from its ``ReservoirConfig``, so it reloads from ``get_config``.
-"""
+"""The leaky-integrator reservoir as a Keras layer (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1): W_in, Ŵ, b
+and the optional IP gain g; with g = 1 it is ``tfa.layers.ESN``'s cell (same weights, same states)."""
 
 from __future__ import annotations
 
@@ -12,10 +8,9 @@ from typing import Any
 import tensorflow as tf
 
 from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
-from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
-from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.validation import is_count
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -52,11 +47,6 @@ def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
     return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
 
 
-def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
-    if state_mode != "last" and steps is not None and washout >= steps:
-        raise ValueError(f"Reservoir: washout ({washout}) must be shorter than the sequences ({steps} steps).")
-
-
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class Reservoir(tf.keras.layers.Layer):
     """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1), from ``config`` or
@@ -83,15 +73,9 @@ class Reservoir(tf.keras.layers.Layer):
             config = ReservoirConfig.from_dict(config)
         elif not isinstance(config, ReservoirConfig):
             raise TypeError(f"Reservoir: config must be a ReservoirConfig, got {type(config).__name__}.")
-        if return_sequences:
-            state_mode = "all"
-        if state_mode not in STATE_MODES:
-            raise ValueError(f"Reservoir: state_mode must be one of {STATE_MODES}, got {state_mode!r}.")
-        if not is_count(washout, 0):
-            raise ValueError(f"Reservoir: washout must be an integer ≥ 0, got {washout!r}.")
+        self.spec = StateSpec("all" if return_sequences else state_mode, washout, readout_bias=False)
+        self.state_mode, self.washout = self.spec.state_mode, washout
         self.reservoir_config = config
-        self.state_mode = state_mode
-        self.washout = washout
         self.use_gain = bool(use_gain)
         self.supports_masking = False
 
@@ -131,7 +115,8 @@ class Reservoir(tf.keras.layers.Layer):
 
     def call(self, inputs: tf.Tensor) -> tf.Tensor:
         inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
-        _check_washout(inputs.shape[1], self.state_mode, self.washout)
+        if inputs.shape[1] is not None:
+            self.spec.check(inputs.shape[1], per_step=False)
         if tf.executing_eagerly():
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]

@@ -1,9 +1,5 @@
-"""Sufficient statistics of ridge regression and their exact closed-form solution.
-
-Rows are samples: ``A = Yᵀ S``, ``B = Sᵀ S`` (the papers' ``Y Sᵀ``, ``S Sᵀ``, IncFed eq. 6), ``W = A (B + λI)⁻¹``
-(eqs. 3, 10), predictions ``S @ W.T``; the statistics add over any partition (eqs. 8–9, 11–12).
-``bias=True`` appends a constant-1 feature, regularised like the rest.
-"""
+"""Sufficient statistics of ridge regression and their exact solution: rows are samples, ``A = Yᵀ S``,
+``B = Sᵀ S`` (IncFed eq. 6), ``W = A (B + λI)⁻¹`` (eqs. 3, 10); the statistics add over any partition (eqs. 8–9)."""
 
 from __future__ import annotations
 
@@ -237,10 +233,6 @@ class RidgeStats:
         eigenvalues = np.clip(eigenvalues, 0.0, None)  # B = Sᵀ S is PSD; rounding may give tiny negatives
         projected = self.A @ vectors
         return np.stack([(projected / (eigenvalues + scale * l2)) @ vectors.T for l2 in grid])
-
-    def floats(self) -> int:
-        """Floats a client uploads to send these statistics: N_Y·N_R + N_R² (IncFed §III)."""
-        return int(self.A.size + self.B.size)
 
 
 def predict(weights: np.ndarray, states: np.ndarray, *, bias: bool = False) -> np.ndarray:

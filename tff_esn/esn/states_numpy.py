@@ -1,9 +1,5 @@
-"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow).
-
-``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1).
-A batch may mix clients (``groups``: statistics per client) and lengths (a sequence freezes after its
-last step); each sequence gives the numbers of its own harvest.
-"""
+"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow):
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1)."""
 
 from __future__ import annotations
 

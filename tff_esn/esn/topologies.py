@@ -1,9 +1,5 @@
-"""The graphs a recurrent matrix Ŵ can follow and their metrics (no TensorFlow, no networkx).
-
-``Ŵ[i, j]`` carries unit i to unit j: ``random``, ``ring`` (SCR), ``delay-line`` (DLR), ``cycle-jumps`` (CRJ;
-Rodan & Tiňo 2011, 2012), ``small-world`` (Watts–Strogatz) and ``scale-free`` (Barabási–Albert), the last
-two drawn by networkx's steps, so the same seed gives networkx's graph.
-"""
+"""The graphs a recurrent matrix Ŵ can follow and their metrics (no TensorFlow, no networkx): ring (SCR),
+delay-line (DLR), cycle-jumps (CRJ; Rodan & Tiňo 2011, 2012), small-world and scale-free in networkx's draws."""
 
 from __future__ import annotations
 

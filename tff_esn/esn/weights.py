@@ -61,8 +61,6 @@ class ReservoirWeights:
     @classmethod
     def from_layer(cls, layer: "Reservoir") -> "ReservoirWeights":
         """The weights of a built :class:`~tff_esn.esn.layer.Reservoir` (gain 1 without ``use_gain``)."""
-        if not layer.built:
-            raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
         gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
         config = layer.reservoir_config
         return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky,

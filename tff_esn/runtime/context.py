@@ -1,9 +1,5 @@
-"""Our TFF execution context: built on our own worker(s) and installed by entry points.
-
-:func:`ensure_context` installs it (one lazily started local worker, or ``host:port`` workers split by
-``MergeableCompExecutionContext``); :func:`load_tff` installs it over TFF's stock context. A worker that
-stays unavailable for ``timeout`` seconds raises :class:`~tff_esn.runtime.workers.WorkerError`.
-"""
+"""Our TFF execution context on our own worker(s): :func:`ensure_context` installs it (entry points),
+:func:`load_tff` installs it over TFF's stock context."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""A correction of TFF 0.87's subround partitioning, applied only on the version it was written for.
-
-TFF 0.87.0's ``_partition_value`` returns the split position of a struct's last element, so when the
-clients' value is not the last argument every worker gets the first ⌈n/k⌉ clients. On other versions
-:func:`fix_subround_partitioning` raises :class:`TFFVersionError`.
-"""
+"""A correction of TFF 0.87.0's subround partitioning (``_partition_value`` deals every worker the
+first clients when the clients' value is not the last argument); other versions get :class:`TFFVersionError`."""
 
 from __future__ import annotations
 
@@ -51,8 +47,8 @@ def fix_subround_partitioning() -> None:
             elements.append((name, part.payload))
             if part.last_client_index != val.last_client_index:
                 advanced = part
-        if not elements:
-            raise ValueError(f"Expected the value to not be empty, found {val}.")
+        if not elements:  # TFF's own error
+            return original(val, type_signature)
         position = advanced or val
         return mc._PartitioningValue(structure.Struct(elements), position.num_remaining_clients,
                                      position.num_remaining_partitions, position.last_client_index)
