@@ -145,10 +145,8 @@ class IncFedConfig(ReadoutConfig):
 
     @property
     def resolved_backend(self) -> str:
-        """The backend that computes the readout: ``backend``, with ``auto`` resolved to ``tff`` where
-        only TFF reaches (privacy settings: clipping, noise and secure sums run inside TFF; streaming
-        subrounds) and to ``numpy`` elsewhere, where TFF would only sum statistics that the process
-        already holds (the same readout, without TFF's copies of every client's statistics)."""
+        """``backend``, with ``auto`` resolved to ``tff`` where only TFF reaches (privacy settings, streaming
+        subrounds) and to ``numpy`` elsewhere (the same readout, without TFF's copies of the statistics)."""
         if self.backend != "auto":
             return self.backend
         return "tff" if self.privacy.requested or self.subround_size is not None else "numpy"

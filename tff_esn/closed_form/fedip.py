@@ -84,14 +84,6 @@ def _batches(client: ClientSequences, cfg: IPConfig, steps: int | None = None) -
     return tf.data.Dataset.from_tensor_slices((x, client.steps.astype(np.int32))).batch(cfg.batch_size)
 
 
-def _client_digest(client: ClientSequences) -> str:
-    """Content hash of what IP reads from a client: its inputs and their valid steps (not the labels)."""
-    digest = hashlib.sha1(repr(client.x.shape).encode())
-    digest.update(np.ascontiguousarray(client.x, np.float32).tobytes())
-    digest.update(np.ascontiguousarray(client.steps, np.int64).tobytes())
-    return digest.hexdigest()
-
-
 _ADAPTED: collections.OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
 _ADAPTED_SIZE = 256
 """Local IP results kept by :func:`intrinsic_plasticity` (two ``units`` vectors each)."""
@@ -100,7 +92,10 @@ _ADAPTED_SIZE = 256
 def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
     """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client (FedIP Alg. 1,
     LocalIPUpdate), kept per reservoir, client inputs and ``cfg``."""
-    key = (weights.key, _client_digest(client), cfg)
+    digest = hashlib.sha1(repr(client.x.shape).encode())  # what IP reads: the inputs and their valid steps
+    digest.update(np.ascontiguousarray(client.x, np.float32).tobytes())
+    digest.update(np.ascontiguousarray(client.steps, np.int64).tobytes())
+    key = (weights.key, digest.hexdigest(), cfg)
     if key in _ADAPTED:
         _ADAPTED.move_to_end(key)
     else:

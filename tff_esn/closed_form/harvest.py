@@ -45,18 +45,12 @@ class Harvester:
         self._stats: dict[tuple[str, str], RidgeStats] = {}
         self._features: dict[tuple[str, str], Features] = {}
 
-    @property
-    def n_classes(self) -> int:
-        return self.dataset.n_classes
-
     def n_features(self, weights: ReservoirWeights) -> int:
         """Columns of the readout: the units it sees (+1 with the bias input)."""
         return weights.readout_units + int(self.spec.readout_bias)
 
     def batches(self, *parts: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-        """``(rows, x, lengths)`` batches of at most ``batch_size`` of the pooled sequences of ``parts``: consecutive
-        rows when all are equally long, else length-sorted :func:`~tff_esn.esn.states_numpy.ragged_batches`
-        cut to each batch's longest sequence, with ``lengths``."""
+        """``(rows, x, lengths)`` batches of the pooled sequences of ``parts`` (length-sorted when ragged)."""
         steps = np.concatenate([p.steps for p in parts])
         starts = np.cumsum([0] + [len(p) for p in parts])
         ragged = len({p.x.shape[1] for p in parts}) > 1 or any(p.ragged for p in parts)
@@ -77,7 +71,7 @@ class Harvester:
 
     def targets(self, client: ClientSequences) -> np.ndarray:
         """Training targets matching the state mode (:func:`readout_targets`)."""
-        return readout_targets(client, self.n_classes, self.spec.state_mode)
+        return readout_targets(client, self.dataset.n_classes, self.spec.state_mode)
 
     def stats(self, weights: ReservoirWeights, cid: str) -> RidgeStats:
         """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached (see :meth:`cache`)."""

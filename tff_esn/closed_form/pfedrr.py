@@ -149,11 +149,6 @@ class StreamedPFedRR:
     subrounds: int
     selected: dict[int, int] = dataclasses.field(default_factory=dict)  # units kept by I-pFedRR → clients
 
-    @property
-    def important_sizes(self) -> list[int]:
-        """Units each client kept (I-pFedRR), in no particular order (for ``pfedrr_cost``)."""
-        return [size for size, count in sorted(self.selected.items()) for _ in range(count)]
-
 
 def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, tau: float,
                   l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
@@ -196,7 +191,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
     if config.subround_size is not None:  # PFedRRConfig refuses it with privacy settings
         result = stream_pfedrr(run.weights, run.training_clients(), run.spec, config.tau, l2, seed=config.seed,
                                subround_size=config.subround_size, reading=config.reading)
-        sizes = result.important_sizes
+        sizes = [size for size, count in sorted(result.selected.items()) for _ in range(count)]
         sections = functools.partial(plain_sections, run)
     else:
         stats, aggregate, sections = private_sum(run, run.stats())

@@ -68,18 +68,9 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
     return _shared(dataset, spec, lambda: Harvester(dataset, spec))
 
 
-def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``matrix⁻¹ rhs`` by Cholesky; least squares when rounding leaves ``matrix`` indefinite."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, check_finite=False), rhs, check_finite=False)
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
-
-
 class Run:
-    """What every closed-form run shares: the reservoir (``config.reservoir`` or the one the search chose) and
-    its ``weights``, the ``harvester`` of its state ``spec``, the ``carving`` that validates choices (or
-    ``None``), the selection and the report."""
+    """What every closed-form run shares: the reservoir and its ``weights``, the ``harvester`` of its state
+    ``spec``, the ``carving`` that validates choices (or ``None``), the selection and the report."""
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
                  modes: Sequence[str] = STATE_MODE_CANDIDATES):
@@ -294,8 +285,7 @@ class Run:
 
     def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
         """Carved folds' scores of the exact readout from one eigendecomposition of ``M = B + λI`` (Woodbury):
-        fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ`` with ``G = S_k M⁻¹ S_kᵀ``; ``None`` unless the
-        folds are carved, states are per sequence and each fold has fewer states than features."""
+        fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``, ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
         if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
             return None
         total = RidgeStats.sum(self.stats(scored=False))
@@ -318,7 +308,12 @@ class Run:
                 scaled = u / (eigenvalues + l2)
                 gram = -(scaled @ u.T)
                 gram.flat[::len(u) + 1] += 1.0
-                predicted[i].append(_spd_solve(gram, scaled @ held.T))
+                try:  # Cholesky; least squares when rounding leaves the Gram matrix indefinite
+                    solved = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram, check_finite=False),
+                                                    scaled @ held.T, check_finite=False)
+                except np.linalg.LinAlgError:
+                    solved = np.linalg.lstsq(gram, scaled @ held.T, rcond=None)[0]
+                predicted[i].append(solved)
         truth = np.concatenate([labels for _, labels in folds])
         return [objective_score(self.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
 

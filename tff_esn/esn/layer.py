@@ -38,15 +38,6 @@ class ReservoirInitializer(tf.keras.initializers.Initializer):
         return {"part": self.part, "config": self.config}
 
 
-def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
-    if inputs.shape.rank is not None and inputs.shape.rank != 3:
-        raise ValueError(
-            f"Reservoir: inputs must be 3-D (batch, time, features), got shape {inputs.shape}; "
-            "add a batch axis with x[None] or a feature axis with x[..., None]."
-        )
-    return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
-
-
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class Reservoir(tf.keras.layers.Layer):
     """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1), from ``config`` or
@@ -114,7 +105,11 @@ class Reservoir(tf.keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, inputs: tf.Tensor) -> tf.Tensor:
-        inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
+        inputs = tf.convert_to_tensor(inputs, tf.float32)
+        if inputs.shape.rank is not None and inputs.shape.rank != 3:
+            raise ValueError(f"Reservoir: inputs must be 3-D (batch, time, features), got shape {inputs.shape}; "
+                             "add a batch axis with x[None] or a feature axis with x[..., None].")
+        inputs = tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
         if inputs.shape[1] is not None:
             self.spec.check(inputs.shape[1], per_step=False)
         if tf.executing_eagerly():

@@ -117,10 +117,8 @@ def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, ac
 def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
               gain: np.ndarray | None, leaky: np.ndarray, layers: tuple[int, ...],
               activation: str | tuple[str, ...] = "tanh") -> np.ndarray:
-    """One step of a deep ESN (Gallicchio & Micheli): ``recurrent``'s diagonal blocks are the layers' Ŵ_l, its
-    blocks (l − 1, l) the inputs W_in^l from layer l − 1; ``projected`` is ``u(t) W_in`` (first layer)::
-
-        x_l(t) = (1 − a_l)·x_l(t−1) + a_l·tanh(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)"""
+    """One deep-ESN step ``x_l(t) = (1 − a_l)·x_l(t−1) + a_l·f(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)``,
+    Ŵ_l the diagonal blocks of ``recurrent``, W_in^l its blocks (l − 1, l) (Gallicchio & Micheli)."""
     new = np.empty_like(x)
     below = None
     for start, stop in layer_bounds(layers):

@@ -97,9 +97,8 @@ GRAPH_WORK = 5e7
 
 
 def graph_metrics(recurrent: np.ndarray, work: float = GRAPH_WORK) -> dict:
-    """Descriptors of Ŵ's undirected simple graph: edges, density, self-loops, degrees, mean local
-    clustering (``diag(A³)``) and mean shortest path (as networkx); a metric costing more than ``work``
-    operations is ``None``, its reason in ``skipped``."""
+    """Ŵ's undirected graph: edges, density, self-loops, degrees, clustering and mean shortest path (as
+    networkx); a metric costing more than ``work`` operations is ``None``, its reason in ``skipped``."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components, shortest_path
 

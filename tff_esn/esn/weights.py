@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ReservoirWeights:
-    """The arrays of one reservoir in Keras layout — W_in (n_inputs, units), Ŵ, b and the IP gain g, float32 —
-    its leaking rate (one or one per unit), a deep ESN's ``layers``, the first unit the readout sees
-    (``readout_from``) and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
+    """One reservoir's float32 W_in (n_inputs, units), Ŵ, b, IP gain g, leaking rate(s), a deep ESN's ``layers``,
+    the first unit the readout sees and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
 
     kernel: np.ndarray
     recurrent: np.ndarray

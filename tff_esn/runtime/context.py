@@ -104,9 +104,8 @@ def _context_kwargs():
 
 def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = DEFAULT_TIMEOUT,
                   prestart: bool = False):
-    """An execution context (not installed) on one local worker owned by this process (``workers=None``,
-    started lazily or at once with ``prestart``) or on running ``host:port`` workers, split across several
-    with TFF's ``MergeableCompExecutionContext``; a silent worker raises after ``start_timeout`` seconds."""
+    """An execution context (not installed) on one local worker of ours (``workers=None``; ``prestart``: at once)
+    or on ``host:port`` workers (several: TFF's ``MergeableCompExecutionContext``)."""
     import tensorflow_federated as tff
 
     workers = parse_workers(workers)
