@@ -179,7 +179,7 @@ def test_client_weights_differ_and_alignment_interpolates():
     rescaled = align(members[0], target, 0.5, rescale=True).recurrent  # the same mix, scaled back to the target's ρ
     np.testing.assert_allclose(rescaled / rescaled[0, 0], half.recurrent / half.recurrent[0, 0], rtol=1e-5)
     assert align(members[0], target, 1.0).key == target.key and align(members[0], target, 0.0).key == members[0].key
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match="differ in W_in"):
         align(members[0], ReservoirWeights.from_config(cfg.replace(units=7), 3), 0.5)
 
 

@@ -13,6 +13,7 @@ from tff_esn.esn import states_numpy, weights as weights_module
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.data.sequences import ClientSequences
+from tff_esn.closed_form.configs import MASKS, READINGS, PartialIncFedConfig, PFedRRConfig
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot
 
@@ -63,7 +64,7 @@ def test_incremental_updates_equal_batch(seed, n_batches):
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), alpha=st.floats(0, 1),
-       mask=st.sampled_from(partial_incfed.MASKS))
+       mask=st.sampled_from(MASKS))
 def test_partial_incfed_with_every_feature_equals_incfed(seed, n_clients, alpha, mask):
     _, parts = _partition(seed, n_clients)
     full = parts[0].n_features
@@ -73,7 +74,7 @@ def test_partial_incfed_with_every_feature_equals_incfed(seed, n_clients, alpha,
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), reading=st.sampled_from(pfedrr.READINGS),
+@given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 6), reading=st.sampled_from(READINGS),
        bias=st.booleans())
 def test_pfedrr_with_tau_one_equals_incfed(seed, n_clients, reading, bias):
     _, parts = _partition(seed, n_clients, bias=bias)
@@ -260,8 +261,8 @@ def test_partial_incfed_block_mask_keeps_the_selected_block_only():
     np.testing.assert_array_equal(masked.B, expected)
     np.testing.assert_array_equal(masked.A[:, [1, 2, 4, 5]], 0)
     np.testing.assert_array_equal(masked.A[:, [0, 3]], parts[0].A[:, [0, 3]])
-    with pytest.raises(ValueError, match="mask: expected one of nystrom, block, columns"):
-        partial_incfed.mask_stats(parts[0], np.array([0]), "rows")
+    with pytest.raises(ValueError, match="mask"):  # the boundary: the config
+        PartialIncFedConfig(mask="rows")
 
 
 def test_partial_incfed_selection_mixes_top_and_random():
@@ -305,19 +306,19 @@ def test_errors_name_the_problem():
     other = RidgeStats.from_states(np.ones((4, 3)), np.ones((4, 3)), bias=True)
     with pytest.raises(ValueError, match="same reservoir size"):
         fit_incfed([parts[0], other], 0.1)
-    empty = RidgeStats.zeros(6, 3, bias=True)
-    with pytest.raises(ValueError, match="empty client"):
-        fit_incfed([parts[0], empty], 0.1)
+    empty = RidgeStats.zeros(6, 3, bias=True)  # an empty client adds nothing
+    np.testing.assert_array_equal(fit_incfed([parts[0], empty], 0.1), fit_incfed([parts[0]], 0.1))
     with pytest.raises(ValueError, match="no client"):
         fit_incfed([], 0.1)
+    reservoir = ReservoirConfig(units=6)  # the boundary: the configs
     for k in (0, 8, 2.5):
-        with pytest.raises(ValueError, match="k: expected"):
-            partial_incfed.fit_partial_incfed(parts, k, 0.5, 0.1)
+        with pytest.raises(ValueError, match=r"PartialIncFedConfig\.k"):
+            PartialIncFedConfig(reservoir=reservoir, k=k)
     with pytest.raises(ValueError, match="alpha"):
-        partial_incfed.fit_partial_incfed(parts, 2, 1.5, 0.1)
+        PartialIncFedConfig(reservoir=reservoir, k=2, alpha=1.5)
     for tau in (0, -0.1, 1.01, float("nan")):
         with pytest.raises(ValueError, match="tau"):
-            pfedrr.fit_pfedrr(parts, tau, 0.1)
+            PFedRRConfig(tau=tau)
 
 
 def test_singular_systems_with_zero_l2_raise():

@@ -9,7 +9,7 @@ from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form import fedip
 from tff_esn.closed_form.configs import FedIPConfig
-from tff_esn.closed_form.fedip import IPConfig, adapt_layer, fedip_numpy, intrinsic_plasticity, ip_updates
+from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, intrinsic_plasticity, ip_updates
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir
 
@@ -72,25 +72,20 @@ def test_ip_is_seeded_and_validates():
         FedIPConfig(rounds=-1)
 
 
-def test_adapt_layer_writes_gain_and_bias_into_the_reservoir_layer():
+def test_a_use_gain_layer_holds_the_ip_adapted_gain_and_bias():
     data = random_dataset(n_clients=1, seed=4)
     client = data.clients["c0"]
     layer = Reservoir(ReservoirConfig(units=6, seed=2), state_mode="last", use_gain=True)
     layer(client.x)
-    before = ReservoirWeights.from_layer(layer)
-    cfg = IPConfig(eta=1e-3, epochs=2)
-    adapt_layer(layer, client, cfg)
-    expected = intrinsic_plasticity(before, client, cfg)
-    np.testing.assert_array_equal(layer.gain.numpy(), expected.gain)
-    np.testing.assert_array_equal(layer.bias.numpy(), expected.bias)
+    expected = intrinsic_plasticity(ReservoirWeights.from_layer(layer), client, IPConfig(eta=1e-3, epochs=2))
+    layer.gain.assign(expected.gain)
+    layer.bias.assign(expected.bias)
     np.testing.assert_allclose(layer(client.x).numpy(), run_reservoir(
         client.x, expected.kernel, expected.recurrent, expected.bias, expected.gain, 1.0, "last").numpy(), atol=1e-6)
     restored = Reservoir.from_config(layer.get_config())
     restored(client.x)
     restored.set_weights(layer.get_weights())
     np.testing.assert_array_equal(restored.gain.numpy(), expected.gain)
-    with pytest.raises(ValueError, match="use_gain"):
-        adapt_layer(Reservoir(ReservoirConfig(units=6)), client, cfg)
 
 
 def test_local_ip_is_computed_once_per_reservoir_client_and_config(monkeypatch):

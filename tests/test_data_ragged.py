@@ -108,7 +108,7 @@ def test_ragged_ridge_statistics_equal_the_sum_over_sequences(mode, washout, bia
 def test_washout_is_checked_against_the_shortest_sequence():
     w = _weights()
     x = _padded([3, 9])
-    with pytest.raises(ValueError, match=r"washout \(3\) must be shorter than the sequences \(3 steps\)"):
+    with pytest.raises(ValueError, match=r"washout: must be shorter than the shortest sequence \(3 steps\), got 3"):
         Reservoir(units=12, state_mode="mean", washout=3)(x[:1, :3])
     data = _dataset({"a": [3, 9], "b": [5, 6]})
     with pytest.raises(ValueError, match=r"shorter than the shortest sequence \(3 steps\), got 4"):

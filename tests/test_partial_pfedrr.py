@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn.closed_form import partial_incfed, pfedrr
+from tff_esn.closed_form.configs import MASKS, READINGS, PFedRRConfig
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.esn.ridge import SYMMETRY_RTOL, RidgeStats, asymmetry_of, one_hot, with_bias
 from tff_esn.run_warnings import RunWarning
@@ -50,7 +51,7 @@ def _accuracy(readout, states, labels) -> float:
 # ------------------------------------------------------------------ the Cholesky solve needs a symmetric B
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 5), k=st.integers(1, 8),
-       mask=st.sampled_from(partial_incfed.MASKS))
+       mask=st.sampled_from(MASKS))
 def test_partial_incfed_sends_only_symmetric_systems_to_cholesky(seed, n_clients, k, mask):
     parts = _clients(seed, n_clients)
     selected = partial_incfed.select_all(parts, k, 0.5, seed=seed)
@@ -83,7 +84,7 @@ def test_ridge_solve_refuses_a_non_symmetric_b_and_accepts_rounding(seed, scale,
 
 def test_every_pfedrr_system_is_symmetric_in_both_readings():
     parts = _clients(3, 4)
-    for reading in pfedrr.READINGS:
+    for reading in READINGS:
         for tau in (0.2, 0.6):
             total = RidgeStats.sum(pfedrr.client_parts(p, tau, 0, i, reading).important for i, p in enumerate(parts))
             assert asymmetry_of(total.B) == 0.0
@@ -183,8 +184,8 @@ def test_pfedrr_consistent_reading_masks_a_and_matches_the_client_ridge_through_
         np.testing.assert_array_equal(sent.A[:, dropped], 0)
         np.testing.assert_array_equal(sent.A[:, units], stats.A[:, units])
         np.testing.assert_array_equal(sent.A[:, 8], stats.A[:, 8])  # the bias column
-    with pytest.raises(ValueError, match="reading: expected one of consistent, literal"):
-        pfedrr.fit_pfedrr(parts, 0.4, 1e-2, reading="whole")
+    with pytest.raises(ValueError, match="reading"):  # the boundary: the config
+        PFedRRConfig(reading="whole")
 
 
 def test_pfedrr_consistent_reading_does_not_collapse_on_offset_dominated_features():
@@ -203,7 +204,7 @@ def test_pfedrr_consistent_reading_does_not_collapse_on_offset_dominated_feature
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), n_clients=st.integers(1, 4), tau=st.floats(0.05, 1.0),
-       reading=st.sampled_from(pfedrr.READINGS), bias=st.booleans())
+       reading=st.sampled_from(READINGS), bias=st.booleans())
 def test_fit_selected_is_fit_pfedrr_without_the_exact_readout(seed, n_clients, tau, reading, bias):
     parts = _clients(seed, n_clients, bias=bias)
     whole = pfedrr.fit_pfedrr(parts, tau, 1e-2, seed=seed, reading=reading)

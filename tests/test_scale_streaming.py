@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tff_esn import ReservoirConfig
+from tff_esn.closed_form.configs import IncFedConfig, PFedRRConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.data.simulated import SimulatedClients
 from tff_esn.closed_form.harvest import Harvester
@@ -105,10 +106,10 @@ def test_interrupted_stream_resumes_from_its_checkpoint(everything, tmp_path):
 
 
 def test_bad_streams_are_rejected_by_name():
-    with pytest.raises(ValueError, match="subround_size"):
-        stream_incfed(WEIGHTS, SIM, SPEC, 1e-3, subround_size=0)
+    with pytest.raises(ValueError, match="subround_size"):  # the boundary: the configs
+        IncFedConfig(subround_size=0)
     with pytest.raises(ValueError, match="tau"):
-        stream_pfedrr(WEIGHTS, SIM, SPEC, 0.0, 1e-3)
+        PFedRRConfig(tau=0.0)
     rng = np.random.default_rng(0)
     mixed = SequenceDataset(
         {"a": ClientSequences(rng.normal(size=(2, 8, 3)).astype(np.float32), np.array([0, 1])),

@@ -1,9 +1,5 @@
 """Typed configs of the closed-form algorithms, their communication costs and their registrations.
-
-Frozen dataclasses validated on construction (a ``ValueError`` names the field and its flag);
-:class:`ReadoutConfig` holds what every closed-form run shares. Imports no TensorFlow: each run
-function (``tff_esn.closed_form.<module>:run_<name>``) is imported when a run starts.
-"""
+Imports no TensorFlow: each run function (``tff_esn.closed_form.<module>:run_<name>``) loads when a run starts."""
 
 from __future__ import annotations
 
@@ -115,10 +111,6 @@ class ReadoutConfig:
         return self.reservoir.seed
 
 
-def _check_backend(config: Any) -> None:
-    check_field(config, "backend", config.backend in BACKENDS, f"one of {BACKENDS}")
-
-
 def _check_subrounds(config: Any) -> None:
     size = config.subround_size
     check_field(config, "subround_size", size is None or is_count(size, 1), "None or an integer ≥ 1")
@@ -153,10 +145,8 @@ class IncFedConfig(ReadoutConfig):
 
     @property
     def resolved_backend(self) -> str:
-        """The backend that computes the readout: ``backend``, with ``auto`` resolved to ``tff`` where
-        only TFF reaches (privacy settings: clipping, noise and secure sums run inside TFF; streaming
-        subrounds) and to ``numpy`` elsewhere, where TFF would only sum statistics that the process
-        already holds (the same readout, without TFF's copies of every client's statistics)."""
+        """``backend``, with ``auto`` resolved to ``tff`` where only TFF reaches (privacy settings, streaming
+        subrounds) and to ``numpy`` elsewhere (the same readout, without TFF's copies of the statistics)."""
         if self.backend != "auto":
             return self.backend
         return "tff" if self.privacy.requested or self.subround_size is not None else "numpy"
@@ -230,7 +220,7 @@ class FedIPConfig(ReadoutConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_backend(self)
+        check_field(self, "backend", self.backend in BACKENDS, f"one of {BACKENDS}")
         check_field(self, "rounds", is_count(self.rounds, 1), "an integer ≥ 1")
         check_field(self, "l2_scale", self.l2_scale in L2_SCALES, f"one of {L2_SCALES}")
         check_field(self, "l2_scale", self.l2_scale == "absolute" or self.readout_bias or self.privacy.dp_requested,

@@ -1,8 +1,5 @@
-"""FedAvg of ridge readouts (IncFed §II-B, eqs. 4–5).
-
-Each client solves ``W_c = Y_c S_cᵀ (S_c S_cᵀ + β_c I)⁻¹`` (eq. 4); the server averages them weighted by
-their training states, ``W = Σ_c (N_c / N) W_c`` (the text's weighted mean; eq. 5 as printed is a typo).
-"""
+"""FedAvg of ridge readouts (IncFed §II-B, eqs. 4–5): each client's ``W_c = A_c (B_c + β_c I)⁻¹`` (eq. 4),
+averaged as ``W = Σ_c (N_c / N) W_c`` (the text's weighted mean; eq. 5 as printed is a typo)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn.closed_form.client_stats import check_clients
 from tff_esn.closed_form.configs import ReadoutConfig, fedavg_ridge_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
@@ -19,7 +15,7 @@ from tff_esn.esn.ridge import RidgeStats
 
 def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:
     """Each client's own ridge readout ``W_c`` with ``β_c = l2`` (IncFed eq. 4)."""
-    return [s.solve(l2) for s in check_clients(stats)]
+    return [s.solve(l2) for s in stats]
 
 
 def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> np.ndarray:
@@ -30,7 +26,7 @@ def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> 
 
 def fit_fedavg_ridge(stats: Sequence[RidgeStats], l2: float) -> np.ndarray:
     """FedAvg of the clients' local ridge readouts, weighted by their numbers of states."""
-    stats = check_clients(stats)
+    RidgeStats.sum(stats)  # no clients, or clients of different readouts, raise here
     return size_weighted_mean(local_readouts(stats, l2), [s.n for s in stats])
 
 

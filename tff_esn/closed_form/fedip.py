@@ -26,7 +26,6 @@ from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.dp_fedip import GaussianUpdates, fedip_privacy
 from tff_esn.privacy.closed_form import gaussian_updates
 from tff_esn.privacy.secure_sum import FixedPoint
-from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import project_inputs, reservoir_step, run_reservoir_compiled
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.runtime import load_tff
@@ -85,14 +84,6 @@ def _batches(client: ClientSequences, cfg: IPConfig, steps: int | None = None) -
     return tf.data.Dataset.from_tensor_slices((x, client.steps.astype(np.int32))).batch(cfg.batch_size)
 
 
-def _client_digest(client: ClientSequences) -> str:
-    """Content hash of what IP reads from a client: its inputs and their valid steps (not the labels)."""
-    digest = hashlib.sha1(repr(client.x.shape).encode())
-    digest.update(np.ascontiguousarray(client.x, np.float32).tobytes())
-    digest.update(np.ascontiguousarray(client.steps, np.int64).tobytes())
-    return digest.hexdigest()
-
-
 _ADAPTED: collections.OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = collections.OrderedDict()
 _ADAPTED_SIZE = 256
 """Local IP results kept by :func:`intrinsic_plasticity` (two ``units`` vectors each)."""
@@ -101,7 +92,10 @@ _ADAPTED_SIZE = 256
 def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
     """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client (FedIP Alg. 1,
     LocalIPUpdate), kept per reservoir, client inputs and ``cfg``."""
-    key = (weights.key, _client_digest(client), cfg)
+    digest = hashlib.sha1(repr(client.x.shape).encode())  # what IP reads: the inputs and their valid steps
+    digest.update(np.ascontiguousarray(client.x, np.float32).tobytes())
+    digest.update(np.ascontiguousarray(client.steps, np.int64).tobytes())
+    key = (weights.key, digest.hexdigest(), cfg)
     if key in _ADAPTED:
         _ADAPTED.move_to_end(key)
     else:
@@ -113,16 +107,6 @@ def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg
             _ADAPTED.popitem(last=False)
     gain, bias = _ADAPTED[key]
     return weights.replace(gain=gain, bias=bias)
-
-
-def adapt_layer(layer: Reservoir, client: ClientSequences, cfg: IPConfig) -> Reservoir:
-    """Writes the IP-adapted gain and bias of ``client``'s sequences into a built ``use_gain`` layer."""
-    if not layer.use_gain:
-        raise ValueError("adapt_layer: the Reservoir needs use_gain=True to hold the IP gain.")
-    adapted = intrinsic_plasticity(ReservoirWeights.from_layer(layer), client, cfg)
-    layer.gain.assign(adapted.gain)
-    layer.bias.assign(adapted.bias)
-    return layer
 
 
 def fedip_numpy(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig,
@@ -256,11 +240,6 @@ def _dp_process(initialize, client_update, state_type, data_type, units: int, cf
     return tff.templates.IterativeProcess(initialize, lower_secure(next_fn, secure))
 
 
-def fedip_secure_range(clients: Sequence[ClientSequences]) -> float:
-    """Default secure range of the (g, b) rounds: ``max_c n_c · FEDIP_PARAMETER_RANGE`` (its docstring)."""
-    return float(max(len(c) for c in clients)) * FEDIP_PARAMETER_RANGE
-
-
 def fedip_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], cfg: IPConfig, rounds: int,
               secure: FixedPoint | None = None, dp: GaussianUpdates | None = None) -> tuple[ReservoirWeights, int]:
     """``rounds`` FedIP rounds through TFF (Alg. 1): the federated reservoir and the values the secure sum clipped."""
@@ -282,8 +261,9 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     run = Run(dataset, split, config, "fedip")
     clients = list(dataset.select(run.train_ids).values())
     ip_dp = gaussian_updates(config.privacy, clients=len(clients), rounds=config.rounds)
-    secure = (FixedPoint(config.privacy.secure_bits, fedip_secure_range(clients) if ip_dp is None else ip_dp.clip,
-                         len(clients)) if config.privacy.secure_aggregation else None)
+    secure_range = max(len(c) for c in clients) * FEDIP_PARAMETER_RANGE if ip_dp is None else ip_dp.clip
+    secure = (FixedPoint(config.privacy.secure_bits, secure_range, len(clients))
+              if config.privacy.secure_aggregation else None)
     if config.backend == "tff":
         adapted, rounds_clipped = fedip_tff(run.weights, clients, config.ip, config.rounds, secure, ip_dp)
     else:

@@ -1,8 +1,5 @@
-"""Per-client reservoir states and ridge statistics (IncFed eqs. 6–7), computed once and reused.
-
-A :class:`Harvester` caches them per (reservoir, client); clients asked for together share length-sorted
-numpy batches, and one ``all`` pass also keeps the mean and last states (:meth:`Harvester.adopt`).
-"""
+"""Per-client reservoir states and ridge statistics (IncFed eqs. 6–7), computed once and reused:
+a :class:`Harvester` caches them per (reservoir, client)."""
 
 from __future__ import annotations
 
@@ -48,23 +45,12 @@ class Harvester:
         self._stats: dict[tuple[str, str], RidgeStats] = {}
         self._features: dict[tuple[str, str], Features] = {}
 
-    @property
-    def n_classes(self) -> int:
-        return self.dataset.n_classes
-
     def n_features(self, weights: ReservoirWeights) -> int:
         """Columns of the readout: the units it sees (+1 with the bias input)."""
         return weights.readout_units + int(self.spec.readout_bias)
 
-    def _client(self, cid: str) -> ClientSequences:
-        client = self.dataset.select([cid])[cid]
-        self.spec.check(client.shortest, client.per_step)
-        return client
-
     def batches(self, *parts: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-        """``(rows, x, lengths)`` batches of at most ``batch_size`` of the pooled sequences of ``parts``: consecutive
-        rows when all are equally long, else length-sorted :func:`~tff_esn.esn.states_numpy.ragged_batches`
-        cut to each batch's longest sequence, with ``lengths``."""
+        """``(rows, x, lengths)`` batches of the pooled sequences of ``parts`` (length-sorted when ragged)."""
         steps = np.concatenate([p.steps for p in parts])
         starts = np.cumsum([0] + [len(p) for p in parts])
         ragged = len({p.x.shape[1] for p in parts}) > 1 or any(p.ragged for p in parts)
@@ -83,14 +69,9 @@ class Harvester:
                     x[mine, :held.shape[1]] = held
             yield rows, x, steps[rows] if ragged else None
 
-    def _check(self, weights: ReservoirWeights) -> None:
-        if weights.n_inputs != len(self.dataset.feature_names):
-            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the data has "
-                             f"{len(self.dataset.feature_names)} features.")
-
     def targets(self, client: ClientSequences) -> np.ndarray:
         """Training targets matching the state mode (:func:`readout_targets`)."""
-        return readout_targets(client, self.n_classes, self.spec.state_mode)
+        return readout_targets(client, self.dataset.n_classes, self.spec.state_mode)
 
     def stats(self, weights: ReservoirWeights, cid: str) -> RidgeStats:
         """Ridge statistics of client ``cid``'s states (IncFed eqs. 6–7), cached (see :meth:`cache`)."""
@@ -113,7 +94,8 @@ class Harvester:
             needs_stats = cid in wanted and key not in self._stats
             if key in self._features and not needs_stats:
                 continue
-            client = self._client(cid)
+            client = self.dataset.select([cid])[cid]
+            self.spec.check(client.shortest, client.per_step)
             if key in self._features and self.spec.state_mode != "all":
                 self._stats[key] = RidgeStats.from_states(self._features[key].states, self.targets(client),
                                                           bias=self.spec.readout_bias)
@@ -143,7 +125,9 @@ class Harvester:
               with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
         """One pass of the pooled ``clients`` through the reservoir: each client's :class:`Features` and, where
         ``with_stats``, its statistics (per-step labels of different lengths pool by length)."""
-        self._check(weights)
+        if weights.n_inputs != len(self.dataset.feature_names):
+            raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the data has "
+                             f"{len(self.dataset.feature_names)} features.")
         pools: dict[int, list[int]] = {}
         for i, c in enumerate(clients):
             pools.setdefault(c.x.shape[1] if c.per_step else -1, []).append(i)

@@ -1,9 +1,5 @@
-"""Clients with different reservoirs: the prediction ensemble and structural alignment (thesis Table 6.5).
-
-Ensemble: ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``, each W_c a local ridge readout on reservoir c (IncFed eq. 4).
-Alignment: ``θ_c ← (1 − α)·θ_c + α·θ_target`` for W_in, Ŵ, b, g, then IncFed on the aligned reservoirs,
-the readout used with the target's (α = 1: IncFed exactly).
-"""
+"""Clients with different reservoirs (thesis Table 6.5): the ensemble ``ŷ(u) = Σ_c (n_c/n)·W_c x_c(u)``
+(IncFed eq. 4) and alignment ``θ_c ← (1 − α)·θ_c + α·θ_target`` of W_in, Ŵ, b, g, then IncFed (α = 1: IncFed)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """IncFed / FedRR: exact federated ridge readout (IncFed §III, eqs. 6–12; thesis §B.1).
-
 Clients send ``A_c = Y_cᵀ S_c``, ``B_c = S_cᵀ S_c`` (eqs. 6–7); the server sums (eqs. 8–9) and solves
-``W = A (B + λI)⁻¹`` (eq. 10), the centralized readout (eq. 3) for any partition. λ is added once at the
-server (``per_client=True``: per client, as eq. 7).
-"""
+``W = A (B + λI)⁻¹`` (eq. 10), the centralized readout (eq. 3) for any partition."""
 
 from __future__ import annotations
 
@@ -19,7 +16,6 @@ from tff_esn.lazy import LazyModule
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.algorithms import get_algorithm
-from tff_esn.closed_form.client_stats import check_clients
 from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
@@ -40,34 +36,19 @@ states_tf = LazyModule("tff_esn.esn.states_tf")
 
 def fit_incfed(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
     """IncFed readout ``W = (Σ A_c)(Σ B_c + λI)⁻¹`` (IncFed eqs. 8–10) from the clients' statistics."""
-    return RidgeStats.sum(check_clients(stats)).solve(l2, per_client=per_client)
+    return RidgeStats.sum(stats).solve(l2, per_client=per_client)
 
 
 # --------------------------------------------------------------------------- TFF path
 def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A client's inputs (right-padded to ``steps`` when given) and its targets shaped for the state mode."""
-    if steps is None and client.ragged:
-        raise ValueError("clients: sequences of unequal length need their lengths in the computation "
-                         "(federate_tff or the Harvester); cut them to one length (load_npz(ragged='crop')).")
     spec.check(client.shortest, client.per_step)
     targets = readout_targets(client, n_classes, spec.state_mode)
     if targets.ndim == 3:
         targets = targets[:, spec.washout:]
     x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))
     return x, targets.astype(np.float32)
-
-
-def _client_reduce(x, t, reservoir, acc, *, leaky: float | tuple[float, ...], spec: StateSpec, lengths=None,
-                   clip: float | None = None, layers: tuple[int, ...] = (), readout_from: int = 0,
-                   activation: str | tuple[str, ...] = "tanh"):
-    """Adds one batch's ``(Yᵀ S, Sᵀ S, n)`` to ``acc`` in float64 (IncFed eqs. 6–7, 11–12), rows clipped first (DP)."""
-    clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
-    a, b, n = states_tf.batch_statistics(x, t, *reservoir, leaky, spec.state_mode, spec.washout, spec.readout_bias,
-                                         lengths=lengths, clip=clip_fn, dtype=tf.float64, layers=layers,
-                                         readout_from=readout_from, activation=activation)
-    acc_a, acc_b, acc_n = acc
-    return acc_a + a, acc_b + b, acc_n + n
 
 
 def _server_solve(a, b, l2, clients, per_client: bool):
@@ -110,14 +91,20 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
         [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)]
         + ([tff.TensorType(np.int32, [None])] if ragged else []), tuple)
     features = units - readout_from + int(spec.readout_bias)
+    clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
+
+    def add_batch(acc, batch, reservoir):  # one batch's (Yᵀ S, Sᵀ S, n) in float64, rows clipped first (DP)
+        part = states_tf.batch_statistics(batch[0], batch[1], *reservoir, leaky, spec.state_mode,
+                                          spec.washout, spec.readout_bias, lengths=batch[2] if ragged else None,
+                                          clip=clip_fn, dtype=tf.float64, layers=layers, readout_from=readout_from,
+                                          activation=activation)
+        return tuple(x + y for x, y in zip(acc, part))
 
     @tff.tensorflow.computation(tff.SequenceType(element_type), reservoir_type)
     def client_stats(dataset, reservoir):
         init = (tf.zeros([n_classes, features], tf.float64), tf.zeros([features, features], tf.float64),
                 tf.constant(0.0, tf.float64))
-        a, b, n = dataset.reduce(init, lambda acc, batch: _client_reduce(
-            batch[0], batch[1], reservoir, acc, leaky=leaky, spec=spec, lengths=batch[2] if ragged else None,
-            clip=clip, layers=layers, readout_from=readout_from, activation=activation))
+        a, b, n = dataset.reduce(init, lambda acc, batch: add_batch(acc, batch, reservoir))
         return a, b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
@@ -128,26 +115,30 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
                              spec: StateSpec, per_step_targets: bool, per_client: bool = False,
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
                              layers: tuple[int, ...] = (), readout_from: int = 0,
-                             activation: str | tuple[str, ...] = "tanh"):
+                             activation: str | tuple[str, ...] = "tanh", sum_only: bool = False):
     """IncFed as one TFF computation (eqs. 6–10), cached per shape: ``(reservoir@SERVER, datasets@CLIENTS,
     l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped, eigenvalues_raised)@SERVER``,
-    the clients' statistics clipped and noised as ``aggregation`` says."""
+    the clients' statistics clipped and noised as ``aggregation`` says; ``sum_only``: ``(reservoir@SERVER,
+    datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (eqs. 6–9, a streaming subround)."""
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
                                                   ragged, None if aggregation is None else aggregation.clip, layers,
                                                   readout_from, activation)
     dataset_type, reservoir_type = client_stats.type_signature.parameter
+    placed = (tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
+    if sum_only:
+        @tff.federated_computation(*placed)
+        def subround_sum(reservoir, datasets):
+            local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
+            return federated_stats_sum(local, None)[0]
+
+        return subround_sum
     n_features = client_stats.type_signature.result[0].shape[1]
     federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
     seed_type = federate.type_signature.parameter[2]
 
-    @tff.federated_computation(
-        tff.FederatedType(reservoir_type, tff.SERVER),
-        tff.FederatedType(dataset_type, tff.CLIENTS),
-        tff.FederatedType(tff.TensorType(np.float64), tff.SERVER),
-        seed_type,
-    )
+    @tff.federated_computation(*placed, tff.FederatedType(tff.TensorType(np.float64), tff.SERVER), seed_type)
     def incfed(reservoir, datasets, l2, seeds):
         local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
         return federate(local, l2, seeds)
@@ -206,16 +197,13 @@ class IncFedOutcome:
     eigenvalues_raised: int = 0
 
 
-def _received_readout(w, w_clients, singular, l2: float) -> np.ndarray:
-    """The computation's readout (singular: raises at ``l2 = 0``, else warns), the same as the clients' copy."""
+def _received_readout(w_clients, singular, l2: float) -> np.ndarray:
+    """The readout the clients received (singular: raises at ``l2 = 0``, else warns)."""
     if singular and l2 == 0:
         raise SingularSystemError(singular_message(l2))
     if singular:
         warn(singular_message(l2))
-    w = np.asarray(w)
-    if not np.array_equal(w, np.asarray(w_clients)):
-        raise RuntimeError("IncFed: the clients received a readout different from the server's.")
-    return w
+    return np.asarray(w_clients)
 
 
 def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
@@ -223,8 +211,6 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
                  aggregation: StatsAggregation | None = None) -> IncFedOutcome:
     """IncFed through TFF with the clients harvesting inside the computation: the readout the clients received."""
     n_inputs = clients[0].x.shape[2]
-    if n_inputs != weights.n_inputs:
-        raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the clients' data has {n_inputs} features.")
     steps = max(c.x.shape[1] for c in clients)
     ragged = any(c.ragged or c.x.shape[1] != steps for c in clients)
     arrays = [_client_arrays(c, n_classes, spec, steps) + ((c.steps.astype(np.int32),) if ragged else ())
@@ -237,19 +223,18 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
-    w, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
-    return IncFedOutcome(_received_readout(w, w_clients, singular, l2), int(clipped), int(raised))
+    _, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
+    return IncFedOutcome(_received_readout(w_clients, singular, l2), int(clipped), int(raised))
 
 
 def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
     """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10."""
-    stats = check_clients(stats)
     n_outputs, n_features = stats[0].A.shape
     comp = build_incfed_stats_computation(n_outputs, n_features, per_client)
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
     seeds = [np.zeros(2, np.int64)] * len(stats)
-    w, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
-    return _received_readout(w, w_clients, singular, l2)
+    _, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
+    return _received_readout(w_clients, singular, l2)
 
 
 # --------------------------------------------------------------------------- streaming subrounds
@@ -260,26 +245,6 @@ class StreamedIncFed:
     readout: np.ndarray
     stats: RidgeStats
     subrounds: int
-
-
-@functools.lru_cache(maxsize=16)
-def build_subround_computation(n_inputs: int, steps: int, units: int, n_classes: int, leaky: float | tuple[float, ...],
-                               spec: StateSpec, per_step_targets: bool, layers: tuple[int, ...] = (),
-                               readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
-    """``(reservoir@SERVER, datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (IncFed eqs. 6–9), no privacy."""
-    tff = load_tff()
-
-    client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
-                                                  layers=layers, readout_from=readout_from, activation=activation)
-    dataset_type, reservoir_type = client_stats.type_signature.parameter
-
-    @tff.federated_computation(tff.FederatedType(reservoir_type, tff.SERVER), tff.FederatedType(dataset_type, tff.CLIENTS))
-    def subround_sum(reservoir, datasets):
-        local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        total, _ = federated_stats_sum(local, None)  # the one aggregation point (plain sum here)
-        return total
-
-    return subround_sum
 
 
 def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, l2: float, *,
@@ -297,12 +262,14 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
     def subround(clients: SequenceDataset, first: int):
         arrays = [_client_arrays(c, clients.n_classes, spec) for c in clients.clients.values()]
         key = (arrays[0][0].shape[1:], arrays[0][1].ndim == 3, clients.n_classes)
-        if {(x.shape[1:], t.ndim == 3, clients.n_classes) for x, t in arrays} != {shape.setdefault("key", key)}:
-            raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]} and "
-                             f"labels of the same kind; subround from client {first} differs.")
+        if ({(x.shape[1:], t.ndim == 3, clients.n_classes) for x, t in arrays} != {shape.setdefault("key", key)}
+                or clients.ragged):
+            raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]}, all of "
+                             f"one length, and labels of the same kind; subround from client {first} differs.")
         (steps, n_inputs), per_step, n_classes = key
-        comp = build_subround_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec,
-                                          per_step, weights.layers, weights.readout_from, weights.activation)
+        comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec, per_step,
+                                        layers=weights.layers, readout_from=weights.readout_from,
+                                        activation=weights.activation, sum_only=True)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
                     .batch(batch_size) for block in blocks]

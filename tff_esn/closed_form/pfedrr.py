@@ -15,8 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from tff_esn.closed_form.client_stats import check_clients
-from tff_esn.closed_form.configs import READINGS, PFedRRConfig, incfed_cost, pfedrr_cost
+from tff_esn.closed_form.configs import PFedRRConfig, incfed_cost, pfedrr_cost
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import dense_if_secure, plain_sections, private_sum
@@ -33,16 +32,6 @@ def squared_row_importance(b: np.ndarray) -> np.ndarray:
     values = np.square(np.asarray(b, dtype=np.float64)).sum(axis=1)
     span = values.max() - values.min()
     return np.ones_like(values) if span <= 0 else (values - values.min()) / span
-
-
-def check_tau(tau: float) -> None:
-    if not isinstance(tau, (int, float, np.floating)) or not np.isfinite(tau) or not 0 < tau <= 1:
-        raise ValueError(f"tau: expected a number in (0, 1], got {tau!r}.")
-
-
-def check_reading(reading: str) -> None:
-    if reading not in READINGS:
-        raise ValueError(f"reading: expected one of {', '.join(READINGS)}, got {reading!r}.")
 
 
 def n_units(stats: RidgeStats) -> int:
@@ -143,9 +132,6 @@ def fit_pfedrr(stats: Sequence[RidgeStats], tau: float, l2: float, *, seed: int 
                per_client: bool = False, reading: Reading = "consistent",
                aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PFedRRResult:
     """FedRR, I-pFedRR and R-pFedRR readouts from one set of client statistics (pFedRR eqs. 2–5)."""
-    stats = check_clients(stats)
-    check_tau(tau)
-    check_reading(reading)
     exact = aggregate(stats).solve(l2, per_client=per_client)
     selected = fit_selected(stats, tau, l2, seed=seed, per_client=per_client, reading=reading, aggregate=aggregate)
     return PFedRRResult(**{f.name: getattr(selected, f.name) for f in dataclasses.fields(selected)}, exact=exact)
@@ -163,18 +149,12 @@ class StreamedPFedRR:
     subrounds: int
     selected: dict[int, int] = dataclasses.field(default_factory=dict)  # units kept by I-pFedRR → clients
 
-    @property
-    def important_sizes(self) -> list[int]:
-        """Units each client kept (I-pFedRR), in no particular order (for ``pfedrr_cost``)."""
-        return [size for size, count in sorted(self.selected.items()) for _ in range(count)]
-
 
 def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceDataset, spec: StateSpec, tau: float,
                   l2: float, *, seed: int = 0, subround_size: int = 500, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False, reading: Reading = "consistent") -> StreamedPFedRR:
     """FedRR, I-pFedRR and R-pFedRR (pFedRR eqs. 2–5) over ``source`` in subrounds (:func:`fit_pfedrr`'s)."""
-    check_tau(tau)
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
 
     def subround(clients: SequenceDataset, first: int):
@@ -211,7 +191,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
     if config.subround_size is not None:  # PFedRRConfig refuses it with privacy settings
         result = stream_pfedrr(run.weights, run.training_clients(), run.spec, config.tau, l2, seed=config.seed,
                                subround_size=config.subround_size, reading=config.reading)
-        sizes = result.important_sizes
+        sizes = [size for size, count in sorted(result.selected.items()) for _ in range(count)]
         sections = functools.partial(plain_sections, run)
     else:
         stats, aggregate, sections = private_sum(run, run.stats())

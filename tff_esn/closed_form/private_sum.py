@@ -1,8 +1,5 @@
-"""The closed-form runs' statistics summed under the run's privacy settings.
-
-:func:`private_sum`: numpy runs (Partial IncFed, pFedRR), local Gaussian noise per client, plain or
-secure sum; :func:`tff_aggregation`: the ``StatsAggregation`` of IncFed and FedIP through TFF.
-"""
+"""The closed-form runs' statistics summed under the run's privacy settings: numpy runs
+(:func:`private_sum`) and the TFF aggregation of IncFed and FedIP (:func:`tff_aggregation`)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,15 @@
-"""The ridge readout learned online: recursive least squares passed from client to client.
-
-The running ``(W, P)`` of :class:`tff_esn.esn.rls.RLSReadout` visits the training clients in order, each
-adding its training states in blocks; after the last, ``W`` is the pooled ridge readout (IncFed eq. 3).
-"""
+"""The ridge readout learned online: :class:`~tff_esn.esn.rls.RLSReadout` passed from client to client;
+after the last, ``W`` is the pooled ridge readout (IncFed eq. 3)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from tff_esn.closed_form.configs import ReadoutConfig, rls_cost
 from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.closed_form.run import Run
-from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.rls import RLSReadout
 from tff_esn.esn.states_numpy import states_and_statistics
@@ -37,19 +33,12 @@ def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray
         yield states[valid].astype(np.float64), y[valid]
 
 
-def rls_readout(run: Run, blocks: Iterable[tuple[np.ndarray, np.ndarray]], l2: float) -> np.ndarray:
-    """The RLS readout at λ = ``l2`` after the training ``blocks``, in order."""
-    rls = RLSReadout(run.n_features, run.n_outputs, l2, bias=run.spec.readout_bias)
-    for states, targets in blocks:
-        rls.update(states, targets)
-    return rls.readout
-
-
 def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> dict:
     """The RLS readout passed through the training clients at the λ chosen on the batch ridge path."""
-    if config.l2 != "auto" and config.l2 <= 0:
-        raise DataError(f"{dataset.source}: rls: λ must be > 0 (P starts at I/λ), got {config.l2}; give --l2 > 0.")
     run = Run(dataset, split, config, "rls")
     l2 = run.choose_l2(run.exact_sweep(run.stats()))
-    blocks = (block for cid in run.train_ids for block in training_blocks(run, cid))
-    return run.report(run.scorer(rls_readout(run, blocks, l2)), rls_cost(run.n_features, run.n_outputs))
+    rls = RLSReadout(run.n_features, run.n_outputs, l2, bias=run.spec.readout_bias)
+    for cid in run.train_ids:
+        for states, targets in training_blocks(run, cid):
+            rls.update(states, targets)
+    return run.report(run.scorer(rls.readout), rls_cost(run.n_features, run.n_outputs))

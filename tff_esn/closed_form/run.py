@@ -1,9 +1,5 @@
-"""The harness every closed-form run function shares (:class:`Run`).
-
-A :class:`Run` holds the reservoir, the :class:`~tff_esn.closed_form.harvest.Harvester`, the model selection
-(:mod:`tff_esn.closed_form.selection`) and the report: metrics, random baseline, communication cost,
-saturation check, selection records and warnings.
-"""
+"""The harness every closed-form run function shares (:class:`Run`): the reservoir, the harvester,
+the model selection and the report."""
 
 from __future__ import annotations
 
@@ -27,7 +23,7 @@ from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_G
                                           on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
-from tff_esn.data.carving import Carving, carve
+from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, with_bias
@@ -41,59 +37,40 @@ Sweep = Callable[[Sequence[float]], Sequence[Scorer]]
 """The algorithm's readout at each λ of a grid, as scorers."""
 
 
-_SHARED: contextvars.ContextVar[list[tuple[SequenceDataset, StateSpec, Harvester]] | None] = \
-    contextvars.ContextVar("shared_harvesters", default=None)
-_CARVINGS: contextvars.ContextVar[list[tuple[SequenceDataset, Split, int, Carving]] | None] = \
-    contextvars.ContextVar("shared_carvings", default=None)
+_SHARED: contextvars.ContextVar[list[tuple[SequenceDataset, Any, Any]] | None] = \
+    contextvars.ContextVar("shared_harvests", default=None)
 
 
 @contextlib.contextmanager
 def shared_harvests() -> Iterator[None]:
     """Inside, runs on one dataset and :class:`StateSpec` share one harvester and the carvings of one split and seed."""
-    token, carvings = _SHARED.set([]), _CARVINGS.set([])
+    token = _SHARED.set([])
     try:
         yield
     finally:
         _SHARED.reset(token)
-        _CARVINGS.reset(carvings)
 
 
-def carving_for(dataset: SequenceDataset, split: Split, seed: int) -> Carving:
-    """The scope's carving of ``dataset``, ``split`` and ``seed`` (:func:`shared_harvests`), else a new one."""
-    known = _CARVINGS.get()
+def _shared(dataset: SequenceDataset, key: Any, make: Callable[[], Any]) -> Any:
+    """The scope's value for ``dataset`` and ``key`` (:func:`shared_harvests`), made once; else ``make()``."""
+    known = _SHARED.get()
     if known is None:
-        return carve(dataset, split, seed=seed)
-    for data, known_split, known_seed, carving in known:
-        if data is dataset and known_split == split and known_seed == seed:
-            return carving
-    known.append((dataset, split, seed, carve(dataset, split, seed=seed)))
-    return known[-1][3]
+        return make()
+    for data, known_key, value in known:
+        if data is dataset and known_key == key:
+            return value
+    known.append((dataset, key, make()))
+    return known[-1][2]
 
 
 def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
     """The scope's harvester of ``dataset`` and ``spec`` (:func:`shared_harvests`), else a new one."""
-    shared = _SHARED.get()
-    if shared is None:
-        return Harvester(dataset, spec)
-    for known, known_spec, harvester in shared:
-        if known is dataset and known_spec == spec:
-            return harvester
-    shared.append((dataset, spec, Harvester(dataset, spec)))
-    return shared[-1][2]
-
-
-def _spd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``matrix⁻¹ rhs`` by Cholesky; least squares when rounding leaves ``matrix`` indefinite."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix, check_finite=False), rhs, check_finite=False)
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
+    return _shared(dataset, spec, lambda: Harvester(dataset, spec))
 
 
 class Run:
-    """What every closed-form run shares: the reservoir (``config.reservoir`` or the one the search chose) and
-    its ``weights``, the ``harvester`` of its state ``spec``, the ``carving`` that validates choices (or
-    ``None``), the selection and the report."""
+    """What every closed-form run shares: the reservoir and its ``weights``, the ``harvester`` of its state
+    ``spec``, the ``carving`` that validates choices (or ``None``), the selection and the report."""
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
                  modes: Sequence[str] = STATE_MODE_CANDIDATES):
@@ -103,7 +80,8 @@ class Run:
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
         chooses = config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
-        self.carving = carving_for(dataset, split, config.seed) if chooses else None
+        self.carving = _shared(dataset, ("carving", split, config.seed),
+                               lambda: carve(dataset, split, seed=config.seed)) if chooses else None
         self._data = self.carving.dataset if self.carving else dataset
         self._units = self.carving.split.train if self.carving else tuple(split.train)
         self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
@@ -155,8 +133,6 @@ class Run:
     @property
     def l2(self) -> float:
         """The run's λ: the configured number, or the one :meth:`choose_l2` chose for ``auto``."""
-        if self.l2_choice is None:
-            raise ValueError(f"{self.name}: l2 is {AUTO!r} and not chosen yet (Run.choose_l2).")
         return self.l2_choice.l2
 
     def stats(self, weights: ReservoirWeights | Mapping[str, ReservoirWeights] | None = None, *,
@@ -309,8 +285,7 @@ class Run:
 
     def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
         """Carved folds' scores of the exact readout from one eigendecomposition of ``M = B + λI`` (Woodbury):
-        fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ`` with ``G = S_k M⁻¹ S_kᵀ``; ``None`` unless the
-        folds are carved, states are per sequence and each fold has fewer states than features."""
+        fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``, ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
         if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
             return None
         total = RidgeStats.sum(self.stats(scored=False))
@@ -333,7 +308,12 @@ class Run:
                 scaled = u / (eigenvalues + l2)
                 gram = -(scaled @ u.T)
                 gram.flat[::len(u) + 1] += 1.0
-                predicted[i].append(_spd_solve(gram, scaled @ held.T))
+                try:  # Cholesky; least squares when rounding leaves the Gram matrix indefinite
+                    solved = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram, check_finite=False),
+                                                    scaled @ held.T, check_finite=False)
+                except np.linalg.LinAlgError:
+                    solved = np.linalg.lstsq(gram, scaled @ held.T, rcond=None)[0]
+                predicted[i].append(solved)
         truth = np.concatenate([labels for _, labels in folds])
         return [objective_score(self.objective, truth, np.concatenate(p), self.n_outputs) for p in predicted]
 

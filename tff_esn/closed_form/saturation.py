@@ -1,8 +1,5 @@
-"""Whether a reservoir's states can carry information: saturation and constant states.
-
-:func:`check_states` runs the reservoir on a sample of training sequences and records a RunWarning when
-most states are beyond :data:`SATURATED` or no unit's spread reaches :data:`CONSTANT_SPREAD`.
-"""
+"""Whether a reservoir's states can carry information: :func:`check_states` warns when most sampled
+training states saturate or no unit varies."""
 
 from __future__ import annotations
 
@@ -28,31 +25,25 @@ SAMPLE = 64
 """Training sequences :func:`check_states` runs (the first ones, client by client)."""
 
 SAMPLE_STEPS = 2048
-"""Steps after the washout that :func:`check_states` keeps of each sampled sequence (its first
-ones), so the sample's memory stays bounded whatever the sequences' length."""
+"""Steps after the washout that :func:`check_states` keeps of each sampled sequence (bounded memory)."""
 
 
-def state_sample(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int,
-                 sample: int = SAMPLE, steps_kept: int = SAMPLE_STEPS) -> np.ndarray:
-    """The states after ``washout`` of the first ``steps_kept`` steps of the first ``sample`` training sequences."""
+def check_states(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int) -> dict[str, float]:
+    """Warns when the states after ``washout`` of the first :data:`SAMPLE_STEPS` steps of the first :data:`SAMPLE`
+    training sequences are mostly saturated or do not vary; ``{"saturated_share", "max_unit_std"}``."""
     parts = []
-    left = sample
+    left = SAMPLE
     for client in clients:
         if left <= 0:
             break
-        steps = np.minimum(client.steps[:left], washout + steps_kept)
+        steps = np.minimum(client.steps[:left], washout + SAMPLE_STEPS)
         x = client.x[:left, :int(steps.max())]
         states, _ = states_and_statistics(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
                                        weights.leaky, keep="all", washout=washout, lengths=steps,
                                        layers=weights.layers, activation=weights.activation)
         parts.append(states[np.arange(states.shape[1])[None, :] < (steps - washout)[:, None]])
         left -= len(steps)
-    return np.concatenate(parts) if parts else np.zeros((0, weights.units), np.float32)
-
-
-def check_states(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int) -> dict[str, float]:
-    """Warns when the states are mostly saturated or do not vary; ``{"saturated_share", "max_unit_std"}``."""
-    states = state_sample(weights, clients, washout)
+    states = np.concatenate(parts) if parts else np.zeros(0)
     if not states.size:
         return {"saturated_share": 0.0, "max_unit_std": 0.0}
     share = float(np.mean(np.abs(states) > SATURATED))

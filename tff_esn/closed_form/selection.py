@@ -1,9 +1,6 @@
-"""Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α.
-
-Chosen on the validation clients, else on folds carved from training, by the exact fold readout
-``(A − A_k)(B − B_k + λI)⁻¹``; ties go to the larger λ. Nothing is chosen without validation data or
-under privacy. Imports neither numpy nor TensorFlow.
-"""
+"""Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α,
+chosen on the validation clients (else folds carved from training) by the exact fold readout
+``(A − A_k)(B − B_k + λI)⁻¹``. Imports neither numpy nor TensorFlow."""
 
 from __future__ import annotations
 

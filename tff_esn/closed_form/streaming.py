@@ -1,9 +1,5 @@
-"""Clients in streaming subrounds: the driver IncFed and pFedRR federate very many clients with.
-
-:func:`drive` reduces each subround's clients to sums added to ``A = Σ A_c``, ``B = Σ B_c`` (IncFed eqs. 8–9):
-memory is one subround plus ``N_Y·N_F + N_F²`` floats. A :class:`Checkpoint` saves the sums after every
-subround, and a rerun resumes after the last completed one.
-"""
+"""Clients in streaming subrounds: :func:`drive` adds each subround's sums to ``A = Σ A_c``,
+``B = Σ B_c`` (IncFed eqs. 8–9); a :class:`Checkpoint` saves them after every subround for a resumed rerun."""
 
 from __future__ import annotations
 
@@ -19,7 +15,6 @@ from tqdm.auto import tqdm
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.io import atomic_write
 from tff_esn.esn.ridge import RidgeStats
-from tff_esn.validation import is_count
 
 
 class ClientSource(Protocol):
@@ -85,15 +80,9 @@ class Checkpoint:
             np.savez(fh, **arrays)
 
 
-def _check_size(subround_size: int) -> None:
-    if not is_count(subround_size, 1):
-        raise ValueError(f"subround_size: expected an integer ≥ 1, got {subround_size!r}.")
-
-
 def drive(source: ClientSource, subround_size: int, fn: SubroundFn, checkpoint: Checkpoint,
            progress: bool, desc: str) -> tuple[list[RidgeStats], dict[str, float], int]:
     """Runs ``fn`` on every subround and keeps the running sums (IncFed eqs. 8–9)."""
-    _check_size(subround_size)
     total_subrounds = -(-source.n_clients // subround_size)
     state = checkpoint.load()
     done, parts, counters = state if state is not None else (0, None, {})

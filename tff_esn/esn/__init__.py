@@ -1,7 +1,5 @@
-"""The echo state network every algorithm stands on: the reservoir and the ridge readout.
-
-Imports no algorithm layer; the exports load on first use, so importing the package imports no TensorFlow.
-"""
+"""The echo state network every algorithm stands on: the reservoir and the ridge readout
+(exports load on first use: importing the package imports no TensorFlow)."""
 
 from __future__ import annotations
 

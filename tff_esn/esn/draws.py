@@ -1,8 +1,5 @@
-"""Seeded draws of a reservoir's W_in, Ŵ and b (IncFed eq. 1; thesis §2.1), without TensorFlow.
-
-Each matrix comes from its own child generator of ``config.seed`` (Ŵ does not depend on the inputs);
-the Keras layer and :meth:`~tff_esn.esn.weights.ReservoirWeights.from_config` both draw here.
-"""
+"""Seeded draws of a reservoir's W_in, Ŵ and b (IncFed eq. 1; thesis §2.1), without TensorFlow:
+each matrix from its own child generator of ``config.seed``."""
 
 from __future__ import annotations
 

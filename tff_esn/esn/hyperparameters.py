@@ -231,9 +231,7 @@ DEEP_LAYER_SEED_PURPOSE = 5
 
 
 def connectivity_from_count(count: int, fan_in: int) -> float:
-    """Fraction of connections per unit from a count (IncFed Tables I–IV), capped at 1."""
-    if count < 1 or fan_in < 1:
-        raise ValueError(f"connectivity_from_count: count and fan_in must be ≥ 1, got {count}, {fan_in}.")
+    """Fraction of connections per unit from a count ≥ 1 of ``fan_in`` (IncFed Tables I–IV), capped at 1."""
     return min(1.0, count / fan_in)
 
 

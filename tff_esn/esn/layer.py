@@ -1,9 +1,5 @@
-"""The leaky-integrator reservoir as a Keras layer (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1).
-
-Weights: ``kernel`` W_in (features, units), ``recurrent_kernel`` Ŵ (units, units), ``bias`` b and the
-optional IP ``gain`` g (units,). With g = 1 it is ``tfa.layers.ESN``'s cell (same weights, same states);
-the weights are drawn from its ``ReservoirConfig``, so it reloads from ``get_config``.
-"""
+"""The leaky-integrator reservoir as a Keras layer (IncFed eq. 1; thesis eq. 2.1; FedIP eq. 1): W_in, Ŵ, b
+and the optional IP gain g; with g = 1 it is ``tfa.layers.ESN``'s cell (same weights, same states)."""
 
 from __future__ import annotations
 
@@ -12,10 +8,9 @@ from typing import Any
 import tensorflow as tf
 
 from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
-from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
+from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.states_tf import run_reservoir, run_reservoir_compiled
-from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.validation import is_count
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -41,20 +36,6 @@ class ReservoirInitializer(tf.keras.initializers.Initializer):
 
     def get_config(self) -> dict[str, Any]:
         return {"part": self.part, "config": self.config}
-
-
-def _check_inputs(inputs: tf.Tensor) -> tf.Tensor:
-    if inputs.shape.rank is not None and inputs.shape.rank != 3:
-        raise ValueError(
-            f"Reservoir: inputs must be 3-D (batch, time, features), got shape {inputs.shape}; "
-            "add a batch axis with x[None] or a feature axis with x[..., None]."
-        )
-    return tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
-
-
-def _check_washout(steps: int | None, state_mode: str, washout: int) -> None:
-    if state_mode != "last" and steps is not None and washout >= steps:
-        raise ValueError(f"Reservoir: washout ({washout}) must be shorter than the sequences ({steps} steps).")
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -83,15 +64,9 @@ class Reservoir(tf.keras.layers.Layer):
             config = ReservoirConfig.from_dict(config)
         elif not isinstance(config, ReservoirConfig):
             raise TypeError(f"Reservoir: config must be a ReservoirConfig, got {type(config).__name__}.")
-        if return_sequences:
-            state_mode = "all"
-        if state_mode not in STATE_MODES:
-            raise ValueError(f"Reservoir: state_mode must be one of {STATE_MODES}, got {state_mode!r}.")
-        if not is_count(washout, 0):
-            raise ValueError(f"Reservoir: washout must be an integer ≥ 0, got {washout!r}.")
+        self.spec = StateSpec("all" if return_sequences else state_mode, washout, readout_bias=False)
+        self.state_mode, self.washout = self.spec.state_mode, washout
         self.reservoir_config = config
-        self.state_mode = state_mode
-        self.washout = washout
         self.use_gain = bool(use_gain)
         self.supports_masking = False
 
@@ -130,8 +105,13 @@ class Reservoir(tf.keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, inputs: tf.Tensor) -> tf.Tensor:
-        inputs = _check_inputs(tf.convert_to_tensor(inputs, tf.float32))
-        _check_washout(inputs.shape[1], self.state_mode, self.washout)
+        inputs = tf.convert_to_tensor(inputs, tf.float32)
+        if inputs.shape.rank is not None and inputs.shape.rank != 3:
+            raise ValueError(f"Reservoir: inputs must be 3-D (batch, time, features), got shape {inputs.shape}; "
+                             "add a batch axis with x[None] or a feature axis with x[..., None].")
+        inputs = tf.debugging.assert_all_finite(inputs, "Reservoir: inputs contain NaN or inf.")
+        if inputs.shape[1] is not None:
+            self.spec.check(inputs.shape[1], per_step=False)
         if tf.executing_eagerly():
             # Values, not variables: a relaxed trace would otherwise keep another layer's variables.
             weights = [None if w is None else tf.convert_to_tensor(w) for w in self._weight_list()]

@@ -1,9 +1,5 @@
-"""Sufficient statistics of ridge regression and their exact closed-form solution.
-
-Rows are samples: ``A = Yᵀ S``, ``B = Sᵀ S`` (the papers' ``Y Sᵀ``, ``S Sᵀ``, IncFed eq. 6), ``W = A (B + λI)⁻¹``
-(eqs. 3, 10), predictions ``S @ W.T``; the statistics add over any partition (eqs. 8–9, 11–12).
-``bias=True`` appends a constant-1 feature, regularised like the rest.
-"""
+"""Sufficient statistics of ridge regression and their exact solution: rows are samples, ``A = Yᵀ S``,
+``B = Sᵀ S`` (IncFed eq. 6), ``W = A (B + λI)⁻¹`` (eqs. 3, 10); the statistics add over any partition (eqs. 8–9)."""
 
 from __future__ import annotations
 
@@ -238,18 +234,10 @@ class RidgeStats:
         projected = self.A @ vectors
         return np.stack([(projected / (eigenvalues + scale * l2)) @ vectors.T for l2 in grid])
 
-    def floats(self) -> int:
-        """Floats a client uploads to send these statistics: N_Y·N_R + N_R² (IncFed §III)."""
-        return int(self.A.size + self.B.size)
-
 
 def predict(weights: np.ndarray, states: np.ndarray, *, bias: bool = False) -> np.ndarray:
     """Readout output ``S @ Wᵀ`` (IncFed eq. 2), appending the bias input when ``bias``."""
     states = np.asarray(states, dtype=np.float64)
     if bias:
         states = with_bias(states)
-    if states.shape[-1] != weights.shape[1]:
-        raise ValueError(
-            f"predict: states have {states.shape[-1]} features, readout expects {weights.shape[1]}."
-        )
     return states @ weights.T

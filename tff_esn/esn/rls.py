@@ -1,9 +1,5 @@
-"""Recursive least squares: the ridge readout updated online, one block of states at a time.
-
-``P = (Σ s sᵀ + λI)⁻¹`` starts at ``I/λ`` and ``W`` at 0; a block ``S`` (m, N_F), ``Y`` updates them by
-Woodbury: ``K = P Sᵀ (I_m + S P Sᵀ)⁻¹``, ``W ← W + (Y − S Wᵀ)ᵀ Kᵀ``, ``P ← P − K S P`` (forgetting factor 1),
-so ``W`` is the batch ridge readout ``A (B + λI)⁻¹`` (IncFed eq. 3) up to rounding.
-"""
+"""Recursive least squares: ``P = (Σ s sᵀ + λI)⁻¹`` from ``I/λ``; a block ``S``, ``Y`` gives
+``K = P Sᵀ (I_m + S P Sᵀ)⁻¹``, ``W ← W + (Y − S Wᵀ)ᵀ Kᵀ``, ``P ← P − K S P``: the batch ridge readout (IncFed eq. 3)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ class RLSReadout:
 
     def __init__(self, n_features: int, n_outputs: int, l2: float, *, bias: bool = False):
         if not np.isfinite(l2) or l2 <= 0:
-            raise ValueError(f"l2: RLS starts from P = I/λ and needs a finite λ > 0, got {l2!r}.")
+            raise ValueError(f"l2 (--l2): RLS starts from P = I/λ and needs a finite λ > 0, got {l2!r}.")
         self.bias = bias
         self.P = np.eye(n_features) / l2
         self.W = np.zeros((n_outputs, n_features))
@@ -29,9 +25,6 @@ class RLSReadout:
         y = np.asarray(targets, np.float64)
         if self.bias:
             s = with_bias(s)
-        if s.ndim != 2 or s.shape[1] != self.P.shape[0] or y.shape != (s.shape[0], self.W.shape[0]):
-            raise ValueError(f"update: expected states (m, {self.P.shape[0] - int(self.bias)}) and targets "
-                             f"(m, {self.W.shape[0]}), got {np.shape(states)} and {np.shape(targets)}.")
         if s.shape[0] <= s.shape[1]:
             ps = self.P @ s.T
             gain = np.linalg.solve(np.eye(s.shape[0]) + s @ ps, ps.T).T

@@ -1,9 +1,5 @@
-"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow).
-
-``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1).
-A batch may mix clients (``groups``: statistics per client) and lengths (a sequence freezes after its
-last step); each sequence gives the numbers of its own harvest.
-"""
+"""The reservoir's state equation in numpy float32 and the closed-form harvest built on it (no TensorFlow):
+``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)``, ``x(0) = 0`` (IncFed eq. 1; FedIP eq. 1)."""
 
 from __future__ import annotations
 
@@ -121,10 +117,8 @@ def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, ac
 def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias: np.ndarray,
               gain: np.ndarray | None, leaky: np.ndarray, layers: tuple[int, ...],
               activation: str | tuple[str, ...] = "tanh") -> np.ndarray:
-    """One step of a deep ESN (Gallicchio & Micheli): ``recurrent``'s diagonal blocks are the layers' Ŵ_l, its
-    blocks (l − 1, l) the inputs W_in^l from layer l − 1; ``projected`` is ``u(t) W_in`` (first layer)::
-
-        x_l(t) = (1 − a_l)·x_l(t−1) + a_l·tanh(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)"""
+    """One deep-ESN step ``x_l(t) = (1 − a_l)·x_l(t−1) + a_l·f(g_l ⊙ (x_{l−1}(t) W_in^l + x_l(t−1) Ŵ_l) + b_l)``,
+    Ŵ_l the diagonal blocks of ``recurrent``, W_in^l its blocks (l − 1, l) (Gallicchio & Micheli)."""
     new = np.empty_like(x)
     below = None
     for start, stop in layer_bounds(layers):

@@ -1,9 +1,5 @@
-"""The reservoir's state equation in TensorFlow: one step, the batched time loop and its statistics.
-
-``x(t) = (1 − a)·x(t−1) + a·f(g ⊙ (u(t) W_in + x(t−1) Ŵ) + b)`` in row layout (IncFed eq. 1; thesis eq. 2.1;
-FedIP eq. 1); ``gain=None`` is ``tfa.layers.ESN``'s cell. One ``tf.while_loop`` over time; padded
-sequences (``lengths``) give the numbers of each sequence run alone.
-"""
+"""The reservoir's state equation in TensorFlow (IncFed eq. 1; FedIP eq. 1): one step, the batched time
+loop and its statistics; ``gain=None`` is ``tfa.layers.ESN``'s cell."""
 
 from __future__ import annotations
 
@@ -117,13 +113,7 @@ def run_reservoir(
     activation: str | tuple[str, ...] = "tanh",
 ) -> tf.Tensor:
     """States of a batch of sequences: the ``last`` (batch, units), the ``mean`` after ``washout`` or ``all``
-    (batch, time − washout, units); with ``lengths`` each right-padded sequence ends at its own length."""
-    states = _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers, activation)
-    return states[..., readout_from:] if readout_from else states
-
-
-def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers, activation) -> tf.Tensor:
-    """:func:`run_reservoir`'s states of every unit."""
+    (batch, time − washout, units − readout_from); with ``lengths`` each right-padded sequence ends at its own length."""
     inputs = tf.convert_to_tensor(inputs, tf.float32)
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
@@ -139,7 +129,7 @@ def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, leng
             return tf.where(_valid(t, lengths), update(x, tf.gather(projected, t)), x)
 
     if state_mode == "last":
-        return _time_loop(0, steps, lambda t, x: (step(x, t),), (x0,))[0]
+        return _time_loop(0, steps, lambda t, x: (step(x, t),), (x0,))[0][:, readout_from:]
     if state_mode == "mean":
         def body(t, x, acc):
             x = step(x, t)
@@ -149,7 +139,7 @@ def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, leng
             x0 = _time_loop(0, washout, lambda t, x: (step(x, t),), (x0,))[0]
         _, acc = _time_loop(washout, steps, body, (x0, tf.zeros_like(x0)))
         count = steps - washout if lengths is None else (lengths - washout)[:, None]
-        return acc / tf.cast(count, tf.float32)
+        return (acc / tf.cast(count, tf.float32))[:, readout_from:]
     states = tf.TensorArray(tf.float32, size=steps, element_shape=x0.shape)
 
     def body_all(t, x, ta):
@@ -157,7 +147,7 @@ def _run(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, leng
         return x, ta.write(t, x if lengths is None else tf.where(_valid(t, lengths), x, tf.zeros_like(x)))
 
     _, states = _time_loop(0, steps, body_all, (x0, states))
-    return tf.transpose(states.stack()[washout:], [1, 0, 2])
+    return tf.transpose(states.stack()[washout:, :, readout_from:], [1, 0, 2])
 
 
 run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True, autograph=False)

@@ -1,9 +1,5 @@
-"""The graphs a recurrent matrix Ŵ can follow and their metrics (no TensorFlow, no networkx).
-
-``Ŵ[i, j]`` carries unit i to unit j: ``random``, ``ring`` (SCR), ``delay-line`` (DLR), ``cycle-jumps`` (CRJ;
-Rodan & Tiňo 2011, 2012), ``small-world`` (Watts–Strogatz) and ``scale-free`` (Barabási–Albert), the last
-two drawn by networkx's steps, so the same seed gives networkx's graph.
-"""
+"""The graphs a recurrent matrix Ŵ can follow and their metrics (no TensorFlow, no networkx): ring (SCR),
+delay-line (DLR), cycle-jumps (CRJ; Rodan & Tiňo 2011, 2012), small-world and scale-free in networkx's draws."""
 
 from __future__ import annotations
 
@@ -101,9 +97,8 @@ GRAPH_WORK = 5e7
 
 
 def graph_metrics(recurrent: np.ndarray, work: float = GRAPH_WORK) -> dict:
-    """Descriptors of Ŵ's undirected simple graph: edges, density, self-loops, degrees, mean local
-    clustering (``diag(A³)``) and mean shortest path (as networkx); a metric costing more than ``work``
-    operations is ``None``, its reason in ``skipped``."""
+    """Ŵ's undirected graph: edges, density, self-loops, degrees, clustering and mean shortest path (as
+    networkx); a metric costing more than ``work`` operations is ``None``, its reason in ``skipped``."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components, shortest_path
 

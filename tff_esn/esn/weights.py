@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ReservoirWeights:
-    """The arrays of one reservoir in Keras layout — W_in (n_inputs, units), Ŵ, b and the IP gain g, float32 —
-    its leaking rate (one or one per unit), a deep ESN's ``layers``, the first unit the readout sees
-    (``readout_from``) and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
+    """One reservoir's float32 W_in (n_inputs, units), Ŵ, b, IP gain g, leaking rate(s), a deep ESN's ``layers``,
+    the first unit the readout sees and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
 
     kernel: np.ndarray
     recurrent: np.ndarray
@@ -61,8 +60,6 @@ class ReservoirWeights:
     @classmethod
     def from_layer(cls, layer: "Reservoir") -> "ReservoirWeights":
         """The weights of a built :class:`~tff_esn.esn.layer.Reservoir` (gain 1 without ``use_gain``)."""
-        if not layer.built:
-            raise ValueError("from_layer: the Reservoir layer is not built yet (call it on data or build it).")
         gain = layer.gain.numpy() if layer.gain is not None else np.ones(layer.units, np.float32)
         config = layer.reservoir_config
         return cls(layer.kernel.numpy(), layer.recurrent_kernel.numpy(), layer.bias.numpy(), gain, layer.leaky,

@@ -1,8 +1,5 @@
-"""Ownership of TensorFlow Federated's execution context and its C++ workers.
-
-Workers we start have stdio ``/dev/null`` and die with this process; entry points install our context,
-library code loads TFF through :func:`load_tff`. Imports TensorFlow, TFF and gRPC only inside functions.
-"""
+"""Ownership of TensorFlow Federated's execution context and its C++ workers (which die with this
+process); library code loads TFF through :func:`load_tff`."""
 
 from tff_esn.runtime.context import (build_context, current_workers, ensure_context, load_tff, on_this_host,
                                      parse_workers)

@@ -1,9 +1,5 @@
-"""Our TFF execution context: built on our own worker(s) and installed by entry points.
-
-:func:`ensure_context` installs it (one lazily started local worker, or ``host:port`` workers split by
-``MergeableCompExecutionContext``); :func:`load_tff` installs it over TFF's stock context. A worker that
-stays unavailable for ``timeout`` seconds raises :class:`~tff_esn.runtime.workers.WorkerError`.
-"""
+"""Our TFF execution context on our own worker(s): :func:`ensure_context` installs it (entry points),
+:func:`load_tff` installs it over TFF's stock context."""
 
 from __future__ import annotations
 
@@ -108,9 +104,8 @@ def _context_kwargs():
 
 def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = DEFAULT_TIMEOUT,
                   prestart: bool = False):
-    """An execution context (not installed) on one local worker owned by this process (``workers=None``,
-    started lazily or at once with ``prestart``) or on running ``host:port`` workers, split across several
-    with TFF's ``MergeableCompExecutionContext``; a silent worker raises after ``start_timeout`` seconds."""
+    """An execution context (not installed) on one local worker of ours (``workers=None``; ``prestart``: at once)
+    or on ``host:port`` workers (several: TFF's ``MergeableCompExecutionContext``)."""
     import tensorflow_federated as tff
 
     workers = parse_workers(workers)

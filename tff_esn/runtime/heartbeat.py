@@ -1,9 +1,5 @@
-"""gRPC stubs to a worker: :func:`connect`, and a :class:`Heartbeat` under every call.
-
-While a call is in flight the worker is probed every ``timeout / 4`` s (at most 5 s) with an empty
-``Dispose``; no answer for ``timeout`` s cancels the call with a ``WorkerError`` naming ``host:port``.
-The channel redials after 50 ms, then 1 s.
-"""
+"""gRPC stubs to a worker (:func:`connect`), every call under a :class:`Heartbeat` that probes the
+worker and ends the call with a ``WorkerError`` after ``timeout`` s of silence."""
 
 from __future__ import annotations
 

@@ -8,14 +8,11 @@ from collections.abc import Callable
 
 from tff_esn.runtime.heartbeat import connect
 from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LocalWorker
-from tff_esn.validation import is_count
 
 
 def serve_worker(port: int, *, host: str = "localhost", timeout: float = DEFAULT_TIMEOUT,
                  max_concurrent_computation_calls: int = -1, ready: Callable[[str], None] | None = None) -> int:
-    """Runs a TFF worker on every interface in the foreground until SIGTERM/SIGINT (0) or its exit (its code)."""
-    if not (is_count(port, 1) and port < 65536):
-        raise ValueError(f"port: expected an integer in 1–65535, got {port!r}.")
+    """Runs a TFF worker on ``port`` in the foreground until SIGTERM/SIGINT (0) or its exit (its code)."""
     stop = threading.Event()
 
     def on_signal(signum, frame):

@@ -1,9 +1,5 @@
-"""A correction of TFF 0.87's subround partitioning, applied only on the version it was written for.
-
-TFF 0.87.0's ``_partition_value`` returns the split position of a struct's last element, so when the
-clients' value is not the last argument every worker gets the first ⌈n/k⌉ clients. On other versions
-:func:`fix_subround_partitioning` raises :class:`TFFVersionError`.
-"""
+"""A correction of TFF 0.87.0's subround partitioning (``_partition_value`` deals every worker the
+first clients when the clients' value is not the last argument); other versions get :class:`TFFVersionError`."""
 
 from __future__ import annotations
 
@@ -14,24 +10,19 @@ class TFFVersionError(RuntimeError):
     """The installed TFF is not a version the subround-partitioning patch was written for."""
 
 
-def check_version(version: str) -> None:
-    """Raises :class:`TFFVersionError` naming ``version`` unless it is in :data:`PATCHED_VERSIONS`."""
-    if version not in PATCHED_VERSIONS:
-        raise TFFVersionError(
-            f"multi-worker runs (--workers with 2 or more addresses) need tff_esn's correction of TFF's private "
-            f"_partition_value, written for tensorflow-federated {', '.join(PATCHED_VERSIONS)}; installed: {version}. "
-            "Install the pinned version (`pip install -c constraints.txt tensorflow-federated`), or run on one "
-            "worker; to support this version, check that tests/test_scale_workers.py passes on it without the "
-            "patch or with it, and add the version to tff_esn.runtime.tff_patch.PATCHED_VERSIONS."
-        )
-
-
 def fix_subround_partitioning() -> None:
     """Splits every element of a struct argument from the same position, so clients are dealt to the workers
     exactly once (TFF 0.87.0 only, else :class:`TFFVersionError`)."""
     import tensorflow_federated as tff
 
-    check_version(tff.__version__)
+    if tff.__version__ not in PATCHED_VERSIONS:
+        raise TFFVersionError(
+            f"multi-worker runs (--workers with 2 or more addresses) need tff_esn's correction of TFF's private "
+            f"_partition_value, written for tensorflow-federated {', '.join(PATCHED_VERSIONS)}; installed: "
+            f"{tff.__version__}. Install the pinned version (`pip install -c constraints.txt tensorflow-federated`), "
+            "or run on one worker; to support this version, check that tests/test_scale_workers.py passes on it "
+            "without the patch or with it, and add the version to tff_esn.runtime.tff_patch.PATCHED_VERSIONS."
+        )
     from tensorflow_federated.python.common_libs import structure
     from tensorflow_federated.python.core.impl.execution_contexts import mergeable_comp_execution_context as mc
     from tensorflow_federated.python.core.impl.types import computation_types
@@ -51,8 +42,8 @@ def fix_subround_partitioning() -> None:
             elements.append((name, part.payload))
             if part.last_client_index != val.last_client_index:
                 advanced = part
-        if not elements:
-            raise ValueError(f"Expected the value to not be empty, found {val}.")
+        if not elements:  # TFF's own error
+            return original(val, type_signature)
         position = advanced or val
         return mc._PartitioningValue(structure.Struct(elements), position.num_remaining_clients,
                                      position.num_remaining_partitions, position.last_client_index)

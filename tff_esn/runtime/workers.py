@@ -1,8 +1,5 @@
-"""Local ``worker_binary`` processes: start (dying with this process), find, stop.
-
-Started by ``setpriv --pdeathsig KILL`` from one long-lived spawner thread (the signal follows the forking
-thread), stdio ``/dev/null``. Exit hooks only via :func:`install_exit_hooks`.
-"""
+"""Local ``worker_binary`` processes: start (``setpriv --pdeathsig KILL`` from one spawner thread, so
+they die with this process), find, stop."""
 
 from __future__ import annotations
 
