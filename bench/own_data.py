@@ -3,7 +3,7 @@
 Each set is read as a researcher's own data: ``ts:DIR/NAME`` (the aeon 1.6.0 wheel's files), its
 training cases dealt to 5 IID clients (``--partition iid --clients 5``, seed 0), the file's own test
 split as the test client, no validation group. Every algorithm of the list runs with its default
-flags (:func:`tff_esn.algorithms.resolve_run`) through :func:`tff_esn.algorithms.run_algorithm`; beside
+flags (:func:`tff_esn.registry.algorithms.resolve_run`) through :func:`tff_esn.registry.algorithms.run_algorithm`; beside
 them the majority class and logistic regression on the raw inputs (the record's ``baselines``) and
 esnfed 1.7.1 with its README defaults (a 200-unit ``random_reservoir(density=0.1)``, spectral
 radius 0.9, mean-pooled states, ridge 1e-6, ``federated_classifier`` over the same 5 clients).
@@ -64,7 +64,7 @@ def load(name: str, folder: Path):
     from tff_esn.data.partition import partition_dataset
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
-    from tff_esn.defaults import default_pipeline
+    from tff_esn.registry.defaults import default_pipeline
 
     source = f"ts:{Path(folder) / name / name}"
     data = load_source(source, default_pipeline(source))
@@ -75,7 +75,7 @@ def load(name: str, folder: Path):
 def run(algorithm: str, data, split, **flags) -> dict:
     """One default-flag run's record (``flags`` over the defaults), TFF's context installed when it needs it."""
     from tff_esn import runtime
-    from tff_esn.algorithms import get_algorithm, resolve_run, run_algorithm
+    from tff_esn.registry.algorithms import get_algorithm, resolve_run, run_algorithm
 
     owned = get_algorithm(algorithm).settings()
     if "out" in owned:  # the gradient-trained models write their round log and checkpoints
@@ -120,7 +120,7 @@ def _timed(algorithm: str, data, split, **flags) -> tuple[dict, float]:
 def selection_cost(algorithm: str, data, split, repeats: int = 3) -> dict | None:
     """The default run (selection) against the run with every chosen setting given (numpy path), each
     the fastest of ``repeats`` runs (the machine is shared), in wall seconds and in CPU seconds."""
-    from tff_esn.algorithms import get_algorithm
+    from tff_esn.registry.algorithms import get_algorithm
 
     backend = get_algorithm(algorithm).settings().get("backend")
     flags = {"backend": "numpy"} if backend is not None and "numpy" in (backend.choices or ()) else {}

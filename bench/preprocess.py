@@ -21,9 +21,9 @@ import numpy as np
 def main(flags: list[str]) -> None:
     import neurokit2 as nk
 
-    from tff_esn.data.hrv import windowed_hrv
-    from tff_esn.data.synthetic_wesad import generate_subject
-    from tff_esn.data.wesad import thesis_features
+    from tff_esn.data.seed_sources.hrv import windowed_hrv
+    from tff_esn.data.seed_sources.synthetic_wesad import generate_subject
+    from tff_esn.data.seed_sources.wesad import thesis_features
 
     minutes = 20.0 if "--quick" in flags else 100.0
     t0 = time.perf_counter()

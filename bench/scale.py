@@ -1,6 +1,6 @@
 """Load: streaming IncFed over 10³–10⁵ simulated clients on 1 and 2 loopback TFF workers (clients/s, peak memory).
 
-Clients are :class:`~tff_esn.data.simulated.SimulatedClients` (4 sequences × 20 steps × 3
+Clients are :class:`~tff_esn.data.seed_sources.simulated.SimulatedClients` (4 sequences × 20 steps × 3
 features each, generated subround by subround). IncFed runs through
 :func:`tff_esn.closed_form.incfed.stream_incfed` in subrounds of 500 clients with a checkpoint file
 (saved atomically after every subround, as a resumable run does), each TFF client carrying a
@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 from tff_esn import runtime  # noqa: E402
 from tff_esn.esn.hyperparameters import ReservoirConfig  # noqa: E402
 from tff_esn.data.sequences import Split  # noqa: E402
-from tff_esn.data.simulated import SimulatedClients  # noqa: E402
+from tff_esn.data.seed_sources.simulated import SimulatedClients  # noqa: E402
 from tff_esn.esn.weights import ReservoirWeights, StateSpec  # noqa: E402
 from tff_esn.closed_form.incfed import stream_incfed  # noqa: E402
 

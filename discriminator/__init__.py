@@ -4,7 +4,7 @@ discriminative phase (``phase``) and ``tff-esn discriminator`` (``cli``). ``tff_
 package: it finds the filter through the ``tff_esn.client_filters`` entry point.
 """
 
-from tff_esn.lazy import lazy_exports
+from tff_esn.common.lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(("DeltaConfig", "DiscriminatorConfig"), ".configs"),

@@ -19,7 +19,7 @@ from tff_esn.cli import UsageError, lazy_command
 from tff_esn.cli.flags import add_setting_flags
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import FedCurvConfig, ThesisModelConfig, federated_algorithms, for_data
-from tff_esn.settings import Setting, config_from_flags, pick_settings, settings
+from tff_esn.common.settings import Setting, config_from_flags, pick_settings, settings
 
 GROUP = "discriminator"
 """The split group holding the subjects the discriminator is trained on (thesis §6.1)."""
@@ -102,8 +102,8 @@ def _phase(args: argparse.Namespace) -> int:
     from discriminator.filter import DiscriminatorFilter
     from discriminator.model import load_discriminator
     from discriminator.phase import run_discriminative_phase
-    from tff_esn.algorithms import get_algorithm, resolve_run
-    from tff_esn.io import write_json_atomic
+    from tff_esn.registry.algorithms import get_algorithm, resolve_run
+    from tff_esn.common.io import write_json_atomic
 
     disc = load_discriminator(args.discriminator)
     model = model_config_from_info(disc.info)

@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from tff_esn.federated.configs import ThesisModelConfig
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.common.validation import check_field, is_count, is_finite
 
 
 @dataclasses.dataclass(frozen=True)

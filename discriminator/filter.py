@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from discriminator.model import Discriminator, DiscriminatorFileError, load_discriminator
-from tff_esn.validation import is_finite
+from tff_esn.common.validation import is_finite
 
 Op = Callable[[tf.Tensor], tf.Tensor]
 

@@ -24,7 +24,7 @@ from discriminator.configs import DiscriminatorConfig
 from discriminator.deltas import DeltaSet
 from tff_esn.data.errors import DataError
 from tff_esn.federated.clients import seeded_fit_data
-from tff_esn.io import write_json_atomic
+from tff_esn.common.io import write_json_atomic
 
 FORMAT = "tff_esn.discriminator/1"
 MODEL_FILE = "model.keras"

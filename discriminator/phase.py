@@ -17,7 +17,7 @@ import numpy as np
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import FedAvgConfig, run_federated
 from tff_esn.federated.client_work import ClientFilter
-from tff_esn.io import write_csv_atomic
+from tff_esn.common.io import write_csv_atomic
 
 _FAKES = 21
 

@@ -8,7 +8,7 @@ own-data default); ``<!-- algorithms -->`` becomes the table of every registered
 the privacy declaration of :mod:`tff_esn.privacy.coverage`, and ``<!-- results: EXPERIMENT -->``
 the committed snapshot of our last ``tff-esn reproduce`` run of EXPERIMENT (``docs/results/``,
 written by :mod:`scripts.docs_results`; a missing one fails the build). The facts come from
-:func:`tff_esn.algorithms.available_algorithms` and :func:`scripts.framework.experiments`, so
+:func:`tff_esn.registry.algorithms.available_algorithms` and :func:`scripts.framework.experiments`, so
 a renamed flag, a new default, a new algorithm or experiment shows on the site without editing
 a page; an unknown NAME fails the build.
 """
@@ -54,7 +54,7 @@ def _privacy(algo) -> str:
 
 def algorithm_facts(name: str) -> str:
     """The Markdown facts of registered algorithm ``name``: summary list, then the flags table."""
-    from tff_esn.algorithms import get_algorithm
+    from tff_esn.registry.algorithms import get_algorithm
 
     algo = get_algorithm(name)
     cost = algo.communication_function
@@ -87,7 +87,7 @@ def algorithm_facts(name: str) -> str:
 
 def algorithms_table() -> str:
     """One row per registered algorithm: its page, what it computes, privacy, TFF."""
-    from tff_esn.algorithms import available_algorithms
+    from tff_esn.registry.algorithms import available_algorithms
 
     lines = ["| algorithm | what it computes | privacy flags | TFF |", "| --- | --- | --- | --- |"]
     for name, algo in available_algorithms().items():
@@ -147,7 +147,7 @@ def coverage_table() -> str:
     """Per algorithm with privacy support, its registration's declaration
     (:func:`tff_esn.privacy.coverage.declaration`): what secure aggregation covers, and the values
     released as public with secure aggregation and DP on."""
-    from tff_esn.algorithms import get_algorithm, names_where
+    from tff_esn.registry.algorithms import get_algorithm, names_where
     from tff_esn.privacy.coverage import declaration
 
     lines = ["| algorithm | covered | public (secure aggregation + DP) |", "| --- | --- | --- |"]

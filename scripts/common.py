@@ -45,7 +45,7 @@ def shared_closed_form_runs(dataset, splits: Mapping[Any, Any], config) -> dict[
 
 def accuracy_of(run, readout: np.ndarray, ids: Sequence[str]) -> float:
     """Accuracy of ``readout`` on the clients ``ids`` through ``run``'s cached states."""
-    from tff_esn.metrics import accuracy, predictions
+    from tff_esn.common.metrics import accuracy, predictions
 
     scores, labels = run.scorer(readout)(ids)
     return accuracy(labels, predictions(scores))
@@ -72,10 +72,10 @@ FEATURE_RIDGE = "ridge on LR features"
 
 def feature_ridge_accuracy(dataset, split, l2: float, *, seed: int = 0,
                            grid: Sequence[float] = L2_GRID) -> dict[str, float]:
-    """Test accuracy (%) of :func:`tff_esn.baselines.ridge_on_features` — the seeds' ridge readout on
+    """Test accuracy (%) of :func:`tff_esn.runs.baselines.ridge_on_features` — the seeds' ridge readout on
     logistic regression's own inputs, no reservoir — at the λ of ``grid`` chosen on ``split.val``
     (:func:`chosen_l2`; key :data:`FEATURE_RIDGE`) and at the fixed ``l2`` (``FEATURE_RIDGE + " λ fixed"``)."""
-    from tff_esn.baselines import ridge_on_features
+    from tff_esn.runs.baselines import ridge_on_features
 
     metrics = ridge_on_features(dataset, split, (*grid, l2), seed=seed)
     best = chosen_l2([m["accuracy"] for m in metrics["val"][:len(grid)]])
@@ -218,12 +218,12 @@ def plt():
 
 
 BASELINES = {"majority": "majority", "logistic_regression": "LR"}
-"""Keys of :func:`tff_esn.baselines.baseline_scores` and their table labels."""
+"""Keys of :func:`tff_esn.runs.baselines.baseline_scores` and their table labels."""
 
 
 def baseline_accuracy(scores: Mapping[str, Any], group: str = "test") -> dict[str, float | None]:
     """``{label: accuracy %}`` of the majority class and logistic regression on ``group``, from
-    :func:`tff_esn.baselines.baseline_scores` or a run record's ``baselines`` section."""
+    :func:`tff_esn.runs.baselines.baseline_scores` or a run record's ``baselines`` section."""
     out = {}
     for key, label in BASELINES.items():
         metrics = (scores.get(key) or {}).get(group)

@@ -70,8 +70,8 @@ THESIS_STRESS_SHARE = 0.1147
 def calibration_statistics(subjects: Iterable[str], *, minutes: float, seed: int = 0, hrv_window_s: float = 25) -> dict:
     """``{"features": {name: {"min", "max", "mean", "var"}}, "stress_share", "steps_per_subject"}`` of
     wrist-only synthetic subjects' defined steps: the numbers to put beside :data:`THESIS_TABLE_5_1`."""
-    from tff_esn.data.synthetic_wesad import generate_subject
-    from tff_esn.data.wesad import THESIS_FEATURES, wrist_features
+    from tff_esn.data.seed_sources.synthetic_wesad import generate_subject
+    from tff_esn.data.seed_sources.wesad import THESIS_FEATURES, wrist_features
 
     rows, codes = [], []
     for s in subjects:
@@ -88,8 +88,8 @@ def calibration_statistics(subjects: Iterable[str], *, minutes: float, seed: int
 
 def _calibration(ctx: Context, options: dict) -> None:
     """Table 5.1 of the synthetic wesad beside the thesis' (the generator's calibration)."""
-    from tff_esn.data.synthetic_wesad import REAL_MINUTES
-    from tff_esn.data.wesad import SUBJECTS
+    from tff_esn.data.seed_sources.synthetic_wesad import REAL_MINUTES
+    from tff_esn.data.seed_sources.wesad import SUBJECTS
 
     minutes = float(options.get("minutes", REAL_MINUTES))
     ours = calibration_statistics(options.get("subjects", SUBJECTS), minutes=minutes, seed=int(options.get("seed", 0)))
@@ -117,8 +117,8 @@ def _normalisation_figure(ctx: Context, minutes: float, seed: int, subject: str 
     """One subject's four features raw, after the literal moving-average normalisation of §5.2
     (÷ a 25 s average) and after the default (− a 25×64-step average), stress shaded: the
     literal reading leaves nothing of the stress levels."""
-    from tff_esn.data import wesad
-    from tff_esn.data.synthetic_wesad import generate_subject
+    from tff_esn.data.seed_sources import wesad
+    from tff_esn.data.seed_sources.synthetic_wesad import generate_subject
 
     x, codes = wesad.wrist_features(generate_subject(subject, minutes=minutes, seed=seed, devices=("wrist",)), 25)
     variants = {"extracted (Table 5.1)": (x, codes == wesad.STRESS_CODE)}

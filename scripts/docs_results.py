@@ -21,7 +21,7 @@ from typing import Any
 
 from scripts.framework import CAUSES, DONE, experiments, read_status
 from scripts.report import claim_text, duration, full_settings_line, settings_line
-from tff_esn.io import write_text_atomic
+from tff_esn.common.io import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "docs" / "results"

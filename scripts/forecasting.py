@@ -3,7 +3,7 @@
 Not a seed's table: the reservoir-computing benchmarks the peer library esnfed ships (its
 concepts page: NARMA and Mackey–Glass generators, ``federated_ridge``, ``nrmse``), run one
 step ahead on the same generated data. Each series is generated once per client count
-(:func:`tff_esn.data.generators.series_dataset`, contiguous segments): the training stretch
+(:func:`tff_esn.data.seed_sources.generators.series_dataset`, contiguous segments): the training stretch
 is cut into 1, 5 or 20 clients, one validation and one test client follow. Every model has
 ``units`` reservoir units, a washout of ``washout`` steps per client and λ chosen on the
 validation client from the same grid.
@@ -26,14 +26,14 @@ from scripts.common import plt
 from scripts.framework import Context, Experiment, register
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.closed_form.selection import L2_GRID
-from tff_esn.data.generators import series_dataset
+from tff_esn.data.seed_sources.generators import series_dataset
 from tff_esn.data.splits import get_split
-from tff_esn.algorithms import get_algorithm
-from tff_esn.defaults import source_defaults
+from tff_esn.registry.algorithms import get_algorithm
+from tff_esn.registry.defaults import source_defaults
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, predict
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.tasks import Task
+from tff_esn.common.tasks import Task
 
 ALGORITHMS = ("centralized", "incfed", "fedavg-ridge")
 THRESHOLDS = {"narma10": 0.3, "mackey-glass": 1e-2}

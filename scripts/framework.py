@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
-from tff_esn.provenance import source_commit
-from tff_esn.validation import SEED_MAX, is_seed
+from tff_esn.common.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.runs.provenance import source_commit
+from tff_esn.common.validation import SEED_MAX, is_seed
 
 PROFILES = ("tiny", "quick", "full")
 STATUS_FILE = "status.json"
@@ -345,7 +345,7 @@ class Context:
     def run(self, algorithm: str, dataset, split, tag: str, **flags: Any) -> dict[str, Any]:
         """Runs ``algorithm`` of the run registry with its config's defaults overridden by
         ``flags`` (settings by flag name, :func:`run_config`), cached under ``tag`` (:meth:`cached`)."""
-        from tff_esn import algorithms
+        from tff_esn.registry import algorithms
 
         def compute(folder: Path) -> dict[str, Any]:
             config = self.run_config(algorithm, folder, **flags)
@@ -417,7 +417,7 @@ class Context:
 
 def _settings_of(algorithm: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """The entries of ``values`` that ``algorithm``'s config has (e.g. ``out`` only for federated runs)."""
-    from tff_esn import algorithms
+    from tff_esn.registry import algorithms
 
     fields = algorithms.config_fields(algorithms.get_algorithm(algorithm).config)
     return {k: v for k, v in values.items() if k in fields}
@@ -437,13 +437,13 @@ def _federated(algorithm: str) -> bool:
 
 
 def run_config(algorithm: str, **flags: Any):
-    """``algorithm``'s typed config (:mod:`tff_esn.algorithms`) with ``flags`` set — its settings
+    """``algorithm``'s typed config (:mod:`tff_esn.registry.algorithms`) with ``flags`` set — its settings
     by flag name (``units``, ``l2``, ``server_lr``, ``reservoir``, ``ip_sigma``, ...).
 
     Defaults come from the config class, so an experiment states only what it changes; an
     unknown setting is an error naming it.
     """
-    from tff_esn import algorithms
+    from tff_esn.registry import algorithms
 
     return algorithms.config_from_flags(algorithms.get_algorithm(algorithm).config, flags)
 

@@ -36,7 +36,7 @@ from scripts.common import (BASELINES, FEATURE_RIDGE, L2_GRID, accuracy_of, all_
                             feature_ridge_accuracy, fraction_label, listing, loss_reason, mean_std, plt, power_reason,
                             rep_seeds, select_l2, shared_closed_form_runs, squared_reason, summary_transfer)
 from scripts.framework import Context, Experiment, MeanStd, register, run_config
-from tff_esn.baselines import baseline_scores
+from tff_esn.runs.baselines import baseline_scores
 from tff_esn.closed_form.pfedrr import fit_selected
 from tff_esn.esn.ridge import RidgeStats
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.framework import CAUSES
-from tff_esn.io import write_text_atomic
+from tff_esn.common.io import write_text_atomic
 
 PACKAGES = ("tff_esn", "tensorflow", "tensorflow-federated", "keras", "keras-tuner", "tensorflow-addons",
             "neurokit2", "numpy", "scipy", "scikit-learn", "pandas", "matplotlib")

@@ -2,7 +2,7 @@
 reservoir topologies and depths, beside esnfed's topologies built with the same sizes, on JapaneseVowels and
 BasicMotions (UEA archive) and the synthetic WESAD and HHAR.
 
-The comparison is :func:`tff_esn.reservoir_comparison.run_reservoir_comparison` (``tff-esn compare --reservoirs``)
+The comparison is :func:`tff_esn.cli.compare.reservoirs.run_reservoir_comparison` (``tff-esn compare --reservoirs``)
 with its defaults: 10 iid clients, FedAvg 20 rounds. Writes ``RUN_DIR``'s files, the table into the page ``PAGE``
 (between its ``<!-- reservoirs-table -->`` markers) and the figure to ``FIGURE``.
 """
@@ -14,8 +14,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from tff_esn.io import write_text_atomic
-from tff_esn.reservoir_comparison import ReservoirComparison, run_reservoir_comparison
+from tff_esn.common.io import write_text_atomic
+from tff_esn.cli.compare.reservoirs import ReservoirComparison, run_reservoir_comparison
 
 UEA = "/work/uea/ex/aeon/datasets/data"
 SOURCES = {

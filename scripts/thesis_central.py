@@ -7,7 +7,7 @@ AUC and F1 (micro). Runs the registry's ``thesis-central`` algorithm with its de
 (Table 6.2), once per repetition (seed ``seed + r``).
 
 Beside the published columns: the majority class and a per-step logistic regression on the
-same four inputs and split (:mod:`tff_esn.baselines`), balanced accuracy and the F1 of the
+same four inputs and split (:mod:`tff_esn.runs.baselines`), balanced accuracy and the F1 of the
 stress class (the thesis' micro F1 equals accuracy for a binary task, so it cannot tell a
 model from the all-rest answer).
 """

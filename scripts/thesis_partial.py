@@ -27,7 +27,7 @@ from scripts.common import (accuracy_of, all_hold, baseline_accuracy, fraction_l
                             rep_seeds, shared_closed_form_runs)
 from scripts.framework import Context, Experiment, register, run_config
 from tff_esn.closed_form.configs import incfed_cost, partial_incfed_cost
-from tff_esn.baselines import baseline_scores
+from tff_esn.runs.baselines import baseline_scores
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.closed_form.partial_incfed import default_k, fit_partial_incfed
 

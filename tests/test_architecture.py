@@ -15,15 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tff_esn", "discriminator", "tuning", "scripts")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ESN core", ("tff_esn.esn", "tff_esn.lazy", "tff_esn.validation", "tff_esn.run_warnings", "tff_esn.io",
-                  "tff_esn.settings", "tff_esn.metrics", "tff_esn.communication", "tff_esn.result_check",
-                  "tff_esn.tasks")),
-    ("services", ("tff_esn.data", "tff_esn.privacy", "tff_esn.runtime", "tff_esn.memory", "tff_esn.provenance",
-                  "tff_esn.run_folder", "tff_esn.baselines")),
-    ("registry", ("tff_esn.algorithms", "tff_esn.run_checks", "tff_esn.defaults", "tff_esn.launch")),
+    ("ESN core", ("tff_esn.esn", "tff_esn.common")),
+    ("services", ("tff_esn.data", "tff_esn.privacy", "tff_esn.runtime", "tff_esn.runs")),
+    ("registry", ("tff_esn.registry",)),
     ("algorithms", ("tff_esn.closed_form", "tff_esn.federated", "discriminator", "tuning")),
-    ("entry points", ("tff_esn.cli", "tff_esn.compare", "tff_esn.reservoir_comparison", "tff_esn.__main__", "tuning.cli", "discriminator.cli",
-                      "scripts")),
+    ("entry points", ("tff_esn.cli", "tff_esn.__main__", "tuning.cli", "discriminator.cli", "scripts")),
 )
 """Layer name and the modules (with their submodules) in it; a more specific prefix wins."""
 
@@ -73,7 +69,7 @@ def test_tff_is_loaded_through_the_runtime_only():
 def test_the_layer_check_fails_on_an_upward_import():
     assert layer_of("tff_esn.esn.ridge") == 0 < layer_of("tff_esn.privacy.dp_stats") == 1
     assert layer_of("tuning.cli") == 4 > layer_of("tuning.search") == 3
-    assert layer_of("tff_esn.closed_form.incfed") == 3 > layer_of("tff_esn.algorithms") == 2
+    assert layer_of("tff_esn.closed_form.incfed") == 3 > layer_of("tff_esn.registry.algorithms") == 2
 
 
 def test_the_esn_core_numpy_side_imports_no_tensorflow_and_exports_resolve():
@@ -239,12 +235,12 @@ def test_import_scan_sees_function_level_lazy_and_relative_imports_but_not_type_
               "import tff_esn.data.sources\n"
               "from . import ridge\n"
               "from ..privacy import config\n"
-              "if TYPE_CHECKING:\n    from tff_esn import algorithms\n"
+              "if TYPE_CHECKING:\n    from tff_esn.registry import algorithms\n"
               "def f():\n    from tff_esn.runtime import ensure_context\n"
               "tf = LazyModule('tff_esn.reservoir')\n"
               "m = importlib.import_module('scripts.report')\n")
     modules = {"tff_esn", "tff_esn.data.sources", "tff_esn.esn", "tff_esn.esn.ridge", "tff_esn.privacy",
-               "tff_esn.privacy.config", "tff_esn.algorithms", "tff_esn.runtime", "tff_esn.reservoir",
+               "tff_esn.privacy.config", "tff_esn.registry.algorithms", "tff_esn.runtime", "tff_esn.reservoir",
                "scripts.report", "tff_esn.data"}
     found = set().union(*(_targets(n, "tff_esn.esn.layer", False, modules) for n in _imports(ast.parse(source))))
     assert found == {"tff_esn.data.sources", "tff_esn.esn.ridge", "tff_esn.privacy.config", "tff_esn.runtime",

@@ -7,7 +7,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
 from closed_form_data import THESIS_SPLIT, default_split, random_dataset, random_thesis_dataset
-from tff_esn.baselines import baseline_scores, ridge_on_features, sequence_features
+from tff_esn.runs.baselines import baseline_scores, ridge_on_features, sequence_features
 from tff_esn.data.sequences import ClientSequences
 
 
@@ -106,7 +106,7 @@ def test_ridge_on_features_is_sklearn_ridge_on_the_logistic_regressions_standard
 
 
 def test_summary_rows_are_computed_once_per_dataset_and_clients_and_stay_equal():
-    from tff_esn.baselines import _rows
+    from tff_esn.runs.baselines import _rows
 
     data = random_dataset(n_clients=5, steps=10, features=2, n_classes=2, seed=3, sizes=[20] * 5)
     split = default_split(data)

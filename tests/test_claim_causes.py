@@ -123,7 +123,7 @@ def test_chosen_l2_is_the_best_validation_accuracy_and_a_tie_goes_to_the_larger_
 def test_feature_ridge_accuracy_picks_lambda_on_validation():
     from closed_form_data import default_split, random_dataset
     from scripts.common import FEATURE_RIDGE, chosen_l2, feature_ridge_accuracy
-    from tff_esn.baselines import ridge_on_features
+    from tff_esn.runs.baselines import ridge_on_features
 
     data = random_dataset(n_clients=7, steps=12, features=3, n_classes=3, seed=2, sizes=[30] * 7)
     split = default_split(data)

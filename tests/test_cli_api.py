@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tff_esn import algorithms
-from tff_esn.algorithms import check_privacy, get_algorithm
+from tff_esn.registry import algorithms
+from tff_esn.registry.algorithms import check_privacy, get_algorithm
 from tff_esn.cli import main
 from tff_esn.closed_form.configs import (AlignmentConfig, FedIPConfig, IncFedConfig, IPConfig, PartialIncFedConfig,
                                          PFedRRConfig, ReadoutConfig)

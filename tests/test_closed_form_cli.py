@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tff_esn.cli import main
-from tff_esn.defaults import default_pipeline, default_split
+from tff_esn.registry.defaults import default_pipeline, default_split
 from tff_esn.data.sequences import Split
 
 from closed_form_data import random_dataset
@@ -89,7 +89,7 @@ def test_k_beyond_the_readout_features_is_a_usage_error_before_any_work(fake_sou
 
 
 def test_cli_run_equals_the_registry_run_with_a_typed_config(fake_sources, tmp_path):
-    from tff_esn.algorithms import resolve_run, run_algorithm
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
     from tff_esn.closed_form.configs import PFedRRConfig
     from tff_esn.esn.hyperparameters import ReservoirConfig
 

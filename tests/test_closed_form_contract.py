@@ -7,7 +7,7 @@ seeds' formulas, and clear errors for bad input.
 import numpy as np
 import pytest
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form.heterogeneous import align, client_weights
 from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
 from tff_esn.esn.weights import ReservoirWeights

@@ -12,15 +12,15 @@ from closed_form_data import default_split
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form import selection
 from tff_esn.closed_form.configs import IPConfig
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.metrics import accuracy, predictions
+from tff_esn.common.metrics import accuracy, predictions
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, singular_tolerance
-from tff_esn.run_warnings import recording
+from tff_esn.common.run_warnings import recording
 
 SINGULAR = "numerically singular"
 
@@ -182,7 +182,7 @@ def test_l2_flag_and_grid_are_validated():
 def test_cli_parses_l2_auto():
     import argparse
 
-    from tff_esn.algorithms import get_algorithm
+    from tff_esn.registry.algorithms import get_algorithm
     from tff_esn.cli.flags import add_algorithm_flags
 
     parser = argparse.ArgumentParser()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
 
-from tff_esn import metrics
-from tff_esn.io import write_csv_atomic, write_json_atomic
+from tff_esn.common import metrics
+from tff_esn.common.io import write_csv_atomic, write_json_atomic
 
 
 def _scores(n=300, c=4, seed=0):

@@ -9,11 +9,11 @@ import pytest
 from closed_form_data import random_dataset
 from sklearn.linear_model import Ridge
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form import selection
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import Split
-from tff_esn.algorithms import resolve_run
+from tff_esn.registry.algorithms import resolve_run
 from tff_esn.esn.ridge import RidgeStats, one_hot, with_bias
 from tff_esn.esn.states_numpy import states_and_statistics
 

@@ -4,7 +4,7 @@ numbers of runs that harvest alone (up to float rounding)."""
 import numpy as np
 import pytest
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.closed_form.run import Run, shared_harvests
 from tff_esn.data.sequences import Split

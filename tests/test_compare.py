@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from tff_esn import compare
+from tff_esn.cli.compare import heterogeneity as compare
 from tff_esn.cli import main
-from tff_esn.compare import Comparison, fitting_algorithms, run_comparison
+from tff_esn.cli.compare.heterogeneity import Comparison, fitting_algorithms, run_comparison
 from tff_esn.data.sources import load_source
 from tff_esn.data.ts import load_ts
 

@@ -4,7 +4,7 @@ import numpy as np
 
 from tff_esn.data.cache import load_dataset, save_dataset
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.tasks import Task
+from tff_esn.common.tasks import Task
 
 
 def test_round_trip_keeps_lengths_and_task(tmp_path):

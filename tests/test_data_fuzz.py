@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tff_esn.cli import main
-from tff_esn.data import hhar, wesad
+from tff_esn.data.seed_sources import hhar, wesad
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import load_npz
 

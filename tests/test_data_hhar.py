@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from tff_esn.cli import main
-from tff_esn.data import hhar
+from tff_esn.data.seed_sources import hhar
 from tff_esn.data.cache import load_dataset
-from tff_esn.data.pipelines import INCFED_HHAR_FEATURES, window_features
+from tff_esn.data.seed_sources.pipelines import INCFED_HHAR_FEATURES, window_features
 from tff_esn.data.sources import load_source
-from tff_esn.data.synthetic_hhar import generate_frames, write_hhar
+from tff_esn.data.seed_sources.synthetic_hhar import generate_frames, write_hhar
 
 USERS = ("a", "b", "c")
 

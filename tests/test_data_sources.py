@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from tff_esn.data import pipelines
+from tff_esn.data.seed_sources import pipelines
 from tff_esn.data.safe_pickle import UnsafePickleError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import SPLIT_NAMES, get_split
-from tff_esn.data.synthetic_wesad import generate_wesad
+from tff_esn.data.seed_sources.synthetic_wesad import generate_wesad
 
 SMALL = dict(subjects=("S2", "S3"), minutes=2.0, seed=5)
 

@@ -149,7 +149,7 @@ def test_the_real_basic_motions(tmp_path_factory):
 @pytest.mark.slow
 def test_compare_on_the_real_basic_motions(tmp_path_factory, tmp_path):
     from tff_esn.cli.compare import folder_name
-    from tff_esn.compare import Comparison, run_comparison
+    from tff_esn.cli.compare.heterogeneity import Comparison, run_comparison
 
     source = f"ts:{_real_basic_motions(tmp_path_factory)}"
     comparison = Comparison(source, "ignored", "npz", partitions=("iid", "dirichlet:0.1"), clients=10, seeds=(0, 1),

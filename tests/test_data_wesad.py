@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn.cli import main
-from tff_esn.data import wesad
-from tff_esn.data.hrv import HRV_INDICES, windowed_hrv
-from tff_esn.data.normalise import causal_moving_average, moving_average_normalise
+from tff_esn.data.seed_sources import wesad
+from tff_esn.data.seed_sources.hrv import HRV_INDICES, windowed_hrv
+from tff_esn.data.seed_sources.normalise import causal_moving_average, moving_average_normalise
 from tff_esn.data.safe_pickle import UnsafePickleError
-from tff_esn.data.synthetic_wesad import PROTOCOLS, generate_subject, protocol_seconds, write_subject
+from tff_esn.data.seed_sources.synthetic_wesad import PROTOCOLS, generate_subject, protocol_seconds, write_subject
 
 MINUTES = 3.0
 

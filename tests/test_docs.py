@@ -77,7 +77,7 @@ def test_every_docs_page_is_in_the_nav_and_every_nav_entry_is_a_page():
 
 
 def test_every_registered_algorithm_has_a_page_showing_its_registry_facts():
-    from tff_esn.algorithms import available_algorithms
+    from tff_esn.registry.algorithms import available_algorithms
 
     marked = {}
     for page in sorted((DOCS / "algorithms").glob("*.md")):
@@ -97,7 +97,7 @@ def test_algorithm_facts_show_the_flags_with_their_seed_and_own_data_defaults():
     assert "| `--penalty` | `0.0001` |" in fedcurv and "| `--rounds` | `78` |" in fedcurv  # thesis §6.1
     assert "`--dp-adaptive-clip`" not in fedcurv and "| `--l2`" not in fedcurv
     assert "none (no secure aggregation" in hooks.algorithm_facts("ensemble")
-    from tff_esn.algorithms import available_algorithms
+    from tff_esn.registry.algorithms import available_algorithms
 
     rows = hooks.algorithms_table().splitlines()[2:]
     assert [row.split("]")[0][3:] for row in rows] == list(available_algorithms())
@@ -160,7 +160,7 @@ def test_results_markers_include_the_snapshot_and_fail_on_a_missing_or_unknown_o
 
 
 def test_the_coverage_table_is_the_privacy_declaration():
-    from tff_esn.algorithms import get_algorithm, names_where
+    from tff_esn.registry.algorithms import get_algorithm, names_where
     from tff_esn.privacy.coverage import declaration
 
     rows = _hooks().coverage_table().splitlines()[2:]
@@ -181,7 +181,7 @@ def test_include_markers_read_repository_files_and_fail_on_a_missing_required_on
 
 def test_the_reference_covers_every_public_module_and_skips_private_ones():
     modules = {".".join(parts) for parts in _load("gen_reference").public_modules("tff_esn")}
-    assert {"tff_esn", "tff_esn.algorithms", "tff_esn.esn.ridge", "tff_esn.privacy.coverage"} <= modules
+    assert {"tff_esn", "tff_esn.registry.algorithms", "tff_esn.esn.ridge", "tff_esn.privacy.coverage"} <= modules
     assert "tff_esn.__main__" not in modules
     files = [p for p in (ROOT / "tff_esn").rglob("*.py") if p.name == "__init__.py" or not p.name.startswith("_")]
     assert len(modules) == len(files)

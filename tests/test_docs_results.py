@@ -15,8 +15,8 @@ import tff_esn
 from scripts import docs_results, framework
 from scripts.framework import DataSources, Experiment, MeanStd, RunRequest
 from scripts.runner import run_experiments
-from tff_esn.io import write_json_atomic
-from tff_esn.provenance import source_commit
+from tff_esn.common.io import write_json_atomic
+from tff_esn.runs.provenance import source_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 

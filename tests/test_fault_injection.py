@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tff_esn.run_folder import rounds_done
+from tff_esn.runs.run_folder import rounds_done
 
 SEED = 16
 SLOW_KILLS = 10

@@ -9,17 +9,17 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sklearn.linear_model import LinearRegression
 
 from tff_esn import ReservoirConfig
-from tff_esn.algorithms import run_algorithm
+from tff_esn.registry.algorithms import run_algorithm
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.data.splits import get_split
-from tff_esn.algorithms import resolve_run
+from tff_esn.registry.algorithms import resolve_run
 from tff_esn.federated import curvature, learning_process, sample_clients
 from tff_esn.federated.client_work import log_likelihood
 from tff_esn.federated.clients import CachedStates, ClientArrays, RoundArrays
 from tff_esn.federated.configs import REAL_TARGETS, ThesisModelConfig
 from tff_esn.federated.model import build_thesis_model, thesis_loss
-from tff_esn.data.generators import series_dataset
-from tff_esn.tasks import Task
+from tff_esn.data.seed_sources.generators import series_dataset
+from tff_esn.common.tasks import Task
 
 UNITS = 6
 IDS = ("a", "b", "c", "d")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.federated.round_log import RoundLog
-from tff_esn.run_folder import rounds_done
+from tff_esn.runs.run_folder import rounds_done
 
 NAMES = ("accepted_clients", "train_loss", "val_auc", "test_f1_macro", "seconds")
 values = st.one_of(st.integers(0, 10_000), st.floats(allow_infinity=False, width=64),

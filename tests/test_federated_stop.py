@@ -8,7 +8,7 @@ import pytest
 from tff_esn import ReservoirConfig
 from tff_esn.cli import build_parser
 from tff_esn.cli.run import request_of
-from tff_esn.launch import resolved
+from tff_esn.registry.launch import resolved
 from tff_esn.federated import FedAvgConfig, ThesisModelConfig, run_federated
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset

@@ -7,14 +7,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_esn import ReservoirConfig, algorithms
+from tff_esn import ReservoirConfig
+from tff_esn.registry import algorithms
 from tff_esn.cli import build_parser
 from tff_esn.cli.run import request_of
-from tff_esn.launch import resolved
+from tff_esn.registry.launch import resolved
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.federated import (FedAvgConfig, FedCurvConfig, ThesisModelConfig, build_thesis_model, run_federated,
                                sample_clients)
-from tff_esn.metrics import classification_metrics
+from tff_esn.common.metrics import classification_metrics
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 

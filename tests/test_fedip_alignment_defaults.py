@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from scripts.framework import run_config
-from tff_esn.algorithms import resolve_run, run_algorithm
+from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.weights import ReservoirWeights

@@ -9,22 +9,22 @@ from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
 from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
-from tff_esn.algorithms import run_algorithm
-from tff_esn.baselines import baseline_scores
+from tff_esn.registry.algorithms import run_algorithm
+from tff_esn.runs.baselines import baseline_scores
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.closed_form.incfed import fit_incfed
-from tff_esn.data import generators
+from tff_esn.data.seed_sources import generators
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import load_npz
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.algorithms import resolve_run
+from tff_esn.registry.algorithms import resolve_run
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.esn.rls import RLSReadout
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.metrics import regression_metrics
-from tff_esn.tasks import Task
+from tff_esn.common.metrics import regression_metrics
+from tff_esn.common.tasks import Task
 
 SMALL = {"units": 40, "state_mode": "all", "washout": 20, "bias_scaling": 1.0, "backend": "numpy"}
 
@@ -332,8 +332,8 @@ def test_per_step_targets_with_mean_states_are_refused_before_the_run(tmp_path):
 
 def test_forecasting_a_file_runs_with_default_flags_its_task_sets_per_step_states(tmp_path, capsys):
     from tff_esn.cli import main
-    from tff_esn.algorithms import get_algorithm
-    from tff_esn.defaults import source_defaults
+    from tff_esn.registry.algorithms import get_algorithm
+    from tff_esn.registry.defaults import source_defaults
 
     path = _regression_npz(tmp_path / "r.npz", False)
     assert main(["run", "incfed", "--data", f"npz:{path}", "--task", "forecast", "--out", str(tmp_path / "i")]) == 0

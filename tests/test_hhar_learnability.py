@@ -9,13 +9,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from scripts.framework import run_config
-from tff_esn.algorithms import resolve_run, run_algorithm
+from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.data.hhar import ACTIVITIES
-from tff_esn.data.synthetic_hhar import _bouts, _user
+from tff_esn.data.seed_sources.hhar import ACTIVITIES
+from tff_esn.data.seed_sources.synthetic_hhar import _bouts, _user
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.esn.states_tf import run_reservoir
 

@@ -16,7 +16,7 @@ from tff_esn.data.sequences import dataset_from_arrays, load_npz
 from tff_esn.data.sources import source_layout
 from tff_esn.data.ts import load_ts
 from tff_esn.esn.states_numpy import HARVEST_BATCH, HARVEST_VALUES, ragged_batches
-from tff_esn.memory import MemoryLimitError, check_memory
+from tff_esn.runs.memory import MemoryLimitError, check_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 2 ** 20
@@ -59,7 +59,7 @@ def _peak_run(args: list[str], tmp_path: Path, limit: int | None = None,
               code: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
     """``tff-esn ARGS`` (or Python ``code``) in a subprocess (``limit``: the machine's memory it sees) and its peak
     RSS (MiB)."""
-    patch = "" if limit is None else f"import tff_esn.memory as m; m.machine_memory = lambda: {limit}; "
+    patch = "" if limit is None else f"import tff_esn.runs.memory as m; m.machine_memory = lambda: {limit}; "
     code = code or f"import sys; {patch}from tff_esn.cli import main; sys.exit(main(sys.argv[1:]))"
     report = tmp_path / "run"
     done = subprocess.run([sys.executable, "-c", LAUNCHER.replace("sys.argv[0]", repr(str(report))),
@@ -234,7 +234,7 @@ def test_a_long_sequence_among_short_ones_is_harvested_as_if_alone(monkeypatch):
 
 def test_the_baseline_features_are_computed_in_blocks_with_the_same_bits(monkeypatch):
     import tff_esn.esn.states_numpy
-    from tff_esn.baselines import sequence_features
+    from tff_esn.runs.baselines import sequence_features
 
     def whole(x):
         x = np.asarray(x, np.float64)
@@ -251,7 +251,7 @@ def test_the_baseline_features_are_computed_in_blocks_with_the_same_bits(monkeyp
 
 def test_the_estimate_of_a_long_series_among_short_ones_counts_it_alone_in_its_batch():
     from tff_esn.data.layout import DataLayout
-    from tff_esn.memory import data_bytes, harvest_cells
+    from tff_esn.runs.memory import data_bytes, harvest_cells
 
     layout = DataLayout("ts:bomb", (np.array([6_000_000] + [50] * 11), np.full(4, 50)), 1, 8 * 6_000_750)
     assert harvest_cells(layout) == 6_000_000  # main: 16 rows × 6·10⁶ steps

@@ -15,7 +15,7 @@ from tff_esn.closed_form import partial_incfed, pfedrr
 from tff_esn.closed_form.configs import MASKS, READINGS, PFedRRConfig
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.esn.ridge import SYMMETRY_RTOL, RidgeStats, asymmetry_of, one_hot, with_bias
-from tff_esn.run_warnings import RunWarning
+from tff_esn.common.run_warnings import RunWarning
 
 
 def _clients(seed: int, n_clients: int, *, per: int = 40, f: int = 8, classes: int = 3,

@@ -22,7 +22,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.client_work import build_readout_client_work
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
-from tff_esn.algorithms import get_algorithm
+from tff_esn.registry.algorithms import get_algorithm
 from tff_esn.federated.processes import build_process
 from tff_esn.privacy import aggregation, audit, coverage
 from tff_esn.privacy.closed_form import stats_aggregation

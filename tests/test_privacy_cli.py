@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.cli import main
 from tff_esn.data.sequences import Split

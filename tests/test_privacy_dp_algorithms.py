@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tff_esn.algorithms import check_privacy, get_algorithm
+from tff_esn.registry.algorithms import check_privacy, get_algorithm
 from tff_esn.cli import main
 from tff_esn.closed_form.fedip import IPConfig, fedip_tff
 from tff_esn.privacy.config import PrivacyConfig

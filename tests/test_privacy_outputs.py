@@ -13,7 +13,7 @@ from tff_esn.federated.training import run_federated
 from tff_esn.privacy import coverage
 from tff_esn.privacy.noise_seed import KNOWN_SEED, NO_NOISE
 from tff_esn.privacy.sampling import POISSON, poisson_clients
-from tff_esn.run_warnings import RunWarning
+from tff_esn.common.run_warnings import RunWarning
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)

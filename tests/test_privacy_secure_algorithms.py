@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tff_esn.algorithms import check_privacy, get_algorithm
+from tff_esn.registry.algorithms import check_privacy, get_algorithm
 from tff_esn.cli import main
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.closed_form.harvest import Harvester

@@ -9,18 +9,19 @@ import sys
 
 import pytest
 
-from tff_esn import algorithms, communication
+from tff_esn.registry import algorithms
+from tff_esn.common import communication
 from tff_esn.cli import main
 from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.errors import DataError
-from tff_esn.algorithms import resolve_run
-from tff_esn.launch import RunRequest, launch
-from tff_esn.defaults import default_pipeline
+from tff_esn.registry.algorithms import resolve_run
+from tff_esn.registry.launch import RunRequest, launch
+from tff_esn.registry.defaults import default_pipeline
 from tff_esn.federated.configs import FedAvgConfig, fedavg_cost, fedcurv_cost
 from tff_esn.privacy import coverage
 from tff_esn.privacy.config import STATISTICS, PrivacyConfig
-from tff_esn.settings import config_from_flags, settings
+from tff_esn.common.settings import config_from_flags, settings
 
 from closed_form_data import default_split, random_dataset, write_npz
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
@@ -108,7 +109,7 @@ import dataclasses
 from tff_esn.closed_form.configs import ReadoutConfig, incfed_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.esn.ridge import RidgeStats
-from tff_esn.validation import check_field, is_finite
+from tff_esn.common.validation import check_field, is_finite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +173,7 @@ def test_each_closed_form_run_function_lives_in_its_algorithms_module():
 
 
 def test_a_run_is_resolved_once_and_checked_once(toy, fake_sources, tmp_path, monkeypatch):  # noqa: F811
-    from tff_esn import run_checks
+    from tff_esn.registry import run_checks
 
     calls = {"check_run": 0, "check_privacy": 0}
 
@@ -405,7 +406,7 @@ def test_fedavg_and_fedcurv_costs_are_their_registrations():
 
 
 def test_help_comes_from_the_declaring_class_docstring():
-    from tff_esn.settings import attribute_help
+    from tff_esn.common.settings import attribute_help
 
     text = attribute_help(IncFedConfig)
     assert text["l2"].startswith("ridge λ ≥ 0 (IncFed eq. 3), or \"auto\": chosen from l2_grid")  # on ReadoutConfig
@@ -419,7 +420,7 @@ def test_help_comes_from_the_declaring_class_docstring():
 
 def test_algorithm_lists_do_not_depend_on_which_provider_was_imported_first():
     code = ("import {first}\n"
-            "from tff_esn.algorithms import names_where\n"
+            "from tff_esn.registry.algorithms import names_where\n"
             "print(','.join(names_where(lambda a: bool(a.privacy))))")
     orders = {subprocess.run([sys.executable, "-c", code.format(first=module)], capture_output=True, text=True,
                              check=True).stdout.strip()

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from tff_esn import algorithms, defaults
+from tff_esn.registry import algorithms, defaults
 from tff_esn.cli import main
-from tff_esn.compare import run_for
+from tff_esn.cli.compare.heterogeneity import run_for
 from tff_esn.data.partition import partition_dataset
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.reservoir_comparison import ReservoirComparison, reservoir_settings
+from tff_esn.cli.compare.reservoirs import ReservoirComparison, reservoir_settings
 
 from closed_form_data import random_dataset, write_npz
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from closed_form_data import default_split, random_dataset
 
-from tff_esn import algorithms
-from tff_esn.compare import FLAG_MARK, _cell_text
-from tff_esn.metrics import split_report
-from tff_esn.result_check import NOT_ABOVE_MAJORITY, ONE_CLASS, check_result
-from tff_esn.run_warnings import recording
+from tff_esn.registry import algorithms
+from tff_esn.cli.compare.heterogeneity import FLAG_MARK, _cell_text
+from tff_esn.common.metrics import split_report
+from tff_esn.common.result_check import NOT_ABOVE_MAJORITY, ONE_CLASS, check_result
+from tff_esn.common.run_warnings import recording
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +74,8 @@ def test_a_single_class_test_group_is_not_a_collapse():
 
 @pytest.mark.parametrize("nrmse, flagged", [(1.2, True), (1.0, True), (0.4, False)])
 def test_a_real_valued_run_no_better_than_the_training_mean_is_flagged(nrmse, flagged):
-    from tff_esn.result_check import NOT_ABOVE_MEAN
-    from tff_esn.tasks import Task
+    from tff_esn.common.result_check import NOT_ABOVE_MEAN
+    from tff_esn.common.tasks import Task
 
     baselines = {"training_mean": {"val": {"nrmse": 1.0}, "test": {"nrmse": 1.0}}}
     with recording() as said:

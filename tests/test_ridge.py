@@ -17,7 +17,7 @@ from tff_esn.esn.ridge_tf import ridge_products
 from tff_esn.esn.states_numpy import states_and_statistics
 from tff_esn.esn.states_tf import accumulate_stats
 from tff_esn.esn.weights import ReservoirWeights
-from tff_esn.run_warnings import RunWarning
+from tff_esn.common.run_warnings import RunWarning
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 
 

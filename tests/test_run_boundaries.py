@@ -15,7 +15,7 @@ from tff_esn.data.sequences import Split, dataset_from_arrays
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.checkpoints import RoundCheckpoint
 from tff_esn.privacy.config import PrivacyConfig
-from tff_esn.run_warnings import recording
+from tff_esn.common.run_warnings import recording
 
 
 def _data(client, n=8, seed=0):
@@ -125,12 +125,12 @@ def test_a_full_disk_during_a_checkpoint_leaves_the_previous_one_and_no_temporar
 
 
 def test_a_full_disk_is_one_line_and_the_run_folder_keeps_no_temporary_file(tmp_path, capsys, monkeypatch):
-    import tff_esn.io
+    import tff_esn.common.io
 
     x, y, _ = _data(None, n=12)
     groups = np.array(["train"] * 8 + ["test"] * 4)
     np.savez(tmp_path / "d.npz", X=x, y=y, client=np.repeat(np.arange(6), 2), split=groups)
-    monkeypatch.setattr(tff_esn.io.os, "fsync", _no_space)
+    monkeypatch.setattr(tff_esn.common.io.os, "fsync", _no_space)
     out = tmp_path / "out"
     code = main(["run", "incfed", "--backend", "numpy", "--data", f"npz:{tmp_path / 'd.npz'}", "--units", "10",
                  "--out", str(out)])
@@ -145,7 +145,7 @@ def _holder(out):
     import subprocess
     import sys
 
-    code = (f"import sys, time; from tff_esn.run_folder import run_lock\nwith run_lock({str(out)!r}):\n"
+    code = (f"import sys, time; from tff_esn.runs.run_folder import run_lock\nwith run_lock({str(out)!r}):\n"
             "    print('held', flush=True); time.sleep(600)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -179,7 +179,7 @@ def test_every_command_that_writes_a_folder_is_refused_while_another_process_hol
 def test_the_run_lock_names_its_holder_and_is_released_when_the_holder_is_killed(tmp_path):
     import signal
 
-    from tff_esn.run_folder import RunFolderError, run_lock
+    from tff_esn.runs.run_folder import RunFolderError, run_lock
 
     out = tmp_path / "run"
     holder = _holder(out)

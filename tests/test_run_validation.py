@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tff_esn.algorithms import resolve_run, run_algorithm
+from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.checks import check_split
@@ -26,11 +26,11 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split, data
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
 from tff_esn.esn.draws import recurrent_weights
-from tff_esn.io import write_json_atomic
-from tff_esn.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_memory
+from tff_esn.common.io import write_json_atomic
+from tff_esn.runs.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_memory
 from tff_esn.privacy.config import PrivacyConfig
-from tff_esn.run_folder import check_run_folder, RunFolderError
-from tff_esn.run_warnings import RunWarning, recording
+from tff_esn.runs.run_folder import check_run_folder, RunFolderError
+from tff_esn.common.run_warnings import RunWarning, recording
 
 
 def _arrays(n_clients=6, per_client=8, classes=3, steps=12, seed=0):

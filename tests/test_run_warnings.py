@@ -1,14 +1,14 @@
-"""Warnings a run records (tff_esn.run_warnings) and their place in metrics.json."""
+"""Warnings a run records (tff_esn.common.run_warnings) and their place in metrics.json."""
 
 import warnings
 
 import numpy as np
 
-from tff_esn.algorithms import resolve_run, run_algorithm
+from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.run_warnings import RunWarning, recording, warn
+from tff_esn.common.run_warnings import RunWarning, recording, warn
 
 
 def test_recording_keeps_each_message_once_in_order_and_passes_others_through(capsys):

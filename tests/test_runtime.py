@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from tff_esn.run_folder import rounds_done
+from tff_esn.runs.run_folder import rounds_done
 
 SCRIPT = textwrap.dedent(
     """
@@ -151,10 +151,10 @@ LIBRARY_SCRIPT = textwrap.dedent(
     """
     import numpy as np
     from tff_esn import runtime
-    from tff_esn.algorithms import run_algorithm
+    from tff_esn.registry.algorithms import run_algorithm
     from tff_esn.data.sequences import dataset_from_arrays
     from tff_esn.data.splits import get_split
-    from tff_esn.algorithms import resolve_run
+    from tff_esn.registry.algorithms import resolve_run
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(24, 6, 3)).astype(np.float32)

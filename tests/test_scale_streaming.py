@@ -9,7 +9,7 @@ import pytest
 from tff_esn import ReservoirConfig
 from tff_esn.closed_form.configs import IncFedConfig, PFedRRConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.data.simulated import SimulatedClients
+from tff_esn.data.seed_sources.simulated import SimulatedClients
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import federate_tff, fit_incfed, stream_incfed

@@ -22,7 +22,7 @@ import pytest
 
 from tff_esn import ReservoirConfig, runtime
 from tff_esn.data.sequences import Split
-from tff_esn.run_folder import rounds_done
+from tff_esn.runs.run_folder import rounds_done
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, federate_tff
@@ -263,7 +263,7 @@ def test_the_worker_binary_binds_every_interface_which_is_why_listen_all_is_requ
 
 
 def test_streamed_incfed_on_two_workers_equals_local(workers):
-    from tff_esn.data.simulated import SimulatedClients
+    from tff_esn.data.seed_sources.simulated import SimulatedClients
     from tff_esn.closed_form.incfed import stream_incfed
 
     source = SimulatedClients(9, sequences=2, steps=6, seed=1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from closed_form_data import random_dataset
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form import harvest
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.data.sequences import ClientSequences, Split

@@ -10,9 +10,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
 
-from tff_esn.data import wesad
+from tff_esn.data.seed_sources import wesad
 from scripts.data_summary import THESIS_STRESS_SHARE, THESIS_TABLE_5_1, calibration_statistics
-from tff_esn.data.synthetic_wesad import generate_subject
+from tff_esn.data.seed_sources.synthetic_wesad import generate_subject
 
 SUBJECTS = wesad.SUBJECTS
 

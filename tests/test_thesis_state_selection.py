@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.algorithms import resolve_run
+from tff_esn.registry.algorithms import resolve_run
 from tff_esn.federated.commands import choose_states
 from tff_esn.federated.configs import for_data
 from tff_esn.privacy.config import PrivacyConfig

@@ -6,7 +6,7 @@ first use (PEP 562), and TFF is loaded through ``tff_esn.runtime.load_tff()``.
 
 from __future__ import annotations
 
-from tff_esn.lazy import lazy_exports
+from tff_esn.common.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -14,6 +14,9 @@ _EXPORTS = {
     "ReservoirConfig": "tff_esn.esn.hyperparameters", "connectivity_from_count": "tff_esn.esn.hyperparameters",
     "Reservoir": "tff_esn.esn.layer", "spectral_radius": "tff_esn.esn.draws",
     "RidgeStats": "tff_esn.esn.ridge",
+    "resolve_run": "tff_esn.registry.algorithms", "run_algorithm": "tff_esn.registry.algorithms",
+    "RunRequest": "tff_esn.registry.launch", "launch": "tff_esn.registry.launch",
 }
-__all__ = ["ReservoirConfig", "Reservoir", "RidgeStats", "connectivity_from_count", "spectral_radius"]
+__all__ = ["ReservoirConfig", "Reservoir", "RidgeStats", "RunRequest", "connectivity_from_count", "launch",
+           "resolve_run", "run_algorithm", "spectral_radius"]
 __getattr__ = lazy_exports(__name__, _EXPORTS)

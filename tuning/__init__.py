@@ -5,7 +5,7 @@ hypermodel (``thesis``), a closed-form ridge tuner (``closed_form``), :func:`tun
 ``tff-esn tune`` (``cli``). ``tff_esn`` never imports ``tuning``.
 """
 
-from tff_esn.lazy import lazy_exports
+from tff_esn.common.lazy import lazy_exports
 
 _EXPORTS = {
     "ClosedFormTuner": ".closed_form", "ExhaustiveRandomSearchOracle": ".oracle", "TuneResult": ".search",

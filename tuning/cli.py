@@ -11,7 +11,7 @@ import argparse
 from tff_esn.cli import lazy_command
 from tff_esn.cli.flags import add_setting_flags
 from tff_esn.closed_form.configs import ReadoutConfig
-from tff_esn.settings import pick_settings, settings
+from tff_esn.common.settings import pick_settings, settings
 
 STATES = pick_settings(settings(ReadoutConfig), ("state_mode", "washout", "readout_bias"))
 """The ridge readouts' state settings (closed-form spaces), as ``tff-esn run`` has them."""

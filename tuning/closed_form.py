@@ -19,9 +19,9 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed
-from tff_esn.metrics import classification_metrics, predictions
+from tff_esn.common.metrics import classification_metrics, predictions
 from tff_esn.closed_form.fedip import IPConfig, fedip_numpy, state_scaled_l2
-from tff_esn.validation import is_count
+from tff_esn.common.validation import is_count
 from tuning.hparams import RESERVOIR_FIELDS, reservoir_config, run_hparams
 
 IP_KEYS = ("ip_mu", "ip_sigma", "ip_eta", "ip_epochs")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tff_esn.esn.hyperparameters import ReservoirConfig, connectivity_from_count
-from tff_esn.io import write_json_atomic
+from tff_esn.common.io import write_json_atomic
 
 RESERVOIR_FIELDS = tuple(f.name for f in dataclasses.fields(ReservoirConfig))
 

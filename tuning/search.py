@@ -45,9 +45,9 @@ from tqdm.auto import tqdm
 
 from tff_esn.closed_form.configs import OWN_DATA
 from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
-from tff_esn.defaults import own_data
+from tff_esn.registry.defaults import own_data
 from tff_esn.esn.weights import StateSpec
-from tff_esn.io import write_csv_atomic, write_json_atomic
+from tff_esn.common.io import write_csv_atomic, write_json_atomic
 from tuning.closed_form import ClosedFormTuner
 from tuning.hparams import run_hparams, write_hparams
 from tuning.oracle import ExhaustiveRandomSearchOracle

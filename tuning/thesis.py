@@ -19,7 +19,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.clients import client_states, seeded_fit_data, targets
 from tff_esn.federated.configs import loss_labels, resolve_class_weight
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
-from tff_esn.validation import is_count
+from tff_esn.common.validation import is_count
 
 STATE_KEYS = ("window", "features", "units", "leaky", "spectral_radius")
 """The hyperparameters a trial's reservoir states depend on (with the hypermodel's seed)."""

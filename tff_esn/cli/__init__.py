@@ -19,9 +19,9 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.launch import RequestError
+from tff_esn.registry.launch import RequestError
 from tff_esn.runtime import WorkerError, install_exit_hooks
-from tff_esn.validation import SEED_MAX, is_count, is_finite, is_seed
+from tff_esn.common.validation import SEED_MAX, is_count, is_finite, is_seed
 
 Register = Callable[[argparse._SubParsersAction], None]
 
@@ -55,14 +55,14 @@ are checked by the config itself."""
 
 def call_command(args: argparse.Namespace) -> int:
     """``args.func(args)`` once every flag is within :data:`FLAG_LIMITS`, holding the run lock of ``--out``
-    (:func:`tff_esn.run_folder.run_lock`) for a command that writes that folder (``holds_out``)."""
+    (:func:`tff_esn.runs.run_folder.run_lock`) for a command that writes that folder (``holds_out``)."""
     for name, (ok, expected) in FLAG_LIMITS.items():
         value = getattr(args, name, None)
         if value is not None and not ok(value):
             raise UsageError(f"--{name.replace('_', '-')}: expected {expected}, got {value!r}.")
     with contextlib.ExitStack() as stack:
         if getattr(args, "holds_out", False):
-            from tff_esn.run_folder import RunFolderError, run_lock
+            from tff_esn.runs.run_folder import RunFolderError, run_lock
 
             try:
                 stack.enter_context(run_lock(args.out))
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parses ``argv`` and runs the command; bad input exits with code 2 and a one-line message.
 
-    Bad input is a :class:`UsageError`, a :class:`~tff_esn.launch.RequestError` or a
+    Bad input is a :class:`UsageError`, a :class:`~tff_esn.registry.launch.RequestError` or a
     :class:`~tff_esn.data.errors.DataError`; a failed worker or a
     full disk is one line with code 1; any other exception keeps its traceback.
     """

@@ -18,8 +18,8 @@ def _ids(text: str | None, known: tuple[str, ...], flag: str, what: str) -> list
 
 
 def _synth_wesad(args: argparse.Namespace) -> int:
-    from tff_esn.data.synthetic_wesad import generate_wesad
-    from tff_esn.data.wesad import SUBJECTS
+    from tff_esn.data.seed_sources.synthetic_wesad import generate_wesad
+    from tff_esn.data.seed_sources.wesad import SUBJECTS
 
     subjects = _ids(args.subjects, SUBJECTS, "subjects", "subject")
     t0 = time.perf_counter()
@@ -31,8 +31,8 @@ def _synth_wesad(args: argparse.Namespace) -> int:
 
 
 def _synth_hhar(args: argparse.Namespace) -> int:
-    from tff_esn.data.hhar import USERS
-    from tff_esn.data.synthetic_hhar import write_hhar
+    from tff_esn.data.seed_sources.hhar import USERS
+    from tff_esn.data.seed_sources.synthetic_hhar import write_hhar
 
     users = _ids(args.users, USERS, "users", "user")
     t0 = time.perf_counter()

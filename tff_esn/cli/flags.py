@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tff_esn.algorithms import Algorithm
+from tff_esn.registry.algorithms import Algorithm
 from tff_esn.cli import UsageError
-from tff_esn.defaults import OWN_DATA_SOURCES
-from tff_esn.settings import Setting
+from tff_esn.registry.defaults import OWN_DATA_SOURCES
+from tff_esn.common.settings import Setting
 
 GIVEN = "given_settings"
 """The namespace attribute holding the names of the settings given on the command line."""
@@ -93,7 +93,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Se
 
 
 def add_algorithm_flags(parser: argparse.ArgumentParser, algo: Algorithm, *, skip: Iterable[str] = ()) -> None:
-    """``algo``'s settings as flags (:meth:`~tff_esn.algorithms.Algorithm.settings`: its config's,
+    """``algo``'s settings as flags (:meth:`~tff_esn.registry.algorithms.Algorithm.settings`: its config's,
     with only the privacy settings it implements)."""
     add_setting_flags(parser, algo.settings(), skip=skip, own_data=algo.own_data, title=algo.name)
 

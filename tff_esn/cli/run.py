@@ -1,7 +1,7 @@
 """``tff-esn run ALGORITHM --data SOURCE --out DIR``: one algorithm on one data set.
 
-The flags become one :class:`~tff_esn.launch.RunRequest` (flags over ``--hparams``), which
-:func:`~tff_esn.launch.launch` carries out; prints the summary line. Another algorithm's flag is
+The flags become one :class:`~tff_esn.registry.launch.RunRequest` (flags over ``--hparams``), which
+:func:`~tff_esn.registry.launch.launch` carries out; prints the summary line. Another algorithm's flag is
 refused. Data, model and TFF are imported when a run starts.
 """
 
@@ -11,14 +11,15 @@ import argparse
 
 from typing import Any
 
-from tff_esn import algorithms, runtime
+from tff_esn.registry import algorithms
+from tff_esn import runtime
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import add_algorithm_flags, given, read_hparams
 from tff_esn.cli.summary import summary_line
 from tff_esn.data.source_names import is_series
-from tff_esn.defaults import DATA_KEYS, OWN_DATA_SOURCES
-from tff_esn.launch import SHARED, RunRequest, launch
-from tff_esn.tasks import TASK_KINDS, Task
+from tff_esn.registry.defaults import DATA_KEYS, OWN_DATA_SOURCES
+from tff_esn.registry.launch import SHARED, RunRequest, launch
+from tff_esn.common.tasks import TASK_KINDS, Task
 
 TRAIN_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 SERIES_FLAGS = {"series_clients": "clients", "series_steps": "steps", "series_split": "split_by"}

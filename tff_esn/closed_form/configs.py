@@ -7,13 +7,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from tff_esn.algorithms import register_algorithm
-from tff_esn.communication import CommunicationCost, Phase, readout_floats
+from tff_esn.registry.algorithms import register_algorithm
+from tff_esn.common.communication import CommunicationCost, Phase, readout_floats
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
-from tff_esn.tasks import TASK_KINDS
+from tff_esn.common.tasks import TASK_KINDS
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.common.validation import check_field, is_count, is_finite
 
 BACKENDS = ("tff", "numpy")
 INCFED_BACKENDS = ("auto", *BACKENDS)

@@ -21,7 +21,7 @@ from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.incfed import incfed_readout
 from tff_esn.closed_form.run import Run
-from tff_esn.run_warnings import warn
+from tff_esn.common.run_warnings import warn
 from tff_esn.privacy.aggregation import federated_stats_sum, lower_secure
 from tff_esn.privacy.dp_fedip import GaussianUpdates, fedip_privacy
 from tff_esn.privacy.closed_form import gaussian_updates

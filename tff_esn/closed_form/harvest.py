@@ -12,7 +12,7 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.ridge import RidgeStats, predict
 from tff_esn.esn.states_numpy import HARVEST_BATCH, ragged_batches, states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.tasks import CLASSIFY, Task
+from tff_esn.common.tasks import CLASSIFY, Task
 
 REAL = Task("regress")
 """The targets of float labels: real values (forecast and regress encode alike)."""

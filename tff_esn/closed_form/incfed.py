@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn.lazy import LazyModule
+from tff_esn.common.lazy import LazyModule
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.algorithms import get_algorithm
+from tff_esn.registry.algorithms import get_algorithm
 from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
@@ -26,8 +26,8 @@ from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federate
 from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.privacy.closed_form import stats_sections
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
-from tff_esn.run_warnings import warn
-from tff_esn.validation import is_count
+from tff_esn.common.run_warnings import warn
+from tff_esn.common.validation import is_count
 from tff_esn.runtime import load_tff
 
 tf = LazyModule("tensorflow")

@@ -20,7 +20,7 @@ from tff_esn.closed_form.private_sum import dense_if_secure, private_sum
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats, SingularSystemError, singular_message
-from tff_esn.run_warnings import warn
+from tff_esn.common.run_warnings import warn
 
 Mask = Literal["nystrom", "block", "columns"]
 PINV_RCOND = 1e-10

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tff_esn.algorithms import get_algorithm
+from tff_esn.registry.algorithms import get_algorithm
 from tff_esn.closed_form.configs import incfed_cost
-from tff_esn.communication import CommunicationCost
+from tff_esn.common.communication import CommunicationCost
 from tff_esn.closed_form.run import Run
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_local_stats import local_noisy_stats, local_privacy

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from tff_esn import communication
+from tff_esn.common import communication
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
@@ -27,7 +27,7 @@ from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, with_bias
-from tff_esn.run_warnings import RunWarning, warn
+from tff_esn.common.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
 _LOG = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import numpy as np
 from tff_esn.esn.states_numpy import states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.data.sequences import ClientSequences
-from tff_esn.run_warnings import warn
+from tff_esn.common.run_warnings import warn
 
 SATURATED = 0.99
 """|x| beyond which a unit's state is saturated (tanh's slope there is below 0.02)."""

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tff_esn.validation import is_finite
+from tff_esn.common.validation import is_finite
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,7 +48,7 @@ def objective_score(objective: str, labels: np.ndarray, outputs: np.ndarray, n_c
     """The validation score ``objective`` of ``outputs`` against ``labels``: a class score, or :data:`NEG_MSE`."""
     import numpy as np
 
-    from tff_esn.metrics import accuracy, balanced_accuracy, f1_scores, predictions  # numpy: once a run scores
+    from tff_esn.common.metrics import accuracy, balanced_accuracy, f1_scores, predictions  # numpy: once a run scores
 
     if objective == NEG_MSE:
         errors = np.asarray(outputs, np.float64).reshape(-1) - np.asarray(labels, np.float64).reshape(-1)

@@ -13,12 +13,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from tff_esn.data.sequences import SequenceDataset
-from tff_esn.io import atomic_write
+from tff_esn.common.io import atomic_write
 from tff_esn.esn.ridge import RidgeStats
 
 
 class ClientSource(Protocol):
-    """Clients delivered in consecutive subrounds (e.g. :class:`~tff_esn.data.simulated.SimulatedClients`)."""
+    """Clients delivered in consecutive subrounds (e.g. :class:`~tff_esn.data.seed_sources.simulated.SimulatedClients`)."""
 
     n_clients: int
 

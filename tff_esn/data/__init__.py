@@ -1,6 +1,7 @@
-"""Data: real WESAD/HHAR loaders, format-exact synthetic generators, pipelines, client datasets."""
+"""Data: the dataset form every algorithm consumes, own-data formats, splits, partitioners, checks, the
+cache and ``load_source``; the seeds' sources are in :mod:`tff_esn.data.seed_sources`."""
 
-from tff_esn.lazy import lazy_exports
+from tff_esn.common.lazy import lazy_exports
 
 _EXPORTS = dict.fromkeys(("ClientSequences", "SequenceDataset", "Split"), ".sequences")
 __all__ = sorted(_EXPORTS)

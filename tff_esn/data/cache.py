@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.io import atomic_write
-from tff_esn.tasks import Task
+from tff_esn.common.io import atomic_write
+from tff_esn.common.tasks import Task
 
 CACHE_VERSION = 2
 """Bumped whenever a pipeline or generator changes its output, so stale entries are not reused."""

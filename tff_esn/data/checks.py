@@ -11,7 +11,7 @@ import hashlib
 
 import numpy as np
 
-from tff_esn import run_warnings
+from tff_esn.common import run_warnings
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 

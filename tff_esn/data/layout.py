@@ -1,7 +1,7 @@
 """The shape of a data source's sequences, known before its arrays are loaded.
 
 A :class:`DataLayout` holds each padded block's sequence lengths, features and value bytes, read from
-``.npy`` headers or a streaming ``.ts`` pass, so :mod:`tff_esn.memory` can refuse a run before allocating.
+``.npy`` headers or a streaming ``.ts`` pass, so :mod:`tff_esn.runs.memory` can refuse a run before allocating.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tff_esn import run_warnings
+from tff_esn.common import run_warnings
 from tff_esn.data.errors import DataError, MissingDataError
 from tff_esn.data.layout import DataLayout
-from tff_esn.tasks import CLASSIFY, Task
+from tff_esn.common.tasks import CLASSIFY, Task
 
 SPLIT_GROUPS = ("train", "val", "test")
 RAGGED_MODES = ("pad", "crop")

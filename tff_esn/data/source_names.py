@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 SERIES = ("mackey-glass", "lorenz", "sine")
-"""Generated series (:mod:`tff_esn.data.generators`) besides ``narmaN``; they take no argument."""
+"""Generated series (:mod:`tff_esn.data.seed_sources.generators`) besides ``narmaN``; they take no argument."""
 
 
 def is_series(kind: str) -> bool:

@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 
 from tff_esn.data import cache
-from tff_esn.data.hhar_source import hhar_loader
-from tff_esn.data.pipelines import PIPELINES, Pipeline, make_pipeline
+from tff_esn.data.seed_sources.hhar_source import hhar_loader
+from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import is_series
-from tff_esn.tasks import Task
-from tff_esn.data.wesad_source import wesad_loader
+from tff_esn.common.tasks import Task
+from tff_esn.data.seed_sources.wesad_source import wesad_loader
 
 
 SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
@@ -74,7 +74,7 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     options = dict(options)
     task = options.pop("task", None)
     if is_series(kind):
-        from tff_esn.data.generators import series_dataset
+        from tff_esn.data.seed_sources.generators import series_dataset
 
         return series_dataset(kind, task or Task("forecast", 1), **options)
     if kind in _OWN_OPTIONS:
@@ -105,11 +105,11 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
 
 def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
     """``dataset`` when it holds ``task`` (``None``: whatever it holds), its own channels forecast for a
-    ``forecast`` task (:func:`tff_esn.data.generators.forecast_dataset`), else a one-line :class:`DataError`."""
+    ``forecast`` task (:func:`tff_esn.data.seed_sources.generators.forecast_dataset`), else a one-line :class:`DataError`."""
     if task is None or task.kind == dataset.task.kind:
         return dataset
     if task.kind == "forecast":
-        from tff_esn.data.generators import forecast_dataset
+        from tff_esn.data.seed_sources.generators import forecast_dataset
 
         return forecast_dataset(dataset, task)
     held = "real targets (--task regress)" if dataset.task.real else "integer class labels (--task classify)"

@@ -13,10 +13,10 @@ import re
 
 import numpy as np
 
-from tff_esn import run_warnings
+from tff_esn.common import run_warnings
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.validation import is_finite
+from tff_esn.common.validation import is_finite
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tff_esn.lazy import lazy_exports
+from tff_esn.common.lazy import lazy_exports
 
 _EXPORTS = {
     "STATE_MODES": ".hyperparameters", "ReservoirConfig": ".hyperparameters", "TOPOLOGIES": ".hyperparameters",

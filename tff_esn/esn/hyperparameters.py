@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tff_esn.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
+from tff_esn.common.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 #: The graphs of Ŵ (:mod:`tff_esn.esn.topologies` builds them).
 TOPOLOGIES = ("random", "ring", "delay-line", "cycle-jumps", "small-world", "scale-free")

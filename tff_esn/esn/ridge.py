@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.linalg
 
-from tff_esn.run_warnings import warn
+from tff_esn.common.run_warnings import warn
 
 STATS_CHUNK = 64
 """Time steps whose states a chunked harvest (either backend) stacks and reduces to

@@ -11,7 +11,7 @@ import numpy as np
 
 from tff_esn.esn.draws import activations, bias_weights, input_weights, leak_rates, recurrent_weights
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
-from tff_esn.validation import check_field, is_count
+from tff_esn.common.validation import check_field, is_count
 
 if TYPE_CHECKING:
     from tff_esn.esn.layer import Reservoir

@@ -1,6 +1,6 @@
 """The thesis' federated training in TFF: FedAvg with a server learning rate and FedCurv."""
 
-from tff_esn.lazy import lazy_exports
+from tff_esn.common.lazy import lazy_exports
 
 _EXPORTS = {
     "ClientFilter": ".client_work", "build_readout_client_work": ".client_work",

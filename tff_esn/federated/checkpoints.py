@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn.io import atomic_write, jsonable
-from tff_esn.run_folder import CHECKPOINT, legacy_message, legacy_round
+from tff_esn.common.io import atomic_write, jsonable
+from tff_esn.runs.run_folder import CHECKPOINT, legacy_message, legacy_round
 
 
 class CheckpointError(ValueError):
@@ -28,7 +28,7 @@ class RoundCheckpoint:
 
     def save(self, state: Any, round_num: int, rows: Sequence[Mapping[str, Any]] = ()) -> None:
         """Writes ``state``'s leaves, ``round_num`` and the rounds' ``rows`` so far (as JSON) atomically
-        (:func:`tff_esn.io.atomic_write`: a failed write leaves the previous checkpoint and no temporary file)."""
+        (:func:`tff_esn.common.io.atomic_write`: a failed write leaves the previous checkpoint and no temporary file)."""
         import tensorflow as tf
 
         leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(state)]

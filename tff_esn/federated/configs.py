@@ -11,15 +11,15 @@ from collections.abc import Iterable
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tff_esn.algorithms import available_algorithms, register_algorithm
+from tff_esn.registry.algorithms import available_algorithms, register_algorithm
 from tff_esn.closed_form.configs import OWN_DATA as RIDGE_OWN_DATA, SERIES_RESERVOIR, centralized_cost
 from tff_esn.closed_form.selection import AUTO, check_search
-from tff_esn.communication import CommunicationCost, Phase, check_counts
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.common.communication import CommunicationCost, Phase, check_counts
+from tff_esn.common.validation import check_field, is_count, is_finite
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.config import LEARNING, PrivacyConfig
-from tff_esn.tasks import TASK_KINDS
+from tff_esn.common.tasks import TASK_KINDS
 
 if TYPE_CHECKING:
     import numpy as np

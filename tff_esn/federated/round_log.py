@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn.io import write_text_atomic
+from tff_esn.common.io import write_text_atomic
 
 KEY = "round"
 

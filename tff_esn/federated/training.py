@@ -19,10 +19,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from tff_esn import runtime
-from tff_esn.algorithms import Algorithm, get_algorithm
-from tff_esn.communication import CommunicationCost
-from tff_esn.io import atomic_write
-from tff_esn.run_folder import run_lock
+from tff_esn.registry.algorithms import Algorithm, get_algorithm
+from tff_esn.common.communication import CommunicationCost
+from tff_esn.common.io import atomic_write
+from tff_esn.runs.run_folder import run_lock
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
@@ -36,13 +36,13 @@ from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, reado
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
 from tff_esn.federated.standardization import Standardization, federated_standardization
-from tff_esn.metrics import classification_metrics, regression_metrics, split_report
+from tff_esn.common.metrics import classification_metrics, regression_metrics, split_report
 from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy import noise_seed
 from tff_esn.privacy.coverage import published_row
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.privacy.sampling import POISSON, poisson_clients
-from tff_esn.run_warnings import warn
+from tff_esn.common.run_warnings import warn
 
 tff = runtime.load_tff()
 
@@ -81,8 +81,8 @@ class _EvalSet:
         return readout_probabilities(self.states, kernel, bias, linear=self.real)
 
     def report(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int, seed: int = 0) -> dict[str, Any]:
-        """:func:`~tff_esn.metrics.split_report`, or on real targets
-        :func:`~tff_esn.metrics.regression_metrics` (NaN for a diverged readout: non-finite outputs)."""
+        """:func:`~tff_esn.common.metrics.split_report`, or on real targets
+        :func:`~tff_esn.common.metrics.regression_metrics` (NaN for a diverged readout: non-finite outputs)."""
         if not self.real:
             return split_report(self.labels, self.scores(kernel, bias), n_classes, seed=seed)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -14,7 +14,7 @@ import math
 import dp_accounting
 
 from tff_esn.privacy import noise_seed
-from tff_esn.validation import is_count, is_finite
+from tff_esn.common.validation import is_count, is_finite
 
 
 NOISE_MULTIPLIERS = (1e-6, 1e4)

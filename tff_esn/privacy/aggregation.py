@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tff_esn.lazy import LazyModule
+from tff_esn.common.lazy import LazyModule
 from tff_esn.privacy.coverage import public
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise
 from tff_esn.privacy.secure_sum import FixedPoint

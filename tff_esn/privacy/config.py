@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tff_esn.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
+from tff_esn.common.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 DEFAULT_SECURE_BITS = 48
 MODELS = ("central", "local", "distributed")

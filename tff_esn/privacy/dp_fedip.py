@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tff_esn.lazy import LazyModule
+from tff_esn.common.lazy import LazyModule
 from tff_esn.privacy import accounting
 from tff_esn.privacy.dp_stats import clip_rows
 

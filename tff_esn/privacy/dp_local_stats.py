@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tff_esn.lazy import LazyModule
+from tff_esn.common.lazy import LazyModule
 from tff_esn.privacy.dp_stats import GaussianStats, add_noise, floor_eigenvalues
 from tff_esn.esn.ridge import RidgeStats
 

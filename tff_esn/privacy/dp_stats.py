@@ -11,7 +11,7 @@ import dataclasses
 import math
 
 
-from tff_esn.lazy import LazyModule
+from tff_esn.common.lazy import LazyModule
 from tff_esn.privacy import accounting
 
 tf = LazyModule("tensorflow")

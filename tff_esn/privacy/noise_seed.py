@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 
-from tff_esn.run_warnings import warn
+from tff_esn.common.run_warnings import warn
 
 KNOWN_SEED = "noise seed known (--dp-seed)"
 NO_NOISE = "noise multiplier 0 (no noise)"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tff_esn.lazy import LazyModule
-from tff_esn.validation import is_count
+from tff_esn.common.lazy import LazyModule
+from tff_esn.common.validation import is_count
 
 tf = LazyModule("tensorflow")
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from tff_esn.runtime import tff_patch
 from tff_esn.runtime.heartbeat import connect
 from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LOCK, LocalWorker, WorkerError
-from tff_esn.validation import is_finite
+from tff_esn.common.validation import is_finite
 
 _LAZY: list[LocalWorker] = []
 _STATE: dict[str, object] = {"context": None, "key": None}

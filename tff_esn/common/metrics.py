@@ -119,7 +119,7 @@ def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dic
 def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed: int = 0,
                  threshold: float = 0.5) -> dict[str, float | int | None]:
     """One ``metrics.json`` section: :func:`classification_metrics`, the random baseline's accuracy and the
-    ``label_counts`` and ``prediction_counts`` per class (what :mod:`tff_esn.result_check` reads)."""
+    ``label_counts`` and ``prediction_counts`` per class (what :mod:`tff_esn.common.result_check` reads)."""
     report = classification_metrics(y_true, scores, n_classes, threshold=threshold)
     report["random_baseline_accuracy"] = random_baseline(y_true, n_classes, seed=seed)["accuracy"]
     y = _labels(y_true, n_classes)

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tff_esn.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
+from tff_esn.registry.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
 from tff_esn.data.errors import DataError
 from tff_esn.privacy.coverage import publish
-from tff_esn.run_warnings import RunWarning, merged, recording
+from tff_esn.common.run_warnings import RunWarning, merged, recording
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -54,7 +54,7 @@ class RunRequest:
 
 
 def resolved(request: RunRequest) -> ResolvedRun:
-    """``request``'s run (:func:`~tff_esn.algorithms.resolve_run`): its layers, and its ``out`` and
+    """``request``'s run (:func:`~tff_esn.registry.algorithms.resolve_run`): its layers, and its ``out`` and
     ``cache_dir`` where they are settings, over the source's defaults."""
     algo = get_algorithm(request.algorithm)
     shared = {k: str(v) for k in SHARED if k in algo.settings() and (v := getattr(request, k)) is not None}
@@ -68,13 +68,13 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     from tff_esn import runtime
     from tff_esn.data.checks import check_split
     from tff_esn.data.partition import partition_dataset
-    from tff_esn.data.pipelines import PIPELINES
+    from tff_esn.data.seed_sources.pipelines import PIPELINES
     from tff_esn.data.sequences import npz_stand_in
     from tff_esn.data.sources import load_source, source_layout
     from tff_esn.data.splits import get_split
-    from tff_esn.io import write_json_atomic
-    from tff_esn.memory import MemoryLimitError, check_memory
-    from tff_esn.run_folder import check_run_folder, clear_run
+    from tff_esn.common.io import write_json_atomic
+    from tff_esn.runs.memory import MemoryLimitError, check_memory
+    from tff_esn.runs.run_folder import check_run_folder, clear_run
 
     with recording() as said:
         try:

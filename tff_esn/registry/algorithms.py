@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.defaults import DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, data_settings, source_defaults
+from tff_esn.registry.defaults import DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, data_settings, source_defaults
 from tff_esn.privacy.coverage import publish
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
-from tff_esn.run_warnings import merged, recording
-from tff_esn.settings import Setting, config_fields, config_from_flags, flat_config, settings
-from tff_esn.tasks import TASK_KINDS
+from tff_esn.common.run_warnings import merged, recording
+from tff_esn.common.settings import Setting, config_fields, config_from_flags, flat_config, settings
+from tff_esn.common.tasks import TASK_KINDS
 
 __all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
            "check_takes", "config_fields", "config_from_flags", "flat_config", "get_algorithm", "names_where",
@@ -75,7 +75,7 @@ class Algorithm:
 
     @property
     def communication_function(self) -> Callable[..., Any] | None:
-        """The function computing the run's :class:`~tff_esn.communication.CommunicationCost`."""
+        """The function computing the run's :class:`~tff_esn.common.communication.CommunicationCost`."""
         return self.communication and _resolve(self.communication)
 
     def settings(self) -> dict[str, Setting]:
@@ -233,7 +233,7 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
     ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers (the
     first wins) over the source's defaults over the class defaults (``config``: a ready config, origin
     ``config``). On a source, ``pipeline`` and the layers' ``pipeline``/``split`` choose how it is read and
-    split (:func:`tff_esn.defaults.data_settings`). A given setting leaves the searches that name it; the
+    split (:func:`tff_esn.registry.defaults.data_settings`). A given setting leaves the searches that name it; the
     privacy asked is checked::
 
         record = run_algorithm(resolve_run(name, dataset, units=300), dataset, split)
@@ -267,16 +267,16 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
 
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None) -> dict[str, Any]:
-    """Runs :func:`resolve_run`'s ``run`` after :func:`check_takes`, :func:`tff_esn.run_checks.check_run`
+    """Runs :func:`resolve_run`'s ``run`` after :func:`check_takes`, :func:`tff_esn.registry.run_checks.check_run`
     (``test_required=False``: a split without test clients is intended) and ``start(run)`` (an entry point's
     hook: its run folder, TFF's context); returns the ``metrics.json`` record: the run's sections, the config
     (each setting's value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, provenance
     and ``reservoir_graph``."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
-    from tff_esn.baselines import baseline_scores
-    from tff_esn.provenance import run_provenance
-    from tff_esn.result_check import check_result
-    from tff_esn.run_checks import check_run
+    from tff_esn.runs.baselines import baseline_scores
+    from tff_esn.runs.provenance import run_provenance
+    from tff_esn.common.result_check import check_result
+    from tff_esn.registry.run_checks import check_run
 
     function = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
     with recording() as said:

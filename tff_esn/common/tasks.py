@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tff_esn.validation import check_field, is_count
+from tff_esn.common.validation import check_field, is_count
 
 TASK_KINDS = ("classify", "forecast", "regress")
 REAL_KINDS = ("forecast", "regress")
@@ -56,8 +56,8 @@ class Task:
 
     def report(self, y_true: Any, outputs: Any, n_outputs: int, *, seed: int = 0) -> dict[str, Any]:
         """One group's ``metrics.json`` section: classification metrics with the random baseline,
-        or NRMSE, RMSE, MAE and R² (:func:`tff_esn.metrics.regression_metrics`)."""
-        from tff_esn import metrics
+        or NRMSE, RMSE, MAE and R² (:func:`tff_esn.common.metrics.regression_metrics`)."""
+        from tff_esn.common import metrics
 
         if self.real:
             return metrics.regression_metrics(y_true, outputs)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.validation import check_field, is_count, is_finite
+from tff_esn.common.validation import check_field, is_count, is_finite
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The HHAR sources of :func:`tff_esn.data.sources.load_source`: ``hhar:DIR`` (the CSVs of
-:mod:`tff_esn.data.hhar`) and ``synthetic-hhar`` (:mod:`tff_esn.data.synthetic_hhar`), each as
+:mod:`tff_esn.data.seed_sources.hhar`) and ``synthetic-hhar`` (:mod:`tff_esn.data.seed_sources.synthetic_hhar`), each as
 a cache key and a builder of the pipeline's per-device runs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tff_esn.data.cache import files_key
-from tff_esn.data.hhar import FILES, PHONE_MODELS, USERS, WATCH_MODELS, device_runs, read_hhar
+from tff_esn.data.seed_sources.hhar import FILES, PHONE_MODELS, USERS, WATCH_MODELS, device_runs, read_hhar
 from tff_esn.data.source_names import option_subset
 
 SYNTHETIC_HHAR_MINUTES = 0.5
@@ -19,7 +19,7 @@ def hhar_loader(kind: str, arg: str, options: dict):
     (``users``; synthetic: ``minutes``, ``seed``). Used by :func:`tff_esn.data.sources.load_source`."""
     users = option_subset(options, "users", USERS)
     if kind == "synthetic-hhar":
-        from tff_esn.data.synthetic_hhar import DEVICES, GENERATOR_VERSION, generate_frames
+        from tff_esn.data.seed_sources.synthetic_hhar import DEVICES, GENERATOR_VERSION, generate_frames
 
         minutes = float(options.pop("minutes", SYNTHETIC_HHAR_MINUTES))
         seed = int(options.pop("seed", 0))

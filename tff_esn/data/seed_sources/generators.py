@@ -15,8 +15,8 @@ import numpy as np
 
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.tasks import Task
-from tff_esn.validation import is_count
+from tff_esn.common.tasks import Task
+from tff_esn.common.validation import is_count
 
 CLIENT_SPLITS = ("segments", "realisations")
 GENERATED = ("narma10", "narmaN", "mackey-glass", "lorenz", "sine")

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from tff_esn.data.errors import DataError, MissingDataError
-from tff_esn.data.hrv import windowed_hrv
-from tff_esn.data.normalise import moving_average_normalise, standardize_to
+from tff_esn.data.seed_sources.hrv import windowed_hrv
+from tff_esn.data.seed_sources.normalise import moving_average_normalise, standardize_to
 from tff_esn.data.safe_pickle import load_data_pickle
 
 SUBJECTS = tuple(f"S{n}" for n in (*range(2, 12), *range(13, 18)))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tff_esn.run_warnings import warn
-from tff_esn.tasks import CLASSIFY, Task
+from tff_esn.common.run_warnings import warn
+from tff_esn.common.tasks import CLASSIFY, Task
 
 ONE_CLASS = "one class"
 NOT_ABOVE_MAJORITY = "not above majority"

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.metrics import classification_metrics, regression_metrics
+from tff_esn.common.metrics import classification_metrics, regression_metrics
 from tff_esn.esn import states_numpy
 from tff_esn.esn.ridge import RidgeStats, one_hot, predict
 

@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tff_esn.data import hhar, wesad
-from tff_esn.data.chunking import chunk_runs, split_sequences
-from tff_esn.data.hrv import HRV_INDICES
-from tff_esn.data.normalise import MA_MODES, standardize_to
+from tff_esn.data.seed_sources import hhar, wesad
+from tff_esn.data.seed_sources.chunking import chunk_runs, split_sequences
+from tff_esn.data.seed_sources.hrv import HRV_INDICES
+from tff_esn.data.seed_sources.normalise import MA_MODES, standardize_to
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
-from tff_esn.validation import check_field, is_finite
+from tff_esn.common.validation import check_field, is_finite
 
 Subjects = Iterable[tuple[str, dict]]
 """``(subject id, validated WESAD subject dict)`` pairs, produced one at a time."""
@@ -63,7 +63,7 @@ class Pipeline:
 
 @dataclasses.dataclass(frozen=True)
 class ThesisPipeline(Pipeline):
-    """Thesis §5.2 (:func:`tff_esn.data.wesad.thesis_features`): HRV window ``hrv_window_s`` (Table 6.1: 5, 25
+    """Thesis §5.2 (:func:`tff_esn.data.seed_sources.wesad.thesis_features`): HRV window ``hrv_window_s`` (Table 6.1: 5, 25
     or 50 s) and index, a ``rate_hz`` grid, the moving average over ``ma_window_s`` (``None``: the HRV window)
     by ``ma_mode``, sequences of ``sequence_length`` steps with per-step labels; synthetic subjects: 100 min, wrist."""
 

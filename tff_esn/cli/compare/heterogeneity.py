@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn import algorithms
+from tff_esn.registry import algorithms
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
-from tff_esn.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
-from tff_esn.validation import check_field, is_count
+from tff_esn.common.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.validation import check_field, is_count
 
 DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichlet:0.1")
 
@@ -114,7 +114,7 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
 
 
 def run_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> algorithms.ResolvedRun:
-    """``name``'s run as ``tff-esn run`` resolves it on ``dataset`` (:func:`tff_esn.algorithms.resolve_run`),
+    """``name``'s run as ``tff-esn run`` resolves it on ``dataset`` (:func:`tff_esn.registry.algorithms.resolve_run`),
     with ``given`` settings (by flag name; those the config lacks are ignored) and the ``numpy`` backend
     where its config offers one."""
     algo = algorithms.get_algorithm(name)
@@ -280,7 +280,7 @@ def _mean_std(values: Sequence[float | None]) -> tuple[float, float, int]:
 
 FLAG_MARK = "⚠"
 """Marks a cell where some seed's model predicts one class or does not beat the majority class
-(:func:`tff_esn.result_check.check_result`)."""
+(:func:`tff_esn.common.result_check.check_result`)."""
 
 
 def _cell_text(values: Sequence[float | None], expected: int, flagged: bool = False) -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tff_esn.data.wesad import CHEST_RATE, DEVICES, SUBJECTS, WRIST_RATES
-from tff_esn.io import atomic_write
+from tff_esn.data.seed_sources.wesad import CHEST_RATE, DEVICES, SUBJECTS, WRIST_RATES
+from tff_esn.common.io import atomic_write
 
 REAL_MINUTES = 100.0
 """Length of the real protocol the segment durations below add up to."""

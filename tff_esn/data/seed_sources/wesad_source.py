@@ -1,15 +1,15 @@
 """The WESAD sources of :func:`tff_esn.data.sources.load_source`: ``wesad:DIR`` (the subject
-files of :mod:`tff_esn.data.wesad`, one in memory at a time) and ``synthetic-wesad``
-(:mod:`tff_esn.data.synthetic_wesad`), each as a cache key and a builder that runs the
+files of :mod:`tff_esn.data.seed_sources.wesad`, one in memory at a time) and ``synthetic-wesad``
+(:mod:`tff_esn.data.seed_sources.synthetic_wesad`), each as a cache key and a builder that runs the
 pipeline over the subjects."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tff_esn.data import wesad
+from tff_esn.data.seed_sources import wesad
 from tff_esn.data.cache import files_key
-from tff_esn.data.pipelines import Pipeline, iter_subjects
+from tff_esn.data.seed_sources.pipelines import Pipeline, iter_subjects
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.data.source_names import option_subset
 
@@ -18,7 +18,7 @@ def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pi
     """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source (pops its options); the synthetic
     source simulates the ``pipeline``'s devices for its ``synthetic_minutes``, keyed by the generator's version."""
     if kind == "synthetic-wesad":
-        from tff_esn.data.synthetic_wesad import GENERATOR_VERSION, generate_subject
+        from tff_esn.data.seed_sources.synthetic_wesad import GENERATOR_VERSION, generate_subject
 
         minutes = float(options.pop("minutes", pipeline.synthetic_minutes))
         seed = int(options.pop("seed", 0))

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tff_esn.data.hhar import ACTIVITIES, COLUMNS, FILES, NULL_LABEL, USERS
-from tff_esn.io import atomic_write
+from tff_esn.data.seed_sources.hhar import ACTIVITIES, COLUMNS, FILES, NULL_LABEL, USERS
+from tff_esn.common.io import atomic_write
 
 DEVICES = {  # model: (kind, native Hz, has gyroscope, noise std m/s²)
     "nexus4": ("phone", 200.0, True, 0.05), "s3": ("phone", 150.0, True, 0.06),

@@ -2,7 +2,7 @@
 
 The config classes' defaults are the seeds' settings, which hold on :data:`SEED_SOURCES`; on own data
 the registration's ``own_data`` replaces them wherever the user gave no value
-(:func:`source_defaults`, read by :func:`tff_esn.algorithms.resolve_run`).
+(:func:`source_defaults`, read by :func:`tff_esn.registry.algorithms.resolve_run`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tff_esn.algorithms import Algorithm
+    from tff_esn.registry.algorithms import Algorithm
 
 SEED_SOURCES = ("wesad", "hhar")
 """Source kinds of the seeds' data (``synthetic-`` copies included): the class defaults hold there."""
@@ -73,7 +73,7 @@ def default_pipeline(source: str, pipeline: str | None = None) -> str:
     source (``incfed-wesad`` / ``incfed-hhar``); own-data sources ignore it."""
     kind = source_kind(source)
     if pipeline is not None and kind in SEED_SOURCES:
-        from tff_esn.data.pipelines import PIPELINES  # numpy: only once a run is under way
+        from tff_esn.data.seed_sources.pipelines import PIPELINES  # numpy: only once a run is under way
 
         if PIPELINES[pipeline].data == kind:
             return pipeline

@@ -1,7 +1,7 @@
 """``tff-esn compare --data SOURCE --out DIR``: every fitting algorithm × a heterogeneity grid × seeds.
 
-A thin layer over :func:`tff_esn.compare.run_comparison`; ``--profile`` picks the grid; ``--reservoirs`` compares reservoirs instead
-(:mod:`tff_esn.reservoir_comparison`).
+A thin layer over :func:`tff_esn.cli.compare.heterogeneity.run_comparison`; ``--profile`` picks the grid; ``--reservoirs`` compares reservoirs instead
+(:mod:`tff_esn.cli.compare.reservoirs`).
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tff_esn.algorithms import default_algorithms
+from tff_esn.registry.algorithms import default_algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.run import partitioner, source_options
-from tff_esn.defaults import default_pipeline, default_split
+from tff_esn.registry.defaults import default_pipeline, default_split
 
 DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
 PROFILE_NAMES = ("quick", "full")
@@ -40,7 +40,7 @@ def folder_name(source: str) -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from tff_esn.compare import PROFILES, Comparison, run_comparison
+    from tff_esn.cli.compare.heterogeneity import PROFILES, Comparison, run_comparison
 
     profile = PROFILES[args.profile]
     sources = tuple(args.data or DEFAULT_SOURCES)
@@ -71,7 +71,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _compare_reservoirs(args: argparse.Namespace, sources: tuple[tuple[str, str], ...], seeds: tuple[int, ...]) -> int:
-    from tff_esn.reservoir_comparison import DEFAULT_RESERVOIRS, ReservoirComparison, run_reservoir_comparison
+    from tff_esn.cli.compare.reservoirs import DEFAULT_RESERVOIRS, ReservoirComparison, run_reservoir_comparison
 
     if args.partitions is not None and len(args.partitions) != 1:
         raise UsageError("--partitions: a reservoir comparison deals the training sequences by one partitioner.")

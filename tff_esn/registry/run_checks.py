@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from tff_esn.data.checks import check_split
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.memory import MemoryEstimate, check_memory
+from tff_esn.runs.memory import MemoryEstimate, check_memory
 
 if TYPE_CHECKING:
-    from tff_esn.algorithms import ResolvedRun
+    from tff_esn.registry.algorithms import ResolvedRun
 
 def check_washout(config: Any, dataset: SequenceDataset) -> None:
     """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state

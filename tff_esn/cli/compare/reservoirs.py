@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn import algorithms, defaults
-from tff_esn.compare import check_folder, run_for, start_tff
+from tff_esn.registry import algorithms, defaults
+from tff_esn.cli.compare.heterogeneity import check_folder, run_for, start_tff
 from tff_esn.esn.hyperparameters import LEAK_DISTRIBUTIONS, TOPOLOGIES, ReservoirConfig
-from tff_esn.io import atomic_write, write_csv_atomic, write_text_atomic
+from tff_esn.common.io import atomic_write, write_csv_atomic, write_text_atomic
 
 DEFAULT_RESERVOIRS = (*TOPOLOGIES, "leak-uniform", "deep-2", "deep-3", "esnfed")
 """The reservoirs compared unless named: every topology, per-unit uniform leak, deep ESNs of 2 and 3
