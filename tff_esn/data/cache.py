@@ -38,8 +38,7 @@ def cache_key(payload: dict[str, Any]) -> str:
 
 
 def files_key(paths: Iterable[str | os.PathLike]) -> list[tuple[str, int, int]]:
-    """The part of a cache key that names source files: each one's resolved path, size and
-    modification time, so an edited file is read again."""
+    """The cache-key part naming source files: resolved path, size and mtime (an edited file is read again)."""
     return [(str(Path(p).resolve()), os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths]
 
 

@@ -29,10 +29,8 @@ _SEED_STREAM = 0xCA4E
 
 @dataclasses.dataclass(frozen=True)
 class Carving:
-    """Where a run's validation data comes from (:func:`carve`): the ``rule`` (:data:`RULES`), the
-    ``dataset`` the folds name (``local hold-out``: one client ``"<client>#f<k>"`` per training client and
-    fold), the ``split`` over it, each fold's validation clients, each training id's ``owner`` (the input
-    client) and the draws' ``seed``."""
+    """Where a run's validation data comes from (:func:`carve`): ``rule`` (:data:`RULES`), the folds' ``dataset``,
+    its ``split``, each fold's validation clients, each training id's ``owner`` client and the draws' ``seed``."""
 
     rule: str
     dataset: SequenceDataset
@@ -47,8 +45,7 @@ class Carving:
         return bool(self.folds)
 
     def fold(self, k: int) -> Split:
-        """The split of fold ``k``: training without the fold's parts, the fold as validation clients,
-        the test clients unchanged. ``validation clients``: :attr:`split` itself."""
+        """Split of fold ``k``: the fold validates, the rest trains, test unchanged (``validation clients``: :attr:`split`)."""
         if not self.folds:
             return self.split
         held = set(self.folds[k])
@@ -56,8 +53,7 @@ class Carving:
                                    val=self.folds[k])
 
     def holdout(self) -> tuple[SequenceDataset, Split]:
-        """``(dataset, split)`` for a model trained once: fold 0 validates (``local hold-out``: one client
-        ``"<client>#val"`` per carved client, which keeps its id and other sequences), the rest trains."""
+        """``(dataset, split)`` for a model trained once: fold 0 validates (local hold-out: ``<client>#val``), the rest trains."""
         if self.rule != "local hold-out":
             return self.dataset, self.fold(0)
         held = set(self.folds[0])
@@ -112,8 +108,7 @@ def _client_folds(dataset: SequenceDataset, split: Split, seed: int, folds: int)
 
 
 def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray:
-    """(n,) the fold of each of ``client``'s sequences: a BLAKE2b hash of ``seed``, its valid steps' values
-    and its label(s), modulo ``folds`` (the same whichever client holds the sequence)."""
+    """(n,) fold of each of ``client``'s sequences: BLAKE2b of ``seed``, valid values and labels, mod ``folds``."""
     out = np.empty(len(client), np.int64)
     steps = client.steps
     for i in range(len(client)):
@@ -125,8 +120,7 @@ def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray
 
 
 def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOLDS) -> Carving:
-    """The run's validation data: the validation clients, else ``folds`` folds over the training clients
-    (≥ 2 per fold), else a per-client local hold-out of hashed folds (:func:`sequence_folds`)."""
+    """Validation data: the validation clients, else ``folds`` folds of training clients, else hashed local hold-out."""
     train = tuple(split.train)
     if split.val:
         return Carving("validation clients", dataset, split, (), {c: c for c in train}, seed)

@@ -32,8 +32,7 @@ def _names(dataset: SequenceDataset, classes) -> str:
 
 
 def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test_required: bool = True) -> None:
-    """Refuses a ``split`` of ``dataset`` that would mislead (module docstring; no test clients only when
-    ``test_required``); warns on one training client when the algorithm is ``federated``."""
+    """Refuses a misleading ``split`` (module docstring); warns on one training client of a ``federated`` algorithm."""
     source = dataset.source
     unknown = [cid for ids in split.groups.values() for cid in ids if cid not in dataset.clients]
     if unknown:
@@ -62,8 +61,7 @@ def check_split(dataset: SequenceDataset, split: Split, *, federated: bool, test
 
 
 def _check_classes(dataset: SequenceDataset, split: Split) -> None:
-    """Classes of the validation or test clients that no training client has, or with fewer than
-    :data:`MIN_TRAINING_LABELS` training labels: a :class:`DataError`."""
+    """A :class:`DataError` for val/test classes absent from training or under :data:`MIN_TRAINING_LABELS` labels."""
     source = dataset.source
     per_step = any(c.per_step for c in dataset.clients.values())
     unit = "labelled steps" if per_step else "sequences"

@@ -13,8 +13,8 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DataLayout:
-    """``blocks``: (n_b,) steps of each sequence per block padded to its longest in memory; ``features`` per
-    step; ``stored_bytes`` of the values as the source holds them (read while loading; 0 once in memory)."""
+    """``blocks``: (n_b,) padded steps per sequence block; ``features`` per step; ``stored_bytes`` as the source
+    holds them (0 once in memory)."""
 
     source: str
     blocks: tuple[np.ndarray, ...]

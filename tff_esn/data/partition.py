@@ -115,8 +115,7 @@ def _pathological(labels: np.ndarray, clients: int, k: int, rng: np.random.Gener
 
 
 def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int, *, stream: int = 0) -> np.ndarray:
-    """The client index in [0, ``clients``) of each of the n sequences with class ``labels`` (n,) under a
-    dealing ``partitioner`` (``stream``: an independent draw for the same seed, e.g. per split group)."""
+    """Client index in [0, ``clients``) of each sequence of class ``labels`` (n,) under ``partitioner`` (``stream``: draw)."""
     labels = np.asarray(labels)
     n = labels.size
     if not isinstance(clients, (int, np.integer)) or not 1 <= clients <= n:
@@ -139,8 +138,7 @@ def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int
 
 
 def sequence_labels(client: ClientSequences) -> np.ndarray:
-    """(n,) one class per sequence: its label, or for per-step labels the most frequent step label
-    (ties to the smaller class)."""
+    """(n,) one class per sequence: its label, or its most frequent step label (ties to the smaller class)."""
     if not client.per_step:
         return client.y
     n_classes = int(client.y.max()) + 1
@@ -174,10 +172,8 @@ def deal(pooled: ClientSequences, owner: np.ndarray, ids: tuple[str, ...]) -> di
 def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Partitioner | str,
                       clients: int | None = None, *, seed: int = 0,
                       groups: tuple[str, ...] = ("train",)) -> tuple[SequenceDataset, Split, dict[str, Any]]:
-    """``(dataset, split, record)``: ``split``'s training sequences (and those of the named ``groups``:
-    ``v00``…, ``t00``… on their own seed streams) dealt to ``clients`` new clients per group by
-    ``partitioner`` (or its text), beside the split's other clients; the split ``SPLIT+PARTITIONER``;
-    the record of each dealt client's size and label histogram."""
+    """``(dataset, split, record)``: ``split``'s training sequences (and named ``groups``' on own seed streams) dealt
+    to ``clients`` new clients per group by ``partitioner``; split ``SPLIT+PARTITIONER``; per-client size/labels record."""
     if isinstance(partitioner, str):
         partitioner = Partitioner.parse(partitioner)
     groups = tuple(dict.fromkeys(("train", *groups)))

@@ -58,8 +58,7 @@ class _DataUnpickler(pickle.Unpickler):
 
 
 def read_data_pickle(fh: BinaryIO, source: str):
-    """One object unpickled from the binary stream ``fh`` through the allow-list; a global outside it is an
-    :class:`UnsafePickleError`, a truncated stream a :class:`DataError` (``source`` names it)."""
+    """One object unpickled from ``fh`` via the allow-list (:class:`UnsafePickleError`; truncated: :class:`DataError`)."""
     try:
         return _DataUnpickler(fh, source=source).load()
     except UnsafePickleError:

@@ -29,8 +29,8 @@ RAGGED_MODES = ("pad", "crop")
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClientSequences:
-    """One client's labelled sequences: ``x`` (n, T, F) float32, ``y`` (n,) or (n, T) int64 classes or
-    float64 real targets, ``lengths`` (n,) valid steps of right-zero-padded sequences (``None``: all T)."""
+    """One client's sequences: ``x`` (n, T, F) float32, ``y`` (n,)/(n, T) int64 classes or float64 targets,
+    ``lengths`` (n,) valid steps (``None``: all T)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -99,8 +99,7 @@ class ClientSequences:
 
 @dataclasses.dataclass(frozen=True)
 class Split:
-    """A named client-wise train/validation/test split (disjoint client ids); ``rule`` (how the groups were
-    made, recorded in ``metrics.json``) takes no part in equality."""
+    """A named client-wise train/val/test split (disjoint ids); ``rule`` is recorded, not compared."""
 
     name: str
     train: tuple[str, ...]
@@ -124,9 +123,8 @@ class Split:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SequenceDataset:
-    """Clients' sequences (one F) with ``n_classes`` classes (a real-valued ``task``: 1 output), a name per
-    feature and class (or target), the ``source`` reports name, and ``groups`` (client → ``train``/``val``/
-    ``test``) when the data brings its own split."""
+    """Clients' sequences with ``n_classes`` classes (real-valued ``task``: 1), feature/class names, ``source``,
+    and ``groups`` (client → ``train``/``val``/``test``) when the data brings its split."""
 
     clients: Mapping[str, ClientSequences]
     n_classes: int
@@ -178,8 +176,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, Ty
 
 
 def _npz_member(archive: zipfile.ZipFile, key: str, path: Path, *, header: bool = False):
-    """One array of an ``.npz`` (object arrays unpickled through the data allow-list), or with ``header``
-    its declared ``(shape, dtype)``."""
+    """One ``.npz`` array (object arrays via the allow-list), or with ``header`` its ``(shape, dtype)``."""
     from tff_esn.data.safe_pickle import read_data_pickle
 
     try:
@@ -200,8 +197,7 @@ def _npz_member(archive: zipfile.ZipFile, key: str, path: Path, *, header: bool 
 
 
 def _sequence_list(sequences, source: str) -> list[np.ndarray]:
-    """The (T_i, F) real-valued sequences held by ``sequences``: (n, T, F) numbers, or a 1-D
-    object array or list of (T_i, F) arrays."""
+    """The (T_i, F) sequences of ``sequences``: (n, T, F) numbers, or a list/object array of (T_i, F)."""
     x = None if isinstance(sequences, (list, tuple)) else np.asarray(sequences)
     if x is not None and not (x.ndim == 3 and x.dtype.kind in "biuf" or x.ndim == 1 and x.dtype == object):
         raise DataError(f"{source}: X: must be (n, T, F) real numbers or a 1-D object array of (T_i, F) arrays, "
@@ -231,8 +227,7 @@ def _listing(values) -> str:
 
 
 def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ...] | None) -> int:
-    """K after checking that ``y`` ((n,) integers) codes exactly the classes 0…K−1, each present
-    (K = ``len(label_names)``, else ``max(y) + 1``); an error suggests ``np.unique(y, return_inverse=True)``."""
+    """K after checking ``y`` codes exactly classes 0…K−1, each present; errors suggest ``np.unique``."""
     if y.shape != (n,) or y.dtype.kind not in "iu":
         raise DataError(f"{source}: y: must be ({n},) integer labels 0…K−1 like X (or float targets for a "
                         f"regression), got shape {y.shape} dtype {y.dtype}.")
@@ -254,9 +249,8 @@ def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ..
 
 def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged: str = "pad",
                         length: int | None = None, label_names=None) -> SequenceDataset:
-    """The one builder of own data: ``sequences`` (n, T, F) or n (T_i, F), ``y`` classes exactly 0…K−1 or real
-    targets (n,) / (n, T), ``client`` and ``split`` per sequence; ``ragged="crop"`` or a ``length`` keeps each
-    sequence's last steps (a warning). Bad input is a one-line :class:`DataError` naming ``source``."""
+    """The one own-data builder: ``sequences``, ``y`` (classes 0…K−1 or real targets), ``client`` and ``split``;
+    ``ragged="crop"`` or ``length`` crops (a warning). Bad input is a :class:`DataError` naming ``source``."""
     if ragged not in RAGGED_MODES:
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     seqs = _sequence_list(sequences, source)
@@ -323,8 +317,7 @@ def _check_client_kinds(client, source: str) -> None:
 
 def _cropped(seqs: list[np.ndarray], lengths: np.ndarray, length: int | None,
              source: str) -> tuple[list[np.ndarray], np.ndarray]:
-    """Every sequence cut to its last ``length`` steps (``None``: the shortest's length), and
-    the new lengths; a shortening is a recorded warning."""
+    """Every sequence cut to its last ``length`` steps (``None``: shortest) and new lengths; warns on shortening."""
     shortest = int(lengths.min())
     length = shortest if length is None else int(length)
     if length < 1 or length > shortest:
@@ -336,8 +329,7 @@ def _cropped(seqs: list[np.ndarray], lengths: np.ndarray, length: int | None,
 
 
 def _padded(seqs: list[np.ndarray], lengths: np.ndarray, source: str) -> np.ndarray:
-    """The sequences as one (n, max T_i, F) float32 array, right-padded with zeros; NaN, inf or
-    values beyond float32 are an error naming the sequence."""
+    """The sequences zero-padded to (n, max T_i, F) float32; non-finite or out-of-range values are an error."""
     x = np.zeros((len(seqs), int(lengths.max()), seqs[0].shape[1]), np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         for i, s in enumerate(seqs):
@@ -350,8 +342,7 @@ def _padded(seqs: list[np.ndarray], lengths: np.ndarray, source: str) -> np.ndar
 
 
 def _client_groups(ids: np.ndarray, order: list[str], split: np.ndarray, source: str) -> dict[str, str]:
-    """Client id → its group (``train``/``val``/``test``) from the per-sequence ``split``: one
-    group per client, and some client in ``train``."""
+    """Client id → group from per-sequence ``split``: one group per client, some client in ``train``."""
     split = np.array([str(s) for s in split])
     bad = sorted(set(split) - set(SPLIT_GROUPS))
     if bad:
@@ -369,8 +360,7 @@ def _client_groups(ids: np.ndarray, order: list[str], split: np.ndarray, source:
 
 
 def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:
-    """Bring-your-own sequences: an ``.npz`` with ``X``, ``y``, ``client`` and optional ``split``
-    (object arrays read by the allow-list unpickler), built by :func:`dataset_from_arrays`."""
+    """Own sequences: an ``.npz`` with ``X``, ``y``, ``client``, optional ``split``, via :func:`dataset_from_arrays`."""
     with _npz_archive(path) as (archive, path, keys):
         arrays = _npz_labelling(archive, path, keys)
         arrays["X"] = _npz_member(archive, "X", path)
@@ -398,8 +388,7 @@ def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[
 
 
 def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict[str, np.ndarray]:
-    """Every member but ``X``: ``y`` checked (:func:`_check_labels`, :func:`_check_real_values`) against the
-    sequences ``X``'s header declares before either is read, ``client`` and ``split`` when present."""
+    """Every member but ``X``, labels checked against ``X``'s header before either is read."""
     source = f"npz:{path}"
     shape, _ = _npz_member(archive, "X", path, header=True)
     labels, _ = _npz_member(archive, "y", path, header=True)
@@ -415,8 +404,7 @@ def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict
 
 
 def npz_stand_in(path: str | Path) -> SequenceDataset | None:
-    """An ``.npz``'s clients, groups and labels with one zero step per sequence for the unread ``X`` (what a
-    split and its checks read); ``None`` for real or per-step targets and for an object array."""
+    """An ``.npz``'s clients, groups and labels with one zero step per sequence; ``None`` for real/object data."""
     with _npz_archive(path) as (archive, path, keys):
         arrays = _npz_labelling(archive, path, keys)
         shape, dtype = _npz_member(archive, "X", path, header=True)
@@ -427,8 +415,7 @@ def npz_stand_in(path: str | Path) -> SequenceDataset | None:
 
 
 def npz_layout(path: str | Path) -> DataLayout | None:
-    """The :class:`~tff_esn.data.layout.DataLayout` of an ``.npz``'s ``X`` from its header (one block of n
-    sequences of T steps); ``None`` for an object array (its lengths are inside the pickle)."""
+    """The ``DataLayout`` of an ``.npz``'s ``X`` from its header; ``None`` for an object array."""
     with _npz_archive(path) as (archive, path, _):
         shape, dtype = _npz_member(archive, "X", path, header=True)
     if dtype.hasobject or len(shape) != 3 or 0 in shape:

@@ -31,8 +31,7 @@ _OWN_OPTIONS = {"npz": ("ragged", "length"), "ts": ("missing", "ragged", "length
 
 
 def parse_source(source: str) -> tuple[str, str]:
-    """``(kind, argument)`` of a source (a path's ``~`` expanded); a ``ValueError`` names the
-    expected forms, and suggests ``npz:PATH`` for a bare path."""
+    """``(kind, argument)`` of a source (``~`` expanded); a ``ValueError`` names the forms (``npz:PATH``)."""
     if not isinstance(source, str):
         raise ValueError(f"source: expected a string, got {type(source).__name__}.")
     kind, _, arg = source.partition(":")
@@ -48,8 +47,7 @@ def parse_source(source: str) -> tuple[str, str]:
 
 
 def source_layout(source: str, **options: Any) -> DataLayout | None:
-    """The :class:`~tff_esn.data.layout.DataLayout` of an ``npz:`` or ``ts:`` source (``options`` as
-    :func:`load_source`'s) read without loading its values; ``None`` for other sources and object arrays."""
+    """The ``DataLayout`` of an ``npz:`` or ``ts:`` source without loading values; ``None`` otherwise."""
     kind, arg = parse_source(source)
     if kind == "npz":
         layout = npz_layout(arg)
@@ -68,8 +66,7 @@ def source_layout(source: str, **options: Any) -> DataLayout | None:
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
                 **options: Any) -> SequenceDataset:
-    """The ``source`` preprocessed by ``pipeline`` (module docstring lists both and the options);
-    a bad name or option is a ``ValueError``, missing files a ``FileNotFoundError``."""
+    """``source`` preprocessed by ``pipeline`` (module docstring); ``ValueError`` / ``FileNotFoundError`` on bad input."""
     kind, arg = parse_source(source)
     options = dict(options)
     task = options.pop("task", None)
@@ -104,8 +101,7 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
 
 
 def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
-    """``dataset`` when it holds ``task`` (``None``: whatever it holds), its own channels forecast for a
-    ``forecast`` task (:func:`tff_esn.data.seed_sources.generators.forecast_dataset`), else a one-line :class:`DataError`."""
+    """``dataset`` if it holds ``task``, its channels forecast for ``forecast``, else a :class:`DataError`."""
     if task is None or task.kind == dataset.task.kind:
         return dataset
     if task.kind == "forecast":

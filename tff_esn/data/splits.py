@@ -103,8 +103,7 @@ def _fixed_split(name: str, ids: list[str], spec: SplitSpec, train_fraction: flo
 
 
 def get_split(name: str, dataset: SequenceDataset, *, train_fraction: float = 1.0, seed: int = 0) -> Split:
-    """The split ``name`` (:data:`SPLIT_NAMES`) of ``dataset``'s clients, keeping a fraction in (0, 1] of
-    its training clients chosen with ``seed`` (which also orders the ``npz`` rule)."""
+    """Split ``name`` (:data:`SPLIT_NAMES`) keeping a fraction in (0, 1] of training clients chosen by ``seed``."""
     if name not in SPLIT_NAMES or not (is_finite(train_fraction) and 0 < train_fraction <= 1):
         raise ValueError(f"split: expected one of {SPLIT_NAMES} and train_fraction a number in (0, 1], got "
                          f"{name!r}, {train_fraction!r}.")

@@ -44,8 +44,7 @@ def _case(line: str, path: Path, number: int) -> tuple[np.ndarray, str]:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
-    """``(line number, stripped line, whether it is a case)`` of every non-empty, non-comment
-    line of ``path``, streamed (one line in memory at a time)."""
+    """``(line number, stripped line, is case)`` of every content line of ``path``, streamed."""
     if not path.is_file():
         raise MissingDataError(f"{path}: .ts file does not exist.")
     data = False
@@ -69,8 +68,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
 
 @dataclasses.dataclass(frozen=True)
 class TsScan:
-    """What a streaming pass over a ``.ts`` file learns without parsing a number: each case's ``lengths`` and
-    ``labels``, the ``dimensions``, the header's ``class_labels`` and whether it declares real targets."""
+    """A streaming pass's findings: cases' ``lengths`` and ``labels``, ``dimensions``, ``class_labels``, real targets."""
 
     lengths: np.ndarray
     labels: list[str]
@@ -81,8 +79,7 @@ class TsScan:
 
 
 def scan_ts(path: str | Path) -> TsScan:
-    """One streaming pass over ``path`` (one line in memory) counting each case's steps, the
-    dimensions and labels, the header checked against the cases (:func:`_check_header`)."""
+    """One streaming pass over ``path``: steps per case, dimensions, labels, header checked (:func:`_check_header`)."""
     path = Path(path)
     headers: dict[str, str] = {}
     lengths, labels, dims = [], [], set()
@@ -112,8 +109,7 @@ def scan_ts(path: str | Path) -> TsScan:
 
 def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int], labels: list[str],
                   path: Path) -> tuple[tuple[str, ...] | None, bool]:
-    """The header's class labels and whether it declares real targets (``@targetlabel true``), after checking
-    its ``@classLabel``, ``@dimensions``, ``@univariate``, ``@equalLength``, ``@seriesLength`` against the cases."""
+    """Header class labels and real-target flag, after checking the header's ``@`` lines against the cases."""
     regression = headers.get("targetlabel", "").lower().startswith("true")
     declared = headers.get("classlabel", "").split()
     class_labels = None if regression else tuple(declared[1:]) or None
@@ -146,8 +142,7 @@ def _check_header(headers: dict[str, str], lengths: np.ndarray, dims: list[int],
 
 
 def _refuse(path: Path, checks) -> None:
-    """A :class:`DataError` naming ``path`` and the message (text or a function giving it) of the
-    first ``(failed, message)`` of ``checks`` that failed."""
+    """A :class:`DataError` naming ``path`` and the message of the first failed ``(failed, message)``."""
     message = next((m for failed, m in checks if failed), None)
     if message is not None:
         raise DataError(f"{path}: {message() if callable(message) else message}")
@@ -162,15 +157,13 @@ def _is_number(text: str) -> bool:
 
 
 def _read_cases(path: str | Path) -> list[np.ndarray]:
-    """The (T_i, F) cases of one ``.ts`` file (``NaN`` where a value is missing) that :func:`scan_ts`
-    checked, parsed line by line; a malformed file is a one-line :class:`DataError` naming the file and line."""
+    """The (T_i, F) cases of a checked ``.ts`` file (NaN if missing); malformed: a :class:`DataError` with the line."""
     path = Path(path)
     return [_case(line, path, number)[0] for number, line, case in _lines(path) if case]
 
 
 def _interpolate(x: np.ndarray) -> np.ndarray:
-    """``x`` (T, F) with each dimension's missing values linearly interpolated over time (the
-    nearest present value at either end); a dimension with no value at all is refused by the caller."""
+    """``x`` (T, F) with missing values linearly interpolated per dimension (nearest value at the ends)."""
     out = x.copy()
     steps = np.arange(x.shape[0])
     for f in np.flatnonzero(np.isnan(x).any(axis=0)):
@@ -193,8 +186,7 @@ def _fill_missing(sequences: list[np.ndarray], path: Path, missing: str) -> list
 
 
 def _label_names(train: TsScan, test: TsScan, train_path: Path, test_path: Path) -> tuple[str, ...]:
-    """The class names (the TRAIN file's @classLabel list, else its sorted labels; ``()`` for real
-    targets), checked against the TEST file's before a number is parsed."""
+    """Class names (TRAIN's @classLabel, else sorted labels; ``()`` for real), checked against TEST's."""
     kind = {True: "real", False: "class"}
     names = () if train.regression else train.class_labels or tuple(sorted(set(train.labels)))
     unknown = sorted(set(test.labels) - set(names))
@@ -220,8 +212,7 @@ def _scans(stem: str | Path) -> tuple[tuple[Path, Path], tuple[TsScan, TsScan], 
 
 
 def ts_layout(stem: str | Path) -> DataLayout:
-    """The :class:`~tff_esn.data.layout.DataLayout` of ``DIR/NAME``'s two files (one block each),
-    from their streaming passes (:func:`scan_ts`), with their labels checked."""
+    """The ``DataLayout`` of ``DIR/NAME``'s two files (one block each) from :func:`scan_ts`, labels checked."""
     _, scans, _ = _scans(stem)
     return DataLayout(f"ts:{stem}", tuple(s.lengths for s in scans), scans[0].dimensions,
                       sum(s.stored_bytes for s in scans))
@@ -235,8 +226,7 @@ def ts_files(stem: str | Path) -> tuple[Path, Path]:
 
 def load_ts(stem: str | Path, *, missing: str = "refuse", ragged: str = "pad",
             length: int | None = None) -> SequenceDataset:
-    """The UEA/UCR problem ``stem`` = ``DIR/NAME`` as a :class:`SequenceDataset` (clients ``train``, ``test``);
-    ``missing`` one of :data:`MISSING_MODES`, ``ragged`` and ``length`` as :func:`~tff_esn.data.sequences.load_npz`."""
+    """UEA/UCR problem ``DIR/NAME`` as a :class:`SequenceDataset` (clients ``train``, ``test``); ``missing``: :data:`MISSING_MODES`."""
     if missing not in MISSING_MODES:
         raise ValueError(f"missing: expected one of {MISSING_MODES}, got {missing!r}.")
     (train_path, test_path), scans, names = _scans(stem)

@@ -16,9 +16,8 @@ def label_runs(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def chunk_runs(x: np.ndarray, labels: np.ndarray, length: int, *, keep: np.ndarray | None = None,
                stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(n, length, F) chunks of the (N, F) signals ``x`` lying inside one run of a label, and their (n,)
-    labels, in time order: runs cut where ``keep`` is False, starts ``stride`` apart (default ``length``),
-    short tails and chunks holding a non-finite value dropped."""
+    """(n, length, F) chunks of (N, F) ``x`` inside label runs (cut where ``keep`` is False), ``stride`` apart,
+    and their (n,) labels; short tails and non-finite chunks dropped."""
     stride = length if stride is None else stride
     labels = np.asarray(labels)
     run_labels = labels if keep is None else np.where(keep, labels, np.iinfo(np.int64).min)

@@ -30,8 +30,7 @@ NARMA_BOUND = 10.0
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Series:
-    """Channels ``values`` (T, K) float64 named ``names``; ``inputs`` the names fed to the reservoir
-    and ``target`` the channel forecast by default."""
+    """Channels ``values`` (T, K) float64 named ``names``; ``inputs`` feed the reservoir, ``target`` is forecast."""
 
     values: np.ndarray
     names: tuple[str, ...]
@@ -102,8 +101,7 @@ def sine(steps: int, rng: np.random.Generator) -> Series:
 
 
 def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
-    """The generator of a series name that :func:`~tff_esn.data.sources.parse_source` accepted (:data:`GENERATED`);
-    ``narmaN`` is NARMA of order N ≥ 2."""
+    """The generator of a parsed series name (:data:`GENERATED`); ``narmaN`` is NARMA of order N ≥ 2."""
     match = re.fullmatch(r"narma(\d+)", name)
     if match and int(match.group(1)) >= 2:
         order = int(match.group(1))
@@ -113,9 +111,8 @@ def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
 
 def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, steps: int = DEFAULT_STEPS,
                    split_by: str = "segments", seed: int = 0, held_steps: int | None = None) -> SequenceDataset:
-    """The series ``name`` as a forecasting dataset: ``clients`` training clients of ``steps`` + H steps, a
-    validation and a test client of ``held_steps`` + H, targets H = ``task.horizon`` steps after the inputs;
-    ``segments`` of one realisation seeded by ``seed``, or ``realisations`` seeded by ``(seed, k)``."""
+    """Series ``name`` as a forecasting dataset: ``clients`` training clients of ``steps`` + H steps, one val and one
+    test client of ``held_steps`` + H (H = ``task.horizon``); ``segments`` of one realisation or ``realisations``."""
     if task.kind != "forecast":
         raise DataError(f"{name}: a generated series has no {'classes' if task.kind == 'classify' else 'targets'} "
                         "of its own; use --task forecast (with --horizon H).")
@@ -155,8 +152,7 @@ def _channel(source: str, target: str, names: tuple[str, ...]) -> str:
 
 
 def forecast_dataset(dataset: SequenceDataset, task: Task) -> SequenceDataset:
-    """``dataset``'s own sequences (of one length > H) as a forecasting dataset: inputs without their last
-    H = ``task.horizon`` steps, per-step targets the channel ``task.target`` (default the first) H steps later."""
+    """``dataset``'s sequences as forecasting data: inputs minus the last H steps, targets ``task.target`` H steps later."""
     target = _channel(dataset.source, task.target or dataset.feature_names[0], dataset.feature_names)
     horizon, channel = task.horizon, dataset.feature_names.index(target)
     if dataset.ragged or dataset.shortest <= horizon:

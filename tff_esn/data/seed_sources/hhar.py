@@ -126,9 +126,8 @@ def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ..
 
 
 def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=None) -> dict[tuple[str, str], Run]:
-    """``{(user, model): Run}`` of every user and model with both sensors: the copy whose accelerometer has
-    fewer gaps (ties: more samples, then name), gyroscope joined by nearest ``Creation_Time`` within two
-    median gyroscope periods, ``null``-labelled and unjoined samples dropped."""
+    """``{(user, model): Run}``: the copy with fewer accelerometer gaps, gyroscope joined by nearest ``Creation_Time``
+    (within two median periods), ``null`` and unjoined samples dropped."""
     import pandas as pd
 
     runs = {}

@@ -15,8 +15,7 @@ SYNTHETIC_HHAR_MINUTES = 0.5
 
 
 def hhar_loader(kind: str, arg: str, options: dict):
-    """``(build(pipeline, source) → dataset, cache key)`` of an HHAR source; pops its options
-    (``users``; synthetic: ``minutes``, ``seed``). Used by :func:`tff_esn.data.sources.load_source`."""
+    """``(build(pipeline, source) → dataset, cache key)`` of an HHAR source; pops its options (``users``, ``minutes``, ``seed``)."""
     users = option_subset(options, "users", USERS)
     if kind == "synthetic-hhar":
         from tff_esn.data.seed_sources.synthetic_hhar import DEVICES, GENERATOR_VERSION, generate_frames

@@ -14,9 +14,8 @@ HRV_INDICES = ("MeanNN", "SDNN", "RMSSD", "SDSD", "pNN50", "pNN20")
 
 def windowed_hrv(peaks: np.ndarray, sampling_rate: float, ends: np.ndarray, window: int,
                  indices: tuple[str, ...] = HRV_INDICES) -> dict[str, np.ndarray]:
-    """``{index: (len(ends),) float64}``: the time-domain HRV ``indices`` of the increasing ``peaks``
-    (sample indices at ``sampling_rate`` Hz) in each trailing window ``(end − window, end]``; NaN where
-    the window holds too few peaks."""
+    """``{index: (len(ends),)}``: HRV ``indices`` of ``peaks`` (at ``sampling_rate`` Hz) per trailing window
+    ``(end − window, end]``; NaN with too few peaks."""
     peaks = np.asarray(peaks, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     rri = np.diff(peaks) / sampling_rate * 1000.0

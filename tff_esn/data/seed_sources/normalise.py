@@ -8,8 +8,7 @@ MA_MODES = ("divide", "subtract")
 
 
 def standardize_to(x: np.ndarray, reference: np.ndarray, *, what: str) -> np.ndarray:
-    """``(x − mean(ref)) / std(ref)`` per column (``StandardScaler`` fitted on ``reference``: the baseline in
-    thesis §5.2, the client's whole recording in FedIP §3)."""
+    """``(x − mean(ref)) / std(ref)`` per column (baseline: thesis §5.2; whole recording: FedIP §3)."""
     if reference.shape[0] == 0:
         raise ValueError(f"{what}: no samples to standardize against.")
     mean = np.nanmean(reference, axis=0)
@@ -31,8 +30,7 @@ def causal_moving_average(x: np.ndarray, window: int) -> np.ndarray:
 
 
 def moving_average_normalise(x: np.ndarray, window: int, mode: str = "divide", eps: float = 1e-3) -> np.ndarray:
-    """Causal moving-average normalisation (thesis §5.2, Table 5.3): ``divide`` ``x(t) / MA(t)`` (``|MA|``
-    floored at ``eps``, sign kept) or ``subtract`` ``x(t) − MA(t)``."""
+    """Causal moving-average normalisation (thesis §5.2, Table 5.3): ``x/MA`` (``|MA|`` ≥ ``eps``) or ``x − MA``."""
     ma = causal_moving_average(x, window)
     if mode == "subtract":
         return x - ma

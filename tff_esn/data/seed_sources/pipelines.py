@@ -26,8 +26,7 @@ Subjects = Iterable[tuple[str, dict]]
 
 def _check_options(pipeline: "Pipeline", counts: tuple[str, ...] = (), positive: tuple[str, ...] = (),
                    choices: dict[str, tuple] | None = None) -> None:
-    """Checks a pipeline's options: ``counts`` whole numbers ≥ 1, ``positive`` numbers > 0, each of
-    ``choices`` one of its values."""
+    """Checks options: ``counts`` whole numbers ≥ 1, ``positive`` numbers > 0, ``choices`` among their values."""
     for name in counts:
         value = getattr(pipeline, name)
         check_field(pipeline, name, is_finite(value) and value >= 1 and float(value).is_integer(), "an integer ≥ 1",
@@ -63,9 +62,8 @@ class Pipeline:
 
 @dataclasses.dataclass(frozen=True)
 class ThesisPipeline(Pipeline):
-    """Thesis §5.2 (:func:`tff_esn.data.seed_sources.wesad.thesis_features`): HRV window ``hrv_window_s`` (Table 6.1: 5, 25
-    or 50 s) and index, a ``rate_hz`` grid, the moving average over ``ma_window_s`` (``None``: the HRV window)
-    by ``ma_mode``, sequences of ``sequence_length`` steps with per-step labels; synthetic subjects: 100 min, wrist."""
+    """Thesis §5.2 (:func:`tff_esn.data.seed_sources.wesad.thesis_features`): HRV window (Table 6.1: 5, 25 or 50 s)
+    and index, ``rate_hz`` grid, moving average by ``ma_mode``, per-step labels; synthetic: 100 min, wrist."""
 
     name: ClassVar[str] = "thesis"
     data: ClassVar[str] = "wesad"
@@ -96,8 +94,7 @@ class ThesisPipeline(Pipeline):
 
 @dataclasses.dataclass(frozen=True)
 class WesadChestPipeline(Pipeline):
-    """8 chest channels at 700 Hz, z-scored per client (``standardize``), ``chunk`` samples per sequence
-    inside one condition, 4 classes; synthetic subjects: 5 min, chest only."""
+    """8 chest channels at 700 Hz z-scored per client, ``chunk`` samples in one condition, 4 classes; synthetic: 5 min."""
 
     data: ClassVar[str] = "wesad"
     wesad_devices: ClassVar[tuple[str, ...]] = ("chest",)
@@ -161,8 +158,7 @@ def make_pipeline(name: str, **options: Any) -> Pipeline:
 
 
 def iter_subjects(subjects: Iterable[str], load, *, desc: str = "WESAD subjects") -> Iterator[tuple[str, dict]]:
-    """``(id, load(id))`` lazily: one raw subject in memory at a time, with a tqdm progress bar
-    (on a terminal only; it lasts while a data set is built, before it is cached)."""
+    """``(id, load(id))`` lazily, one raw subject in memory at a time (tqdm bar on a terminal)."""
     import sys
 
     from tqdm.auto import tqdm
@@ -181,9 +177,8 @@ INCFED_HHAR_FEATURES = (*HHAR_AXES, *(f"{s}_{a}" for s in ("mean", "std", "min",
 
 
 def window_features(values: np.ndarray, window: int = 200) -> np.ndarray:
-    """IncFed §IV-b's 32 features of a gap-free (n, 6) stretch: the 6 axes, mean/std/min/max of each over
-    the latest ``window``-sample window (50 % overlap) ending at or before the sample (NaN before the first),
-    and the two magnitudes."""
+    """IncFed §IV-b's 32 features of a gap-free (n, 6) stretch: 6 axes, mean/std/min/max over the latest
+    ``window``-sample window (50 % overlap; NaN before the first), two magnitudes."""
     n = values.shape[0]
     stride = max(window // 2, 1)
     stats = np.full((n, 24), np.nan)
@@ -199,8 +194,7 @@ def window_features(values: np.ndarray, window: int = 200) -> np.ndarray:
 
 def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare, *,
                   squared: bool = False) -> SequenceDataset:
-    """One client per user: ``prepare(run) → [(x, labels) per gap-free stretch]``, standardized over the user's
-    samples (``squared``: each feature's square appended), chunked inside label runs."""
+    """One client per user: ``prepare(run)`` stretches, standardized per user (``squared`` appended), chunked in label runs."""
     clients = {}
     for user in sorted({u for u, _ in runs}):
         parts = [part for (u, _), run in sorted(runs.items()) if u == user for part in prepare(run)]
@@ -227,8 +221,7 @@ def _hhar_clients(pipeline: Pipeline, runs: dict, source: str, features, prepare
 
 @dataclasses.dataclass(frozen=True)
 class IncFedHhar(Pipeline):
-    """IncFed §IV-b: accelerometer + gyroscope of ``devices`` at native rates, 32 features over ``window``
-    samples, z-scored per user, sequences of ``chunk`` steps inside one activity and gap-free stretch."""
+    """IncFed §IV-b: ``devices``' 6 axes, 32 features over ``window`` samples, z-scored per user, ``chunk``-step sequences."""
 
     name: ClassVar[str] = "incfed-hhar"
     data: ClassVar[str] = "hhar"
@@ -252,9 +245,8 @@ class IncFedHhar(Pipeline):
 
 @dataclasses.dataclass(frozen=True)
 class Nexus4Hhar(Pipeline):
-    """pFedRR §3 / FedIP §3: the LG Nexus 4 resampled to ``rate_hz`` per gap-free stretch (a step takes the
-    latest sample's label), z-scored per user, chunks of ``chunk`` steps; ``squared`` appends each axis'
-    square (ours: the motion power as an input the mean-state readout can use)."""
+    """pFedRR §3 / FedIP §3: Nexus 4 resampled to ``rate_hz`` per gap-free stretch, z-scored per user, ``chunk``
+    steps; ``squared`` appends each axis' square (ours: motion power for the mean-state readout)."""
 
     data: ClassVar[str] = "hhar"
     rate_hz: float = 100.0
@@ -291,8 +283,7 @@ class PFedRRHhar(Nexus4Hhar):
 
 @dataclasses.dataclass(frozen=True)
 class FedIPHhar(Nexus4Hhar):
-    """FedIP §3: the Nexus 4 at its ≈ 200 Hz ("400 samples … ≈ 2 seconds"), so resampled to
-    200 Hz, non-overlapping sequences of 400 steps."""
+    """FedIP §3: the Nexus 4 at ≈ 200 Hz ("400 samples … ≈ 2 seconds"), non-overlapping 400-step sequences."""
 
     name: ClassVar[str] = "fedip-hhar"
     rate_hz: float = 200.0

@@ -17,9 +17,8 @@ from tff_esn.common.validation import check_field, is_count, is_finite
 
 @dataclasses.dataclass(frozen=True)
 class SimulatedClients:
-    """``n_clients`` clients of ``sequences`` sequences, ``steps`` × ``features`` each, uniform labels of
-    ``n_classes`` classes: inputs shifted by ``class_shift`` per class (the learnable signal) and by a
-    client offset of std ``client_shift`` (non-IID clients); everything seeded by ``seed``."""
+    """``n_clients`` × ``sequences`` sequences of ``steps`` × ``features``, uniform labels of ``n_classes`` classes
+    shifted by ``class_shift``, a client offset of std ``client_shift`` (non-IID); seeded by ``seed``."""
 
     n_clients: int
     sequences: int = 4

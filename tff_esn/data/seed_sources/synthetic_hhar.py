@@ -40,9 +40,8 @@ GENERATOR_VERSION = 3
 
 @dataclasses.dataclass(frozen=True)
 class Motion:
-    """Mean motion of one activity, its user-to-user (``*_user``) and bout-to-bout (``*_bout``) spreads: angles
-    in rad (pitch: pelvis forward lean), cadence per walking step frequency (biking: its own range in Hz),
-    amplitudes in m/s² and rad/s."""
+    """Mean motion of one activity and its user (``*_user``) and bout (``*_bout``) spreads: angles in rad,
+    cadence (Hz), amplitudes in m/s² and rad/s."""
 
     pitch: float
     pitch_user: float
@@ -84,8 +83,7 @@ def _unit(rng: np.random.Generator, base=(0.0, 0.0, 0.0), spread: float = 1.0) -
 
 
 def _user(seed: int, u: int) -> dict:
-    """A user's body: pouch placement, walking cadence (Hz), vigour, gait directions, and per
-    activity its own pitch, cadence, amplitude and 2nd-harmonic phase."""
+    """A user's body: pouch placement, cadence (Hz), vigour, gait directions, per-activity pitch/cadence/amplitude/phase."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, u, 0]))
     walk = rng.uniform(1.6, 2.0)
     vigour = rng.uniform(0.75, 1.3)
@@ -104,8 +102,7 @@ _BOUT_FIELDS = ("start", "label", "pitch", "tilt", "freq", "amp", "share2", "pha
 
 
 def _bouts(user: dict, minutes: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The user's run as bouts of 2–8 s (activities in a random order, ``null`` pauses between), each with its
-    motion parameters (:data:`_BOUT_FIELDS`), and each bout's (3, 3) pouch rotation."""
+    """The user's run as 2–8 s bouts (random order, ``null`` pauses) with motion (:data:`_BOUT_FIELDS`) and pouch rotation."""
     rng = user["rng"]
     active = minutes * 60.0
     pause = max(2.0, 0.1 * active)
@@ -159,9 +156,8 @@ RAMP_S = 0.8
 
 
 def _motion(t: np.ndarray, bouts: dict, rotations: np.ndarray, user: dict, watch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(n, 3) acceleration (m/s²) and rotation rate (rad/s) and the label index (−1 = null) at times ``t``:
-    gravity at the bout's pitch/tilt, the gait's two harmonics (phase integrated across bouts), a turn,
-    vibration, all rotated by the bout's pouch rotation."""
+    """(n, 3) acceleration, rotation rate and label index (−1 = null) at ``t``: gravity at the bout's pitch/tilt,
+    two gait harmonics, a turn, vibration, rotated by the pouch rotation."""
     start = bouts["start"]
     k = np.searchsorted(start, t, side="right") - 1
     prev = np.maximum(k - 1, 0)

@@ -78,8 +78,7 @@ def _on_grid(per_second: np.ndarray, rate: int) -> np.ndarray:
 
 
 def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = True, **kwargs) -> np.ndarray:
-    """``fn`` over ``max(seconds, minimum)`` s (neurokit2 fails on shorter than a beat or breath; both
-    ``length`` and ``duration`` passed, as it simulates 10 s otherwise), truncated to ``seconds``."""
+    """``fn`` over ``max(seconds, minimum)`` s (``length`` and ``duration`` both given to neurokit2), cut to ``seconds``."""
     n = seconds * rate
     sim_s = max(seconds, minimum)
     if fn.__name__ != "emg_simulate":
@@ -93,8 +92,7 @@ def _simulate(fn, seconds: int, rate: int, minimum: int, *, with_length: bool = 
 
 def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int = 0,
                      devices: tuple[str, ...] = DEVICES) -> dict:
-    """One synthetic subject dict in the WESAD layout, the protocol scaled to ``minutes`` (100 = real); each of
-    ``devices`` from its own seed stream (the same with or without the other)."""
+    """One synthetic WESAD-layout subject, protocol scaled to ``minutes`` (100 = real); each device its own seed stream."""
     unknown = [d for d in devices if d not in DEVICES] if isinstance(devices, tuple) else devices
     if unknown or not devices:
         raise ValueError(f"devices: expected a non-empty tuple of {DEVICES}, got {devices!r}.")
@@ -112,8 +110,8 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
 
 
 def _chest_segments(codes: np.ndarray, p: dict, r_k: dict, rng: np.random.Generator):
-    """The per-second effect levels and, per protocol segment, 700 Hz ECG, respiration, EMG and chest-EDA from
-    neurokit2's simulators with the segment's parameters (:data:`_EFFECTS` × responsiveness ``r_k``, jittered)."""
+    """Per-second effect levels and per segment 700 Hz ECG, respiration, EMG and chest EDA from neurokit2
+    (:data:`_EFFECTS` × responsiveness ``r_k``, jittered)."""
     import neurokit2 as nk
 
     seconds = codes.size
@@ -147,8 +145,7 @@ def _chest_segments(codes: np.ndarray, p: dict, r_k: dict, rng: np.random.Genera
 
 
 def _chest_signals(codes: np.ndarray, minutes: float, rng: np.random.Generator) -> dict:
-    """The 700 Hz chest streams from :func:`_chest_segments` (ECG without beat-to-beat variability;
-    ``r_k["hrv"]`` is drawn all the same, the draw order defining the streams)."""
+    """700 Hz chest streams from :func:`_chest_segments` (no ECG HRV; ``r_k["hrv"]`` still drawn, fixing the order)."""
     p = _profile(rng)
     # how strongly this subject expresses each effect: overall responsiveness × per-signal factor
     r_k = {k: p["responsiveness"] * rng.uniform(0.2, 1.6) for k in ("hr", "hrv", "rr", "scr", "tonic", "motion", "emg", "temp")}
@@ -200,14 +197,12 @@ _TSST_PREPARATION = 0.25
 
 
 def _lag(target: np.ndarray, rise_s: float, recover_s: float) -> np.ndarray:
-    """A response following ``target`` (per second) quickly up and slowly back: the larger of a fast and a
-    slow first-order low-pass."""
+    """A response to ``target`` (per second), fast up, slow back: max of a fast and a slow first-order low-pass."""
     return np.maximum(_smooth_levels(target, rise_s), _smooth_levels(target, recover_s))
 
 
 def _wrist_profile(rng: np.random.Generator) -> dict[str, float]:
-    """Per-subject wrist physiology: resting levels, responsiveness (log-normal, some
-    electrodermal and cardiac non-responders), artefact proneness."""
+    """Per-subject wrist physiology: resting levels, log-normal responsiveness (some non-responders), artefacts."""
     eda_responder = rng.random() > 0.2
     cardiac_responder = rng.random() > 0.1
     return dict(
@@ -233,9 +228,8 @@ def _arousal_target(codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _beats(hr: np.ndarray, rmssd: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Beat times (s): the integral of the heart rate (per second, bpm) inverted at whole
-    beats, each beat jittered by ``N(0, RMSSD/√6)`` (independent jitter e gives successive
-    RR differences e₊₂ − 2e₊₁ + e with variance 6σ²)."""
+    """Beat times (s): integrated heart rate inverted at whole beats, each jittered by ``N(0, RMSSD/√6)``
+    (RR differences e₊₂ − 2e₊₁ + e have variance 6σ²)."""
     phase = np.concatenate([[0.0], np.cumsum(hr / 60.0)])
     k = np.arange(1, int(phase[-1]))
     t = np.interp(k, phase, np.arange(phase.size))
@@ -246,8 +240,7 @@ def _beats(hr: np.ndarray, rmssd: np.ndarray, rng: np.random.Generator) -> np.nd
 
 
 def _bvp(beats: np.ndarray, seconds: int, rate: int, gain: float, rng: np.random.Generator) -> np.ndarray:
-    """Pulse waveform at ``rate`` Hz: per beat a systolic and a diastolic Gaussian wave on the beat's phase
-    (0 → 1 between beats), amplitude jittered per beat, plus a respiratory baseline."""
+    """Pulse wave at ``rate`` Hz: systolic and diastolic Gaussians per beat, jittered amplitude, respiratory baseline."""
     t = (np.arange(seconds * rate) + 0.5) / rate
     k = np.clip(np.searchsorted(beats, t, side="right") - 1, 0, beats.size - 2)
     u = np.clip((t - beats[k]) / (beats[k + 1] - beats[k]), -1.0, 2.0)
@@ -266,8 +259,7 @@ def _band_noise(n: int, rate: int, low: float, high: float, rng: np.random.Gener
 
 
 def _episodes(level: np.ndarray, rate_per_min: float, mean_s: float, rng: np.random.Generator) -> np.ndarray:
-    """0/1 per second: episodes starting at ``rate_per_min · level`` per minute, lasting
-    exponential(``mean_s``) seconds."""
+    """0/1 per second: episodes at ``rate_per_min · level`` per minute, lasting exponential(``mean_s``) s."""
     starts = rng.random(level.size) < rate_per_min * level / 60.0
     on = np.zeros(level.size + 1)
     idx = np.flatnonzero(starts)
@@ -279,8 +271,7 @@ def _episodes(level: np.ndarray, rate_per_min: float, mean_s: float, rng: np.ran
 
 def _scr_train(rate_per_min: np.ndarray, amplitude: float, seconds: int, rate: int,
                rng: np.random.Generator) -> np.ndarray:
-    """Skin-conductance responses at ``rate`` Hz: Poisson onsets, log-normal amplitudes, each a bi-exponential
-    response (rise 0.75 s, decay 2 s; Benedek & Kaernbach 2010) from two first-order recursions."""
+    """SCRs at ``rate`` Hz: Poisson onsets, log-normal amplitudes, bi-exponential shape (Benedek & Kaernbach 2010)."""
     from scipy.signal import lfilter
 
     per_sample = np.repeat(rate_per_min / 60.0 / rate, rate)
@@ -293,9 +284,8 @@ def _scr_train(rate_per_min: np.ndarray, amplitude: float, seconds: int, rate: i
 
 
 def wrist_signals(codes: np.ndarray, *, minutes: float, rng: np.random.Generator) -> tuple[dict, dict]:
-    """The wrist streams (``ACC`` 32 Hz, ``BVP`` 64 Hz, ``EDA``, ``TEMP`` 4 Hz) of a subject with per-second
-    ``codes``, and its profile: a per-condition arousal drives heart, electrodermal and thermal responses with
-    their own lags (Kirschbaum et al. 1993; Boucsein 2012; Kim et al. 2018); BVP artefacts make peaks err."""
+    """Wrist streams (``ACC`` 32 Hz, ``BVP`` 64 Hz, ``EDA``, ``TEMP`` 4 Hz) for ``codes`` and the profile: arousal
+    drives lagged responses (Kirschbaum et al. 1993; Boucsein 2012; Kim et al. 2018); BVP artefacts."""
     seconds = codes.size
     scale = minutes / REAL_MINUTES
     p = _wrist_profile(rng)

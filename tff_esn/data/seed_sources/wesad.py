@@ -78,8 +78,7 @@ def _array(container: dict, key: str, where: str, source: str) -> np.ndarray:
 
 
 def validate_subject(data: Any, source: str = "<subject>", devices: tuple[str, ...] = DEVICES) -> dict:
-    """``data`` after checking it against the WESAD layout of ``devices`` (keys, shapes, dtypes, rates,
-    label codes 0–7, finite chest values); a :class:`DataError` names ``source`` and the key."""
+    """``data`` checked against the WESAD layout of ``devices``; a :class:`DataError` names ``source`` and the key."""
     signal = data.get("signal") if isinstance(data, dict) else None
     missing = [f"[{k!r}]" for k in ("signal", "label", "subject") if not isinstance(data, dict) or k not in data] \
         or [f"['signal'][{d!r}]" for d in devices if not isinstance(signal, dict) or d not in signal]
@@ -146,8 +145,8 @@ def _forward_filled(x: np.ndarray) -> np.ndarray:
 
 def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = "RMSSD",
                    rate_hz: float = 1.0, source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
-    """Thesis §5.2 phases 1–2: (T, 4) pEDA, tEDA (``eda_clean``, ``eda_phasic``), HR and HRV (``ppg_*``,
-    :func:`windowed_hrv` over ``hrv_window_s``; NaN with too few peaks) on the grid ``k / rate_hz``, and the codes."""
+    """Thesis §5.2 phases 1–2: (T, 4) pEDA, tEDA, HR, HRV (:func:`windowed_hrv`; NaN with too few peaks)
+    on grid ``k / rate_hz``, and the codes."""
     import neurokit2 as nk
 
     wrist = subject["signal"]["wrist"]
@@ -187,9 +186,8 @@ def wrist_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = 
 def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str = "RMSSD", rate_hz: float = 1.0,
                     ma_window_s: float | None = THESIS_MA_WINDOW_S, ma_mode: str = THESIS_MA_MODE,
                     source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
-    """Thesis §5.2 (Tables 5.1–5.3) on one subject: :func:`wrist_features` normalised by
-    :func:`normalise_thesis_features` over ``ma_window_s`` seconds (``None, "divide"``: the literal §5.2,
-    DEVIATIONS.md); (T, 4) float32 features and (T,) labels stress → 1, else 0."""
+    """Thesis §5.2 (Tables 5.1–5.3): :func:`wrist_features` by :func:`normalise_thesis_features`
+    (``None, "divide"``: literal §5.2, DEVIATIONS.md); (T, 4) float32 and labels stress → 1."""
     ma_window_s = hrv_window_s if ma_window_s is None else ma_window_s
     features, codes = wrist_features(subject, hrv_window_s, hrv_index=hrv_index, rate_hz=rate_hz, source=source)
     return normalise_thesis_features(features, codes, ma_steps=max(1, int(round(ma_window_s * rate_hz))),
@@ -198,8 +196,7 @@ def thesis_features(subject: dict, hrv_window_s: float = 25, *, hrv_index: str =
 
 def normalise_thesis_features(features: np.ndarray, codes: np.ndarray, *, ma_steps: int, ma_mode: str,
                               source: str = "<subject>") -> tuple[np.ndarray, np.ndarray]:
-    """Thesis §5.2 phases 3–4: HRV gaps forward-filled, undefined leading rows dropped, standardised to the
-    baseline (code 1), causal moving-average normalisation over ``ma_steps`` steps, binary labels."""
+    """Thesis §5.2 phases 3–4: HRV filled, leading rows dropped, baseline-standardised, moving-average normalised."""
     defined = np.all(np.isfinite(features), axis=1)
     if not defined.any():
         raise DataError(f"{source}: no time step where all thesis features are defined.")

@@ -15,8 +15,7 @@ from tff_esn.data.source_names import option_subset
 
 
 def wesad_loader(kind: str, arg: str, options: dict[str, Any], pipeline: type[Pipeline]):
-    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source (pops its options); the synthetic
-    source simulates the ``pipeline``'s devices for its ``synthetic_minutes``, keyed by the generator's version."""
+    """``(build(pipeline, source) → dataset, cache key)`` of a WESAD source; synthetic: keyed by generator version."""
     if kind == "synthetic-wesad":
         from tff_esn.data.seed_sources.synthetic_wesad import GENERATOR_VERSION, generate_subject
 
