@@ -103,8 +103,7 @@ def _rdp_epsilon(noise_multiplier: float, delta: float, rounds: int, sampling_ra
 
 
 def noise_multiplier_for(target_epsilon: float, delta: float, rounds: int = 1, sampling_rate: float = 1.0) -> float:
-    """The smallest noise multiplier whose :func:`epsilon` is ≤ ``target_epsilon`` (0 for ε = ∞), by
-    ``dp_accounting.calibrate_dp_mechanism``."""
+    """The smallest noise multiplier with :func:`epsilon` ≤ ``target_epsilon`` (0 for ε = ∞), via ``calibrate_dp_mechanism``."""
     delta = check_delta(delta)
     _check_schedule(rounds, sampling_rate)
     target_epsilon = check_epsilon_in_range(target_epsilon, delta, rounds, sampling_rate)

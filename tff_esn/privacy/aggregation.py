@@ -63,8 +63,7 @@ def server_noise(total, agg: StatsAggregation):
 
 
 def federated_stats_sum(local, secure: FixedPoint | None):
-    """``(sum@SERVER, clipped@SERVER)`` of ``local@CLIENTS``: ``tff.federated_sum``, or each client's
-    fixed-point encoding summed by ``tff.federated_secure_sum_bitwidth`` and decoded in float64."""
+    """``(sum, clipped)@SERVER`` of ``local@CLIENTS``: ``federated_sum`` or a fixed-point secure sum decoded in float64."""
     tff = load_tff()
 
     if secure is None:
@@ -113,8 +112,7 @@ def build_secure_sum(shapes: tuple[tuple[int, ...], ...], secure: FixedPoint):
 
 
 class SecureRidgeSum:
-    """``RidgeStats.sum`` through the fixed-point secure sum for the numpy algorithms (``n`` rounded);
-    ``clipped_values`` and ``seconds`` accumulate over the calls."""
+    """``RidgeStats.sum`` via the fixed-point secure sum (numpy algorithms); ``clipped_values``, ``seconds`` accumulate."""
 
     def __init__(self, secure: FixedPoint):
         self.secure = secure

@@ -18,8 +18,7 @@ Lineage = frozenset  # the marks a client value picked up on its way
 
 @dataclasses.dataclass(frozen=True)
 class Flow:
-    """One aggregation of client values at the server: its ``intrinsic``, the ``value_type`` clients send, the
-    ``lineages`` of client data in it and whether a noising server computation consumes it."""
+    """One CLIENTS → SERVER aggregation: ``intrinsic``, sent ``value_type``, client data ``lineages``, whether noised."""
 
     intrinsic: str
     value_type: str
@@ -183,8 +182,8 @@ class _Walker:
 
 
 def client_flows(computation, *, inputs_released: bool = False, seed_parameters: tuple[int, ...] = ()) -> list[Flow]:
-    """Every CLIENTS → SERVER aggregation of ``computation``; ``inputs_released``: the CLIENTS parameters are
-    already DP releases; ``seed_parameters``: the parameters holding the noise seeds."""
+    """Every CLIENTS → SERVER aggregation of ``computation``; ``inputs_released``: inputs already DP;
+    ``seed_parameters``: the noise-seed parameters."""
     from tensorflow_federated.python.core.impl.compiler import building_blocks as bb
     from tensorflow_federated.python.core.impl.compiler import transformations
 
@@ -200,8 +199,7 @@ def client_flows(computation, *, inputs_released: bool = False, seed_parameters:
 
 
 def violations(flows: list[Flow], *, secure: bool, dp: bool, public: tuple[str, ...] | list[str] = ()) -> list[str]:
-    """The flows that break a claim of secure aggregation and/or DP, one line each (flows marked ``public``
-    are exempt from DP, not from the secure sum)."""
+    """Flows breaking a secure-aggregation and/or DP claim, one line each (``public`` flows: exempt from DP only)."""
     unknown = set(public) - set(PUBLIC)
     if unknown:
         raise ValueError(f"public values {sorted(unknown)} are not in the allow-list {sorted(PUBLIC)}.")

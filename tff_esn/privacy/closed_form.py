@@ -61,8 +61,7 @@ def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_f
 
 
 def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:
-    """The secure sum of pFedRR's / Partial IncFed's uploads, range ``max_c n_c`` widened by
-    :data:`ROUNDING_MARGIN` (``None`` without ``secure_aggregation``)."""
+    """Secure sum of pFedRR / Partial IncFed uploads, range ``max_c n_c`` + :data:`ROUNDING_MARGIN` (``None``: not secure)."""
     if not privacy.secure_aggregation:
         return None
     bound = (stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN) if privacy.secure_range is None

@@ -193,8 +193,7 @@ def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_w
 
 
 def public(value, name: str):
-    """``value@CLIENTS`` passed through an identity named ``public__<name>``: the mark by which
-    the audit knows the code releases it as public (``name`` must be a key of :data:`PUBLIC`)."""
+    """``value@CLIENTS`` through identity ``public__<name>``, the mark of a public release (``name`` in :data:`PUBLIC`)."""
     import tensorflow as tf
     tff = load_tff()
 

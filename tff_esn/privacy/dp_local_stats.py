@@ -20,8 +20,8 @@ tf = LazyModule("tensorflow")
 
 
 def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[list[RidgeStats], int]:
-    """Each client's ``(A_c, B_c, n_c)`` with its own Gaussian noise (seed ``(dp.seed, c)``) and the eigenvalues
-    the floors raised; the harvest does not clip, so ``dp.clip`` must be at least √N_F."""
+    """Each client's ``(A_c, B_c, n_c)`` with own Gaussian noise (seed ``(dp.seed, c)``) and floor-raised eigenvalues;
+    the harvest does not clip, so ``dp.clip`` ≥ √N_F."""
     out, raised_total = [], 0
     for c, s in enumerate(stats):
         n_features = s.B.shape[0]
@@ -34,8 +34,7 @@ def local_noisy_stats(stats: Sequence[RidgeStats], dp: GaussianStats) -> tuple[l
         if dp.noise_multiplier > 0:
             b, raised = floor_eigenvalues(b, dp.client_floor(len(stats), n_features))
             raised_total += int(raised)
-        # the noisy count, at least 1 (post-processing): a client's count can come out ≤ 0 under large noise,
-        # and an upload of no states would read as an empty client
+        # noisy count floored at 1 (post-processing): large noise can make it ≤ 0, which reads as an empty client
         out.append(RidgeStats(np.asarray(a), np.asarray(b), max(1, int(round(float(n)))), s.clients, s.bias))
     return out, raised_total
 

@@ -31,8 +31,8 @@ def states_per_record(state_mode: str, steps: int, washout: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class GaussianStats:
-    """The Gaussian mechanism on clipped ``(A, B, n)`` (module docstring): multiplier ``z``, δ, clip C,
-    ``m`` states per record, the noise ``model``, its secret ``seed`` and the eigenvalue ``floor`` of ``B``."""
+    """Gaussian mechanism on clipped ``(A, B, n)`` (module docstring): ``z``, δ, clip C, ``m`` states per record,
+    noise ``model``, secret ``seed``, eigenvalue ``floor`` of ``B``."""
 
     noise_multiplier: float
     delta: float

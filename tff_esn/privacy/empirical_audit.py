@@ -24,8 +24,7 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
 
 def epsilon_lower_bound(true_positives: int, false_positives: int, trials: int, delta: float,
                         alpha: float = 0.05) -> float:
-    """The ε every (ε, δ)-DP mechanism must exceed to let a test reach these counts on ``trials``
-    runs of each world (module docstring; ``alpha`` split between the two intervals); 0 if none."""
+    """The ε any (ε, δ)-DP mechanism must exceed for these counts on ``trials`` runs per world (module docstring); 0 if none."""
     tpr_lo, tpr_hi = clopper_pearson(true_positives, trials, alpha / 2)
     fpr_lo, fpr_hi = clopper_pearson(false_positives, trials, alpha / 2)
     bounds = [0.0]
@@ -68,8 +67,7 @@ def _best_threshold(scores0: np.ndarray, scores1: np.ndarray, delta: float, alph
 
 def audit(release: Callable[[int, int], np.ndarray], trials: int, delta: float, *, direction: np.ndarray | None = None,
           alpha: float = 0.05) -> AuditResult:
-    """The empirical ε lower bound of ``release(world, trial)`` over ``trials`` runs per world (module
-    docstring); ``direction`` defaults to the first half's mean difference."""
+    """Empirical ε lower bound of ``release(world, trial)`` (module docstring); ``direction``: first half's mean difference."""
     if trials < 4:
         raise ValueError(f"audit: expected trials ≥ 4 (half chooses the threshold), got {trials}.")
     outputs = [np.stack([np.ravel(release(world, t)) for t in range(trials)]) for world in (0, 1)]
@@ -85,8 +83,7 @@ def audit(release: Callable[[int, int], np.ndarray], trials: int, delta: float, 
 
 @dataclasses.dataclass(frozen=True)
 class Neighbours:
-    """A mechanism's ``release(world, trial)`` on two neighbouring datasets, the likelihood-ratio
-    ``direction`` ``(μ₁ − μ₀)/σ²`` and the ε the run would report."""
+    """``release(world, trial)`` on neighbouring datasets, the direction ``(μ₁ − μ₀)/σ²`` and the reported ε."""
 
     release: Callable[[int, int], np.ndarray]
     direction: np.ndarray
@@ -95,8 +92,7 @@ class Neighbours:
 
 def incfed_neighbours(epsilon: float, delta: float, *, dp_seed: int | None = None, features: int = 4,
                       outputs: int = 2, records: int = 6, states_per_record: int = 3, seed: int = 0) -> Neighbours:
-    """IncFed's central release at the multiplier that meets ``epsilon``; world 1 adds one record of
-    ``states_per_record`` states of norm C (the largest change of (A, B, n) one sequence can make)."""
+    """IncFed's central release at ``epsilon``'s multiplier; world 1 adds a record of ``states_per_record`` states of norm C."""
     import tensorflow as tf
 
     from tff_esn.privacy import accounting, noise_seed

@@ -27,8 +27,8 @@ CURVATURE_PARTS = 2  # a FedCurv record: the update Δw and the pair (u_b, v_b),
 
 
 class SeededGaussianSumQuery(tfp.GaussianSumQuery):
-    """``tfp.GaussianSumQuery`` (clip each record to L2 norm C, N(0, stddev²) noise on the sum) with stateless
-    noise from the seed pair ``(seed, stream)`` in the global state, split once per release."""
+    """``tfp.GaussianSumQuery`` (clip to L2 norm C, N(0, stddev²) noise on the sum), stateless noise from seed pair
+    ``(seed, stream)``."""
 
     _GlobalState = collections.namedtuple("_GlobalState", ["l2_norm_clip", "stddev", "seed"])
 
@@ -55,8 +55,7 @@ class SeededGaussianSumQuery(tfp.GaussianSumQuery):
 
 
 class SeededQuantileEstimatorQuery(tfp.QuantileEstimatorQuery):
-    """``tfp.QuantileEstimatorQuery`` (Andrew et al. 2021, Alg. 1: private estimate of a quantile
-    from the noised fraction of records below it) whose below-estimate count is noised by
+    """``tfp.QuantileEstimatorQuery`` (Andrew et al. 2021, Alg. 1) with its below-estimate count noised by
     :class:`SeededGaussianSumQuery` (sensitivity 0.5, std ``below_estimate_stddev``)."""
 
     def __init__(self, initial_estimate: float, target_quantile: float, learning_rate: float,
@@ -72,10 +71,8 @@ class SeededQuantileEstimatorQuery(tfp.QuantileEstimatorQuery):
 
 
 class SeededQuantileAdaptiveClipSumQuery(tfp.QuantileAdaptiveClipSumQuery):
-    """``tfp.QuantileAdaptiveClipSumQuery`` (clip to C_t, noise std ``z_v·C_t`` on the sum; C_t
-    follows the target quantile of the update norms, Andrew et al. 2021 eq. 3, geometric
-    update) with its sum noise from stream 0 and its clipped-count noise from stream 1 of
-    ``seed``."""
+    """``tfp.QuantileAdaptiveClipSumQuery`` (clip C_t, noise ``z_v·C_t``; C_t tracks a quantile of update norms,
+    Andrew et al. 2021 eq. 3) with sum noise from stream 0 and count noise from stream 1 of ``seed``."""
 
     def __init__(self, initial_l2_norm_clip: float, noise_multiplier: float, target_unclipped_quantile: float,
                  learning_rate: float, clipped_count_stddev: float, expected_num_records: float,
@@ -99,10 +96,8 @@ def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, see
                           initial_l2_norm_clip: float = 0.1, target_unclipped_quantile: float = 0.5,
                           learning_rate: float = 0.2, clipped_count_stddev: float | None = None,
                           ) -> tfp.NormalizedQuery:
-    """The query of ``DifferentiallyPrivateFactory.gaussian_adaptive`` with seeded noise: the same
-    arguments, defaults, noise multipliers (TFF's ``adaptive_clip_noise_params``: value noise
-    ``(z^-2 − (2σ_b)^-2)^-½``) and structure (the mean over ``clients_per_round``), built from
-    :class:`SeededQuantileAdaptiveClipSumQuery`."""
+    """``DifferentiallyPrivateFactory.gaussian_adaptive``'s query with seeded noise: same arguments, defaults,
+    multipliers (value noise ``(z^-2 − (2σ_b)^-2)^-½``), mean over ``clients_per_round``."""
     m = float(clients_per_round)
     value_noise_multiplier, clipped_count_stddev = adaptive_clip_noise_params(noise_multiplier, m,
                                                                               clipped_count_stddev)
@@ -114,9 +109,8 @@ def seeded_adaptive_query(noise_multiplier: float, clients_per_round: float, see
 
 @dataclasses.dataclass(frozen=True)
 class LearningPrivacy:
-    """DP (noise multiplier ``z``, ``None``: none; clip C, ``adaptive``: from C) and/or ``secure``
-    aggregation of FedAvg/FedCurv's updates; ε reported at ``delta``; ``seed`` draws the noise and the secret
-    client sampling (``seed_known``: ``--dp-seed``, the run is not private); checked by :class:`PrivacyConfig`."""
+    """DP (multiplier ``z``, clip C, ``adaptive``) and/or ``secure`` aggregation of FedAvg/FedCurv updates; ε at
+    ``delta``; ``seed`` draws noise and sampling (``seed_known``: not private); checked by :class:`PrivacyConfig`."""
 
     noise_multiplier: float | None = None
     clip: float = 0.1
@@ -131,13 +125,11 @@ class LearningPrivacy:
         return self.noise_multiplier is not None
 
     def noise_stddev(self, parts: int = 1) -> float:
-        """``z·√parts·C``: the noise std per coordinate of each sum when a client's record has
-        ``parts`` pieces, each clipped to C (L2 sensitivity ``√parts·C``)."""
+        """``z·√parts·C``: per-coordinate noise std of a sum of records of ``parts`` pieces clipped to C."""
         return float(self.noise_multiplier) * math.sqrt(parts) * self.clip
 
     def query(self, clients_per_round: int, parts: int = 1) -> tfp.NormalizedQuery:
-        """The DP query of the model updates: the seeded Gaussian sum (noise std :meth:`noise_stddev` of the
-        ``parts`` of a client's record, each clipped to C) or :func:`seeded_adaptive_query`, over the clients."""
+        """The update DP query: seeded Gaussian sum (std :meth:`noise_stddev`) or :func:`seeded_adaptive_query`."""
         z, m = float(self.noise_multiplier), float(clients_per_round)
         if self.adaptive:
             return seeded_adaptive_query(z, m, self.seed, initial_l2_norm_clip=self.clip,
@@ -146,8 +138,7 @@ class LearningPrivacy:
                                    denominator=m)
 
     def curvature_query(self) -> SeededGaussianSumQuery:
-        """The DP query of FedCurv's ``(u_b, v_b)`` sum (DP only, fixed clip): the second part of
-        the joint record (module docstring), its noise from stream 2 of ``seed``."""
+        """DP query of FedCurv's ``(u_b, v_b)`` sum (fixed clip; joint record's second part), noise from stream 2."""
         return SeededGaussianSumQuery(self.clip, self.noise_stddev(CURVATURE_PARTS), self.seed, stream=2)
 
     def aggregation(self, clients_per_round: int, *, curvature: bool) -> LearningAggregation:
@@ -160,8 +151,7 @@ class LearningPrivacy:
 
     def sections(self, rounds: int, clients_per_round: int, clients: int, support: PrivacySupport = LEARNING, *,
                  curvature: bool = False, own_client_work: bool = False) -> dict:
-        """``privacy`` and ``secure_aggregation`` sections of ``metrics.json``: ``support``'s
-        :func:`~tff_esn.privacy.coverage.declaration` and the RDP accountant's ε for :meth:`sampling`'s scheme."""
+        """``privacy``/``secure_aggregation`` metrics sections: coverage declaration and RDP ε for :meth:`sampling`."""
         scheme = self.sampling(clients_per_round, clients)
         q = scheme.rate if scheme.amplified else 1.0
         declared = coverage.declaration(support, secure=self.secure, dp=self.dp,
@@ -194,9 +184,8 @@ class LearningPrivacy:
 
 @dataclasses.dataclass(frozen=True)
 class LearningAggregation:
-    """How a FedAvg/FedCurv client's values reach the server, read by both runtimes: the model
-    update's mean (``model``), FedCurv's ``(u_b, v_b)`` sum (``curvature``) and the metrics;
-    ``privacy`` ``None``: TFF's example-weighted mean and plain sums."""
+    """How FedAvg/FedCurv client values reach the server: update mean (``model``), FedCurv's ``(u_b, v_b)`` sum
+    (``curvature``), metrics; ``privacy`` ``None``: TFF's weighted mean and plain sums."""
 
     privacy: LearningPrivacy | None = None
     clients_per_round: int = 1
@@ -249,23 +238,20 @@ class LearningAggregation:
         return tff.learning.metrics.secure_sum_then_finalize if self.secure else tff.learning.metrics.sum_then_finalize
 
     def count_sum(self, flags):
-        """The sum of the clients' int32 0/1 ``flags`` (accepted), public by design
-        (:func:`tff_esn.privacy.coverage.public`), secure-summed under secure aggregation."""
+        """Sum of the clients' int32 0/1 ``flags``, public by design, secure-summed under secure aggregation."""
         marked = coverage.public(flags, "accepted_clients")
         return tff.federated_secure_sum_bitwidth(marked, 1) if self.secure else tff.federated_sum(marked)
 
 
 def fold_sum(values: list, like=None):
-    """``Σ_k values[k]`` leaf by leaf as TFF's runtime takes it: a fold from zero in the clients'
-    order (``federated_sum`` is ``federated_aggregate(zero, tf.add)``); zeros like ``like`` for no
-    client (a Poisson-sampled DP round may have none)."""
+    """``Σ_k values[k]`` per leaf as TFF's runtime folds it from zero in client order; zeros like ``like``
+    for no client (a Poisson DP round may have none)."""
     return functools.reduce(lambda a, b: tf.nest.map_structure(tf.add, a, b), values,
                             tf.nest.map_structure(tf.zeros_like, values[0] if values else like))
 
 
 def dp_release(query: tfp.SumAggregationDPQuery, records: list, state, like=None) -> tuple:
-    """``(result, new state)`` of one DP release of ``query`` on the ``records`` in the order of
-    ``DifferentiallyPrivateFactory``'s ``next``: sample params, the clip, :func:`fold_sum`, the noise."""
+    """``(result, new state)`` of one DP release of ``query`` on ``records``, in ``DifferentiallyPrivateFactory``'s order."""
     params = query.derive_sample_params(state)
     clipped = [query.preprocess_record(params, r) for r in records]
     summed = fold_sum(clipped) if clipped else query.initial_sample_state(like)

@@ -23,8 +23,7 @@ def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) 
 
 @dataclasses.dataclass(frozen=True)
 class ClientSampling:
-    """The sampling of a FedAvg/FedCurv run: ``scheme`` (:data:`POISSON`, :data:`ALL` or :data:`FIXED_PUBLIC`),
-    the per-round participation ``rate`` and whether the selection is ``secret``."""
+    """A FedAvg/FedCurv run's client sampling: ``scheme``, per-round ``rate`` and whether the selection is ``secret``."""
 
     scheme: str
     rate: float
