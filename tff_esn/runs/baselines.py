@@ -31,9 +31,8 @@ _row_memo: "weakref.WeakKeyDictionary[SequenceDataset, dict[tuple, tuple]]" = we
 
 
 def sequence_features(x: np.ndarray, per_step: bool, lengths: np.ndarray | None = None) -> np.ndarray:
-    """The logistic regression's inputs of (n, T, F) zero-padded sequences: (n·T, F) rows ``per_step``, else
-    (n, 5F) mean, std, min, max and last value of each feature over each sequence's ``lengths`` steps (float64,
-    over blocks of at most :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES` values, sums in one order)."""
+    """Logistic-regression inputs of (n, T, F) padded sequences: (n·T, F) rows ``per_step``, else (n, 5F)
+    mean, std, min, max, last over ``lengths`` (float64, blocked by :data:`~tff_esn.esn.states_numpy.HARVEST_VALUES`)."""
     x = np.asarray(x)
     if per_step:
         return np.asarray(x, np.float64).reshape(-1, x.shape[2])
@@ -54,8 +53,7 @@ def _summary(b: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The clients ``ids``' rows (:func:`sequence_features`) and labels; per-sequence summaries memoised
-    (read-only) per dataset object and ids."""
+    """Clients ``ids``' rows (:func:`sequence_features`) and labels; summaries memoised per dataset and ids."""
     memo = _row_memo.setdefault(dataset, {})
     key = tuple(ids)
     if key in memo:
@@ -71,8 +69,7 @@ def _rows(dataset: SequenceDataset, ids: Sequence[str]) -> tuple[np.ndarray, np.
 
 def _training_rows(dataset: SequenceDataset, split: Split,
                    seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The training rows (at most ``MAX_TRAIN_ROWS``, subsampled with ``seed``), their labels, and the
-    mean and deviation that standardise every group's rows (a constant feature's deviation is 1)."""
+    """Training rows (≤ ``MAX_TRAIN_ROWS``, subsampled by ``seed``), labels, and standardising mean and deviation."""
     x_train, y_train = _rows(dataset, split.train)
     if x_train.shape[0] > MAX_TRAIN_ROWS:
         keep = np.random.default_rng(np.random.SeedSequence([seed, 11])).choice(
@@ -90,9 +87,8 @@ def _scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
                     washout: int = 0) -> dict[str, dict[str, Any]]:
-    """``{"majority": {"class", "val", "test"}, "logistic_regression": {"inputs", "val", "test"}}``: the
-    majority class's and a logistic regression's metrics on ``split``'s validation and test clients (a
-    real-valued task: :func:`real_baselines`), memoised per dataset, split and seed."""
+    """``{"majority": ..., "logistic_regression": ...}`` metrics on ``split``'s val and test clients (real-valued:
+    :func:`real_baselines`), memoised per dataset, split and seed."""
     if dataset.task.real:
         return real_baselines(dataset, split, washout=washout)
     key = (split.train, split.val, split.test, seed)
@@ -137,8 +133,7 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
 
 def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[float], *,
                       seed: int = 0) -> dict[str, list[dict[str, Any]] | None]:
-    """``{"val": [...], "test": [...]}``: per group (``None`` when empty) the classification metrics of ridge
-    regression (IncFed eq. 3) on the logistic regression's standardised inputs, one per λ of ``l2s``."""
+    """Per group, metrics of ridge (IncFed eq. 3) on the standardised logistic inputs, one per λ of ``l2s``."""
     x_train, y_train, mean, std = _training_rows(dataset, split, seed)
     stats = RidgeStats.from_states((x_train - mean) / std, one_hot(y_train, dataset.n_classes), bias=True)
     readouts = stats.solve_path(l2s)
@@ -155,18 +150,15 @@ def ridge_on_features(dataset: SequenceDataset, split: Split, l2s: Sequence[floa
 
 
 def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
-    """Rows of the ``width`` latest inputs (t − width + 1 … t, flattened) of every step t ≥ ``skip``
-    of (n, T, F) sequences: (n·(T − skip), width·F)."""
+    """Rows of the ``width`` latest inputs of every step t ≥ ``skip``: (n·(T − skip), width·F)."""
     windows = np.lib.stride_tricks.sliding_window_view(np.asarray(x, np.float64), width, axis=1)
     return windows[:, skip - width + 1:].transpose(0, 1, 3, 2).reshape(-1, width * x.shape[2])
 
 
 def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
                    width: int | None = None) -> dict[str, dict[str, Any]]:
-    """What needs no reservoir on a real-valued task's validation and test clients (``None`` where it does not
-    apply): ``training_mean``, ``persistence`` (forecast: ``ŷ(t) = y(t − H)``), ``lagged_ridge`` (IncFed eq. 3 on
-    the ``width`` latest standardised inputs or :func:`sequence_features`, λ of :data:`L2_GRID` by validation
-    MSE); per-step targets scored from ``max(washout, horizon, width − 1)`` on."""
+    """Reservoir-free real-valued baselines on val/test: ``training_mean``, ``persistence`` (ŷ(t) = y(t − H)),
+    ``lagged_ridge`` (IncFed eq. 3, λ of :data:`L2_GRID`); per-step scored from ``max(washout, horizon, width − 1)``."""
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
     width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - task.horizon)

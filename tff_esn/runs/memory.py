@@ -35,8 +35,7 @@ class MemoryLimitError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes of a run as ``quadratic · N_R² + linear · N_R + constant`` (N_R: ``units``, every layer's; the terms of
-    the readout's statistics and states scale with the readout's share of them)."""
+    """Run bytes as ``quadratic · N_R² + linear · N_R + constant`` (N_R: ``units`` of every layer)."""
 
     units: int
     quadratic: float
@@ -78,8 +77,7 @@ def layout_of(dataset: SequenceDataset) -> DataLayout:
 
 
 def harvest_cells(layout: DataLayout) -> int:
-    """Padded steps of the harvest's largest batch over every sequence of ``layout`` pooled
-    (:meth:`tff_esn.closed_form.harvest.Harvester.batches`)."""
+    """Padded steps of the harvest's largest batch over ``layout`` pooled (``Harvester.batches``)."""
     lengths = np.concatenate(layout.blocks)
     if lengths.min() == lengths.max():
         return min(HARVEST_BATCH, lengths.size) * int(lengths.max())
@@ -88,8 +86,7 @@ def harvest_cells(layout: DataLayout) -> int:
 
 def data_bytes(layout: DataLayout, *, tff: bool = False,
                carved: bool = True) -> tuple[tuple[tuple[str, float], ...], tuple[str, float]]:
-    """The data's parts of the peak as ``(what, bytes)``, largest first (``carved``: validation folds cut from
-    training), and ``(what, bytes per unit)`` of the states TFF holds of every step (0 off the TFF path)."""
+    """The data's peak parts as ``(what, bytes)``, largest first, and TFF's per-step state ``(what, bytes per unit)``."""
     features = layout.features
     padded = 4.0 * features * layout.padded_cells
     cells = harvest_cells(layout)
@@ -108,8 +105,7 @@ def data_bytes(layout: DataLayout, *, tff: bool = False,
 
 def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
                     tff: bool = False) -> MemoryEstimate:
-    """The memory a run of ``config`` on ``split``'s clients of ``dataset`` (or the :class:`DataLayout` of data
-    not yet loaded, ``split=None``: all training) holds at once; ``tff``: the run executes TFF computations."""
+    """Memory a run of ``config`` holds at once on ``dataset`` (or a layout; ``split=None``: all training); ``tff``: on TFF."""
     reservoir = _setting(config, "reservoir", None)
     layout = dataset if isinstance(dataset, DataLayout) else layout_of(dataset)
     train = len(layout.blocks) if split is None else len(split.train)
@@ -147,8 +143,7 @@ def machine_memory() -> int:
 
 def check_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
                  limit: int | None = None, tff: bool = False) -> MemoryEstimate | None:
-    """:func:`estimate_memory` (``None`` for a config without a reservoir); above ``limit`` (default
-    :func:`machine_memory`) a :class:`MemoryLimitError` naming the estimate, its largest part and the fix."""
+    """:func:`estimate_memory` (``None`` without reservoir); above ``limit`` a :class:`MemoryLimitError` naming the fix."""
     if _setting(config, "reservoir", None) is None:
         return None
     limit = machine_memory() if limit is None else limit

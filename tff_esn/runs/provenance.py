@@ -30,8 +30,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def source_commit() -> str | None:
-    """The git commit (12 hex digits, ``-dirty`` with changed tracked files) of the ``tff_esn`` source that
-    runs; ``None`` when it is not the top of a git checkout or git is missing."""
+    """The source's git commit (12 hex, ``-dirty`` if changed); ``None`` outside a git checkout or without git."""
     import tff_esn
 
     root = Path(tff_esn.__file__).resolve().parent.parent

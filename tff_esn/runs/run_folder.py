@@ -35,10 +35,8 @@ class RunFolderError(ValueError):
 
 @contextlib.contextmanager
 def run_lock(out: str | os.PathLike) -> Iterator[None]:
-    """Holds the run folder ``out`` (created if missing) for the block: an exclusive, non-blocking ``flock``
-    on ``out/.lock`` (its holder's pid inside; the OS releases it when the process dies), re-entrant within
-    a process; a folder that cannot be created is left to :func:`check_run_folder`, one created here and
-    left empty (a refused run) is removed."""
+    """Holds run folder ``out`` for the block: a non-blocking ``flock`` on ``out/.lock`` (holder's pid inside),
+    re-entrant in a process; a folder created here and left empty is removed."""
     out = Path(out).expanduser()
     created = not out.exists()
     try:
@@ -97,8 +95,7 @@ def legacy_message(out: str | os.PathLike, done: int) -> str:
 
 def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,
                      rounds: int | None = None, resumable: bool = False) -> Path:
-    """The folder ``out`` (``~`` expanded) after the checks of the module docstring: ``force`` overwrites a
-    run, ``resume`` continues one (to ``rounds``); ``resumable`` algorithms' messages offer ``--resume``."""
+    """``out`` (``~`` expanded) after the module docstring's checks: ``force`` overwrites, ``resume`` continues."""
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir():
         raise RunFolderError(f"--out {out}: is a file, not a folder; give a folder (metrics.json is written into it).")
