@@ -49,8 +49,7 @@ def _start_local(holder: dict[str, object]) -> LocalWorker:
 
 
 def _executor_factory(addresses: Sequence[str] | None, start_timeout: float, prestart: bool = False):
-    """A ``ResourceManagingExecutorFactory`` on the worker at ``addresses[0]``, or on a :class:`LocalWorker`
-    started on first use (or at once with ``prestart``) and restarted if it died."""
+    """A ``ResourceManagingExecutorFactory`` on ``addresses[0]`` or a lazily started (``prestart``), restarted :class:`LocalWorker`."""
     import tensorflow_federated as tff
 
     holder: dict[str, object] = {}
@@ -104,8 +103,7 @@ def _context_kwargs():
 
 def build_context(workers: Sequence[str] | None = None, *, start_timeout: float = DEFAULT_TIMEOUT,
                   prestart: bool = False):
-    """An execution context (not installed) on one local worker of ours (``workers=None``; ``prestart``: at once)
-    or on ``host:port`` workers (several: TFF's ``MergeableCompExecutionContext``)."""
+    """An execution context (not installed) on a local worker (``workers=None``) or on ``host:port`` workers."""
     import tensorflow_federated as tff
 
     workers = parse_workers(workers)
@@ -127,8 +125,7 @@ def build_context(workers: Sequence[str] | None = None, *, start_timeout: float 
 
 def ensure_context(workers: str | Sequence[str] | None = None, *, timeout: float | None = None,
                    force: bool = False, prestart: bool = False):
-    """Installs our execution context as TFF's default and returns it: the one built, or on ``workers``, or a
-    fresh local worker with ``force``; a switch stops the previous local worker only."""
+    """Installs and returns our execution context: the one built, on ``workers``, or a fresh one with ``force``."""
     import tensorflow_federated as tff
 
     if timeout is not None and not (is_finite(timeout) and timeout > 0):

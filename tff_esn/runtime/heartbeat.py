@@ -38,8 +38,7 @@ class Heartbeat:
         )
 
     def call(self, rpc, request):
-        """``rpc(request)``; :class:`WorkerError` once the worker is silent for ``timeout`` s (later calls within
-        ``interval`` fail at once, then one short probe lets a resumed worker serve again)."""
+        """``rpc(request)``; :class:`WorkerError` once the worker is silent for ``timeout`` s (then probes)."""
         import grpc
 
         if self.silent is not None:
@@ -102,8 +101,7 @@ def _watched_stub(channel, address: str, timeout: float):
 
 
 def connect(address: str, *, timeout: float = 60.0, worker: LocalWorker | None = None):
-    """A ready ``RemoteExecutorGrpcStub`` for ``address`` within ``timeout`` seconds (a dying ``worker``
-    raises at once), every call under a :class:`Heartbeat`."""
+    """A ready ``RemoteExecutorGrpcStub`` for ``address`` within ``timeout`` s, every call under a :class:`Heartbeat`."""
     import grpc
 
     channel = grpc.insecure_channel(address, GRPC_OPTIONS)

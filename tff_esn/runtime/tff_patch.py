@@ -11,8 +11,7 @@ class TFFVersionError(RuntimeError):
 
 
 def fix_subround_partitioning() -> None:
-    """Splits every element of a struct argument from the same position, so clients are dealt to the workers
-    exactly once (TFF 0.87.0 only, else :class:`TFFVersionError`)."""
+    """Splits struct elements from one position, so each client goes to one worker (TFF 0.87.0 only, else an error)."""
     import tensorflow_federated as tff
 
     if tff.__version__ not in PATCHED_VERSIONS:
