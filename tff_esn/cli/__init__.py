@@ -54,8 +54,7 @@ are checked by the config itself."""
 
 
 def call_command(args: argparse.Namespace) -> int:
-    """``args.func(args)`` once every flag is within :data:`FLAG_LIMITS`, holding the run lock of ``--out``
-    (:func:`tff_esn.runs.run_folder.run_lock`) for a command that writes that folder (``holds_out``)."""
+    """``args.func(args)`` once flags are within :data:`FLAG_LIMITS`, holding ``--out``'s run lock if ``holds_out``."""
     for name, (ok, expected) in FLAG_LIMITS.items():
         value = getattr(args, name, None)
         if value is not None and not ok(value):
@@ -73,12 +72,8 @@ def call_command(args: argparse.Namespace) -> int:
 
 def lazy_command(subparsers: argparse._SubParsersAction, name: str, build: Callable[[argparse.ArgumentParser], None],
                  *, help: str) -> None:
-    """Adds sub-command ``name`` whose flags ``build(parser)`` adds only when the command is used.
-
-    For commands whose flags need heavy imports (defaults of TF-backed configs, KerasTuner
-    spaces): ``tff-esn --help`` lists the command without importing them; ``tff-esn NAME
-    ...`` (``--help`` included) builds the full parser then and parses the rest of the line.
-    """
+    """Adds sub-command ``name`` whose flags ``build(parser)`` adds only when used, so ``tff-esn --help``
+    skips their heavy imports."""
     stub = subparsers.add_parser(name, help=help, add_help=False)
 
     def run(args: argparse.Namespace) -> int:
@@ -110,12 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parses ``argv`` and runs the command; bad input exits with code 2 and a one-line message.
-
-    Bad input is a :class:`UsageError`, a :class:`~tff_esn.registry.launch.RequestError` or a
-    :class:`~tff_esn.data.errors.DataError`; a failed worker or a
-    full disk is one line with code 1; any other exception keeps its traceback.
-    """
+    """Parses ``argv`` and runs the command: bad input (:class:`UsageError`, ``RequestError``, :class:`DataError`)
+    exits 2, a failed worker or full disk 1 (one line each); other exceptions keep their traceback."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported by a command
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)

@@ -63,8 +63,7 @@ def setting_help(setting: Setting, own_data: Any = None) -> str:
 def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Setting], *,
                       skip: Iterable[str] = (), own_data: Mapping[str, Any] | None = None,
                       title: str = "settings") -> None:
-    """One flag per setting (``skip``: settings another flag gives, e.g. ``out``), in argument groups
-    named after their nested config; ``own_data``: the own-data defaults shown beside the defaults."""
+    """One flag per setting but ``skip``, grouped by nested config; ``own_data``: own-data defaults shown too."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for name, s in settings.items():
         if name in skip:
@@ -93,8 +92,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Se
 
 
 def add_algorithm_flags(parser: argparse.ArgumentParser, algo: Algorithm, *, skip: Iterable[str] = ()) -> None:
-    """``algo``'s settings as flags (:meth:`~tff_esn.registry.algorithms.Algorithm.settings`: its config's,
-    with only the privacy settings it implements)."""
+    """``algo``'s settings as flags (its config's, with only the privacy settings it implements)."""
     add_setting_flags(parser, algo.settings(), skip=skip, own_data=algo.own_data, title=algo.name)
 
 

@@ -111,9 +111,8 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
 
 
 def source_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of ``load_source``: ``task`` (given or implied by ``--horizon``/``--target``), a series'
-    ``clients``/``steps``/``split_by``/``seed``, ``ragged`` for own data, ``missing`` for ``ts:``, ``squared``;
-    a flag that does not apply is a :class:`UsageError`."""
+    """``load_source``'s options from flags (``task``, series, ``ragged``, ``missing``, ``squared``);
+    an inapplicable flag is a :class:`UsageError`."""
     kind = args.data.partition(":")[0]
     series = is_series(kind) and ":" not in args.data
     flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
@@ -150,8 +149,7 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = (),
                known: tuple[str, ...] | None = None) -> RunRequest:
-    """The run ``args`` ask for: the settings given over ``--hparams``'s (``known``: its keys allowed);
-    ``recorded`` flags go to ``cli``."""
+    """The run ``args`` ask for: settings over ``--hparams``'s (``known`` keys); ``recorded`` flags go to ``cli``."""
     options = source_options(args)
     natural = args.partition.split(":")[0] == "natural"
     if natural != (args.clients is None) or (natural and set(args.partition_groups) != {"train"}):

@@ -6,8 +6,7 @@ from pathlib import Path
 
 
 def summary_line(record: dict, path: Path) -> str:
-    """``ALGO on DATA: test accuracy … f1 … (random …) | up … down … floats/client × rounds | … s →
-    path``; a real-valued task shows NRMSE, RMSE and R² beside its baselines' NRMSE."""
+    """``ALGO on DATA: test accuracy … | up … down … floats/client × rounds | … s → path`` (real-valued: NRMSE, RMSE, R²)."""
     test = record.get("test") or record.get("val") or record.get("train") or {}
     comm = record["communication"]
 

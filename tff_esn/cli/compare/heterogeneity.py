@@ -29,8 +29,7 @@ DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichle
 
 @dataclasses.dataclass(frozen=True)
 class CompareProfile:
-    """A grid size: the partitioners (least to most heterogeneous), the seeds, the client count and
-    the rounds of FedAvg/FedCurv (``None``: their own)."""
+    """A grid size: partitioners, seeds, client count and FedAvg/FedCurv rounds (``None``: their own)."""
 
     partitions: tuple[str, ...]
     seeds: tuple[int, ...]
@@ -46,10 +45,8 @@ PROFILES = {
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """What one comparison runs: a ``source`` read with ``pipeline`` and ``split`` (as ``tff-esn run``), its training
-    sequences dealt by each of ``partitions`` (least to most heterogeneous: the figure's x axis) to ``clients``
-    clients, one run per seed and ``algorithms`` (``None``: :func:`fitting_algorithms`); ``options`` as
-    ``load_source``'s."""
+    """One comparison: ``source`` with ``pipeline`` and ``split``, dealt by each of ``partitions`` to ``clients``
+    clients, one run per seed and algorithm (``None``: :func:`fitting_algorithms`); ``options`` as ``load_source``'s."""
 
     source: str
     pipeline: str
@@ -93,15 +90,13 @@ def _family(algo: algorithms.Algorithm) -> str:
 
 
 def reference(names: Sequence[str]) -> str | None:
-    """The algorithm of ``names`` that pools the training data (its registration's ``pooled``): a
-    reference line, not a grid line (``None``: none)."""
+    """The algorithm of ``names`` that pools the training data: a reference line (``None``: none)."""
     return next((name for name in names if algorithms.get_algorithm(name).pooled), None)
 
 
 def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
-    """The registry's algorithms a comparison runs on ``dataset``: the closed-form family (the
-    :func:`reference` first) and the thesis' FedAvg/FedCurv, each where its registry entry takes
-    the dataset's label kind and, for ragged data, sequences of unequal length."""
+    """Registry algorithms a comparison runs on ``dataset``: the closed-form family (:func:`reference` first)
+    and FedAvg/FedCurv, each where its entry takes the label kind (and ragged data)."""
     kind = "multiclass" if dataset.n_classes > 2 else "binary"
     chosen = []
     for name, algo in algorithms.available_algorithms().items():
@@ -114,9 +109,8 @@ def fitting_algorithms(dataset: Any) -> tuple[str, ...]:
 
 
 def run_for(name: str, dataset: Any, pipeline: str | None = None, **given: Any) -> algorithms.ResolvedRun:
-    """``name``'s run as ``tff-esn run`` resolves it on ``dataset`` (:func:`tff_esn.registry.algorithms.resolve_run`),
-    with ``given`` settings (by flag name; those the config lacks are ignored) and the ``numpy`` backend
-    where its config offers one."""
+    """``name``'s run as ``tff-esn run`` resolves it on ``dataset`` with ``given`` settings (unknown ignored),
+    on the ``numpy`` backend where offered."""
     algo = algorithms.get_algorithm(name)
     fields = algorithms.config_fields(algo.config)
     if "numpy" in (fields["backend"].metadata.get("choices", ()) if "backend" in fields else ()):
@@ -186,10 +180,8 @@ def _row(comparison: Comparison, name: str, partition: str, seed: int, record: M
 
 def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition: Mapping[str, Any], seed: int,
              folder: Path) -> dict[str, Any]:
-    """One algorithm of ``comparison`` on one partitioned dataset
-    (:func:`~tff_esn.data.partition.partition_dataset`'s ``data``, ``split`` and ``partition``
-    record) with ``seed``: ``metrics.json``'s record (with ``"partition"``), or ``{"error":
-    message}`` when the data or settings refuse the run (one line)."""
+    """One algorithm on one partitioned dataset (:func:`~tff_esn.data.partition.partition_dataset`) with ``seed``:
+    ``metrics.json``'s record (with ``"partition"``), or ``{"error": message}`` when refused."""
     run = {"seed": seed, "out": str(folder), "progress": False, "resume": (folder / "checkpoints").exists()}
     if comparison.rounds is not None and _family(algorithms.get_algorithm(name)) == "federated":
         run["rounds"] = comparison.rounds
@@ -203,9 +195,8 @@ def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition
 
 
 def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, int, str]]:
-    """``(partition, seed, algorithm)``: the reference once per seed on the data's own clients, every
-    other algorithm on every partition; grouped by partition and seed, so that one dealt dataset
-    (and its memoised baselines) serves every algorithm of a group."""
+    """``(partition, seed, algorithm)`` cells: the reference once per seed on the own clients, others on every
+    partition; grouped so one dealt dataset serves a group."""
     pooled = reference(names)
     cells = [("natural", seed, pooled) for seed in comparison.seeds if pooled is not None]
     for partition in comparison.partitions:
@@ -229,8 +220,8 @@ def check_folder(out: Path, comparison: Any) -> None:
 
 
 def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True) -> dict[str, Path]:
-    """Runs (or resumes) ``comparison`` into ``out`` and writes its CSV, table and figure: returns their paths
-    ``{"csv", "table", "figure"}``; ``FileExistsError`` where ``out`` holds a comparison with other settings."""
+    """Runs (or resumes) ``comparison`` into ``out``; returns the CSV, table and figure paths;
+    ``FileExistsError`` where ``out`` holds other settings."""
     from tqdm.auto import tqdm
 
     from tff_esn.data.sources import load_source
@@ -298,10 +289,8 @@ def _label(partition: str) -> str:
 
 
 def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], seconds: float) -> str:
-    """Accuracy (NRMSE on a real-valued task: :func:`measure`) mean ± std over seeds per algorithm (rows)
-    and partition (columns), the centralized readout and logistic regression (ridge on lagged inputs)
-    on the pooled data, floats sent per client and seconds per run; :data:`FLAG_MARK` marks a cell where
-    some seed's model predicts one class or does not beat the majority class (the training mean)."""
+    """Accuracy (real-valued: NRMSE, :func:`measure`) mean ± std per algorithm and partition, pooled baselines,
+    floats per client, seconds; :data:`FLAG_MARK` marks a seed that predicts one class or loses to the majority."""
     m = measure(dataset)
     what = f"task {dataset.task.kind}" if dataset.task.real else f"{dataset.n_classes} classes"
     scored = sorted({r["scored_on"] for r in rows if r["scored_on"]}) or ["test"]
@@ -345,10 +334,8 @@ def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
 
 
 def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Accuracy — NRMSE on a real-valued task (:func:`measure`) — (mean ± std band over seeds) against the
-    partitions, one line per algorithm (a red cross where some seed's model is flagged by its result
-    check); the centralized readout and logistic regression (ridge on lagged inputs) on the pooled data
-    as dashed reference lines."""
+    """Accuracy (:func:`measure`) mean ± std band against partitions, one line per algorithm (red cross: flagged);
+    pooled centralized readout and logistic regression dashed."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -38,9 +38,8 @@ def _split_units(units: int, layers: int) -> tuple[int, ...]:
 
 
 def reservoir_settings(name: str, units: int) -> tuple[str, dict[str, Any]]:
-    """The table label and ``tff-esn run`` settings of reservoir ``name`` of ``units`` units in all: a
-    topology (its default parameters), ``leak-DIST`` (per-unit leak drawn from DIST in [leak_low, leaky]),
-    or ``deep-L`` / ``deep-L-last`` (L layers; the readout sees every layer or the last)."""
+    """Table label and ``tff-esn run`` settings of reservoir ``name`` of ``units`` units: a topology, ``leak-DIST``
+    (per-unit leak from DIST in [leak_low, leaky]), or ``deep-L`` / ``deep-L-last``."""
     d = ReservoirConfig()
     labels = {"cycle-jumps": f"cycle-jumps (ℓ = {d.jump})",
               "small-world": f"small-world (k = {d.neighbours}, p = {d.rewiring:g})",
@@ -61,10 +60,8 @@ def reservoir_settings(name: str, units: int) -> tuple[str, dict[str, Any]]:
 
 @dataclasses.dataclass(frozen=True)
 class ReservoirComparison:
-    """What one reservoir comparison runs: ``(label, source)`` pairs (read with ``tff-esn run``'s defaults unless
-    ``pipeline``/``split`` say), the ``reservoirs`` of :func:`reservoir_settings` and ``esnfed`` (esnfed 1.7.1's
-    topologies with the λ and state mode the :attr:`ridge` readout chose for ``random``), registry
-    ``algorithms``, one ``partition`` deal to ``clients`` clients per seed, ``rounds`` of the gradient models."""
+    """One reservoir comparison: ``(label, source)`` pairs, :func:`reservoir_settings` ``reservoirs`` and ``esnfed``
+    topologies, registry ``algorithms``, a ``partition`` to ``clients`` per seed, gradient ``rounds``."""
 
     sources: tuple[tuple[str, str], ...]
     reservoirs: tuple[str, ...] = DEFAULT_RESERVOIRS
@@ -101,8 +98,7 @@ class ReservoirComparison:
 
 
 def esnfed_accuracy(kind: str, data, split, config, l2: float, seed: int) -> float | None:
-    """Test accuracy of esnfed's ``kind`` reservoir with ``config``'s sizes and its federated ridge readout
-    over ``split``'s training clients (λ = ``l2``); ``None`` for per-step states (esnfed pools mean/last)."""
+    """Test accuracy of esnfed's ``kind`` reservoir with federated ridge (λ = ``l2``); ``None`` for per-step states."""
     from esnfed.classification import federated_classifier, predict_labels
     from esnfed.esn import EchoStateNetwork
     from esnfed.topologies import make_reservoir
@@ -162,10 +158,8 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
 
 def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *,
                              progress: bool = True) -> dict[str, Path]:
-    """Runs (or resumes: the sources and seeds ``results.csv`` holds are read) ``comparison`` into ``out``
-    and writes ``results.csv``, ``table.md`` (:func:`table`) and ``reservoirs.png`` (:func:`figure`).
-
-    Raises ``FileExistsError`` when ``out`` holds a comparison with other settings."""
+    """Runs (or resumes) ``comparison`` into ``out``, writing ``results.csv``, ``table.md`` and ``reservoirs.png``;
+    ``FileExistsError`` when ``out`` holds other settings."""
     from tqdm.auto import tqdm
 
     from tff_esn.data.partition import partition_dataset
@@ -224,8 +218,7 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def figure(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """The first algorithm's test accuracy per reservoir (bars: mean, whiskers: std over seeds), one panel
-    per source; esnfed's topologies grey."""
+    """First algorithm's test accuracy per reservoir (mean, std whiskers), a panel per source; esnfed grey."""
     import matplotlib
 
     matplotlib.use("Agg")
