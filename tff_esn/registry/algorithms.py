@@ -101,6 +101,8 @@ def register_algorithm(name: str, config: type, run: RunFn | str, **entry: Any) 
     algo = Algorithm(name, config, run, **entry)
     if not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        raise TypeError(f"register_algorithm({name!r}): config must be a frozen dataclass type, got {config!r}.")
     if not (algo.labels and algo.tasks and set(algo.labels) <= set(LABEL_KINDS) and set(algo.tasks) <= set(TASK_KINDS)):
         raise ValueError(f"register_algorithm({name!r}): labels must be among {LABEL_KINDS} and tasks among "
                          f"{TASK_KINDS}, got {algo.labels!r}, {algo.tasks!r}.")
