@@ -280,8 +280,8 @@ class Run:
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 
     def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
-        """Carved folds' exact-readout scores (Woodbury, ``M = B + λI``): fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``,
-        ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
+        """Carved folds' exact-readout scores (Woodbury, ``M = B + λI``): fold k predicts
+        ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``, ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
         if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
             return None
         total = RidgeStats.sum(self.stats(scored=False))
