@@ -41,8 +41,7 @@ def ip_updates(net, y, gain, mu: float, sigma: float, eta: float):
 
 def _ip_batch(x, lengths, kernel, recurrent, gain, bias, leaky: float | tuple[float, ...], cfg: IPConfig,
               layers: tuple[int, ...] = ()):
-    """Online IP through one batch of right-padded sequences: per time step, the mean (g, b) update over the
-    sequences still running (FedIP eqs. 2–3)."""
+    """Online IP over right-padded sequences: per step, the mean (g, b) update of those running (FedIP eqs. 2–3)."""
     projected = project_inputs(x, kernel, bias, gain)
     steps = tf.shape(projected)[0]
 
@@ -90,8 +89,7 @@ _ADAPTED_SIZE = 256
 
 
 def intrinsic_plasticity(weights: ReservoirWeights, client: ClientSequences, cfg: IPConfig) -> ReservoirWeights:
-    """The reservoir with (g, b) adapted by ``cfg.epochs`` epochs of IP on one client (FedIP Alg. 1,
-    LocalIPUpdate), kept per reservoir, client inputs and ``cfg``."""
+    """The reservoir with (g, b) after ``cfg.epochs`` epochs of IP on one client (FedIP Alg. 1, LocalIPUpdate)."""
     digest = hashlib.sha1(repr(client.x.shape).encode())  # what IP reads: the inputs and their valid steps
     digest.update(np.ascontiguousarray(client.x, np.float32).tobytes())
     digest.update(np.ascontiguousarray(client.steps, np.int64).tobytes())
@@ -157,8 +155,7 @@ def step_spread(weights: ReservoirWeights, clients: Sequence[ClientSequences], p
 
 def build_fedip_process(weights: ReservoirWeights, steps: int, cfg: IPConfig, secure: FixedPoint | None = None,
                         dp: GaussianUpdates | None = None):
-    """FedIP (Alg. 1) as a ``tff.templates.IterativeProcess`` over (g, b): broadcast, local IP, the mean weighted
-    by the clients' sequences; ``secure`` also returns the clipped count, ``dp`` the noisy mean of clipped updates."""
+    """FedIP (Alg. 1) as a TFF ``IterativeProcess`` over (g, b): local IP, the sequence-weighted mean."""
     tff = load_tff()
 
     units, n_inputs = weights.units, weights.n_inputs

@@ -123,8 +123,7 @@ class Harvester:
 
     def _pass(self, weights: ReservoirWeights, clients: list[ClientSequences],
               with_stats: list[bool]) -> list[tuple[RidgeStats | None, Features]]:
-        """One pass of the pooled ``clients`` through the reservoir: each client's :class:`Features` and, where
-        ``with_stats``, its statistics (per-step labels of different lengths pool by length)."""
+        """One pass of the pooled ``clients`` through the reservoir: :class:`Features` and, asked, statistics."""
         if weights.n_inputs != len(self.dataset.feature_names):
             raise ValueError(f"reservoir: has {weights.n_inputs} inputs, the data has "
                              f"{len(self.dataset.feature_names)} features.")

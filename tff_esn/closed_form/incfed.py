@@ -116,10 +116,7 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
                              ragged: bool = False, aggregation: StatsAggregation | None = None,
                              layers: tuple[int, ...] = (), readout_from: int = 0,
                              activation: str | tuple[str, ...] = "tanh", sum_only: bool = False):
-    """IncFed as one TFF computation (eqs. 6–10), cached per shape: ``(reservoir@SERVER, datasets@CLIENTS,
-    l2@SERVER, seeds@CLIENTS) -> (W@SERVER, W@CLIENTS, singular, n, clipped, eigenvalues_raised)@SERVER``,
-    the clients' statistics clipped and noised as ``aggregation`` says; ``sum_only``: ``(reservoir@SERVER,
-    datasets@CLIENTS) -> Σ_c (A_c, B_c, n_c, 1)@SERVER`` (eqs. 6–9, a streaming subround)."""
+    """IncFed as one TFF computation (eqs. 6–10), cached per shape; ``sum_only``: Σ_c (A_c, B_c, n_c) (eqs. 6–9)."""
     tff = load_tff()
 
     client_stats = build_client_stats_computation(n_inputs, steps, units, n_classes, leaky, spec, per_step_targets,
@@ -251,8 +248,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
                   subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False) -> StreamedIncFed:
-    """IncFed (eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients, each TFF client a block
-    of ``clients_per_call`` clients of one (T, F)."""
+    """IncFed (eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients."""
     if not is_count(clients_per_call, 1):
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
@@ -286,8 +282,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 # --------------------------------------------------------------------------- the registry's run function
 def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
                    releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
-    """The IncFed readout of ``run``'s training clients at λ = ``l2`` and its privacy sections: streamed
-    subrounds, TFF's sum of the cached statistics, the clients harvesting with privacy inside TFF, or numpy."""
+    """The IncFed readout of ``run``'s training clients at λ = ``l2`` and its privacy sections."""
     config = run.config
     if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
         return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,

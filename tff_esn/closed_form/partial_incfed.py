@@ -59,8 +59,7 @@ def nystrom(stats: RidgeStats, features: np.ndarray) -> RidgeStats:
 
 
 def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") -> RidgeStats:
-    """``A_c*``, ``B_c*`` of thesis eq. B.16 in the reading ``mask``: ``(A_c D, D B_c D)`` (block),
-    the Nyström completion from the selected columns (nystrom) or ``(A_c D, B_c D)`` (columns)."""
+    """``A_c*``, ``B_c*`` of thesis eq. B.16 in the reading ``mask`` (block, nystrom or columns)."""
     if mask == "nystrom":
         return nystrom(stats, features)
     keep = np.zeros(stats.n_features)
@@ -70,8 +69,7 @@ def mask_stats(stats: RidgeStats, features: np.ndarray, mask: Mask = "nystrom") 
 
 
 def solve_general(total: RidgeStats, l2: float) -> np.ndarray:
-    """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` by LU; a singular system raises
-    :class:`SingularSystemError` at ``l2 = 0``, else is solved by least squares with a RunWarning."""
+    """``W = A (B + λI)⁻¹`` for a non-symmetric ``B`` by LU (least squares with a RunWarning if singular)."""
     matrix = total.regularized(l2)
     try:
         with warnings.catch_warnings():
@@ -105,8 +103,7 @@ def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int =
 def fit_partial_incfed(stats: Sequence[RidgeStats], k: int, alpha: float, l2: float, *, seed: int = 0,
                        mask: Mask = "nystrom",
                        aggregate: Callable[[Iterable[RidgeStats]], RidgeStats] = RidgeStats.sum) -> PartialResult:
-    """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``, summed by
-    ``aggregate`` (plain or secure); client i draws its exploration features from seed (seed, i)."""
+    """Partial IncFed readout (thesis eqs. B.15–B.17, B.4) with the eq. B.16 reading ``mask``."""
     selected = select_all(stats, k, alpha, seed=seed)
     total = aggregate(mask_stats(s, sel, mask) for s, sel in zip(stats, selected))
     readout = solve_general(total, l2) if mask == "columns" else total.solve(l2)

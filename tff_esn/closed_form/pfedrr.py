@@ -52,8 +52,7 @@ def select_important(stats: RidgeStats, tau: float) -> np.ndarray:
 
 
 def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consistent") -> RidgeStats:
-    """``(A_c D, B_c ⊙ (M_S + I))`` (consistent) or ``(A_c, B_c ⊙ (M_S + I))`` (literal, pFedRR eq. 2)
-    for the selected ``features`` (unit indices, plus the bias index when kept)."""
+    """``(A_c D, B_c ⊙ (M_S + I))`` (consistent) or ``(A_c, B_c ⊙ (M_S + I))`` (literal, pFedRR eq. 2)."""
     keep = np.zeros(stats.n_features, dtype=bool)
     keep[np.asarray(features, dtype=np.int64)] = True
     mask = np.outer(keep, keep) | np.eye(stats.n_features, dtype=bool)

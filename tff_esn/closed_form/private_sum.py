@@ -30,8 +30,7 @@ def _longest(run: Run) -> int:
 
 def private_sum(run: Run, stats: Sequence[RidgeStats]
                 ) -> tuple[Sequence[RidgeStats], Callable[[Sequence[RidgeStats]], RidgeStats], Sections]:
-    """``(stats, aggregate, sections)`` of a numpy closed-form run: the clients' (noised under DP) statistics,
-    their plain or secure sum and the run's privacy sections."""
+    """``(stats, aggregate, sections)``: the clients' (DP-noised) statistics, their sum and privacy sections."""
     config = run.config
     dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
                         n_features=run.n_features, steps=_longest(run))

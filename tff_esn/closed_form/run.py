@@ -69,8 +69,7 @@ def harvester_for(dataset: SequenceDataset, spec: StateSpec) -> Harvester:
 
 
 class Run:
-    """What every closed-form run shares: the reservoir and its ``weights``, the ``harvester`` of its state
-    ``spec``, the ``carving`` that validates choices (or ``None``), the selection and the report."""
+    """What every closed-form run shares: reservoir, ``weights``, ``harvester``, ``carving``, selection, report."""
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
                  modes: Sequence[str] = STATE_MODE_CANDIDATES):
@@ -137,8 +136,7 @@ class Run:
 
     def stats(self, weights: ReservoirWeights | Mapping[str, ReservoirWeights] | None = None, *,
               scored: bool = True) -> list[RidgeStats]:
-        """The training clients' statistics (IncFed eqs. 6–7) under ``weights`` (one reservoir, or one per
-        client), in :attr:`train_ids` order; with ``scored`` the validation and test clients share the pass."""
+        """The training clients' statistics (IncFed eqs. 6–7) under ``weights``, in :attr:`train_ids` order."""
         weights = weights or self.weights
         of = (lambda cid: weights[cid]) if isinstance(weights, Mapping) else (lambda cid: weights)
         scored_ids = [*self.split.val, *self.split.test] if scored else []
@@ -204,8 +202,7 @@ class Run:
         return self.choose_l2(lambda grid: self.exact_sweep(self.stats(), per_client=per_client)(grid))
 
     def choose(self, values: Sequence[Any], sweep_of: Callable[[Any], Sweep]) -> tuple[Any, dict[str, Any] | None]:
-        """The value of ``values`` whose ``sweep_of(value)`` scores best at its best λ (ties to the earlier) and
-        the record ``{"values", "scores", "chosen"}`` (``None`` and ``values[0]`` when nothing can be chosen)."""
+        """The value of ``values`` scoring best at its best λ (ties to the earlier) and its record."""
         if self._why_not() or len(values) == 1:
             self.choose_l2(sweep_of(values[0]))
             return values[0], None
@@ -218,8 +215,7 @@ class Run:
         return values[index], {"values": list(values), "scores": best, "chosen": values[index]}
 
     def choose_l2(self, sweep: Sweep) -> float:
-        """The run's λ: the configured number, or for ``auto`` the λ of ``l2_grid`` whose ``sweep`` readout scores
-        best on the validation data (a tie to the larger λ); the stated default under privacy or without validation."""
+        """The run's λ: the configured number, or for ``auto`` the best-scoring λ of ``l2_grid``."""
         if self.l2_choice is None:
             reason = self._why_not()
             if reason:
@@ -284,8 +280,8 @@ class Run:
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 
     def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
-        """Carved folds' scores of the exact readout from one eigendecomposition of ``M = B + λI`` (Woodbury):
-        fold k predicts ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``, ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
+        """Carved folds' exact-readout scores (Woodbury, ``M = B + λI``): fold k predicts
+        ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``, ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
         if self.spec.state_mode == "all" or self.carving is None or not self.carving.carved:
             return None
         total = RidgeStats.sum(self.stats(scored=False))

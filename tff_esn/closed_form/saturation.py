@@ -29,8 +29,7 @@ SAMPLE_STEPS = 2048
 
 
 def check_states(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int) -> dict[str, float]:
-    """Warns when the states after ``washout`` of the first :data:`SAMPLE_STEPS` steps of the first :data:`SAMPLE`
-    training sequences are mostly saturated or do not vary; ``{"saturated_share", "max_unit_std"}``."""
+    """Warns when sampled training states mostly saturate or do not vary; ``{"saturated_share", "max_unit_std"}``."""
     parts = []
     left = SAMPLE
     for client in clients:

@@ -87,8 +87,7 @@ def check_search(names: Any) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class L2Choice:
-    """The λ a run used and how (``metrics.json``'s ``l2_selection``): ``rule`` is ``given``, ``validation``,
-    ``cross-validation`` or ``default`` (with its ``reason``); ``scores`` are the ``objective`` over ``grid``."""
+    """The λ a run used and how (``metrics.json``'s ``l2_selection``)."""
 
     l2: float
     rule: str

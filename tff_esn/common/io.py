@@ -52,8 +52,7 @@ def _create_beside(path: Path) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO]:
-    """A temporary file beside ``path`` (parents created), fsynced and renamed onto ``path`` when the block
-    ends; an exception removes it and leaves any previous ``path`` untouched."""
+    """A temporary file beside ``path``, fsynced and renamed onto it at the end; an exception removes it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_beside(path)
@@ -79,8 +78,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int = 2) -> Path:
-    """Writes ``obj`` as JSON atomically (numpy values converted, NaN/inf as null), serialised before the
-    destination is touched."""
+    """Writes ``obj`` as JSON atomically (numpy values converted, NaN/inf as null)."""
     text = json.dumps(jsonable(obj), indent=indent, sort_keys=False, allow_nan=False) + "\n"
     return write_text_atomic(path, text)
 

@@ -8,8 +8,7 @@ from typing import Any
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package`` that imports ``exports[name]`` (a module path,
-    relative with a leading ``.``) when attribute ``name`` is first used."""
+    """A module ``__getattr__`` for ``package`` importing ``exports[name]`` when ``name`` is first used."""
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
@@ -20,8 +19,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
 
 
 class LazyModule:
-    """A module imported on first attribute access (``tf = LazyModule("tensorflow")``): importing a module whose
-    TensorFlow code runs only on some paths costs no TensorFlow import."""
+    """A module imported on first attribute access (``tf = LazyModule("tensorflow")``)."""
 
     def __init__(self, name: str):
         self._name = name

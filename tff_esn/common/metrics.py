@@ -52,8 +52,7 @@ def _confusion(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.nda
 
 
 def f1_scores(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> tuple[float, float]:
-    """``(macro F1, micro F1)`` from one confusion count: per class ``2 TP / (2 TP + FP + FN)`` (0 where the
-    class is neither true nor predicted, as scikit-learn's ``zero_division=0``), micro pooling the counts."""
+    """``(macro F1, micro F1)`` from one confusion count: per class ``2 TP / (2 TP + FP + FN)`` (0 if undefined)."""
     counts = _confusion(y_true, y_pred, n_classes)
     tp = np.diag(counts).astype(np.float64)
     denominator = counts.sum(axis=0) + counts.sum(axis=1)
@@ -79,8 +78,7 @@ def _binary_auc(y: np.ndarray, s: np.ndarray) -> float:
 
 
 def auc(y_true: np.ndarray, scores: np.ndarray, n_classes: int) -> float | None:
-    """ROC AUC: binary on the positive score (or margin), else macro one-vs-rest on softmax; ``None`` when a
-    class is absent from ``y_true``."""
+    """ROC AUC: binary on the positive score, else macro one-vs-rest; ``None`` when a class is absent."""
     y = _labels(y_true, n_classes)
     s = _scores(scores, y.size, n_classes)
     if len(np.unique(y)) < n_classes:
@@ -118,8 +116,7 @@ def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dic
 
 def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed: int = 0,
                  threshold: float = 0.5) -> dict[str, float | int | None]:
-    """One ``metrics.json`` section: :func:`classification_metrics`, the random baseline's accuracy and the
-    ``label_counts`` and ``prediction_counts`` per class (what :mod:`tff_esn.common.result_check` reads)."""
+    """One ``metrics.json`` section: :func:`classification_metrics`, random baseline, label and prediction counts."""
     report = classification_metrics(y_true, scores, n_classes, threshold=threshold)
     report["random_baseline_accuracy"] = random_baseline(y_true, n_classes, seed=seed)["accuracy"]
     y = _labels(y_true, n_classes)

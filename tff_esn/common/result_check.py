@@ -21,9 +21,7 @@ GROUPS = ("val", "test")
 
 def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any],
                  task: Task = CLASSIFY) -> dict[str, list[str]]:
-    """Per group (``val``, ``test``) with a section, the :data:`FLAGS` that hold, each also a warning: one
-    predicted class among several labelled, accuracy at most the majority class's, or (real-valued ``task``)
-    an NRMSE no better than the training mean's."""
+    """Per group (``val``, ``test``), with a section, the :data:`FLAGS` that hold, each also a warning."""
     compare = _real_flags if task.real else _class_flags
     return {group: compare(f"{algorithm}: {group}", result[group], baselines, group)
             for group in GROUPS if result.get(group)}

@@ -28,8 +28,7 @@ def merged(*lists: Iterable[str]) -> list[str]:
 
 @contextlib.contextmanager
 def recording() -> Iterator[list[str]]:
-    """The list of distinct :class:`RunWarning` messages emitted inside the block, each printed to stderr once
-    (``warning: …``); any other warning goes to the display in force outside."""
+    """The distinct :class:`RunWarning` messages emitted inside the block, each printed to stderr once."""
     said: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("always", RunWarning)

@@ -19,9 +19,7 @@ from typing import Any
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """One flat setting of a config class: its flat ``name`` (the flag is ``--`` + name with ``-``), the dataclass
-    ``field`` holding it, the ``owner`` class declaring it (whose docstring gives the help), its ``default`` (from
-    the enclosing config's default) and the nested ``group`` it sits in (``""`` at the top)."""
+    """A config class's flat setting: flag ``name``, dataclass ``field``, ``owner``, ``default`` and ``group``."""
 
     name: str
     field: dataclasses.Field
@@ -35,8 +33,7 @@ class Setting:
 
     @property
     def help(self) -> str:
-        """``metadata["help"]`` or the first sentence of the docstring's attribute text (``""`` when
-        neither says)."""
+        """``metadata["help"]`` or the first sentence of the docstring's attribute text (``""``: neither)."""
         text = self.field.metadata.get("help") or attribute_help(self.owner).get(self.field.name, "")
         return re.split(r"(?<=\.) (?=[A-Z])", text, maxsplit=1)[0]
 
@@ -64,11 +61,7 @@ class Setting:
         return (annotation,)
 
     def parse(self, text: str) -> Any:
-        """The value of ``text`` as this setting holds it (``ValueError`` when it does not parse).
-
-        A setting of several types (``float | str``) takes the first non-string type that parses,
-        else the text itself when it is one of ``choices`` (or any text without choices): e.g.
-        ``--l2 1e-3`` or ``--l2 auto``."""
+        """``text`` parsed as the first non-string type that parses, else a choice (``ValueError``: none)."""
         if self.optional and text.lower() == "none":
             return None
         custom = self.field.metadata.get("type")
@@ -111,8 +104,7 @@ _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
 
 @functools.cache
 def attribute_help(owner: type) -> dict[str, str]:
-    """``{field: text}`` from the ``Attributes:`` sections of ``owner``'s docstring and its bases'
-    (the nearest class wins), one line each, rst markup (````x````, ``:mod:`x```) dropped."""
+    """``{field: text}`` from the ``Attributes:`` sections of ``owner`` and its bases (nearest wins), markup dropped."""
     out: dict[str, str] = {}
     for cls in reversed(owner.__mro__):
         doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")
@@ -148,8 +140,7 @@ def _name(field: dataclasses.Field) -> str:
 
 
 def settings(config: type, prefix: str = "", base: Any = None, group: str = "") -> dict[str, Setting]:
-    """Every flat setting of ``config`` by name, in declaration order (nested configs in place),
-    with the default each takes inside ``config`` (``base``: the enclosing default instance)."""
+    """Every flat setting of ``config`` by name, in declaration order, with its default inside ``config``."""
     out: dict[str, Setting] = {}
     for field in dataclasses.fields(config):
         inner = getattr(base, field.name) if base is not None else _nested(field)
@@ -164,8 +155,7 @@ def settings(config: type, prefix: str = "", base: Any = None, group: str = "") 
 
 
 def pick_settings(all_settings: Mapping[str, Setting], names: Iterable[str], **renamed: str) -> dict[str, Setting]:
-    """The settings ``names`` of ``all_settings``, and ``renamed`` ones (new name → setting name) under a
-    new name: a command that sets parts of several configs takes their flags from them this way."""
+    """The settings ``names`` of ``all_settings``, plus ``renamed`` ones (new name → setting name)."""
     picked = {name: all_settings[name] for name in names}
     picked.update({new: dataclasses.replace(all_settings[name], name=new) for new, name in renamed.items()})
     return picked
@@ -178,9 +168,7 @@ def config_fields(config: type, prefix: str = "") -> dict[str, dataclasses.Field
 
 def config_from_flags(config: type, flags: Mapping[str, Any], *, strict: bool = True, prefix: str = "",
                       base: Any = None) -> Any:
-    """``config`` built from flat ``flags`` (:func:`settings` names; nested configs such as
-    ``reservoir`` take theirs from the same mapping, starting from the field's default). Keys
-    that are no setting are an error naming them unless ``strict=False``."""
+    """``config`` built from flat ``flags`` (nested configs too); unknown keys are an error unless ``strict=False``."""
     if strict:
         unknown = sorted(set(flags) - set(config_fields(config, prefix)))
         if unknown:
@@ -198,8 +186,7 @@ def config_from_flags(config: type, flags: Mapping[str, Any], *, strict: bool = 
 
 
 def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
-    """``dataclasses.asdict(config)`` with nested configs lifted to the top (``units``, ``seed``,
-    ``ip_mu``, …: the keys of ``metrics.json``'s ``config`` section, the flags' names)."""
+    """``dataclasses.asdict(config)`` with nested configs lifted to the top (``metrics.json``'s ``config`` keys)."""
     out: dict[str, Any] = {}
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)

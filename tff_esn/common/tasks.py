@@ -16,8 +16,7 @@ REAL_KINDS = ("forecast", "regress")
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """A dataset's task: ``classify`` (integer labels), ``forecast`` (the channel ``target``, default the
-    series' own or the first input, ``horizon`` H ≥ 1 steps after the states) or ``regress`` (a real target)."""
+    """A dataset's task: ``classify``, ``forecast`` (channel ``target``, ``horizon`` H ≥ 1) or ``regress``."""
 
     kind: str = "classify"
     horizon: int = 0
@@ -38,13 +37,11 @@ class Task:
 
     @property
     def products(self) -> str:
-        """The float type of the ridge statistics' per-chunk products: ``float64`` for real targets (an NRMSE
-        rests on small eigen-directions float32 rounds away), ``float32`` for classes."""
+        """The float type of the ridge statistics' per-chunk products: float64 for real targets, float32 for classes."""
         return "float64" if self.real else "float32"
 
     def encode(self, y: Any, n_outputs: int) -> Any:
-        """The readout's training targets of labels ``y`` (any shape): one-hot (…, C) classes, or
-        the real targets as (…, 1) float64 (IncFed eq. 3's ``Y``)."""
+        """The readout's targets of labels ``y``: one-hot classes or real (…, 1) float64 (IncFed eq. 3's ``Y``)."""
         import numpy as np
 
         from tff_esn.esn.ridge import one_hot
@@ -55,8 +52,7 @@ class Task:
         return one_hot(y.reshape(-1), n_outputs).reshape(y.shape + (n_outputs,))
 
     def report(self, y_true: Any, outputs: Any, n_outputs: int, *, seed: int = 0) -> dict[str, Any]:
-        """One group's ``metrics.json`` section: classification metrics with the random baseline,
-        or NRMSE, RMSE, MAE and R² (:func:`tff_esn.common.metrics.regression_metrics`)."""
+        """One group's ``metrics.json`` section: classification metrics, or NRMSE, RMSE, MAE and R²."""
         from tff_esn.common import metrics
 
         if self.real:

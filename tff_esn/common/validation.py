@@ -16,8 +16,7 @@ def flag_of(config: Any, name: str) -> str:
 
 
 def check_field(config: Any, name: str, ok: bool, expected: str, *, flag: str | None = None) -> None:
-    """``ValueError`` naming ``config``'s field ``name``, its flag (``flag``: where the name or metadata does
-    not say it; ``""``: none) and ``expected`` unless ``ok``."""
+    """``ValueError`` naming ``config``'s field ``name``, its flag and ``expected`` unless ``ok``."""
     if not ok:
         shown = flag_of(config, name) if flag is None else flag
         where = f" ({shown})" if shown else ""

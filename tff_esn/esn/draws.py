@@ -45,8 +45,7 @@ def graph_seed(config: ReservoirConfig) -> int:
 
 
 def _structure(config: ReservoirConfig) -> np.ndarray:
-    """Ŵ of a non-random topology before scaling: fixed weights (ring, delay-line, cycle-jumps) or uniform
-    [−1, 1] weights on the small-world and scale-free graphs' edges."""
+    """Ŵ of a non-random topology before scaling: fixed weights, or uniform [−1, 1] on a graph's edges."""
     n = config.units
     if config.topology == "ring":
         return topologies.ring(n)
@@ -62,8 +61,7 @@ def _structure(config: ReservoirConfig) -> np.ndarray:
 
 
 def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
-    """Ŵ (units, units) of ``config.topology`` rescaled to ρ(Ŵ) = ``spectral_radius`` (the nilpotent
-    ``delay-line``: every link's weight); ``link_signs="random"`` gives each link a random sign."""
+    """Ŵ (units, units) of ``config.topology`` scaled to ρ(Ŵ) = ``spectral_radius`` (delay-line: its link weight)."""
     if config.topology != "random":
         w = _structure(config)
         if config.link_signs == "random":
@@ -93,8 +91,7 @@ LEAK_SEED_PART = 4
 
 
 def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
-    """Each unit's leaking rate: ``leak_values``, the ``constant`` ``leaky``, or float32 rates in
-    [leak_low, leaky] (``uniform``, ``log-uniform``, ``layered`` fast-first blocks); a deep ESN's layers in turn."""
+    """Each unit's leaking rate: ``leak_values``, constant, or drawn per ``leak_distribution`` (deep ESN: per layer)."""
     if config.layers > 1:
         return _joined([leak_rates(config.layer(i)) for i in range(config.layers)], config.layer_sizes)
     low, high, n = config.leak_low, config.leaky, config.units

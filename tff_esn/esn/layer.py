@@ -40,8 +40,7 @@ class ReservoirInitializer(tf.keras.initializers.Initializer):
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class Reservoir(tf.keras.layers.Layer):
-    """Fixed (non-trainable) leaky-integrator ESN reservoir (IncFed eq. 1; thesis eq. 2.1), from ``config`` or
-    ``**hparams``; ``use_gain`` adds the IP gain g as a fourth weight (FedIP eq. 1)."""
+    """Fixed leaky-integrator reservoir (IncFed eq. 1; thesis eq. 2.1); ``use_gain``: IP gain g (FedIP eq. 1)."""
 
     def __init__(
         self,

@@ -47,7 +47,7 @@ rounding of the computed eigenvalues (a few ε·‖M‖) cannot turn the certifi
 
 
 def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
-    """Whether ``matrix = L Lᵀ`` is regular with a margin: ``e_min ≥ 1 / ‖L⁻¹‖_F²`` above
+    """Whether ``matrix = L Lᵀ`` is regular: ``e_min ≥ 1 / ‖L⁻¹‖_F²`` above
     :data:`CERTIFICATE_MARGIN` · N·ε·``min(trace M, ‖M‖_∞)``; ``False`` when the bounds do not decide."""
     inverse, info = scipy.linalg.lapack.dtrtri(lower, lower=1)
     if info != 0:
@@ -59,8 +59,7 @@ def certified_regular(matrix: np.ndarray, lower: np.ndarray) -> bool:
 
 
 def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
-    """``W = a · matrix⁻¹`` for ``matrix = B + λI`` (IncFed eq. 10): Cholesky when regular; a singular system
-    raises :class:`SingularSystemError` at ``l2 = 0``, else is solved by the pseudo-inverse with a RunWarning."""
+    """``W = a · matrix⁻¹`` for ``matrix = B + λI`` (IncFed eq. 10): Cholesky, else pseudo-inverse with a RunWarning."""
     try:
         factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=True)
     except np.linalg.LinAlgError:
@@ -114,8 +113,7 @@ def asymmetry_of(matrix: np.ndarray) -> float:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RidgeStats:
-    """Ridge statistics ``A = Yᵀ S``, ``B = Sᵀ S`` (float64) over ``n`` samples from ``clients`` parties
-    (``clients`` counts λ per client, IncFed eq. 7); ``bias``: the last feature is the constant-1 input."""
+    """Ridge statistics ``A = Yᵀ S``, ``B = Sᵀ S`` (float64) of ``n`` samples of ``clients`` parties (IncFed eq. 7)."""
 
     A: np.ndarray
     B: np.ndarray

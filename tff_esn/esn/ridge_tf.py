@@ -10,8 +10,7 @@ import tensorflow as tf
 
 def ridge_products(states: tf.Tensor, targets: tf.Tensor, *, readout_bias: bool, valid: tf.Tensor | None = None,
                    clip: Callable[[tf.Tensor], tf.Tensor] | None = None) -> tuple[tf.Tensor, tf.Tensor]:
-    """``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7) in float64, rows not ``valid`` dropped and
-    each row passed through ``clip`` (DP) first."""
+    """``(Yᵀ S, Sᵀ S)`` of a block of states (IncFed eqs. 6–7) in float64, invalid rows dropped, rows ``clip``-ped."""
     s = states
     if readout_bias:
         s = tf.concat([s, tf.ones_like(s[:, :1])], axis=1)

@@ -134,8 +134,7 @@ def deep_step(x: np.ndarray, projected: np.ndarray, recurrent: np.ndarray, bias:
 
 
 def ragged_batches(lengths: np.ndarray, features: int, batch_size: int = HARVEST_BATCH) -> list[np.ndarray]:
-    """The rows of each batch of sequences of unequal ``lengths``: sorted by length (stable), at most
-    ``batch_size`` rows and ``rows · longest · features`` ≤ :data:`HARVEST_VALUES` (a batch of one row exceeds it)."""
+    """The rows of each batch of sequences of unequal ``lengths``: by length, within :data:`HARVEST_VALUES`."""
     order = np.argsort(lengths, kind="stable")
     steps = np.asarray(lengths)[order]
     limit = HARVEST_VALUES // max(int(features), 1)
@@ -149,8 +148,7 @@ def ragged_batches(lengths: np.ndarray, features: int, batch_size: int = HARVEST
 
 
 class _GroupStatistics:
-    """Each group's ridge statistics ``[A, B, n]`` (IncFed eqs. 6–7), accumulated from blocks
-    of ``chunk`` steps' states: each block's products in ``products`` (float32 or float64), summed in float64."""
+    """Each group's ridge statistics ``[A, B, n]`` (IncFed eqs. 6–7), accumulated in float64 from blocks of states."""
 
     def __init__(self, targets: np.ndarray, groups: np.ndarray | None, n_groups: int, units: int,
                  readout_bias: bool, chunk: int, valid: np.ndarray | None, washout: int,
@@ -207,8 +205,7 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
                           chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (), readout_from: int = 0,
                           activation: str | tuple[str, ...] = "tanh", products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
-    """States of a batch of sequences (``keep``: ``last``, ``mean`` after ``washout``, ``mean+last`` or ``all``)
-    and, with ``targets``, each group's (client's) ``(A = Yᵀ S, B = Sᵀ S, n)`` in float64 (IncFed eqs. 6–7)."""
+    """States of a batch of sequences and, with ``targets``, each group's ``(Yᵀ S, Sᵀ S, n)`` (IncFed eqs. 6–7)."""
     batch, steps = inputs.shape[0], inputs.shape[1]
     units = recurrent.shape[0] - readout_from
     valid = None

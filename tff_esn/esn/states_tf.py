@@ -112,8 +112,7 @@ def run_reservoir(
     readout_from: int = 0,
     activation: str | tuple[str, ...] = "tanh",
 ) -> tf.Tensor:
-    """States of a batch of sequences: the ``last`` (batch, units), the ``mean`` after ``washout`` or ``all``
-    (batch, time − washout, units − readout_from); with ``lengths`` each right-padded sequence ends at its own length."""
+    """A batch of sequences' states: ``last``, ``mean`` after ``washout`` or ``all`` (``lengths``: right-padded)."""
     inputs = tf.convert_to_tensor(inputs, tf.float32)
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
@@ -183,8 +182,7 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
                      layers: tuple[int, ...] = (), readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
-    """``(Yᵀ S, Sᵀ S, n)`` in float64 over every state after ``washout`` within each sequence's length
-    (IncFed eqs. 6–7), reduced ``chunk`` steps at a time in ``dtype``."""
+    """``(Yᵀ S, Sᵀ S, n)`` in float64 of every state after ``washout`` (IncFed eqs. 6–7), ``chunk`` steps at a time."""
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
@@ -230,8 +228,7 @@ def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: floa
                      dtype=tf.float64, layers: tuple[int, ...] = (),
                      readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
                      ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences in float64 (IncFed eqs. 6–7): every state after the
-    washout (``all``, :func:`accumulate_stats`) or each sequence's last or mean state as a sample."""
+    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences in float64 (IncFed eqs. 6–7), per ``state_mode``."""
     if state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])

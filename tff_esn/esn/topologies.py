@@ -25,8 +25,7 @@ def delay_line(units: int) -> np.ndarray:
 
 
 def cycle_jumps(units: int, jump: int, jump_weight: float) -> np.ndarray:
-    """The ring (weight 1) plus jumps i ↔ (i + ℓ) mod N of weight ``jump_weight`` for i = 0, ℓ, 2ℓ, … < N
-    (Rodan & Tiňo's cycle reservoir with jumps, the ratio r_j / r_c = ``jump_weight``)."""
+    """The ring plus jumps i ↔ (i + ℓ) mod N of weight ``jump_weight`` (Rodan & Tiňo's cycle reservoir with jumps)."""
     w = ring(units)
     for i in range(0, units, jump):
         j = (i + jump) % units
@@ -97,8 +96,7 @@ GRAPH_WORK = 5e7
 
 
 def graph_metrics(recurrent: np.ndarray, work: float = GRAPH_WORK) -> dict:
-    """Ŵ's undirected graph: edges, density, self-loops, degrees, clustering and mean shortest path (as
-    networkx); a metric costing more than ``work`` operations is ``None``, its reason in ``skipped``."""
+    """Ŵ's graph metrics (as networkx); one costing more than ``work`` operations is ``None``, why in ``skipped``."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components, shortest_path
 

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ReservoirWeights:
-    """One reservoir's float32 W_in (n_inputs, units), Ŵ, b, IP gain g, leaking rate(s), a deep ESN's ``layers``,
-    the first unit the readout sees and the units' ``activation`` (IncFed eq. 1, FedIP eq. 1)."""
+    """One reservoir's float32 weights, leaking rate(s), deep layers and activation (IncFed eq. 1, FedIP eq. 1)."""
 
     kernel: np.ndarray
     recurrent: np.ndarray

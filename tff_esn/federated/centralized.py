@@ -20,8 +20,7 @@ from tff_esn.common.run_warnings import warn
 
 
 class BestValidatedEpoch(tf.keras.callbacks.Callback):
-    """Keeps the epoch with the best validation macro-F1 (a tie: the lower validation loss), stops once
-    ``patience`` epochs have not improved on it and restores its weights (the federated runs' best round)."""
+    """Keeps the epoch of best validation macro-F1 (tie: lower loss), stops after ``patience`` and restores it."""
 
     def __init__(self, states: np.ndarray, labels: np.ndarray, n_classes: int, patience: int):
         super().__init__()
@@ -58,9 +57,7 @@ def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardiz
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
                       include_validation: bool = True, patience: int = 0,
                       refit: bool = False, l2: float = 0.0) -> tuple[tf.keras.Model, dict[str, Any]]:
-    """``(readout model, report)``: the readout fitted on the design set (``include_validation``: training +
-    validation subjects) and Table 6.3's metrics; ``patience``, ``refit`` and ``l2`` as in
-    :class:`~tff_esn.federated.configs.ThesisCentralConfig`; ``seed`` orders the epochs."""
+    """``(readout model, report)``: the readout fitted on the design set and Table 6.3's metrics."""
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
              f"design set for {config.epochs} epochs.")

@@ -27,8 +27,7 @@ class RoundCheckpoint:
         self.path = self.out / CHECKPOINT
 
     def save(self, state: Any, round_num: int, rows: Sequence[Mapping[str, Any]] = ()) -> None:
-        """Writes ``state``'s leaves, ``round_num`` and the rounds' ``rows`` so far (as JSON) atomically
-        (:func:`tff_esn.common.io.atomic_write`: a failed write leaves the previous checkpoint and no temporary file)."""
+        """Writes ``state``'s leaves, ``round_num`` and the ``rows`` so far atomically."""
         import tensorflow as tf
 
         leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(state)]
@@ -38,8 +37,7 @@ class RoundCheckpoint:
                      **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
 
     def latest(self, initial_state: Any) -> tuple[Any, int, list[dict[str, Any]]] | None:
-        """``(state, round, rows)`` of the checkpoint in ``initial_state``'s structure (``None``: none);
-        :class:`CheckpointError` for SavedModel checkpoints or leaves that do not fit ``initial_state``."""
+        """``(state, round, rows)`` of the checkpoint (``None``: none); :class:`CheckpointError` if unfit."""
         import tensorflow as tf
 
         legacy = legacy_round(self.out)

@@ -26,8 +26,7 @@ _EPSILON = 1e-7
 
 def log_likelihood(predictions: tf.Tensor, targets: tf.Tensor | None = None) -> tf.Tensor:
     """Every class log-probability of every prediction, summed (thesis Alg. 2 line 19): ``Σ_k log p_k``
-    (K softmax outputs), ``Σ [log p + log(1 − p)]`` (one sigmoid output, DEVIATIONS.md), or for real
-    ``targets`` the unit-variance Gaussian's ``−½ Σ (y − ŷ)²``."""
+    (K softmax outputs), ``Σ [log p + log(1 − p)]`` (one sigmoid), or ``−½ Σ (y − ŷ)²`` for real ``targets``."""
     if targets is not None:
         return -0.5 * tf.reduce_sum(tf.square(tf.cast(targets, predictions.dtype) - predictions))
     p = tf.clip_by_value(predictions, _EPSILON, 1.0 - _EPSILON)
@@ -72,9 +71,7 @@ def _accepted(client_filter: ClientFilter | None, update) -> tf.Tensor:
 
 
 class ClientUpdate(NamedTuple):
-    """The client update (thesis ClientUpdate of Alg. 1–4) on a batched dataset (``on_batches``, TFF) or on
-    arrays cut by each epoch's ``orders`` (``on_arrays``, the simulation); both return ``(ClientResult,
-    unfinalized metrics, accepted 0/1, u_b, v_b)``."""
+    """The client update (thesis ClientUpdate of Alg. 1–4) on a batched dataset (TFF) or on arrays (the simulation)."""
 
     on_batches: Callable
     on_arrays: Callable
@@ -82,8 +79,7 @@ class ClientUpdate(NamedTuple):
 
 def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None,
                         real: bool = False) -> ClientUpdate:
-    """The client's update that both runtimes run (:class:`ClientUpdate`); FedCurv's when ``penalty`` is
-    given, ``real``: a linear readout of real targets (:func:`log_likelihood`)."""
+    """The client's update that both runtimes run (:class:`ClientUpdate`); FedCurv's when ``penalty`` is given."""
     model = model_fn()
     curvature = penalty is not None
 
@@ -160,10 +156,8 @@ def build_readout_client_work(
     aggregation: LearningAggregation | None = None,
     real: bool = False,
 ) -> tff.learning.templates.ClientWorkProcess:
-    """FedAvg (``penalty=None``) or FedCurv (penalty λ, thesis Alg. 2) client work around
-    :func:`build_client_update`: state ``()`` or ``{"u", "v", "aggregator"}`` (u = v = 0 at start, Alg. 2
-    line 2); measurements: training metrics, ``clients``, FedCurv's ``curvature`` and, for FedCurv, a filter or own
-    reservoirs, ``accepted_clients`` (public by their privacy declaration)."""
+    """FedAvg (``penalty=None``) or FedCurv (penalty λ, thesis Alg. 2) client work around :func:`build_client_update`
+    (u = v = 0 at start, Alg. 2 line 2)."""
     own_work = penalty is not None or client_filter is not None or client_reservoirs
     aggregation = aggregation or LearningAggregation(fedcurv=penalty is not None)
     curvature_factory = aggregation.curvature or tff.aggregators.SumFactory()

@@ -26,14 +26,12 @@ _NOISE, _SHUFFLE = 1, 2
 
 
 def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
-    """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own
-    (``different``, Table 6.5: :func:`~tff_esn.esn.hyperparameters.client_reservoir`)."""
+    """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own (``different``, Table 6.5)."""
     return [server] * n_clients if mode == "same" else [client_reservoir(server, i) for i in range(n_clients)]
 
 
 def targets(client: ClientSequences, config: ThesisModelConfig) -> np.ndarray:
-    """float32 targets shaped like the model's output: the 0/1 label (…, 1) for two classes,
-    the one-hot label (…, K) for K; validates labels against the state mode."""
+    """float32 targets shaped like the model's output: 0/1 labels (…, 1) for two classes, else one-hot (…, K)."""
     if config.per_step:
         if not client.per_step:
             raise ValueError("state_mode='all' predicts at every step and needs per-step labels (n, T); "
@@ -60,8 +58,7 @@ def noisy(x: np.ndarray, std: float, seed: int) -> np.ndarray:
 
 def reservoir_states(x: np.ndarray, reservoir: ReservoirConfig, config: ThesisModelConfig, *,
                      lengths: np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
-    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them: (n, T − washout, U)
-    for ``state_mode="all"``, else (n, U), float32; with ``lengths`` each sequence at its own length."""
+    """Reservoir states of ``x`` (n, T, F) as the model's reservoir layer computes them, float32."""
     layer = Reservoir(reservoir, state_mode=config.state_mode, washout=config.washout)
     layer.build((None, x.shape[1], x.shape[2]))
     if lengths is None:
@@ -79,8 +76,7 @@ def client_states(client: ClientSequences, reservoir: ReservoirConfig, config: T
 
 
 def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
-    """Writes ``states.f32``, ``labels.f32`` (raw float32) and ``shapes.json`` into ``path`` atomically (a
-    temporary sibling folder renamed at the end; a concurrent writer of the same key wins)."""
+    """Writes ``states.f32``, ``labels.f32`` and ``shapes.json`` into ``path`` atomically (a renamed sibling folder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     try:
@@ -95,8 +91,7 @@ def _save_raw(path: Path, states: np.ndarray, labels: np.ndarray) -> None:
 
 
 def _load_raw(path: Path) -> tf.data.Dataset:
-    """The unbatched ``(states, labels)`` dataset of a folder written by :func:`_save_raw`: only the path
-    travels, the worker maps the files into memory (``ImmutableConst``)."""
+    """The unbatched ``(states, labels)`` dataset of a :func:`_save_raw` folder, memory-mapped by the worker."""
     shapes = json.loads((path / "shapes.json").read_text())
     for name, shape in shapes.items():
         file = path / f"{name}.f32"
@@ -122,8 +117,7 @@ def lean_options() -> tf.data.Options:
 
 
 def epoch_orders(n: int, epochs: int, seed: int | None) -> np.ndarray:
-    """(epochs, n): the order of the ``n`` elements in each local epoch, drawn from ``seed``
-    alone (``None``: the stored order every epoch)."""
+    """(epochs, n): the order of the ``n`` elements in each local epoch from ``seed`` (``None``: stored order)."""
     if seed is None:
         return np.tile(np.arange(n), (epochs, 1))
     rng = np.random.default_rng(seed)
@@ -143,8 +137,7 @@ def seeded_epochs(ds: tf.data.Dataset, n: int, batch_size: int, epochs: int, see
 
 
 def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[tf.data.Dataset, int]:
-    """``(dataset, steps_per_epoch)`` for ``model.fit``: ``epochs`` passes over ``(x, y)``, each in its own
-    order drawn from ``seed`` alone (:func:`seeded_epochs`)."""
+    """``(dataset, steps_per_epoch)`` for ``model.fit``: ``epochs`` passes over ``(x, y)`` in seeded orders."""
     n = len(x)
     if n == 0 or len(y) != n:
         raise ValueError(f"seeded_fit_data: expected as many inputs as labels (≥ 1), got {n} and {len(y)}.")
@@ -153,8 +146,7 @@ def seeded_fit_data(x, y, *, batch_size: int, epochs: int, seed: int) -> tuple[t
 
 
 def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_seed: int | None) -> tf.data.Dataset:
-    """Shuffled (seeded, anew each epoch: :func:`seeded_epochs`), batched, repeated for
-    ``config.epochs`` local epochs."""
+    """Shuffled (seeded, anew each epoch), batched, repeated for ``config.epochs`` local epochs."""
     if shuffle_seed is not None:
         return seeded_epochs(ds, n, config.batch_size, config.epochs, shuffle_seed).with_options(lean_options())
     ds = ds.batch(config.batch_size)
@@ -162,8 +154,7 @@ def _batched(ds: tf.data.Dataset, n: int, config: ThesisModelConfig, shuffle_see
 
 
 class ClientArrays(NamedTuple):
-    """One client's round in arrays: inputs (n, …), float32 targets (n, …), the order of
-    each local epoch (epochs, n) and its own reservoir weights (``None``: the server's)."""
+    """One client's round in arrays: inputs, float32 targets, each epoch's order and its own reservoir weights."""
 
     x: np.ndarray
     y: np.ndarray
@@ -211,8 +202,7 @@ class _ClientSource:
         return [self.dataset(cid, round_num) for cid in client_ids]
 
     def own_reservoir(self, cid: str) -> tuple[np.ndarray, ...] | None:
-        """The client's own reservoir weights (the model's non-trainable variables), ``None``
-        when the clients train with the broadcast server reservoir."""
+        """The client's own reservoir weights, ``None`` when clients use the broadcast server reservoir."""
         return None
 
     def in_memory(self, client_ids: Sequence[str], round_num: int) -> RoundArrays:
@@ -231,8 +221,7 @@ def reservoir_weights(reservoir: ReservoirConfig, n_inputs: int, config: ThesisM
 
 
 class RawInputs(_ClientSource):
-    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model; with
-    ``reservoirs="different"`` a client's data is ``(batches, its own reservoir weights)`` (Table 6.5)."""
+    """Faithful mode: raw inputs, noise redrawn every round, the reservoir inside the model (Table 6.5: own ones)."""
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True):
@@ -267,9 +256,7 @@ class RawInputs(_ClientSource):
 
 
 class CachedStates(_ClientSource):
-    """Readout-only mode: every client's states harvested once (standardised by ``standardize`` when
-    ``config.standardized``), noise fixed per client; with ``cache_dir`` saved there once (keyed by inputs,
-    reservoir and noise) and only the path travels into the computation, else in memory."""
+    """Readout-only mode: every client's states harvested once (optionally standardised and cached), noise fixed."""
 
     def __init__(self, clients: Mapping[str, ClientSequences], config: ThesisModelConfig, *, seed: int = 0,
                  noise_std: float | Mapping[str, float] = 0.0, reservoirs: str = "same", shuffle: bool = True,
@@ -309,8 +296,7 @@ class CachedStates(_ClientSource):
         return reservoir_states(x, self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
     def _prepare(self, cid: str, raw: np.ndarray | None) -> tf.data.Dataset:
-        """The client's unbatched ``(states, labels)`` dataset: its states (``raw``, else harvested, and saved
-        once under ``cache_dir``), standardised if asked."""
+        """The client's unbatched ``(states, labels)`` dataset, harvested or cached, standardised if asked."""
         labels = targets(self.clients[cid], self.config)
 
         def inputs() -> np.ndarray:

@@ -17,9 +17,7 @@ from tff_esn.federated.configs import FedAvgConfig, ThesisCentralConfig, ThesisR
 
 def validation_data(dataset: SequenceDataset, split: Split, seed: int,
                     selects: bool) -> tuple[SequenceDataset, Split, dict[str, Any] | None]:
-    """``(dataset, split, record)`` of a run that ``selects`` on validation data: the split's own
-    validation clients, or a seeded hold-out carved from the training clients
-    (:meth:`~tff_esn.data.carving.Carving.holdout`); the input and ``None`` otherwise."""
+    """``(dataset, split, record)`` of a run that ``selects`` on validation data: its own or a seeded hold-out."""
     if not selects:
         return dataset, split, None
     carving = carve(dataset, split, seed=seed)
@@ -28,9 +26,7 @@ def validation_data(dataset: SequenceDataset, split: Split, seed: int,
 
 def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfig
                   ) -> tuple[ThesisRunConfig, dict[str, Any] | None]:
-    """``config`` with ``state_mode="auto"`` and ``reservoir_search`` chosen by the closed-form selection
-    (:class:`tff_esn.closed_form.run.Run`, balanced accuracy) on ``split`` before any hold-out is carved, and
-    the record (``None``: nothing chosen)."""
+    """``config`` with ``state_mode="auto"`` and ``reservoir_search`` chosen in closed form, and the record."""
     from tff_esn.closed_form.configs import ReadoutConfig
     from tff_esn.closed_form.run import Run
 
@@ -47,8 +43,7 @@ def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfi
 
 
 def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
-    """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1), or FedCurv's (thesis ch. 3,
-    Alg. 2) with a :class:`~tff_esn.federated.configs.FedCurvConfig`."""
+    """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1), or FedCurv's (thesis ch. 3, Alg. 2)."""
     from tff_esn.federated.training import run_federated
 
     config, states = choose_states(dataset, split, config)

@@ -37,8 +37,7 @@ class WeightedBinaryCrossentropy(tf.keras.losses.Loss):
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
 class WeightedCategoricalCrossentropy(tf.keras.losses.Loss):
-    """``mean(w[y] · (−log p_y))`` over every one-hot prediction (K ≥ 2 classes): Keras'
-    ``CategoricalCrossentropy`` with ``sample_weight = w[y]``, on (batch, K) and (batch, T, K) targets."""
+    """``mean(w[y] · (−log p_y))`` over every one-hot prediction: Keras' ``CategoricalCrossentropy`` with ``w[y]``."""
 
     def __init__(self, class_weight: Any, name: str = "weighted_categorical_crossentropy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -74,8 +73,7 @@ def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarr
 
 
 def readout_layer(seed: int, n_outputs: int = 1, *, linear: bool = False) -> tf.keras.layers.Dense:
-    """The readout, Glorot-uniform with a seed: ``Dense(1, sigmoid)`` (thesis Alg. 2 line 18),
-    ``Dense(K, softmax)`` or, ``linear``, ``Dense(1)`` (real targets)."""
+    """The seeded readout: ``Dense(1, sigmoid)`` (thesis Alg. 2 line 18), ``Dense(K, softmax)`` or ``Dense(1)``."""
     activation = None if linear else "sigmoid" if n_outputs == 1 else "softmax"
     return tf.keras.layers.Dense(
         n_outputs, activation=activation, name="readout",
@@ -85,9 +83,7 @@ def readout_layer(seed: int, n_outputs: int = 1, *, linear: bool = False) -> tf.
 
 def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only: bool = False,
                        reservoir: ReservoirConfig | None = None) -> tf.keras.Model:
-    """The (uncompiled) thesis ESN on ``n_inputs`` features (``readout_only``: the readout alone on cached
-    states of that many units; ``reservoir``: a client's own, Table 6.5): ``(batch, T, F) → (batch, T − washout,
-    C)`` when ``config.per_step``, else ``→ (batch, C)``; the readout seeded by ``config.reservoir.seed``."""
+    """The (uncompiled) thesis ESN on ``n_inputs`` features (``readout_only``: on cached states)."""
     res = reservoir or config.reservoir
     if readout_only:
         states = inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
@@ -99,8 +95,7 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
 
 
 def thesis_loss(config: ThesisModelConfig) -> tf.keras.losses.Loss:
-    """The class-weighted cross-entropy: the thesis' binary one for two classes, else categorical;
-    Keras' mean squared error for real targets."""
+    """The class-weighted cross-entropy (the thesis' binary one, else categorical); MSE for real targets."""
     if config.real:
         return tf.keras.losses.MeanSquaredError()
     if config.n_classes == 2:

@@ -27,8 +27,7 @@ def learning_process(model_fn: ModelFn, *, client_learning_rate: float, server_l
                      client_reservoirs: bool = False, aggregation: LearningAggregation | None = None,
                      optimizer: str = "adam", real: bool = False, runtime: str = "tff"):
     """FedAvg (``penalty=None``, Alg. 1; Alg. 3 with ``client_filter``) or FedCurv (penalty λ, Alg. 2; Alg. 4)
-    on ``runtime`` ``tff`` (a TFF ``LearningProcess``) or ``sim`` (:class:`SimulatedProcess`, the same
-    client update, aggregations and server optimizer in one process)."""
+    on ``runtime`` ``tff`` (a TFF ``LearningProcess``) or ``sim`` (:class:`SimulatedProcess`)."""
     aggregation = aggregation or LearningAggregation(fedcurv=penalty is not None)
     client_opt = client_optimizer(optimizer, client_learning_rate)
     server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
@@ -55,8 +54,7 @@ def learning_process(model_fn: ModelFn, *, client_learning_rate: float, server_l
 
 def build_process(config: FedAvgConfig, model_fn: ModelFn, *, privacy: LearningPrivacy | None = None,
                   client_filter: ClientFilter | None = None, client_reservoirs: bool = False, runtime: str = "tff"):
-    """The :func:`learning_process` of ``config`` (FedCurv's when ``config.curvature``) with the
-    aggregations of ``privacy``."""
+    """The :func:`learning_process` of ``config`` with the aggregations of ``privacy``."""
     aggregation = (privacy or LearningPrivacy()).aggregation(config.clients_per_round, curvature=config.curvature)
     return learning_process(model_fn, client_learning_rate=config.model.learning_rate,
                             server_learning_rate=config.server_lr, optimizer=config.model.optimizer,

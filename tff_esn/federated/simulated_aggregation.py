@@ -42,9 +42,7 @@ class Sum:
 
 
 class PrivateRelease:
-    """``tff.aggregators.DifferentiallyPrivateFactory(query)``'s round in one process, on the same ``query``
-    in the order of the factory's ``next`` (:func:`~tff_esn.privacy.learning.dp_release`, then
-    ``derive_metrics``); the weights do not enter (every client counts once)."""
+    """``tff.aggregators.DifferentiallyPrivateFactory(query)``'s round in one process, in the factory's order."""
 
     def __init__(self, query: tfp.SumAggregationDPQuery):
         self._query = query
@@ -61,8 +59,7 @@ class PrivateRelease:
 
 
 def simulated(aggregation: LearningAggregation) -> tuple[WeightedMean | PrivateRelease, Sum | PrivateRelease]:
-    """The model mean and the curvature sum of ``aggregation`` (no secure sum: ``FedAvgConfig`` refuses it on
-    ``sim``) on the queries TFF's factories hold, each with TFF's ``initialize()`` / ``next``."""
+    """The model mean and the curvature sum of ``aggregation`` on the queries TFF's factories hold."""
     model, curvature = aggregation.model_query, aggregation.curvature_query
     return (WeightedMean() if model is None else PrivateRelease(model),
             Sum() if curvature is None else PrivateRelease(curvature))

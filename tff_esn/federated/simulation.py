@@ -40,8 +40,7 @@ def _numpy(value: Any) -> np.ndarray:
 
 @contextlib.contextmanager
 def _graphs_as_tff_runs_them() -> Iterator[None]:
-    """Functions called in this block run without Grappler's remapper and arithmetic optimizer, as TFF's
-    worker runs them."""
+    """Functions called in this block run without Grappler's remapper and arithmetic optimizer, as in TFF's worker."""
     ctx = eager_context.context()
     saved = ctx.function_call_options
     config = config_pb2.ConfigProto.FromString(saved.config_proto_serialized)
@@ -55,8 +54,7 @@ def _graphs_as_tff_runs_them() -> Iterator[None]:
 
 
 def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[Any], collections.OrderedDict]:
-    """The model's Keras metric finalizers as one function of the summed unfinalized metrics, traced into
-    the round (TFF's Keras finalizer's body on the simulation's own model copy)."""
+    """The model's Keras metric finalizers as one function of the summed unfinalized metrics."""
     metrics = {metric.name: metric for metric in model.get_metrics()}
 
     def finalize(unfinalized):
@@ -69,8 +67,7 @@ def _metrics_finalizer(model: tff.learning.models.VariableModel) -> Callable[[An
 
 
 def _array_spec(value: Any, any_axis: int | None = None) -> Any:
-    """The ``TensorSpec`` of an array or tensor (``any_axis``: that axis of any length); a
-    Python value stays itself (a constant of the trace, as ``tf.function`` takes it)."""
+    """The ``TensorSpec`` of an array or tensor (``any_axis``: of any length); a Python value stays itself."""
     if not isinstance(value, (np.ndarray, np.generic, tf.Tensor)):
         return value
     shape = list(value.shape)
@@ -89,9 +86,7 @@ def _round_layout(*args) -> tuple:
 
 
 class SimulatedProcess:
-    """A learning process's round (:func:`~tff_esn.federated.processes.learning_process`) run in one process:
-    its ``client_update``, ``aggregation`` (:func:`~tff_esn.federated.simulated_aggregation.simulated`) and
-    ``server`` optimizer, with a TFF process's ``initialize`` / ``next`` / ``get_model_weights``."""
+    """A learning process's round run in one process, with a TFF process's ``initialize`` / ``next``."""
 
     def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], client_update: ClientUpdate,
                  server: tff.learning.optimizers.Optimizer, aggregation: LearningAggregation, *, curvature: bool,
@@ -108,8 +103,7 @@ class SimulatedProcess:
         self._traced: dict[tuple, Callable] = {}
 
     def initialize(self) -> collections.OrderedDict:
-        """The initial weights and the server optimizer's and aggregations' states; FedCurv's ``u = v = 0``
-        (thesis Alg. 2 line 2)."""
+        """The initial weights and optimizer and aggregation states; FedCurv's ``u = v = 0`` (thesis Alg. 2 line 2)."""
         trainable = tuple(np.asarray(w) for w in self._initial.trainable)
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
         state = collections.OrderedDict(
@@ -128,8 +122,7 @@ class SimulatedProcess:
                                                 non_trainable=list(state["non_trainable"]))
 
     def _round_graph(self, trainable, non_trainable, server, u, v, aggregators, data: RoundArrays):
-        """The round in TensorFlow: the clients' updates, their mean, the server step, FedCurv's
-        ``u = max(Σ u_b, 0)``, ``v = Σ v_b`` and the metrics."""
+        """The round in TensorFlow: updates, mean, server step, FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b``."""
         weights = tff.learning.models.ModelWeights(trainable=list(trainable), non_trainable=list(non_trainable))
         updates, update_weights, curvature, metrics, accepted = [], [], [], None, tf.zeros([], tf.int32)
         for client in data.clients:

@@ -37,8 +37,7 @@ class Standardization:
 
 
 def client_statistics(states: np.ndarray) -> RidgeStats:
-    """One client's statistics of its readout inputs: ``(·, B, n)`` of its state rows with the bias
-    column (``states`` (…, U) flattened to rows; the targets are not needed: one zero column)."""
+    """One client's statistics ``(·, B, n)`` of its readout inputs' rows with the bias column."""
     rows = np.asarray(states, np.float64).reshape(-1, np.shape(states)[-1])
     return RidgeStats.from_states(rows, np.zeros((len(rows), 1)), bias=True)
 
@@ -56,6 +55,5 @@ def from_statistics(total: RidgeStats) -> Standardization:
 def federated_standardization(client_states: Sequence[np.ndarray],
                               aggregate: Callable[[Sequence[RidgeStats]], RidgeStats] = RidgeStats.sum
                               ) -> Standardization:
-    """The :class:`Standardization` of the training clients' readout inputs ``client_states``
-    (one array per client), their statistics summed by ``aggregate`` (plain sum, or the secure sum)."""
+    """The :class:`Standardization` of the training clients' readout inputs, statistics summed by ``aggregate``."""
     return from_statistics(aggregate([client_statistics(s) for s in client_states]))

@@ -81,8 +81,7 @@ class _EvalSet:
         return readout_probabilities(self.states, kernel, bias, linear=self.real)
 
     def report(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int, seed: int = 0) -> dict[str, Any]:
-        """:func:`~tff_esn.common.metrics.split_report`, or on real targets
-        :func:`~tff_esn.common.metrics.regression_metrics` (NaN for a diverged readout: non-finite outputs)."""
+        """:func:`~tff_esn.common.metrics.split_report` (classes) or ``regression_metrics`` (real targets)."""
         if not self.real:
             return split_report(self.labels, self.scores(kernel, bias), n_classes, seed=seed)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -92,8 +91,7 @@ class _EvalSet:
         return {**dict.fromkeys(("nrmse", "rmse", "mae", "r2"), math.nan), "n": len(self.labels)}
 
     def row(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
-        """A round's metrics (NaN for undefined ones); classes add the mean cross-entropy
-        ``−log p(true class)`` (p ≥ 1e-12)."""
+        """A round's metrics (NaN if undefined); classes add the mean cross-entropy ``−log p(true class)``."""
         metrics = (self.report(kernel, bias, n_classes) if self.real
                    else classification_metrics(self.labels, self.scores(kernel, bias), n_classes))
         row = {k: (math.nan if v is None else float(v)) for k, v in metrics.items() if k != "n"}
@@ -105,8 +103,7 @@ class _EvalSet:
 
 
 def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
-    """The DP / secure aggregation of ``config.privacy`` over ``clients`` training clients (``None`` without):
-    ε calibrated at the Poisson rate clients_per_round / clients, clip 0.1 by default, a secret seed."""
+    """The DP / secure aggregation of ``config.privacy`` over ``clients`` training clients (``None`` without)."""
     settings = config.privacy
     if not settings.requested:
         return None
@@ -121,8 +118,7 @@ def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | No
 
 
 def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
-    """The client filter of ``config.discriminator`` (``None``: none) through the ``tff_esn.client_filters``
-    entry point ``discriminator``; ``config.model`` is resolved (its classes set the delta's length)."""
+    """The client filter of ``config.discriminator`` (``None``: none) via the ``tff_esn.client_filters`` entry point."""
     if not config.discriminator:
         return None
     loaders = {ep.name: ep for ep in entry_points(group="tff_esn.client_filters")}
@@ -134,16 +130,14 @@ def discriminator_filter(config: FedAvgConfig) -> ClientFilter | None:
 
 
 def _validation_choice(row: dict[str, Any]) -> tuple[float, float]:
-    """What a round is chosen by, from its row: the validation macro-F1 and, for a tie, the
-    cross-entropy; on real targets −MSE (:data:`~tff_esn.closed_form.selection.NEG_MSE`) and the MSE."""
+    """A round's choice key from its row: validation macro-F1, then cross-entropy (real targets: −MSE, MSE)."""
     if "val_rmse" in row:
         return -row["val_rmse"] ** 2, row["val_rmse"] ** 2
     return row.get("val_f1_macro", math.nan), row.get("val_log_loss", math.nan)
 
 
 class _BestRound:
-    """The round with the best validation score so far (:func:`_validation_choice`; a tie: the lower loss)
-    and its readout, kept in ``DIR/best_round.npz`` for a resumed run."""
+    """The round with the best validation score so far and its readout, kept in ``DIR/best_round.npz``."""
 
     def __init__(self, out: Path | None, resumed: bool):
         self.path = None if out is None else out / "best_round.npz"
@@ -164,8 +158,7 @@ class _BestRound:
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None) -> dict[str, Any]:
-    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``, evaluated on the
-    validation and test clients every round, ``auto`` settings chosen first (:func:`select_settings`)."""
+    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``."""
     dp = config.privacy.dp_requested
     if dp and not dataset.task.real and config.model.class_weight == "balanced":
         warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
@@ -210,9 +203,7 @@ def _with(config: FedAvgConfig, name: str, value: float) -> FedAvgConfig:
 def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy | None,
                     run: Callable[[FedAvgConfig], dict[str, Any]]
                     ) -> tuple[FedAvgConfig, dict[str, Any], dict[str, Any] | None]:
-    """``config`` with its ``auto`` client learning rate (FedCurv at penalty 0), then penalty, chosen by the kept
-    round's :func:`_validation_choice` (without validation clients or under DP: the stated defaults), the
-    record and the chosen candidate's result (``None``: nothing ran)."""
+    """``config`` with its ``auto`` client learning rate, then penalty, chosen on validation; the record and result."""
     auto = [name for name, on in (("client_lr", config.model.learning_rate == AUTO),
                                   ("penalty", config.curvature and config.penalty == AUTO)) if on]
     record: dict[str, Any] = {}
@@ -263,8 +254,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
 
 @dataclasses.dataclass
 class _ClientData:
-    """What every candidate of a run shares: the training clients' data source, the evaluation
-    groups, the noise table and the readout inputs' standardisation."""
+    """What every candidate shares: training data source, evaluation groups, noise table, standardisation."""
 
     source: client_data.CachedStates | client_data.RawInputs
     groups: dict[str, _EvalSet | None]
@@ -273,8 +263,7 @@ class _ClientData:
 
 
 def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, cache_dir) -> _ClientData:
-    """The training clients' data source (states harvested — and standardised, with the secure sum under
-    secure aggregation — once) and the evaluation groups, shared by every candidate of :func:`select_settings`."""
+    """The training clients' data source (harvested once) and the evaluation groups, for :func:`select_settings`."""
     noisy = set(split.train) if config.noisy_clients is None else set(config.noisy_clients)
     if noisy - set(split.train):
         raise ValueError(f"noisy_clients: {sorted(noisy - set(split.train))} are not training clients {list(split.train)}.")
@@ -299,8 +288,7 @@ def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, c
 
 @dataclasses.dataclass
 class _Federation:
-    """What a run's rounds need: the clients' data, the learning process on its ``backend`` and the
-    communication of ``rounds`` rounds (the registration's)."""
+    """What a run's rounds need: the clients' data, the learning process and the rounds' communication."""
 
     data: _ClientData
     process: Any
@@ -340,8 +328,7 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
               resume: bool) -> tuple[Any, int, list[dict[str, Any]]]:
-    """The state to start from, its round and the rows of the rounds before it: the initial state,
-    or the last checkpoint in ``out``."""
+    """The state to start from, its round and the earlier rounds' rows: initial, or the last checkpoint in ``out``."""
     state = fed.process.initialize()
     found = None if out is None else RoundCheckpoint(out).latest(state)
     if found is not None and not resume:
@@ -359,8 +346,7 @@ def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
 
 def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
                seconds: float, k_classes: int) -> dict[str, Any]:
-    """The measurements of one round: clients, accepted and clean clients, training loss,
-    communicated floats, wall time and the server model's metrics on each evaluation group."""
+    """One round's measurements: clients, training loss, communicated floats, time and per-group metrics."""
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(output.state).trainable)
     work = output.metrics["client_work"]
     per_round = fed.cost(1)
@@ -379,8 +365,7 @@ def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
 def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
            best: _BestRound | None, k_classes: int,
            earlier: list[dict[str, Any]] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Rounds ``start_round`` … ``config.rounds − 1`` until the ``patience`` stop: sample, run, measure,
-    release and checkpoint; the last state and every round's row (``earlier``: those before ``start_round``)."""
+    """Rounds ``start_round`` … ``config.rounds − 1`` until the ``patience`` stop; the last state and every row."""
     rows, curvature_clipped = list(earlier), 0
     if best is not None and config.patience and start_round - best.round >= config.patience:
         return state, rows  # a resumed run that had already stopped early

@@ -41,12 +41,8 @@ LABEL_KINDS = ("binary", "multiclass")
 
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
-    """A registered algorithm: its ``name``, frozen ``config`` class (whose settings are its flags), ``run``
-    ``(dataset, split, config) -> dict`` (or ``"module:function"``, imported on first use), ``help`` line, the
-    ``labels`` kinds, ``tasks`` and unequal lengths (``ragged``) it takes, whether it runs TFF (``tff``: a bool
-    or a predicate of the config), its ``privacy`` support, ``communication`` cost function, seed ``pipeline``,
-    ``pooled`` raw data, and the settings replacing its class defaults on own data (``own_data``) and on a
-    generated series (``series_data``)."""
+    """A registered algorithm: its ``name``, frozen ``config`` class (its flags), ``run``, ``help`` line, the data it
+    takes, whether it runs TFF, its ``privacy`` support, ``communication`` cost and its own-data settings."""
 
     name: str
     config: type
@@ -64,9 +60,7 @@ class Algorithm:
     series_data: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def runs_tff(self, config: Any) -> bool:
-        """Whether running with ``config`` executes TFF computations: an entry point installs TFF's
-        execution context (:func:`tff_esn.runtime.ensure_context`) only then, so a numpy-only run
-        never imports TFF nor starts a worker."""
+        """Whether running with ``config`` executes TFF computations (only then is TFF's context installed)."""
         return bool(self.tff(config)) if callable(self.tff) else self.tff
 
     @property
@@ -95,9 +89,7 @@ _REGISTRY: dict[str, Algorithm] = {}
 
 
 def register_algorithm(name: str, config: type, run: RunFn | str, **entry: Any) -> Algorithm:
-    """Adds an algorithm (``entry``: the other fields of :class:`Algorithm`); registering the same
-    name twice with another ``run`` is an error. ``tff`` (default ``True``, the safe side): see
-    :meth:`Algorithm.runs_tff`."""
+    """Adds an algorithm (``entry``: the other fields of :class:`Algorithm`); one name with two ``run`` errs."""
     algo = Algorithm(name, config, run, **entry)
     if not name or not name.replace("-", "").isalnum() or name != name.lower():
         raise ValueError(f"register_algorithm: name must be lower-case letters, digits and '-', got {name!r}.")
@@ -132,9 +124,7 @@ def available_algorithms() -> dict[str, Algorithm]:
 
 
 def names_where(predicate: Callable[[Algorithm], bool]) -> list[str]:
-    """The names of the registered algorithms for which ``predicate`` holds: the built-in ones in
-    :data:`PROVIDERS` order (each provider's in declaration order), then the others in registration
-    order — the same list whichever module a process happened to import first."""
+    """Names of the registered algorithms where ``predicate`` holds, in :data:`PROVIDERS`, then registration order."""
     _load_providers()
 
     def provider(item: tuple[int, Algorithm]) -> tuple[int, int]:
@@ -165,8 +155,7 @@ def get_algorithm(name: str) -> Algorithm:
 
 
 def check_privacy(algo: Algorithm, privacy: PrivacyConfig, *, backend: str = "tff") -> None:
-    """``ValueError`` when ``algo`` (run with ``backend``) does not implement what ``privacy`` asks:
-    its registry entry's :class:`PrivacySupport` says which settings it reads."""
+    """``ValueError`` when ``algo`` (run with ``backend``) does not implement what ``privacy`` asks."""
     support, algorithm = algo.privacy, algo.name
     defaults = PrivacyConfig()
     unused = [f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(PrivacyConfig)
@@ -198,8 +187,7 @@ def check_privacy(algo: Algorithm, privacy: PrivacyConfig, *, backend: str = "tf
 
 
 def check_takes(algo: Algorithm, dataset: SequenceDataset) -> None:
-    """A :class:`DataError` in one line when ``algo`` does not take ``dataset``: its task, its label kind
-    or its sequences of unequal length."""
+    """A one-line :class:`DataError` when ``algo`` does not take ``dataset``'s task, labels or unequal lengths."""
     name, task, kind = algo.name, dataset.task.kind, "multiclass" if dataset.n_classes > 2 else "binary"
     if task not in algo.tasks:
         raise DataError(f"{dataset.source}: --task {task}: {name!r} serves {' and '.join(algo.tasks)} only; "
@@ -216,9 +204,7 @@ def check_takes(algo: Algorithm, dataset: SequenceDataset) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class ResolvedRun:
-    """A run as :func:`resolve_run` settles it: the registration, the typed config (its privacy
-    checked), ``record``, each setting's ``{"value", "origin"}`` (``metrics.json["config"]``), whether it
-    executes TFF computations (:meth:`Algorithm.runs_tff`), and a source's pipeline and split names."""
+    """A run as :func:`resolve_run` settles it: registration, typed config, ``record``, settings' origins, TFF use."""
 
     algorithm: Algorithm
     config: Any
@@ -231,12 +217,8 @@ class ResolvedRun:
 def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given: tuple[str, Mapping[str, Any]],
                 pipeline: str | None = None, task: str | None = None, config: Any = None,
                 **settings: Any) -> ResolvedRun:
-    """``algorithm``'s run on ``data`` (a dataset read with ``pipeline``, or a source string for a ``task``):
-    ``settings`` (flat names, origin ``flag``) over the ``given`` ``(origin, {setting: value})`` layers (the
-    first wins) over the source's defaults over the class defaults (``config``: a ready config, origin
-    ``config``). On a source, ``pipeline`` and the layers' ``pipeline``/``split`` choose how it is read and
-    split (:func:`tff_esn.registry.defaults.data_settings`). A given setting leaves the searches that name it; the
-    privacy asked is checked::
+    """``algorithm``'s run on ``data``: ``settings`` (origin ``flag``) over the ``given`` layers (the first wins)
+    over the source's defaults over the class defaults (or ``config``); the privacy asked is checked::
 
         record = run_algorithm(resolve_run(name, dataset, units=300), dataset, split)
     """
@@ -269,11 +251,7 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
 
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None) -> dict[str, Any]:
-    """Runs :func:`resolve_run`'s ``run`` after :func:`check_takes`, :func:`tff_esn.registry.run_checks.check_run`
-    (``test_required=False``: a split without test clients is intended) and ``start(run)`` (an entry point's
-    hook: its run folder, TFF's context); returns the ``metrics.json`` record: the run's sections, the config
-    (each setting's value and origin), ``seconds``, ``baselines``, ``warnings``, ``result_check``, provenance
-    and ``reservoir_graph``."""
+    """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.runs.baselines import baseline_scores
     from tff_esn.runs.provenance import run_provenance

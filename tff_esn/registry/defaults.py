@@ -39,11 +39,8 @@ def own_data(source: str) -> bool:
 
 
 def seed_settings_hold(algo: Algorithm, source: str, pipeline: str | None = None) -> bool:
-    """Whether ``algo``'s class defaults (its seed's settings) hold on ``source`` read with
-    ``pipeline`` (``None``: :func:`default_pipeline`): the seeds' data read by the algorithm's
-    own seed pipeline (the thesis models: WESAD through ``thesis``; the closed form: WESAD and
-    HHAR through any pipeline). Elsewhere — own data, or the thesis models on HHAR or on a paper
-    pipeline's per-sequence labels — the registration's ``own_data`` applies."""
+    """Whether ``algo``'s class defaults (its seed's settings) hold on ``source`` read with ``pipeline``: the seeds'
+    data read by the algorithm's own seed pipeline. Elsewhere the registration's ``own_data`` applies."""
     if own_data(source):
         return False
     own = algo.pipeline
@@ -52,10 +49,8 @@ def seed_settings_hold(algo: Algorithm, source: str, pipeline: str | None = None
 
 def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
                     task: str | None = None) -> dict[str, Any]:
-    """The settings that replace ``algo``'s class defaults on ``source`` read with ``pipeline`` for a
-    ``task`` kind (``None``: the one the data holds) — ``{}`` where the seed's settings hold
-    (:func:`seed_settings_hold`); the registration's ``series_data`` on a generated series, else its
-    ``own_data``; with :data:`FORECAST_STATES` over them for a forecast."""
+    """The settings replacing ``algo``'s class defaults on ``source``: ``{}`` where :func:`seed_settings_hold`,
+    ``series_data`` on a generated series, else ``own_data``; plus :data:`FORECAST_STATES` for a forecast."""
     if seed_settings_hold(algo, source, pipeline):
         return {}
     from tff_esn.data.source_names import is_series
@@ -68,9 +63,7 @@ def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
 
 
 def default_pipeline(source: str, pipeline: str | None = None) -> str:
-    """The pipeline a source is read with: the algorithm's own (``pipeline``, e.g. the thesis
-    models' ``thesis``) when it reads the source's data, else the IncFed-paper pipeline of the
-    source (``incfed-wesad`` / ``incfed-hhar``); own-data sources ignore it."""
+    """The pipeline a source is read with: the algorithm's own when it reads the data, else the IncFed paper's."""
     kind = source_kind(source)
     if pipeline is not None and kind in SEED_SOURCES:
         from tff_esn.data.seed_sources.pipelines import PIPELINES  # numpy: only once a run is under way
@@ -82,9 +75,7 @@ def default_pipeline(source: str, pipeline: str | None = None) -> str:
 
 def data_settings(algo: Algorithm, source: str,
                   layers: list[tuple[str, Any]]) -> tuple[str, str, dict[str, dict[str, Any]]]:
-    """The pipeline and split ``source`` is read and split with, and their ``{"value", "origin"}``: the last
-    ``(origin, settings)`` layer's that gives one, else :func:`default_pipeline` and :func:`default_split`.
-    Own data has no pipeline: a flag's is a ``ValueError``, a file's is dropped, the record's is ``None``."""
+    """The pipeline and split ``source`` is read with and their ``{"value", "origin"}`` (own data: no pipeline)."""
     own = own_data(source)
     record = {name: {"value": layer[name], "origin": origin} for origin, layer in layers for name in DATA_KEYS
               if layer.get(name) is not None and not (own and name == "pipeline")}
@@ -98,8 +89,7 @@ def data_settings(algo: Algorithm, source: str,
 
 
 def default_split(source: str, pipeline: str) -> str:
-    """``npz`` (the file's own groups) for own data (npz and ts files), ``thesis-primal`` for the
-    thesis pipeline, else the pipeline's name."""
+    """``npz`` for own data, ``thesis-primal`` for the thesis pipeline, else the pipeline's name."""
     if own_data(source):
         return "npz"
     return "thesis-primal" if pipeline == "thesis" else pipeline

@@ -31,10 +31,8 @@ class RequestError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class RunRequest:
-    """One run as asked: ``algorithm`` on the source ``data`` into the run folder ``out``; ``layers`` of settings
-    ``(origin, {setting: value})``, the first wins (``pipeline``/``split`` among them); ``options`` as
-    ``load_source``'s; the ``partition`` of the training clients (``clients`` per dealt group of
-    ``partition_groups``); TFF ``workers`` (``None``: one local); ``cli``: other flags for ``metrics.json``."""
+    """One run as asked: ``algorithm`` on ``data`` into ``out``, setting ``layers`` (the first wins), ``options``,
+    the training clients' ``partition``, TFF ``workers`` (``None``: one local) and other ``cli`` flags."""
 
     algorithm: str
     out: str | Path
@@ -54,8 +52,7 @@ class RunRequest:
 
 
 def resolved(request: RunRequest) -> ResolvedRun:
-    """``request``'s run (:func:`~tff_esn.registry.algorithms.resolve_run`): its layers, and its ``out`` and
-    ``cache_dir`` where they are settings, over the source's defaults."""
+    """``request``'s run (:func:`~tff_esn.registry.algorithms.resolve_run`): its layers, ``out``, ``cache_dir``."""
     algo = get_algorithm(request.algorithm)
     shared = {k: str(v) for k in SHARED if k in algo.settings() and (v := getattr(request, k)) is not None}
     return resolve_run(algo, request.data, ("flag", shared), *request.layers,
@@ -63,8 +60,7 @@ def resolved(request: RunRequest) -> ResolvedRun:
 
 
 def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
-    """Carries out ``request`` and returns its ``metrics.json`` record and path; what it asks that cannot run
-    is a :class:`RequestError` before any work, data the algorithm does not take a ``DataError``."""
+    """Carries out ``request``: its ``metrics.json`` record and path (:class:`RequestError` before any work)."""
     from tff_esn import runtime
     from tff_esn.data.checks import check_split
     from tff_esn.data.partition import partition_dataset

@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from tff_esn.registry.algorithms import ResolvedRun
 
 def check_washout(config: Any, dataset: SequenceDataset) -> None:
-    """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state
-    (``state_mode`` ``all``/``mean``; ``last`` reads the final state whatever the washout)."""
+    """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state (``all``/``mean``)."""
     model = getattr(config, "model", config)
     washout, mode = getattr(model, "washout", 0), getattr(model, "state_mode", "all")
     if mode != "last" and washout >= dataset.shortest:
@@ -36,9 +35,7 @@ def check_state_mode(config: Any, dataset: SequenceDataset) -> None:
 
 def check_run(run: ResolvedRun, dataset: SequenceDataset, split: Split, *,
               test_required: bool = True) -> MemoryEstimate | None:
-    """Refuses a resolved run that would mislead (a ``DataError``: :func:`~tff_esn.data.checks.check_split`,
-    :func:`check_washout`, :func:`check_state_mode`) or cannot fit (``MemoryLimitError``); returns its memory
-    estimate (``None`` for a config without a reservoir)."""
+    """Refuses a resolved run that would mislead or cannot fit; returns its memory estimate (``None``: no reservoir)."""
     check_washout(run.config, dataset)
     check_state_mode(run.config, dataset)
     check_split(dataset, split, federated=not run.algorithm.pooled, test_required=test_required)
