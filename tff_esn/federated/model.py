@@ -86,6 +86,9 @@ def build_thesis_model(n_inputs: int, config: ThesisModelConfig, *, readout_only
     """The (uncompiled) thesis ESN on ``n_inputs`` features (``readout_only``: on cached states)."""
     res = reservoir or config.reservoir
     if readout_only:
+        if n_inputs != res.readout_units:
+            raise ValueError(f"build_thesis_model: cached states have {n_inputs} units, the reservoir "
+                             f"{res.readout_units}.")
         states = inputs = tf.keras.Input((None, n_inputs) if config.per_step else (n_inputs,), name="states")
     else:
         inputs = tf.keras.Input((None, n_inputs), name="inputs")
