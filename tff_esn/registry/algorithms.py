@@ -250,8 +250,10 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
 
 
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
-                  start: Callable[[ResolvedRun], Any] | None = None) -> dict[str, Any]:
-    """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record."""
+                  start: Callable[[ResolvedRun], Any] | None = None,
+                  partition: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record
+    (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients)."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.runs.baselines import baseline_scores
     from tff_esn.runs.provenance import run_provenance
@@ -276,6 +278,8 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
     record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": dict(run.record)}
     record.update(result)
+    if partition is not None:
+        record["partition"] = dict(partition)
     record.setdefault("privacy", dict(NO_PRIVACY))
     record["seconds"] = seconds
     record["baselines"] = baselines

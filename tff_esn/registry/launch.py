@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from tff_esn.registry.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
 from tff_esn.data.errors import DataError
-from tff_esn.privacy.coverage import publish
 from tff_esn.common.run_warnings import RunWarning, merged, recording
 
 if TYPE_CHECKING:
@@ -117,9 +116,9 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
             runtime.ensure_context(request.workers, timeout=request.worker_timeout, force=fresh, prestart=True)
 
     try:
-        record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start)
+        record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
+                               partition=partition)
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
-    record = publish({**record, "partition": partition, "warnings": merged(said, record["warnings"]),
-                      "cli": dict(request.cli)})
+    record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
     return record, write_json_atomic(out / "metrics.json", record)

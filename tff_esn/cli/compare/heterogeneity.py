@@ -187,11 +187,9 @@ def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition
         run["rounds"] = comparison.rounds
     resolved = run_for(name, data, comparison.pipeline, **run)
     try:
-        record = algorithms.run_algorithm(resolved, data, split, start=start_tff)
+        return algorithms.run_algorithm(resolved, data, split, start=start_tff, partition=partition)
     except (DataError, ValueError) as err:
         return {"error": " ".join(f"{type(err).__name__}: {err}".split())}
-    record["partition"] = dict(partition)
-    return record
 
 
 def _cells(comparison: Comparison, names: Sequence[str]) -> list[tuple[str, int, str]]:
