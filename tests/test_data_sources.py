@@ -6,7 +6,9 @@ import pytest
 from tff_esn.data.seed_sources import pipelines
 from tff_esn.data.safe_pickle import UnsafePickleError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
-from tff_esn.data.sources import load_source
+from tff_esn.common.tasks import Task
+from tff_esn.data.errors import DataError
+from tff_esn.data.sources import load_source, source_stand_in
 from tff_esn.data.splits import SPLIT_NAMES, get_split
 from tff_esn.data.seed_sources.synthetic_wesad import generate_wesad
 
@@ -42,6 +44,17 @@ def test_second_load_comes_from_the_cache(tmp_path, monkeypatch):
     np.testing.assert_array_equal(first.clients["S3"].x, again.clients["S3"].x)
     with pytest.raises(AssertionError, match="rebuilt"):  # another option → another entry
         load_source("synthetic-wesad", "incfed-wesad", cache_dir=tmp_path, **SMALL, chunk=100)
+
+
+def test_a_seed_source_takes_the_task_as_own_data_does(tmp_path):
+    with pytest.raises(DataError, match="--task regress: its y holds integer class labels"):
+        load_source("synthetic-wesad", "incfed-wesad", cache_dir=tmp_path, **SMALL, task=Task("regress"))
+    data = load_source("synthetic-wesad", "incfed-wesad", cache_dir=tmp_path, **SMALL)
+    forecast = load_source("synthetic-wesad", "incfed-wesad", cache_dir=tmp_path, **SMALL, task=Task("forecast", 2))
+    assert data.task.kind == "classify" and forecast.task == Task("forecast", 2, data.feature_names[0])
+    x = data.clients["S2"].x
+    np.testing.assert_array_equal(forecast.clients["S2"].x, x[:, :-2])
+    np.testing.assert_array_equal(forecast.clients["S2"].y, x[:, 2:, 0])
 
 
 def test_cache_dir_defaults_to_the_environment(tmp_path, monkeypatch):
@@ -132,6 +145,20 @@ def test_split_errors():
 def _write_npz(path, **arrays):
     np.savez(path, **arrays)
     return path
+
+
+def test_an_npz_stand_in_holds_its_clients_groups_and_labels_in_one_zero_step(tmp_path):
+    x = np.random.default_rng(1).normal(size=(6, 7, 2))
+    path = _write_npz(tmp_path / "a.npz", X=x, y=np.array([0, 1, 2, 0, 1, 2]), client=np.array([1, 1, 2, 2, 3, 3]),
+                      split=np.array(["train", "train", "val", "val", "test", "test"]))
+    stand_in, data = source_stand_in(f"npz:{path}"), load_source(f"npz:{path}", "ignored")
+    assert (stand_in.client_ids, stand_in.groups, stand_in.n_classes) == (data.client_ids, data.groups, 3)
+    for cid in data.client_ids:
+        np.testing.assert_array_equal(stand_in.clients[cid].y, data.clients[cid].y)
+        np.testing.assert_array_equal(stand_in.clients[cid].x, np.zeros((2, 1, 2)))
+    real = _write_npz(tmp_path / "r.npz", X=x, y=np.linspace(0, 1, 6), client=np.array([1, 1, 2, 2, 3, 3]))
+    assert source_stand_in(f"npz:{real}") is None
+    assert source_stand_in("synthetic-wesad") is None and source_stand_in(f"ts:{tmp_path}/none") is None
 
 
 def test_npz_regular_and_ragged_sequences(tmp_path):

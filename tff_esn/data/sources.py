@@ -1,14 +1,16 @@
 """``load_source``: a data source run through a pipeline, cached on disk.
 
-Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``ts:DIR/NAME`` and
-the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not cached). Options configure the
-source or the pipeline; the cache key is the source (files: names, sizes, times), pipeline and options.
+Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``ts:DIR/NAME`` (each
+kind one :data:`SOURCES` entry) and the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not
+cached). Options configure the source or the pipeline; the cache key is the source (files: names, sizes, times),
+pipeline and options.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +20,79 @@ from tff_esn.data import cache
 from tff_esn.data.seed_sources.hhar_source import hhar_loader
 from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
-from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout
+from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout, npz_stand_in
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import is_series
 from tff_esn.common.tasks import Task
+from tff_esn.data.ts import load_ts, ts_layout
 from tff_esn.data.seed_sources.wesad_source import wesad_loader
 
 
-SOURCE_KINDS = ("synthetic-wesad", "synthetic-hhar", "wesad", "hhar", "npz", "ts")
-_OWN_OPTIONS = {"npz": ("ragged", "length"), "ts": ("missing", "ragged", "length")}
-"""The options of each own-data source."""
+def _nothing(arg: str) -> None:
+    """No layout or stand-in before the values load (the seed sources)."""
+    return None
+
+
+def _own(read: Callable[..., SequenceDataset], names: tuple[str, ...]) -> Callable[..., SequenceDataset]:
+    """The loader of an own-data kind: ``read(arg, **options)`` after the options are checked against ``names``."""
+
+    def load(source: str, kind: str, arg: str, pipeline: str, cache_dir: Any, options: dict) -> SequenceDataset:
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise ValueError(f"source {source!r}: unknown option(s) {unknown} ({kind} takes "
+                             f"{', '.join(map(repr, names))}).")
+        return read(arg, **options)
+
+    return load
+
+
+def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., SequenceDataset]:
+    """The loader of a seed source: ``loader(kind, arg, options, pipeline class)``'s build run through the named
+    pipeline, cached under the source's key, the pipeline and its options."""
+
+    def load(source: str, kind: str, arg: str, pipeline: str, cache_dir: Any, options: dict) -> SequenceDataset:
+        build, key = loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
+        pipe = make_pipeline(pipeline, **options)
+        data = kind.removeprefix("synthetic-")
+        if pipe.data != data:
+            raise ValueError(f"pipeline {pipeline!r} reads {pipe.data.upper()}, but source {source!r} is "
+                             f"{data.upper()}.")
+        name = f"{pipeline}-{cache.cache_key({'source': key, 'pipeline': pipeline, 'options': pipe.options()})}"
+        path = cache.cache_root(cache_dir) / "datasets" / f"{name}.npz"
+        if path.exists():
+            return cache.load_dataset(path)
+        dataset = build(pipe, source)
+        cache.save_dataset(path, dataset)
+        return dataset
+
+    return load
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceKind:
+    """One kind of source: ``load(source, kind, arg, pipeline, cache_dir, options)`` reads its dataset;
+    ``layout(arg)`` and ``stand_in(arg)`` give its :class:`DataLayout` and its clients and labels (one zero step per
+    sequence) before the values load, ``None`` when they cannot."""
+
+    load: Callable[..., SequenceDataset]
+    layout: Callable[[str], DataLayout | None] = _nothing
+    stand_in: Callable[[str], SequenceDataset | None] = _nothing
+
+
+def _hhar(kind: str, arg: str, options: dict, pipeline: type[Pipeline]) -> tuple[Callable, dict]:
+    """:func:`hhar_loader`, whose synthetic users do not depend on the pipeline."""
+    return hhar_loader(kind, arg, options)
+
+
+SOURCES: dict[str, SourceKind] = {
+    "synthetic-wesad": SourceKind(_seed(wesad_loader)),
+    "synthetic-hhar": SourceKind(_seed(_hhar)),
+    "wesad": SourceKind(_seed(wesad_loader)),
+    "hhar": SourceKind(_seed(_hhar)),
+    "npz": SourceKind(_own(load_npz, ("ragged", "length")), layout=npz_layout, stand_in=npz_stand_in),
+    "ts": SourceKind(_own(load_ts, ("missing", "ragged", "length")), layout=ts_layout),
+}
+"""Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.is_series`) are not kinds."""
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -37,8 +102,8 @@ def parse_source(source: str) -> tuple[str, str]:
     kind, _, arg = source.partition(":")
     if is_series(kind) and not arg and ":" not in source:
         return kind, ""
-    if kind not in SOURCE_KINDS or (kind.startswith("synthetic") != (arg == "")):
-        bare = kind not in SOURCE_KINDS and (source.endswith(".npz") or Path(source).expanduser().is_file())
+    if kind not in SOURCES or (kind.startswith("synthetic") != (arg == "")):
+        bare = kind not in SOURCES and (source.endswith(".npz") or Path(source).expanduser().is_file())
         hint = f" (a file? write npz:{source})" if bare else ""
         raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
                          f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
@@ -47,21 +112,22 @@ def parse_source(source: str) -> tuple[str, str]:
 
 
 def source_layout(source: str, **options: Any) -> DataLayout | None:
-    """The ``DataLayout`` of an ``npz:`` or ``ts:`` source without loading values; ``None`` otherwise."""
+    """The ``DataLayout`` of an own-data source without loading values (``length``/``ragged`` applied); ``None``
+    for the other sources."""
     kind, arg = parse_source(source)
-    if kind == "npz":
-        layout = npz_layout(arg)
-    elif kind == "ts":
-        from tff_esn.data.ts import ts_layout
-
-        layout = ts_layout(arg)
-    else:
-        return None
+    layout = SOURCES[kind].layout(arg) if kind in SOURCES else None
     length = options.get("length")
     if layout is None or (length is None and options.get("ragged") != "crop"):
         return layout
     length = min(int(b.min()) for b in layout.blocks if b.size) if length is None else int(length)
     return dataclasses.replace(layout, blocks=tuple(np.minimum(b, length) for b in layout.blocks))
+
+
+def source_stand_in(source: str) -> SequenceDataset | None:
+    """A source's clients, groups and labels with one zero step per sequence, before its values load (an ``npz:``
+    source of class labels); ``None`` for the others."""
+    kind, arg = parse_source(source)
+    return SOURCES[kind].stand_in(arg) if kind in SOURCES else None
 
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
@@ -74,30 +140,7 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         from tff_esn.data.seed_sources.generators import series_dataset
 
         return series_dataset(kind, task or Task("forecast", 1), **options)
-    if kind in _OWN_OPTIONS:
-        unknown = sorted(set(options) - set(_OWN_OPTIONS[kind]))
-        if unknown:
-            raise ValueError(f"source {source!r}: unknown option(s) {unknown} ({kind} takes "
-                             f"{', '.join(map(repr, _OWN_OPTIONS[kind]))}).")
-        if kind == "npz":
-            return _as_task(load_npz(arg, **options), task)
-        from tff_esn.data.ts import load_ts
-
-        return _as_task(load_ts(arg, **options), task)
-    data = kind.removeprefix("synthetic-")
-    if data == "wesad":
-        loader, key = wesad_loader(kind, arg, options, PIPELINES.get(pipeline, Pipeline))
-    else:
-        loader, key = hhar_loader(kind, arg, options)
-    pipe = make_pipeline(pipeline, **options)
-    if pipe.data != data:
-        raise ValueError(f"pipeline {pipeline!r} reads {pipe.data.upper()}, but source {source!r} is {data.upper()}.")
-    path = cache.cache_root(cache_dir) / "datasets" / f"{pipeline}-{cache.cache_key({'source': key, 'pipeline': pipeline, 'options': pipe.options()})}.npz"
-    if path.exists():
-        return cache.load_dataset(path)
-    dataset = loader(pipe, source)
-    cache.save_dataset(path, dataset)
-    return dataset
+    return _as_task(SOURCES[kind].load(source, kind, arg, pipeline, cache_dir, options), task)
 
 
 def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:

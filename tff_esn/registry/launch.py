@@ -64,8 +64,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     from tff_esn.data.checks import check_split
     from tff_esn.data.partition import partition_dataset
     from tff_esn.data.seed_sources.pipelines import PIPELINES
-    from tff_esn.data.sequences import npz_stand_in
-    from tff_esn.data.sources import load_source, source_layout
+    from tff_esn.data.sources import load_source, source_layout, source_stand_in
     from tff_esn.data.splits import get_split
     from tff_esn.common.io import write_json_atomic
     from tff_esn.runs.memory import MemoryLimitError, check_memory
@@ -88,7 +87,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
             layout = source_layout(request.data, **request.options)
             if layout is not None:  # own data: its memory, then an npz's split, before its values load
                 check_memory(config, layout, tff=run.tff)
-            stand_in = npz_stand_in(request.data[4:]) if request.data.startswith("npz:") else None
+            stand_in = source_stand_in(request.data)
 
             def dealt(dataset: SequenceDataset) -> tuple[SequenceDataset, Split, dict]:
                 seed = getattr(run.config, "seed", 0)
