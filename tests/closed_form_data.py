@@ -1,5 +1,8 @@
 """Small seeded random data sets for tests that need no data pipeline."""
 
+import sys
+import types
+
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
@@ -47,3 +50,12 @@ def random_thesis_dataset() -> SequenceDataset:
         y = (x[..., 0] + 0.4 * rng.normal(size=(n, 10)) > 1.0).astype(np.int64)
         clients[f"S{i}"] = ClientSequences(x, y)
     return SequenceDataset(clients, 2, ("pEDA", "tEDA", "HR", "HRV"), ("no stress", "stress"), "random")
+
+
+def fake_data_modules(monkeypatch, load_source, get_split):
+    """``tff_esn.data.sources`` and ``tff_esn.data.splits`` replaced by ``load_source`` and ``get_split`` (the CLI's
+    wiring without the pipelines): no layout or stand-in before the values load."""
+    monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
+                        types.SimpleNamespace(load_source=load_source, source_layout=lambda *a, **k: None,
+                                              source_stand_in=lambda *a, **k: None))
+    monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=get_split))

@@ -1,8 +1,6 @@
 """``tff-esn run``: every closed-form algorithm end to end, metrics.json, summary, --hparams."""
 
 import json
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -11,7 +9,7 @@ from tff_esn.cli import main
 from tff_esn.registry.defaults import default_pipeline, default_split
 from tff_esn.data.sequences import Split
 
-from closed_form_data import random_dataset
+from closed_form_data import fake_data_modules, random_dataset
 
 CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "fedip", "ensemble",
                "alignment")
@@ -33,9 +31,7 @@ def fake_sources(monkeypatch):
         ids = dataset.client_ids
         return Split(name, ids[:3], (ids[3],), (ids[4],))
 
-    monkeypatch.setitem(sys.modules, "tff_esn.data.sources", types.SimpleNamespace(load_source=load_source,
-                                                                             source_layout=lambda *a, **k: None))
-    monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=get_split))
+    fake_data_modules(monkeypatch, load_source, get_split)
     return calls
 
 

@@ -133,18 +133,14 @@ def test_blocks_of_clients_per_tff_call_give_the_per_client_readout(everything, 
 @pytest.mark.parametrize("name", ["incfed", "pfedrr"])
 def test_run_with_subround_size_writes_the_metrics_of_the_one_shot_run(name, tmp_path, monkeypatch):
     import json
-    import sys
-    import types
 
+    from closed_form_data import fake_data_modules
     from tff_esn.cli import main
     from tff_esn.data.sequences import Split
 
     ids = SIM.dataset(0, SIM.n_clients).client_ids
     split = Split("sim", ids[:8], ids[8:10], ids[10:])
-    monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
-                        types.SimpleNamespace(load_source=lambda *a, **k: SIM.dataset(0, SIM.n_clients),
-                                              source_layout=lambda *a, **k: None))
-    monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=lambda *a, **k: split))
+    fake_data_modules(monkeypatch, lambda *a, **k: SIM.dataset(0, SIM.n_clients), lambda *a, **k: split)
     flags = ["--units", "6", "--l2", "1e-2", "--washout", "1"]
     records = []
     for extra in ([], ["--subround-size", "3"]):

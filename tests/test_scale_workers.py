@@ -27,7 +27,7 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.incfed import fit_incfed, federate_tff
 
-from closed_form_data import THESIS_SPLIT, random_dataset, random_thesis_dataset
+from closed_form_data import THESIS_SPLIT, fake_data_modules, random_dataset, random_thesis_dataset
 
 TIMEOUT = 4.0
 
@@ -142,16 +142,11 @@ def test_killed_worker_stops_the_run_with_a_clear_error_and_resume_continues(wor
 
 
 def test_run_command_with_workers_writes_the_same_metrics(workers, tmp_path, monkeypatch):
-    import types
-
     from tff_esn.cli import main
 
     data = random_dataset(n_clients=5, seed=3)
     ids = data.client_ids
-    monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
-                        types.SimpleNamespace(load_source=lambda *a, **k: data, source_layout=lambda *a, **k: None))
-    monkeypatch.setitem(sys.modules, "tff_esn.data.splits",
-                        types.SimpleNamespace(get_split=lambda name, d, **k: Split(name, ids[:3], (ids[3],), (ids[4],))))
+    fake_data_modules(monkeypatch, lambda *a, **k: data, lambda name, d, **k: Split(name, ids[:3], (ids[3],), (ids[4],)))
     common = ["run", "incfed", "--units", "8", "--l2", "1e-2", "--backend", "tff"]
     addresses = ",".join(w.address for w in workers)
     assert main([*common, "--out", str(tmp_path / "two"), "--workers", addresses, "--worker-timeout", "5"]) == 0

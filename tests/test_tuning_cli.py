@@ -1,12 +1,11 @@
 """``tune()`` and ``tff-esn tune`` end to end: outputs, resume, and best_hparams.json into ``tff-esn run``."""
 
 import json
-import sys
-import types
 
 import numpy as np
 import pytest
 
+from closed_form_data import fake_data_modules
 from tff_esn.cli import main
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tuning.search import tune
@@ -37,13 +36,7 @@ def _fake_get_split(name, dataset, *, train_fraction=1.0, seed=0):
 @pytest.fixture
 def fake_data(monkeypatch):
     """Stands in for tff_esn.data.sources / splits with tiny data."""
-    sources = types.ModuleType("tff_esn.data.sources")
-    sources.load_source = _fake_load_source
-    sources.source_layout = lambda *a, **k: None
-    splits = types.ModuleType("tff_esn.data.splits")
-    splits.get_split = _fake_get_split
-    monkeypatch.setitem(sys.modules, "tff_esn.data.sources", sources)
-    monkeypatch.setitem(sys.modules, "tff_esn.data.splits", splits)
+    fake_data_modules(monkeypatch, _fake_load_source, _fake_get_split)
 
 
 def test_closed_form_search_writes_outputs_and_round_trips_into_run(fake_data, tmp_path, capsys):
