@@ -13,6 +13,7 @@ from tff_esn.federated.training import run_federated
 from tff_esn.privacy import coverage
 from tff_esn.privacy.noise_seed import KNOWN_SEED, NO_NOISE
 from tff_esn.privacy.sampling import POISSON, poisson_clients
+from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.common.run_warnings import RunWarning
 
 from closed_form_data import THESIS_SPLIT, random_thesis_dataset
@@ -51,6 +52,17 @@ def test_closed_form_dp_runs_declare_every_client_derived_value(name, fake_sourc
     assert "train" not in record and "baselines" not in record and "label_histogram" not in record["partition"]
     assert {"train", "baselines", "partition.label_histogram"} <= set(privacy["withheld"])
     assert set(privacy["public"]) >= {"val", "test"}
+
+
+def test_a_library_dp_run_withholds_the_partitions_client_sizes_and_labels(data):
+    """``run_algorithm`` publishes the ``partition`` it is given (as ``compare``'s cells give it)."""
+    partition = {"partitioner": "iid", "clients": 4, "sizes": {"S0": 3}, "label_histogram": {"S0": [1, 2]}}
+    run = resolve_run("incfed", data, dp_epsilon=2.0, units=20)
+    record = run_algorithm(run, data, THESIS_SPLIT, partition=partition)
+    assert record["privacy"]["private"] and record["partition"] == {"partitioner": "iid", "clients": 4}
+    assert {"partition.sizes", "partition.label_histogram"} <= set(record["privacy"]["withheld"])
+    plain = run_algorithm(resolve_run("incfed", data, units=20), data, THESIS_SPLIT, partition=partition)
+    assert plain["partition"] == partition
 
 
 def test_incfed_dp_noise_is_secret_and_a_known_seed_marks_the_run_not_private(fake_sources, tmp_path,  # noqa: F811
