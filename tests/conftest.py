@@ -1,10 +1,16 @@
-"""Test-session guards: quiet TensorFlow, and no TFF worker left behind."""
+"""Test-session guards: quiet TensorFlow, the same property examples on every run, and no TFF worker left behind."""
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# Property tests draw the same examples on every run and machine (a failure reproduces; a loaded machine's slow
+# example generation is no failure); HYPOTHESIS_PROFILE=default draws new ones.
+settings.register_profile("repeatable", derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 @pytest.fixture(scope="session", autouse=True)
