@@ -82,3 +82,17 @@ def test_a_real_valued_run_no_better_than_the_training_mean_is_flagged(nrmse, fl
         flags = check_result("x", {"val": {"nrmse": 0.3}, "test": {"nrmse": nrmse}}, baselines, Task("regress"))
     assert flags == {"val": [], "test": [NOT_ABOVE_MEAN] if flagged else []}
     assert len(said) == int(flagged) and (not said or "x: test: NRMSE" in str(said[0]))
+
+
+@pytest.mark.parametrize("nrmse, flags", [(0.2, []), (0.5, ["not above persistence"]),
+                                          (1.1, ["not above training mean", "not above persistence"])])
+def test_a_forecast_no_better_than_persistence_is_flagged(nrmse, flags):
+    from tff_esn.common.tasks import Task
+
+    baselines = {"training_mean": {"test": {"nrmse": 1.0}}, "persistence": {"horizon": 2, "test": {"nrmse": 0.4}}}
+    with recording() as said:
+        found = check_result("x", {"test": {"nrmse": nrmse}}, baselines, Task("forecast", 2))
+    assert found == {"test": flags} and len(said) == len(flags)
+    assert all("x: test: NRMSE" in str(w) for w in said)
+    said_persistence = any("persistence's 0.4: repeating the target's value" in str(w) for w in said)
+    assert said_persistence == ("not above persistence" in flags)

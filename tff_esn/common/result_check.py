@@ -1,5 +1,5 @@
 """The check every run's result gets: a model that predicts one class, or does not beat the majority class
-(for real targets: the training mean).
+(for real targets: the training mean; for forecasts also persistence).
 
 :func:`check_result` warns and returns the flags of ``metrics.json["result_check"]``, for every algorithm.
 """
@@ -15,7 +15,8 @@ from tff_esn.common.tasks import CLASSIFY, Task
 ONE_CLASS = "one class"
 NOT_ABOVE_MAJORITY = "not above majority"
 NOT_ABOVE_MEAN = "not above training mean"
-FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY, NOT_ABOVE_MEAN)
+NOT_ABOVE_PERSISTENCE = "not above persistence"
+FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY, NOT_ABOVE_MEAN, NOT_ABOVE_PERSISTENCE)
 GROUPS = ("val", "test")
 
 
@@ -45,11 +46,21 @@ def _class_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str,
     return found
 
 
+_REAL_REFERENCES = (
+    ("training_mean", NOT_ABOVE_MEAN, "the training mean's", "a number that reads like a forecast but is not one; "
+     "check λ, the state mode, the washout and the reservoir's scaling"),
+    ("persistence", NOT_ABOVE_PERSISTENCE, "persistence's", "repeating the target's value H steps back forecasts as "
+     "well; check the horizon, λ, the state mode and the washout, beside the lagged-ridge baseline"),
+)
+"""Per real-valued baseline (forecasts only have ``persistence``): its flag, its name and the advice."""
+
+
 def _real_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str, Any], group: str) -> list[str]:
-    """The flags of a real-valued ``section``: its NRMSE against the training mean's on its group."""
-    reference = ((baselines.get("training_mean") or {}).get(group) or {}).get("nrmse")
-    if reference is None or section["nrmse"] < reference:
-        return []
-    warn(f"{where}: NRMSE {section['nrmse']:.4g} is no better than the training mean's {reference:.4g}: a number "
-         "that reads like a forecast but is not one; check λ, the state mode, the washout and the reservoir's scaling")
-    return [NOT_ABOVE_MEAN]
+    """The flags of a real-valued ``section``: its NRMSE against each of :data:`_REAL_REFERENCES` on its group."""
+    found = []
+    for key, flag, name, advice in _REAL_REFERENCES:
+        reference = ((baselines.get(key) or {}).get(group) or {}).get("nrmse")
+        if reference is not None and section["nrmse"] >= reference:
+            found.append(flag)
+            warn(f"{where}: NRMSE {section['nrmse']:.4g} is no better than {name} {reference:.4g}: {advice}")
+    return found
