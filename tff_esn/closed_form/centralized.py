@@ -14,4 +14,4 @@ def run_centralized(dataset: SequenceDataset, split: Split, config: ReadoutConfi
     l2 = run.choose_exact_l2()
     readout = RidgeStats.sum(run.stats()).solve(l2)
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
-    return run.report(run.scorer(readout), centralized_cost(raw))
+    return run.report(run.model(readout), centralized_cost(raw))

@@ -308,5 +308,5 @@ def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> 
     run = Run(dataset, split, config, "incfed")
     l2 = run.choose_exact_l2(per_client=config.l2_per_client)  # no harvest under privacy settings
     readout, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2)
-    return {**run.report(run.scorer(readout), incfed_cost(run.n_features, run.n_outputs),
+    return {**run.report(run.model(readout), incfed_cost(run.n_features, run.n_outputs),
                          backend=config.resolved_backend), **privacy}

@@ -44,7 +44,7 @@ OPTIMIZERS = ("adam", "sgd")
 """The readout's optimizer: Adam (the thesis) or plain SGD (no momentum)."""
 READOUT_INPUTS = ("raw", "standardized")
 """The readout's inputs: the reservoir states as they are, or standardised with the training
-clients' federated feature means and variances (:mod:`tff_esn.federated.standardization`)."""
+clients' federated feature means and variances (:mod:`tff_esn.esn.standardization`)."""
 CLIENT_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-2, 1e-1, 1.0)}
 """The client learning rates ``--client-lr auto`` tries on the validation clients, per optimizer."""
 REAL_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-4, 1e-3, 1e-2)}

@@ -35,7 +35,7 @@ from tff_esn.federated.configs import (DEFAULT_PENALTY, PENALTY_GRID, FedAvgConf
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
-from tff_esn.federated.standardization import Standardization, federated_standardization
+from tff_esn.esn.standardization import Standardization, federated_standardization
 from tff_esn.common.metrics import classification_metrics, regression_metrics, split_report
 from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy import noise_seed
