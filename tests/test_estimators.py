@@ -123,3 +123,15 @@ def test_predicting_before_fit_or_on_other_features_errs():
     est = ESNClassifier(units=8, l2=1e-2, state_mode="last").fit(x, labels, clients=clients)
     with pytest.raises(ValueError, match="3 features per step, the model was trained on 2"):
         est.predict([np.zeros((5, 3))])
+
+
+def test_the_models_page_example_runs():
+    from pathlib import Path
+
+    from test_docs_tutorials import page_code
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "models.md"
+    namespace: dict = {}
+    exec(compile(page_code(page.read_text()), str(page), "exec"), namespace)
+    assert namespace["search"].best_params_["leaky"] in (0.3, 1.0) and namespace["best"].score(
+        namespace["X"], namespace["labels"]) > 0.6
