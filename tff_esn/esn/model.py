@@ -385,6 +385,27 @@ class Model:
     def replace(self, **changes: Any) -> "Model":
         return dataclasses.replace(self, **changes)
 
+    # ------------------------------------------------------------------ exports
+    def to_keras(self) -> Any:
+        """This model as a ``tf.keras.Model`` whose outputs are :meth:`decision_function`'s
+        (:mod:`tff_esn.esn.keras_export`; imports TensorFlow)."""
+        from tff_esn.esn.keras_export import to_keras
+
+        return to_keras(self)
+
+    def to_reservoirpy(self) -> Any:
+        """This model as reservoirpy nodes, a reservoir and a ridge readout (:mod:`tff_esn.esn.reservoirpy_nodes`)."""
+        from tff_esn.esn.reservoirpy_nodes import to_reservoirpy
+
+        return to_reservoirpy(self)
+
+    @classmethod
+    def from_reservoirpy(cls, reservoir: Any, readout: Any, **fields: Any) -> "Model":
+        """The model of a reservoirpy reservoir and ridge readout (:func:`~tff_esn.esn.reservoirpy_nodes.from_reservoirpy`)."""
+        from tff_esn.esn.reservoirpy_nodes import from_reservoirpy
+
+        return from_reservoirpy(reservoir, readout, **fields)
+
 
 def _json_default(value: Any) -> Any:
     """JSON for numpy scalars and arrays and tuples in provenance records."""
