@@ -400,11 +400,23 @@ class Model:
         return to_reservoirpy(self)
 
     @classmethod
-    def from_reservoirpy(cls, reservoir: Any, readout: Any, **fields: Any) -> "Model":
-        """The model of a reservoirpy reservoir and ridge readout (:func:`~tff_esn.esn.reservoirpy_nodes.from_reservoirpy`)."""
-        from tff_esn.esn.reservoirpy_nodes import from_reservoirpy
+    def from_reservoirpy(cls, reservoir: Any, readout: Any, *, state_mode: str = "last", washout: int = 0,
+                         label_names: Sequence[str] | None = None, task: Task | None = None,
+                         feature_names: Sequence[str] | None = None) -> "Model":
+        """The model of a reservoirpy ``reservoir`` and ``Ridge`` ``readout``
+        (:func:`~tff_esn.esn.reservoirpy_nodes.read_nodes`): its readout sees the ``last`` state, the ``mean`` after
+        ``washout``, or ``all`` after it (one output per step); a classifier of ``label_names`` (one readout output
+        each), else real targets of ``task`` (default regress)."""
+        from tff_esn.esn.reservoirpy_nodes import read_nodes
 
-        return from_reservoirpy(reservoir, readout, **fields)
+        weights, ridge = read_nodes(reservoir, readout)
+        names = tuple(label_names) if label_names is not None else ("y",)
+        if len(names) != len(ridge):
+            raise ValueError(f"from_reservoirpy: the readout has {len(ridge)} outputs, {len(names)} label names.")
+        task = Task("classify") if label_names is not None else task or Task("regress")
+        return model_of(weights, Readout("ridge", ridge), StateSpec(state_mode, washout, True), task,
+                        feature_names or tuple(f"f{i}" for i in range(weights.n_inputs)), names,
+                        per_step=state_mode == "all", provenance={"algorithm": "reservoirpy"})
 
 
 def _json_default(value: Any) -> Any:

@@ -11,14 +11,14 @@ readout's ``output_dim``) are read and made the same way.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tff_esn.common.tasks import Task
-from tff_esn.esn.model import Model, Readout, as_sequences, model_of
-from tff_esn.esn.weights import ReservoirWeights, StateSpec
+from tff_esn.esn.weights import ReservoirWeights
+
+if TYPE_CHECKING:
+    from tff_esn.esn.model import Model
 
 ACTIVATIONS = ("tanh", "sigmoid", "relu", "identity")
 """The nonlinearities both libraries name alike."""
@@ -35,14 +35,19 @@ class ReservoirpyESN:
     washout: int = 0
 
     def run(self, x: Any, lengths: Any = None) -> np.ndarray:
-        """The readout's outputs on sequences (an (n, T, F) array or a list of (T_i, F) arrays), each run from the
-        zero state, one row per sequence (per step with ``all``): :meth:`Model.decision_function`'s rows."""
-        x, lengths = as_sequences(x, lengths)
-        steps = np.full(len(x), x.shape[1]) if lengths is None else lengths
+        """The readout's outputs on sequences (an (n, T, F) array with optional ``lengths``, or a list of (T_i, F)
+        arrays), each run from the zero state, one row per sequence (per step with ``all``):
+        :meth:`Model.decision_function`'s rows."""
+        if isinstance(x, (list, tuple)):
+            sequences = [np.asarray(s, np.float64) for s in x]
+        else:
+            x = np.asarray(x, np.float64)
+            steps = np.full(len(x), x.shape[1]) if lengths is None else np.asarray(lengths)
+            sequences = [s[:n] for s, n in zip(x, steps)]
         rows = []
-        for sequence, n in zip(x, steps):
+        for sequence in sequences:
             self.reservoir.reset()
-            states = np.asarray(self.reservoir.run(sequence[:n].astype(np.float64)))
+            states = np.asarray(self.reservoir.run(sequence))
             if self.state_mode == "last":
                 states = states[-1:]
             elif self.state_mode == "mean":
@@ -110,13 +115,10 @@ def _array(value: Any, what: str) -> np.ndarray:
     return np.asarray(value.toarray() if hasattr(value, "toarray") else value, np.float64)
 
 
-def from_reservoirpy(reservoir: Any, readout: Any, *, state_mode: str = "last", washout: int = 0,
-                     label_names: Sequence[str] | None = None, task: Task | None = None,
-                     feature_names: Sequence[str] | None = None) -> Model:
-    """The :class:`Model` of a reservoirpy ``reservoir`` and ``Ridge`` ``readout``: its readout sees the ``last``
-    state, the ``mean`` after ``washout``, or ``all`` (one output per step); a classifier of ``label_names`` (one
-    readout output each) or a ``task`` of real targets (default regress); ``ValueError`` for a reservoir of another
-    equation (noise, feedback, ``equation="external"``, a nonlinearity of :data:`ACTIVATIONS` only)."""
+def read_nodes(reservoir: Any, readout: Any) -> tuple[ReservoirWeights, np.ndarray]:
+    """The reservoir weights and ridge readout ``[Woutᵀ, bias]`` (N_Y, N + 1) of a reservoirpy ``reservoir`` and
+    ``Ridge`` ``readout``; ``ValueError`` for a reservoir of another equation (noise, feedback,
+    ``equation="external"``, a nonlinearity not in :data:`ACTIVATIONS`) or nodes not drawn yet."""
     W, Win = _array(getattr(reservoir, "W", None), "reservoir's W"), _array(getattr(reservoir, "Win", None), "Win")
     bias = _array(getattr(reservoir, "bias", 0.0), "reservoir's bias").reshape(-1)
     if bias.size == 1:
@@ -140,15 +142,4 @@ def from_reservoirpy(reservoir: Any, readout: Any, *, state_mode: str = "last", 
     lr = np.asarray(reservoir.lr, np.float64).reshape(-1)
     weights = ReservoirWeights(Win.T, W.T, bias, np.ones(W.shape[0]), float(lr[0]) if lr.size == 1 else tuple(lr),
                                activation=activation)
-    ridge = np.concatenate([Wout.T, out_bias.reshape(-1, 1)], axis=1)
-    if label_names is not None:
-        task = Task("classify")
-    elif task is None:
-        task = Task("regress")
-    names = tuple(label_names) if label_names is not None else ("y",)
-    if len(names) != ridge.shape[0]:
-        raise ValueError(f"from_reservoirpy: the readout has {ridge.shape[0]} outputs, {len(names)} label names.")
-    per_step = state_mode == "all"
-    return model_of(weights, Readout("ridge", ridge), StateSpec(state_mode, washout, True), task,
-                    feature_names or tuple(f"f{i}" for i in range(Win.shape[1])), names, per_step=per_step,
-                    provenance={"algorithm": "reservoirpy"})
+    return weights, np.concatenate([Wout.T, out_bias.reshape(-1, 1)], axis=1)
