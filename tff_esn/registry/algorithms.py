@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
 RESULT_SECTIONS = ("train", "val", "test", "communication")
+PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends")
+"""The record's sections a run's model keeps as its provenance (those the run wrote)."""
 
 RunFn = Callable[["SequenceDataset", "Split", Any], dict]
 
@@ -306,6 +308,6 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         record["reservoir_graph"] = {k: v for k, v in graph.items() if k != "degree_histogram"}
     record = publish(record)
     if model is not None:
-        model = model.replace(provenance={k: record[k] for k in ("algorithm", "data", "split", "config", "privacy")},
-                              metrics={g: record[g] for g in ("train", "val", "test")})
+        model = model.replace(provenance={k: record[k] for k in PROVENANCE if k in record},
+                              metrics={g: record[g] for g in ("train", "val", "test") if g in record})
     return RunRecord(record, model)
