@@ -106,7 +106,8 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
         init = (tf.zeros([n_classes, features], tf.float64), tf.zeros([features, features], tf.float64),
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: add_batch(acc, batch, reservoir))
-        return a, b, n, tf.constant(1.0, tf.float64)
+        # clipped rows lose the static output count in the reduction; the federation's types state it
+        return tf.ensure_shape(a, [n_classes, features]), b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
 
