@@ -37,6 +37,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from tff_esn.common.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.progress import progress_bar
 from tff_esn.runs.provenance import source_commit
 from tff_esn.common.validation import SEED_MAX, is_seed
 
@@ -525,8 +526,8 @@ def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -
     folder.mkdir(parents=True, exist_ok=True)
     settings = experiment.settings[request.profile]
     total = int(getattr(settings, "steps", 1))
-    bar = tqdm(total=total, desc=experiment.name, position=position, leave=False, disable=not request.progress,
-               unit="step")
+    bar = progress_bar(wanted=request.progress, total=total, desc=experiment.name, position=position, leave=False,
+                       unit="step")
     ctx = Context(experiment, folder, request.profile, request.data, request.seed, bar, backend=request.backend)
     record = {"name": experiment.name, "title": experiment.title, "reproduces": experiment.reproduces,
               "group": experiment.group, **identity,

@@ -22,6 +22,7 @@ from tff_esn.registry import algorithms
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
 from tff_esn.common.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.progress import progress_bar
 from tff_esn.common.validation import check_field, is_count
 
 DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichlet:0.1")
@@ -220,8 +221,6 @@ def check_folder(out: Path, comparison: Any) -> None:
 def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True) -> dict[str, Path]:
     """Runs (or resumes) ``comparison`` into ``out``; returns the CSV, table and figure paths;
     ``FileExistsError`` where ``out`` holds other settings."""
-    from tqdm.auto import tqdm
-
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
 
@@ -236,7 +235,7 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
     check_folder(out, comparison)
     rows = []
     dealt: dict[tuple[str, int], tuple] = {}
-    bar = tqdm(_cells(comparison, names), desc=f"compare {comparison.source}", unit="run", disable=not progress)
+    bar = progress_bar(_cells(comparison, names), wanted=progress, desc=f"compare {comparison.source}", unit="run")
     for partition, seed, name in bar:
         bar.set_postfix(now=f"{name} {partition} seed {seed}", refresh=False)
         folder = out / "runs" / name / _slug(partition) / f"seed{seed}"

@@ -23,6 +23,7 @@ from tff_esn.registry import algorithms, defaults
 from tff_esn.cli.compare.heterogeneity import check_folder, run_for, start_tff
 from tff_esn.esn.hyperparameters import LEAK_DISTRIBUTIONS, TOPOLOGIES, ReservoirConfig
 from tff_esn.common.io import atomic_write, write_csv_atomic, write_text_atomic
+from tff_esn.common.progress import progress_bar
 
 DEFAULT_RESERVOIRS = (*TOPOLOGIES, "leak-uniform", "deep-2", "deep-3", "esnfed")
 """The reservoirs compared unless named: every topology, per-unit uniform leak, deep ESNs of 2 and 3
@@ -160,8 +161,6 @@ def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *
                              progress: bool = True) -> dict[str, Path]:
     """Runs (or resumes) ``comparison`` into ``out``, writing ``results.csv``, ``table.md`` and ``reservoirs.png``;
     ``FileExistsError`` when ``out`` holds other settings."""
-    from tqdm.auto import tqdm
-
     from tff_esn.data.partition import partition_dataset
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
@@ -169,8 +168,8 @@ def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *
     out = Path(out)
     check_folder(out, comparison)
     rows = _read(out / "results.csv")
-    bar = tqdm(total=len(comparison.sources) * len(comparison.seeds), desc="compare reservoirs", unit="seed",
-               disable=not progress)
+    bar = progress_bar(wanted=progress, total=len(comparison.sources) * len(comparison.seeds), desc="compare reservoirs",
+                       unit="seed")
     for label, source in comparison.sources:
         pipeline = comparison.pipeline or defaults.default_pipeline(source)
         dataset = load_source(source, pipeline)
