@@ -46,11 +46,12 @@ PROFILES = {
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """One comparison: ``source`` with ``pipeline`` and ``split``, dealt by each of ``partitions`` to ``clients``
-    clients, one run per seed and algorithm (``None``: :func:`fitting_algorithms`); ``options`` as ``load_source``'s."""
+    """One comparison: ``source`` with ``pipeline`` (``None`` for own data, read as it is) and ``split``, dealt by each
+    of ``partitions`` to ``clients`` clients, one run per seed and algorithm (``None``: :func:`fitting_algorithms`);
+    ``options`` as ``load_source``'s."""
 
     source: str
-    pipeline: str
+    pipeline: str | None
     split: str
     partitions: tuple[str, ...] = DEFAULT_PARTITIONS
     clients: int = 20
