@@ -22,7 +22,7 @@ def plot_reservoir(recurrent: np.ndarray, title: str):
     plt = pyplot()
     w = np.asarray(recurrent)
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.6), gridspec_kw={"width_ratios": (1, 1.3)})
-    left.imshow(w != 0, cmap="Greys", interpolation="nearest", aspect="equal")
+    left.imshow(w != 0, cmap="Greys", vmin=0, vmax=1, interpolation="nearest", aspect="equal")
     left.set_xlabel("sending unit j")
     left.set_ylabel("receiving unit i")
     left.set_title(f"Ŵ non-zeros ({int(np.count_nonzero(w))} of {w.size})")
@@ -33,9 +33,10 @@ def plot_reservoir(recurrent: np.ndarray, title: str):
     for i, (name, values) in enumerate(degrees.items()):
         style = series_style(i)
         counts, _ = np.histogram(values, bins=edges)
-        right.step(np.arange(top), counts, where="mid", color=style["color"], label=name)
-        right.plot(np.arange(top), counts, linestyle="none", marker=style["marker"], color=style["color"],
-                   markersize=4)
+        held = np.flatnonzero(counts)
+        right.step(np.arange(top), counts, where="mid", color=style["color"], linestyle=("-", "--")[i], linewidth=1)
+        right.plot(held, counts[held], linestyle="none", marker=style["marker"], color=style["color"],
+                   markersize=(7, 4)[i], markerfacecolor=("none", style["color"])[i], label=name)
     right.set_xlabel("degree (links per unit)")
     right.set_ylabel("units (count)")
     right.set_title("degree distribution")
