@@ -30,13 +30,15 @@ def _record(folder: Path) -> dict[str, Any]:
 
 
 def reservoir_config(record: dict[str, Any]):
-    """The run's :class:`~tff_esn.esn.hyperparameters.ReservoirConfig`, rebuilt from ``metrics.json``'s config."""
+    """The run's :class:`~tff_esn.esn.hyperparameters.ReservoirConfig`: ``metrics.json``'s config with the values its
+    validation selection chose (``selection``: leaking rate, spectral radius, input scaling) over it."""
     from tff_esn.common.settings import config_fields, config_from_flags
     from tff_esn.esn.hyperparameters import ReservoirConfig
 
     fields = config_fields(ReservoirConfig)
-    values = {k: tuple(v["value"]) if isinstance(v["value"], list) else v["value"]
-              for k, v in (record.get("config") or {}).items() if k in fields}
+    values = {k: v["value"] for k, v in (record.get("config") or {}).items() if k in fields}
+    values.update({k: v for k, v in (record.get("selection") or {}).items() if k in fields})
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     return config_from_flags(ReservoirConfig, values, strict=False)
 
 
