@@ -8,6 +8,7 @@ when the caller wants it (``--no-progress`` says no) and stderr is a terminal, o
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -24,8 +25,21 @@ def shown(wanted: bool = True) -> bool:
     return forced == "1" or sys.stderr.isatty()
 
 
+def _size() -> dict[str, int]:
+    """``ncols``/``nrows`` where stderr is a terminal reporting a size of 0 (a fresh pseudo-terminal, on which tqdm
+    draws nothing): ``$COLUMNS``/``$LINES`` or 80 × 24; empty (tqdm asks the terminal) otherwise."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if size.columns and size.lines:
+        return {}
+    columns, lines = shutil.get_terminal_size()
+    return {"ncols": columns, "nrows": lines}
+
+
 def progress_bar(iterable: Iterable | None = None, *, wanted: bool = True, **kwargs: Any):
     """A ``tqdm`` bar over ``iterable`` (or ``total=``) on stderr, disabled unless :func:`shown` (``wanted``)."""
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, disable=not shown(wanted), file=sys.stderr, dynamic_ncols=True, **kwargs)
+    return tqdm(iterable, disable=not shown(wanted), file=sys.stderr, **{**_size(), **kwargs})

@@ -145,3 +145,31 @@ def plot_confusion(matrix: np.ndarray, labels: Sequence[str], title: str):
     fig.colorbar(image, ax=ax, label="sequences or steps (count)")
     fig.tight_layout()
     return fig
+
+
+def plot_topologies(recurrent: Mapping[str, np.ndarray], title: str):
+    """Per named Ŵ a column: its non-zero pattern above, its eigenvalues with the spectral-radius circle below."""
+    plt = pyplot()
+    fig, axes = plt.subplots(2, len(recurrent), figsize=(2.1 * len(recurrent), 4.6), squeeze=False)
+    angle = np.linspace(0, 2 * np.pi, 181)
+    for (name, w), (top, bottom) in zip(recurrent.items(), axes.T):
+        w = np.asarray(w, np.float64)
+        top.imshow(w != 0, cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
+        top.set_title(f"{name}\n{int(np.count_nonzero(w))} links")
+        top.set_xticks([])
+        top.set_yticks([])
+        eigenvalues = np.linalg.eigvals(w)
+        radius = float(np.abs(eigenvalues).max())
+        bottom.scatter(eigenvalues.real, eigenvalues.imag, s=5, color=COLOURS[0], zorder=3)
+        bottom.plot(radius * np.cos(angle), radius * np.sin(angle), color=COLOURS[3], linestyle="--", linewidth=1)
+        bottom.plot(np.cos(angle), np.sin(angle), color="#777777", linestyle=":", linewidth=1)
+        bottom.set_aspect("equal")
+        bottom.set_xlim(-1.1, 1.1)
+        bottom.set_ylim(-1.1, 1.1)
+        bottom.set_title(f"ρ(Ŵ) = {radius:.2f}", fontsize=8)
+        bottom.set_xlabel("Re λ")
+    axes[0][0].set_ylabel("Ŵ non-zeros")
+    axes[1][0].set_ylabel("Im λ")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
