@@ -10,7 +10,8 @@ from typing import Any
 from tff_esn.registry.algorithms import register_algorithm
 from tff_esn.common.communication import CommunicationCost, Phase, readout_floats
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
-from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
+from tff_esn.closed_form.selection import (AUTO, L2_GRID, OBJECTIVES, SEARCHABLE, check_grid, check_search,
+                                          parse_switch)
 from tff_esn.common.tasks import TASK_KINDS
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.common.validation import check_field, is_count, is_finite
@@ -80,6 +81,10 @@ class ReadoutConfig:
             ``input_scaling``) chosen on the validation data from a small grid; ``()``: none.
         washout: initial steps dropped (≥ 0).
         readout_bias: append a constant-1 input (the readout's bias) to the states.
+        readout_inputs: the readout sees the input u(t) beside the state x(t), rows ``[u, x]`` read as the
+            state mode reads states (esnfed's features, reservoirpy's ``use_raw_inputs``); ``"auto"``: chosen on
+            the validation data like the state mode (:mod:`tff_esn.closed_form.selection`). Not with secure
+            aggregation unless ``secure_range`` is given: its derived range bounds states in [−1, 1].
         privacy: secure aggregation / DP (only the algorithms that implement them accept any).
     """
 
@@ -91,6 +96,8 @@ class ReadoutConfig:
     reservoir_search: tuple[str, ...] = ()
     washout: int = 0
     readout_bias: bool = True
+    readout_inputs: bool | str = dataclasses.field(default=False, metadata={
+        "choices": (AUTO,), "type": parse_switch, "metavar": "{true,false,auto}"})
     privacy: PrivacyConfig = PrivacyConfig()
 
     def __post_init__(self) -> None:
@@ -104,6 +111,11 @@ class ReadoutConfig:
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
+        check_field(self, "readout_inputs", isinstance(self.readout_inputs, bool) or self.readout_inputs == AUTO,
+                    f"True, False or {AUTO!r}")
+        if self.readout_inputs is True and self.privacy.secure_aggregation and self.privacy.secure_range is None:
+            raise ValueError("ReadoutConfig.readout_inputs (--readout-inputs) with secure aggregation needs "
+                             "--secure-range: the derived range bounds states in [−1, 1], not the raw inputs.")
 
     @property
     def seed(self) -> int:
@@ -283,8 +295,9 @@ def runs_tff(config: ReadoutConfig) -> bool:
 
 
 OWN_DATA = {"state_mode": AUTO, "bias_scaling": 1.0, "l2": AUTO, "objective": "balanced_accuracy",
-            "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
-"""The closed form's own-data defaults: λ, the state mode and the reservoir chosen on the validation data."""
+            "readout_inputs": AUTO, "reservoir_search": SEARCHABLE}
+"""The closed form's own-data defaults: λ, the state mode, the inputs beside the states and the reservoir (its size
+among it) chosen on the validation data."""
 SERIES_RESERVOIR = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0}
 SERIES = {**SERIES_RESERVOIR, "l2": AUTO}
 """Its defaults on a generated series (per-step forecasting): every state after a washout of 100
