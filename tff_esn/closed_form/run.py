@@ -234,7 +234,8 @@ class Run:
 
     def _select_states(self) -> None:
         """Chooses the state mode (with the inputs beside the states and without, for ``readout_inputs`` auto), then
-        each searched reservoir setting, by the exact readout's best validation score."""
+        each searched reservoir setting (its grid's values in order, up to the first that does not improve), by the
+        exact readout's best validation score."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
@@ -278,8 +279,9 @@ class Run:
             for value in grid_values(name, best[0]):
                 reservoir = dataclasses.replace(best[0], **{name: value})
                 candidate = trial(reservoir, best[1], best[2].inputs)
-                if candidate.score > best[2].score:
-                    best = reservoir, best[1], candidate
+                if candidate.score <= best[2].score:
+                    break  # the values further along the grid are not tried
+                best = reservoir, best[1], candidate
         chosen = best[2]
         self._use(best[0], best[1], chosen.inputs)
         shared_passes = (len(modes) - 1) * len(inputs) if shared else 0

@@ -38,7 +38,8 @@ RESERVOIR_GRID: dict[str, tuple[float, ...]] = {
     "input_scaling": (1.0, 0.3),
     "units": (100, 300, 500),
 }
-"""Per searchable reservoir setting, the values tried (the configured value and the others), in search order."""
+"""Per searchable reservoir setting, the values tried (the configured value and the others, in order, up to the
+first that does not improve the validation score), in search order."""
 
 SEARCHABLE = tuple(RESERVOIR_GRID)
 
