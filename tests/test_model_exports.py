@@ -50,9 +50,9 @@ def _dense_inputs(rng):
 
 MODELS = {
     "incfed": lambda rng: _trained("incfed", backend="numpy", state_mode="mean"),
-    "inputs-mean": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", washout=3, readout_inputs=True),
+    "inputs-mean": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", washout=3, raw_inputs=True),
     "inputs-per-step": lambda rng: _trained("centralized", per_step=True, state_mode="all", washout=2,
-                                            readout_inputs=True),
+                                            raw_inputs=True),
     "inputs-dense-last": _dense_inputs,
     "fedip-gains": lambda rng: _trained("fedip", backend="numpy", ip_epochs=1),
     "ensemble": lambda rng: _trained("ensemble", state_mode="last"),
@@ -105,7 +105,7 @@ def test_reservoirpy_refuses_what_it_has_no_node_of():
                      ("a", "b", "c"), ("y",))
     with pytest.raises(ValueError, match="a deep reservoir's layers"):
         model.to_reservoirpy()
-    beside, _ = _trained("centralized", readout_inputs=True, state_mode="last")
+    beside, _ = _trained("centralized", raw_inputs=True, state_mode="last")
     with pytest.raises(ValueError, match="sees the inputs beside the states"):
         beside.to_reservoirpy()
 

@@ -1,4 +1,4 @@
-"""The readout on the input beside the state, rows ``[u, x]`` (``StateSpec.inputs``, ``--readout-inputs``): the
+"""The readout on the input beside the state, rows ``[u, x]`` (``StateSpec.inputs``, ``--raw-inputs``): the
 harvest, the model, TensorFlow's statistics and IncFed agree, the ridge readout is scikit-learn's on explicitly
 concatenated features, and the own-data selection chooses it (and the reservoir size) on validation."""
 
@@ -75,7 +75,7 @@ def test_the_ridge_readout_with_inputs_is_scikit_learns_ridge_on_the_concatenate
     data = random_dataset(n_clients=4, steps=9, seed=3)
     split = Split("s", data.client_ids[:3], (), (data.client_ids[3],))
     l2 = 0.3
-    record = run_algorithm(resolve_run("centralized", data, units=10, seed=4, state_mode=mode, readout_inputs=True,
+    record = run_algorithm(resolve_run("centralized", data, units=10, seed=4, state_mode=mode, raw_inputs=True,
                                        l2=l2), data, split)
     model = record.model
     weights = model.members[0].reservoir
@@ -118,7 +118,7 @@ def test_incfed_with_inputs_beside_the_states_is_centralized_for_any_partition(s
 def test_incfed_runs_equal_centralized_with_inputs_beside_the_states():
     data = _ragged(5, n_clients=6)
     split = Split("s", data.client_ids[:4], (data.client_ids[4],), (data.client_ids[5],))
-    settings = dict(units=12, seed=1, readout_inputs=True, state_mode="mean", l2=1e-3)
+    settings = dict(units=12, seed=1, raw_inputs=True, state_mode="mean", l2=1e-3)
     central = run_algorithm(resolve_run("centralized", data, **settings), data, split)
     incfed = run_algorithm(resolve_run("incfed", data, backend="numpy", **settings), data, split)
     np.testing.assert_allclose(incfed.model.members[0].readout.weights, central.model.members[0].readout.weights,
@@ -157,7 +157,7 @@ def test_a_saved_model_keeps_its_inputs_beside_the_states(tmp_path):
     data = random_dataset(n_clients=4, steps=9, seed=6)
     split = Split("s", data.client_ids[:3], (), (data.client_ids[3],))
     model = run_algorithm(resolve_run("incfed", data, backend="numpy", units=10, state_mode="last",
-                                      readout_inputs=True, l2=1e-2), data, split).model
+                                      raw_inputs=True, l2=1e-2), data, split).model
     loaded = Model.load(model.save(tmp_path / "model"))
     assert loaded.spec == model.spec == StateSpec("last", 0, True, inputs=True)
     assert dataclasses.asdict(loaded.spec)["inputs"] is True
@@ -171,27 +171,27 @@ def test_own_data_defaults_choose_the_inputs_and_the_size_on_validation():
     data = random_dataset(n_clients=5, seed=5, sizes=[10] * 5)
     split = Split("own", data.client_ids[:4], (), (data.client_ids[4],))
     run = resolve_run("centralized", data, units=20, reservoir_search=("units",), state_mode="mean",
-                      readout_inputs="auto", l2="auto", objective="balanced_accuracy")
+                      raw_inputs="auto", l2="auto", objective="balanced_accuracy")
     record = run_algorithm(run, data, split)
     table = record["selection"]["candidates"]
-    assert [(c["readout_inputs"], c["units"]) for c in table[:2]] == [(False, 20), (True, 20)]
+    assert [(c["raw_inputs"], c["units"]) for c in table[:2]] == [(False, 20), (True, 20)]
     assert {c["units"] for c in table[2:]} <= set(RESERVOIR_GRID["units"]) and table[2]["units"] == 100
     best = max(table, key=lambda c: c["score"])
     chosen = record["selection"]
-    assert (chosen["readout_inputs"], chosen["units"]) == (best["readout_inputs"], best["units"])
-    assert record.model.spec.inputs is chosen["readout_inputs"]
+    assert (chosen["raw_inputs"], chosen["units"]) == (best["raw_inputs"], best["units"])
+    assert record.model.spec.inputs is chosen["raw_inputs"]
     assert record.model.members[0].reservoir.units == chosen["units"]
     default = resolve_run("centralized", "ts:x/y").config
-    assert default.readout_inputs == "auto" and "units" in default.reservoir_search
+    assert default.raw_inputs == "auto" and "units" in default.reservoir_search
     seed = resolve_run("centralized", "synthetic-wesad").config
-    assert seed.readout_inputs is False and seed.reservoir_search == ()
+    assert seed.raw_inputs is False and seed.reservoir_search == ()
 
 
 def test_the_flag_reads_true_false_and_auto_and_secure_sums_need_a_range():
     assert [parse_switch(t) for t in ("true", "False", "auto", "on", "no")] == [True, False, "auto", True, False]
     with pytest.raises(ValueError, match="expected true, false or auto"):
         parse_switch("maybe")
-    with pytest.raises(ValueError, match="readout_inputs .* needs --secure-range"):
-        resolve_run("incfed", "synthetic-wesad", readout_inputs=True, secure_aggregation=True)
-    assert resolve_run("incfed", "synthetic-wesad", readout_inputs=True, secure_aggregation=True,
-                       secure_range=1e4).config.readout_inputs is True
+    with pytest.raises(ValueError, match="raw_inputs .* needs --secure-range"):
+        resolve_run("incfed", "synthetic-wesad", raw_inputs=True, secure_aggregation=True)
+    assert resolve_run("incfed", "synthetic-wesad", raw_inputs=True, secure_aggregation=True,
+                       secure_range=1e4).config.raw_inputs is True

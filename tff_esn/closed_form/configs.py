@@ -81,7 +81,7 @@ class ReadoutConfig:
             ``input_scaling``) chosen on the validation data from a small grid; ``()``: none.
         washout: initial steps dropped (≥ 0).
         readout_bias: append a constant-1 input (the readout's bias) to the states.
-        readout_inputs: the readout sees the input u(t) beside the state x(t), rows ``[u, x]`` read as the
+        raw_inputs: the readout sees the input u(t) beside the state x(t), rows ``[u, x]`` read as the
             state mode reads states (esnfed's features, reservoirpy's ``use_raw_inputs``); ``"auto"``: chosen on
             the validation data like the state mode (:mod:`tff_esn.closed_form.selection`). Not with secure
             aggregation unless ``secure_range`` is given: its derived range bounds states in [−1, 1].
@@ -96,7 +96,7 @@ class ReadoutConfig:
     reservoir_search: tuple[str, ...] = ()
     washout: int = 0
     readout_bias: bool = True
-    readout_inputs: bool | str = dataclasses.field(default=False, metadata={
+    raw_inputs: bool | str = dataclasses.field(default=False, metadata={
         "choices": (AUTO,), "type": parse_switch, "metavar": "{true,false,auto}"})
     privacy: PrivacyConfig = PrivacyConfig()
 
@@ -111,10 +111,10 @@ class ReadoutConfig:
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
-        check_field(self, "readout_inputs", isinstance(self.readout_inputs, bool) or self.readout_inputs == AUTO,
+        check_field(self, "raw_inputs", isinstance(self.raw_inputs, bool) or self.raw_inputs == AUTO,
                     f"True, False or {AUTO!r}")
-        if self.readout_inputs is True and self.privacy.secure_aggregation and self.privacy.secure_range is None:
-            raise ValueError("ReadoutConfig.readout_inputs (--readout-inputs) with secure aggregation needs "
+        if self.raw_inputs is True and self.privacy.secure_aggregation and self.privacy.secure_range is None:
+            raise ValueError("ReadoutConfig.raw_inputs (--raw-inputs) with secure aggregation needs "
                              "--secure-range: the derived range bounds states in [−1, 1], not the raw inputs.")
 
     @property
@@ -295,9 +295,12 @@ def runs_tff(config: ReadoutConfig) -> bool:
 
 
 OWN_DATA = {"state_mode": AUTO, "bias_scaling": 1.0, "l2": AUTO, "objective": "balanced_accuracy",
-            "readout_inputs": AUTO, "reservoir_search": SEARCHABLE}
-"""The closed form's own-data defaults: λ, the state mode, the inputs beside the states and the reservoir (its size
-among it) chosen on the validation data."""
+            "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
+"""The own-data state selection both families share: λ, the state mode and the reservoir's scaling chosen on the
+validation data."""
+CLOSED_FORM_OWN_DATA = {**OWN_DATA, "raw_inputs": AUTO, "reservoir_search": SEARCHABLE}
+"""The closed form's own-data defaults: :data:`OWN_DATA`, the inputs beside the states and the reservoir's size
+chosen too."""
 SERIES_RESERVOIR = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0}
 SERIES = {**SERIES_RESERVOIR, "l2": AUTO}
 """Its defaults on a generated series (per-step forecasting): every state after a washout of 100
@@ -355,7 +358,7 @@ def ensemble_cost(clients: int, n_features: int, n_outputs: int) -> Communicatio
 def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: Any) -> None:
     """Registers a closed-form algorithm with the family's defaults; ``entry`` adds or replaces registry fields."""
     register_algorithm(name, config, "tff_esn.closed_form." + run, communication=cost, help=help,
-                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": OWN_DATA, **entry})
+                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": CLOSED_FORM_OWN_DATA, **entry})
 
 
 _register("centralized", ExactReadoutConfig, "centralized:run_centralized", centralized_cost,
@@ -389,4 +392,4 @@ _register("ensemble", ReadoutConfig, "heterogeneous:run_ensemble", ensemble_cost
           "different reservoir per client; size-weighted ensemble of local readouts")
 _register("alignment", AlignmentConfig, "heterogeneous:run_alignment", incfed_cost,
           "different reservoirs interpolated toward a shared one with weight α, then IncFed",
-          own_data={**OWN_DATA, "alpha": AUTO})
+          own_data={**CLOSED_FORM_OWN_DATA, "alpha": AUTO})

@@ -93,8 +93,8 @@ def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig
         differ["washout"] = spec.washout
     if config.readout_bias != spec.readout_bias:
         differ["readout_bias"] = spec.readout_bias
-    if config.readout_inputs not in (AUTO, spec.inputs):
-        differ["readout_inputs"] = spec.inputs
+    if config.raw_inputs not in (AUTO, spec.inputs):
+        differ["raw_inputs"] = spec.inputs
     per_client = bool(((model.provenance.get("config") or {}).get("l2_per_client") or {}).get("value", False))
     if config.l2_per_client != per_client:
         differ["l2_per_client"] = per_client
@@ -102,7 +102,7 @@ def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig
         raise ValueError(f"--add-to {extension.path}: the saved model was trained with other settings than this "
                          f"run's; give {_flags(differ)} (or drop the differing flags).")
     l2 = extension.l2 if config.l2 == AUTO else config.l2
-    return dataclasses.replace(config, reservoir=saved, state_mode=spec.state_mode, readout_inputs=spec.inputs,
+    return dataclasses.replace(config, reservoir=saved, state_mode=spec.state_mode, raw_inputs=spec.inputs,
                                reservoir_search=(), l2=l2)
 
 

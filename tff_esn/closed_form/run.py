@@ -20,7 +20,8 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, STATE_MODE_CANDIDATES, Candidate, L2Choice,
-                                          NEG_MSE, by_default, chosen_l2, grid_values, objective_score,
+                                          UPWARD, NEG_MSE, by_default, chosen_l2, grid_values,
+                                          objective_score,
                                           on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
@@ -80,7 +81,7 @@ class Run:
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
         chooses = (config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
-                   or config.readout_inputs == AUTO)
+                   or config.raw_inputs == AUTO)
         self.carving = _shared(dataset, ("carving", split, config.seed),
                                lambda: carve(dataset, split, seed=config.seed)) if chooses else None
         self._data = self.carving.dataset if self.carving else dataset
@@ -93,11 +94,11 @@ class Run:
         if state_mode == AUTO:
             per_step = any(c.per_step for c in dataset.select(split.train).values())
             state_mode = "last" if per_step else DEFAULT_STATE_MODE
-        self._inputs = config.readout_inputs is True  # "auto": off unless the selection turns it on
+        self._inputs = config.raw_inputs is True  # "auto": off unless the selection turns it on
         self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
         self._exact_scores: dict[tuple, list[float]] = {}
-        if config.state_mode == AUTO or config.reservoir_search or config.readout_inputs == AUTO:
+        if config.state_mode == AUTO or config.reservoir_search or config.raw_inputs == AUTO:
             self._select_states()
 
     def _use(self, reservoir: ReservoirConfig, state_mode: str, inputs: bool | None = None) -> None:
@@ -233,21 +234,21 @@ class Run:
         return self.l2_choice.l2
 
     def _select_states(self) -> None:
-        """Chooses the state mode (with the inputs beside the states and without, for ``readout_inputs`` auto), then
-        each searched reservoir setting (its grid's values in order, up to the first that does not improve), by the
-        exact readout's best validation score."""
+        """Chooses the state mode (with the inputs beside the states and without, for ``raw_inputs`` auto), then
+        each searched reservoir setting (:func:`~tff_esn.closed_form.selection.grid_values`), by the exact readout's
+        best validation score."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
         if reason:
             self.selection = {"rule": "default", "reason": reason, "state_mode": self.spec.state_mode,
-                              "readout_inputs": self._inputs, **searched}
+                              "raw_inputs": self._inputs, **searched}
             return
         grid = config.l2_grid
         per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
         modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
-        inputs = (False, True) if config.readout_inputs == AUTO else (self._inputs,)
+        inputs = (False, True) if config.raw_inputs == AUTO else (self._inputs,)
         table: list[Candidate] = []
         shared = "all" in modes and len(modes) > 1 and not per_step
 
@@ -279,14 +280,15 @@ class Run:
             for value in grid_values(name, best[0]):
                 reservoir = dataclasses.replace(best[0], **{name: value})
                 candidate = trial(reservoir, best[1], best[2].inputs)
-                if candidate.score <= best[2].score:
-                    break  # the values further along the grid are not tried
-                best = reservoir, best[1], candidate
+                if candidate.score > best[2].score:
+                    best = reservoir, best[1], candidate
+                elif name in UPWARD:
+                    break
         chosen = best[2]
         self._use(best[0], best[1], chosen.inputs)
         shared_passes = (len(modes) - 1) * len(inputs) if shared else 0
         self.selection = {"rule": self._rule, "objective": self.objective, "state_mode": chosen.state_mode,
-                          "readout_inputs": chosen.inputs, **chosen.reservoir, "score": chosen.score,
+                          "raw_inputs": chosen.inputs, **chosen.reservoir, "score": chosen.score,
                           "budget_harvests": len(table) - shared_passes,
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)

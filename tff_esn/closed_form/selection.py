@@ -38,18 +38,24 @@ RESERVOIR_GRID: dict[str, tuple[float, ...]] = {
     "input_scaling": (1.0, 0.3),
     "units": (100, 300, 500),
 }
-"""Per searchable reservoir setting, the values tried (the configured value and the others, in order, up to the
-first that does not improve the validation score), in search order."""
+"""Per searchable reservoir setting, the values tried beside the configured one, in search order."""
 
 SEARCHABLE = tuple(RESERVOIR_GRID)
 
+UPWARD = ("units",)
+"""Settings tried only above the configured value, ascending, up to the first that does not improve the score."""
+
 
 def grid_values(name: str, reservoir: ReservoirConfig) -> tuple[float, ...]:
-    """The values of :data:`RESERVOIR_GRID` ``[name]`` tried beside ``reservoir``'s own: all others, and no other
-    size for a reservoir whose per-unit leaking rates or per-layer sizes fix it."""
-    if name == "units" and (reservoir.leak_values or reservoir.layer_units):
+    """The values of :data:`RESERVOIR_GRID` ``[name]`` tried beside ``reservoir``'s own: every other one, or for an
+    :data:`UPWARD` setting the larger ones ascending (none for a reservoir whose per-unit leaking rates or per-layer
+    sizes fix its size)."""
+    own = getattr(reservoir, name)
+    if name not in UPWARD:
+        return tuple(v for v in RESERVOIR_GRID[name] if v != own)
+    if reservoir.leak_values or reservoir.layer_units:
         return ()
-    return tuple(v for v in RESERVOIR_GRID[name] if v != getattr(reservoir, name))
+    return tuple(sorted(v for v in RESERVOIR_GRID[name] if v > own))
 
 ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
@@ -155,7 +161,7 @@ class Candidate:
     inputs: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state_mode": self.state_mode, "readout_inputs": self.inputs, **self.reservoir, "best_l2": self.l2,
+        return {"state_mode": self.state_mode, "raw_inputs": self.inputs, **self.reservoir, "best_l2": self.l2,
                 "score": self.score}
 
 
