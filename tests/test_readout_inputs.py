@@ -195,3 +195,19 @@ def test_the_flag_reads_true_false_and_auto_and_secure_sums_need_a_range():
         resolve_run("incfed", "synthetic-wesad", raw_inputs=True, secure_aggregation=True)
     assert resolve_run("incfed", "synthetic-wesad", raw_inputs=True, secure_aggregation=True,
                        secure_range=1e4).config.raw_inputs is True
+
+
+def test_dp_on_unclipped_statistics_refuses_the_inputs_and_incfed_clips_whole_rows_inside_tff():
+    data = random_dataset(n_clients=5, steps=8, seed=9)
+    with pytest.raises(ValueError, match="raw_inputs .* with DP: this algorithm's statistics are harvested unclipped"):
+        resolve_run("pfedrr", data, raw_inputs=True, dp_epsilon=1.0)
+    split = Split("s", data.client_ids[:3], (data.client_ids[3],), (data.client_ids[4],))
+    record = run_algorithm(resolve_run("incfed", data, units=6, raw_inputs=True, state_mode="last", l2=1e-2,
+                                       dp_noise_multiplier=0.0, dp_seed=1, dp_clip=0.5), data, split)
+    assert record["privacy"]["clip"] == 0.5 and record["extra"]["n_features"] == 3 + 6 + 1
+    rows = np.concatenate([record.model.states(data.clients[c].x) for c in split.train])
+    clipped = np.concatenate([rows, np.ones((len(rows), 1))], axis=1)
+    clipped *= np.minimum(1.0, 0.5 / np.linalg.norm(clipped, axis=1))[:, None]
+    targets = np.concatenate([np.eye(3)[data.clients[c].y] for c in split.train])
+    expected = (targets.T @ clipped) @ np.linalg.inv(clipped.T @ clipped + 1e-2 * np.eye(10))
+    np.testing.assert_allclose(record.model.members[0].readout.weights, expected, atol=1e-5)  # zero noise

@@ -123,6 +123,15 @@ class ReadoutConfig:
         return self.reservoir.seed
 
 
+def _check_unclipped_inputs(config: ReadoutConfig) -> None:
+    """Refuses the inputs beside the states with DP where the statistics are harvested unclipped (their DP
+    sensitivity holds for rows of norm ≤ √N_F, which states in [−1, 1] meet and inputs need not)."""
+    if config.raw_inputs is True and config.privacy.dp_requested:
+        raise ValueError(f"{type(config).__name__}.raw_inputs (--raw-inputs) with DP: this algorithm's statistics "
+                         "are harvested unclipped and the inputs are not bounded like states; drop one of them "
+                         "(incfed clips every row inside TFF).")
+
+
 def _check_subrounds(config: Any) -> None:
     size = config.subround_size
     check_field(config, "subround_size", size is None or is_count(size, 1), "None or an integer ≥ 1")
@@ -215,6 +224,7 @@ class PartialIncFedConfig(ReadoutConfig):
                     f"{self.reservoir.readout_units}{' + the readout bias' if self.readout_bias else ''})")
         check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
         check_field(self, "mask", self.mask in MASKS, f"one of {MASKS}")
+        _check_unclipped_inputs(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,6 +246,7 @@ class PFedRRConfig(ReadoutConfig):
         check_field(self, "tau", is_finite(self.tau) and 0 < self.tau <= 1, "a number in (0, 1]")
         check_field(self, "reading", self.reading in READINGS, f"one of {READINGS}")
         _check_subrounds(self)
+        _check_unclipped_inputs(self)
 
 
 @dataclasses.dataclass(frozen=True)
