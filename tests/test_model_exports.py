@@ -41,11 +41,11 @@ def _dense(rng):
 def _dense_inputs(rng):
     """:func:`_dense`'s model with the inputs beside the states, read at the last step."""
     model, x = _dense(rng)
-    readout = Readout("dense", rng.normal(size=(15, 3)), rng.normal(size=3), "softmax",
-                      Standardization(rng.normal(size=15).astype(np.float32), rng.uniform(0.5, 2, 15).astype(np.float32)))
+    scale = Standardization(rng.normal(size=15).astype(np.float32), rng.uniform(0.5, 2, 15).astype(np.float32))
+    readout = Readout("dense", rng.normal(size=(15, 3)), rng.normal(size=3), "softmax", scale)
     member = model.members[0]
     return model.replace(members=(Member(member.reservoir, readout, 1.0, member.config),),
-                         spec=StateSpec("last", 0, inputs=True)), x
+                         spec=StateSpec("last", 0, raw_inputs=True)), x
 
 
 MODELS = {

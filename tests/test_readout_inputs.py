@@ -1,4 +1,4 @@
-"""The readout on the input beside the state, rows ``[u, x]`` (``StateSpec.inputs``, ``--raw-inputs``): the
+"""The readout on the input beside the state, rows ``[u, x]`` (``StateSpec.raw_inputs``, ``--raw-inputs``): the
 harvest, the model, TensorFlow's statistics and IncFed agree, the ridge readout is scikit-learn's on explicitly
 concatenated features, and the own-data selection chooses it (and the reservoir size) on validation."""
 
@@ -53,7 +53,7 @@ def _explicit(client: ClientSequences, weights: ReservoirWeights, mode: str, was
 def test_the_harvest_and_the_model_read_the_input_beside_the_state_as_by_hand(mode):
     data = _ragged(1) if mode != "all" else random_dataset(n_clients=2, steps=11, seed=1)  # per step: one length
     weights = ReservoirWeights.from_config(ReservoirConfig(units=9, leaky=0.5, seed=2), 3)
-    spec = StateSpec(mode, 2 if mode != "last" else 0, True, inputs=True)
+    spec = StateSpec(mode, 2 if mode != "last" else 0, True, raw_inputs=True)
     client = data.clients["c0"]
     expected = _explicit(client, weights, mode, spec.washout)
     harvested = Harvester(data, spec).features(weights, "c0")
@@ -100,7 +100,7 @@ def test_incfed_with_inputs_beside_the_states_is_centralized_for_any_partition(s
     rng = np.random.default_rng(seed)
     pooled = _ragged(seed, n_clients=1).clients["c0"]
     mode = ("mean", "last", "all")[seed % 3]
-    spec = StateSpec(mode, 1 if mode != "last" else 0, True, inputs=True)
+    spec = StateSpec(mode, 1 if mode != "last" else 0, True, raw_inputs=True)
     owner = rng.integers(0, int(rng.integers(2, 5)), size=len(pooled))
     clients = {f"p{k}": ClientSequences(pooled.x[owner == k], pooled.y[owner == k], pooled.steps[owner == k])
                for k in np.unique(owner)}
@@ -137,17 +137,17 @@ def test_tensorflows_statistics_of_the_inputs_beside_the_states_are_numpys(mode)
     washout = 0 if mode == "last" else 2
     targets = np.eye(3)[client.y].astype(np.float32)
     w = weights
-    _, (numpy_stats,) = states_and_statistics(client.x, w.kernel, w.recurrent, w.bias, w.gain, w.leaky,
-                                              keep=mode, washout=washout, lengths=client.steps, targets=targets,
-                                              products=np.dtype(np.float64), with_inputs=True) \
-        if mode == "all" else (None, [None])
-    if mode != "all":
-        states, _ = states_and_statistics(client.x, w.kernel, w.recurrent, w.bias, w.gain, w.leaky, keep=mode,
-                                          washout=washout, lengths=client.steps, with_inputs=True)
-        numpy_stats = RidgeStats.from_states(states.astype(np.float64), targets, bias=True)
-        numpy_stats = (numpy_stats.A, numpy_stats.B, numpy_stats.n)
-    a, b, n = states_tf.batch_statistics(client.x, tf.constant(targets), w.kernel, w.recurrent, w.bias, w.gain, w.leaky, mode,
-                                         washout, True, lengths=client.steps.astype(np.int32), with_inputs=True)
+    states, summed = states_and_statistics(client.x, w.kernel, w.recurrent, w.bias, w.gain, w.leaky, keep=mode,
+                                           washout=washout, lengths=client.steps, with_inputs=True,
+                                           targets=targets if mode == "all" else None, products=np.dtype(np.float64))
+    if mode == "all":  # summed in the pass, every step a row
+        (numpy_stats,) = summed
+    else:
+        one_row = RidgeStats.from_states(states.astype(np.float64), targets, bias=True)
+        numpy_stats = (one_row.A, one_row.B, one_row.n)
+    a, b, n = states_tf.batch_statistics(client.x, tf.constant(targets), w.kernel, w.recurrent, w.bias, w.gain,
+                                         w.leaky, mode, washout, True, lengths=client.steps.astype(np.int32),
+                                         with_inputs=True)
     assert b.shape == (3 + 7 + 1, 3 + 7 + 1) and float(n) == numpy_stats[2]
     np.testing.assert_allclose(np.asarray(b), numpy_stats[1], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(a), numpy_stats[0], rtol=1e-5, atol=1e-5)
@@ -159,8 +159,8 @@ def test_a_saved_model_keeps_its_inputs_beside_the_states(tmp_path):
     model = run_algorithm(resolve_run("incfed", data, backend="numpy", units=10, state_mode="last",
                                       raw_inputs=True, l2=1e-2), data, split).model
     loaded = Model.load(model.save(tmp_path / "model"))
-    assert loaded.spec == model.spec == StateSpec("last", 0, True, inputs=True)
-    assert dataclasses.asdict(loaded.spec)["inputs"] is True
+    assert loaded.spec == model.spec == StateSpec("last", 0, True, raw_inputs=True)
+    assert dataclasses.asdict(loaded.spec)["raw_inputs"] is True
     test = data.clients[data.client_ids[3]]
     np.testing.assert_array_equal(loaded.decision_function(test.x), model.decision_function(test.x))
     without = StateSpec("last", 0, True)
@@ -179,7 +179,7 @@ def test_own_data_defaults_choose_the_inputs_and_the_size_on_validation():
     best = max(table, key=lambda c: c["score"])
     chosen = record["selection"]
     assert (chosen["raw_inputs"], chosen["units"]) == (best["raw_inputs"], best["units"])
-    assert record.model.spec.inputs is chosen["raw_inputs"]
+    assert record.model.spec.raw_inputs is chosen["raw_inputs"]
     assert record.model.members[0].reservoir.units == chosen["units"]
     default = resolve_run("centralized", "ts:x/y").config
     assert default.raw_inputs == "auto" and "units" in default.reservoir_search

@@ -369,7 +369,8 @@ def ensemble_cost(clients: int, n_features: int, n_outputs: int) -> Communicatio
 def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: Any) -> None:
     """Registers a closed-form algorithm with the family's defaults; ``entry`` adds or replaces registry fields."""
     register_algorithm(name, config, "tff_esn.closed_form." + run, communication=cost, help=help,
-                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": CLOSED_FORM_OWN_DATA, **entry})
+                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": CLOSED_FORM_OWN_DATA,
+                          **entry})
 
 
 _register("centralized", ExactReadoutConfig, "centralized:run_centralized", centralized_cost,

@@ -79,8 +79,9 @@ def _flags(names: dict[str, Any]) -> str:
 
 
 def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig:
-    """``config`` with the saved model's reservoir, state mode, inputs beside the states, washout, readout bias and λ; ``ValueError`` when a
-    setting this run fixes differs (the settings ``reservoir_search`` and ``auto`` leave open are the saved ones)."""
+    """``config`` with the saved model's reservoir, state mode, inputs beside the states, washout, readout bias and
+    λ; ``ValueError`` when a setting this run fixes differs (the settings ``reservoir_search`` and ``auto`` leave
+    open are the saved ones)."""
     model = extension.model
     saved = model.members[0].config
     open_fields = set(config.reservoir_search)
@@ -93,8 +94,8 @@ def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig
         differ["washout"] = spec.washout
     if config.readout_bias != spec.readout_bias:
         differ["readout_bias"] = spec.readout_bias
-    if config.raw_inputs not in (AUTO, spec.inputs):
-        differ["raw_inputs"] = spec.inputs
+    if config.raw_inputs not in (AUTO, spec.raw_inputs):
+        differ["raw_inputs"] = spec.raw_inputs
     per_client = bool(((model.provenance.get("config") or {}).get("l2_per_client") or {}).get("value", False))
     if config.l2_per_client != per_client:
         differ["l2_per_client"] = per_client
@@ -102,7 +103,7 @@ def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig
         raise ValueError(f"--add-to {extension.path}: the saved model was trained with other settings than this "
                          f"run's; give {_flags(differ)} (or drop the differing flags).")
     l2 = extension.l2 if config.l2 == AUTO else config.l2
-    return dataclasses.replace(config, reservoir=saved, state_mode=spec.state_mode, raw_inputs=spec.inputs,
+    return dataclasses.replace(config, reservoir=saved, state_mode=spec.state_mode, raw_inputs=spec.raw_inputs,
                                reservoir_search=(), l2=l2)
 
 

@@ -28,7 +28,8 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """State rows scored by a readout (m, :meth:`StateSpec.width`), their labels (m,) and, beside the mean, each sequence's ``last`` state."""
+    """State rows scored by a readout (m, :meth:`StateSpec.width`), their labels (m,) and, beside the mean, each
+    sequence's ``last`` state."""
 
     states: np.ndarray
     labels: np.ndarray
@@ -160,7 +161,7 @@ class Harvester:
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
                 groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers,
                 readout_from=weights.readout_from, activation=weights.activation,
-                products=np.dtype(self.dataset.task.products), with_inputs=spec.inputs)
+                products=np.dtype(self.dataset.task.products), with_inputs=spec.raw_inputs)
             for total, part in zip(totals, parts or ()):
                 for j in range(3):
                     total[j] += part[j]

@@ -22,7 +22,7 @@ def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray
     for rows, x, lengths in run.harvester.batches(client):
         states, _ = states_and_statistics(x, w.kernel, w.recurrent, w.bias, w.gain, w.leaky, keep=spec.state_mode,
                                           washout=spec.washout, lengths=lengths,
-                                          with_inputs=spec.inputs)
+                                          with_inputs=spec.raw_inputs)
         y = targets[rows]
         if spec.state_mode != "all":
             yield states.astype(np.float64), y

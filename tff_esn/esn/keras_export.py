@@ -120,7 +120,7 @@ def _member_outputs(model: "Model", member: "Member", inputs: tf.Tensor, index: 
                       name=f"reservoir_{index}")
     states = layer(inputs)
     layer.set_weights(weights.layer_weights() if use_gain else weights.layer_weights()[:3])
-    if spec.inputs:
+    if spec.raw_inputs:
         states = BesideInputs(mode, spec.washout, name=f"beside_inputs_{index}")([inputs, states])
     if readout.kind == "ridge":
         head = RidgeReadout(*readout.weights.shape, bias=spec.readout_bias, name=f"ridge_{index}")

@@ -182,7 +182,7 @@ class Model:
     def states(self, x: Any, lengths: Any = None, *, member: int = 0) -> np.ndarray:
         """The states the readout of ``member`` sees, float64 rows: (n, U) per sequence (``last``, ``mean``, or
         ``all`` averaged over steps), or (n·(T − washout), U) per step (IncFed eq. 1; IncFed §III's state modes);
-        with ``spec.inputs`` each row is ``[u, x]``, the (standardised) input read as the state is."""
+        with ``spec.raw_inputs`` each row is ``[u, x]``, the (standardised) input read as the state is."""
         x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
         return self._states(self.members[member].reservoir, *self._inputs(x, lengths))
 
@@ -213,7 +213,7 @@ class Model:
             out[rows], _ = states_and_statistics(
                 batch, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=None if lengths is None else lengths[rows], layers=weights.layers,
-                readout_from=weights.readout_from, activation=weights.activation, with_inputs=spec.inputs)
+                readout_from=weights.readout_from, activation=weights.activation, with_inputs=spec.raw_inputs)
         return out.reshape(-1, width)
 
     def decision_function(self, x: Any, lengths: Any = None) -> np.ndarray:

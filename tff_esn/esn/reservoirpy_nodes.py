@@ -77,7 +77,7 @@ def to_reservoirpy(model: Model) -> ReservoirpyESN:
     if readout.kind != "ridge":
         raise ValueError("to_reservoirpy: a dense (logistic/softmax) readout has no reservoirpy Ridge node; use "
                          "to_keras.")
-    if model.spec.inputs:
+    if model.spec.raw_inputs:
         raise ValueError("to_reservoirpy: this readout sees the inputs beside the states; reservoirpy's Reservoir + "
                          "Ridge pair feeds the Ridge the states only; use to_keras.")
     if weights.layers:

@@ -212,8 +212,8 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
                      layers: tuple[int, ...] = (), readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
                      with_inputs: bool = False):
-    """``(Yᵀ S, Sᵀ S, n)`` in float64 of every state after ``washout`` (IncFed eqs. 6–7), ``chunk`` steps at a time;
-    ``with_inputs``: of every row ``[u(t), x(t)]``."""
+    """``(Yᵀ S, Sᵀ S, n)`` in float64 of every state after ``washout`` (IncFed eqs. 6–7), ``chunk`` steps at a
+    time; ``with_inputs``: of every row ``[u(t), x(t)]``."""
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
