@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tff_esn.common.run_warnings import warn
 
 from tff_esn.runtime import load_tff
 
@@ -178,6 +181,21 @@ def publish(record: dict) -> dict:
     out["privacy"] = {**out["privacy"], "withheld": said["withheld"], "covered_outputs": said["covered_outputs"],
                       "public": {**out["privacy"].get("public", {}), **said["public"]}}
     return out
+
+
+FILE_ORIGIN = "file"
+"""The origin of a setting read from a hyper-parameter file (``--hparams``) in ``metrics.json``'s ``config``."""
+
+
+def selection_declared(privacy: dict, config: Mapping[str, Mapping[str, Any]]) -> dict:
+    """A DP run's ``privacy`` section with ``selection_outside_epsilon``: whether settings came from a file
+    (``--hparams``), chosen by a search that is no DP mechanism, so on the clients outside the ε (a warning)."""
+    chosen = sorted(name for name, entry in config.items() if entry.get("origin") == FILE_ORIGIN)
+    if chosen:
+        warn(f"DP: {', '.join(chosen)} came from a hyper-parameter file (--hparams); if a search chose them on these "
+             "clients, that choice used their data outside the DP mechanism and is not covered by the ε "
+             "(metrics.json privacy.selection_outside_epsilon)")
+    return {**privacy, "selection_outside_epsilon": bool(chosen), "settings_from_file": chosen}
 
 
 def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,

@@ -97,6 +97,13 @@ def _value(value: Any) -> str:
     return "(not set)" if value is _MISSING else json.dumps(value) if isinstance(value, (str, list)) else str(value)
 
 
+def differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``"name was → now"`` for each key whose value differs between two identities (the data first)."""
+    names = sorted(set(saved) | set(current), key=lambda n: (n != DATA, n))
+    return [_shown(n, saved.get(n, _MISSING), current.get(n, _MISSING)) for n in names
+            if saved.get(n, _MISSING) != current.get(n, _MISSING)]
+
+
 def _may_change(name: str, old: Any, new: Any) -> bool:
     """Whether a resumed run may change resumable setting ``name`` from ``old`` to ``new``."""
     if name == "patience":
@@ -111,14 +118,11 @@ def resume_changes(out: str | os.PathLike, saved: Mapping[str, Any], identity: M
         raise ResumeError(f"--resume: {Path(out) / CHECKPOINT} records no run identity (written by an earlier "
                           "tff_esn), so the settings that started it cannot be checked; start over with --force or "
                           "in a new output folder.")
-    known = saved.get("identity", {})
-    differ = [name for name in sorted(set(known) | set(identity), key=lambda n: (n != DATA, n))
-              if known.get(name, _MISSING) != identity.get(name, _MISSING)]
     was = saved.get("resumable", {})
     refused = [name for name, new in resumable.items() if name in was and not _may_change(name, was[name], new)]
-    if differ or refused:
-        shown = [_shown(n, known.get(n, _MISSING), identity.get(n, _MISSING)) for n in differ]
-        shown += [f"--{n} {was[n]} → {resumable[n]} (may change to: {RESUMABLE[n]})" for n in refused]
+    shown = differences(saved.get("identity", {}), identity)
+    shown += [f"--{n} {was[n]} → {resumable[n]} (may change to: {RESUMABLE[n]})" for n in refused]
+    if shown:
         raise ResumeError(f"--resume: {out} holds a run started with other settings: {', '.join(shown)}; resume it "
                           "with the settings that started it, or start over with --force or in a new output folder.")
     return {name: [was[name], new] for name, new in jsonable(dict(resumable)).items()
