@@ -193,7 +193,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
         sizes = [size for size, count in sorted(result.selected.items()) for _ in range(count)]
         sections = functools.partial(plain_sections, run)
     else:
-        stats, aggregate, sections = private_sum(run, run.stats())
+        stats, aggregate, sections = private_sum(run, run.stats)
         result = fit_pfedrr(stats, config.tau, l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
         sizes = [u.size for u in result.important_units]
     comparison = {}

@@ -30,18 +30,18 @@ def _record_bound(run: Run) -> dict[str, Any]:
     else the longest training sequence (what the secure sum's range must hold)."""
     if not run.config.privacy.dp_requested:
         return {"steps": max(c.x.shape[1] for c in run.dataset.select(run.train_ids).values())}
-    steps, source = record_steps(run.config.privacy, run.dataset, state_mode=run.spec.state_mode,
-                                 washout=run.config.washout)
+    steps, source = record_steps(run.config.privacy, run.dataset, state_mode=run.spec.state_mode)
     return {"steps": steps, "record_bound": source}
 
 
-def private_sum(run: Run, stats: Sequence[RidgeStats]
+def private_sum(run: Run, harvest: Callable[[], Sequence[RidgeStats]]
                 ) -> tuple[Sequence[RidgeStats], Callable[[Sequence[RidgeStats]], RidgeStats], Sections]:
-    """``(stats, aggregate, sections)``: the clients' (DP-noised) statistics, their sum and privacy sections."""
+    """``(stats, aggregate, sections)``: the clients' (DP-noised) statistics, from ``harvest()`` once the DP
+    mechanism is settled, their sum and privacy sections."""
     config = run.config
     dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
                         n_features=run.n_features, **_record_bound(run))
-    raised = 0
+    stats, raised = harvest(), 0
     if dp is not None:
         stats, raised = local_noisy_stats(stats, dp)
     summer = secure_ridge_sum(config.privacy, [s.n for s in stats])

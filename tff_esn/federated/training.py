@@ -104,7 +104,8 @@ class _EvalSet:
         return row
 
 
-def learning_privacy(config: FedAvgConfig, clients: int, noise_multiplier: float | None = None) -> LearningPrivacy | None:
+def learning_privacy(config: FedAvgConfig, clients: int,
+                     noise_multiplier: float | None = None) -> LearningPrivacy | None:
     """The DP / secure aggregation of ``config.privacy`` over ``clients`` training clients (``None`` without); under
     DP with z calibrated for ``config.rounds``, or a resumed run's checkpointed ``noise_multiplier``."""
     settings = config.privacy

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.privacy.config import PrivacyConfig
 
@@ -45,23 +46,21 @@ def bounded(dataset: SequenceDataset, ids: Sequence[str], privacy: PrivacyConfig
                            dataset.groups, dataset.task)
 
 
-def record_steps(privacy: PrivacyConfig, dataset: SequenceDataset, *, state_mode: str, washout: int) -> tuple[int, str]:
+def record_steps(privacy: PrivacyConfig, dataset: SequenceDataset, *, state_mode: str) -> tuple[int, str]:
     """The public bound on a training sequence's steps and where it comes from (``metrics.json``'s
-    ``privacy.record_bound``); a ``ValueError`` for unequal lengths without ``dp_max_steps`` in state mode ``all``."""
+    ``privacy.record_bound``); a :class:`DataError` for unequal lengths without ``dp_max_steps`` in state mode
+    ``all`` (the bound is above the washout: :class:`~tff_esn.closed_form.configs.ReadoutConfig` checks it)."""
     bound = privacy.dp_max_steps
     if bound is not None:
-        if state_mode == "all" and bound <= washout:
-            raise ValueError(f"--dp-max-steps {bound}: a record keeps {bound} − washout {washout} states, none; give "
-                             f"a bound above the washout.")
         return bound, (f"--dp-max-steps {bound}: training sequences longer are cut to their last {bound} steps "
                        "(how many were cut is not written: it is a statistic of the training data)")
     lengths = {int(c.x.shape[1]) for c in dataset.clients.values()}
     if state_mode != "all":
         return max(lengths), f"state mode {state_mode}: one state per sequence, whatever its length"
     if dataset.ragged or len(lengths) != 1:
-        raise ValueError("--dp-max-steps: DP with --state-mode all on sequences of unequal length needs a public "
-                         "bound on a sequence's steps (the longest training sequence is a statistic of the data it "
-                         "would protect); give --dp-max-steps N (longer training sequences are cut to their last N "
-                         "steps), or use --state-mode last or mean.")
+        raise DataError(f"{dataset.source}: X: sequences of unequal length; DP with --state-mode all needs a public "
+                        "bound on a sequence's steps (the longest training sequence is a statistic of the data it "
+                        "would protect): give --dp-max-steps N (longer training sequences are cut to their last N "
+                        "steps), or use --state-mode last or mean.")
     steps = max(lengths)
     return steps, f"the data's one sequence length ({steps} steps), a property of its format"
