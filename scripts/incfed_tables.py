@@ -59,7 +59,8 @@ def local_fits(dataset, splits: dict, config) -> dict[float, dict[str, float]]:
     """Per split: FedAvg's local ridge readouts (IncFed eq. 5's inputs) — their mean accuracy on
     their own subject (``own``, %), their mean pairwise cosine (``cos``) and the accuracy of their
     weighted average on the training subjects (``average``, %), with ``config``'s reservoir."""
-    from tff_esn.closed_form.fedavg_ridge import local_readouts, size_weighted_mean
+    from tff_esn.closed_form.fedavg_ridge import local_readouts
+    from tff_esn.esn.ridge import size_weighted_mean
 
     out = {}
     for fraction, cf in shared_closed_form_runs(dataset, splits, config).items():

@@ -15,7 +15,7 @@ from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.closed_form.configs import MASKS, READINGS, PartialIncFedConfig, PFedRRConfig
 from tff_esn.closed_form.incfed import fit_incfed
-from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot
+from tff_esn.esn.ridge import RidgeStats, SingularSystemError, one_hot, size_weighted_mean
 
 from closed_form_data import random_dataset
 
@@ -238,7 +238,7 @@ def test_size_weighted_mean_equals_numpy_average(clients, seed):
     rng = np.random.default_rng(seed)
     values = [rng.normal(size=(3, 4)) for _ in range(clients)]
     sizes = rng.integers(1, 1000, clients)
-    np.testing.assert_allclose(fedavg_ridge.size_weighted_mean(values, sizes),
+    np.testing.assert_allclose(size_weighted_mean(values, sizes),
                                np.average(np.stack(values), axis=0, weights=sizes), rtol=1e-12, atol=1e-15)
 
 

@@ -24,7 +24,7 @@ from tff_esn.federated.model import (
     thesis_loss,
 )
 from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig
-from tff_esn.federated.standardization import federated_standardization
+from tff_esn.esn.standardization import federated_standardization
 from tff_esn.federated.training import run_federated
 from tff_esn.esn.layer import Reservoir
 from tff_esn.common.run_warnings import recording

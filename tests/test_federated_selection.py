@@ -17,7 +17,7 @@ from tff_esn.federated.configs import (CLIENT_LR_GRIDS, PENALTY_GRID, FedAvgConf
                                        chosen_index)
 from tff_esn.federated.model import build_thesis_model, thesis_loss
 from tff_esn.federated.simulation import SimulatedProcess
-from tff_esn.federated.standardization import MIN_VARIANCE, federated_standardization
+from tff_esn.esn.standardization import MIN_VARIANCE, federated_standardization
 from tff_esn.federated.training import run_federated, select_settings
 
 

@@ -131,7 +131,7 @@ def run_shrunk(dataset, split, config):
     run = Run(dataset, split, config, "shrunk")
     stats = run.stats()
     readout = config.shrink * RidgeStats.sum(stats).solve(run.choose_l2(run.exact_sweep(stats)))
-    return run.report(run.scorer(readout), incfed_cost(run.n_features, run.n_outputs), shrink=config.shrink)
+    return run.report(run.model(readout), incfed_cost(run.n_features, run.n_outputs), shrink=config.shrink)
 '''
 
 

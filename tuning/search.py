@@ -37,6 +37,7 @@ import functools
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -279,10 +280,12 @@ def _run_flags(space: SearchSpace, source: str, values: dict[str, Any], seed: in
     return flags
 
 
-def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tuple[dict[str, Any], float]:
+def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int,
+                  keys: Sequence[str]) -> tuple[dict[str, Any], float]:
     """The own-data default configuration (:data:`tff_esn.closed_form.configs.OWN_DATA`'s reservoir, λ of
     :data:`~tff_esn.closed_form.selection.L2_GRID` chosen on the validation data, a tie to the
-    larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class."""
+    larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class.
+    Its values are those of the settings ``keys`` a trial records (the others are ``tff-esn run``'s defaults)."""
     from tff_esn.closed_form.configs import ReadoutConfig
 
     reservoir = dataclasses.replace(ReadoutConfig().reservoir, seed=seed,
@@ -293,7 +296,7 @@ def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tup
         score = metrics[objective_name] if metrics["val_classes_predicted"] > 1 else -math.inf
         if score >= best[1]:
             best = ({**reservoir, "l2": l2}, score)
-    return best
+    return {k: best[0][k] for k in keys if k in best[0]}, best[1]
 
 
 def tune(space_name: str, *, data: str | None = None, trials: int | None = None, out: str | Path,
@@ -337,7 +340,7 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     record: dict[str, Any] = {"trial": best[0]["trial"], "objective": name, "score": score, "values": values}
     default_score, recommends_default = None, False
     if own_data(source):
-        default_values, default_score = default_trial(tuner, name, seed)
+        default_values, default_score = default_trial(tuner, name, seed, list(values))
         record["default"] = {"score": default_score, "values": default_values}
         if default_score > score:
             values, score, recommends_default = default_values, default_score, True

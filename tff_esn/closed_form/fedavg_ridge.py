@@ -10,18 +10,12 @@ import numpy as np
 from tff_esn.closed_form.configs import ReadoutConfig, fedavg_ridge_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.esn.ridge import RidgeStats
+from tff_esn.esn.ridge import RidgeStats, size_weighted_mean
 
 
 def local_readouts(stats: Sequence[RidgeStats], l2: float) -> list[np.ndarray]:
     """Each client's own ridge readout ``W_c`` with ``β_c = l2`` (IncFed eq. 4)."""
     return [s.solve(l2) for s in stats]
-
-
-def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> np.ndarray:
-    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64 (IncFed eq. 5, corrected)."""
-    sizes = np.asarray(sizes, dtype=np.float64)
-    return np.tensordot(sizes / sizes.sum(), np.stack(values).astype(np.float64), axes=1)
 
 
 def fit_fedavg_ridge(stats: Sequence[RidgeStats], l2: float) -> np.ndarray:
@@ -35,4 +29,4 @@ def run_fedavg_ridge(dataset: SequenceDataset, split: Split, config: ReadoutConf
     run = Run(dataset, split, config, "fedavg-ridge")
     readout = fit_fedavg_ridge(run.stats(), run.choose_l2(
         lambda grid: [run.scorer(fit_fedavg_ridge(run.stats(), l2)) for l2 in grid]))
-    return run.report(run.scorer(readout), fedavg_ridge_cost(run.n_features, run.n_outputs))
+    return run.report(run.model(readout), fedavg_ridge_cost(run.n_features, run.n_outputs))

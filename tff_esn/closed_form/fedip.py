@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from tff_esn.closed_form.configs import FedIPConfig, IPConfig, fedip_cost
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
-from tff_esn.closed_form.fedavg_ridge import size_weighted_mean
+from tff_esn.esn.ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.incfed import incfed_readout
 from tff_esn.closed_form.run import Run
@@ -272,7 +272,7 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" and not dp \
         else 1.0
     l2 = scale * run.choose_l2(lambda grid: run.exact_sweep(run.stats(adapted), adapted, scale=scale)(grid))
-    readout, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1)
+    readout, _, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1)
     if ip_dp is not None:
         privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:
@@ -281,10 +281,10 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     report = dict(backend=config.backend, l2_effective=l2, gain_mean=float(adapted.gain.mean()),
                   gain_min=float(adapted.gain.min()), bias_mean=float(adapted.bias.mean()))
     if dp:  # the diagnostics below read the training clients' data outside the mechanism
-        return {**run.report(run.scorer(readout, adapted), cost, notes=[], **report), **privacy}
+        return {**run.report(run.model(readout, adapted), cost, notes=[], **report), **privacy}
     spread = float(np.median(step_spread(adapted, clients)))
     notes = [f"FedIP left the states nearly linear (median state std {spread:.3f} < {NEAR_LINEAR_SPREAD}): the "
              f"readout sees only linear functionals of the input; raise --ip-sigma or --ip-mu if classes differ "
              f"in frequency or power"] if spread < NEAR_LINEAR_SPREAD else []
-    return {**run.report(run.scorer(readout, adapted), cost, notes=notes, state_std_median=spread, **report),
+    return {**run.report(run.model(readout, adapted), cost, notes=notes, state_std_median=spread, **report),
             **privacy}

@@ -7,7 +7,8 @@ import numpy as np
 
 from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
 from tff_esn.closed_form.configs import DEFAULT_ALPHA, AlignmentConfig, ReadoutConfig, ensemble_cost, incfed_cost
-from tff_esn.closed_form.fedavg_ridge import local_readouts, size_weighted_mean
+from tff_esn.closed_form.fedavg_ridge import local_readouts
+from tff_esn.esn.ridge import size_weighted_mean
 from tff_esn.esn.weights import ReservoirWeights
 from tff_esn.closed_form.incfed import fit_incfed
 from tff_esn.closed_form.run import Run, Scorer
@@ -70,8 +71,11 @@ def run_ensemble(dataset: SequenceDataset, split: Split, config: ReadoutConfig) 
 
         return score
 
-    chosen = scorer(run.choose_l2(lambda grid: [scorer(l2) for l2 in grid]))
-    return run.report(chosen, ensemble_cost(len(members), run.n_features, run.n_outputs))
+    l2 = run.choose_l2(lambda grid: [scorer(l2) for l2 in grid])
+    stats = run.stats(members)
+    model = run.model(local_readouts(stats, l2), [members[cid] for cid in run.train_ids], sizes=[s.n for s in stats],
+                      configs=[client_reservoir(run.reservoir, i) for i in range(len(run.train_ids))])
+    return run.report(model, ensemble_cost(len(members), run.n_features, run.n_outputs))
 
 
 def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfig) -> dict:
@@ -87,4 +91,4 @@ def run_alignment(dataset: SequenceDataset, split: Split, config: AlignmentConfi
     alpha, chosen = run.choose(alphas, lambda a: lambda grid: run.exact_sweep(run.stats(aligned(a)))(grid))
     readout = fit_incfed(run.stats(aligned(alpha)), run.l2)
     extra = {"alpha": alpha, **({"alpha_selection": chosen} if chosen else {})}
-    return run.report(run.scorer(readout), incfed_cost(run.n_features, run.n_outputs), **extra)
+    return run.report(run.model(readout), incfed_cost(run.n_features, run.n_outputs), **extra)

@@ -120,5 +120,5 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
     stats, aggregate, sections = private_sum(run, run.stats)
     result = fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
     cost = dense_if_secure(run, partial_incfed_cost(k, run.n_features, run.n_outputs))
-    return {**run.report(run.scorer(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
+    return {**run.report(run.model(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),
             **sections()}

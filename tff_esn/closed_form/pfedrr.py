@@ -198,11 +198,11 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
         sizes = [u.size for u in result.important_units]
     comparison = {}
     for name, readout in (("fedrr", result.exact), ("r-pfedrr", result.random)):
-        comparison[name] = {g: s for g, s in run.report(run.scorer(readout), incfed_cost(
+        comparison[name] = {g: s for g, s in run.report(run.model(readout), incfed_cost(
             run.n_features, run.n_outputs)).items() if g in GROUPS}
     kept = run.n_features - run.reservoir.readout_units  # the readout's bias input, kept in every selection
     cost = dense_if_secure(run, pfedrr_cost([size + kept for size in sizes], run.n_features,
                                                      run.n_outputs))
-    return {**run.report(run.scorer(result.important), cost, tau=config.tau, reading=config.reading,
+    return {**run.report(run.model(result.important), cost, tau=config.tau, reading=config.reading,
                          percent_units=result.percent_units, **comparison),
             **sections()}

@@ -41,4 +41,4 @@ def run_rls(dataset: SequenceDataset, split: Split, config: ReadoutConfig) -> di
     for cid in run.train_ids:
         for states, targets in training_blocks(run, cid):
             rls.update(states, targets)
-    return run.report(run.scorer(rls.readout), rls_cost(run.n_features, run.n_outputs))
+    return run.report(run.model(rls.readout), rls_cost(run.n_features, run.n_outputs))

@@ -17,6 +17,7 @@ import scipy.linalg
 from tff_esn.common import communication
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
+from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_GRID, STATE_MODE_CANDIDATES, Candidate,
                                           L2Choice, NEG_MSE, by_default, chosen_l2, objective_score,
@@ -321,9 +322,23 @@ class Run:
         return lambda grid: [self.scorer(w, weights) for w in RidgeStats.sum(stats).solve_path(
             [scale * l2 for l2 in grid], per_client=per_client)]
 
-    def report(self, scorer: Scorer, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
+    def model(self, readout: np.ndarray | Sequence[np.ndarray],
+              weights: ReservoirWeights | Sequence[ReservoirWeights] | None = None, *,
+              sizes: Sequence[float] | None = None, configs: Sequence[ReservoirConfig] | None = None) -> Model:
+        """The trained :class:`~tff_esn.esn.model.Model`: ``weights`` (default the run's reservoir) and the ridge
+        ``readout``; lists of both with ``sizes`` and ``configs`` for an ensemble (IncFed eq. 4)."""
+        weights = weights or self.weights
+        readouts = (Readout("ridge", readout) if isinstance(readout, np.ndarray)
+                    else [Readout("ridge", r) for r in readout])
+        per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
+        return model_of(weights, readouts, self.spec, self.dataset.task, self.dataset.feature_names,
+                        self.dataset.label_names, sizes=sizes, config=configs or self.reservoir, per_step=per_step,
+                        seed=self.config.seed)
+
+    def report(self, model: Model, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
-        """The result sections: metrics per group, communication, ``extra``, warnings and the selection records."""
+        """The result sections: each group's metrics as ``model`` scores its sequences, communication, ``extra``,
+        warnings, the selection records and the ``model`` itself."""
         if self._states is None:
             washout = 0 if self.spec.state_mode == "last" else self.spec.washout
             self._states = check_states(self.weights, list(self.dataset.select(self.train_ids).values()), washout)
@@ -332,8 +347,8 @@ class Run:
         for group in GROUPS:
             ids = self._units if group == "train" else getattr(self.split, group)
             if ids:
-                scores, labels = scorer(ids)
-                out[group] = self.dataset.task.report(labels, scores, self.n_outputs, seed=self.config.seed)
+                pooled = self._data.pooled(ids)
+                out[group] = model.score(pooled.x, pooled.y, pooled.lengths)
             else:
                 out[group] = None
         out["warnings"] = [f"{self.name}: {text}" for text in said]
@@ -348,4 +363,5 @@ class Run:
         out["communication"] = cost.to_dict()
         out["extra"] = {"n_features": self.n_features, "train_clients": len(self.train_ids), "states": self._states,
                         **extra}
+        out["model"] = model
         return out

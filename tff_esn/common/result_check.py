@@ -1,5 +1,6 @@
 """The check every run's result gets: a model that predicts one class, or does not beat the majority class
-(for real targets: the training mean; for forecasts also persistence).
+(for real targets: the training mean; for forecasts also persistence; without training baselines, as under DP,
+the scored group's own mean).
 
 :func:`check_result` warns and returns the flags of ``metrics.json["result_check"]``, for every algorithm.
 """
@@ -16,7 +17,8 @@ ONE_CLASS = "one class"
 NOT_ABOVE_MAJORITY = "not above majority"
 NOT_ABOVE_MEAN = "not above training mean"
 NOT_ABOVE_PERSISTENCE = "not above persistence"
-FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY, NOT_ABOVE_MEAN, NOT_ABOVE_PERSISTENCE)
+NOT_ABOVE_GROUP_MEAN = "not above the group's mean"
+FLAGS = (ONE_CLASS, NOT_ABOVE_MAJORITY, NOT_ABOVE_MEAN, NOT_ABOVE_PERSISTENCE, NOT_ABOVE_GROUP_MEAN)
 GROUPS = ("val", "test")
 
 
@@ -56,8 +58,14 @@ _REAL_REFERENCES = (
 
 
 def _real_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str, Any], group: str) -> list[str]:
-    """The flags of a real-valued ``section``: its NRMSE against each of :data:`_REAL_REFERENCES` on its group."""
+    """The flags of a real-valued ``section``: its NRMSE against each of :data:`_REAL_REFERENCES` on its group;
+    without the training mean's baseline (DP runs fit none on the private clients) R² ≤ 0, no better than the
+    group's own mean, a reference computed from the scored group alone."""
     found = []
+    if "training_mean" not in baselines and section.get("r2") is not None and section["r2"] <= 0:
+        found.append(NOT_ABOVE_GROUP_MEAN)
+        warn(f"{where}: R² {section['r2']:.4g} ≤ 0: the forecast is no better than the constant mean of the scored "
+             "targets themselves; check λ, the state mode, the washout, and under DP the noise (a larger ε)")
     for key, flag, name, advice in _REAL_REFERENCES:
         reference = ((baselines.get(key) or {}).get(group) or {}).get("nrmse")
         if reference is not None and section["nrmse"] >= reference:

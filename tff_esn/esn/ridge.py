@@ -239,3 +239,9 @@ def predict(weights: np.ndarray, states: np.ndarray, *, bias: bool = False) -> n
     if bias:
         states = with_bias(states)
     return states @ weights.T
+
+
+def size_weighted_mean(values: Sequence[np.ndarray], sizes: Sequence[float]) -> np.ndarray:
+    """FedAvg's mean ``Σ_c (n_c / n) v_c`` of equally shaped per-client arrays, float64 (IncFed eq. 5, corrected)."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    return np.tensordot(sizes / sizes.sum(), np.stack(values).astype(np.float64), axes=1)

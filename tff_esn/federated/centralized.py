@@ -14,7 +14,7 @@ from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import chosen_index, client_lr_choices, for_data, loss_labels
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
-from tff_esn.federated.standardization import Standardization, federated_standardization
+from tff_esn.esn.standardization import Standardization, federated_standardization
 from tff_esn.common.metrics import classification_metrics, split_report
 from tff_esn.common.run_warnings import warn
 

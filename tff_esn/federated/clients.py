@@ -20,7 +20,7 @@ from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
-from tff_esn.federated.standardization import Standardization
+from tff_esn.esn.standardization import Standardization
 
 _NOISE, _SHUFFLE = 1, 2
 

@@ -59,7 +59,8 @@ def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig)
         selects = False  # a hold-out carved from the training clients would be scored outside the DP mechanism
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     result = run_federated(dataset, split, config, identity=identity)
-    result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
+    if config.out is not None:  # without a run folder the rounds stay in memory (``extra.rounds``)
+        result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
     if validation is not None:
         result["validation"] = validation
     if states is not None:

@@ -15,6 +15,7 @@ from tff_esn.registry.algorithms import available_algorithms, register_algorithm
 from tff_esn.closed_form.configs import OWN_DATA as RIDGE_OWN_DATA, SERIES_RESERVOIR, centralized_cost
 from tff_esn.closed_form.selection import AUTO, check_search
 from tff_esn.common.communication import CommunicationCost, Phase, check_counts
+from tff_esn.common.run_warnings import warn
 from tff_esn.common.validation import check_field, is_count, is_finite
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
@@ -44,7 +45,7 @@ OPTIMIZERS = ("adam", "sgd")
 """The readout's optimizer: Adam (the thesis) or plain SGD (no momentum)."""
 READOUT_INPUTS = ("raw", "standardized")
 """The readout's inputs: the reservoir states as they are, or standardised with the training
-clients' federated feature means and variances (:mod:`tff_esn.federated.standardization`)."""
+clients' federated feature means and variances (:mod:`tff_esn.esn.standardization`)."""
 CLIENT_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-2, 1e-1, 1.0)}
 """The client learning rates ``--client-lr auto`` tries on the validation clients, per optimizer."""
 REAL_LR_GRIDS: dict[str, tuple[float, ...]] = {"adam": (1e-3, 1e-2, 1e-1), "sgd": (1e-4, 1e-3, 1e-2)}
@@ -230,17 +231,21 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
 
 def resolve_class_weight(class_weight: tuple[float, ...] | str, labels: np.ndarray, n_classes: int,
                          source: str = "data") -> tuple[float, ...]:
-    """One weight per class: ``"balanced"`` → ``n / (K · n_k)`` over ``labels`` (sklearn's
-    ``compute_class_weight("balanced")``); explicit weights must number ``n_classes``."""
+    """One weight per class: ``"balanced"`` → ``n / (K · n_k)`` over ``labels``, K the classes present (sklearn's
+    ``compute_class_weight("balanced")`` over them), 0 with a warning for a class without training labels; explicit
+    weights must number ``n_classes``."""
     import numpy as np
 
     if class_weight == BALANCED:
         counts = np.bincount(labels, minlength=n_classes)
-        if np.any(counts == 0):
-            raise DataError(f"{source}: y: class(es) {np.flatnonzero(counts == 0).tolist()} have no training labels, "
-                            "so class_weight 'balanced' (n / (K · n_k)) is undefined; give --class-weight one weight "
-                            "per class.")
-        return tuple(float(w) for w in counts.sum() / (n_classes * counts))
+        absent = np.flatnonzero(counts == 0)
+        if absent.size:
+            warn(f"{source}: y: class(es) {absent.tolist()} have no training labels; class_weight 'balanced' gives "
+                 "them weight 0 (the model is never trained to predict them)")
+        present = counts > 0
+        weights = np.zeros(n_classes)
+        weights[present] = counts.sum() / (int(present.sum()) * counts[present])
+        return tuple(float(w) for w in weights)
     if len(class_weight) != n_classes:
         raise DataError(f"{source}: y: {n_classes} classes, but class_weight has {len(class_weight)} weights "
                         f"{list(class_weight)}; give --class-weight {n_classes} weights W0,…,W{n_classes - 1} or "

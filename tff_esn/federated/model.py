@@ -14,6 +14,7 @@ import tensorflow as tf
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import ThesisModelConfig, check_class_weight
 from tff_esn.esn.layer import Reservoir
+from tff_esn.esn.model import readout_probabilities
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -57,19 +58,6 @@ def _weights(class_weight: Any, k: int | None) -> tuple[float, ...]:
     if isinstance(weights, str) or (k is not None and len(weights) != k):
         raise ValueError(f"class_weight: expected {k or 'K'} numbers, got {class_weight!r}.")
     return weights
-
-
-def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray, *,
-                          linear: bool = False) -> np.ndarray:
-    """The readout in numpy on ``states`` (…, U) as rows: ``sigmoid(x w + b)`` (n,) (thesis Alg. 2 line 18),
-    ``softmax(x W + b)`` (n, K) or ``linear`` ``x w + b`` (n,); the product float32 as Keras', the rest float64."""
-    z = (states.reshape(-1, states.shape[-1]) @ kernel.astype(np.float32)).astype(np.float64) + bias
-    if linear:
-        return z[:, 0]
-    if z.shape[1] == 1:
-        return 1.0 / (1.0 + np.exp(-z[:, 0]))
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def readout_layer(seed: int, n_outputs: int = 1, *, linear: bool = False) -> tf.keras.layers.Dense:

@@ -36,7 +36,7 @@ from tff_esn.federated.configs import (DEFAULT_PENALTY, PENALTY_GRID, FedAvgConf
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
-from tff_esn.federated.standardization import Standardization, federated_standardization
+from tff_esn.esn.standardization import Standardization, federated_standardization
 from tff_esn.common.metrics import classification_metrics, regression_metrics, split_report
 from tff_esn.privacy.accounting import RoundEvent
 from tff_esn.privacy.closed_form import secure_ridge_sum
@@ -163,11 +163,17 @@ class _BestRound:
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``; its checkpoints
-    record the run's ``identity`` (default: :func:`~tff_esn.runs.identity.run_identity` of these arguments)."""
+    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``; more
+    ``clients_per_round`` than training clients runs (and records in ``extra``) one round of every client. Its
+    checkpoints record the run's ``identity`` (default: :func:`~tff_esn.runs.identity.run_identity` of these
+    arguments)."""
     if identity is None and config.out is not None:
         identity = run_identity(config, dataset, split)
     dp = config.privacy.dp_requested
+    if config.clients_per_round > len(split.train):
+        warn(f"clients_per_round {config.clients_per_round}: there are {len(split.train)} training clients; each "
+             f"round trains all {len(split.train)} (extra.clients_per_round)")
+        config = dataclasses.replace(config, clients_per_round=len(split.train))
     if dp and not dataset.task.real and config.model.class_weight == "balanced":
         warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
              "mechanism; uniform class weights are used (give explicit --class-weight values to set them)")
@@ -507,6 +513,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": len(rows),
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
+                  "clients_per_round": config.clients_per_round,
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r],
                   "resumes": ledger["resumes"]},
         **_privacy_sections(privacy, config, len(split.train), ledger, support=fed.algorithm.privacy,

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
 RESULT_SECTIONS = ("train", "val", "test", "communication")
+PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends")
+"""The record's sections a run's model keeps as its provenance (those the run wrote)."""
 
 RunFn = Callable[["SequenceDataset", "Split", Any], dict]
 
@@ -249,11 +251,21 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
     return ResolvedRun(algo, config, {**record, **data_record}, algo.runs_tff(config), pipeline, split)
 
 
+class RunRecord(dict):
+    """A run's ``metrics.json`` record (a dict) and :attr:`model`, the trained
+    :class:`~tff_esn.esn.model.Model` whose scores its ``train``/``val``/``test`` sections are."""
+
+    def __init__(self, record: Mapping[str, Any], model: Any):
+        super().__init__(record)
+        self.model = model
+
+
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None,
-                  partition: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  partition: Mapping[str, Any] | None = None) -> RunRecord:
     """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record
-    (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients)."""
+    (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients) and the
+    trained model, its provenance and metrics the record's."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.runs.baselines import baseline_scores
     from tff_esn.runs.provenance import run_provenance
@@ -275,6 +287,7 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         checked_result = check_result(name, result, {} if private else baselines, dataset.task)
         if private and "privacy" in result:
             result["privacy"] = selection_declared(result["privacy"], run.record)
+    model = result.pop("model", None)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
@@ -295,4 +308,8 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
 
         graph = graph_metrics(ReservoirWeights.from_config(reservoir, len(dataset.feature_names)).recurrent)
         record["reservoir_graph"] = {k: v for k, v in graph.items() if k != "degree_histogram"}
-    return publish(record)
+    record = publish(record)
+    if model is not None:
+        model = model.replace(provenance={k: record[k] for k in PROVENANCE if k in record},
+                              metrics={g: record[g] for g in ("train", "val", "test") if g in record})
+    return RunRecord(record, model)

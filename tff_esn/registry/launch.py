@@ -123,4 +123,6 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
+    if record.model is not None:
+        record.model.save(out / "model")
     return record, write_json_atomic(out / "metrics.json", record)

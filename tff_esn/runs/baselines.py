@@ -158,12 +158,17 @@ def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
 def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
                    width: int | None = None) -> dict[str, dict[str, Any]]:
     """Reservoir-free real-valued baselines on val/test: ``training_mean``, ``persistence`` (ŷ(t) = y(t − H)),
-    ``lagged_ridge`` (IncFed eq. 3, λ of :data:`L2_GRID`); per-step scored from ``max(washout, horizon, width − 1)``."""
+    ``lagged_ridge`` (IncFed eq. 3, λ of :data:`L2_GRID`); per-step scored from ``max(washout, horizon, width − 1)``
+    (persistence needs a step H back inside the sequence: without one it is ``None``, the others score from
+    ``max(washout, width − 1)``, at most the shortest sequence's last step)."""
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
-    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - task.horizon)
+    lagged = dataset.shortest > max(washout, task.horizon)
+    reach = task.horizon if lagged else 0
+    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - reach)
     width = max(1, width) if per_step else 0
-    skip = max(washout, task.horizon, width - 1)
+    skip = min(max(washout, reach, width - 1), dataset.shortest - 1)
+    forecast = task.kind == "forecast" and lagged
 
     def rows(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         pooled = dataset.pooled(ids)
@@ -171,7 +176,7 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
             return sequence_features(pooled.x, False, pooled.lengths), pooled.y, None
         steady = pooled.y[:, skip:].reshape(-1)
         persistence = pooled.y[:, skip - task.horizon:pooled.y.shape[1] - task.horizon].reshape(-1) \
-            if task.kind == "forecast" else None
+            if forecast else None
         return _lagged(pooled.x, width, skip), steady, persistence
 
     x_train, y_train, _ = rows(split.train)
@@ -185,7 +190,9 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
         chosen = max(i for i, e in enumerate(errors) if e == min(errors))
     result: dict[str, dict[str, Any]] = {
         "training_mean": {"value": float(y_train.mean())},
-        "persistence": {"horizon": task.horizon} if task.kind == "forecast" else {},
+        "persistence": ({"horizon": task.horizon} if forecast else
+                        {"horizon": task.horizon, "unavailable": f"the shortest sequence ({dataset.shortest} steps) "
+                         f"is not longer than the horizon and washout"} if task.kind == "forecast" else {}),
         "lagged_ridge": {"inputs": f"the latest {width} steps' inputs" if per_step
                          else "per-sequence mean/std/min/max/last", "l2": L2_GRID[chosen], "steps_from": skip},
     }

@@ -1,4 +1,4 @@
-"""The readout's inputs standardised with federated feature means and variances.
+"""Features standardised with federated means and variances (the readout's inputs, or the reservoir's).
 
 The training clients' summed :class:`~tff_esn.esn.ridge.RidgeStats` (plain or secure) give ``n = B[−1, −1]``,
 ``μ = B[−1, :−1] / n``, ``σ² = diag(B)[:−1] / n − μ²``; every state becomes ``(s − μ) / σ`` (``σ = 1`` at

@@ -1,0 +1,160 @@
+"""The trained :class:`~tff_esn.esn.model.Model` every run yields: its scores are the run's metrics, it saves and
+loads without TensorFlow, and a damaged or foreign folder is refused in one line."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tff_esn import resolve_run, run_algorithm
+from tff_esn.common.tasks import Task
+from tff_esn.data.sequences import ClientSequences, SequenceDataset
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.model import FORMAT_VERSION, Model, ModelFormatError, Readout, model_of
+from tff_esn.esn.ridge import predict
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+
+from closed_form_data import default_split, random_dataset
+
+CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "ensemble", "alignment",
+               "fedip")
+
+
+def _real_dataset(kind: str, ragged: bool = False) -> SequenceDataset:
+    """Six clients of a learnable real target: the next step of channel 0 (forecast) or its sequence mean."""
+    rng = np.random.default_rng(1)
+    clients = {}
+    for i in range(6):
+        x = rng.normal(size=(6, 12, 2)).astype(np.float32)
+        lengths = rng.integers(8, 13, 6) if ragged else None
+        y = x[:, :, 0].mean(axis=1).astype(np.float64) if kind == "regress" else np.roll(x[:, :, 0], -1, 1)
+        clients[f"c{i}"] = ClientSequences(x, y.astype(np.float64), lengths)
+    return SequenceDataset(clients, 1, ("a", "b"), ("y",), "random", task=Task(kind, 1 if kind == "forecast" else 0,
+                                                                                    "a" if kind == "forecast" else None))
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Equal sections, NaN equal to NaN (``metrics.json``'s reading of the numbers)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+DATASETS = {
+    "classify": lambda: random_dataset(n_clients=6, steps=12, n_classes=3),
+    "classify-per-step": lambda: random_dataset(n_clients=6, steps=12, n_classes=2, per_step=True),
+    "forecast": lambda: _real_dataset("forecast"),
+    "regress-ragged": lambda: _real_dataset("regress", ragged=True),
+}
+
+
+@pytest.mark.parametrize("data", sorted(DATASETS))
+@pytest.mark.parametrize("algorithm", CLOSED_FORM)
+def test_a_saved_model_scores_the_runs_metrics_exactly(algorithm, data, tmp_path):
+    dataset = DATASETS[data]()
+    split = default_split(dataset)
+    settings = {"backend": "numpy"} if algorithm in ("incfed", "fedip") else {}
+    if algorithm == "fedip":
+        settings["ip_epochs"] = 1
+    record = run_algorithm(resolve_run(algorithm, dataset, units=24, **settings), dataset, split)
+    model = Model.load(record.model.save(tmp_path / "model"))
+    for group, ids in (("val", split.val), ("test", split.test)):
+        pooled = dataset.pooled(ids)
+        assert _same(model.score(pooled.x, pooled.y, pooled.lengths), record[group])
+    assert model.metrics["test"] == json.loads(json.dumps(record["test"]))
+    assert model.provenance["algorithm"] == algorithm and model.provenance["config"]["units"]["value"] == 24
+    members = len(split.train) if algorithm == "ensemble" else 1
+    assert len(model.members) == members
+
+
+def test_predictions_are_the_readout_of_the_states_and_per_step_shapes():
+    dataset = random_dataset(n_clients=6, steps=12, n_classes=2, per_step=True)
+    split = default_split(dataset)
+    record = run_algorithm(resolve_run("centralized", dataset, units=20, state_mode="all", washout=2),
+                           dataset, split)
+    model, test = record.model, dataset.pooled(split.test)
+    assert model.per_step and model.predict(test.x).shape == (len(test), 10)
+    states = model.states(test.x)
+    assert states.shape == (len(test) * 10, 20)
+    outputs = predict(model.members[0].readout.weights, states, bias=True)
+    np.testing.assert_array_equal(model.decision_function(test.x), outputs)
+    np.testing.assert_array_equal(model.predict(test.x).reshape(-1), np.argmax(outputs, axis=1))
+    with pytest.raises(AttributeError, match="not probabilities"):
+        model.predict_proba(test.x)
+
+
+def test_sequences_as_a_list_of_unequal_lengths_equal_the_padded_array():
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=16, leaky=0.5, seed=3), 2)
+    rng = np.random.default_rng(0)
+    model = model_of(weights, Readout("ridge", rng.normal(size=(1, 17))), StateSpec("mean", 1), Task("regress"),
+                     ("a", "b"), ("y",))
+    seqs = [rng.normal(size=(t, 2)).astype(np.float32) for t in (5, 9, 7)]
+    padded = np.zeros((3, 9, 2), np.float32)
+    for i, s in enumerate(seqs):
+        padded[i, :len(s)] = s
+    np.testing.assert_array_equal(model.predict(seqs), model.predict(padded, lengths=[5, 9, 7]))
+    with pytest.raises(ValueError, match="3 features per step, the model was trained on 2"):
+        model.predict(np.zeros((2, 5, 3)))
+    with pytest.raises(ValueError, match="not more than the model's washout"):
+        model.predict([np.zeros((1, 2))])
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(np.full((1, 4, 2), np.nan))
+
+
+def test_loading_and_predicting_import_no_tensorflow(tmp_path):
+    dataset = random_dataset(n_clients=5, steps=10)
+    record = run_algorithm(resolve_run("incfed", dataset, units=300, backend="numpy"), dataset,
+                           default_split(dataset))
+    folder = record.model.save(tmp_path / "model")
+    assert sum(f.stat().st_size for f in folder.iterdir()) < 2 * 2 ** 20  # a 300-unit model under 2 MB
+    np.save(tmp_path / "x.npy", dataset.clients["c4"].x)
+    code = ("import sys, numpy as np; from tff_esn.esn.model import Model; "
+            f"m = Model.load({str(folder)!r}); p = m.predict(np.load({str(tmp_path / 'x.npy')!r})); "
+            "print(len(p), 'tensorflow' in sys.modules, 'tensorflow_federated' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == [str(len(dataset.clients["c4"])), "False", "False"], done.stderr
+
+
+@pytest.fixture
+def saved(tmp_path):
+    dataset = random_dataset(n_clients=5, steps=10)
+    record = run_algorithm(resolve_run("centralized", dataset, units=12), dataset, default_split(dataset))
+    return record.model.save(tmp_path / "model"), dataset
+
+
+def test_a_folder_of_another_version_is_refused_in_one_line(saved):
+    folder, _ = saved
+    header = json.loads((folder / "model.json").read_text())
+    header["version"] = FORMAT_VERSION + 1
+    (folder / "model.json").write_text(json.dumps(header))
+    with pytest.raises(ModelFormatError, match=f"format version {FORMAT_VERSION + 1}.*reads version") as err:
+        Model.load(folder)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "missing", "json"])
+def test_a_damaged_folder_is_refused_in_one_line(saved, damage):
+    folder, _ = saved
+    arrays = folder / "arrays.npz"
+    if damage == "truncate":
+        arrays.write_bytes(arrays.read_bytes()[:100])
+    elif damage == "flip":
+        blob = bytearray(arrays.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF
+        arrays.write_bytes(bytes(blob))
+    elif damage == "missing":
+        arrays.unlink()
+    else:
+        (folder / "model.json").write_text("{not json")
+    with pytest.raises(ModelFormatError) as err:
+        Model.load(folder)
+    assert "\n" not in str(err.value) and str(folder) in str(err.value)
+
+
+def test_saving_over_a_model_replaces_it_whole(saved):
+    folder, dataset = saved
+    model = Model.load(folder)
+    changed = model.replace(metrics={"note": 1})
+    changed.save(folder)
+    assert Model.load(folder).metrics == {"note": 1}
+    assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(".")) == []
