@@ -48,10 +48,10 @@ def _shuffled(data: SequenceDataset) -> SequenceDataset:
 
 def test_a_resume_under_another_seed_client_lr_data_or_split_is_refused_naming_each(data, started, tmp_path):
     out = _copy(started, tmp_path)
-    resumed = dataclasses.replace(SIM, out=out, resume=True, rounds=2, seed=1,
-                                  model=SIM.model.replace(learning_rate=0.3))
-    with pytest.raises(ValueError, match=r"holds a run started with other settings: --client-lr 0\.5 → 0\.3, "
-                                         r"--seed 0 → 1; resume it with the settings that started it"):
+    resumed = dataclasses.replace(SIM, out=out, resume=True, rounds=2, model=SIM.model.replace(
+        learning_rate=0.3, reservoir=dataclasses.replace(SIM.model.reservoir, seed=1)))
+    with pytest.raises(ValueError, match=r"holds a run started with other settings: --client-lr 0\.05 → 0\.3, "
+                                         r"--seed 4 → 1; resume it with the settings that started it"):
         run_federated(data, THESIS_SPLIT, resumed)
     same = dataclasses.replace(SIM, out=out, resume=True, rounds=2)
     with pytest.raises(ValueError, match=r"other settings: the data \(its content, split or partition"):
@@ -78,7 +78,7 @@ def test_the_identity_is_the_data_as_the_run_sees_it_and_the_settings_that_shape
     identity = run_identity(SIM, data, THESIS_SPLIT)
     assert identity["data"] == data_digest(random_thesis_dataset(), THESIS_SPLIT)  # content, not the object
     assert identity["data"] != data_digest(_shuffled(data), THESIS_SPLIT)
-    assert identity["algorithm"] == "fedavg" and identity["seed"] == 0 and identity["client_lr"] == 0.5
+    assert identity["algorithm"] == "fedavg" and identity["seed"] == 4 and identity["client_lr"] == 0.05
     assert not set(RESUMABLE) & set(identity)
     assert run_identity(dataclasses.replace(SIM, rounds=9, progress=True), data, THESIS_SPLIT) == identity
 

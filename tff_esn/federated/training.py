@@ -22,7 +22,8 @@ from tff_esn import runtime
 from tff_esn.registry.algorithms import Algorithm, get_algorithm
 from tff_esn.common.communication import CommunicationCost
 from tff_esn.common.io import atomic_write
-from tff_esn.runs.identity import resumable_settings, resume_changes, run_identity, saved_record
+from tff_esn.runs.identity import (CANDIDATE, check_identity, resumable_settings, resume_changes, run_identity,
+                                   saved_record)
 from tff_esn.runs.run_folder import run_lock
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
@@ -212,18 +213,18 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
 
 def _resumed_record(config: FedAvgConfig, identity: dict[str, Any] | None) -> dict[str, Any] | None:
     """The record of the run ``config`` resumes (``None``: a fresh run), after :func:`resume_changes`' check."""
-    saved = None if config.out is None or not config.resume else saved_record(config.out)
-    if saved is not None:
-        resume_changes(config.out, saved, identity, resumable_settings(config))
-    return saved
+    if config.out is None or not config.resume:
+        return None
+    check_identity(config.out, identity, resumable_settings(config))
+    return saved_record(config.out)
 
 
 def _candidate_identity(identity: dict[str, Any] | None, candidate: FedAvgConfig) -> dict[str, Any] | None:
     """The identity of a selection candidate's run: the run's, with the candidate's learning rate and penalty."""
     if identity is None:
         return None
-    return {**identity, "client_lr": candidate.model.learning_rate,
-            **({"penalty": candidate.penalty} if candidate.curvature else {})}
+    return {**identity, CANDIDATE: {"client_lr": candidate.model.learning_rate,
+                                    "penalty": candidate.penalty if candidate.curvature else None}}
 
 
 def _with(config: FedAvgConfig, name: str, value: float) -> FedAvgConfig:

@@ -39,6 +39,8 @@ RESUMABLE: dict[str, str] = {
 """The settings a resumed run may change, and how (everything else is the run's identity)."""
 
 DATA = "data"
+CANDIDATE = "candidate"
+"""The identity key of a selection candidate's run (``DIR/selection/LABEL``): its own learning rate and penalty."""
 _MISSING = object()
 
 
@@ -129,8 +131,19 @@ def resume_changes(out: str | os.PathLike, saved: Mapping[str, Any], identity: M
             if name in was and was[name] != new}
 
 
+def check_identity(out: str | os.PathLike, identity: Mapping[str, Any], resumable: Mapping[str, Any]) -> None:
+    """:func:`resume_changes` against every run record in ``out``: its checkpoint's and its selection candidates'
+    (``DIR/selection/*``, compared without their :data:`CANDIDATE` key), so a folder is resumed only by its run."""
+    out = Path(out).expanduser()
+    for path in (out / CHECKPOINT, *sorted(out.glob(f"selection/*/{CHECKPOINT}"))):
+        saved = saved_record(path.parent.parent)
+        if saved is None:
+            continue
+        if path != out / CHECKPOINT and saved:
+            saved = {**saved, "identity": {k: v for k, v in saved.get("identity", {}).items() if k != CANDIDATE}}
+        resume_changes(out, saved, identity, resumable)
+
+
 def check_resume(out: str | os.PathLike, config: Any, dataset: SequenceDataset, split: Split) -> None:
-    """:func:`resume_changes` of ``config`` on the data against the checkpoint in ``out`` (none: nothing to check)."""
-    saved = saved_record(out)
-    if saved is not None:
-        resume_changes(out, saved, run_identity(config, dataset, split), resumable_settings(config))
+    """:func:`check_identity` of ``config`` on the data against the run records in ``out`` (none: nothing to check)."""
+    check_identity(out, run_identity(config, dataset, split), resumable_settings(config))
