@@ -212,7 +212,7 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
 
 
 def _resumed_record(config: FedAvgConfig, identity: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The record of the run ``config`` resumes (``None``: a fresh run), after :func:`resume_changes`' check."""
+    """The record of the run ``config`` resumes (``None``: a fresh run), after :func:`check_identity`'s check."""
     if config.out is None or not config.resume:
         return None
     check_identity(config.out, identity, resumable_settings(config))
