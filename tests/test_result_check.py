@@ -9,10 +9,11 @@ import pytest
 from closed_form_data import default_split, random_dataset
 
 from tff_esn.registry import algorithms
-from tff_esn.cli.compare.heterogeneity import FLAG_MARK, _cell_text
+from tff_esn.cli.compare.heterogeneity import FLAG_MARK
 from tff_esn.common.metrics import split_report
 from tff_esn.common.result_check import NOT_ABOVE_MAJORITY, ONE_CLASS, check_result
 from tff_esn.common.run_warnings import recording
+from tff_esn.runs.tables import Cell
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,7 @@ def test_not_beating_the_majority_class_is_flagged(accuracy, flagged):
         flags = check_result("x", {"test": section, "val": None}, baselines)
     assert flags == {"test": [NOT_ABOVE_MAJORITY] if flagged else []}
     assert bool(said) == flagged
-    assert _cell_text([accuracy], 1, bool(flags["test"])).endswith(FLAG_MARK) == flagged
+    assert Cell((accuracy,), 1, FLAG_MARK if flags["test"] else "").text().endswith(FLAG_MARK) == flagged
 
 
 def test_a_single_class_test_group_is_not_a_collapse():

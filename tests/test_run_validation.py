@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn.registry.algorithms import resolve_run, run_algorithm
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ExactReadoutConfig, ReadoutConfig
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.checks import check_split
 from tff_esn.data.errors import DataError
@@ -136,7 +136,7 @@ def test_run_algorithm_applies_the_same_checks_and_records_the_one_client_warnin
                            data, Split("s", ("c0",), val=("c1",)), test_required=False)
     assert record["test"] is None and any("one training client ('c0')" in w for w in record["warnings"])
     with pytest.raises(DataError, match=r"--washout 12 drops every step of the shortest sequence \(12 steps\)"):
-        run_algorithm(resolve_run("centralized", data, config=ReadoutConfig(washout=12)),
+        run_algorithm(resolve_run("centralized", data, config=ExactReadoutConfig(washout=12)),
                       data, Split("s", ("c0", "c1"), test=("c2",)))
 
 
@@ -169,7 +169,7 @@ def test_clients_named_like_groups_without_a_split_column_are_a_recorded_warning
 def test_metrics_record_the_client_ids_the_split_rule_and_the_package_versions():
     data = _dataset(n_clients=5)
     split = get_split("npz", data, seed=4)
-    record = run_algorithm(resolve_run("centralized", data, config=ReadoutConfig(reservoir=ReservoirConfig(units=8))),
+    record = run_algorithm(resolve_run("centralized", data, config=ExactReadoutConfig(reservoir=ReservoirConfig(units=8))),
                            data, split)
     assert record["clients"] == {"train": list(split.train), "val": list(split.val), "test": list(split.test)}
     assert record["split_rule"] == "seeded shuffle of the clients (seed 4): 1 test, 1 validation, 3 train"

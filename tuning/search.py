@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 import keras_tuner as kt
-from tqdm.auto import tqdm
 
 from tff_esn.closed_form.configs import OWN_DATA
 from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
 from tff_esn.registry.defaults import own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.common.io import write_csv_atomic, write_json_atomic
+from tff_esn.common.progress import progress_bar
 from tuning.closed_form import ClosedFormTuner
 from tuning.hparams import run_hparams, write_hparams
 from tuning.oracle import ExhaustiveRandomSearchOracle
@@ -73,7 +73,7 @@ class ProgressMixin:
         super().on_search_begin()
         done = sum(t.status == "COMPLETED" for t in self.oracle.trials.values())
         total = self.oracle.max_trials or space_size(self.oracle.hyperparameters)
-        self._bar = tqdm(total=total, initial=done, unit="trial", desc="search", disable=not self.progress)
+        self._bar = progress_bar(wanted=self.progress, total=total, initial=done, unit="trial", desc="search")
 
     def on_trial_begin(self, trial):
         super().on_trial_begin(trial)

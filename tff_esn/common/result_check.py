@@ -23,15 +23,19 @@ GROUPS = ("val", "test")
 
 
 def check_result(algorithm: str, result: Mapping[str, Any], baselines: Mapping[str, Any],
-                 task: Task = CLASSIFY) -> dict[str, list[str]]:
-    """Per group (``val``, ``test``), with a section, the :data:`FLAGS` that hold, each also a warning."""
-    compare = _real_flags if task.real else _class_flags
-    return {group: compare(f"{algorithm}: {group}", result[group], baselines, group)
+                 task: Task = CLASSIFY, *, objective: str = "accuracy") -> dict[str, list[str]]:
+    """Per group (``val``, ``test``), with a section, the :data:`FLAGS` that hold, each also a warning; a classifier
+    is set against the majority class on ``objective``, the score its selection maximises."""
+    if task.real:
+        return {group: _real_flags(f"{algorithm}: {group}", result[group], baselines, group)
+                for group in GROUPS if result.get(group)}
+    return {group: _class_flags(f"{algorithm}: {group}", result[group], baselines, group, objective)
             for group in GROUPS if result.get(group)}
 
 
-def _class_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str, Any], group: str) -> list[str]:
-    """The flags of a classification ``section`` against the majority class on its group."""
+def _class_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str, Any], group: str,
+                 objective: str) -> list[str]:
+    """The flags of a classification ``section`` against the majority class's ``objective`` on its group."""
     found = []
     predicted = [k for k, n in enumerate(section.get("prediction_counts") or ()) if n]
     present = sum(1 for n in section.get("label_counts") or () if n)
@@ -39,12 +43,12 @@ def _class_flags(where: str, section: Mapping[str, Any], baselines: Mapping[str,
         found.append(ONE_CLASS)
         warn(f"{where}: every prediction is class {predicted[0]} ({present} classes present): the model has "
              "collapsed; check the learning rate, λ, the state mode and the algorithm's own settings")
-    reference = ((baselines.get("majority") or {}).get(group) or {}).get("accuracy")
-    if reference is not None and section["accuracy"] <= reference:
+    reference = ((baselines.get("majority") or {}).get(group) or {}).get(objective)
+    score = section.get(objective)
+    if reference is not None and score is not None and score <= reference:
         found.append(NOT_ABOVE_MAJORITY)
-        warn(f"{where}: accuracy {section['accuracy']:.4f} (balanced "
-             f"{section.get('balanced_accuracy', float('nan')):.4f}) does not beat the majority class "
-             f"({reference:.4f}): the model has learnt nothing a constant prediction does not")
+        warn(f"{where}: {objective} {score:.4f} (accuracy {section['accuracy']:.4f}) does not beat the majority "
+             f"class's ({reference:.4f}): the model has learnt nothing a constant prediction does not")
     return found
 
 

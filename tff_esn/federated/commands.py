@@ -76,7 +76,7 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     selects = config.model.learning_rate == AUTO or config.patience > 0
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience,
-                                   refit=config.refit, l2=config.l2)
+                                   refit=config.refit, l2=config.l2, progress=config.progress)
     if validation is not None:
         report["validation"] = validation
     report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",

@@ -286,11 +286,13 @@ class ThesisCentralConfig(ThesisRunConfig):
             data carved from the training data go back into training); with ``l2`` > 0 until the
             penalised training loss has not improved for ``patience`` epochs.
         l2: λ of the penalty λ‖W‖² on the readout kernel added to the loss (the thesis: 0).
+        progress: show a progress bar of the candidates and epochs on a terminal.
     """
 
     patience: int = 0
     refit: bool = False
     l2: float = 0.0
+    progress: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -322,7 +324,7 @@ class FedAvgConfig(ThesisRunConfig):
             ``cache_dir`` are made absolute on construction (the TFF worker reads the cached
             states from its own working folder, which a later ``os.chdir`` does not move).
         resume: continue the run in ``out`` from its last completed round.
-        progress: show a progress bar.
+        progress: show a progress bar of the candidates and rounds on a terminal.
         cache_dir: data cache root (harvested states go to ``CACHE/federated-states``; ``None``:
             the command line uses ``$TFF_ESN_CACHE`` or ``~/.cache/tff_esn``, a library call a
             temporary folder).

@@ -15,12 +15,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.registry.defaults import DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, data_settings, source_defaults
+from tff_esn.registry.defaults import (DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, class_objective, data_settings,
+                                      source_defaults)
 from tff_esn.privacy.coverage import publish, selection_declared
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.common.run_warnings import merged, recording
 from tff_esn.common.settings import Setting, config_fields, config_from_flags, flat_config, settings
-from tff_esn.common.tasks import TASK_KINDS
+from tff_esn.common.tasks import REAL_KINDS, REAL_OBJECTIVE, TASK_KINDS
 
 __all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
            "check_takes", "config_fields", "config_from_flags", "flat_config", "get_algorithm", "names_where",
@@ -247,6 +248,8 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
     config = config if config is not None else config_from_flags(algo.config, values)
     record = {name: {"value": value, "origin": origins.get(name, "default")}
               for name, value in flat_config(config).items()}
+    if "objective" in record and task in REAL_KINDS:  # what the selection maximises on real targets
+        record["objective"] = {"value": REAL_OBJECTIVE, "origin": f"task {task}"}
     check_privacy(algo, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
     return ResolvedRun(algo, config, {**record, **data_record}, algo.runs_tff(config), pipeline, split)
 
@@ -281,10 +284,11 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         start_time = time.perf_counter()
         result = function(dataset, split, config)
         seconds = time.perf_counter() - start_time
+        objective = class_objective(dataset.source, run.record)
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
-                                    washout=getattr(getattr(config, "model", config), "washout", 0))
+                                    washout=getattr(getattr(config, "model", config), "washout", 0), objective=objective)
         private = getattr(config, "privacy", PrivacyConfig()).dp_requested
-        checked_result = check_result(name, result, {} if private else baselines, dataset.task)
+        checked_result = check_result(name, result, {} if private else baselines, dataset.task, objective=objective)
         if private and "privacy" in result:
             result["privacy"] = selection_declared(result["privacy"], run.record)
     model = result.pop("model", None)
