@@ -104,6 +104,10 @@ class ReadoutConfig:
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
+        bound = self.privacy.dp_max_steps
+        if bound is not None and bound <= self.washout:
+            raise ValueError(f"--dp-max-steps {bound}: a training sequence cut to {bound} steps keeps no state after "
+                             f"--washout {self.washout}; give --dp-max-steps above the washout.")
 
     @property
     def seed(self) -> int:
