@@ -158,22 +158,25 @@ def test_plot_draws_the_reservoir_spectrum_states_forecast_and_confusion_of_run_
     assert "no rounds.csv" in capsys.readouterr().err
 
 
-def test_the_refitted_forecast_is_the_runs_own_incfed_readout(tmp_path):
-    from tff_esn.cli.plot import _dataset, refitted_forecast, reservoir_config
-    from tff_esn.common.metrics import regression_metrics
-    from tff_esn.esn.weights import ReservoirWeights
+def test_plot_forecast_draws_the_saved_models_predictions(tmp_path, monkeypatch):
+    from tff_esn.cli import plot
+    from tff_esn.esn.model import Model
+    from tff_esn.runs import plots
 
     source = _series(tmp_path)
     assert main(["run", "incfed", "--data", source, "--task", "forecast", "--washout", "0",
                  "--out", str(tmp_path / "f")]) == 0
     record = json.loads((tmp_path / "f/metrics.json").read_text())
-    dataset, split = _dataset(record)
-    config = reservoir_config(record)
-    assert (config.leaky, config.spectral_radius) == (record["selection"]["leaky"], record["selection"]["spectral_radius"])
-    weights = ReservoirWeights.from_config(config, len(dataset.feature_names))
-    truth, prediction, _ = refitted_forecast(record, dataset, split, weights)
-    assert truth.shape == prediction.shape == (19,)  # 20 steps, the last one has no target 1 step ahead
-    assert regression_metrics(truth, prediction)["nrmse"] < 0.5
+    drawn = {}
+    monkeypatch.setattr(plots, "plot_forecast", lambda truth, prediction, title, reference: drawn.update(
+        truth=truth, prediction=prediction) or "figure")
+    plot.draw("forecast", tmp_path / "f", record, 6)
+    model = Model.load(tmp_path / "f/model")
+    dataset, groups = plot._dataset(record, model)
+    test = dataset.pooled(groups["test"])
+    expected = model.predict(test.x, test.lengths)
+    np.testing.assert_array_equal(drawn["prediction"], expected[0] if expected.ndim == 2 else expected)
+    assert drawn["truth"].shape == drawn["prediction"].shape
 
 
 def test_plot_functions_take_arrays():

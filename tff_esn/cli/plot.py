@@ -1,10 +1,9 @@
 """``tff-esn plot KIND... --run DIR``: pictures of a finished run, drawn by :mod:`tff_esn.runs.plots`.
 
 Kinds: ``reservoir`` (Ŵ's adjacency and degree distribution) and ``spectrum`` (Ŵ's eigenvalues and the
-spectral-radius circle), redrawn from the run's recorded configuration; ``states`` (x(t) of a few units,
-the reservoir driven by the first test sequence of the run's data); ``forecast`` (a real-valued run's
-test prediction against the truth, from the run's reservoir and λ refitted on the pooled training
-states); ``learning-curve`` (per-round metrics of ``rounds.csv``); ``confusion`` (the test confusion
+spectral-radius circle) of the run's saved model; ``states`` (x(t) of a few units, the model's reservoir
+driven by the first test sequence of the run's data); ``forecast`` (a real-valued run's saved model
+against the truth on its test sequences); ``learning-curve`` (per-round metrics of ``rounds.csv``); ``confusion`` (the test confusion
 matrix of ``metrics.json``). Each is written to ``--out`` (default ``DIR/figures``) as PDF, SVG and PNG
 with a caption.
 """
@@ -29,88 +28,48 @@ def _record(folder: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def reservoir_config(record: dict[str, Any]):
-    """The run's :class:`~tff_esn.esn.hyperparameters.ReservoirConfig`: ``metrics.json``'s config with the values its
-    validation selection chose (``selection``: leaking rate, spectral radius, input scaling) over it."""
-    from tff_esn.common.settings import config_fields, config_from_flags
-    from tff_esn.esn.hyperparameters import ReservoirConfig
+def _model(folder: Path):
+    """The run's saved :class:`~tff_esn.esn.model.Model` (``DIR/model``)."""
+    from tff_esn.esn.model import Model, ModelFormatError
 
-    fields = config_fields(ReservoirConfig)
-    values = {k: v["value"] for k, v in (record.get("config") or {}).items() if k in fields}
-    values.update({k: v for k, v in (record.get("selection") or {}).items() if k in fields})
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    return config_from_flags(ReservoirConfig, values, strict=False)
+    try:
+        return Model.load(folder / "model")
+    except ModelFormatError as err:
+        raise UsageError(f"--run {folder}: {err}") from None
 
 
-def _dataset(record: dict[str, Any]):
-    """The run's data read as the run read it (its recorded source options), and its split."""
-    from tff_esn.cli.run import source_options
-    from tff_esn.data.sources import load_source
-    from tff_esn.data.splits import get_split
-    from tff_esn.registry.defaults import default_pipeline, default_split
+def _dataset(record: dict[str, Any], model):
+    """The run's data as :func:`~tff_esn.runs.predictions.run_groups` reads it back, and its groups' client ids."""
+    from tff_esn.cli.predict import load_for
+    from tff_esn.runs.predictions import run_groups
 
-    config = record.get("config") or {}
-    pipeline = (config.get("pipeline") or {}).get("value") or default_pipeline(record["data"])
-    cli = {k: None for k in ("task", "horizon", "target", "ragged", "missing")}
-    cli.update(record.get("cli") or {})
-    seed = (config.get("seed") or {}).get("value")
-    options = source_options(argparse.Namespace(**{**cli, "data": record["data"], "seed": seed}))
-    dataset = load_source(record["data"], pipeline, **options)
-    split_name = (config.get("split") or {}).get("value") or default_split(record["data"], pipeline)
-    return dataset, get_split(split_name, dataset)
+    dataset, groups, how = run_groups(record, load_for(record, model, record["data"]))
+    if groups is None:
+        raise UsageError(f"plot: the run's data ({record['data']}) no longer holds its client groups: {how}.")
+    return dataset, groups
 
 
-def _states(weights, x):
-    """(steps, units) states of one (steps, features) sequence."""
+def _states(model, x):
+    """(steps, units) states of one (steps, features) sequence through the model's (first) reservoir."""
     import numpy as np
 
     from tff_esn.esn.states_numpy import states
 
-    return np.stack([s[0].copy() for s in states(np.asarray(x, np.float32)[None], weights.kernel, weights.recurrent,
-                                                  weights.bias, weights.gain, weights.leaky, None, weights.layers,
-                                                  weights.activation)])
-
-
-def refitted_forecast(record: dict[str, Any], dataset, split, weights):
-    """``(truth, prediction, training mean)`` on the first test sequence: the ridge readout (IncFed eq. 3) of the
-    pooled training states of the run's reservoir at the run's λ, after its washout."""
-    import numpy as np
-
-    from tff_esn.esn.ridge import RidgeStats, predict
-
-    config = record.get("config") or {}
-    washout = int((config.get("washout") or {}).get("value") or 0)
-    l2 = (record.get("l2_selection") or {}).get("l2", (config.get("l2") or {}).get("value"))
-    l2 = float(l2) if isinstance(l2, (int, float)) else 1e-6
-    train = dataset.pooled(split.train)
-    rows = [(_states(weights, train.x[i, :n])[washout:], train.y[i, washout:n]) for i, n in enumerate(train.steps)]
-    stats = RidgeStats.from_states(np.concatenate([s for s, _ in rows]),
-                                   np.concatenate([y for _, y in rows])[:, None], bias=True)
-    readout = stats.solve(l2)
-    test = dataset.pooled(split.test or split.val)
-    steps = int(test.steps[0])
-    prediction = predict(readout, _states(weights, test.x[0, :steps])[washout:], bias=True)[:, 0]
-    return test.y[0, washout:steps], prediction, float(np.concatenate([y for _, y in rows]).mean())
+    weights = model.members[0].reservoir
+    x = np.asarray(x, np.float32)[None]
+    x = model.inputs.apply(x) if model.inputs is not None else x
+    return np.stack([s[0].copy() for s in states(x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
+                                                  weights.leaky, None, weights.layers, weights.activation)])
 
 
 def draw(kind: str, folder: Path, record: dict[str, Any], units: int):
-    """The figure of ``kind`` for the run in ``folder`` and its caption."""
+    """The figure of ``kind`` for the run in ``folder`` and its caption, from the run's saved model and records."""
     import numpy as np
 
-    from tff_esn.esn.weights import ReservoirWeights
     from tff_esn.runs import plots
     from tff_esn.runs.figures import dataset_title
 
     name = f"{record['algorithm']} on {dataset_title(record['data'])}"
-    if kind in ("reservoir", "spectrum"):
-        config = reservoir_config(record)
-        weights = ReservoirWeights.from_config(config, 1)
-        what = f"{config.topology} reservoir of {weights.units} units (seed {config.seed})"
-        if kind == "reservoir":
-            return (plots.plot_reservoir(weights.recurrent, f"{name}: {what}"),
-                    f"Non-zero pattern and degree distribution of Ŵ of the run's {what}.")
-        return (plots.plot_spectrum(weights.recurrent, config.spectral_radius, f"{name}: {what}"),
-                f"Eigenvalues of Ŵ of the run's {what}, the circle of its spectral radius and the unit circle.")
     if kind == "confusion":
         group = "test" if record.get("test") else "val"
         matrix = (record.get(group) or {}).get("confusion")
@@ -131,23 +90,40 @@ def draw(kind: str, folder: Path, record: dict[str, Any], units: int):
         return (plots.plot_learning_curve(rows, f"{name}: per round", reference=None if majority is None else
                                           ("val accuracy of the majority class", majority)),
                 f"Validation and test scores after each round of the run ({len(rows)} rounds, rounds.csv).")
-    dataset, split = _dataset(record)
-    config = reservoir_config(record)
-    weights = ReservoirWeights.from_config(config, len(dataset.feature_names))
-    if kind == "states":
-        sequence = dataset.pooled(split.test or split.train)
-        x = sequence.x[0, :int(sequence.steps[0])]
-        chosen = list(range(min(units, weights.units)))
-        return (plots.plot_states(_states(weights, x), f"{name}: reservoir states", chosen),
-                f"States x_i(t) of units {chosen} of the run's reservoir driven by the first "
-                f"{'test' if split.test else 'training'} sequence ({len(x)} steps).")
-    if not dataset.task.real:
+    model = _model(folder)
+    member = model.members[0]
+    weights, config = member.reservoir, member.config
+    topology = f"{config.topology} " if config is not None else ""
+    what = f"{topology}reservoir of {weights.units} units" + (f" (seed {config.seed})" if config is not None else "")
+    if kind == "reservoir":
+        return (plots.plot_reservoir(weights.recurrent, f"{name}: {what}"),
+                f"Non-zero pattern and degree distribution of Ŵ of the run's {what}.")
+    if kind == "spectrum":
+        radius = config.spectral_radius if config is not None else None
+        return (plots.plot_spectrum(weights.recurrent, radius, f"{name}: {what}"),
+                f"Eigenvalues of Ŵ of the run's {what}, the circle of its spectral radius and the unit circle.")
+    if kind == "forecast" and not model.task.real:
         raise UsageError(f"plot forecast: {record['data']} is a classification run; forecast needs --task forecast "
                          "or regress.")
-    truth, prediction, mean = refitted_forecast(record, dataset, split, weights)
+    dataset, groups = _dataset(record, model)
+    shown = "test" if groups.get("test") else "val" if groups.get("val") else "train"
+    sequences = dataset.pooled(groups[shown])
+    if kind == "states":
+        x = sequences.x[0, :int(sequences.steps[0])]
+        chosen = list(range(min(units, weights.units)))
+        return (plots.plot_states(_states(model, x), f"{name}: reservoir states", chosen),
+                f"States x_i(t) of units {chosen} of the run's reservoir driven by the first {shown} sequence "
+                f"({len(x)} steps).")
+    prediction = model.predict(sequences.x, sequences.lengths)
+    truth = model.labels(sequences.y, len(sequences)).reshape(prediction.shape)
+    per_step = prediction.ndim == 2
+    if per_step:  # one sequence, step by step
+        truth, prediction = truth[0, :int(sequences.steps[0]) - model.spec.washout], prediction[0, :len(truth[0])]
+    train = dataset.pooled(groups["train"])
+    mean = float(np.mean(model.labels(train.y, len(train))))
     return (plots.plot_forecast(truth, prediction, f"{name}: forecast", reference=mean),
-            "Prediction against truth on the first test sequence: the ridge readout of the run's reservoir at the "
-            "run's λ refitted on the pooled training states (IncFed's and the centralized readout exactly).")
+            f"The run's saved model against the truth on the {'first ' + shown + ' sequence, step by step' if per_step else shown + ' sequences, one prediction each'}; "
+            "the line is the training mean.")
 
 
 def _plot(args: argparse.Namespace) -> int:

@@ -44,12 +44,26 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
     return source_options(argparse.Namespace(data=source, **flags))
 
 
-def _predict(args: argparse.Namespace) -> int:
-    from tff_esn.esn.model import Model, ModelFormatError
-    from tff_esn.common.io import write_json_atomic, write_text_atomic
+def load_for(record: dict[str, Any], model: Any, source: str, *, cache_dir: str | None = None) -> Any:
+    """``source`` read as the run of ``record`` read its data (pipeline, flags), for ``model``'s task."""
     from tff_esn.data.errors import DataError
     from tff_esn.data.sources import load_source
     from tff_esn.registry.defaults import default_pipeline
+
+    try:
+        options = _source_options(record, source)
+        options["task"] = model.task
+        pipeline = ((record.get("config") or {}).get("pipeline") or {}).get("value") or default_pipeline(source)
+        return load_source(source, pipeline, cache_dir=cache_dir, **options)
+    except (DataError, UsageError):
+        raise
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from tff_esn.esn.model import Model, ModelFormatError
+    from tff_esn.common.io import write_json_atomic, write_text_atomic
     from tff_esn.runs.predictions import predict_dataset, run_groups
 
     run = Path(args.run).expanduser()
@@ -59,16 +73,7 @@ def _predict(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     metrics_file = run / "metrics.json"
     record = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-    try:
-        options = _source_options(record, args.data)
-        options["task"] = model.task
-        pipeline = ((record.get("config") or {}).get("pipeline") or {}).get("value") or default_pipeline(args.data)
-        dataset = load_source(args.data, pipeline, cache_dir=args.cache_dir, **options)
-    except (DataError, UsageError):
-        raise
-    except (ValueError, TypeError) as err:
-        raise UsageError(str(err)) from None
-    dataset, groups, how = run_groups(record, dataset)
+    dataset, groups, how = run_groups(record, load_for(record, model, args.data, cache_dir=args.cache_dir))
     result = predict_dataset(model, dataset, groups)
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(result.columns), lineterminator="\n")

@@ -116,6 +116,10 @@ class ReadoutConfig:
         if self.raw_inputs is True and self.privacy.secure_aggregation and self.privacy.secure_range is None:
             raise ValueError("ReadoutConfig.raw_inputs (--raw-inputs) with secure aggregation needs "
                              "--secure-range: the derived range bounds states in [−1, 1], not the raw inputs.")
+        bound = self.privacy.dp_max_steps
+        if bound is not None and bound <= self.washout:
+            raise ValueError(f"--dp-max-steps {bound}: a training sequence cut to {bound} steps keeps no state after "
+                             f"--washout {self.washout}; give --dp-max-steps above the washout.")
 
     @property
     def seed(self) -> int:

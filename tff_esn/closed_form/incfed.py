@@ -22,7 +22,7 @@ from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import plain_sections, tff_aggregation
 from tff_esn.closed_form.run import Run
-from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive
+from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive, stream_identity
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.privacy.closed_form import stats_sections
@@ -296,8 +296,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         a, b, n, _ = comp(reservoir, datasets)
         return [RidgeStats(np.asarray(a), np.asarray(b), int(n), len(arrays), spec.readout_bias)], {}
 
-    identity = {"algorithm": "incfed", "n_clients": source.n_clients, "subround_size": subround_size,
-                "reservoir": weights.key}
+    identity = stream_identity("incfed", source, subround_size, weights, spec)
     (total,), _, done = drive(source, subround_size, subround, Checkpoint(checkpoint, identity), progress,
                               "incfed subrounds")
     return StreamedIncFed(total.solve(l2, per_client=per_client), total, done)

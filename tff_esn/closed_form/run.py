@@ -29,6 +29,7 @@ from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, with_bias
+from tff_esn.privacy.record_bound import bounded
 from tff_esn.common.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
@@ -75,6 +76,7 @@ class Run:
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
                  modes: Sequence[str] = STATE_MODE_CANDIDATES):
+        dataset = bounded(dataset, split.train, config.privacy)  # DP: training records cut to the public bound
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
         self._modes = tuple(modes)
         self.reservoir = config.reservoir
