@@ -54,8 +54,10 @@ def resolved(request: RunRequest) -> ResolvedRun:
     """``request``'s run (:func:`~tff_esn.registry.algorithms.resolve_run`): its layers, ``out``, ``cache_dir``."""
     algo = get_algorithm(request.algorithm)
     shared = {k: str(v) for k in SHARED if k in algo.settings() and (v := getattr(request, k)) is not None}
-    return resolve_run(algo, request.data, ("flag", shared), *request.layers,
-                       task=getattr(request.options.get("task"), "kind", None))
+    from tff_esn.data.sources import source_task
+
+    task = getattr(request.options.get("task"), "kind", None) or source_task(request.data)
+    return resolve_run(algo, request.data, ("flag", shared), *request.layers, task=task)
 
 
 def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
