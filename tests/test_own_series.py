@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tff_esn.common.tasks import Task
 from tff_esn.data.errors import DataError
@@ -104,3 +106,69 @@ def test_segments_of_one_stream_are_joined_into_the_uncut_series_and_exog_is_an_
     with pytest.raises(DataError, match="client 'a' has sequences in several groups"):
         series_dataset_from_arrays(segments, client, ["train", "val"] + ["train"] * 7, stream=np.zeros(9, int),
                                    source="s")
+
+
+def _run(dataset, algo, standardize="auto", **settings):
+    from tff_esn.data.splits import get_split
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
+
+    settings = {"units": 50, "washout": 20, "backend": "numpy", **settings} if algo == "incfed" else \
+        {"units": 50, "washout": 20, **settings}
+    split = get_split("npz", dataset)
+    return run_algorithm(resolve_run(algo, dataset, **settings), dataset, split, standardize=standardize), split
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=4, max_size=4), st.integers(0, 50))
+def test_standardised_incfed_equals_centralized_on_the_pooled_mean_and_std(sizes, seed):
+    """Any split of the training series into clients: the summed statistics are scikit-learn's on the pooled
+    training steps, and IncFed's standardised readout is the centralized one."""
+    from sklearn.preprocessing import StandardScaler
+
+    rows = _series(6000, seed % 3).reshape(20, 300)[:sum(sizes) + 2]
+    client = [f"c{k}" for k, n in enumerate(sizes) for _ in range(n)] + ["v", "t"]
+    split = ["train"] * sum(sizes) + ["val", "test"]
+    data = series_dataset_from_arrays(rows, client, split, source="npz:own.npz")
+    incfed, tsplit = _run(data, "incfed")
+    central, _ = _run(data, "centralized")
+    train = data.pooled(tsplit.train)
+    reference = StandardScaler().fit(train.x.reshape(-1, 1).astype(np.float64))
+    np.testing.assert_allclose(incfed.model.inputs.mean, reference.mean_, rtol=1e-6)
+    np.testing.assert_allclose(incfed.model.inputs.scale, reference.scale_, rtol=1e-5)
+    np.testing.assert_allclose(incfed.model.outputs.scale, StandardScaler().fit(train.y.reshape(-1, 1)).scale_,
+                               rtol=1e-9)
+    for group in ("val", "test"):
+        for key in ("nrmse", "rmse", "mae", "r2"):
+            assert incfed[group][key] == pytest.approx(central[group][key], rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(incfed.model.members[0].readout.weights, central.model.members[0].readout.weights,
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_standardisation_is_on_for_own_series_recorded_and_metrics_come_in_both_units():
+    data = series_dataset_from_arrays(_series().reshape(6, 500), CLIENTS, SPLIT, source="npz:own.npz")
+    record, split = _run(data, "incfed")
+    scale = record["standardization"]["target"]["std"]
+    assert record["standardization"]["applied"] and scale == pytest.approx(
+        np.concatenate([r[1:] for r in _series().reshape(6, 500)[:4]]).std(), rel=1e-9)
+    test = record["test"]
+    assert test["rmse"] == pytest.approx(test["standardized"]["rmse"] * scale, rel=1e-12)
+    assert test["mae"] == pytest.approx(test["standardized"]["mae"] * scale, rel=1e-12)
+    held = data.clients["k5"]
+    again = record.model.score(held.x, held.y)  # the model takes and returns the series' own units
+    assert again["rmse"] == pytest.approx(test["rmse"], rel=1e-6) and again["n"] == test["n"]
+    raw, _ = _run(data, "incfed", standardize="off")
+    assert raw["standardization"] == {"applied": False, "mode": "off"} and raw.model.inputs is None
+    assert test["nrmse"] < raw["test"]["nrmse"]  # the raw series (mean ≈ 59) saturates the reservoir
+
+
+def test_standardisation_is_off_on_generated_series_and_refused_under_dp():
+    from tff_esn.data.seed_sources.generators import series_dataset
+    from tff_esn.runs.standardize import standardizes
+
+    generated = series_dataset("mackey-glass", Task("forecast", 1), clients=2, steps=200)
+    assert not standardizes("auto", generated)
+    own = series_dataset_from_arrays(_series().reshape(6, 500), CLIENTS, SPLIT, source="npz:own.npz")
+    with pytest.raises(ValueError, match="--standardize on: the series' means and variances would be released"):
+        standardizes("on", own, dp=True)
+    with pytest.warns(UserWarning, match="not standardised .*under DP"):
+        assert not standardizes("auto", own, dp=True)

@@ -76,6 +76,9 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
                    help="what the readout predicts: classes (classify), a channel --horizon steps ahead "
                         "(forecast) or a file's real y (regress); default: what the data holds (forecast on a "
                         "generated series)")
+    g.add_argument("--standardize", choices=("auto", "on", "off"), default="auto",
+                   help="standardise inputs and real targets on the training clients' summed statistics (metrics in "
+                        "both units); auto (the default): a forecast of own data (npz:, ts:), refused under DP")
     g.add_argument("--horizon", type=int, default=None, metavar="H",
                    help="--task forecast: predict the target channel H steps after the states (default 1)")
     g.add_argument("--target", default=None, metavar="CHANNEL",
@@ -164,7 +167,8 @@ def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = (),
         args.algorithm, args.out, args.data, (("flag", flags), ("file", read_hparams(args.hparams, known))),
         options, args.train_fraction, args.partition, args.clients, args.partition_groups,
         args.cache_dir, args.force, not args.no_test, getattr(args, "workers", None),
-        getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded})
+        getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded},
+        getattr(args, "standardize", "auto"))
 
 
 def _run(args: argparse.Namespace, recorded: tuple[str, ...], known: tuple[str, ...]) -> int:

@@ -142,7 +142,8 @@ def as_sequences(x: Any, lengths: Any = None, *, n_features: int | None = None) 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Model:
     """A trained ESN: ``members`` (one reservoir and readout; several for an ensemble), the states the readout sees
-    (``spec``; ``per_step``: one output per step), the input standardisation, the task and its names, the run's
+    (``spec``; ``per_step``: one output per step), the input standardisation ``inputs`` (applied to ``x``) and the
+    target's ``outputs`` (real outputs ``ŷ·σ + μ``: the series' own units), the task and its names, the run's
     provenance and metrics, and (kept for extension) the aggregate ridge statistics."""
 
     members: tuple[Member, ...]
@@ -152,6 +153,7 @@ class Model:
     label_names: tuple[str, ...]
     per_step: bool = False
     inputs: Standardization | None = None
+    outputs: Standardization | None = None
     seed: int = 0
     provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     metrics: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -225,9 +227,10 @@ class Model:
     def _outputs(self, x: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
         outputs = [m.readout.outputs(self._states(m.reservoir, x, lengths), self.spec.readout_bias)
                    for m in self.members]
-        if len(outputs) == 1:
-            return outputs[0]
-        return size_weighted_mean(outputs, [m.size for m in self.members])
+        mean = outputs[0] if len(outputs) == 1 else size_weighted_mean(outputs, [m.size for m in self.members])
+        if self.outputs is None:
+            return mean
+        return np.asarray(mean, np.float64) * self.outputs.scale + self.outputs.mean
 
     def predict(self, x: Any, lengths: Any = None) -> np.ndarray:
         """Class indices (into :attr:`label_names`) or real values: (n,) per sequence, (n, T − washout) per step."""
@@ -296,8 +299,9 @@ class Model:
                                           "config": None if member.config is None else member.config.to_dict()},
                             "readout": {"kind": readout.kind, "activation": readout.activation,
                                         "standardized": readout.standardization is not None}})
-        if self.inputs is not None:
-            arrays["inputs.mean"], arrays["inputs.scale"] = self.inputs.mean, self.inputs.scale
+        for name, scaling in (("inputs", self.inputs), ("outputs", self.outputs)):
+            if scaling is not None:
+                arrays[f"{name}.mean"], arrays[f"{name}.scale"] = scaling.mean, scaling.scale
         if self.stats is not None:
             arrays["stats.A"], arrays["stats.B"] = self.stats.A, self.stats.B
         buffer = io.BytesIO()
@@ -308,7 +312,7 @@ class Model:
             "task": dataclasses.asdict(self.task), "feature_names": list(self.feature_names),
             "label_names": list(self.label_names), "per_step": self.per_step,
             "spec": dataclasses.asdict(self.spec), "seed": self.seed, "members": members,
-            "inputs": self.inputs is not None,
+            "inputs": self.inputs is not None, "outputs": self.outputs is not None,
             "stats": None if self.stats is None else {"n": float(self.stats.n), "clients": float(self.stats.clients),
                                                       "bias": bool(self.stats.bias)},
             "arrays_sha256": hashlib.sha256(blob).hexdigest(),
@@ -377,7 +381,8 @@ class Model:
         stats = header["stats"]
         return cls(tuple(members), StateSpec(**header["spec"]), Task(**header["task"]), tuple(header["feature_names"]),
                    tuple(header["label_names"]), header["per_step"],
-                   Standardization(arrays["inputs.mean"], arrays["inputs.scale"]) if header["inputs"] else None,
+                   *(Standardization(arrays[f"{name}.mean"], arrays[f"{name}.scale"]) if header.get(name) else None
+                     for name in ("inputs", "outputs")),
                    header["seed"], header["provenance"], header["metrics"],
                    None if stats is None else RidgeStats(arrays["stats.A"], arrays["stats.B"], stats["n"],
                                                          stats["clients"], stats["bias"]))

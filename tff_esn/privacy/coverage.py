@@ -88,6 +88,8 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
+    "standardization": ("whether inputs and targets were standardised: never under DP (the training clients' means "
+                        "and variances would be released outside the mechanism; --standardize on is refused)"),
     "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",
     **dict.fromkeys(("partition.clients",), "the number of clients"),
     **dict.fromkeys(("seconds", "extra.rounds[].seconds"), "wall time of the run / round (a timing, public)"),

@@ -31,7 +31,8 @@ class RequestError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class RunRequest:
     """One run as asked: ``algorithm`` on ``data`` into ``out``, setting ``layers`` (the first wins), ``options``,
-    the training clients' ``partition``, TFF ``workers`` (``None``: one local) and other ``cli`` flags."""
+    the training clients' ``partition``, TFF ``workers`` (``None``: one local), other ``cli`` flags and
+    ``standardize`` (:mod:`tff_esn.runs.standardize`)."""
 
     algorithm: str
     out: str | Path
@@ -48,6 +49,7 @@ class RunRequest:
     workers: Sequence[str] | None = None
     worker_timeout: float | None = None
     cli: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    standardize: str = "auto"
 
 
 def resolved(request: RunRequest) -> ResolvedRun:
@@ -118,7 +120,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
 
     try:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
-                               partition=partition)
+                               partition=partition, standardize=request.standardize)
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
