@@ -172,3 +172,38 @@ def test_standardisation_is_off_on_generated_series_and_refused_under_dp():
         standardizes("on", own, dp=True)
     with pytest.warns(UserWarning, match="not standardised .*under DP"):
         assert not standardizes("auto", own, dp=True)
+
+
+def test_a_series_cut_into_segments_of_one_stream_gives_the_uncut_series_states():
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.esn.states_numpy import states_and_statistics
+    from tff_esn.esn.weights import ReservoirWeights
+
+    whole = _series(900)
+    segments = np.array(np.split(whole, [200, 450, 700]), dtype=object)
+    cut = series_dataset_from_arrays(segments, ["a"] * 4, stream=[7] * 4, source="s")
+    uncut = series_dataset_from_arrays(whole[None], ["a"], source="s")
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=30, seed=3), 1)
+
+    def states(data):
+        return states_and_statistics(data.clients["a"].x, weights.kernel, weights.recurrent, weights.bias, weights.gain,
+                                     weights.leaky, keep="all", washout=0)[0]
+
+    assert cut.clients["a"].x.shape == (1, 899, 1)
+    np.testing.assert_array_equal(states(cut), states(uncut))
+
+
+def test_the_washout_of_an_own_forecast_is_chosen_on_validation_and_recorded():
+    from tff_esn.registry.algorithms import get_algorithm
+    from tff_esn.registry.defaults import source_defaults
+
+    assert source_defaults(get_algorithm("incfed"), "npz:f.npz", task="forecast")["washout"] == "auto"
+    assert source_defaults(get_algorithm("incfed"), "narma10", task="forecast")["washout"] == 100
+    assert "washout" not in source_defaults(get_algorithm("incfed"), "npz:f.npz", task="classify")
+    data = series_dataset_from_arrays(_series().reshape(6, 500), CLIENTS, SPLIT, source="npz:own.npz")
+    record, _ = _run(data, "incfed", washout="auto")
+    choice = record["washout_selection"]
+    assert choice["values"] == [0, 10, 25, 50, 100, 200] and choice["scored_from"] == 200
+    assert choice["chosen"] == choice["values"][int(np.argmax(choice["scores"]))] > 0
+    assert record.model.spec.washout == choice["chosen"] and record["test"]["n"] == 499 - choice["chosen"]
+    assert record["baselines"]["lagged_ridge"]["steps_from"] >= choice["chosen"]

@@ -78,7 +78,8 @@ class ReadoutConfig:
             ``balanced_accuracy`` or ``f1_macro``, which a constant predictor cannot win).
         reservoir_search: reservoir settings (``leaky``, ``spectral_radius``,
             ``input_scaling``) chosen on the validation data from a small grid; ``()``: none.
-        washout: initial steps dropped (≥ 0).
+        washout: initial steps dropped (≥ 0), or ``"auto"``: chosen from ``WASHOUT_GRID`` on the validation
+            data by the exact readout's error on the steps every candidate keeps.
         readout_bias: append a constant-1 input (the readout's bias) to the states.
         privacy: secure aggregation / DP (only the algorithms that implement them accept any).
     """
@@ -89,7 +90,7 @@ class ReadoutConfig:
     state_mode: str = dataclasses.field(default="all", metadata={"choices": (*STATE_MODES, AUTO)})
     objective: str = dataclasses.field(default="accuracy", metadata={"choices": OBJECTIVES})
     reservoir_search: tuple[str, ...] = ()
-    washout: int = 0
+    washout: int | str = dataclasses.field(default=0, metadata={"choices": (AUTO,)})
     readout_bias: bool = True
     privacy: PrivacyConfig = PrivacyConfig()
 
@@ -102,7 +103,7 @@ class ReadoutConfig:
         check_field(self, "state_mode", self.state_mode in (*STATE_MODES, AUTO), f"one of {(*STATE_MODES, AUTO)}")
         check_field(self, "objective", self.objective in OBJECTIVES, f"one of {OBJECTIVES}")
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
-        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
+        check_field(self, "washout", self.washout == AUTO or is_count(self.washout, 0), f"an integer ≥ 0 or {AUTO!r}")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
 
     @property

@@ -79,7 +79,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "cli", "versions", "extra.backend",
                      "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
-                     "partition.label_names", "l2_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
+                     "partition.label_names", "l2_selection", "washout_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
                      "extra.alpha", "extra.mask", "extra.rounds_csv"),
                     "the run's configuration, split (which client is in which group) and environment (under "
                     "privacy settings nothing is chosen on client data: λ, the state mode, the reservoir, the "

@@ -286,8 +286,10 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         seconds = time.perf_counter() - start_time
         if scaling is not None:
             result.update({g: scaling_of.in_own_units(result[g], scaling) for g in ("train", "val", "test") if g in result})
+        used = result.get("model")  # the washout the model uses (a choice of ``auto``), else the configured one
+        washout = used.spec.washout if used is not None else getattr(getattr(config, "model", config), "washout", 0)
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
-                                    washout=getattr(getattr(config, "model", config), "washout", 0))
+                                    washout=washout if isinstance(washout, int) else 0)
         checked_result = check_result(name, result, {} if private else baselines, dataset.task)
     model = result.pop("model", None)
     if model is not None and scaling is not None:
