@@ -79,6 +79,10 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--standardize", choices=("auto", "on", "off"), default="auto",
                    help="standardise inputs and real targets on the training clients' summed statistics (metrics in "
                         "both units); auto (the default): a forecast of own data (npz:, ts:), refused under DP")
+    g.add_argument("--free-run", type=int, default=None, metavar="STEPS",
+                   help="--task forecast --horizon 1: also score free runs of STEPS steps (the forecast fed back as "
+                        "the next input) on the validation and test series: NRMSE per step and over the window, "
+                        "valid prediction time")
     g.add_argument("--horizon", type=int, default=None, metavar="H",
                    help="--task forecast: predict the target channel H steps after the states (default 1)")
     g.add_argument("--target", default=None, metavar="CHANNEL",
@@ -168,7 +172,7 @@ def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = (),
         options, args.train_fraction, args.partition, args.clients, args.partition_groups,
         args.cache_dir, args.force, not args.no_test, getattr(args, "workers", None),
         getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded},
-        getattr(args, "standardize", "auto"))
+        getattr(args, "standardize", "auto"), getattr(args, "free_run", None))
 
 
 def _run(args: argparse.Namespace, recorded: tuple[str, ...], known: tuple[str, ...]) -> int:

@@ -82,8 +82,9 @@ def _npz(path: str, task: Task | None = None, **options: Any) -> SequenceDataset
 
 
 def _npz_task(path: str) -> str | None:
-    """``forecast`` for an ``.npz`` of own series (the only task it can mean), else ``None``."""
-    return "forecast" if npz_holds_series(path) else None
+    """``forecast`` for an ``.npz`` of own series (the only task it can mean), else ``None`` (a missing file too:
+    its loader says so)."""
+    return "forecast" if Path(path).expanduser().is_file() and npz_holds_series(path) else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,6 +59,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.*.val": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.*.test": (PUBLIC_OUTPUT, _EVALUATION),
     "val": (PUBLIC_OUTPUT, _EVALUATION),
+    "free_run": (PUBLIC_OUTPUT, "the model's free runs on the validation/test series: " + _EVALUATION),
     "test": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.rounds[].val_*": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.rounds[].test_*": (PUBLIC_OUTPUT, _EVALUATION),

@@ -32,7 +32,7 @@ class RequestError(ValueError):
 class RunRequest:
     """One run as asked: ``algorithm`` on ``data`` into ``out``, setting ``layers`` (the first wins), ``options``,
     the training clients' ``partition``, TFF ``workers`` (``None``: one local), other ``cli`` flags and
-    ``standardize`` (:mod:`tff_esn.runs.standardize`)."""
+    ``standardize`` (:mod:`tff_esn.runs.standardize`) and ``free_run`` steps (:mod:`tff_esn.runs.free_run`)."""
 
     algorithm: str
     out: str | Path
@@ -50,6 +50,7 @@ class RunRequest:
     worker_timeout: float | None = None
     cli: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     standardize: str = "auto"
+    free_run: int | None = None
 
 
 def resolved(request: RunRequest) -> ResolvedRun:
@@ -120,7 +121,8 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
 
     try:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
-                               partition=partition, standardize=request.standardize)
+                               partition=partition, standardize=request.standardize,
+                               free_run=request.free_run)
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
