@@ -58,13 +58,15 @@ def test_incfed_free_runs_equal_the_centralized_ones_and_are_scored(mackey_glass
 def test_a_free_run_window_beyond_the_test_series_or_of_another_horizon_is_refused():
     data = series_dataset("mackey-glass", Task("forecast", 1), clients=2, steps=100, held_steps=120)
     split = get_split("npz", data)
-    with pytest.raises(DataError, match="--free-run 80: val client 'c2' has a series of 120 steps, too short for a "
-                                        "warm-up beyond the washout \\(50\\) and 80 free-run steps; use a window below 70"):
+    with pytest.raises(DataError, match="--free-run 80: val client 'c2' has a series of 120 steps, too short for "
+                                        "a warm-up beyond the washout \\(50\\) and 80 free-run steps; use a "
+                                        "window below 70"):
         check_free_run(80, data, split, 50)
     check_free_run(70, data, split, 50)
     ahead = series_dataset("mackey-glass", Task("forecast", 2), clients=2, steps=100)
     with pytest.raises(DataError, match="--free-run 5: feeds the forecast back .* --horizon 1"):
-        run_algorithm(resolve_run("centralized", ahead, units=20, washout=10), ahead, get_split("npz", ahead), free_run=5)
+        run_algorithm(resolve_run("centralized", ahead, units=20, washout=10), ahead, get_split("npz", ahead),
+                      free_run=5)
     with pytest.raises(ValueError, match="generate: expected steps ≥ 1 and, for the inputs besides 'x'"):
         run_algorithm(resolve_run("centralized", data, units=20, washout=10), data, split).model.generate(
             data.clients["c0"].x[0], 3, exog=np.zeros((2, 1)))

@@ -78,9 +78,10 @@ def series_dataset_from_arrays(series: Any, client: Any, split: Any = None, *, e
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     task = Task("forecast", 1) if task is None else task
     if task.kind != "forecast":
-        raise DataError(f"{source}: --task {task.kind}: the file holds series, no {'classes' if task.kind == 'classify' else 'targets'}"
-                        "; it forecasts (--task forecast), or give X and y for a "
-                        f"{'classifier' if task.kind == 'classify' else 'regression'}.")
+        classes = task.kind == "classify"
+        raise DataError(f"{source}: --task {task.kind}: the file holds series, no {'classes' if classes else 'targets'}"
+                        f"; it forecasts (--task forecast), or give X and y for a "
+                        f"{'classifier' if classes else 'regression'}.")
     rows = _channels(series, "series", source)
     n = len(rows)
     _check_client_kinds(client, source)

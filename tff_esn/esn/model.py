@@ -258,8 +258,8 @@ class Model:
     def generate(self, warmup: Any, steps: int, *, exog: Any = None) -> np.ndarray:
         """A free run (closed loop): the reservoir reads ``warmup`` (T₀, F), then ``steps`` times the model's
         one-step forecast of its target channel is fed back as that channel's next input (the other channels from
-        ``exog`` (steps − 1, F − 1), inputs known ahead); returns the ``steps`` forecasts ŷ(T₀), …, ŷ(T₀ + steps − 1)
-        of the channel, in the data's units."""
+        ``exog`` (steps − 1, F − 1), inputs known ahead); returns the ``steps`` forecasts
+        ŷ(T₀), …, ŷ(T₀ + steps − 1) of the channel, in the data's units."""
         task = self.task
         if task.kind != "forecast" or task.horizon != 1 or task.target not in self.feature_names or not self.per_step:
             raise ValueError(f"generate: needs a one-step forecast of one of its inputs (--task forecast --horizon 1), "
@@ -271,8 +271,8 @@ class Model:
         known = np.zeros((max(steps - 1, 0), others), np.float32) if exog is None else np.asarray(exog, np.float32)
         if not isinstance(steps, (int, np.integer)) or steps < 1 or (others and exog is None) or \
                 known.shape != (max(steps - 1, 0), others) or not np.all(np.isfinite(known)):
-            raise ValueError(f"generate: expected steps ≥ 1 and, for the inputs besides {task.target!r}, exog of shape "
-                             f"({max(steps - 1, 0)}, {others}) finite, got steps {steps!r}, exog "
+            raise ValueError(f"generate: expected steps ≥ 1 and, for the inputs besides {task.target!r}, exog of "
+                             f"shape ({max(steps - 1, 0)}, {others}) finite, got steps {steps!r}, exog "
                              f"{None if exog is None else known.shape}.")
         scaled = (lambda v: v) if self.inputs is None else self.inputs.apply
         current = [self._last_state(m.reservoir, scaled(x)) for m in self.members]

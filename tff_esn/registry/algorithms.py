@@ -290,7 +290,8 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         result = function(dataset if scaling is None else scaling_of.scaled(dataset, scaling), split, config)
         seconds = time.perf_counter() - start_time
         if scaling is not None:
-            result.update({g: scaling_of.in_own_units(result[g], scaling) for g in ("train", "val", "test") if g in result})
+            result.update({g: scaling_of.in_own_units(result[g], scaling)
+                           for g in ("train", "val", "test") if g in result})
         used = result.get("model")  # the washout the model uses (a choice of ``auto``), else the configured one
         washout = used.spec.washout if used is not None else getattr(getattr(config, "model", config), "washout", 0)
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),

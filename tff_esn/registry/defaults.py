@@ -65,7 +65,8 @@ def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
     if (task == "forecast" or series) and "state_mode" in algo.settings():
         defaults.update(FORECAST_STATES)
     washout = algo.settings().get("washout")
-    if task == "forecast" and not series and washout is not None and "auto" in washout.field.metadata.get("choices", ()):
+    chooses = washout is not None and "auto" in washout.field.metadata.get("choices", ())
+    if task == "forecast" and not series and chooses:
         defaults.update(FORECAST_WASHOUT)
     return defaults
 

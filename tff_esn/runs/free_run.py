@@ -2,11 +2,11 @@
 (:meth:`~tff_esn.esn.model.Model.generate`) over windows of each validation and test series.
 
 Each series of T input steps gives windows of ``steps`` forecasts: warm-up inputs ``x[:W]``, forecasts of
-``y[W − 1 … W + steps − 2]`` for ``W = T − steps + 1`` and every ``steps`` earlier while the warm-up stays longer
-than the washout (at most :data:`MAX_WINDOWS`). NRMSE is the RMSE over the group's target standard deviation, per step
-(over windows) and over the window; the valid prediction time (VPT) of a window is the number of steps before the
-normalised error ``|ŷ − y| / σ`` first exceeds :data:`VPT_THRESHOLD`, in Lyapunov times ``VPT·Δt·λ_max`` when the
-series' largest Lyapunov exponent is known (Pathak et al. 2018).
+``y[W − 1 … W + steps − 2]`` for ``W = T − steps + 1`` and every ``steps`` earlier while the warm-up stays
+longer than the washout (at most :data:`MAX_WINDOWS`). NRMSE is the RMSE over the group's target standard
+deviation, per step (over windows) and over the window; the valid prediction time (VPT) of a window is the
+number of steps before the normalised error ``|ŷ − y| / σ`` first exceeds :data:`VPT_THRESHOLD`, in Lyapunov
+times ``VPT·Δt·λ_max`` when the series' largest Lyapunov exponent is known (Pathak et al. 2018).
 """
 
 from __future__ import annotations
