@@ -4,7 +4,8 @@ time, NARMA10 one step ahead at 100 and 500 units.
 Each task: centralized ridge and IncFed (exact: the same readout, so the same free runs), beside reservoirpy (same
 units, spectral radius, leaking rate, input and bias scaling, λ and washout; its own random matrices), the
 persistence forecast and a linear autoregression (AR) whose lag count and λ are chosen on the validation client.
-Free-run tasks choose λ and the spectral radius on the validation client's free runs; the test client's windows
+Free-run tasks choose λ and the spectral radius on the validation client's free runs, one-step tasks the spectral
+radius and input scaling (each at its λ chosen on validation); the test client's windows
 (:func:`tff_esn.runs.free_run.window_starts`) are scored. Lorenz-63 is forecast from its x channel alone (one input,
 fed back), VPT in Lyapunov times (λ_max 0.9056). ``--quick``: shorter series, one seed; ``--seeds N``.
 """
@@ -30,6 +31,7 @@ from tff_esn.runs.free_run import VPT_THRESHOLD, window_starts
 
 L2S = (1e-10, 1e-8, 1e-6, 1e-4)
 RADII = (0.9, 1.2)
+INPUT_SCALINGS = (1.0, 0.3, 0.1)
 AR_LAGS = (1, 2, 5, 10, 20, 50, 100)
 TARGETS = {"mackey-glass": ("nrmse", 1e-2), "lorenz": ("vpt", 5.0), "narma10-500": ("nrmse", 0.25)}
 
@@ -90,11 +92,17 @@ def _better(task: Task_, a: dict, b: dict | None) -> bool:
 def _ours(task: Task_, data, split) -> tuple[dict, dict, dict]:
     """Centralized and IncFed test scores, and the settings chosen on validation."""
     base = {"units": task.units, "washout": task.washout, "bias_scaling": 1.0, "state_mode": "all"}
-    if not task.steps:
-        central = run_algorithm(resolve_run("centralized", data, **base, l2="auto"), data, split)
-        incfed = run_algorithm(resolve_run("incfed", data, **base, l2="auto", backend="numpy"), data, split)
-        chosen = {**base, "l2": central["l2_selection"]["l2"], "spectral_radius": 0.9}
-        return {"nrmse": central["test"]["nrmse"]}, {"nrmse": incfed["test"]["nrmse"]}, chosen
+    if not task.steps:  # the spectral radius and input scaling on the validation client, each at its best λ
+        best = None
+        with shared_harvests():
+            for radius in (0.9, 1.0):
+                for scaling in INPUT_SCALINGS:
+                    settings = {**base, "spectral_radius": radius, "input_scaling": scaling}
+                    record = run_algorithm(resolve_run("centralized", data, **settings, l2="auto"), data, split)
+                    if best is None or record["val"]["nrmse"] < best["val"]["nrmse"]:
+                        best, chosen = record, {**settings, "l2": record["l2_selection"]["l2"]}
+        incfed = run_algorithm(resolve_run("incfed", data, **chosen, backend="numpy"), data, split)
+        return {"nrmse": best["test"]["nrmse"]}, {"nrmse": incfed["test"]["nrmse"]}, chosen
     best, chosen = None, None
     with shared_harvests():
         for radius in RADII:
@@ -104,7 +112,8 @@ def _ours(task: Task_, data, split) -> tuple[dict, dict, dict]:
                 val = record["free_run"]["val"]
                 score = {"nrmse": val["nrmse"], "vpt_steps": val["vpt_steps"]}
                 if _better(task, score, best):
-                    best, chosen, central = score, {**base, "l2": l2, "spectral_radius": radius}, record
+                    best, central = score, record
+                    chosen = {**base, "l2": l2, "spectral_radius": radius, "input_scaling": 1.0}
     incfed = run_algorithm(resolve_run("incfed", data, **chosen, backend="numpy"), data, split, free_run=task.steps)
     key = "vpt_lyapunov_times" if task.name == "lorenz" else "nrmse"
     pick = {"nrmse": "nrmse", "vpt_lyapunov_times": "vpt"}
@@ -173,8 +182,8 @@ def _reservoirpy(task: Task_, data, split, chosen: dict, seed: int, lyapunov):
     except ImportError:
         return None
     reservoirpy.verbosity(0)
-    reservoir = Reservoir(task.units, sr=chosen["spectral_radius"], lr=1.0, input_scaling=1.0, bias_scaling=1.0,
-                          seed=seed)
+    reservoir = Reservoir(task.units, sr=chosen["spectral_radius"], lr=1.0, input_scaling=chosen["input_scaling"],
+                          bias_scaling=1.0, seed=seed)
     esn = reservoir >> Ridge(ridge=chosen["l2"])
     train = [(data.clients[c].x[0].astype(np.float64), data.clients[c].y[0][:, None]) for c in split.train]
     esn.fit([x for x, _ in train], [y for _, y in train], warmup=task.washout)
@@ -230,7 +239,7 @@ def main(argv: list[str]) -> None:
             print(f"| {model} | " + (f"{np.mean(values):.4g} ± {np.std(values):.2g} |" if values else "n/a |"))
         print("settings chosen:", [r["settings"] for r in results])
         exact = all(r["centralized"][metric] == r["incfed"][metric] for r in results)
-        print(f"IncFed = centralized (exactly): {exact}")
+        print(f"IncFed = centralized (exactly): {exact}", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common.run_warnings import warn
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 
@@ -67,6 +68,11 @@ def free_run_scores(model: Any, dataset: SequenceDataset, split: Split, steps: i
                 for start in window_starts(int(length), steps, model.spec.washout):
                     exog = np.delete(x[start:start + steps - 1], channel, axis=1)
                     errors.append(model.generate(x[:start], steps, exog=exog) - y[start - 1:start - 1 + steps])
+        if not errors:
+            warn(f"{dataset.source}: --free-run {steps}: no {group} window has a warm-up beyond the washout "
+                 f"({model.spec.washout}); its free runs are not scored.")
+            out[group] = None
+            continue
         errors = np.asarray(errors)
         normalised = np.abs(errors) / sigma
         exceeded = normalised > VPT_THRESHOLD
