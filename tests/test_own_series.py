@@ -34,8 +34,8 @@ def test_an_npz_of_series_forecasts_with_default_flags(tmp_path):
     assert source_task(f"npz:{path}") == "forecast"
     assert main(["run", "incfed", "--data", f"npz:{path}", "--units", "60", "--out", str(tmp_path / "o")]) == 0
     record = json.loads((tmp_path / "o" / "metrics.json").read_text())
-    assert record["config"]["state_mode"]["value"] == "all" and record["test"]["n"] == 499 - record["config"][
-        "washout"]["value"]
+    assert record["config"]["state_mode"]["value"] == "all" and record["config"]["washout"]["value"] == "auto"
+    assert record["test"]["n"] == 499 - record["washout_selection"]["chosen"] and record["standardization"]["applied"]
     assert record["test"]["nrmse"] < record["baselines"]["persistence"]["test"]["nrmse"]
     data = load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 3))
     np.testing.assert_allclose(data.clients["k1"].y[0], _series()[503:1000])
