@@ -42,11 +42,16 @@ def test_an_npz_of_series_forecasts_with_default_flags(tmp_path):
     assert data.task == Task("forecast", 3, "s0") and data.label_names == ("s0(t+3)",)
 
 
-def test_a_dummy_float_y_without_a_task_is_refused_naming_the_choice(tmp_path):
+def test_a_dummy_float_y_without_a_task_is_refused_naming_the_choice(tmp_path, capsys):
     s = _series().reshape(6, 500, 1)
     path = _npz(tmp_path / "d.npz", X=s, y=np.random.default_rng(1).normal(size=6), client=CLIENTS, split=SPLIT)
-    with pytest.raises(DataError, match="y holds real numbers; say what they are: --task regress .* --task forecast"):
-        load_source(f"npz:{path}", "incfed-wesad")
+    from tff_esn.cli import main
+
+    assert main(["run", "incfed", "--data", f"npz:{path}", "--out", str(tmp_path / "o")]) != 0
+    assert "y holds real numbers; say what they are: --task regress" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "metrics.json").exists()
+    with pytest.warns(UserWarning, match="y holds real numbers; say what they are: --task regress .* --task forecast"):
+        assert load_source(f"npz:{path}", "incfed-wesad").task == Task("regress")
     assert load_source(f"npz:{path}", "incfed-wesad", task=Task("regress")).task == Task("regress")
     assert load_source(f"npz:{path}", "incfed-wesad", task=Task("forecast", 1)).task.kind == "forecast"
 

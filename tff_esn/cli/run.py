@@ -125,8 +125,10 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
     flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
     task = flag["task"] or ("forecast" if series else None)
     if task is None and kind == "npz":
-        from tff_esn.data.sources import source_task
+        from tff_esn.data.sources import AMBIGUOUS_Y, ambiguous_targets, source_task
 
+        if ambiguous_targets(args.data):
+            raise UsageError(f"{args.data}: {AMBIGUOUS_Y}.")
         task = source_task(args.data)
     if task != "forecast" and (flag["horizon"] is not None or flag["target"] is not None):
         raise UsageError("--horizon/--target: apply to --task forecast only.")

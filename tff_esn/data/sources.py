@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common import run_warnings
 from tff_esn.data import cache
 from tff_esn.data.seed_sources.hhar_source import hhar_loader
 from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
@@ -72,13 +73,23 @@ def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., Sequenc
 
 def _npz(path: str, task: Task | None = None, **options: Any) -> SequenceDataset:
     """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz`; a float ``y``
-    with no task given is refused (regression targets, or a dummy beside series to forecast)."""
+    with no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`)."""
     if npz_holds_series(path):
         return load_series_npz(path, task=task, **options)
     if task is None and npz_real_targets(path):
-        raise DataError(f"npz:{path}: y holds real numbers; say what they are: --task regress (y is the target) or "
-                        "--task forecast (forecast X's channel, y unused), or save the series as `series` without y.")
+        run_warnings.warn(f"npz:{path}: {AMBIGUOUS_Y}; read as a regression (--task regress).")
     return load_npz(path, **options)
+
+
+AMBIGUOUS_Y = ("y holds real numbers; say what they are: --task regress (y is the target) or --task forecast "
+               "(forecast X's channel, y unused), or save the series as `series` without y")
+"""What a float ``y`` with no task given is told: ``tff-esn run`` refuses it, a library load warns."""
+
+
+def ambiguous_targets(source: str) -> bool:
+    """Whether ``source`` is an ``.npz`` of X and a float ``y`` (a regression's targets, or a dummy beside series)."""
+    kind, arg = parse_source(source)
+    return kind == "npz" and Path(arg).expanduser().is_file() and not npz_holds_series(arg) and npz_real_targets(arg)
 
 
 def _npz_task(path: str) -> str | None:
