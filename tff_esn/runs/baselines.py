@@ -1,8 +1,9 @@
 """Reference models that every reported result is compared with, on the same split.
 
-The training majority class and a class-balanced logistic regression on standardised inputs (per-step
-inputs, or per-sequence mean, std, min, max and last value); real-valued tasks have
-:func:`real_baselines`; :func:`ridge_on_features` is the seeds' ridge on the same rows.
+The training majority class and logistic regression on standardised inputs (per-step inputs, or
+per-sequence mean, std, min, max and last value), class-balanced and plain; ``reference`` names the
+stronger of the two on the run's selection objective; real-valued tasks have :func:`real_baselines`;
+:func:`ridge_on_features` is the seeds' ridge on the same rows.
 """
 
 from __future__ import annotations
@@ -87,48 +88,59 @@ def _scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x.mean(axis=0), std
 
 
-def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
-                    washout: int = 0) -> dict[str, dict[str, Any]]:
-    """``{"majority": ..., "logistic_regression": ...}`` metrics on ``split``'s val and test clients (real-valued:
-    :func:`real_baselines`), memoised per dataset, split and seed."""
+LOGISTIC = {"logistic_regression": "balanced", "logistic_regression_plain": None}
+"""The logistic-regression baselines and their ``class_weight``: class-balanced, and plain."""
+
+
+def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0, washout: int = 0,
+                    objective: str = "accuracy") -> dict[str, dict[str, Any]]:
+    """``{"majority", "logistic_regression", "logistic_regression_plain", "reference"}`` metrics on ``split``'s val
+    and test clients (real-valued: :func:`real_baselines`), memoised per dataset, split, seed and objective;
+    ``reference`` names the stronger logistic regression on ``objective`` (on validation, else test)."""
     if dataset.task.real:
         return real_baselines(dataset, split, washout=washout)
-    key = (split.train, split.val, split.test, seed)
+    key = (split.train, split.val, split.test, seed, objective)
     cached = _memo.setdefault(dataset, {})
     if key in cached:
         return cached[key]
     x_train, y_train, mean, std = _training_rows(dataset, split, seed)
     n_classes = dataset.n_classes
     majority = int(np.bincount(y_train, minlength=n_classes).argmax())
-    model = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
     fitted_classes = np.unique(y_train)
+    models = {name: LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed)
+              for name, weight in LOGISTIC.items()}
     if fitted_classes.size > 1:
-        model.fit((x_train - mean) / std, y_train)
+        for model in models.values():
+            model.fit((x_train - mean) / std, y_train)
 
-    def scores(x: np.ndarray) -> np.ndarray:
+    def scores(model: LogisticRegression, x: np.ndarray) -> np.ndarray:
         out = np.full((x.shape[0], n_classes), -np.inf if fitted_classes.size > 1 else 0.0)
         if fitted_classes.size > 1:
             out[:, model.classes_] = model.predict_log_proba((x - mean) / std)
         else:
             out[:, fitted_classes[0]] = 1.0
         out[~np.isfinite(out)] = -1e9
-        return out if n_classes > 2 else out[:, 1] - out[:, 0]
+        return out if n_classes > 2 else 1.0 / (1.0 + np.exp(-(out[:, 1] - out[:, 0])))
 
+    inputs = "per-step inputs" if dataset.clients[split.train[0]].per_step else "per-sequence mean/std/min/max/last"
     result: dict[str, dict[str, Any]] = {
         "majority": {"class": majority},
-        "logistic_regression": {"inputs": "per-step inputs" if dataset.clients[split.train[0]].per_step
-                                else "per-sequence mean/std/min/max/last"},
+        **{name: {"inputs": inputs, "class_weight": weight or "none"} for name, weight in LOGISTIC.items()},
     }
     for group in GROUPS:
         ids = getattr(split, group)
         if not ids:
-            result["majority"][group] = result["logistic_regression"][group] = None
+            for name in ("majority", *LOGISTIC):
+                result[name][group] = None
             continue
         x, y = _rows(dataset, ids)
         constant = np.eye(n_classes)[np.full(y.size, majority)] if n_classes > 2 else np.full(y.size, float(majority))
         result["majority"][group] = classification_metrics(y, constant, n_classes)
-        result["logistic_regression"][group] = classification_metrics(
-            y, scores(x) if n_classes > 2 else 1.0 / (1.0 + np.exp(-scores(x))), n_classes)
+        for name, model in models.items():
+            result[name][group] = classification_metrics(y, scores(model, x), n_classes)
+    on = next((g for g in GROUPS if result["majority"][g] is not None), None)
+    stronger = max(LOGISTIC, key=lambda name: -1.0 if on is None else result[name][on][objective])
+    result["reference"] = {"objective": objective, "logistic_regression": stronger, "chosen_on": on}
     cached[key] = result
     return result
 
@@ -162,14 +174,21 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
     """Reservoir-free real-valued baselines on val/test: ``training_mean``, ``persistence`` (ŷ(t) = y(t − H)),
     ``lagged_ridge``: a linear autoregression on the latest ``width`` steps' inputs (IncFed eq. 3), its lag count from
     :data:`LAG_GRID` and λ from :data:`L2_GRID` chosen on the validation clients (every lag count scored on the steps
-    the widest keeps); per-step scored from ``max(washout, horizon, width − 1)``."""
+    the widest keeps); per-step scored from ``max(washout, horizon, width − 1)`` (persistence needs a step H back
+    inside the sequence: without one it is ``None``, the others score from ``max(washout, width − 1)``, at most the
+    shortest sequence's last step)."""
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
-    limit = max(1, min(MAX_WINDOW, dataset.shortest - task.horizon))
+    lagged = dataset.shortest > max(washout, task.horizon)
+    reach = task.horizon if lagged else 0
+    forecast = task.kind == "forecast" and lagged
+    limit = max(1, min(MAX_WINDOW, dataset.shortest - reach))
     default = min(max(2, washout + 1) if width is None else width, limit)
-    widths = ([w for w in LAG_GRID if w <= limit] or [limit]) if width is None and split.val and per_step else [default]
-    if not per_step:
-        widths = [0]
+    widths = ([w for w in LAG_GRID if w <= limit] or [limit]) if width is None and split.val else [default]
+    widths = widths if per_step else [0]
+
+    def start(lags: int) -> int:
+        return min(max(washout, reach, lags - 1), dataset.shortest - 1)
 
     def rows(ids: Sequence[str], lags: int, skip: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         pooled = dataset.pooled(ids)
@@ -177,7 +196,7 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
             return sequence_features(pooled.x, False, pooled.lengths), pooled.y, None
         steady = pooled.y[:, skip:].reshape(-1)
         persistence = pooled.y[:, skip - task.horizon:pooled.y.shape[1] - task.horizon].reshape(-1) \
-            if task.kind == "forecast" else None
+            if forecast else None
         return _lagged(pooled.x, lags, skip), steady, persistence
 
     def fitted(lags: int, skip: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
@@ -191,10 +210,10 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
         x, y, _ = rows(split.val, lags, skip)
         return [float(np.mean((predict(w, (x - mean) / std, bias=True)[:, 0] - y) ** 2)) for w in readouts]
 
-    common = max(washout, task.horizon, max(widths) - 1)
+    common = start(max(widths))
     table = [min(errors(lags, common)) for lags in widths] if len(widths) > 1 else None
     width = widths[int(np.argmin(table))] if table else widths[0]
-    skip = max(washout, task.horizon, width - 1)
+    skip = start(width)
     readouts, mean, std, y_train = fitted(width, skip)
     groups = {group: rows(getattr(split, group), width, skip) if getattr(split, group) else None for group in GROUPS}
     chosen = len(L2_GRID) - 1
@@ -204,7 +223,9 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
         chosen = max(i for i, e in enumerate(mse) if e == min(mse))
     result: dict[str, dict[str, Any]] = {
         "training_mean": {"value": float(y_train.mean())},
-        "persistence": {"horizon": task.horizon} if task.kind == "forecast" else {},
+        "persistence": ({"horizon": task.horizon} if forecast else
+                        {"horizon": task.horizon, "unavailable": f"the shortest sequence ({dataset.shortest} steps) "
+                         f"is not longer than the horizon and washout"} if task.kind == "forecast" else {}),
         "lagged_ridge": {"inputs": f"the latest {width} steps' inputs" if per_step
                          else "per-sequence mean/std/min/max/last", "lags": width, "l2": L2_GRID[chosen],
                          "steps_from": skip,
