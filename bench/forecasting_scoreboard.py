@@ -228,7 +228,10 @@ def main(argv: list[str]) -> None:
             continue
         metric = "vpt" if task.name == "lorenz" else "nrmse"
         t0 = time.perf_counter()
-        results = [run_task(task, seed) for seed in range(seeds)]
+        results = []
+        for seed in range(seeds):
+            results.append(run_task(task, seed))
+            print(f"{task.name} seed {seed}: {results[-1]}", flush=True)
         label = (f"{task.name}: {'VPT (Lyapunov times)' if metric == 'vpt' else 'NRMSE'}"
                  f"{f' over a {task.steps}-step free run' if task.steps else ' one step ahead'}, {task.units} units, "
                  f"{seeds} seed(s), {time.perf_counter() - t0:.0f} s")
