@@ -54,10 +54,10 @@ def random_thesis_dataset() -> SequenceDataset:
 
 def fake_data_modules(monkeypatch, load_source, get_split):
     """``tff_esn.data.sources`` and ``tff_esn.data.splits`` replaced by ``load_source`` and ``get_split`` (the CLI's
-    wiring without the pipelines): no layout or stand-in before the values load."""
+    wiring without the pipelines): no layout, stand-in or task before the values load."""
     monkeypatch.setitem(sys.modules, "tff_esn.data.sources",
                         types.SimpleNamespace(load_source=load_source, source_layout=lambda *a, **k: None,
-                                              source_stand_in=lambda *a, **k: None))
+                                              source_stand_in=lambda *a, **k: None, source_task=lambda *a, **k: None))
     monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=get_split))
 
 

@@ -154,13 +154,17 @@ def test_baselines_of_a_forecast():
     ds = _series("mackey-glass", horizon=2)
     split = get_split("npz", ds)
     out = baseline_scores(ds, split, washout=20)
-    test = ds.clients["c5"]
-    y, x = test.y[0, 20:], test.x[0, 20:, 0]
-    assert out["persistence"]["test"] == regression_metrics(y, test.y[0, 18:-2])  # c(t) = y(t − H)
+    test, skip = ds.clients["c5"], out["lagged_ridge"]["steps_from"]  # every baseline scored from the same step
+    y, x = test.y[0, skip:], test.x[0, skip:, 0]
+    assert out["persistence"]["test"] == regression_metrics(y, test.y[0, skip - 2:-2])  # c(t) = y(t − H)
     assert out["persistence"]["test"]["rmse"] == pytest.approx(regression_metrics(y, x)["rmse"], rel=1e-6)
     assert out["training_mean"]["test"]["nrmse"] == pytest.approx(1.0, abs=0.1)
     assert out["lagged_ridge"]["test"]["nrmse"] < out["persistence"]["test"]["nrmse"] / 10
-    assert out["lagged_ridge"]["steps_from"] == 20
+    lags = out["lagged_ridge"]["lags"]
+    assert out["lagged_ridge"]["steps_from"] == max(20, lags - 1)
+    selection = out["lagged_ridge"]["lag_selection"]
+    assert selection["values"][:5] == [1, 2, 3, 5, 10] and lags == selection["values"][
+        int(np.argmin(selection["val_mse"]))]
 
 
 def test_rls_after_all_data_equals_batch_ridge():

@@ -76,6 +76,13 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
                    help="what the readout predicts: classes (classify), a channel --horizon steps ahead "
                         "(forecast) or a file's real y (regress); default: what the data holds (forecast on a "
                         "generated series)")
+    g.add_argument("--standardize", choices=("auto", "on", "off"), default="auto",
+                   help="standardise inputs and real targets on the training clients' summed statistics (metrics in "
+                        "both units); auto (the default): a forecast of own data (npz:, ts:), refused under DP")
+    g.add_argument("--free-run", type=int, default=None, metavar="STEPS",
+                   help="--task forecast --horizon 1: also score free runs of STEPS steps (the forecast fed back as "
+                        "the next input) on the validation and test series: NRMSE per step and over the window, "
+                        "valid prediction time")
     g.add_argument("--horizon", type=int, default=None, metavar="H",
                    help="--task forecast: predict the target channel H steps after the states (default 1)")
     g.add_argument("--target", default=None, metavar="CHANNEL",
@@ -117,6 +124,12 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
     series = is_series(kind) and ":" not in args.data
     flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
     task = flag["task"] or ("forecast" if series else None)
+    if task is None and kind == "npz":
+        from tff_esn.data.sources import AMBIGUOUS_Y, ambiguous_targets, source_task
+
+        if ambiguous_targets(args.data):
+            raise UsageError(f"{args.data}: {AMBIGUOUS_Y}.")
+        task = source_task(args.data)
     if task != "forecast" and (flag["horizon"] is not None or flag["target"] is not None):
         raise UsageError("--horizon/--target: apply to --task forecast only.")
     options: dict[str, Any] = {}
@@ -160,7 +173,8 @@ def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = (),
         args.algorithm, args.out, args.data, (("flag", flags), ("file", read_hparams(args.hparams, known))),
         options, args.train_fraction, args.partition, args.clients, args.partition_groups,
         args.cache_dir, args.force, not args.no_test, getattr(args, "workers", None),
-        getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded})
+        getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded},
+        getattr(args, "standardize", "auto"), getattr(args, "free_run", None))
 
 
 def _run(args: argparse.Namespace, recorded: tuple[str, ...], known: tuple[str, ...]) -> int:

@@ -79,7 +79,8 @@ class ReadoutConfig:
             ``balanced_accuracy`` or ``f1_macro``, which a constant predictor cannot win).
         reservoir_search: reservoir settings (``leaky``, ``spectral_radius``,
             ``input_scaling``) chosen on the validation data from a small grid; ``()``: none.
-        washout: initial steps dropped (≥ 0).
+        washout: initial steps dropped (≥ 0), or ``"auto"``: chosen from ``WASHOUT_GRID`` on the validation
+            data by the exact readout's error on the steps every candidate keeps.
         readout_bias: append a constant-1 input (the readout's bias) to the states.
         raw_inputs: the readout sees the input u(t) beside the state x(t), rows ``[u, x]`` read as the
             state mode reads states (esnfed's features, reservoirpy's ``use_raw_inputs``); ``"auto"``: chosen on
@@ -94,7 +95,7 @@ class ReadoutConfig:
     state_mode: str = dataclasses.field(default="all", metadata={"choices": (*STATE_MODES, AUTO)})
     objective: str = dataclasses.field(default="accuracy", metadata={"choices": OBJECTIVES})
     reservoir_search: tuple[str, ...] = ()
-    washout: int = 0
+    washout: int | str = dataclasses.field(default=0, metadata={"choices": (AUTO,)})
     readout_bias: bool = True
     raw_inputs: bool | str = dataclasses.field(default=False, metadata={
         "choices": (AUTO,), "type": parse_switch, "metavar": "{true,false,auto}"})
@@ -109,7 +110,7 @@ class ReadoutConfig:
         check_field(self, "state_mode", self.state_mode in (*STATE_MODES, AUTO), f"one of {(*STATE_MODES, AUTO)}")
         check_field(self, "objective", self.objective in OBJECTIVES, f"one of {OBJECTIVES}")
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
-        check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
+        check_field(self, "washout", self.washout == AUTO or is_count(self.washout, 0), f"an integer ≥ 0 or {AUTO!r}")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
         check_field(self, "raw_inputs", isinstance(self.raw_inputs, bool) or self.raw_inputs == AUTO,
                     f"True, False or {AUTO!r}")

@@ -39,7 +39,7 @@ def private_sum(run: Run, harvest: Callable[[], Sequence[RidgeStats]]
     """``(stats, aggregate, sections)``: the clients' (DP-noised) statistics, from ``harvest()`` once the DP
     mechanism is settled, their sum and privacy sections."""
     config = run.config
-    dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
+    dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=run.spec.washout,
                         n_features=run.n_features, **_record_bound(run))
     stats, raised = harvest(), 0
     if dp is not None:
@@ -65,7 +65,7 @@ def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
     """The :class:`StatsAggregation` of the run's training clients inside TFF (``None``: plain sum)."""
     config = run.config
     clients = list(run.dataset.select(run.train_ids).values())
-    return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
+    return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=run.spec.washout,
                              n_features=run.n_features, client_sequences=[len(c) for c in clients],
                              releases=releases, **_record_bound(run))
 

@@ -19,10 +19,9 @@ from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, STATE_MODE_CANDIDATES, Candidate, L2Choice,
-                                          UPWARD, NEG_MSE, by_default, chosen_l2, grid_values,
-                                          objective_score,
-                                          on_validation)
+from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, DEFAULT_WASHOUT, STATE_MODE_CANDIDATES,
+                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chosen_l2, grid_values,
+                                          objective_score, on_validation, washout_candidates)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
 from tff_esn.data.carving import carve
@@ -83,7 +82,7 @@ class Run:
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
         chooses = (config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
-                   or config.raw_inputs == AUTO)
+                   or config.raw_inputs == AUTO or config.washout == AUTO)
         self.carving = _shared(dataset, ("carving", split, config.seed),
                                lambda: carve(dataset, split, seed=config.seed)) if chooses else None
         self._data = self.carving.dataset if self.carving else dataset
@@ -92,6 +91,8 @@ class Run:
         self._training = self._units
         self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
         self._harvesters: dict[StateSpec, Harvester] = {}
+        self.washout_choice: dict[str, Any] | None = None
+        self.washout = config.washout if config.washout != AUTO else 0
         state_mode = config.state_mode
         if state_mode == AUTO:
             per_step = any(c.per_step for c in dataset.select(split.train).values())
@@ -100,6 +101,8 @@ class Run:
         self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
         self._exact_scores: dict[tuple, list[float]] = {}
+        if config.washout == AUTO:
+            self._choose_washout()
         if config.state_mode == AUTO or config.reservoir_search or config.raw_inputs == AUTO:
             self._select_states()
 
@@ -107,7 +110,7 @@ class Run:
         """Makes ``reservoir`` and ``state_mode`` (and ``inputs`` beside the states, when given) the run's."""
         self._inputs = self._inputs if inputs is None else inputs
         self.reservoir = reservoir
-        self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias, self._inputs)
+        self.spec = StateSpec(state_mode, self.washout, self.config.readout_bias, self._inputs)
         self.harvester = self._harvester(self.spec)
         if reservoir not in self._drawn:
             self._drawn[reservoir] = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
@@ -295,6 +298,36 @@ class Run:
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 
+    def _choose_washout(self) -> None:
+        """Chooses ``washout="auto"`` from :func:`washout_candidates` by the exact readout's best validation score;
+        per-step targets are scored on the steps after the largest candidate, which every candidate predicts."""
+        spec = self.spec
+        shortest = min(c.shortest for c in self.dataset.clients.values())
+        values = washout_candidates(shortest)
+        reason = self._why_not() or ("one state per sequence (--state-mode last)" if spec.state_mode == "last" else "")
+        if reason or len(values) == 1:
+            self.washout = max(w for w in values if w <= DEFAULT_WASHOUT)
+            self.washout_choice = {"rule": "default", "reason": reason or "sequences too short", "chosen": self.washout}
+            self._use(self.reservoir, spec.state_mode)
+            return
+        per_step = spec.state_mode == "all" and any(c.per_step for c in self.dataset.clients.values())
+        judge = self._harvester(dataclasses.replace(spec, washout=max(values))) if per_step else None
+        grid, best = self.config.l2_grid, []
+        for washout in values:
+            self.washout = washout
+            self._use(self.reservoir, spec.state_mode)
+            harvester = judge or self.harvester
+            scores = self.cross_validate(lambda g: [
+                (lambda ids, w=w: harvester.scores(w, self.weights, ids))
+                for w in RidgeStats.sum(self.stats(scored=False)).solve_path(g)], grid)
+            best.append(max(scores))
+        self.washout = values[best.index(max(best))]
+        self._use(self.reservoir, spec.state_mode)
+        self.washout_choice = {"rule": self._rule, "objective": self.objective, "values": list(values),
+                               "scores": best, "chosen": self.washout,
+                               "scored_from": max(values) if per_step else None}
+        _LOG.info("%s: washout %d (%s)", self.name, self.washout, self._rule)
+
     def _downdated_scores(self, grid: Sequence[float]) -> list[float] | None:
         """Carved folds' exact-readout scores (Woodbury, ``M = B + λI``): fold k predicts
         ``(I − G)⁻¹ S_k M⁻¹ (A − Y_kᵀS_k)ᵀ``, ``G = S_k M⁻¹ S_kᵀ``; ``None`` where that is slower."""
@@ -371,6 +404,8 @@ class Run:
             out["l2_selection"] = self.l2_choice.to_dict()
         if self.selection is not None:
             out["selection"] = self.selection
+        if self.washout_choice is not None:
+            out["washout_selection"] = self.washout_choice
         if self.carving is not None:
             out["validation"] = self.carving.to_dict()
         out["communication"] = cost.to_dict()

@@ -57,6 +57,16 @@ def grid_values(name: str, reservoir: ReservoirConfig) -> tuple[float, ...]:
         return ()
     return tuple(sorted(v for v in RESERVOIR_GRID[name] if v > own))
 
+WASHOUT_GRID = (0, 10, 25, 50, 100, 200)
+"""Washouts ``washout="auto"`` tries (those below half the shortest training sequence)."""
+DEFAULT_WASHOUT = 50
+"""The washout of ``--washout auto`` when nothing is chosen (capped below half the shortest sequence)."""
+
+
+def washout_candidates(shortest: int) -> tuple[int, ...]:
+    """The :data:`WASHOUT_GRID` values that leave a sequence of ``shortest`` steps at least half its states."""
+    return tuple(w for w in WASHOUT_GRID if 2 * w < shortest) or (0,)
+
 ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
 OBJECTIVES = ("accuracy", "balanced_accuracy", "f1_macro")

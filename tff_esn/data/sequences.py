@@ -14,6 +14,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -382,9 +383,30 @@ def _client_groups(ids: np.ndarray, order: list[str], split: np.ndarray, source:
     return groups
 
 
+def npz_holds_series(path: str | Path) -> bool:
+    """Whether an ``.npz`` holds own series (a ``series`` array, forecast by :mod:`tff_esn.data.series_files`)."""
+    with _npz_archive(path) as (_, _, keys):
+        return "series" in keys
+
+
+def npz_real_targets(path: str | Path) -> bool:
+    """Whether an ``.npz``'s ``y`` holds real numbers (a float dtype), from its header."""
+    with _npz_archive(path) as (archive, path, keys):
+        return "y" in keys and _npz_member(archive, "y", path, header=True)[1].kind == "f"
+
+
+def npz_arrays(path: str | Path, names: Iterable[str]) -> dict[str, Any]:
+    """The ``.npz``'s arrays of ``names`` that it holds (object arrays through the allow-list)."""
+    with _npz_archive(path) as (archive, path, keys):
+        return {name: _npz_member(archive, name, path) for name in names if name in keys}
+
+
 def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:
     """Own sequences: an ``.npz`` with ``X``, ``y``, ``client``, optional ``split``, via :func:`dataset_from_arrays`."""
     with _npz_archive(path) as (archive, path, keys):
+        if "series" in keys:
+            raise DataError(f"npz:{path}: holds series (no X and y): load it with "
+                            "tff_esn.data.series_files.load_series_npz, or as the source npz:FILE.")
         arrays = _npz_labelling(archive, path, keys)
         arrays["X"] = _npz_member(archive, "X", path)
     return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
@@ -393,7 +415,8 @@ def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad"
 
 @contextlib.contextmanager
 def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[str]]]:
-    """The open ``.npz`` holding ``X``, ``y`` and ``client``, its path and its arrays' names."""
+    """The open ``.npz`` holding ``X``, ``y`` and ``client`` (or ``series`` and ``client``: own series,
+    :mod:`tff_esn.data.series_files`), its path and its arrays' names."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise MissingDataError(f"{path}: npz file does not exist.")
@@ -403,10 +426,10 @@ def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[
         raise DataError(f"{path}: not an .npz file ({err}).") from None
     with archive:
         keys = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
-        missing = [k for k in ("X", "y", "client") if k not in keys]
+        missing = [k for k in (("series", "client") if "series" in keys else ("X", "y", "client")) if k not in keys]
         if missing:
-            raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split "
-                            f"(found {sorted(keys)}).")
+            raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split, or "
+                            f"series, client and optionally split, exog, stream (found {sorted(keys)}).")
         yield archive, path, keys
 
 
@@ -429,6 +452,8 @@ def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict
 def npz_stand_in(path: str | Path) -> SequenceDataset | None:
     """An ``.npz``'s clients, groups and labels with one zero step per sequence; ``None`` for real/object data."""
     with _npz_archive(path) as (archive, path, keys):
+        if "series" in keys:
+            return None
         arrays = _npz_labelling(archive, path, keys)
         shape, dtype = _npz_member(archive, "X", path, header=True)
     if dtype.hasobject or len(shape) != 3 or arrays["y"].ndim != 1 or arrays["y"].dtype.kind == "f":
@@ -439,7 +464,9 @@ def npz_stand_in(path: str | Path) -> SequenceDataset | None:
 
 def npz_layout(path: str | Path) -> DataLayout | None:
     """The ``DataLayout`` of an ``.npz``'s ``X`` from its header; ``None`` for an object array."""
-    with _npz_archive(path) as (archive, path, _):
+    with _npz_archive(path) as (archive, path, keys):
+        if "series" in keys:
+            return None
         shape, dtype = _npz_member(archive, "X", path, header=True)
     if dtype.hasobject or len(shape) != 3 or 0 in shape:
         return None

@@ -20,7 +20,9 @@ from tff_esn.data import cache
 from tff_esn.data.seed_sources.hhar_source import hhar_loader
 from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
-from tff_esn.data.sequences import SequenceDataset, as_classes, class_like, load_npz, npz_layout, npz_stand_in
+from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, load_npz, npz_holds_series, npz_layout,
+                                    npz_real_targets, npz_stand_in)
+from tff_esn.data.series_files import load_series_npz
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import is_series
 from tff_esn.common.run_warnings import warn
@@ -69,15 +71,45 @@ def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., Sequenc
     return load
 
 
+def _npz(path: str, task: Task | None = None, **options: Any) -> SequenceDataset:
+    """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz`; a float ``y``
+    with no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`)."""
+    if npz_holds_series(path):
+        return load_series_npz(path, task=task, **options)
+    if task is None and npz_real_targets(path):
+        warn(f"npz:{path}: {AMBIGUOUS_Y}; read as a regression (--task regress).")
+    return load_npz(path, **options)
+
+
+AMBIGUOUS_Y = ("y holds real numbers; say what they are: --task regress (y is the target) or --task forecast "
+               "(forecast X's channel, y unused), or save the series as `series` without y")
+"""What a float ``y`` with no task given is told: ``tff-esn run`` refuses it, a library load warns."""
+
+
+def ambiguous_targets(source: str) -> bool:
+    """Whether ``source`` is an ``.npz`` of X and a float ``y`` (a regression's targets, or a dummy beside series)."""
+    kind, arg = parse_source(source)
+    return kind == "npz" and Path(arg).expanduser().is_file() and not npz_holds_series(arg) and npz_real_targets(arg)
+
+
+def _npz_task(path: str) -> str | None:
+    """``forecast`` for an ``.npz`` of own series (the only task it can mean), else ``None`` (a missing file too:
+    its loader says so)."""
+    return "forecast" if Path(path).expanduser().is_file() and npz_holds_series(path) else None
+
+
 @dataclasses.dataclass(frozen=True)
 class SourceKind:
     """One kind of source: ``load(source, kind, arg, pipeline, cache_dir, options)`` reads its dataset;
     ``layout(arg)`` and ``stand_in(arg)`` give its :class:`DataLayout` and its clients and labels (one zero step per
-    sequence) before the values load, ``None`` when they cannot."""
+    sequence) before the values load, ``None`` when they cannot; ``task(arg)`` the task its content alone can mean
+    (``None``: its own labels' or the one asked); ``takes_task``: ``load`` reads the task asked (``task=``)."""
 
     load: Callable[..., SequenceDataset]
     layout: Callable[[str], DataLayout | None] = _nothing
     stand_in: Callable[[str], SequenceDataset | None] = _nothing
+    task: Callable[[str], str | None] = _nothing
+    takes_task: bool = False
 
 
 def _hhar(kind: str, arg: str, options: dict, pipeline: type[Pipeline]) -> tuple[Callable, dict]:
@@ -90,7 +122,8 @@ SOURCES: dict[str, SourceKind] = {
     "synthetic-hhar": SourceKind(_seed(_hhar)),
     "wesad": SourceKind(_seed(wesad_loader)),
     "hhar": SourceKind(_seed(_hhar)),
-    "npz": SourceKind(_own(load_npz, ("ragged", "length")), layout=npz_layout, stand_in=npz_stand_in),
+    "npz": SourceKind(_own(_npz, ("ragged", "length", "task")), layout=npz_layout, stand_in=npz_stand_in,
+                      task=_npz_task, takes_task=True),
     "ts": SourceKind(_own(load_ts, ("missing", "ragged", "length")), layout=ts_layout),
 }
 """Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.is_series`) are not kinds."""
@@ -131,6 +164,12 @@ def source_stand_in(source: str) -> SequenceDataset | None:
     return SOURCES[kind].stand_in(arg) if kind in SOURCES else None
 
 
+def source_task(source: str) -> str | None:
+    """The task ``source``'s content alone can mean (``forecast`` for an ``.npz`` of series), before it loads."""
+    kind, arg = parse_source(source)
+    return SOURCES[kind].task(arg) if kind in SOURCES else None
+
+
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
                 **options: Any) -> SequenceDataset:
     """``source`` preprocessed by ``pipeline`` (module docstring); ``ValueError`` / ``FileNotFoundError`` on bad input."""
@@ -141,7 +180,10 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
         from tff_esn.data.seed_sources.generators import series_dataset
 
         return series_dataset(kind, task or Task("forecast", 1), **options)
-    return _as_task(SOURCES[kind].load(source, kind, arg, pipeline, cache_dir, options), task)
+    entry = SOURCES[kind]
+    if entry.takes_task:
+        return _as_task(entry.load(source, kind, arg, pipeline, cache_dir, {**options, "task": task}), task)
+    return _as_task(entry.load(source, kind, arg, pipeline, cache_dir, options), task)
 
 
 def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:

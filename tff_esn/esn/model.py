@@ -22,7 +22,7 @@ from tff_esn.common.tasks import Task
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, predict as ridge_predict, size_weighted_mean
 from tff_esn.esn.standardization import Standardization
-from tff_esn.esn.states_numpy import HARVEST_BATCH, ragged_batches, states_and_statistics
+from tff_esn.esn.states_numpy import HARVEST_BATCH, ragged_batches, states, states_and_statistics
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 FORMAT = "tff_esn.model"
@@ -142,7 +142,8 @@ def as_sequences(x: Any, lengths: Any = None, *, n_features: int | None = None) 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Model:
     """A trained ESN: ``members`` (one reservoir and readout; several for an ensemble), the states the readout sees
-    (``spec``; ``per_step``: one output per step), the input standardisation, the task and its names, the run's
+    (``spec``; ``per_step``: one output per step), the input standardisation ``inputs`` (applied to ``x``) and the
+    target's ``outputs`` (real outputs ``ŷ·σ + μ``: the series' own units), the task and its names, the run's
     provenance and metrics, and (kept for extension) the aggregate ridge statistics."""
 
     members: tuple[Member, ...]
@@ -152,6 +153,7 @@ class Model:
     label_names: tuple[str, ...]
     per_step: bool = False
     inputs: Standardization | None = None
+    outputs: Standardization | None = None
     seed: int = 0
     provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     metrics: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -224,11 +226,15 @@ class Model:
         return self._outputs(*self._inputs(x, lengths))
 
     def _outputs(self, x: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
-        outputs = [m.readout.outputs(self._states(m.reservoir, x, lengths), self.spec.readout_bias)
-                   for m in self.members]
-        if len(outputs) == 1:
-            return outputs[0]
-        return size_weighted_mean(outputs, [m.size for m in self.members])
+        return self._readout_outputs([self._states(m.reservoir, x, lengths) for m in self.members])
+
+    def _readout_outputs(self, features: Sequence[np.ndarray]) -> np.ndarray:
+        """The members' readouts on their state ``features``, combined (IncFed eq. 4) and in the data's units."""
+        outputs = [m.readout.outputs(f, self.spec.readout_bias) for m, f in zip(self.members, features)]
+        mean = outputs[0] if len(outputs) == 1 else size_weighted_mean(outputs, [m.size for m in self.members])
+        if self.outputs is None:
+            return mean
+        return np.asarray(mean, np.float64) * self.outputs.scale + self.outputs.mean
 
     def predict(self, x: Any, lengths: Any = None) -> np.ndarray:
         """Class indices (into :attr:`label_names`) or real values: (n,) per sequence, (n, T − washout) per step."""
@@ -249,6 +255,45 @@ class Model:
                                  "targets); use decision_function for its scores.")
         p = self.decision_function(x, lengths)
         return np.stack([1.0 - p, p], axis=1) if p.ndim == 1 else p
+
+    def generate(self, warmup: Any, steps: int, *, exog: Any = None) -> np.ndarray:
+        """A free run (closed loop): the reservoir reads ``warmup`` (T₀, F), then ``steps`` times the model's
+        one-step forecast of its target channel is fed back as that channel's next input (the other channels from
+        ``exog`` (steps − 1, F − 1), inputs known ahead); returns the ``steps`` forecasts
+        ŷ(T₀), …, ŷ(T₀ + steps − 1) of the channel, in the data's units."""
+        task = self.task
+        if task.kind != "forecast" or task.horizon != 1 or task.target not in self.feature_names or not self.per_step:
+            raise ValueError(f"generate: needs a one-step forecast of one of its inputs (--task forecast --horizon 1), "
+                             f"got task {task.kind} horizon {task.horizon} of {task.target!r} on inputs "
+                             f"{', '.join(self.feature_names)}.")
+        channel = self.feature_names.index(task.target)
+        x, _ = as_sequences(np.asarray(warmup, np.float32)[None], n_features=len(self.feature_names))
+        others = len(self.feature_names) - 1
+        known = np.zeros((max(steps - 1, 0), others), np.float32) if exog is None else np.asarray(exog, np.float32)
+        if not isinstance(steps, (int, np.integer)) or steps < 1 or (others and exog is None) or \
+                known.shape != (max(steps - 1, 0), others) or not np.all(np.isfinite(known)):
+            raise ValueError(f"generate: expected steps ≥ 1 and, for the inputs besides {task.target!r}, exog of "
+                             f"shape ({max(steps - 1, 0)}, {others}) finite, got steps {steps!r}, exog "
+                             f"{None if exog is None else known.shape}.")
+        scaled = (lambda v: v) if self.inputs is None else self.inputs.apply
+        current = [self._last_state(m.reservoir, scaled(x)) for m in self.members]
+        out = np.empty(steps, np.float64)
+        for k in range(steps):
+            features = [state[:, m.reservoir.readout_from:] for state, m in zip(current, self.members)]
+            out[k] = self._readout_outputs(features).reshape(-1)[0]
+            if k + 1 < steps:
+                fed = scaled(np.insert(known[k], channel, out[k])[None, None].astype(np.float32))
+                current = [self._last_state(m.reservoir, fed, state) for m, state in zip(self.members, current)]
+        return out
+
+    @staticmethod
+    def _last_state(weights: ReservoirWeights, x: np.ndarray, initial: np.ndarray | None = None) -> np.ndarray:
+        """The reservoir's full state (1, units) after reading ``x`` (1, T, F) from ``initial`` (IncFed eq. 1)."""
+        state = initial
+        for state in states(x, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, None,
+                            weights.layers, weights.activation, initial):
+            pass
+        return np.array(state, np.float32)
 
     def labels(self, y: Any, n: int) -> np.ndarray:
         """The labels a prediction row is scored against: ``y`` (n,), or (n, T) per step as the state mode reads it."""
@@ -297,8 +342,9 @@ class Model:
                                           "config": None if member.config is None else member.config.to_dict()},
                             "readout": {"kind": readout.kind, "activation": readout.activation,
                                         "standardized": readout.standardization is not None}})
-        if self.inputs is not None:
-            arrays["inputs.mean"], arrays["inputs.scale"] = self.inputs.mean, self.inputs.scale
+        for name, scaling in (("inputs", self.inputs), ("outputs", self.outputs)):
+            if scaling is not None:
+                arrays[f"{name}.mean"], arrays[f"{name}.scale"] = scaling.mean, scaling.scale
         if self.stats is not None:
             arrays["stats.A"], arrays["stats.B"] = self.stats.A, self.stats.B
         buffer = io.BytesIO()
@@ -309,7 +355,7 @@ class Model:
             "task": dataclasses.asdict(self.task), "feature_names": list(self.feature_names),
             "label_names": list(self.label_names), "per_step": self.per_step,
             "spec": dataclasses.asdict(self.spec), "seed": self.seed, "members": members,
-            "inputs": self.inputs is not None,
+            "inputs": self.inputs is not None, "outputs": self.outputs is not None,
             "stats": None if self.stats is None else {"n": float(self.stats.n), "clients": float(self.stats.clients),
                                                       "bias": bool(self.stats.bias)},
             "arrays_sha256": hashlib.sha256(blob).hexdigest(),
@@ -378,7 +424,8 @@ class Model:
         stats = header["stats"]
         return cls(tuple(members), StateSpec(**header["spec"]), Task(**header["task"]), tuple(header["feature_names"]),
                    tuple(header["label_names"]), header["per_step"],
-                   Standardization(arrays["inputs.mean"], arrays["inputs.scale"]) if header["inputs"] else None,
+                   *(Standardization(arrays[f"{name}.mean"], arrays[f"{name}.scale"]) if header.get(name) else None
+                     for name in ("inputs", "outputs")),
                    header["seed"], header["provenance"], header["metrics"],
                    None if stats is None else RidgeStats(arrays["stats.A"], arrays["stats.B"], stats["n"],
                                                          stats["clients"], stats["bias"]))

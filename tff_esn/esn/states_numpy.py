@@ -48,17 +48,19 @@ def activate(z: np.ndarray, activation: str | tuple[str, ...]) -> np.ndarray:
 
 def states(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, gain: np.ndarray,
             leaky: float | tuple[float, ...], valid: np.ndarray | None,
-            layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh") -> Iterator[np.ndarray]:
-    """Yields the states x(t) (batch, units) in one overwritten buffer; a finished sequence's state stays frozen."""
+            layers: tuple[int, ...] = (), activation: str | tuple[str, ...] = "tanh",
+            initial: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    """Yields the states x(t) (batch, units) in one overwritten buffer from x(−1) = ``initial`` (default 0); a
+    finished sequence's state stays frozen."""
     if len(layers) > 1:
-        yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation)
+        yield from _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation, initial)
         return
     batch, steps, features = inputs.shape
     units = recurrent.shape[0]
     unit_gain = bool(np.all(gain == 1))
     time_major = np.ascontiguousarray(np.swapaxes(inputs, 0, 1))
     a = np.asarray(leaky, np.float32)
-    x = np.zeros((batch, units), np.float32)
+    x = np.zeros((batch, units), np.float32) if initial is None else np.array(initial, np.float32)
     new = np.empty_like(x)
     sparse = None
     if np.count_nonzero(recurrent) <= SPARSE_DENSITY * recurrent.size:
@@ -99,12 +101,13 @@ def layer_bounds(layers: tuple[int, ...]) -> list[tuple[int, int]]:
     return list(zip([0] + stops[:-1], stops))
 
 
-def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation) -> Iterator[np.ndarray]:
+def _deep_states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation,
+                 initial=None) -> Iterator[np.ndarray]:
     """:func:`states` of a deep ESN: per step, layer by layer (:func:`deep_step`)."""
     batch, steps, _ = inputs.shape
     a = np.broadcast_to(np.asarray(leaky, np.float32), (recurrent.shape[0],))
     unit_gain = bool(np.all(gain == 1))
-    x = np.zeros((batch, recurrent.shape[0]), np.float32)
+    x = np.zeros((batch, recurrent.shape[0]), np.float32) if initial is None else np.array(initial, np.float32)
     for t in range(steps):
         projected = inputs[:, t] @ kernel
         if unit_gain:

@@ -70,6 +70,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.*.val": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.*.test": (PUBLIC_OUTPUT, _EVALUATION),
     "val": (PUBLIC_OUTPUT, _EVALUATION),
+    "free_run": (PUBLIC_OUTPUT, "the model's free runs on the validation/test series: " + _EVALUATION),
     "test": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.rounds[].val_*": (PUBLIC_OUTPUT, _EVALUATION),
     "extra.rounds[].test_*": (PUBLIC_OUTPUT, _EVALUATION),
@@ -90,7 +91,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("algorithm", "data", "split", "split_rule", "config", "cli", "versions", "extra.backend",
                      "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
-                     "partition.label_names", "l2_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
+                     "partition.label_names", "l2_selection", "washout_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
                      "extra.alpha", "extra.mask", "extra.rounds_csv", "extra.resumes",
                      "extra.clients_per_round"),
                     "the run's configuration, split (which client is in which group) and environment (under "
@@ -100,6 +101,8 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
+    "standardization": ("whether inputs and targets were standardised: never under DP (the training clients' means "
+                        "and variances would be released outside the mechanism; --standardize on is refused)"),
     "extends": "the saved model a run extends (--add-to): its folder, client count and λ, and its run's "
                "configuration, selection and privacy declaration",
     "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",

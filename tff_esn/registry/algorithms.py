@@ -265,33 +265,54 @@ class RunRecord(dict):
 
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None,
-                  partition: Mapping[str, Any] | None = None) -> RunRecord:
+                  partition: Mapping[str, Any] | None = None, standardize: str = "auto",
+                  free_run: int | None = None) -> RunRecord:
     """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record
     (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients) and the
-    trained model, its provenance and metrics the record's."""
+    trained model, its provenance and metrics the record's. ``standardize`` (:mod:`tff_esn.runs.standardize`):
+    the run sees standardised inputs and targets, its metrics are in the series' units (and standardised).
+    ``free_run``: the model's free runs of that many steps on the validation and test series are scored
+    (:mod:`tff_esn.runs.free_run`)."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
+    from tff_esn.runs import free_run as free_runs, standardize as scaling_of
     from tff_esn.runs.baselines import baseline_scores
     from tff_esn.runs.provenance import run_provenance
     from tff_esn.common.result_check import check_result
     from tff_esn.registry.run_checks import check_run
 
     function = algo.run_function  # imported before the clock starts: ``seconds`` is the run's compute
+    private = getattr(config, "privacy", PrivacyConfig()).dp_requested
     with recording() as said:
         check_takes(algo, dataset)
         check_run(run, dataset, split, test_required=test_required)
+        if free_run is not None:
+            free_runs.check_free_run(free_run, dataset, split, getattr(getattr(config, "model", config), "washout", 0))
+        scaling = (scaling_of.fit_scaling(dataset, split)
+                   if scaling_of.standardizes(standardize, dataset, dp=private) else None)
         if start is not None:
             start(run)
         start_time = time.perf_counter()
-        result = function(dataset, split, config)
+        result = function(dataset if scaling is None else scaling_of.scaled(dataset, scaling), split, config)
         seconds = time.perf_counter() - start_time
+        if scaling is not None:
+            result.update({g: scaling_of.in_own_units(result[g], scaling)
+                           for g in ("train", "val", "test") if g in result})
+        used = result.get("model")  # the washout the model uses (a choice of ``auto``), else the configured one
+        washout = used.spec.washout if used is not None else getattr(getattr(config, "model", config), "washout", 0)
         objective = class_objective(dataset.source, run.record)
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
-                                    washout=getattr(getattr(config, "model", config), "washout", 0), objective=objective)
-        private = getattr(config, "privacy", PrivacyConfig()).dp_requested
+                                    washout=washout if isinstance(washout, int) else 0, objective=objective)
         checked_result = check_result(name, result, {} if private else baselines, dataset.task, objective=objective)
         if private and "privacy" in result:
             result["privacy"] = selection_declared(result["privacy"], run.record)
     model = result.pop("model", None)
+    if model is not None and scaling is not None:
+        model = model.replace(inputs=scaling.inputs, outputs=scaling.target)
+    if free_run is not None and model is not None:
+        from tff_esn.data.seed_sources.generators import LYAPUNOV
+
+        result["free_run"] = free_runs.free_run_scores(model, dataset, split, free_run,
+                                                       lyapunov=LYAPUNOV.get(dataset.source))
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
@@ -303,6 +324,7 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
     record["seconds"] = seconds
     record["baselines"] = baselines
     record["result_check"] = checked_result
+    record["standardization"] = scaling.to_dict() if scaling is not None else {"applied": False, "mode": standardize}
     record["warnings"] = merged(said, result.get("warnings", ()))
     record.update(run_provenance(split))
     reservoir = getattr(getattr(config, "model", config), "reservoir", None)

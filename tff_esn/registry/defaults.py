@@ -28,6 +28,11 @@ FORECAST_STATES = {"state_mode": "all"}
 defaults where the seed's settings do not hold: a prediction at every step needs every step's state."""
 
 
+FORECAST_WASHOUT = {"washout": "auto"}
+"""What a forecast of own data sets where the algorithm can choose its washout on the validation data (the generated
+series keep their stated washout): each client's first steps run on a cold reservoir."""
+
+
 def source_kind(source: str) -> str:
     """``npz`` for ``npz:FILE``, ``wesad`` for ``synthetic-wesad`` and ``wesad:DIR``, …"""
     kind = source.split(":", 1)[0]
@@ -60,6 +65,10 @@ def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
     defaults = dict(algo.series_data if series and algo.series_data else algo.own_data)
     if (task == "forecast" or series) and "state_mode" in algo.settings():
         defaults.update(FORECAST_STATES)
+    washout = algo.settings().get("washout")
+    chooses = washout is not None and "auto" in washout.field.metadata.get("choices", ())
+    if task == "forecast" and not series and chooses:
+        defaults.update(FORECAST_WASHOUT)
     return defaults
 
 

@@ -32,7 +32,8 @@ class RequestError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class RunRequest:
     """One run as asked: ``algorithm`` on ``data`` into ``out``, setting ``layers`` (the first wins), ``options``,
-    the training clients' ``partition``, TFF ``workers`` (``None``: one local) and other ``cli`` flags."""
+    the training clients' ``partition``, TFF ``workers`` (``None``: one local), other ``cli`` flags and
+    ``standardize`` (:mod:`tff_esn.runs.standardize`) and ``free_run`` steps (:mod:`tff_esn.runs.free_run`)."""
 
     algorithm: str
     out: str | Path
@@ -49,14 +50,18 @@ class RunRequest:
     workers: Sequence[str] | None = None
     worker_timeout: float | None = None
     cli: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    standardize: str = "auto"
+    free_run: int | None = None
 
 
 def resolved(request: RunRequest) -> ResolvedRun:
     """``request``'s run (:func:`~tff_esn.registry.algorithms.resolve_run`): its layers, ``out``, ``cache_dir``."""
     algo = get_algorithm(request.algorithm)
     shared = {k: str(v) for k in SHARED if k in algo.settings() and (v := getattr(request, k)) is not None}
-    return resolve_run(algo, request.data, ("flag", shared), *request.layers,
-                       task=getattr(request.options.get("task"), "kind", None))
+    from tff_esn.data.sources import source_task
+
+    task = getattr(request.options.get("task"), "kind", None) or source_task(request.data)
+    return resolve_run(algo, request.data, ("flag", shared), *request.layers, task=task)
 
 
 def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
@@ -120,7 +125,8 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
 
     try:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
-                               partition=partition)
+                               partition=partition, standardize=request.standardize,
+                               free_run=request.free_run)
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))

@@ -20,7 +20,7 @@ def check_washout(config: Any, dataset: SequenceDataset) -> None:
     """A :class:`DataError` when ``config``'s washout leaves the shortest sequence no state (``all``/``mean``)."""
     model = getattr(config, "model", config)
     washout, mode = getattr(model, "washout", 0), getattr(model, "state_mode", "all")
-    if mode != "last" and washout >= dataset.shortest:
+    if mode != "last" and washout != "auto" and washout >= dataset.shortest:
         raise DataError(f"{dataset.source}: --washout {washout} drops every step of the shortest sequence "
                         f"({dataset.shortest} steps); use a washout below {dataset.shortest} (or --state-mode last).")
 

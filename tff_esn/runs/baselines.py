@@ -24,6 +24,8 @@ GROUPS = ("val", "test")
 MAX_TRAIN_ROWS = 200_000
 MAX_WINDOW = 200
 """Most lags of the lagged-input ridge baseline of a real-valued task."""
+LAG_GRID = (1, 2, 3, 5, 10, 20, 50, 100, 200)
+"""Lag counts the linear autoregression (lagged-input ridge) chooses from on the validation clients."""
 L2_GRID = tuple(10.0 ** k for k in range(-8, 4))
 """λ the lagged-input ridge baseline chooses from on the validation clients."""
 
@@ -170,43 +172,65 @@ def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
 def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
                    width: int | None = None) -> dict[str, dict[str, Any]]:
     """Reservoir-free real-valued baselines on val/test: ``training_mean``, ``persistence`` (ŷ(t) = y(t − H)),
-    ``lagged_ridge`` (IncFed eq. 3, λ of :data:`L2_GRID`); per-step scored from ``max(washout, horizon, width − 1)``
-    (persistence needs a step H back inside the sequence: without one it is ``None``, the others score from
-    ``max(washout, width − 1)``, at most the shortest sequence's last step)."""
+    ``lagged_ridge``: a linear autoregression on the latest ``width`` steps' inputs (IncFed eq. 3), its lag count from
+    :data:`LAG_GRID` and λ from :data:`L2_GRID` chosen on the validation clients (every lag count scored on the steps
+    the widest keeps); per-step scored from ``max(washout, horizon, width − 1)`` (persistence needs a step H back
+    inside the sequence: without one it is ``None``, the others score from ``max(washout, width − 1)``, at most the
+    shortest sequence's last step)."""
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
     lagged = dataset.shortest > max(washout, task.horizon)
     reach = task.horizon if lagged else 0
-    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - reach)
-    width = max(1, width) if per_step else 0
-    skip = min(max(washout, reach, width - 1), dataset.shortest - 1)
     forecast = task.kind == "forecast" and lagged
+    limit = max(1, min(MAX_WINDOW, dataset.shortest - reach))
+    default = min(max(2, washout + 1) if width is None else width, limit)
+    widths = ([w for w in LAG_GRID if w <= limit] or [limit]) if width is None and split.val else [default]
+    widths = widths if per_step else [0]
 
-    def rows(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def start(lags: int) -> int:
+        return min(max(washout, reach, lags - 1), dataset.shortest - 1)
+
+    def rows(ids: Sequence[str], lags: int, skip: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         pooled = dataset.pooled(ids)
         if not per_step:
             return sequence_features(pooled.x, False, pooled.lengths), pooled.y, None
         steady = pooled.y[:, skip:].reshape(-1)
         persistence = pooled.y[:, skip - task.horizon:pooled.y.shape[1] - task.horizon].reshape(-1) \
             if forecast else None
-        return _lagged(pooled.x, width, skip), steady, persistence
+        return _lagged(pooled.x, lags, skip), steady, persistence
 
-    x_train, y_train, _ = rows(split.train)
-    mean, std = _scale(x_train)
-    readouts = RidgeStats.from_states((x_train - mean) / std, y_train[:, None], bias=True).solve_path(L2_GRID)
-    groups = {group: rows(getattr(split, group)) if getattr(split, group) else None for group in GROUPS}
+    def fitted(lags: int, skip: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        x_train, y_train, _ = rows(split.train, lags, skip)
+        mean, std = _scale(x_train)
+        readouts = RidgeStats.from_states((x_train - mean) / std, y_train[:, None], bias=True).solve_path(L2_GRID)
+        return readouts, mean, std, y_train
+
+    def errors(lags: int, skip: int) -> list[float]:
+        readouts, mean, std, _ = fitted(lags, skip)
+        x, y, _ = rows(split.val, lags, skip)
+        return [float(np.mean((predict(w, (x - mean) / std, bias=True)[:, 0] - y) ** 2)) for w in readouts]
+
+    common = start(max(widths))
+    table = [min(errors(lags, common)) for lags in widths] if len(widths) > 1 else None
+    width = widths[int(np.argmin(table))] if table else widths[0]
+    skip = start(width)
+    readouts, mean, std, y_train = fitted(width, skip)
+    groups = {group: rows(getattr(split, group), width, skip) if getattr(split, group) else None for group in GROUPS}
     chosen = len(L2_GRID) - 1
     if groups["val"] is not None:
         x, y, _ = groups["val"]
-        errors = [float(np.mean((predict(w, (x - mean) / std, bias=True)[:, 0] - y) ** 2)) for w in readouts]
-        chosen = max(i for i, e in enumerate(errors) if e == min(errors))
+        mse = [float(np.mean((predict(w, (x - mean) / std, bias=True)[:, 0] - y) ** 2)) for w in readouts]
+        chosen = max(i for i, e in enumerate(mse) if e == min(mse))
     result: dict[str, dict[str, Any]] = {
         "training_mean": {"value": float(y_train.mean())},
         "persistence": ({"horizon": task.horizon} if forecast else
                         {"horizon": task.horizon, "unavailable": f"the shortest sequence ({dataset.shortest} steps) "
                          f"is not longer than the horizon and washout"} if task.kind == "forecast" else {}),
         "lagged_ridge": {"inputs": f"the latest {width} steps' inputs" if per_step
-                         else "per-sequence mean/std/min/max/last", "l2": L2_GRID[chosen], "steps_from": skip},
+                         else "per-sequence mean/std/min/max/last", "lags": width, "l2": L2_GRID[chosen],
+                         "steps_from": skip,
+                         "lag_selection": None if table is None else {"values": widths, "val_mse": table,
+                                                                      "scored_from": common}},
     }
     for group, held in groups.items():
         if held is None:

@@ -24,6 +24,10 @@ GENERATED = ("narma10", "narmaN", "mackey-glass", "lorenz", "sine")
 DEFAULT_CLIENTS = 10
 DEFAULT_STEPS = 1000
 """Steps per client (each client's sequence; the validation and test clients' too)."""
+LYAPUNOV = {"lorenz": (0.9056, 0.02), "mackey-glass": (0.006, 1.0)}
+"""Per chaotic series: its largest Lyapunov exponent per time unit (Lorenz-63: Sprott 2003, 0.9056; Mackey–Glass
+τ = 17: Farmer 1982, ≈ 0.006) and the time units between two samples (Lorenz: RK4 0.01 sampled every 2 steps;
+Mackey–Glass: Euler 0.1 sampled every 10)."""
 NARMA_BOUND = 10.0
 """A NARMA draw leaving [−10, 10] diverged (stable orbits stay near [0, 1])."""
 
