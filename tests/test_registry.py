@@ -23,7 +23,7 @@ from tff_esn.privacy import coverage
 from tff_esn.privacy.config import STATISTICS, PrivacyConfig
 from tff_esn.common.settings import config_from_flags, settings
 
-from closed_form_data import default_split, random_dataset, write_npz
+from closed_form_data import default_split, random_dataset, toy_model, write_npz
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
 
 
@@ -56,7 +56,8 @@ def toy_cost(clients: int) -> communication.CommunicationCost:
 def _toy_run(dataset, split, config):
     test = {"accuracy": 0.1 * config.scale, "f1_macro": 0.0, "random_baseline_accuracy": 0.5, "n": len(split.test),
             "mode": config.mode}
-    return {"train": None, "val": None, "test": test, "communication": toy_cost(len(split.train)).to_dict()}
+    return {"train": None, "val": None, "test": test, "communication": toy_cost(len(split.train)).to_dict(),
+            "model": toy_model(dataset)}
 
 
 @pytest.fixture
