@@ -210,7 +210,7 @@ class Model:
         blocks = (ragged_batches(lengths, x.shape[2]) if lengths is not None
                   else [np.arange(i, min(i + HARVEST_BATCH, n)) for i in range(0, n, HARVEST_BATCH)])
         for rows in blocks:
-            longest = int(lengths[rows].max()) if lengths is not None else x.shape[1]
+            longest = int(lengths[rows].max()) if lengths is not None and not per_step else x.shape[1]
             batch = x[rows[0]:rows[-1] + 1] if lengths is None else x[rows, :longest]
             out[rows], _ = states_and_statistics(
                 batch, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
