@@ -1,6 +1,7 @@
 """The trained :class:`~tff_esn.esn.model.Model` every run yields: its scores are the run's metrics, it saves and
 loads without TensorFlow, and a damaged or foreign folder is refused in one line."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.model import FORMAT_VERSION, Model, ModelFormatError, Readout, as_sequences, model_of
 from tff_esn.esn.ridge import predict
+from tff_esn.esn.standardization import Standardization
+from tff_esn.privacy import coverage
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 from closed_form_data import default_split, random_dataset
@@ -222,3 +225,26 @@ def test_the_models_numpy_states_are_the_tf_reservoir_layers(state_mode, ragged)
     assert ours.shape == (7 * 12, 20) if state_mode == "all" else (7, 20)
     np.testing.assert_allclose(ours, tf_states.reshape(ours.shape), rtol=0, atol=2e-6)
     assert np.max(np.abs(ours)) > 0.1
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "incfed"])
+def test_a_dp_runs_model_holds_only_the_released_readout_and_public_entries(algorithm, tmp_path):
+    """Standardised readout inputs are asked for, but a DP run's model holds no training clients' statistics."""
+    dataset = random_dataset(n_clients=6, steps=12, n_classes=2)
+    settings = {**fast_settings(algorithm, dataset, tmp_path / "run"), "dp_epsilon": 8.0}
+    if algorithm == "fedavg":
+        settings["readout_inputs"] = "standardized"
+    else:
+        settings["backend"] = "tff"
+    record = run_algorithm(resolve_run(algorithm, dataset, units=12, **settings), dataset, default_split(dataset))
+    folder = record.model.save(tmp_path / "model")
+    assert record.model.members[0].readout.standardization is None and "train" not in record.model.metrics
+    assert coverage.undeclared_model(folder) == []
+    if algorithm == "fedavg":
+        np.testing.assert_array_equal(record.model.members[0].readout.weights, record["extra"]["weights"]["kernel"])
+    leaked = record.model.replace(members=(dataclasses.replace(record.model.members[0], readout=Readout(
+        "dense", np.zeros((12, 1)), standardization=Standardization(np.zeros(12, np.float32),
+                                                                    np.ones(12, np.float32)))),))
+    assert coverage.undeclared_model(leaked.save(tmp_path / "leaked")) == [
+        "model.arrays.m0.readout.mean (withheld under DP, but written)",
+        "model.arrays.m0.readout.scale (withheld under DP, but written)"]

@@ -214,6 +214,20 @@ def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
                                     binary, default_split(binary))["test"]["mode"] == "plain"
 
 
+def test_a_run_function_without_a_model_is_an_error_naming_the_algorithm(monkeypatch):
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))
+
+    def no_model(dataset, split, config):
+        return {k: v for k, v in _toy_run(dataset, split, config).items() if k != "model"}
+
+    algorithms.register_algorithm("toy-modelless", ToyConfig, no_model, tff=False)
+    data = random_dataset(n_clients=4, seed=1)
+    with pytest.raises(ValueError, match=r"^algorithm 'toy-modelless' returned no model: its run function must "
+                                         r"return the trained tff_esn.esn.model.Model under result\['model'\]"):
+        algorithms.run_algorithm(algorithms.resolve_run("toy-modelless", data, config=ToyConfig()), data,
+                                 default_split(data))
+
+
 @pytest.mark.parametrize("argv, message", [
     (["fedavg", "--l2", "1e-3"], "fedavg: --l2 does not apply (a flag of "),
     (["fedavg", "--no-readout-bias"], "fedavg: --no-readout-bias does not apply"),
