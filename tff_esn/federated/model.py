@@ -6,6 +6,7 @@ Two classes: ``sigmoid(x(t) w + b)``, class-weighted binary cross-entropy (thesi
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -131,7 +132,7 @@ def thesis_model(dataset: SequenceDataset, config: ThesisModelConfig, kernel: np
                     seed=seed)
 
 
-def group_reports(model: Model, dataset: SequenceDataset, groups: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+def group_reports(model: Model, dataset: SequenceDataset, groups: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     """Each group's ``metrics.json`` section as ``model`` scores its pooled sequences (``None``: no clients)."""
     reports = {}
     for name, ids in groups.items():

@@ -160,7 +160,8 @@ class _BestRound:
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None) -> dict[str, Any]:
-    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``."""
+    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` and the trained
+    :class:`~tff_esn.esn.model.Model` (``result["model"]``: the kept readout), whose scores the sections are."""
     dp = config.privacy.dp_requested
     if dp and not dataset.task.real and config.model.class_weight == "balanced":
         warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
