@@ -10,7 +10,8 @@ the committed snapshot of our last ``tff-esn reproduce`` run of EXPERIMENT (``do
 written by :mod:`scripts.docs_results`; a missing one fails the build). The facts come from
 :func:`tff_esn.registry.algorithms.available_algorithms` and :func:`scripts.framework.experiments`, so
 a renamed flag, a new default, a new algorithm or experiment shows on the site without editing
-a page; an unknown NAME fails the build.
+a page; an unknown NAME fails the build. :func:`on_files` adds the figure of every reservoir topology's Ŵ
+and spectrum (:data:`TOPOLOGY_FIGURE`), drawn from the package at build time.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ NOT_REPRODUCED = "Not part of `tff-esn reproduce`"
 TABLE_MARKER = "<!-- algorithms -->"
 EXPERIMENTS_MARKER = "<!-- experiments -->"
 COVERAGE_MARKER = "<!-- privacy-coverage -->"
+TOPOLOGY_FIGURE = "assets/generated/topologies.svg"
+"""The site path of :func:`topology_figure`'s SVG (not a file of the repository)."""
 
 
 def _cell(text: object) -> str:
@@ -179,3 +182,29 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if EXPERIMENTS_MARKER in markdown:
         markdown = markdown.replace(EXPERIMENTS_MARKER, experiments_table())
     return markdown.replace(TABLE_MARKER, algorithms_table())
+
+
+def topology_figure(units: int = 60) -> bytes:
+    """SVG of every topology's Ŵ (``units`` units, ρ 0.9, seed 0): non-zeros above, eigenvalues and ρ below."""
+    import io
+
+    from tff_esn.esn.draws import recurrent_weights
+    from tff_esn.esn.hyperparameters import TOPOLOGIES, ReservoirConfig
+    from tff_esn.runs.plots import plot_topologies
+    from tff_esn.runs.figures import pyplot
+
+    weights = {t: recurrent_weights(ReservoirConfig(units=units, topology=t, spectral_radius=0.9, seed=0))
+               for t in TOPOLOGIES}
+    fig = plot_topologies(weights, f"Ŵ of each topology ({units} units, ρ = 0.9, seed 0)")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    pyplot().close(fig)
+    return buffer.getvalue()
+
+
+def on_files(files, config):
+    """Adds :data:`TOPOLOGY_FIGURE`, generated at build time."""
+    from mkdocs.structure.files import File
+
+    files.append(File.generated(config, TOPOLOGY_FIGURE, content=topology_figure()))
+    return files

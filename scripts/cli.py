@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -41,7 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the request; prints the report path; exit code 1 when an experiment failed."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from scripts.framework import FAILED, DataSources, RunRequest
 
     try:

@@ -208,13 +208,10 @@ def listing(checks: Mapping[str, Any], render: Callable[[Any], str] = str) -> st
 
 
 def plt():
-    """matplotlib.pyplot on the Agg backend (no display needed)."""
-    import matplotlib
+    """matplotlib.pyplot on the Agg backend in the house style (:func:`tff_esn.runs.figures.pyplot`)."""
+    from tff_esn.runs.figures import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as pyplot
-
-    return pyplot
+    return pyplot()
 
 
 BASELINES = {"majority": "majority", "logistic_regression": "LR"}

@@ -7,7 +7,7 @@ code and records what it produced through its :class:`Context`:
 
 * ``ctx.table(...)`` — a results table written atomically as CSV and Markdown, with the
   seed's published numbers in adjacent columns and the data each side was obtained on;
-* ``ctx.figure(...)`` — a matplotlib figure saved as PNG (Agg backend);
+* ``ctx.figure(...)`` — a matplotlib figure saved as PDF, SVG and PNG with a caption (Agg backend);
 * ``ctx.claim(...)`` — a published claim and whether this run agrees with it;
 * ``ctx.step()`` — advances the experiment's progress bar.
 
@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from tff_esn.common.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.io import write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.progress import progress_bar
 from tff_esn.runs.provenance import source_commit
 from tff_esn.common.validation import SEED_MAX, is_seed
 
@@ -388,15 +389,14 @@ class Context:
         self.tables.append({"name": name, "title": title, "csv": f"{name}.csv", "md": f"{name}.md"})
 
     def figure(self, name: str, title: str, fig) -> None:
-        """Saves a matplotlib figure as ``name.png`` atomically and closes it."""
-        import matplotlib.pyplot as plt
+        """Saves a matplotlib figure as ``name.pdf``, ``.svg`` and a 300-dpi ``.png`` with ``title`` and the run's
+        profile and seed as ``name.caption.md`` (:func:`~tff_esn.runs.figures.save_figure`); closes it."""
+        from tff_esn.runs.figures import save_figure
 
-        try:
-            with atomic_write(self.out / f"{name}.png") as fh:
-                fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
-        finally:
-            plt.close(fig)
-        self.figures.append({"name": name, "title": title, "png": f"{name}.png"})
+        save_figure(fig, self.out / name, f"{title}. Experiment {self.experiment.name}, profile {self.profile}, "
+                                          f"seed {self.seed}.")
+        self.figures.append({"name": name, "title": title, "png": f"{name}.png", "pdf": f"{name}.pdf",
+                             "svg": f"{name}.svg"})
 
     def claim(self, statement: str, reference: str, holds: bool | None, evidence: str, *,
               cause: str | None = None, reason: str = "") -> None:
@@ -525,8 +525,8 @@ def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -
     folder.mkdir(parents=True, exist_ok=True)
     settings = experiment.settings[request.profile]
     total = int(getattr(settings, "steps", 1))
-    bar = tqdm(total=total, desc=experiment.name, position=position, leave=False, disable=not request.progress,
-               unit="step")
+    bar = progress_bar(wanted=request.progress, total=total, desc=experiment.name, position=position, leave=False,
+                       unit="step")
     ctx = Context(experiment, folder, request.profile, request.data, request.seed, bar, backend=request.backend)
     record = {"name": experiment.name, "title": experiment.title, "reproduces": experiment.reproduces,
               "group": experiment.group, **identity,

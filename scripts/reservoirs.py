@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     comparison = ReservoirComparison(tuple((name, SOURCES[name]) for name in args.data), seeds=tuple(range(args.seeds)))
     paths = run_reservoir_comparison(comparison, args.out)
-    shutil.copyfile(paths["figure"], args.figure)
+    shutil.copyfile(paths["figure_png"], args.figure)
     page = args.page.read_text()
     start, stop = page.index(MARKER) + len(MARKER), page.rindex(MARKER)
     write_text_atomic(args.page, page[:start] + "\n\n" + paths["table"].read_text() + "\n" + page[stop:])

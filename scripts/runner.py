@@ -6,10 +6,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from scripts.framework import RunRequest, run_one, select
 from scripts.report import write_report
+from tff_esn.common.progress import progress_bar
 
 
 def run_experiments(request: RunRequest) -> tuple[Path, list[dict[str, Any]]]:
@@ -18,8 +17,8 @@ def run_experiments(request: RunRequest) -> tuple[Path, list[dict[str, Any]]]:
     request.out.mkdir(parents=True, exist_ok=True)
     records = []
     start = time.perf_counter()
-    overall = tqdm(chosen, desc=f"reproduce {request.target} ({request.profile})", position=0,
-                   disable=not request.progress, unit="experiment")
+    overall = progress_bar(chosen, wanted=request.progress, desc=f"reproduce {request.target} ({request.profile})",
+                           position=0, unit="experiment")
     for experiment in overall:
         overall.set_postfix(now=experiment.name, refresh=True)
         records.append(run_one(experiment, request))

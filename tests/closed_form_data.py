@@ -70,3 +70,18 @@ def fake_data_modules(monkeypatch, load_source, get_split):
                         types.SimpleNamespace(load_source=load_source, source_layout=lambda *a, **k: None,
                                               source_stand_in=lambda *a, **k: None))
     monkeypatch.setitem(sys.modules, "tff_esn.data.splits", types.SimpleNamespace(get_split=get_split))
+
+
+def many_classes_dataset(seed=2, n_classes=52, per_class=2, clients=4, steps=8):
+    """``clients`` training clients holding ``per_class`` sequences of each of ``n_classes`` classes (dealt round-robin
+    after a seeded shuffle) and a ``test`` client of one sequence per class; seed 2 hashes both training sequences of
+    classes 16, 46 and 51 into the first fold of a carved hold-out."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(n_classes), per_class)
+    rng.shuffle(y)
+    x = rng.normal(size=(y.size, steps, 2)) + y[:, None, None] * 0.1
+    data = {f"c{i}": ClientSequences(x[i::clients].astype(np.float32), y[i::clients]) for i in range(clients)}
+    test = np.arange(n_classes)
+    data["test"] = ClientSequences((rng.normal(size=(n_classes, steps, 2)) + test[:, None, None] * 0.1)
+                                   .astype(np.float32), test)
+    return SequenceDataset(data, n_classes, ("f0", "f1"), tuple(f"k{j}" for j in range(n_classes)), "many-classes")

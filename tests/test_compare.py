@@ -51,12 +51,12 @@ def test_a_comparison_writes_csv_table_and_figure_and_incfed_equals_centralized_
     assert sum(map(sum, record["partition"]["label_histogram"].values())) == 24
     assert record["config"]["seed"]["value"] == 1 and record["config"]["units"]["value"] == 100  # run's default reservoir
     fedavg = [float(r["accuracy"]) for r in rows if r["algorithm"] == "fedavg-ridge" and r["partition"] == "iid"]
-    table = paths["table"].read_text()
+    table = paths["table"].read_text().replace("**", "")  # best values in bold
     assert f"| fedavg-ridge | {np.mean(fedavg):.3f} ± {np.std(fedavg):.3f} |" in table
     assert "logistic regression (pooled data, reference)" in table and "| 4000 |" not in table
     up = float(rows[-1]["up_floats_per_client"])
     assert up == 2 * 101 * 3 / 2 == 303  # FedAvg of ridge: N_Y · N_F floats up (IncFed §II-B)
-    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths["figure_png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths["figure"].suffix == ".pdf"
 
 
 def test_finished_cells_are_read_not_rerun_and_other_settings_are_refused(tmp_path, monkeypatch):
@@ -102,7 +102,7 @@ def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(
             "--clients", "3", "--seeds", "0", "--no-progress", "--out", str(tmp_path / "o")]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "| incfed |" in out and "k=1" in out and (tmp_path / "o/ts-Toy/accuracy.png").exists()
+    assert "| incfed |" in out and "k=1" in out and (tmp_path / "o/ts-Toy/balanced_accuracy.png").exists()
     assert main([*argv[:-1], str(tmp_path / "o2"), "--clients", "30"]) == 2
     assert "train clients ['train']: partition iid: 30 clients need at least 30 sequences" in capsys.readouterr().err
     assert main([*argv[:-1], str(tmp_path / "o3"), "--missing", "interpolate", "--data", "synthetic-hhar"]) == 2
@@ -170,10 +170,10 @@ def test_a_comparison_on_a_real_valued_task_reads_nrmse(tmp_path):
     paths = run_comparison(comparison, tmp_path / "out", progress=False)
     rows = _rows(paths["csv"])
     assert all(r["nrmse"] and r["accuracy"] == "" for r in rows)
-    table = paths["table"].read_text()
+    table = paths["table"].read_text().replace("**", "")  # best values in bold
     assert "test NRMSE (lower is better), mean ± std" in table and "task regress" in table
     assert f"| incfed | {float(rows[1]['nrmse']):.3f} ± 0.000 |" in table
     assert f"| ridge on lagged inputs (pooled data, reference) | {float(rows[0]['lagged_ridge']):.3f}" in table
-    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths["figure_png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths["figure"].suffix == ".pdf"
     fitting = fitting_algorithms(load_source(source, "incfed-wesad"))
     assert "fedavg" in fitting and "rls" in fitting and "thesis-central" not in fitting

@@ -5,8 +5,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from closed_form_data import random_dataset
-from tff_esn.data.carving import FOLDS, carve
+from closed_form_data import many_classes_dataset, random_dataset
+from tff_esn.data.carving import FOLDS, carve, sequence_folds, stratified_folds
 from tff_esn.data.partition import deal
 from tff_esn.data.sequences import ClientSequences, Split
 
@@ -130,3 +130,42 @@ def test_single_sequences_are_folded_as_clients_and_one_sequence_has_no_validati
     assert len(carve(data, _no_val(data), seed=0).folds) == 3
     one = random_dataset(n_clients=2, sizes=[1, 1])
     assert carve(one, _no_val(one), seed=0).rule == "none"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_every_class_of_two_training_sequences_keeps_one_outside_each_fold(seed):
+    data = many_classes_dataset(seed)
+    carving = carve(data, _no_val(data), seed=0)
+    assert carving.rule == "local hold-out"
+    for k in range(len(carving.folds)):
+        trained = np.concatenate([carving.dataset.clients[c].y for c in carving.fold(k).train])
+        assert sorted(set(trained.tolist())) == list(range(52))
+    held, split = carving.holdout()
+    assert sorted(set(np.concatenate([held.clients[c].y for c in split.train]).tolist())) == list(range(52))
+
+
+def test_stratification_moves_one_sequence_of_each_class_hashed_into_one_fold_and_no_other():
+    data = many_classes_dataset(2)
+    train = data.client_ids[:-1]
+    plain = {c: sequence_folds(data.clients[c], FOLDS, 0) for c in train}
+    moved = stratified_folds(data.select(train), FOLDS, 0)
+    folds_of = {}
+    for c in train:
+        for label, fold in zip(data.clients[c].y.tolist(), plain[c].tolist()):
+            folds_of.setdefault(label, set()).add(fold)
+    one_fold = sorted(k for k, folds in folds_of.items() if len(folds) == 1)
+    changed = [(c, i) for c in train for i in np.flatnonzero(plain[c] != moved[c])]
+    assert {16, 46, 51} <= set(one_fold)  # both sequences in fold 0: the hold-out's validation fold
+    assert sorted(int(data.clients[c].y[i]) for c, i in changed) == one_fold
+    assert all(moved[c][i] == (plain[c][i] + 1) % FOLDS for c, i in changed)
+    single = {"c0": ClientSequences(data.clients["c0"].x[:1], data.clients["c0"].y[:1])}
+    assert stratified_folds(single, FOLDS, 0)["c0"].tolist() == sequence_folds(single["c0"], FOLDS, 0).tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_folds_are_the_hashs_whenever_every_class_already_keeps_a_training_sequence(seed):
+    data = random_dataset(n_clients=4, steps=6, features=2, n_classes=3, seed=seed, sizes=[8] * 4)
+    carving = carve(data, _no_val(data), seed=seed)
+    for part, owner in carving.owner.items():
+        fold = int(part.rsplit("#f", 1)[1])
+        assert set(sequence_folds(carving.dataset.clients[part], FOLDS, seed).tolist()) == {fold}

@@ -62,11 +62,13 @@ def test_readme_example_runs_on_arrays_saved_as_it_expects(tmp_path, monkeypatch
     y = np.tile(np.arange(3), 40)
     x = np.sin(0.3 * (1 + y)[:, None, None] * np.arange(20)[None, :, None]) + rng.normal(0, 0.3, (120, 20, 2))
     monkeypatch.chdir(tmp_path)
-    for name, array in (("X", x), ("y", y), ("client", np.repeat([f"u{i}" for i in range(10)], 12))):
+    for name, array in (("X", x), ("y", y), ("client", np.repeat([f"u{i}" for i in range(10)], 12)),
+                        ("X_new", x[:7])):
         np.save(f"{name}.npy", array)
     namespace: dict = {}
     exec(compile(code, str(ROOT / "README.md"), "exec"), namespace)
     assert namespace["record"]["test"]["accuracy"] > namespace["record"]["baselines"]["majority"]["test"]["accuracy"]
+    assert namespace["labels"].shape == (7,) and set(namespace["labels"].tolist()) <= {0, 1, 2}
 
 
 def test_every_docs_page_is_in_the_nav_and_every_nav_entry_is_a_page():

@@ -249,7 +249,7 @@ def test_rls_run_equals_centralized(task):
     batch = run_algorithm(resolve_run("centralized", ds, config=resolve_run("centralized", ds, **settings_).config),
                           ds, split)
     for key, value in batch["test"].items():  # the harvest's statistics are float32 products summed in float64
-        assert online["test"][key] == pytest.approx(value, rel=1e-3, abs=1e-9), key
+        assert online["test"][key] == (value if key == "confusion" else pytest.approx(value, rel=1e-3, abs=1e-9)), key
     features, outputs = online["extra"]["n_features"], 1 if task == "forecast" else 3
     assert online["communication"]["up_floats_per_client"] == features ** 2 + features * outputs
 

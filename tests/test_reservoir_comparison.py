@@ -61,8 +61,10 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
                                                 "esnfed ring"} and all(r["algorithm"] == "incfed" for r in esnfed)
     assert any(r["accuracy"] for r in esnfed)
     table = (tmp_path / "out" / "table.md").read_text()
-    assert table.startswith("| reservoir | npz-data incfed | npz-data centralized |") and "| deep, 2 layers, last-layer" in table
-    assert (tmp_path / "out" / "reservoirs.png").stat().st_size > 0
+    assert table.startswith("Test balanced accuracy (%), mean ± std over seeds, per reservoir: data npz-data")
+    assert "| reservoir | npz-data incfed | npz-data centralized |" in table and "| deep, 2 layers, last-layer" in table
+    assert "| majority class (constant, reference) |" in table and "\\toprule" in (tmp_path / "out/table.tex").read_text()
+    assert all((tmp_path / "out" / f"reservoirs.{k}").stat().st_size > 0 for k in ("pdf", "svg", "png", "caption.md"))
     assert json.loads((tmp_path / "out" / "comparison.json").read_text())["clients"] == 4
     assert main(argv) == 0  # resumes: every seed is in results.csv
     with open(tmp_path / "out" / "results.csv") as f:

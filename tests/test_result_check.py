@@ -9,10 +9,11 @@ import pytest
 from closed_form_data import default_split, random_dataset, toy_model
 
 from tff_esn.registry import algorithms
-from tff_esn.cli.compare.heterogeneity import FLAG_MARK, _cell_text
+from tff_esn.cli.compare.heterogeneity import FLAG_MARK
 from tff_esn.common.metrics import split_report
 from tff_esn.common.result_check import NOT_ABOVE_MAJORITY, ONE_CLASS, check_result
 from tff_esn.common.run_warnings import recording
+from tff_esn.runs.tables import Cell
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,7 @@ def test_not_beating_the_majority_class_is_flagged(accuracy, flagged):
         flags = check_result("x", {"test": section, "val": None}, baselines)
     assert flags == {"test": [NOT_ABOVE_MAJORITY] if flagged else []}
     assert bool(said) == flagged
-    assert _cell_text([accuracy], 1, bool(flags["test"])).endswith(FLAG_MARK) == flagged
+    assert Cell((accuracy,), 1, FLAG_MARK if flags["test"] else "").text().endswith(FLAG_MARK) == flagged
 
 
 def test_a_single_class_test_group_is_not_a_collapse():
@@ -97,3 +98,36 @@ def test_a_forecast_no_better_than_persistence_is_flagged(nrmse, flags):
     assert all("x: test: NRMSE" in str(w) for w in said)
     said_persistence = any("persistence's 0.4: repeating the target's value" in str(w) for w in said)
     assert said_persistence == ("not above persistence" in flags)
+
+
+@pytest.mark.parametrize("r2, flagged", [(-50.8, True), (0.0, True), (0.3, False)])
+def test_a_real_valued_result_without_training_baselines_is_flagged_against_the_groups_own_mean(r2, flagged):
+    from tff_esn.common.result_check import NOT_ABOVE_GROUP_MEAN
+    from tff_esn.common.tasks import Task
+
+    with recording() as said:
+        found = check_result("x", {"test": {"nrmse": 7.2, "r2": r2}, "val": {"nrmse": 0.5, "r2": 0.75}}, {},
+                             Task("forecast", 1))
+    assert found == {"test": [NOT_ABOVE_GROUP_MEAN] if flagged else [], "val": []}
+    assert len(said) == int(flagged) and all("x: test: R² " in str(w) for w in said)
+    baselines = {"training_mean": {"test": {"nrmse": 9.0}}}
+    assert check_result("x", {"test": {"nrmse": 7.2, "r2": r2}}, baselines, Task("regress")) == {"test": []}
+
+
+def test_a_dp_forecast_below_the_test_mean_is_flagged_in_its_record():
+    from tff_esn.common.result_check import NOT_ABOVE_GROUP_MEAN
+    from tff_esn.common.tasks import Task
+    from tff_esn.data.seed_sources.generators import series_dataset
+    from tff_esn.closed_form.configs import IncFedConfig
+    from tff_esn.esn.hyperparameters import ReservoirConfig
+    from tff_esn.privacy.config import PrivacyConfig
+
+    from tff_esn.data.splits import get_split
+
+    data = series_dataset("narma10", Task("forecast", 1), clients=4, steps=120)
+    config = IncFedConfig(reservoir=ReservoirConfig(units=20, bias_scaling=1.0), washout=10, state_mode="all", l2=1e-6,
+                          backend="tff", privacy=PrivacyConfig(dp_epsilon=0.05))
+    record = algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=config), data,
+                                      get_split("npz", data))
+    assert record["test"]["r2"] <= 0 and NOT_ABOVE_GROUP_MEAN in record["result_check"]["test"]
+    assert any("incfed: test: R² " in w for w in record["warnings"])

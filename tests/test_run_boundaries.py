@@ -1,6 +1,7 @@
 """Inputs checked at the boundary: seeds, client ids, leakage and one-class groups, a full disk."""
 
 import collections
+import json
 import errno
 import os
 
@@ -193,3 +194,93 @@ def test_the_run_lock_names_its_holder_and_is_released_when_the_holder_is_killed
         holder.wait(timeout=30)
     with run_lock(out), run_lock(out):  # free again, and re-entrant within a process
         assert (out / ".lock").read_text().strip() == str(os.getpid())
+
+
+# ------------------------------------------------------------------ nothing fails after the work is done
+def test_the_library_runs_fedavg_and_fedcurv_without_a_run_folder_and_records_the_clients_that_ran(tmp_path,
+                                                                                                  monkeypatch):
+    from closed_form_data import default_split, random_dataset
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
+
+    monkeypatch.chdir(tmp_path)
+    data = random_dataset(n_clients=6, steps=8, features=2, n_classes=2, seed=1)
+    split = default_split(data)
+    for name, extra in (("fedavg", {}), ("fedcurv", {"penalty": 1e-4})):
+        record = run_algorithm(resolve_run(name, data, rounds=2, units=10, backend="sim", client_lr=0.1,
+                                           clients_per_round=1000, **extra), data, split)
+        assert 0 <= record["test"]["accuracy"] <= 1 and len(record["extra"]["rounds"]) == 2
+        assert "rounds_csv" not in record["extra"]
+        assert record["extra"]["clients_per_round"] == len(split.train) == 4
+        assert record["config"]["clients_per_round"]["value"] == 1000
+        assert any(w.startswith("clients_per_round 1000: there are 4 training clients; each round trains all 4")
+                   for w in record["warnings"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_horizon_beyond_the_series_leaves_persistence_out_instead_of_failing_after_training():
+    from tff_esn.common.tasks import Task
+    from tff_esn.data.seed_sources.generators import series_dataset
+    from tff_esn.data.splits import get_split
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
+
+    data = series_dataset("narma10", Task("forecast", 500), clients=3, steps=300)
+    record = run_algorithm(resolve_run("incfed", data, units=20, washout=10, backend="numpy"), data,
+                           get_split("npz", data))
+    persistence = record["baselines"]["persistence"]
+    assert persistence["test"] is None and "not longer than the horizon" in persistence["unavailable"]
+    assert record["baselines"]["lagged_ridge"]["steps_from"] == 10 and record["test"]["n"] == 290
+    assert record["baselines"]["training_mean"]["test"]["n"] == 290
+    short = series_dataset("narma10", Task("forecast", 5), clients=3, steps=300)
+    kept = run_algorithm(resolve_run("incfed", short, units=20, washout=10, backend="numpy"), short,
+                         get_split("npz", short))
+    assert kept["baselines"]["persistence"]["test"]["n"] == 290 and "unavailable" not in kept["baselines"]["persistence"]
+
+
+@pytest.mark.parametrize("privacy", [{"dp_epsilon": 1.0}, {"secure_aggregation": True}])
+def test_incfed_runs_tff_dp_and_secure_sums_on_a_generated_series(privacy):
+    from tff_esn.common.tasks import Task
+    from tff_esn.data.seed_sources.generators import series_dataset
+    from tff_esn.data.splits import get_split
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
+
+    data = series_dataset("narma10", Task("forecast", 1), clients=3, steps=100)
+    record = run_algorithm(resolve_run("incfed", data, units=12, washout=10, backend="tff", l2=1e-3, **privacy),
+                           data, get_split("npz", data))
+    assert np.isfinite(record["test"]["nrmse"]) and record["test"]["n"] == 90
+    if "dp_epsilon" in privacy:
+        assert record["privacy"]["epsilon"] == pytest.approx(1.0)
+    else:
+        assert record["secure_aggregation"]["enabled"] is True
+
+
+_MANY = {"fedavg": {"rounds": 2, "backend": "sim", "keep_best": True},
+         "fedcurv": {"rounds": 2, "backend": "sim", "keep_best": True, "penalty": 1e-4},
+         "thesis-central": {"epochs": 3, "patience": 2}}
+
+
+@pytest.mark.parametrize("name", list(_MANY))
+def test_52_classes_of_two_training_sequences_train_with_balanced_weights_on_a_carved_validation(name):
+    from closed_form_data import many_classes_dataset
+    from tff_esn.data.sequences import Split
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
+
+    data = many_classes_dataset(2)  # a plain hashed hold-out takes both sequences of classes 16, 46 and 51
+    split = Split("own", ("c0", "c1", "c2", "c3"), test=("test",))
+    record = run_algorithm(resolve_run(name, data, units=10, client_lr=0.1, class_weight="balanced",
+                                       state_mode="mean", **_MANY[name]), data, split)
+    assert record["validation"]["rule"] == "local hold-out" and record["test"]["n"] == 52
+    weights = record["extra"]["class_weight"]
+    assert len(weights) == 52 and min(weights) > 0
+    assert not [w for w in record["warnings"] if "no training labels" in w]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(_MANY))
+def test_52_classes_of_two_training_sequences_run_to_a_result_with_default_flags(name, tmp_path, capsys):
+    from closed_form_data import many_classes_dataset, write_npz
+
+    path = write_npz(tmp_path / "many.npz", many_classes_dataset(2), ["train"] * 4 + ["test"])
+    assert main(["run", name, "--data", f"npz:{path}", "--out", str(tmp_path / "run")]) == 0
+    record = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert record["test"]["n"] == 52 and record["validation"]["rule"] == "local hold-out"
+    assert min(record["extra"]["class_weight"]) > 0

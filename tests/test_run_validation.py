@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tff_esn.registry.algorithms import resolve_run, run_algorithm
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ExactReadoutConfig, ReadoutConfig
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.checks import check_split
 from tff_esn.data.errors import DataError
@@ -29,7 +29,7 @@ from tff_esn.esn.draws import recurrent_weights
 from tff_esn.common.io import write_json_atomic
 from tff_esn.runs.memory import MemoryEstimate, MemoryLimitError, check_memory, estimate_memory
 from tff_esn.privacy.config import PrivacyConfig
-from tff_esn.runs.run_folder import check_run_folder, RunFolderError
+from tff_esn.runs.run_folder import check_run_folder, RunFolderError, run_lock
 from tff_esn.common.run_warnings import RunWarning, recording
 
 
@@ -136,7 +136,7 @@ def test_run_algorithm_applies_the_same_checks_and_records_the_one_client_warnin
                            data, Split("s", ("c0",), val=("c1",)), test_required=False)
     assert record["test"] is None and any("one training client ('c0')" in w for w in record["warnings"])
     with pytest.raises(DataError, match=r"--washout 12 drops every step of the shortest sequence \(12 steps\)"):
-        run_algorithm(resolve_run("centralized", data, config=ReadoutConfig(washout=12)),
+        run_algorithm(resolve_run("centralized", data, config=ExactReadoutConfig(washout=12)),
                       data, Split("s", ("c0", "c1"), test=("c2",)))
 
 
@@ -169,7 +169,7 @@ def test_clients_named_like_groups_without_a_split_column_are_a_recorded_warning
 def test_metrics_record_the_client_ids_the_split_rule_and_the_package_versions():
     data = _dataset(n_clients=5)
     split = get_split("npz", data, seed=4)
-    record = run_algorithm(resolve_run("centralized", data, config=ReadoutConfig(reservoir=ReservoirConfig(units=8))),
+    record = run_algorithm(resolve_run("centralized", data, config=ExactReadoutConfig(reservoir=ReservoirConfig(units=8))),
                            data, split)
     assert record["clients"] == {"train": list(split.train), "val": list(split.val), "test": list(split.test)}
     assert record["split_rule"] == "seeded shuffle of the clients (seed 4): 1 test, 1 validation, 3 train"
@@ -200,6 +200,18 @@ def test_output_files_follow_the_umask(tmp_path, umask, mode):
         os.umask(old)
     assert os.stat(path).st_mode & 0o777 == mode
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_a_run_folder_that_cannot_be_created_is_refused_and_a_creatable_one_is_left_uncreated(tmp_path):
+    with pytest.raises(RunFolderError, match=r"--out /sys/tff-esn-probe: cannot create"):
+        check_run_folder("/sys/tff-esn-probe")
+    with pytest.raises(RunFolderError, match=r"cannot create it \(File name too long\)"):
+        check_run_folder(tmp_path / ("n" * 300) / "run")
+    assert check_run_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RunFolderError, match=r"cannot create it \(File name too long\)"):
+        with run_lock(tmp_path / ("n" * 300)):
+            pass
 
 
 def test_run_folder_checks(tmp_path):
@@ -347,6 +359,10 @@ def test_every_refusal_is_one_line_exit_2_before_tensorflow(tmp_path):
                    "--units 100000000: the run needs ≈"),
         "distributed": (["run", "incfed", "--data", f"npz:{good}", "--out", out, "--dp-epsilon", "1",
                          "--dp-model", "distributed"], "add --secure-aggregation"),
+        "out not creatable": (["run", "incfed", "--data", f"npz:{good}", "--out", "/sys/tff-esn-probe/run"],
+                              "--out /sys/tff-esn-probe/run: cannot create"),
+        "out name too long": (["run", "incfed", "--data", f"npz:{good}", "--out", str(tmp_path / ("n" * 300))],
+                              "cannot create it (File name too long)"),
     }
     code = ("import sys, json\nfrom tff_esn.cli import main\nrcs = {}\n"
             f"for name, argv in {json.dumps({k: v[0] for k, v in cases.items()})}.items():\n"
@@ -381,3 +397,47 @@ def test_force_overwrites_a_finished_run_and_no_test_runs_without_test(tmp_path,
                  str(tmp_path / "alone"), "--no-test", "--units", "10"]) == 0
     record = json.loads((tmp_path / "alone" / "metrics.json").read_text())
     assert record["test"] is None and any("one training client ('a')" in w for w in record["warnings"])
+
+
+# ------------------------------------------------------------------ class weights and float labels
+def test_balanced_class_weights_give_a_class_without_training_labels_weight_0_and_a_warning():
+    from sklearn.utils.class_weight import compute_class_weight
+
+    from tff_esn.federated.configs import resolve_class_weight
+
+    labels = np.array([0, 0, 0, 1, 3, 3])
+    with recording() as said:
+        weights = resolve_class_weight("balanced", labels, 4, "d")
+    present = compute_class_weight("balanced", classes=np.array([0, 1, 3]), y=labels)
+    np.testing.assert_allclose(weights, [present[0], present[1], 0.0, present[2]])
+    assert said == ["d: y: class(es) [2] have no training labels; class_weight 'balanced' gives them weight 0 (the "
+                    "model is never trained to predict them)"]
+    every = np.array([0, 1, 1, 2])
+    np.testing.assert_allclose(resolve_class_weight("balanced", every, 3),
+                               compute_class_weight("balanced", classes=np.arange(3), y=every))
+
+
+def test_float_targets_that_read_like_classes_warn_and_classify_with_task_classify(tmp_path):
+    from tff_esn.common.tasks import Task
+
+    x, y, client = _arrays(classes=2)
+    path = tmp_path / "f.npz"
+    np.savez(path, X=x, y=y.astype(np.float64), client=client)
+    with recording() as said:
+        regress = load_source(f"npz:{path}", "thesis")
+    assert regress.task.kind == "regress"
+    assert said == [f"npz:{path}: y: float values 0.0 … 1.0 read like class labels but are float, so the run is a "
+                    "regression; give --task classify to classify them (or store y as integers)"]
+    classes = load_source(f"npz:{path}", "thesis", task=Task("classify"))
+    assert classes.task.kind == "classify" and classes.n_classes == 2
+    np.testing.assert_array_equal(np.concatenate([c.y for c in classes.clients.values()]), y)
+    assert np.concatenate([c.y for c in classes.clients.values()]).dtype == np.int64
+    with recording() as said:
+        load_source(f"npz:{path}", "thesis", task=Task("regress"))
+    assert said == []
+    np.savez(path, X=x, y=y + 0.5, client=client)
+    with recording() as said:
+        load_source(f"npz:{path}", "thesis")
+    assert said == []
+    with pytest.raises(DataError, match=r"--task classify: y holds real targets \(not the whole numbers 0…K−1\)"):
+        load_source(f"npz:{path}", "thesis", task=Task("classify"))

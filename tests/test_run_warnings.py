@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from tff_esn.registry.algorithms import resolve_run, run_algorithm
-from tff_esn.closed_form.configs import ReadoutConfig
+from tff_esn.closed_form.configs import ExactReadoutConfig
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.common.run_warnings import RunWarning, recording, warn
@@ -29,7 +29,7 @@ def test_run_algorithm_records_the_warnings_of_the_run(monkeypatch):
     labels = {c: rng.integers(0, 2, 12) for c in ("a", "b")}  # learnable: no collapse warning of the run's own
     clients = {c: ClientSequences(rng.normal(size=(12, 10, 2)) + y[:, None, None], y) for c, y in labels.items()}
     dataset = SequenceDataset(clients, 2, ("f0", "f1"), ("0", "1"), "test")
-    config = ReadoutConfig(reservoir=ReservoirConfig(units=8, seed=1))
+    config = ExactReadoutConfig(reservoir=ReservoirConfig(units=8, seed=1))
     import tff_esn.closed_form.centralized as centralized
 
     real = centralized.run_centralized

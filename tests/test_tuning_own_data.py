@@ -54,3 +54,26 @@ def test_a_ts_source_finishes_without_a_constant_recommendation(tmp_path):
     assert result.best_score >= result.default_score > 0.5  # two classes: a constant predictor scores 0.5
     best = json.loads((tmp_path / "search" / "best_trial.json").read_text())
     assert best["objective"] == OWN_DATA_OBJECTIVE
+
+
+def test_a_search_that_recommends_the_own_data_default_writes_a_best_hparams_file_run_reads(npz, tmp_path, monkeypatch):
+    from tff_esn.closed_form.configs import IncFedConfig
+    from tff_esn.common.settings import config_from_flags
+    from tuning.hparams import read_hparams
+
+    score = ClosedFormTuner.score
+
+    def default_best(self, hparams):  # the own-data default reservoir (ρ 0.9, α 1) scores highest
+        metrics = score(self, hparams)
+        best = hparams["spectral_radius"] == 0.9 and hparams["leaky"] == 1.0
+        return {**metrics, "val_balanced_accuracy": 1.0 if best else 0.5}
+
+    monkeypatch.setattr(ClosedFormTuner, "score", default_best)
+    result = tune("incfed-wesad", data=npz, trials=2, out=tmp_path / "search", progress=False)
+    assert result.recommends_default and result.best_score == 1.0
+    hparams = read_hparams(tmp_path / "search" / "best_hparams.json")
+    trial_keys = {k for k in result.trials[0] if k not in ("trial", "status", "score", "seconds", "classes_predicted")}
+    assert set(hparams) == trial_keys | {"state_mode", "washout", "readout_bias"}
+    assert (hparams["spectral_radius"], hparams["leaky"], hparams["bias_scaling"], hparams["units"]) == (0.9, 1.0, 1.0, 100)
+    config = config_from_flags(IncFedConfig, hparams)
+    assert config.reservoir.spectral_radius == 0.9 and config.l2 == hparams["l2"]

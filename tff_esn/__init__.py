@@ -16,7 +16,8 @@ _EXPORTS = {
     "RidgeStats": "tff_esn.esn.ridge",
     "resolve_run": "tff_esn.registry.algorithms", "run_algorithm": "tff_esn.registry.algorithms",
     "RunRequest": "tff_esn.registry.launch", "launch": "tff_esn.registry.launch",
+    "ESNClassifier": "tff_esn.registry.estimators", "ESNRegressor": "tff_esn.registry.estimators",
 }
-__all__ = ["ReservoirConfig", "Reservoir", "RidgeStats", "RunRequest", "connectivity_from_count", "launch",
+__all__ = ["ESNClassifier", "ESNRegressor", "ReservoirConfig", "Reservoir", "RidgeStats", "RunRequest", "connectivity_from_count", "launch",
            "resolve_run", "run_algorithm", "spectral_radius"]
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -37,17 +37,18 @@ import functools
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import keras_tuner as kt
-from tqdm.auto import tqdm
 
 from tff_esn.closed_form.configs import OWN_DATA
 from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
 from tff_esn.registry.defaults import own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.common.io import write_csv_atomic, write_json_atomic
+from tff_esn.common.progress import progress_bar
 from tuning.closed_form import ClosedFormTuner
 from tuning.hparams import run_hparams, write_hparams
 from tuning.oracle import ExhaustiveRandomSearchOracle
@@ -72,7 +73,7 @@ class ProgressMixin:
         super().on_search_begin()
         done = sum(t.status == "COMPLETED" for t in self.oracle.trials.values())
         total = self.oracle.max_trials or space_size(self.oracle.hyperparameters)
-        self._bar = tqdm(total=total, initial=done, unit="trial", desc="search", disable=not self.progress)
+        self._bar = progress_bar(wanted=self.progress, total=total, initial=done, unit="trial", desc="search")
 
     def on_trial_begin(self, trial):
         super().on_trial_begin(trial)
@@ -279,10 +280,12 @@ def _run_flags(space: SearchSpace, source: str, values: dict[str, Any], seed: in
     return flags
 
 
-def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tuple[dict[str, Any], float]:
+def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int,
+                  keys: Sequence[str]) -> tuple[dict[str, Any], float]:
     """The own-data default configuration (:data:`tff_esn.closed_form.configs.OWN_DATA`'s reservoir, λ of
     :data:`~tff_esn.closed_form.selection.L2_GRID` chosen on the validation data, a tie to the
-    larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class."""
+    larger λ as ``--l2 auto``) and its score, scored as a trial is; ``-inf`` when it predicts one class.
+    Its values are those of the settings ``keys`` a trial records (the others are ``tff-esn run``'s defaults)."""
     from tff_esn.closed_form.configs import ReadoutConfig
 
     reservoir = dataclasses.replace(ReadoutConfig().reservoir, seed=seed,
@@ -293,7 +296,7 @@ def default_trial(tuner: ClosedFormTuner, objective_name: str, seed: int) -> tup
         score = metrics[objective_name] if metrics["val_classes_predicted"] > 1 else -math.inf
         if score >= best[1]:
             best = ({**reservoir, "l2": l2}, score)
-    return best
+    return {k: best[0][k] for k in keys if k in best[0]}, best[1]
 
 
 def tune(space_name: str, *, data: str | None = None, trials: int | None = None, out: str | Path,
@@ -337,7 +340,7 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     record: dict[str, Any] = {"trial": best[0]["trial"], "objective": name, "score": score, "values": values}
     default_score, recommends_default = None, False
     if own_data(source):
-        default_values, default_score = default_trial(tuner, name, seed)
+        default_values, default_score = default_trial(tuner, name, seed, list(values))
         record["default"] = {"score": default_score, "values": default_values}
         if default_score > score:
             values, score, recommends_default = default_values, default_score, True

@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import errno
 import importlib
-import os
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +20,8 @@ from typing import Any
 from tff_esn.data.errors import DataError
 from tff_esn.registry.launch import RequestError
 from tff_esn.runtime import WorkerError, install_exit_hooks
+from tff_esn.common.lazy import quiet_tensorflow
+from tff_esn.common.run_warnings import said_once
 from tff_esn.common.validation import SEED_MAX, is_count, is_finite, is_seed
 
 Register = Callable[[argparse._SubParsersAction], None]
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parses ``argv`` and runs the command: bad input (:class:`UsageError`, ``RequestError``, :class:`DataError`)
     exits 2, a failed worker or full disk 1 (one line each); other exceptions keep their traceback."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported by a command
+    quiet_tensorflow()  # before a command imports TensorFlow
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and not getattr(args, "lazy", False):
@@ -120,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rest = rest
     install_exit_hooks()
     try:
-        return call_command(args)
+        with said_once():
+            return call_command(args)
     except (UsageError, RequestError, DataError) as err:
         print(f"tff-esn {args.command}: error: {err}", file=sys.stderr)
         return 2

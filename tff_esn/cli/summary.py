@@ -25,17 +25,28 @@ def summary_line(record: dict, path: Path) -> str:
         quality = f"{which} nrmse {fmt(test.get('nrmse'))} rmse {fmt(test.get('rmse'))} r2 {fmt(test.get('r2'))} " \
                   f"({versus[2:]})"
     else:
-        versus = "".join(f", {label} {fmt(((baselines.get(key) or {}).get(which) or {}).get('accuracy'))}"
-                         for key, label in (("majority", "majority"),
-                                            ("logistic_regression", "logistic regression"))
-                         if (baselines.get(key) or {}).get(which))
-        quality = (f"{which} accuracy {fmt(test.get('accuracy'))} f1_macro {fmt(test.get('f1_macro'))} "
-                   f"(random {fmt(test.get('random_baseline_accuracy'))}{versus})")
+        quality = (f"{which} accuracy {fmt(test.get('accuracy'))} balanced_accuracy "
+                   f"{fmt(test.get('balanced_accuracy'))} f1_macro {fmt(test.get('f1_macro'))} "
+                   f"(random accuracy {fmt(test.get('random_baseline_accuracy'))}{_class_baselines(baselines, which)})")
     return (
         f"{record['algorithm']} on {record['data']}: {quality} | "
         f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
         f"{comm['rounds']} round(s) | {record['seconds']:.1f} s{_privacy_note(record.get('privacy') or {})} → {path}"
     )
+
+
+def _class_baselines(baselines: dict, which: str) -> str:
+    """``; on OBJECTIVE: model X, majority Y, logistic regression (class-weighted) Z``: the result check's baselines
+    on the objective it reads (``baselines["reference"]``), beside the model's own score on it."""
+    reference = baselines.get("reference") or {}
+    objective = reference.get("objective", "accuracy")
+    logistic = reference.get("logistic_regression", "logistic_regression")
+    weight = (baselines.get(logistic) or {}).get("class_weight")
+    label = "logistic regression" + {"balanced": " (class-weighted)", "none": " (plain)"}.get(weight, "")
+    found = [f"{name} {((baselines.get(key) or {}).get(which) or {}).get(objective):.4f}"
+             for key, name in (("majority", "majority"), (logistic, label))
+             if ((baselines.get(key) or {}).get(which) or {}).get(objective) is not None]
+    return f"; {which} {objective}: {', '.join(found)}" if found else ""
 
 
 def _privacy_note(privacy: dict) -> str:

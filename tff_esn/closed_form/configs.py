@@ -120,10 +120,32 @@ def _check_subrounds(config: Any) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class IncFedConfig(ReadoutConfig):
+class ExactReadoutConfig(ReadoutConfig):
+    """The exact ridge readout's runs (``centralized``, ``incfed``): :class:`ReadoutConfig` and what the model keeps.
+
+    Attributes:
+        keep_stats: keep the aggregate ridge statistics (A, B, n, clients; IncFed eqs. 8–9) with the saved model,
+            so that ``incfed --add-to`` can extend it with new clients; under DP the statistics the mechanism
+            released, never the raw sums.
+    """
+
+    keep_stats: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_field(self, "keep_stats", isinstance(self.keep_stats, bool), "True or False")
+
+
+@dataclasses.dataclass(frozen=True)
+class IncFedConfig(ExactReadoutConfig):
     """IncFed / FedRR (IncFed eqs. 6–10).
 
     Attributes:
+        add_to: a run folder (or its ``model/`` folder) saved with ``keep_stats``: this run's training clients'
+            statistics are added to the kept ones and the readout re-solved (IncFed eq. 10), the model IncFed
+            trains on both runs' clients together. The reservoir, state mode and washout are the saved model's
+            (a differing setting is refused), λ the saved one unless a number is given; the model keeps the
+            summed statistics.
         backend: ``auto`` (default: :attr:`resolved_backend`), ``tff`` (a TFF computation) or
             ``numpy`` (the plain numpy path).
         l2_per_client: each client adds λI to its B_c (IncFed eq. 7: the server's λ is C·λ).
@@ -134,10 +156,13 @@ class IncFedConfig(ReadoutConfig):
     backend: str = dataclasses.field(default="auto", metadata={"choices": INCFED_BACKENDS})
     l2_per_client: bool = False
     subround_size: int | None = None
+    add_to: str | None = dataclasses.field(default=None, metadata={"metavar": "DIR"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_field(self, "backend", self.backend in INCFED_BACKENDS, f"one of {INCFED_BACKENDS}")
+        check_field(self, "add_to", self.add_to is None or (isinstance(self.add_to, str) and self.add_to != ""),
+                    "None or a run folder saved with --keep-stats")
         _check_subrounds(self)
         if self.subround_size is not None and self.backend == "numpy":
             raise ValueError("IncFedConfig.subround_size (--subround-size) streams the clients through TFF; "
@@ -320,7 +345,7 @@ def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: 
                        **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": OWN_DATA, **entry})
 
 
-_register("centralized", ReadoutConfig, "centralized:run_centralized", centralized_cost,
+_register("centralized", ExactReadoutConfig, "centralized:run_centralized", centralized_cost,
           "centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)", pooled=True,
           series_data=SERIES)
 _register("incfed", IncFedConfig, "incfed:run_incfed", incfed_cost,

@@ -272,7 +272,7 @@ def run_fedip(dataset: SequenceDataset, split: Split, config: FedIPConfig) -> di
     scale = state_scaled_l2(1.0, run.stats(scored=False), run.stats(adapted)) if config.l2_scale == "state" and not dp \
         else 1.0
     l2 = scale * run.choose_l2(lambda grid: run.exact_sweep(run.stats(adapted), adapted, scale=scale)(grid))
-    readout, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1)
+    readout, _, privacy = incfed_readout(run, adapted, False, l2, releases=config.rounds + 1)
     if ip_dp is not None:
         privacy["privacy"] = fedip_privacy(privacy["privacy"], ip_dp, config.rounds)
     if secure is not None:

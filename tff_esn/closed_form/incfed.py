@@ -16,6 +16,7 @@ from tff_esn.common.lazy import LazyModule
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.registry.algorithms import get_algorithm
+from tff_esn.closed_form import extend
 from tff_esn.closed_form.configs import IncFedConfig, incfed_cost
 from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
@@ -105,7 +106,8 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
         init = (tf.zeros([n_classes, features], tf.float64), tf.zeros([features, features], tf.float64),
                 tf.constant(0.0, tf.float64))
         a, b, n = dataset.reduce(init, lambda acc, batch: add_batch(acc, batch, reservoir))
-        return a, b, n, tf.constant(1.0, tf.float64)
+        # clipped rows lose the static output count in the reduction; the federation's types state it
+        return tf.ensure_shape(a, [n_classes, features]), b, n, tf.constant(1.0, tf.float64)
 
     return client_stats
 
@@ -133,12 +135,12 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
         return subround_sum
     n_features = client_stats.type_signature.result[0].shape[1]
     federate = build_incfed_stats_computation(n_classes, n_features, per_client, aggregation)
-    seed_type = federate.type_signature.parameter[2]
+    _, l2_type, seed_type, prior_type = federate.type_signature.parameter
 
-    @tff.federated_computation(*placed, tff.FederatedType(tff.TensorType(np.float64), tff.SERVER), seed_type)
-    def incfed(reservoir, datasets, l2, seeds):
+    @tff.federated_computation(*placed, l2_type, seed_type, prior_type)
+    def incfed(reservoir, datasets, l2, seeds, prior):
         local = tff.federated_map(client_stats, (datasets, tff.federated_broadcast(reservoir)))
-        return federate(local, l2, seeds)
+        return federate(local, l2, seeds, prior)
 
     return lower_secure(incfed, None if aggregation is None else aggregation.secure)
 
@@ -146,7 +148,10 @@ def build_incfed_computation(n_inputs: int, steps: int, units: int, n_classes: i
 @functools.lru_cache(maxsize=32)
 def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: bool = False,
                                    aggregation: StatsAggregation | None = None):
-    """IncFed's federation of client statistics (eqs. 8–10), with :func:`build_incfed_computation`'s result."""
+    """IncFed's federation of client statistics (eqs. 8–10), with :func:`build_incfed_computation`'s result: the
+    readout solved from the released sum plus the server's ``prior`` statistics (zeros, or a kept model's), the
+    release itself ``(A, B, n, clients)`` (noised under DP, before the eigenvalue floor), the singularity flag, the
+    secure sum's clipped count and the eigenvalues the floor raised."""
     tff = load_tff()
 
     agg = aggregation
@@ -159,39 +164,51 @@ def build_incfed_stats_computation(n_outputs: int, n_features: int, per_client: 
     noisy = agg is not None and agg.noisy
     floor = agg.floor() if noisy else 0.0
 
-    @tff.tensorflow.computation(stats_type, tff.TensorType(f64))
-    def server_solve(total, l2):
-        a, b, n, clients = server_noise(total, agg) if noisy else total
+    @tff.tensorflow.computation(stats_type, tff.TensorType(f64), stats_type)
+    def server_solve(total, l2, prior):
+        released = server_noise(total, agg) if noisy else total
+        a, b, _, clients = (x + y for x, y in zip(released, prior))
         raised = tf.constant(0, tf.int32)
         if noisy:
             b, raised = floor_eigenvalues(b, floor)
         w, singular = _server_solve(a, b, l2, clients, per_client)
-        return w, singular, n, raised
+        return w, singular, released, raised
 
     @tff.federated_computation(
         tff.FederatedType(stats_type, tff.CLIENTS),
         tff.FederatedType(tff.TensorType(f64), tff.SERVER),
         tff.FederatedType(seed_type, tff.CLIENTS),
+        tff.FederatedType(stats_type, tff.SERVER),
     )
-    def federate(local, l2, seeds):
+    def federate(local, l2, seeds, prior):
         if noisy:
             release = tff.tensorflow.computation(lambda stats, seed: client_noise(stats, seed, agg),
                                                  stats_type, seed_type)
             local = tff.federated_map(release, (local, seeds))
         total, clipped = federated_stats_sum(local, secure)
-        w, singular, n, raised = tff.federated_map(server_solve, (total, l2))
-        return w, tff.federated_broadcast(w), singular, n, clipped, raised
+        w, singular, released, raised = tff.federated_map(server_solve, (total, l2, prior))
+        return w, tff.federated_broadcast(w), singular, released, clipped, raised
 
     return federate
 
 
 @dataclasses.dataclass(frozen=True)
 class IncFedOutcome:
-    """The readout of :func:`federate_tff` and what the privacy steps did to the statistics."""
+    """The readout of :func:`federate_tff`, the summed statistics the server released (noised under DP) and what the
+    privacy steps did to them."""
 
     readout: np.ndarray
+    released: RidgeStats | None = None
     clipped_values: int = 0
     eigenvalues_raised: int = 0
+
+
+def _prior_values(prior: RidgeStats | None, n_outputs: int, n_features: int) -> tuple:
+    """The server's ``prior`` statistics as the computation's float64 ``(A, B, n, clients)`` (zeros: none)."""
+    if prior is None:
+        return (np.zeros((n_outputs, n_features)), np.zeros((n_features, n_features)), np.float64(0), np.float64(0))
+    return (np.asarray(prior.A, np.float64), np.asarray(prior.B, np.float64), np.float64(prior.n),
+            np.float64(prior.clients))
 
 
 def _received_readout(w_clients, singular, l2: float) -> np.ndarray:
@@ -205,8 +222,9 @@ def _received_readout(w_clients, singular, l2: float) -> np.ndarray:
 
 def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], n_classes: int, spec: StateSpec,
                  l2: float, *, per_client: bool = False, batch_size: int = 256,
-                 aggregation: StatsAggregation | None = None) -> IncFedOutcome:
-    """IncFed through TFF with the clients harvesting inside the computation: the readout the clients received."""
+                 aggregation: StatsAggregation | None = None, prior: RidgeStats | None = None) -> IncFedOutcome:
+    """IncFed through TFF with the clients harvesting inside the computation: the readout the clients received,
+    solved from the clients' released sum plus ``prior`` (a kept model's statistics), and that release."""
     n_inputs = clients[0].x.shape[2]
     steps = max(c.x.shape[1] for c in clients)
     ragged = any(c.ragged or c.x.shape[1] != steps for c in clients)
@@ -220,17 +238,23 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
-    _, w_clients, singular, _, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds)
-    return IncFedOutcome(_received_readout(w_clients, singular, l2), int(clipped), int(raised))
+    n_features = weights.readout_units + int(spec.readout_bias)
+    _, w_clients, singular, released, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds,
+                                                             _prior_values(prior, n_classes, n_features))
+    a, b, n, count = (np.asarray(v) for v in released)
+    return IncFedOutcome(_received_readout(w_clients, singular, l2),
+                         RidgeStats(a, b, float(n), float(count), spec.readout_bias), int(clipped), int(raised))
 
 
-def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False) -> np.ndarray:
-    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s): the readout of IncFed eq. 10."""
+def federate_stats_tff(stats: Sequence[RidgeStats], l2: float, *, per_client: bool = False,
+                       prior: RidgeStats | None = None) -> np.ndarray:
+    """IncFed through TFF from per-client statistics (e.g. the ``Harvester``'s) and the server's ``prior`` (a kept
+    model's): the readout of IncFed eq. 10."""
     n_outputs, n_features = stats[0].A.shape
     comp = build_incfed_stats_computation(n_outputs, n_features, per_client)
     values = [(s.A, s.B, np.float64(s.n), np.float64(s.clients)) for s in stats]
     seeds = [np.zeros(2, np.int64)] * len(stats)
-    _, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds)
+    _, w_clients, singular, _, _, _ = comp(values, np.float64(l2), seeds, _prior_values(prior, n_outputs, n_features))
     return _received_readout(w_clients, singular, l2)
 
 
@@ -280,33 +304,58 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
 
 
 # --------------------------------------------------------------------------- the registry's run function
-def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *,
-                   releases: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
-    """The IncFed readout of ``run``'s training clients at λ = ``l2`` and its privacy sections."""
+def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: float, *, releases: int = 1,
+                   prior: RidgeStats | None = None) -> tuple[np.ndarray, RidgeStats, dict[str, Any]]:
+    """The IncFed readout of ``run``'s training clients plus the server's ``prior`` statistics at λ = ``l2``, the
+    aggregate statistics it is solved from (what the mechanism released under privacy settings, plus ``prior``)
+    and its privacy sections."""
     config = run.config
     if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
-        return (stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,
-                              per_client=per_client).readout, plain_sections(run))
+        streamed = stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,
+                                 per_client=per_client)
+        if prior is None:
+            return streamed.readout, streamed.stats, plain_sections(run)
+        total = streamed.stats + prior
+        return total.solve(l2, per_client=per_client), total, plain_sections(run)
     backend = getattr(config, "resolved_backend", config.backend)
     if backend == "tff" and not config.privacy.requested:  # fixed reservoir: TFF only sums
-        return federate_stats_tff(run.stats(weights), l2, per_client=per_client), plain_sections(run)
+        stats = run.stats(weights)
+        total = RidgeStats.sum([*stats, *([prior] if prior is not None else [])])
+        return federate_stats_tff(stats, l2, per_client=per_client, prior=prior), total, plain_sections(run)
     if backend == "tff":  # clients harvest, clip and add noise inside TFF
         agg = tff_aggregation(run, releases)
         clients = list(run.dataset.select(run.train_ids).values())
-        out = federate_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg)
-        return out.readout, stats_sections(agg, out.clipped_values, out.eigenvalues_raised,
-                                           get_algorithm(run.name).privacy)
-    return fit_incfed(run.stats(weights), l2, per_client=per_client), plain_sections(run)
+        out = federate_tff(weights, clients, run.n_outputs, run.spec, l2, per_client=per_client, aggregation=agg,
+                           prior=prior)
+        total = out.released if prior is None else out.released + prior
+        return out.readout, total, stats_sections(agg, out.clipped_values, out.eigenvalues_raised,
+                                                  get_algorithm(run.name).privacy)
+    total = RidgeStats.sum([*run.stats(weights), *([prior] if prior is not None else [])])
+    return total.solve(l2, per_client=per_client), total, plain_sections(run)
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
-    """IncFed / FedRR (IncFed eqs. 6–10)."""
+    """IncFed / FedRR (IncFed eqs. 6–10); with ``add_to``, the saved model's kept statistics added to the training
+    clients' before eq. 10 (:mod:`tff_esn.closed_form.extend`)."""
     if config.subround_size is not None and dataset.ragged:
         raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more); "
                         "--subround-size streams clients of one length through one TFF computation: drop "
                         "--subround-size or cut them to one length (--ragged crop).")
-    run = Run(dataset, split, config, "incfed")
+    extension = None if config.add_to is None else extend.load_extension(config.add_to)
+    if extension is not None:
+        run = Run(dataset, split, extend.extension_config(config, extension), "incfed")
+        extend.check_extends(extension, dataset, split, run.weights, dp=config.privacy.dp_requested)
+        run.l2_choice = extend.l2_choice(config, extension)
+    else:
+        run = Run(dataset, split, config, "incfed")
     l2 = run.choose_exact_l2(per_client=config.l2_per_client)  # no harvest under privacy settings
-    readout, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2)
-    return {**run.report(run.model(readout), incfed_cost(run.n_features, run.n_outputs),
-                         backend=config.resolved_backend), **privacy}
+    readout, stats, privacy = incfed_readout(run, run.weights, config.l2_per_client, l2,
+                                             prior=None if extension is None else extension.model.stats)
+    model = run.model(readout)
+    if config.keep_stats or extension is not None:
+        model = model.replace(stats=stats)
+    result = {**run.report(model, incfed_cost(run.n_features, run.n_outputs), backend=config.resolved_backend),
+              **privacy}
+    if extension is not None:
+        result["extends"] = extension.record()
+    return result

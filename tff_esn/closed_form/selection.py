@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tff_esn.common.tasks import REAL_OBJECTIVE
 from tff_esn.common.validation import is_finite
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ SEARCHABLE = tuple(RESERVOIR_GRID)
 ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
 OBJECTIVES = ("accuracy", "balanced_accuracy", "f1_macro")
-NEG_MSE = "neg_mse"
+NEG_MSE = REAL_OBJECTIVE
 """The score of a real-valued task (forecast, regress): minus the mean squared error, whatever ``objective`` says."""
 
 

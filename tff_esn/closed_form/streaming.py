@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from tff_esn.data.sequences import SequenceDataset
 from tff_esn.common.io import atomic_write
+from tff_esn.common.progress import progress_bar
 from tff_esn.esn.ridge import RidgeStats
 
 
@@ -86,7 +86,7 @@ def drive(source: ClientSource, subround_size: int, fn: SubroundFn, checkpoint: 
     total_subrounds = -(-source.n_clients // subround_size)
     state = checkpoint.load()
     done, parts, counters = state if state is not None else (0, None, {})
-    bar = tqdm(total=total_subrounds, initial=done, desc=desc, unit="subround", disable=not progress)
+    bar = progress_bar(wanted=progress, total=total_subrounds, initial=done, desc=desc, unit="subround")
     try:
         for clients in source.subrounds(subround_size, start=done):  # no enumerate: it would keep the last item
             new_parts, new_counters = fn(clients, done * subround_size)

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
+
+TF_LOGS = "TFF_ESN_TF_LOGS"
+"""Set to ``1`` to keep TensorFlow's C++ start-up log lines (cuDNN/cuFFT/cuBLAS factories, oneDNN, CUDA drivers)."""
+
+
+def quiet_tensorflow() -> None:
+    """Silences TensorFlow's C++ log below FATAL (``TF_CPP_MIN_LOG_LEVEL=3``) unless :data:`TF_LOGS` is ``1`` or the
+    level is already set; effective only before TensorFlow is first imported."""
+    if os.environ.get(TF_LOGS) != "1":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
@@ -13,6 +24,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
     def __getattr__(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        quiet_tensorflow()
         return getattr(importlib.import_module(exports[name], package), name)
 
     return __getattr__
@@ -25,6 +37,7 @@ class LazyModule:
         self._name = name
 
     def __getattr__(self, attr: str) -> Any:
+        quiet_tensorflow()
         return getattr(importlib.import_module(self._name), attr)
 
     def __repr__(self) -> str:

@@ -116,13 +116,15 @@ def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dic
 
 def split_report(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *, seed: int = 0,
                  threshold: float = 0.5) -> dict[str, float | int | None]:
-    """One ``metrics.json`` section: :func:`classification_metrics`, random baseline, label and prediction counts."""
+    """One ``metrics.json`` section: :func:`classification_metrics`, random baseline, label and prediction counts,
+    and ``confusion``: counts of true class (row) against predicted class (column)."""
     report = classification_metrics(y_true, scores, n_classes, threshold=threshold)
     report["random_baseline_accuracy"] = random_baseline(y_true, n_classes, seed=seed)["accuracy"]
     y = _labels(y_true, n_classes)
     predicted = predictions(_scores(scores, y.size, n_classes), threshold=threshold)
     report["label_counts"] = np.bincount(y, minlength=n_classes).tolist()
     report["prediction_counts"] = np.bincount(predicted, minlength=n_classes).tolist()
+    report["confusion"] = _confusion(y, predicted, n_classes).tolist()
     return report
 
 

@@ -13,6 +13,8 @@ from tff_esn.common.validation import check_field, is_count
 
 TASK_KINDS = ("classify", "forecast", "regress")
 REAL_KINDS = ("forecast", "regress")
+REAL_OBJECTIVE = "neg_mse"
+"""What every selection on a real-valued task maximises: minus the validation mean squared error."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 :func:`carve` gives a :class:`Carving`: ``validation clients``; ``client folds`` (≥
 :data:`MIN_CLIENTS_FOR_CLIENT_FOLDS` training clients dealt round-robin to :data:`FOLDS` folds); ``local
-hold-out`` (each sequence's fold from a hash of its values, label and seed); or ``none``. Only training
-clients are carved; the record goes into ``metrics.json["validation"]``.
+hold-out`` (each sequence's fold from a hash of its values, label and seed, stratified so that every class of two
+or more training sequences keeps one outside each fold); or ``none``. Only training clients are carved; the record
+goes into ``metrics.json["validation"]``.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ class Carving:
             return (f"{len(self.folds)} folds over the {len(self.split.train)} training clients, dealt "
                     f"round-robin after a permutation drawn from seed {self.seed}")
         return (f"local hold-out: each training sequence in one of {len(self.folds)} folds by a hash of its "
-                f"values, its label and seed {self.seed}; each client holds out its sequences of the fold")
+                f"values, its label and seed {self.seed}, stratified so that a class of two or more keeps a "
+                "training sequence; each client holds out its sequences of the fold")
 
     def to_dict(self) -> dict[str, Any]:
         """``metrics.json["validation"]``: the rule, its seed and each fold's validation data."""
@@ -107,15 +109,41 @@ def _client_folds(dataset: SequenceDataset, split: Split, seed: int, folds: int)
     return Carving("client folds", dataset, split, dealt, {c: c for c in train}, seed)
 
 
-def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray:
-    """(n,) fold of each of ``client``'s sequences: BLAKE2b of ``seed``, valid values and labels, mod ``folds``."""
-    out = np.empty(len(client), np.int64)
+def sequence_digests(client: ClientSequences, seed: int) -> list[int]:
+    """The BLAKE2b digest (8 bytes, little-endian) of ``seed``, valid values and labels of each of ``client``'s
+    sequences."""
+    out = []
     steps = client.steps
     for i in range(len(client)):
         digest = hashlib.blake2b(np.int64(seed).tobytes(), digest_size=8)
         digest.update(np.ascontiguousarray(client.x[i, :steps[i]], np.float32).tobytes())
         digest.update(np.ascontiguousarray(client.y[i], np.int64).tobytes())
-        out[i] = int.from_bytes(digest.digest(), "little") % folds
+        out.append(int.from_bytes(digest.digest(), "little"))
+    return out
+
+
+def sequence_folds(client: ClientSequences, folds: int, seed: int) -> np.ndarray:
+    """(n,) fold of each of ``client``'s sequences: :func:`sequence_digests` mod ``folds``."""
+    return np.array([d % folds for d in sequence_digests(client, seed)], np.int64).reshape(len(client))
+
+
+def stratified_folds(clients: dict[str, ClientSequences], folds: int, seed: int) -> dict[str, np.ndarray]:
+    """Each client's :func:`sequence_folds`, where every class of two or more sequences (pooled over ``clients``,
+    one label per sequence) that hashed into one fold f has its sequence of the largest digest moved to fold
+    f + 1 (mod ``folds``): whichever fold validates, the class keeps a training sequence."""
+    digests = {cid: sequence_digests(c, seed) for cid, c in clients.items()}
+    out = {cid: np.array([d % folds for d in digests[cid]], np.int64).reshape(len(c)) for cid, c in clients.items()}
+    if any(c.per_step for c in clients.values()):
+        return out
+    members: dict[int, list[tuple[int, str, int]]] = {}
+    for cid, client in clients.items():
+        for i, label in enumerate(np.asarray(client.y).reshape(-1).tolist()):
+            members.setdefault(int(label), []).append((digests[cid][i], cid, i))
+    for label in sorted(members):
+        held = members[label]
+        if len(held) >= 2 and len({int(out[cid][i]) for _, cid, i in held}) == 1:
+            _, cid, i = max(held)
+            out[cid][i] = (out[cid][i] + 1) % folds
     return out
 
 
@@ -132,9 +160,11 @@ def carve(dataset: SequenceDataset, split: Split, *, seed: int, folds: int = FOL
     parts: dict[str, Any] = {}
     owner: dict[str, str] = {}
     fold_ids: list[list[str]] = [[] for _ in range(folds)]
+    folds_of = (stratified_folds(dataset.select(train), folds, seed) if not dataset.task.real else
+                {cid: sequence_folds(dataset.clients[cid], folds, seed) for cid in train})
     for cid in train:
         client = dataset.clients[cid]
-        fold_of = sequence_folds(client, folds, seed)
+        fold_of = folds_of[cid]
         present = sorted(set(fold_of.tolist()))
         ids = tuple(f"{cid}#f{k}" for k in present)
         clash = sorted(set(ids) & set(dataset.clients))

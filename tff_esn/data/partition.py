@@ -169,6 +169,12 @@ def deal(pooled: ClientSequences, owner: np.ndarray, ids: tuple[str, ...]) -> di
     return parts
 
 
+def partition_rule(split: Split, partitioner: Partitioner, groups: tuple[str, ...], clients: int, seed: int) -> str:
+    """``split_rule`` of a dealt split: the split's own rule, then how ``partitioner`` dealt ``groups`` anew."""
+    return (f"{split.rule}; then the {', '.join(groups)} sequences dealt to {clients} clients per group by "
+            f"{partitioner} (seed {seed})")
+
+
 def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Partitioner | str,
                       clients: int | None = None, *, seed: int = 0,
                       groups: tuple[str, ...] = ("train",)) -> tuple[SequenceDataset, Split, dict[str, Any]]:
@@ -219,7 +225,7 @@ def partition_dataset(dataset: SequenceDataset, split: Split, partitioner: Parti
                                       dataset.source, groups=kept | {c: labels[c] for c in dealt}
                                       if dataset.groups else {}, task=dataset.task)
         new_split = Split(f"{split.name}+{partitioner}", new_ids["train"], new_ids["val"], new_ids["test"],
-                          dict(split.extra))
+                          dict(split.extra), rule=partition_rule(split, partitioner, groups, clients, seed))
     record = {"partitioner": str(partitioner), "clients": len(new_split.train), "seed": seed, "groups": list(groups),
               "label_names": list(dataset.label_names),
               "sizes": {cid: len(new_dataset.clients[cid]) for cid in dealt},

@@ -285,6 +285,29 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
                            groups=groups, task=Task("regress") if real else CLASSIFY)
 
 
+def class_like(y: np.ndarray) -> bool:
+    """Whether real targets ``y`` read like class labels: whole numbers that are exactly 0…K−1 for some K ≥ 2."""
+    y = np.asarray(y)
+    if y.size == 0 or not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+        return False
+    present = np.unique(y)
+    return present.size >= 2 and np.array_equal(present, np.arange(present.size))
+
+
+def as_classes(dataset: SequenceDataset) -> SequenceDataset:
+    """A regression ``dataset`` whose float targets are class labels (:func:`class_like`, one per sequence) as a
+    classification of those classes; other targets are a :class:`DataError` naming them."""
+    y = np.concatenate([c.y.reshape(len(c), -1) for c in dataset.clients.values()])
+    if y.shape[1] != 1 or not class_like(y):
+        raise DataError(f"{dataset.source}: --task classify: y holds real targets "
+                        f"({'one per step' if y.shape[1] != 1 else 'not the whole numbers 0…K−1'}); class labels "
+                        "are one whole number 0…K−1 per sequence (or give --task regress).")
+    k = int(y.max()) + 1
+    clients = {cid: dataclasses.replace(c, y=c.y.astype(np.int64)) for cid, c in dataset.clients.items()}
+    return dataclasses.replace(dataset, clients=clients, n_classes=k, label_names=tuple(str(i) for i in range(k)),
+                               task=CLASSIFY)
+
+
 def _check_targets(y: np.ndarray, seqs: list[np.ndarray], source: str) -> int:
     """1 after checking real targets ``y``: (n,) or (n, T) of equal-length sequences, finite, not constant."""
     n, steps = len(seqs), {s.shape[0] for s in seqs}

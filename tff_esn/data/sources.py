@@ -20,9 +20,10 @@ from tff_esn.data import cache
 from tff_esn.data.seed_sources.hhar_source import hhar_loader
 from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
-from tff_esn.data.sequences import SequenceDataset, load_npz, npz_layout, npz_stand_in
+from tff_esn.data.sequences import SequenceDataset, as_classes, class_like, load_npz, npz_layout, npz_stand_in
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import is_series
+from tff_esn.common.run_warnings import warn
 from tff_esn.common.tasks import Task
 from tff_esn.data.ts import load_ts, ts_layout
 from tff_esn.data.seed_sources.wesad_source import wesad_loader
@@ -144,9 +145,19 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
 
 
 def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
-    """``dataset`` if it holds ``task``, its channels forecast for ``forecast``, else a :class:`DataError`."""
-    if task is None or task.kind == dataset.task.kind:
+    """``dataset`` if it holds ``task``, its channels forecast for ``forecast``, float class labels classified for
+    ``classify``, else a :class:`DataError`; without ``task``, float targets that read like class labels are a
+    warning naming ``--task classify``."""
+    if task is None:
+        targets = np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])
+        if dataset.task.kind == "regress" and class_like(targets):
+            warn(f"{dataset.source}: y: float values 0.0 … {targets.max():.1f} read like class labels but are float, "
+                 "so the run is a regression; give --task classify to classify them (or store y as integers)")
         return dataset
+    if task.kind == dataset.task.kind:
+        return dataset
+    if task.kind == "classify" and dataset.task.kind == "regress":
+        return as_classes(dataset)
     if task.kind == "forecast":
         from tff_esn.data.seed_sources.generators import forecast_dataset
 

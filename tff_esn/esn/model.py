@@ -388,6 +388,39 @@ class Model:
     def replace(self, **changes: Any) -> "Model":
         return dataclasses.replace(self, **changes)
 
+    # ------------------------------------------------------------------ exports
+    def to_keras(self) -> Any:
+        """This model as a ``tf.keras.Model`` whose outputs are :meth:`decision_function`'s
+        (:mod:`tff_esn.esn.keras_export`; imports TensorFlow)."""
+        from tff_esn.esn.keras_export import to_keras
+
+        return to_keras(self)
+
+    def to_reservoirpy(self) -> Any:
+        """This model as reservoirpy nodes, a reservoir and a ridge readout (:mod:`tff_esn.esn.reservoirpy_nodes`)."""
+        from tff_esn.esn.reservoirpy_nodes import to_reservoirpy
+
+        return to_reservoirpy(self)
+
+    @classmethod
+    def from_reservoirpy(cls, reservoir: Any, readout: Any, *, state_mode: str = "last", washout: int = 0,
+                         label_names: Sequence[str] | None = None, task: Task | None = None,
+                         feature_names: Sequence[str] | None = None) -> "Model":
+        """The model of a reservoirpy ``reservoir`` and ``Ridge`` ``readout``
+        (:func:`~tff_esn.esn.reservoirpy_nodes.read_nodes`): its readout sees the ``last`` state, the ``mean`` after
+        ``washout``, or ``all`` after it (one output per step); a classifier of ``label_names`` (one readout output
+        each), else real targets of ``task`` (default regress)."""
+        from tff_esn.esn.reservoirpy_nodes import read_nodes
+
+        weights, ridge = read_nodes(reservoir, readout)
+        names = tuple(label_names) if label_names is not None else ("y",)
+        if len(names) != len(ridge):
+            raise ValueError(f"from_reservoirpy: the readout has {len(ridge)} outputs, {len(names)} label names.")
+        task = Task("classify") if label_names is not None else task or Task("regress")
+        return model_of(weights, Readout("ridge", ridge), StateSpec(state_mode, washout, True), task,
+                        feature_names or tuple(f"f{i}" for i in range(weights.n_inputs)), names,
+                        per_step=state_mode == "all", provenance={"algorithm": "reservoirpy"})
+
 
 def _json_default(value: Any) -> Any:
     """JSON for numpy scalars and arrays and tuples in provenance records."""

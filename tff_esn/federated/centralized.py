@@ -17,6 +17,7 @@ from tff_esn.federated.model import (ThesisModelConfig, build_thesis_model, comp
                                      thesis_model)
 from tff_esn.esn.standardization import Standardization, federated_standardization
 from tff_esn.common.metrics import classification_metrics
+from tff_esn.common.progress import progress_bar
 from tff_esn.common.run_warnings import warn
 
 
@@ -47,6 +48,24 @@ class BestValidatedEpoch(tf.keras.callbacks.Callback):
             self.model.set_weights(self.weights)
 
 
+class EpochBar(tf.keras.callbacks.Callback):
+    """A :func:`~tff_esn.common.progress.progress_bar` advancing with the epochs of one ``fit``."""
+
+    def __init__(self, epochs: int, desc: str, wanted: bool):
+        super().__init__()
+        self.epochs, self.desc, self.wanted, self.bar = epochs, desc, wanted, None
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        self.bar = progress_bar(wanted=self.wanted, total=self.epochs, desc=self.desc, unit="epoch", leave=False)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self.bar.set_postfix(loss=(logs or {}).get("loss", np.nan), refresh=False)
+        self.bar.update()
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        self.bar.close()
+
+
 def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardization: Standardization | None):
     pooled = dataset.pooled(ids)
     states = client_data.client_states(pooled, config.reservoir, config)
@@ -57,9 +76,11 @@ def _states(dataset: SequenceDataset, ids, config: ThesisModelConfig, standardiz
 
 def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisModelConfig, *, seed: int = 0,
                       include_validation: bool = True, patience: int = 0,
-                      refit: bool = False, l2: float = 0.0) -> tuple[tf.keras.Model, dict[str, Any]]:
+                      refit: bool = False, l2: float = 0.0,
+                      progress: bool = False) -> tuple[tf.keras.Model, dict[str, Any]]:
     """``(readout model, report)``: the readout fitted on the design set and Table 6.3's metrics, each group's as the
-    trained :class:`~tff_esn.esn.model.Model` (``report["model"]``) scores it."""
+    trained :class:`~tff_esn.esn.model.Model` (``report["model"]``) scores it (``progress``: an epoch bar per fit on
+    a terminal)."""
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
              f"design set for {config.epochs} epochs.")
@@ -94,6 +115,8 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
             kwargs = {"validation_data": validation, "callbacks": [best]}
         if converge:
             kwargs = {"callbacks": [tf.keras.callbacks.EarlyStopping("loss", patience=patience)]}
+        bar = EpochBar(epochs, f"thesis-central epochs (lr={learning_rate:g})", progress)
+        kwargs["callbacks"] = [*kwargs.get("callbacks", ()), bar]
         return model, model.fit(batches, epochs=epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
 
     selection: dict[str, Any] = {}
@@ -108,7 +131,8 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         model, history, stopped = fit(lr)
     else:
         grid = client_lr_choices(config)[0]
-        fits = [fit(lr) for lr in grid]
+        with progress_bar(grid, wanted=progress, desc="thesis-central candidates", unit="candidate") as bar:
+            fits = [fit(lr) for lr in bar]
         scores = [(float(b.best[0]), float(-b.best[1])) for _, _, b in fits]
         best = chosen_index(scores)
         lr, (model, history, stopped) = grid[best], fits[best]

@@ -55,7 +55,8 @@ def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig)
         selects = False  # a hold-out carved from the training clients would be scored outside the DP mechanism
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     result = run_federated(dataset, split, config)
-    result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
+    if config.out is not None:  # without a run folder the rounds stay in memory (``extra.rounds``)
+        result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
     if validation is not None:
         result["validation"] = validation
     if states is not None:
@@ -71,7 +72,7 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     selects = config.model.learning_rate == AUTO or config.patience > 0
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
     _, report = train_centralized(dataset, split, config.model, seed=config.seed, patience=config.patience,
-                                   refit=config.refit, l2=config.l2)
+                                   refit=config.refit, l2=config.l2, progress=config.progress)
     if validation is not None:
         report["validation"] = validation
     report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",

@@ -15,6 +15,7 @@ from tff_esn.registry.algorithms import available_algorithms, register_algorithm
 from tff_esn.closed_form.configs import OWN_DATA as RIDGE_OWN_DATA, SERIES_RESERVOIR, centralized_cost
 from tff_esn.closed_form.selection import AUTO, check_search
 from tff_esn.common.communication import CommunicationCost, Phase, check_counts
+from tff_esn.common.run_warnings import warn
 from tff_esn.common.validation import check_field, is_count, is_finite
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.data.errors import DataError
@@ -230,17 +231,21 @@ def for_data(config: ThesisModelConfig, dataset: SequenceDataset, train_ids: Ite
 
 def resolve_class_weight(class_weight: tuple[float, ...] | str, labels: np.ndarray, n_classes: int,
                          source: str = "data") -> tuple[float, ...]:
-    """One weight per class: ``"balanced"`` → ``n / (K · n_k)`` over ``labels`` (sklearn's
-    ``compute_class_weight("balanced")``); explicit weights must number ``n_classes``."""
+    """One weight per class: ``"balanced"`` → ``n / (K · n_k)`` over ``labels``, K the classes present (sklearn's
+    ``compute_class_weight("balanced")`` over them), 0 with a warning for a class without training labels; explicit
+    weights must number ``n_classes``."""
     import numpy as np
 
     if class_weight == BALANCED:
         counts = np.bincount(labels, minlength=n_classes)
-        if np.any(counts == 0):
-            raise DataError(f"{source}: y: class(es) {np.flatnonzero(counts == 0).tolist()} have no training labels, "
-                            "so class_weight 'balanced' (n / (K · n_k)) is undefined; give --class-weight one weight "
-                            "per class.")
-        return tuple(float(w) for w in counts.sum() / (n_classes * counts))
+        absent = np.flatnonzero(counts == 0)
+        if absent.size:
+            warn(f"{source}: y: class(es) {absent.tolist()} have no training labels; class_weight 'balanced' gives "
+                 "them weight 0 (the model is never trained to predict them)")
+        present = counts > 0
+        weights = np.zeros(n_classes)
+        weights[present] = counts.sum() / (int(present.sum()) * counts[present])
+        return tuple(float(w) for w in weights)
     if len(class_weight) != n_classes:
         raise DataError(f"{source}: y: {n_classes} classes, but class_weight has {len(class_weight)} weights "
                         f"{list(class_weight)}; give --class-weight {n_classes} weights W0,…,W{n_classes - 1} or "
@@ -281,11 +286,13 @@ class ThesisCentralConfig(ThesisRunConfig):
             data carved from the training data go back into training); with ``l2`` > 0 until the
             penalised training loss has not improved for ``patience`` epochs.
         l2: λ of the penalty λ‖W‖² on the readout kernel added to the loss (the thesis: 0).
+        progress: show a progress bar of the candidates and epochs on a terminal.
     """
 
     patience: int = 0
     refit: bool = False
     l2: float = 0.0
+    progress: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -321,7 +328,7 @@ class FedAvgConfig(ThesisRunConfig):
             whose readout is the server model before the first round: training continues from it. Its reservoir,
             state mode, washout, features, classes and readout inputs must be this run's (the run refuses
             otherwise); a standardised readout keeps the saved model's state standardisation.
-        progress: show a progress bar.
+        progress: show a progress bar of the candidates and rounds on a terminal.
         cache_dir: data cache root (harvested states go to ``CACHE/federated-states``; ``None``:
             the command line uses ``$TFF_ESN_CACHE`` or ``~/.cache/tff_esn``, a library call a
             temporary folder).

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from tff_esn import runtime
 from tff_esn.registry.algorithms import Algorithm, get_algorithm
@@ -46,6 +45,7 @@ from tff_esn.privacy import noise_seed
 from tff_esn.privacy.coverage import published_row
 from tff_esn.privacy.learning import LearningPrivacy, lower_secure_process, secure_clipped
 from tff_esn.privacy.sampling import POISSON, poisson_clients
+from tff_esn.common.progress import progress_bar
 from tff_esn.common.run_warnings import warn
 
 tff = runtime.load_tff()
@@ -161,8 +161,13 @@ class _BestRound:
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None) -> dict[str, Any]:
     """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` and the trained
-    :class:`~tff_esn.esn.model.Model` (``result["model"]``: the kept readout), whose scores the sections are."""
+    :class:`~tff_esn.esn.model.Model` (``result["model"]``: the kept readout), whose scores the sections are; more
+    ``clients_per_round`` than training clients runs (and records in ``extra``) one round of every client."""
     dp = config.privacy.dp_requested
+    if config.clients_per_round > len(split.train):
+        warn(f"clients_per_round {config.clients_per_round}: there are {len(split.train)} training clients; each "
+             f"round trains all {len(split.train)} (extra.clients_per_round)")
+        config = dataclasses.replace(config, clients_per_round=len(split.train))
     if dp and not dataset.task.real and config.model.class_weight == "balanced":
         warn("DP: class_weight 'balanced' would be computed from the training clients' label counts outside the DP "
              "mechanism; uniform class weights are used (give explicit --class-weight values to set them)")
@@ -239,7 +244,9 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             lr, penalty = key(candidate)
             label = f"lr={lr:g}" + ("" if penalty is None else f",penalty={penalty:g}")
             out = None if config.out is None else os.path.join(config.out, "selection", label)
-            result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out, progress=False))
+            bar.set_postfix_str(label)
+            result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out))
+            bar.update()
             kept, rows = int(result["extra"]["kept_round"]), result["extra"]["rounds"]
             kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in result["val"].items()}}
             scores[key(candidate)] = (*_validation_choice(kept_row), kept)
@@ -247,12 +254,16 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
                 result["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
         return scores[key(candidate)][:2]
 
-    for name in auto:
-        grid = client_lr_choices(config.model)[0] if name == "client_lr" else PENALTY_GRID
-        chosen = [score(_with(config, name, value)) for value in grid]
-        config = _with(config, name, grid[chosen_index(chosen)])
-        record[name] = {"value": grid[chosen_index(chosen)], "rule": "validation", "grid": list(grid),
-                        score_key: [f for f, _ in chosen], loss_key: [loss for _, loss in chosen]}
+    sizes = {"client_lr": len(client_lr_choices(config.model)[0]), "penalty": len(PENALTY_GRID)}
+    bar = progress_bar(wanted=config.progress, total=sum(sizes[name] for name in auto) - (len(auto) - 1),
+                       desc=f"{config.algorithm} candidates", unit="candidate")
+    with bar:
+        for name in auto:
+            grid = client_lr_choices(config.model)[0] if name == "client_lr" else PENALTY_GRID
+            chosen = [score(_with(config, name, value)) for value in grid]
+            config = _with(config, name, grid[chosen_index(chosen)])
+            record[name] = {"value": grid[chosen_index(chosen)], "rule": "validation", "grid": list(grid),
+                            score_key: [f for f, _ in chosen], loss_key: [loss for _, loss in chosen]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
                              loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
     return config, record, results[key(config)]
@@ -389,8 +400,9 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
     checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     privacy = fed.privacy or LearningPrivacy()
     scheme = privacy.sampling(config.clients_per_round, len(fed.data.source.ids))
-    bar = tqdm(range(start_round, config.rounds), initial=start_round, total=config.rounds,
-               desc=f"{config.algorithm} rounds ({fed.backend})", disable=not config.progress, unit="round")
+    bar = progress_bar(range(start_round, config.rounds), wanted=config.progress, initial=start_round,
+                       total=config.rounds, desc=f"{config.algorithm} rounds ({fed.backend})", unit="round",
+                       leave=False)
     try:
         for round_num in bar:
             began = time.perf_counter()
@@ -457,6 +469,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": len(rows),
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
+                  "clients_per_round": config.clients_per_round,
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
         **(privacy or LearningPrivacy()).sections(
             config.rounds, config.clients_per_round, len(split.train), fed.algorithm.privacy,

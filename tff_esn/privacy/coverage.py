@@ -52,6 +52,9 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
     "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
     "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
+    "model.members": (COVERED, "the saved model's readout (DIR/model): post-processing of the DP releases"),
+    "model.stats": (COVERED, "the aggregate ridge statistics a model keeps (--keep-stats, DIR/model): the (A, B, n) "
+                    "the mechanism released, noised and before the eigenvalue floor, never the raw sums"),
     "extra.gain_*": (COVERED, "FedIP's gains: post-processing of the DP (Δg, Δb) rounds"),
     "extra.bias_mean": (COVERED, "FedIP's biases: post-processing of the DP (Δg, Δb) rounds"),
     "extra.l2_effective": (COVERED, "λ: the stated value (no rescaling on the clients' statistics under DP)"),
@@ -89,6 +92,8 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
+    "extends": "the saved model a run extends (--add-to): its folder, client count and λ, and its run's "
+               "configuration, selection and privacy declaration",
     "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",
     **dict.fromkeys(("partition.clients",), "the number of clients"),
     **dict.fromkeys(("seconds", "extra.rounds[].seconds"), "wall time of the run / round (a timing, public)"),

@@ -15,12 +15,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tff_esn.data.errors import DataError
-from tff_esn.registry.defaults import DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, data_settings, source_defaults
+from tff_esn.registry.defaults import (DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, class_objective, data_settings,
+                                      source_defaults)
 from tff_esn.privacy.coverage import publish
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.common.run_warnings import merged, recording
 from tff_esn.common.settings import Setting, config_fields, config_from_flags, flat_config, settings
-from tff_esn.common.tasks import TASK_KINDS
+from tff_esn.common.tasks import REAL_KINDS, REAL_OBJECTIVE, TASK_KINDS
 
 __all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
            "check_takes", "config_fields", "config_from_flags", "flat_config", "get_algorithm", "names_where",
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
 RESULT_SECTIONS = ("train", "val", "test", "communication")
+PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends")
+"""The record's sections a run's model keeps as its provenance (those the run wrote)."""
 
 RunFn = Callable[["SequenceDataset", "Split", Any], dict]
 
@@ -245,6 +248,8 @@ def resolve_run(algorithm: Algorithm | str, data: SequenceDataset | str, *given:
     config = config if config is not None else config_from_flags(algo.config, values)
     record = {name: {"value": value, "origin": origins.get(name, "default")}
               for name, value in flat_config(config).items()}
+    if "objective" in record and task in REAL_KINDS:  # what the selection maximises on real targets
+        record["objective"] = {"value": REAL_OBJECTIVE, "origin": f"task {task}"}
     check_privacy(algo, getattr(config, "privacy", PrivacyConfig()), backend=getattr(config, "backend", "tff"))
     return ResolvedRun(algo, config, {**record, **data_record}, algo.runs_tff(config), pipeline, split)
 
@@ -279,10 +284,11 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         start_time = time.perf_counter()
         result = function(dataset, split, config)
         seconds = time.perf_counter() - start_time
+        objective = class_objective(dataset.source, run.record)
         baselines = baseline_scores(dataset, split, seed=getattr(config, "seed", 0),
-                                    washout=getattr(getattr(config, "model", config), "washout", 0))
+                                    washout=getattr(getattr(config, "model", config), "washout", 0), objective=objective)
         private = getattr(config, "privacy", PrivacyConfig()).dp_requested
-        checked_result = check_result(name, result, {} if private else baselines, dataset.task)
+        checked_result = check_result(name, result, {} if private else baselines, dataset.task, objective=objective)
     model = result.pop("model", None)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
@@ -308,6 +314,6 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         graph = graph_metrics(ReservoirWeights.from_config(reservoir, len(dataset.feature_names)).recurrent)
         record["reservoir_graph"] = {k: v for k, v in graph.items() if k != "degree_histogram"}
     record = publish(record)
-    model = model.replace(provenance={k: record[k] for k in ("algorithm", "data", "split", "config", "privacy")},
+    model = model.replace(provenance={k: record[k] for k in PROVENANCE if k in record},
                           metrics={g: record[g] for g in ("train", "val", "test") if g in record})  # DP: no train
     return RunRecord(record, model)

@@ -7,6 +7,7 @@ the registration's ``own_data`` replaces them wherever the user gave no value
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,6 +61,15 @@ def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
     if (task == "forecast" or series) and "state_mode" in algo.settings():
         defaults.update(FORECAST_STATES)
     return defaults
+
+
+def class_objective(source: str, record: Mapping[str, Mapping[str, Any]]) -> str:
+    """The class score a run's selection maximises, which its baselines and result check are read on: its config's
+    ``objective`` (a resolved run's ``record``), else balanced accuracy on own data and accuracy on the seeds'."""
+    given = (record.get("objective") or {}).get("value")
+    if given in ("accuracy", "balanced_accuracy", "f1_macro"):
+        return given
+    return "balanced_accuracy" if own_data(source) else "accuracy"
 
 
 def default_pipeline(source: str, pipeline: str | None = None) -> str:

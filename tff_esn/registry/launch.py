@@ -8,6 +8,7 @@ and writes ``metrics.json``.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -120,6 +121,11 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
-    if record.model is not None:
-        record.model.save(out / "model")
-    return record, write_json_atomic(out / "metrics.json", record)
+    if record.model is None:
+        return record, write_json_atomic(out / "metrics.json", record)
+    model = record.model.save(out / "model")
+    try:
+        return record, write_json_atomic(out / "metrics.json", record)
+    except BaseException:  # a model without its metrics.json is no published run
+        shutil.rmtree(model, ignore_errors=True)
+        raise

@@ -1,8 +1,9 @@
 """Reference models that every reported result is compared with, on the same split.
 
-The training majority class and a class-balanced logistic regression on standardised inputs (per-step
-inputs, or per-sequence mean, std, min, max and last value); real-valued tasks have
-:func:`real_baselines`; :func:`ridge_on_features` is the seeds' ridge on the same rows.
+The training majority class and logistic regression on standardised inputs (per-step inputs, or
+per-sequence mean, std, min, max and last value), class-balanced and plain; ``reference`` names the
+stronger of the two on the run's selection objective; real-valued tasks have :func:`real_baselines`;
+:func:`ridge_on_features` is the seeds' ridge on the same rows.
 """
 
 from __future__ import annotations
@@ -85,48 +86,59 @@ def _scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x.mean(axis=0), std
 
 
-def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0,
-                    washout: int = 0) -> dict[str, dict[str, Any]]:
-    """``{"majority": ..., "logistic_regression": ...}`` metrics on ``split``'s val and test clients (real-valued:
-    :func:`real_baselines`), memoised per dataset, split and seed."""
+LOGISTIC = {"logistic_regression": "balanced", "logistic_regression_plain": None}
+"""The logistic-regression baselines and their ``class_weight``: class-balanced, and plain."""
+
+
+def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0, washout: int = 0,
+                    objective: str = "accuracy") -> dict[str, dict[str, Any]]:
+    """``{"majority", "logistic_regression", "logistic_regression_plain", "reference"}`` metrics on ``split``'s val
+    and test clients (real-valued: :func:`real_baselines`), memoised per dataset, split, seed and objective;
+    ``reference`` names the stronger logistic regression on ``objective`` (on validation, else test)."""
     if dataset.task.real:
         return real_baselines(dataset, split, washout=washout)
-    key = (split.train, split.val, split.test, seed)
+    key = (split.train, split.val, split.test, seed, objective)
     cached = _memo.setdefault(dataset, {})
     if key in cached:
         return cached[key]
     x_train, y_train, mean, std = _training_rows(dataset, split, seed)
     n_classes = dataset.n_classes
     majority = int(np.bincount(y_train, minlength=n_classes).argmax())
-    model = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed)
     fitted_classes = np.unique(y_train)
+    models = {name: LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed)
+              for name, weight in LOGISTIC.items()}
     if fitted_classes.size > 1:
-        model.fit((x_train - mean) / std, y_train)
+        for model in models.values():
+            model.fit((x_train - mean) / std, y_train)
 
-    def scores(x: np.ndarray) -> np.ndarray:
+    def scores(model: LogisticRegression, x: np.ndarray) -> np.ndarray:
         out = np.full((x.shape[0], n_classes), -np.inf if fitted_classes.size > 1 else 0.0)
         if fitted_classes.size > 1:
             out[:, model.classes_] = model.predict_log_proba((x - mean) / std)
         else:
             out[:, fitted_classes[0]] = 1.0
         out[~np.isfinite(out)] = -1e9
-        return out if n_classes > 2 else out[:, 1] - out[:, 0]
+        return out if n_classes > 2 else 1.0 / (1.0 + np.exp(-(out[:, 1] - out[:, 0])))
 
+    inputs = "per-step inputs" if dataset.clients[split.train[0]].per_step else "per-sequence mean/std/min/max/last"
     result: dict[str, dict[str, Any]] = {
         "majority": {"class": majority},
-        "logistic_regression": {"inputs": "per-step inputs" if dataset.clients[split.train[0]].per_step
-                                else "per-sequence mean/std/min/max/last"},
+        **{name: {"inputs": inputs, "class_weight": weight or "none"} for name, weight in LOGISTIC.items()},
     }
     for group in GROUPS:
         ids = getattr(split, group)
         if not ids:
-            result["majority"][group] = result["logistic_regression"][group] = None
+            for name in ("majority", *LOGISTIC):
+                result[name][group] = None
             continue
         x, y = _rows(dataset, ids)
         constant = np.eye(n_classes)[np.full(y.size, majority)] if n_classes > 2 else np.full(y.size, float(majority))
         result["majority"][group] = classification_metrics(y, constant, n_classes)
-        result["logistic_regression"][group] = classification_metrics(
-            y, scores(x) if n_classes > 2 else 1.0 / (1.0 + np.exp(-scores(x))), n_classes)
+        for name, model in models.items():
+            result[name][group] = classification_metrics(y, scores(model, x), n_classes)
+    on = next((g for g in GROUPS if result["majority"][g] is not None), None)
+    stronger = max(LOGISTIC, key=lambda name: -1.0 if on is None else result[name][on][objective])
+    result["reference"] = {"objective": objective, "logistic_regression": stronger, "chosen_on": on}
     cached[key] = result
     return result
 
@@ -158,12 +170,17 @@ def _lagged(x: np.ndarray, width: int, skip: int) -> np.ndarray:
 def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
                    width: int | None = None) -> dict[str, dict[str, Any]]:
     """Reservoir-free real-valued baselines on val/test: ``training_mean``, ``persistence`` (ŷ(t) = y(t − H)),
-    ``lagged_ridge`` (IncFed eq. 3, λ of :data:`L2_GRID`); per-step scored from ``max(washout, horizon, width − 1)``."""
+    ``lagged_ridge`` (IncFed eq. 3, λ of :data:`L2_GRID`); per-step scored from ``max(washout, horizon, width − 1)``
+    (persistence needs a step H back inside the sequence: without one it is ``None``, the others score from
+    ``max(washout, width − 1)``, at most the shortest sequence's last step)."""
     task = dataset.task
     per_step = dataset.clients[split.train[0]].per_step
-    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - task.horizon)
+    lagged = dataset.shortest > max(washout, task.horizon)
+    reach = task.horizon if lagged else 0
+    width = min(max(2, washout + 1) if width is None else width, MAX_WINDOW, dataset.shortest - reach)
     width = max(1, width) if per_step else 0
-    skip = max(washout, task.horizon, width - 1)
+    skip = min(max(washout, reach, width - 1), dataset.shortest - 1)
+    forecast = task.kind == "forecast" and lagged
 
     def rows(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         pooled = dataset.pooled(ids)
@@ -171,7 +188,7 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
             return sequence_features(pooled.x, False, pooled.lengths), pooled.y, None
         steady = pooled.y[:, skip:].reshape(-1)
         persistence = pooled.y[:, skip - task.horizon:pooled.y.shape[1] - task.horizon].reshape(-1) \
-            if task.kind == "forecast" else None
+            if forecast else None
         return _lagged(pooled.x, width, skip), steady, persistence
 
     x_train, y_train, _ = rows(split.train)
@@ -185,7 +202,9 @@ def real_baselines(dataset: SequenceDataset, split: Split, *, washout: int = 0,
         chosen = max(i for i, e in enumerate(errors) if e == min(errors))
     result: dict[str, dict[str, Any]] = {
         "training_mean": {"value": float(y_train.mean())},
-        "persistence": {"horizon": task.horizon} if task.kind == "forecast" else {},
+        "persistence": ({"horizon": task.horizon} if forecast else
+                        {"horizon": task.horizon, "unavailable": f"the shortest sequence ({dataset.shortest} steps) "
+                         f"is not longer than the horizon and washout"} if task.kind == "forecast" else {}),
         "lagged_ridge": {"inputs": f"the latest {width} steps' inputs" if per_step
                          else "per-sequence mean/std/min/max/last", "l2": L2_GRID[chosen], "steps_from": skip},
     }

@@ -1,8 +1,8 @@
 """A run folder (``--out``) checked before any work: no run is silently overwritten or mixed.
 
-:func:`check_run_folder` refuses a file, a finished run (unless ``force`` or ``resume``), unfinished
-checkpoints without either, and a resume with fewer rounds; :func:`clear_run` clears for ``force``;
-:func:`run_lock` holds ``flock`` on ``DIR/.lock`` for the run's lifetime.
+:func:`check_run_folder` refuses a file, a folder that cannot be created, a finished run (unless ``force`` or
+``resume``), unfinished checkpoints without either, and a resume with fewer rounds; :func:`clear_run` clears for
+``force``; :func:`run_lock` holds ``flock`` on ``DIR/.lock`` for the run's lifetime.
 """
 
 from __future__ import annotations
@@ -36,15 +36,16 @@ class RunFolderError(ValueError):
 @contextlib.contextmanager
 def run_lock(out: str | os.PathLike) -> Iterator[None]:
     """Holds run folder ``out`` for the block: a non-blocking ``flock`` on ``out/.lock`` (holder's pid inside),
-    re-entrant in a process; a folder created here and left empty is removed."""
+    re-entrant in a process; a folder created here and left empty is removed; one that cannot be written or
+    created is a :class:`RunFolderError` (:func:`check_writable`)."""
     out = Path(out).expanduser()
-    created = not out.exists()
+    check_writable(out)
+    created = not os.path.exists(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         key = out.resolve()
-    except OSError:
-        yield
-        return
+    except OSError as err:
+        raise RunFolderError(_uncreatable(out, err)) from None
     if key in _held:
         yield
         return
@@ -93,16 +94,40 @@ def legacy_message(out: str | os.PathLike, done: int) -> str:
             "version that started it, or start it over with --force (force=True) or in a new output folder.")
 
 
+def _uncreatable(out: Path, err: OSError) -> str:
+    return f"--out {out}: cannot create it ({err.strerror or err}); give a folder that can be created and written."
+
+
+def check_writable(out: Path) -> None:
+    """A :class:`RunFolderError` when ``out`` is a file, or a folder that cannot be written or created."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise RunFolderError(f"--out {out}: is a file, not a folder; give a folder (metrics.json is written into it).")
+    ancestor = next(p for p in (out, *out.parents) if os.path.exists(p))
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise RunFolderError(f"--out {out}: cannot create or write it ({ancestor} is "
+                             f"{'a file' if not ancestor.is_dir() else 'not writable'}); give a writable folder.")
+    if not os.path.exists(out):
+        _check_creatable(out)
+
+
+def _check_creatable(out: Path) -> None:
+    """Creates the missing folders of ``out`` and removes them again; a :class:`RunFolderError` when one cannot be."""
+    missing = [p for p in (out, *out.parents) if not os.path.exists(p)]
+    try:
+        out.mkdir(parents=True)
+    except OSError as err:
+        raise RunFolderError(_uncreatable(out, err)) from None
+    finally:
+        for path in missing:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+
 def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,
                      rounds: int | None = None, resumable: bool = False) -> Path:
     """``out`` (``~`` expanded) after the module docstring's checks: ``force`` overwrites, ``resume`` continues."""
     out = Path(out).expanduser()
-    if out.exists() and not out.is_dir():
-        raise RunFolderError(f"--out {out}: is a file, not a folder; give a folder (metrics.json is written into it).")
-    ancestor = next(p for p in (out, *out.parents) if p.exists())
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise RunFolderError(f"--out {out}: cannot create or write it ({ancestor} is "
-                             f"{'a file' if not ancestor.is_dir() else 'not writable'}); give a writable folder.")
+    check_writable(out)
     if force and resume:
         raise RunFolderError("--force starts the run in --out over, --resume continues it; give one of them.")
     legacy = None if force else legacy_round(out)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from tff_esn.runtime import tff_patch
 from tff_esn.runtime.heartbeat import connect
 from tff_esn.runtime.workers import DEFAULT_TIMEOUT, LOCK, LocalWorker, WorkerError
+from tff_esn.common.lazy import quiet_tensorflow
 from tff_esn.common.validation import is_finite
 
 _LAZY: list[LocalWorker] = []
@@ -160,6 +161,7 @@ def _is_tff_stock_context(context) -> bool:
 
 def load_tff():
     """The ``tensorflow_federated`` module, our context installed in place of TFF's stock local one."""
+    quiet_tensorflow()
     import tensorflow_federated as tff
 
     if _is_tff_stock_context(tff.framework.get_context_stack().current):

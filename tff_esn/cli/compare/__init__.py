@@ -12,7 +12,7 @@ from pathlib import Path
 from tff_esn.registry.algorithms import default_algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.run import partitioner, source_options
-from tff_esn.registry.defaults import default_pipeline, default_split
+from tff_esn.registry.defaults import default_pipeline, default_split, own_data
 
 DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
 PROFILE_NAMES = ("quick", "full")
@@ -51,7 +51,7 @@ def _compare(args: argparse.Namespace) -> int:
         return _compare_reservoirs(args, tuple(zip(folders, sources)), args.seeds or profile.seeds)
     comparisons = []
     for source in sources:  # every source's settings checked before the first run
-        pipeline = args.pipeline or default_pipeline(source)
+        pipeline = None if own_data(source) else args.pipeline or default_pipeline(source)  # own data: read as is
         options = source_options(argparse.Namespace(**{**vars(args), "data": source}))
         try:
             comparisons.append(Comparison(source, pipeline, args.split or default_split(source, pipeline),

@@ -2,8 +2,10 @@
 partitioners, several seeds (``tff-esn compare``).
 
 Each fitting algorithm runs on each partition and seed with ``tff-esn run``'s settings (closed form on
-``numpy``), beside the centralized readout and logistic regression; ``OUT`` gets the cells' runs,
-``results.csv``, ``table.md`` (accuracy; NRMSE on a real-valued task) and ``accuracy.png``, and a rerun resumes from the finished cells.
+``numpy``), beside the centralized readout, logistic regression and the majority class; ``OUT`` gets the cells'
+runs, ``results.csv`` (every metric of the task), ``table.md`` and ``table.tex`` (the selection objective:
+accuracy on the seeds' data, balanced accuracy on own data, NRMSE on a real-valued task) and the figure
+``METRIC.pdf``/``.svg``/``.png`` with its caption, and a rerun resumes from the finished cells.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from tff_esn.registry import algorithms
+from tff_esn.registry import algorithms, defaults
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
-from tff_esn.common.io import atomic_write, write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.io import write_csv_atomic, write_json_atomic, write_text_atomic
+from tff_esn.common.progress import progress_bar
 from tff_esn.common.validation import check_field, is_count
+from tff_esn.runs.figures import (METRIC_NAMES, dataset_title, grouped_points, legend_outside, metric_label, pyplot,
+                                  reference_line, save_figure)
+from tff_esn.runs.tables import Cell, Table
 
 DEFAULT_PARTITIONS = ("dirichlet:100", "dirichlet:1", "dirichlet:0.3", "dirichlet:0.1")
 
@@ -45,11 +51,12 @@ PROFILES = {
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """One comparison: ``source`` with ``pipeline`` and ``split``, dealt by each of ``partitions`` to ``clients``
-    clients, one run per seed and algorithm (``None``: :func:`fitting_algorithms`); ``options`` as ``load_source``'s."""
+    """One comparison: ``source`` with ``pipeline`` (``None`` for own data, read as it is) and ``split``, dealt by each
+    of ``partitions`` to ``clients`` clients, one run per seed and algorithm (``None``: :func:`fitting_algorithms`);
+    ``options`` as ``load_source``'s."""
 
     source: str
-    pipeline: str
+    pipeline: str | None
     split: str
     partitions: tuple[str, ...] = DEFAULT_PARTITIONS
     clients: int = 20
@@ -130,26 +137,45 @@ def _slug(text: str) -> str:
     return text.replace(":", "-").replace("/", "_")
 
 
+CLASS_METRICS = ("accuracy", "balanced_accuracy", "f1_macro", "auc")
+REAL_METRICS = ("nrmse", "rmse", "mae", "r2")
+FIELDS = ("source", "algorithm", "partition", "seed", "clients", "scored_on", *CLASS_METRICS, *REAL_METRICS,
+          "majority", "logistic_regression", "training_mean", "lagged_ridge", "up_floats_per_client",
+          "down_floats_per_client", "rounds", "seconds", "flags", "error")
+"""``results.csv``'s columns: every metric of the task, and the baselines on the table's metric."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Measure:
-    """What the table and figure read: the ``metric`` of a row, its pooled-data ``baseline`` and how to say them."""
+    """What the table and figure read: the ``metric`` of a row, its baselines (a constant ``floor`` and a pooled
+    model ``baseline``) and how to say them."""
 
     metric: str
+    floor: str
     baseline: str
-    name: str
+    floor_name: str
     baseline_name: str
     flag_text: str
 
+    @property
+    def lower_is_better(self) -> bool:
+        """Whether a smaller value is better (an error)."""
+        return self.metric in ("nrmse", "rmse", "mae")
 
-ACCURACY = Measure("accuracy", "logistic_regression", "accuracy", "logistic regression",
-                   "predicts one class or does not beat the majority class")
-NRMSE = Measure("nrmse", "lagged_ridge", "NRMSE (lower is better)", "ridge on lagged inputs",
+
+NRMSE = Measure("nrmse", "training_mean", "lagged_ridge", "training mean", "ridge on lagged inputs",
                 "does not beat the training mean")
 
 
-def measure(dataset: Any) -> Measure:
-    """:data:`NRMSE` for a real-valued task (forecast, regress), else :data:`ACCURACY`."""
-    return NRMSE if dataset.task.real else ACCURACY
+def measure(dataset: Any, source: str | None = None) -> Measure:
+    """:data:`NRMSE` for a real-valued task (forecast, regress), else the class score runs select on
+    (:func:`~tff_esn.registry.defaults.class_objective`: balanced accuracy on own data) beside the majority class
+    and the stronger logistic regression."""
+    if dataset.task.real:
+        return NRMSE
+    metric = defaults.class_objective(source or dataset.source, {})
+    return Measure(metric, "majority", "logistic_regression", "majority class", "logistic regression",
+                   "predicts one class or does not beat the majority class")
 
 
 def _score(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -158,24 +184,34 @@ def _score(record: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return group, record.get(group) or {}
 
 
-def _row(comparison: Comparison, name: str, partition: str, seed: int, record: Mapping[str, Any]) -> dict[str, Any]:
-    if "error" in record:
-        return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
-                **dict.fromkeys(("clients", "scored_on", "accuracy", "f1_macro", "logistic_regression", "nrmse",
-                                 "lagged_ridge", "up_floats_per_client", "down_floats_per_client", "rounds",
-                                 "seconds")), "flags": "", "error": record["error"]}
-    group, metrics = _score(record)
+def _baseline_values(record: Mapping[str, Any], group: str, metric: str) -> dict[str, float | None]:
+    """The record's baselines on ``group``: the majority class and the stronger logistic regression on ``metric``,
+    the training mean's and lagged ridge's NRMSE."""
     baselines = record.get("baselines") or {}
-    logistic, lagged = (((baselines.get(key) or {}).get(group) or {}) for key in ("logistic_regression", "lagged_ridge"))
+    stronger = (baselines.get("reference") or {}).get("logistic_regression", "logistic_regression")
+
+    def value(key: str, name: str) -> float | None:
+        return ((baselines.get(key) or {}).get(group) or {}).get(name)
+
+    return {"majority": value("majority", metric), "logistic_regression": value(stronger, metric),
+            "training_mean": value("training_mean", "nrmse"), "lagged_ridge": value("lagged_ridge", "nrmse")}
+
+
+def _row(comparison: Comparison, name: str, partition: str, seed: int, record: Mapping[str, Any],
+         metric: str) -> dict[str, Any]:
+    row = {**dict.fromkeys(FIELDS), "source": comparison.source, "algorithm": name, "partition": partition,
+           "seed": seed, "flags": "", "error": ""}
+    if "error" in record:
+        return {**row, "error": record["error"]}
+    group, metrics = _score(record)
     comm = record["communication"]
-    return {"source": comparison.source, "algorithm": name, "partition": partition, "seed": seed,
-            "clients": record["partition"]["clients"], "scored_on": group, "accuracy": metrics.get("accuracy"),
-            "f1_macro": metrics.get("f1_macro"), "logistic_regression": logistic.get("accuracy"),
-            "nrmse": metrics.get("nrmse"), "lagged_ridge": lagged.get("nrmse"),
-            "up_floats_per_client": comm["up_floats_per_client"],
-            "down_floats_per_client": comm["down_floats_per_client"], "rounds": comm["rounds"],
-            "seconds": record["seconds"], "flags": "; ".join((record.get("result_check") or {}).get(group, ())),
-            "error": ""}
+    row.update({k: metrics.get(k) for k in (*CLASS_METRICS, *REAL_METRICS)})
+    row.update(_baseline_values(record, group, metric))
+    row.update({"clients": record["partition"]["clients"], "scored_on": group,
+                "up_floats_per_client": comm["up_floats_per_client"],
+                "down_floats_per_client": comm["down_floats_per_client"], "rounds": comm["rounds"],
+                "seconds": record["seconds"], "flags": "; ".join((record.get("result_check") or {}).get(group, ()))})
+    return row
 
 
 def run_cell(comparison: Comparison, name: str, data: Any, split: Any, partition: Mapping[str, Any], seed: int,
@@ -220,8 +256,6 @@ def check_folder(out: Path, comparison: Any) -> None:
 def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = True) -> dict[str, Path]:
     """Runs (or resumes) ``comparison`` into ``out``; returns the CSV, table and figure paths;
     ``FileExistsError`` where ``out`` holds other settings."""
-    from tqdm.auto import tqdm
-
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
 
@@ -231,12 +265,13 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
                           **dict(comparison.options))
     split = get_split(comparison.split, dataset)
     names = comparison.algorithms or fitting_algorithms(dataset)
+    m = measure(dataset, comparison.source)
     for text in comparison.partitions:  # refuse an impossible grid before any run
         partition_dataset(dataset, split, text, comparison.clients, seed=comparison.seeds[0])
     check_folder(out, comparison)
     rows = []
     dealt: dict[tuple[str, int], tuple] = {}
-    bar = tqdm(_cells(comparison, names), desc=f"compare {comparison.source}", unit="run", disable=not progress)
+    bar = progress_bar(_cells(comparison, names), wanted=progress, desc=f"compare {comparison.source}", unit="run")
     for partition, seed, name in bar:
         bar.set_postfix(now=f"{name} {partition} seed {seed}", refresh=False)
         folder = out / "runs" / name / _slug(partition) / f"seed{seed}"
@@ -249,35 +284,28 @@ def run_comparison(comparison: Comparison, out: str | Path, *, progress: bool = 
                 dealt = {(partition, seed): partition_dataset(dataset, split, partition, clients, seed=seed)}
             record = run_cell(comparison, name, *dealt[(partition, seed)], seed, folder)
             write_json_atomic(done, record)
-        rows.append(_row(comparison, name, partition, seed, record))
+        rows.append(_row(comparison, name, partition, seed, record, m.metric))
     bar.close()
     order = {name: i for i, name in enumerate(names)}
     rows.sort(key=lambda r: (order[r["algorithm"]], r["partition"] != "natural" and
                              comparison.partitions.index(r["partition"]), comparison.seeds.index(r["seed"])))
     seconds = time.perf_counter() - start
-    paths = {"csv": write_csv_atomic(out / "results.csv", rows, fieldnames=list(rows[0])),
-             "table": write_text_atomic(out / "table.md", markdown_table(comparison, dataset, rows, seconds)),
-             "figure": out / "accuracy.png"}
-    draw_figure(comparison, dataset, rows, paths["figure"])
-    return paths
+    table = results_table(comparison, dataset, rows, seconds)
+    figure = save_figure(draw_figure(comparison, dataset, rows), out / m.metric, figure_caption(comparison, dataset, rows))
+    return {"csv": write_csv_atomic(out / "results.csv", rows, fieldnames=list(FIELDS)),
+            "table": write_text_atomic(out / "table.md", table.markdown() + _notes(rows, seconds, m)),
+            "latex": write_text_atomic(out / "table.tex", table.latex()),
+            "figure": figure["pdf"], **{f"figure_{k}": v for k, v in figure.items()}}
 
 
 def _mean_std(values: Sequence[float | None]) -> tuple[float, float, int]:
-    arr = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
-    return (float(arr.mean()), float(arr.std()), arr.size) if arr.size else (math.nan, math.nan, 0)
+    cell = Cell(tuple(values), 0)
+    return cell.mean, cell.std, cell.finite.size
 
 
 FLAG_MARK = "⚠"
 """Marks a cell where some seed's model predicts one class or does not beat the majority class
 (:func:`tff_esn.common.result_check.check_result`)."""
-
-
-def _cell_text(values: Sequence[float | None], expected: int, flagged: bool = False) -> str:
-    mean, std, n = _mean_std(values)
-    if n == 0:
-        return "failed"
-    return (f"{mean:.3f} ± {std:.3f}" + ("" if n == expected else f" ({n}/{expected})")
-            + (f" {FLAG_MARK}" if flagged else ""))
 
 
 def _label(partition: str) -> str:
@@ -286,92 +314,121 @@ def _label(partition: str) -> str:
     return "own clients" if p.kind == "natural" else p.kind if p.value is None else f"{names[p.kind]}={p.value:g}"
 
 
-def markdown_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], seconds: float) -> str:
-    """Accuracy (real-valued: NRMSE, :func:`measure`) mean ± std per algorithm and partition, pooled baselines,
-    floats per client, seconds; :data:`FLAG_MARK` marks a seed that predicts one class or loses to the majority."""
-    m = measure(dataset)
+def _settings_text(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The budget and settings a table and figure state: seeds, clients, partitions, classes, rounds."""
     what = f"task {dataset.task.kind}" if dataset.task.real else f"{dataset.n_classes} classes"
+    rounds = sorted({int(r["rounds"]) for r in rows if r["rounds"] is not None and _federated(r["algorithm"])})
+    budget = (f"FedAvg/FedCurv {comparison.rounds} rounds" if comparison.rounds is not None else
+              f"FedAvg/FedCurv rounds run {', '.join(map(str, rounds))}" if rounds else "")
+    files = defaults.own_data(comparison.source)  # read as they are: no pipeline
+    return (f"{dataset_title(comparison.source)} ({comparison.source}; "
+            f"{'' if files else 'pipeline ' + comparison.pipeline + ', '}split {comparison.split}; {what}); "
+            f"seeds {list(comparison.seeds)}; {comparison.clients} training clients dealt by each "
+            f"partitioner ({', '.join(comparison.partitions)}); closed-form readouts on the numpy backend with "
+            f"tff-esn run's settings" + (f"; {budget}" if budget else ""))
+
+
+def _federated(name: str) -> bool:
+    return _family(algorithms.get_algorithm(name)) == "federated"
+
+
+def results_table(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]],
+                  seconds: float) -> Table:
+    """The table metric (:func:`measure`) mean ± std per algorithm and partition, the pooled reference rows, floats
+    per client, rounds and seconds; best per partition in bold; :data:`FLAG_MARK` on a seed flagged by the result
+    check."""
+    m = measure(dataset, comparison.source)
     scored = sorted({r["scored_on"] for r in rows if r["scored_on"]}) or ["test"]
     n = len(comparison.seeds)
-    head = ["algorithm", *(_label(p) for p in comparison.partitions), "up floats/client", "down floats/client",
-            "rounds", "s/run"]
-    files = comparison.source.partition(":")[0] in ("npz", "ts")  # read as they are: no pipeline
-    lines = [f"**{comparison.source}** ({'' if files else comparison.pipeline + ', '}split {comparison.split}): "
-             f"{' / '.join(scored)} "
-             f"{m.name}, mean ± std over seeds {list(comparison.seeds)}; {comparison.clients} training clients "
-             f"dealt by each partitioner; {what}"
-             f"{'' if comparison.rounds is None else f'; FedAvg/FedCurv {comparison.rounds} rounds'}.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     pooled = reference([r["algorithm"] for r in rows])
-    reference_rows = [r for r in rows if r["algorithm"] == pooled]
+    body = []
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         mine = [r for r in rows if r["algorithm"] == name]
         ok = [r for r in mine if not r["error"]]
-        if name == pooled:
-            cells = [_cell_text([r[m.metric] for r in mine], n, any(r["flags"] for r in mine))
-                     ] * len(comparison.partitions)
-        else:
-            cells = [_cell_text([r[m.metric] for r in mine if r["partition"] == p], n,
-                                any(r["flags"] for r in mine if r["partition"] == p)) for p in comparison.partitions]
+        groups = [mine] * len(comparison.partitions) if name == pooled else [
+            [r for r in mine if r["partition"] == p] for p in comparison.partitions]
+        cells = tuple(Cell(tuple(r[m.metric] for r in g), n, FLAG_MARK if any(r["flags"] for r in g) else "")
+                      for g in groups)
         comm = [_mean_std([r[k] for r in ok])[0] for k in ("up_floats_per_client", "down_floats_per_client",
                                                          "rounds", "seconds")]
-        label = f"{name} (pooled data, reference)" if name == pooled else name
-        lines.append("| " + " | ".join([label, *cells, *(f"{v:.0f}" if not math.isnan(v) else "-" for v in comm[:3]),
-                                         f"{comm[3]:.1f}" if not math.isnan(comm[3]) else "-"]) + " |")
-    if reference_rows:
-        lr = _cell_text([r[m.baseline] for r in reference_rows], n)
-        lines.append("| " + " | ".join([f"{m.baseline_name} (pooled data, reference)",
-                                         *[lr] * len(comparison.partitions), "-", "-", "-", "-"]) + " |")
-    errors = sorted({f"{r['algorithm']}: {r['error']}" for r in rows if r["error"]})
-    lines += ["", f"Wall time {seconds:.0f} s (cells read from an earlier run count 0 s)."]
+        extra = (*(f"{v:.0f}" if not math.isnan(v) else "-" for v in comm[:3]),
+                 f"{comm[3]:.1f}" if not math.isnan(comm[3]) else "-")
+        body.append((f"{name} (pooled data, reference)" if name == pooled else name, cells, extra))
+    reference_rows = [r for r in rows if r["algorithm"] == pooled] or [r for r in rows if not r["error"]]
+    for key, label in ((m.baseline, f"{m.baseline_name} (pooled data, reference)"),
+                       (m.floor, f"{m.floor_name} (constant, reference)")):
+        values = [r[key] for r in reference_rows if r["partition"] == reference_rows[0]["partition"]]
+        if any(v is not None for v in values):
+            body.append((label, (Cell(tuple(values), n),) * len(comparison.partitions), ("-", "-", "-", "-")))
+    algorithms_run = tuple(dict.fromkeys(r["algorithm"] for r in rows if r["algorithm"] != pooled))
+    caption = (f"{' / '.join(scored)} {METRIC_NAMES[m.metric]}{' (lower is better)' if m.lower_is_better else ''}, "
+               f"mean ± std over seeds, per partition: {_settings_text(comparison, dataset, rows)}. "
+               f"Best federated value per partition in bold.")
+    return Table(caption, "algorithm", tuple(_label(p) for p in comparison.partitions), tuple(body),
+                 ("up floats/client", "down floats/client", "rounds", "s/run"), m.lower_is_better,
+                 marked=algorithms_run)
+
+
+def _notes(rows: Sequence[Mapping[str, Any]], seconds: float, m: Measure) -> str:
+    lines = ["", f"Wall time {seconds:.0f} s (cells read from an earlier run count 0 s)."]
     if any(r["flags"] for r in rows):
         lines.append(f"{FLAG_MARK}: in some seed the model {m.flag_text} "
                      "(`result_check` and `warnings` of its metrics.json).")
-    lines += [f"Failed: {e}" for e in errors]
+    lines += [f"Failed: {e}" for e in sorted({f"{r['algorithm']}: {r['error']}" for r in rows if r["error"]})]
     return "\n".join(lines) + "\n"
 
 
-def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Accuracy (:func:`measure`) mean ± std band against partitions, one line per algorithm (red cross: flagged);
-    pooled centralized readout and logistic regression dashed."""
-    import matplotlib
+def figure_caption(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The figure's caption file: what is drawn, the reference lines and the settings."""
+    m = measure(dataset, comparison.source)
+    return (f"Test {METRIC_NAMES[m.metric]} of each algorithm per partition of the training sequences (left to "
+            f"right: more heterogeneous), mean with ± std error bars over the seeds; points of one partition are "
+            f"spread sideways so equal values stay visible. Horizontal lines: the pooled-data reference readout, "
+            f"{m.baseline_name} on pooled data and the {m.floor_name}. "
+            f"Settings: {_settings_text(comparison, dataset, rows)}.")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    m = measure(dataset)
-    x = np.arange(len(comparison.partitions))
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+def draw_figure(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[str, Any]]):
+    """The table metric (:func:`measure`) per partition as grouped points with ± std error bars, one marker and
+    colour per algorithm (red ring: a flagged seed); the pooled reference, logistic regression / lagged ridge and
+    the majority class / training mean as horizontal lines. Returns the figure."""
+    plt = pyplot()
+    m = measure(dataset, comparison.source)
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
     pooled = reference([r["algorithm"] for r in rows])
+    series = {}
     for name in dict.fromkeys(r["algorithm"] for r in rows):
         if name == pooled:
             continue
-        stats = np.array([_mean_std([r[m.metric] for r in rows if r["algorithm"] == name and r["partition"] == p])
-                          for p in comparison.partitions])
-        line, = ax.plot(x, stats[:, 0], marker="o", label=name)
-        ax.fill_between(x, stats[:, 0] - stats[:, 1], stats[:, 0] + stats[:, 1], color=line.get_color(), alpha=0.15)
+        stats = [_mean_std([r[m.metric] for r in rows if r["algorithm"] == name and r["partition"] == p])
+                 for p in comparison.partitions]
+        series[name] = ([s[0] for s in stats], [s[1] for s in stats])
+    drawn = grouped_points(ax, [_label(p) for p in comparison.partitions], series)
+    for (name, _), container in zip(series.items(), drawn):
         flagged = [i for i, p in enumerate(comparison.partitions)
                    if any(r["flags"] for r in rows if r["algorithm"] == name and r["partition"] == p)]
         if flagged:
-            ax.plot(x[flagged], stats[flagged, 0], linestyle="none", marker="X", markersize=10, color="red",
-                    label=f"{name}: {m.flag_text}")
-    for key, label, color in ((m.metric, f"{pooled} (pooled)", "black"),
-                              (m.baseline, f"{m.baseline_name} (pooled)", "grey")):
-        mean, std, n = _mean_std([r[key] for r in rows if r["algorithm"] == pooled])
-        if n:
-            ax.axhline(mean, color=color, linestyle="--", label=label)
-            ax.axhspan(mean - std, mean + std, color=color, alpha=0.08)
-    ax.set_xticks(x, [_label(p) for p in comparison.partitions])
+            x, y = container.lines[0].get_data()
+            ax.plot(np.asarray(x)[flagged], np.asarray(y)[flagged], linestyle="none", marker="o", markersize=11,
+                    markerfacecolor="none", markeredgecolor="#D55E00", markeredgewidth=1.2, zorder=4)
+    if any(r["flags"] for r in rows):
+        ax.plot([], [], linestyle="none", marker="o", markerfacecolor="none", markeredgecolor="#D55E00",
+                label=f"some seed {m.flag_text}")
+    lines = ((m.metric, f"{pooled} (pooled data)"), (m.baseline, f"{m.baseline_name} (pooled data)"),
+             (m.floor, m.floor_name))
+    reference_rows = [r for r in rows if r["algorithm"] == pooled] or [r for r in rows if not r["error"]]
+    for index, (key, label) in enumerate(lines):
+        first = reference_rows[0]["partition"] if reference_rows else None
+        mean, std, count = _mean_std([r[key] for r in reference_rows if r["partition"] == first])
+        if count:
+            reference_line(ax, mean, label, index, spread=std if index == 0 else None)
     ax.set_xlabel("partition of the training sequences (more heterogeneous →)")
     group = next((r["scored_on"] for r in rows if r["scored_on"]), "test")
-    ax.set_ylabel(f"{group} {m.name}")
-    ax.set_title(f"{comparison.source}: {comparison.clients} clients, {len(comparison.seeds)} seeds, "
-                 f"{f'task {dataset.task.kind}' if dataset.task.real else f'{dataset.n_classes} classes'}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    try:
-        with atomic_write(path) as fh:
-            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return path
+    ax.set_ylabel(metric_label(m.metric, group))
+    what = f"task {dataset.task.kind}" if dataset.task.real else f"{dataset.n_classes} classes"
+    ax.set_title(f"{dataset_title(comparison.source)}: {what}, {comparison.clients} clients, "
+                 f"{len(comparison.seeds)} seeds")
+    ax.grid(axis="y", alpha=0.3)
+    legend_outside(ax)
+    fig.tight_layout()
+    return fig

@@ -4,7 +4,8 @@ topologies built with the same sizes.
 For each source and seed the training sequences are dealt to the clients by one partitioner, and every
 reservoir of the comparison (:func:`reservoir_settings`) — ``tff-esn run``'s defaults on the source, a deep
 ESN splitting the same N units over its layers — is trained by each algorithm. ``OUT`` receives
-``results.csv`` (a row per source, reservoir, algorithm and seed), ``table.md`` and ``reservoirs.png``.
+``results.csv`` (a row per source, reservoir, algorithm and seed: every class metric), ``table.md`` and
+``table.tex`` (the selection objective) and the figure ``reservoirs.pdf``/``.svg``/``.png`` with its caption.
 """
 
 from __future__ import annotations
@@ -22,14 +23,22 @@ import numpy as np
 from tff_esn.registry import algorithms, defaults
 from tff_esn.cli.compare.heterogeneity import check_folder, run_for, start_tff
 from tff_esn.esn.hyperparameters import LEAK_DISTRIBUTIONS, TOPOLOGIES, ReservoirConfig
-from tff_esn.common.io import atomic_write, write_csv_atomic, write_text_atomic
+from tff_esn.common.io import write_csv_atomic, write_text_atomic
+from tff_esn.common.progress import progress_bar
+from tff_esn.runs.figures import (METRIC_NAMES, REFERENCE_STYLES, dataset_title, legend_outside, metric_label, pyplot,
+                                  save_figure, series_style)
+from tff_esn.runs.tables import Cell, Table
 
 DEFAULT_RESERVOIRS = (*TOPOLOGIES, "leak-uniform", "deep-2", "deep-3", "esnfed")
 """The reservoirs compared unless named: every topology, per-unit uniform leak, deep ESNs of 2 and 3
 layers, and esnfed's topologies."""
 
 ESNFED_TOPOLOGIES = ("random", "small_world", "scale_free", "ring")
-FIELDS = ("data", "reservoir", "algorithm", "seed", "accuracy", "seconds")
+METRICS = ("accuracy", "balanced_accuracy", "f1_macro", "auc")
+FIELDS = ("data", "reservoir", "algorithm", "seed", *METRICS, "objective", "majority", "logistic_regression",
+          "seconds")
+"""``results.csv``'s columns: every class metric on the test clients; ``majority`` and ``logistic_regression``
+(the stronger one) on ``objective``, the score the runs select on."""
 
 
 def _split_units(units: int, layers: int) -> tuple[int, ...]:
@@ -97,14 +106,17 @@ class ReservoirComparison:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
 
-def esnfed_accuracy(kind: str, data, split, config, l2: float, seed: int) -> float | None:
-    """Test accuracy of esnfed's ``kind`` reservoir with federated ridge (λ = ``l2``); ``None`` for per-step states."""
+def esnfed_metrics(kind: str, data, split, config, l2: float, seed: int) -> dict[str, float | None]:
+    """Test metrics of esnfed's ``kind`` reservoir with federated ridge (λ = ``l2``) from its predicted labels (AUC
+    needs scores: ``None``); every metric ``None`` for per-step states."""
     from esnfed.classification import federated_classifier, predict_labels
     from esnfed.esn import EchoStateNetwork
     from esnfed.topologies import make_reservoir
 
+    from tff_esn.common.metrics import classification_metrics
+
     if config.state_mode not in ("mean", "last"):
-        return None
+        return dict.fromkeys(METRICS)
     res, pool = config.reservoir, config.state_mode
 
     def sequences(client) -> list[np.ndarray]:
@@ -116,15 +128,30 @@ def esnfed_accuracy(kind: str, data, split, config, l2: float, seed: int) -> flo
     clients = [(sequences(data.clients[c]), data.clients[c].y) for c in split.train]
     readout = federated_classifier(esn, clients, data.n_classes, pool=pool, washout=config.washout)
     test = data.pooled(split.test)
-    return float(np.mean(predict_labels(esn, sequences(test), readout, pool=pool, washout=config.washout) == test.y))
+    predicted = np.asarray(predict_labels(esn, sequences(test), readout, pool=pool, washout=config.washout))
+    scores = np.eye(data.n_classes)[predicted] if data.n_classes > 2 else predicted.astype(np.float64)
+    return {**classification_metrics(test.y, scores, data.n_classes), "auc": None}
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
+    numbers = (*METRICS, "majority", "logistic_regression", "seconds")
     with open(path, newline="") as f:
-        return [{**r, "seed": int(r["seed"]), "accuracy": float(r["accuracy"]) if r["accuracy"] else None,
-                 "seconds": float(r["seconds"])} for r in csv.DictReader(f)]
+        return [{**r, "seed": int(r["seed"]), **{k: float(r[k]) if r.get(k) else None for k in numbers}}
+                for r in csv.DictReader(f)]
+
+
+def _record_row(label: str, reservoir: str, algorithm: str, seed: int, record: dict[str, Any],
+                objective: str) -> dict[str, Any]:
+    """A ``results.csv`` row of a run's ``metrics.json`` record."""
+    baselines = record.get("baselines") or {}
+    stronger = (baselines.get("reference") or {}).get("logistic_regression", "logistic_regression")
+    return {"data": label, "reservoir": reservoir, "algorithm": algorithm, "seed": seed,
+            **{k: record["test"].get(k) for k in METRICS}, "objective": objective,
+            **{key: ((baselines.get(name) or {}).get("test") or {}).get(objective)
+               for key, name in (("majority", "majority"), ("logistic_regression", stronger))},
+            "seconds": record["seconds"]}
 
 
 def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: str, seed: int,
@@ -142,26 +169,24 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
             resolved = run_for(algorithm, data, pipeline, **run)
             config = resolved.config
             record = algorithms.run_algorithm(resolved, data, split, start=start_tff)
-            rows.append({"data": label, "reservoir": reservoir, "algorithm": algorithm,
-                         "seed": seed, "accuracy": record["test"]["accuracy"], "seconds": record["seconds"]})
+            objective = defaults.class_objective(data.source, resolved.record)
+            rows.append(_record_row(label, reservoir, algorithm, seed, record, objective))
             if name == "random" and algorithm == comparison.ridge and "esnfed" in comparison.reservoirs:
                 l2 = record["l2_selection"]["l2"]  # and the state mode it chose
                 chosen = (record.get("selection") or {}).get("state_mode", config.state_mode)
                 config = dataclasses.replace(config, state_mode=chosen)
                 for kind in ESNFED_TOPOLOGIES:
                     started = time.perf_counter()
-                    accuracy = esnfed_accuracy(kind, data, split, config, l2, seed)
-                    rows.append({"data": label, "reservoir": f"esnfed {kind}", "algorithm": algorithm, "seed": seed,
-                                 "accuracy": accuracy, "seconds": time.perf_counter() - started})
+                    scores = esnfed_metrics(kind, data, split, config, l2, seed)
+                    rows.append({**rows[-1], "reservoir": f"esnfed {kind}", **{k: scores[k] for k in METRICS},
+                                 "seconds": time.perf_counter() - started})
     return rows
 
 
 def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *,
                              progress: bool = True) -> dict[str, Path]:
-    """Runs (or resumes) ``comparison`` into ``out``, writing ``results.csv``, ``table.md`` and ``reservoirs.png``;
+    """Runs (or resumes) ``comparison`` into ``out``, writing ``results.csv``, the tables and the figure;
     ``FileExistsError`` when ``out`` holds other settings."""
-    from tqdm.auto import tqdm
-
     from tff_esn.data.partition import partition_dataset
     from tff_esn.data.sources import load_source
     from tff_esn.data.splits import get_split
@@ -169,8 +194,8 @@ def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *
     out = Path(out)
     check_folder(out, comparison)
     rows = _read(out / "results.csv")
-    bar = tqdm(total=len(comparison.sources) * len(comparison.seeds), desc="compare reservoirs", unit="seed",
-               disable=not progress)
+    bar = progress_bar(wanted=progress, total=len(comparison.sources) * len(comparison.seeds), desc="compare reservoirs",
+                       unit="seed")
     for label, source in comparison.sources:
         pipeline = comparison.pipeline or defaults.default_pipeline(source)
         dataset = load_source(source, pipeline)
@@ -183,10 +208,11 @@ def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *
             bar.update()
     bar.close()
     rows = [r for r in rows if r["data"] in dict(comparison.sources) and r["seed"] in comparison.seeds]
-    paths = {"csv": out / "results.csv", "table": write_text_atomic(out / "table.md", table(rows) + "\n"),
-             "figure": out / "reservoirs.png"}
-    figure(rows, paths["figure"])
-    return paths
+    drawn = save_figure(figure(comparison, rows), out / "reservoirs", caption(comparison, rows))
+    results = results_table(comparison, rows)
+    return {"csv": out / "results.csv", "table": write_text_atomic(out / "table.md", results.markdown()),
+            "latex": write_text_atomic(out / "table.tex", results.latex()), "figure": drawn["pdf"],
+            **{f"figure_{k}": v for k, v in drawn.items()}}
 
 
 def _labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -195,55 +221,89 @@ def _labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(labels, key=lambda label: label.startswith("esnfed"))
 
 
-def _cell(values: list[float], seeds: int) -> str:
-    """Mean ± std (%), with the number of seeds when fewer than the table's."""
-    if not values:
-        return "—"
-    return f"{100 * np.mean(values):.1f} ± {100 * np.std(values):.1f}" + ("" if len(values) == seeds else f" (n={len(values)})")
+def _objective(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The score the runs selected on (one for the whole comparison: balanced accuracy on own data)."""
+    return next((r["objective"] for r in rows if r.get("objective")), "accuracy")
 
 
-def table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Test accuracy (%) mean ± std over seeds: a row per reservoir, a column per source and algorithm."""
+def _settings(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The budget and settings a table and figure state."""
+    seeds = sorted({r["seed"] for r in rows})
+    return (f"data {', '.join(f'{label} ({source})' for label, source in comparison.sources)}; seeds {seeds}; "
+            f"{comparison.clients} training clients dealt {comparison.partition}; algorithms "
+            f"{', '.join(comparison.algorithms)} (gradient-trained: {comparison.rounds} rounds); each reservoir of "
+            f"tff-esn run's size on the source, a deep ESN splitting the same units over its layers; esnfed's "
+            f"topologies read by {comparison.ridge or 'no'} federated ridge at the λ chosen for the random reservoir")
+
+
+def results_table(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Test score (the selection objective, %) mean ± std over seeds: a row per reservoir, a column per source and
+    algorithm, the majority class and the stronger logistic regression last; the best reservoir per column bold."""
     names = list(dict.fromkeys(r["data"] for r in rows))
     algos = list(dict.fromkeys(r["algorithm"] for r in rows))
     columns = [(n, a) for n in names for a in algos]
     seeds = len({r["seed"] for r in rows})
-    lines = ["| reservoir | " + " | ".join(f"{n} {a}" for n, a in columns) + " |",
-             "|---|" + "---|" * len(columns)]
+    objective = _objective(rows)
+    body = []
     for label in _labels(rows):
-        cells = [_cell([r["accuracy"] for r in rows if (r["data"], r["reservoir"], r["algorithm"]) == (n, label, a)
-                        and r["accuracy"] is not None], seeds) for n, a in columns]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        cells = tuple(Cell(tuple(r[objective] for r in rows if (r["data"], r["reservoir"], r["algorithm"]) ==
+                                 (n, label, a)), seeds) for n, a in columns)
+        body.append((label, tuple(c if c.values else None for c in cells), ()))
+    for key, label in (("logistic_regression", "logistic regression (pooled data, reference)"),
+                       ("majority", "majority class (constant, reference)")):
+        first = {(r["data"], r["algorithm"], r["seed"]): r[key] for r in reversed(rows)}
+        body.append((label, tuple(Cell(tuple(v for (d, a, _), v in first.items() if (d, a) == c), seeds)
+                                  for c in columns), ()))
+    caption = (f"Test {METRIC_NAMES[objective]} (%), mean ± std over seeds, per reservoir: {_settings(comparison, rows)}. "
+               "Best reservoir per column in bold.")
+    return Table(caption, "reservoir", tuple(f"{n} {a}" for n, a in columns), tuple(body), scale=100.0, digits=1,
+                 marked=tuple(_labels(rows)))
 
 
-def figure(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """First algorithm's test accuracy per reservoir (mean, std whiskers), a panel per source; esnfed grey."""
-    import matplotlib
+def caption(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The figure's caption file."""
+    return (f"Test {METRIC_NAMES[_objective(rows)]} per reservoir (bars from 0, ± std over seeds; a bar per "
+            f"algorithm, told apart by colour and hatch), a panel per source; vertical lines: the majority class "
+            f"and the stronger logistic regression on pooled data. Settings: {_settings(comparison, rows)}.")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+HATCHES = ("", "//", "..", "xx", "\\\\", "++")
+"""One hatch per algorithm, beside its colour."""
+
+
+def figure(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]):
+    """Every algorithm's test score (the selection objective) per reservoir: grouped horizontal bars from 0 with
+    ± std whiskers, a panel per source, the majority class and logistic regression as vertical lines."""
+    plt = pyplot()
     names = list(dict.fromkeys(r["data"] for r in rows))
-    algorithm = rows[0]["algorithm"]
+    algos = list(dict.fromkeys(r["algorithm"] for r in rows))
     labels = _labels(rows)
-    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 5), squeeze=False)
+    objective = _objective(rows)
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names) + 2.2, 0.35 * len(labels) * len(algos) + 1.8),
+                             squeeze=False, sharey=True)
+    height = 0.8 / len(algos)
     for ax, name in zip(axes[0], names):
-        values = [[r["accuracy"] for r in rows if (r["data"], r["reservoir"], r["algorithm"]) == (name, label, algorithm)
-                   and r["accuracy"] is not None] for label in labels]
-        means = [100 * np.mean(v) if v else np.nan for v in values]
-        ax.barh(range(len(labels)), means, xerr=[100 * np.std(v) if v else 0.0 for v in values],
-                color=["tab:gray" if label.startswith("esnfed") else "tab:blue" for label in labels])
-        ax.set_yticks(range(len(labels)), labels if ax is axes[0][0] else [""] * len(labels), fontsize=8)
-        ax.invert_yaxis()
-        finite = [m for m in means if np.isfinite(m)]
-        ax.set_xlim(max(0.0, min(finite, default=10.0) - 10), 100)
-        ax.set_title(name)
-        ax.set_xlabel(f"{algorithm} test accuracy (%)")
+        for i, algorithm in enumerate(algos):
+            values = [[r[objective] for r in rows if (r["data"], r["reservoir"], r["algorithm"]) ==
+                       (name, label, algorithm) and r[objective] is not None] for label in labels]
+            y = np.arange(len(labels)) - 0.4 + height * (i + 0.5)
+            style = series_style(i)
+            ax.barh(y, [np.mean(v) if v else 0.0 for v in values], height=height * 0.92,
+                    xerr=[np.std(v) if v else 0.0 for v in values], color=style["color"], edgecolor="black",
+                    linewidth=0.5, hatch=HATCHES[i % len(HATCHES)], capsize=2, label=algorithm, zorder=2)
+        for index, (key, label) in enumerate((("majority", "majority class"),
+                                              ("logistic_regression", "logistic regression (pooled)"))):
+            values = [r[key] for r in rows if r["data"] == name and r[key] is not None]
+            if values:
+                style, colour = REFERENCE_STYLES[index]
+                ax.axvline(float(np.mean(values)), color=colour, linestyle=style, linewidth=1.2, label=label, zorder=3)
+        ax.set_yticks(np.arange(len(labels)), labels)
+        ax.set_xlim(0.0, 1.0)
+        ax.set_title(f"{name}: {dataset_title(dict(comparison.sources)[name])}")
+        ax.set_xlabel(metric_label(objective))
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].invert_yaxis()
+    legend_outside(axes[0][-1])
     fig.tight_layout()
-    try:
-        with atomic_write(path) as fh:
-            fig.savefig(fh, format="png", dpi=110)
-    finally:
-        plt.close(fig)
-    return path
+    return fig
+

@@ -1,0 +1,118 @@
+"""Exports of a trained :class:`~tff_esn.esn.model.Model`: a Keras model that ``.keras``-saves and reloads in a fresh
+process with the model's outputs, and reservoirpy nodes (slow, with the ``reservoirpy`` extra) computing them."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tff_esn import resolve_run, run_algorithm
+from tff_esn.common.tasks import Task
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.model import Model, Readout, model_of
+from tff_esn.esn.standardization import Standardization
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+
+from closed_form_data import default_split, random_dataset
+
+TOLERANCE = 1e-5
+
+
+def _trained(algorithm, per_step=False, **settings):
+    dataset = random_dataset(n_clients=6, steps=12, n_classes=3 if not per_step else 2, per_step=per_step)
+    split = default_split(dataset)
+    model = run_algorithm(resolve_run(algorithm, dataset, units=16, **settings), dataset, split).model
+    return model, dataset.pooled(split.test).x
+
+
+def _dense(rng):
+    """A softmax readout on standardised states of a reservoir fed standardised inputs, per-unit leaks."""
+    config = ReservoirConfig(units=12, leak_distribution="uniform", leak_low=0.3, leaky=0.9, seed=4)
+    weights = ReservoirWeights.from_config(config, 3)
+    readout = Readout("dense", rng.normal(size=(12, 3)), rng.normal(size=3), "softmax",
+                      Standardization(rng.normal(size=12).astype(np.float32), rng.uniform(0.5, 2, 12).astype(np.float32)))
+    inputs = Standardization(rng.normal(size=3).astype(np.float32), rng.uniform(0.5, 2, 3).astype(np.float32))
+    model = model_of(weights, readout, StateSpec("mean", 2), Task(), ("a", "b", "c"), ("x", "y", "z"),
+                     config=config, inputs=inputs)
+    return model, rng.normal(size=(5, 10, 3)).astype(np.float32)
+
+
+MODELS = {
+    "incfed": lambda rng: _trained("incfed", backend="numpy", state_mode="mean"),
+    "fedip-gains": lambda rng: _trained("fedip", backend="numpy", ip_epochs=1),
+    "ensemble": lambda rng: _trained("ensemble", state_mode="last"),
+    "per-step": lambda rng: _trained("centralized", per_step=True, state_mode="all", washout=2),
+    "dense-standardised": _dense,
+}
+
+
+def test_keras_export_reloads_in_a_fresh_process_with_the_models_outputs(tmp_path):
+    rng = np.random.default_rng(0)
+    names = sorted(MODELS)
+    for name in names:
+        model, x = MODELS[name](rng)
+        if name == "fedip-gains":
+            assert np.any(model.members[0].reservoir.gain != 1)
+        keras_model = model.to_keras()
+        expected = model.decision_function(x)
+        assert np.abs(keras_model.predict(x, verbose=0).reshape(expected.shape) - expected).max() < TOLERANCE
+        keras_model.save(tmp_path / f"{name}.keras")
+        np.save(tmp_path / f"{name}.x.npy", x)
+        np.save(tmp_path / f"{name}.y.npy", expected)
+    code = ("import sys, numpy as np; from tff_esn.esn.keras_export import load_keras\n"
+            f"for name in {names!r}:\n"
+            f"    m = load_keras({str(tmp_path)!r} + f'/{{name}}.keras')\n"
+            f"    x, y = (np.load({str(tmp_path)!r} + f'/{{name}}.{{k}}.npy') for k in 'xy')\n"
+            "    print(name, float(np.abs(m.predict(x, verbose=0).reshape(y.shape) - y).max()))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    errors = dict(line.split() for line in done.stdout.strip().splitlines())
+    assert sorted(errors) == names, done.stderr[-2000:]
+    assert all(float(e) < TOLERANCE for e in errors.values()), errors
+
+
+def test_loading_a_model_imports_no_tensorflow_until_to_keras():
+    code = ("import sys; from tff_esn.esn.model import Model; import tff_esn.esn.reservoirpy_nodes; "
+            "print('tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["False"], done.stderr
+
+
+def test_reservoirpy_refuses_what_it_has_no_node_of():
+    rng = np.random.default_rng(0)
+    model, _ = _dense(rng)
+    with pytest.raises(ValueError, match="a dense .* readout has no reservoirpy Ridge node"):
+        model.to_reservoirpy()
+    ensemble, _ = _trained("ensemble")
+    with pytest.raises(ValueError, match="an ensemble has several reservoirs"):
+        ensemble.to_reservoirpy()
+    deep = ReservoirWeights.from_config(ReservoirConfig(units=8, layers=2, seed=1), 3)
+    model = model_of(deep, Readout("ridge", rng.normal(size=(1, 17))), StateSpec("last"), Task("regress"),
+                     ("a", "b", "c"), ("y",))
+    with pytest.raises(ValueError, match="a deep reservoir's layers"):
+        model.to_reservoirpy()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["incfed", "fedip-gains", "per-step", "inputs"])
+def test_reservoirpy_nodes_compute_the_models_outputs_and_read_back(name):
+    reservoirpy = pytest.importorskip("reservoirpy")
+    reservoirpy.verbosity(0)
+    rng = np.random.default_rng(1)
+    if name == "inputs":  # input standardisation and per-unit leaks folded into the nodes
+        model, x = MODELS["incfed"](rng)
+        config = ReservoirConfig(units=16, leak_distribution="uniform", leak_low=0.3, leaky=0.9, seed=4)
+        member = model.members[0]
+        inputs = Standardization(rng.normal(size=3).astype(np.float32), rng.uniform(0.5, 2, 3).astype(np.float32))
+        model = model.replace(members=(type(member)(ReservoirWeights.from_config(config, 3), member.readout, 1.0,
+                                                    config),), inputs=inputs)
+        assert isinstance(model.members[0].reservoir.leaky, tuple)
+    else:
+        model, x = MODELS[name](rng)
+    esn = model.to_reservoirpy()
+    expected = model.decision_function(x)
+    np.testing.assert_allclose(esn.run(x), expected, atol=TOLERANCE, rtol=0)
+    back = Model.from_reservoirpy(esn.reservoir, esn.readout, state_mode=esn.state_mode, washout=esn.washout,
+                                  label_names=model.label_names)
+    np.testing.assert_allclose(back.decision_function(x), expected, atol=TOLERANCE, rtol=0)
+    np.testing.assert_array_equal(back.predict(x).reshape(-1), model.predict(x).reshape(-1))

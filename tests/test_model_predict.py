@@ -1,0 +1,139 @@
+"""``tff-esn predict``: a run's saved model on a data source reproduces the run's metrics exactly (its groups pooled
+as the run pooled them, a ``--partition`` re-applied), and bad input is one line with nothing written."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from tff_esn.cli import main
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
+from tff_esn.esn.model import Model
+from tff_esn.runs.predictions import check_dataset, predict_dataset
+
+from closed_form_data import random_dataset, write_npz
+
+CLOSED_FORM = ("centralized", "incfed", "fedavg-ridge", "rls", "partial-incfed", "pfedrr", "ensemble", "alignment",
+               "fedip")
+SETTINGS = {"incfed": ["--backend", "numpy"], "fedip": ["--backend", "numpy", "--ip-epochs", "1"]}
+
+
+def _same(a, b) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def npz(tmp_path_factory):
+    dataset = random_dataset(n_clients=7, steps=12, n_classes=3, seed=2)
+    return write_npz(tmp_path_factory.mktemp("data") / "d.npz", dataset, ["train"] * 5 + ["val", "test"])
+
+
+def _run(algorithm, npz, out, *extra):
+    assert main(["run", algorithm, "--data", f"npz:{npz}", "--out", str(out), "--units", "16",
+                 *SETTINGS.get(algorithm, []), *extra]) == 0
+    return json.loads((out / "metrics.json").read_text())
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize("algorithm", CLOSED_FORM)
+def test_predict_reproduces_the_runs_metrics_and_test_predictions(algorithm, npz, tmp_path, capsys):
+    record = _run(algorithm, npz, tmp_path / "run")
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--run", str(tmp_path / "run"), "--data", f"npz:{npz}", "--out", str(out)]) == 0
+    assert "groups: the run's client groups" in capsys.readouterr().out
+    metrics = json.loads(out.with_suffix(".metrics.json").read_text())
+    for group in ("val", "test"):
+        assert _same(metrics[group], record[group]), group
+    assert metrics["clients"] == record["clients"]
+    rows = [r for r in _rows(out) if r["group"] == "test"]
+    dataset = load_npz(npz)
+    test = dataset.pooled(record["clients"]["test"])
+    assert len(rows) == len(test)
+    model = Model.load(tmp_path / "run" / "model")
+    scores = model.decision_function(test.x)
+    assert [r["prediction"] for r in rows] == [model.label_names[k] for k in model.predict(test.x)]
+    assert [r["truth"] for r in rows] == [str(k) for k in test.y]
+    np.testing.assert_array_equal([[float(r[f"score:{k}"]) for k in model.label_names] for r in rows], scores)
+    assert [(r["client"], r["sequence"]) for r in rows] == [("c6", str(i)) for i in range(len(test))]
+
+
+def test_a_partitioned_run_is_dealt_again_and_reproduced(npz, tmp_path, capsys):
+    record = _run("incfed", npz, tmp_path / "run", "--partition", "iid", "--clients", "3")
+    assert record["clients"]["train"] == ["p0", "p1", "p2"]
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--run", str(tmp_path / "run"), "--data", f"npz:{npz}", "--out", str(out)]) == 0
+    assert "groups: the run's split and partition re-applied" in capsys.readouterr().out
+    metrics = json.loads(out.with_suffix(".metrics.json").read_text())
+    for group in ("train", "val", "test"):
+        assert _same(metrics[group], record[group]), group
+    assert {r["client"] for r in _rows(out)} == {"p0", "p1", "p2", "c5", "c6"}
+
+
+def test_other_data_is_predicted_pooled_with_metrics(npz, tmp_path, capsys):
+    _run("centralized", npz, tmp_path / "run")
+    other = random_dataset(n_clients=2, steps=9, n_classes=3, seed=5)
+    path = write_npz(tmp_path / "other.npz", other, ["train", "test"])
+    capsys.readouterr()
+    assert main(["predict", "--run", str(tmp_path / "run"), "--data", f"npz:{path}"]) == 0
+    done = capsys.readouterr()
+    lines = done.out.strip().splitlines()
+    assert lines[0] == "client,sequence,group,prediction,truth,score:0,score:1,score:2"
+    assert len(lines) == 1 + sum(len(c) for c in other.clients.values())
+    assert "all: accuracy" in done.err and "groups: pooled (the data does not hold the run's clients)" in done.err
+    model = Model.load(tmp_path / "run" / "model")
+    pooled = other.pooled(other.client_ids)
+    expected = model.score(pooled.x, pooled.y)["accuracy"]
+    assert f"all: accuracy {expected:.4f}" in done.err
+
+
+def _one_line_refusal(capsys, argv, out, match):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err, err
+    assert not out.exists() and not out.with_suffix(".metrics.json").exists()
+
+
+def test_bad_input_is_one_line_and_nothing_is_written(npz, tmp_path, capsys):
+    run = tmp_path / "run"
+    _run("incfed", npz, run)
+    capsys.readouterr()
+    out = tmp_path / "p.csv"
+    argv = ["predict", "--run", str(run), "--data", f"npz:{npz}", "--out", str(out)]
+    three = random_dataset(n_clients=3, steps=12, features=4, n_classes=3)
+    _one_line_refusal(capsys, [*argv[:4], f"npz:{write_npz(tmp_path / 'f4.npz', three, ['train'] * 3)}", *argv[5:]],
+                      out, "4 features per step, the model was trained on 3")
+    four = random_dataset(n_clients=3, steps=12, n_classes=4)
+    _one_line_refusal(capsys, [*argv[:4], f"npz:{write_npz(tmp_path / 'k4.npz', four, ['train'] * 3)}", *argv[5:]],
+                      out, "class(es) ['3'] the model does not know")
+    arrays = run / "model" / "arrays.npz"
+    arrays.write_bytes(arrays.read_bytes()[:-100])
+    _one_line_refusal(capsys, argv, out, "arrays.npz: its content does not match model.json's checksum")
+    header = run / "model" / "model.json"
+    header.write_text(header.read_text().replace('"version": 1', '"version": 99'))
+    _one_line_refusal(capsys, argv, out, "format version 99; this tff_esn reads version 1 only")
+
+
+def test_check_dataset_maps_classes_by_name_and_refuses_short_sequences():
+    from tff_esn import resolve_run, run_algorithm
+    from closed_form_data import default_split
+
+    dataset = random_dataset(n_clients=5, steps=10, n_classes=3)
+    model = run_algorithm(resolve_run("centralized", dataset, units=12, state_mode="mean", washout=3), dataset,
+                          default_split(dataset)).model
+    c = dataset.clients["c4"]
+    names = ("k2", "k0", "k1")  # the same sequences, classes coded in another order
+    recoded = SequenceDataset({"c4": ClientSequences(c.x, (c.y + 1) % 3)}, 3, dataset.feature_names, names, "r")
+    mapped = check_dataset(model, recoded)
+    np.testing.assert_array_equal(mapped.clients["c4"].y, c.y)
+    plain = predict_dataset(model, SequenceDataset({"c4": c}, 3, dataset.feature_names, dataset.label_names, "r"))
+    assert _same(predict_dataset(model, recoded).metrics, plain.metrics)
+    assert plain.metrics["all"] == model.score(c.x, c.y)
+    short = SequenceDataset({"c4": ClientSequences(c.x[:, :3], c.y)}, 3, dataset.feature_names, dataset.label_names,
+                            "short")
+    with pytest.raises(ValueError, match="short: the shortest sequence has 3 steps, not more than the model's washout"):
+        check_dataset(model, short)
