@@ -41,6 +41,8 @@ SETS = ("JapaneseVowels", "BasicMotions", "GunPoint", "PickupGestureWiimoteZ", "
 ALGORITHMS = ("centralized", "incfed", "fedavg", "fedcurv", "thesis-central")
 EXACT = ("centralized", "incfed")
 CLIENTS = 5
+CHOSEN = ("leaky", "spectral_radius", "input_scaling", "units")
+"""The reservoir settings a default closed-form run chooses (its ``selection`` record)."""
 
 
 def _flag(flags: list[str], name: str, default: str | None = None) -> str | None:
@@ -130,7 +132,7 @@ def selection_cost(algorithm: str, data, split, repeats: int = 3) -> dict | None
     first = chosen[0][0]
     picked = first["selection"]
     fixed = {"l2": first["l2_selection"]["l2"], "state_mode": picked["state_mode"],
-             **{k: picked[k] for k in ("leaky", "spectral_radius", "input_scaling") if k in picked}}
+             **{k: picked[k] for k in ("raw_inputs", *CHOSEN) if k in picked}}
     given = [_timed(algorithm, data, split, **flags, **fixed) for _ in range(repeats)]
     assert given[0][0]["test"]["accuracy"] == first["test"]["accuracy"], (first["test"], given[0][0]["test"])
     selected, fixed_seconds = min(r["seconds"] for r, _ in chosen), min(r["seconds"] for r, _ in given)
@@ -162,7 +164,7 @@ def main(flags: list[str]) -> None:
             row[algorithm] = {"accuracy": record["test"]["accuracy"], "seconds": record["seconds"],
                               "flags": (record.get("result_check") or {}).get("test", []),
                               "choice": {k: record.get("selection", {}).get(k) for k in
-                                         ("state_mode", "leaky", "spectral_radius", "input_scaling")}
+                                         ("state_mode", "raw_inputs", *CHOSEN)}
                               | {"l2": (record.get("l2_selection") or {}).get("l2")}}
             baselines = record["baselines"]
             row["majority"] = {"accuracy": baselines["majority"]["test"]["accuracy"]}

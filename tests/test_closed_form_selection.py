@@ -110,7 +110,7 @@ def test_flags_fix_their_setting_and_skip_that_part_of_the_search():
     run = resolve_run("centralized", "npz:own.npz", state_mode="last", leaky=0.5)
     config, settings = run.config, run.record
     assert config.state_mode == "last" and config.l2 == "auto"
-    assert config.reservoir_search == ("spectral_radius", "input_scaling")
+    assert config.reservoir_search == ("spectral_radius", "input_scaling", "units")
     assert settings["state_mode"]["origin"] == "flag" and settings["reservoir_search"]["origin"] == "own-data default"
     default = resolve_run("centralized", "npz:own.npz").config
     assert default.state_mode == "auto" and default.reservoir_search == selection.SEARCHABLE

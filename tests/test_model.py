@@ -114,7 +114,8 @@ def test_every_registered_algorithm_returns_its_model(tmp_path):
 def test_predictions_are_the_readout_of_the_states_and_per_step_shapes():
     dataset = random_dataset(n_clients=6, steps=12, n_classes=2, per_step=True)
     split = default_split(dataset)
-    record = run_algorithm(resolve_run("centralized", dataset, units=20, state_mode="all", washout=2),
+    record = run_algorithm(resolve_run("centralized", dataset, units=20, state_mode="all", washout=2,
+                                       raw_inputs=False),
                            dataset, split)
     model, test = record.model, dataset.pooled(split.test)
     assert model.per_step and model.predict(test.x).shape == (len(test), 10)

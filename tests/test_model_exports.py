@@ -10,7 +10,7 @@ import pytest
 from tff_esn import resolve_run, run_algorithm
 from tff_esn.common.tasks import Task
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn.esn.model import Model, Readout, model_of
+from tff_esn.esn.model import Member, Model, Readout, model_of
 from tff_esn.esn.standardization import Standardization
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
@@ -38,8 +38,22 @@ def _dense(rng):
     return model, rng.normal(size=(5, 10, 3)).astype(np.float32)
 
 
+def _dense_inputs(rng):
+    """:func:`_dense`'s model with the inputs beside the states, read at the last step."""
+    model, x = _dense(rng)
+    scale = Standardization(rng.normal(size=15).astype(np.float32), rng.uniform(0.5, 2, 15).astype(np.float32))
+    readout = Readout("dense", rng.normal(size=(15, 3)), rng.normal(size=3), "softmax", scale)
+    member = model.members[0]
+    return model.replace(members=(Member(member.reservoir, readout, 1.0, member.config),),
+                         spec=StateSpec("last", 0, raw_inputs=True)), x
+
+
 MODELS = {
     "incfed": lambda rng: _trained("incfed", backend="numpy", state_mode="mean"),
+    "inputs-mean": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", washout=3, raw_inputs=True),
+    "inputs-per-step": lambda rng: _trained("centralized", per_step=True, state_mode="all", washout=2,
+                                            raw_inputs=True),
+    "inputs-dense-last": _dense_inputs,
     "fedip-gains": lambda rng: _trained("fedip", backend="numpy", ip_epochs=1),
     "ensemble": lambda rng: _trained("ensemble", state_mode="last"),
     "per-step": lambda rng: _trained("centralized", per_step=True, state_mode="all", washout=2),
@@ -91,6 +105,9 @@ def test_reservoirpy_refuses_what_it_has_no_node_of():
                      ("a", "b", "c"), ("y",))
     with pytest.raises(ValueError, match="a deep reservoir's layers"):
         model.to_reservoirpy()
+    beside, _ = _trained("centralized", raw_inputs=True, state_mode="last")
+    with pytest.raises(ValueError, match="sees the inputs beside the states"):
+        beside.to_reservoirpy()
 
 
 @pytest.mark.slow

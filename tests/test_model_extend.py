@@ -59,7 +59,8 @@ def test_adding_clients_b_to_a_model_of_a_is_incfed_on_a_and_b(tmp_path_factory,
     setting = {**FIXED, "state_mode": data.draw(st.sampled_from(modes), label="state mode"),
                "l2": data.draw(st.sampled_from([1e-4, 1e-2, 1.0]), label="λ"),
                "l2_per_client": data.draw(st.booleans(), label="λ per client"),
-               "seed": data.draw(st.integers(0, 5), label="seed")}
+               "seed": data.draw(st.integers(0, 5), label="seed"),
+               "raw_inputs": data.draw(st.booleans(), label="inputs beside the states")}
     data_a, split_a = _part(dataset, a, "A")
     data_b, split_b = _part(dataset, b, "B")
     data_ab, split_ab = _part(dataset, a + b, "A+B")

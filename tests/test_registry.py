@@ -368,7 +368,8 @@ def test_resolve_run_is_the_clis_run_for_library_users():
     data = random_dataset(n_clients=4, seed=2)  # arrays from Python: own data
     assert resolve_run("incfed", data, units=30).config == IncFedConfig(
         reservoir=ReservoirConfig(units=30, bias_scaling=1.0), state_mode="auto", l2="auto",
-        objective="balanced_accuracy", reservoir_search=("leaky", "spectral_radius", "input_scaling"))
+        objective="balanced_accuracy", raw_inputs="auto",
+        reservoir_search=("leaky", "spectral_radius", "input_scaling"))  # units given: not searched
     assert resolve_run("incfed", "synthetic-hhar", units=30).config == IncFedConfig(reservoir=ReservoirConfig(units=30))
     own = resolve_run("fedavg", "npz:/data/mine.npz", out="o", units=30).config
     assert (own.noise_std, own.model.state_mode, own.model.reservoir.bias_scaling, own.model.reservoir.units) == \

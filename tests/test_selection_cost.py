@@ -35,6 +35,7 @@ def test_mean_and_last_from_one_pass_are_each_modes_own_states_bit_for_bit(seed)
     everything.cache(weights, data.client_ids)
     for mode in ("mean", "last"):
         own, adopted = Harvester(data, StateSpec(mode, 2, True)), Harvester(data, StateSpec(mode, 2, True))
+        own.cache(weights, data.client_ids)  # the same pooled batches as the ``all`` pass: BLAS rounds alike
         adopted.adopt(weights, everything, data.client_ids)
         for cid in data.client_ids:
             np.testing.assert_array_equal(adopted.features(weights, cid).states, own.features(weights, cid).states)

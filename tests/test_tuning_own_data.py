@@ -73,7 +73,7 @@ def test_a_search_that_recommends_the_own_data_default_writes_a_best_hparams_fil
     assert result.recommends_default and result.best_score == 1.0
     hparams = read_hparams(tmp_path / "search" / "best_hparams.json")
     trial_keys = {k for k in result.trials[0] if k not in ("trial", "status", "score", "seconds", "classes_predicted")}
-    assert set(hparams) == trial_keys | {"state_mode", "washout", "readout_bias"}
+    assert set(hparams) == trial_keys | {"state_mode", "washout", "readout_bias", "raw_inputs"}
     assert (hparams["spectral_radius"], hparams["leaky"], hparams["bias_scaling"], hparams["units"]) == (0.9, 1.0, 1.0, 100)
     config = config_from_flags(IncFedConfig, hparams)
     assert config.reservoir.spectral_radius == 0.9 and config.l2 == hparams["l2"]

@@ -71,7 +71,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, settings: Mapping[str, Se
         if s.group not in groups:
             groups[s.group] = parser.add_argument_group(s.group or title)
         group = groups[s.group]
-        if isinstance(s.default, bool):
+        if isinstance(s.default, bool) and s.kinds == (bool,):
             flag = s.flag if not s.default else "--no-" + s.flag[2:]
             state = "on by default; this flag turns it off" if s.default else "off by default"
             own = (own_data or {}).get(name)

@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def _seconds(record: dict) -> str:
+    """The run's wall time, or that it is withheld (a DP run's timing under secret sampling)."""
+    return f"{record['seconds']:.1f} s" if "seconds" in record else "time withheld (secret sampling)"
+
+
 def summary_line(record: dict, path: Path) -> str:
     """``ALGO on DATA: test accuracy … | up … down … floats/client × rounds | … s → path`` (real-valued: NRMSE, RMSE, R²)."""
     test = record.get("test") or record.get("val") or record.get("train") or {}
@@ -31,7 +36,7 @@ def summary_line(record: dict, path: Path) -> str:
     return (
         f"{record['algorithm']} on {record['data']}: {quality} | "
         f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
-        f"{comm['rounds']} round(s) | {record['seconds']:.1f} s{_privacy_note(record.get('privacy') or {})} → {path}"
+        f"{comm['rounds']} round(s) | {_seconds(record)}{_privacy_note(record.get('privacy') or {})} → {path}"
     )
 
 

@@ -10,7 +10,8 @@ from typing import Any
 from tff_esn.registry.algorithms import register_algorithm
 from tff_esn.common.communication import CommunicationCost, Phase, readout_floats
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
-from tff_esn.closed_form.selection import AUTO, L2_GRID, OBJECTIVES, check_grid, check_search
+from tff_esn.closed_form.selection import (AUTO, L2_GRID, OBJECTIVES, SEARCHABLE, check_grid, check_search,
+                                          parse_switch)
 from tff_esn.common.tasks import TASK_KINDS
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.common.validation import check_field, is_count, is_finite
@@ -80,6 +81,10 @@ class ReadoutConfig:
             ``input_scaling``) chosen on the validation data from a small grid; ``()``: none.
         washout: initial steps dropped (≥ 0).
         readout_bias: append a constant-1 input (the readout's bias) to the states.
+        raw_inputs: the readout sees the input u(t) beside the state x(t), rows ``[u, x]`` read as the
+            state mode reads states (esnfed's features, reservoirpy's ``use_raw_inputs``); ``"auto"``: chosen on
+            the validation data like the state mode (:mod:`tff_esn.closed_form.selection`). Not with secure
+            aggregation unless ``secure_range`` is given: its derived range bounds states in [−1, 1].
         privacy: secure aggregation / DP (only the algorithms that implement them accept any).
     """
 
@@ -91,6 +96,8 @@ class ReadoutConfig:
     reservoir_search: tuple[str, ...] = ()
     washout: int = 0
     readout_bias: bool = True
+    raw_inputs: bool | str = dataclasses.field(default=False, metadata={
+        "choices": (AUTO,), "type": parse_switch, "metavar": "{true,false,auto}"})
     privacy: PrivacyConfig = PrivacyConfig()
 
     def __post_init__(self) -> None:
@@ -104,11 +111,29 @@ class ReadoutConfig:
         object.__setattr__(self, "reservoir_search", check_search(self.reservoir_search))
         check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
         check_field(self, "readout_bias", isinstance(self.readout_bias, bool), "True or False")
+        check_field(self, "raw_inputs", isinstance(self.raw_inputs, bool) or self.raw_inputs == AUTO,
+                    f"True, False or {AUTO!r}")
+        if self.raw_inputs is True and self.privacy.secure_aggregation and self.privacy.secure_range is None:
+            raise ValueError("ReadoutConfig.raw_inputs (--raw-inputs) with secure aggregation needs "
+                             "--secure-range: the derived range bounds states in [−1, 1], not the raw inputs.")
+        bound = self.privacy.dp_max_steps
+        if bound is not None and bound <= self.washout:
+            raise ValueError(f"--dp-max-steps {bound}: a training sequence cut to {bound} steps keeps no state after "
+                             f"--washout {self.washout}; give --dp-max-steps above the washout.")
 
     @property
     def seed(self) -> int:
         """The run's seed: the reservoir's."""
         return self.reservoir.seed
+
+
+def _check_unclipped_inputs(config: ReadoutConfig) -> None:
+    """Refuses the inputs beside the states with DP where the statistics are harvested unclipped (their DP
+    sensitivity holds for rows of norm ≤ √N_F, which states in [−1, 1] meet and inputs need not)."""
+    if config.raw_inputs is True and config.privacy.dp_requested:
+        raise ValueError(f"{type(config).__name__}.raw_inputs (--raw-inputs) with DP: this algorithm's statistics "
+                         "are harvested unclipped and the inputs are not bounded like states; drop one of them "
+                         "(incfed clips every row inside TFF).")
 
 
 def _check_subrounds(config: Any) -> None:
@@ -203,6 +228,7 @@ class PartialIncFedConfig(ReadoutConfig):
                     f"{self.reservoir.readout_units}{' + the readout bias' if self.readout_bias else ''})")
         check_field(self, "alpha", is_finite(self.alpha) and 0 <= self.alpha <= 1, "a number in [0, 1]")
         check_field(self, "mask", self.mask in MASKS, f"one of {MASKS}")
+        _check_unclipped_inputs(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,6 +250,7 @@ class PFedRRConfig(ReadoutConfig):
         check_field(self, "tau", is_finite(self.tau) and 0 < self.tau <= 1, "a number in (0, 1]")
         check_field(self, "reading", self.reading in READINGS, f"one of {READINGS}")
         _check_subrounds(self)
+        _check_unclipped_inputs(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,7 +311,11 @@ def runs_tff(config: ReadoutConfig) -> bool:
 
 OWN_DATA = {"state_mode": AUTO, "bias_scaling": 1.0, "l2": AUTO, "objective": "balanced_accuracy",
             "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
-"""The closed form's own-data defaults: λ, the state mode and the reservoir chosen on the validation data."""
+"""The own-data state selection both families share: λ, the state mode and the reservoir's scaling chosen on the
+validation data."""
+CLOSED_FORM_OWN_DATA = {**OWN_DATA, "raw_inputs": AUTO, "reservoir_search": SEARCHABLE}
+"""The closed form's own-data defaults: :data:`OWN_DATA`, the inputs beside the states and the reservoir's size
+chosen too."""
 SERIES_RESERVOIR = {"units": 500, "state_mode": "all", "washout": 100, "bias_scaling": 1.0}
 SERIES = {**SERIES_RESERVOIR, "l2": AUTO}
 """Its defaults on a generated series (per-step forecasting): every state after a washout of 100
@@ -342,7 +373,8 @@ def ensemble_cost(clients: int, n_features: int, n_outputs: int) -> Communicatio
 def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: Any) -> None:
     """Registers a closed-form algorithm with the family's defaults; ``entry`` adds or replaces registry fields."""
     register_algorithm(name, config, "tff_esn.closed_form." + run, communication=cost, help=help,
-                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": OWN_DATA, **entry})
+                       **{"ragged": True, "tff": runs_tff, "tasks": TASK_KINDS, "own_data": CLOSED_FORM_OWN_DATA,
+                          **entry})
 
 
 _register("centralized", ExactReadoutConfig, "centralized:run_centralized", centralized_cost,
@@ -376,4 +408,4 @@ _register("ensemble", ReadoutConfig, "heterogeneous:run_ensemble", ensemble_cost
           "different reservoir per client; size-weighted ensemble of local readouts")
 _register("alignment", AlignmentConfig, "heterogeneous:run_alignment", incfed_cost,
           "different reservoirs interpolated toward a shared one with weight α, then IncFed",
-          own_data={**OWN_DATA, "alpha": AUTO})
+          own_data={**CLOSED_FORM_OWN_DATA, "alpha": AUTO})

@@ -79,8 +79,9 @@ def _flags(names: dict[str, Any]) -> str:
 
 
 def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig:
-    """``config`` with the saved model's reservoir, state mode, washout, readout bias and λ; ``ValueError`` when a
-    setting this run fixes differs (the settings ``reservoir_search`` and ``auto`` leave open are the saved ones)."""
+    """``config`` with the saved model's reservoir, state mode, inputs beside the states, washout, readout bias and
+    λ; ``ValueError`` when a setting this run fixes differs (the settings ``reservoir_search`` and ``auto`` leave
+    open are the saved ones)."""
     model = extension.model
     saved = model.members[0].config
     open_fields = set(config.reservoir_search)
@@ -93,6 +94,8 @@ def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig
         differ["washout"] = spec.washout
     if config.readout_bias != spec.readout_bias:
         differ["readout_bias"] = spec.readout_bias
+    if config.raw_inputs not in (AUTO, spec.raw_inputs):
+        differ["raw_inputs"] = spec.raw_inputs
     per_client = bool(((model.provenance.get("config") or {}).get("l2_per_client") or {}).get("value", False))
     if config.l2_per_client != per_client:
         differ["l2_per_client"] = per_client
@@ -100,7 +103,8 @@ def extension_config(config: IncFedConfig, extension: Extension) -> IncFedConfig
         raise ValueError(f"--add-to {extension.path}: the saved model was trained with other settings than this "
                          f"run's; give {_flags(differ)} (or drop the differing flags).")
     l2 = extension.l2 if config.l2 == AUTO else config.l2
-    return dataclasses.replace(config, reservoir=saved, state_mode=spec.state_mode, reservoir_search=(), l2=l2)
+    return dataclasses.replace(config, reservoir=saved, state_mode=spec.state_mode, raw_inputs=spec.raw_inputs,
+                               reservoir_search=(), l2=l2)
 
 
 def l2_choice(config: IncFedConfig, extension: Extension) -> L2Choice:
@@ -139,7 +143,7 @@ def check_extends(extension: Extension, dataset: SequenceDataset, split: Split, 
         raise DataError(f"{where}: the saved model's reservoir arrays differ from the ones this run draws from its "
                         "settings (another tff_esn version's draws, or an altered model); extend it with the "
                         "tff_esn that trained it.")
-    if model.stats.n_outputs != dataset.n_classes or model.stats.n_features != weights.readout_units + int(
+    if model.stats.n_outputs != dataset.n_classes or model.stats.n_features != model.spec.width(weights) + int(
             model.spec.readout_bias):
         raise DataError(f"{where}: the kept statistics' shape {model.stats.A.shape} does not fit this run's readout; "
                         "the model folder is altered.")

@@ -28,7 +28,8 @@ def readout_targets(client: ClientSequences, n_outputs: int, state_mode: str) ->
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Features:
-    """States scored by a readout (m, N_R), their labels (m,) and, beside the mean, each sequence's ``last`` state."""
+    """State rows scored by a readout (m, :meth:`StateSpec.width`), their labels (m,) and, beside the mean, each
+    sequence's ``last`` state."""
 
     states: np.ndarray
     labels: np.ndarray
@@ -46,8 +47,8 @@ class Harvester:
         self._features: dict[tuple[str, str], Features] = {}
 
     def n_features(self, weights: ReservoirWeights) -> int:
-        """Columns of the readout: the units it sees (+1 with the bias input)."""
-        return weights.readout_units + int(self.spec.readout_bias)
+        """Columns of the readout: the inputs and units it sees (:meth:`StateSpec.width`; +1 with the bias input)."""
+        return self.spec.width(weights) + int(self.spec.readout_bias)
 
     def batches(self, *parts: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
         """``(rows, x, lengths)`` batches of the pooled sequences of ``parts`` (length-sorted when ragged)."""
@@ -149,7 +150,8 @@ class Harvester:
         targets = np.concatenate([self.targets(c) for c in clients]) if any(with_stats) else None
         if in_loop and per_step_all:
             targets = targets[:, spec.washout:]
-        width = weights.readout_units * (2 if keep == "mean+last" else 1)
+        row = spec.width(weights)
+        width = row * (2 if keep == "mean+last" else 1)
         states = np.zeros((starts[-1],) + ((clients[0].x.shape[1] - spec.washout,) if per_step_all else ())
                           + (width,), np.float64)
         totals = [[0, 0, 0] for _ in clients]
@@ -159,7 +161,7 @@ class Harvester:
                 washout=spec.washout, lengths=lengths, targets=targets[rows] if in_loop else None,
                 groups=groups[rows], n_groups=len(clients), readout_bias=spec.readout_bias, layers=weights.layers,
                 readout_from=weights.readout_from, activation=weights.activation,
-                products=np.dtype(self.dataset.task.products))
+                products=np.dtype(self.dataset.task.products), with_inputs=spec.raw_inputs)
             for total, part in zip(totals, parts or ()):
                 for j in range(3):
                     total[j] += part[j]
@@ -171,8 +173,8 @@ class Harvester:
             else:
                 labels = client.y[:, -1] if client.per_step else client.y
             kept = states[rows].reshape(-1, width)
-            features = Features(np.ascontiguousarray(kept[:, :weights.readout_units]), labels,
-                                np.ascontiguousarray(kept[:, weights.readout_units:]) if width > weights.readout_units else None)
+            features = Features(np.ascontiguousarray(kept[:, :row]), labels,
+                                np.ascontiguousarray(kept[:, row:]) if width > row else None)
             if not with_stats[k]:
                 stats = None
             elif in_loop:

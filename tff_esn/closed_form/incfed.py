@@ -22,7 +22,7 @@ from tff_esn.closed_form.harvest import readout_targets
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import plain_sections, tff_aggregation
 from tff_esn.closed_form.run import Run
-from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive
+from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive, stream_identity
 from tff_esn.privacy.aggregation import StatsAggregation, client_noise, federated_stats_sum, lower_secure, server_noise
 from tff_esn.privacy.dp_stats import clip_rows, floor_eigenvalues
 from tff_esn.privacy.closed_form import stats_sections
@@ -91,14 +91,14 @@ def build_client_stats_computation(n_inputs: int, steps: int, units: int, n_clas
     element_type = tff.StructWithPythonType(
         [tff.TensorType(f32, [None, steps, n_inputs]), tff.TensorType(f32, target_shape)]
         + ([tff.TensorType(np.int32, [None])] if ragged else []), tuple)
-    features = units - readout_from + int(spec.readout_bias)
+    features = units - readout_from + (n_inputs if spec.raw_inputs else 0) + int(spec.readout_bias)
     clip_fn = None if clip is None else functools.partial(clip_rows, clip=clip)
 
-    def add_batch(acc, batch, reservoir):  # one batch's (Yᵀ S, Sᵀ S, n) in float64, rows clipped first (DP)
+    def add_batch(acc, batch, reservoir):  # one batch's (Yᵀ S, Sᵀ S, n) in float64, rows [u, x, 1] clipped (DP)
         part = states_tf.batch_statistics(batch[0], batch[1], *reservoir, leaky, spec.state_mode,
                                           spec.washout, spec.readout_bias, lengths=batch[2] if ragged else None,
                                           clip=clip_fn, dtype=tf.float64, layers=layers, readout_from=readout_from,
-                                          activation=activation)
+                                          activation=activation, with_inputs=spec.raw_inputs)
         return tuple(x + y for x, y in zip(acc, part))
 
     @tff.tensorflow.computation(tff.SequenceType(element_type), reservoir_type)
@@ -238,7 +238,7 @@ def federate_tff(weights: ReservoirWeights, clients: Sequence[ClientSequences], 
     reservoir = (weights.kernel, weights.recurrent, weights.bias, weights.gain)
     seed = aggregation.dp.seed if aggregation is not None and aggregation.dp is not None else 0
     seeds = [np.array([seed, i], np.int64) for i in range(len(clients))]
-    n_features = weights.readout_units + int(spec.readout_bias)
+    n_features = spec.width(weights) + int(spec.readout_bias)
     _, w_clients, singular, released, clipped, raised = comp(reservoir, datasets, np.float64(l2), seeds,
                                                              _prior_values(prior, n_classes, n_features))
     a, b, n, count = (np.asarray(v) for v in released)
@@ -296,8 +296,7 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
         a, b, n, _ = comp(reservoir, datasets)
         return [RidgeStats(np.asarray(a), np.asarray(b), int(n), len(arrays), spec.readout_bias)], {}
 
-    identity = {"algorithm": "incfed", "n_clients": source.n_clients, "subround_size": subround_size,
-                "reservoir": weights.key}
+    identity = stream_identity("incfed", source, subround_size, weights, spec)
     (total,), _, done = drive(source, subround_size, subround, Checkpoint(checkpoint, identity), progress,
                               "incfed subrounds")
     return StreamedIncFed(total.solve(l2, per_client=per_client), total, done)

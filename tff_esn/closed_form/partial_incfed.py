@@ -117,7 +117,7 @@ def run_partial_incfed(dataset: SequenceDataset, split: Split, config: PartialIn
     k = config.k if config.k is not None else default_k(run.n_features, len(run.train_ids))
     l2 = run.choose_l2(lambda grid: [run.scorer(fit_partial_incfed(
         run.stats(), k, config.alpha, l2, seed=config.seed, mask=config.mask).readout) for l2 in grid])
-    stats, aggregate, sections = private_sum(run, run.stats())
+    stats, aggregate, sections = private_sum(run, run.stats)
     result = fit_partial_incfed(stats, k, config.alpha, l2, seed=config.seed, mask=config.mask, aggregate=aggregate)
     cost = dense_if_secure(run, partial_incfed_cost(k, run.n_features, run.n_outputs))
     return {**run.report(run.model(result.readout), cost, k=k, alpha=config.alpha, mask=config.mask),

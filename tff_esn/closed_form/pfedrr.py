@@ -20,7 +20,7 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.private_sum import dense_if_secure, plain_sections, private_sum
 from tff_esn.closed_form.run import GROUPS, Run
-from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive
+from tff_esn.closed_form.streaming import Checkpoint, ClientSource, DatasetClients, drive, stream_identity
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.ridge import RidgeStats
 
@@ -171,8 +171,8 @@ def stream_pfedrr(weights: ReservoirWeights, source: ClientSource | SequenceData
             counters[f"size{size}"] = counters.get(f"size{size}", 0) + 1
         return [RidgeStats.sum(exact), RidgeStats.sum(important), RidgeStats.sum(random)], counters
 
-    identity = {"algorithm": "pfedrr", "n_clients": source.n_clients, "subround_size": subround_size,
-                "reservoir": weights.key, "tau": float(tau), "seed": seed, "reading": reading}
+    identity = stream_identity("pfedrr", source, subround_size, weights, spec, tau=float(tau), seed=seed,
+                               reading=reading)
     parts, counters, done = drive(source, subround_size, subround, Checkpoint(checkpoint, identity), progress,
                                   "pfedrr subrounds")
     exact, important, random = (p.solve(l2, per_client=per_client) for p in parts)
@@ -193,7 +193,7 @@ def run_pfedrr(dataset: SequenceDataset, split: Split, config: PFedRRConfig) -> 
         sizes = [size for size, count in sorted(result.selected.items()) for _ in range(count)]
         sections = functools.partial(plain_sections, run)
     else:
-        stats, aggregate, sections = private_sum(run, run.stats())
+        stats, aggregate, sections = private_sum(run, run.stats)
         result = fit_pfedrr(stats, config.tau, l2, seed=config.seed, reading=config.reading, aggregate=aggregate)
         sizes = [u.size for u in result.important_units]
     comparison = {}

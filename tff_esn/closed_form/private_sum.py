@@ -13,6 +13,7 @@ from tff_esn.closed_form.run import Run
 from tff_esn.privacy.aggregation import StatsAggregation
 from tff_esn.privacy.dp_local_stats import local_noisy_stats, local_privacy
 from tff_esn.privacy.closed_form import gaussian_stats, secure_ridge_sum, stats_aggregation, stats_sections
+from tff_esn.privacy.record_bound import record_steps
 from tff_esn.esn.ridge import RidgeStats
 
 Sections = Callable[[], dict[str, Any]]
@@ -24,17 +25,23 @@ def plain_sections(run: Run) -> dict[str, Any]:
     return stats_sections(None, 0, 0, get_algorithm(run.name).privacy)
 
 
-def _longest(run: Run) -> int:
-    return max(c.x.shape[1] for c in run.dataset.select(run.train_ids).values())
+def _record_bound(run: Run) -> dict[str, Any]:
+    """Under DP the public bound on a training record's steps (:func:`~tff_esn.privacy.record_bound.record_steps`),
+    else the longest training sequence (what the secure sum's range must hold)."""
+    if not run.config.privacy.dp_requested:
+        return {"steps": max(c.x.shape[1] for c in run.dataset.select(run.train_ids).values())}
+    steps, source = record_steps(run.config.privacy, run.dataset, state_mode=run.spec.state_mode)
+    return {"steps": steps, "record_bound": source}
 
 
-def private_sum(run: Run, stats: Sequence[RidgeStats]
+def private_sum(run: Run, harvest: Callable[[], Sequence[RidgeStats]]
                 ) -> tuple[Sequence[RidgeStats], Callable[[Sequence[RidgeStats]], RidgeStats], Sections]:
-    """``(stats, aggregate, sections)``: the clients' (DP-noised) statistics, their sum and privacy sections."""
+    """``(stats, aggregate, sections)``: the clients' (DP-noised) statistics, from ``harvest()`` once the DP
+    mechanism is settled, their sum and privacy sections."""
     config = run.config
     dp = gaussian_stats(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
-                        n_features=run.n_features, steps=_longest(run))
-    raised = 0
+                        n_features=run.n_features, **_record_bound(run))
+    stats, raised = harvest(), 0
     if dp is not None:
         stats, raised = local_noisy_stats(stats, dp)
     summer = secure_ridge_sum(config.privacy, [s.n for s in stats])
@@ -59,8 +66,8 @@ def tff_aggregation(run: Run, releases: int) -> StatsAggregation | None:
     config = run.config
     clients = list(run.dataset.select(run.train_ids).values())
     return stats_aggregation(config.privacy, state_mode=run.spec.state_mode, washout=config.washout,
-                             n_features=run.n_features, steps=_longest(run),
-                             client_sequences=[len(c) for c in clients], releases=releases)
+                             n_features=run.n_features, client_sequences=[len(c) for c in clients],
+                             releases=releases, **_record_bound(run))
 
 
 def dense_if_secure(run: Run, cost: CommunicationCost) -> CommunicationCost:

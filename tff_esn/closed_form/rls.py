@@ -21,7 +21,8 @@ def training_blocks(run: Run, cid: str) -> Iterator[tuple[np.ndarray, np.ndarray
     targets = readout_targets(client, run.n_outputs, spec.state_mode)
     for rows, x, lengths in run.harvester.batches(client):
         states, _ = states_and_statistics(x, w.kernel, w.recurrent, w.bias, w.gain, w.leaky, keep=spec.state_mode,
-                                          washout=spec.washout, lengths=lengths)
+                                          washout=spec.washout, lengths=lengths,
+                                          with_inputs=spec.raw_inputs)
         y = targets[rows]
         if spec.state_mode != "all":
             yield states.astype(np.float64), y

@@ -19,8 +19,9 @@ from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
-from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, RESERVOIR_GRID, STATE_MODE_CANDIDATES, Candidate,
-                                          L2Choice, NEG_MSE, by_default, chosen_l2, objective_score,
+from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, STATE_MODE_CANDIDATES, Candidate, L2Choice,
+                                          UPWARD, NEG_MSE, by_default, chosen_l2, grid_values,
+                                          objective_score,
                                           on_validation)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
@@ -28,6 +29,7 @@ from tff_esn.data.carving import carve
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, with_bias
+from tff_esn.privacy.record_bound import bounded
 from tff_esn.common.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
@@ -74,12 +76,14 @@ class Run:
 
     def __init__(self, dataset: SequenceDataset, split: Split, config: ReadoutConfig, name: str, *,
                  modes: Sequence[str] = STATE_MODE_CANDIDATES):
+        dataset = bounded(dataset, split.train, config.privacy)  # DP: training records cut to the public bound
         self.dataset, self.split, self.config, self.name = dataset, split, config, name
         self._modes = tuple(modes)
         self.reservoir = config.reservoir
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
-        chooses = config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
+        chooses = (config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
+                   or config.raw_inputs == AUTO)
         self.carving = _shared(dataset, ("carving", split, config.seed),
                                lambda: carve(dataset, split, seed=config.seed)) if chooses else None
         self._data = self.carving.dataset if self.carving else dataset
@@ -92,15 +96,18 @@ class Run:
         if state_mode == AUTO:
             per_step = any(c.per_step for c in dataset.select(split.train).values())
             state_mode = "last" if per_step else DEFAULT_STATE_MODE
+        self._inputs = config.raw_inputs is True  # "auto": off unless the selection turns it on
         self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
         self._exact_scores: dict[tuple, list[float]] = {}
-        if config.state_mode == AUTO or config.reservoir_search:
+        if config.state_mode == AUTO or config.reservoir_search or config.raw_inputs == AUTO:
             self._select_states()
 
-    def _use(self, reservoir: ReservoirConfig, state_mode: str) -> None:
+    def _use(self, reservoir: ReservoirConfig, state_mode: str, inputs: bool | None = None) -> None:
+        """Makes ``reservoir`` and ``state_mode`` (and ``inputs`` beside the states, when given) the run's."""
+        self._inputs = self._inputs if inputs is None else inputs
         self.reservoir = reservoir
-        self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias)
+        self.spec = StateSpec(state_mode, self.config.washout, self.config.readout_bias, self._inputs)
         self.harvester = self._harvester(self.spec)
         if reservoir not in self._drawn:
             self._drawn[reservoir] = ReservoirWeights.from_config(reservoir, len(self.dataset.feature_names))
@@ -229,54 +236,62 @@ class Run:
         return self.l2_choice.l2
 
     def _select_states(self) -> None:
-        """Chooses the state mode, then each searched reservoir setting, by the exact readout's best validation score."""
+        """Chooses the state mode (with the inputs beside the states and without, for ``raw_inputs`` auto), then
+        each searched reservoir setting (:func:`~tff_esn.closed_form.selection.grid_values`), by the exact readout's
+        best validation score."""
         config = self.config
         reason = self._why_not()
         searched = {name: getattr(self.reservoir, name) for name in config.reservoir_search}
         if reason:
-            self.selection = {"rule": "default", "reason": reason, "state_mode": self.spec.state_mode, **searched}
+            self.selection = {"rule": "default", "reason": reason, "state_mode": self.spec.state_mode,
+                              "raw_inputs": self._inputs, **searched}
             return
         grid = config.l2_grid
         per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
         modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
+        inputs = (False, True) if config.raw_inputs == AUTO else (self._inputs,)
         table: list[Candidate] = []
         shared = "all" in modes and len(modes) > 1 and not per_step
-        if shared:  # every mode's training states from one pass
-            self._use(self.reservoir, "all")
-            self.harvester.cache(self.weights, self._units)
-            for mode in modes:
-                if mode != "all":
-                    self._harvester(StateSpec(mode, config.washout, config.readout_bias)).adopt(
-                        self.weights, self.harvester, self._units)
 
-        def trial(reservoir: ReservoirConfig, mode: str) -> Candidate:
-            self._use(reservoir, mode)
+        def trial(reservoir: ReservoirConfig, mode: str, inputs: bool) -> Candidate:
+            self._use(reservoir, mode, inputs)
             scores = self._downdated_scores(grid)
             if scores is None:
                 scores = self.cross_validate(lambda g: self.exact_sweep(self.stats(scored=False))(g), grid)
             self._exact_scores[(self.weights.key, self.spec)] = scores
             best = chosen_l2(scores)
-            table.append(Candidate(mode, {n: getattr(reservoir, n) for n in searched}, grid[best], scores[best]))
+            table.append(Candidate(mode, {n: getattr(reservoir, n) for n in searched}, grid[best], scores[best],
+                                   inputs))
             return table[-1]
 
-        best = self.reservoir, modes[0], trial(self.reservoir, modes[0])
-        for mode in modes[1:]:
-            candidate = trial(best[0], mode)
-            if candidate.score > best[2].score:
-                best = best[0], mode, candidate
+        best = None
+        for raw in inputs:
+            if shared:  # every mode's training states from one pass
+                self._use(self.reservoir, "all", raw)
+                self.harvester.cache(self.weights, self._units)
+                for mode in modes:
+                    if mode != "all":
+                        self._harvester(dataclasses.replace(self.spec, state_mode=mode)).adopt(
+                            self.weights, self.harvester, self._units)
+            for mode in modes:
+                candidate = trial(self.reservoir, mode, raw)
+                if best is None or candidate.score > best[2].score:
+                    best = self.reservoir, mode, candidate
         for name in searched:
-            for value in RESERVOIR_GRID[name]:
-                if value == getattr(best[0], name):
-                    continue
+            for value in grid_values(name, best[0]):
                 reservoir = dataclasses.replace(best[0], **{name: value})
-                candidate = trial(reservoir, best[1])
+                candidate = trial(reservoir, best[1], best[2].inputs)
                 if candidate.score > best[2].score:
                     best = reservoir, best[1], candidate
-        self._use(best[0], best[1])
+                elif name in UPWARD:
+                    break
         chosen = best[2]
+        self._use(best[0], best[1], chosen.inputs)
+        shared_passes = (len(modes) - 1) * len(inputs) if shared else 0
         self.selection = {"rule": self._rule, "objective": self.objective, "state_mode": chosen.state_mode,
-                          **chosen.reservoir, "score": chosen.score, "budget_harvests": len(table) - (len(modes) - 1 if shared else 0),
+                          "raw_inputs": chosen.inputs, **chosen.reservoir, "score": chosen.score,
+                          "budget_harvests": len(table) - shared_passes,
                           "candidates": [c.to_dict() for c in table]}
         _LOG.info("%s: states %s %s (%s)", self.name, chosen.state_mode, chosen.reservoir, self._rule)
 

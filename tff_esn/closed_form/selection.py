@@ -1,4 +1,5 @@
-"""Model selection of the closed-form family: λ, the state mode, a small reservoir grid and alignment's α,
+"""Model selection of the closed-form family: λ, the state mode, the inputs beside the states, a small reservoir
+grid (its size among it) and alignment's α,
 chosen on the validation clients (else folds carved from training) by the exact fold readout
 ``(A − A_k)(B − B_k + λI)⁻¹``. Imports neither numpy nor TensorFlow."""
 
@@ -13,6 +14,8 @@ from tff_esn.common.validation import is_finite
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from tff_esn.esn.hyperparameters import ReservoirConfig
 
 AUTO = "auto"
 """The value of ``l2`` / ``state_mode`` that asks for it to be chosen on the validation data."""
@@ -33,10 +36,26 @@ RESERVOIR_GRID: dict[str, tuple[float, ...]] = {
     "leaky": (1.0, 0.3),
     "spectral_radius": (0.9, 0.5),
     "input_scaling": (1.0, 0.3),
+    "units": (100, 300, 500),
 }
-"""Per searchable reservoir setting, the values tried (the configured value and the others)."""
+"""Per searchable reservoir setting, the values tried beside the configured one, in search order."""
 
 SEARCHABLE = tuple(RESERVOIR_GRID)
+
+UPWARD = ("units",)
+"""Settings tried only above the configured value, ascending, up to the first that does not improve the score."""
+
+
+def grid_values(name: str, reservoir: ReservoirConfig) -> tuple[float, ...]:
+    """The values of :data:`RESERVOIR_GRID` ``[name]`` tried beside ``reservoir``'s own: every other one, or for an
+    :data:`UPWARD` setting the larger ones ascending (none for a reservoir whose per-unit leaking rates or per-layer
+    sizes fix its size)."""
+    own = getattr(reservoir, name)
+    if name not in UPWARD:
+        return tuple(v for v in RESERVOIR_GRID[name] if v != own)
+    if reservoir.leak_values or reservoir.layer_units:
+        return ()
+    return tuple(sorted(v for v in RESERVOIR_GRID[name] if v > own))
 
 ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 """Alignment weights ``alpha="auto"`` tries (0: each client's own reservoir, 1: the shared one, IncFed)."""
@@ -66,6 +85,17 @@ def chosen_l2(scores: Sequence[float]) -> int:
     """Index of the best validation score over an ascending λ grid; a tie goes to the larger λ."""
     best = max(scores)
     return max(i for i, v in enumerate(scores) if v == best)
+
+
+SWITCH_TEXT = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False, AUTO: AUTO}
+
+
+def parse_switch(text: str) -> bool | str:
+    """A setting that is on, off or :data:`AUTO` from its command-line text (``true``/``false``/``auto``)."""
+    value = SWITCH_TEXT.get(text.strip().lower())
+    if value is None:
+        raise ValueError(f"expected true, false or {AUTO}, got {text!r}")
+    return value
 
 
 def check_grid(grid: Any) -> tuple[float, ...]:
@@ -121,14 +151,17 @@ def by_default(reason: str) -> L2Choice:
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
-    """One setting of the states tried: its state mode, reservoir values and its best score."""
+    """One setting of the states tried: its state mode, inputs beside the states or not, reservoir values and its
+    best score."""
 
     state_mode: str
     reservoir: dict[str, float]
     l2: float
     score: float
+    inputs: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state_mode": self.state_mode, **self.reservoir, "best_l2": self.l2, "score": self.score}
+        return {"state_mode": self.state_mode, "raw_inputs": self.inputs, **self.reservoir, "best_l2": self.l2,
+                "score": self.score}
 
 

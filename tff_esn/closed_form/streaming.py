@@ -15,6 +15,8 @@ from tff_esn.data.sequences import SequenceDataset
 from tff_esn.common.io import atomic_write
 from tff_esn.common.progress import progress_bar
 from tff_esn.esn.ridge import RidgeStats
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+from tff_esn.runs.identity import differences
 
 
 class ClientSource(Protocol):
@@ -48,6 +50,14 @@ class DatasetClients:
 SubroundFn = Callable[[SequenceDataset, int], tuple[Sequence[RidgeStats], dict[str, float]]]
 
 
+def stream_identity(algorithm: str, source: ClientSource, subround_size: int, weights: ReservoirWeights,
+                    spec: StateSpec, **settings: float | str) -> dict[str, float | str]:
+    """A streamed run's :class:`Checkpoint` identity: algorithm, clients, subround size, reservoir, states read."""
+    return {"algorithm": algorithm, "n_clients": source.n_clients, "subround_size": subround_size,
+            "reservoir": weights.key, "state_mode": spec.state_mode, "washout": spec.washout,
+            "readout_bias": spec.readout_bias, **settings}
+
+
 class Checkpoint:
     """Running sums after each completed subround in one atomically replaced ``.npz`` of the run ``identity``."""
 
@@ -61,8 +71,8 @@ class Checkpoint:
         with np.load(self.path, allow_pickle=False) as z:
             saved = {k[len("id_"):]: z[k].item() for k in z.files if k.startswith("id_")}
             if saved != self.identity:
-                raise ValueError(f"checkpoint: {self.path} belongs to another run ({saved}); this run is "
-                                 f"{self.identity}. Remove it or choose another file.")
+                raise ValueError(f"checkpoint: {self.path} belongs to another run: "
+                                 f"{', '.join(differences(saved, self.identity))}; remove it or choose another file.")
             parts = [RidgeStats(z[f"A{i}"], z[f"B{i}"], int(z[f"n{i}"]), int(z[f"clients{i}"]), bool(z["bias"]))
                      for i in range(int(z["parts"]))]
             counters = {k[len("count_"):]: float(z[k]) for k in z.files if k.startswith("count_")}

@@ -1,6 +1,7 @@
 """A :class:`~tff_esn.esn.model.Model` as a ``tf.keras.Model``: input standardisation, the
 :class:`~tff_esn.esn.layer.Reservoir` layer with the model's exact weights (IP gains with ``use_gain``), and its
-readout (ridge ``[s, 1] Wᵀ``, IncFed eq. 2, in float64; or the dense readout with its state standardisation); an
+readout on the states, or on the inputs beside them (``[u, x]``) when the model's readout sees them (ridge
+``[s, 1] Wᵀ``, IncFed eq. 2, in float64; or the dense readout with its state standardisation); an
 ensemble's members averaged with their size weights (IncFed eq. 4). The custom layers are Keras-serializable, so the
 model ``.keras``-saves and :func:`load_keras` reloads it in another process."""
 
@@ -14,6 +15,7 @@ import tensorflow as tf
 from tff_esn.esn.draws import activations, leak_rates
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.layer import Reservoir
+from tff_esn.esn.states_tf import beside_inputs
 
 if TYPE_CHECKING:
     from tff_esn.esn.model import Member, Model
@@ -34,6 +36,23 @@ class Standardize(tf.keras.layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "features": self.features}
+
+
+@tf.keras.utils.register_keras_serializable(package="tff_esn")
+class BesideInputs(tf.keras.layers.Layer):
+    """``[u, x]``: the (standardised) inputs read as the states are (the last step, the mean after ``washout`` or
+    every step after it) before the states on the last axis (:class:`~tff_esn.esn.weights.StateSpec` ``inputs``)."""
+
+    def __init__(self, state_mode: str, washout: int = 0, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.state_mode, self.washout = state_mode, int(washout)
+
+    def call(self, inputs: list[tf.Tensor]) -> tf.Tensor:
+        sequences, states = inputs
+        return beside_inputs(tf.cast(sequences, tf.float32), states, self.state_mode, self.washout, None)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "state_mode": self.state_mode, "washout": self.washout}
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -101,13 +120,15 @@ def _member_outputs(model: "Model", member: "Member", inputs: tf.Tensor, index: 
                       name=f"reservoir_{index}")
     states = layer(inputs)
     layer.set_weights(weights.layer_weights() if use_gain else weights.layer_weights()[:3])
+    if spec.raw_inputs:
+        states = BesideInputs(mode, spec.washout, name=f"beside_inputs_{index}")([inputs, states])
     if readout.kind == "ridge":
         head = RidgeReadout(*readout.weights.shape, bias=spec.readout_bias, name=f"ridge_{index}")
         out = head(states)
         head.set_weights([readout.weights])
         return out
     if readout.standardization is not None:
-        scaler = Standardize(weights.readout_units, name=f"state_standardize_{index}")
+        scaler = Standardize(spec.width(weights), name=f"state_standardize_{index}")
         states = scaler(states)
         scaler.set_weights([readout.standardization.mean, readout.standardization.scale])
     activation = "linear" if readout.activation == "identity" else readout.activation

@@ -184,7 +184,8 @@ class Model:
 
     def states(self, x: Any, lengths: Any = None, *, member: int = 0) -> np.ndarray:
         """The states the readout of ``member`` sees, float64 rows: (n, U) per sequence (``last``, ``mean``, or
-        ``all`` averaged over steps), or (n·(T − washout), U) per step (IncFed eq. 1; IncFed §III's state modes)."""
+        ``all`` averaged over steps), or (n·(T − washout), U) per step (IncFed eq. 1; IncFed §III's state modes);
+        with ``spec.raw_inputs`` each row is ``[u, x]``, the (standardised) input read as the state is."""
         x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
         return self._states(self.members[member].reservoir, *self._inputs(x, lengths))
 
@@ -205,7 +206,7 @@ class Model:
         per_step = self.per_step and spec.state_mode == "all"
         keep = "all" if per_step else ("mean" if spec.state_mode == "all" else spec.state_mode)
         n = len(x)
-        width = weights.readout_units
+        width = spec.width(weights)
         out = np.zeros((n,) + ((x.shape[1] - spec.washout,) if per_step else ()) + (width,), np.float64)
         blocks = (ragged_batches(lengths, x.shape[2]) if lengths is not None
                   else [np.arange(i, min(i + HARVEST_BATCH, n)) for i in range(0, n, HARVEST_BATCH)])
@@ -215,7 +216,7 @@ class Model:
             out[rows], _ = states_and_statistics(
                 batch, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,
                 washout=spec.washout, lengths=None if lengths is None else lengths[rows], layers=weights.layers,
-                readout_from=weights.readout_from, activation=weights.activation)
+                readout_from=weights.readout_from, activation=weights.activation, with_inputs=spec.raw_inputs)
         return out.reshape(-1, width)
 
     def decision_function(self, x: Any, lengths: Any = None) -> np.ndarray:

@@ -3,9 +3,9 @@
 reservoirpy's state equation ``x(t) = (1 − lr)·x(t−1) + lr·f(W_in u(t) + W x(t−1) + b)`` (column vectors) is ours
 (IncFed eq. 1; FedIP eq. 1 with gains g) with ``W_in = (g ⊙ W_inᵀ)``, ``W = (Ŵ g)ᵀ``: IP gains and the input
 standardisation ``(u − μ)/σ`` fold into ``W_in`` and ``b``; per-unit leaking rates are its array ``lr``. Its ``Ridge``
-is ``s Wout + bias``, our ``[s, 1] Wᵀ``. Deep reservoirs, per-unit nonlinearities, ensembles and dense readouts have
-no such nodes and are refused. Written for reservoirpy 0.4's nodes; 0.3's (which take ``bias`` as a column and the
-readout's ``output_dim``) are read and made the same way.
+is ``s Wout + bias``, our ``[s, 1] Wᵀ``. Deep reservoirs, per-unit nonlinearities, ensembles, dense readouts and
+readouts of the inputs beside the states have no such nodes and are refused. Written for reservoirpy 0.4's nodes;
+0.3's (which take ``bias`` as a column and the readout's ``output_dim``) are read and made the same way.
 """
 
 from __future__ import annotations
@@ -77,6 +77,9 @@ def to_reservoirpy(model: Model) -> ReservoirpyESN:
     if readout.kind != "ridge":
         raise ValueError("to_reservoirpy: a dense (logistic/softmax) readout has no reservoirpy Ridge node; use "
                          "to_keras.")
+    if model.spec.raw_inputs:
+        raise ValueError("to_reservoirpy: this readout sees the inputs beside the states; reservoirpy's Reservoir + "
+                         "Ridge pair feeds the Ridge the states only; use to_keras.")
     if weights.layers:
         raise ValueError("to_reservoirpy: a deep reservoir's layers have no single reservoirpy Reservoir node; use "
                          "to_keras.")

@@ -204,10 +204,14 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
                           lengths: np.ndarray | None = None, targets: np.ndarray | None = None,
                           groups: np.ndarray | None = None, n_groups: int = 1, readout_bias: bool = True,
                           chunk: int = STATS_CHUNK, layers: tuple[int, ...] = (), readout_from: int = 0,
-                          activation: str | tuple[str, ...] = "tanh", products: np.dtype = np.dtype(np.float32)) -> tuple[np.ndarray, list | None]:
-    """States of a batch of sequences and, with ``targets``, each group's ``(Yᵀ S, Sᵀ S, n)`` (IncFed eqs. 6–7)."""
-    batch, steps = inputs.shape[0], inputs.shape[1]
-    units = recurrent.shape[0] - readout_from
+                          activation: str | tuple[str, ...] = "tanh", products: np.dtype = np.dtype(np.float32),
+                          with_inputs: bool = False) -> tuple[np.ndarray, list | None]:
+    """States of a batch of sequences and, with ``targets``, each group's ``(Yᵀ S, Sᵀ S, n)`` (IncFed eqs. 6–7);
+    ``with_inputs``: each step's row is ``[u(t), x(t)]`` (the input beside the state, frozen with it past a
+    sequence's end), so the mean, the last row and the statistics hold the inputs too."""
+    batch, steps, n_inputs = inputs.shape
+    n_inputs = n_inputs if with_inputs else 0
+    units = recurrent.shape[0] - readout_from + n_inputs
     valid = None
     if lengths is not None:
         valid = (np.arange(steps)[:, None] < np.asarray(lengths)[None, :]).astype(np.float32)[:, :, None]
@@ -218,8 +222,13 @@ def states_and_statistics(inputs: np.ndarray, kernel: np.ndarray, recurrent: np.
     statistics = None if targets is None else _GroupStatistics(
         targets, groups, n_groups, units, readout_bias, chunk, valid, washout, np.dtype(products))
     masked = np.empty((batch, units), np.float32)
+    row = np.zeros((batch, units), np.float32) if n_inputs else None
     for t, x in enumerate(states(inputs, kernel, recurrent, bias, gain, leaky, valid, layers, activation)):
         x = x[:, readout_from:] if readout_from else x
+        if row is not None:  # [u(t), x(t)]
+            np.copyto(row[:, :n_inputs], inputs[:, t], where=True if valid is None else valid[t] > 0)
+            row[:, n_inputs:] = x
+            x = row
         if t < washout:
             continue
         i = t - washout

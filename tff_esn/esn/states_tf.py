@@ -111,9 +111,37 @@ def run_reservoir(
     layers: tuple[int, ...] = (),
     readout_from: int = 0,
     activation: str | tuple[str, ...] = "tanh",
+    with_inputs: bool = False,
 ) -> tf.Tensor:
-    """A batch of sequences' states: ``last``, ``mean`` after ``washout`` or ``all`` (``lengths``: right-padded)."""
+    """A batch of sequences' states: ``last``, ``mean`` after ``washout`` or ``all`` (``lengths``: right-padded);
+    ``with_inputs``: rows ``[u, x]``, the input read as the state is (:func:`beside_inputs`)."""
     inputs = tf.convert_to_tensor(inputs, tf.float32)
+    states = _reservoir_states(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers,
+                               readout_from, activation)
+    return beside_inputs(inputs, states, state_mode, washout, lengths) if with_inputs else states
+
+
+def beside_inputs(inputs: tf.Tensor, states: tf.Tensor, state_mode: str, washout: int,
+                  lengths: tf.Tensor | None) -> tf.Tensor:
+    """``[u, x]``: each sequence's input read as ``states`` are (its last valid step, its mean after ``washout``
+    or every step after it, zero past its end) before them on the last axis."""
+    if lengths is not None:
+        lengths = tf.cast(lengths, tf.int32)
+        valid = tf.cast(tf.range(tf.shape(inputs)[1])[None, :] < lengths[:, None], tf.float32)[:, :, None]
+        inputs = inputs * valid
+    if state_mode == "last":
+        u = inputs[:, -1] if lengths is None else tf.gather(inputs, lengths - 1, batch_dims=1)
+    elif state_mode == "mean":
+        count = tf.shape(inputs)[1] - washout if lengths is None else (lengths - washout)[:, None]
+        u = tf.reduce_sum(inputs[:, washout:], axis=1) / tf.cast(count, tf.float32)
+    else:
+        u = inputs[:, washout:]
+    return tf.concat([u, states], axis=-1)
+
+
+def _reservoir_states(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers,
+                      readout_from, activation) -> tf.Tensor:
+    """:func:`run_reservoir`'s states of the reservoir alone."""
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     x0 = tf.zeros([tf.shape(projected)[1], tf.shape(kernel)[1]], tf.float32)
@@ -155,7 +183,7 @@ run_reservoir_compiled = tf.function(run_reservoir, reduce_retracing=True, autog
 
 @functools.lru_cache(maxsize=64)
 def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, with_gain: bool, masked: bool,
-               layers: tuple[int, ...], readout_from: int, activation: str | tuple[str, ...]):
+               layers: tuple[int, ...], readout_from: int, activation: str | tuple[str, ...], with_inputs: bool):
     """:func:`run_reservoir` traced once for these static arguments, every tensor of unknown shape."""
     specs = [tf.TensorSpec([None, None, None]), tf.TensorSpec([None, None]), tf.TensorSpec([None, None]),
              tf.TensorSpec([None])] + [tf.TensorSpec([None])] * with_gain + [tf.TensorSpec([None], tf.int32)] * masked
@@ -163,17 +191,18 @@ def _shapeless(leaky: float | tuple[float, ...], state_mode: str, washout: int, 
     def states(inputs, kernel, recurrent, bias, *rest):
         gain = rest[0] if with_gain else None
         return run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout,
-                             rest[-1] if masked else None, layers, readout_from, activation)
+                             rest[-1] if masked else None, layers, readout_from, activation, with_inputs)
 
     return tf.function(states, input_signature=specs, autograph=False)
 
 
 def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str = "last",
                             washout: int = 0, lengths=None, layers: tuple[int, ...] = (),
-                            readout_from: int = 0, activation: str | tuple[str, ...] = "tanh") -> tf.Tensor:
+                            readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
+                            with_inputs: bool = False) -> tf.Tensor:
     """:func:`run_reservoir` for tensors of any batch size and length, sharing one trace."""
     fn = _shapeless(leaky if isinstance(leaky, tuple) else float(leaky), state_mode, int(washout), gain is not None,
-                    lengths is not None, tuple(layers), int(readout_from), activation)
+                    lengths is not None, tuple(layers), int(readout_from), activation, bool(with_inputs))
     tensors = [inputs, kernel, recurrent, bias] + ([gain] if gain is not None else [])
     return fn(*tensors, *([] if lengths is None else [tf.cast(lengths, tf.int32)]))
 
@@ -181,13 +210,16 @@ def run_reservoir_shapeless(inputs, kernel, recurrent, bias, gain, leaky: float 
 @tf.function(reduce_retracing=True, autograph=False)
 def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, chunk, add_bias,
                      per_step, clip: Callable[[tf.Tensor], tf.Tensor] | None = None, dtype=tf.float32,
-                     layers: tuple[int, ...] = (), readout_from: int = 0, activation: str | tuple[str, ...] = "tanh"):
-    """``(Yᵀ S, Sᵀ S, n)`` in float64 of every state after ``washout`` (IncFed eqs. 6–7), ``chunk`` steps at a time."""
+                     layers: tuple[int, ...] = (), readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
+                     with_inputs: bool = False):
+    """``(Yᵀ S, Sᵀ S, n)`` in float64 of every state after ``washout`` (IncFed eqs. 6–7), ``chunk`` steps at a
+    time; ``with_inputs``: of every row ``[u(t), x(t)]``."""
     projected = project_inputs(inputs, kernel, bias, gain)
     steps = tf.shape(projected)[0]
     batch = tf.shape(projected)[1]
     units = tf.shape(kernel)[1]
-    features = units - readout_from + (1 if add_bias else 0)
+    width = units - readout_from + (tf.shape(inputs)[2] if with_inputs else 0)
+    features = width + (1 if add_bias else 0)
     targets = tf.ensure_shape(targets, [None, None, None] if per_step else [None, None])
     n_out = tf.shape(targets)[-1]
     step = _step_fn(recurrent, bias, gain, leaky, layers, activation)
@@ -203,7 +235,10 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
             return x, ta.write(t - start, x)
 
         x, ta = _time_loop(start, stop, inner, (x, ta))
-        flat = tf.reshape(ta.stack()[:, :, readout_from:], [-1, units - readout_from])  # (len · batch, units), time-major
+        rows = ta.stack()[:, :, readout_from:]  # (len, batch, units), time-major
+        if with_inputs:
+            rows = tf.concat([tf.transpose(inputs[:, start:stop], [1, 0, 2]), rows], axis=2)
+        flat = tf.reshape(rows, [-1, width])
         valid = tf.reshape(tf.range(start, stop)[:, None] < lengths[None, :], [-1])
         if per_step:
             y = tf.transpose(targets[:, start - washout:stop - washout], [1, 0, 2])
@@ -226,16 +261,18 @@ def accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, le
 def batch_statistics(inputs, targets, kernel, recurrent, bias, gain, leaky: float | tuple[float, ...], state_mode: str, washout: int,
                      readout_bias: bool, *, lengths=None, clip: Callable[[tf.Tensor], tf.Tensor] | None = None,
                      dtype=tf.float64, layers: tuple[int, ...] = (),
-                     readout_from: int = 0, activation: str | tuple[str, ...] = "tanh",
+                     readout_from: int = 0, activation: str | tuple[str, ...] = "tanh", with_inputs: bool = False,
                      ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences in float64 (IncFed eqs. 6–7), per ``state_mode``."""
+    """``(Yᵀ S, Sᵀ S, n)`` of one batch of sequences in float64 (IncFed eqs. 6–7), per ``state_mode``;
+    ``with_inputs``: of the rows ``[u, x]``."""
     if state_mode == "all":
         if lengths is None:
             lengths = tf.fill(tf.shape(inputs)[:1], tf.shape(inputs)[1])
         return accumulate_stats(inputs, targets, lengths, kernel, recurrent, bias, gain, leaky, washout, STATS_CHUNK,
-                                readout_bias, targets.shape.rank == 3, clip, dtype, layers, readout_from, activation)
+                                readout_bias, targets.shape.rank == 3, clip, dtype, layers, readout_from, activation,
+                                with_inputs)
     states = run_reservoir(inputs, kernel, recurrent, bias, gain, leaky, state_mode, washout, lengths, layers,
-                           readout_from, activation)
+                           readout_from, activation, with_inputs)
     a, b = ridge_products(tf.cast(states, tf.float64), targets, readout_bias=readout_bias, clip=clip)
     return a, b, tf.cast(tf.shape(states)[0], tf.float64)
 

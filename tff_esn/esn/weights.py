@@ -126,15 +126,22 @@ def _deep(cls: type[ReservoirWeights], config: ReservoirConfig, n_inputs: int) -
 
 @dataclasses.dataclass(frozen=True)
 class StateSpec:
-    """Which states the readout sees: ``state_mode``, ``washout`` and the readout bias input."""
+    """Which states the readout sees: ``state_mode``, ``washout``, the readout bias input and, with ``raw_inputs``,
+    the input u(t) beside the state: rows ``[u(t), x(t)]``, read (each step, mean or last) as the states are."""
 
     state_mode: str = "all"
     washout: int = 0
     readout_bias: bool = True
+    raw_inputs: bool = False
 
     def __post_init__(self) -> None:
         check_field(self, "state_mode", self.state_mode in STATE_MODES, f"one of {STATE_MODES}")
         check_field(self, "washout", is_count(self.washout, 0), "an integer ≥ 0")
+        check_field(self, "raw_inputs", isinstance(self.raw_inputs, bool), "True or False")
+
+    def width(self, weights: ReservoirWeights) -> int:
+        """Columns of a state row the readout sees: the inputs (with ``raw_inputs``), then the readout units."""
+        return weights.readout_units + (weights.n_inputs if self.raw_inputs else 0)
 
     def check(self, steps: int, per_step: bool) -> None:
         """Rejects a washout as long as the (shortest) sequence, and per-step labels with ``"mean"``."""

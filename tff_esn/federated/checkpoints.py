@@ -1,5 +1,6 @@
 """A federated run's round checkpoint ``DIR/checkpoints/state.npz``: the round, the state's leaves in
-``tf.nest.flatten`` order and the rows, replaced atomically (``os.replace``); SavedModel folders are refused."""
+``tf.nest.flatten`` order, the rows and the run's record (identity, privacy events: :mod:`tff_esn.runs.identity`),
+replaced atomically (``os.replace``); SavedModel folders are refused."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tff_esn.common.io import atomic_write, jsonable
+from tff_esn.runs.identity import RECORD_KEY
 from tff_esn.runs.run_folder import CHECKPOINT, legacy_message, legacy_round
 
 
@@ -26,14 +28,16 @@ class RoundCheckpoint:
         self.out = Path(out_dir)
         self.path = self.out / CHECKPOINT
 
-    def save(self, state: Any, round_num: int, rows: Sequence[Mapping[str, Any]] = ()) -> None:
-        """Writes ``state``'s leaves, ``round_num`` and the ``rows`` so far atomically."""
+    def save(self, state: Any, round_num: int, rows: Sequence[Mapping[str, Any]] = (),
+             record: Mapping[str, Any] | None = None) -> None:
+        """Writes ``state``'s leaves, ``round_num``, the ``rows`` so far and the run's ``record`` atomically."""
         import tensorflow as tf
 
         leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(state)]
         history = np.array(json.dumps(jsonable(list(rows)), allow_nan=False))
+        extra = {} if record is None else {RECORD_KEY: np.array(json.dumps(jsonable(dict(record)), allow_nan=False))}
         with atomic_write(self.path) as fh:
-            np.savez(fh, round=np.int64(round_num), rows=history,
+            np.savez(fh, round=np.int64(round_num), rows=history, **extra,
                      **{f"leaf_{i}": leaf for i, leaf in enumerate(leaves)})
 
     def latest(self, initial_state: Any) -> tuple[Any, int, list[dict[str, Any]]] | None:

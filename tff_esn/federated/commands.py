@@ -45,7 +45,11 @@ def choose_states(dataset: SequenceDataset, split: Split, config: ThesisRunConfi
 def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig) -> dict[str, Any]:
     """FedAvg of the thesis readout with a server learning rate (thesis Alg. 1), or FedCurv's (thesis ch. 3, Alg. 2)."""
     from tff_esn.federated.training import run_federated
+    from tff_esn.runs.identity import check_resume, run_identity
 
+    identity = None if config.out is None else run_identity(config, dataset, split)  # the run as asked
+    if config.resume:  # another run's folder is refused before the state selection and the harvest
+        check_resume(config.out, config, dataset, split)
     config, states = choose_states(dataset, split, config)
     if config.cache_dir is None and runtime.on_this_host(runtime.current_workers()):
         config = dataclasses.replace(config, cache_dir=str(cache_root()))
@@ -54,7 +58,7 @@ def run_federation(dataset: SequenceDataset, split: Split, config: FedAvgConfig)
     if config.privacy.dp_requested and not split.val:
         selects = False  # a hold-out carved from the training clients would be scored outside the DP mechanism
     dataset, split, validation = validation_data(dataset, split, config.seed, selects)
-    result = run_federated(dataset, split, config)
+    result = run_federated(dataset, split, config, identity=identity)
     if config.out is not None:  # without a run folder the rounds stay in memory (``extra.rounds``)
         result["extra"].setdefault("rounds_csv", str(Path(config.out) / "rounds.csv"))
     if validation is not None:

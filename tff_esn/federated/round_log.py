@@ -28,9 +28,10 @@ def _csv_text(fieldnames: Sequence[str], rows: Sequence[Mapping[str, Any]], *, h
 
 
 class RoundLog:
-    """The rows of a run in ``out`` whose earlier rounds ``1 … start_round`` are kept (the checkpoint's)."""
+    """The rows of a run in ``out`` whose earlier rounds ``1 … start_round`` are kept (the checkpoint's); not
+    ``timed``: every TensorBoard event carries the log's opening time, not the round's wall time."""
 
-    def __init__(self, out: Path, start_round: int):
+    def __init__(self, out: Path, start_round: int, *, timed: bool = True):
         self.path = out / "rounds.csv"
         self.fields: list[str] = []
         if self.path.exists():
@@ -41,7 +42,7 @@ class RoundLog:
             kept = [r for r in rows if int(r[KEY]) <= start_round]
             if len(kept) != len(rows):
                 write_text_atomic(self.path, _csv_text(self.fields, kept, header=True))
-        self._events = _EventWriter(out / "tensorboard")
+        self._events = _EventWriter(out / "tensorboard", timed=timed)
 
     def append(self, row: Mapping[str, Any], round_num: int) -> None:
         """Adds ``row``'s entries (its ``round`` is ``round_num``) to ``rounds.csv`` and TensorBoard."""
@@ -73,13 +74,15 @@ class RoundLog:
 
 
 class _EventWriter:
-    """Scalar summaries of numeric values into an event file in ``folder`` (what TensorBoard reads)."""
+    """Scalar summaries of numeric values into an event file in ``folder`` (what TensorBoard reads), stamped with
+    the wall time of each write (``timed``) or of the writer's opening."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, *, timed: bool = True):
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
         folder.mkdir(parents=True, exist_ok=True)
         self.writer = EventFileWriter(str(folder))
+        self.opened = None if timed else time.time()
 
     def scalars(self, values: Mapping[str, Any], step: int) -> None:
         from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -91,7 +94,8 @@ class _EventWriter:
                 summary_pb2.Summary.Value(tag=name, tensor=tensor_util.make_tensor_proto(np.float32(value)),
                                           metadata=metadata.create_summary_metadata(display_name=name, description=""))
                 for name, value in values.items() if np.asarray(value).dtype.kind in "biuf"])
-        self.writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+        wall_time = time.time() if self.opened is None else self.opened
+        self.writer.add_event(event_pb2.Event(wall_time=wall_time, step=step, summary=summary))
 
     def close(self) -> None:
         self.writer.close()

@@ -21,6 +21,8 @@ from tff_esn import runtime
 from tff_esn.registry.algorithms import Algorithm, get_algorithm
 from tff_esn.common.communication import CommunicationCost
 from tff_esn.common.io import atomic_write
+from tff_esn.runs.identity import (CANDIDATE, check_identity, resumable_settings, resume_changes, run_identity,
+                                   saved_record)
 from tff_esn.runs.run_folder import run_lock
 from tff_esn.data.cache import cache_root
 from tff_esn.data.sequences import SequenceDataset, Split
@@ -40,6 +42,7 @@ from tff_esn.esn.standardization import Standardization, federated_standardizati
 from tff_esn.common.metrics import classification_metrics
 from tff_esn.common.tasks import Task
 from tff_esn.esn.model import Model
+from tff_esn.privacy.accounting import RoundEvent
 from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy import noise_seed
 from tff_esn.privacy.coverage import published_row
@@ -104,14 +107,17 @@ class _EvalSet:
         return row
 
 
-def learning_privacy(config: FedAvgConfig, clients: int) -> LearningPrivacy | None:
-    """The DP / secure aggregation of ``config.privacy`` over ``clients`` training clients (``None`` without)."""
+def learning_privacy(config: FedAvgConfig, clients: int,
+                     noise_multiplier: float | None = None) -> LearningPrivacy | None:
+    """The DP / secure aggregation of ``config.privacy`` over ``clients`` training clients (``None`` without); under
+    DP with z calibrated for ``config.rounds``, or a resumed run's checkpointed ``noise_multiplier``."""
     settings = config.privacy
     if not settings.requested:
         return None
     z, seed = None, 0
     if settings.dp_requested:
-        z = settings.noise_multiplier(config.rounds, min(1.0, config.clients_per_round / clients))
+        z = (settings.noise_multiplier(config.rounds, min(1.0, config.clients_per_round / clients))
+             if noise_multiplier is None else noise_multiplier)
         noise_seed.warn_no_noise(z)
         seed = noise_seed.mechanism_seed(settings.dp_seed)
     return LearningPrivacy(noise_multiplier=z, clip=0.1 if settings.dp_clip is None else settings.dp_clip,
@@ -159,10 +165,14 @@ class _BestRound:
 
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
-                  client_filter: ClientFilter | None = None) -> dict[str, Any]:
+                  client_filter: ClientFilter | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` and the trained
     :class:`~tff_esn.esn.model.Model` (``result["model"]``: the kept readout), whose scores the sections are; more
-    ``clients_per_round`` than training clients runs (and records in ``extra``) one round of every client."""
+    ``clients_per_round`` than training clients runs (and records in ``extra``) one round of every client. Its
+    checkpoints record the run's ``identity`` (default: :func:`~tff_esn.runs.identity.run_identity` of these
+    arguments)."""
+    if identity is None and config.out is not None:
+        identity = run_identity(config, dataset, split)
     dp = config.privacy.dp_requested
     if config.clients_per_round > len(split.train):
         warn(f"clients_per_round {config.clients_per_round}: there are {len(split.train)} training clients; each "
@@ -182,12 +192,14 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
     if client_filter is not None and config.discriminator:
         raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
     client_filter = client_filter or discriminator_filter(config)
-    privacy = learning_privacy(config, len(split.train))
     workers = runtime.current_workers()
     backend = resolve_backend(config.backend, secure=config.privacy.secure_aggregation, workers=workers)
     with contextlib.ExitStack() as stack:
         if config.out is not None:
             stack.enter_context(run_lock(config.out))
+        saved = _resumed_record(config, identity)  # another run's folder is refused before any harvest
+        calibration = (saved or {}).get("calibration") or {}
+        privacy = learning_privacy(config, len(split.train), calibration.get("noise_multiplier"))
         cache_dir = None
         if config.states == "cached" and config.cache_dir is not None:
             cache_dir = cache_root(config.cache_dir) / "federated-states"
@@ -195,13 +207,30 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
         data = _client_data(dataset, split, config, cache_dir, init)
         config, selection, result = select_settings(config, split, privacy, lambda candidate: _run(
-            dataset, split, candidate, privacy, client_filter=client_filter, data=data, backend=backend))
+            dataset, split, candidate, privacy, client_filter=client_filter, data=data, backend=backend,
+            identity=_candidate_identity(identity, candidate)))
         result = result or _run(dataset, split, config, privacy, client_filter=client_filter, data=data,
-                                backend=backend)
+                                backend=backend, identity=identity)
         result["extra"]["selection"] = selection
         if init is not None:
             result["extra"]["init_from"] = init.record()
         return result
+
+
+def _resumed_record(config: FedAvgConfig, identity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The record of the run ``config`` resumes (``None``: a fresh run), after :func:`check_identity`'s check."""
+    if config.out is None or not config.resume:
+        return None
+    check_identity(config.out, identity, resumable_settings(config))
+    return saved_record(config.out)
+
+
+def _candidate_identity(identity: dict[str, Any] | None, candidate: FedAvgConfig) -> dict[str, Any] | None:
+    """The identity of a selection candidate's run: the run's, with the candidate's learning rate and penalty."""
+    if identity is None:
+        return None
+    return {**identity, CANDIDATE: {"client_lr": candidate.model.learning_rate,
+                                    "penalty": candidate.penalty if candidate.curvature else None}}
 
 
 def _with(config: FedAvgConfig, name: str, value: float) -> FedAvgConfig:
@@ -391,15 +420,17 @@ def _round_row(fed: _Federation, output, sampled: list[str], round_num: int,
 
 
 def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, out: Path | None,
-           best: _BestRound | None, k_classes: int,
+           best: _BestRound | None, k_classes: int, ledger: dict[str, Any],
            earlier: list[dict[str, Any]] = ()) -> tuple[Any, list[dict[str, Any]]]:
-    """Rounds ``start_round`` … ``config.rounds − 1`` until the ``patience`` stop; the last state and every row."""
+    """Rounds ``start_round`` … ``config.rounds − 1`` until the ``patience`` stop; the last state and every row.
+    Each round's DP event joins ``ledger["events"]``, checkpointed with the round."""
     rows, curvature_clipped = list(earlier), 0
     if best is not None and config.patience and start_round - best.round >= config.patience:
         return state, rows  # a resumed run that had already stopped early
-    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out), RoundLog(out, start_round))
     privacy = fed.privacy or LearningPrivacy()
     scheme = privacy.sampling(config.clients_per_round, len(fed.data.source.ids))
+    checkpoint, log = (None, None) if out is None else (RoundCheckpoint(out),
+                                                        RoundLog(out, start_round, timed=scheme.published))
     bar = progress_bar(range(start_round, config.rounds), wanted=config.progress, initial=start_round,
                        total=config.rounds, desc=f"{config.algorithm} rounds ({fed.backend})", unit="round",
                        leave=False)
@@ -411,6 +442,8 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
             output = fed.process.next(state, fed.client_data(sampled, round_num))
             state = output.state
             row = _round_row(fed, output, sampled, round_num, time.perf_counter() - began, k_classes)
+            if privacy.dp:
+                ledger["events"].append(privacy.round_event(config.clients_per_round, len(fed.data.source.ids)))
             curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))
             if best is not None:
                 kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
@@ -421,7 +454,8 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
             bar.set_postfix(val_f1=row.get("val_f1_macro", math.nan), accepted=row.get("accepted_clients"))
             if out is not None:
                 log.append(row, round_num + 1)
-                checkpoint.save(state, round_num + 1, rows)
+                checkpoint.save(state, round_num + 1, rows,
+                                {**ledger, "events": [e.to_dict() for e in ledger["events"]]})
             if best is not None and config.patience and round_num + 1 - best.round >= config.patience:
                 break
     finally:
@@ -434,9 +468,44 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
     return state, rows
 
 
+def _ledger(config: FedAvgConfig, identity: dict[str, Any] | None, saved: dict[str, Any] | None,
+            privacy: LearningPrivacy | None, clients: int, start_round: int) -> dict[str, Any]:
+    """What the checkpoint records beside the state: identity, resumable settings, what z was calibrated for, the
+    rounds' DP events and the resumes (each with the declared settings it changed)."""
+    dp = privacy is not None and privacy.dp
+    calibration = (saved or {}).get("calibration")
+    if calibration is None and dp:
+        calibration = {"noise_multiplier": privacy.noise_multiplier, "epsilon": config.privacy.dp_epsilon,
+                       "rounds": config.rounds, "sampling_rate": privacy.round_event(config.clients_per_round,
+                                                                                     clients).sampling_rate}
+    resumes = list((saved or {}).get("resumes", []))
+    if saved is not None:
+        resumes.append({"round": start_round, "changed": resume_changes(config.out, saved, identity,
+                                                                         resumable_settings(config))})
+    return {"identity": identity, "resumable": resumable_settings(config), "calibration": calibration,
+            "events": [RoundEvent(**e) for e in (saved or {}).get("events", [])], "resumes": resumes}
+
+
+def _privacy_sections(privacy: LearningPrivacy | None, config: FedAvgConfig, clients: int, ledger: dict[str, Any],
+                      **declared: Any) -> dict[str, Any]:
+    """The run's ``privacy``/``secure_aggregation`` sections: ε composed from the rounds' checkpointed events."""
+    privacy = privacy or LearningPrivacy()
+    if not privacy.dp:
+        return privacy.sections(config.rounds, config.clients_per_round, clients, **declared)
+    events, calibration = ledger["events"], ledger["calibration"]
+    if calibration["epsilon"] is not None and len(events) > calibration["rounds"]:
+        warn(f"DP: the noise (z = {calibration['noise_multiplier']:.4g}) was calibrated for ε = "
+             f"{calibration['epsilon']:g} over {calibration['rounds']} rounds; the run has {len(events)} rounds "
+             "(resumed with more), so its ε is recomputed from the rounds' events and exceeds that target")
+    return privacy.sections(len(events), config.clients_per_round, clients, events=events, calibrated=calibration,
+                            **declared)
+
+
 def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: LearningPrivacy | None, *,
-         client_filter: ClientFilter | None, data: _ClientData, backend: str) -> dict[str, Any]:
-    """:func:`run_federated` of one setting over the clients' ``data``."""
+         client_filter: ClientFilter | None, data: _ClientData, backend: str,
+         identity: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`run_federated` of one setting over the clients' ``data`` (its checkpoints record ``identity``)."""
+    saved = _resumed_record(config, identity)
     own_reservoirs = config.states == "faithful" and config.reservoirs == "different"
     fed = _federation(dataset, config, privacy, data, client_filter=client_filter, backend=backend,
                       own_reservoirs=own_reservoirs)
@@ -444,6 +513,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     state, start_round, earlier = _restored(fed, config, out, config.resume)
+    ledger = _ledger(config, identity, saved, privacy, len(split.train), start_round)
     best = None
     if (config.keep_best or config.patience) and fed.data.groups["val"] is None:
         warn(f"{'keep_best' if config.keep_best else 'patience'}: no validation clients to choose a round on; the "
@@ -451,7 +521,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     elif config.keep_best or config.patience:
         best = _BestRound(out, resumed=start_round > 0)
     state, rows = _train(fed, config, state, start_round, out=out, best=best, k_classes=dataset.n_classes,
-                         earlier=earlier)
+                         ledger=ledger, earlier=earlier)
     kernel, bias = (np.asarray(w) for w in fed.process.get_model_weights(state).trainable)
     kept = len(rows)
     if best is not None and best.round and config.keep_best:
@@ -470,8 +540,8 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "clients_per_round": config.clients_per_round,
-                  "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r]},
-        **(privacy or LearningPrivacy()).sections(
-            config.rounds, config.clients_per_round, len(split.train), fed.algorithm.privacy,
-            curvature=config.curvature, own_client_work=client_filter is not None or own_reservoirs),
+                  "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r],
+                  "resumes": ledger["resumes"]},
+        **_privacy_sections(privacy, config, len(split.train), ledger, support=fed.algorithm.privacy,
+                            curvature=config.curvature, own_client_work=client_filter is not None or own_reservoirs),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Sequence
 
 import dp_accounting
 
@@ -99,6 +100,52 @@ def _rdp_epsilon(noise_multiplier: float, delta: float, rounds: int, sampling_ra
     """:func:`epsilon` of checked arguments, kept per argument tuple (the accountant is pure and costs seconds)."""
     accountant = dp_accounting.rdp.RdpAccountant()
     accountant.compose(dp_event(noise_multiplier, rounds, sampling_rate))
+    return float(accountant.get_epsilon(delta))
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundEvent:
+    """One round's DP release as it ran: noise multiplier z, clip C and sampling rate q (checkpointed per round)."""
+
+    noise_multiplier: float
+    clip: float
+    sampling_rate: float
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def grouped_events(events: Sequence[RoundEvent]) -> list[dict]:
+    """Consecutive equal ``events`` as ``{"rounds": k, **event}`` (``metrics.json``'s ``privacy.composed_events``)."""
+    groups: list[dict] = []
+    for event in events:
+        if groups and groups[-1]["event"] == event:
+            groups[-1]["rounds"] += 1
+        else:
+            groups.append({"rounds": 1, "event": event})
+    return [{"rounds": g["rounds"], **g["event"].to_dict()} for g in groups]
+
+
+def composed_epsilon(events: Sequence[RoundEvent], delta: float) -> float:
+    """ε at ``delta`` of the rounds' ``events`` composed in one ``RdpAccountant`` (``SelfComposedDpEvent`` of each
+    run of equal events; ``inf`` if any round had no noise)."""
+    delta = check_delta(delta)
+    if not events:
+        raise ValueError("composed_epsilon: no rounds ran, so no release is accounted.")
+    if any(check_noise_multiplier(e.noise_multiplier) == 0 for e in events):
+        return math.inf
+    groups = tuple((g["noise_multiplier"], g["rounds"], g["sampling_rate"]) for g in grouped_events(events))
+    return _rdp_composed(groups, delta)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rdp_composed(groups: tuple[tuple[float, int, float], ...], delta: float) -> float:
+    """:func:`composed_epsilon` of checked ``(z, rounds, q)`` groups, kept per argument tuple."""
+    if len(groups) == 1:
+        return _rdp_epsilon(groups[0][0], delta, groups[0][1], groups[0][2])
+    accountant = dp_accounting.rdp.RdpAccountant()
+    for z, rounds, q in groups:
+        accountant.compose(dp_event(z, rounds, q))
     return float(accountant.get_epsilon(delta))
 
 

@@ -20,13 +20,15 @@ ROUNDING_MARGIN = 1e-6  # relative widening of a derived secure range that a cli
 
 
 def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_features: int,
-                      steps: int, client_sequences: Sequence[int], releases: int = 1) -> StatsAggregation | None:
-    """The closed-form :class:`StatsAggregation` of ``privacy`` (``None``: plain IncFed), ε met over ``releases``."""
+                      steps: int, client_sequences: Sequence[int], releases: int = 1,
+                      record_bound: str = "") -> StatsAggregation | None:
+    """The closed-form :class:`StatsAggregation` of ``privacy`` (``None``: plain IncFed), ε met over ``releases``;
+    ``steps`` is the public bound on a record's steps (``record_bound`` says where it comes from)."""
     if not privacy.requested:
         return None
     m = states_per_record(state_mode, steps, washout)
     dp = gaussian_stats(privacy, state_mode=state_mode, washout=washout, n_features=n_features,
-                        steps=steps, releases=releases)
+                        steps=steps, releases=releases, record_bound=record_bound)
     secure = None
     if privacy.secure_aggregation:
         bound = privacy.secure_range
@@ -48,8 +50,9 @@ def gaussian_updates(privacy: PrivacyConfig, *, clients: int, rounds: int) -> Ga
 
 
 def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_features: int,
-                   steps: int, releases: int = 1) -> GaussianStats | None:
-    """The Gaussian mechanism on ``(A, B, n)`` of ``privacy`` (``None`` without DP), its noise seed secret."""
+                   steps: int, releases: int = 1, record_bound: str = "") -> GaussianStats | None:
+    """The Gaussian mechanism on ``(A, B, n)`` of ``privacy`` (``None`` without DP), its noise seed secret; ``steps``
+    is the public bound on a record's steps (``record_bound`` says where it comes from)."""
     if not privacy.dp_requested:
         return None
     clip = natural_clip(n_features) if privacy.dp_clip is None else privacy.dp_clip
@@ -57,7 +60,7 @@ def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_f
     noise_seed.warn_no_noise(z)
     return GaussianStats(z, privacy.dp_delta, clip, states_per_record(state_mode, steps, washout),
                          model=privacy.dp_model, seed=noise_seed.mechanism_seed(privacy.dp_seed),
-                         seed_known=privacy.dp_seed is not None)
+                         seed_known=privacy.dp_seed is not None, record_bound=record_bound)
 
 
 def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:

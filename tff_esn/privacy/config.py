@@ -43,6 +43,9 @@ class PrivacyConfig:
         dp_seed: seed of the DP noise and secret client sampling for tests and debugging (``None``:
             a fresh secret seed from the OS's entropy, never written; given, the run is not private).
         dp_adaptive_clip: FedAvg/FedCurv: adaptive clipping instead of a fixed clip.
+        dp_max_steps: closed form: the public bound N on a training sequence's steps under DP (state mode
+            ``all``: a record adds N − washout states); longer training sequences are cut to their last N
+            steps (``None``: the data's one sequence length; sequences of unequal length are refused).
     """
 
     secure_aggregation: bool = False
@@ -56,6 +59,7 @@ class PrivacyConfig:
     dp_model: str = dataclasses.field(default="central", metadata={"choices": MODELS})
     dp_seed: int | None = None
     dp_adaptive_clip: bool = False
+    dp_max_steps: int | None = None
 
     def __post_init__(self) -> None:
         if self.dp_epsilon is not None and self.dp_noise_multiplier is not None:
@@ -76,6 +80,11 @@ class PrivacyConfig:
         check_field(self, "dp_ip_clip", _clip_ok(self.dp_ip_clip), bound)
         if self.dp_adaptive_clip and not self.dp_requested:
             raise ValueError("PrivacyConfig.dp_adaptive_clip (--dp-adaptive-clip) needs --dp-epsilon or "
+                             "--dp-noise-multiplier.")
+        check_field(self, "dp_max_steps", self.dp_max_steps is None or is_count(self.dp_max_steps, 1),
+                    "None or an integer ≥ 1")
+        if self.dp_max_steps is not None and not self.dp_requested:
+            raise ValueError("PrivacyConfig.dp_max_steps (--dp-max-steps) bounds a DP record; it needs --dp-epsilon or "
                              "--dp-noise-multiplier.")
         if self.dp_adaptive_clip and self.secure_aggregation:
             raise ValueError("secure aggregation with DP needs a fixed clip (SecureSumFactory bounds each coordinate "
@@ -134,7 +143,7 @@ class PrivacySupport:
 _DP = ("dp_epsilon", "dp_noise_multiplier", "dp_delta", "dp_clip", "dp_seed")
 NONE = PrivacySupport()
 """No secure aggregation, no DP."""
-STATISTICS = PrivacySupport(("secure_aggregation", "secure_bits", "secure_range", *_DP, "dp_model"))
+STATISTICS = PrivacySupport(("secure_aggregation", "secure_bits", "secure_range", *_DP, "dp_model", "dp_max_steps"))
 """Closed form: secure sum and Gaussian mechanism on the summed statistics (central, local or distributed)."""
 LOCAL_STATISTICS = PrivacySupport(STATISTICS.settings, local_only=True)
 """Closed form with data-dependent uploads (masks, completions): DP with each client's own noise only."""

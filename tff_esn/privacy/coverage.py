@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tff_esn.common.run_warnings import warn
 
 from tff_esn.runtime import load_tff
 
@@ -34,7 +37,10 @@ _SELECTION = ("who took part in a round, or how many: under secret Poisson sampl
               "mechanism's randomness, and publishing it (or its size) voids the amplification by sampling")
 _EVALUATION = ("measured on the validation/test clients, the evaluator's held-out data: not training clients, not "
                "protected by the ε (which covers the training clients' records)")
-WITHHELD, PUBLIC_OUTPUT, COVERED, SELECTION = "withheld", "public", "covered", "selection"
+_TIMING = ("wall time, which grows with the number of clients that trained (a retrace the first time a count "
+           "occurs): under secret Poisson sampling it tells the secret sample size, so it is withheld with the "
+           "selection")
+WITHHELD, PUBLIC_OUTPUT, COVERED, SELECTION, TIMING = "withheld", "public", "covered", "selection", "timing"
 
 OUTPUTS: dict[str, tuple[str, str]] = {
     "train": (WITHHELD, "the model's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
@@ -49,6 +55,8 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.rounds[].accepted_clients": (SELECTION, _SELECTION),
     "extra.rounds[].clean_clients": (SELECTION, _SELECTION),
     "extra.accepted_clients": (SELECTION, _SELECTION),
+    "extra.rounds[].seconds": (TIMING, "a round's " + _TIMING),
+    "seconds": (TIMING, "the run's " + _TIMING),
     "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
     "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
     "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
@@ -76,7 +84,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.train_clients": (PUBLIC_OUTPUT, "the number of training clients: the federation's size, no client data"),
 }
 """Every client-derived value a run writes (a dotted path, ``[]`` every list item, ``*`` a wildcard) and
-how a DP run handles it: withheld, selection (written when the selection is public), covered or public."""
+how a DP run handles it: withheld, selection and timing (written when the selection is public), covered or public."""
 
 
 NOT_CLIENT_DERIVED: dict[str, str] = {
@@ -84,7 +92,8 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
                      "extra.n_features", "extra.class_weight",
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
                      "partition.label_names", "l2_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
-                     "extra.alpha", "extra.mask", "extra.rounds_csv"),
+                     "extra.alpha", "extra.mask", "extra.rounds_csv", "extra.resumes",
+                     "extra.clients_per_round"),
                     "the run's configuration, split (which client is in which group) and environment (under "
                     "privacy settings nothing is chosen on client data: λ, the state mode, the reservoir, the "
                     "learning rate and the penalty are the stated defaults, and FedAvg's class weights are "
@@ -96,7 +105,6 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
                "configuration, selection and privacy declaration",
     "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",
     **dict.fromkeys(("partition.clients",), "the number of clients"),
-    **dict.fromkeys(("seconds", "extra.rounds[].seconds"), "wall time of the run / round (a timing, public)"),
     "extra.init_from": "the saved model a run started from: its folder and provenance (algorithm, data, split, "
                        "configuration, privacy declaration), as its own run published them; the ε covers this run's "
                        "releases, the starting model is an input (public, or private under its own run's ε)",
@@ -150,7 +158,7 @@ def _entry(path: str, table: dict):
 def withheld(path: str, *, selection_published: bool, table: dict[str, tuple[str, str]] | None = None) -> bool:
     """Whether a DP run leaves ``path`` out of its outputs (``table``: :data:`OUTPUTS`, or :data:`MODEL_OUTPUTS`)."""
     entry = _entry(path, OUTPUTS if table is None else table)
-    return entry is not None and (entry[0] == WITHHELD or (entry[0] == SELECTION and not selection_published))
+    return entry is not None and (entry[0] == WITHHELD or (entry[0] in (SELECTION, TIMING) and not selection_published))
 
 
 def _leaves(node, path: str = ""):
@@ -202,15 +210,32 @@ def publish(record: dict) -> dict:
     out = prune(record, "")
     said = {"withheld": {}, "public": {}, "covered_outputs": {}}
     for pattern, (kind, reason) in OUTPUTS.items():
-        if kind == WITHHELD or (kind == SELECTION and not selection_published):
+        if kind == WITHHELD or (kind in (SELECTION, TIMING) and not selection_published):
             said["withheld"][pattern] = reason
         elif kind == SELECTION:
             said["public"][pattern] = "the selection comes from --seed and is public; ε claims no amplification"
+        elif kind == TIMING:
+            said["public"][pattern] = "wall time of a public selection"
         else:
             said["public" if kind == PUBLIC_OUTPUT else "covered_outputs"][pattern] = reason
     out["privacy"] = {**out["privacy"], "withheld": said["withheld"], "covered_outputs": said["covered_outputs"],
                       "public": {**out["privacy"].get("public", {}), **said["public"]}}
     return out
+
+
+FILE_ORIGIN = "file"
+"""The origin of a setting read from a hyper-parameter file (``--hparams``) in ``metrics.json``'s ``config``."""
+
+
+def selection_declared(privacy: dict, config: Mapping[str, Mapping[str, Any]]) -> dict:
+    """A DP run's ``privacy`` section with ``selection_outside_epsilon``: whether settings came from a file
+    (``--hparams``), chosen by a search that is no DP mechanism, so on the clients outside the ε (a warning)."""
+    chosen = sorted(name for name, entry in config.items() if entry.get("origin") == FILE_ORIGIN)
+    if chosen:
+        warn(f"DP: {', '.join(chosen)} came from a hyper-parameter file (--hparams); if a search chose them on these "
+             "clients, that choice used their data outside the DP mechanism and is not covered by the ε "
+             "(metrics.json privacy.selection_outside_epsilon)")
+    return {**privacy, "selection_outside_epsilon": bool(chosen), "settings_from_file": chosen}
 
 
 def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,

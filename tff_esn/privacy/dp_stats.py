@@ -32,7 +32,7 @@ def states_per_record(state_mode: str, steps: int, washout: int) -> int:
 @dataclasses.dataclass(frozen=True)
 class GaussianStats:
     """Gaussian mechanism on clipped ``(A, B, n)`` (module docstring): ``z``, δ, clip C, ``m`` states per record,
-    noise ``model``, secret ``seed``, eigenvalue ``floor`` of ``B``."""
+    noise ``model``, secret ``seed``, eigenvalue ``floor`` of ``B``, where the ``record_bound`` on m comes from."""
 
     noise_multiplier: float
     delta: float
@@ -42,6 +42,7 @@ class GaussianStats:
     seed: int = 0
     seed_known: bool = False
     floor: float | None = None
+    record_bound: str = ""
 
     @property
     def sensitivities(self) -> tuple[float, float, float]:
@@ -90,6 +91,7 @@ class GaussianStats:
             clip=self.clip, noise_multiplier=self.noise_multiplier, epsilon=self.epsilon(), delta=self.delta,
             rounds=1, sampling_rate=1.0,
             details={"privacy_unit": f"one sequence ({self.states_per_record} states)", "model": self.model,
+                     **({"record_bound": self.record_bound} if self.record_bound else {}),
                      "sensitivity": dict(zip(("A", "B", "n"), self.sensitivities)),
                      "noise_stddev_on_sum": {"A": sum_a, "B": sum_b, "n": sum_n},
                      "accountant": "dp_accounting RDP",

@@ -11,6 +11,7 @@ import collections
 import dataclasses
 import functools
 import math
+from collections.abc import Sequence
 
 import dp_accounting
 import tensorflow as tf
@@ -149,11 +150,18 @@ class LearningPrivacy:
         """How the run picks its clients (:func:`tff_esn.privacy.sampling.client_sampling`)."""
         return sampling.client_sampling(self.dp, clients_per_round, clients, self.seed_known)
 
-    def sections(self, rounds: int, clients_per_round: int, clients: int, support: PrivacySupport = LEARNING, *,
-                 curvature: bool = False, own_client_work: bool = False) -> dict:
-        """``privacy``/``secure_aggregation`` metrics sections: coverage declaration and RDP ε for :meth:`sampling`."""
+    def round_event(self, clients_per_round: int, clients: int) -> accounting.RoundEvent:
+        """The DP release of one round: z, clip C and the sampling rate the accountant uses (1 unless Poisson)."""
         scheme = self.sampling(clients_per_round, clients)
-        q = scheme.rate if scheme.amplified else 1.0
+        return accounting.RoundEvent(float(self.noise_multiplier), float(self.clip),
+                                     scheme.rate if scheme.amplified else 1.0)
+
+    def sections(self, rounds: int, clients_per_round: int, clients: int, support: PrivacySupport = LEARNING, *,
+                 curvature: bool = False, own_client_work: bool = False,
+                 events: Sequence[accounting.RoundEvent] | None = None, calibrated: dict | None = None) -> dict:
+        """``privacy``/``secure_aggregation`` metrics sections: coverage declaration and the RDP ε of the rounds'
+        ``events`` as they ran (default: ``rounds`` of :meth:`round_event`); ``calibrated``: what z was set for."""
+        scheme = self.sampling(clients_per_round, clients)
         declared = coverage.declaration(support, secure=self.secure, dp=self.dp,
                                         own_client_work=own_client_work, selection_published=scheme.published)
         privacy = dict(NO_PRIVACY, **declared)
@@ -161,14 +169,19 @@ class LearningPrivacy:
             query = ("gaussian_adaptive, with the seeded SeededQuantileAdaptiveClipSumQuery (client-level)"
                      if self.adaptive else "gaussian_fixed, with the seeded SeededGaussianSumQuery (client-level)"
                      + (" on the joint record (update, (u, v))" if curvature else ""))
-            z = float(self.noise_multiplier)
+            events = list(events) if events is not None else [self.round_event(clients_per_round, clients)] * rounds
+            z, q = events[-1].noise_multiplier, events[-1].sampling_rate
+            unsampled = [dataclasses.replace(e, sampling_rate=1.0) for e in events]
             privacy = accounting.PrivacyReport(
                 mechanism="tff.aggregators.DifferentiallyPrivateFactory as " + query, clip=self.clip,
-                noise_multiplier=z, epsilon=accounting.epsilon(z, self.delta, rounds, q), delta=self.delta,
-                rounds=rounds, sampling_rate=q,
+                noise_multiplier=z, epsilon=accounting.composed_epsilon(events, self.delta), delta=self.delta,
+                rounds=len(events), sampling_rate=q,
                 details={"privacy_unit": "one client's upload per round", "noise_seeded": True,
                          "sampling": scheme.section(), "accountant": accounting.describe(q),
-                         "epsilon_without_amplification": _finite(accounting.epsilon(z, self.delta, rounds)),
+                         "composed_events": accounting.grouped_events(events),
+                         **({} if calibrated is None else {"noise_calibrated_for": calibrated}),
+                         "epsilon_without_amplification": _finite(accounting.composed_epsilon(unsampled,
+                                                                                              self.delta)),
                          "sensitivity": f"√{CURVATURE_PARTS}·C (update and (u, v) each clipped to C)" if curvature
                          else "C",
                          "noise_stddev_on_sum": None if self.adaptive else self.noise_stddev(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tff_esn.data.errors import DataError
 from tff_esn.registry.defaults import (DATA_KEYS, OWN_DATA_ORIGIN, SEARCHES, class_objective, data_settings,
                                       source_defaults)
-from tff_esn.privacy.coverage import publish
+from tff_esn.privacy.coverage import publish, selection_declared
 from tff_esn.privacy.config import NO_PRIVACY, NONE, PrivacyConfig, PrivacySupport
 from tff_esn.common.run_warnings import merged, recording
 from tff_esn.common.settings import Setting, config_fields, config_from_flags, flat_config, settings
@@ -289,6 +289,8 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
                                     washout=getattr(getattr(config, "model", config), "washout", 0), objective=objective)
         private = getattr(config, "privacy", PrivacyConfig()).dp_requested
         checked_result = check_result(name, result, {} if private else baselines, dataset.task, objective=objective)
+        if private and "privacy" in result:
+            result["privacy"] = selection_declared(result["privacy"], run.record)
     model = result.pop("model", None)
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:

@@ -69,6 +69,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     from tff_esn.data.splits import get_split
     from tff_esn.common.io import write_json_atomic
     from tff_esn.runs.memory import MemoryLimitError, check_memory
+    from tff_esn.runs.identity import check_resume
     from tff_esn.runs.run_folder import check_run_folder, clear_run
 
     with recording() as said:
@@ -103,6 +104,8 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
                                 test_required=request.test_required)
             dataset, split, partition = dealt(load_source(request.data, run.pipeline, cache_dir=request.cache_dir,
                                                           **request.options))
+            if getattr(config, "resume", False):  # another run's folder: refused before the harvest
+                check_resume(out, config, dataset, split)
         except DataError:
             raise
         except (TypeError, ValueError) as err:

@@ -1,0 +1,115 @@
+"""What a DP run publishes beside its ε carries no more: the closed form's sensitivity comes from a public bound
+(neighbouring data sets give byte-identical privacy records), no published per-round value varies with the secret
+Poisson sample, and settings from a hyper-parameter file are declared as chosen outside the ε."""
+
+import csv
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from tff_esn.cli import main
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.privacy.record_bound import cropped
+from tff_esn.privacy.sampling import poisson_clients
+from tff_esn.registry.algorithms import resolve_run, run_algorithm
+
+from closed_form_data import THESIS_SPLIT, fake_data_modules, random_thesis_dataset
+from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
+from test_privacy_learning import BASE, _private
+
+DP_ALL = ["--state-mode", "all", "--dp-epsilon", "2", "--dp-seed", "3"]
+
+
+def _ragged(extra_long: bool) -> SequenceDataset:
+    """Five clients of 5–14-step sequences; ``extra_long``: client c0 holds one more sequence, of 40 steps."""
+    rng = np.random.default_rng(0)
+    clients = {}
+    for i in range(5):
+        lengths = rng.integers(5, 15, size=6)
+        if extra_long and i == 0:
+            lengths = np.append(lengths, 40)
+        x = np.zeros((len(lengths), lengths.max(), 3), np.float32)
+        y = rng.integers(0, 2, len(lengths))
+        for k, n in enumerate(lengths):
+            x[k, :n] = rng.normal(size=(n, 3)) + y[k]
+        clients[f"c{i}"] = ClientSequences(x, y, lengths)
+    return SequenceDataset(clients, 2, ("a", "b", "c"), ("no", "yes"), "ragged")
+
+
+def _serve(monkeypatch, dataset):
+    fake_data_modules(monkeypatch, lambda *a, **k: dataset,
+                      lambda name, d, **k: Split(name, ("c0", "c1", "c2"), ("c3",), ("c4",)))
+
+
+def test_neighbouring_data_sets_give_byte_identical_privacy_records(monkeypatch, tmp_path):
+    records = []
+    for extra_long in (False, True):
+        _serve(monkeypatch, _ragged(extra_long))
+        out = tmp_path / str(extra_long)
+        assert main(["run", "incfed", "--out", str(out), *FAST, *DP_ALL, "--dp-max-steps", "12"]) == 0
+        records.append(json.loads((out / "metrics.json").read_text()))
+    first, second = (json.dumps(r["privacy"], sort_keys=True) for r in records)
+    assert first == second
+    privacy = records[0]["privacy"]
+    assert privacy["privacy_unit"] == "one sequence (11 states)" and privacy["sensitivity"]["n"] == 11
+    assert privacy["record_bound"].startswith("--dp-max-steps 12: training sequences longer are cut")
+    assert not any("cut" in w or "crop" in w for r in records for w in r["warnings"])  # no data-dependent count
+
+
+def test_unequal_lengths_without_a_public_bound_are_refused_in_one_line(monkeypatch, tmp_path, capsys):
+    _serve(monkeypatch, _ragged(True))
+    assert main(["run", "incfed", "--out", str(tmp_path), *FAST, *DP_ALL]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "give --dp-max-steps N" in err
+    assert main(["run", "incfed", "--out", str(tmp_path), *FAST, "--dp-max-steps", "12"]) == 2  # needs DP
+    assert "--dp-max-steps) bounds a DP record" in capsys.readouterr().err
+
+
+def test_a_cropped_client_keeps_the_last_steps_of_each_long_sequence():
+    x = np.arange(2 * 6 * 1, dtype=np.float32).reshape(2, 6, 1)
+    y = np.arange(12).reshape(2, 6)
+    client = cropped(ClientSequences(x, y, np.array([6, 3])), 4)
+    assert client.x.shape == (2, 4, 1) and list(client.steps) == [4, 3]
+    np.testing.assert_array_equal(client.x[0, :, 0], x[0, 2:, 0])
+    np.testing.assert_array_equal(client.x[1, :3, 0], x[1, :3, 0])
+    np.testing.assert_array_equal(client.y[0], y[0, 2:])
+
+
+def test_no_published_per_round_value_varies_with_the_secret_sample(tmp_path):
+    data = random_thesis_dataset()
+    config = _private(dataclasses.replace(BASE, backend="sim", rounds=6, out=str(tmp_path)),
+                      dp_noise_multiplier=1.0, dp_clip=0.5, dp_seed=7)
+    counts = [len(poisson_clients(THESIS_SPLIT.train, 0.5, 7, r)) for r in range(6)]
+    assert len(set(counts)) > 1  # the secret count varies over the rounds
+    record = run_algorithm(resolve_run("fedavg", data, config=config), data, THESIS_SPLIT)
+    rows = record["extra"]["rounds"]
+    with open(tmp_path / "rounds.csv") as fh:
+        columns = csv.DictReader(fh).fieldnames
+    covered = [k for k in columns if k.startswith(("val_", "test_"))]  # the DP model on held-out clients
+    assert set(columns) - set(covered) == {"round", "up_floats_per_client", "down_floats_per_client"}
+    assert all(set(row) == set(columns) for row in rows)
+    for key in ("up_floats_per_client", "down_floats_per_client"):
+        assert len({row[key] for row in rows}) == 1
+    assert "seconds" not in record and "seconds" in record["privacy"]["withheld"]
+    assert "extra.rounds[].seconds" in record["privacy"]["withheld"]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert "seconds" not in events.Tags()["tensors"]
+    assert len({e.wall_time for tag in events.Tags()["tensors"] for e in events.Tensors(tag)}) == 1
+
+
+def test_settings_from_a_file_are_declared_as_chosen_outside_the_epsilon(fake_sources, tmp_path):  # noqa: F811
+    (tmp_path / "best.json").write_text(json.dumps({"units": 8, "l2": 0.01}))
+    args = ["run", "incfed", "--washout", "1", "--dp-epsilon", "2", "--hparams", str(tmp_path / "best.json")]
+    assert main([*args, "--out", str(tmp_path / "file")]) == 0
+    record = json.loads((tmp_path / "file" / "metrics.json").read_text())
+    assert record["privacy"]["selection_outside_epsilon"] is True
+    assert record["privacy"]["settings_from_file"] == ["l2", "units"]
+    assert any("came from a hyper-parameter file" in w for w in record["warnings"])
+    assert main(["run", "incfed", "--out", str(tmp_path / "flags"), *FAST, "--dp-epsilon", "2"]) == 0
+    plain = json.loads((tmp_path / "flags" / "metrics.json").read_text())["privacy"]
+    assert plain["selection_outside_epsilon"] is False and plain["settings_from_file"] == []
