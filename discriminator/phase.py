@@ -95,15 +95,16 @@ def run_discriminative_phase(
         dataset, split: the data and the ``thesis-discriminative`` split (10 training clients).
         config: the federated run (FedAvg or FedCurv, :func:`run_federated`); its ``noise_std``
             is the fake clients' input noise (thesis: 0.5); ``config.out`` gets
-            ``rounds.csv`` etc. of :func:`run_federated`, plus ``acceptance.csv`` and
-            ``acceptance.png`` (Figure 6.13). When ``config.noisy_clients`` is set, those are the fakes;
+            ``rounds.csv`` etc. of :func:`run_federated`, plus ``acceptance.csv``,
+            ``acceptance.png`` (Figure 6.13) and the trained model in ``model/``. When ``config.noisy_clients`` is set, those are the fakes;
             otherwise ``fake_clients`` training clients are drawn with ``config.seed``.
         client_filter: the filter (e.g. :func:`discriminator.filter.load_filter`), or
             ``None`` for the same federation without a discriminator.
         fake_clients: how many training clients are fake (thesis: 5 of 10).
 
     Returns:
-        :func:`run_federated`'s result, with ``extra["discriminator"]`` = the
+        :func:`run_federated`'s result (its ``model`` saved to ``config.out``, not returned), with
+        ``extra["discriminator"]`` = the
         :func:`acceptance_report` plus ``fake_clients`` (truly real = the sampled clients
         without input noise, ``clean_clients`` of the rounds). After ``resume`` the report
         covers the rounds run by this call.
@@ -115,6 +116,11 @@ def run_discriminative_phase(
              else choose_fake_clients(split.train, fake_clients, config.seed))
     config = dataclasses.replace(config, noisy_clients=fakes)
     result = run_federated(dataset, split, config, client_filter=client_filter)
+    model = result.pop("model").replace(
+        provenance={"algorithm": f"{config.algorithm}+disc", "data": dataset.source, "split": split.name},
+        metrics={g: result[g] for g in ("train", "val", "test")})
+    if config.out is not None:
+        model.save(Path(config.out) / "model")
     rows = result["extra"]["rounds"]
     report = acceptance_report([row["accepted_clients"] for row in rows], [row["clean_clients"] for row in rows],
                                [row["clients"] for row in rows])

@@ -6,6 +6,9 @@ import types
 import numpy as np
 
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.esn.hyperparameters import ReservoirConfig
+from tff_esn.esn.model import Model, Readout, model_of
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 
 def random_dataset(n_clients=5, steps=10, features=3, n_classes=3, seed=0, per_step=False, sizes=None):
@@ -20,6 +23,14 @@ def random_dataset(n_clients=5, steps=10, features=3, n_classes=3, seed=0, per_s
         clients[f"c{i}"] = ClientSequences(x.astype(np.float32), y)
     return SequenceDataset(clients, n_classes, tuple(f"f{j}" for j in range(features)),
                            tuple(f"k{j}" for j in range(n_classes)), "random")
+
+
+def toy_model(dataset) -> Model:
+    """A 4-unit model of zero ridge readout on ``dataset``'s features and outputs: what a toy algorithm returns."""
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=4), len(dataset.feature_names))
+    outputs = 1 if dataset.task.real else dataset.n_classes
+    return model_of(weights, Readout("ridge", np.zeros((outputs, 5))), StateSpec("mean"), dataset.task,
+                    dataset.feature_names, dataset.label_names)
 
 
 def write_npz(path, dataset, groups):

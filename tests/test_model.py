@@ -1,6 +1,7 @@
 """The trained :class:`~tff_esn.esn.model.Model` every run yields: its scores are the run's metrics, it saves and
 loads without TensorFlow, and a damaged or foreign folder is refused in one line."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,11 +10,14 @@ import numpy as np
 import pytest
 
 from tff_esn import resolve_run, run_algorithm
+from tff_esn.registry.algorithms import RunRecord, available_algorithms
 from tff_esn.common.tasks import Task
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.esn.hyperparameters import ReservoirConfig
-from tff_esn.esn.model import FORMAT_VERSION, Model, ModelFormatError, Readout, model_of
+from tff_esn.esn.model import FORMAT_VERSION, Model, ModelFormatError, Readout, as_sequences, model_of
 from tff_esn.esn.ridge import predict
+from tff_esn.esn.standardization import Standardization
+from tff_esn.privacy import coverage
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 
 from closed_form_data import default_split, random_dataset
@@ -48,15 +52,35 @@ DATASETS = {
 }
 
 
-@pytest.mark.parametrize("data", sorted(DATASETS))
-@pytest.mark.parametrize("algorithm", CLOSED_FORM)
-def test_a_saved_model_scores_the_runs_metrics_exactly(algorithm, data, tmp_path):
-    dataset = DATASETS[data]()
-    split = default_split(dataset)
+GRADIENT = ("fedavg", "fedcurv")
+CASES = ([(a, d) for a in CLOSED_FORM + GRADIENT for d in sorted(DATASETS)]
+         + [("thesis-central", "classify"), ("thesis-central", "classify-per-step")])
+
+
+def fast_settings(algorithm: str, dataset: SequenceDataset, out) -> dict:
+    """Settings of a quick run of ``algorithm``: few rounds or epochs, nothing chosen on validation data."""
     settings = {"backend": "numpy"} if algorithm in ("incfed", "fedip") else {}
     if algorithm == "fedip":
         settings["ip_epochs"] = 1
-    record = run_algorithm(resolve_run(algorithm, dataset, units=24, **settings), dataset, split)
+    if algorithm in (*GRADIENT, "thesis-central"):
+        per_step = any(c.per_step for c in dataset.clients.values())
+        settings = {"state_mode": "all" if per_step else "mean", "reservoir_search": (), "client_lr": 0.1,
+                    "patience": 0}
+        settings.update({"epochs": 3, "refit": False, "l2": 0.0} if algorithm == "thesis-central" else
+                        {"rounds": 2, "clients_per_round": 2, "keep_best": False, "backend": "sim",
+                         "progress": False, "out": str(out)})
+        if algorithm == "fedcurv":
+            settings["penalty"] = 1e-2
+    return settings
+
+
+@pytest.mark.parametrize("algorithm, data", CASES)
+def test_a_saved_model_scores_the_runs_metrics_exactly(algorithm, data, tmp_path):
+    dataset = DATASETS[data]()
+    split = default_split(dataset)
+    settings = fast_settings(algorithm, dataset, tmp_path / "run")
+    run = resolve_run(algorithm, dataset, units=24, **settings)
+    record = run_algorithm(run, dataset, split)
     model = Model.load(record.model.save(tmp_path / "model"))
     for group, ids in (("val", split.val), ("test", split.test)):
         pooled = dataset.pooled(ids)
@@ -65,6 +89,26 @@ def test_a_saved_model_scores_the_runs_metrics_exactly(algorithm, data, tmp_path
     assert model.provenance["algorithm"] == algorithm and model.provenance["config"]["units"]["value"] == 24
     members = len(split.train) if algorithm == "ensemble" else 1
     assert len(model.members) == members
+    if algorithm in (*GRADIENT, "thesis-central"):
+        readout = model.members[0].readout
+        assert readout.kind == "dense" and readout.activation == (
+            "identity" if dataset.task.real else "sigmoid" if dataset.n_classes == 2 else "softmax")
+        assert model.spec == StateSpec(settings["state_mode"], 0, readout_bias=False)
+        drawn = ReservoirWeights.from_config(run.config.model.reservoir, len(dataset.feature_names))
+        for name in ("kernel", "recurrent", "bias", "gain"):
+            np.testing.assert_array_equal(getattr(model.members[0].reservoir, name), getattr(drawn, name))
+    if algorithm in GRADIENT:
+        np.testing.assert_array_equal(readout.weights, record["extra"]["weights"]["kernel"])
+
+
+def test_every_registered_algorithm_returns_its_model(tmp_path):
+    dataset = DATASETS["classify"]()
+    split = default_split(dataset)
+    for name in available_algorithms():
+        record = run_algorithm(resolve_run(name, dataset, units=12, **fast_settings(name, dataset, tmp_path / name)),
+                               dataset, split)
+        assert isinstance(record, RunRecord) and isinstance(record.model, Model), name
+        assert record.model.provenance["algorithm"] == name
 
 
 def test_predictions_are_the_readout_of_the_states_and_per_step_shapes():
@@ -159,3 +203,49 @@ def test_saving_over_a_model_replaces_it_whole(saved):
     changed.save(folder)
     assert Model.load(folder).metrics == {"note": 1}
     assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+@pytest.mark.parametrize("state_mode", ["all", "mean", "last"])
+def test_the_models_numpy_states_are_the_tf_reservoir_layers(state_mode, ragged):
+    """:meth:`Model.states` (numpy) against the Keras ``Reservoir`` layer the federated training harvests with."""
+    from tff_esn.federated.clients import reservoir_states
+    from tff_esn.federated.configs import ThesisModelConfig
+
+    reservoir = ReservoirConfig(units=20, leaky=0.7, spectral_radius=0.9, seed=4)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(7, 15, 3)).astype(np.float32)
+    lengths = rng.integers(6, 16, 7) if ragged else None
+    config = ThesisModelConfig(reservoir=reservoir, state_mode=state_mode, washout=3, class_weight=(1.0, 1.0))
+    model = model_of(ReservoirWeights.from_config(reservoir, 3), Readout("dense", np.zeros((20, 1))),
+                     StateSpec(state_mode, 3, readout_bias=False), Task(), ("a", "b", "c"), ("0", "1"),
+                     per_step=state_mode == "all")
+    ours = model.states(x, lengths)
+    tf_states = reservoir_states(x if lengths is None else as_sequences(x, lengths)[0], reservoir, config,
+                                 lengths=lengths)
+    assert ours.shape == (7 * 12, 20) if state_mode == "all" else (7, 20)
+    np.testing.assert_allclose(ours, tf_states.reshape(ours.shape), rtol=0, atol=2e-6)
+    assert np.max(np.abs(ours)) > 0.1
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "incfed"])
+def test_a_dp_runs_model_holds_only_the_released_readout_and_public_entries(algorithm, tmp_path):
+    """Standardised readout inputs are asked for, but a DP run's model holds no training clients' statistics."""
+    dataset = random_dataset(n_clients=6, steps=12, n_classes=2)
+    settings = {**fast_settings(algorithm, dataset, tmp_path / "run"), "dp_epsilon": 8.0}
+    if algorithm == "fedavg":
+        settings["readout_inputs"] = "standardized"
+    else:
+        settings["backend"] = "tff"
+    record = run_algorithm(resolve_run(algorithm, dataset, units=12, **settings), dataset, default_split(dataset))
+    folder = record.model.save(tmp_path / "model")
+    assert record.model.members[0].readout.standardization is None and "train" not in record.model.metrics
+    assert coverage.undeclared_model(folder) == []
+    if algorithm == "fedavg":
+        np.testing.assert_array_equal(record.model.members[0].readout.weights, record["extra"]["weights"]["kernel"])
+    leaked = record.model.replace(members=(dataclasses.replace(record.model.members[0], readout=Readout(
+        "dense", np.zeros((12, 1)), standardization=Standardization(np.zeros(12, np.float32),
+                                                                    np.ones(12, np.float32)))),))
+    assert coverage.undeclared_model(leaked.save(tmp_path / "leaked")) == [
+        "model.arrays.m0.readout.mean (withheld under DP, but written)",
+        "model.arrays.m0.readout.scale (withheld under DP, but written)"]

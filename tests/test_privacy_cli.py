@@ -11,7 +11,7 @@ from tff_esn.data.sequences import Split
 from tff_esn.privacy import accounting
 from tff_esn.privacy.config import NO_PRIVACY
 
-from closed_form_data import random_dataset
+from closed_form_data import random_dataset, toy_model
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
 
 
@@ -24,7 +24,7 @@ def test_a_run_without_privacy_gets_a_none_privacy_section(monkeypatch):
     split = Split("s", data.client_ids[:2], (data.client_ids[2],), (data.client_ids[3],))
     sections = {"train": None, "val": None, "test": None, "communication": {}}
     monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))  # providers loaded first
-    algorithms.register_algorithm("privacy-fake", ReadoutConfig, lambda d, s, a: dict(sections))
+    algorithms.register_algorithm("privacy-fake", ReadoutConfig, lambda d, s, a: {**sections, "model": toy_model(d)})
     record = algorithms.run_algorithm(algorithms.resolve_run("privacy-fake", data, config=ReadoutConfig()), data, split)
     assert record["privacy"] == NO_PRIVACY and record["privacy"] is not NO_PRIVACY
 

@@ -100,15 +100,17 @@ def test_settings_beyond_the_accountant_are_refused_in_one_line(fake_sources, tm
 
 
 @pytest.mark.parametrize("config", ["fedavg", "fedcurv"])
-def test_dp_learning_runs_sample_in_secret_and_publish_no_selection(data, config):
+def test_dp_learning_runs_sample_in_secret_and_publish_no_selection(data, config, tmp_path):
     base = BASE if config == "fedavg" else _fedcurv()
     base = dataclasses.replace(base, backend="sim", model=dataclasses.replace(base.model, class_weight="balanced"))
     dp = _private(base, dp_noise_multiplier=0.8, dp_clip=0.5)
     with pytest.warns(RunWarning, match="uniform class weights"):
         first = run_federated(data, THESIS_SPLIT, dp)
     second = run_federated(data, THESIS_SPLIT, dp)
+    model = first.pop("model")  # saved to model/, not metrics.json (run_algorithm)
     record = coverage.publish({**first, "config": {}, "algorithm": config})
     assert coverage.undeclared(record) == []
+    assert coverage.undeclared_model(model.save(tmp_path / "model")) == []
     assert not np.array_equal(_kernel(first), _kernel(second))
     sampling = record["privacy"]["sampling"]
     assert sampling == {"scheme": POISSON, "rate": 0.5, "selection_secret": True, "selection_published": False,

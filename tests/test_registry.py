@@ -23,7 +23,7 @@ from tff_esn.privacy import coverage
 from tff_esn.privacy.config import STATISTICS, PrivacyConfig
 from tff_esn.common.settings import config_from_flags, settings
 
-from closed_form_data import default_split, random_dataset, write_npz
+from closed_form_data import default_split, random_dataset, toy_model, write_npz
 from test_closed_form_cli import FAST, fake_sources  # noqa: F401 (fixture)
 
 
@@ -56,7 +56,8 @@ def toy_cost(clients: int) -> communication.CommunicationCost:
 def _toy_run(dataset, split, config):
     test = {"accuracy": 0.1 * config.scale, "f1_macro": 0.0, "random_baseline_accuracy": 0.5, "n": len(split.test),
             "mode": config.mode}
-    return {"train": None, "val": None, "test": test, "communication": toy_cost(len(split.train)).to_dict()}
+    return {"train": None, "val": None, "test": test, "communication": toy_cost(len(split.train)).to_dict(),
+            "model": toy_model(dataset)}
 
 
 @pytest.fixture
@@ -211,6 +212,20 @@ def test_an_entry_refuses_label_kinds_it_does_not_take_in_one_line(toy):
     binary = random_dataset(n_clients=4, n_classes=2, seed=1)
     assert algorithms.run_algorithm(algorithms.resolve_run("toy-binary", binary, config=ToyConfig()),
                                     binary, default_split(binary))["test"]["mode"] == "plain"
+
+
+def test_a_run_function_without_a_model_is_an_error_naming_the_algorithm(monkeypatch):
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms.available_algorithms()))
+
+    def no_model(dataset, split, config):
+        return {k: v for k, v in _toy_run(dataset, split, config).items() if k != "model"}
+
+    algorithms.register_algorithm("toy-modelless", ToyConfig, no_model, tff=False)
+    data = random_dataset(n_clients=4, seed=1)
+    with pytest.raises(ValueError, match=r"^algorithm 'toy-modelless' returned no model: its run function must "
+                                         r"return the trained tff_esn.esn.model.Model under result\['model'\]"):
+        algorithms.run_algorithm(algorithms.resolve_run("toy-modelless", data, config=ToyConfig()), data,
+                                 default_split(data))
 
 
 @pytest.mark.parametrize("argv, message", [

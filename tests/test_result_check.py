@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from closed_form_data import default_split, random_dataset
+from closed_form_data import default_split, random_dataset, toy_model
 
 from tff_esn.registry import algorithms
 from tff_esn.cli.compare.heterogeneity import FLAG_MARK
@@ -34,7 +34,8 @@ def run_constant(dataset, split, config):
         y = np.concatenate([dataset.clients[c].y for c in ids])
         guess = y if config.predict is None else np.full_like(y, config.predict)
         out[group] = split_report(y, np.eye(dataset.n_classes)[guess], dataset.n_classes)
-    return {**out, "communication": {"up_floats_per_client": 0, "down_floats_per_client": 0, "rounds": 0}}
+    return {**out, "communication": {"up_floats_per_client": 0, "down_floats_per_client": 0, "rounds": 0},
+            "model": toy_model(dataset)}
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ A :class:`Task` decides the readout's training targets and a group's metrics. No
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from tff_esn.common.validation import check_field, is_count
@@ -54,10 +55,15 @@ class Task:
         return one_hot(y.reshape(-1), n_outputs).reshape(y.shape + (n_outputs,))
 
     def report(self, y_true: Any, outputs: Any, n_outputs: int, *, seed: int = 0) -> dict[str, Any]:
-        """One group's ``metrics.json`` section: classification metrics, or NRMSE, RMSE, MAE and R²."""
+        """One group's ``metrics.json`` section: classification metrics, or NRMSE, RMSE, MAE and R² (NaN for the
+        non-finite outputs of a diverged readout)."""
+        import numpy as np
+
         from tff_esn.common import metrics
 
         if self.real:
+            if not np.all(np.isfinite(outputs)):
+                return {**dict.fromkeys(("nrmse", "rmse", "mae", "r2"), math.nan), "n": int(np.size(y_true))}
             return metrics.regression_metrics(y_true, outputs)
         return metrics.split_report(y_true, outputs, n_outputs, seed=seed)
 

@@ -67,8 +67,11 @@ class Readout:
         if self.kind not in READOUT_KINDS:
             raise ValueError(f"Readout.kind: one of {READOUT_KINDS}, got {self.kind!r}.")
         weights = np.asarray(self.weights, np.float64 if self.kind == "ridge" else np.float32)
-        if weights.ndim != 2 or not np.all(np.isfinite(weights)):
-            raise ValueError(f"Readout.weights: expected a finite 2-D array, got shape {weights.shape}.")
+        # a dense readout trained by gradient steps may have diverged: its outputs are then non-finite, and so are
+        # the metrics of real targets (Task.report)
+        if weights.ndim != 2 or (self.kind == "ridge" and not np.all(np.isfinite(weights))):
+            raise ValueError(f"Readout.weights: expected a {'finite ' * (self.kind == 'ridge')}2-D array, got shape "
+                             f"{weights.shape}.")
         object.__setattr__(self, "weights", weights)
         if self.kind == "dense":
             if self.activation not in DENSE_ACTIVATIONS:
@@ -210,7 +213,7 @@ class Model:
         blocks = (ragged_batches(lengths, x.shape[2]) if lengths is not None
                   else [np.arange(i, min(i + HARVEST_BATCH, n)) for i in range(0, n, HARVEST_BATCH)])
         for rows in blocks:
-            longest = int(lengths[rows].max()) if lengths is not None else x.shape[1]
+            longest = int(lengths[rows].max()) if lengths is not None and not per_step else x.shape[1]
             batch = x[rows[0]:rows[-1] + 1] if lengths is None else x[rows, :longest]
             out[rows], _ = states_and_statistics(
                 batch, weights.kernel, weights.recurrent, weights.bias, weights.gain, weights.leaky, keep=keep,

@@ -13,9 +13,10 @@ from tff_esn.closed_form.configs import centralized_cost
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import chosen_index, client_lr_choices, for_data, loss_labels
-from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, compile_thesis_model
+from tff_esn.federated.model import (ThesisModelConfig, build_thesis_model, compile_thesis_model, group_reports,
+                                     thesis_model)
 from tff_esn.esn.standardization import Standardization, federated_standardization
-from tff_esn.common.metrics import classification_metrics, split_report
+from tff_esn.common.metrics import classification_metrics
 from tff_esn.common.progress import progress_bar
 from tff_esn.common.run_warnings import warn
 
@@ -77,8 +78,9 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
                       include_validation: bool = True, patience: int = 0,
                       refit: bool = False, l2: float = 0.0,
                       progress: bool = False) -> tuple[tf.keras.Model, dict[str, Any]]:
-    """``(readout model, report)``: the readout fitted on the design set and Table 6.3's metrics (``progress``: an
-    epoch bar per fit on a terminal)."""
+    """``(readout model, report)``: the readout fitted on the design set and Table 6.3's metrics, each group's as the
+    trained :class:`~tff_esn.esn.model.Model` (``report["model"]``) scores it (``progress``: an epoch bar per fit on
+    a terminal)."""
     if patience and not split.val:
         warn(f"patience {patience}: the split {split.name!r} has no validation clients to stop on; trained on the "
              f"design set for {config.epochs} epochs.")
@@ -117,14 +119,6 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         kwargs["callbacks"] = [*kwargs.get("callbacks", ()), bar]
         return model, model.fit(batches, epochs=epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
 
-    def report(model, ids):
-        if not ids:
-            return None
-        pooled = dataset.pooled(ids)
-        scores = model.predict(_states(dataset, ids, config, standardization)[0], batch_size=1024, verbose=0)
-        scores = scores.reshape(-1) if config.n_outputs == 1 else scores.reshape(-1, config.n_outputs)
-        return split_report(loss_labels([pooled], config).astype(np.int64), scores, dataset.n_classes, seed=seed)
-
     selection: dict[str, Any] = {}
     lr = config.learning_rate
     if lr != AUTO:
@@ -151,8 +145,11 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         refit_record = {"epochs": len(history.epoch), "learning_rate": lr, "stopped_epochs": stopped.epochs}
 
     raw = [int(dataset.clients[c].x.size) for c in design_ids]
-    result = {name: report(model, getattr(split, name)) for name in ("train", "val", "test")}
-    result["design"] = report(model, design_ids)
+    readout = model.get_layer("readout")
+    trained = thesis_model(dataset, config, readout.kernel.numpy(), readout.bias.numpy(), standardization, seed=seed)
+    result = group_reports(trained, dataset, {"train": split.train, "val": split.val, "test": split.test,
+                                              "design": design_ids})
+    result["model"] = trained
     result["communication"] = centralized_cost(raw).to_dict()
     result["class_weight"] = list(config.class_weight)
     result["epochs"] = len(history.epoch)

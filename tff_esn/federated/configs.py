@@ -324,6 +324,10 @@ class FedAvgConfig(ThesisRunConfig):
             ``cache_dir`` are made absolute on construction (the TFF worker reads the cached
             states from its own working folder, which a later ``os.chdir`` does not move).
         resume: continue the run in ``out`` from its last completed round.
+        init_from: a saved model (a run folder or its ``model/`` folder: a fedavg, fedcurv or thesis-central run's)
+            whose readout is the server model before the first round: training continues from it. Its reservoir,
+            state mode, washout, features, classes and readout inputs must be this run's (the run refuses
+            otherwise); a standardised readout keeps the saved model's state standardisation.
         progress: show a progress bar of the candidates and rounds on a terminal.
         cache_dir: data cache root (harvested states go to ``CACHE/federated-states``; ``None``:
             the command line uses ``$TFF_ESN_CACHE`` or ``~/.cache/tff_esn``, a library call a
@@ -353,6 +357,7 @@ class FedAvgConfig(ThesisRunConfig):
     shuffle: bool = True
     out: str | None = None
     resume: bool = False
+    init_from: str | None = dataclasses.field(default=None, metadata={"metavar": "DIR"})
     progress: bool = True
     cache_dir: str | None = None
     discriminator: str | None = dataclasses.field(default=None, metadata={"metavar": "PATH"})
@@ -374,7 +379,9 @@ class FedAvgConfig(ThesisRunConfig):
         check_field(self, "out", self.out is None or (isinstance(self.out, str) and bool(self.out)),
                     "the run folder (rounds.csv, checkpoints/ and tensorboard/ are written there) or None (in memory)")
         check_field(self, "resume", not self.resume or self.out is not None, "False when out is None (the checkpoints are in out)")
-        for name in ("out", "cache_dir"):
+        check_field(self, "init_from", self.init_from is None or (isinstance(self.init_from, str)
+                    and bool(self.init_from)), "a saved model's folder (a run folder or its model/) or None")
+        for name in ("out", "cache_dir", "init_from"):
             if getattr(self, name):
                 object.__setattr__(self, name, os.path.abspath(getattr(self, name)))
         check_field(self, "discriminator_threshold", is_finite(self.discriminator_threshold)

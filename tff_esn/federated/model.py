@@ -6,7 +6,8 @@ Two classes: ``sigmoid(x(t) w + b)``, class-weighted binary cross-entropy (thesi
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -14,7 +15,12 @@ import tensorflow as tf
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import ThesisModelConfig, check_class_weight
 from tff_esn.esn.layer import Reservoir
-from tff_esn.esn.model import readout_probabilities
+from tff_esn.esn.model import Model, Readout, model_of, readout_probabilities
+from tff_esn.esn.standardization import Standardization
+from tff_esn.esn.weights import ReservoirWeights, StateSpec
+
+if TYPE_CHECKING:
+    from tff_esn.data.sequences import SequenceDataset
 
 
 @tf.keras.utils.register_keras_serializable(package="tff_esn")
@@ -108,3 +114,28 @@ def compile_thesis_model(model: tf.keras.Model, config: ThesisModelConfig) -> tf
     model.compile(optimizer=keras_optimizer(config), loss=thesis_loss(config),
                   metrics=[accuracy, tf.keras.metrics.AUC(name="auc")])
     return model
+
+
+def thesis_model(dataset: SequenceDataset, config: ThesisModelConfig, kernel: np.ndarray | None = None,
+                 bias: np.ndarray | None = None, standardization: Standardization | None = None, *,
+                 seed: int = 0) -> Model:
+    """The trained thesis ESN as a :class:`~tff_esn.esn.model.Model`: the reservoir ``config`` draws for the data's
+    features, the dense readout ``(kernel (U, C), bias (C,))`` (sigmoid, softmax or linear, as the resolved ``config``
+    says; zeros if not given) on the states ``standardization`` scales, and the states of ``config``'s state mode."""
+    weights = ReservoirWeights.from_config(config.reservoir, len(dataset.feature_names))
+    shape = (config.reservoir.readout_units, config.n_outputs)
+    activation = "identity" if config.real else "sigmoid" if config.n_outputs == 1 else "softmax"
+    readout = Readout("dense", np.zeros(shape, np.float32) if kernel is None else kernel,
+                      np.zeros(shape[1], np.float32) if bias is None else bias, activation, standardization)
+    return model_of(weights, readout, StateSpec(config.state_mode, config.washout, readout_bias=False), dataset.task,
+                    dataset.feature_names, dataset.label_names, config=config.reservoir, per_step=config.per_step,
+                    seed=seed)
+
+
+def group_reports(model: Model, dataset: SequenceDataset, groups: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """Each group's ``metrics.json`` section as ``model`` scores its pooled sequences (``None``: no clients)."""
+    reports = {}
+    for name, ids in groups.items():
+        pooled = dataset.pooled(ids) if ids else None
+        reports[name] = None if pooled is None else model.score(pooled.x, pooled.y, pooled.lengths)
+    return reports

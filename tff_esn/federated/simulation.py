@@ -121,6 +121,13 @@ class SimulatedProcess:
         return tff.learning.models.ModelWeights(trainable=list(state["trainable"]),
                                                 non_trainable=list(state["non_trainable"]))
 
+    @staticmethod
+    def set_model_weights(state: collections.OrderedDict,
+                          weights: tff.learning.models.ModelWeights) -> collections.OrderedDict:
+        """``state`` with the server model ``weights`` (TFF's ``LearningProcess.set_model_weights``)."""
+        return collections.OrderedDict(state, trainable=tuple(np.asarray(w) for w in weights.trainable),
+                                       non_trainable=tuple(np.asarray(w) for w in weights.non_trainable))
+
     def _round_graph(self, trainable, non_trainable, server, u, v, aggregators, data: RoundArrays):
         """The round in TensorFlow: updates, mean, server step, FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b``."""
         weights = tff.learning.models.ModelWeights(trainable=list(trainable), non_trainable=list(non_trainable))

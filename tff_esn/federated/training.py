@@ -32,12 +32,16 @@ from tff_esn.federated.client_work import ClientFilter
 from tff_esn.closed_form.selection import AUTO
 from tff_esn.esn.ridge import RidgeStats
 from tff_esn.federated.configs import (DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig, chosen_index, client_lr_choices,
-                                       for_data, loss_labels, resolve_backend)
-from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
+                                       for_data, resolve_backend)
+from tff_esn.federated.init_from import InitModel, load_init_model
+from tff_esn.federated.model import (build_thesis_model, group_reports, readout_probabilities, thesis_loss,
+                                     thesis_model)
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
 from tff_esn.esn.standardization import Standardization, federated_standardization
-from tff_esn.common.metrics import classification_metrics, regression_metrics, split_report
+from tff_esn.common.metrics import classification_metrics
+from tff_esn.common.tasks import Task
+from tff_esn.esn.model import Model
 from tff_esn.privacy.accounting import RoundEvent
 from tff_esn.privacy.closed_form import secure_ridge_sum
 from tff_esn.privacy import noise_seed
@@ -61,37 +65,35 @@ def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> lis
 
 @dataclasses.dataclass
 class _EvalSet:
-    """A group's server-reservoir states and flat labels: integer classes, or ``real`` targets."""
+    """A group's readout inputs (the model's states, standardised as its readout reads them) and flat labels."""
 
     states: np.ndarray
     labels: np.ndarray
-    real: bool = False
+    task: Task
+
+    @property
+    def real(self) -> bool:
+        return self.task.real
 
     @classmethod
-    def of(cls, dataset: SequenceDataset, ids: Sequence[str], config: ThesisModelConfig,
-           standardization: Standardization | None) -> _EvalSet | None:
-        """The pooled clients ``ids`` (``None`` for none) through the server's reservoir."""
+    def of(cls, dataset: SequenceDataset, ids: Sequence[str], model: Model) -> _EvalSet | None:
+        """The pooled clients ``ids`` (``None`` for none) through ``model``'s reservoir (:meth:`Model.states`)."""
         if not ids:
             return None
         pooled = dataset.pooled(ids)
-        labels = loss_labels([pooled], config)
-        states = client_data.client_states(pooled, config.reservoir, config)
+        states = model.states(pooled.x, pooled.lengths).astype(np.float32)
+        standardization = model.members[0].readout.standardization
         return cls(states if standardization is None else standardization.apply(states),
-                   labels if config.real else labels.astype(np.int64), config.real)
+                   model.labels(pooled.y, len(pooled)), dataset.task)
 
     def scores(self, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
         """The readout's probabilities: (n,) for two classes, (n, K) for more; real outputs (n,)."""
-        return readout_probabilities(self.states, kernel, bias, linear=self.real)
-
-    def report(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int, seed: int = 0) -> dict[str, Any]:
-        """:func:`~tff_esn.common.metrics.split_report` (classes) or ``regression_metrics`` (real targets)."""
-        if not self.real:
-            return split_report(self.labels, self.scores(kernel, bias), n_classes, seed=seed)
         with np.errstate(over="ignore", invalid="ignore"):
-            outputs = self.scores(kernel, bias)
-        if np.all(np.isfinite(outputs)):
-            return regression_metrics(self.labels, outputs)
-        return {**dict.fromkeys(("nrmse", "rmse", "mae", "r2"), math.nan), "n": len(self.labels)}
+            return readout_probabilities(self.states, kernel, bias, linear=self.real)
+
+    def report(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, Any]:
+        """The task's report (:meth:`~tff_esn.common.tasks.Task.report`) of the readout ``(kernel, bias)``."""
+        return self.task.report(self.labels, self.scores(kernel, bias), n_classes)
 
     def row(self, kernel: np.ndarray, bias: np.ndarray, n_classes: int) -> dict[str, float]:
         """A round's metrics (NaN if undefined); classes add the mean cross-entropy ``−log p(true class)``."""
@@ -164,7 +166,8 @@ class _BestRound:
 
 def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, *,
                   client_filter: ClientFilter | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train``; more
+    """The ``metrics.json`` sections of FedAvg or FedCurv (thesis Alg. 1–2) on ``split.train`` and the trained
+    :class:`~tff_esn.esn.model.Model` (``result["model"]``: the kept readout), whose scores the sections are; more
     ``clients_per_round`` than training clients runs (and records in ``extra``) one round of every client. Its
     checkpoints record the run's ``identity`` (default: :func:`~tff_esn.runs.identity.run_identity` of these
     arguments)."""
@@ -185,6 +188,7 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         warn("readout_inputs 'standardized': under DP the clients' feature statistics would be a release outside "
              "the rounds' privacy accounting; the readout trains on the raw reservoir states.")
         config = dataclasses.replace(config, model=config.model.replace(readout_inputs="raw"))
+    init = None if config.init_from is None else load_init_model(config.init_from, dataset, config.model)
     if client_filter is not None and config.discriminator:
         raise ValueError("run_federated: give client_filter or config.discriminator, not both.")
     client_filter = client_filter or discriminator_filter(config)
@@ -201,13 +205,15 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
             cache_dir = cache_root(config.cache_dir) / "federated-states"
         elif config.states == "cached" and runtime.on_this_host(workers):
             cache_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="tff_esn-states-"))
-        data = _client_data(dataset, split, config, cache_dir)
+        data = _client_data(dataset, split, config, cache_dir, init)
         config, selection, result = select_settings(config, split, privacy, lambda candidate: _run(
             dataset, split, candidate, privacy, client_filter=client_filter, data=data, backend=backend,
             identity=_candidate_identity(identity, candidate)))
         result = result or _run(dataset, split, config, privacy, client_filter=client_filter, data=data,
                                 backend=backend, identity=identity)
         result["extra"]["selection"] = selection
+        if init is not None:
+            result["extra"]["init_from"] = init.record()
         return result
 
 
@@ -294,22 +300,28 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
 
 @dataclasses.dataclass
 class _ClientData:
-    """What every candidate shares: training data source, evaluation groups, noise table, standardisation."""
+    """What every candidate shares: training data source, evaluation groups, noise table, standardisation and the
+    saved model the rounds start from."""
 
     source: client_data.CachedStates | client_data.RawInputs
     groups: dict[str, _EvalSet | None]
     noise: dict[str, float]
     standardization: Standardization | None
+    init: InitModel | None = None
 
 
-def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, cache_dir) -> _ClientData:
-    """The training clients' data source (harvested once) and the evaluation groups, for :func:`select_settings`."""
+def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, cache_dir,
+                 init: InitModel | None = None) -> _ClientData:
+    """The training clients' data source (harvested once) and the evaluation groups, for :func:`select_settings`;
+    with ``init`` its state standardisation scales the readout inputs."""
     noisy = set(split.train) if config.noisy_clients is None else set(config.noisy_clients)
     if noisy - set(split.train):
         raise ValueError(f"noisy_clients: {sorted(noisy - set(split.train))} are not training clients {list(split.train)}.")
     noise = {cid: (config.noise_std if cid in noisy else 0.0) for cid in split.train}
 
     def standardize(states: Sequence[np.ndarray]) -> Standardization:
+        if init is not None:
+            return init.standardization
         summer = (secure_ridge_sum(config.privacy, [int(np.prod(s.shape[:-1])) for s in states])
                   if config.privacy.secure_aggregation else RidgeStats.sum)
         return federated_standardization(states, summer)
@@ -321,9 +333,9 @@ def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, c
     else:
         source = client_data.RawInputs(dataset.select(split.train), config.model, **common)
     standardization = source.standardization if config.states == "cached" else None
-    groups = {name: _EvalSet.of(dataset, getattr(split, name), config.model, standardization)
-              for name in ("train", "val", "test")}
-    return _ClientData(source, groups, noise, standardization)
+    model = thesis_model(dataset, config.model, standardization=standardization, seed=config.seed)
+    groups = {name: _EvalSet.of(dataset, getattr(split, name), model) for name in ("val", "test")}
+    return _ClientData(source, groups, noise, standardization, init)
 
 
 @dataclasses.dataclass
@@ -368,8 +380,13 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
               resume: bool) -> tuple[Any, int, list[dict[str, Any]]]:
-    """The state to start from, its round and the earlier rounds' rows: initial, or the last checkpoint in ``out``."""
+    """The state to start from, its round and the earlier rounds' rows: initial (its server model the saved model's
+    readout with ``init_from``), or the last checkpoint in ``out``."""
     state = fed.process.initialize()
+    if fed.data.init is not None:
+        weights = fed.process.get_model_weights(state)
+        state = fed.process.set_model_weights(state, tff.learning.models.ModelWeights(
+            trainable=fed.data.init.trainable, non_trainable=list(weights.non_trainable)))
     found = None if out is None else RoundCheckpoint(out).latest(state)
     if found is not None and not resume:
         raise ValueError(f"run_federated: {out} holds checkpoints of an earlier run; pass resume=True "
@@ -509,15 +526,16 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
     kept = len(rows)
     if best is not None and best.round and config.keep_best:
         kept, kernel, bias = best.round, best.kernel, best.bias
-    report = {name: None if group is None else group.report(kernel, bias, dataset.n_classes, config.seed)
-              for name, group in data.groups.items()}
-    for name, group in data.groups.items():
-        if group is not None and group.real and math.isnan(report[name]["rmse"]):
+    model = thesis_model(dataset, config.model, kernel, bias, data.standardization, seed=config.seed)
+    report = group_reports(model, dataset, {name: getattr(split, name) for name in ("train", "val", "test")})
+    for name, section in report.items():
+        if section is not None and dataset.task.real and math.isnan(section["rmse"]):
             warn(f"{config.algorithm}: {name}: the readout diverged (non-finite outputs) at client lr "
                  f"{config.model.learning_rate:g}: give a smaller --client-lr (or auto)")
     return {
         **report,
         "communication": fed.cost(len(rows)).to_dict(),
+        "model": model,
         "extra": {"rounds": rows, "weights": {"kernel": kernel, "bias": bias}, "rounds_run": len(rows),
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -107,10 +108,43 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
                "configuration, selection and privacy declaration",
     "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",
     **dict.fromkeys(("partition.clients",), "the number of clients"),
+    "extra.init_from": "the saved model a run started from: its folder and provenance (algorithm, data, split, "
+                       "configuration, privacy declaration), as its own run published them; the ε covers this run's "
+                       "releases, the starting model is an input (public, or private under its own run's ε)",
     "warnings": "messages about the inputs and settings, written as said (a warning about the data can name a "
                 "client or a count: read them before sharing a DP run's outputs)",
 }
 """The values of ``metrics.json`` that carry no client data, with the reason."""
+
+
+MODEL_OUTPUTS: dict[str, tuple[str, str]] = {
+    "model.arrays.m*.reservoir.*": (COVERED, "the reservoir: drawn from the configuration and --seed (no client "
+                                    "data); FedIP's gains and biases: post-processing of its DP (Δg, Δb) rounds"),
+    "model.arrays.m*.readout.weights": (COVERED, "the released readout: post-processing of the DP releases"),
+    "model.arrays.m*.readout.bias": (COVERED, "the released readout: post-processing of the DP releases"),
+    "model.arrays.m*.readout.mean": (WITHHELD, "the training clients' state means: " + _TRAINING_RECORDS + " (a DP "
+                                     "run trains its readout on the raw states)"),
+    "model.arrays.m*.readout.scale": (WITHHELD, "the training clients' state deviations: " + _TRAINING_RECORDS),
+    "model.arrays.inputs.*": (WITHHELD, "the training clients' input means and deviations: " + _TRAINING_RECORDS),
+    "model.arrays.stats.*": (COVERED, "the aggregate ridge statistics as released: under DP the noised sums"),
+    "model.stats": (COVERED, "the aggregate ridge statistics' counts as released: under DP the noised sums"),
+    "model.members[].size": (WITHHELD, "an ensemble member's weight n_c / n: " + _TRAINING_RECORDS + " (1 for a "
+                             "model of one reservoir, as every DP run trains)"),
+}
+"""What a run's ``model/`` folder holds that may derive from the training clients (``model.arrays.NAME``: an array
+of ``arrays.npz``; ``model.KEY``: an entry of ``model.json``) and how a DP run handles it."""
+
+MODEL_NOT_CLIENT_DERIVED: dict[str, str] = {
+    **dict.fromkeys(("model.format", "model.version", "model.task", "model.feature_names", "model.label_names",
+                     "model.per_step", "model.spec", "model.seed", "model.inputs", "model.arrays_sha256",
+                     "model.members[].reservoir", "model.members[].readout"),
+                    "the model's format, the data's schema (task, feature and label names) and the run's "
+                    "configuration (reservoir, state mode, washout, readout kind and activation)"),
+    "model.provenance": "the run's algorithm, data, split, configuration and privacy declaration, as metrics.json "
+                        "writes them",
+    "model.metrics": "the metrics.json sections train, val and test, as published (a DP run withholds train)",
+}
+"""The entries of a ``model/`` folder that carry no client data (or only what ``metrics.json`` publishes)."""
 
 
 def _entry(path: str, table: dict):
@@ -124,9 +158,9 @@ def _entry(path: str, table: dict):
     return None
 
 
-def withheld(path: str, *, selection_published: bool) -> bool:
-    """Whether a DP run leaves ``path`` out of its outputs."""
-    entry = _entry(path, OUTPUTS)
+def withheld(path: str, *, selection_published: bool, table: dict[str, tuple[str, str]] | None = None) -> bool:
+    """Whether a DP run leaves ``path`` out of its outputs (``table``: :data:`OUTPUTS`, or :data:`MODEL_OUTPUTS`)."""
+    entry = _entry(path, OUTPUTS if table is None else table)
     return entry is not None and (entry[0] == WITHHELD or (entry[0] in (SELECTION, TIMING) and not selection_published))
 
 
@@ -238,3 +272,28 @@ def public(value, name: str):
         return tf.nest.map_structure(lambda t: tf.identity(t, name=PUBLIC_PREFIX + name), v)
 
     return tff.federated_map(mark, value)
+
+
+def undeclared_model(folder: str | os.PathLike) -> list[str]:
+    """The entries of a DP run's ``model/`` ``folder`` declared nowhere, and those written although withheld."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    folder = Path(folder)
+    header = json.loads((folder / "model.json").read_text())
+    with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
+        names = [f"model.arrays.{name}" for name in arrays.files]
+    unit_sizes = {m.get("size") for m in header.get("members", [])} == {1.0}
+    out = []
+    for path in [*dict.fromkeys(_leaves(header, "model")), *names]:
+        if path == "model.members[].size" and unit_sizes:
+            continue  # every member weighs 1: no client's size
+        if path.startswith("model.metrics.") and withheld(path[len("model.metrics."):], selection_published=True):
+            out.append(f"{path} (withheld under DP, but written)")
+        elif withheld(path, selection_published=True, table=MODEL_OUTPUTS):
+            out.append(f"{path} (withheld under DP, but written)")
+        elif _entry(path, MODEL_OUTPUTS) is None and _entry(path, MODEL_NOT_CLIENT_DERIVED) is None:
+            out.append(path)
+    return out

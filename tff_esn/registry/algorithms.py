@@ -316,6 +316,9 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
     missing = [s for s in RESULT_SECTIONS if s not in result]
     if missing:
         raise ValueError(f"algorithm {name!r} returned no {missing} section(s); got {sorted(result)}.")
+    if model is None:
+        raise ValueError(f"algorithm {name!r} returned no model: its run function must return the trained "
+                         "tff_esn.esn.model.Model under result['model'] (closed form: Run.report(run.model(...))).")
     record = {"algorithm": name, "data": dataset.source, "split": split.name, "config": dict(run.record)}
     record.update(result)
     if partition is not None:
@@ -335,7 +338,6 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         graph = graph_metrics(ReservoirWeights.from_config(reservoir, len(dataset.feature_names)).recurrent)
         record["reservoir_graph"] = {k: v for k, v in graph.items() if k != "degree_histogram"}
     record = publish(record)
-    if model is not None:
-        model = model.replace(provenance={k: record[k] for k in PROVENANCE if k in record},
-                              metrics={g: record[g] for g in ("train", "val", "test") if g in record})
+    model = model.replace(provenance={k: record[k] for k in PROVENANCE if k in record},
+                          metrics={g: record[g] for g in ("train", "val", "test") if g in record})  # DP: no train
     return RunRecord(record, model)
