@@ -19,7 +19,8 @@ from discriminator.configs import DeltaConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import clients as client_data
 from tff_esn.federated.configs import loss_labels
-from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, readout_probabilities, thesis_loss
+from tff_esn.esn.model import readout_probabilities
+from tff_esn.federated.model import ThesisModelConfig, build_thesis_model, thesis_loss
 from tff_esn.common.metrics import classification_metrics
 from tff_esn.runtime import load_tff
 

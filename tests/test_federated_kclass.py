@@ -20,9 +20,9 @@ from tff_esn.federated.model import (
     ThesisModelConfig,
     WeightedCategoricalCrossentropy,
     build_thesis_model,
-    readout_probabilities,
     thesis_loss,
 )
+from tff_esn.esn.model import readout_probabilities
 from tff_esn.federated.configs import FedAvgConfig, FedCurvConfig
 from tff_esn.esn.standardization import federated_standardization
 from tff_esn.federated.training import run_federated

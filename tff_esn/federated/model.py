@@ -15,7 +15,7 @@ import tensorflow as tf
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.federated.configs import ThesisModelConfig, check_class_weight
 from tff_esn.esn.layer import Reservoir
-from tff_esn.esn.model import Model, Readout, model_of, readout_probabilities
+from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.standardization import Standardization
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 

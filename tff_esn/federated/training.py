@@ -34,8 +34,8 @@ from tff_esn.esn.ridge import RidgeStats
 from tff_esn.federated.configs import (DEFAULT_PENALTY, PENALTY_GRID, FedAvgConfig, chosen_index, client_lr_choices,
                                        for_data, resolve_backend)
 from tff_esn.federated.init_from import InitModel, load_init_model
-from tff_esn.federated.model import (build_thesis_model, group_reports, readout_probabilities, thesis_loss,
-                                     thesis_model)
+from tff_esn.esn.model import readout_probabilities
+from tff_esn.federated.model import build_thesis_model, group_reports, thesis_loss, thesis_model
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
 from tff_esn.esn.standardization import Standardization, federated_standardization

@@ -60,9 +60,6 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "extra.*.train": (WITHHELD, "a variant's metrics on the training clients' pooled data: " + _TRAINING_RECORDS),
     "extra.state_std_median": (WITHHELD, "spread of the training clients' adapted states: " + _TRAINING_RECORDS),
     "extra.weights": (COVERED, "the model: post-processing of the DP releases"),
-    "model.members": (COVERED, "the saved model's readout (DIR/model): post-processing of the DP releases"),
-    "model.stats": (COVERED, "the aggregate ridge statistics a model keeps (--keep-stats, DIR/model): the (A, B, n) "
-                    "the mechanism released, noised and before the eigenvalue floor, never the raw sums"),
     "extra.gain_*": (COVERED, "FedIP's gains: post-processing of the DP (Δg, Δb) rounds"),
     "extra.bias_mean": (COVERED, "FedIP's biases: post-processing of the DP (Δg, Δb) rounds"),
     "extra.l2_effective": (COVERED, "λ: the stated value (no rescaling on the clients' statistics under DP)"),
@@ -126,8 +123,10 @@ MODEL_OUTPUTS: dict[str, tuple[str, str]] = {
                                      "run trains its readout on the raw states)"),
     "model.arrays.m*.readout.scale": (WITHHELD, "the training clients' state deviations: " + _TRAINING_RECORDS),
     "model.arrays.inputs.*": (WITHHELD, "the training clients' input means and deviations: " + _TRAINING_RECORDS),
-    "model.arrays.stats.*": (COVERED, "the aggregate ridge statistics as released: under DP the noised sums"),
-    "model.stats": (COVERED, "the aggregate ridge statistics' counts as released: under DP the noised sums"),
+    "model.arrays.outputs.*": (WITHHELD, "the training clients' target means and deviations: " + _TRAINING_RECORDS),
+    "model.arrays.stats.*": (COVERED, "the aggregate ridge statistics a model keeps (--keep-stats): the (A, B) the "
+                             "mechanism released, noised and before the eigenvalue floor, never the raw sums"),
+    "model.stats": (COVERED, "the kept statistics' counts as released: under DP the noised sums"),
     "model.members[].size": (WITHHELD, "an ensemble member's weight n_c / n: " + _TRAINING_RECORDS + " (1 for a "
                              "model of one reservoir, as every DP run trains)"),
 }
@@ -136,7 +135,7 @@ of ``arrays.npz``; ``model.KEY``: an entry of ``model.json``) and how a DP run h
 
 MODEL_NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("model.format", "model.version", "model.task", "model.feature_names", "model.label_names",
-                     "model.per_step", "model.spec", "model.seed", "model.inputs", "model.arrays_sha256",
+                     "model.per_step", "model.spec", "model.seed", "model.inputs", "model.outputs", "model.arrays_sha256",
                      "model.members[].reservoir", "model.members[].readout"),
                     "the model's format, the data's schema (task, feature and label names) and the run's "
                     "configuration (reservoir, state mode, washout, readout kind and activation)"),
@@ -212,7 +211,7 @@ def publish(record: dict) -> dict:
 
     out = prune(record, "")
     said = {"withheld": {}, "public": {}, "covered_outputs": {}}
-    for pattern, (kind, reason) in OUTPUTS.items():
+    for pattern, (kind, reason) in (*OUTPUTS.items(), *MODEL_OUTPUTS.items()):  # metrics.json's, then model/'s
         if kind == WITHHELD or (kind in (SELECTION, TIMING) and not selection_published):
             said["withheld"][pattern] = reason
         elif kind == SELECTION:

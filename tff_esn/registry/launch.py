@@ -130,8 +130,6 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
-    if record.model is None:
-        return record, write_json_atomic(out / "metrics.json", record)
     model = record.model.save(out / "model")
     try:
         return record, write_json_atomic(out / "metrics.json", record)
