@@ -16,7 +16,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils import estimator_checks
 
-from tff_esn import ESNClassifier, ESNRegressor
+from tff_esn import ESNClassifier, ESNForecaster, ESNRegressor
 
 APPLICABLE = ("check_parameters_default_constructible", "check_get_params_invariance", "check_set_params",
               "check_no_attributes_set_in_init", "check_estimators_unfitted")
@@ -34,7 +34,8 @@ def _sequences(n=48, clients=6, seed=0, ragged=True):
     return x, labels, np.repeat([f"u{i}" for i in range(clients)], n // clients)
 
 
-@pytest.mark.parametrize("estimator", [ESNClassifier(), ESNRegressor()], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("estimator", [ESNClassifier(), ESNRegressor(), ESNForecaster()],
+                         ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize("check", APPLICABLE)
 def test_the_applicable_scikit_learn_checks_pass(estimator, check):
     getattr(estimator_checks, check)(type(estimator).__name__, estimator)
@@ -97,6 +98,38 @@ def test_the_regressor_scores_r2():
     est = ESNRegressor(units=12, seed=1).fit(x, y, clients=clients)
     assert est.score(x, y) == pytest.approx(r2_score(y, est.predict(x))) and est.score(x, y) > 0.8
     assert est.model_.task.kind == "regress"
+
+
+def _waves(n=12, steps=80, clients=4, seed=0):
+    """``n`` two-channel series: a sine of random phase and its cosine (each channel forecasts the other)."""
+    phase = np.random.default_rng(seed).uniform(0, 2 * np.pi, n)[:, None]
+    t = 0.3 * np.arange(steps)[None]
+    return np.stack([np.sin(t + phase), np.cos(t + phase)], axis=-1).astype(np.float32), np.repeat(
+        np.arange(clients), n // clients)
+
+
+def test_the_forecaster_forecasts_its_series_own_later_steps_and_runs_free():
+    x, clients = _waves()
+    est = ESNForecaster(units=30, horizon=2, target=1, washout=10, state_mode="all", l2=1e-6).fit(x, clients=clients)
+    assert est.model_.task.kind == "forecast" and est.model_.task.horizon == 2 and est.model_.task.target == "x1"
+    predicted = est.predict(x[:, :-2])
+    assert predicted.shape == (12, 68)  # 78 input steps after a washout of 10
+    np.testing.assert_allclose(est.score(x), r2_score(x[:, 12:, 1].reshape(-1), predicted.reshape(-1)))
+    assert est.score(x) > 0.99
+    one = ESNForecaster(units=30, washout=10, state_mode="all", l2=1e-6).fit(x[:, :, :1], clients=clients)
+    free = one.generate(x[0, :40, :1], 20)
+    np.testing.assert_array_equal(free, one.model_.generate(x[0, :40, :1], 20))
+    assert np.sqrt(np.mean((free - x[0, 40:60, 0]) ** 2)) < 0.1
+    for raw in (False, True):  # a free run's first forecast is the one-step forecast after the warm-up
+        beside = ESNForecaster(units=20, washout=5, state_mode="all", l2=1e-6, settings={"raw_inputs": raw}).fit(
+            x[:, :, :1], clients=clients)
+        assert beside.model_.spec.raw_inputs is raw
+        np.testing.assert_allclose(beside.generate(x[0, :40, :1], 1)[0], beside.predict(x[:1, :40, :1])[0, -1],
+                                   rtol=1e-12)
+    with pytest.raises(ValueError, match="its series' own later steps"):
+        ESNForecaster().fit(x, np.zeros(12))
+    with pytest.raises(ValueError, match="channel index in"):
+        ESNForecaster(target=2).fit(x)
 
 
 @pytest.mark.parametrize("make,fit,message", [

@@ -17,7 +17,8 @@ _EXPORTS = {
     "resolve_run": "tff_esn.registry.algorithms", "run_algorithm": "tff_esn.registry.algorithms",
     "RunRequest": "tff_esn.registry.launch", "launch": "tff_esn.registry.launch",
     "ESNClassifier": "tff_esn.registry.estimators", "ESNRegressor": "tff_esn.registry.estimators",
+    "ESNForecaster": "tff_esn.registry.estimators",
 }
-__all__ = ["ESNClassifier", "ESNRegressor", "ReservoirConfig", "Reservoir", "RidgeStats", "RunRequest", "connectivity_from_count", "launch",
+__all__ = ["ESNClassifier", "ESNForecaster", "ESNRegressor", "ReservoirConfig", "Reservoir", "RidgeStats", "RunRequest", "connectivity_from_count", "launch",
            "resolve_run", "run_algorithm", "spectral_radius"]
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -279,14 +279,17 @@ class Model:
                              f"shape ({max(steps - 1, 0)}, {others}) finite, got steps {steps!r}, exog "
                              f"{None if exog is None else known.shape}.")
         scaled = (lambda v: v) if self.inputs is None else self.inputs.apply
-        current = [self._last_state(m.reservoir, scaled(x)) for m in self.members]
+        read = scaled(x)
+        current = [self._last_state(m.reservoir, read) for m in self.members]
         out = np.empty(steps, np.float64)
         for k in range(steps):
             features = [state[:, m.reservoir.readout_from:] for state, m in zip(current, self.members)]
+            if self.spec.raw_inputs:  # the row [u(t), x(t)] of the input last read beside the state
+                features = [np.concatenate([read[:, -1], f], axis=1) for f in features]
             out[k] = self._readout_outputs(features).reshape(-1)[0]
             if k + 1 < steps:
-                fed = scaled(np.insert(known[k], channel, out[k])[None, None].astype(np.float32))
-                current = [self._last_state(m.reservoir, fed, state) for m, state in zip(self.members, current)]
+                read = scaled(np.insert(known[k], channel, out[k])[None, None].astype(np.float32))
+                current = [self._last_state(m.reservoir, read, state) for m, state in zip(self.members, current)]
         return out
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""scikit-learn estimators over the registered algorithms: :class:`ESNClassifier` and :class:`ESNRegressor`.
+"""scikit-learn estimators over the registered algorithms: :class:`ESNClassifier`, :class:`ESNRegressor` and
+:class:`ESNForecaster`.
 
 ``fit(X, y, clients=None)`` trains ``algorithm`` (any registered one serving the task) on sequences — an (n, T, F)
 array or a list of (T_i, F) arrays of unequal length — federated over ``clients`` (one id per sequence; none: one
@@ -46,6 +47,10 @@ class _ESNEstimator(BaseEstimator):
 
     _task = Task()
 
+    def _task_of(self) -> Task:
+        """What the run's readout predicts."""
+        return self._task
+
     def __init__(self, algorithm: str = "incfed", *, units: int | None = None, spectral_radius: float | None = None,
                  leaky: float | None = None, input_scaling: float | None = None, l2: float | str | None = None,
                  state_mode: str | None = None, washout: int | None = None, seed: int = 0,
@@ -73,11 +78,15 @@ class _ESNEstimator(BaseEstimator):
         """``y`` as the run's labels, the number of outputs and their names (sets the fitted label attributes)."""
         raise NotImplementedError
 
-    def fit(self, X: Any, y: Any, clients: Any = None) -> "_ESNEstimator":
+    def _inputs(self, x: np.ndarray, lengths: np.ndarray | None, y: Any
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, int, tuple[str, ...]]:
+        """The run's inputs, their lengths, labels, number of outputs and output names."""
+        return (x, lengths, *self._targets(y, len(x)))
+
+    def fit(self, X: Any, y: Any = None, clients: Any = None) -> "_ESNEstimator":
         """Trains ``algorithm`` on the sequences ``X`` with labels ``y`` (n,), federated over ``clients`` (n,) ids."""
-        x, lengths = _sequences(X)
+        x, lengths, labels, n_outputs, names = self._inputs(*_sequences(X), y)
         n = len(x)
-        labels, n_outputs, names = self._targets(y, n)
         ids = np.zeros(n, np.int64) if clients is None else np.asarray(clients)
         if ids.shape != (n,):
             raise ValueError(f"clients: expected one client id per sequence ({n},), got shape {ids.shape}.")
@@ -89,7 +98,7 @@ class _ESNEstimator(BaseEstimator):
             longest = x.shape[1] if steps is None else int(steps.max())
             data[f"c{k}"] = ClientSequences(x[rows, :longest], labels[rows], steps)
         dataset = SequenceDataset(data, n_outputs, tuple(f"x{j}" for j in range(x.shape[2])), names, SOURCE,
-                                  task=self._task)
+                                  task=self._task_of())
         run = resolve_run(self.algorithm, dataset, **self._settings())
         record = run_algorithm(run, dataset, Split(SOURCE, tuple(data), (), ()), test_required=False,
                                start=_start)
@@ -174,3 +183,61 @@ class ESNRegressor(RegressorMixin, _ESNEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """The predicted target of each sequence (n,)."""
         return self._model().predict(X)
+
+
+class ESNForecaster(RegressorMixin, _ESNEstimator):
+    """An ESN forecaster of channel ``target`` ``horizon`` steps ahead, trained on series (n, T, F) by a registered
+    algorithm that serves ``forecast`` (``y`` is not given: the series are their own targets, ``x(t + H)``).
+    ``predict`` forecasts at every step after the washout (or once per series, as the chosen state mode reads
+    states), ``score`` is their R², ``generate`` runs the model free (its forecasts fed back as inputs)."""
+
+    def __init__(self, algorithm: str = "incfed", *, horizon: int = 1, target: int = 0, units: int | None = None,
+                 spectral_radius: float | None = None, leaky: float | None = None, input_scaling: float | None = None,
+                 l2: float | str | None = None, state_mode: str | None = None, washout: int | None = None,
+                 seed: int = 0, settings: Mapping[str, Any] | None = None):
+        super().__init__(algorithm, units=units, spectral_radius=spectral_radius, leaky=leaky,
+                         input_scaling=input_scaling, l2=l2, state_mode=state_mode, washout=washout, seed=seed,
+                         settings=settings)
+        self.horizon = horizon
+        self.target = target
+
+    def _task_of(self) -> Task:
+        return Task("forecast", self.horizon, f"x{self.target}")
+
+    def _inputs(self, x: np.ndarray, lengths: np.ndarray | None, y: Any
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, int, tuple[str, ...]]:
+        if y is not None:
+            raise ValueError("y: a forecaster's targets are its series' own later steps; call fit(X) (or fit(X, "
+                             "None, clients=ids)).")
+        inputs, truth = self._pairs(x, lengths)
+        return inputs, None, truth, 1, (f"x{self.target}(t+{self.horizon})",)
+
+    def _pairs(self, x: np.ndarray, lengths: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The inputs ``x(1…T − H)`` and the targets ``x_target(1 + H…T)`` of equally long series."""
+        h, target = self.horizon, self.target
+        if not isinstance(h, (int, np.integer)) or h < 1 or not isinstance(target, (int, np.integer)) \
+                or not 0 <= target < x.shape[2]:
+            raise ValueError(f"horizon, target: expected an integer horizon ≥ 1 and a channel index in [0, "
+                             f"{x.shape[2]}), got {h!r}, {target!r}.")
+        if lengths is not None or x.shape[1] <= h:
+            raise ValueError(f"X: a forecaster takes series of one length longer than the horizon ({h}); cut them "
+                             "to one length.")
+        return x[:, :-h], x[:, h:, target].astype(np.float64)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The forecasts ``x_target(t + H)`` from the series ``X`` read up to each step t (n, T − washout), or one
+        forecast per series (n,) where the model reads the last state."""
+        return self._model().predict(X)
+
+    def score(self, X: Any, y: Any = None, sample_weight: Any = None) -> float:
+        """R² of the forecasts of ``X[:, :-H]`` against ``X``'s own target channel ``H`` steps later."""
+        from sklearn.metrics import r2_score
+
+        model = self._model()
+        inputs, truth = self._pairs(*_sequences(X))
+        predicted = model.predict(inputs)
+        return float(r2_score(model.labels(truth, len(truth)), predicted.reshape(-1), sample_weight=sample_weight))
+
+    def generate(self, warmup: Any, steps: int, *, exog: Any = None) -> np.ndarray:
+        """A free run of ``steps`` forecasts after reading ``warmup`` (:meth:`~tff_esn.esn.model.Model.generate`)."""
+        return self._model().generate(warmup, steps, exog=exog)
