@@ -73,12 +73,15 @@ def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., Sequenc
 
 def _npz(path: str, task: Task | None = None, **options: Any) -> SequenceDataset:
     """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz`; a float ``y``
-    with no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`)."""
+    with no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`; for targets that read
+    like class labels, :func:`_as_task`'s)."""
     if npz_holds_series(path):
         return load_series_npz(path, task=task, **options)
-    if task is None and npz_real_targets(path):
+    dataset = load_npz(path, **options)
+    if task is None and dataset.task.kind == "regress" and not class_like(
+            np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])):  # class-like: the sharper warning
         warn(f"npz:{path}: {AMBIGUOUS_Y}; read as a regression (--task regress).")
-    return load_npz(path, **options)
+    return dataset
 
 
 AMBIGUOUS_Y = ("y holds real numbers; say what they are: --task regress (y is the target) or --task forecast "
