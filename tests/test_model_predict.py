@@ -62,6 +62,24 @@ def test_predict_reproduces_the_runs_metrics_and_test_predictions(algorithm, npz
     assert [(r["client"], r["sequence"]) for r in rows] == [("c6", str(i)) for i in range(len(test))]
 
 
+@pytest.mark.parametrize("algorithm,flags", [("fedavg", ["--rounds", "3", "--client-lr", "0.1"]),
+                                            ("fedcurv", ["--rounds", "3", "--client-lr", "0.1"]),
+                                            ("thesis-central", ["--epochs", "3"])])
+def test_predict_reproduces_the_gradient_trained_runs_metrics_and_probabilities(algorithm, flags, npz, tmp_path,
+                                                                              capsys):
+    record = _run(algorithm, npz, tmp_path / "run", *flags)
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--run", str(tmp_path / "run"), "--data", f"npz:{npz}", "--out", str(out)]) == 0
+    metrics = json.loads(out.with_suffix(".metrics.json").read_text())
+    for group in ("val", "test"):
+        assert _same(metrics[group], record[group]), group
+    model = Model.load(tmp_path / "run" / "model")
+    test = load_npz(npz).pooled(record["clients"]["test"])
+    rows = [r for r in _rows(out) if r["group"] == "test"]
+    np.testing.assert_array_equal([[float(r[f"p:{k}"]) for k in model.label_names] for r in rows],
+                                  model.predict_proba(test.x))
+
+
 def test_a_partitioned_run_is_dealt_again_and_reproduced(npz, tmp_path, capsys):
     record = _run("incfed", npz, tmp_path / "run", "--partition", "iid", "--clients", "3")
     assert record["clients"]["train"] == ["p0", "p1", "p2"]
