@@ -154,6 +154,11 @@ def _record_row(label: str, reservoir: str, algorithm: str, seed: int, record: d
             "seconds": record["seconds"]}
 
 
+def _gradient_trained(algorithm: str) -> bool:
+    """Whether registry ``algorithm`` trains in rounds (takes the comparison's ``rounds``)."""
+    return "rounds" in algorithms.config_fields(algorithms.get_algorithm(algorithm).config)
+
+
 def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: str, seed: int,
            out: Path) -> list[dict[str, Any]]:
     """Every reservoir × algorithm of one source and seed (and esnfed's topologies)."""
@@ -163,7 +168,7 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
         reservoir, settings = reservoir_settings(name, units)
         for algorithm in comparison.algorithms:
             run: dict[str, Any] = {"seed": seed, **settings}
-            if "rounds" in algorithms.config_fields(algorithms.get_algorithm(algorithm).config):
+            if _gradient_trained(algorithm):
                 run.update(rounds=comparison.rounds, progress=False,
                            out=str(out / "runs" / algorithm / label / name / f"seed{seed}"))
             resolved = run_for(algorithm, data, pipeline, **run)
@@ -229,9 +234,11 @@ def _objective(rows: Sequence[Mapping[str, Any]]) -> str:
 def _settings(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]) -> str:
     """The budget and settings a table and figure state."""
     seeds = sorted({r["seed"] for r in rows})
+    rounds = (f" (gradient-trained: {comparison.rounds} rounds)" if any(map(_gradient_trained, comparison.algorithms))
+              else "")
     return (f"data {', '.join(f'{label} ({source})' for label, source in comparison.sources)}; seeds {seeds}; "
             f"{comparison.clients} training clients dealt {comparison.partition}; algorithms "
-            f"{', '.join(comparison.algorithms)} (gradient-trained: {comparison.rounds} rounds); each reservoir of "
+            f"{', '.join(comparison.algorithms)}{rounds}; each reservoir of "
             f"tff-esn run's size on the source, a deep ESN splitting the same units over its layers; esnfed's "
             f"topologies read by {comparison.ridge or 'no'} federated ridge at the λ chosen for the random reservoir")
 
@@ -299,7 +306,8 @@ def figure(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]):
                 ax.axvline(float(np.mean(values)), color=colour, linestyle=style, linewidth=1.2, label=label, zorder=3)
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.set_xlim(0.0, 1.0)
-        ax.set_title(f"{name}: {dataset_title(dict(comparison.sources)[name])}")
+        title = dataset_title(dict(comparison.sources)[name])
+        ax.set_title(title if title.startswith(name) else f"{name}: {title}")
         ax.set_xlabel(metric_label(objective))
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].invert_yaxis()
