@@ -146,6 +146,22 @@ def test_sequences_as_a_list_of_unequal_lengths_equal_the_padded_array():
         model.predict(np.full((1, 4, 2), np.nan))
 
 
+def test_a_sequence_dataset_is_predicted_as_its_clients_pooled():
+    dataset = _real_dataset("regress", ragged=True)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=16, leaky=0.5, seed=3), 2)
+    model = model_of(weights, Readout("ridge", np.random.default_rng(0).normal(size=(1, 17))), StateSpec("mean", 1),
+                     dataset.task, dataset.feature_names, ("y",))
+    pooled = dataset.pooled(dataset.client_ids)
+    assert pooled.lengths is not None and len(pooled) == 36
+    np.testing.assert_array_equal(model.predict(dataset), model.predict(pooled.x, pooled.lengths))
+    np.testing.assert_array_equal(model.states(dataset), model.states(pooled.x, pooled.lengths))
+    renamed = dataclasses.replace(dataset, feature_names=("b", "a"))
+    with pytest.raises(ValueError, match=r"x: features \['b', 'a'\], the model was trained on \['a', 'b'\]"):
+        model.predict(renamed)
+    with pytest.raises(ValueError, match="a SequenceDataset carries its lengths"):
+        model.predict(dataset, lengths=pooled.lengths)
+
+
 def test_loading_and_predicting_import_no_tensorflow(tmp_path):
     dataset = random_dataset(n_clients=5, steps=10)
     record = run_algorithm(resolve_run("incfed", dataset, units=300, backend="numpy"), dataset,
@@ -153,11 +169,12 @@ def test_loading_and_predicting_import_no_tensorflow(tmp_path):
     folder = record.model.save(tmp_path / "model")
     assert sum(f.stat().st_size for f in folder.iterdir()) < 2 * 2 ** 20  # a 300-unit model under 2 MB
     np.save(tmp_path / "x.npy", dataset.clients["c4"].x)
-    code = ("import sys, numpy as np; from tff_esn.esn.model import Model; "
-            f"m = Model.load({str(folder)!r}); p = m.predict(np.load({str(tmp_path / 'x.npy')!r})); "
-            "print(len(p), 'tensorflow' in sys.modules, 'tensorflow_federated' in sys.modules)")
+    code = ("import sys, numpy as np, tff_esn; "
+            f"m = tff_esn.Model.load({str(folder)!r}); p = m.predict(np.load({str(tmp_path / 'x.npy')!r})); "
+            "print(len(p), 'tensorflow' in sys.modules, 'tensorflow_federated' in sys.modules, "
+            "issubclass(tff_esn.ModelFormatError, ValueError), sorted(tff_esn.__all__) == tff_esn.__all__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.stdout.split() == [str(len(dataset.clients["c4"])), "False", "False"], done.stderr
+    assert done.stdout.split() == [str(len(dataset.clients["c4"])), "False", "False", "True", "True"], done.stderr
 
 
 @pytest.fixture
