@@ -177,6 +177,28 @@ def test_loading_and_predicting_import_no_tensorflow(tmp_path):
     assert done.stdout.split() == [str(len(dataset.clients["c4"])), "False", "False", "True", "True"], done.stderr
 
 
+@pytest.mark.parametrize("name", ["deep", "mixed-activation", "small-world", "per-unit-leaks"])
+def test_every_reservoir_kind_saves_and_loads_whole(name, tmp_path):
+    """Deep layers, per-unit nonlinearities, a small-world graph and per-unit leaking rates come back exactly."""
+    from test_model_exports import MODELS
+
+    model, x = MODELS[name](np.random.default_rng(0))
+    loaded = Model.load(model.save(tmp_path / "model"))
+    ours, theirs = model.members[0].reservoir, loaded.members[0].reservoir
+    if name == "deep":
+        assert len(ours.layers) == 2
+    elif name == "small-world":
+        assert model.members[0].config.topology == "small-world"
+    else:  # one nonlinearity or leaking rate per unit, not all alike
+        assert len(set(ours.activation if name == "mixed-activation" else ours.leaky)) > 1
+    for field in ("leaky", "layers", "readout_from", "activation"):
+        assert getattr(theirs, field) == getattr(ours, field), field
+    for field in ("kernel", "recurrent", "bias", "gain"):
+        np.testing.assert_array_equal(getattr(theirs, field), getattr(ours, field))
+    assert loaded.members[0].config == model.members[0].config and loaded.spec == model.spec
+    np.testing.assert_array_equal(loaded.decision_function(x), model.decision_function(x))
+
+
 @pytest.fixture
 def saved(tmp_path):
     dataset = random_dataset(n_clients=5, steps=10)
