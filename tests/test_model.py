@@ -267,15 +267,19 @@ def test_the_models_numpy_states_are_the_tf_reservoir_layers(state_mode, ragged)
     assert np.max(np.abs(ours)) > 0.1
 
 
-@pytest.mark.parametrize("algorithm", ["fedavg", "incfed"])
+@pytest.mark.parametrize("algorithm", ["fedavg", "incfed", "fedip", "pfedrr", "partial-incfed"])
 def test_a_dp_runs_model_holds_only_the_released_readout_and_public_entries(algorithm, tmp_path):
-    """Standardised readout inputs are asked for, but a DP run's model holds no training clients' statistics."""
+    """Standardised readout inputs are asked for (FedAvg), but a DP run's model holds no training clients'
+    statistics: the released readout, FedIP's released gains and biases, pFedRR's and partial IncFed's locally
+    noised global readout."""
     dataset = random_dataset(n_clients=6, steps=12, n_classes=2)
     settings = {**fast_settings(algorithm, dataset, tmp_path / "run"), "dp_epsilon": 8.0}
     if algorithm == "fedavg":
         settings["readout_inputs"] = "standardized"
-    else:
+    elif algorithm in ("incfed", "fedip"):
         settings["backend"] = "tff"
+    else:
+        settings["dp_model"] = "local"
     record = run_algorithm(resolve_run(algorithm, dataset, units=12, **settings), dataset, default_split(dataset))
     folder = record.model.save(tmp_path / "model")
     assert record.model.members[0].readout.standardization is None and "train" not in record.model.metrics
