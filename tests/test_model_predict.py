@@ -267,6 +267,10 @@ def test_sequences_without_labels_are_predicted_with_no_metrics(task, npz, sourc
     assert done.err.strip() == f"npz:{path}: no labels or targets (no y): predictions only, no metrics"
     assert main(["run", "incfed", "--data", f"npz:{path}", "--out", str(tmp_path / "again"), *flags]) == 2
     assert "missing array(s) ['y']" in capsys.readouterr().err
+    np.savez(tmp_path / "bare.npz", X=pooled.x)
+    _one_line_refusal(capsys, ["predict", "--run", str(tmp_path / "run"), "--data", f"npz:{tmp_path / 'bare.npz'}",
+                               "--out", str(tmp_path / "q.csv")], tmp_path / "q.csv",
+                      "missing array(s) ['client']; expected X, client and optionally y, split")
 
 
 def test_a_forecast_reads_its_targets_from_the_sequences_so_a_file_without_y_is_scored(tmp_path, capsys):

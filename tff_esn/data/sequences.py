@@ -444,7 +444,8 @@ def _npz_archive(path: str | Path, *, need_y: bool = True) -> Iterator[tuple[zip
         needed = ("series", "client") if "series" in keys else ("X", "y", "client") if need_y else ("X", "client")
         missing = [k for k in needed if k not in keys]
         if missing:
-            raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split, or "
+            raise DataError(f"{path}: missing array(s) {missing}; expected X, {'y, ' if need_y else ''}client and "
+                            f"optionally {'' if need_y else 'y, '}split, or "
                             f"series, client and optionally split, exog, stream (found {sorted(keys)}).")
         yield archive, path, keys
 
