@@ -33,13 +33,21 @@ def toy_model(dataset) -> Model:
                     dataset.feature_names, dataset.label_names)
 
 
-def write_npz(path, dataset, groups):
-    """``dataset`` as an npz file (X, y, client, split), client ``i`` in group ``groups[i]``; returns ``path``."""
+def write_npz(path, dataset, groups, *, labels=True):
+    """``dataset`` as an npz file (X, y, client, split; without y unless ``labels``, without split for ``groups``
+    None), client ``i`` in group ``groups[i]``, sequences of unequal length as an object array of each at its
+    length; returns ``path``."""
     ids = dataset.client_ids
-    np.savez(path, X=np.concatenate([dataset.clients[c].x for c in ids]),
-             y=np.concatenate([dataset.clients[c].y for c in ids]),
-             client=np.concatenate([[c] * len(dataset.clients[c]) for c in ids]),
-             split=np.concatenate([[g] * len(dataset.clients[c]) for c, g in zip(ids, groups)]))
+    if dataset.ragged:
+        sequences = [s[:n] for c in ids for s, n in zip(dataset.clients[c].x, dataset.clients[c].steps)]
+        x = np.empty(len(sequences), dtype=object)
+        x[:] = sequences
+    else:
+        x = np.concatenate([dataset.clients[c].x for c in ids])
+    arrays = {"y": np.concatenate([dataset.clients[c].y for c in ids])} if labels else {}
+    if groups is not None:
+        arrays["split"] = np.concatenate([[g] * len(dataset.clients[c]) for c, g in zip(ids, groups)])
+    np.savez(path, X=x, client=np.concatenate([[c] * len(dataset.clients[c]) for c in ids]), **arrays)
     return path
 
 

@@ -2,7 +2,8 @@
 
 Loads ``DIR/model``, reads SOURCE as the run read its data (pipeline, task, ragged/missing and series settings from
 ``DIR/metrics.json``), checks it against the model, and writes one CSV row per prediction (FILE, else standard
-output) and, where SOURCE holds labels or targets, each group's metrics (``FILE`` with ``.metrics.json``). Groups
+output) and, where SOURCE holds labels or targets, each group's metrics (``FILE`` with ``.metrics.json``; an
+``npz:`` file without ``y`` is predicted on, with no metrics). Groups
 are the run's (``metrics.json["clients"]``) when SOURCE holds its clients, so the numbers equal the run's.
 """
 
@@ -47,12 +48,14 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
 def load_for(record: dict[str, Any], model: Any, source: str, *, cache_dir: str | None = None) -> Any:
     """``source`` read as the run of ``record`` read its data (pipeline, flags), for ``model``'s task."""
     from tff_esn.data.errors import DataError
-    from tff_esn.data.sources import load_source
+    from tff_esn.data.sources import load_source, parse_source
     from tff_esn.registry.defaults import default_pipeline
 
     try:
         options = _source_options(record, source)
         options["task"] = model.task
+        if parse_source(source)[0] == "npz":  # a file without y: sequences to predict on
+            options["unlabelled"] = True
         pipeline = ((record.get("config") or {}).get("pipeline") or {}).get("value") or default_pipeline(source)
         return load_source(source, pipeline, cache_dir=cache_dir, **options)
     except (DataError, UsageError):
@@ -81,12 +84,16 @@ def _predict(args: argparse.Namespace) -> int:
     writer.writerows(result.rows)
     report = {"run": str(run), "data": dataset.source, "groups": how,
               "clients": {g: list(ids) for g, ids in result.groups.items()}, **result.metrics}
+    unlabelled = f"{dataset.source}: no labels or targets (no y): predictions only, no metrics"
     if args.out is None:
         sys.stdout.write(text.getvalue())
-        print(_summary(result.metrics, how), file=sys.stderr)
+        print(_summary(result.metrics, how) if dataset.labelled else unlabelled, file=sys.stderr)
         return 0
     out = Path(args.out)
     write_text_atomic(out, text.getvalue())
+    if not dataset.labelled:
+        print(f"{len(result.rows)} prediction(s) → {out}; {unlabelled}")
+        return 0
     metrics_path = write_json_atomic(out.with_suffix(".metrics.json"), report)
     print(f"{len(result.rows)} prediction(s) → {out}; metrics → {metrics_path}\n{_summary(result.metrics, how)}")
     return 0

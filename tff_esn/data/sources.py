@@ -26,7 +26,7 @@ from tff_esn.data.series_files import load_series_npz
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import is_series
 from tff_esn.common.run_warnings import warn
-from tff_esn.common.tasks import Task
+from tff_esn.common.tasks import CLASSIFY, Task
 from tff_esn.data.ts import load_ts, ts_layout
 from tff_esn.data.seed_sources.wesad_source import wesad_loader
 
@@ -71,13 +71,15 @@ def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., Sequenc
     return load
 
 
-def _npz(path: str, task: Task | None = None, **options: Any) -> SequenceDataset:
-    """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz`; a float ``y``
-    with no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`; for targets that read
-    like class labels, :func:`_as_task`'s)."""
+def _npz(path: str, task: Task | None = None, unlabelled: bool = False, **options: Any) -> SequenceDataset:
+    """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz` (a forecast's or,
+    with ``unlabelled``, any task's file without ``y``: sequences to forecast, or to predict on); a float ``y`` with
+    no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`; for targets that read like
+    class labels, :func:`_as_task`'s)."""
     if npz_holds_series(path):
         return load_series_npz(path, task=task, **options)
-    dataset = load_npz(path, **options)
+    forecast = task is not None and task.kind == "forecast"  # its targets are X's later steps
+    dataset = load_npz(path, without_y=(task or CLASSIFY) if unlabelled or forecast else None, **options)
     if task is None and dataset.task.kind == "regress" and not class_like(
             np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])):  # class-like: the sharper warning
         warn(f"npz:{path}: {AMBIGUOUS_Y}; read as a regression (--task regress).")
@@ -125,8 +127,8 @@ SOURCES: dict[str, SourceKind] = {
     "synthetic-hhar": SourceKind(_seed(_hhar)),
     "wesad": SourceKind(_seed(wesad_loader)),
     "hhar": SourceKind(_seed(_hhar)),
-    "npz": SourceKind(_own(_npz, ("ragged", "length", "task")), layout=npz_layout, stand_in=npz_stand_in,
-                      task=_npz_task, takes_task=True),
+    "npz": SourceKind(_own(_npz, ("ragged", "length", "task", "unlabelled")), layout=npz_layout,
+                      stand_in=npz_stand_in, task=_npz_task, takes_task=True),
     "ts": SourceKind(_own(load_ts, ("missing", "ragged", "length")), layout=ts_layout),
 }
 """Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.is_series`) are not kinds."""

@@ -294,8 +294,9 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         start_time = time.perf_counter()
         result = function(dataset if scaling is None else scaling_of.scaled(dataset, scaling), split, config)
         seconds = time.perf_counter() - start_time
-        if scaling is not None:
-            result.update({g: scaling_of.in_own_units(result[g], scaling)
+        if scaling is not None and result.get("model") is not None:
+            result["model"] = result["model"].replace(inputs=scaling.inputs, outputs=scaling.target)
+            result.update({g: scaling_of.in_own_units(result[g], result["model"], dataset.pooled(split.groups[g]))
                            for g in ("train", "val", "test") if g in result})
         used = result.get("model")  # the washout the model uses (a choice of ``auto``), else the configured one
         washout = used.spec.washout if used is not None else getattr(getattr(config, "model", config), "washout", 0)
@@ -306,8 +307,6 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         if private and "privacy" in result:
             result["privacy"] = selection_declared(result["privacy"], run.record)
     model = result.pop("model", None)
-    if model is not None and scaling is not None:
-        model = model.replace(inputs=scaling.inputs, outputs=scaling.target)
     if free_run is not None and model is not None:
         from tff_esn.data.seed_sources.generators import LYAPUNOV
 
