@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.common.tasks import Task
@@ -128,11 +129,11 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
     horizon, total = task.horizon, clients + 2
     lengths = [steps + horizon] * clients + [held_steps + horizon] * 2
     if split_by == "segments":
-        whole = make(sum(lengths), np.random.default_rng(np.random.SeedSequence([seed, 0])))
+        whole = make(sum(lengths), streams.SERIES_SEGMENTS.generator(seed))
         ends = np.cumsum(lengths)
         parts = [(whole, slice(end - length, end)) for end, length in zip(ends, lengths)]
     else:
-        parts = [(make(length, np.random.default_rng(np.random.SeedSequence([seed, 1, k]))), slice(0, length))
+        parts = [(make(length, streams.SERIES_REALISATION.generator(seed, k)), slice(0, length))
                  for k, length in enumerate(lengths)]
     series = parts[0][0]
     target = _channel(name, task.target or series.target, series.names)
