@@ -74,3 +74,22 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
     assert "other settings" in capsys.readouterr().err
     assert main([*argv[:4], "torus", *argv[5:]]) == 2
     assert "unknown 'torus'" in capsys.readouterr().err
+
+
+def test_without_esnfed_its_rows_are_left_out_and_the_table_and_a_warning_say_so(tmp_path, monkeypatch):
+    import importlib.util
+
+    from tff_esn.cli.compare import reservoirs
+    from tff_esn.common.run_warnings import RunWarning
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "esnfed" else found(name, *a))
+    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9, sizes=[8] * 5),
+                     ["train"] * 3 + ["val", "test"])
+    comparison = ReservoirComparison((("d", f"npz:{path}"),), ("random", "esnfed"), ("incfed",), seeds=(0,), clients=4)
+    with pytest.warns(RunWarning, match="esnfed is not installed.*tff_esn\\[compare\\]"):
+        written = reservoirs.run_reservoir_comparison(comparison, tmp_path / "out", progress=False)
+    with open(written["csv"]) as f:
+        assert [r["reservoir"] for r in csv.DictReader(f)] == ["random"]
+    assert reservoirs.ESNFED_MISSING in written["table"].read_text()
+    assert reservoirs.ESNFED_MISSING in (tmp_path / "out" / "reservoirs.caption.md").read_text()
