@@ -40,13 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the request; prints the report path; exit code 1 when an experiment failed."""
-    from scripts.framework import FAILED, DataSources, RunRequest
+    from scripts.framework import FAILED, DataSources, ReproductionRequest
 
     try:
         npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
         data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
-        request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
-                             progress=args.progress, backend=args.backend)
+        request = ReproductionRequest(args.target, args.profile, data, Path(args.out), seed=args.seed,
+                                      force=args.force, progress=args.progress, backend=args.backend)
     except (ValueError, FileNotFoundError) as err:  # the target's name, a --*-dir flag or the seeds
         raise UsageError(str(err)) from None
     import tensorflow as tf
