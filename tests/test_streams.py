@@ -19,8 +19,8 @@ VALUES = {"client": range(64), "round": range(201), "layer": range(1, 8), "reali
 """The values each slot takes in a run (64 clients, 200 rounds, 500 clients in a split, ...)."""
 
 MEETINGS = {
-    # a generated series seeded by --seed draws from the reservoir's streams
-    ("reservoir.input_weights", "series.segments"),
+    # a generated series seeded by --seed draws from the reservoir's streams, so does a centralized fit
+    ("fit.epoch_orders", "reservoir.input_weights", "series.segments"),
     ("federated.cached_noise", "federated.input_noise", "reservoir.recurrent_weights", "series.realisation"),
     ("federated.cached_noise", "federated.input_noise", "series.realisation"),
     # round 0 of the federated clients' streams
@@ -28,6 +28,8 @@ MEETINGS = {
     ("federated.sample", "reservoir.leak_rates"),
     # client 0's own reservoir seed
     ("reservoir.client", "reservoir.graph"),
+    # the discriminator's validation split and its fit's epoch orders
+    ("discriminator.epoch_orders", "discriminator.order"),
 }
 """The streams that meet today, each kept so that runs reproduce value for value (the module docstring)."""
 
@@ -48,12 +50,13 @@ def test_the_streams_that_meet_are_the_listed_ones():
 
 def test_a_stream_of_the_reservoir_layout_is_found_meeting_it():
     twin = streams.Stream("twin", "run", ("client",), "W_in's layout for client 0")
-    assert ("reservoir.input_weights", "series.segments", "twin") in meetings((*streams.STREAMS, twin))
+    found = meetings((*streams.STREAMS, twin))
+    assert ("fit.epoch_orders", "reservoir.input_weights", "series.segments", "twin") in found
 
 
 def test_stream_names_are_unique_and_every_slot_has_values():
     names = [s.name for s in streams.STREAMS]
-    assert len(names) == len(set(names)) == 33
+    assert len(names) == len(set(names)) == 36
     assert {slot for s in streams.STREAMS for slot in s.slots} == set(VALUES)
 
 
@@ -64,6 +67,13 @@ def test_entropy_fills_the_slots_in_order_and_matches_seed_sequence():
     np.testing.assert_array_equal(streams.RECURRENT_WEIGHTS.generator(9).random(3), expected)
     with pytest.raises(TypeError, match="partition.assign: expected 2 value"):
         streams.PARTITION.entropy(9, 2)
+
+
+def test_the_integer_seeded_fits_draw_the_streams_of_the_catalogue():
+    from tff_esn.federated.clients import epoch_orders
+
+    for stream in (streams.FIT_EPOCHS, streams.DISCRIMINATOR_EPOCHS):
+        np.testing.assert_array_equal(epoch_orders(9, 1, 4)[0], stream.generator(4).permutation(9))
 
 
 def test_a_stream_of_no_known_root_is_refused():

@@ -7,7 +7,8 @@ the values a draw supplies (a client's index, a round). numpy pads entropy of fe
 - ``run``: a run's ``--seed``: the reservoir's seed (client and deep-layer reservoirs get seeds derived from it), the
   split, partition, carving, baselines, Partial IncFed's and pFedRR's client draws, the federated clients' noise,
   shuffling and sampling, a generated series' draws and the discriminative phase's fake clients.
-- ``discriminator``: a discriminator's delta config seed (its noise and shuffling).
+- ``deltas``: the seed of a discriminator's training deltas (their noise and shuffling).
+- ``discriminator``: a discriminator's own seed (its validation split and epoch orders).
 - ``simulated``, ``synthetic-wesad``, ``synthetic-hhar``: the seed a source is generated from.
 - ``mechanism``: a DP mechanism's seed (:func:`tff_esn.privacy.noise_seed.mechanism_seed`); TensorFlow's stateless
   noise draws take that seed itself, the secret client sampling :data:`POISSON_SAMPLING`.
@@ -16,7 +17,8 @@ the values a draw supplies (a client's index, a round). numpy pads entropy of fe
 Streams of one root that meet for some values (``tests/test_streams.py`` lists them; a run reproduces value for
 value, so they stay): a generated series' draws meet the reservoir's W_in (segments) and Ŵ (realisation 0); round 0's
 federated noise, shuffling and sampling meet Ŵ, b and the leaking rates; a client's noise under cached states meets
-round r's noise of client 0; client 0's own reservoir seed is the graph's seed.
+round r's noise of client 0; client 0's own reservoir seed is the graph's seed; a centralized fit's epoch orders
+meet W_in, and the discriminator's meet its validation split.
 
 Two generators outside numpy take integer seeds: the tuner's untried configurations ``random.Random(seed + k)``
 (keras-tuner's oracle seed, ``k`` the configurations drawn so far) and the discriminator's Keras layers
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-ROOTS = ("run", "discriminator", "simulated", "synthetic-wesad", "synthetic-hhar", "mechanism", "audit")
+ROOTS = ("run", "deltas", "discriminator", "simulated", "synthetic-wesad", "synthetic-hhar", "mechanism", "audit")
 """The seeds a stream can derive from (module docstring)."""
 
 
@@ -114,10 +116,16 @@ PFEDRR_UNITS = Stream("pfedrr.random_units", "run", (0xF3DD, "client"), "a clien
 SERIES_SEGMENTS = Stream("series.segments", "run", (0,), "the one realisation of a generated series cut in segments")
 SERIES_REALISATION = Stream("series.realisation", "run", (1, "realisation"),
                             "one realisation of a generated series (split_by='realisations')")
-DISCRIMINATOR_NOISE = Stream("discriminator.noise", "discriminator", (11,),
+DISCRIMINATOR_NOISE = Stream("discriminator.noise", "deltas", (11,),
                              "the integer seed of the fake clients' noise")
-DISCRIMINATOR_SHUFFLE = Stream("discriminator.shuffle", "discriminator", (12,),
+DISCRIMINATOR_SHUFFLE = Stream("discriminator.shuffle", "deltas", (12,),
                                "the integer seed of the discriminator's delta shuffling")
+DISCRIMINATOR_ORDER = Stream("discriminator.order", "discriminator", (),
+                             "the order of the training deltas before the validation split (training and search)")
+DISCRIMINATOR_EPOCHS = Stream("discriminator.epoch_orders", "discriminator", (),
+                              "the epoch orders of the discriminator's fit (tff_esn.federated.clients.seeded_fit_data)")
+FIT_EPOCHS = Stream("fit.epoch_orders", "run", (), "the epoch orders of a centralized gradient fit seeded by the run's "
+                    "seed (thesis-central, the thesis tuner's trials; tff_esn.federated.clients.seeded_fit_data)")
 DISCRIMINATOR_FAKES = Stream("discriminator.fakes", "run", (21,), "the training clients made fake")
 SIMULATED_CLIENT = Stream("simulated.client", "simulated", ("client",), "a simulated client's labels and sequences")
 WESAD_SUBJECT = Stream("synthetic_wesad.subject", "synthetic-wesad", ("subject",),
