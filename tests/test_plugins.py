@@ -42,9 +42,10 @@ def installed(tmp_path_factory) -> dict[str, str]:
     """The environment of a Python that finds the toy package, installed with pip into a temporary folder."""
     tmp = tmp_path_factory.mktemp("plugin")
     shutil.copytree(PLUGIN, tmp / "source")  # pip builds in the copy: no build files in the repository
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(tmp / "site"), str(tmp / "source")], check=True, capture_output=True)
-    path = os.pathsep.join([str(ROOT), str(tmp / "site"), os.environ.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+                    "--no-build-isolation", "--target", str(tmp / "site"), str(tmp / "source")], check=True,
+                   capture_output=True)
+    path = os.pathsep.join(p for p in (str(ROOT), str(tmp / "site"), os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PYTHONPATH": path}
 
 
