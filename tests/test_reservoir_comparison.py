@@ -86,3 +86,22 @@ def test_the_figure_titles_a_panel_by_its_source_and_the_caption_states_rounds_o
     titles = [ax.get_title() for ax in figure(comparison, rows + [{**r, "data": "x"} for r in rows]).axes]
     assert titles == ["osc (npz)", "x: osc (npz)"]
     assert "algorithms incfed, fedavg (gradient-trained: 7 rounds);" in caption(comparison, rows)
+
+
+def test_without_esnfed_its_rows_are_left_out_and_the_table_and_a_warning_say_so(tmp_path, monkeypatch):
+    import importlib.util
+
+    from tff_esn.cli.compare import reservoirs
+    from tff_esn.common.run_warnings import RunWarning
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "esnfed" else found(name, *a))
+    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9, sizes=[8] * 5),
+                     ["train"] * 3 + ["val", "test"])
+    comparison = ReservoirComparison((("d", f"npz:{path}"),), ("random", "esnfed"), ("incfed",), seeds=(0,), clients=4)
+    with pytest.warns(RunWarning, match="esnfed is not installed.*tff_esn\\[compare\\]"):
+        written = reservoirs.run_reservoir_comparison(comparison, tmp_path / "out", progress=False)
+    with open(written["csv"]) as f:
+        assert [r["reservoir"] for r in csv.DictReader(f)] == ["random"]
+    assert reservoirs.ESNFED_MISSING in written["table"].read_text()
+    assert reservoirs.ESNFED_MISSING in (tmp_path / "out" / "reservoirs.caption.md").read_text()

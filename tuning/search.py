@@ -45,7 +45,7 @@ import keras_tuner as kt
 
 from tff_esn.closed_form.configs import OWN_DATA
 from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
-from tff_esn.registry.defaults import own_data
+from tff_esn.data.source_names import own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.common.io import write_csv_atomic, write_json_atomic
 from tff_esn.common.progress import progress_bar

@@ -27,16 +27,16 @@ SOURCE_FLAGS = ("task", "horizon", "target", "series_clients", "series_steps", "
 def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
     """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it)."""
     from tff_esn.cli.run import source_options
-    from tff_esn.data.source_names import is_series
+    from tff_esn.data.source_names import OWN_DATA_SOURCES, series_source
     from tff_esn.data.sources import parse_source
 
     kind, _ = parse_source(source)
     cli = record.get("cli") or {}
     flags = {k: cli.get(k) for k in SOURCE_FLAGS}
     flags["seed"] = ((record.get("config") or {}).get("seed") or {}).get("value")  # a generated series' draw
-    if not is_series(kind) or ":" in source:
+    if not series_source(source):
         flags.update(series_clients=None, series_steps=None, series_split=None)
-    if kind not in ("npz", "ts"):
+    if kind not in OWN_DATA_SOURCES:
         flags["ragged"] = None
     if kind != "ts":
         flags["missing"] = None

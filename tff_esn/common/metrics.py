@@ -10,6 +10,8 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
+from tff_esn.common import streams
+
 
 def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
     y = np.asarray(y_true)
@@ -110,7 +112,7 @@ def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: in
 def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dict[str, float]:
     """Accuracy and macro F1 of uniformly random guesses (seeded; IncFed Tables V–VI)."""
     y = _labels(y_true, n_classes)
-    guess = np.random.default_rng(np.random.SeedSequence([seed, 7])).integers(0, n_classes, size=y.size)
+    guess = streams.RANDOM_BASELINE.generator(seed).integers(0, n_classes, size=y.size)
     return {"accuracy": accuracy(y, guess), "f1_macro": f1_scores(y, guess, n_classes)[0]}
 
 

@@ -1,7 +1,7 @@
 """``load_source``: a data source run through a pipeline, cached on disk.
 
 Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``ts:DIR/NAME`` (each
-kind one :data:`SOURCES` entry) and the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not
+kind one :data:`SOURCES` entry) and the generated series (:data:`~tff_esn.data.source_names.SERIES_SPELLED`; not
 cached). Options configure the source or the pipeline; the cache key is the source (files: names, sizes, times),
 pipeline and options.
 """
@@ -24,7 +24,7 @@ from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, loa
                                     npz_real_targets, npz_stand_in)
 from tff_esn.data.series_files import load_series_npz
 from tff_esn.data.errors import DataError
-from tff_esn.data.source_names import is_series
+from tff_esn.data.source_names import SERIES_SPELLED, SERIES_TASK, named_task, series_source
 from tff_esn.common.run_warnings import warn
 from tff_esn.common.tasks import CLASSIFY, Task
 from tff_esn.data.ts import load_ts, ts_layout
@@ -131,7 +131,7 @@ SOURCES: dict[str, SourceKind] = {
                       stand_in=npz_stand_in, task=_npz_task, takes_task=True),
     "ts": SourceKind(_own(load_ts, ("missing", "ragged", "length")), layout=ts_layout),
 }
-"""Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.is_series`) are not kinds."""
+"""Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.series_source`) are not kinds."""
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -139,13 +139,13 @@ def parse_source(source: str) -> tuple[str, str]:
     if not isinstance(source, str):
         raise ValueError(f"source: expected a string, got {type(source).__name__}.")
     kind, _, arg = source.partition(":")
-    if is_series(kind) and not arg and ":" not in source:
+    if series_source(source):
         return kind, ""
     if kind not in SOURCES or (kind.startswith("synthetic") != (arg == "")):
         bare = kind not in SOURCES and (source.endswith(".npz") or Path(source).expanduser().is_file())
         hint = f" (a file? write npz:{source})" if bare else ""
         raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
-                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
+                         f"ts:DIR/NAME or a series ({SERIES_SPELLED}), got "
                          f"{source!r}{hint}.")
     return kind, os.path.expanduser(arg)
 
@@ -170,9 +170,10 @@ def source_stand_in(source: str) -> SequenceDataset | None:
 
 
 def source_task(source: str) -> str | None:
-    """The task ``source``'s content alone can mean (``forecast`` for an ``.npz`` of series), before it loads."""
+    """The task ``source`` alone means, before it loads: its name's (:func:`~tff_esn.data.source_names.named_task`),
+    else its content's (``forecast`` for an ``.npz`` of series)."""
     kind, arg = parse_source(source)
-    return SOURCES[kind].task(arg) if kind in SOURCES else None
+    return named_task(source) or (SOURCES[kind].task(arg) if kind in SOURCES else None)
 
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
@@ -181,10 +182,10 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     kind, arg = parse_source(source)
     options = dict(options)
     task = options.pop("task", None)
-    if is_series(kind):
+    if series_source(source):
         from tff_esn.data.seed_sources.generators import series_dataset
 
-        return series_dataset(kind, task or Task("forecast", 1), **options)
+        return series_dataset(kind, task or Task(SERIES_TASK, 1), **options)
     entry = SOURCES[kind]
     if entry.takes_task:
         return _as_task(entry.load(source, kind, arg, pipeline, cache_dir, {**options, "task": task}), task)

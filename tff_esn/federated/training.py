@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn import runtime
 from tff_esn.registry.algorithms import Algorithm, get_algorithm
 from tff_esn.common.communication import CommunicationCost
@@ -53,12 +54,9 @@ from tff_esn.common.run_warnings import warn
 
 tff = runtime.load_tff()
 
-_SAMPLE = 4
-
-
 def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> list[str]:
     """The m clients of round ``round_num``: uniform without replacement, a pure function of (seed, round)."""
-    rng = np.random.default_rng(client_data.child_seed(seed, _SAMPLE, round_num))
+    rng = np.random.default_rng(streams.FEDERATED_SAMPLE.seed(seed, round_num))
     picks = rng.choice(len(ids), size=min(m, len(ids)), replace=False)
     return [ids[i] for i in sorted(picks)]
 

@@ -3,12 +3,14 @@
 An entry (:func:`register_algorithm`, :class:`Algorithm`) declares an algorithm's config class, data,
 privacy support, communication cost and whether it runs TFF; its ``run(dataset, split, config)`` returns
 its ``metrics.json`` sections, and :func:`run_algorithm` adds the rest. A ``"module:function"`` run is
-imported when the algorithm runs; :data:`PROVIDERS` registers the built-in ones.
+imported when the algorithm runs; :data:`PROVIDERS` registers the built-in ones, and an installed package adds its
+own through the entry-point group :data:`ENTRY_POINTS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import time
 from collections.abc import Callable, Mapping
@@ -23,7 +25,7 @@ from tff_esn.common.run_warnings import merged, recording
 from tff_esn.common.settings import Setting, config_fields, config_from_flags, flat_config, settings
 from tff_esn.common.tasks import REAL_KINDS, REAL_OBJECTIVE, TASK_KINDS
 
-__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
+__all__ = ["ENTRY_POINTS", "LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
            "check_takes", "config_fields", "config_from_flags", "flat_config", "get_algorithm", "names_where",
            "register_algorithm", "resolve_run", "run_algorithm"]
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
 
 PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
+ENTRY_POINTS = "tff_esn.algorithms"
+"""The entry-point group of other packages' algorithms: each entry (``name = package.module``) names a light module
+(no TensorFlow at import) whose import registers them with :func:`register_algorithm`, as :data:`PROVIDERS` do."""
 RESULT_SECTIONS = ("train", "val", "test", "communication")
 PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends")
 """The record's sections a run's model keeps as its provenance (those the run wrote)."""
@@ -111,6 +116,14 @@ def register_algorithm(name: str, config: type, run: RunFn | str, **entry: Any) 
     return algo
 
 
+@functools.lru_cache(maxsize=None)
+def plugin_modules() -> tuple[tuple[str, str], ...]:
+    """``(entry name, module)`` of each installed :data:`ENTRY_POINTS` entry, by name."""
+    from importlib.metadata import entry_points
+
+    return tuple((ep.name, ep.module) for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name))
+
+
 def _load_providers() -> None:
     for module in PROVIDERS:
         try:
@@ -118,6 +131,12 @@ def _load_providers() -> None:
         except ModuleNotFoundError as err:
             if err.name != module:
                 raise
+    for name, module in plugin_modules():
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ImportError(f"{ENTRY_POINTS} entry point {name!r}: {module} does not import ({err}); reinstall or "
+                              "uninstall the package that declares it.") from err
 
 
 def available_algorithms() -> dict[str, Algorithm]:
@@ -127,7 +146,8 @@ def available_algorithms() -> dict[str, Algorithm]:
 
 
 def names_where(predicate: Callable[[Algorithm], bool]) -> list[str]:
-    """Names of the registered algorithms where ``predicate`` holds, in :data:`PROVIDERS`, then registration order."""
+    """Names of the registered algorithms where ``predicate`` holds, in :data:`PROVIDERS` order (other packages'
+    after them), then registration order."""
     _load_providers()
 
     def provider(item: tuple[int, Algorithm]) -> tuple[int, int]:
