@@ -65,7 +65,14 @@ def _predict(args: argparse.Namespace) -> int:
     from tff_esn.esn.model import Model, ModelFormatError
     from tff_esn.common.io import write_json_atomic, write_text_atomic
     from tff_esn.runs.predictions import predict_dataset, run_groups
+    from tff_esn.runs.run_folder import RunFolderError, check_writable_file
 
+    if args.out is not None:
+        out = Path(args.out).expanduser()
+        try:
+            check_writable_file(out, out.with_suffix(".metrics.json"))
+        except RunFolderError as err:
+            raise UsageError(str(err)) from None
     run = Path(args.run).expanduser()
     try:
         model = Model.load(run / "model")
@@ -85,7 +92,6 @@ def _predict(args: argparse.Namespace) -> int:
         sys.stdout.write(text.getvalue())
         print(_summary(result.metrics, how), file=sys.stderr)
         return 0
-    out = Path(args.out)
     write_text_atomic(out, text.getvalue())
     metrics_path = write_json_atomic(out.with_suffix(".metrics.json"), report)
     print(f"{len(result.rows)} prediction(s) → {out}; metrics → {metrics_path}\n{_summary(result.metrics, how)}")
