@@ -43,19 +43,41 @@ def _serve(monkeypatch, dataset):
                       lambda name, d, **k: Split(name, ("c0", "c1", "c2"), ("c3",), ("c4",)))
 
 
-def test_neighbouring_data_sets_give_byte_identical_privacy_records(monkeypatch, tmp_path):
+@pytest.mark.parametrize("secure", [[], ["--secure-aggregation", "--dp-model", "distributed"]],
+                         ids=["dp", "dp-secure"])
+def test_neighbouring_data_sets_give_byte_identical_privacy_records(monkeypatch, tmp_path, secure):
     records = []
     for extra_long in (False, True):
         _serve(monkeypatch, _ragged(extra_long))
         out = tmp_path / str(extra_long)
-        assert main(["run", "incfed", "--out", str(out), *FAST, *DP_ALL, "--dp-max-steps", "12"]) == 0
+        assert main(["run", "incfed", "--out", str(out), *FAST, *DP_ALL, "--dp-max-steps", "12", *secure]) == 0
         records.append(json.loads((out / "metrics.json").read_text()))
-    first, second = (json.dumps(r["privacy"], sort_keys=True) for r in records)
-    assert first == second
+    for section in ("privacy", "secure_aggregation"):
+        first, second = (json.dumps(r[section], sort_keys=True) for r in records)
+        assert first == second, section
     privacy = records[0]["privacy"]
     assert privacy["privacy_unit"] == "one sequence (11 states)" and privacy["sensitivity"]["n"] == 11
     assert privacy["record_bound"].startswith("--dp-max-steps 12: training sequences longer are cut")
     assert not any("cut" in w or "crop" in w for r in records for w in r["warnings"])  # no data-dependent count
+    if secure:
+        noise = max(privacy["noise_stddev_on_sum"].values()) / np.sqrt(3)  # a client's share σ/√K, K = 3
+        sections = records[0]["secure_aggregation"]
+        assert sections["range"][1] == pytest.approx(2 ** 20 * 11 + 8 * noise)
+        assert sections["range_source"].startswith("--dp-max-client-sequences 1048576 × 11 states per sequence")
+        assert records[0]["config"]["dp_max_client_sequences"] == {"value": 2 ** 20, "origin": "default"}
+
+
+def test_a_dp_secure_sum_never_takes_its_range_from_the_clients_sizes():
+    from tff_esn.privacy.closed_form import secure_ridge_sum
+    from tff_esn.privacy.config import PrivacyConfig
+
+    with pytest.raises(ValueError, match="give --secure-range R"):
+        secure_ridge_sum(PrivacyConfig(secure_aggregation=True, dp_epsilon=1.0, dp_model="local"), [10, 20])
+    given = secure_ridge_sum(PrivacyConfig(secure_aggregation=True, dp_epsilon=1.0, secure_range=5.0), [10, 20])
+    plain = secure_ridge_sum(PrivacyConfig(secure_aggregation=True), [10, 20])
+    assert (given.secure.bound, plain.secure.bound) == (5.0, pytest.approx(20.0, rel=2e-6))
+    with pytest.raises(ValueError, match="--dp-max-client-sequences\\) sets the secure sum's range under DP"):
+        PrivacyConfig(secure_aggregation=True, dp_max_client_sequences=10)
 
 
 def test_unequal_lengths_without_a_public_bound_are_refused_in_one_line(monkeypatch, tmp_path, capsys):
