@@ -131,7 +131,51 @@ def test_settings_from_a_file_are_declared_as_chosen_outside_the_epsilon(fake_so
     record = json.loads((tmp_path / "file" / "metrics.json").read_text())
     assert record["privacy"]["selection_outside_epsilon"] is True
     assert record["privacy"]["settings_from_file"] == ["l2", "units"]
-    assert any("came from a hyper-parameter file" in w for w in record["warnings"])
+    assert any("came from a hyper-parameter file (--hparams) with no search record" in w for w in record["warnings"])
+    assert record["privacy"]["selection_data"] == "unknown (no search.json beside the file)"
     assert main(["run", "incfed", "--out", str(tmp_path / "flags"), *FAST, "--dp-epsilon", "2"]) == 0
     plain = json.loads((tmp_path / "flags" / "metrics.json").read_text())["privacy"]
     assert plain["selection_outside_epsilon"] is False and plain["settings_from_file"] == []
+
+
+def _own_npz(path, seed):
+    from closed_form_data import random_dataset, write_npz
+
+    data = random_dataset(n_clients=6, steps=10, features=3, n_classes=2, seed=seed, sizes=[8] * 6)
+    return f"npz:{write_npz(path, data, ['train'] * 4 + ['val', 'test'])}"
+
+
+def test_a_tuned_file_says_whether_its_search_ran_on_the_same_clients(tmp_path):
+    from tuning.search import tune
+
+    same, other = _own_npz(tmp_path / "own.npz", 1), _own_npz(tmp_path / "other.npz", 2)
+    tune("incfed-wesad", data=same, trials=1, out=tmp_path / "search", progress=False)
+    (tmp_path / "copy.npz").write_bytes((tmp_path / "own.npz").read_bytes())
+    hparams = ["--hparams", str(tmp_path / "search" / "best_hparams.json")]
+    said = {}
+    for name, data in (("same", same), ("copy", f"npz:{tmp_path / 'copy.npz'}"), ("other", other)):
+        out = tmp_path / name
+        assert main(["run", "incfed", "--data", data, "--out", str(out), "--dp-epsilon", "2", *hparams]) == 0
+        said[name] = json.loads((out / "metrics.json").read_text())
+    for name in ("same", "copy"):  # a copy under another name holds the same clients
+        privacy = said[name]["privacy"]
+        assert privacy["selection_outside_epsilon"] is True
+        assert privacy["selection_data"] == f"same clients: a search on {same} (seed 0)"
+        assert any(f"came from a search on {same} (seed 0), the same clients' data" in w for w in said[name]["warnings"])
+    privacy = said["other"]["privacy"]
+    assert privacy["selection_outside_epsilon"] is False and privacy["selection_data"].startswith("other data: ")
+    assert not any("outside the DP mechanism" in w for w in said["other"]["warnings"])
+
+
+def test_fedavg_with_settings_from_a_search_on_its_clients_is_declared_outside_the_epsilon(tmp_path):
+    data = _own_npz(tmp_path / "own.npz", 1)
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "best_hparams.json").write_text(json.dumps({"client_lr": 0.05}))
+    (tmp_path / "search" / "search.json").write_text(json.dumps({"space": "thesis", "data": data, "seed": 0}))
+    assert main(["run", "fedavg", "--data", data, "--out", str(tmp_path / "run"), "--backend", "sim", "--units", "8",
+                 "--rounds", "2", "--dp-epsilon", "4", "--hparams", str(tmp_path / "search" / "best_hparams.json")]) == 0
+    record = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    privacy = record["privacy"]
+    assert privacy["selection_outside_epsilon"] is True and privacy["settings_from_file"] == ["client_lr"]
+    assert privacy["selection_data"] == f"same clients: a search on {data} (seed 0)"
+    assert any("client_lr came from a search" in w and "not covered by the ε" in w for w in record["warnings"])

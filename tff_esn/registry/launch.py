@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tff_esn.registry.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
 from tff_esn.data.errors import DataError
 from tff_esn.common.run_warnings import RunWarning, merged, recording
+from tff_esn.runs.hparams_search import search_record
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -126,7 +127,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     try:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
                                partition=partition, standardize=request.standardize,
-                               free_run=request.free_run)
+                               free_run=request.free_run, search=search_record(request.cli.get("hparams")))
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
