@@ -125,8 +125,7 @@ def check_writable(out: Path) -> None:
     """A :class:`RunFolderError` when ``out`` is a file, or a folder that cannot be written or created."""
     problem = _folder_problem(out)
     if problem is not None:
-        raise RunFolderError(f"--out {out}: {problem}; give a folder that can be created and written (metrics.json "
-                             "is written into it).")
+        raise RunFolderError(f"--out {out}: {problem}; give a folder that can be created and written.")
 
 
 def check_writable_file(*paths: str | os.PathLike, flag: str = "--out") -> None:
