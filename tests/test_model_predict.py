@@ -154,6 +154,19 @@ def test_an_out_that_cannot_be_written_is_refused_before_the_model_is_loaded(npz
     assert loads == []
 
 
+def test_class_labels_stored_as_floats_are_read_as_the_models_classes(npz, tmp_path, capsys):
+    run = tmp_path / "run"
+    _run("centralized", npz, run)
+    with np.load(npz) as arrays:
+        floats = {k: arrays[k] for k in arrays.files}
+    floats["y"] = floats["y"].astype(np.float64)
+    np.savez(tmp_path / "floats.npz", **floats)
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--run", str(run), "--data", f"npz:{tmp_path / 'floats.npz'}", "--out", str(out)]) == 0
+    assert main(["predict", "--run", str(run), "--data", f"npz:{npz}", "--out", str(tmp_path / "q.csv")]) == 0
+    assert _rows(out) == _rows(tmp_path / "q.csv")
+
+
 def test_check_dataset_maps_classes_by_name_and_refuses_short_sequences():
     from tff_esn import resolve_run, run_algorithm
     from closed_form_data import default_split

@@ -23,8 +23,9 @@ SOURCE_FLAGS = ("task", "horizon", "target", "series_clients", "series_steps", "
 """The run's recorded flags (``metrics.json["cli"]``) that say how its source was read."""
 
 
-def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
-    """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it)."""
+def _source_options(record: dict[str, Any], source: str, task: str) -> dict[str, Any]:
+    """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it); ``task``: the
+    model's, where the run was given none (a float ``y`` is then read as the model reads it)."""
     from tff_esn.cli.run import source_options
     from tff_esn.data.source_names import is_series
     from tff_esn.data.sources import parse_source
@@ -32,6 +33,7 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
     kind, _ = parse_source(source)
     cli = record.get("cli") or {}
     flags = {k: cli.get(k) for k in SOURCE_FLAGS}
+    flags["task"] = flags["task"] or task
     flags["seed"] = ((record.get("config") or {}).get("seed") or {}).get("value")  # a generated series' draw
     if not is_series(kind) or ":" in source:
         flags.update(series_clients=None, series_steps=None, series_split=None)
@@ -51,7 +53,7 @@ def load_for(record: dict[str, Any], model: Any, source: str, *, cache_dir: str 
     from tff_esn.registry.defaults import default_pipeline
 
     try:
-        options = _source_options(record, source)
+        options = _source_options(record, source, model.task.kind)
         options["task"] = model.task
         pipeline = ((record.get("config") or {}).get("pipeline") or {}).get("value") or default_pipeline(source)
         return load_source(source, pipeline, cache_dir=cache_dir, **options)
