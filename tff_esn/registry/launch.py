@@ -74,6 +74,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     from tff_esn.data.sources import load_source, source_layout, source_stand_in
     from tff_esn.data.splits import get_split
     from tff_esn.common.io import write_json_atomic
+    from tff_esn.common.metrics import NonFiniteScores
     from tff_esn.runs.memory import MemoryLimitError, check_memory
     from tff_esn.runs.identity import check_resume
     from tff_esn.runs.run_folder import check_run_folder, clear_run
@@ -128,7 +129,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
                                partition=partition, standardize=request.standardize,
                                free_run=request.free_run, search=search_record(request.cli.get("hparams")))
-    except MemoryLimitError as err:
+    except (MemoryLimitError, NonFiniteScores) as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
     model = record.model.save(out / "model")
