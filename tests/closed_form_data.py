@@ -93,3 +93,20 @@ def many_classes_dataset(seed=2, n_classes=52, per_class=2, clients=4, steps=8):
     data["test"] = ClientSequences((rng.normal(size=(n_classes, steps, 2)) + test[:, None, None] * 0.1)
                                    .astype(np.float32), test)
     return SequenceDataset(data, n_classes, ("f0", "f1"), tuple(f"k{j}" for j in range(n_classes)), "many-classes")
+
+
+def write_ts(folder, name="Toy", n_train=24, n_test=12, classes=3, steps=12, seed=0, ragged=False):
+    """A learnable .ts problem ``folder/name_{TRAIN,TEST}.ts`` whose class shifts both dimensions' mean; returns its
+    ``ts:`` source."""
+    rng = np.random.default_rng(seed)
+    labels = [f"c{i}" for i in range(classes)]
+    head = f"@problemName {name}\n@univariate false\n@dimensions 2\n@classLabel true {' '.join(labels)}\n@data\n"
+    for part, n in (("TRAIN", n_train), ("TEST", n_test)):
+        lines = []
+        for i in range(n):
+            k = i % classes
+            t = int(rng.integers(steps // 2, steps + 1)) if ragged else steps
+            x = rng.normal(size=(t, 2)) + k
+            lines.append(":".join(",".join(f"{v:.4f}" for v in x[:, d]) for d in range(2)) + f":{labels[k]}")
+        (folder / f"{name}_{part}.ts").write_text(head + "\n".join(lines) + "\n")
+    return f"ts:{folder / name}"

@@ -213,6 +213,37 @@ def test_bad_input_is_one_line_and_nothing_is_written(npz, tmp_path, capsys):
     _one_line_refusal(capsys, argv, out, "format version 99; this tff_esn reads version 1 only")
 
 
+def test_an_out_that_cannot_be_written_is_refused_before_the_model_is_loaded(npz, tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    _run("centralized", npz, run)
+    capsys.readouterr()
+    loads = []
+    monkeypatch.setattr(Model, "load", lambda *a, **k: loads.append(a))
+    argv = ["predict", "--run", str(run), "--data", f"npz:{npz}", "--out"]
+    _one_line_refusal(capsys, [*argv, "/sys/tff-esn-probe/p.csv"], tmp_path / "p.csv",
+                      "--out /sys/tff-esn-probe/p.csv: its folder /sys/tff-esn-probe: cannot create")
+    (tmp_path / "folder.csv").mkdir()
+    _one_line_refusal(capsys, [*argv, str(tmp_path / "folder.csv")], tmp_path / "p.csv", "is a folder, not a file")
+    (tmp_path / "q.metrics.json").mkdir()
+    assert main([*argv, str(tmp_path / "q.csv")]) == 2
+    assert "q.metrics.json: is a folder, not a file" in capsys.readouterr().err
+    assert not (tmp_path / "q.csv").exists()
+    assert loads == []
+
+
+def test_class_labels_stored_as_floats_are_read_as_the_models_classes(npz, tmp_path, capsys):
+    run = tmp_path / "run"
+    _run("centralized", npz, run)
+    with np.load(npz) as arrays:
+        floats = {k: arrays[k] for k in arrays.files}
+    floats["y"] = floats["y"].astype(np.float64)
+    np.savez(tmp_path / "floats.npz", **floats)
+    out = tmp_path / "p.csv"
+    assert main(["predict", "--run", str(run), "--data", f"npz:{tmp_path / 'floats.npz'}", "--out", str(out)]) == 0
+    assert main(["predict", "--run", str(run), "--data", f"npz:{npz}", "--out", str(tmp_path / "q.csv")]) == 0
+    assert _rows(out) == _rows(tmp_path / "q.csv")
+
+
 def test_check_dataset_maps_classes_by_name_and_refuses_short_sequences():
     from tff_esn import resolve_run, run_algorithm
     from closed_form_data import default_split

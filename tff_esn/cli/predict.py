@@ -24,8 +24,9 @@ SOURCE_FLAGS = ("task", "horizon", "target", "series_clients", "series_steps", "
 """The run's recorded flags (``metrics.json["cli"]``) that say how its source was read."""
 
 
-def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
-    """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it)."""
+def _source_options(record: dict[str, Any], source: str, task: str) -> dict[str, Any]:
+    """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it); ``task``: the
+    model's, where the run was given none (a float ``y`` is then read as the model reads it)."""
     from tff_esn.cli.run import source_options
     from tff_esn.data.source_names import OWN_DATA_SOURCES, series_source
     from tff_esn.data.sources import parse_source
@@ -33,6 +34,7 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
     kind, _ = parse_source(source)
     cli = record.get("cli") or {}
     flags = {k: cli.get(k) for k in SOURCE_FLAGS}
+    flags["task"] = flags["task"] or task
     flags["seed"] = ((record.get("config") or {}).get("seed") or {}).get("value")  # a generated series' draw
     if not series_source(source):
         flags.update(series_clients=None, series_steps=None, series_split=None)
@@ -52,7 +54,7 @@ def load_for(record: dict[str, Any], model: Any, source: str, *, cache_dir: str 
     from tff_esn.registry.defaults import default_pipeline
 
     try:
-        options = _source_options(record, source)
+        options = _source_options(record, source, model.task.kind)
         options["task"] = model.task
         if parse_source(source)[0] == "npz":  # a file without y: sequences to predict on
             options["unlabelled"] = True
@@ -68,7 +70,14 @@ def _predict(args: argparse.Namespace) -> int:
     from tff_esn.esn.model import Model, ModelFormatError
     from tff_esn.common.io import write_json_atomic, write_text_atomic
     from tff_esn.runs.predictions import predict_dataset, run_groups
+    from tff_esn.runs.run_folder import RunFolderError, check_writable_file
 
+    if args.out is not None:
+        out = Path(args.out).expanduser()
+        try:
+            check_writable_file(out, out.with_suffix(".metrics.json"))
+        except RunFolderError as err:
+            raise UsageError(str(err)) from None
     run = Path(args.run).expanduser()
     try:
         model = Model.load(run / "model")
@@ -89,7 +98,6 @@ def _predict(args: argparse.Namespace) -> int:
         sys.stdout.write(text.getvalue())
         print(_summary(result.metrics, how) if dataset.labelled else unlabelled, file=sys.stderr)
         return 0
-    out = Path(args.out)
     write_text_atomic(out, text.getvalue())
     if not dataset.labelled:
         print(f"{len(result.rows)} prediction(s) → {out}; {unlabelled}")

@@ -124,10 +124,11 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
     flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
     task = flag["task"] or named_task(args.data)
     if task is None and kind == "npz":
-        from tff_esn.data.sources import AMBIGUOUS_Y, ambiguous_targets, source_task
+        from tff_esn.data.sources import ambiguous_targets, ambiguous_y, source_task
 
-        if ambiguous_targets(args.data):
-            raise UsageError(f"{args.data}: {AMBIGUOUS_Y}.")
+        targets = ambiguous_targets(args.data)
+        if targets is not None:
+            raise UsageError(f"{args.data}: {ambiguous_y(targets, npz=True)}.")
         task = source_task(args.data)
     if task != "forecast" and (flag["horizon"] is not None or flag["target"] is not None):
         raise UsageError("--horizon/--target: apply to --task forecast only.")

@@ -23,13 +23,17 @@ def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
     return y
 
 
+class NonFiniteScores(ValueError):
+    """Class scores holding NaN or inf: the model's outputs diverged (one line)."""
+
+
 def _scores(scores: np.ndarray, n: int, n_classes: int) -> np.ndarray:
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim == 2 and s.shape[1] == 1:
         s = s[:, 0]
     shaped = s.shape == (n, n_classes) or s.shape == (n,) and n_classes == 2
     if not shaped or not np.all(np.isfinite(s)):
-        raise ValueError(f"scores: expected ({n}, {n_classes}) finite class scores or ({n},) binary probabilities "
+        raise (NonFiniteScores if shaped else ValueError)(f"scores: expected ({n}, {n_classes}) finite class scores or ({n},) binary probabilities "
                          f"(n_classes = 2), got {s.shape}{' containing NaN or inf' if shaped else ''}.")
     return s
 

@@ -20,8 +20,8 @@ from tff_esn.data import cache
 from tff_esn.data.seed_sources.hhar_source import hhar_loader
 from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
-from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, load_npz, npz_holds_series, npz_layout,
-                                    npz_real_targets, npz_stand_in)
+from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, load_npz, npz_arrays, npz_holds_series,
+                                    npz_layout, npz_real_targets, npz_stand_in)
 from tff_esn.data.series_files import load_series_npz
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import SERIES_SPELLED, SERIES_TASK, named_task, series_source
@@ -74,27 +74,45 @@ def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., Sequenc
 def _npz(path: str, task: Task | None = None, unlabelled: bool = False, **options: Any) -> SequenceDataset:
     """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz` (a forecast's or,
     with ``unlabelled``, any task's file without ``y``: sequences to forecast, or to predict on); a float ``y`` with
-    no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`; for targets that read like
+    no task given is read as a regression's targets with a warning (:func:`ambiguous_y`; for targets that read like
     class labels, :func:`_as_task`'s)."""
     if npz_holds_series(path):
         return load_series_npz(path, task=task, **options)
     forecast = task is not None and task.kind == "forecast"  # its targets are X's later steps
     dataset = load_npz(path, without_y=(task or CLASSIFY) if unlabelled or forecast else None, **options)
-    if task is None and dataset.task.kind == "regress" and not class_like(
-            np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])):  # class-like: the sharper warning
-        warn(f"npz:{path}: {AMBIGUOUS_Y}; read as a regression (--task regress).")
+    if task is None and dataset.task.kind == "regress":
+        targets = _targets(dataset)
+        if not class_like(targets):  # class-like: :func:`_as_task`
+            warn(f"npz:{path}: {ambiguous_y(targets, npz=True)}; read as a regression (--task regress).")
     return dataset
 
 
-AMBIGUOUS_Y = ("y holds real numbers; say what they are: --task regress (y is the target) or --task forecast "
-               "(forecast X's channel, y unused), or save the series as `series` without y")
-"""What a float ``y`` with no task given is told: ``tff-esn run`` refuses it, a library load warns."""
+def ambiguous_y(targets: np.ndarray, *, npz: bool) -> str:
+    """What float targets ``y`` with no task given are told (``tff-esn run`` refuses an ``.npz``'s, a library load
+    warns): the tasks they can mean — ``--task classify`` first where they read like class labels
+    (:func:`~tff_esn.data.sequences.class_like`), an ``.npz``'s forecast of X's channels too."""
+    options = ["--task regress (y is the target)"]
+    head = "y holds real numbers"
+    if class_like(targets):
+        head = f"y: float values 0.0 … {np.max(targets):.1f} read like class labels but are float"
+        options.insert(0, "--task classify (y is a class label)")
+    if npz:
+        options.append("--task forecast (forecast X's channel, y unused)")
+    listed = f"{', '.join(options[:-1])} or {options[-1]}"
+    return f"{head}; say what they are: {listed}" + (", or save the series as `series` without y" if npz else "")
 
 
-def ambiguous_targets(source: str) -> bool:
-    """Whether ``source`` is an ``.npz`` of X and a float ``y`` (a regression's targets, or a dummy beside series)."""
+def ambiguous_targets(source: str) -> np.ndarray | None:
+    """The float ``y`` of ``source`` when it is an ``.npz`` of X and a float ``y`` (a regression's targets, class
+    labels stored as floats, or a dummy beside series); else ``None``."""
     kind, arg = parse_source(source)
-    return kind == "npz" and Path(arg).expanduser().is_file() and not npz_holds_series(arg) and npz_real_targets(arg)
+    if kind == "npz" and Path(arg).expanduser().is_file() and not npz_holds_series(arg) and npz_real_targets(arg):
+        return np.asarray(npz_arrays(arg, ["y"])["y"]).reshape(-1)
+    return None
+
+
+def _targets(dataset: SequenceDataset) -> np.ndarray:
+    return np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])
 
 
 def _npz_task(path: str) -> str | None:
@@ -197,10 +215,10 @@ def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
     ``classify``, else a :class:`DataError`; without ``task``, float targets that read like class labels are a
     warning naming ``--task classify``."""
     if task is None:
-        targets = np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])
+        targets = _targets(dataset)
         if dataset.task.kind == "regress" and class_like(targets):
-            warn(f"{dataset.source}: y: float values 0.0 … {targets.max():.1f} read like class labels but are float, "
-                 "so the run is a regression; give --task classify to classify them (or store y as integers)")
+            npz = dataset.source.startswith("npz:")
+            warn(f"{dataset.source}: {ambiguous_y(targets, npz=npz)}; read as a regression (--task regress)")
         return dataset
     if task.kind == dataset.task.kind:
         return dataset

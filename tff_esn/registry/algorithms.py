@@ -286,13 +286,14 @@ class RunRecord(dict):
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None,
                   partition: Mapping[str, Any] | None = None, standardize: str = "auto",
-                  free_run: int | None = None) -> RunRecord:
+                  free_run: int | None = None, search: Mapping[str, Any] | None = None) -> RunRecord:
     """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record
     (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients) and the
     trained model, its provenance and metrics the record's. ``standardize`` (:mod:`tff_esn.runs.standardize`):
     the run sees standardised inputs and targets, its metrics are in the series' units (and standardised).
     ``free_run``: the model's free runs of that many steps on the validation and test series are scored
-    (:mod:`tff_esn.runs.free_run`)."""
+    (:mod:`tff_esn.runs.free_run`). ``search``: the search record of the settings from a hyper-parameter file
+    (:func:`~tff_esn.runs.hparams_search.search_record`), which a DP run's privacy record compares with its data."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.runs import free_run as free_runs, standardize as scaling_of
     from tff_esn.runs.baselines import baseline_scores
@@ -325,7 +326,7 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
                                     washout=washout if isinstance(washout, int) else 0, objective=objective)
         checked_result = check_result(name, result, {} if private else baselines, dataset.task, objective=objective)
         if private and "privacy" in result:
-            result["privacy"] = selection_declared(result["privacy"], run.record)
+            result["privacy"] = selection_declared(result["privacy"], run.record, search, dataset.source)
     model = result.pop("model", None)
     if free_run is not None and model is not None:
         from tff_esn.data.seed_sources.generators import LYAPUNOV

@@ -59,7 +59,9 @@ def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: i
                 y[t + 1] = np.tanh(value) if order > 10 else value
         if np.all(np.isfinite(y)) and np.abs(y).max() < NARMA_BOUND:
             return Series(np.stack([u, y], axis=1)[transient:], ("u", "y"), ("u",), "y")
-    raise DataError(f"narma{order}: every one of {retries + 1} draws diverged; use another --seed.")
+    raise DataError(f"narma{order}: every one of {retries + 1} draws of {steps} steps diverged (a NARMA orbit leaves "
+                    f"[−{NARMA_BOUND:g}, {NARMA_BOUND:g}] the likelier the longer it runs); draw fewer steps "
+                    "(--series-steps, --horizon, --series-clients) or use another --seed.")
 
 
 def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt: float = 0.1, every: int = 10,
