@@ -329,7 +329,8 @@ def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: fl
         total = out.released if prior is None else out.released + prior
         return out.readout, total, stats_sections(agg, out.clipped_values, out.eigenvalues_raised,
                                                   get_algorithm(run.name).privacy)
-    total = RidgeStats.sum([*run.stats(weights), *([prior] if prior is not None else [])])
+    total = run.total_stats(weights)
+    total = total if prior is None else total + prior
     return total.solve(l2, per_client=per_client), total, plain_sections(run)
 
 
