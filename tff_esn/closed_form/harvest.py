@@ -52,12 +52,13 @@ class Harvester:
 
     def batches(self, *parts: ClientSequences) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
         """``(rows, x, lengths)`` batches of the pooled sequences of ``parts`` (length-sorted when ragged)."""
-        for rows, _, _, x, lengths in self._blocks(parts, _ragged(parts)):
+        for rows, _, _, _, x, lengths in self._blocks(parts, _ragged(parts)):
             yield rows, x, lengths
 
     def _blocks(self, parts: Sequence[ClientSequences], ragged: bool) -> Iterator[tuple[np.ndarray, ...]]:
-        """:meth:`batches` with each row's part (``owner``) and row within it (``local``): ``(rows, owner, local, x,
-        lengths)``; of equal lengths, consecutive rows, ``parts`` read in order, each once."""
+        """:meth:`batches` with each row's part (``owner``), row within it (``local``) and the parts by index:
+        ``(rows, owner, local, parts, x, lengths)``; of equal lengths, consecutive rows, ``parts`` read in order,
+        each once."""
         if ragged:
             steps = np.concatenate([p.steps for p in parts])
             starts = np.cumsum([0] + [len(p) for p in parts])
@@ -66,11 +67,13 @@ class Harvester:
                 local = rows - starts[owner]
                 longest = int(steps[rows].max())
                 x = np.zeros((rows.size, longest, parts[0].x.shape[2]), np.float32)
-                for k in np.unique(owner):
+                read = {}
+                for k in np.unique(owner).tolist():
                     mine = owner == k
-                    held = parts[k].x[local[mine], :longest]
+                    read[k] = parts[k]
+                    held = read[k].x[local[mine], :longest]
                     x[mine, :held.shape[1]] = held
-                yield rows, owner, local, x, steps[rows]
+                yield rows, owner, local, read, x, steps[rows]
             return
         pieces: list[tuple[int, ClientSequences, int, int]] = []
         filled = first_row = 0
@@ -145,7 +148,8 @@ class Harvester:
         nothing cached: equal lengths hold one batch and its clients, ragged pools the clients they interleave."""
         self._check_inputs(weights)
         order = list(dict.fromkeys([*ids, *stats]))
-        position = {cid: i for i, cid in enumerate(stats)}
+        prefix = order[:len(stats)] == list(stats)  # the usual order: no table of positions
+        position = None if prefix else {cid: i for i, cid in enumerate(stats)}
         keys = np.empty(len(order), np.int64)
         shapes: dict[int, set] = {}
         for i, cid in enumerate(order):
@@ -158,10 +162,10 @@ class Harvester:
         for key in dict.fromkeys(keys.tolist()):
             members = np.flatnonzero(keys == key)
             pool = _Clients(self.dataset, [order[i] for i in members])
-            wanted = [pool.ids[k] in position for k in range(len(pool))]
+            wanted = members < len(stats) if prefix else np.array([cid in position for cid in pool.ids])
             ragged = len(shapes[key]) > 1 or -1 in shapes[key]
-            for k, part, _ in self._flow(weights, pool, wanted, keep=False, ragged=ragged):
-                ready[position[pool.ids[k]]] = part
+            for k, part, _ in self._flow(weights, pool, wanted.tolist(), keep=False, ragged=ragged):
+                ready[int(members[k]) if prefix else position[pool.ids[k]]] = part
                 while done in ready:
                     yield ready.pop(done)
                     done += 1
@@ -209,11 +213,11 @@ class Harvester:
             return
         open_: dict[int, list] = {}  # k: [client, targets, states, rows done, (A, B, n)]
         ragged = _ragged(clients) if ragged is None else ragged
-        for _, owner, local, x, lengths in self._blocks(clients, ragged):
+        for _, owner, local, read, x, lengths in self._blocks(clients, ragged):
             present = list(dict.fromkeys(owner.tolist()))
             for k in present:
                 if k not in open_:
-                    client = clients[k]
+                    client = read[k]
                     targets = self.targets(client) if with_stats[k] else None
                     if in_loop and per_step_all and targets is not None:
                         targets = targets[:, spec.washout:]
@@ -296,7 +300,7 @@ def _ragged(parts: Sequence[ClientSequences]) -> bool:
 
 
 def _block(pieces: list[tuple[int, ClientSequences, int, int]],
-           first_row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, None]:
+           first_row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, ClientSequences], np.ndarray, None]:
     """A batch of equal-length sequences, rows ``lo:hi`` of each ``(k, part, lo, hi)``: a view of a single part."""
     owner = np.concatenate([np.full(hi - lo, k) for k, _, lo, hi in pieces])
     local = np.concatenate([np.arange(lo, hi) for _, _, lo, hi in pieces])
@@ -308,7 +312,8 @@ def _block(pieces: list[tuple[int, ClientSequences, int, int]],
         x = np.zeros((owner.size, shape[1], shape[2]), np.float32)
         for k, part, lo, hi in pieces:
             x[owner == k] = part.x[lo:hi]
-    return np.arange(first_row, first_row + owner.size), owner, local, x, None
+    return (np.arange(first_row, first_row + owner.size), owner, local, {k: part for k, part, _, _ in pieces}, x,
+            None)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

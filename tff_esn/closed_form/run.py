@@ -88,7 +88,7 @@ class Run:
                                lambda: carve(dataset, split, seed=config.seed)) if chooses else None
         self._data = self.carving.dataset if self.carving else dataset
         self._units = self.carving.split.train if self.carving else tuple(split.train)
-        self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
+        self._owner = self.carving.owner if self.carving else None  # None: each unit is its client
         self._training = self._units
         self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
         self._harvesters: dict[StateSpec, Harvester] = {}
@@ -130,6 +130,8 @@ class Run:
     @property
     def train_ids(self) -> tuple[str, ...]:
         """The training clients (during a fold of the selection, those with data outside the fold)."""
+        if self._owner is None:
+            return self._training
         present = {self._owner[u] for u in self._training}
         return tuple(c for c in self.split.train if c in present)
 
@@ -160,7 +162,7 @@ class Run:
             self.harvester.cache(weights, [*self._units, *scored_ids], stats=self._units)
         parts: dict[str, list[RidgeStats]] = {}
         for unit in self._training:
-            owner = self._owner[unit]
+            owner = unit if self._owner is None else self._owner[unit]
             parts.setdefault(owner, []).append(self.harvester.stats(of(owner), unit))
         return [RidgeStats.sum(parts[cid]) for cid in self.train_ids]
 
@@ -434,7 +436,7 @@ class Run:
         return out
 
 
-SCORED_SEQUENCES = 65_536
+SCORED_SEQUENCES = 8192
 """Sequences a report runs through the model at once: a larger group is scored in pools of whole clients of about
 this many (its predictions kept, its states one pool at a time; equal to one pool to rounding)."""
 
