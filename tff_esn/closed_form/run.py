@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg
 
 from tff_esn.common import communication
+from tff_esn.common.progress import progress_bar
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
@@ -33,6 +34,8 @@ from tff_esn.privacy.record_bound import bounded
 from tff_esn.common.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
+PROGRESS_CLIENTS = 10_000
+"""Training clients from which a streamed harvest shows a progress bar (:func:`~tff_esn.common.progress.progress_bar`)."""
 _LOG = logging.getLogger(__name__)
 Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 """Readout outputs (m, N_Y) and labels (m,) over a list of client ids."""
@@ -174,8 +177,12 @@ class Run:
         if self.carving is not None or self.harvester.holds(weights) or _SHARED.get() is not None:
             yield from self.stats(weights)
             return
-        yield from self.harvester.stream_stats(weights, [*self._units, *self.split.val, *self.split.test],
-                                               self._units)
+        stream = self.harvester.stream_stats(weights, [*self._units, *self.split.val, *self.split.test], self._units)
+        if len(self._units) < PROGRESS_CLIENTS:
+            yield from stream
+            return
+        with progress_bar(stream, total=len(self._units), desc=f"{self.name} clients", unit="client") as bar:
+            yield from bar
 
     def total_stats(self, weights: ReservoirWeights | None = None) -> RidgeStats:
         """``Σ_c`` of the training clients' statistics (IncFed eqs. 8–9) in :attr:`train_ids` order, streamed
