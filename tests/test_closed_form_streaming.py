@@ -124,3 +124,20 @@ def test_incfed_on_any_partition_is_the_centralized_ridge_readout(assignment, l2
     readout = model.members[0].readout.weights
     np.testing.assert_allclose(readout, reference, rtol=1e-6, atol=1e-8 * np.abs(reference).max())
     np.testing.assert_allclose(readout, central["model"].members[0].readout.weights, rtol=1e-9, atol=1e-12)
+
+
+def test_the_memory_estimate_of_a_streamed_run_holds_a_kilobyte_a_client_not_its_statistics():
+    from tff_esn.registry.algorithms import get_algorithm
+    from tff_esn.runs.memory import STREAMED_CLIENT_BYTES, estimate_memory
+
+    config = IncFedConfig(reservoir=ReservoirConfig(units=60), backend="numpy")
+    incfed = get_algorithm("incfed")
+    assert incfed.streams(config) and get_algorithm("centralized").streams(ExactReadoutConfig())
+    assert not incfed.streams(IncFedConfig(l2="auto")) and not incfed.streams(IncFedConfig(backend="tff"))
+    assert not get_algorithm("pfedrr").streams(get_algorithm("pfedrr").config())
+    source = SimulatedClients(300, seed=0)
+    data, split = source.dataset(0, 300), source.split(val=10, test=10)
+    streamed = estimate_memory(config, data, split, streamed=True)
+    held = estimate_memory(config, data, split)
+    train = len(split.train)
+    assert held.bytes - streamed.bytes == pytest.approx(train * (8 * 60 ** 2 + 16 * 60 + 8 - STREAMED_CLIENT_BYTES))

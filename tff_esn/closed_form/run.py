@@ -22,7 +22,7 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, DEFAULT_WASHOUT, STATE_MODE_CANDIDATES,
-                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chosen_l2, grid_values,
+                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chooses, chosen_l2, grid_values,
                                           objective_score, on_validation, washout_candidates)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
@@ -85,10 +85,8 @@ class Run:
         self.reservoir = config.reservoir
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
-        chooses = (config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
-                   or config.raw_inputs == AUTO or config.washout == AUTO)
         self.carving = _shared(dataset, ("carving", split, config.seed),
-                               lambda: carve(dataset, split, seed=config.seed)) if chooses else None
+                               lambda: carve(dataset, split, seed=config.seed)) if chooses(config) else None
         self._data = self.carving.dataset if self.carving else dataset
         self._units = self.carving.split.train if self.carving else tuple(split.train)
         self._owner = self.carving.owner if self.carving else None  # None: each unit is its client

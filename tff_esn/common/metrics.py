@@ -7,7 +7,6 @@ the random baseline is IncFed Tables V–VI's seeded uniform guess.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 
 def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
@@ -68,11 +67,18 @@ def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) ->
 
 
 def _binary_auc(y: np.ndarray, s: np.ndarray) -> float:
-    """ROC AUC as the Mann–Whitney statistic with average ranks for ties (= ``roc_auc_score``)."""
-    positives = y == 1
-    n_pos = int(positives.sum())
+    """ROC AUC as the Mann–Whitney statistic with average ranks for ties (= ``roc_auc_score``): the positives'
+    rank sum from one sort, each run of tied scores ranked at its mean rank."""
+    order = np.argsort(s, kind="stable")
+    ordered = s[order]
+    positives = y[order] == 1
+    del order
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    ends = np.append(starts[1:], ordered.size)
+    tied_positives = np.add.reduceat(positives.astype(np.int64), starts)
+    n_pos = int(tied_positives.sum())
     n_neg = y.size - n_pos
-    rank_sum = float(rankdata(s)[positives].sum())
+    rank_sum = float(tied_positives @ ((starts + ends + 1) / 2.0))
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
@@ -84,7 +90,8 @@ def auc(y_true: np.ndarray, scores: np.ndarray, n_classes: int) -> float | None:
         return None
     if n_classes == 2:
         return _binary_auc(y, s if s.ndim == 1 else s[:, 1] - s[:, 0])
-    z = np.exp(s - s.max(axis=1, keepdims=True))
+    z = s - s.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
     z /= z.sum(axis=1, keepdims=True)  # softmax probabilities, each class against the rest (= roc_auc_score's ovr)
     return float(np.mean([_binary_auc((y == k).astype(np.int64), z[:, k]) for k in range(n_classes)]))
 
