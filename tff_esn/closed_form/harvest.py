@@ -141,15 +141,14 @@ class Harvester:
         self.spec.check(client.shortest, client.per_step)
         return self._pass(weights, [client], [True])[0][0]
 
-    def stream_stats(self, weights: ReservoirWeights, ids: Sequence[str],
-                     stats: Sequence[str]) -> Iterator[RidgeStats]:
-        """The statistics of ``stats`` in that order, each as :meth:`cache` ``(weights, ids, stats=stats)`` on a new
-        harvester computes it (the same batches, the same bits), yielded as soon as it and those before it are done,
-        nothing cached: equal lengths hold one batch and its clients, ragged pools the clients they interleave."""
+    def stream_stats(self, weights: ReservoirWeights, stats: Sequence[str],
+                     after: Sequence[str] = ()) -> Iterator[RidgeStats]:
+        """The statistics of ``stats`` in that order, each as :meth:`cache` ``(weights, [*stats, *after],
+        stats=stats)`` on a new harvester computes it (the same batches, the same bits; ``after``: clients pooled
+        behind them, none of ``stats``), yielded as soon as it and those before it are done, nothing cached: equal
+        lengths hold one batch and its clients, a ragged pool the clients it interleaves."""
         self._check_inputs(weights)
-        order = list(dict.fromkeys([*ids, *stats]))
-        prefix = order[:len(stats)] == list(stats)  # the usual order: no table of positions
-        position = None if prefix else {cid: i for i, cid in enumerate(stats)}
+        order = [*stats, *after]
         keys = np.empty(len(order), np.int64)
         shapes: dict[int, set] = {}
         for i, cid in enumerate(order):
@@ -162,10 +161,9 @@ class Harvester:
         for key in dict.fromkeys(keys.tolist()):
             members = np.flatnonzero(keys == key)
             pool = _Clients(self.dataset, [order[i] for i in members])
-            wanted = members < len(stats) if prefix else np.array([cid in position for cid in pool.ids])
             ragged = len(shapes[key]) > 1 or -1 in shapes[key]
-            for k, part, _ in self._flow(weights, pool, wanted.tolist(), keep=False, ragged=ragged):
-                ready[int(members[k]) if prefix else position[pool.ids[k]]] = part
+            for k, part, _ in self._flow(weights, pool, (members < len(stats)).tolist(), keep=False, ragged=ragged):
+                ready[int(members[k])] = part
                 while done in ready:
                     yield ready.pop(done)
                     done += 1

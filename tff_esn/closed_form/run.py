@@ -175,7 +175,7 @@ class Run:
         if self.carving is not None or self.harvester.holds(weights) or _SHARED.get() is not None:
             yield from self.stats(weights)
             return
-        stream = self.harvester.stream_stats(weights, [*self._units, *self.split.val, *self.split.test], self._units)
+        stream = self.harvester.stream_stats(weights, self._units, (*self.split.val, *self.split.test))
         if len(self._units) < PROGRESS_CLIENTS:
             yield from stream
             return

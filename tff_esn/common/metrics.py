@@ -75,7 +75,7 @@ def _binary_auc(y: np.ndarray, s: np.ndarray) -> float:
     del order
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
     ends = np.append(starts[1:], ordered.size)
-    tied_positives = np.add.reduceat(positives.astype(np.int64), starts)
+    tied_positives = np.add.reduceat(positives.astype(np.int32), starts)  # int32: fewer than 2³¹ scores
     n_pos = int(tied_positives.sum())
     n_neg = y.size - n_pos
     rank_sum = float(tied_positives @ ((starts + ends + 1) / 2.0))
@@ -93,7 +93,7 @@ def auc(y_true: np.ndarray, scores: np.ndarray, n_classes: int) -> float | None:
     z = s - s.max(axis=1, keepdims=True)
     np.exp(z, out=z)
     z /= z.sum(axis=1, keepdims=True)  # softmax probabilities, each class against the rest (= roc_auc_score's ovr)
-    return float(np.mean([_binary_auc((y == k).astype(np.int64), z[:, k]) for k in range(n_classes)]))
+    return float(np.mean([_binary_auc(y == k, z[:, k]) for k in range(n_classes)]))
 
 
 def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *,

@@ -329,9 +329,9 @@ class Model:
             x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
             labels.append(self.labels(y, len(x)))
             outputs.append(self._outputs(*self._inputs(x, lengths)))
-        if len(outputs) == 1:
-            return self.task.report(labels[0], outputs[0], self.n_outputs, seed=self.seed)
-        return self.task.report(np.concatenate(labels), np.concatenate(outputs), self.n_outputs, seed=self.seed)
+        if len(outputs) > 1:  # the parts released before the metrics are computed
+            labels, outputs = [np.concatenate(labels)], [np.concatenate(outputs)]
+        return self.task.report(labels.pop(), outputs.pop(), self.n_outputs, seed=self.seed)
 
     # ------------------------------------------------------------------ the folder
     def save(self, path: str | os.PathLike) -> Path:
