@@ -195,7 +195,8 @@ class Harvester:
         return results
 
     def _flow(self, weights: ReservoirWeights, clients: Sequence[ClientSequences], with_stats: Sequence[bool], *,
-              keep: bool = True, ragged: bool | None = None) -> Iterator[tuple[int, RidgeStats | None, Features | None]]:
+              keep: bool = True,
+              ragged: bool | None = None) -> Iterator[tuple[int, RidgeStats | None, Features | None]]:
         """One pass of the pooled ``clients`` (one pool of :meth:`_pass`) through the reservoir, batch by batch:
         ``(k, statistics if asked, Features)`` of client ``k`` once all its rows have passed; ``keep=False``: only
         the clients with statistics, without Features, and no batch after their last."""

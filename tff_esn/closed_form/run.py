@@ -22,8 +22,8 @@ from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, DEFAULT_WASHOUT, STATE_MODE_CANDIDATES,
-                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chooses, chosen_l2, grid_values,
-                                          objective_score, on_validation, washout_candidates)
+                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chooses, chosen_l2,
+                                          grid_values, objective_score, on_validation, washout_candidates)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
 from tff_esn.data.carving import carve
@@ -35,7 +35,8 @@ from tff_esn.common.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
 PROGRESS_CLIENTS = 10_000
-"""Training clients from which a streamed harvest shows a progress bar (:func:`~tff_esn.common.progress.progress_bar`)."""
+"""Training clients from which a streamed harvest shows a progress bar (:func:`~tff_esn.common.progress.progress_bar`
+on stderr)."""
 _LOG = logging.getLogger(__name__)
 Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 """Readout outputs (m, N_Y) and labels (m,) over a list of client ids."""
@@ -405,8 +406,8 @@ class Run:
         readouts = (Readout("ridge", readout) if isinstance(readout, np.ndarray)
                     else [Readout("ridge", r) for r in readout])
         return model_of(weights, readouts, self.spec, self.dataset.task, self.dataset.feature_names,
-                        self.dataset.label_names, sizes=sizes, config=configs or self.reservoir, per_step=self._per_step,
-                        seed=self.config.seed)
+                        self.dataset.label_names, sizes=sizes, config=configs or self.reservoir,
+                        per_step=self._per_step, seed=self.config.seed)
 
     def report(self, model: Model, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:

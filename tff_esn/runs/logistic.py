@@ -4,8 +4,8 @@
 With K ≥ 3 classes the model is multinomial: class scores ``z_i = W x_i + b`` (W: K × F, b: K), softmax
 cross-entropy ``ℓ_i = log Σ_k exp z_ik − z_i,y_i``; with two classes one vector, ``z_i = w·x_i + b`` and the
 logistic loss ``ℓ_i = log(1 + exp z_i) − [y_i = 1] z_i``. Fitted by L-BFGS on
-``(Σ_i s_i ℓ_i + ‖W‖²_F / (2C)) / Σ_i s_i`` — sample weights ``s_i`` (1, or ``n / (K n_{y_i})`` class-balanced),
-intercept unpenalised — to a projected gradient below ``gtol``.
+``(Σ_i s_i ℓ_i + ‖W‖²_F / (2C)) / Σ_i s_i`` — sample weights ``s_i`` (1, or ``n / (K n_{y_i})``
+class-balanced), intercept unpenalised — to a projected gradient below ``gtol``.
 """
 
 from __future__ import annotations
