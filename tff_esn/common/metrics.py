@@ -68,17 +68,20 @@ def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) ->
 
 def _binary_auc(y: np.ndarray, s: np.ndarray) -> float:
     """ROC AUC as the Mann–Whitney statistic with average ranks for ties (= ``roc_auc_score``): the positives'
-    rank sum from one sort, each run of tied scores ranked at its mean rank."""
+    rank sum from one sort, a run of tied scores at sorted positions ``[a, b)`` ranked ``(a + b + 1) / 2``."""
     order = np.argsort(s, kind="stable")
     ordered = s[order]
     positives = y[order] == 1
     del order
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    ends = np.append(starts[1:], ordered.size)
-    tied_positives = np.add.reduceat(positives.astype(np.int32), starts)  # int32: fewer than 2³¹ scores
-    n_pos = int(tied_positives.sum())
+    n_pos = int(np.count_nonzero(positives))
     n_neg = y.size - n_pos
-    rank_sum = float(tied_positives @ ((starts + ends + 1) / 2.0))
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    del ordered
+    if starts.size == y.size:  # no ties: the ranks are the sorted positions + 1
+        rank_sum = float(np.flatnonzero(positives).sum() + n_pos)
+    else:
+        tied = np.add.reduceat(positives.astype(np.int32), starts).astype(np.float64)  # int32: < 2³¹ scores
+        rank_sum = (tied @ starts + tied[:-1] @ starts[1:] + tied[-1] * y.size + n_pos) / 2.0
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
@@ -101,6 +104,7 @@ def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: in
     """``{"accuracy", "balanced_accuracy", "f1_macro", "f1_micro", "auc", "n"}`` of scores against integer labels."""
     y = _labels(y_true, n_classes)
     s = _scores(scores, y.size, n_classes)
+    area = auc(y, s, n_classes)  # before the predictions: the sorts' memory and theirs are not held at once
     pred = predictions(s, threshold=threshold)
     f1_macro, f1_micro = f1_scores(y, pred, n_classes)
     return {
@@ -108,7 +112,7 @@ def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: in
         "balanced_accuracy": balanced_accuracy(y, pred, n_classes),
         "f1_macro": f1_macro,
         "f1_micro": f1_micro,
-        "auc": auc(y, s, n_classes),
+        "auc": area,
         "n": int(y.size),
     }
 
