@@ -146,7 +146,8 @@ class Harvester:
         """The statistics of ``stats`` in that order, each as :meth:`cache` ``(weights, [*stats, *after],
         stats=stats)`` on a new harvester computes it (the same batches, the same bits; ``after``: clients pooled
         behind them, none of ``stats``), yielded as soon as it and those before it are done, nothing cached: equal
-        lengths hold one batch and its clients, a ragged pool the clients it interleaves."""
+        lengths hold one batch and its clients, a ragged pool the clients it interleaves, and per-step labels of
+        several lengths (one pool each) the statistics of a later pool until those before them are done."""
         self._check_inputs(weights)
         order = [*stats, *after]
         keys = np.empty(len(order), np.int64)
