@@ -272,13 +272,50 @@ def test_fedip_tff_equals_numpy_on_ragged_clients_and_runs_end_to_end():
     assert 0 <= record["test"]["accuracy"] <= 1
 
 
-def test_streamed_incfed_refuses_unequal_lengths_in_one_line():
-    from tff_esn.data.errors import DataError
+@pytest.mark.parametrize("mode", ["mean", "all", "last"])
+def test_streamed_incfed_takes_unequal_lengths_and_equals_the_run_without_subrounds(mode):
+    data = _ragged_dataset()  # lengths 4–11 within clients, and clients padded to 12 steps or to their longest
+    split = default_split(data)
+    whole = algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config(
+        "incfed", state_mode=mode, l2=1e-3)), data, split)
+    assert whole["extra"]["subround_size"] is None and whole["extra"]["backend"] == "numpy"
+    for size in (1, 2):
+        streamed = algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config(
+            "incfed", state_mode=mode, l2=1e-3, subround_size=size)), data, split)
+        assert streamed["extra"]["subround_size"] == size and streamed["extra"]["backend"] == "tff"
+        np.testing.assert_allclose(streamed.model.members[0].readout.weights,
+                                   whole.model.members[0].readout.weights, rtol=1e-4, atol=1e-5)
+
+
+def test_tff_incfed_streams_in_subrounds_above_the_clients_it_federates_at_once(monkeypatch):
+    from tff_esn.closed_form import incfed
 
     data = _ragged_dataset()
-    with pytest.raises(DataError, match="--subround-size streams clients of one length"):
-        algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config("incfed", subround_size=1)),
-                                 data, default_split(data))
+    split = Split("s", ("c0", "c1", "c2"), (), ("c3",))
+    monkeypatch.setattr(incfed, "TFF_AT_ONCE", 2)
+    monkeypatch.setattr(incfed, "TFF_SUBROUND", 2)
+    runs = {backend: algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config(
+        "incfed", l2=1e-3, backend=backend)), data, split) for backend in ("tff", "numpy")}
+    assert runs["tff"]["extra"]["subround_size"] == 2 and runs["numpy"]["extra"]["subround_size"] is None
+    np.testing.assert_allclose(runs["tff"].model.members[0].readout.weights,
+                               runs["numpy"].model.members[0].readout.weights, rtol=1e-4, atol=1e-5)
+    monkeypatch.setattr(incfed, "TFF_AT_ONCE", 3)
+    at_once = algorithms.run_algorithm(algorithms.resolve_run("incfed", data, config=_config(
+        "incfed", l2=1e-3, backend="tff")), data, split)
+    assert at_once["extra"]["subround_size"] is None
+
+
+def test_streamed_incfed_refuses_per_step_labels_of_unequal_lengths_in_one_line():
+    from tff_esn.closed_form.incfed import stream_incfed
+    from tff_esn.esn.weights import StateSpec
+
+    rng = np.random.default_rng(0)
+    clients = {f"c{i}": ClientSequences(rng.normal(size=(3, t, 2)).astype(np.float32), rng.integers(0, 2, (3, t)))
+               for i, t in enumerate((6, 9))}
+    data = SequenceDataset(clients, 2, ("a", "b"), ("n", "p"), "per-step")
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=6, seed=0), 2)
+    with pytest.raises(ValueError, match="per-step labels of sequences of unequal length"):
+        stream_incfed(weights, data, StateSpec("all"), 1e-3, subround_size=2)
 
 
 # ----------------------------------------------------------------------------- saturation, k

@@ -44,6 +44,12 @@ def test_f1_and_binary_auc_equal_sklearn_on_random_cases(seed):
     yb[:2] = [0, 1]
     scores = np.round(rng.normal(size=yb.size), int(rng.integers(0, 3)))  # rounding makes ties
     assert metrics.auc(yb, scores, 2) == pytest.approx(roc_auc_score(yb, scores), abs=1e-12)
+    k = max(c, 3)
+    ym = np.concatenate([np.arange(k), rng.integers(0, k, n)])
+    sm = np.round(rng.normal(size=(ym.size, k)), int(rng.integers(0, 3)))
+    softmax = np.exp(sm - sm.max(1, keepdims=True))
+    softmax /= softmax.sum(1, keepdims=True)
+    assert metrics.auc(ym, sm, k) == pytest.approx(roc_auc_score(ym, softmax, multi_class="ovr"), abs=1e-12)
 
 
 def test_binary_probabilities_and_two_column_scores():

@@ -5,7 +5,6 @@ from __future__ import annotations
 from tff_esn.closed_form.configs import ExactReadoutConfig, centralized_cost
 from tff_esn.closed_form.run import Run
 from tff_esn.data.sequences import SequenceDataset, Split
-from tff_esn.esn.ridge import RidgeStats
 
 
 def run_centralized(dataset: SequenceDataset, split: Split, config: ExactReadoutConfig) -> dict:
@@ -13,7 +12,7 @@ def run_centralized(dataset: SequenceDataset, split: Split, config: ExactReadout
     model keeps that sum with ``keep_stats``."""
     run = Run(dataset, split, config, "centralized")
     l2 = run.choose_exact_l2()
-    stats = RidgeStats.sum(run.stats())
+    stats = run.total_stats()
     raw = [int(dataset.clients[c].steps.sum()) * dataset.clients[c].x.shape[2] for c in run.train_ids]
     model = run.model(stats.solve(l2))
     return run.report(model.replace(stats=stats) if config.keep_stats else model, centralized_cost(raw))

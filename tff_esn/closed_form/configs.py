@@ -11,7 +11,7 @@ from tff_esn.registry.algorithms import register_algorithm
 from tff_esn.common.communication import CommunicationCost, Phase, readout_floats
 from tff_esn.esn.hyperparameters import STATE_MODES, ReservoirConfig
 from tff_esn.closed_form.selection import (AUTO, L2_GRID, OBJECTIVES, SEARCHABLE, check_grid, check_search,
-                                          parse_switch)
+                                          chooses, parse_switch)
 from tff_esn.common.tasks import TASK_KINDS
 from tff_esn.privacy.config import IP_STATISTICS, LOCAL_STATISTICS, STATISTICS, PrivacyConfig
 from tff_esn.common.validation import check_field, is_count, is_finite
@@ -310,6 +310,15 @@ def runs_tff(config: ReadoutConfig) -> bool:
             or getattr(config, "subround_size", None) is not None)
 
 
+def streams_clients(config: ReadoutConfig) -> bool:
+    """Whether an exact-sum run (centralized, incfed, fedavg-ridge) streams its training clients: nothing chosen on
+    validation data (no carved folds to keep) and, for incfed, the numpy path or TFF's subrounds."""
+    if chooses(config) or config.privacy.requested:
+        return False
+    backend = getattr(config, "resolved_backend", "numpy")
+    return backend == "numpy" or getattr(config, "subround_size", None) is not None
+
+
 OWN_DATA = {"state_mode": AUTO, "bias_scaling": 1.0, "l2": AUTO, "objective": "balanced_accuracy",
             "reservoir_search": ("leaky", "spectral_radius", "input_scaling")}
 """The own-data state selection both families share: λ, the state mode and the reservoir's scaling chosen on the
@@ -380,12 +389,14 @@ def _register(name: str, config: type, run: str, cost: Any, help: str, **entry: 
 
 _register("centralized", ExactReadoutConfig, "centralized:run_centralized", centralized_cost,
           "centralized ESN: ridge readout on the pooled training clients (IncFed eq. 3)", pooled=True,
-          series_data=SERIES)
+          series_data=SERIES, streamed=streams_clients)
 _register("incfed", IncFedConfig, "incfed:run_incfed", incfed_cost,
           "IncFed/FedRR: exact federated ridge readout via summed statistics (IncFed §III)", series_data=SERIES,
+          streamed=streams_clients,
           privacy=dataclasses.replace(STATISTICS, covers="the readout statistics (A, B, n)"))
 _register("fedavg-ridge", ReadoutConfig, "fedavg_ridge:run_fedavg_ridge", fedavg_ridge_cost,
-          "FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)", series_data=SERIES)
+          "FedAvg of local ridge readouts weighted by local sizes (IncFed eq. 5)", series_data=SERIES,
+          streamed=streams_clients)
 _register("rls", ReadoutConfig, "rls:run_rls", rls_cost,
           "online ridge readout: recursive least squares passed from client to client (= centralized)",
           series_data=SERIES, tff=False)

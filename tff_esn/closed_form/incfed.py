@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from tff_esn.common.lazy import LazyModule
-from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.registry.algorithms import get_algorithm
 from tff_esn.closed_form import extend
@@ -48,7 +47,8 @@ def _client_arrays(client: ClientSequences, n_classes: int, spec: StateSpec,
     targets = readout_targets(client, n_classes, spec.state_mode)
     if targets.ndim == 3:
         targets = targets[:, spec.washout:]
-    x = client.x if steps is None else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]), (0, 0)))
+    x = client.x if steps in (None, client.x.shape[1]) else np.pad(client.x, ((0, 0), (0, steps - client.x.shape[1]),
+                                                                            (0, 0)))
     return x, targets.astype(np.float32)
 
 
@@ -272,7 +272,9 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
                   subround_size: int = 500, clients_per_call: int = 100, per_client: bool = False,
                   batch_size: int = 256, checkpoint: str | os.PathLike | None = None,
                   progress: bool = False) -> StreamedIncFed:
-    """IncFed (eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients."""
+    """IncFed (eqs. 6–10) over ``source`` in TFF subrounds of ``subround_size`` clients; sequences of unequal
+    length are right-padded to their subround's longest and harvested over their own steps (per-step labels need
+    one length)."""
     if not is_count(clients_per_call, 1):
         raise ValueError(f"clients_per_call: expected an integer ≥ 1, got {clients_per_call!r}.")
     source = DatasetClients(source) if isinstance(source, SequenceDataset) else source
@@ -280,15 +282,21 @@ def stream_incfed(weights: ReservoirWeights, source: ClientSource | SequenceData
     shape: dict[str, tuple] = {}
 
     def subround(clients: SequenceDataset, first: int):
-        arrays = [_client_arrays(c, clients.n_classes, spec) for c in clients.clients.values()]
-        key = (arrays[0][0].shape[1:], arrays[0][1].ndim == 3, clients.n_classes)
-        if ({(x.shape[1:], t.ndim == 3, clients.n_classes) for x, t in arrays} != {shape.setdefault("key", key)}
-                or clients.ragged):
-            raise ValueError(f"clients: every client needs sequences of the first one's (T, F) {key[0]}, all of "
-                             f"one length, and labels of the same kind; subround from client {first} differs.")
-        (steps, n_inputs), per_step, n_classes = key
+        members = list(clients.clients.values())
+        steps = max(c.x.shape[1] for c in members)
+        ragged = any(c.ragged or c.x.shape[1] != steps for c in members)
+        arrays = [_client_arrays(c, clients.n_classes, spec, steps) + ((c.steps.astype(np.int32),) if ragged else ())
+                  for c in members]
+        key = (arrays[0][0].shape[2], arrays[0][1].ndim == 3, clients.n_classes)
+        if {(a[0].shape[2], a[1].ndim == 3, clients.n_classes) for a in arrays} != {shape.setdefault("key", key)}:
+            raise ValueError(f"clients: every client needs sequences of the first one's {key[0]} features and labels "
+                             f"of the same kind; subround from client {first} differs.")
+        n_inputs, per_step, n_classes = key
+        if per_step and ragged:
+            raise ValueError(f"clients: per-step labels of sequences of unequal length (subround from client {first}); "
+                             "cut them to one length (--ragged crop) or drop --subround-size.")
         comp = build_incfed_computation(n_inputs, steps, weights.units, n_classes, weights.leaky, spec, per_step,
-                                        layers=weights.layers, readout_from=weights.readout_from,
+                                        ragged=ragged, layers=weights.layers, readout_from=weights.readout_from,
                                         activation=weights.activation, sum_only=True)
         blocks = [arrays[i:i + clients_per_call] for i in range(0, len(arrays), clients_per_call)]
         datasets = [tf.data.Dataset.from_tensor_slices(tuple(np.concatenate(part) for part in zip(*block)))
@@ -309,9 +317,10 @@ def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: fl
     aggregate statistics it is solved from (what the mechanism released under privacy settings, plus ``prior``)
     and its privacy sections."""
     config = run.config
-    if getattr(config, "subround_size", None) is not None:  # IncFedConfig checks backend and privacy
-        streamed = stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=config.subround_size,
-                                 per_client=per_client)
+    subrounds = subround_size_of(config, len(run.train_ids))
+    if subrounds is not None:  # IncFedConfig checks backend and privacy
+        streamed = stream_incfed(weights, run.training_clients(), run.spec, l2, subround_size=subrounds,
+                                 per_client=per_client, progress=True)
         if prior is None:
             return streamed.readout, streamed.stats, plain_sections(run)
         total = streamed.stats + prior
@@ -329,17 +338,32 @@ def incfed_readout(run: Run, weights: ReservoirWeights, per_client: bool, l2: fl
         total = out.released if prior is None else out.released + prior
         return out.readout, total, stats_sections(agg, out.clipped_values, out.eigenvalues_raised,
                                                   get_algorithm(run.name).privacy)
-    total = RidgeStats.sum([*run.stats(weights), *([prior] if prior is not None else [])])
+    total = run.total_stats(weights)
+    total = total if prior is None else total + prior
     return total.solve(l2, per_client=per_client), total, plain_sections(run)
+
+
+TFF_AT_ONCE = 100
+"""Training clients a TFF run without privacy settings federates in one computation (TFF copies every client's
+statistics, megabytes each); above, it streams them in subrounds of :data:`TFF_SUBROUND` clients."""
+
+TFF_SUBROUND = 500
+"""Clients per subround of a TFF run that streams by default (:data:`TFF_AT_ONCE`)."""
+
+
+def subround_size_of(config: IncFedConfig, clients: int) -> int | None:
+    """The subround size IncFed streams ``clients`` training clients in: ``config.subround_size``, else
+    :data:`TFF_SUBROUND` on TFF without privacy settings above :data:`TFF_AT_ONCE` clients; ``None``: at once."""
+    size = getattr(config, "subround_size", None)
+    if size is not None:
+        return size
+    backend = getattr(config, "resolved_backend", config.backend)
+    return TFF_SUBROUND if backend == "tff" and not config.privacy.requested and clients > TFF_AT_ONCE else None
 
 
 def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> dict:
     """IncFed / FedRR (IncFed eqs. 6–10); with ``add_to``, the saved model's kept statistics added to the training
     clients' before eq. 10 (:mod:`tff_esn.closed_form.extend`)."""
-    if config.subround_size is not None and dataset.ragged:
-        raise DataError(f"{dataset.source}: X: sequences of unequal length ({dataset.shortest} steps and more); "
-                        "--subround-size streams clients of one length through one TFF computation: drop "
-                        "--subround-size or cut them to one length (--ragged crop).")
     extension = None if config.add_to is None else extend.load_extension(config.add_to)
     if extension is not None:
         run = Run(dataset, split, extend.extension_config(config, extension), "incfed")
@@ -353,8 +377,8 @@ def run_incfed(dataset: SequenceDataset, split: Split, config: IncFedConfig) -> 
     model = run.model(readout)
     if config.keep_stats or extension is not None:
         model = model.replace(stats=stats)
-    result = {**run.report(model, incfed_cost(run.n_features, run.n_outputs), backend=config.resolved_backend),
-              **privacy}
+    result = {**run.report(model, incfed_cost(run.n_features, run.n_outputs), backend=config.resolved_backend,
+                           subround_size=subround_size_of(config, len(run.train_ids))), **privacy}
     if extension is not None:
         result["extends"] = extension.record()
     return result

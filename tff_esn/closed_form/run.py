@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -15,23 +16,27 @@ import numpy as np
 import scipy.linalg
 
 from tff_esn.common import communication
+from tff_esn.common.progress import progress_bar
 from tff_esn.closed_form.configs import ReadoutConfig
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.model import Model, Readout, model_of
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
 from tff_esn.closed_form.selection import (AUTO, DEFAULT_STATE_MODE, DEFAULT_WASHOUT, STATE_MODE_CANDIDATES,
-                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chosen_l2, grid_values,
-                                          objective_score, on_validation, washout_candidates)
+                                          UPWARD, Candidate, L2Choice, NEG_MSE, by_default, chooses, chosen_l2,
+                                          grid_values, objective_score, on_validation, washout_candidates)
 from tff_esn.closed_form.saturation import check_states
 from tff_esn.closed_form.streaming import DatasetClients
 from tff_esn.data.carving import carve
-from tff_esn.data.sequences import SequenceDataset, Split
+from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.ridge import RidgeStats, with_bias
 from tff_esn.privacy.record_bound import bounded
 from tff_esn.common.run_warnings import RunWarning, warn
 
 GROUPS = ("train", "val", "test")
+PROGRESS_CLIENTS = 10_000
+"""Training clients from which a streamed harvest shows a progress bar (:func:`~tff_esn.common.progress.progress_bar`
+on stderr)."""
 _LOG = logging.getLogger(__name__)
 Scorer = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 """Readout outputs (m, N_Y) and labels (m,) over a list of client ids."""
@@ -81,13 +86,11 @@ class Run:
         self.reservoir = config.reservoir
         self.l2_choice = L2Choice(float(config.l2), "given") if config.l2 != AUTO else None
         self.selection: dict[str, Any] | None = None
-        chooses = (config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
-                   or config.raw_inputs == AUTO or config.washout == AUTO)
         self.carving = _shared(dataset, ("carving", split, config.seed),
-                               lambda: carve(dataset, split, seed=config.seed)) if chooses else None
+                               lambda: carve(dataset, split, seed=config.seed)) if chooses(config) else None
         self._data = self.carving.dataset if self.carving else dataset
         self._units = self.carving.split.train if self.carving else tuple(split.train)
-        self._owner = self.carving.owner if self.carving else {c: c for c in split.train}
+        self._owner = self.carving.owner if self.carving else None  # None: each unit is its client
         self._training = self._units
         self._drawn: dict[ReservoirConfig, ReservoirWeights] = {}
         self._harvesters: dict[StateSpec, Harvester] = {}
@@ -95,8 +98,7 @@ class Run:
         self.washout = config.washout if config.washout != AUTO else 0
         state_mode = config.state_mode
         if state_mode == AUTO:
-            per_step = any(c.per_step for c in dataset.select(split.train).values())
-            state_mode = "last" if per_step else DEFAULT_STATE_MODE
+            state_mode = "last" if self._per_step else DEFAULT_STATE_MODE
         self._inputs = config.raw_inputs is True  # "auto": off unless the selection turns it on
         self._use(self.reservoir, state_mode)
         self._states: dict[str, float] | None = None
@@ -122,9 +124,16 @@ class Run:
             self._harvesters[spec] = harvester_for(self._data, spec)
         return self._harvesters[spec]
 
+    @functools.cached_property
+    def _per_step(self) -> bool:
+        """Whether any training client has per-step labels (each read once, none kept)."""
+        return any(self.dataset.clients[c].per_step for c in self.split.train)
+
     @property
     def train_ids(self) -> tuple[str, ...]:
         """The training clients (during a fold of the selection, those with data outside the fold)."""
+        if self._owner is None:
+            return self._training
         present = {self._owner[u] for u in self._training}
         return tuple(c for c in self.split.train if c in present)
 
@@ -155,9 +164,29 @@ class Run:
             self.harvester.cache(weights, [*self._units, *scored_ids], stats=self._units)
         parts: dict[str, list[RidgeStats]] = {}
         for unit in self._training:
-            owner = self._owner[unit]
+            owner = unit if self._owner is None else self._owner[unit]
             parts.setdefault(owner, []).append(self.harvester.stats(of(owner), unit))
         return [RidgeStats.sum(parts[cid]) for cid in self.train_ids]
+
+    def client_stats(self, weights: ReservoirWeights | None = None) -> Iterator[RidgeStats]:
+        """:meth:`stats` (scored) one client at a time: streamed (:meth:`Harvester.stream_stats`, the same bits,
+        none kept) unless folds were carved, the harvester holds ``weights``' states or runs share harvests
+        (:func:`shared_harvests`: kept for the next run)."""
+        weights = weights or self.weights
+        if self.carving is not None or self.harvester.holds(weights) or _SHARED.get() is not None:
+            yield from self.stats(weights)
+            return
+        stream = self.harvester.stream_stats(weights, self._units, (*self.split.val, *self.split.test))
+        if len(self._units) < PROGRESS_CLIENTS:
+            yield from stream
+            return
+        with progress_bar(stream, total=len(self._units), desc=f"{self.name} clients", unit="client") as bar:
+            yield from bar
+
+    def total_stats(self, weights: ReservoirWeights | None = None) -> RidgeStats:
+        """``Σ_c`` of the training clients' statistics (IncFed eqs. 8–9) in :attr:`train_ids` order, streamed
+        (:meth:`client_stats`): memory of one client's, not of every client's."""
+        return RidgeStats.sum(self.client_stats(weights))
 
     def scorer(self, readout: np.ndarray, weights: ReservoirWeights | None = None) -> Scorer:
         return lambda ids: self.harvester.scores(readout, weights or self.weights, ids)
@@ -250,7 +279,7 @@ class Run:
                               "raw_inputs": self._inputs, **searched}
             return
         grid = config.l2_grid
-        per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
+        per_step = self._per_step
         modes = ([m for m in self._modes if not (per_step and m == "mean")]
                  if config.state_mode == AUTO else [self.spec.state_mode])
         inputs = (False, True) if config.raw_inputs == AUTO else (self._inputs,)
@@ -376,10 +405,9 @@ class Run:
         weights = weights or self.weights
         readouts = (Readout("ridge", readout) if isinstance(readout, np.ndarray)
                     else [Readout("ridge", r) for r in readout])
-        per_step = any(c.per_step for c in self.dataset.select(self.split.train).values())
         return model_of(weights, readouts, self.spec, self.dataset.task, self.dataset.feature_names,
-                        self.dataset.label_names, sizes=sizes, config=configs or self.reservoir, per_step=per_step,
-                        seed=self.config.seed)
+                        self.dataset.label_names, sizes=sizes, config=configs or self.reservoir,
+                        per_step=self._per_step, seed=self.config.seed)
 
     def report(self, model: Model, cost: communication.CommunicationCost, *, notes: Sequence[str] = (),
                **extra: Any) -> dict[str, Any]:
@@ -387,14 +415,13 @@ class Run:
         warnings, the selection records and the ``model`` itself."""
         if self._states is None:
             washout = 0 if self.spec.state_mode == "last" else self.spec.washout
-            self._states = check_states(self.weights, list(self.dataset.select(self.train_ids).values()), washout)
+            self._states = check_states(self.weights, (self.dataset.clients[c] for c in self.train_ids), washout)
         out: dict[str, Any] = {}
         said = list(notes)
         for group in GROUPS:
             ids = self._units if group == "train" else getattr(self.split, group)
             if ids:
-                pooled = self._data.pooled(ids)
-                out[group] = model.score(pooled.x, pooled.y, pooled.lengths)
+                out[group] = model.score_parts((p.x, p.y, p.lengths) for p in _pools(self._data, ids))
             else:
                 out[group] = None
         out["warnings"] = [f"{self.name}: {text}" for text in said]
@@ -413,3 +440,23 @@ class Run:
                         **extra}
         out["model"] = model
         return out
+
+
+SCORED_SEQUENCES = 8192
+"""Sequences a report runs through the model at once: a larger group is scored in pools of whole clients of about
+this many (its predictions kept, its states one pool at a time; equal to one pool to rounding)."""
+
+
+def _pools(dataset: SequenceDataset, ids: Sequence[str]) -> Iterator[ClientSequences]:
+    """The clients ``ids`` pooled in consecutive groups of at least :data:`SCORED_SEQUENCES` sequences (the last
+    of fewer), each read once."""
+    held: list[ClientSequences] = []
+    count = 0
+    for cid in ids:
+        held.append(dataset.clients[cid])
+        count += len(held[-1])
+        if count >= SCORED_SEQUENCES:
+            yield ClientSequences.concat(held)
+            held, count = [], 0
+    if held:
+        yield ClientSequences.concat(held)

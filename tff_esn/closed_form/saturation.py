@@ -3,7 +3,7 @@ training states saturate or no unit varies."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,7 +28,7 @@ SAMPLE_STEPS = 2048
 """Steps after the washout that :func:`check_states` keeps of each sampled sequence (bounded memory)."""
 
 
-def check_states(weights: ReservoirWeights, clients: Sequence[ClientSequences], washout: int) -> dict[str, float]:
+def check_states(weights: ReservoirWeights, clients: Iterable[ClientSequences], washout: int) -> dict[str, float]:
     """Warns when sampled training states mostly saturate or do not vary; ``{"saturated_share", "max_unit_std"}``."""
     parts = []
     left = SAMPLE

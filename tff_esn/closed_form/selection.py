@@ -46,6 +46,13 @@ UPWARD = ("units",)
 """Settings tried only above the configured value, ascending, up to the first that does not improve the score."""
 
 
+def chooses(config: Any) -> bool:
+    """Whether a closed-form ``config`` chooses anything on validation data (λ, the state mode, the reservoir, the
+    inputs beside the states or the washout ``auto``, or a reservoir search)."""
+    return (config.l2 == AUTO or config.state_mode == AUTO or bool(config.reservoir_search)
+            or config.raw_inputs == AUTO or config.washout == AUTO)
+
+
 def grid_values(name: str, reservoir: ReservoirConfig) -> tuple[float, ...]:
     """The values of :data:`RESERVOIR_GRID` ``[name]`` tried beside ``reservoir``'s own: every other one, or for an
     :data:`UPWARD` setting the larger ones ascending (none for a reservoir whose per-unit leaking rates or per-layer

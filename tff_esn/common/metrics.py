@@ -7,8 +7,6 @@ the random baseline is IncFed Tables V–VI's seeded uniform guess.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
-from sklearn.metrics import roc_auc_score
 
 from tff_esn.common import streams
 
@@ -75,11 +73,21 @@ def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) ->
 
 
 def _binary_auc(y: np.ndarray, s: np.ndarray) -> float:
-    """ROC AUC as the Mann–Whitney statistic with average ranks for ties (= ``roc_auc_score``)."""
-    positives = y == 1
-    n_pos = int(positives.sum())
+    """ROC AUC as the Mann–Whitney statistic with average ranks for ties (= ``roc_auc_score``): the positives'
+    rank sum from one sort, a run of tied scores at sorted positions ``[a, b)`` ranked ``(a + b + 1) / 2``."""
+    order = np.argsort(s, kind="stable")
+    ordered = s[order]
+    positives = y[order] == 1
+    del order
+    n_pos = int(np.count_nonzero(positives))
     n_neg = y.size - n_pos
-    rank_sum = float(rankdata(s)[positives].sum())
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    del ordered
+    if starts.size == y.size:  # no ties: the ranks are the sorted positions + 1
+        rank_sum = float(np.flatnonzero(positives).sum() + n_pos)
+    else:
+        tied = np.add.reduceat(positives.astype(np.int32), starts).astype(np.float64)  # int32: < 2³¹ scores
+        rank_sum = (tied @ starts + tied[:-1] @ starts[1:] + tied[-1] * y.size + n_pos) / 2.0
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
@@ -91,9 +99,10 @@ def auc(y_true: np.ndarray, scores: np.ndarray, n_classes: int) -> float | None:
         return None
     if n_classes == 2:
         return _binary_auc(y, s if s.ndim == 1 else s[:, 1] - s[:, 0])
-    z = np.exp(s - s.max(axis=1, keepdims=True))
-    return float(roc_auc_score(y, z / z.sum(axis=1, keepdims=True), multi_class="ovr", average="macro",
-                               labels=np.arange(n_classes)))
+    z = s - s.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=1, keepdims=True)  # softmax probabilities, each class against the rest (= roc_auc_score's ovr)
+    return float(np.mean([_binary_auc(y == k, z[:, k]) for k in range(n_classes)]))
 
 
 def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: int, *,
@@ -101,6 +110,7 @@ def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: in
     """``{"accuracy", "balanced_accuracy", "f1_macro", "f1_micro", "auc", "n"}`` of scores against integer labels."""
     y = _labels(y_true, n_classes)
     s = _scores(scores, y.size, n_classes)
+    area = auc(y, s, n_classes)  # before the predictions: the sorts' memory and theirs are not held at once
     pred = predictions(s, threshold=threshold)
     f1_macro, f1_micro = f1_scores(y, pred, n_classes)
     return {
@@ -108,7 +118,7 @@ def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: in
         "balanced_accuracy": balanced_accuracy(y, pred, n_classes),
         "f1_macro": f1_macro,
         "f1_micro": f1_micro,
-        "auc": auc(y, s, n_classes),
+        "auc": area,
         "n": int(y.size),
     }
 

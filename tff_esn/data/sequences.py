@@ -138,14 +138,15 @@ class SequenceDataset:
     labelled: bool = True
 
     def __post_init__(self) -> None:
-        features = {c.x.shape[2] for c in self.clients.values()}
-        if features != {len(self.feature_names)} or len(self.label_names) != self.n_classes:
-            raise ValueError(f"SequenceDataset: clients with features {sorted(features)}, {len(self.feature_names)} "
-                             f"feature names, {len(self.label_names)} label names for {self.n_classes} classes.")
-        for cid, c in self.clients.items():
+        features = set()
+        for cid, c in self.clients.items():  # one read of each client (a lazy source generates it)
+            features.add(c.x.shape[2])
             if not c.real and c.y.size and (c.y.min() < 0 or c.y.max() >= self.n_classes):
                 raise ValueError(f"SequenceDataset: client {cid!r} has labels outside [0, {self.n_classes}): "
                                  f"{sorted(set(np.unique(c.y).tolist()) - set(range(self.n_classes)))}.")
+        if features != {len(self.feature_names)} or len(self.label_names) != self.n_classes:
+            raise ValueError(f"SequenceDataset: clients with features {sorted(features)}, {len(self.feature_names)} "
+                             f"feature names, {len(self.label_names)} label names for {self.n_classes} classes.")
 
     @property
     def client_ids(self) -> tuple[str, ...]:

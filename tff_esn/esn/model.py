@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -331,10 +331,19 @@ class Model:
     def score(self, x: Any, y: Any, lengths: Any = None) -> dict[str, Any]:
         """The task's metrics of the predictions on ``x`` against ``y``: the ``metrics.json`` group section
         (classes: accuracy, balanced accuracy, macro-F1, AUC, …; real: NRMSE, RMSE, MAE, R²)."""
-        x, lengths = as_sequences(x, lengths, feature_names=self.feature_names)
-        labels = self.labels(y, len(x))
-        outputs = self._outputs(*self._inputs(x, lengths))
-        return self.task.report(labels, outputs, self.n_outputs, seed=self.seed)
+        return self.score_parts([(x, y, lengths)])
+
+    def score_parts(self, parts: Iterable[tuple[Any, Any, Any]]) -> dict[str, Any]:
+        """:meth:`score` of the ``(x, y, lengths)`` parts pooled, each part run on its own: the states of one part
+        at a time, the predictions and labels of all."""
+        labels, outputs = [], []
+        for x, y, lengths in parts:
+            x, lengths = as_sequences(x, lengths, feature_names=self.feature_names)
+            labels.append(self.labels(y, len(x)))
+            outputs.append(self._outputs(*self._inputs(x, lengths)))
+        if len(outputs) > 1:  # the parts released before the metrics are computed
+            labels, outputs = [np.concatenate(labels)], [np.concatenate(outputs)]
+        return self.task.report(labels.pop(), outputs.pop(), self.n_outputs, seed=self.seed)
 
     # ------------------------------------------------------------------ the folder
     def save(self, path: str | os.PathLike) -> Path:

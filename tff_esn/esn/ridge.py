@@ -77,6 +77,14 @@ def solve_symmetric(a: np.ndarray, matrix: np.ndarray, l2: float) -> np.ndarray:
     return ((a @ vectors[:, keep]) / eigenvalues[keep]) @ vectors[:, keep].T
 
 
+def _added(total: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """``total + part``, in place when that keeps the sum's dtype."""
+    if np.result_type(total, part) == total.dtype:
+        total += part
+        return total
+    return total + part
+
+
 def _as_2d(name: str, value: np.ndarray, rows: int | None = None) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 2:
@@ -175,20 +183,20 @@ class RidgeStats:
 
     @staticmethod
     def sum(parts: Iterable["RidgeStats"]) -> "RidgeStats":
-        """Sum of an iterable of statistics (at least one)."""
-        parts = list(parts)
-        if not parts:
+        """Sum of an iterable of statistics (at least one), added in order as it is read (a stream of clients is
+        released part by part): the sums of chained ``+``, without a copy per part."""
+        parts = iter(parts)
+        first = next(parts, None)
+        if first is None:
             raise ValueError("RidgeStats.sum: no statistics to sum (no clients).")
-        first = parts[0]
-        if len(parts) == 1 or len({(p.A.dtype, p.B.dtype) for p in parts}) > 1:
-            return sum(parts[1:], first)
-        A, B, n, clients = first.A.copy(), first.B.copy(), first.n, first.clients
-        for part in parts[1:]:  # in place, in order: the sums of chained ``+`` without a copy per client
+        A, B, n, clients, added = first.A, first.B, first.n, first.clients, False
+        for part in parts:
             first._check_compatible(part)
-            A += part.A
-            B += part.B
+            if not added:
+                A, B, added = A.copy(), B.copy(), True
+            A, B = _added(A, part.A), _added(B, part.B)
             n, clients = n + part.n, clients + part.clients
-        return RidgeStats(A, B, n, clients, first.bias)
+        return RidgeStats(A, B, n, clients, first.bias) if added else first
 
     def update(self, states: np.ndarray, targets: np.ndarray) -> "RidgeStats":
         """Incremental update with new local data (IncFed eqs. 11–12); same client count."""

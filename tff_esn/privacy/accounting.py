@@ -12,11 +12,11 @@ import functools
 import math
 from collections.abc import Sequence
 
-import dp_accounting
-
+from tff_esn.common.lazy import LazyModule
 from tff_esn.privacy import noise_seed
 from tff_esn.common.validation import is_count, is_finite
 
+dp_accounting = LazyModule("dp_accounting")
 
 NOISE_MULTIPLIERS = (1e-6, 1e4)
 """The positive noise multipliers the RDP accountant evaluates reliably (it fails beyond 1e6 with

@@ -50,7 +50,8 @@ LABEL_KINDS = ("binary", "multiclass")
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """A registered algorithm: its ``name``, frozen ``config`` class (its flags), ``run``, ``help`` line, the data it
-    takes, whether it runs TFF, its ``privacy`` support, ``communication`` cost and its own-data settings."""
+    takes, whether it runs TFF, whether it streams its training clients (``streamed``: holds one client's statistics
+    at a time), its ``privacy`` support, ``communication`` cost and its own-data settings."""
 
     name: str
     config: type
@@ -59,6 +60,7 @@ class Algorithm:
     ragged: bool = False
     labels: tuple[str, ...] = LABEL_KINDS
     tff: bool | Callable[[Any], bool] = True
+    streamed: bool | Callable[[Any], bool] = False
     privacy: PrivacySupport = NONE
     communication: Callable[..., Any] | str | None = None
     pipeline: str | None = None
@@ -70,6 +72,10 @@ class Algorithm:
     def runs_tff(self, config: Any) -> bool:
         """Whether running with ``config`` executes TFF computations (only then is TFF's context installed)."""
         return bool(self.tff(config)) if callable(self.tff) else self.tff
+
+    def streams(self, config: Any) -> bool:
+        """Whether running with ``config`` holds one training client's statistics at a time, not every client's."""
+        return bool(self.streamed(config)) if callable(self.streamed) else self.streamed
 
     @property
     def run_function(self) -> RunFn:

@@ -95,7 +95,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
                                    rounds=getattr(config, "rounds", None), resumable=hasattr(config, "resume"))
             layout = source_layout(request.data, **request.options)
             if layout is not None:  # own data: its memory, then an npz's split, before its values load
-                check_memory(config, layout, tff=run.tff)
+                check_memory(config, layout, tff=run.tff, streamed=run.algorithm.streams(config))
             stand_in = source_stand_in(request.data)
 
             def dealt(dataset: SequenceDataset) -> tuple[SequenceDataset, Split, dict]:

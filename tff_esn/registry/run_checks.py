@@ -39,4 +39,4 @@ def check_run(run: ResolvedRun, dataset: SequenceDataset, split: Split, *,
     check_washout(run.config, dataset)
     check_state_mode(run.config, dataset)
     check_split(dataset, split, federated=not run.algorithm.pooled, test_required=test_required)
-    return check_memory(run.config, dataset, split, tff=run.tff)
+    return check_memory(run.config, dataset, split, tff=run.tff, streamed=run.algorithm.streams(run.config))

@@ -1,7 +1,7 @@
 """Reference models that every reported result is compared with, on the same split.
 
-The training majority class and logistic regression on standardised inputs (per-step inputs, or
-per-sequence mean, std, min, max and last value), class-balanced and plain; ``reference`` names the
+The training majority class and logistic regression (:mod:`tff_esn.runs.logistic`, C = 1) on standardised inputs
+(per-step inputs, or per-sequence mean, std, min, max and last value), class-balanced and plain; ``reference`` names the
 stronger of the two on the run's selection objective; real-valued tasks have :func:`real_baselines`;
 :func:`ridge_on_features` is the seeds' ridge on the same rows.
 """
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from tff_esn.common import streams
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.common.metrics import classification_metrics, regression_metrics
 from tff_esn.esn import states_numpy
 from tff_esn.esn.ridge import RidgeStats, one_hot, predict
+from tff_esn.runs.logistic import Logistic, fit_logistic
 
 GROUPS = ("val", "test")
 MAX_TRAIN_ROWS = 200_000
@@ -90,7 +90,9 @@ def _scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 LOGISTIC = {"logistic_regression": "balanced", "logistic_regression_plain": None}
-"""The logistic-regression baselines and their ``class_weight``: class-balanced, and plain."""
+"""The logistic-regression baselines and their class weights: class-balanced, and plain."""
+MAX_ITER = 2000
+"""L-BFGS iterations a logistic-regression baseline may take."""
 
 
 def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0, washout: int = 0,
@@ -108,16 +110,13 @@ def baseline_scores(dataset: SequenceDataset, split: Split, *, seed: int = 0, wa
     n_classes = dataset.n_classes
     majority = int(np.bincount(y_train, minlength=n_classes).argmax())
     fitted_classes = np.unique(y_train)
-    models = {name: LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed)
-              for name, weight in LOGISTIC.items()}
-    if fitted_classes.size > 1:
-        for model in models.values():
-            model.fit((x_train - mean) / std, y_train)
+    models = {name: fit_logistic((x_train - mean) / std, y_train, balanced=weight == "balanced", max_iter=MAX_ITER)
+              if fitted_classes.size > 1 else None for name, weight in LOGISTIC.items()}
 
-    def scores(model: LogisticRegression, x: np.ndarray) -> np.ndarray:
+    def scores(model: Logistic | None, x: np.ndarray) -> np.ndarray:
         out = np.full((x.shape[0], n_classes), -np.inf if fitted_classes.size > 1 else 0.0)
-        if fitted_classes.size > 1:
-            out[:, model.classes_] = model.predict_log_proba((x - mean) / std)
+        if model is not None:
+            out[:, model.classes] = model.log_proba((x - mean) / std)
         else:
             out[:, fitted_classes[0]] = 1.0
         out[~np.isfinite(out)] = -1e9

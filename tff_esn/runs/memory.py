@@ -1,8 +1,9 @@
 """The memory a run must hold at once, estimated from its config and the data's shape.
 
 :func:`estimate_memory` adds what coexists: reservoir weights (≈ 16·N_R² bytes), ridge statistics (16·(R + 1)²,
-plus each training client's cached SᵀS), cached states, and the data with its copies (calibrated by ``python -m
-bench memory``); :func:`check_memory` refuses a run above physical RAM or the cgroup limit.
+plus each training client's cached SᵀS — a run that streams its clients holds :data:`STREAMED_CLIENT_BYTES` a client
+instead), cached states, and the data with its copies (calibrated by ``python -m bench memory`` and ``python -m bench
+scale``); :func:`check_memory` refuses a run above physical RAM or the cgroup limit.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from tff_esn.data.carving import FOLDS, MIN_CLIENTS_FOR_CLIENT_FOLDS
 from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.esn.states_numpy import HARVEST_BATCH, HARVEST_VALUES, ragged_batches
+
+
+STREAMED_CLIENT_BYTES = 1024.0
+"""What a streamed run keeps per training client: its id, its place in the stream's order, and the report's
+predictions of its sequences (a few sequences a client)."""
 
 
 def _size(n: float) -> str:
@@ -104,13 +110,14 @@ def data_bytes(layout: DataLayout, *, tff: bool = False,
 
 
 def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
-                    tff: bool = False) -> MemoryEstimate:
-    """Memory a run of ``config`` holds at once on ``dataset`` (or a layout; ``split=None``: all training); ``tff``: on TFF."""
+                    tff: bool = False, streamed: bool = False) -> MemoryEstimate:
+    """Memory a run of ``config`` holds at once on ``dataset`` (or a layout; ``split=None``: all training); ``tff``: on
+    TFF; ``streamed``: the run holds one training client's statistics at a time (not every client's)."""
     reservoir = _setting(config, "reservoir", None)
     layout = dataset if isinstance(dataset, DataLayout) else layout_of(dataset)
     train = len(layout.blocks) if split is None else len(split.train)
     carved = split is None or not split.val
-    holders = train * (FOLDS if carved and train < MIN_CLIENTS_FOR_CLIENT_FOLDS else 1)
+    holders = 0 if streamed else train * (FOLDS if carved and train < MIN_CLIENTS_FOR_CLIENT_FOLDS else 1)
     width = reservoir.readout_units / reservoir.total_units  # the units the readout sees (a deep ESN's last layer)
     quadratic = 16.0 + (16.0 + 8.0 * holders) * width ** 2 + (17.0 if reservoir.recurrent_connectivity < 1 else 0.0)
     linear = (32.0 + 16.0 * holders) * width  # the statistics' linear terms
@@ -124,8 +131,9 @@ def estimate_memory(config: Any, dataset: SequenceDataset | DataLayout, split: S
             if _setting(config, "state_mode", "all") in ("all", "auto") else sum(b.size for b in blocks)
         linear += 4.0 * steps * width
     parts, states = data_bytes(layout, tff=tff, carved=carved)
+    kept = STREAMED_CLIENT_BYTES * train if streamed else 8.0 * holders
     return MemoryEstimate(reservoir.total_units, quadratic, linear + states[1],
-                          16.0 + 8.0 * holders + sum(b for _, b in parts), parts, states)
+                          16.0 + kept + sum(b for _, b in parts), parts, states)
 
 
 def machine_memory() -> int:
@@ -142,12 +150,12 @@ def machine_memory() -> int:
 
 
 def check_memory(config: Any, dataset: SequenceDataset | DataLayout, split: Split | None = None, *,
-                 limit: int | None = None, tff: bool = False) -> MemoryEstimate | None:
+                 limit: int | None = None, tff: bool = False, streamed: bool = False) -> MemoryEstimate | None:
     """:func:`estimate_memory` (``None`` without reservoir); above ``limit`` a :class:`MemoryLimitError` naming the fix."""
     if _setting(config, "reservoir", None) is None:
         return None
     limit = machine_memory() if limit is None else limit
-    estimate = estimate_memory(config, dataset, split, tff=tff)
+    estimate = estimate_memory(config, dataset, split, tff=tff, streamed=streamed)
     if estimate.bytes <= limit:
         return estimate
     fits = estimate.largest_units(limit)
