@@ -24,6 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the reproduction package scripts/ imports from the repository (it is not installed)
     sys.path.insert(0, str(ROOT))
+# imported now: the build's plugins may reset sys.path before the page hooks run
+from scripts import docs_results  # noqa: E402
+from scripts.framework import experiments  # noqa: E402
 INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 RESULTS = re.compile(r"^<!-- results: ([a-z0-9-]+) -->$", re.MULTILINE)
@@ -105,11 +108,9 @@ def algorithms_table() -> str:
 
 def results_pages() -> dict[str, list[str]]:
     """Experiment → the pages (paths under ``docs/``) whose ``<!-- results: ... -->`` marker shows it."""
-    from scripts.docs_results import SNAPSHOTS
-
     shown: dict[str, list[str]] = {}
     for page in sorted((ROOT / "docs").rglob("*.md")):
-        if SNAPSHOTS not in page.parents:
+        if docs_results.SNAPSHOTS not in page.parents:
             for name in RESULTS.findall(page.read_text()):
                 shown.setdefault(name, []).append(page.relative_to(ROOT / "docs").as_posix())
     return shown
@@ -119,8 +120,6 @@ def experiments_table() -> str:
     """One row per reproduction experiment (:func:`scripts.framework.experiments`, in the order
     ``reproduce all`` runs them): its target, group, what it runs, the published results and the
     pages showing our run's tables (links relative to the docs root)."""
-    from scripts.framework import experiments
-
     shown = results_pages()
     lines = ["| experiment | group | what it runs | reproduces | data | our results |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -134,9 +133,6 @@ def experiments_table() -> str:
 def results(match: re.Match) -> str:
     """The results snapshot of experiment ``match.group(1)``; an unknown experiment or a missing
     snapshot fails the build with the command that writes it."""
-    from scripts import docs_results
-    from scripts.framework import experiments
-
     name = match.group(1)
     if name not in experiments():
         raise KeyError(f"docs: results marker names {name!r}, not a reproduction experiment "
