@@ -38,6 +38,7 @@ from tff_esn.esn.model import readout_probabilities
 from tff_esn.federated.model import build_thesis_model, group_reports, thesis_loss, thesis_model
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
+from tff_esn.federated.training_check import closed_form_reference, diverged_round, training_flags
 from tff_esn.esn.standardization import Standardization, federated_standardization
 from tff_esn.common.metrics import classification_metrics
 from tff_esn.common.tasks import Task
@@ -214,7 +215,20 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         result["extra"]["selection"] = selection
         if init is not None:
             result["extra"]["init_from"] = init.record()
+        reference = None if privacy is not None or dataset.task.real else _reference(dataset, split, data, result)
+        result["extra"]["closed_form_reference"] = reference
+        result["training_check"] = training_flags(
+            config.algorithm, result, selection=selection, budget=config.rounds, reference=reference,
+            kept=result["extra"]["kept_round"] if config.keep_best and data.groups["val"] is not None else None,
+            penalty=config.penalty if config.curvature else None, diverged=result["extra"]["diverged_round"])
         return result
+
+
+def _reference(dataset: SequenceDataset, split: Split, data: _ClientData, result: dict[str, Any]) -> dict[str, Any]:
+    """:func:`~tff_esn.federated.training_check.closed_form_reference` on the states the result's readout reads."""
+    train = _EvalSet.of(dataset, split.train, result["model"])
+    groups = {name: (group.states, group.labels) for name, group in data.groups.items() if group is not None}
+    return closed_form_reference((train.states, train.labels), groups, dataset.n_classes)
 
 
 def _resumed_record(config: FedAvgConfig, identity: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -262,7 +276,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     if "penalty" in auto:
         config = _with(config, "penalty", PENALTY_GRID[0])
     score_key, loss_key = ("val_neg_mse", "val_mse") if config.model.real else ("val_f1_macro", "val_log_loss")
-    scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
+    scores: dict[tuple[float, float | None], tuple[float, float, int, int | None]] = {}
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
     def key(candidate: FedAvgConfig) -> tuple[float, float | None]:
@@ -278,7 +292,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             bar.update()
             kept, rows = int(result["extra"]["kept_round"]), result["extra"]["rounds"]
             kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in result["val"].items()}}
-            scores[key(candidate)] = (*_validation_choice(kept_row), kept)
+            scores[key(candidate)] = (*_validation_choice(kept_row), kept, result["extra"].get("diverged_round"))
             if out is not None:
                 result["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
         return scores[key(candidate)][:2]
@@ -294,7 +308,8 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             record[name] = {"value": grid[chosen_index(chosen)], "rule": "validation", "grid": list(grid),
                             score_key: [f for f, _ in chosen], loss_key: [loss for _, loss in chosen]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
-                             loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
+                             loss_key: loss, "kept_round": r, "diverged": d}
+                            for (lr, p), (f, loss, r, d) in scores.items()]
     return config, record, results[key(config)]
 
 
@@ -540,6 +555,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "clients_per_round": config.clients_per_round,
+                  "diverged_round": diverged_round(rows, filtered=client_filter is not None),
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r],
                   "resumes": ledger["resumes"]},
         **_privacy_sections(privacy, config, len(split.train), ledger, support=fed.algorithm.privacy,
