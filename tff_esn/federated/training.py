@@ -323,6 +323,9 @@ class _ClientData:
     noise: dict[str, float]
     standardization: Standardization | None
     init: InitModel | None = None
+    processes: dict[FedAvgConfig, Any] = dataclasses.field(default_factory=dict)
+    """The simulation's learning processes by their settings but the client rate and the penalty (state entries of
+    :class:`~tff_esn.federated.simulation.SimulatedProcess`): the candidates share one process and its trace."""
 
 
 def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, cache_dir,
@@ -363,6 +366,15 @@ class _Federation:
     cost: Callable[[int], CommunicationCost]
     algorithm: Algorithm
     privacy: LearningPrivacy | None = None
+    config: FedAvgConfig | None = None
+
+    def initialize(self):
+        """The process's initial state; the simulation's with ``config``'s client rate and penalty."""
+        state = self.process.initialize()
+        if self.backend != "sim":
+            return state
+        return self.process.with_settings(state, client_lr=self.config.model.learning_rate,
+                                          penalty=self.config.penalty if self.config.curvature else 0.0)
 
     def client_data(self, sampled: Sequence[str], round_num: int) -> list:
         """The sampled clients' data of a round: in memory for the simulation, TFF datasets for TFF."""
@@ -382,22 +394,28 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
         return tff.learning.models.from_keras_model(build_thesis_model(n_inputs, config.model, readout_only=cached),
                                                     loss=thesis_loss(config.model), input_spec=input_spec)
 
-    process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
-                            client_reservoirs=own_reservoirs, runtime=backend)
+    shared = dataclasses.replace(config, model=config.model.replace(learning_rate=AUTO), out=None, resume=False,
+                                 **({"penalty": AUTO} if config.curvature else {}))
+    process = data.processes.get(shared) if backend == "sim" else None
+    if process is None:
+        process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
+                                client_reservoirs=own_reservoirs, runtime=backend)
+    if backend == "sim":
+        data.processes[shared] = process
     if backend == "tff" and privacy is not None and privacy.secure:
         process = lower_secure_process(process)
     weights = process.get_model_weights(process.initialize())
     algorithm = get_algorithm(config.algorithm)
     cost = functools.partial(algorithm.communication_function, *(sum(int(np.size(w)) for w in part) for part in
                                                                  (weights.trainable, weights.non_trainable)))
-    return _Federation(data, process, backend, cost, algorithm, privacy)
+    return _Federation(data, process, backend, cost, algorithm, privacy, config)
 
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
               resume: bool) -> tuple[Any, int, list[dict[str, Any]]]:
     """The state to start from, its round and the earlier rounds' rows: initial (its server model the saved model's
     readout with ``init_from``), or the last checkpoint in ``out``."""
-    state = fed.process.initialize()
+    state = fed.initialize()
     if fed.data.init is not None:
         weights = fed.process.get_model_weights(state)
         state = fed.process.set_model_weights(state, tff.learning.models.ModelWeights(

@@ -93,13 +93,14 @@ def closed_form_reference(train: tuple[np.ndarray, np.ndarray], groups: Mapping[
     states, labels = train
     if len(labels) == 0:
         return None
+    states = states.reshape(-1, states.shape[-1])  # per-step states: a row per step, as the labels
     outputs = 1 if n_classes == 2 else n_classes
     targets = labels[:, None].astype(np.float64) if outputs == 1 else np.eye(n_classes)[labels]
     path = RidgeStats.from_states(states, targets, bias=True).solve_path(L2_GRID)
 
     def metrics(weights: np.ndarray, group: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
         with np.errstate(all="ignore"):
-            scores = np.nan_to_num(predict(weights, group[0], bias=True))
+            scores = np.nan_to_num(predict(weights, group[0].reshape(-1, weights.shape[1] - 1), bias=True))
         return classification_metrics(group[1], scores[:, 0] if outputs == 1 else scores, n_classes)
 
     best = 0
