@@ -145,10 +145,13 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
                                   "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
         selection["candidates"] = [{"client_lr": rate, "val_f1_macro": f, "val_loss": loss, "kept_epoch": b.epochs,
                                     "diverged": diverged(h)} for rate, (f, loss), (_, h, b) in zip(grid, scores, fits)]
+    groups = {"val": (validation[0], val_labels)} if patience else {}
+    if split.test:
+        groups["test"] = (_states(dataset, split.test, config, standardization)[0],
+                          loss_labels([dataset.pooled(split.test)], config))
     reference = closed_form_reference(
-        (states, loss_labels([dataset.pooled(tuple(split.train) if patience else design_ids)], config)),
-        {name: (_states(dataset, ids, config, standardization)[0], loss_labels([dataset.pooled(ids)], config))
-         for name, ids in (("val", split.val if patience else ()), ("test", split.test)) if ids}, dataset.n_classes)
+        (states, loss_labels([dataset.pooled(tuple(split.train) if patience else design_ids)], config)), groups,
+        dataset.n_classes)
     refit_record = None
     if refit:
         standardization, states, labels = design(design_ids)
