@@ -33,21 +33,21 @@ def diverged_round(rows: Sequence[Mapping[str, Any]], *, filtered: bool) -> int 
     an update dropped for being non-finite (``accepted_clients < clients``); ``None``: none did."""
     for row in rows:
         loss = row.get("train_loss")
-        dropped = not filtered and row.get("accepted_clients", 0) < row.get("clients", 0) and "accepted_clients" in row
+        dropped = not filtered and "accepted_clients" in row and row["accepted_clients"] < row.get("clients", 0)
         if (loss is not None and not math.isfinite(loss)) or dropped:
             return int(row["round"])
     return None
 
 
 def round_flags(algorithm: str, kept: int | None, budget: int, unit: str) -> list[str]:
-    """:data:`FIRST` / :data:`LAST` for a kept ``unit`` (round or epoch) at either end of a ``budget`` > 1: the
-    validation score (a tie: the loss) still improved at the budget's end."""
+    """:data:`FIRST` for a kept first ``unit`` (round or epoch) of a ``budget`` > 1, :data:`LAST` for a kept last one
+    (the validation score, a tie the loss, still improving when the budget ran out)."""
     if kept is None or budget < 2:
         return []
     if kept == 1:
         warn(f"{algorithm}: the kept {unit} is the first of {budget}: no later {unit} scored higher on the "
-             f"validation clients, so the result is one {unit} of training; try a smaller learning rate or a "
-             f"stronger penalty (the selection's record has each candidate's kept {unit})")
+             f"validation clients, so the result is one {unit} of training; try a smaller learning rate (the "
+             f"selection's record has each candidate's kept {unit})")
         return [FIRST]
     if kept == budget:
         warn(f"{algorithm}: the kept {unit} is the budget's last ({budget}): training had not converged; give more "
