@@ -119,7 +119,7 @@ def test_the_closed_form_reference_is_the_ridge_readout_with_lambda_chosen_on_va
     labels = rng.integers(0, 3, size=60)
     states[np.arange(60), labels] += 1.5
     groups = {"val": (states[:20] + rng.normal(size=(20, 5)), labels[:20]), "test": (states[20:40], labels[20:40])}
-    reference = closed_form_reference((states, labels), groups, 3)
+    reference = closed_form_reference([(states[:25], labels[:25]), (states[25:], labels[25:])], groups, 3)
     ridge = Ridge(alpha=reference["l2"], fit_intercept=False).fit(np.hstack([states, np.ones((60, 1))]), np.eye(3)[labels])
     predicted = ridge.predict(np.hstack([groups["test"][0], np.ones((20, 1))])).argmax(1)
     assert reference["test"]["accuracy"] == pytest.approx(np.mean(predicted == groups["test"][1]))

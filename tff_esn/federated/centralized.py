@@ -150,7 +150,7 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         groups["test"] = (_states(dataset, split.test, config, standardization)[0],
                           loss_labels([dataset.pooled(split.test)], config))
     reference = closed_form_reference(
-        (states, loss_labels([dataset.pooled(tuple(split.train) if patience else design_ids)], config)), groups,
+        [(states, loss_labels([dataset.pooled(tuple(split.train) if patience else design_ids)], config))], groups,
         dataset.n_classes)
     refit_record = None
     if refit:

@@ -225,10 +225,12 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
 
 
 def _reference(dataset: SequenceDataset, split: Split, data: _ClientData, result: dict[str, Any]) -> dict[str, Any]:
-    """:func:`~tff_esn.federated.training_check.closed_form_reference` on the states the result's readout reads."""
-    train = _EvalSet.of(dataset, split.train, result["model"])
+    """:func:`~tff_esn.federated.training_check.closed_form_reference` on the states the result's readout reads,
+    harvested one training client at a time."""
+    train = ((part.states, part.labels) for part in (_EvalSet.of(dataset, (cid,), result["model"])
+                                                     for cid in split.train))
     groups = {name: (group.states, group.labels) for name, group in data.groups.items() if group is not None}
-    return closed_form_reference((train.states, train.labels), groups, dataset.n_classes)
+    return closed_form_reference(train, groups, dataset.n_classes)
 
 
 def _resumed_record(config: FedAvgConfig, identity: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ ridge readout, IncFed eq. 3) on the same states. :func:`training_flags` warns an
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -85,18 +85,22 @@ def _divergence_flags(algorithm: str, selection: Mapping[str, Any], diverged: in
     return [DIVERGED] if found else []
 
 
-def closed_form_reference(train: tuple[np.ndarray, np.ndarray], groups: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                          n_classes: int) -> dict[str, Any] | None:
-    """The ridge readout with a bias (IncFed eq. 3) on the training ``(states, labels)``, λ of ``L2_GRID`` chosen
-    on the ``val`` group's macro-F1 (tie: the smaller λ; without one the smallest), and the majority class of the
-    training labels: each of ``groups``' accuracy; ``None`` without training states."""
-    states, labels = train
-    if len(labels) == 0:
-        return None
-    states = states.reshape(-1, states.shape[-1])  # per-step states: a row per step, as the labels
+def closed_form_reference(train: Iterable[tuple[np.ndarray, np.ndarray]],
+                          groups: Mapping[str, tuple[np.ndarray, np.ndarray]], n_classes: int) -> dict[str, Any] | None:
+    """The ridge readout with a bias (IncFed eq. 3) on the training parts' ``(states, labels)`` (summed statistics,
+    one part in memory at a time), λ of ``L2_GRID`` chosen on the ``val`` group's macro-F1 (tie: the smaller λ;
+    without one the smallest), and the majority class of the training labels: each of ``groups``' accuracy;
+    ``None`` without training states."""
     outputs = 1 if n_classes == 2 else n_classes
-    targets = labels[:, None].astype(np.float64) if outputs == 1 else np.eye(n_classes)[labels]
-    path = RidgeStats.from_states(states, targets, bias=True).solve_path(L2_GRID)
+    stats, counts = [], np.zeros(n_classes, np.int64)
+    for states, labels in train:
+        if len(labels):
+            targets = labels[:, None].astype(np.float64) if outputs == 1 else np.eye(n_classes)[labels]
+            stats.append(RidgeStats.from_states(states.reshape(-1, states.shape[-1]), targets, bias=True))
+            counts += np.bincount(labels, minlength=n_classes)
+    if not stats:
+        return None
+    path = RidgeStats.sum(stats).solve_path(L2_GRID)
 
     def metrics(weights: np.ndarray, group: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
         with np.errstate(all="ignore"):
@@ -107,7 +111,7 @@ def closed_form_reference(train: tuple[np.ndarray, np.ndarray], groups: Mapping[
     if "val" in groups:
         f1 = [metrics(w, groups["val"])["f1_macro"] for w in path]
         best = int(np.argmax(f1))
-    majority = int(np.argmax(np.bincount(labels, minlength=n_classes)))
+    majority = int(np.argmax(counts))
     return {"l2": L2_GRID[best], "majority_class": majority,
             **{name: {"accuracy": metrics(path[best], group)["accuracy"],
                       "majority_accuracy": float(np.mean(group[1] == majority))} for name, group in groups.items()}}
