@@ -32,7 +32,9 @@ $(VENV)/.installed: setup.cfg constraints.txt
 test: venv
 	$(PY) -m pytest -m "not slow" -q $(PYTEST_FLAGS)
 
+# The slow tests include the reservoirpy round trip: the [reservoirpy] extra (0.3.13) installs here.
 test-slow: venv
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[reservoirpy]"
 	$(PY) -m pytest -m slow -q $(PYTEST_FLAGS)
 
 test-all: venv

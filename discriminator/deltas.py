@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tff_esn.common import streams
 from discriminator.configs import DeltaConfig
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated import clients as client_data
@@ -29,7 +30,6 @@ tff = load_tff()
 REAL, FAKE = 1, 0
 """Labels of the deltas: 1 = real (a valid client), 0 = fake (an anomalous client)."""
 
-_NOISE, _SHUFFLE = 11, 12
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -134,8 +134,8 @@ def generate_deltas(subjects: ClientSequences | Mapping[str, ClientSequences], c
         raise ValueError(f"generate_deltas: {config.steps} steps per ESN leave no training deltas with test_fraction "
                          f"{config.test_fraction}; use more steps.")
     inputs = {REAL: data.x,
-              FAKE: client_data.noisy(data.x, config.noise_std, client_data.child_seed(config.seed, _NOISE))}
-    shuffle_seed = client_data.child_seed(config.seed, _SHUFFLE)
+              FAKE: client_data.noisy(data.x, config.noise_std, streams.DISCRIMINATOR_NOISE.seed(config.seed))}
+    shuffle_seed = streams.DISCRIMINATOR_SHUFFLE.seed(config.seed)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("x_train", "y_train", "x_test", "y_test", "s_train", "s_test")}
     finals = {}
     for label, x in inputs.items():

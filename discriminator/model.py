@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 from sklearn.metrics import f1_score
 
+from tff_esn.common import streams
 from discriminator.configs import DiscriminatorConfig
 from discriminator.deltas import DeltaSet
 from tff_esn.data.errors import DataError
@@ -142,7 +143,7 @@ def train_discriminator(deltas: DeltaSet, config: DiscriminatorConfig = Discrimi
     if len(np.unique(deltas.y_train)) != 2:
         raise ValueError(f"train_discriminator: the training deltas need both labels (real and fake), got "
                          f"{sorted(set(deltas.y_train.tolist()))}.")
-    order = np.random.default_rng(config.seed).permutation(len(deltas.y_train))
+    order = streams.DISCRIMINATOR_ORDER.generator(config.seed).permutation(len(deltas.y_train))
     x, y = deltas.x_train[order], deltas.y_train[order].astype(np.float32)
     n_fit = len(x) - int(len(x) * config.validation_split)
     model = build_discriminator(deltas.n_inputs, config, x[:n_fit])

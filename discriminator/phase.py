@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.federated import FedAvgConfig, run_federated
 from tff_esn.federated.client_work import ClientFilter
 from tff_esn.common.io import write_csv_atomic
-
-_FAKES = 21
 
 
 def choose_fake_clients(train_ids: Sequence[str], n_fake: int, seed: int) -> tuple[str, ...]:
@@ -27,7 +26,8 @@ def choose_fake_clients(train_ids: Sequence[str], n_fake: int, seed: int) -> tup
     if not (isinstance(n_fake, int) and 0 <= n_fake <= len(train_ids)):
         raise ValueError(f"fake_clients: expected an integer in [0, {len(train_ids)}] (the training clients), "
                          f"got {n_fake!r}.")
-    picks = set(np.random.default_rng([seed, _FAKES]).choice(len(train_ids), size=n_fake, replace=False).tolist())
+    picks = set(streams.DISCRIMINATOR_FAKES.generator(seed).choice(len(train_ids), size=n_fake, replace=False)
+                .tolist())
     return tuple(cid for i, cid in enumerate(train_ids) if i in picks)
 
 

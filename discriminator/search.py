@@ -14,6 +14,7 @@ import keras_tuner as kt
 import numpy as np
 import tensorflow as tf
 
+from tff_esn.common import streams
 from discriminator.deltas import DeltaSet
 from discriminator.model import DiscriminatorConfig, build_discriminator
 from tff_esn.federated.clients import seeded_fit_data
@@ -41,7 +42,7 @@ def search_discriminator(deltas: DeltaSet, base: DiscriminatorConfig = Discrimin
         raise ValueError(f"search_discriminator: max_trials must be an integer ≥ 1, got {max_trials!r}.")
     if not 0 < base.validation_split < 1:
         raise ValueError(f"search_discriminator: needs a validation split in (0, 1), got {base.validation_split}.")
-    order = np.random.default_rng(base.seed).permutation(len(deltas.y_train))
+    order = streams.DISCRIMINATOR_ORDER.generator(base.seed).permutation(len(deltas.y_train))
     x, y = deltas.x_train[order], deltas.y_train[order].astype(np.float32)
     n_fit = len(x) - int(len(x) * base.validation_split)
 

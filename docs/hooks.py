@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the reproduction package scripts/ imports from the repository (it is not installed)
+    sys.path.insert(0, str(ROOT))
 INCLUDE = re.compile(r"^<!-- include(-if-present)?: ([\w.-]+\.md) -->$", re.MULTILINE)
 MARKER = re.compile(r"^<!-- algorithm: ([a-z0-9-]+) -->$", re.MULTILINE)
 RESULTS = re.compile(r"^<!-- results: ([a-z0-9-]+) -->$", re.MULTILINE)

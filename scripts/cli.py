@@ -1,5 +1,5 @@
 """``tff-esn reproduce thesis|incfed|pfedrr|fedip|all|EXPERIMENT [--profile P] [--backend B] [--wesad-dir DIR]
-[--hhar-dir DIR] --out DIR``: registered through the ``tff_esn.commands`` entry-point group."""
+[--hhar-dir DIR] --out DIR``: the command :mod:`tff_esn.cli.reproduce` runs from a clone of the repository."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tff_esn.cli import UsageError, lazy_command
+from tff_esn.cli import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,13 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the request; prints the report path; exit code 1 when an experiment failed."""
-    from scripts.framework import FAILED, DataSources, RunRequest
+    from scripts.framework import FAILED, DataSources, ReproductionRequest
 
     try:
         npz = {} if args.npz is None else {"npz": f"npz:{Path(args.npz).expanduser().resolve()}"}
         data = DataSources.from_dirs(args.wesad_dir, args.hhar_dir, cache_dir=args.cache_dir, **npz)
-        request = RunRequest(args.target, args.profile, data, Path(args.out), seed=args.seed, force=args.force,
-                             progress=args.progress, backend=args.backend)
+        request = ReproductionRequest(args.target, args.profile, data, Path(args.out), seed=args.seed,
+                                      force=args.force, progress=args.progress, backend=args.backend)
     except (ValueError, FileNotFoundError) as err:  # the target's name, a --*-dir flag or the seeds
         raise UsageError(str(err)) from None
     import tensorflow as tf
@@ -66,13 +66,8 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(r["status"] == FAILED for r in records) else 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """``tff-esn reproduce``; its flags (the framework's profiles) are built when the command runs."""
-    lazy_command(subparsers, "reproduce", _add_command_arguments,
-                 help="re-run the seeds' tables and figures and write report.md")
-
-
-def _add_command_arguments(parser: argparse.ArgumentParser) -> None:
+def add_command_arguments(parser: argparse.ArgumentParser) -> None:
+    """``tff-esn reproduce``'s description, flags and function."""
     parser.description = ("Re-run the published experiments (thesis, IncFed, pFedRR, FedIP) on the synthetic default "
                           "or a real copy, write tables (CSV + Markdown, published numbers beside ours), figures (PNG) "
                           "and DIR/report.md. Finished experiments are skipped unless --force.")

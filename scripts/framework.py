@@ -450,7 +450,7 @@ def run_config(algorithm: str, **flags: Any):
 
 # ----------------------------------------------------------------------------- runner
 @dataclasses.dataclass(frozen=True)
-class RunRequest:
+class ReproductionRequest:
     """One ``reproduce`` invocation: what, how big, on which data, where."""
 
     target: str
@@ -480,7 +480,7 @@ def data_kinds(experiment: Experiment, profile: str) -> tuple[str, ...]:
     return tuple(getattr(experiment.settings[profile], "datasets", experiment.data))
 
 
-def _identity(request: RunRequest, experiment: Experiment) -> dict[str, Any]:
+def _identity(request: ReproductionRequest, experiment: Experiment) -> dict[str, Any]:
     settings = experiment.settings[request.profile]
     kinds = data_kinds(experiment, request.profile)
     identity = {"profile": request.profile, "seed": request.seed,
@@ -511,7 +511,7 @@ def _missing_requirement(experiment: Experiment) -> str | None:
     return None
 
 
-def run_one(experiment: Experiment, request: RunRequest, *, position: int = 1) -> dict[str, Any]:
+def run_one(experiment: Experiment, request: ReproductionRequest, *, position: int = 1) -> dict[str, Any]:
     """Runs (or skips) one experiment; always returns and writes its status record."""
     folder = request.out / experiment.name
     identity = _identity(request, experiment)

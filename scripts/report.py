@@ -155,7 +155,7 @@ def _experiment_section(out: Path, record: dict[str, Any]) -> list[str]:
 
 
 def write_report(request, records: list[dict[str, Any]], *, seconds: float) -> Path:
-    """Writes ``OUT/report.md`` for ``request`` (a :class:`scripts.framework.RunRequest`)."""
+    """Writes ``OUT/report.md`` for ``request`` (a :class:`scripts.framework.ReproductionRequest`)."""
     out = request.out
     records = _records_in(out, records)
     kinds = (tuple(k for k in ("wesad", "hhar", "npz") if any(k in r.get("data", {}) for r in records))

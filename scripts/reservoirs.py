@@ -1,16 +1,15 @@
-"""``python -m scripts.reservoirs [--seeds N] [--out RUN_DIR] [--page PAGE] [--figure PNG]``: IncFed and FedAvg across
+"""``python -m scripts.reservoirs [--seeds N] [--out RUN_DIR] [--page PAGE]``: IncFed and FedAvg across
 reservoir topologies and depths, beside esnfed's topologies built with the same sizes, on JapaneseVowels and
 BasicMotions (UEA archive) and the synthetic WESAD and HHAR.
 
 The comparison is :func:`tff_esn.cli.compare.reservoirs.run_reservoir_comparison` (``tff-esn compare --reservoirs``)
-with its defaults: 10 iid clients, FedAvg 20 rounds. Writes ``RUN_DIR``'s files, the table into the page ``PAGE``
-(between its ``<!-- reservoirs-table -->`` markers) and the figure to ``FIGURE``.
+with its defaults: 10 iid clients, FedAvg 20 rounds. Writes ``RUN_DIR``'s files (the figure among them) and the
+table into the page ``PAGE`` (between its ``<!-- reservoirs-table -->`` markers).
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,12 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0 … N − 1")
     parser.add_argument("--out", type=Path, default=Path("runs/reservoirs"))
     parser.add_argument("--page", type=Path, default=ROOT / "docs" / "reservoirs.md")
-    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "assets" / "reservoirs.png")
     parser.add_argument("--data", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     args = parser.parse_args(argv)
     comparison = ReservoirComparison(tuple((name, SOURCES[name]) for name in args.data), seeds=tuple(range(args.seeds)))
     paths = run_reservoir_comparison(comparison, args.out)
-    shutil.copyfile(paths["figure_png"], args.figure)
     page = args.page.read_text()
     start, stop = page.index(MARKER) + len(MARKER), page.rindex(MARKER)
     write_text_atomic(args.page, page[:start] + "\n\n" + paths["table"].read_text() + "\n" + page[stop:])

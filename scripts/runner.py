@@ -6,12 +6,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scripts.framework import RunRequest, run_one, select
+from scripts.framework import ReproductionRequest, run_one, select
 from scripts.report import write_report
 from tff_esn.common.progress import progress_bar
 
 
-def run_experiments(request: RunRequest) -> tuple[Path, list[dict[str, Any]]]:
+def run_experiments(request: ReproductionRequest) -> tuple[Path, list[dict[str, Any]]]:
     """Runs the request's experiments in order and writes ``OUT/report.md``; returns its path and the records."""
     chosen = select(request.target)
     request.out.mkdir(parents=True, exist_ok=True)

@@ -33,13 +33,21 @@ def toy_model(dataset) -> Model:
                     dataset.feature_names, dataset.label_names)
 
 
-def write_npz(path, dataset, groups):
-    """``dataset`` as an npz file (X, y, client, split), client ``i`` in group ``groups[i]``; returns ``path``."""
+def write_npz(path, dataset, groups, *, labels=True):
+    """``dataset`` as an npz file (X, y, client, split; without y unless ``labels``, without split for ``groups``
+    None), client ``i`` in group ``groups[i]``, sequences of unequal length as an object array of each at its
+    length; returns ``path``."""
     ids = dataset.client_ids
-    np.savez(path, X=np.concatenate([dataset.clients[c].x for c in ids]),
-             y=np.concatenate([dataset.clients[c].y for c in ids]),
-             client=np.concatenate([[c] * len(dataset.clients[c]) for c in ids]),
-             split=np.concatenate([[g] * len(dataset.clients[c]) for c, g in zip(ids, groups)]))
+    if dataset.ragged:
+        sequences = [s[:n] for c in ids for s, n in zip(dataset.clients[c].x, dataset.clients[c].steps)]
+        x = np.empty(len(sequences), dtype=object)
+        x[:] = sequences
+    else:
+        x = np.concatenate([dataset.clients[c].x for c in ids])
+    arrays = {"y": np.concatenate([dataset.clients[c].y for c in ids])} if labels else {}
+    if groups is not None:
+        arrays["split"] = np.concatenate([[g] * len(dataset.clients[c]) for c, g in zip(ids, groups)])
+    np.savez(path, X=x, client=np.concatenate([[c] * len(dataset.clients[c]) for c in ids]), **arrays)
     return path
 
 
@@ -85,3 +93,20 @@ def many_classes_dataset(seed=2, n_classes=52, per_class=2, clients=4, steps=8):
     data["test"] = ClientSequences((rng.normal(size=(n_classes, steps, 2)) + test[:, None, None] * 0.1)
                                    .astype(np.float32), test)
     return SequenceDataset(data, n_classes, ("f0", "f1"), tuple(f"k{j}" for j in range(n_classes)), "many-classes")
+
+
+def write_ts(folder, name="Toy", n_train=24, n_test=12, classes=3, steps=12, seed=0, ragged=False):
+    """A learnable .ts problem ``folder/name_{TRAIN,TEST}.ts`` whose class shifts both dimensions' mean; returns its
+    ``ts:`` source."""
+    rng = np.random.default_rng(seed)
+    labels = [f"c{i}" for i in range(classes)]
+    head = f"@problemName {name}\n@univariate false\n@dimensions 2\n@classLabel true {' '.join(labels)}\n@data\n"
+    for part, n in (("TRAIN", n_train), ("TEST", n_test)):
+        lines = []
+        for i in range(n):
+            k = i % classes
+            t = int(rng.integers(steps // 2, steps + 1)) if ragged else steps
+            x = rng.normal(size=(t, 2)) + k
+            lines.append(":".join(",".join(f"{v:.4f}" for v in x[:, d]) for d in range(2)) + f":{labels[k]}")
+        (folder / f"{name}_{part}.ts").write_text(head + "\n".join(lines) + "\n")
+    return f"ts:{folder / name}"

@@ -9,7 +9,8 @@ import pytest
 
 from tff_esn.registry import algorithms
 from tff_esn.closed_form.heterogeneous import align, client_weights
-from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
+from tff_esn.common.streams import child_seed
+from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
 from tff_esn.esn.weights import ReservoirWeights
 
 from closed_form_data import default_split, random_dataset

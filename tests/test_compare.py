@@ -12,21 +12,7 @@ from tff_esn.cli.compare.heterogeneity import Comparison, fitting_algorithms, ru
 from tff_esn.data.sources import load_source
 from tff_esn.data.ts import load_ts
 
-
-def _ts(folder, name="Toy", n_train=24, n_test=12, classes=3, steps=12, seed=0, ragged=False):
-    """A learnable .ts problem: the class shifts both dimensions' mean."""
-    rng = np.random.default_rng(seed)
-    labels = [f"c{i}" for i in range(classes)]
-    head = f"@problemName {name}\n@univariate false\n@dimensions 2\n@classLabel true {' '.join(labels)}\n@data\n"
-    for part, n in (("TRAIN", n_train), ("TEST", n_test)):
-        lines = []
-        for i in range(n):
-            k = i % classes
-            t = int(rng.integers(steps // 2, steps + 1)) if ragged else steps
-            x = rng.normal(size=(t, 2)) + k
-            lines.append(":".join(",".join(f"{v:.4f}" for v in x[:, d]) for d in range(2)) + f":{labels[k]}")
-        (folder / f"{name}_{part}.ts").write_text(head + "\n".join(lines) + "\n")
-    return f"ts:{folder / name}"
+from closed_form_data import write_ts
 
 
 def _rows(path):
@@ -35,7 +21,7 @@ def _rows(path):
 
 
 def test_a_comparison_writes_csv_table_and_figure_and_incfed_equals_centralized_on_every_partition(tmp_path):
-    source = _ts(tmp_path)
+    source = write_ts(tmp_path)
     comparison = Comparison(source, "ignored", "npz", partitions=("iid", "dirichlet:0.1"), clients=4, seeds=(0, 1),
                             algorithms=("centralized", "incfed", "fedavg-ridge"))
     paths = run_comparison(comparison, tmp_path / "out", progress=False)
@@ -60,7 +46,7 @@ def test_a_comparison_writes_csv_table_and_figure_and_incfed_equals_centralized_
 
 
 def test_finished_cells_are_read_not_rerun_and_other_settings_are_refused(tmp_path, monkeypatch):
-    source = _ts(tmp_path, seed=3)
+    source = write_ts(tmp_path, seed=3)
     comparison = Comparison(source, "ignored", "npz", partitions=("iid",), clients=3, seeds=(0,),
                             algorithms=("centralized", "incfed"))
     first = run_comparison(comparison, tmp_path / "out", progress=False)["csv"].read_text()
@@ -76,9 +62,9 @@ def test_finished_cells_are_read_not_rerun_and_other_settings_are_refused(tmp_pa
 
 
 def test_the_algorithms_that_fit_the_labels_and_lengths(tmp_path):
-    four = load_ts(_ts(tmp_path, "Four", classes=4)[3:])
-    two = load_ts(_ts(tmp_path, "Two", classes=2)[3:])
-    ragged = load_ts(_ts(tmp_path, "Rag", classes=2, ragged=True)[3:])
+    four = load_ts(write_ts(tmp_path, "Four", classes=4)[3:])
+    two = load_ts(write_ts(tmp_path, "Two", classes=2)[3:])
+    ragged = load_ts(write_ts(tmp_path, "Rag", classes=2, ragged=True)[3:])
     assert fitting_algorithms(four)[0] == "centralized"
     assert {"incfed", "fedavg-ridge", "pfedrr", "fedip"} <= set(fitting_algorithms(four))
     assert {"fedavg", "fedcurv"} <= set(fitting_algorithms(four)) and "thesis-central" not in fitting_algorithms(four)
@@ -97,7 +83,7 @@ def test_bad_comparisons(kwargs, message):
 
 
 def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(tmp_path, capsys):
-    source = _ts(tmp_path)
+    source = write_ts(tmp_path)
     argv = ["compare", "--data", source, "--algorithms", "centralized,incfed", "--partitions", "iid,pathological:1",
             "--clients", "3", "--seeds", "0", "--no-progress", "--out", str(tmp_path / "o")]
     assert main(argv) == 0
@@ -118,7 +104,7 @@ def test_the_compare_command_prints_the_table_and_refuses_bad_input_in_one_line(
 
 
 def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, capsys):
-    source = _ts(tmp_path)
+    source = write_ts(tmp_path)
     base = ["run", "incfed", "--backend", "numpy", "--data", source, "--units", "20"]
     assert main([*base, "--partition", "pathological:1", "--clients", "3", "--out", str(tmp_path / "a")]) == 0
     record = json.loads((tmp_path / "a/metrics.json").read_text())
@@ -145,7 +131,7 @@ def test_run_deals_clients_by_partition_and_records_the_histogram(tmp_path, caps
 
 
 def test_fedavg_on_k_classes_runs_the_comparisons_rounds_with_the_neutral_settings(tmp_path):
-    source = _ts(tmp_path, name="Three", n_train=12, n_test=6, steps=8)
+    source = write_ts(tmp_path, name="Three", n_train=12, n_test=6, steps=8)
     comparison = Comparison(source, "ignored", "npz", partitions=("iid",), clients=2, seeds=(0,),
                             algorithms=("centralized", "fedavg"), rounds=2)
     rows = _rows(run_comparison(comparison, tmp_path / "out", progress=False)["csv"])

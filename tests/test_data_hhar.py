@@ -37,7 +37,7 @@ def test_csvs_keep_null_labels_as_text(hhar_dir):
 
 def test_runs_drop_null_skip_models_without_gyroscope_and_keep_native_rates(hhar_dir):
     frames = hhar.read_hhar(hhar_dir)
-    runs = hhar.device_runs(frames[("phone", "acc")], frames[("phone", "gyro")])
+    runs = hhar.device_recordings(frames[("phone", "acc")], frames[("phone", "gyro")])
     assert set(runs) == {(u, m) for u in USERS for m in ("nexus4", "s3")}
     run = runs[("a", "nexus4")]
     assert run.values.shape[1] == 6 and np.isfinite(run.values).all()
@@ -61,7 +61,7 @@ def test_copy_with_fewer_gaps_and_nearest_time_join():
     gyro_t = t[::2] + 3_000_000  # 50 Hz, 3 ms late
     gyro_v = np.arange(len(gyro_t))[:, None] * np.ones((1, 3))
     gyro = pd.concat([_frame("nexus4_1", gyro_t, gyro_v, "walk"), _frame("nexus4_2", gyro_t, gyro_v, "walk")])
-    runs = hhar.device_runs(acc.reset_index(drop=True), gyro.reset_index(drop=True))
+    runs = hhar.device_recordings(acc.reset_index(drop=True), gyro.reset_index(drop=True))
     run = runs[("a", "nexus4")]
     assert run.device == "nexus4_2" and np.all(run.values[:, :3] == 2)
     # acc sample k at 10k ms: nearest gyro sample is k // 2 (at 20(k//2)+3 ms)

@@ -8,7 +8,7 @@ from tff_esn.data.safe_pickle import UnsafePickleError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, load_npz
 from tff_esn.common.tasks import Task
 from tff_esn.data.errors import DataError
-from tff_esn.data.sources import load_source, source_stand_in
+from tff_esn.data.sources import load_source, source_stand_in, source_task
 from tff_esn.data.splits import SPLIT_NAMES, get_split
 from tff_esn.data.seed_sources.synthetic_wesad import generate_wesad
 
@@ -216,3 +216,22 @@ def test_npz_object_array_with_code_is_rejected(tmp_path):
     with pytest.raises(UnsafePickleError):
         load_npz(path)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("source, series, task", [("narma10", True, "forecast"), ("narma20", True, "forecast"),
+                                                  ("mackey-glass", True, "forecast"), ("narma1", False, None),
+                                                  ("narma010", False, None), ("narma10:x", False, None),
+                                                  ("synthetic-wesad", False, None), ("npz:f.npz", False, None)])
+def test_a_series_name_is_read_once_and_means_forecast(source, series, task):
+    from tff_esn.data.seed_sources.generators import generator
+    from tff_esn.data.source_names import named_task, series_source
+    from tff_esn.registry.algorithms import get_algorithm
+    from tff_esn.registry.defaults import FORECAST_STATES, source_defaults
+
+    assert (series_source(source), named_task(source)) == (series, task)
+    if series:
+        assert callable(generator(source)) and source_task(source) == "forecast"
+        assert source_defaults(get_algorithm("incfed"), source).items() >= FORECAST_STATES.items()
+    else:
+        with pytest.raises((KeyError, TypeError)):
+            generator(source)

@@ -189,6 +189,32 @@ def test_the_reference_covers_every_public_module_and_skips_private_ones():
     assert len(modules) == len(files)
 
 
+
+def test_the_topology_figure_is_an_svg_with_each_topologys_matrix_and_spectrum(tmp_path):
+    import base64
+    import xml.etree.ElementTree as ET
+
+    from tff_esn.esn.hyperparameters import TOPOLOGIES
+
+    hooks = _hooks()
+    assert f"]({hooks.TOPOLOGY_FIGURE})" in (DOCS / "reservoirs.md").read_text()
+    path = tmp_path / hooks.TOPOLOGY_FIGURE
+    path.parent.mkdir(parents=True)
+    path.write_bytes(hooks.topology_figure())
+    assert 20_000 < path.stat().st_size < 1_000_000
+    svg = ET.parse(path).getroot()
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+    width, height = (float(svg.attrib[k].removesuffix("pt")) for k in ("width", "height"))
+    assert 120 * len(TOPOLOGIES) < width < 180 * len(TOPOLOGIES) and 250 < height < 500  # a column per topology
+    text = " ".join(t.strip() for t in svg.itertext())
+    assert "60 units" in text and all(name in text for name in TOPOLOGIES) and text.count("ρ(Ŵ) =") == len(TOPOLOGIES)
+    images = svg.findall(".//{http://www.w3.org/2000/svg}image")
+    assert len(images) == len(TOPOLOGIES)  # one non-zero pattern per topology, a PNG of at least 60 × 60 pixels
+    for image in images:
+        png = base64.b64decode(image.attrib["{http://www.w3.org/1999/xlink}href"].split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert min(int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) >= 60
+
 @pytest.mark.slow
 def test_strict_docs_build(tmp_path):
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
@@ -198,5 +224,6 @@ def test_strict_docs_build(tmp_path):
     done = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / _hooks().TOPOLOGY_FIGURE).stat().st_size > 20_000  # drawn at build time
     assert (tmp_path / "site" / "algorithms" / "incfed" / "index.html").is_file()
     assert (tmp_path / "site" / "reference" / "tff_esn" / "esn" / "ridge" / "index.html").is_file()

@@ -13,7 +13,7 @@ import pytest
 
 import tff_esn
 from scripts import docs_results, framework
-from scripts.framework import DataSources, Experiment, MeanStd, RunRequest
+from scripts.framework import DataSources, Experiment, MeanStd, ReproductionRequest
 from scripts.runner import run_experiments
 from tff_esn.common.io import write_json_atomic
 from tff_esn.runs.provenance import source_commit
@@ -54,7 +54,7 @@ def run_dir(monkeypatch, tmp_path):
     monkeypatch.setattr(docs_results, "experiments", lambda: dict(registry))
     (tmp_path / "hhar").mkdir()
     data = DataSources.from_dirs(hhar_dir=str(tmp_path / "hhar"))
-    run_experiments(RunRequest("incfed", "quick", data, tmp_path / "run", progress=False))
+    run_experiments(ReproductionRequest("incfed", "quick", data, tmp_path / "run", progress=False))
     return tmp_path / "run"
 
 

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from global_rng import call_untouched
 from tff_esn import ReservoirConfig
+from tff_esn.common.streams import child_seed
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.federated.centralized import train_centralized
@@ -14,7 +15,6 @@ from tff_esn.federated import clients as client_data
 from tff_esn.federated.clients import (
     CachedStates,
     RawInputs,
-    child_seed,
     client_reservoir_configs,
     noisy,
     reservoir_states,

@@ -119,6 +119,27 @@ def test_selection_scores_candidates_on_validation_and_ties_go_to_the_lower_loss
     assert result["val"]["f1_macro"] == pytest.approx(0.95)
 
 
+def test_a_diverged_candidate_is_left_out_of_the_choice_with_a_warning_and_all_diverged_is_one_line():
+    from tff_esn.common.metrics import NonFiniteScores
+    from tff_esn.common.run_warnings import recording
+
+    def diverging(candidate):
+        if candidate.model.learning_rate >= 0.1:
+            raise NonFiniteScores(f"fedavg: round 2: the readout diverged at client lr {candidate.model.learning_rate:g}")
+        return {"val": {"f1_macro": 0.4}, "extra": {"kept_round": 1, "rounds": [{"val_log_loss": 0.5}]}}
+
+    _, split = _dataset_and_split()
+    with recording() as said:
+        config, record, result = select_settings(_config(), split, None, diverging)
+    assert config.model.learning_rate == 0.01 and result["val"]["f1_macro"] == 0.4
+    assert said == [f"fedavg: round 2: the readout diverged at client lr {lr:g}: candidate lr={lr:g} is left out of "
+                    "the choice" for lr in (0.1, 1.0)]
+    assert np.isnan(record["client_lr"]["val_f1_macro"][1:]).all()
+    with pytest.raises(NonFiniteScores, match="every candidate's readout diverged .* give --client-lr below"):
+        select_settings(_config(), split, None, lambda c: diverging(dataclasses.replace(
+            c, model=dataclasses.replace(c.model, learning_rate=1.0))))
+
+
 def test_without_validation_clients_auto_takes_the_stated_defaults_and_says_why():
     _, split = _dataset_and_split()
     config, record, result = select_settings(_config(FedCurvConfig, penalty="auto"), dataclasses.replace(split, val=()),

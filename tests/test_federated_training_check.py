@@ -103,11 +103,15 @@ def test_a_round_with_a_non_finite_loss_or_a_dropped_update_diverged():
 def test_a_diverged_candidate_is_said_with_its_setting():
     from tff_esn.federated.training_check import training_flags
 
-    selection = {"candidates": [{"client_lr": 1.0, "diverged": 2}, {"client_lr": 0.1, "diverged": None}]}
+    selection = {"candidates": [{"client_lr": 1.0, "diverged": 2, "kept_round": 1},
+                                {"client_lr": 0.1, "diverged": None, "kept_round": 3},
+                                {"client_lr": 10.0, "diverged": None, "kept_round": 0}]}  # left out of the choice
     with recording() as said:
         flags = training_flags("fedavg", {}, kept=None, budget=5, selection=selection)
     assert flags == [DIVERGED]
-    assert said == ["fedavg: the candidate client_lr 1 diverged (non-finite training loss or updates) in round 2; a "
+    assert said == ["fedavg: the candidate client_lr 1 diverged (non-finite training loss, updates or outputs) in "
+                    "round 2; a smaller learning rate trains it",
+                    "fedavg: the candidate client_lr 10 diverged (non-finite training loss, updates or outputs); a "
                     "smaller learning rate trains it"]
 
 

@@ -70,6 +70,12 @@ def test_narma10_follows_its_recursion_and_is_seeded():
     assert np.all(np.abs(generators.narma(300, np.random.default_rng(1), order=20).channel("y")) < 1)
 
 
+def test_a_narma_draw_too_long_to_stay_bounded_names_its_length_and_the_flags_that_set_it():
+    with pytest.raises(DataError, match=r"draws of 100000 steps diverged .* draw fewer steps \(--series-steps, "
+                                        r"--horizon, --series-clients\)"):
+        generators.narma(100000, np.random.default_rng(2), retries=0)
+
+
 def test_mackey_glass_is_the_chaotic_tau17_attractor():
     x = generators.mackey_glass(2000, np.random.default_rng(0)).channel("x")
     assert 0.2 < x.min() < 0.5 and 1.2 < x.max() < 1.45  # the τ = 17 attractor's range

@@ -146,6 +146,22 @@ def test_sequences_as_a_list_of_unequal_lengths_equal_the_padded_array():
         model.predict(np.full((1, 4, 2), np.nan))
 
 
+def test_a_sequence_dataset_is_predicted_as_its_clients_pooled():
+    dataset = _real_dataset("regress", ragged=True)
+    weights = ReservoirWeights.from_config(ReservoirConfig(units=16, leaky=0.5, seed=3), 2)
+    model = model_of(weights, Readout("ridge", np.random.default_rng(0).normal(size=(1, 17))), StateSpec("mean", 1),
+                     dataset.task, dataset.feature_names, ("y",))
+    pooled = dataset.pooled(dataset.client_ids)
+    assert pooled.lengths is not None and len(pooled) == 36
+    np.testing.assert_array_equal(model.predict(dataset), model.predict(pooled.x, pooled.lengths))
+    np.testing.assert_array_equal(model.states(dataset), model.states(pooled.x, pooled.lengths))
+    renamed = dataclasses.replace(dataset, feature_names=("b", "a"))
+    with pytest.raises(ValueError, match=r"x: features \['b', 'a'\], the model was trained on \['a', 'b'\]"):
+        model.predict(renamed)
+    with pytest.raises(ValueError, match="a SequenceDataset carries its lengths"):
+        model.predict(dataset, lengths=pooled.lengths)
+
+
 def test_loading_and_predicting_import_no_tensorflow(tmp_path):
     dataset = random_dataset(n_clients=5, steps=10)
     record = run_algorithm(resolve_run("incfed", dataset, units=300, backend="numpy"), dataset,
@@ -153,11 +169,34 @@ def test_loading_and_predicting_import_no_tensorflow(tmp_path):
     folder = record.model.save(tmp_path / "model")
     assert sum(f.stat().st_size for f in folder.iterdir()) < 2 * 2 ** 20  # a 300-unit model under 2 MB
     np.save(tmp_path / "x.npy", dataset.clients["c4"].x)
-    code = ("import sys, numpy as np; from tff_esn.esn.model import Model; "
-            f"m = Model.load({str(folder)!r}); p = m.predict(np.load({str(tmp_path / 'x.npy')!r})); "
-            "print(len(p), 'tensorflow' in sys.modules, 'tensorflow_federated' in sys.modules)")
+    code = ("import sys, numpy as np, tff_esn; "
+            f"m = tff_esn.Model.load({str(folder)!r}); p = m.predict(np.load({str(tmp_path / 'x.npy')!r})); "
+            "print(len(p), 'tensorflow' in sys.modules, 'tensorflow_federated' in sys.modules, "
+            "issubclass(tff_esn.ModelFormatError, ValueError), sorted(tff_esn.__all__) == tff_esn.__all__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.stdout.split() == [str(len(dataset.clients["c4"])), "False", "False"], done.stderr
+    assert done.stdout.split() == [str(len(dataset.clients["c4"])), "False", "False", "True", "True"], done.stderr
+
+
+@pytest.mark.parametrize("name", ["deep", "mixed-activation", "small-world", "per-unit-leaks"])
+def test_every_reservoir_kind_saves_and_loads_whole(name, tmp_path):
+    """Deep layers, per-unit nonlinearities, a small-world graph and per-unit leaking rates come back exactly."""
+    from test_model_exports import MODELS
+
+    model, x = MODELS[name](np.random.default_rng(0))
+    loaded = Model.load(model.save(tmp_path / "model"))
+    ours, theirs = model.members[0].reservoir, loaded.members[0].reservoir
+    if name == "deep":
+        assert len(ours.layers) == 2
+    elif name == "small-world":
+        assert model.members[0].config.topology == "small-world"
+    else:  # one nonlinearity or leaking rate per unit, not all alike
+        assert len(set(ours.activation if name == "mixed-activation" else ours.leaky)) > 1
+    for field in ("leaky", "layers", "readout_from", "activation"):
+        assert getattr(theirs, field) == getattr(ours, field), field
+    for field in ("kernel", "recurrent", "bias", "gain"):
+        np.testing.assert_array_equal(getattr(theirs, field), getattr(ours, field))
+    assert loaded.members[0].config == model.members[0].config and loaded.spec == model.spec
+    np.testing.assert_array_equal(loaded.decision_function(x), model.decision_function(x))
 
 
 @pytest.fixture
@@ -228,15 +267,19 @@ def test_the_models_numpy_states_are_the_tf_reservoir_layers(state_mode, ragged)
     assert np.max(np.abs(ours)) > 0.1
 
 
-@pytest.mark.parametrize("algorithm", ["fedavg", "incfed"])
+@pytest.mark.parametrize("algorithm", ["fedavg", "incfed", "fedip", "pfedrr", "partial-incfed"])
 def test_a_dp_runs_model_holds_only_the_released_readout_and_public_entries(algorithm, tmp_path):
-    """Standardised readout inputs are asked for, but a DP run's model holds no training clients' statistics."""
+    """Standardised readout inputs are asked for (FedAvg), but a DP run's model holds no training clients'
+    statistics: the released readout, FedIP's released gains and biases, pFedRR's and partial IncFed's locally
+    noised global readout."""
     dataset = random_dataset(n_clients=6, steps=12, n_classes=2)
     settings = {**fast_settings(algorithm, dataset, tmp_path / "run"), "dp_epsilon": 8.0}
     if algorithm == "fedavg":
         settings["readout_inputs"] = "standardized"
-    else:
+    elif algorithm in ("incfed", "fedip"):
         settings["backend"] = "tff"
+    else:
+        settings["dp_model"] = "local"
     record = run_algorithm(resolve_run(algorithm, dataset, units=12, **settings), dataset, default_split(dataset))
     folder = record.model.save(tmp_path / "model")
     assert record.model.members[0].readout.standardization is None and "train" not in record.model.metrics

@@ -1,14 +1,19 @@
 """Exports of a trained :class:`~tff_esn.esn.model.Model`: a Keras model that ``.keras``-saves and reloads in a fresh
 process with the model's outputs, and reservoirpy nodes (slow, with the ``reservoirpy`` extra) computing them."""
 
+import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tff_esn import resolve_run, run_algorithm
 from tff_esn.common.tasks import Task
+from tff_esn.data.cache import cache_root
 from tff_esn.esn.hyperparameters import ReservoirConfig
 from tff_esn.esn.model import Member, Model, Readout, model_of
 from tff_esn.esn.standardization import Standardization
@@ -48,6 +53,16 @@ def _dense_inputs(rng):
                          spec=StateSpec("last", 0, raw_inputs=True)), x
 
 
+def _standardised_inputs_leaks(rng):
+    """IncFed's readout on a per-unit-leak reservoir fed standardised inputs (both fold into reservoirpy's nodes)."""
+    model, x = _trained("incfed", backend="numpy", state_mode="mean")
+    config = ReservoirConfig(units=16, leak_distribution="uniform", leak_low=0.3, leaky=0.9, seed=4)
+    member = model.members[0]
+    inputs = Standardization(rng.normal(size=3).astype(np.float32), rng.uniform(0.5, 2, 3).astype(np.float32))
+    return model.replace(members=(Member(ReservoirWeights.from_config(config, 3), member.readout, 1.0, config),),
+                         inputs=inputs), x
+
+
 MODELS = {
     "incfed": lambda rng: _trained("incfed", backend="numpy", state_mode="mean"),
     "inputs-mean": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", washout=3, raw_inputs=True),
@@ -58,6 +73,13 @@ MODELS = {
     "ensemble": lambda rng: _trained("ensemble", state_mode="last"),
     "per-step": lambda rng: _trained("centralized", per_step=True, state_mode="all", washout=2),
     "dense-standardised": _dense,
+    "deep": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", layers=2),
+    "mixed-activation": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", activation="mixed"),
+    "small-world": lambda rng: _trained("incfed", backend="numpy", state_mode="last", raw_inputs=False,
+                                        topology="small-world", neighbours=4),
+    "per-unit-leaks": lambda rng: _trained("incfed", backend="numpy", state_mode="mean", leak_distribution="uniform",
+                                           leak_low=0.3, leaky=0.9),
+    "standardised-inputs-leaks": _standardised_inputs_leaks,
 }
 
 
@@ -105,31 +127,92 @@ def test_reservoirpy_refuses_what_it_has_no_node_of():
                      ("a", "b", "c"), ("y",))
     with pytest.raises(ValueError, match="a deep reservoir's layers"):
         model.to_reservoirpy()
+    mixed, _ = MODELS["mixed-activation"](rng)
+    with pytest.raises(ValueError, match="reservoirpy's Reservoir takes one of tanh"):
+        mixed.to_reservoirpy()
     beside, _ = _trained("centralized", raw_inputs=True, state_mode="last")
     with pytest.raises(ValueError, match="sees the inputs beside the states"):
         beside.to_reservoirpy()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["incfed", "fedip-gains", "per-step", "inputs"])
-def test_reservoirpy_nodes_compute_the_models_outputs_and_read_back(name):
-    reservoirpy = pytest.importorskip("reservoirpy")
+RESERVOIRPY = ("incfed", "fedip-gains", "per-step", "small-world", "per-unit-leaks", "standardised-inputs-leaks")
+"""The models reservoirpy has nodes of."""
+
+RESERVOIRPY_04 = ("numpy", "scipy>=1.11", "scikit-learn", "reservoirpy==0.4.2")
+"""A TensorFlow-free environment's packages: what loading a model takes (numpy, scikit-learn's metrics) and
+reservoirpy 0.4 (which needs a newer scipy than TFF's stack takes)."""
+
+ROUND_TRIP = """
+import importlib.util, json, sys
+import numpy as np, reservoirpy
+if hasattr(reservoirpy, "verbosity"):  # 0.3's progress bars; 0.4 has none
     reservoirpy.verbosity(0)
-    rng = np.random.default_rng(1)
-    if name == "inputs":  # input standardisation and per-unit leaks folded into the nodes
-        model, x = MODELS["incfed"](rng)
-        config = ReservoirConfig(units=16, leak_distribution="uniform", leak_low=0.3, leaky=0.9, seed=4)
-        member = model.members[0]
-        inputs = Standardization(rng.normal(size=3).astype(np.float32), rng.uniform(0.5, 2, 3).astype(np.float32))
-        model = model.replace(members=(type(member)(ReservoirWeights.from_config(config, 3), member.readout, 1.0,
-                                                    config),), inputs=inputs)
-        assert isinstance(model.members[0].reservoir.leaky, tuple)
-    else:
-        model, x = MODELS[name](rng)
+from tff_esn.esn.model import Model
+folder, names = sys.argv[1], sys.argv[2:]
+report = {"reservoirpy": reservoirpy.__version__,
+          "tensorflow installed": importlib.util.find_spec("tensorflow") is not None}
+for name in names:
+    model = Model.load(f"{folder}/{name}")
+    x, y, p = (np.load(f"{folder}/{name}.{k}.npy") for k in "xyp")
     esn = model.to_reservoirpy()
-    expected = model.decision_function(x)
-    np.testing.assert_allclose(esn.run(x), expected, atol=TOLERANCE, rtol=0)
+    nodes = esn.run(x)  # 0.3's nodes draw their given weights when first run
     back = Model.from_reservoirpy(esn.reservoir, esn.readout, state_mode=esn.state_mode, washout=esn.washout,
                                   label_names=model.label_names)
-    np.testing.assert_allclose(back.decision_function(x), expected, atol=TOLERANCE, rtol=0)
-    np.testing.assert_array_equal(back.predict(x).reshape(-1), model.predict(x).reshape(-1))
+    report[name] = {"loaded": float(np.abs(model.decision_function(x) - y).max()),
+                    "nodes": float(np.abs(nodes - y).max()),
+                    "read back": float(np.abs(back.decision_function(x) - y).max()),
+                    "same predictions": bool(np.array_equal(back.predict(x).reshape(-1), p.reshape(-1)))}
+report["tensorflow imported"] = "tensorflow" in sys.modules
+print(json.dumps(report))
+"""
+"""``python -c ROUND_TRIP FOLDER NAME…``: each model FOLDER/NAME loaded, run as reservoirpy nodes and read back from
+them, against the outputs and predictions saved beside it (NAME.x/y/p.npy); one JSON line of the largest errors."""
+
+
+def _reservoirpy_04_python() -> Path:
+    """The interpreter of a venv with :data:`RESERVOIRPY_04` and no TensorFlow, made once under the cache root (this
+    package's source is put on its ``PYTHONPATH``); the test is skipped when the packages cannot be fetched."""
+    venv = cache_root() / "reservoirpy-0.4.2-venv"
+    python, ready = venv / "bin" / "python", venv / ".installed"
+    if not ready.exists() or ready.read_text() != " ".join(RESERVOIRPY_04):
+        shutil.rmtree(venv, ignore_errors=True)
+        for step in ([sys.executable, "-m", "venv", str(venv)],
+                     [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *RESERVOIRPY_04]):
+            done = subprocess.run(step, capture_output=True, text=True, timeout=1200)
+            if done.returncode:
+                shutil.rmtree(venv, ignore_errors=True)
+                pytest.skip(f"no reservoirpy 0.4.2 venv: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+        ready.write_text(" ".join(RESERVOIRPY_04))
+    return python
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("environment", ["this venv", "reservoirpy 0.4.2 without tensorflow"])
+def test_reservoirpy_nodes_compute_the_models_outputs_and_read_back(environment, tmp_path):
+    """A saved model loads, runs as reservoirpy nodes and reads back from them with its outputs (within 1e-5) and
+    predictions, here (the ``reservoirpy`` extra, 0.3.13) and in a venv of reservoirpy 0.4.2 and no TensorFlow."""
+    if environment == "this venv":
+        python = Path(sys.executable)
+        pytest.importorskip("reservoirpy")
+    else:
+        python = _reservoirpy_04_python()
+    rng = np.random.default_rng(1)
+    for name in RESERVOIRPY:
+        model, x = MODELS[name](rng)
+        model.save(tmp_path / name)
+        for key, array in zip("xyp", (x, model.decision_function(x), model.predict(x))):
+            np.save(tmp_path / f"{name}.{key}.npy", array)
+    assert isinstance(Model.load(tmp_path / "standardised-inputs-leaks").members[0].reservoir.leaky, tuple)
+    environ = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTHONNOUSERSITE": "1"}
+    done = subprocess.run([str(python), "-c", ROUND_TRIP, str(tmp_path), *RESERVOIRPY], capture_output=True,
+                          text=True, timeout=600, env=environ)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not report.pop("tensorflow imported")
+    version, installed = report.pop("reservoirpy"), report.pop("tensorflow installed")
+    if environment != "this venv":
+        assert version == "0.4.2" and not installed
+    assert sorted(report) == sorted(RESERVOIRPY)
+    for name, errors in report.items():
+        assert errors.pop("same predictions"), name
+        assert max(errors.values()) < TOLERANCE, (name, errors)

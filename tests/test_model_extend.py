@@ -100,8 +100,9 @@ def test_add_to_through_the_cli_equals_the_run_on_both_files(tmp_path, capsys):
                  "--add-to", str(tmp_path / "A")]) == 0
     assert main(["run", "incfed", "--data", f"npz:{both}", "--out", str(tmp_path / "AB"), *fixed]) == 0
     added, whole = Model.load(tmp_path / "B" / "model"), Model.load(tmp_path / "AB" / "model")
-    np.testing.assert_allclose(added.members[0].readout.weights, whole.members[0].readout.weights, rtol=1e-7,
-                               atol=1e-9)
+    # float32 states: BLAS rounds each harvest by its batch composition (the pooled file batches other rows)
+    np.testing.assert_allclose(added.members[0].readout.weights, whole.members[0].readout.weights, rtol=1e-5,
+                               atol=1e-7)
     record = json.loads((tmp_path / "B" / "metrics.json").read_text())
     assert record["extends"]["data"] == f"npz:{a}" and record["extends"]["clients"] == 2
     assert record["l2_selection"] == {"l2": 0.01, "rule": "saved model", "reason": record["l2_selection"]["reason"]}
@@ -186,8 +187,8 @@ def test_centralized_keeps_the_pooled_statistics_and_incfed_extends_them(saved_m
                  for c in data_a.select(split_a.train).values()]
     expected = RidgeStats.sum(harvested)
     loaded = Model.load(central.save(tmp_path / "model"))
-    np.testing.assert_allclose(loaded.stats.B, expected.B, rtol=1e-6)
-    np.testing.assert_allclose(loaded.stats.A, expected.A, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(loaded.stats.B, expected.B, rtol=1e-5, atol=1e-7)  # float32 states, other batches
+    np.testing.assert_allclose(loaded.stats.A, expected.A, rtol=1e-5, atol=1e-7)
     assert (loaded.stats.n, loaded.stats.clients) == (expected.n, 3)
     plain = run_algorithm(resolve_run("centralized", data_a, **setting), data_a, split_a).model
     assert plain.stats is None

@@ -153,7 +153,7 @@ def test_plot_draws_the_reservoir_spectrum_states_forecast_and_confusion_of_run_
     assert np.sum(record["test"]["confusion"]) == record["test"]["n"]
     assert np.trace(record["test"]["confusion"]) == round(record["test"]["accuracy"] * record["test"]["n"])
     assert main(["plot", "forecast", "--run", str(tmp_path / "c")]) == 2
-    assert "classification run" in capsys.readouterr().err
+    assert "holds a classification model" in capsys.readouterr().err
     assert main(["plot", "learning-curve", "--run", str(tmp_path / "c")]) == 2
     assert "no rounds.csv" in capsys.readouterr().err
 
@@ -170,14 +170,81 @@ def test_plot_forecast_draws_the_saved_models_predictions(tmp_path, monkeypatch)
     drawn = {}
     monkeypatch.setattr(plots, "plot_forecast", lambda truth, prediction, title, reference: drawn.update(
         truth=truth, prediction=prediction) or "figure")
-    plot.draw("forecast", tmp_path / "f", record, 6)
+    plot.draw("forecast", plot.subject_of(run=str(tmp_path / "f")), 6)
     model = Model.load(tmp_path / "f/model")
-    dataset, groups = plot._dataset(record, model)
+    dataset, groups = plot._dataset(plot.Subject(tmp_path / "f/model", tmp_path / "f", record), model)
     test = dataset.pooled(groups["test"])
     expected = model.predict(test.x, test.lengths)
     np.testing.assert_array_equal(drawn["prediction"], expected[0] if expected.ndim == 2 else expected)
     assert drawn["truth"].shape == drawn["prediction"].shape
 
+
+
+def test_plot_from_a_model_folder_draws_the_reservoir_alone_and_the_states_with_data(tmp_path, capsys):
+    from tff_esn.esn.model import Model
+
+    source = _npz(tmp_path)
+    assert main(["run", "incfed", "--data", source, "--topology", "ring", "--state-mode", "mean", "--raw-inputs",
+                 "off", "--washout", "2", "--out", str(tmp_path / "c")]) == 0
+    model_dir = tmp_path / "kept/model"
+    Model.load(tmp_path / "c/model").save(model_dir)  # a model folder away from its run
+    capsys.readouterr()
+    assert main(["plot", "all", "--model", str(model_dir)]) == 0
+    said = capsys.readouterr().out
+    for kind in ("reservoir", "spectrum"):
+        assert all((tmp_path / "kept/figures" / f"{kind}.{s}").stat().st_size > 0 for s in ("pdf", "svg", "png"))
+        assert 1000 < _png_size(tmp_path / "kept/figures" / f"{kind}.png")[0] < 5000
+    assert "ring reservoir of 100 units" in (tmp_path / "kept/figures/spectrum.caption.md").read_text()
+    assert f"states: skipped (needs data; give --data SOURCE with --model {model_dir})" in said
+    assert "learning-curve: skipped (needs a run folder's rounds.csv; give --run DIR" in said
+    assert "confusion: skipped (needs a run folder's metrics.json; give --run DIR" in said
+    assert not (tmp_path / "kept/figures/states.png").exists()
+    for kind, missing in (("states", "needs data; give --data SOURCE"), ("confusion", "needs a run folder's")):
+        assert main(["plot", kind, "--model", str(model_dir)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert missing in err and len(err.splitlines()) == 1
+    assert main(["plot", "states", "--model", str(model_dir), "--data", source, "--units", "4",
+                 "--out", str(tmp_path / "s")]) == 0
+    assert "first all sequence of own (npz)" in (tmp_path / "s/states.caption.md").read_text()
+    assert main(["plot", "forecast", "--model", str(model_dir), "--data", source]) == 2
+    assert "holds a classification model" in capsys.readouterr().err
+
+
+def test_plot_states_of_a_model_are_the_states_its_readout_averages(tmp_path, monkeypatch):
+    from tff_esn.cli import plot
+    from tff_esn.esn.model import Model
+    from tff_esn.runs import plots
+
+    source = _npz(tmp_path)
+    assert main(["run", "incfed", "--data", source, "--state-mode", "mean", "--raw-inputs", "off", "--washout", "2",
+                 "--out", str(tmp_path / "c")]) == 0
+    drawn = {}
+    monkeypatch.setattr(plots, "plot_states", lambda states, title, units: drawn.update(states=states) or "figure")
+    plot.draw("states", plot.subject_of(model=str(tmp_path / "c/model"), data=source), 6)
+    model = Model.load(tmp_path / "c/model")
+    x = np.load(tmp_path / "own.npz")["X"][:1]  # every client pooled: the file's first sequence
+    assert drawn["states"].shape == (12, 100)
+    np.testing.assert_allclose(drawn["states"][2:].mean(axis=0), model.states(x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_plot_forecast_of_a_model_on_data_is_its_prediction_with_its_training_mean(tmp_path, monkeypatch):
+    from tff_esn.cli import plot
+    from tff_esn.esn.model import Model
+    from tff_esn.runs import plots
+
+    source = _series(tmp_path)
+    assert main(["run", "incfed", "--data", source, "--task", "forecast", "--washout", "0", "--standardize", "on",
+                 "--out", str(tmp_path / "f")]) == 0
+    drawn = {}
+    monkeypatch.setattr(plots, "plot_forecast", lambda truth, prediction, title, reference: drawn.update(
+        truth=truth, prediction=prediction, reference=reference) or "figure")
+    _, caption = plot.draw("forecast", plot.subject_of(model=str(tmp_path / "f/model"), data=source), 6)
+    model = Model.load(tmp_path / "f/model")
+    x = np.load(tmp_path / "series.npz")["X"][:, :-1]  # every client pooled; horizon 1: the last step is a target
+    np.testing.assert_array_equal(drawn["prediction"], model.predict(x)[0])
+    assert drawn["truth"].shape == drawn["prediction"].shape
+    assert drawn["reference"] == pytest.approx(float(model.outputs.mean[0]))
+    assert "training mean of the model's target standardisation" in caption
 
 def test_plot_functions_take_arrays():
     from tff_esn.runs import plots

@@ -43,19 +43,41 @@ def _serve(monkeypatch, dataset):
                       lambda name, d, **k: Split(name, ("c0", "c1", "c2"), ("c3",), ("c4",)))
 
 
-def test_neighbouring_data_sets_give_byte_identical_privacy_records(monkeypatch, tmp_path):
+@pytest.mark.parametrize("secure", [[], ["--secure-aggregation", "--dp-model", "distributed"]],
+                         ids=["dp", "dp-secure"])
+def test_neighbouring_data_sets_give_byte_identical_privacy_records(monkeypatch, tmp_path, secure):
     records = []
     for extra_long in (False, True):
         _serve(monkeypatch, _ragged(extra_long))
         out = tmp_path / str(extra_long)
-        assert main(["run", "incfed", "--out", str(out), *FAST, *DP_ALL, "--dp-max-steps", "12"]) == 0
+        assert main(["run", "incfed", "--out", str(out), *FAST, *DP_ALL, "--dp-max-steps", "12", *secure]) == 0
         records.append(json.loads((out / "metrics.json").read_text()))
-    first, second = (json.dumps(r["privacy"], sort_keys=True) for r in records)
-    assert first == second
+    for section in ("privacy", "secure_aggregation"):
+        first, second = (json.dumps(r[section], sort_keys=True) for r in records)
+        assert first == second, section
     privacy = records[0]["privacy"]
     assert privacy["privacy_unit"] == "one sequence (11 states)" and privacy["sensitivity"]["n"] == 11
     assert privacy["record_bound"].startswith("--dp-max-steps 12: training sequences longer are cut")
     assert not any("cut" in w or "crop" in w for r in records for w in r["warnings"])  # no data-dependent count
+    if secure:
+        noise = max(privacy["noise_stddev_on_sum"].values()) / np.sqrt(3)  # a client's share σ/√K, K = 3
+        sections = records[0]["secure_aggregation"]
+        assert sections["range"][1] == pytest.approx(2 ** 20 * 11 + 8 * noise)
+        assert sections["range_source"].startswith("--dp-max-client-sequences 1048576 × 11 states per sequence")
+        assert records[0]["config"]["dp_max_client_sequences"] == {"value": 2 ** 20, "origin": "default"}
+
+
+def test_a_dp_secure_sum_never_takes_its_range_from_the_clients_sizes():
+    from tff_esn.privacy.closed_form import secure_ridge_sum
+    from tff_esn.privacy.config import PrivacyConfig
+
+    with pytest.raises(ValueError, match="give --secure-range R"):
+        secure_ridge_sum(PrivacyConfig(secure_aggregation=True, dp_epsilon=1.0, dp_model="local"), [10, 20])
+    given = secure_ridge_sum(PrivacyConfig(secure_aggregation=True, dp_epsilon=1.0, secure_range=5.0), [10, 20])
+    plain = secure_ridge_sum(PrivacyConfig(secure_aggregation=True), [10, 20])
+    assert (given.secure.bound, plain.secure.bound) == (5.0, pytest.approx(20.0, rel=2e-6))
+    with pytest.raises(ValueError, match="--dp-max-client-sequences\\) sets the secure sum's range under DP"):
+        PrivacyConfig(secure_aggregation=True, dp_max_client_sequences=10)
 
 
 def test_unequal_lengths_without_a_public_bound_are_refused_in_one_line(monkeypatch, tmp_path, capsys):
@@ -109,7 +131,51 @@ def test_settings_from_a_file_are_declared_as_chosen_outside_the_epsilon(fake_so
     record = json.loads((tmp_path / "file" / "metrics.json").read_text())
     assert record["privacy"]["selection_outside_epsilon"] is True
     assert record["privacy"]["settings_from_file"] == ["l2", "units"]
-    assert any("came from a hyper-parameter file" in w for w in record["warnings"])
+    assert any("came from a hyper-parameter file (--hparams) with no search record" in w for w in record["warnings"])
+    assert record["privacy"]["selection_data"] == "unknown (no search.json beside the file)"
     assert main(["run", "incfed", "--out", str(tmp_path / "flags"), *FAST, "--dp-epsilon", "2"]) == 0
     plain = json.loads((tmp_path / "flags" / "metrics.json").read_text())["privacy"]
     assert plain["selection_outside_epsilon"] is False and plain["settings_from_file"] == []
+
+
+def _own_npz(path, seed):
+    from closed_form_data import random_dataset, write_npz
+
+    data = random_dataset(n_clients=6, steps=10, features=3, n_classes=2, seed=seed, sizes=[8] * 6)
+    return f"npz:{write_npz(path, data, ['train'] * 4 + ['val', 'test'])}"
+
+
+def test_a_tuned_file_says_whether_its_search_ran_on_the_same_clients(tmp_path):
+    from tuning.search import tune
+
+    same, other = _own_npz(tmp_path / "own.npz", 1), _own_npz(tmp_path / "other.npz", 2)
+    tune("incfed-wesad", data=same, trials=1, out=tmp_path / "search", progress=False)
+    (tmp_path / "copy.npz").write_bytes((tmp_path / "own.npz").read_bytes())
+    hparams = ["--hparams", str(tmp_path / "search" / "best_hparams.json")]
+    said = {}
+    for name, data in (("same", same), ("copy", f"npz:{tmp_path / 'copy.npz'}"), ("other", other)):
+        out = tmp_path / name
+        assert main(["run", "incfed", "--data", data, "--out", str(out), "--dp-epsilon", "2", *hparams]) == 0
+        said[name] = json.loads((out / "metrics.json").read_text())
+    for name in ("same", "copy"):  # a copy under another name holds the same clients
+        privacy = said[name]["privacy"]
+        assert privacy["selection_outside_epsilon"] is True
+        assert privacy["selection_data"] == f"same clients: a search on {same} (seed 0)"
+        assert any(f"came from a search on {same} (seed 0), the same clients' data" in w for w in said[name]["warnings"])
+    privacy = said["other"]["privacy"]
+    assert privacy["selection_outside_epsilon"] is False and privacy["selection_data"].startswith("other data: ")
+    assert not any("outside the DP mechanism" in w for w in said["other"]["warnings"])
+
+
+def test_fedavg_with_settings_from_a_search_on_its_clients_is_declared_outside_the_epsilon(tmp_path):
+    data = _own_npz(tmp_path / "own.npz", 1)
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "best_hparams.json").write_text(json.dumps({"client_lr": 0.05}))
+    (tmp_path / "search" / "search.json").write_text(json.dumps({"space": "thesis", "data": data, "seed": 0}))
+    assert main(["run", "fedavg", "--data", data, "--out", str(tmp_path / "run"), "--backend", "sim", "--units", "8",
+                 "--rounds", "2", "--dp-epsilon", "4", "--hparams", str(tmp_path / "search" / "best_hparams.json")]) == 0
+    record = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    privacy = record["privacy"]
+    assert privacy["selection_outside_epsilon"] is True and privacy["settings_from_file"] == ["client_lr"]
+    assert privacy["selection_data"] == f"same clients: a search on {data} (seed 0)"
+    assert any("client_lr came from a search" in w and "not covered by the ε" in w for w in record["warnings"])

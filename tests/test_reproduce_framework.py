@@ -7,7 +7,7 @@ import json
 import pytest
 
 from scripts import framework
-from scripts.framework import DataSources, Experiment, MeanStd, RunRequest
+from scripts.framework import DataSources, Experiment, MeanStd, ReproductionRequest
 from scripts.runner import run_experiments
 
 
@@ -58,7 +58,7 @@ def fake_registry(monkeypatch):
 
 
 def _request(tmp_path, **kw):
-    return RunRequest("incfed", "tiny", DataSources(), tmp_path / "out", progress=False, **kw)
+    return ReproductionRequest("incfed", "tiny", DataSources(), tmp_path / "out", progress=False, **kw)
 
 
 def test_failure_is_isolated_and_reported(fake_registry, tmp_path):
@@ -110,7 +110,7 @@ def test_other_settings_rerun_a_finished_experiment(fake_registry, tmp_path):
 
 def test_report_keeps_experiments_finished_by_an_earlier_invocation(fake_registry, tmp_path):
     run_experiments(_request(tmp_path))
-    one = RunRequest("ok-two", "tiny", DataSources(), tmp_path / "out", progress=False)
+    one = ReproductionRequest("ok-two", "tiny", DataSources(), tmp_path / "out", progress=False)
     report, records = run_experiments(one)
     assert [r["name"] for r in records] == ["ok-two"] and records[0]["skipped"]
     text = report.read_text()
@@ -119,7 +119,7 @@ def test_report_keeps_experiments_finished_by_an_earlier_invocation(fake_registr
 
 def test_bad_requests_are_rejected_by_name(fake_registry, tmp_path):
     with pytest.raises(ValueError, match="profile"):
-        RunRequest("all", "medium", DataSources(), tmp_path)
+        ReproductionRequest("all", "medium", DataSources(), tmp_path)
     with pytest.raises(ValueError, match="reproduce target"):
         framework.select("table-42")
     with pytest.raises(ValueError, match="wesad source"):
@@ -180,7 +180,7 @@ def federated_registry(monkeypatch):
 def test_the_backend_reaches_federated_experiments_is_recorded_and_part_of_a_run_identity(federated_registry,
                                                                                         tmp_path):
     def request(backend):
-        return RunRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
+        return ReproductionRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
 
     report, records = run_experiments(request("sim"))
     assert BACKENDS_SEEN == [("fed", "sim", "sim"), ("closed", "auto", "sim")]  # not injected: the config's default
@@ -242,7 +242,7 @@ def test_closed_form_runs_of_a_federated_experiment_take_the_requests_backend(fe
                                                                              closed_form):
     from scripts.framework import Context
 
-    request = RunRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
+    request = ReproductionRequest("thesis", "tiny", DataSources(), tmp_path / "out", progress=False, backend=backend)
     for name, federated in (("fed", True), ("closed", False)):
         ctx = Context(federated_registry[name], tmp_path / name, "tiny", request.data, 0, None, backend=backend)
         # outside a federated experiment: the configs' defaults (IncFed's auto, FedIP's tff)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from scripts import framework
-from scripts.framework import DataSources, RunRequest
+from scripts.framework import DataSources, ReproductionRequest
 from scripts.runner import run_experiments
 from tff_esn.cli import main
 
@@ -18,8 +18,8 @@ TINY_DATA = {"wesad": {"minutes": 2.0}, "hhar": {"minutes": 0.25}}
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
     cache = tmp_path_factory.mktemp("cache")
-    request = RunRequest("all", "tiny", DataSources(cache_dir=str(cache), options=TINY_DATA), out / "runs",
-                         progress=False)
+    request = ReproductionRequest("all", "tiny", DataSources(cache_dir=str(cache), options=TINY_DATA), out / "runs",
+                                  progress=False)
     report, records = run_experiments(request)
     return request, report, records
 
@@ -56,7 +56,7 @@ def test_published_columns_sit_beside_ours(tiny_run):
 
 def test_second_run_skips_finished_experiments(tiny_run):
     request, _, _ = tiny_run
-    again = RunRequest("incfed", "tiny", request.data, request.out, progress=False)
+    again = ReproductionRequest("incfed", "tiny", request.data, request.out, progress=False)
     report, records = run_experiments(again)
     assert [(r["name"], r["skipped"]) for r in records] == [("incfed-tables", True)]
     assert report == request.out / "report.md"

@@ -11,7 +11,7 @@ from tff_esn.cli.compare.heterogeneity import run_for
 from tff_esn.data.partition import partition_dataset
 from tff_esn.data.sources import load_source
 from tff_esn.data.splits import get_split
-from tff_esn.cli.compare.reservoirs import ReservoirComparison, reservoir_settings
+from tff_esn.cli.compare.reservoirs import ReservoirComparison, caption, figure, reservoir_settings
 
 from closed_form_data import random_dataset, write_npz
 
@@ -65,6 +65,7 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
     assert "| reservoir | npz-data incfed | npz-data centralized |" in table and "| deep, 2 layers, last-layer" in table
     assert "| majority class (constant, reference) |" in table and "\\toprule" in (tmp_path / "out/table.tex").read_text()
     assert all((tmp_path / "out" / f"reservoirs.{k}").stat().st_size > 0 for k in ("pdf", "svg", "png", "caption.md"))
+    assert "algorithms incfed, centralized; each" in (tmp_path / "out/reservoirs.caption.md").read_text()  # no rounds
     assert json.loads((tmp_path / "out" / "comparison.json").read_text())["clients"] == 4
     assert main(argv) == 0  # resumes: every seed is in results.csv
     with open(tmp_path / "out" / "results.csv") as f:
@@ -74,3 +75,33 @@ def test_compare_reservoirs_runs_every_reservoir_and_algorithm(tmp_path, capsys)
     assert "other settings" in capsys.readouterr().err
     assert main([*argv[:4], "torus", *argv[5:]]) == 2
     assert "unknown 'torus'" in capsys.readouterr().err
+
+
+def test_the_figure_titles_a_panel_by_its_source_and_the_caption_states_rounds_of_gradient_training():
+    rows = [{"data": "osc", "reservoir": "random", "algorithm": name, "seed": 0, "accuracy": 0.5,
+             "balanced_accuracy": 0.5, "objective": "balanced_accuracy", "majority": 0.25, "logistic_regression": 0.4}
+            for name in ("incfed", "fedavg")]
+    comparison = ReservoirComparison((("osc", "npz:/d/osc.npz"), ("x", "npz:/d/osc.npz")), ("random",),
+                                     algorithms=("incfed", "fedavg"), rounds=7)
+    titles = [ax.get_title() for ax in figure(comparison, rows + [{**r, "data": "x"} for r in rows]).axes]
+    assert titles == ["osc (npz)", "x: osc (npz)"]
+    assert "algorithms incfed, fedavg (gradient-trained: 7 rounds);" in caption(comparison, rows)
+
+
+def test_without_esnfed_its_rows_are_left_out_and_the_table_and_a_warning_say_so(tmp_path, monkeypatch):
+    import importlib.util
+
+    from tff_esn.cli.compare import reservoirs
+    from tff_esn.common.run_warnings import RunWarning
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "esnfed" else found(name, *a))
+    path = write_npz(tmp_path / "data.npz", random_dataset(n_clients=5, seed=9, sizes=[8] * 5),
+                     ["train"] * 3 + ["val", "test"])
+    comparison = ReservoirComparison((("d", f"npz:{path}"),), ("random", "esnfed"), ("incfed",), seeds=(0,), clients=4)
+    with pytest.warns(RunWarning, match="esnfed is not installed.*tff_esn\\[compare\\]"):
+        written = reservoirs.run_reservoir_comparison(comparison, tmp_path / "out", progress=False)
+    with open(written["csv"]) as f:
+        assert [r["reservoir"] for r in csv.DictReader(f)] == ["random"]
+    assert reservoirs.ESNFED_MISSING in written["table"].read_text()
+    assert reservoirs.ESNFED_MISSING in (tmp_path / "out" / "reservoirs.caption.md").read_text()

@@ -417,6 +417,23 @@ def test_balanced_class_weights_give_a_class_without_training_labels_weight_0_an
                                compute_class_weight("balanced", classes=np.arange(3), y=every))
 
 
+def test_the_cli_refusal_of_class_like_float_labels_names_task_classify(tmp_path, capsys):
+    from tff_esn.cli import main
+
+    x, y, client = _arrays(classes=2)
+    path = tmp_path / "f.npz"
+    np.savez(path, X=x, y=y.astype(np.float64), client=client)
+    assert main(["run", "centralized", "--data", f"npz:{path}", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"tff-esn run: error: npz:{path}: y: float values 0.0 … 1.0 read like class labels but are float; "
+                   "say what they are: --task classify (y is a class label), --task regress (y is the target) or "
+                   "--task forecast (forecast X's channel, y unused), or save the series as `series` without y.")
+    np.savez(path, X=x, y=y + 0.5, client=client)
+    assert main(["run", "centralized", "--data", f"npz:{path}", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "y holds real numbers; say what they are: --task regress" in err and "classify" not in err
+
+
 def test_float_targets_that_read_like_classes_warn_and_classify_with_task_classify(tmp_path):
     from tff_esn.common.tasks import Task
 
@@ -426,8 +443,10 @@ def test_float_targets_that_read_like_classes_warn_and_classify_with_task_classi
     with recording() as said:
         regress = load_source(f"npz:{path}", "thesis")
     assert regress.task.kind == "regress"
-    assert said == [f"npz:{path}: y: float values 0.0 … 1.0 read like class labels but are float, so the run is a "
-                    "regression; give --task classify to classify them (or store y as integers)"]
+    assert said == [f"npz:{path}: y: float values 0.0 … 1.0 read like class labels but are float; say what they "
+                    "are: --task classify (y is a class label), --task regress (y is the target) or --task forecast "
+                    "(forecast X's channel, y unused), or save the series as `series` without y; read as a "
+                    "regression (--task regress)"]
     classes = load_source(f"npz:{path}", "thesis", task=Task("classify"))
     assert classes.task.kind == "classify" and classes.n_classes == 2
     np.testing.assert_array_equal(np.concatenate([c.y for c in classes.clients.values()]), y)

@@ -1,14 +1,17 @@
 """``tff-esn tune`` on a researcher's own data: own-data states, a carved validation, balanced accuracy,
 never a constant predictor, never below the own-data default."""
 
+import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from closed_form_data import random_dataset, write_npz
+from tff_esn.cli import main
+from closed_form_data import random_dataset, write_npz, write_ts
 from tuning.closed_form import ClosedFormTuner
-from tuning.search import OWN_DATA_OBJECTIVE, tune
+from tuning.search import OWN_DATA_OBJECTIVE, SearchError, tune
 
 TS = Path("/work/uea/ex/aeon/datasets/data/GunPoint/GunPoint")
 
@@ -38,8 +41,41 @@ def test_a_trial_that_predicts_one_class_is_never_recommended(npz, tmp_path, mon
         return {**metrics, "val_balanced_accuracy": 1.0, "val_classes_predicted": 1.0}
 
     monkeypatch.setattr(ClosedFormTuner, "score", constant)
-    with pytest.raises(RuntimeError, match="predicts one class"):
-        tune("incfed-wesad", data=npz, trials=2, out=tmp_path / "search", progress=False)
+    out = tmp_path / "search"
+    with pytest.raises(SearchError, match="predicts one class"):
+        tune("incfed-wesad", data=npz, trials=2, out=out, progress=False)
+    assert len((out / "trials.csv").read_text().splitlines()) == 3 and (out / "search.json").is_file()
+    assert not (out / "best_hparams.json").exists()
+
+
+def _one_line(capsys, argv, match):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and match in err, err
+
+
+def test_a_validation_group_of_one_class_is_refused_in_one_line_before_the_search(tmp_path, capsys, monkeypatch):
+    data = random_dataset(n_clients=6, steps=12, features=3, n_classes=3, seed=2, sizes=[10] * 6)
+    val = data.clients["c4"]
+    clients = {**data.clients, "c4": dataclasses.replace(val, y=np.full_like(val.y, 2))}
+    path = write_npz(tmp_path / "val1.npz", dataclasses.replace(data, clients=clients), ["train"] * 4 + ["val", "test"])
+    monkeypatch.setattr(ClosedFormTuner, "search", lambda *a, **k: pytest.fail("searched"))
+    out = tmp_path / "search"
+    _one_line(capsys, ["tune", "incfed-wesad", "--data", f"npz:{path}", "--trials", "2", "--out", str(out),
+                       "--no-progress"], "the validation clients (10 sequence(s)) hold one class ('2')")
+    assert not (out / "best_hparams.json").exists()
+
+
+def test_a_search_on_a_ts_source_writes_best_hparams_run_reads(tmp_path, capsys):
+    source = write_ts(tmp_path, n_train=18, n_test=6, steps=10)
+    out = tmp_path / "search"
+    assert main(["tune", "incfed-wesad", "--data", source, "--trials", "2", "--out", str(out), "--no-progress"]) == 0
+    hparams = json.loads((out / "best_hparams.json").read_text())
+    assert hparams["state_mode"] == "mean" and "split" not in hparams
+    assert main(["run", "incfed", "--backend", "numpy", "--data", source, "--hparams", str(out / "best_hparams.json"),
+                 "--out", str(tmp_path / "run")]) == 0
+    record = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert record["config"]["units"] == {"value": hparams["units"], "origin": "file"}
 
 
 def test_the_thesis_space_refuses_own_data_naming_the_closed_form_spaces(npz, tmp_path):

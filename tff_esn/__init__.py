@@ -18,7 +18,7 @@ _EXPORTS = {
     "RunRequest": "tff_esn.registry.launch", "launch": "tff_esn.registry.launch",
     "ESNClassifier": "tff_esn.registry.estimators", "ESNRegressor": "tff_esn.registry.estimators",
     "ESNForecaster": "tff_esn.registry.estimators",
+    "Model": "tff_esn.esn.model", "ModelFormatError": "tff_esn.esn.model",
 }
-__all__ = ["ESNClassifier", "ESNForecaster", "ESNRegressor", "ReservoirConfig", "Reservoir", "RidgeStats", "RunRequest", "connectivity_from_count", "launch",
-           "resolve_run", "run_algorithm", "spectral_radius"]
+__all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)

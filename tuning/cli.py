@@ -51,17 +51,19 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tuning.search import tune
-    from tuning.spaces import SPACES
-
     import dataclasses
 
+    from tff_esn.cli import UsageError
     from tff_esn.cli.flags import given
-    from tuning.search import default_spec
+    from tuning.search import SearchError, default_spec, tune
+    from tuning.spaces import SPACES
 
     spec = dataclasses.replace(default_spec(args.data or SPACES[args.space].source), **given(args))
-    result = tune(args.space, data=args.data, trials=args.trials, out=args.out, seed=args.seed,
-                  overwrite=args.overwrite, spec=spec, cache_dir=args.cache_dir, progress=args.progress)
+    try:
+        result = tune(args.space, data=args.data, trials=args.trials, out=args.out, seed=args.seed,
+                      overwrite=args.overwrite, spec=spec, cache_dir=args.cache_dir, progress=args.progress)
+    except SearchError as err:
+        raise UsageError(str(err)) from None
     print(result.summary(args.top))
     algorithm = SUGGESTED_RUN[SPACES[args.space].kind]
     if result.default_score is not None:

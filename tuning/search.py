@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 import keras_tuner as kt
+import numpy as np
 
 from tff_esn.closed_form.configs import OWN_DATA
 from tff_esn.closed_form.selection import DEFAULT_STATE_MODE, L2_GRID
-from tff_esn.registry.defaults import own_data
+from tff_esn.data.source_names import own_data
 from tff_esn.esn.weights import StateSpec
 from tff_esn.common.io import write_csv_atomic, write_json_atomic
 from tff_esn.common.progress import progress_bar
@@ -62,6 +63,10 @@ OWN_DATA_OBJECTIVE = "val_balanced_accuracy"
 """What a search on own data maximises: a constant predictor scores 1/K."""
 THESIS_RUN_FLAGS = {"learning_rate": "client_lr"}
 THESIS_DATA_KEYS = ("window", "features")
+
+
+class SearchError(ValueError):
+    """A search that cannot run as asked, or whose trials give nothing to recommend (one line naming the fix)."""
 
 
 class ProgressMixin:
@@ -193,7 +198,7 @@ def _check_record(out: Path, record: dict[str, Any], overwrite: bool) -> None:
         changed = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
         if changed:
             diffs = ", ".join(f"{k}: {previous.get(k)!r} → {record.get(k)!r}" for k in changed)
-            raise ValueError(f"{out} holds a search with other settings ({diffs}); use another --out or --overwrite.")
+            raise SearchError(f"{out} holds a search with other settings ({diffs}); use another --out or --overwrite.")
     write_json_atomic(path, record)
 
 
@@ -211,13 +216,27 @@ def _thesis_data(source: str, split_name: str, cache_dir, seed: int):
     return data
 
 
+def _check_validation_classes(space: SearchSpace, dataset, split) -> None:
+    """A :class:`SearchError` when the validation clients hold one class: every trial's readout would predict one
+    class there, and none could be recommended."""
+    if dataset.task.real:
+        return
+    labels = dataset.pooled(split.val).y
+    classes = np.unique(labels)
+    if len(classes) < 2:
+        raise SearchError(f"tune {space.name}: the validation clients ({len(labels)} sequence(s)) hold one class "
+                          f"({dataset.label_names[int(classes[0])]!r}), so no trial can be ranked by a readout that "
+                          "tells classes apart; give validation clients holding two or more classes (or no 'val' "
+                          "group: the search then holds out training sequences of every class).")
+
+
 def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Path, seed: int, overwrite: bool,
                 spec: StateSpec, cache_dir=None, progress: bool = True):
     """The tuner of ``space`` over ``source`` with its oracle, project in ``out/kerastuner``."""
     pipeline, split_name = data_names(space, source)
     own = own_data(source)
     if own and space.kind == "gradient":
-        raise ValueError(f"tune {space.name}: the thesis space searches the thesis pipeline's windows and feature "
+        raise SearchError(f"tune {space.name}: the thesis space searches the thesis pipeline's windows and feature "
                          f"subsets of WESAD, which {source} does not have; on npz:/ts: data search a closed-form "
                          "space (incfed-wesad, pfedrr, fedip-wesad, …) — `tff-esn run fedavg|fedcurv|thesis-central` "
                          "choose their learning rate on validation data themselves.")
@@ -240,6 +259,7 @@ def build_tuner(space: SearchSpace, *, source: str, trials: int | None, out: Pat
         split = get_split(split_name, dataset, seed=seed)
         if own:
             dataset, split = _own_split(dataset, split, seed)
+        _check_validation_classes(space, dataset, split)
         tuner = ClosedFormSearchTuner(oracle, dataset, split, spec=spec, seed=seed, **common)
     tuner.oracle.max_trials = trials
     tuner.progress = progress
@@ -318,7 +338,7 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     spec = default_spec(source) if spec is None else spec
     trials = space.trials if trials is None else trials
     if trials is not None and (not isinstance(trials, int) or trials < 1):
-        raise ValueError(f"trials: expected an integer ≥ 1, got {trials!r}.")
+        raise SearchError(f"trials: expected an integer ≥ 1, got {trials!r}.")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     record = {"space": space.name, "data": source, "seed": seed, **dataclasses.asdict(spec)}
@@ -328,12 +348,14 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     tuner.search(verbose=0)
     n_inputs = len(tuner.dataset.feature_names) if space.kind == "closed-form" else None
     rows = trial_rows(tuner, space, seed, n_inputs)
+    write_csv_atomic(out / "trials.csv", rows, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
     best = [r for r in rows if r["score"] is not None and r.get("classes_predicted") != 1]
     if not best and any(r.get("classes_predicted") == 1 for r in rows):
-        raise RuntimeError(f"search {space.name!r}: every completed trial predicts one class on the validation data; "
-                           "none is recommended (widen the space or give the validation data more sequences).")
+        raise SearchError(f"search {space.name!r}: every completed trial predicts one class on the validation data "
+                          f"(trials in {out / 'trials.csv'}); none is recommended — widen the space or give the "
+                          "validation data more sequences.")
     if not best:
-        raise RuntimeError(f"search {space.name!r}: no trial completed; see the trial messages in {out / PROJECT}.")
+        raise SearchError(f"search {space.name!r}: no trial completed; see the trial messages in {out / PROJECT}.")
     name = objective(space, source)
     values = {k: v for k, v in best[0].items() if k not in ROW_KEYS}
     score = best[0]["score"]
@@ -348,6 +370,5 @@ def tune(space_name: str, *, data: str | None = None, trials: int | None = None,
     write_json_atomic(out / "best_trial.json", record)
     best_hparams = _run_flags(space, source, values, seed, spec, tuner)
     write_hparams(out / "best_hparams.json", best_hparams)
-    write_csv_atomic(out / "trials.csv", rows, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
     return TuneResult(best_hparams, float(score) if math.isfinite(score) else score, rows, out, name,
                       default_score, recommends_default)

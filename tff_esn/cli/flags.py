@@ -15,7 +15,7 @@ from typing import Any
 
 from tff_esn.registry.algorithms import Algorithm
 from tff_esn.cli import UsageError
-from tff_esn.registry.defaults import OWN_DATA_SOURCES
+from tff_esn.data.source_names import OWN_DATA_SOURCES
 from tff_esn.common.settings import Setting
 
 GIVEN = "given_settings"

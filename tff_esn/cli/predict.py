@@ -2,7 +2,8 @@
 
 Loads ``DIR/model``, reads SOURCE as the run read its data (pipeline, task, ragged/missing and series settings from
 ``DIR/metrics.json``), checks it against the model, and writes one CSV row per prediction (FILE, else standard
-output) and, where SOURCE holds labels or targets, each group's metrics (``FILE`` with ``.metrics.json``). Groups
+output) and, where SOURCE holds labels or targets, each group's metrics (``FILE`` with ``.metrics.json``; an
+``npz:`` file without ``y`` is predicted on, with no metrics). Groups
 are the run's (``metrics.json["clients"]``) when SOURCE holds its clients, so the numbers equal the run's.
 """
 
@@ -23,19 +24,21 @@ SOURCE_FLAGS = ("task", "horizon", "target", "series_clients", "series_steps", "
 """The run's recorded flags (``metrics.json["cli"]``) that say how its source was read."""
 
 
-def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
-    """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it)."""
+def _source_options(record: dict[str, Any], source: str, task: str) -> dict[str, Any]:
+    """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it); ``task``: the
+    model's, where the run was given none (a float ``y`` is then read as the model reads it)."""
     from tff_esn.cli.run import source_options
-    from tff_esn.data.source_names import is_series
+    from tff_esn.data.source_names import OWN_DATA_SOURCES, series_source
     from tff_esn.data.sources import parse_source
 
     kind, _ = parse_source(source)
     cli = record.get("cli") or {}
     flags = {k: cli.get(k) for k in SOURCE_FLAGS}
+    flags["task"] = flags["task"] or task
     flags["seed"] = ((record.get("config") or {}).get("seed") or {}).get("value")  # a generated series' draw
-    if not is_series(kind) or ":" in source:
+    if not series_source(source):
         flags.update(series_clients=None, series_steps=None, series_split=None)
-    if kind not in ("npz", "ts"):
+    if kind not in OWN_DATA_SOURCES:
         flags["ragged"] = None
     if kind != "ts":
         flags["missing"] = None
@@ -47,12 +50,14 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
 def load_for(record: dict[str, Any], model: Any, source: str, *, cache_dir: str | None = None) -> Any:
     """``source`` read as the run of ``record`` read its data (pipeline, flags), for ``model``'s task."""
     from tff_esn.data.errors import DataError
-    from tff_esn.data.sources import load_source
+    from tff_esn.data.sources import load_source, parse_source
     from tff_esn.registry.defaults import default_pipeline
 
     try:
-        options = _source_options(record, source)
+        options = _source_options(record, source, model.task.kind)
         options["task"] = model.task
+        if parse_source(source)[0] == "npz":  # a file without y: sequences to predict on
+            options["unlabelled"] = True
         pipeline = ((record.get("config") or {}).get("pipeline") or {}).get("value") or default_pipeline(source)
         return load_source(source, pipeline, cache_dir=cache_dir, **options)
     except (DataError, UsageError):
@@ -65,7 +70,14 @@ def _predict(args: argparse.Namespace) -> int:
     from tff_esn.esn.model import Model, ModelFormatError
     from tff_esn.common.io import write_json_atomic, write_text_atomic
     from tff_esn.runs.predictions import predict_dataset, run_groups
+    from tff_esn.runs.run_folder import RunFolderError, check_writable_file
 
+    if args.out is not None:
+        out = Path(args.out).expanduser()
+        try:
+            check_writable_file(out, out.with_suffix(".metrics.json"))
+        except RunFolderError as err:
+            raise UsageError(str(err)) from None
     run = Path(args.run).expanduser()
     try:
         model = Model.load(run / "model")
@@ -81,12 +93,15 @@ def _predict(args: argparse.Namespace) -> int:
     writer.writerows(result.rows)
     report = {"run": str(run), "data": dataset.source, "groups": how,
               "clients": {g: list(ids) for g, ids in result.groups.items()}, **result.metrics}
+    unlabelled = f"{dataset.source}: no labels or targets (no y): predictions only, no metrics"
     if args.out is None:
         sys.stdout.write(text.getvalue())
-        print(_summary(result.metrics, how), file=sys.stderr)
+        print(_summary(result.metrics, how) if dataset.labelled else unlabelled, file=sys.stderr)
         return 0
-    out = Path(args.out)
     write_text_atomic(out, text.getvalue())
+    if not dataset.labelled:
+        print(f"{len(result.rows)} prediction(s) → {out}; {unlabelled}")
+        return 0
     metrics_path = write_json_atomic(out.with_suffix(".metrics.json"), report)
     print(f"{len(result.rows)} prediction(s) → {out}; metrics → {metrics_path}\n{_summary(result.metrics, how)}")
     return 0

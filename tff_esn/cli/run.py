@@ -16,8 +16,8 @@ from tff_esn import runtime
 from tff_esn.cli import UsageError
 from tff_esn.cli.flags import add_algorithm_flags, given, read_hparams
 from tff_esn.cli.summary import summary_line
-from tff_esn.data.source_names import is_series
-from tff_esn.registry.defaults import DATA_KEYS, OWN_DATA_SOURCES
+from tff_esn.data.source_names import OWN_DATA_SOURCES, SERIES_SPELLED, named_task, series_source
+from tff_esn.registry.defaults import DATA_KEYS
 from tff_esn.registry.launch import SHARED, RunRequest, launch
 from tff_esn.common.tasks import TASK_KINDS, Task
 
@@ -57,8 +57,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g = parser.add_argument_group("data and output")
     g.add_argument("--data", default="synthetic-wesad", metavar="SOURCE",
                    help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, ts:DIR/NAME "
-                        "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts) or a generated series: narma10 (narmaN), "
-                        "mackey-glass, lorenz, sine")
+                        f"(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts) or a generated series: {SERIES_SPELLED}")
     g.add_argument("--pipeline", default=None,
                    help=f"preprocessing pipeline of the seeds' sources (default: {pipeline}); {own} data has none")
     g.add_argument("--split", default=None,
@@ -121,14 +120,15 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
     """``load_source``'s options from flags (``task``, series, ``ragged``, ``missing``, ``squared``);
     an inapplicable flag is a :class:`UsageError`."""
     kind = args.data.partition(":")[0]
-    series = is_series(kind) and ":" not in args.data
+    series = series_source(args.data)
     flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
-    task = flag["task"] or ("forecast" if series else None)
+    task = flag["task"] or named_task(args.data)
     if task is None and kind == "npz":
-        from tff_esn.data.sources import AMBIGUOUS_Y, ambiguous_targets, source_task
+        from tff_esn.data.sources import ambiguous_targets, ambiguous_y, source_task
 
-        if ambiguous_targets(args.data):
-            raise UsageError(f"{args.data}: {AMBIGUOUS_Y}.")
+        targets = ambiguous_targets(args.data)
+        if targets is not None:
+            raise UsageError(f"{args.data}: {ambiguous_y(targets, npz=True)}.")
         task = source_task(args.data)
     if task != "forecast" and (flag["horizon"] is not None or flag["target"] is not None):
         raise UsageError("--horizon/--target: apply to --task forecast only.")
@@ -140,8 +140,8 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(str(err)) from None
     given = {k: flag[k] for k in SERIES_FLAGS if flag[k] is not None}
     if given and not series:
-        raise UsageError(f"--{next(iter(given)).replace('_', '-')}: applies to a generated series (narma10, "
-                         f"mackey-glass, lorenz, sine), got --data {args.data}.")
+        raise UsageError(f"--{next(iter(given)).replace('_', '-')}: applies to a generated series ({SERIES_SPELLED}), "
+                         f"got --data {args.data}.")
     if series:
         options.update({SERIES_FLAGS[k]: v for k, v in given.items()}, seed=getattr(args, "seed", None) or 0)
     if args.ragged is not None:

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 
+from tff_esn.common import streams
 from tff_esn.closed_form.configs import PartialIncFedConfig, partial_incfed_cost
 from tff_esn.closed_form.private_sum import dense_if_secure, private_sum
 from tff_esn.closed_form.run import Run
@@ -93,9 +94,9 @@ class PartialResult:
 
 
 def select_all(stats: Sequence[RidgeStats], k: int, alpha: float, *, seed: int = 0) -> tuple[np.ndarray, ...]:
-    """Every client's k features (importance eq. B.15 + exploration); client i draws from seed (seed, i)."""
+    """Every client's k features (importance eq. B.15 + exploration); client i draws from ``streams.PARTIAL_FEATURES``."""
     return tuple(
-        select_features(row_sum_importance(s.B), k, alpha, np.random.default_rng(np.random.SeedSequence([seed, i])))
+        select_features(row_sum_importance(s.B), k, alpha, streams.PARTIAL_FEATURES.generator(seed, i))
         for i, s in enumerate(stats)
     )
 

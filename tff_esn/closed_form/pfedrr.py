@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.closed_form.configs import PFedRRConfig, incfed_cost, pfedrr_cost
 from tff_esn.closed_form.harvest import Harvester
 from tff_esn.esn.weights import ReservoirWeights, StateSpec
@@ -61,8 +62,8 @@ def sparsify(stats: RidgeStats, features: np.ndarray, reading: Reading = "consis
 
 
 def random_units(n_units: int, size: int, seed: int, client: int) -> np.ndarray:
-    """R-pFedRR: ``size`` of ``n_units`` units uniformly at random, sorted, drawn with seed ``(seed, client)``."""
-    rng = np.random.default_rng(np.random.SeedSequence([seed, client]))
+    """R-pFedRR: ``size`` of ``n_units`` units uniformly at random, sorted, from ``streams.PFEDRR_UNITS``."""
+    rng = streams.PFEDRR_UNITS.generator(seed, client)
     return np.sort(rng.choice(n_units, size=size, replace=False))
 
 

@@ -10,6 +10,8 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
+from tff_esn.common import streams
+
 
 def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
     y = np.asarray(y_true)
@@ -21,13 +23,17 @@ def _labels(y_true: np.ndarray, n_classes: int) -> np.ndarray:
     return y
 
 
+class NonFiniteScores(ValueError):
+    """Class scores holding NaN or inf: the model's outputs diverged (one line)."""
+
+
 def _scores(scores: np.ndarray, n: int, n_classes: int) -> np.ndarray:
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim == 2 and s.shape[1] == 1:
         s = s[:, 0]
     shaped = s.shape == (n, n_classes) or s.shape == (n,) and n_classes == 2
     if not shaped or not np.all(np.isfinite(s)):
-        raise ValueError(f"scores: expected ({n}, {n_classes}) finite class scores or ({n},) binary probabilities "
+        raise (NonFiniteScores if shaped else ValueError)(f"scores: expected ({n}, {n_classes}) finite class scores or ({n},) binary probabilities "
                          f"(n_classes = 2), got {s.shape}{' containing NaN or inf' if shaped else ''}.")
     return s
 
@@ -110,7 +116,7 @@ def classification_metrics(y_true: np.ndarray, scores: np.ndarray, n_classes: in
 def random_baseline(y_true: np.ndarray, n_classes: int, *, seed: int = 0) -> dict[str, float]:
     """Accuracy and macro F1 of uniformly random guesses (seeded; IncFed Tables V–VI)."""
     y = _labels(y_true, n_classes)
-    guess = np.random.default_rng(np.random.SeedSequence([seed, 7])).integers(0, n_classes, size=y.size)
+    guess = streams.RANDOM_BASELINE.generator(seed).integers(0, n_classes, size=y.size)
     return {"accuracy": accuracy(y, guess), "f1_macro": f1_scores(y, guess, n_classes)[0]}
 
 

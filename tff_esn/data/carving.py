@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.partition import deal
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 
@@ -25,7 +26,6 @@ MIN_CLIENTS_FOR_CLIENT_FOLDS = 2 * FOLDS
 """Training clients needed for folds over clients (at least two clients per fold)."""
 
 RULES = ("validation clients", "client folds", "local hold-out", "none")
-_SEED_STREAM = 0xCA4E
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +104,7 @@ def _client_folds(dataset: SequenceDataset, split: Split, seed: int, folds: int)
     """``min(folds, clients)`` folds over the training clients, dealt round-robin after a seeded permutation."""
     train = tuple(split.train)
     folds = min(folds, len(train))
-    order = np.random.default_rng(np.random.SeedSequence([seed, _SEED_STREAM, len(train)])).permutation(len(train))
+    order = streams.CLIENT_FOLDS.generator(seed, len(train)).permutation(len(train))
     dealt = tuple(tuple(sorted((train[i] for i in order[k::folds]), key=train.index)) for k in range(folds))
     return Carving("client folds", dataset, split, dealt, {c: c for c in train}, seed)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 
@@ -121,7 +122,7 @@ def assign(labels: np.ndarray, clients: int, partitioner: Partitioner, seed: int
     if not isinstance(clients, (int, np.integer)) or not 1 <= clients <= n:
         raise DataError(f"partition {partitioner}: {clients!r} clients need at least {clients} sequences "
                         f"(every client keeps one; clients an integer ≥ 1), got {n}.")
-    rng = np.random.default_rng(np.random.SeedSequence([seed, PARTITIONERS.index(partitioner.kind), 0x9A27, stream]))
+    rng = streams.PARTITION.generator(seed, PARTITIONERS.index(partitioner.kind), stream)
     kind, value = partitioner.kind, partitioner.value
     if kind == "iid":
         return _sizes_to_assignment(_largest_remainder(np.ones(clients), n), rng)

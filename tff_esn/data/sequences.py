@@ -125,7 +125,8 @@ class Split:
 @dataclasses.dataclass(frozen=True, eq=False)
 class SequenceDataset:
     """Clients' sequences with ``n_classes`` classes (real-valued ``task``: 1), feature/class names, ``source``,
-    and ``groups`` (client → ``train``/``val``/``test``) when the data brings its split."""
+    and ``groups`` (client → ``train``/``val``/``test``) when the data brings its split; ``labelled=False``: the
+    source held no labels or targets, ``y`` is zeros standing in for them (sequences to predict on, not to score)."""
 
     clients: Mapping[str, ClientSequences]
     n_classes: int
@@ -134,6 +135,7 @@ class SequenceDataset:
     source: str
     groups: Mapping[str, str] = dataclasses.field(default_factory=dict)
     task: Task = CLASSIFY
+    labelled: bool = True
 
     def __post_init__(self) -> None:
         features = {c.x.shape[2] for c in self.clients.values()}
@@ -249,9 +251,12 @@ def _check_labels(y: np.ndarray, n: int, source: str, label_names: tuple[str, ..
 
 
 def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged: str = "pad",
-                        length: int | None = None, label_names=None) -> SequenceDataset:
+                        length: int | None = None, label_names=None,
+                        unlabelled_task: Task = CLASSIFY) -> SequenceDataset:
     """The one own-data builder: ``sequences``, ``y`` (classes 0…K−1 or real targets), ``client`` and ``split``;
-    ``ragged="crop"`` or ``length`` crops (a warning). Bad input is a :class:`DataError` naming ``source``."""
+    ``ragged="crop"`` or ``length`` crops (a warning). Bad input is a :class:`DataError` naming ``source``.
+    ``y=None``: sequences to predict on (``labelled=False``), zeros standing in for ``unlabelled_task``'s labels
+    (one class ``""`` for a classification)."""
     if ragged not in RAGGED_MODES:
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     seqs = _sequence_list(sequences, source)
@@ -262,10 +267,16 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
     for key, values in (("client", client), ("split", split)):
         if values is not None and values.shape != (n,):
             raise DataError(f"{source}: {key}: must have shape ({n},) like X, got {values.shape}.")
-    y = np.asarray(y)
     label_names = None if label_names is None else tuple(str(name) for name in label_names)
-    real = y.dtype.kind == "f"
-    n_classes = _check_targets(y, seqs, source) if real else _check_labels(y, n, source, label_names)
+    labelled = y is not None
+    if not labelled:
+        real = unlabelled_task.real
+        y, n_classes = np.zeros(n, np.float64 if real else np.int64), 1
+        label_names = ("",) if label_names is None and not real else label_names
+    else:
+        y = np.asarray(y)
+        real = y.dtype.kind == "f"
+        n_classes = _check_targets(y, seqs, source) if real else _check_labels(y, n, source, label_names)
     lengths = np.array([s.shape[0] for s in seqs])
     if length is not None or ragged == "crop":
         seqs, lengths = _cropped(seqs, lengths, length, source)
@@ -283,7 +294,7 @@ def dataset_from_arrays(sequences, y, client, split=None, *, source: str, ragged
         clients[cid] = ClientSequences(x[rows, :lengths[rows].max()], y[rows], lengths[rows])
     names = label_names if label_names is not None else ("y",) if real else tuple(str(i) for i in range(n_classes))
     return SequenceDataset(clients, n_classes, tuple(f"f{i}" for i in range(x.shape[2])), names, source,
-                           groups=groups, task=Task("regress") if real else CLASSIFY)
+                           groups=groups, task=Task("regress") if real else CLASSIFY, labelled=labelled)
 
 
 def class_like(y: np.ndarray) -> bool:
@@ -385,13 +396,13 @@ def _client_groups(ids: np.ndarray, order: list[str], split: np.ndarray, source:
 
 def npz_holds_series(path: str | Path) -> bool:
     """Whether an ``.npz`` holds own series (a ``series`` array, forecast by :mod:`tff_esn.data.series_files`)."""
-    with _npz_archive(path) as (_, _, keys):
+    with _npz_archive(path, need_y=False) as (_, _, keys):
         return "series" in keys
 
 
 def npz_real_targets(path: str | Path) -> bool:
     """Whether an ``.npz``'s ``y`` holds real numbers (a float dtype), from its header."""
-    with _npz_archive(path) as (archive, path, keys):
+    with _npz_archive(path, need_y=False) as (archive, path, keys):
         return "y" in keys and _npz_member(archive, "y", path, header=True)[1].kind == "f"
 
 
@@ -401,22 +412,26 @@ def npz_arrays(path: str | Path, names: Iterable[str]) -> dict[str, Any]:
         return {name: _npz_member(archive, name, path) for name in names if name in keys}
 
 
-def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad") -> SequenceDataset:
-    """Own sequences: an ``.npz`` with ``X``, ``y``, ``client``, optional ``split``, via :func:`dataset_from_arrays`."""
-    with _npz_archive(path) as (archive, path, keys):
+def load_npz(path: str | Path, *, length: int | None = None, ragged: str = "pad",
+             without_y: Task | None = None) -> SequenceDataset:
+    """Own sequences: an ``.npz`` with ``X``, ``y``, ``client``, optional ``split``, via :func:`dataset_from_arrays`;
+    with ``without_y``, a file without ``y`` is sequences to predict on (``labelled=False``, zeros standing in for
+    the labels of that task)."""
+    with _npz_archive(path, need_y=without_y is None) as (archive, path, keys):
         if "series" in keys:
             raise DataError(f"npz:{path}: holds series (no X and y): load it with "
                             "tff_esn.data.series_files.load_series_npz, or as the source npz:FILE.")
-        arrays = _npz_labelling(archive, path, keys)
+        arrays = _npz_labelling(archive, path, keys) if "y" in keys else _npz_grouping(archive, path, keys)
         arrays["X"] = _npz_member(archive, "X", path)
-    return dataset_from_arrays(arrays["X"], arrays["y"], arrays["client"], arrays.get("split"),
-                               source=f"npz:{path}", ragged=ragged, length=length)
+    return dataset_from_arrays(arrays["X"], arrays.get("y"), arrays["client"], arrays.get("split"),
+                               source=f"npz:{path}", ragged=ragged, length=length,
+                               unlabelled_task=without_y or CLASSIFY)
 
 
 @contextlib.contextmanager
-def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[str]]]:
-    """The open ``.npz`` holding ``X``, ``y`` and ``client`` (or ``series`` and ``client``: own series,
-    :mod:`tff_esn.data.series_files`), its path and its arrays' names."""
+def _npz_archive(path: str | Path, *, need_y: bool = True) -> Iterator[tuple[zipfile.ZipFile, Path, set[str]]]:
+    """The open ``.npz`` holding ``X``, ``y`` (unless not ``need_y``) and ``client`` (or ``series`` and ``client``:
+    own series, :mod:`tff_esn.data.series_files`), its path and its arrays' names."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise MissingDataError(f"{path}: npz file does not exist.")
@@ -426,9 +441,11 @@ def _npz_archive(path: str | Path) -> Iterator[tuple[zipfile.ZipFile, Path, set[
         raise DataError(f"{path}: not an .npz file ({err}).") from None
     with archive:
         keys = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
-        missing = [k for k in (("series", "client") if "series" in keys else ("X", "y", "client")) if k not in keys]
+        needed = ("series", "client") if "series" in keys else ("X", "y", "client") if need_y else ("X", "client")
+        missing = [k for k in needed if k not in keys]
         if missing:
-            raise DataError(f"{path}: missing array(s) {missing}; expected X, y, client and optionally split, or "
+            raise DataError(f"{path}: missing array(s) {missing}; expected X, {'y, ' if need_y else ''}client and "
+                            f"optionally {'' if need_y else 'y, '}split, or "
                             f"series, client and optionally split, exog, stream (found {sorted(keys)}).")
         yield archive, path, keys
 
@@ -446,13 +463,19 @@ def _npz_labelling(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict
         _check_real_values(y, source)
     else:
         _check_labels(y, int(shape[0]), source, None)
-    return {"y": y, **{k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys}}
+    return {"y": y, **_npz_grouping(archive, path, keys)}
+
+
+def _npz_grouping(archive: zipfile.ZipFile, path: Path, keys: set[str]) -> dict[str, np.ndarray]:
+    """The ``client`` and (when it holds one) ``split`` arrays of an ``.npz``."""
+    return {k: _npz_member(archive, k, path) for k in ("client", "split") if k in keys}
 
 
 def npz_stand_in(path: str | Path) -> SequenceDataset | None:
-    """An ``.npz``'s clients, groups and labels with one zero step per sequence; ``None`` for real/object data."""
-    with _npz_archive(path) as (archive, path, keys):
-        if "series" in keys:
+    """An ``.npz``'s clients, groups and labels with one zero step per sequence; ``None`` for real/object data and
+    a file without ``y``."""
+    with _npz_archive(path, need_y=False) as (archive, path, keys):
+        if "series" in keys or "y" not in keys:
             return None
         arrays = _npz_labelling(archive, path, keys)
         shape, dtype = _npz_member(archive, "X", path, header=True)
@@ -464,7 +487,7 @@ def npz_stand_in(path: str | Path) -> SequenceDataset | None:
 
 def npz_layout(path: str | Path) -> DataLayout | None:
     """The ``DataLayout`` of an ``.npz``'s ``X`` from its header; ``None`` for an object array."""
-    with _npz_archive(path) as (archive, path, keys):
+    with _npz_archive(path, need_y=False) as (archive, path, keys):
         if "series" in keys:
             return None
         shape, dtype = _npz_member(archive, "X", path, header=True)

@@ -1,7 +1,7 @@
 """``load_source``: a data source run through a pipeline, cached on disk.
 
 Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``ts:DIR/NAME`` (each
-kind one :data:`SOURCES` entry) and the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not
+kind one :data:`SOURCES` entry) and the generated series (:data:`~tff_esn.data.source_names.SERIES_SPELLED`; not
 cached). Options configure the source or the pipeline; the cache key is the source (files: names, sizes, times),
 pipeline and options.
 """
@@ -20,13 +20,13 @@ from tff_esn.data import cache
 from tff_esn.data.seed_sources.hhar_source import hhar_loader
 from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeline
 from tff_esn.data.layout import DataLayout
-from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, load_npz, npz_holds_series, npz_layout,
-                                    npz_real_targets, npz_stand_in)
+from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, load_npz, npz_arrays, npz_holds_series,
+                                    npz_layout, npz_real_targets, npz_stand_in)
 from tff_esn.data.series_files import load_series_npz
 from tff_esn.data.errors import DataError
-from tff_esn.data.source_names import is_series
+from tff_esn.data.source_names import SERIES_SPELLED, SERIES_TASK, named_task, series_source
 from tff_esn.common.run_warnings import warn
-from tff_esn.common.tasks import Task
+from tff_esn.common.tasks import CLASSIFY, Task
 from tff_esn.data.ts import load_ts, ts_layout
 from tff_esn.data.seed_sources.wesad_source import wesad_loader
 
@@ -71,28 +71,48 @@ def _seed(loader: Callable[..., tuple[Callable, dict]]) -> Callable[..., Sequenc
     return load
 
 
-def _npz(path: str, task: Task | None = None, **options: Any) -> SequenceDataset:
-    """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz`; a float ``y``
-    with no task given is read as a regression's targets with a warning (:data:`AMBIGUOUS_Y`; for targets that read
-    like class labels, :func:`_as_task`'s)."""
+def _npz(path: str, task: Task | None = None, unlabelled: bool = False, **options: Any) -> SequenceDataset:
+    """An ``.npz``'s sequences: own series forecast (:func:`load_series_npz`), else :func:`load_npz` (a forecast's or,
+    with ``unlabelled``, any task's file without ``y``: sequences to forecast, or to predict on); a float ``y`` with
+    no task given is read as a regression's targets with a warning (:func:`ambiguous_y`; for targets that read like
+    class labels, :func:`_as_task`'s)."""
     if npz_holds_series(path):
         return load_series_npz(path, task=task, **options)
-    dataset = load_npz(path, **options)
-    if task is None and dataset.task.kind == "regress" and not class_like(
-            np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])):  # class-like: the sharper warning
-        warn(f"npz:{path}: {AMBIGUOUS_Y}; read as a regression (--task regress).")
+    forecast = task is not None and task.kind == "forecast"  # its targets are X's later steps
+    dataset = load_npz(path, without_y=(task or CLASSIFY) if unlabelled or forecast else None, **options)
+    if task is None and dataset.task.kind == "regress":
+        targets = _targets(dataset)
+        if not class_like(targets):  # class-like: :func:`_as_task`
+            warn(f"npz:{path}: {ambiguous_y(targets, npz=True)}; read as a regression (--task regress).")
     return dataset
 
 
-AMBIGUOUS_Y = ("y holds real numbers; say what they are: --task regress (y is the target) or --task forecast "
-               "(forecast X's channel, y unused), or save the series as `series` without y")
-"""What a float ``y`` with no task given is told: ``tff-esn run`` refuses it, a library load warns."""
+def ambiguous_y(targets: np.ndarray, *, npz: bool) -> str:
+    """What float targets ``y`` with no task given are told (``tff-esn run`` refuses an ``.npz``'s, a library load
+    warns): the tasks they can mean — ``--task classify`` first where they read like class labels
+    (:func:`~tff_esn.data.sequences.class_like`), an ``.npz``'s forecast of X's channels too."""
+    options = ["--task regress (y is the target)"]
+    head = "y holds real numbers"
+    if class_like(targets):
+        head = f"y: float values 0.0 … {np.max(targets):.1f} read like class labels but are float"
+        options.insert(0, "--task classify (y is a class label)")
+    if npz:
+        options.append("--task forecast (forecast X's channel, y unused)")
+    listed = f"{', '.join(options[:-1])} or {options[-1]}"
+    return f"{head}; say what they are: {listed}" + (", or save the series as `series` without y" if npz else "")
 
 
-def ambiguous_targets(source: str) -> bool:
-    """Whether ``source`` is an ``.npz`` of X and a float ``y`` (a regression's targets, or a dummy beside series)."""
+def ambiguous_targets(source: str) -> np.ndarray | None:
+    """The float ``y`` of ``source`` when it is an ``.npz`` of X and a float ``y`` (a regression's targets, class
+    labels stored as floats, or a dummy beside series); else ``None``."""
     kind, arg = parse_source(source)
-    return kind == "npz" and Path(arg).expanduser().is_file() and not npz_holds_series(arg) and npz_real_targets(arg)
+    if kind == "npz" and Path(arg).expanduser().is_file() and not npz_holds_series(arg) and npz_real_targets(arg):
+        return np.asarray(npz_arrays(arg, ["y"])["y"]).reshape(-1)
+    return None
+
+
+def _targets(dataset: SequenceDataset) -> np.ndarray:
+    return np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])
 
 
 def _npz_task(path: str) -> str | None:
@@ -125,11 +145,11 @@ SOURCES: dict[str, SourceKind] = {
     "synthetic-hhar": SourceKind(_seed(_hhar)),
     "wesad": SourceKind(_seed(wesad_loader)),
     "hhar": SourceKind(_seed(_hhar)),
-    "npz": SourceKind(_own(_npz, ("ragged", "length", "task")), layout=npz_layout, stand_in=npz_stand_in,
-                      task=_npz_task, takes_task=True),
+    "npz": SourceKind(_own(_npz, ("ragged", "length", "task", "unlabelled")), layout=npz_layout,
+                      stand_in=npz_stand_in, task=_npz_task, takes_task=True),
     "ts": SourceKind(_own(load_ts, ("missing", "ragged", "length")), layout=ts_layout),
 }
-"""Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.is_series`) are not kinds."""
+"""Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.series_source`) are not kinds."""
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -137,13 +157,13 @@ def parse_source(source: str) -> tuple[str, str]:
     if not isinstance(source, str):
         raise ValueError(f"source: expected a string, got {type(source).__name__}.")
     kind, _, arg = source.partition(":")
-    if is_series(kind) and not arg and ":" not in source:
+    if series_source(source):
         return kind, ""
     if kind not in SOURCES or (kind.startswith("synthetic") != (arg == "")):
         bare = kind not in SOURCES and (source.endswith(".npz") or Path(source).expanduser().is_file())
         hint = f" (a file? write npz:{source})" if bare else ""
         raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
-                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
+                         f"ts:DIR/NAME or a series ({SERIES_SPELLED}), got "
                          f"{source!r}{hint}.")
     return kind, os.path.expanduser(arg)
 
@@ -168,9 +188,10 @@ def source_stand_in(source: str) -> SequenceDataset | None:
 
 
 def source_task(source: str) -> str | None:
-    """The task ``source``'s content alone can mean (``forecast`` for an ``.npz`` of series), before it loads."""
+    """The task ``source`` alone means, before it loads: its name's (:func:`~tff_esn.data.source_names.named_task`),
+    else its content's (``forecast`` for an ``.npz`` of series)."""
     kind, arg = parse_source(source)
-    return SOURCES[kind].task(arg) if kind in SOURCES else None
+    return named_task(source) or (SOURCES[kind].task(arg) if kind in SOURCES else None)
 
 
 def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | None = None,
@@ -179,10 +200,10 @@ def load_source(source: str, pipeline: str, *, cache_dir: str | os.PathLike | No
     kind, arg = parse_source(source)
     options = dict(options)
     task = options.pop("task", None)
-    if is_series(kind):
+    if series_source(source):
         from tff_esn.data.seed_sources.generators import series_dataset
 
-        return series_dataset(kind, task or Task("forecast", 1), **options)
+        return series_dataset(kind, task or Task(SERIES_TASK, 1), **options)
     entry = SOURCES[kind]
     if entry.takes_task:
         return _as_task(entry.load(source, kind, arg, pipeline, cache_dir, {**options, "task": task}), task)
@@ -194,10 +215,10 @@ def _as_task(dataset: SequenceDataset, task: Task | None) -> SequenceDataset:
     ``classify``, else a :class:`DataError`; without ``task``, float targets that read like class labels are a
     warning naming ``--task classify``."""
     if task is None:
-        targets = np.concatenate([c.y.reshape(-1) for c in dataset.clients.values()])
+        targets = _targets(dataset)
         if dataset.task.kind == "regress" and class_like(targets):
-            warn(f"{dataset.source}: y: float values 0.0 … {targets.max():.1f} read like class labels but are float, "
-                 "so the run is a regression; give --task classify to classify them (or store y as integers)")
+            npz = dataset.source.startswith("npz:")
+            warn(f"{dataset.source}: {ambiguous_y(targets, npz=npz)}; read as a regression (--task regress)")
         return dataset
     if task.kind == dataset.task.kind:
         return dataset

@@ -11,9 +11,7 @@ import dataclasses
 import math
 import re
 
-import numpy as np
-
-from tff_esn.common import run_warnings
+from tff_esn.common import run_warnings, streams
 from tff_esn.data.errors import DataError
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.common.validation import is_finite
@@ -51,7 +49,7 @@ def _subsample(train: list[str], train_fraction: float, seed: int) -> tuple[str,
     if train_fraction == 1:
         return tuple(train)
     k = max(1, math.ceil(train_fraction * len(train) - 1e-9))
-    order = np.random.default_rng(np.random.SeedSequence([seed, len(train), 0x5B11])).permutation(len(train))
+    order = streams.TRAIN_FRACTION.generator(seed, len(train)).permutation(len(train))
     return tuple(train[i] for i in sorted(order[:k]))
 
 
@@ -74,7 +72,7 @@ def _npz_split(dataset: SequenceDataset, train_fraction: float, seed: int) -> Sp
                           "split column: the clients are split by the seeded rule (add a 'split' array to choose "
                           "the groups).", stacklevel=4)
     n_test, n_val = (max(1, len(ids) // 5) if len(ids) >= low else 0 for low in (2, 3))
-    order = np.random.default_rng(np.random.SeedSequence([seed, len(ids), 0x5E1])).permutation(len(ids))
+    order = streams.NPZ_SPLIT.generator(seed, len(ids)).permutation(len(ids))
     shuffled = [ids[i] for i in order]
     test, val = set(shuffled[:n_test]), set(shuffled[n_test:n_test + n_val])
     train = [c for c in ids if c not in test and c not in val]

@@ -7,7 +7,7 @@ from tff_esn.common.lazy import lazy_exports
 
 _EXPORTS = {
     "STATE_MODES": ".hyperparameters", "ReservoirConfig": ".hyperparameters", "TOPOLOGIES": ".hyperparameters",
-    "child_seed": ".hyperparameters", "client_reservoir": ".hyperparameters",
+    "child_seed": "tff_esn.common.streams", "client_reservoir": ".hyperparameters",
     "connectivity_from_count": ".hyperparameters",
     "bias_weights": ".draws", "input_weights": ".draws", "leak_rates": ".draws", "recurrent_weights": ".draws",
     "spectral_radius": ".draws", "graph_metrics": ".topologies",

@@ -1,17 +1,13 @@
 """Seeded draws of a reservoir's W_in, Ŵ and b (IncFed eq. 1; thesis §2.1), without TensorFlow:
-each matrix from its own child generator of ``config.seed``."""
+each matrix from its own stream of ``config.seed`` (:mod:`tff_esn.common.streams`), so that Ŵ does not depend on N_U."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.esn import topologies
-from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed
-
-
-def _child_rng(seed: int, part: int) -> np.random.Generator:
-    """Independent generator for one weight matrix, so that Ŵ does not depend on N_U."""
-    return np.random.default_rng(np.random.SeedSequence([seed, part]))
+from tff_esn.esn.hyperparameters import ReservoirConfig
 
 
 def _sparse_uniform(rng: np.random.Generator, fan_in: int, units: int, connectivity: float) -> np.ndarray:
@@ -31,17 +27,9 @@ def spectral_radius(matrix: np.ndarray) -> float:
     return float(np.max(np.abs(np.linalg.eigvals(np.asarray(matrix, dtype=np.float64)))))
 
 
-GRAPH_SEED_PART = 3
-"""The path element of the Python ``random`` seed that draws a small-world or scale-free graph."""
-
-
-SIGN_SEED_PART = 5
-"""The path element of the generator that draws the links' signs (``link_signs="random"``)."""
-
-
 def graph_seed(config: ReservoirConfig) -> int:
     """The seed of ``config``'s small-world or scale-free graph (``random.Random`` and networkx's generators)."""
-    return child_seed(config.seed, GRAPH_SEED_PART)
+    return streams.GRAPH.seed(config.seed)
 
 
 def _structure(config: ReservoirConfig) -> np.ndarray:
@@ -57,7 +45,7 @@ def _structure(config: ReservoirConfig) -> np.ndarray:
         edges = topologies.watts_strogatz(n, config.neighbours, config.rewiring, graph_seed(config))
     else:
         edges = topologies.barabasi_albert(n, config.attachment, graph_seed(config))
-    return np.where(edges, _child_rng(config.seed, 1).uniform(-1.0, 1.0, size=(n, n)), 0.0)
+    return np.where(edges, streams.RECURRENT_WEIGHTS.generator(config.seed).uniform(-1.0, 1.0, size=(n, n)), 0.0)
 
 
 def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
@@ -65,11 +53,12 @@ def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
     if config.topology != "random":
         w = _structure(config)
         if config.link_signs == "random":
-            w = w * _child_rng(config.seed, SIGN_SEED_PART).choice([-1.0, 1.0], size=w.shape)
+            w = w * streams.LINK_SIGNS.generator(config.seed).choice([-1.0, 1.0], size=w.shape)
         if config.topology == "delay-line":
             return (w * config.spectral_radius).astype(np.float32)
         return (w * (config.spectral_radius / spectral_radius(w))).astype(np.float32)
-    w = _sparse_uniform(_child_rng(config.seed, 1), config.units, config.units, config.recurrent_connectivity)
+    w = _sparse_uniform(streams.RECURRENT_WEIGHTS.generator(config.seed), config.units, config.units,
+                        config.recurrent_connectivity)
     radius = spectral_radius(w)
     if radius <= 1e-12:
         raise ValueError(
@@ -82,12 +71,8 @@ def recurrent_weights(config: ReservoirConfig) -> np.ndarray:
 
 def input_weights(config: ReservoirConfig, n_inputs: int) -> np.ndarray:
     """W_in (n_inputs, units), float32, uniform in ±input_scaling with the given connectivity."""
-    w = _sparse_uniform(_child_rng(config.seed, 0), n_inputs, config.units, config.input_connectivity)
+    w = _sparse_uniform(streams.INPUT_WEIGHTS.generator(config.seed), n_inputs, config.units, config.input_connectivity)
     return (w * config.input_scaling).astype(np.float32)
-
-
-LEAK_SEED_PART = 4
-"""The path element of the generator that draws per-unit leaking rates."""
 
 
 def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
@@ -99,7 +84,7 @@ def leak_rates(config: ReservoirConfig) -> float | tuple[float, ...]:
         return tuple(float(a) for a in np.asarray(config.leak_values, np.float32))
     if config.leak_distribution == "constant":
         return float(high)
-    rng = _child_rng(config.seed, LEAK_SEED_PART)
+    rng = streams.LEAK_RATES.generator(config.seed)
     if config.leak_distribution == "uniform":
         rates = rng.uniform(low, high, n)
     elif config.leak_distribution == "log-uniform":
@@ -118,17 +103,13 @@ def _joined(values: list, sizes: tuple[int, ...]):
     return tuple(a for v, n in zip(values, sizes) for a in (v if isinstance(v, tuple) else (v,) * n))
 
 
-ACTIVATION_SEED_PART = 6
-"""The path element of the generator that gives the units of a mixed reservoir their nonlinearities."""
-
-
 def activations(config: ReservoirConfig) -> str | tuple[str, ...]:
     """Each unit's nonlinearity: ``config.activation``, or for ``mixed`` one of ``activation_types`` drawn per unit."""
     if config.layers > 1:
         return _joined([activations(config.layer(i)) for i in range(config.layers)], config.layer_sizes)
     if config.activation != "mixed":
         return config.activation
-    rng = _child_rng(config.seed, ACTIVATION_SEED_PART)
+    rng = streams.ACTIVATIONS.generator(config.seed)
     return tuple(config.activation_types[i] for i in rng.integers(0, len(config.activation_types), config.units))
 
 
@@ -136,5 +117,5 @@ def bias_weights(config: ReservoirConfig) -> np.ndarray:
     """b (units,), float32, uniform in ±bias_scaling (zeros when bias_scaling is 0)."""
     if config.bias_scaling == 0:
         return np.zeros(config.units, np.float32)
-    rng = _child_rng(config.seed, 2)
+    rng = streams.BIAS.generator(config.seed)
     return (rng.uniform(-1.0, 1.0, config.units) * config.bias_scaling).astype(np.float32)

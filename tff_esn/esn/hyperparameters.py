@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tff_esn.common import streams
 from tff_esn.common.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 #: The graphs of Ŵ (:mod:`tff_esn.esn.topologies` builds them).
@@ -199,9 +200,9 @@ class ReservoirConfig:
         return (tuple(self.layer_units) or (self.units,) * self.layers) if self.layers > 1 else ()
 
     def layer(self, index: int) -> "ReservoirConfig":
-        """Layer ``index``'s own reservoir in a deep ESN, seeded ``child_seed(seed, 5, index)`` after the first."""
+        """Layer ``index``'s own reservoir in a deep ESN, seeded by stream ``reservoir.deep_layer`` after the first."""
         own = {name[len("layer_"):]: getattr(self, name)[index] for name in PER_LAYER if getattr(self, name)}
-        seed = self.seed if index == 0 else child_seed(self.seed, DEEP_LAYER_SEED_PURPOSE, index)
+        seed = self.seed if index == 0 else streams.DEEP_LAYER.seed(self.seed, index)
         start = sum(self.layer_sizes[:index])
         rates = self.leak_values[start:start + self.layer_sizes[index]] if self.leak_values else ()
         return self.replace(layers=1, seed=seed, leak_values=rates, **own, **{name: () for name in PER_LAYER})
@@ -226,29 +227,13 @@ class ReservoirConfig:
 PER_LAYER = ("layer_units", "layer_spectral_radius", "layer_leaky", "layer_input_scaling")
 """The deep ESN's per-layer settings: ``layer_X`` is ``X`` of each layer."""
 
-DEEP_LAYER_SEED_PURPOSE = 5
-"""The path element of a deep ESN's layer seeds (after the client reservoirs' 3 and client sampling's 4)."""
-
-
 def connectivity_from_count(count: int, fan_in: int) -> float:
     """Fraction of connections per unit from a count ≥ 1 of ``fan_in`` (IncFed Tables I–IV), capped at 1."""
     return min(1.0, count / fan_in)
 
 
-def child_seed(seed: int, *path: int) -> int:
-    """A 31-bit integer seed derived from ``seed`` and a path of integers (numpy ``SeedSequence``)."""
-    import numpy as np  # this module stays importable without numpy: the CLI's --help reads its defaults
-
-    return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0] & 0x7FFFFFFF)
-
-
-RESERVOIR_SEED_PURPOSE = 3
-"""The path element that marks a client's own reservoir among a run's seeded draws (the
-federated clients' input noise and shuffling use 1 and 2, client sampling 4)."""
-
-
 def client_reservoir(config: ReservoirConfig, index: int) -> ReservoirConfig:
-    """Client ``index``'s own reservoir (thesis Table 6.5): the seed ``child_seed(config.seed, 3, index)``."""
+    """Client ``index``'s own reservoir (thesis Table 6.5): the seed of stream ``reservoir.client``."""
     if not is_count(index, 0):
         raise ValueError(f"index: expected an integer ≥ 0, got {index!r}.")
-    return config.replace(seed=child_seed(config.seed, RESERVOIR_SEED_PURPOSE, index))
+    return config.replace(seed=streams.CLIENT_RESERVOIR.seed(config.seed, index))

@@ -107,9 +107,20 @@ class Member:
     config: ReservoirConfig | None = None
 
 
-def as_sequences(x: Any, lengths: Any = None, *, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+def as_sequences(x: Any, lengths: Any = None, *,
+                 feature_names: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Sequences as ``(x (n, T, F) float32 right-padded, lengths (n,) or None)``: from an (n, T, F) array (with
-    optional ``lengths``) or a list of (T_i, F) arrays of unequal length; one-line errors for anything else."""
+    optional ``lengths``), a list of (T_i, F) arrays of unequal length, or a ``SequenceDataset`` (its clients pooled
+    in ``client_ids`` order, as ``dataset.pooled(dataset.client_ids)``); one-line errors for anything else, and for
+    another feature count than ``feature_names``' (a dataset: other feature names)."""
+    if callable(getattr(x, "pooled", None)) and hasattr(x, "client_ids"):
+        if lengths is not None:
+            raise ValueError("lengths: give it with an (n, T, F) array only; a SequenceDataset carries its lengths.")
+        if feature_names is not None and tuple(x.feature_names) != tuple(feature_names):
+            raise ValueError(f"x: features {list(x.feature_names)[:8]}, the model was trained on "
+                             f"{list(feature_names)[:8]}; give the same input channels in the same order.")
+        pooled = x.pooled(x.client_ids)
+        x, lengths = pooled.x, pooled.lengths
     if isinstance(x, (list, tuple)):
         if lengths is not None:
             raise ValueError("lengths: give it with an (n, T, F) array only; a list of sequences carries its lengths.")
@@ -136,9 +147,9 @@ def as_sequences(x: Any, lengths: Any = None, *, n_features: int | None = None) 
             lengths = None if np.all(lengths == x.shape[1]) else lengths
     if not np.all(np.isfinite(x)):
         raise ValueError("x: contains NaN or inf; fill or drop those steps first.")
-    if n_features is not None and x.shape[2] != n_features:
-        raise ValueError(f"x: {x.shape[2]} features per step, the model was trained on {n_features}; give the "
-                         "same input channels in the same order.")
+    if feature_names is not None and x.shape[2] != len(feature_names):
+        raise ValueError(f"x: {x.shape[2]} features per step, the model was trained on {len(feature_names)}; give "
+                         "the same input channels in the same order.")
     return x, lengths
 
 
@@ -188,7 +199,7 @@ class Model:
         """The states the readout of ``member`` sees, float64 rows: (n, U) per sequence (``last``, ``mean``, or
         ``all`` averaged over steps), or (n·(T − washout), U) per step (IncFed eq. 1; IncFed §III's state modes);
         with ``spec.raw_inputs`` each row is ``[u, x]``, the (standardised) input read as the state is."""
-        x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
+        x, lengths = as_sequences(x, lengths, feature_names=self.feature_names)
         return self._states(self.members[member].reservoir, *self._inputs(x, lengths))
 
     def _inputs(self, x: np.ndarray, lengths: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -225,7 +236,7 @@ class Model:
         """The readout's outputs, one row per prediction (a sequence, or a step with ``per_step``): ridge (m, N_Y);
         a dense readout's (m,) probabilities of class 1 or real outputs, or (m, K) probabilities; an ensemble's
         size-weighted mean of its members' outputs (IncFed eq. 4)."""
-        x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
+        x, lengths = as_sequences(x, lengths, feature_names=self.feature_names)
         return self._outputs(*self._inputs(x, lengths))
 
     def _outputs(self, x: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
@@ -240,8 +251,9 @@ class Model:
         return np.asarray(mean, np.float64) * self.outputs.scale + self.outputs.mean
 
     def predict(self, x: Any, lengths: Any = None) -> np.ndarray:
-        """Class indices (into :attr:`label_names`) or real values: (n,) per sequence, (n, T − washout) per step."""
-        x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
+        """Class indices (into :attr:`label_names`) or real values of the sequences ``x`` (any form
+        :func:`as_sequences` reads, a ``SequenceDataset`` included): (n,) per sequence, (n, T − washout) per step."""
+        x, lengths = as_sequences(x, lengths, feature_names=self.feature_names)
         outputs = self._outputs(*self._inputs(x, lengths))
         if self.classifier:
             from tff_esn.common.metrics import predictions
@@ -270,7 +282,7 @@ class Model:
                              f"got task {task.kind} horizon {task.horizon} of {task.target!r} on inputs "
                              f"{', '.join(self.feature_names)}.")
         channel = self.feature_names.index(task.target)
-        x, _ = as_sequences(np.asarray(warmup, np.float32)[None], n_features=len(self.feature_names))
+        x, _ = as_sequences(np.asarray(warmup, np.float32)[None], feature_names=self.feature_names)
         others = len(self.feature_names) - 1
         known = np.zeros((max(steps - 1, 0), others), np.float32) if exog is None else np.asarray(exog, np.float32)
         if not isinstance(steps, (int, np.integer)) or steps < 1 or (others and exog is None) or \
@@ -319,7 +331,7 @@ class Model:
     def score(self, x: Any, y: Any, lengths: Any = None) -> dict[str, Any]:
         """The task's metrics of the predictions on ``x`` against ``y``: the ``metrics.json`` group section
         (classes: accuracy, balanced accuracy, macro-F1, AUC, …; real: NRMSE, RMSE, MAE, R²)."""
-        x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
+        x, lengths = as_sequences(x, lengths, feature_names=self.feature_names)
         labels = self.labels(y, len(x))
         outputs = self._outputs(*self._inputs(x, lengths))
         return self.task.report(labels, outputs, self.n_outputs, seed=self.seed)

@@ -46,7 +46,8 @@ class ReservoirpyESN:
             sequences = [s[:n] for s, n in zip(x, steps)]
         rows = []
         for sequence in sequences:
-            self.reservoir.reset()
+            if getattr(self.reservoir, "initialized", True):  # a 0.4 node not run yet is at zero and has no state
+                self.reservoir.reset()
             states = np.asarray(self.reservoir.run(sequence))
             if self.state_mode == "last":
                 states = states[-1:]

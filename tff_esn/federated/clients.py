@@ -15,15 +15,13 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from tff_esn.esn.hyperparameters import ReservoirConfig, child_seed, client_reservoir
+from tff_esn.common import streams
+from tff_esn.esn.hyperparameters import ReservoirConfig, client_reservoir
 from tff_esn.data.sequences import ClientSequences
 from tff_esn.federated.model import ThesisModelConfig, build_thesis_model
 from tff_esn.esn.layer import Reservoir
 from tff_esn.esn.states_tf import run_reservoir_shapeless
 from tff_esn.esn.standardization import Standardization
-
-_NOISE, _SHUFFLE = 1, 2
-
 
 def client_reservoir_configs(server: ReservoirConfig, n_clients: int, mode: str) -> list[ReservoirConfig]:
     """Each client's reservoir: the server's (``same``, thesis Table 6.4) or its own (``different``, Table 6.5)."""
@@ -196,7 +194,7 @@ class _ClientSource:
         return self.ids.index(cid)
 
     def shuffle_seed(self, cid: str, round_num: int) -> int | None:
-        return child_seed(self.seed, _SHUFFLE, round_num, self.index(cid)) if self.shuffle else None
+        return streams.FEDERATED_SHUFFLE.seed(self.seed, round_num, self.index(cid)) if self.shuffle else None
 
     def datasets(self, client_ids: Sequence[str], round_num: int) -> list[tf.data.Dataset]:
         return [self.dataset(cid, round_num) for cid in client_ids]
@@ -245,7 +243,8 @@ class RawInputs(_ClientSource):
 
     def arrays(self, cid: str, round_num: int) -> tuple[np.ndarray, np.ndarray]:
         """The client's inputs with this round's noise, and its targets."""
-        x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, round_num, self.index(cid)))
+        seed = streams.FEDERATED_NOISE.seed(self.seed, round_num, self.index(cid))
+        x = noisy(self.clients[cid].x, self.noise[cid], seed)
         return x, self._targets[cid]
 
     def _with_reservoir(self, cid: str, batches: tf.data.Dataset):
@@ -282,7 +281,7 @@ class CachedStates(_ClientSource):
         digest.update(json.dumps({
             "reservoir": self.reservoirs[cid].to_dict(), "state_mode": self.config.state_mode,
             "washout": self.config.washout, "noise": self.noise[cid],
-            "noise_seed": child_seed(self.seed, _NOISE, self.index(cid)) if self.noise[cid] else None,
+            "noise_seed": streams.CACHED_NOISE.seed(self.seed, self.index(cid)) if self.noise[cid] else None,
             "shape": list(client.x.shape), "format": "raw-float32", "outputs": self.config.n_outputs,
             "lengths": None if client.lengths is None else client.lengths.tolist(),
         }, sort_keys=True).encode())
@@ -292,7 +291,7 @@ class CachedStates(_ClientSource):
         return digest.hexdigest()[:24]
 
     def _states(self, cid: str) -> np.ndarray:
-        x = noisy(self.clients[cid].x, self.noise[cid], child_seed(self.seed, _NOISE, self.index(cid)))
+        x = noisy(self.clients[cid].x, self.noise[cid], streams.CACHED_NOISE.seed(self.seed, self.index(cid)))
         return reservoir_states(x, self.reservoirs[cid], self.config, lengths=self.clients[cid].lengths)
 
     def _prepare(self, cid: str, raw: np.ndarray | None) -> tf.data.Dataset:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn import runtime
 from tff_esn.registry.algorithms import Algorithm, get_algorithm
 from tff_esn.common.communication import CommunicationCost
@@ -40,7 +41,7 @@ from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
 from tff_esn.federated.training_check import closed_form_reference, diverged_round, training_flags
 from tff_esn.esn.standardization import Standardization, federated_standardization
-from tff_esn.common.metrics import classification_metrics
+from tff_esn.common.metrics import NonFiniteScores, classification_metrics
 from tff_esn.common.tasks import Task
 from tff_esn.esn.model import Model
 from tff_esn.privacy.accounting import RoundEvent
@@ -54,12 +55,9 @@ from tff_esn.common.run_warnings import warn
 
 tff = runtime.load_tff()
 
-_SAMPLE = 4
-
-
 def sample_clients(ids: Sequence[str], m: int, seed: int, round_num: int) -> list[str]:
     """The m clients of round ``round_num``: uniform without replacement, a pure function of (seed, round)."""
-    rng = np.random.default_rng(client_data.child_seed(seed, _SAMPLE, round_num))
+    rng = np.random.default_rng(streams.FEDERATED_SAMPLE.seed(seed, round_num))
     picks = rng.choice(len(ids), size=min(m, len(ids)), replace=False)
     return [ids[i] for i in sorted(picks)]
 
@@ -290,8 +288,14 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             label = f"lr={lr:g}" + ("" if penalty is None else f",penalty={penalty:g}")
             out = None if config.out is None else os.path.join(config.out, "selection", label)
             bar.set_postfix_str(label)
-            result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out))
-            bar.update()
+            try:
+                result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out))
+            except NonFiniteScores as err:
+                warn(f"{err}: candidate {label} is left out of the choice")
+                scores[key(candidate)] = (math.nan, math.nan, 0, None)
+                return scores[key(candidate)][:2]
+            finally:
+                bar.update()
             kept, rows = int(result["extra"]["kept_round"]), result["extra"]["rounds"]
             kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in result["val"].items()}}
             scores[key(candidate)] = (*_validation_choice(kept_row), kept, result["extra"].get("diverged_round"))
@@ -312,6 +316,9 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
                              loss_key: loss, "kept_round": r, "diverged": d}
                             for (lr, p), (f, loss, r, d) in scores.items()]
+    if key(config) not in results:
+        raise NonFiniteScores(f"{config.algorithm}: every candidate's readout diverged (non-finite outputs); give "
+                              "--client-lr below the grid's smallest value.")
     return config, record, results[key(config)]
 
 
@@ -476,7 +483,12 @@ def _train(fed: _Federation, config: FedAvgConfig, state, start_round: int, *, o
                        else sample_clients(fed.data.source.ids, config.clients_per_round, config.seed, round_num))
             output = fed.process.next(state, fed.client_data(sampled, round_num))
             state = output.state
-            row = _round_row(fed, output, sampled, round_num, time.perf_counter() - began, k_classes)
+            try:
+                row = _round_row(fed, output, sampled, round_num, time.perf_counter() - began, k_classes)
+            except NonFiniteScores:
+                raise NonFiniteScores(f"{config.algorithm}: round {round_num + 1}: the readout diverged (non-finite "
+                                      f"outputs) at client lr {config.model.learning_rate:g}; give a smaller "
+                                      "--client-lr (or auto)") from None
             if privacy.dp:
                 ledger["events"].append(privacy.round_event(config.clients_per_round, len(fed.data.source.ids)))
             curvature_clipped += secure_clipped(output.metrics["client_work"].get("curvature"))

@@ -75,13 +75,15 @@ def _penalty_flags(algorithm: str, selection: Mapping[str, Any], penalty: float 
 def _divergence_flags(algorithm: str, selection: Mapping[str, Any], diverged: int | None, unit: str) -> list[str]:
     """:data:`DIVERGED` for each selection candidate (or the run) whose training went non-finite (its ``diverged``:
     the first such round or epoch)."""
-    found = [(c, c["diverged"]) for c in selection.get("candidates", ()) if c.get("diverged")]
+    found = [(c, c.get("diverged")) for c in selection.get("candidates", ())
+             if c.get("diverged") or c.get("kept_round") == 0]  # kept round 0: stopped at non-finite outputs
     if not selection.get("candidates") and diverged:
         found = [({}, diverged)]
     for candidate, round_num in found:
         setting = ", ".join(f"{k} {candidate[k]:g}" for k in ("client_lr", "penalty") if k in candidate)
         warn(f"{algorithm}: {'the candidate ' + setting if setting else 'the run'} diverged (non-finite training "
-             f"loss or updates) in {unit} {round_num}; a smaller learning rate trains it")
+             f"loss, updates or outputs){f' in {unit} {round_num}' if round_num else ''}; a smaller learning rate "
+             "trains it")
     return [DIVERGED] if found else []
 
 

@@ -31,11 +31,16 @@ def stats_aggregation(privacy: PrivacyConfig, *, state_mode: str, washout: int, 
                         steps=steps, releases=releases, record_bound=record_bound)
     secure = None
     if privacy.secure_aggregation:
-        bound = privacy.secure_range
-        if bound is None:
-            noise = max(dp.client_stddevs(len(client_sequences))) if dp is not None else 0.0
-            bound = stats_bound([n * m for n in client_sequences]) + NOISE_HEADROOM * noise
-        secure = FixedPoint(privacy.secure_bits, float(bound), len(client_sequences))
+        bound, source = privacy.secure_range, "--secure-range"
+        if bound is None and dp is not None:  # public bounds only: the clients' sizes are training data
+            cap = privacy.dp_max_client_sequences
+            bound = cap * m + NOISE_HEADROOM * max(dp.client_stddevs(len(client_sequences)))
+            source = (f"--dp-max-client-sequences {cap} × {m} states per sequence (every entry of a client's A, B, "
+                      f"n) + {NOISE_HEADROOM:g} σ of a client's noise: public bounds, no statistic of the training "
+                      "data")
+        elif bound is None:
+            bound, source = stats_bound([n * m for n in client_sequences]), "the largest training client's states"
+        secure = FixedPoint(privacy.secure_bits, float(bound), len(client_sequences), source)
     return StatsAggregation(len(client_sequences), n_features, dp=dp, secure=secure)
 
 
@@ -64,12 +69,20 @@ def gaussian_stats(privacy: PrivacyConfig, *, state_mode: str, washout: int, n_f
 
 
 def secure_ridge_sum(privacy: PrivacyConfig, client_states: Sequence[int]) -> SecureRidgeSum | None:
-    """Secure sum of pFedRR / Partial IncFed uploads, range ``max_c n_c`` + :data:`ROUNDING_MARGIN` (``None``: not secure)."""
+    """Secure sum of pFedRR / Partial IncFed uploads, range ``--secure-range`` or, without DP, ``max_c n_c`` +
+    :data:`ROUNDING_MARGIN` (``None``: not secure); under DP without ``--secure-range`` a ``ValueError`` (the
+    clients' sizes are training data)."""
     if not privacy.secure_aggregation:
         return None
-    bound = (stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN) if privacy.secure_range is None
-             else privacy.secure_range)
-    return SecureRidgeSum(FixedPoint(privacy.secure_bits, float(bound), len(client_states)))
+    if privacy.secure_range is not None:
+        return SecureRidgeSum(FixedPoint(privacy.secure_bits, float(privacy.secure_range), len(client_states),
+                                         "--secure-range"))
+    if privacy.dp_requested:
+        raise ValueError("secure aggregation under DP: the clients' noisy statistics have no public bound for the "
+                         "secure sum; give --secure-range R (values beyond ±R are clipped and counted).")
+    bound = stats_bound(list(client_states)) * (1 + ROUNDING_MARGIN)
+    return SecureRidgeSum(FixedPoint(privacy.secure_bits, bound, len(client_states),
+                                     "the largest training client's states"))
 
 
 def stats_sections(agg: StatsAggregation | None, clipped: int, raised: int, support: PrivacySupport) -> dict:

@@ -8,6 +8,9 @@ import dataclasses
 from tff_esn.common.validation import SEED_MAX, check_field, is_count, is_finite, is_seed
 
 DEFAULT_SECURE_BITS = 48
+DEFAULT_CLIENT_SEQUENCES = 2 ** 20
+"""The public bound on a DP client's sequences that sets the secure sum's range by default (a coordinate's rounding
+error is then ``K·R/L``, ``metrics.json``'s ``secure_aggregation.error_bound``)."""
 MODELS = ("central", "local", "distributed")
 DEFAULT_IP_CLIP = 1.0
 NO_PRIVACY = {"mechanism": "none", "clip": None, "noise_multiplier": 0.0, "epsilon": None,
@@ -30,8 +33,9 @@ class PrivacyConfig:
     Attributes:
         secure_aggregation: sum the clients' uploads with TFF's secure sum (fixed-point encoding).
         secure_bits: closed form: bit width of the secure sum (each client gets bits − ⌈log₂ K⌉).
-        secure_range: closed form: values are clipped to ±R before encoding (``None``: the largest
-            client's state count, which bounds every entry of A, B, n, plus 8 σ of the clients' DP noise).
+        secure_range: closed form: values are clipped to ±R before encoding (``None``: a bound on a client's
+            state count, which bounds every entry of A, B, n, plus 8 σ of the clients' DP noise — under DP
+            ``dp_max_client_sequences`` × the states per record, else the largest client's state count).
         dp_epsilon: target ε of the Gaussian mechanism (``None``: no DP unless ``dp_noise_multiplier``).
         dp_noise_multiplier: noise multiplier z instead of ``dp_epsilon`` (ε is then reported).
         dp_delta: δ.
@@ -46,6 +50,9 @@ class PrivacyConfig:
         dp_max_steps: closed form: the public bound N on a training sequence's steps under DP (state mode
             ``all``: a record adds N − washout states); longer training sequences are cut to their last N
             steps (``None``: the data's one sequence length; sequences of unequal length are refused).
+        dp_max_client_sequences: closed form under DP with secure aggregation and no ``secure_range``: the public
+            bound on a client's sequences that sets the secure sum's range (a client holding more has the values
+            beyond the range clipped and counted); the training data's largest client is never read for it.
     """
 
     secure_aggregation: bool = False
@@ -60,6 +67,7 @@ class PrivacyConfig:
     dp_seed: int | None = None
     dp_adaptive_clip: bool = False
     dp_max_steps: int | None = None
+    dp_max_client_sequences: int = DEFAULT_CLIENT_SEQUENCES
 
     def __post_init__(self) -> None:
         if self.dp_epsilon is not None and self.dp_noise_multiplier is not None:
@@ -86,6 +94,12 @@ class PrivacyConfig:
         if self.dp_max_steps is not None and not self.dp_requested:
             raise ValueError("PrivacyConfig.dp_max_steps (--dp-max-steps) bounds a DP record; it needs --dp-epsilon or "
                              "--dp-noise-multiplier.")
+        check_field(self, "dp_max_client_sequences", is_count(self.dp_max_client_sequences, 1), "an integer ≥ 1")
+        if self.dp_max_client_sequences != DEFAULT_CLIENT_SEQUENCES and not (
+                self.dp_requested and self.secure_aggregation and self.secure_range is None):
+            raise ValueError("PrivacyConfig.dp_max_client_sequences (--dp-max-client-sequences) sets the secure sum's "
+                             "range under DP; it needs --dp-epsilon or --dp-noise-multiplier and --secure-aggregation, "
+                             "without --secure-range.")
         if self.dp_adaptive_clip and self.secure_aggregation:
             raise ValueError("secure aggregation with DP needs a fixed clip (SecureSumFactory bounds each coordinate "
                              "by C); drop --dp-adaptive-clip or --secure-aggregation.")
@@ -143,7 +157,8 @@ class PrivacySupport:
 _DP = ("dp_epsilon", "dp_noise_multiplier", "dp_delta", "dp_clip", "dp_seed")
 NONE = PrivacySupport()
 """No secure aggregation, no DP."""
-STATISTICS = PrivacySupport(("secure_aggregation", "secure_bits", "secure_range", *_DP, "dp_model", "dp_max_steps"))
+STATISTICS = PrivacySupport(("secure_aggregation", "secure_bits", "secure_range", *_DP, "dp_model", "dp_max_steps",
+                             "dp_max_client_sequences"))
 """Closed form: secure sum and Gaussian mechanism on the summed statistics (central, local or distributed)."""
 LOCAL_STATISTICS = PrivacySupport(STATISTICS.settings, local_only=True)
 """Closed form with data-dependent uploads (masks, completions): DP with each client's own noise only."""

@@ -236,15 +236,30 @@ FILE_ORIGIN = "file"
 """The origin of a setting read from a hyper-parameter file (``--hparams``) in ``metrics.json``'s ``config``."""
 
 
-def selection_declared(privacy: dict, config: Mapping[str, Mapping[str, Any]]) -> dict:
+def selection_declared(privacy: dict, config: Mapping[str, Mapping[str, Any]],
+                       search: Mapping[str, Any] | None = None, data: str | None = None) -> dict:
     """A DP run's ``privacy`` section with ``selection_outside_epsilon``: whether settings came from a file
-    (``--hparams``), chosen by a search that is no DP mechanism, so on the clients outside the ε (a warning)."""
+    (``--hparams``) chosen by a search that is no DP mechanism on these clients (a warning). ``search``: the file's
+    search record (``search.json``: its data and seed, :mod:`tff_esn.runs.hparams_search`), compared with the run's
+    ``data`` — a search on other data used none of these clients; without a record, the search may have."""
+    from tff_esn.runs.hparams_search import same_data
+
     chosen = sorted(name for name, entry in config.items() if entry.get("origin") == FILE_ORIGIN)
-    if chosen:
-        warn(f"DP: {', '.join(chosen)} came from a hyper-parameter file (--hparams); if a search chose them on these "
-             "clients, that choice used their data outside the DP mechanism and is not covered by the ε "
-             "(metrics.json privacy.selection_outside_epsilon)")
-    return {**privacy, "selection_outside_epsilon": bool(chosen), "settings_from_file": chosen}
+    out = {**privacy, "settings_from_file": chosen}
+    if not chosen:
+        return {**out, "selection_outside_epsilon": False}
+    names = ", ".join(chosen)
+    if search is None:
+        warn(f"DP: {names} came from a hyper-parameter file (--hparams) with no search record beside it; if a search "
+             "chose them on these clients, that choice used their data outside the DP mechanism and is not covered "
+             "by the ε (metrics.json privacy.selection_outside_epsilon)")
+        return {**out, "selection_outside_epsilon": True, "selection_data": "unknown (no search.json beside the file)"}
+    searched = f"a search on {search['data']} (seed {search.get('seed')})"
+    if data is None or same_data(search["data"], data):
+        warn(f"DP: {names} came from {searched}, the same clients' data: that choice used their data outside the DP "
+             "mechanism and is not covered by the ε (metrics.json privacy.selection_outside_epsilon)")
+        return {**out, "selection_outside_epsilon": True, "selection_data": f"same clients: {searched}"}
+    return {**out, "selection_outside_epsilon": False, "selection_data": f"other data: {searched}"}
 
 
 def declaration(support: PrivacySupport, *, secure: bool, dp: bool, own_client_work: bool = False,

@@ -14,6 +14,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
+from tff_esn.common import streams
+
 
 def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
     """The two-sided ``1 − alpha`` Clopper–Pearson interval of a binomial proportion."""
@@ -99,7 +101,7 @@ def incfed_neighbours(epsilon: float, delta: float, *, dp_seed: int | None = Non
     from tff_esn.privacy.aggregation import StatsAggregation, server_noise
     from tff_esn.privacy.dp_stats import GaussianStats, clip_rows, natural_clip
 
-    rng = np.random.default_rng(seed)
+    rng = streams.AUDIT_RECORDS.generator(seed)
     m, clip = states_per_record, natural_clip(features)
     states = rng.uniform(-1, 1, (records * m, features))
     labels = np.repeat(rng.integers(0, outputs, records), m)
@@ -140,7 +142,7 @@ def fedavg_neighbours(epsilon: float, delta: float, *, dp_seed: int | None = Non
     from tff_esn.privacy import accounting, noise_seed
     from tff_esn.privacy.learning import LearningPrivacy, dp_release
 
-    rng = np.random.default_rng(seed)
+    rng = streams.AUDIT_RECORDS.generator(seed)
     updates = [rng.normal(size=size) * clip / (2 * math.sqrt(size)) for _ in range(clients)]
     extra = rng.normal(size=size)
     extra *= 3 * clip / np.linalg.norm(extra)

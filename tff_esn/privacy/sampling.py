@@ -6,17 +6,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import numpy as np
+from tff_esn.common import streams
 
 POISSON = "poisson"
 ALL = "all clients"
 FIXED_PUBLIC = "fixed-size without replacement, seeded by --seed"
-_STREAM = 1  # the sampling's stream of the mechanism seed (TF's noise draws use the seed itself)
 
 
 def poisson_clients(ids: Sequence[str], rate: float, seed: int, round_num: int) -> list[str]:
     """The clients of round ``round_num``: each of ``ids`` with probability ``rate``, from the secret ``seed``."""
-    rng = np.random.default_rng([int(seed), _STREAM, int(round_num)])
+    rng = streams.POISSON_SAMPLING.generator(seed, round_num)
     keep = rng.random(len(ids)) < rate
     return [cid for cid, k in zip(ids, keep) if k]
 

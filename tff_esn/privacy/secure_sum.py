@@ -38,11 +38,13 @@ def stats_bound(client_states: list[int]) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class FixedPoint:
-    """The encoding of the module docstring: aggregate ``bits``, range ``bound`` R, ``clients`` K."""
+    """The encoding of the module docstring: aggregate ``bits``, range ``bound`` R, ``clients`` K, where R comes
+    from (``source``)."""
 
     bits: int
     bound: float
     clients: int
+    source: str = ""
 
     def __post_init__(self) -> None:
         client_bits(self.bits, self.clients)
@@ -82,4 +84,5 @@ class FixedPoint:
         """The ``secure_aggregation`` section of ``metrics.json``."""
         return {"intrinsic": "tff.federated_secure_sum_bitwidth", "bits": self.bits,
                 "client_bits": self.client_bits, "range": [-self.bound, self.bound], "scale": self.scale,
-                "error_bound": self.error_bound(), "clipped_values": clipped}
+                "error_bound": self.error_bound(), "clipped_values": clipped,
+                **({"range_source": self.source} if self.source else {})}

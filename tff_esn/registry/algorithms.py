@@ -3,12 +3,14 @@
 An entry (:func:`register_algorithm`, :class:`Algorithm`) declares an algorithm's config class, data,
 privacy support, communication cost and whether it runs TFF; its ``run(dataset, split, config)`` returns
 its ``metrics.json`` sections, and :func:`run_algorithm` adds the rest. A ``"module:function"`` run is
-imported when the algorithm runs; :data:`PROVIDERS` registers the built-in ones.
+imported when the algorithm runs; :data:`PROVIDERS` registers the built-in ones, and an installed package adds its
+own through the entry-point group :data:`ENTRY_POINTS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import time
 from collections.abc import Callable, Mapping
@@ -23,7 +25,7 @@ from tff_esn.common.run_warnings import merged, recording
 from tff_esn.common.settings import Setting, config_fields, config_from_flags, flat_config, settings
 from tff_esn.common.tasks import REAL_KINDS, REAL_OBJECTIVE, TASK_KINDS
 
-__all__ = ["LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
+__all__ = ["ENTRY_POINTS", "LABEL_KINDS", "PROVIDERS", "Algorithm", "ResolvedRun", "available_algorithms", "check_privacy",
            "check_takes", "config_fields", "config_from_flags", "flat_config", "get_algorithm", "names_where",
            "register_algorithm", "resolve_run", "run_algorithm"]
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
 
 PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
+ENTRY_POINTS = "tff_esn.algorithms"
+"""The entry-point group of other packages' algorithms: each entry (``name = package.module``) names a light module
+(no TensorFlow at import) whose import registers them with :func:`register_algorithm`, as :data:`PROVIDERS` do."""
 RESULT_SECTIONS = ("train", "val", "test", "communication")
 PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends")
 """The record's sections a run's model keeps as its provenance (those the run wrote)."""
@@ -111,6 +116,14 @@ def register_algorithm(name: str, config: type, run: RunFn | str, **entry: Any) 
     return algo
 
 
+@functools.lru_cache(maxsize=None)
+def plugin_modules() -> tuple[tuple[str, str], ...]:
+    """``(entry name, module)`` of each installed :data:`ENTRY_POINTS` entry, by name."""
+    from importlib.metadata import entry_points
+
+    return tuple((ep.name, ep.module) for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name))
+
+
 def _load_providers() -> None:
     for module in PROVIDERS:
         try:
@@ -118,6 +131,12 @@ def _load_providers() -> None:
         except ModuleNotFoundError as err:
             if err.name != module:
                 raise
+    for name, module in plugin_modules():
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ImportError(f"{ENTRY_POINTS} entry point {name!r}: {module} does not import ({err}); reinstall or "
+                              "uninstall the package that declares it.") from err
 
 
 def available_algorithms() -> dict[str, Algorithm]:
@@ -127,7 +146,8 @@ def available_algorithms() -> dict[str, Algorithm]:
 
 
 def names_where(predicate: Callable[[Algorithm], bool]) -> list[str]:
-    """Names of the registered algorithms where ``predicate`` holds, in :data:`PROVIDERS`, then registration order."""
+    """Names of the registered algorithms where ``predicate`` holds, in :data:`PROVIDERS` order (other packages'
+    after them), then registration order."""
     _load_providers()
 
     def provider(item: tuple[int, Algorithm]) -> tuple[int, int]:
@@ -266,13 +286,14 @@ class RunRecord(dict):
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None,
                   partition: Mapping[str, Any] | None = None, standardize: str = "auto",
-                  free_run: int | None = None) -> RunRecord:
+                  free_run: int | None = None, search: Mapping[str, Any] | None = None) -> RunRecord:
     """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record
     (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients) and the
     trained model, its provenance and metrics the record's. ``standardize`` (:mod:`tff_esn.runs.standardize`):
     the run sees standardised inputs and targets, its metrics are in the series' units (and standardised).
     ``free_run``: the model's free runs of that many steps on the validation and test series are scored
-    (:mod:`tff_esn.runs.free_run`)."""
+    (:mod:`tff_esn.runs.free_run`). ``search``: the search record of the settings from a hyper-parameter file
+    (:func:`~tff_esn.runs.hparams_search.search_record`), which a DP run's privacy record compares with its data."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
     from tff_esn.runs import free_run as free_runs, standardize as scaling_of
     from tff_esn.runs.baselines import baseline_scores
@@ -294,8 +315,9 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         start_time = time.perf_counter()
         result = function(dataset if scaling is None else scaling_of.scaled(dataset, scaling), split, config)
         seconds = time.perf_counter() - start_time
-        if scaling is not None:
-            result.update({g: scaling_of.in_own_units(result[g], scaling)
+        if scaling is not None and result.get("model") is not None:
+            result["model"] = result["model"].replace(inputs=scaling.inputs, outputs=scaling.target)
+            result.update({g: scaling_of.in_own_units(result[g], result["model"], dataset.pooled(split.groups[g]))
                            for g in ("train", "val", "test") if g in result})
         used = result.get("model")  # the washout the model uses (a choice of ``auto``), else the configured one
         washout = used.spec.washout if used is not None else getattr(getattr(config, "model", config), "washout", 0)
@@ -304,10 +326,8 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
                                     washout=washout if isinstance(washout, int) else 0, objective=objective)
         checked_result = check_result(name, result, {} if private else baselines, dataset.task, objective=objective)
         if private and "privacy" in result:
-            result["privacy"] = selection_declared(result["privacy"], run.record)
+            result["privacy"] = selection_declared(result["privacy"], run.record, search, dataset.source)
     model = result.pop("model", None)
-    if model is not None and scaling is not None:
-        model = model.replace(inputs=scaling.inputs, outputs=scaling.target)
     if free_run is not None and model is not None:
         from tff_esn.data.seed_sources.generators import LYAPUNOV
 

@@ -1,6 +1,7 @@
 """Defaults that depend on the data source, declared in one place.
 
-The config classes' defaults are the seeds' settings, which hold on :data:`SEED_SOURCES`; on own data
+The config classes' defaults are the seeds' settings, which hold on the seeds' sources
+(:data:`tff_esn.data.source_names.SEED_SOURCES`); on own data
 the registration's ``own_data`` replaces them wherever the user gave no value
 (:func:`source_defaults`, read by :func:`tff_esn.registry.algorithms.resolve_run`).
 """
@@ -10,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tff_esn.data.source_names import SEED_SOURCES, named_task, own_data, series_source, source_kind
+
 if TYPE_CHECKING:
     from tff_esn.registry.algorithms import Algorithm
 
-SEED_SOURCES = ("wesad", "hhar")
-"""Source kinds of the seeds' data (``synthetic-`` copies included): the class defaults hold there."""
-OWN_DATA_SOURCES = ("npz", "ts")
-"""The command line's sources of own data (``npz:FILE``, ``ts:DIR/NAME``): no pipeline, own-data defaults."""
 OWN_DATA_ORIGIN = "own-data default"
 
 DATA_KEYS = ("pipeline", "split")
@@ -33,17 +32,6 @@ FORECAST_WASHOUT = {"washout": "auto"}
 series keep their stated washout): each client's first steps run on a cold reservoir."""
 
 
-def source_kind(source: str) -> str:
-    """``npz`` for ``npz:FILE``, ``wesad`` for ``synthetic-wesad`` and ``wesad:DIR``, …"""
-    kind = source.split(":", 1)[0]
-    return kind[len("synthetic-"):] if kind.startswith("synthetic-") else kind
-
-
-def own_data(source: str) -> bool:
-    """Whether ``source`` holds a researcher's own data (not the seeds'; no pipeline; own-data defaults apply)."""
-    return source_kind(source) not in SEED_SOURCES
-
-
 def seed_settings_hold(algo: Algorithm, source: str, pipeline: str | None = None) -> bool:
     """Whether ``algo``'s class defaults (its seed's settings) hold on ``source`` read with ``pipeline``: the seeds'
     data read by the algorithm's own seed pipeline. Elsewhere the registration's ``own_data`` applies."""
@@ -56,14 +44,13 @@ def seed_settings_hold(algo: Algorithm, source: str, pipeline: str | None = None
 def source_defaults(algo: Algorithm, source: str, pipeline: str | None = None,
                     task: str | None = None) -> dict[str, Any]:
     """The settings replacing ``algo``'s class defaults on ``source``: ``{}`` where :func:`seed_settings_hold`,
-    ``series_data`` on a generated series, else ``own_data``; plus :data:`FORECAST_STATES` for a forecast."""
+    ``series_data`` on a generated series, else ``own_data``; plus :data:`FORECAST_STATES` for a forecast (``task``,
+    else the one ``source``'s name means)."""
     if seed_settings_hold(algo, source, pipeline):
         return {}
-    from tff_esn.data.source_names import is_series
-
-    series = is_series(source_kind(source))
+    series, task = series_source(source), task or named_task(source)
     defaults = dict(algo.series_data if series and algo.series_data else algo.own_data)
-    if (task == "forecast" or series) and "state_mode" in algo.settings():
+    if task == "forecast" and "state_mode" in algo.settings():
         defaults.update(FORECAST_STATES)
     washout = algo.settings().get("washout")
     chooses = washout is not None and "auto" in washout.field.metadata.get("choices", ())

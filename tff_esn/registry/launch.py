@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tff_esn.registry.algorithms import ResolvedRun, get_algorithm, resolve_run, run_algorithm
 from tff_esn.data.errors import DataError
 from tff_esn.common.run_warnings import RunWarning, merged, recording
+from tff_esn.runs.hparams_search import search_record
 
 if TYPE_CHECKING:
     from tff_esn.data.sequences import SequenceDataset, Split
@@ -73,6 +74,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     from tff_esn.data.sources import load_source, source_layout, source_stand_in
     from tff_esn.data.splits import get_split
     from tff_esn.common.io import write_json_atomic
+    from tff_esn.common.metrics import NonFiniteScores
     from tff_esn.runs.memory import MemoryLimitError, check_memory
     from tff_esn.runs.identity import check_resume
     from tff_esn.runs.run_folder import check_run_folder, clear_run
@@ -126,8 +128,8 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     try:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
                                partition=partition, standardize=request.standardize,
-                               free_run=request.free_run)
-    except MemoryLimitError as err:
+                               free_run=request.free_run, search=search_record(request.cli.get("hparams")))
+    except (MemoryLimitError, NonFiniteScores) as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))
     model = record.model.save(out / "model")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from tff_esn.common import streams
 from tff_esn.data.sequences import SequenceDataset, Split
 from tff_esn.common.metrics import classification_metrics, regression_metrics
 from tff_esn.esn import states_numpy
@@ -75,7 +76,7 @@ def _training_rows(dataset: SequenceDataset, split: Split,
     """Training rows (≤ ``MAX_TRAIN_ROWS``, subsampled by ``seed``), labels, and standardising mean and deviation."""
     x_train, y_train = _rows(dataset, split.train)
     if x_train.shape[0] > MAX_TRAIN_ROWS:
-        keep = np.random.default_rng(np.random.SeedSequence([seed, 11])).choice(
+        keep = streams.BASELINE_ROWS.generator(seed).choice(
             x_train.shape[0], MAX_TRAIN_ROWS, replace=False)
         x_train, y_train = x_train[keep], y_train[keep]
     return (x_train, y_train, *_scale(x_train))

@@ -21,8 +21,9 @@ ALL = "all"
 @dataclasses.dataclass(frozen=True)
 class DatasetPredictions:
     """``rows``: one dict per prediction (``client``, ``sequence``, ``group``, ``step`` for per-step outputs,
-    ``prediction``, ``truth``, one ``score:NAME`` / ``p:NAME`` column per class); ``metrics``: group → the
-    ``metrics.json`` section of its sequences; ``groups``: group → client ids in the order they were pooled."""
+    ``prediction``, ``truth`` (empty for unlabelled data), one ``score:NAME`` / ``p:NAME`` column per class);
+    ``metrics``: group → the ``metrics.json`` section of its sequences (none for unlabelled data); ``groups``:
+    group → client ids in the order they were pooled."""
 
     rows: list[dict[str, Any]]
     metrics: dict[str, dict[str, Any]]
@@ -33,7 +34,7 @@ class DatasetPredictions:
 def check_dataset(model: Model, dataset: SequenceDataset) -> SequenceDataset:
     """``dataset`` as ``model`` reads it (class codes mapped to the model's by name), or a one-line
     :class:`DataError`: another task, feature count or feature names, unknown classes, sequences no longer than the
-    washout."""
+    washout; unlabelled data (``dataset.labelled`` false) is not mapped."""
     source = dataset.source
     if dataset.task != model.task:
         raise DataError(f"{source}: its task is {_task(dataset.task)}, the model's is {_task(model.task)}; give data "
@@ -49,7 +50,7 @@ def check_dataset(model: Model, dataset: SequenceDataset) -> SequenceDataset:
     if spec.state_mode != "last" and dataset.shortest <= spec.washout:
         raise DataError(f"{source}: the shortest sequence has {dataset.shortest} steps, not more than the model's "
                         f"washout ({spec.washout}); give longer sequences.")
-    if model.task.real:
+    if model.task.real or not dataset.labelled:
         return dataset
     unknown = [name for name in dataset.label_names if name not in model.label_names]
     if unknown:
@@ -89,7 +90,7 @@ def predict_dataset(model: Model, dataset: SequenceDataset,
     for group, ids in groups.items():
         pooled = dataset.pooled(ids)
         outputs = model.decision_function(pooled.x, pooled.lengths)
-        if group:
+        if group and dataset.labelled:
             metrics[group] = model.task.report(model.labels(pooled.y, len(pooled)), outputs, model.n_outputs,
                                                seed=model.seed)
         rows.extend(_rows(model, dataset, ids, group, pooled, outputs, score, per_step))
@@ -104,11 +105,14 @@ def _rows(model: Model, dataset: SequenceDataset, ids: Sequence[str], group: str
     if model.classifier:
         probabilities = np.stack([1.0 - outputs, outputs], axis=1) if outputs.ndim == 1 else outputs
         predicted = [model.label_names[k] for k in class_predictions(outputs)]
-        truths = model.labels(pooled.y, len(pooled))
-        truth = [model.label_names[k] for k in truths]
     else:
         probabilities = None
         predicted = (outputs[:, 0] if outputs.ndim == 2 else outputs).tolist()
+    if not dataset.labelled:
+        truth = [""] * len(predicted)
+    elif model.classifier:
+        truth = [model.label_names[k] for k in model.labels(pooled.y, len(pooled))]
+    else:
         truth = model.labels(pooled.y, len(pooled)).tolist()
     owners = [(cid, i) for cid in ids for i in range(len(dataset.clients[cid]))]
     rows = []
@@ -150,6 +154,7 @@ def run_groups(record: Mapping[str, Any], dataset: SequenceDataset) -> tuple[Seq
                                                 seed=int(partition["seed"]), groups=tuple(partition["groups"]))
     except (ValueError, KeyError, TypeError):
         return dataset, None, "pooled (the run's split and partition do not apply to this data)"
+    dealt = dataclasses.replace(dealt, labelled=dataset.labelled)
     again = {g: tuple(ids) for g, ids in new_split.groups.items() if ids}
     if again != clients:
         return dataset, None, "pooled (the run's split and partition deal this data to other clients)"

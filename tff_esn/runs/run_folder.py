@@ -45,7 +45,8 @@ def run_lock(out: str | os.PathLike) -> Iterator[None]:
         out.mkdir(parents=True, exist_ok=True)
         key = out.resolve()
     except OSError as err:
-        raise RunFolderError(_uncreatable(out, err)) from None
+        raise RunFolderError(f"--out {out}: {_uncreatable(err)}; give a folder that can be created and written.") \
+            from None
     if key in _held:
         yield
         return
@@ -94,33 +95,50 @@ def legacy_message(out: str | os.PathLike, done: int) -> str:
             "version that started it, or start it over with --force (force=True) or in a new output folder.")
 
 
-def _uncreatable(out: Path, err: OSError) -> str:
-    return f"--out {out}: cannot create it ({err.strerror or err}); give a folder that can be created and written."
+def _uncreatable(err: OSError) -> str:
+    return f"cannot create it ({err.strerror or err})"
 
 
-def check_writable(out: Path) -> None:
-    """A :class:`RunFolderError` when ``out`` is a file, or a folder that cannot be written or created."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise RunFolderError(f"--out {out}: is a file, not a folder; give a folder (metrics.json is written into it).")
-    ancestor = next(p for p in (out, *out.parents) if os.path.exists(p))
+def _folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot be written into or created (``None``: it can): a file, an unwritable ancestor, or a
+    missing folder whose creation fails (tried, then removed again)."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        return "is a file, not a folder"
+    ancestor = next(p for p in (folder, *folder.parents) if os.path.exists(p))
     if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise RunFolderError(f"--out {out}: cannot create or write it ({ancestor} is "
-                             f"{'a file' if not ancestor.is_dir() else 'not writable'}); give a writable folder.")
-    if not os.path.exists(out):
-        _check_creatable(out)
-
-
-def _check_creatable(out: Path) -> None:
-    """Creates the missing folders of ``out`` and removes them again; a :class:`RunFolderError` when one cannot be."""
-    missing = [p for p in (out, *out.parents) if not os.path.exists(p)]
+        return f"cannot create or write it ({ancestor} is {'a file' if not ancestor.is_dir() else 'not writable'})"
+    if os.path.exists(folder):
+        return None
+    missing = [p for p in (folder, *folder.parents) if not os.path.exists(p)]
     try:
-        out.mkdir(parents=True)
+        folder.mkdir(parents=True)
     except OSError as err:
-        raise RunFolderError(_uncreatable(out, err)) from None
+        return _uncreatable(err)
     finally:
         for path in missing:
             with contextlib.suppress(OSError):
                 path.rmdir()
+    return None
+
+
+def check_writable(out: Path) -> None:
+    """A :class:`RunFolderError` when ``out`` is a file, or a folder that cannot be written or created."""
+    problem = _folder_problem(out)
+    if problem is not None:
+        raise RunFolderError(f"--out {out}: {problem}; give a folder that can be created and written.")
+
+
+def check_writable_file(*paths: str | os.PathLike, flag: str = "--out") -> None:
+    """A :class:`RunFolderError` when a file of ``paths`` is a folder, or its folder cannot be written or created
+    (checked before the work whose result it receives)."""
+    for path in map(Path, paths):
+        path = path.expanduser()
+        problem = "is a folder, not a file" if path.is_dir() else None
+        folder_problem = problem or _folder_problem(path.parent)
+        if folder_problem is not None:
+            where = "" if problem else f" its folder {path.parent}:"
+            raise RunFolderError(f"{flag} {path}:{where} {folder_problem}; give a file in a folder that can be "
+                                 "created and written.")
 
 
 def check_run_folder(out: str | os.PathLike, *, force: bool = False, resume: bool = False,

@@ -17,6 +17,7 @@ import numpy as np
 
 from tff_esn.common.run_warnings import warn
 from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
+from tff_esn.esn.model import Model
 from tff_esn.esn.standardization import Standardization, federated_standardization
 
 STANDARDIZE_MODES = ("auto", "on", "off")
@@ -90,12 +91,12 @@ def scaled(dataset: SequenceDataset, scaling: Scaling) -> SequenceDataset:
     return dataclasses.replace(dataset, clients=clients)
 
 
-def in_own_units(section: Mapping[str, Any] | None, scaling: Scaling) -> dict[str, Any] | None:
-    """A group's real metrics of standardised targets in the series' units (RMSE and MAE times σ_y), the
-    standardised ones kept under ``standardized``."""
+def in_own_units(section: Mapping[str, Any] | None, model: Model, group: ClientSequences) -> dict[str, Any] | None:
+    """A group's real metrics in the series' units: ``section`` (of standardised targets) with the scores of
+    ``model`` (its ``inputs`` and ``outputs`` the run's scaling) on the group's own sequences, what
+    ``model.score`` reports on them; the standardised RMSE and MAE kept under ``standardized``."""
     if section is None:
         return None
-    scale = float(scaling.target.scale[0])
-    own = {k: (v * scale if k in SCALED and v is not None else v) for k, v in section.items()}
+    own = {**section, **model.score(group.x, group.y, group.lengths)}
     own["standardized"] = {k: section[k] for k in SCALED if k in section}
     return own

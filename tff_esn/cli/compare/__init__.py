@@ -12,7 +12,8 @@ from pathlib import Path
 from tff_esn.registry.algorithms import default_algorithms
 from tff_esn.cli import UsageError
 from tff_esn.cli.run import partitioner, source_options
-from tff_esn.registry.defaults import default_pipeline, default_split, own_data
+from tff_esn.data.source_names import own_data
+from tff_esn.registry.defaults import default_pipeline, default_split
 
 DEFAULT_SOURCES = ("synthetic-hhar", "synthetic-wesad")
 PROFILE_NAMES = ("quick", "full")

@@ -23,6 +23,7 @@ import numpy as np
 from tff_esn.registry import algorithms, defaults
 from tff_esn.data.errors import DataError
 from tff_esn.data.partition import Partitioner, partition_dataset
+from tff_esn.data.source_names import own_data
 from tff_esn.common.io import write_csv_atomic, write_json_atomic, write_text_atomic
 from tff_esn.common.progress import progress_bar
 from tff_esn.common.validation import check_field, is_count
@@ -320,7 +321,7 @@ def _settings_text(comparison: Comparison, dataset: Any, rows: Sequence[Mapping[
     rounds = sorted({int(r["rounds"]) for r in rows if r["rounds"] is not None and _federated(r["algorithm"])})
     budget = (f"FedAvg/FedCurv {comparison.rounds} rounds" if comparison.rounds is not None else
               f"FedAvg/FedCurv rounds run {', '.join(map(str, rounds))}" if rounds else "")
-    files = defaults.own_data(comparison.source)  # read as they are: no pipeline
+    files = own_data(comparison.source)  # read as they are: no pipeline
     return (f"{dataset_title(comparison.source)} ({comparison.source}; "
             f"{'' if files else 'pipeline ' + comparison.pipeline + ', '}split {comparison.split}; {what}); "
             f"seeds {list(comparison.seeds)}; {comparison.clients} training clients dealt by each "

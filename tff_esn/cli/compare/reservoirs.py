@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib.util
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from tff_esn.cli.compare.heterogeneity import check_folder, run_for, start_tff
 from tff_esn.esn.hyperparameters import LEAK_DISTRIBUTIONS, TOPOLOGIES, ReservoirConfig
 from tff_esn.common.io import write_csv_atomic, write_text_atomic
 from tff_esn.common.progress import progress_bar
+from tff_esn.common.run_warnings import warn
 from tff_esn.runs.figures import (METRIC_NAMES, REFERENCE_STYLES, dataset_title, legend_outside, metric_label, pyplot,
                                   save_figure, series_style)
 from tff_esn.runs.tables import Cell, Table
@@ -34,6 +36,7 @@ DEFAULT_RESERVOIRS = (*TOPOLOGIES, "leak-uniform", "deep-2", "deep-3", "esnfed")
 layers, and esnfed's topologies."""
 
 ESNFED_TOPOLOGIES = ("random", "small_world", "scale_free", "ring")
+ESNFED_MISSING = "esnfed is not installed, so its topologies have no rows (pip install 'tff_esn[compare]')"
 METRICS = ("accuracy", "balanced_accuracy", "f1_macro", "auc")
 FIELDS = ("data", "reservoir", "algorithm", "seed", *METRICS, "objective", "majority", "logistic_regression",
           "seconds")
@@ -154,16 +157,26 @@ def _record_row(label: str, reservoir: str, algorithm: str, seed: int, record: d
             "seconds": record["seconds"]}
 
 
+def _gradient_trained(algorithm: str) -> bool:
+    """Whether registry ``algorithm`` trains in rounds (takes the comparison's ``rounds``)."""
+    return "rounds" in algorithms.config_fields(algorithms.get_algorithm(algorithm).config)
+
+
+def esnfed_missing(comparison: ReservoirComparison) -> bool:
+    """Whether ``comparison`` asks for esnfed's topologies and the peer library (the ``compare`` extra) is missing."""
+    return "esnfed" in comparison.reservoirs and importlib.util.find_spec("esnfed") is None
+
+
 def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: str, seed: int,
            out: Path) -> list[dict[str, Any]]:
     """Every reservoir × algorithm of one source and seed (and esnfed's topologies)."""
-    rows = []
+    rows, peer = [], "esnfed" in comparison.reservoirs and not esnfed_missing(comparison)
     units = run_for(comparison.algorithms[0], data, pipeline, seed=seed).record["units"]["value"]
     for name in (r for r in comparison.reservoirs if r != "esnfed"):
         reservoir, settings = reservoir_settings(name, units)
         for algorithm in comparison.algorithms:
             run: dict[str, Any] = {"seed": seed, **settings}
-            if "rounds" in algorithms.config_fields(algorithms.get_algorithm(algorithm).config):
+            if _gradient_trained(algorithm):
                 run.update(rounds=comparison.rounds, progress=False,
                            out=str(out / "runs" / algorithm / label / name / f"seed{seed}"))
             resolved = run_for(algorithm, data, pipeline, **run)
@@ -171,7 +184,7 @@ def _cells(comparison: ReservoirComparison, label: str, data, split, pipeline: s
             record = algorithms.run_algorithm(resolved, data, split, start=start_tff)
             objective = defaults.class_objective(data.source, resolved.record)
             rows.append(_record_row(label, reservoir, algorithm, seed, record, objective))
-            if name == "random" and algorithm == comparison.ridge and "esnfed" in comparison.reservoirs:
+            if name == "random" and algorithm == comparison.ridge and peer:
                 l2 = record["l2_selection"]["l2"]  # and the state mode it chose
                 chosen = (record.get("selection") or {}).get("state_mode", config.state_mode)
                 config = dataclasses.replace(config, state_mode=chosen)
@@ -193,6 +206,8 @@ def run_reservoir_comparison(comparison: ReservoirComparison, out: str | Path, *
 
     out = Path(out)
     check_folder(out, comparison)
+    if esnfed_missing(comparison):
+        warn(f"compare --reservoirs esnfed: {ESNFED_MISSING}")
     rows = _read(out / "results.csv")
     bar = progress_bar(wanted=progress, total=len(comparison.sources) * len(comparison.seeds), desc="compare reservoirs",
                        unit="seed")
@@ -229,11 +244,14 @@ def _objective(rows: Sequence[Mapping[str, Any]]) -> str:
 def _settings(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]) -> str:
     """The budget and settings a table and figure state."""
     seeds = sorted({r["seed"] for r in rows})
+    rounds = (f" (gradient-trained: {comparison.rounds} rounds)" if any(map(_gradient_trained, comparison.algorithms))
+              else "")
+    peer = ESNFED_MISSING if esnfed_missing(comparison) else (
+        f"esnfed's topologies read by {comparison.ridge or 'no'} federated ridge at the λ chosen for the random reservoir")
     return (f"data {', '.join(f'{label} ({source})' for label, source in comparison.sources)}; seeds {seeds}; "
             f"{comparison.clients} training clients dealt {comparison.partition}; algorithms "
-            f"{', '.join(comparison.algorithms)} (gradient-trained: {comparison.rounds} rounds); each reservoir of "
-            f"tff-esn run's size on the source, a deep ESN splitting the same units over its layers; esnfed's "
-            f"topologies read by {comparison.ridge or 'no'} federated ridge at the λ chosen for the random reservoir")
+            f"{', '.join(comparison.algorithms)}{rounds}; each reservoir of "
+            f"tff-esn run's size on the source, a deep ESN splitting the same units over its layers; {peer}")
 
 
 def results_table(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]) -> Table:
@@ -299,7 +317,8 @@ def figure(comparison: ReservoirComparison, rows: Sequence[Mapping[str, Any]]):
                 ax.axvline(float(np.mean(values)), color=colour, linestyle=style, linewidth=1.2, label=label, zorder=3)
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.set_xlim(0.0, 1.0)
-        ax.set_title(f"{name}: {dataset_title(dict(comparison.sources)[name])}")
+        title = dataset_title(dict(comparison.sources)[name])
+        ax.set_title(title if title.startswith(name) else f"{name}: {title}")
         ax.set_xlabel(metric_label(objective))
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].invert_yaxis()

@@ -8,19 +8,18 @@ clients as segments or realisations), :func:`forecast_dataset` one from a datase
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.errors import DataError
+from tff_esn.data.source_names import narma_order
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.common.tasks import Task
 from tff_esn.common.validation import is_count
 
 CLIENT_SPLITS = ("segments", "realisations")
-GENERATED = ("narma10", "narmaN", "mackey-glass", "lorenz", "sine")
-"""The generated sources (``narmaN`` for any order N ≥ 2, e.g. ``narma20``)."""
 DEFAULT_CLIENTS = 10
 DEFAULT_STEPS = 1000
 """Steps per client (each client's sequence; the validation and test clients' too)."""
@@ -60,7 +59,9 @@ def narma(steps: int, rng: np.random.Generator, order: int = 10, *, transient: i
                 y[t + 1] = np.tanh(value) if order > 10 else value
         if np.all(np.isfinite(y)) and np.abs(y).max() < NARMA_BOUND:
             return Series(np.stack([u, y], axis=1)[transient:], ("u", "y"), ("u",), "y")
-    raise DataError(f"narma{order}: every one of {retries + 1} draws diverged; use another --seed.")
+    raise DataError(f"narma{order}: every one of {retries + 1} draws of {steps} steps diverged (a NARMA orbit leaves "
+                    f"[−{NARMA_BOUND:g}, {NARMA_BOUND:g}] the likelier the longer it runs); draw fewer steps "
+                    "(--series-steps, --horizon, --series-clients) or use another --seed.")
 
 
 def mackey_glass(steps: int, rng: np.random.Generator, *, tau: float = 17.0, dt: float = 0.1, every: int = 10,
@@ -105,10 +106,9 @@ def sine(steps: int, rng: np.random.Generator) -> Series:
 
 
 def generator(name: str) -> Callable[[int, np.random.Generator], Series]:
-    """The generator of a parsed series name (:data:`GENERATED`); ``narmaN`` is NARMA of order N ≥ 2."""
-    match = re.fullmatch(r"narma(\d+)", name)
-    if match and int(match.group(1)) >= 2:
-        order = int(match.group(1))
+    """The generator of a series name (:func:`tff_esn.data.source_names.is_series`); ``narmaN`` is NARMA of order N."""
+    order = narma_order(name)
+    if order is not None:
         return lambda steps, rng: narma(steps, rng, order)
     return {"mackey-glass": mackey_glass, "lorenz": lorenz, "sine": sine}[name]
 
@@ -128,11 +128,11 @@ def series_dataset(name: str, task: Task, *, clients: int = DEFAULT_CLIENTS, ste
     horizon, total = task.horizon, clients + 2
     lengths = [steps + horizon] * clients + [held_steps + horizon] * 2
     if split_by == "segments":
-        whole = make(sum(lengths), np.random.default_rng(np.random.SeedSequence([seed, 0])))
+        whole = make(sum(lengths), streams.SERIES_SEGMENTS.generator(seed))
         ends = np.cumsum(lengths)
         parts = [(whole, slice(end - length, end)) for end, length in zip(ends, lengths)]
     else:
-        parts = [(make(length, np.random.default_rng(np.random.SeedSequence([seed, 1, k]))), slice(0, length))
+        parts = [(make(length, streams.SERIES_REALISATION.generator(seed, k)), slice(0, length))
                  for k, length in enumerate(lengths)]
     series = parts[0][0]
     target = _channel(name, task.target or series.target, series.names)

@@ -1,8 +1,8 @@
-"""HHAR (Heterogeneity Activity Recognition): the CSV format, its loader, per-device runs.
+"""HHAR (Heterogeneity Activity Recognition): the CSV format, its loader, per-device recordings.
 
 Four CSVs (``Phones_/Watch_`` accelerometer/gyroscope) with ``Index, Arrival_Time, Creation_Time, x, y, z,
-User, Model, Device, gt``; ``null`` labels are dropped. :func:`device_runs` builds one run per (user, model):
-the copy with fewer gaps, accelerometer and gyroscope joined by nearest time.
+User, Model, Device, gt``; ``null`` labels are dropped. :func:`device_recordings` builds one recording per
+(user, model): the copy with fewer gaps, accelerometer and gyroscope joined by nearest time.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def read_hhar(directory: str | Path, devices: tuple[str, ...] = ("phone", "watch
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Run:
+class DeviceRecording:
     """One user's recording on one model's copy ``device`` (e.g. ``nexus4_2``): ``t`` (n,) seconds from its
     start, ``values`` (n, 6) accelerometer then gyroscope x, y, z, ``labels`` (n,) indices into :data:`ACTIVITIES`."""
 
@@ -125,9 +125,10 @@ def _groups(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[tuple[str, ..
     return out
 
 
-def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=None) -> dict[tuple[str, str], Run]:
-    """``{(user, model): Run}``: the copy with fewer accelerometer gaps, gyroscope joined by nearest ``Creation_Time``
-    (within two median periods), ``null`` and unjoined samples dropped."""
+def device_recordings(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None,
+                      users=None) -> dict[tuple[str, str], DeviceRecording]:
+    """``{(user, model): DeviceRecording}``: the copy with fewer accelerometer gaps, gyroscope joined by nearest
+    ``Creation_Time`` (within two median periods), ``null`` and unjoined samples dropped."""
     import pandas as pd
 
     runs = {}
@@ -163,5 +164,6 @@ def device_runs(acc: pd.DataFrame, gyro: pd.DataFrame, *, models=None, users=Non
             continue
         labels = pd.Categorical(joined["gt"], categories=ACTIVITIES)
         t_ns = joined["Creation_Time"].to_numpy(np.int64)
-        runs[(str(user), str(model))] = Run(device, (t_ns - t_ns[0]) / 1e9, values, labels.codes.astype(np.int64))
+        runs[(str(user), str(model))] = DeviceRecording(device, (t_ns - t_ns[0]) / 1e9, values,
+                                                        labels.codes.astype(np.int64))
     return runs

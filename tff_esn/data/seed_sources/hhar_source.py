@@ -1,13 +1,13 @@
 """The HHAR sources of :func:`tff_esn.data.sources.load_source`: ``hhar:DIR`` (the CSVs of
 :mod:`tff_esn.data.seed_sources.hhar`) and ``synthetic-hhar`` (:mod:`tff_esn.data.seed_sources.synthetic_hhar`), each as
-a cache key and a builder of the pipeline's per-device runs."""
+a cache key and a builder of the pipeline's per-device recordings."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tff_esn.data.cache import files_key
-from tff_esn.data.seed_sources.hhar import FILES, PHONE_MODELS, USERS, WATCH_MODELS, device_runs, read_hhar
+from tff_esn.data.seed_sources.hhar import FILES, PHONE_MODELS, USERS, WATCH_MODELS, device_recordings, read_hhar
 from tff_esn.data.source_names import option_subset
 
 SYNTHETIC_HHAR_MINUTES = 0.5
@@ -39,7 +39,7 @@ def hhar_loader(kind: str, arg: str, options: dict):
         data = frames(kinds, models)
         runs = {}
         for k in kinds:
-            runs.update(device_runs(data[(k, "acc")], data[(k, "gyro")], models=models, users=users))
+            runs.update(device_recordings(data[(k, "acc")], data[(k, "gyro")], models=models, users=users))
         return pipe.build(runs, source)
 
     return build, key

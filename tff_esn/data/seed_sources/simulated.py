@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.sequences import ClientSequences, SequenceDataset
 from tff_esn.common.validation import check_field, is_count, is_finite
 
@@ -41,8 +42,8 @@ class SimulatedClients:
         return f"sim{index:0{len(str(self.n_clients - 1))}d}"
 
     def client(self, index: int) -> ClientSequences:
-        """Client ``index`` (0-based), generated from ``(seed, index)``."""
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, index]))
+        """Client ``index`` (0-based), generated from stream ``simulated.client``."""
+        rng = streams.SIMULATED_CLIENT.generator(self.seed, index)
         y = rng.integers(0, self.n_classes, size=self.sequences)
         offset = rng.normal(scale=self.client_shift, size=self.features)
         x = rng.normal(size=(self.sequences, self.steps, self.features)) + offset

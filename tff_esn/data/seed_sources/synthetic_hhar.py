@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tff_esn.common import streams
 from tff_esn.data.seed_sources.hhar import ACTIVITIES, COLUMNS, FILES, NULL_LABEL, USERS
 from tff_esn.common.io import atomic_write
 
@@ -84,7 +85,7 @@ def _unit(rng: np.random.Generator, base=(0.0, 0.0, 0.0), spread: float = 1.0) -
 
 def _user(seed: int, u: int) -> dict:
     """A user's body: pouch placement, cadence (Hz), vigour, gait directions, per-activity pitch/cadence/amplitude/phase."""
-    rng = np.random.default_rng(np.random.SeedSequence([seed, u, 0]))
+    rng = streams.HHAR_USER.generator(seed, u)
     walk = rng.uniform(1.6, 2.0)
     vigour = rng.uniform(0.75, 1.3)
     styles = {}
@@ -207,7 +208,7 @@ def generate_frames(*, users: Iterable[str] = USERS, minutes: float = 5.0, seed:
             if model not in models:
                 continue
             for copy in (1, 2):
-                rng = np.random.default_rng(np.random.SeedSequence([seed, u, 1 + 2 * d + copy]))
+                rng = streams.HHAR_DEVICE.generator(seed, u, 1 + 2 * d + copy)
                 t0_ns = int(rng.integers(10**12, 10**14))
                 bias, gain = rng.normal(0, 0.3, 3), rng.uniform(0.95, 1.05, 3)
                 gyro_bias, gyro_drift = rng.normal(0, 0.02, 3), rng.normal(0, 1e-4, 3)

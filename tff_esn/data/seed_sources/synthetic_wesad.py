@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tff_esn.common import streams
 from tff_esn.data.seed_sources.wesad import CHEST_RATE, DEVICES, SUBJECTS, WRIST_RATES
 from tff_esn.common.io import atomic_write
 
@@ -97,15 +98,14 @@ def generate_subject(subject: str, *, minutes: float = REAL_MINUTES, seed: int =
     if unknown or not devices:
         raise ValueError(f"devices: expected a non-empty tuple of {DEVICES}, got {devices!r}.")
     number = _subject_number(subject)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, number]))
+    rng = streams.WESAD_SUBJECT.generator(seed, number)
     order = ("amusement-first", "stress-first")[int(rng.integers(2))]
     codes = protocol_seconds(minutes, order)
     signal = {}
     if "chest" in devices:
         signal["chest"] = _chest_signals(codes, minutes, rng)
     if "wrist" in devices:
-        signal["wrist"] = wrist_signals(codes, minutes=minutes, rng=np.random.default_rng(
-            np.random.SeedSequence([seed, number, 1])))[0]
+        signal["wrist"] = wrist_signals(codes, minutes=minutes, rng=streams.WESAD_WRIST.generator(seed, number))[0]
     return {"signal": signal, "label": np.repeat(codes, CHEST_RATE).astype(np.int32), "subject": subject}
 
 
