@@ -212,6 +212,30 @@ def test_a_round_is_traced_once_per_number_of_clients_whatever_their_sizes():
     assert process._round.experimental_get_tracing_count() == 2
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_one_trace_serves_every_client_rate_and_penalty_with_a_fresh_processs_numbers(optimizer):
+    model, source = _source(2, False, "same", 2)
+    model = model.replace(optimizer=optimizer)
+
+    def process_of(lr, penalty):
+        return learning_process(_model_fn(model, source, False), runtime="sim", client_learning_rate=lr,
+                                penalty=penalty, optimizer=optimizer)
+
+    shared = process_of(0.05, 0.0)
+    for lr, penalty in ((0.05, 0.0), (0.2, 1e-2), (0.01, 1.0)):
+        fresh, state = process_of(lr, penalty), None
+        for process in (fresh, shared):
+            state = process.with_settings(process.initialize(), client_lr=lr, penalty=penalty)
+            for r in range(3):
+                state = process.next(state, source.in_memory(IDS[r:r + 2], r)).state
+            if process is fresh:
+                want = state
+        for key in ("trainable", "u", "v"):
+            for a, b in zip(want[key], state[key]):
+                np.testing.assert_array_equal(b, a, err_msg=f"{key} at lr {lr}, penalty {penalty}")
+    assert shared._round.experimental_get_tracing_count() == 1
+
+
 def test_clients_must_carry_their_own_reservoir_exactly_when_the_process_expects_it():
     model, source = _source(6, True, "same", 3)
     process = learning_process(_model_fn(model, source, True), runtime="sim",
@@ -235,7 +259,8 @@ def test_the_client_update_on_arrays_equals_it_on_tffs_batches_over_several_epoc
     for cid in IDS:  # 5, 8, 11, 14 sequences, batch 4: a partial last batch in every epoch but one client's
         want = update.on_batches(initial, source.dataset(cid, 2), u, v)
         client = source.in_memory([cid], 2).clients[0]
-        got = update.on_arrays(initial, (client.x, client.y), client.orders, model.batch_size, u, v)
+        got = update.on_arrays(initial, (client.x, client.y), client.orders, model.batch_size, u, v,
+                               tf.constant(0.05), tf.constant(1e-2))
         assert client.orders.shape == (3, source.sizes[cid])
         assert float(got[0].update_weight) == float(want[0].update_weight) == 3 * source.sizes[cid]
         for a, b in zip(tf.nest.flatten((want[0].update, want[1], want[3], want[4])),

@@ -36,8 +36,14 @@ def summary_line(record: dict, path: Path) -> str:
     return (
         f"{record['algorithm']} on {record['data']}: {quality} | "
         f"up {count(comm['up_floats_per_client'])} down {count(comm['down_floats_per_client'])} floats/client × "
-        f"{comm['rounds']} round(s) | {_seconds(record)}{_privacy_note(record.get('privacy') or {})} → {path}"
+        f"{comm['rounds']} round(s) | {_seconds(record)}{_privacy_note(record.get('privacy') or {})}"
+        f"{_training_note(record.get('training_check') or ())} → {path}"
     )
+
+
+def _training_note(flags) -> str:
+    """`` | ⚠ FLAG; FLAG`` of a gradient-trained run's training check (empty when nothing was flagged)."""
+    return f" | ⚠ {'; '.join(flags)}" if flags else ""
 
 
 def _class_baselines(baselines: dict, which: str) -> str:

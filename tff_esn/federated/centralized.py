@@ -19,6 +19,7 @@ from tff_esn.esn.standardization import Standardization, federated_standardizati
 from tff_esn.common.metrics import classification_metrics
 from tff_esn.common.progress import progress_bar
 from tff_esn.common.run_warnings import warn
+from tff_esn.federated.training_check import closed_form_reference, round_flags, training_flags
 
 
 class BestValidatedEpoch(tf.keras.callbacks.Callback):
@@ -119,6 +120,10 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         kwargs["callbacks"] = [*kwargs.get("callbacks", ()), bar]
         return model, model.fit(batches, epochs=epochs, steps_per_epoch=steps, verbose=0, **kwargs), best
 
+    def diverged(history) -> int | None:
+        losses = history.history.get("loss", ())
+        return next((epoch + 1 for epoch, loss in enumerate(losses) if not np.isfinite(loss)), None)
+
     selection: dict[str, Any] = {}
     lr = config.learning_rate
     if lr != AUTO:
@@ -138,6 +143,15 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
         lr, (model, history, stopped) = grid[best], fits[best]
         selection["client_lr"] = {"value": grid[best], "rule": "validation", "grid": list(grid),
                                   "val_f1_macro": [f for f, _ in scores], "val_loss": [loss for _, loss in scores]}
+        selection["candidates"] = [{"client_lr": rate, "val_f1_macro": f, "val_loss": loss, "kept_epoch": b.epochs,
+                                    "diverged": diverged(h)} for rate, (f, loss), (_, h, b) in zip(grid, scores, fits)]
+    groups = {"val": (validation[0], val_labels)} if patience else {}
+    if split.test:
+        groups["test"] = (_states(dataset, split.test, config, standardization)[0],
+                          loss_labels([dataset.pooled(split.test)], config))
+    reference = closed_form_reference(
+        [(states, loss_labels([dataset.pooled(tuple(split.train) if patience else design_ids)], config))], groups,
+        dataset.n_classes)
     refit_record = None
     if refit:
         standardization, states, labels = design(design_ids)
@@ -157,4 +171,10 @@ def train_centralized(dataset: SequenceDataset, split: Split, config: ThesisMode
     result["standardization"] = None if standardization is None else standardization.to_dict()
     result["refit"] = refit_record
     result["l2"] = l2
+    result["closed_form_reference"] = reference
+    result["training_check"] = training_flags(
+        "thesis-central", result, kept=stopped.epochs if stopped is not None else None, budget=config.epochs,
+        selection=selection, diverged=diverged(history), reference=reference, unit="epoch")
+    if refit and l2 and refit_record["epochs"] == config.epochs:
+        result["training_check"] += round_flags("thesis-central", config.epochs, config.epochs, "refit epoch")
     return model, result

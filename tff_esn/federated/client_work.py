@@ -79,11 +79,13 @@ class ClientUpdate(NamedTuple):
 
 def build_client_update(model_fn, optimizer, penalty: float | None, client_filter: ClientFilter | None,
                         real: bool = False) -> ClientUpdate:
-    """The client's update that both runtimes run (:class:`ClientUpdate`); FedCurv's when ``penalty`` is given."""
+    """The client's update that both runtimes run (:class:`ClientUpdate`); FedCurv's when ``penalty`` is given.
+    ``on_arrays`` takes the client learning rate and the penalty as tensors (one trace serves every value);
+    ``on_batches`` runs the optimizer's own rate and ``penalty``."""
     model = model_fn()
     curvature = penalty is not None
 
-    def start(initial_weights, own):
+    def start(initial_weights, own, learning_rate=None):
         model.reset_metrics()
         model_weights = tff.learning.models.ModelWeights.from_model(model)
         tf.nest.map_structure(lambda a, b: a.assign(b), model_weights, initial_weights)
@@ -93,9 +95,12 @@ def build_client_update(model_fn, optimizer, penalty: float | None, client_filte
         trainable = tuple(model_weights.trainable)
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
         zeros = tuple(tf.zeros_like(w) for w in trainable)
-        return trainable, (optimizer.initialize(specs), tf.zeros([], tf.int64), zeros, zeros)
+        opt_state = optimizer.initialize(specs)
+        if learning_rate is not None:
+            opt_state = collections.OrderedDict(opt_state, learning_rate=learning_rate)
+        return trainable, (opt_state, tf.zeros([], tf.int64), zeros, zeros)
 
-    def step(trainable, carry, batch, u, v):
+    def step(trainable, carry, batch, u, v, weight=penalty):
         opt_state, num_examples, u_b, v_b = carry
         ll = tf.zeros([])
         with tf.GradientTape(persistent=curvature) as tape:
@@ -106,7 +111,7 @@ def build_client_update(model_fn, optimizer, penalty: float | None, client_filte
         if curvature:
             u_b = fisher_diagonal(tape.gradient(ll, trainable), tf.shape(output.predictions)[0])
             v_b = tuple(d * w for d, w in zip(u_b, trainable))
-            gradients = tuple(g + penalty * p for g, p in
+            gradients = tuple(g + weight * p for g, p in
                               zip(gradients, curvature_penalty_gradient(trainable, u, v, u_b, v_b)))
         opt_state, updated = optimizer.next(opt_state, trainable, tuple(gradients))
         for var, value in zip(trainable, updated):
@@ -134,13 +139,13 @@ def build_client_update(model_fn, optimizer, penalty: float | None, client_filte
         return finish(initial_weights, trainable, carry)
 
     @tf.function
-    def on_arrays(initial_weights, arrays, orders, batch_size, u, v, reservoir=None):
-        trainable, carry = start(initial_weights, reservoir)
+    def on_arrays(initial_weights, arrays, orders, batch_size, u, v, learning_rate, weight, reservoir=None):
+        trainable, carry = start(initial_weights, reservoir, learning_rate)
         n = tf.shape(orders, out_type=tf.int64)[1]
         for order in orders:
             for first in tf.range(0, n, batch_size, dtype=tf.int64):
                 rows = order[first:first + batch_size]
-                carry = step(trainable, carry, tuple(tf.gather(t, rows) for t in arrays), u, v)
+                carry = step(trainable, carry, tuple(tf.gather(t, rows) for t in arrays), u, v, weight)
         return finish(initial_weights, trainable, carry)
 
     return ClientUpdate(on_batches, on_arrays)

@@ -80,7 +80,8 @@ def run_central(dataset: SequenceDataset, split: Split, config: ThesisCentralCon
     if validation is not None:
         report["validation"] = validation
     report["extra"] = {key: report.pop(key) for key in ("design", "class_weight", "epochs", "selection",
-                                                        "standardization", "refit", "l2")}
+                                                        "standardization", "refit", "l2",
+                                                        "closed_form_reference")}
     if states is not None:
         report["selection"] = states
     return report

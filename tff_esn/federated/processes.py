@@ -33,7 +33,8 @@ def learning_process(model_fn: ModelFn, *, client_learning_rate: float, server_l
     server = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
     if runtime == "sim":
         return SimulatedProcess(model_fn, build_client_update(model_fn, client_opt, penalty, client_filter, real),
-                                server, aggregation, curvature=penalty is not None, client_reservoirs=client_reservoirs)
+                                server, aggregation, curvature=penalty is not None, client_reservoirs=client_reservoirs,
+                                client_lr=client_learning_rate, penalty=penalty or 0.0)
 
     @tff.tensorflow.computation
     def initial_model_weights_fn():

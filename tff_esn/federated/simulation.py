@@ -2,7 +2,8 @@
 
 :class:`SimulatedProcess` runs a round as one traced ``tf.function``: the process's client update per sampled
 client, its aggregations (weighted mean or DP release; FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b``,
-eq. 2.18), the server optimizer and the metrics.
+eq. 2.18), the server optimizer and the metrics. The client learning rate and FedCurv's penalty are entries of
+the state, so one process (and its trace) serves every value of them (:meth:`SimulatedProcess.with_settings`).
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ class SimulatedProcess:
 
     def __init__(self, model_fn: Callable[[], tff.learning.models.VariableModel], client_update: ClientUpdate,
                  server: tff.learning.optimizers.Optimizer, aggregation: LearningAggregation, *, curvature: bool,
-                 client_reservoirs: bool):
+                 client_reservoirs: bool, client_lr: float, penalty: float = 0.0):
         self._update, self._server = client_update.on_arrays, server
+        self._settings = {"client_lr": client_lr, "penalty": penalty}
         model = model_fn()
         self._initial = tff.learning.models.ModelWeights.from_model(model)
         self._finalize = _metrics_finalizer(model)
@@ -108,12 +110,19 @@ class SimulatedProcess:
         specs = tuple(tf.TensorSpec(w.shape, w.dtype) for w in trainable)
         state = collections.OrderedDict(
             trainable=trainable, non_trainable=tuple(np.asarray(w) for w in self._initial.non_trainable),
-            server=tf.nest.map_structure(_numpy, self._server.initialize(specs)), aggregator=self._mean.initialize())
+            server=tf.nest.map_structure(_numpy, self._server.initialize(specs)), aggregator=self._mean.initialize(),
+            **{name: np.float32(value) for name, value in self._settings.items()})
         if self._curvature:
             state["u"] = tuple(np.zeros_like(w) for w in trainable)
             state["v"] = tuple(np.zeros_like(w) for w in trainable)
             state["curvature_aggregator"] = self._curvature_sum.initialize()
         return state
+
+    @staticmethod
+    def with_settings(state: collections.OrderedDict, *, client_lr: float, penalty: float = 0.0
+                      ) -> collections.OrderedDict:
+        """``state`` with the clients' learning rate and FedCurv's penalty set (the round's trace unchanged)."""
+        return collections.OrderedDict(state, client_lr=np.float32(client_lr), penalty=np.float32(penalty))
 
     @staticmethod
     def get_model_weights(state: collections.OrderedDict) -> tff.learning.models.ModelWeights:
@@ -128,13 +137,13 @@ class SimulatedProcess:
         return collections.OrderedDict(state, trainable=tuple(np.asarray(w) for w in weights.trainable),
                                        non_trainable=tuple(np.asarray(w) for w in weights.non_trainable))
 
-    def _round_graph(self, trainable, non_trainable, server, u, v, aggregators, data: RoundArrays):
+    def _round_graph(self, trainable, non_trainable, server, u, v, aggregators, settings, data: RoundArrays):
         """The round in TensorFlow: updates, mean, server step, FedCurv's ``u = max(Σ u_b, 0)``, ``v = Σ v_b``."""
         weights = tff.learning.models.ModelWeights(trainable=list(trainable), non_trainable=list(non_trainable))
         updates, update_weights, curvature, metrics, accepted = [], [], [], None, tf.zeros([], tf.int32)
         for client in data.clients:
             result, unfinalized, valid, u_b, v_b = self._update(weights, (client.x, client.y), client.orders,
-                                                                data.batch_size, u, v, client.reservoir)
+                                                                data.batch_size, u, v, *settings, client.reservoir)
             updates.append(result.update)
             update_weights.append(result.update_weight)
             curvature.append(collections.OrderedDict(u=u_b, v=v_b))
@@ -174,7 +183,7 @@ class SimulatedProcess:
         aggregators = {"model": state["aggregator"], "curvature": state.get("curvature_aggregator", ())}
         with _graphs_as_tff_runs_them():
             out = self._traced_round(state["trainable"], state["non_trainable"], state["server"], u, v, aggregators,
-                                     client_data)
+                                     (state["client_lr"], state["penalty"]), client_data)
         new_state = collections.OrderedDict((key, tf.nest.map_structure(_numpy, out[key]) if key in out else value)
                                             for key, value in state.items())
         work = collections.OrderedDict(train=out["train"], accepted_clients=int(out["accepted"]),

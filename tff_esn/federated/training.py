@@ -39,6 +39,7 @@ from tff_esn.esn.model import readout_probabilities
 from tff_esn.federated.model import build_thesis_model, group_reports, thesis_loss, thesis_model
 from tff_esn.federated.processes import build_process
 from tff_esn.federated.round_log import RoundLog
+from tff_esn.federated.training_check import closed_form_reference, diverged_round, training_flags
 from tff_esn.esn.standardization import Standardization, federated_standardization
 from tff_esn.common.metrics import NonFiniteScores, classification_metrics
 from tff_esn.common.tasks import Task
@@ -212,7 +213,22 @@ def run_federated(dataset: SequenceDataset, split: Split, config: FedAvgConfig, 
         result["extra"]["selection"] = selection
         if init is not None:
             result["extra"]["init_from"] = init.record()
+        reference = None if privacy is not None or dataset.task.real else _reference(dataset, split, data, result)
+        result["extra"]["closed_form_reference"] = reference
+        result["training_check"] = training_flags(
+            config.algorithm, result, selection=selection, budget=config.rounds, reference=reference,
+            kept=result["extra"]["kept_round"] if config.keep_best and data.groups["val"] is not None else None,
+            penalty=config.penalty if config.curvature else None, diverged=result["extra"]["diverged_round"])
         return result
+
+
+def _reference(dataset: SequenceDataset, split: Split, data: _ClientData, result: dict[str, Any]) -> dict[str, Any]:
+    """:func:`~tff_esn.federated.training_check.closed_form_reference` on the states the result's readout reads,
+    harvested one training client at a time."""
+    train = ((part.states, part.labels) for part in (_EvalSet.of(dataset, (cid,), result["model"])
+                                                     for cid in split.train))
+    groups = {name: (group.states, group.labels) for name, group in data.groups.items() if group is not None}
+    return closed_form_reference(train, groups, dataset.n_classes)
 
 
 def _resumed_record(config: FedAvgConfig, identity: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -260,7 +276,7 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
     if "penalty" in auto:
         config = _with(config, "penalty", PENALTY_GRID[0])
     score_key, loss_key = ("val_neg_mse", "val_mse") if config.model.real else ("val_f1_macro", "val_log_loss")
-    scores: dict[tuple[float, float | None], tuple[float, float, int]] = {}
+    scores: dict[tuple[float, float | None], tuple[float, float, int, int | None]] = {}
     results: dict[tuple[float, float | None], dict[str, Any]] = {}
 
     def key(candidate: FedAvgConfig) -> tuple[float, float | None]:
@@ -276,13 +292,13 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
                 result = results[key(candidate)] = run(dataclasses.replace(candidate, out=out))
             except NonFiniteScores as err:
                 warn(f"{err}: candidate {label} is left out of the choice")
-                scores[key(candidate)] = (math.nan, math.nan, 0)
+                scores[key(candidate)] = (math.nan, math.nan, 0, None)
                 return scores[key(candidate)][:2]
             finally:
                 bar.update()
             kept, rows = int(result["extra"]["kept_round"]), result["extra"]["rounds"]
             kept_row = {**(rows[kept - 1] if rows else {}), **{f"val_{k}": v for k, v in result["val"].items()}}
-            scores[key(candidate)] = (*_validation_choice(kept_row), kept)
+            scores[key(candidate)] = (*_validation_choice(kept_row), kept, result["extra"].get("diverged_round"))
             if out is not None:
                 result["extra"]["rounds_csv"] = os.path.join(out, "rounds.csv")
         return scores[key(candidate)][:2]
@@ -298,7 +314,8 @@ def select_settings(config: FedAvgConfig, split: Split, privacy: LearningPrivacy
             record[name] = {"value": grid[chosen_index(chosen)], "rule": "validation", "grid": list(grid),
                             score_key: [f for f, _ in chosen], loss_key: [loss for _, loss in chosen]}
     record["candidates"] = [{"client_lr": lr, **({} if p is None else {"penalty": p}), score_key: f,
-                             loss_key: loss, "kept_round": r} for (lr, p), (f, loss, r) in scores.items()]
+                             loss_key: loss, "kept_round": r, "diverged": d}
+                            for (lr, p), (f, loss, r, d) in scores.items()]
     if key(config) not in results:
         raise NonFiniteScores(f"{config.algorithm}: every candidate's readout diverged (non-finite outputs); give "
                               "--client-lr below the grid's smallest value.")
@@ -315,6 +332,9 @@ class _ClientData:
     noise: dict[str, float]
     standardization: Standardization | None
     init: InitModel | None = None
+    processes: dict[FedAvgConfig, Any] = dataclasses.field(default_factory=dict)
+    """The simulation's learning processes by their settings but the client rate and the penalty (state entries of
+    :class:`~tff_esn.federated.simulation.SimulatedProcess`): the candidates share one process and its trace."""
 
 
 def _client_data(dataset: SequenceDataset, split: Split, config: FedAvgConfig, cache_dir,
@@ -355,6 +375,15 @@ class _Federation:
     cost: Callable[[int], CommunicationCost]
     algorithm: Algorithm
     privacy: LearningPrivacy | None = None
+    config: FedAvgConfig | None = None
+
+    def initialize(self):
+        """The process's initial state; the simulation's with ``config``'s client rate and penalty."""
+        state = self.process.initialize()
+        if self.backend != "sim":
+            return state
+        return self.process.with_settings(state, client_lr=self.config.model.learning_rate,
+                                          penalty=self.config.penalty if self.config.curvature else 0.0)
 
     def client_data(self, sampled: Sequence[str], round_num: int) -> list:
         """The sampled clients' data of a round: in memory for the simulation, TFF datasets for TFF."""
@@ -374,22 +403,28 @@ def _federation(dataset: SequenceDataset, config: FedAvgConfig, privacy: Learnin
         return tff.learning.models.from_keras_model(build_thesis_model(n_inputs, config.model, readout_only=cached),
                                                     loss=thesis_loss(config.model), input_spec=input_spec)
 
-    process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
-                            client_reservoirs=own_reservoirs, runtime=backend)
+    shared = dataclasses.replace(config, model=config.model.replace(learning_rate=AUTO), out=None, resume=False,
+                                 **({"penalty": AUTO} if config.curvature else {}))
+    process = data.processes.get(shared) if backend == "sim" else None
+    if process is None:
+        process = build_process(config, model_fn, privacy=privacy, client_filter=client_filter,
+                                client_reservoirs=own_reservoirs, runtime=backend)
+    if backend == "sim":
+        data.processes[shared] = process
     if backend == "tff" and privacy is not None and privacy.secure:
         process = lower_secure_process(process)
     weights = process.get_model_weights(process.initialize())
     algorithm = get_algorithm(config.algorithm)
     cost = functools.partial(algorithm.communication_function, *(sum(int(np.size(w)) for w in part) for part in
                                                                  (weights.trainable, weights.non_trainable)))
-    return _Federation(data, process, backend, cost, algorithm, privacy)
+    return _Federation(data, process, backend, cost, algorithm, privacy, config)
 
 
 def _restored(fed: _Federation, config: FedAvgConfig, out: Path | None,
               resume: bool) -> tuple[Any, int, list[dict[str, Any]]]:
     """The state to start from, its round and the earlier rounds' rows: initial (its server model the saved model's
     readout with ``init_from``), or the last checkpoint in ``out``."""
-    state = fed.process.initialize()
+    state = fed.initialize()
     if fed.data.init is not None:
         weights = fed.process.get_model_weights(state)
         state = fed.process.set_model_weights(state, tff.learning.models.ModelWeights(
@@ -552,6 +587,7 @@ def _run(dataset: SequenceDataset, split: Split, config: FedAvgConfig, privacy: 
                   "standardization": None if data.standardization is None else data.standardization.to_dict(),
                   "backend": backend, "class_weight": list(config.model.class_weight), "kept_round": kept,
                   "clients_per_round": config.clients_per_round,
+                  "diverged_round": diverged_round(rows, filtered=client_filter is not None),
                   "accepted_clients": [r["accepted_clients"] for r in rows if "accepted_clients" in r],
                   "resumes": ledger["resumes"]},
         **_privacy_sections(privacy, config, len(split.train), ledger, support=fed.algorithm.privacy,

@@ -77,6 +77,13 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "result_check": (PUBLIC_OUTPUT, "flags of the model's predictions on the validation/test clients (under DP "
                      "without the majority-class comparison: that class is the training clients' most frequent "
                      "label): " + _EVALUATION),
+    "training_check": (PUBLIC_OUTPUT, "flags of the gradient training: the round kept on the validation clients at "
+                       "either end of the budget, FedCurv's penalty without effect on their scores, a diverged "
+                       "round (training loss and dropped updates are withheld under DP, so it is not seen there): "
+                       + _EVALUATION),
+    "extra.diverged_round": (SELECTION, "the first round an update was dropped as non-finite: " + _SELECTION),
+    "extra.closed_form_reference": (WITHHELD, "the ridge readout fitted on the training clients' pooled states "
+                                    "(not computed under DP or secure aggregation): " + _TRAINING_RECORDS),
     "extra.standardization": (WITHHELD, "the training clients' feature means and variances: " + _TRAINING_RECORDS),
     "validation": (WITHHELD, "the sizes of validation folds carved from the training clients: " + _TRAINING_RECORDS),
     "extra.train_clients": (PUBLIC_OUTPUT, "the number of training clients: the federation's size, no client data"),
