@@ -98,7 +98,7 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
                      "extra.rounds[].round", "partition.partitioner", "partition.seed", "partition.groups",
                      "partition.label_names", "l2_selection", "washout_selection", "selection", "extra.selection", "clients", "extra.tau", "extra.reading", "extra.k",
                      "extra.alpha", "extra.mask", "extra.rounds_csv", "extra.resumes",
-                     "extra.clients_per_round"),
+                     "extra.clients_per_round", "extra.subround_size"),
                     "the run's configuration, split (which client is in which group) and environment (under "
                     "privacy settings nothing is chosen on client data: λ, the state mode, the reservoir, the "
                     "learning rate and the penalty are the stated defaults, and FedAvg's class weights are "
