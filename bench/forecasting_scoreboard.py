@@ -165,13 +165,22 @@ def _ar(task: Task_, data, split, lyapunov):
     return evaluate(weights, split.test)
 
 
+def persistence_errors(y: np.ndarray, steps: int, washout: int) -> np.ndarray:
+    """Errors of the persistence forecast on one target series ``y`` (``y[t]`` is the value one step after input
+    ``t``): one step ahead (``steps`` 0), ``ŷ = y[t − 1]`` against ``y[t]`` for ``t ≥ washout`` (1-D); a free run
+    of ``steps`` from each window's warm-up (:func:`window_starts`), the last value seen ``y[W − 2]`` held
+    (windows, steps)."""
+    if not steps:
+        return y[washout - 1:-1] - y[washout:]
+    return np.array([np.full(steps, y[w - 2]) - y[w - 1:w - 1 + steps] for w in window_starts(len(y), steps, washout)])
+
+
 def _persistence(task: Task_, data, split, lyapunov):
-    (x, y), = _series(data, split.test)
+    (_, y), = _series(data, split.test)
+    errors = persistence_errors(y, task.steps, task.washout)
     if not task.steps:
-        e = x[task.washout + 1:] - y[task.washout:-1]
-        return {"nrmse": float(np.sqrt(np.mean(e ** 2)) / y[task.washout:].std())}
-    return _scores(_errors_windows(lambda warm, steps: np.full(steps, warm[-1]), x, y, task.steps, task.washout),
-                   float(y.std()), lyapunov)
+        return {"nrmse": float(np.sqrt(np.mean(errors ** 2)) / y[task.washout:].std())}
+    return _scores(errors, float(y.std()), lyapunov)
 
 
 def _reservoirpy(task: Task_, data, split, chosen: dict, seed: int, lyapunov):
