@@ -7,6 +7,7 @@ from tff_esn.common.tasks import Task
 from tff_esn.data.errors import DataError
 from tff_esn.data.seed_sources.generators import LYAPUNOV, series_dataset
 from tff_esn.data.splits import get_split
+from tff_esn.esn.model import Model, joint_forecast
 from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.runs.free_run import VPT_THRESHOLD, check_free_run, free_run_scores, window_starts
 
@@ -70,3 +71,36 @@ def test_a_free_run_window_beyond_the_test_series_or_of_another_horizon_is_refus
     with pytest.raises(ValueError, match="generate: expected steps ≥ 1 and, for the inputs besides 'x'"):
         run_algorithm(resolve_run("centralized", data, units=20, washout=10), data, split).model.generate(
             data.clients["c0"].x[0], 3, exog=np.zeros((2, 1)))
+
+
+@pytest.fixture(scope="module")
+def lorenz_models():
+    data = {c: series_dataset("lorenz", Task("forecast", 1, c), clients=2, steps=300, held_steps=300)
+            for c in ("x", "y", "z")}
+    split = get_split("npz", data["x"])
+    models = {(algo, c): run_algorithm(resolve_run(algo, d, **SETTINGS), d, split).model
+              for algo in ("centralized", "incfed") for c, d in data.items()}
+    return data, split, models
+
+
+def test_a_joint_forecast_feeds_every_channel_back(lorenz_models, tmp_path):
+    data, split, models = lorenz_models
+    single = [models["centralized", c] for c in ("x", "y", "z")]
+    joint = joint_forecast(single)
+    assert joint.channels == ("x", "y", "z") and joint.fed_back == ("x", "y", "z")
+    x = data["x"].clients[split.test[0]].x[0]
+    np.testing.assert_allclose(joint.decision_function(x[None]),
+                               np.concatenate([m.decision_function(x[None]) for m in single], axis=1), rtol=1e-12)
+    np.testing.assert_allclose(joint.predict(x[None]), single[0].predict(x[None]), rtol=1e-12)
+    generated, fed = joint.generate(x[:150], 5), x[:150].tolist()
+    for k in range(5):  # every channel's teacher-forced forecast on the series extended by the forecasts so far
+        step = [m.predict(np.array(fed, np.float32)[None])[0, -1] for m in single]
+        assert generated[k] == pytest.approx(step[0], rel=1e-5, abs=1e-7)
+        fed.append(step)
+    np.testing.assert_array_equal(Model.load(joint.save(tmp_path / "joint")).generate(x[:150], 5), generated)
+    incfed = joint_forecast([models["incfed", c] for c in ("x", "y", "z")])
+    np.testing.assert_allclose(incfed.generate(x[:150], 40), joint.generate(x[:150], 40), rtol=1e-6, atol=1e-9)
+    scores = free_run_scores(joint, data["x"], split, 40, lyapunov=LYAPUNOV["lorenz"])
+    assert scores["test"]["vpt_steps"] > 0 and scores["test"]["windows"] == len(window_starts(300, 40, 50))
+    with pytest.raises(ValueError, match="joint_forecast: expected one-step ridge forecasts of distinct input"):
+        joint_forecast([single[0], single[0]])

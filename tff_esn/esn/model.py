@@ -147,7 +147,9 @@ class Model:
     """A trained ESN: ``members`` (one reservoir and readout; several for an ensemble), the states the readout sees
     (``spec``; ``per_step``: one output per step), the input standardisation ``inputs`` (applied to ``x``) and the
     target's ``outputs`` (real outputs ``ŷ·σ + μ``: the series' own units), the task and its names, the run's
-    provenance and metrics, and (kept for extension) the aggregate ridge statistics."""
+    provenance and metrics, and (kept for extension) the aggregate ridge statistics. ``channels``: the input
+    channels a ridge readout's outputs forecast one step ahead, in output order (a joint forecast of several
+    channels, :func:`joint_forecast`); empty: one output, the task's target."""
 
     members: tuple[Member, ...]
     spec: StateSpec
@@ -161,6 +163,7 @@ class Model:
     provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     metrics: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stats: RidgeStats | None = None
+    channels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         members = tuple(self.members)
@@ -170,6 +173,13 @@ class Model:
         if inputs != {len(self.feature_names)}:
             raise ValueError(f"Model: reservoirs take {sorted(inputs)} inputs, feature names are "
                              f"{len(self.feature_names)}.")
+        channels = tuple(self.channels)
+        if channels and (self.task.target not in channels or len(set(channels)) != len(channels)
+                         or not set(channels) <= set(self.feature_names)
+                         or {m.readout.n_outputs for m in members} != {len(channels)}):
+            raise ValueError(f"Model.channels: expected distinct input channels including the target "
+                             f"{self.task.target!r}, one per readout output, got {channels}.")
+        object.__setattr__(self, "channels", channels)
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "feature_names", tuple(self.feature_names))
         object.__setattr__(self, "label_names", tuple(self.label_names))
@@ -231,6 +241,18 @@ class Model:
     def _outputs(self, x: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
         return self._readout_outputs([self._states(m.reservoir, x, lengths) for m in self.members])
 
+    @property
+    def fed_back(self) -> tuple[str, ...]:
+        """The input channels a free run feeds its forecasts back into: :attr:`channels`, else the target."""
+        return self.channels or (self.task.target,)
+
+    def _target_outputs(self, outputs: np.ndarray) -> np.ndarray:
+        """The outputs forecasting the task's target: a joint forecast's column of it, else ``outputs``."""
+        if not self.channels:
+            return outputs
+        column = self.channels.index(self.task.target)
+        return outputs[:, column:column + 1]
+
     def _readout_outputs(self, features: Sequence[np.ndarray]) -> np.ndarray:
         """The members' readouts on their state ``features``, combined (IncFed eq. 4) and in the data's units."""
         outputs = [m.readout.outputs(f, self.spec.readout_bias) for m, f in zip(self.members, features)]
@@ -242,7 +264,7 @@ class Model:
     def predict(self, x: Any, lengths: Any = None) -> np.ndarray:
         """Class indices (into :attr:`label_names`) or real values: (n,) per sequence, (n, T − washout) per step."""
         x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
-        outputs = self._outputs(*self._inputs(x, lengths))
+        outputs = self._target_outputs(self._outputs(*self._inputs(x, lengths)))
         if self.classifier:
             from tff_esn.common.metrics import predictions
 
@@ -261,34 +283,41 @@ class Model:
 
     def generate(self, warmup: Any, steps: int, *, exog: Any = None) -> np.ndarray:
         """A free run (closed loop): the reservoir reads ``warmup`` (T₀, F), then ``steps`` times the model's
-        one-step forecast of its target channel is fed back as that channel's next input (the other channels from
-        ``exog`` (steps − 1, F − 1), inputs known ahead); returns the ``steps`` forecasts
-        ŷ(T₀), …, ŷ(T₀ + steps − 1) of the channel, in the data's units."""
+        one-step forecasts of the channels it feeds back (:attr:`fed_back`: its target, or every channel of a joint
+        forecast) are fed back as their next inputs (the other E = F − fed-back channels from ``exog``
+        (steps − 1, E), inputs known ahead); returns the ``steps`` forecasts ŷ(T₀), …, ŷ(T₀ + steps − 1) of the
+        target channel, in the data's units."""
         task = self.task
         if task.kind != "forecast" or task.horizon != 1 or task.target not in self.feature_names or not self.per_step:
             raise ValueError(f"generate: needs a one-step forecast of one of its inputs (--task forecast --horizon 1), "
                              f"got task {task.kind} horizon {task.horizon} of {task.target!r} on inputs "
                              f"{', '.join(self.feature_names)}.")
-        channel = self.feature_names.index(task.target)
+        fed = [self.feature_names.index(c) for c in self.fed_back]
+        target = self.fed_back.index(task.target)
         x, _ = as_sequences(np.asarray(warmup, np.float32)[None], n_features=len(self.feature_names))
-        others = len(self.feature_names) - 1
+        others = len(self.feature_names) - len(fed)
         known = np.zeros((max(steps - 1, 0), others), np.float32) if exog is None else np.asarray(exog, np.float32)
         if not isinstance(steps, (int, np.integer)) or steps < 1 or (others and exog is None) or \
                 known.shape != (max(steps - 1, 0), others) or not np.all(np.isfinite(known)):
-            raise ValueError(f"generate: expected steps ≥ 1 and, for the inputs besides {task.target!r}, exog of "
-                             f"shape ({max(steps - 1, 0)}, {others}) finite, got steps {steps!r}, exog "
+            fed_names = ", ".join(map(repr, self.fed_back))
+            raise ValueError(f"generate: expected steps ≥ 1 and, for the inputs besides {fed_names}, "
+                             f"exog of shape ({max(steps - 1, 0)}, {others}) finite, got steps {steps!r}, exog "
                              f"{None if exog is None else known.shape}.")
         scaled = (lambda v: v) if self.inputs is None else self.inputs.apply
         read = scaled(x)
         current = [self._last_state(m.reservoir, read) for m in self.members]
+        rest = [i for i in range(len(self.feature_names)) if i not in fed]
         out = np.empty(steps, np.float64)
         for k in range(steps):
             features = [state[:, m.reservoir.readout_from:] for state, m in zip(current, self.members)]
             if self.spec.raw_inputs:  # the row [u(t), x(t)] of the input last read beside the state
                 features = [np.concatenate([read[:, -1], f], axis=1) for f in features]
-            out[k] = self._readout_outputs(features).reshape(-1)[0]
+            forecast = np.asarray(self._readout_outputs(features), np.float64).reshape(-1)
+            out[k] = forecast[target]
             if k + 1 < steps:
-                read = scaled(np.insert(known[k], channel, out[k])[None, None].astype(np.float32))
+                step = np.empty(len(self.feature_names), np.float32)
+                step[fed], step[rest] = forecast, known[k]
+                read = scaled(step[None, None])
                 current = [self._last_state(m.reservoir, read, state) for m, state in zip(self.members, current)]
         return out
 
@@ -321,7 +350,7 @@ class Model:
         (classes: accuracy, balanced accuracy, macro-F1, AUC, …; real: NRMSE, RMSE, MAE, R²)."""
         x, lengths = as_sequences(x, lengths, n_features=len(self.feature_names))
         labels = self.labels(y, len(x))
-        outputs = self._outputs(*self._inputs(x, lengths))
+        outputs = self._target_outputs(self._outputs(*self._inputs(x, lengths)))
         return self.task.report(labels, outputs, self.n_outputs, seed=self.seed)
 
     # ------------------------------------------------------------------ the folder
@@ -361,7 +390,7 @@ class Model:
             "task": dataclasses.asdict(self.task), "feature_names": list(self.feature_names),
             "label_names": list(self.label_names), "per_step": self.per_step,
             "spec": dataclasses.asdict(self.spec), "seed": self.seed, "members": members,
-            "inputs": self.inputs is not None, "outputs": self.outputs is not None,
+            "inputs": self.inputs is not None, "outputs": self.outputs is not None, "channels": list(self.channels),
             "stats": None if self.stats is None else {"n": float(self.stats.n), "clients": float(self.stats.clients),
                                                       "bias": bool(self.stats.bias)},
             "arrays_sha256": hashlib.sha256(blob).hexdigest(),
@@ -434,7 +463,8 @@ class Model:
                      for name in ("inputs", "outputs")),
                    header["seed"], header["provenance"], header["metrics"],
                    None if stats is None else RidgeStats(arrays["stats.A"], arrays["stats.B"], stats["n"],
-                                                         stats["clients"], stats["bias"]))
+                                                         stats["clients"], stats["bias"]),
+                   tuple(header.get("channels", ())))
 
     def replace(self, **changes: Any) -> "Model":
         return dataclasses.replace(self, **changes)
@@ -495,3 +525,37 @@ def model_of(weights: ReservoirWeights | Sequence[ReservoirWeights], readouts: R
         members = tuple(Member(w, r, s, c) for w, r, s, c in zip(weights, readouts, sizes or [1.0] * len(weights),
                                                                  configs))
     return Model(members, spec, task, tuple(feature_names), tuple(label_names), **fields)
+
+
+def joint_forecast(models: Sequence[Model]) -> Model:
+    """One model forecasting several input channels one step ahead from one reservoir: the ridge readouts of
+    ``models`` (one-step forecasts of distinct input channels, each with the same reservoir, states and inputs)
+    stacked, one output per channel (IncFed eq. 2 with ``Y`` of several columns: each column's ridge solution is its
+    own). Its task is the first model's; a free run feeds every channel back (:meth:`Model.generate`)."""
+    first = models[0]
+    names = tuple(m.task.target for m in models)
+    same = all(len(m.members) == 1 and m.members[0].readout.kind == "ridge" and m.members[0].readout.n_outputs == 1
+               and m.per_step and m.task.kind == "forecast" and m.task.horizon == 1 and m.spec == first.spec
+               and m.feature_names == first.feature_names and _same_reservoir(m.members[0].reservoir,
+                                                                            first.members[0].reservoir)
+               and _same_scaling(m.inputs, first.inputs) and (m.outputs is None) == (first.outputs is None)
+               for m in models)
+    if not same or len(set(names)) != len(names) or not set(names) <= set(first.feature_names):
+        raise ValueError(f"joint_forecast: expected one-step ridge forecasts of distinct input channels over one "
+                         f"reservoir, states and inputs, got targets {names}.")
+    readout = Readout("ridge", np.concatenate([m.members[0].readout.weights for m in models]))
+    outputs = None if first.outputs is None else Standardization(
+        np.concatenate([m.outputs.mean for m in models]), np.concatenate([m.outputs.scale for m in models]))
+    return dataclasses.replace(first, members=(dataclasses.replace(first.members[0], readout=readout),),
+                               label_names=tuple(n for m in models for n in m.label_names), outputs=outputs,
+                               stats=None, metrics={}, channels=names)
+
+
+def _same_reservoir(a: ReservoirWeights, b: ReservoirWeights) -> bool:
+    return all(np.array_equal(getattr(a, n), getattr(b, n)) for n in ("kernel", "recurrent", "bias", "gain")) and \
+        (a.leaky, a.layers, a.readout_from, a.activation) == (b.leaky, b.layers, b.readout_from, b.activation)
+
+
+def _same_scaling(a: Standardization | None, b: Standardization | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a.mean, b.mean)
+                                         and np.array_equal(a.scale, b.scale))

@@ -136,9 +136,9 @@ of ``arrays.npz``; ``model.KEY``: an entry of ``model.json``) and how a DP run h
 MODEL_NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("model.format", "model.version", "model.task", "model.feature_names", "model.label_names",
                      "model.per_step", "model.spec", "model.seed", "model.inputs", "model.outputs", "model.arrays_sha256",
-                     "model.members[].reservoir", "model.members[].readout"),
-                    "the model's format, the data's schema (task, feature and label names) and the run's "
-                    "configuration (reservoir, state mode, washout, readout kind and activation)"),
+                     "model.members[].reservoir", "model.members[].readout", "model.channels"),
+                    "the model's format, the data's schema (task, feature and label names, the channels forecast) and "
+                    "the run's configuration (reservoir, state mode, washout, readout kind and activation)"),
     "model.provenance": "the run's algorithm, data, split, configuration and privacy declaration, as metrics.json "
                         "writes them",
     "model.metrics": "the metrics.json sections train, val and test, as published (a DP run withholds train)",

@@ -55,7 +55,7 @@ def free_run_scores(model: Any, dataset: SequenceDataset, split: Split, steps: i
     out: dict[str, Any] = {"steps": int(steps), "vpt_threshold": VPT_THRESHOLD,
                            "lyapunov_exponent": None if lyapunov is None else lyapunov[0],
                            "time_step": None if lyapunov is None else lyapunov[1]}
-    channel = dataset.feature_names.index(dataset.task.target)
+    fed = [dataset.feature_names.index(c) for c in model.fed_back]
     for group in GROUPS:
         ids = getattr(split, group)
         if not ids:
@@ -66,7 +66,7 @@ def free_run_scores(model: Any, dataset: SequenceDataset, split: Split, steps: i
             client = dataset.clients[cid]
             for x, y, length in zip(client.x, client.y, client.steps):
                 for start in window_starts(int(length), steps, model.spec.washout):
-                    exog = np.delete(x[start:start + steps - 1], channel, axis=1)
+                    exog = np.delete(x[start:start + steps - 1], fed, axis=1)
                     errors.append(model.generate(x[:start], steps, exog=exog) - y[start - 1:start - 1 + steps])
         if not errors:
             warn(f"{dataset.source}: --free-run {steps}: no {group} window has a warm-up beyond the washout "
