@@ -1,168 +1,236 @@
 """The reservoir-computing forecasting scoreboard: Mackey–Glass τ = 17 84-step free run, Lorenz-63 valid prediction
-time, NARMA10 one step ahead at 100 and 500 units.
+time, NARMA10 one step ahead at 100 and 500 units, and the one-step NRMSE of Mackey–Glass and Lorenz.
 
-Each task: centralized ridge and IncFed (exact: the same readout, so the same free runs), beside reservoirpy (same
-units, spectral radius, leaking rate, input and bias scaling, λ and washout; its own random matrices), the
-persistence forecast and a linear autoregression (AR) whose lag count and λ are chosen on the validation client.
-Free-run tasks choose λ and the spectral radius on the validation client's free runs, one-step tasks the spectral
-radius and input scaling (each at its λ chosen on validation); the test client's windows
-(:func:`tff_esn.runs.free_run.window_starts`) are scored. Lorenz-63 is forecast from its x channel alone (one input,
-fed back), VPT in Lyapunov times (λ_max 0.9056). ``--quick``: shorter series, one seed; ``--seeds N``.
+Each protocol: centralized ridge and IncFed (exact: the same readout, so the same free runs) and FedAvg (SGD on the
+same reservoir, its defaults on a series) beside reservoirpy (same units, spectral radius, leaking rate, input and
+bias scaling and washout, its own random matrices, its λ chosen on the validation client), the persistence forecast
+and a linear autoregression (AR) whose lag count and λ are chosen on the validation client. Our λ, spectral radius,
+input scaling and leaking rate are chosen on the validation client (free-run protocols on its free runs,
+:func:`tff_esn.runs.free_run.free_run_scores`; one-step ones on its one-step error at each λ); the test client is
+scored. Lorenz-63 forecasts all three channels and feeds them back (:func:`tff_esn.esn.model.joint_forecast`); its
+VPT is the x channel's, in Lyapunov times (λ_max 0.9056).
+
+``python -m bench forecasting_scoreboard [--seeds=N] [--tasks=a,b] [--quick] [--no-fedavg] [--out=DIR]`` writes
+``DIR/forecasting_scoreboard.{csv,md,json}`` and the figure ``DIR/forecasting_free_runs.{pdf,svg,png}`` (default
+DIR ``runs/forecasting_scoreboard``). ``--quick``: short series, 1 seed, small grids (a smoke test).
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
+import json
 import sys
 import time
 import warnings
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from tff_esn.closed_form.run import shared_harvests
 from tff_esn.common.run_warnings import RunWarning
 from tff_esn.common.tasks import Task
-from tff_esn.data.seed_sources.generators import LYAPUNOV, lorenz, series_dataset
-from tff_esn.data.series_files import series_dataset_from_arrays
+from tff_esn.data.seed_sources.generators import LYAPUNOV, series_dataset
 from tff_esn.data.splits import get_split
+from tff_esn.esn.model import joint_forecast
 from tff_esn.esn.ridge import RidgeStats, predict
 from tff_esn.registry.algorithms import resolve_run, run_algorithm
-from tff_esn.runs.free_run import VPT_THRESHOLD, window_starts
+from tff_esn.runs.figures import COLOURS, pyplot, save_figure
+from tff_esn.runs.free_run import VPT_THRESHOLD, free_run_scores, window_starts
 
 L2S = (1e-10, 1e-8, 1e-6, 1e-4)
-RADII = (0.9, 1.2)
-INPUT_SCALINGS = (1.0, 0.3, 0.1)
+AR_L2S = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 AR_LAGS = (1, 2, 5, 10, 20, 50, 100)
-TARGETS = {"mackey-glass": ("nrmse", 1e-2), "lorenz": ("vpt", 5.0), "narma10-500": ("nrmse", 0.25)}
+TARGETS = {("mackey-glass", "free-run NRMSE"): ("≤", 1e-2), ("lorenz", "VPT (Lyapunov times)"): ("≥", 5.0),
+           ("narma10-500", "one-step NRMSE"): ("≤", 0.25)}
+"""The issue's targets per (protocol, metric row), for every seed."""
+MODELS = ("centralized", "incfed", "fedavg", "reservoirpy", "AR (lags on val)", "persistence")
 
 
 @dataclasses.dataclass(frozen=True)
-class Task_:
+class Protocol:
+    """One scoreboard task: ``units``, a ``steps`` free-run window (0: one step ahead), ``clients`` training
+    segments of ``train_steps`` and a validation and test segment of ``held_steps``, the ``channels`` forecast
+    (several: a joint forecast fed back), and the grids searched on validation."""
+
     name: str
+    series: str
     units: int
-    steps: int  # free-run window (0: one step ahead)
+    steps: int
     clients: int
     train_steps: int
     held_steps: int
+    channels: tuple[str, ...]
     washout: int = 100
-    input_scalings: tuple[float, ...] = (1.0,)  # searched with the free-run tasks' λ and spectral radius
+    radii: tuple[float, ...] = (0.9, 1.2)
+    input_scalings: tuple[float, ...] = (1.0,)
+    leaks: tuple[float, ...] = (1.0,)
+
+    @property
+    def metric(self) -> str:
+        if not self.steps:
+            return "one-step NRMSE"
+        return "VPT (Lyapunov times)" if self.series == "lorenz" else "free-run NRMSE"
 
 
-def _tasks(quick: bool) -> list[Task_]:
-    scale = 4 if quick else 1
-    return [Task_("mackey-glass", 500, 84, 5, 2000 // scale, 2000 // scale),
-            Task_("lorenz", 500, 400, 5, 4000 // scale, 3000 // scale, input_scalings=(1.0, 0.3)),
-            Task_("narma10-100", 100, 0, 5, 2000 // scale, 2000 // scale),
-            Task_("narma10-500", 500, 0, 5, 2000 // scale, 2000 // scale)]
+def protocols(quick: bool) -> list[Protocol]:
+    """The scoreboard's protocols (``quick``: short series and one-point grids)."""
+    if quick:
+        return [Protocol("mackey-glass", "mackey-glass", 100, 20, 2, 400, 400, ("x",), 50, (1.2,)),
+                Protocol("lorenz", "lorenz", 100, 40, 2, 600, 400, ("x", "y", "z"), 50, (1.2,)),
+                Protocol("narma10-100", "narma10", 50, 0, 2, 400, 400, ("y",), 50, (0.9,))]
+    return [Protocol("mackey-glass", "mackey-glass", 1000, 84, 5, 4000, 2000, ("x",), radii=(0.9, 1.2),
+                     input_scalings=(1.0, 0.5)),
+            Protocol("lorenz", "lorenz", 1000, 400, 5, 4000, 3000, ("x", "y", "z"), radii=(0.9, 1.2),
+                     input_scalings=(1.0, 0.3)),
+            Protocol("narma10-100", "narma10", 100, 0, 5, 2000, 2000, ("y",), radii=(0.9, 1.0),
+                     input_scalings=(1.0, 0.3, 0.1)),
+            Protocol("narma10-500", "narma10", 500, 0, 5, 2000, 2000, ("y",), radii=(0.9, 1.0),
+                     input_scalings=(1.0, 0.3, 0.1))]
 
 
-def _dataset(task: Task_, seed: int):
-    if task.name == "lorenz":  # the x channel alone, contiguous segments of one trajectory
-        total = task.clients * task.train_steps + 2 * task.held_steps
-        x = lorenz(total, np.random.default_rng(np.random.SeedSequence([seed, 0]))).channel("x")
-        cuts = np.cumsum([task.train_steps] * task.clients + [task.held_steps])
-        rows = np.split(x, cuts)
-        split = ["train"] * task.clients + ["val", "test"]
-        return series_dataset_from_arrays(np.array(rows, dtype=object), [f"c{k}" for k in range(len(rows))], split,
-                                          source="lorenz", ragged="crop", length=min(map(len, rows)))
-    name = task.name.split("-")[0] if task.name.startswith("narma") else task.name
-    return series_dataset(name, Task("forecast", 1), clients=task.clients, steps=task.train_steps,
-                          held_steps=task.held_steps, seed=seed)
+def _datasets(p: Protocol, seed: int) -> list:
+    """One dataset per channel forecast, of one realisation cut into contiguous segments (the same inputs)."""
+    return [series_dataset(p.series, Task("forecast", 1, c), clients=p.clients, steps=p.train_steps,
+                           held_steps=p.held_steps, seed=seed) for c in p.channels]
 
 
-def _errors_windows(generate, x: np.ndarray, y: np.ndarray, steps: int, washout: int) -> np.ndarray:
-    """(windows, steps) free-run errors of ``generate(warmup, steps)`` on one series."""
-    return np.array([generate(x[:w], steps) - y[w - 1:w - 1 + steps] for w in window_starts(len(x), steps, washout)])
+def _lyapunov(p: Protocol) -> tuple[float, float] | None:
+    return LYAPUNOV.get(p.series)
 
 
-def _scores(errors: np.ndarray, sigma: float, lyapunov: float | None) -> dict[str, float]:
+def _scores(errors: np.ndarray, sigma: float, lyapunov: tuple[float, float] | None) -> dict[str, float]:
+    """NRMSE and VPT (steps, Lyapunov times) of free-run ``errors`` (windows, steps) of the target channel."""
     exceeded = np.abs(errors) / sigma > VPT_THRESHOLD
     vpt = np.where(exceeded.any(axis=1), exceeded.argmax(axis=1), errors.shape[1]).mean()
     out = {"nrmse": float(np.sqrt(np.mean(errors ** 2)) / sigma), "vpt_steps": float(vpt)}
     if lyapunov is not None:
-        out["vpt"] = float(vpt * lyapunov)
+        out["vpt"] = float(vpt * lyapunov[0] * lyapunov[1])
     return out
 
 
-def _better(task: Task_, a: dict, b: dict | None) -> bool:
+def _better(p: Protocol, a: dict, b: dict | None) -> bool:
+    """Whether validation scores ``a`` beat ``b``: a longer VPT (Lorenz), else a lower NRMSE."""
     if b is None:
         return True
-    return a["vpt_steps"] > b["vpt_steps"] if task.name == "lorenz" else a["nrmse"] < b["nrmse"]
+    return a["vpt_steps"] > b["vpt_steps"] if p.series == "lorenz" else a["nrmse"] < b["nrmse"]
 
 
-def _ours(task: Task_, data, split) -> tuple[dict, dict, dict]:
-    """Centralized and IncFed test scores, and the settings chosen on validation."""
-    base = {"units": task.units, "washout": task.washout, "bias_scaling": 1.0, "state_mode": "all"}
-    if not task.steps:  # the spectral radius and input scaling on the validation client, each at its best λ
-        best = None
-        with shared_harvests():
-            for radius in (0.9, 1.0):
-                for scaling in INPUT_SCALINGS:
-                    settings = {**base, "spectral_radius": radius, "input_scaling": scaling}
-                    record = run_algorithm(resolve_run("centralized", data, **settings, l2="auto"), data, split)
-                    if best is None or record["val"]["nrmse"] < best["val"]["nrmse"]:
-                        best, chosen = record, {**settings, "l2": record["l2_selection"]["l2"]}
-        incfed = run_algorithm(resolve_run("incfed", data, **chosen, backend="numpy"), data, split)
-        return {"nrmse": best["test"]["nrmse"]}, {"nrmse": incfed["test"]["nrmse"]}, chosen
+def _free_run(p: Protocol, model, data, split, group: str) -> dict[str, float]:
+    section = free_run_scores(model, data, split, p.steps, lyapunov=_lyapunov(p))[group]
+    out = {"nrmse": section["nrmse"], "vpt_steps": section["vpt_steps"]}
+    if "vpt_lyapunov_times" in section:
+        out["vpt"] = section["vpt_lyapunov_times"]
+    return out
+
+
+def _fit(algorithm: str, datasets: list, split, settings: dict):
+    """The runs of ``algorithm`` on every channel's dataset, and their (joint) model."""
+    records = [run_algorithm(resolve_run(algorithm, d, **settings), d, split) for d in datasets]
+    model = records[0].model if len(records) == 1 else joint_forecast([r.model for r in records])
+    return records[0], model
+
+
+def _ours(p: Protocol, datasets: list, split, seed: int) -> dict[str, Any]:
+    """Centralized and IncFed test scores (free run and one step), the settings chosen on validation, the models."""
+    base = {"units": p.units, "washout": p.washout, "bias_scaling": 1.0, "state_mode": "all", "seed": seed}
+    grid = [(r, i, a) for r in p.radii for i in p.input_scalings for a in p.leaks]
     best, chosen = None, None
     with shared_harvests():
-        for radius, scaling, l2 in ((r, i, l2) for r in RADII for i in task.input_scalings for l2 in L2S):
-            settings = {**base, "l2": l2, "spectral_radius": radius, "input_scaling": scaling}
-            record = run_algorithm(resolve_run("centralized", data, **settings), data, split, free_run=task.steps)
-            val = record["free_run"]["val"]
-            score = {"nrmse": val["nrmse"], "vpt_steps": val["vpt_steps"]}
-            if _better(task, score, best):
-                best, central, chosen = score, record, settings
-    incfed = run_algorithm(resolve_run("incfed", data, **chosen, backend="numpy"), data, split, free_run=task.steps)
-    key = "vpt_lyapunov_times" if task.name == "lorenz" else "nrmse"
-    pick = {"nrmse": "nrmse", "vpt_lyapunov_times": "vpt"}
-    return ({pick[key]: central["free_run"]["test"][key], "nrmse": central["free_run"]["test"]["nrmse"]},
-            {pick[key]: incfed["free_run"]["test"][key], "nrmse": incfed["free_run"]["test"]["nrmse"]}, chosen)
+        for radius, scaling, leak in grid:
+            settings = {**base, "spectral_radius": radius, "input_scaling": scaling, "leaky": leak}
+            if not p.steps:  # one step: λ on the validation client at each reservoir
+                record = run_algorithm(resolve_run("centralized", datasets[0], **settings, l2="auto"),
+                                       datasets[0], split)
+                score = {"nrmse": record["val"]["nrmse"]}
+                if _better(p, score, best):
+                    best, chosen = score, {**settings, "l2": record["l2_selection"]["l2"]}
+                continue
+            for l2 in L2S:
+                _, model = _fit("centralized", datasets, split, {**settings, "l2": l2})
+                score = _free_run(p, model, datasets[0], split, "val")
+                if _better(p, score, best):
+                    best, chosen = score, {**settings, "l2": l2}
+    out: dict[str, Any] = {"settings": chosen}
+    for algorithm, extra in (("centralized", {}), ("incfed", {"backend": "numpy"})):
+        record, model = _fit(algorithm, datasets, split, {**chosen, **extra})
+        out[algorithm] = {"one-step NRMSE": record["test"]["nrmse"]}
+        if p.steps:
+            out[algorithm].update(_free_run(p, model, datasets[0], split, "test"))
+        out[f"{algorithm}_model"] = model
+    return out
 
 
-def _series(data, ids):
-    return [(c.x[0, :, 0].astype(np.float64), c.y[0]) for c in (data.clients[i] for i in ids)]
+def _fedavg(p: Protocol, datasets: list, split, chosen: dict) -> dict[str, float]:
+    """FedAvg (its defaults on a series) on the reservoir chosen for ours: one-step and free-run test scores."""
+    settings = {k: chosen[k] for k in ("units", "washout", "bias_scaling", "state_mode", "seed", "spectral_radius",
+                                       "input_scaling", "leaky")}
+    record, model = _fit("fedavg", datasets, split, settings)
+    out = {"one-step NRMSE": record["test"]["nrmse"]}
+    if p.steps:
+        out.update(_free_run(p, model, datasets[0], split, "test"))
+    return out
 
 
-def _ar(task: Task_, data, split, lyapunov):
-    """The AR(p) (ridge on the latest p inputs, p and λ chosen on validation): one-step or free-run test scores."""
-    train = _series(data, split.train)
+def _arrays(datasets: list, ids) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per client: inputs (T, F) and the targets of every channel forecast (T, C), float64."""
+    return [(datasets[0].clients[c].x[0].astype(np.float64),
+             np.stack([d.clients[c].y[0] for d in datasets], axis=1).astype(np.float64)) for c in ids]
 
-    def fit(p: int, l2: float):
-        rows = np.concatenate([np.lib.stride_tricks.sliding_window_view(x, p)[:len(x) - p + 1] for x, _ in train])
-        targets = np.concatenate([y[p - 1:] for _, y in train])
-        return RidgeStats.from_states(rows, targets[:, None], bias=True).solve(l2)
 
-    def generate(w):
-        p = (w.shape[1] - 1)
+def _lagged(x: np.ndarray, p: int) -> np.ndarray:
+    """Rows ``[x(t − p + 1), …, x(t)]`` (time-major, every channel) flattened, for t = p − 1 … T − 1."""
+    return np.lib.stride_tricks.sliding_window_view(x, p, axis=0).transpose(0, 2, 1).reshape(len(x) - p + 1, -1)
 
-        def run(warm, steps):
-            history, out = list(warm[-p:]), []
+
+def _one_step(errors: np.ndarray, y: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(errors ** 2)) / y.std())
+
+
+def _ar(p: Protocol, datasets: list, split) -> dict[str, float]:
+    """AR(p): ridge on the latest p inputs (every channel) to the next value of every channel forecast, p and λ
+    chosen on validation; one-step and (iterated) free-run test scores."""
+    train = _arrays(datasets, split.train)
+
+    def fit(lags: int, l2: float) -> np.ndarray:
+        rows = np.concatenate([_lagged(x, lags) for x, _ in train])
+        targets = np.concatenate([y[lags - 1:] for _, y in train])
+        return RidgeStats.from_states(rows, targets, bias=True).solve(l2)
+
+    def generate(w: np.ndarray, lags: int):
+        def run(warm: np.ndarray, steps: int) -> np.ndarray:
+            history, out = list(warm[-lags:]), []
             for _ in range(steps):
-                out.append(float(predict(w, np.array(history[-p:])[None], bias=True)[0, 0]))
+                out.append(predict(w, np.concatenate(history[-lags:])[None], bias=True)[0])
                 history.append(out[-1])
-            return np.array(out)
+            return np.array(out)[:, 0]
         return run
 
-    def evaluate(w, ids):
-        p = w.shape[1] - 1
-        if not task.steps:
-            errs = [predict(w, np.lib.stride_tricks.sliding_window_view(x, p)[task.washout - p + 1:], bias=True)[:, 0]
-                    - y[task.washout:] for x, y in _series(data, ids)]
-            e = np.concatenate(errs)
-            ys = np.concatenate([y[task.washout:] for _, y in _series(data, ids)])
-            return {"nrmse": float(np.sqrt(np.mean(e ** 2)) / ys.std()), "vpt_steps": 0.0}
-        (x, y), = _series(data, ids)
-        return _scores(_errors_windows(generate(w), x, y, task.steps, task.washout), float(y.std()), lyapunov)
+    def evaluate(w: np.ndarray, lags: int, ids) -> dict[str, float]:
+        (x, y), = _arrays(datasets, ids)
+        out = {"one-step NRMSE": _one_step(predict(w, _lagged(x, lags)[p.washout - lags + 1:], bias=True)[:, 0]
+                                           - y[p.washout:, 0], y[p.washout:, 0])}
+        out["nrmse"] = out["one-step NRMSE"]
+        if p.steps:
+            out.update(_scores(_window_errors(generate(w, lags), x, y[:, 0], p.steps, p.washout), float(y[:, 0].std()),
+                               _lyapunov(p)))
+        return out
 
-    best, weights = None, None
-    for p in AR_LAGS:
-        for l2 in (1e-10, 1e-8, 1e-6, 1e-4, 1e-2):
-            w = fit(p, l2)
-            score = evaluate(w, split.val)
-            if _better(task, score, best):
-                best, weights = score, w
-    return evaluate(weights, split.test)
+    best, pick = None, None
+    for lags in (n for n in AR_LAGS if n <= p.washout + 1):  # every lag count scored from the washout on
+        for l2 in AR_L2S:
+            w = fit(lags, l2)
+            score = evaluate(w, lags, split.val)
+            if _better(p, score, best):
+                best, pick = score, (w, lags)
+    return evaluate(*pick, split.test)
+
+
+def _window_errors(generate, x: np.ndarray, y: np.ndarray, steps: int, washout: int) -> np.ndarray:
+    """(windows, steps) free-run errors of ``generate(warmup, steps)`` on one series (inputs ``x``, target ``y``)."""
+    return np.array([generate(x[:w], steps) - y[w - 1:w - 1 + steps] for w in window_starts(len(x), steps, washout)])
 
 
 def persistence_errors(y: np.ndarray, steps: int, washout: int) -> np.ndarray:
@@ -175,82 +243,187 @@ def persistence_errors(y: np.ndarray, steps: int, washout: int) -> np.ndarray:
     return np.array([np.full(steps, y[w - 2]) - y[w - 1:w - 1 + steps] for w in window_starts(len(y), steps, washout)])
 
 
-def _persistence(task: Task_, data, split, lyapunov):
-    (_, y), = _series(data, split.test)
-    errors = persistence_errors(y, task.steps, task.washout)
-    if not task.steps:
-        return {"nrmse": float(np.sqrt(np.mean(errors ** 2)) / y[task.washout:].std())}
-    return _scores(errors, float(y.std()), lyapunov)
+def _persistence(p: Protocol, datasets: list, split) -> dict[str, float]:
+    (_, y), = _arrays(datasets, split.test)
+    y = y[:, 0]
+    out = {"one-step NRMSE": _one_step(persistence_errors(y, 0, p.washout), y[p.washout:])}
+    if p.steps:
+        out.update(_scores(persistence_errors(y, p.steps, p.washout), float(y.std()), _lyapunov(p)))
+    return out
 
 
-def _reservoirpy(task: Task_, data, split, chosen: dict, seed: int, lyapunov):
+def _reservoirpy(p: Protocol, datasets: list, split, chosen: dict, seed: int) -> dict[str, float] | None:
+    """reservoirpy's ESN of our chosen reservoir settings on its own matrices, its λ chosen on validation as ours
+    (free runs or one step); None when reservoirpy is not installed."""
     try:
         import reservoirpy
         from reservoirpy.nodes import Reservoir, Ridge
     except ImportError:
         return None
     reservoirpy.verbosity(0)
-    reservoir = Reservoir(task.units, sr=chosen["spectral_radius"], lr=1.0, input_scaling=chosen["input_scaling"],
-                          bias_scaling=1.0, seed=seed)
-    esn = reservoir >> Ridge(ridge=chosen["l2"])
-    train = [(data.clients[c].x[0].astype(np.float64), data.clients[c].y[0][:, None]) for c in split.train]
-    esn.fit([x for x, _ in train], [y for _, y in train], warmup=task.washout)
-    test = data.clients[split.test[0]]
-    x, y = test.x[0].astype(np.float64), test.y[0]
-    if not task.steps:
+    train = _arrays(datasets, split.train)
+
+    def scores(esn, reservoir, ids, free: bool) -> dict[str, float]:
+        (x, y), = _arrays(datasets, ids)
         reservoir.reset()
-        out = esn.run(x)[task.washout:, 0]
-        e = out - y[task.washout:]
-        return {"nrmse": float(np.sqrt(np.mean(e ** 2)) / y[task.washout:].std())}
+        out = {"one-step NRMSE": _one_step(esn.run(x)[p.washout:, 0] - y[p.washout:, 0], y[p.washout:, 0])}
+        out["nrmse"] = out["one-step NRMSE"]
+        if free:
+            def generate(warm: np.ndarray, steps: int) -> np.ndarray:
+                reservoir.reset()
+                last = esn.run(warm)[-1]
+                out = [last]
+                for _ in range(steps - 1):
+                    out.append(esn(out[-1][None])[0])
+                return np.array(out)[:, 0]
+            with np.errstate(all="ignore"):
+                out.update(_scores(_window_errors(generate, x, y[:, 0], p.steps, p.washout), float(y[:, 0].std()),
+                                   _lyapunov(p)))
+        return out
 
-    def generate(warm, steps):
-        reservoir.reset()
-        out = [float(esn.run(warm[:, None] if warm.ndim == 1 else warm)[-1, 0])]
-        for _ in range(steps - 1):
-            out.append(float(esn(np.array([[out[-1]]]))[0, 0]))
-        return np.array(out)
-
-    return _scores(_errors_windows(generate, x, y, task.steps, task.washout), float(y.std()), lyapunov)
-
-
-def run_task(task: Task_, seed: int) -> dict[str, dict]:
-    data = _dataset(task, seed)
-    split = get_split("npz", data)
-    lyapunov = None
-    if task.name in LYAPUNOV:
-        exponent, step = LYAPUNOV[task.name]
-        lyapunov = exponent * step
-    central, incfed, chosen = _ours(task, data, split)
-    return {"centralized": central, "incfed": incfed, "settings": chosen,
-            "reservoirpy": _reservoirpy(task, data, split, chosen, seed, lyapunov),
-            "AR (lags on val)": _ar(task, data, split, lyapunov), "persistence": _persistence(task, data, split,
-                                                                                             lyapunov)}
-
-
-def main(argv: list[str]) -> None:
-    quick = "--quick" in argv
-    seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else (1 if quick else 5)
-    only = argv[argv.index("--tasks") + 1].split(",") if "--tasks" in argv else None
-    warnings.simplefilter("ignore", RunWarning)
-    for task in _tasks(quick):
-        if only and task.name not in only:
+    best, pick = None, None
+    for l2 in L2S:
+        reservoir = Reservoir(p.units, sr=chosen["spectral_radius"], lr=chosen["leaky"],
+                              input_scaling=chosen["input_scaling"], bias_scaling=1.0, seed=seed)
+        esn = reservoir >> Ridge(ridge=l2)
+        esn.fit([x for x, _ in train], [y for _, y in train], warmup=p.washout)
+        score = scores(esn, reservoir, split.val, bool(p.steps))
+        if not np.isfinite(score["nrmse"]):
             continue
-        metric = "vpt" if task.name == "lorenz" else "nrmse"
+        if _better(p, score, best):
+            best, pick = score, (esn, reservoir)
+    if pick is None:
+        return {"one-step NRMSE": float("nan"), "nrmse": float("nan"), "vpt": 0.0}
+    return scores(*pick, split.test, bool(p.steps))
+
+
+def run_protocol(p: Protocol, seed: int, *, fedavg: bool = True) -> dict[str, Any]:
+    """Every model's test scores on one seed, the settings chosen, and the first test window's trajectories."""
+    datasets = _datasets(p, seed)
+    split = get_split("npz", datasets[0])
+    ours = _ours(p, datasets, split, seed)
+    out = {"settings": ours["settings"], "centralized": ours["centralized"], "incfed": ours["incfed"],
+           "fedavg": _fedavg(p, datasets, split, ours["settings"]) if fedavg else None,
+           "reservoirpy": _reservoirpy(p, datasets, split, ours["settings"], seed),
+           "AR (lags on val)": _ar(p, datasets, split), "persistence": _persistence(p, datasets, split)}
+    if p.steps:
+        (x, y), = _arrays(datasets, split.test)
+        start = window_starts(len(x), p.steps, p.washout)[0]
+        out["trajectory"] = {"true": y[start - 1:start - 1 + p.steps, 0].tolist(),
+                             "centralized": ours["centralized_model"].generate(x[:start], p.steps).tolist()}
+    return out
+
+
+def _rows(p: Protocol) -> list[tuple[str, str]]:
+    """The (metric row, score key) pairs a protocol reports."""
+    if not p.steps:
+        return [("one-step NRMSE", "one-step NRMSE")]
+    key = "vpt" if p.series == "lorenz" else "nrmse"
+    return [(p.metric, key), ("one-step NRMSE", "one-step NRMSE")]
+
+
+def _meets(p: Protocol, metric: str, values: list[float]) -> str:
+    target = TARGETS.get((p.name, metric))
+    if target is None or not values:
+        return ""
+    sign, bound = target
+    ok = all(v <= bound for v in values) if sign == "≤" else all(v >= bound for v in values)
+    return f"{'yes' if ok else 'no'} ({sign} {bound:g} every seed)"
+
+
+def table(results: dict[str, list[dict]], chosen: list[Protocol], seeds: int) -> list[dict[str, str]]:
+    """One row per (protocol, metric): each model's mean ± std over seeds, the per-seed values, whether IncFed
+    equals centralized exactly, and the target's verdict."""
+    rows = []
+    for p in chosen:
+        runs = results[p.name]
+        for metric, key in _rows(p):
+            row = {"task": p.name, "units": str(p.units), "metric": metric, "seeds": str(seeds)}
+            for model in MODELS:
+                values = [r[model][key] for r in runs if r[model] is not None]
+                row[model] = (f"{np.mean(values):.4g} ± {np.std(values):.2g}" if values else "n/a")
+                row[f"{model} per seed"] = " ".join(f"{v:.4g}" for v in values)
+            central = [r["centralized"][key] for r in runs]
+            row["incfed = centralized"] = "yes" if central == [r["incfed"][key] for r in runs] else "no"
+            row["meets target"] = _meets(p, metric, central)
+            rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, str]]) -> str:
+    """The table as Markdown: means ± std, then the per-seed values of centralized."""
+    head = ["task", "units", "metric", *MODELS, "incfed = centralized", "meets target"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r[h] for h in head) + " |" for r in rows]
+    lines += ["", "Per seed (centralized = IncFed):", ""]
+    lines += [f"- {r['task']}, {r['metric']}: {r['centralized per seed']}" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def figure(results: dict[str, list[dict]], chosen: list[Protocol], out: Path) -> None:
+    """Predicted vs true free runs of the first test window of seed 0, one panel per free-run protocol."""
+    free = [p for p in chosen if p.steps]
+    if not free:
+        return
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(free), figsize=(3.4 * len(free), 2.6), squeeze=False)
+    for ax, p in zip(axes[0], free):
+        trajectory = results[p.name][0]["trajectory"]
+        ax.plot(trajectory["true"], color="#000000", linewidth=1.2, label="true")
+        ax.plot(trajectory["centralized"], color=COLOURS[0], linestyle="--", linewidth=1.2,
+                label="free run (centralized = IncFed)")
+        ax.set_title(f"{p.name}, {p.units} units")
+        ax.set_xlabel("steps ahead")
+        ax.set_ylabel(f"{p.channels[0]} (series units)")
+    axes[0][0].legend(loc="best")
+    caption = ("Free runs (closed loop) against the true series on the first test window of seed 0: "
+               + "; ".join(f"{p.name} {p.steps} steps, {p.units} units" for p in free)
+               + ". The readout's one-step forecast is fed back as the next input (Lorenz-63: all three channels; "
+                 "its x channel drawn). bench/forecasting_scoreboard.py.")
+    save_figure(fig, out / "forecasting_free_runs", caption)
+
+
+def write(rows: list[dict[str, str]], results: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    (out / "forecasting_scoreboard.csv").write_text(buffer.getvalue())
+    (out / "forecasting_scoreboard.md").write_text(markdown(rows))
+    (out / "forecasting_scoreboard.json").write_text(json.dumps(results, indent=1, default=float) + "\n")
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    """The value of ``--name=V`` (the form ``python -m bench`` passes on) or ``--name V``; None if absent."""
+    for i, arg in enumerate(argv):
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+        if arg == f"--{name}" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def main(argv: list[str]) -> dict[str, list[dict]]:
+    quick = "--quick" in argv
+    seeds = int(_option(argv, "seeds") or (1 if quick else 5))
+    only = (_option(argv, "tasks") or "").split(",") if _option(argv, "tasks") else None
+    out = Path(_option(argv, "out") or "runs/forecasting_scoreboard")
+    warnings.simplefilter("ignore", RunWarning)
+    chosen = [p for p in protocols(quick) if not only or p.name in only]
+    results: dict[str, list[dict]] = {}
+    for p in chosen:
         t0 = time.perf_counter()
-        results = []
+        results[p.name] = []
         for seed in range(seeds):
-            results.append(run_task(task, seed))
-            print(f"{task.name} seed {seed}: {results[-1]}", flush=True)
-        label = (f"{task.name}: {'VPT (Lyapunov times)' if metric == 'vpt' else 'NRMSE'}"
-                 f"{f' over a {task.steps}-step free run' if task.steps else ' one step ahead'}, {task.units} units, "
-                 f"{seeds} seed(s), {time.perf_counter() - t0:.0f} s")
-        print(f"\n{label}\n| model | {metric} (mean ± std) |\n|---|---|")
-        for model in ("centralized", "incfed", "reservoirpy", "AR (lags on val)", "persistence"):
-            values = [r[model][metric] for r in results if r[model] is not None]
-            print(f"| {model} | " + (f"{np.mean(values):.4g} ± {np.std(values):.2g} |" if values else "n/a |"))
-        print("settings chosen:", [r["settings"] for r in results])
-        exact = all(r["centralized"][metric] == r["incfed"][metric] for r in results)
-        print(f"IncFed = centralized (exactly): {exact}", flush=True)
+            results[p.name].append(run_protocol(p, seed, fedavg="--no-fedavg" not in argv))
+            shown = {k: v for k, v in results[p.name][-1].items() if k != "trajectory"}
+            print(f"{p.name} seed {seed} ({time.perf_counter() - t0:.0f} s): {shown}", flush=True)
+    rows = table(results, chosen, seeds)
+    write(rows, results, out)
+    figure(results, chosen, out)
+    print(markdown(rows), flush=True)
+    return results
 
 
 if __name__ == "__main__":

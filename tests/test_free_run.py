@@ -102,5 +102,5 @@ def test_a_joint_forecast_feeds_every_channel_back(lorenz_models, tmp_path):
     np.testing.assert_allclose(incfed.generate(x[:150], 40), joint.generate(x[:150], 40), rtol=1e-6, atol=1e-9)
     scores = free_run_scores(joint, data["x"], split, 40, lyapunov=LYAPUNOV["lorenz"])
     assert scores["test"]["vpt_steps"] > 0 and scores["test"]["windows"] == len(window_starts(300, 40, 50))
-    with pytest.raises(ValueError, match="joint_forecast: expected one-step ridge forecasts of distinct input"):
+    with pytest.raises(ValueError, match="joint_forecast: expected one-step linear forecasts of distinct input"):
         joint_forecast([single[0], single[0]])

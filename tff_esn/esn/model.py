@@ -40,10 +40,11 @@ class ModelFormatError(ValueError):
 def readout_probabilities(states: np.ndarray, kernel: np.ndarray, bias: np.ndarray, *,
                           linear: bool = False) -> np.ndarray:
     """The dense readout on ``states`` (…, U) as rows: ``sigmoid(x w + b)`` (n,) (thesis Alg. 2 line 18),
-    ``softmax(x W + b)`` (n, K) or ``linear`` ``x w + b`` (n,); the product float32 as Keras', the rest float64."""
+    ``softmax(x W + b)`` (n, K) or ``linear`` ``x W + b`` (n,) ((n, C) of C > 1 columns); the product float32 as
+    Keras', the rest float64."""
     z = (states.reshape(-1, states.shape[-1]) @ kernel.astype(np.float32)).astype(np.float64) + bias
     if linear:
-        return z[:, 0]
+        return z[:, 0] if z.shape[1] == 1 else z
     if z.shape[1] == 1:
         with np.errstate(over="ignore"):  # exp(−z) = inf for z ≪ 0: the probability is 0, as it should be
             return 1.0 / (1.0 + np.exp(-z[:, 0]))
@@ -528,22 +529,30 @@ def model_of(weights: ReservoirWeights | Sequence[ReservoirWeights], readouts: R
 
 
 def joint_forecast(models: Sequence[Model]) -> Model:
-    """One model forecasting several input channels one step ahead from one reservoir: the ridge readouts of
-    ``models`` (one-step forecasts of distinct input channels, each with the same reservoir, states and inputs)
-    stacked, one output per channel (IncFed eq. 2 with ``Y`` of several columns: each column's ridge solution is its
-    own). Its task is the first model's; a free run feeds every channel back (:meth:`Model.generate`)."""
+    """One model forecasting several input channels one step ahead from one reservoir: the linear readouts of
+    ``models`` (one-step forecasts of distinct input channels, each with the same reservoir, states and inputs; ridge,
+    or dense of identity activation on the same state standardisation) stacked, one output per channel (each
+    output's readout is its own). Its task is the first model's; a free run feeds every channel back
+    (:meth:`Model.generate`)."""
     first = models[0]
     names = tuple(m.task.target for m in models)
-    same = all(len(m.members) == 1 and m.members[0].readout.kind == "ridge" and m.members[0].readout.n_outputs == 1
+    readouts = [m.members[0].readout for m in models]
+    kind = readouts[0].kind
+    same = all(len(m.members) == 1 and r.kind == kind and r.n_outputs == 1 and r.activation == "identity"
+               and _same_scaling(r.standardization, readouts[0].standardization)
                and m.per_step and m.task.kind == "forecast" and m.task.horizon == 1 and m.spec == first.spec
                and m.feature_names == first.feature_names and _same_reservoir(m.members[0].reservoir,
                                                                             first.members[0].reservoir)
                and _same_scaling(m.inputs, first.inputs) and (m.outputs is None) == (first.outputs is None)
-               for m in models)
+               for m, r in zip(models, readouts))
     if not same or len(set(names)) != len(names) or not set(names) <= set(first.feature_names):
-        raise ValueError(f"joint_forecast: expected one-step ridge forecasts of distinct input channels over one "
+        raise ValueError(f"joint_forecast: expected one-step linear forecasts of distinct input channels over one "
                          f"reservoir, states and inputs, got targets {names}.")
-    readout = Readout("ridge", np.concatenate([m.members[0].readout.weights for m in models]))
+    if kind == "ridge":
+        readout = Readout("ridge", np.concatenate([r.weights for r in readouts]))
+    else:
+        readout = Readout("dense", np.concatenate([r.weights for r in readouts], axis=1),
+                          np.concatenate([r.bias for r in readouts]), "identity", readouts[0].standardization)
     outputs = None if first.outputs is None else Standardization(
         np.concatenate([m.outputs.mean for m in models]), np.concatenate([m.outputs.scale for m in models]))
     return dataclasses.replace(first, members=(dataclasses.replace(first.members[0], readout=readout),),
