@@ -27,6 +27,7 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
     """``load_source``'s options for ``source`` from the run's recorded flags (those that apply to it)."""
     from tff_esn.cli.run import source_options
     from tff_esn.data.source_names import is_series
+    from tff_esn.registry.defaults import OWN_DATA_SOURCES
     from tff_esn.data.sources import parse_source
 
     kind, _ = parse_source(source)
@@ -35,7 +36,7 @@ def _source_options(record: dict[str, Any], source: str) -> dict[str, Any]:
     flags["seed"] = ((record.get("config") or {}).get("seed") or {}).get("value")  # a generated series' draw
     if not is_series(kind) or ":" in source:
         flags.update(series_clients=None, series_steps=None, series_split=None)
-    if kind not in ("npz", "ts"):
+    if kind not in OWN_DATA_SOURCES:
         flags["ragged"] = None
     if kind != "ts":
         flags["missing"] = None

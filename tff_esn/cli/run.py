@@ -56,7 +56,8 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     pipeline = algo.pipeline or "incfed-wesad / incfed-hhar after the source"
     g = parser.add_argument_group("data and output")
     g.add_argument("--data", default="synthetic-wesad", metavar="SOURCE",
-                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, ts:DIR/NAME "
+                   help="synthetic-wesad (default), synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, csv:FILE (own "
+                        "series, a column per channel), ts:DIR/NAME "
                         "(UEA/UCR NAME_TRAIN.ts and NAME_TEST.ts) or a generated series: narma10 (narmaN), "
                         "mackey-glass, lorenz, sine")
     g.add_argument("--pipeline", default=None,
@@ -67,7 +68,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
                    help="fraction of the training clients used (IncFed Tables V–VI)")
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
-                   help="npz:FILE / ts:DIR/NAME sequences of unequal length: each at its own length (pad, the "
+                   help="npz:FILE / csv:FILE / ts:DIR/NAME sequences of unequal length: each at its own length (pad, the "
                         "default) or cut to the shortest (crop)")
     g.add_argument("--missing", default=None, metavar="MODE",
                    help="ts:DIR/NAME missing values ('?', NaN): refused (refuse, the default) or interpolated over "
@@ -78,7 +79,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
                         "generated series)")
     g.add_argument("--standardize", choices=("auto", "on", "off"), default="auto",
                    help="standardise inputs and real targets on the training clients' summed statistics (metrics in "
-                        "both units); auto (the default): a forecast of own data (npz:, ts:), refused under DP")
+                        "both units); auto (the default): a forecast of own data (npz:, csv:, ts:), refused under DP")
     g.add_argument("--free-run", type=int, default=None, metavar="STEPS",
                    help="--task forecast --horizon 1: also score free runs of STEPS steps (the forecast fed back as "
                         "the next input) on the validation and test series: NRMSE per step and over the window, "
@@ -124,7 +125,7 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
     series = is_series(kind) and ":" not in args.data
     flag = {k: getattr(args, k, None) for k in ("task", "horizon", "target", *SERIES_FLAGS)}  # compare has none
     task = flag["task"] or ("forecast" if series else None)
-    if task is None and kind == "npz":
+    if task is None and kind in ("npz", "csv"):
         from tff_esn.data.sources import AMBIGUOUS_Y, ambiguous_targets, source_task
 
         if ambiguous_targets(args.data):
@@ -146,7 +147,8 @@ def source_options(args: argparse.Namespace) -> dict[str, Any]:
         options.update({SERIES_FLAGS[k]: v for k, v in given.items()}, seed=getattr(args, "seed", None) or 0)
     if args.ragged is not None:
         if kind not in OWN_DATA_SOURCES:
-            raise UsageError(f"--ragged: applies to npz:FILE sources only (and ts:DIR/NAME), got --data {args.data}.")
+            raise UsageError(f"--ragged: applies to npz:FILE sources only (and csv:FILE, ts:DIR/NAME), got --data "
+                             f"{args.data}.")
         options["ragged"] = args.ragged
     if args.missing is not None:
         from tff_esn.data.ts import MISSING_MODES

@@ -1,4 +1,5 @@
-"""Own series as forecasting data: an ``.npz`` holding ``series`` (no ``y``), read by :func:`load_series_npz`.
+"""Own series as forecasting data: an ``.npz`` holding ``series`` (no ``y``), read by :func:`load_series_npz`, or a
+CSV file of one column per channel, read by :func:`load_series_csv`.
 
 Arrays: ``series`` — (n, T), (n, T, F) or a 1-D object array/list of (T_i,) or (T_i, F) arrays, the channels
 forecast; ``client`` (n,) — who holds each; optional ``split`` (n,) — ``train``/``val``/``test`` per client;
@@ -6,11 +7,18 @@ optional ``exog`` — exogenous inputs shaped like ``series`` (T_i, E), fed to t
 optional ``stream`` (n,) — rows of one client sharing a stream id are consecutive segments of one series, joined
 in file order into one sequence (the reservoir runs through them as one stream). The forecast target is a series
 channel ``H`` steps after the inputs (``Task("forecast", H, target)``; default H 1, channel ``s0``).
+
+A CSV file (a header row, then one row per step) holds the same: a ``client`` column (required), optional ``split``
+and ``stream`` columns, columns named ``exog…`` (exogenous inputs), and every other column a channel forecast, named
+by its header. A client's rows of one stream id (all its rows without a ``stream`` column) are one series, in file
+order; its ``split`` must be one value.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +31,9 @@ from tff_esn.data.sequences import (RAGGED_MODES, ClientSequences, SequenceDatas
                                     _client_groups, npz_arrays)
 
 SERIES_KEYS = ("series", "client", "split", "exog", "stream")
+CSV_META = ("client", "split", "stream")
+"""A CSV's columns that say who holds a step and which series it is, not channels."""
+EXOG_PREFIX = "exog"
 
 
 def _channels(values: Any, key: str, source: str) -> list[np.ndarray]:
@@ -71,9 +82,11 @@ def _joined(rows: list[np.ndarray], ids: np.ndarray, streams: np.ndarray | None)
 
 def series_dataset_from_arrays(series: Any, client: Any, split: Any = None, *, exog: Any = None, stream: Any = None,
                                task: Task | None = None, source: str, ragged: str = "pad",
-                               length: int | None = None) -> SequenceDataset:
-    """Own ``series`` (module docstring) as a forecasting dataset of ``task`` (default one step ahead of ``s0``):
-    inputs the series' channels (and ``exog``) minus the last H steps, targets the channel H steps later."""
+                               length: int | None = None, names: Sequence[str] | None = None,
+                               exog_names: Sequence[str] | None = None) -> SequenceDataset:
+    """Own ``series`` (module docstring) as a forecasting dataset of ``task`` (default one step ahead of the first
+    channel): inputs the series' channels (and ``exog``) minus the last H steps, targets the channel H steps later;
+    channels named ``names`` (default ``s0``, ``s1``, …) and ``exog_names`` (default ``exog0``, …)."""
     if ragged not in RAGGED_MODES:
         raise ValueError(f"ragged: expected one of {RAGGED_MODES}, got {ragged!r}.")
     task = Task("forecast", 1) if task is None else task
@@ -119,7 +132,8 @@ def series_dataset_from_arrays(series: Any, client: Any, split: Any = None, *, e
         run_warnings.warn(f"{source}: series of {steps.min()}–{steps.max()} steps keep their last {keep} steps.",
                           stacklevel=3)
         rows = [r[len(r) - keep:] for r in rows]
-    names = tuple(f"s{k}" for k in range(width)) + tuple(f"exog{k}" for k in range(rows[0].shape[1] - width))
+    names = (tuple(names) if names is not None else tuple(f"s{k}" for k in range(width))) + (
+        tuple(exog_names) if exog_names is not None else tuple(f"exog{k}" for k in range(rows[0].shape[1] - width)))
     target = task.target or names[0]
     if target not in names[:width]:
         raise DataError(f"{source}: --target {target}: no such series channel; its channels are "
@@ -148,3 +162,73 @@ def load_series_npz(path: str | Path, *, task: Task | None = None, ragged: str =
                                       stream=arrays.get("stream"), task=task, source=f"npz:{path}", ragged=ragged,
                                       length=length)
 
+
+
+def load_series_csv(path: str | Path, *, task: Task | None = None, ragged: str = "pad",
+                    length: int | None = None) -> SequenceDataset:
+    """A CSV file of own series (module docstring) as forecasting data (:func:`series_dataset_from_arrays`); a
+    one-line :class:`DataError` for a missing or empty file, a missing ``client`` column, no channel column, a row of
+    another width, a cell that is not a number, or a client with two splits."""
+    path = Path(path).expanduser()
+    source = f"csv:{path}"
+    if not path.is_file():
+        raise DataError(f"{source}: no such file.")
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        lines = [(reader.line_num, row) for row in reader if any(cell.strip() for cell in row)]
+    if len(lines) < 2:
+        raise DataError(f"{source}: needs a header row and at least one row of steps.")
+    header = [h.strip() for h in lines[0][1]]
+    if len(set(header)) != len(header) or "" in header:
+        raise DataError(f"{source}: header: column names must be non-empty and distinct, got {header}.")
+    if "client" not in header:
+        raise DataError(f"{source}: header: needs a client column (who holds each step), got {header}.")
+    exog = [h for h in header if h.startswith(EXOG_PREFIX)]
+    channels = [h for h in header if h not in CSV_META and h not in exog]
+    if not channels:
+        raise DataError(f"{source}: header: no channel column (every column but {', '.join(CSV_META)} and "
+                        f"{EXOG_PREFIX}… is a channel forecast), got {header}.")
+    columns = {h: [] for h in header}
+    lines = lines[1:]
+    for number, row in lines:
+        if len(row) != len(header):
+            raise DataError(f"{source}: line {number}: {len(row)} fields, the header has {len(header)}.")
+        for h, cell in zip(header, row):
+            columns[h].append(cell.strip())
+    numbers = [number for number, _ in lines]
+    values = {h: _numbers(columns[h], numbers, h, source) for h in channels + exog}
+    keys = list(zip(columns["client"], columns["stream"] if "stream" in columns else [""] * len(lines)))
+    rows_of: dict[tuple[str, str], list[int]] = {}
+    for i, key in enumerate(keys):
+        rows_of.setdefault(key, []).append(i)
+    order, picks = list(rows_of), list(rows_of.values())
+    split = None
+    if "split" in columns:
+        splits: dict[str, set[str]] = {}
+        for (client, _), rows in rows_of.items():
+            splits.setdefault(client, set()).update(columns["split"][i] for i in rows)
+        wrong = next((c for c, groups in splits.items() if len(groups) != 1), None)
+        if wrong is not None:
+            raise DataError(f"{source}: split: client {wrong!r} has rows in {sorted(splits[wrong])}; give each "
+                            "client one split.")
+        split = [next(iter(splits[c])) for c, _ in order]
+    return series_dataset_from_arrays([_stacked(values, channels, rows) for rows in picks], [c for c, _ in order],
+                                      split, exog=[_stacked(values, exog, rows) for rows in picks] if exog else None,
+                                      task=task, source=source, ragged=ragged, length=length, names=channels,
+                                      exog_names=exog)
+
+
+def _stacked(values: dict[str, np.ndarray], names: list[str], rows: list[int]) -> np.ndarray:
+    """The (steps, channels) array of the columns ``names`` at the rows ``rows``."""
+    return np.stack([values[h][rows] for h in names], axis=1)
+
+
+def _numbers(cells: list[str], lines: list[int], column: str, source: str) -> np.ndarray:
+    """A CSV column (its cells on file ``lines``) as float64; an empty cell is NaN: a gap, refused with its step."""
+    out = np.empty(len(cells))
+    for i, (cell, line) in enumerate(zip(cells, lines)):
+        try:
+            out[i] = float(cell) if cell else np.nan
+        except ValueError:
+            raise DataError(f"{source}: line {line}, column {column!r}: {cell!r} is not a number.") from None
+    return out

@@ -1,6 +1,6 @@
 """``load_source``: a data source run through a pipeline, cached on disk.
 
-Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``ts:DIR/NAME`` (each
+Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``csv:FILE``, ``ts:DIR/NAME`` (each
 kind one :data:`SOURCES` entry) and the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not
 cached). Options configure the source or the pipeline; the cache key is the source (files: names, sizes, times),
 pipeline and options.
@@ -22,7 +22,7 @@ from tff_esn.data.seed_sources.pipelines import PIPELINES, Pipeline, make_pipeli
 from tff_esn.data.layout import DataLayout
 from tff_esn.data.sequences import (SequenceDataset, as_classes, class_like, load_npz, npz_holds_series, npz_layout,
                                     npz_real_targets, npz_stand_in)
-from tff_esn.data.series_files import load_series_npz
+from tff_esn.data.series_files import load_series_csv, load_series_npz
 from tff_esn.data.errors import DataError
 from tff_esn.data.source_names import is_series
 from tff_esn.common.run_warnings import warn
@@ -101,6 +101,11 @@ def _npz_task(path: str) -> str | None:
     return "forecast" if Path(path).expanduser().is_file() and npz_holds_series(path) else None
 
 
+def _forecast(path: str) -> str:
+    """``forecast``: a CSV of own series can mean nothing else."""
+    return "forecast"
+
+
 @dataclasses.dataclass(frozen=True)
 class SourceKind:
     """One kind of source: ``load(source, kind, arg, pipeline, cache_dir, options)`` reads its dataset;
@@ -127,6 +132,7 @@ SOURCES: dict[str, SourceKind] = {
     "hhar": SourceKind(_seed(_hhar)),
     "npz": SourceKind(_own(_npz, ("ragged", "length", "task")), layout=npz_layout, stand_in=npz_stand_in,
                       task=_npz_task, takes_task=True),
+    "csv": SourceKind(_own(load_series_csv, ("ragged", "length", "task")), task=_forecast, takes_task=True),
     "ts": SourceKind(_own(load_ts, ("missing", "ragged", "length")), layout=ts_layout),
 }
 """Each source kind's loader; the generated series (:func:`~tff_esn.data.source_names.is_series`) are not kinds."""
@@ -143,7 +149,7 @@ def parse_source(source: str) -> tuple[str, str]:
         bare = kind not in SOURCES and (source.endswith(".npz") or Path(source).expanduser().is_file())
         hint = f" (a file? write npz:{source})" if bare else ""
         raise ValueError(f"source: expected synthetic-wesad, synthetic-hhar, wesad:DIR, hhar:DIR, npz:FILE, "
-                         f"ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
+                         f"csv:FILE, ts:DIR/NAME or a series (narma10, narmaN, mackey-glass, lorenz, sine), got "
                          f"{source!r}{hint}.")
     return kind, os.path.expanduser(arg)
 

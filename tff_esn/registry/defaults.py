@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 SEED_SOURCES = ("wesad", "hhar")
 """Source kinds of the seeds' data (``synthetic-`` copies included): the class defaults hold there."""
-OWN_DATA_SOURCES = ("npz", "ts")
-"""The command line's sources of own data (``npz:FILE``, ``ts:DIR/NAME``): no pipeline, own-data defaults."""
+OWN_DATA_SOURCES = ("npz", "csv", "ts")
+"""The command line's sources of own data (``npz:FILE``, ``csv:FILE``, ``ts:DIR/NAME``): no pipeline, own-data
+defaults."""
 OWN_DATA_ORIGIN = "own-data default"
 
 DATA_KEYS = ("pipeline", "split")

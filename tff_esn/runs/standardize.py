@@ -4,7 +4,7 @@ Each training client sends ``(n, Σx, Σx²)`` of its input steps and of its tar
 :func:`~tff_esn.esn.standardization.federated_standardization`); their sum gives ``μ`` and ``σ``. The algorithm runs
 on ``(x − μ_x)/σ_x`` and ``(y − μ_y)/σ_y``; its model applies the same to new inputs and returns
 ``ŷ·σ_y + μ_y`` (:class:`~tff_esn.esn.model.Model`'s ``inputs`` and ``outputs``). ``auto`` (the default)
-standardises a forecast of own data (``npz:``, ``ts:``), not the generated series nor the seeds' sources.
+standardises a forecast of own data (``npz:``, ``csv:``, ``ts:``), not the generated series nor the seeds' sources.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tff_esn.data.sequences import ClientSequences, SequenceDataset, Split
 from tff_esn.esn.standardization import Standardization, federated_standardization
 
 STANDARDIZE_MODES = ("auto", "on", "off")
-OWN_KINDS = ("npz", "ts")
+OWN_KINDS = ("npz", "csv", "ts")
 """Source kinds ``auto`` standardises a forecast of."""
 SCALED = ("rmse", "mae")
 """Metrics in the target's units (NRMSE and R² are the same in both units)."""
