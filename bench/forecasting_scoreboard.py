@@ -34,7 +34,7 @@ from tff_esn.common.run_warnings import RunWarning
 from tff_esn.common.tasks import Task
 from tff_esn.data.seed_sources.generators import LYAPUNOV, series_dataset
 from tff_esn.data.splits import get_split
-from tff_esn.esn.model import joint_forecast
+from tff_esn.esn.model import Readout, joint_forecast
 from tff_esn.esn.ridge import RidgeStats, predict
 from tff_esn.registry.algorithms import resolve_run, run_algorithm
 from tff_esn.runs.figures import COLOURS, pyplot, save_figure
@@ -129,8 +129,21 @@ def _free_run(p: Protocol, model, data, split, group: str) -> dict[str, float]:
 def _fit(algorithm: str, datasets: list, split, settings: dict):
     """The runs of ``algorithm`` on every channel's dataset, and their (joint) model."""
     records = [run_algorithm(resolve_run(algorithm, d, **settings), d, split) for d in datasets]
-    model = records[0].model if len(records) == 1 else joint_forecast([r.model for r in records])
-    return records[0], model
+    return records[0], _joint([r.model for r in records])
+
+
+def _joint(models: list):
+    return models[0] if len(models) == 1 else joint_forecast(models)
+
+
+def _per_l2(datasets: list, split, settings: dict):
+    """``(λ, model)`` for every λ of :data:`L2S` at one reservoir: one centralized run per channel keeping its ridge
+    statistics, each λ's readout solved from them (IncFed eq. 10)."""
+    records = [run_algorithm(resolve_run("centralized", d, **settings, l2=L2S[0], keep_stats=True), d, split)
+               for d in datasets]
+    for l2 in L2S:
+        yield l2, _joint([r.model.replace(members=(dataclasses.replace(
+            r.model.members[0], readout=Readout("ridge", r.model.stats.solve(l2))),)) for r in records])
 
 
 def _ours(p: Protocol, datasets: list, split, seed: int) -> dict[str, Any]:
@@ -148,8 +161,7 @@ def _ours(p: Protocol, datasets: list, split, seed: int) -> dict[str, Any]:
                 if _better(p, score, best):
                     best, chosen = score, {**settings, "l2": record["l2_selection"]["l2"]}
                 continue
-            for l2 in L2S:
-                _, model = _fit("centralized", datasets, split, {**settings, "l2": l2})
+            for l2, model in _per_l2(datasets, split, settings):
                 score = _free_run(p, model, datasets[0], split, "val")
                 if _better(p, score, best):
                     best, chosen = score, {**settings, "l2": l2}

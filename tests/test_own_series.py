@@ -212,3 +212,30 @@ def test_the_washout_of_an_own_forecast_is_chosen_on_validation_and_recorded():
     assert choice["chosen"] == choice["values"][int(np.argmax(choice["scores"]))] > 0
     assert record.model.spec.washout == choice["chosen"] and record["test"]["n"] == 499 - choice["chosen"]
     assert record["baselines"]["lagged_ridge"]["steps_from"] >= choice["chosen"]
+
+
+def test_stated_ranges_standardise_a_dp_forecast_as_configuration_touching_no_client_data(tmp_path):
+    from tff_esn.privacy import coverage
+    from tff_esn.registry.algorithms import resolve_run, run_algorithm
+    from tff_esn.data.splits import get_split
+    from tff_esn.runs.standardize import STATED_RULE, scaling_for
+
+    records = []
+    for shift in (0.0, 3.0):  # other training values, the same stated scaling
+        data = series_dataset_from_arrays(_series().reshape(6, 500) + shift, CLIENTS, SPLIT, source="npz:own.npz")
+        split = get_split("npz", data)
+        run = resolve_run("incfed", data, units=30, washout=20, l2=1e-2, dp_epsilon=8.0, backend="tff")
+        records.append(run_algorithm(run, data, split, series_range=(40.0, 60.0)))
+    section = records[0]["standardization"]
+    assert section == records[1]["standardization"] and section["rule"] == STATED_RULE
+    assert section["ranges"] == [[40.0, 60.0]] and section["target"] == {"mean": 50.0, "std": 10.0}
+    model = records[0].model
+    np.testing.assert_array_equal(model.inputs.mean, [50.0]) and np.testing.assert_array_equal(model.outputs.scale, [10])
+    assert not any("not standardised" in w for w in records[0]["warnings"])
+    assert coverage.undeclared(dict(records[0])) == []
+    assert coverage.undeclared_model(model.save(tmp_path / "model")) == []
+    assert records[0]["test"]["rmse"] == pytest.approx(records[0]["test"]["standardized"]["rmse"] * 10.0)
+    with pytest.raises(ValueError, match="--series-range: expected LO,HI \\(LO < HI, finite\\) for every channel"):
+        scaling_for("auto", data, split, series_range=(60.0, 40.0))
+    with pytest.raises(ValueError, match="--series-range: scales a forecast's series by stated ranges; drop it"):
+        scaling_for("off", data, split, series_range=(40.0, 60.0))

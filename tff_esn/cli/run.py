@@ -80,6 +80,10 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--standardize", choices=("auto", "on", "off"), default="auto",
                    help="standardise inputs and real targets on the training clients' summed statistics (metrics in "
                         "both units); auto (the default): a forecast of own data (npz:, csv:, ts:), refused under DP")
+    g.add_argument("--series-range", type=_series_range, default=None, metavar="LO,HI[,LO,HI…]",
+                   help="standardise a forecast by stated public ranges instead of the training clients' statistics: "
+                        "each channel's [LO, HI] to [−1, 1] (one pair for every channel, or one per input channel); "
+                        "configuration, no client data, so a DP run standardises too")
     g.add_argument("--free-run", type=int, default=None, metavar="STEPS",
                    help="--task forecast --horizon 1: also score free runs of STEPS steps (the forecast fed back as "
                         "the next input) on the validation and test series: NRMSE per step and over the window, "
@@ -116,6 +120,14 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--force", action="store_true",
                    help="overwrite the run in --out (its metrics.json, rounds.csv, checkpoints/, tensorboard/)")
     g.add_argument("--no-test", action="store_true", help="run a split without test clients on purpose (else refused)")
+
+
+def _series_range(text: str) -> tuple[float, ...]:
+    """``--series-range``'s comma list of numbers (pairs checked against the data's channels at the run)."""
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers LO,HI[,LO,HI…], got {text!r}") from None
 
 
 def source_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -176,7 +188,7 @@ def request_of(args: argparse.Namespace, recorded: tuple[str, ...] = (),
         options, args.train_fraction, args.partition, args.clients, args.partition_groups,
         args.cache_dir, args.force, not args.no_test, getattr(args, "workers", None),
         getattr(args, "worker_timeout", None), {k: v for k, v in sorted(vars(args).items()) if k in recorded},
-        getattr(args, "standardize", "auto"), getattr(args, "free_run", None))
+        getattr(args, "standardize", "auto"), getattr(args, "free_run", None), getattr(args, "series_range", None))
 
 
 def _run(args: argparse.Namespace, recorded: tuple[str, ...], known: tuple[str, ...]) -> int:

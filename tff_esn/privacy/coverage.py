@@ -99,8 +99,9 @@ NOT_CLIENT_DERIVED: dict[str, str] = {
     **dict.fromkeys(("communication", "extra.rounds[].up_floats_per_client", "extra.rounds[].down_floats_per_client"),
                     "floats per client: a function of the model's shapes"),
     **dict.fromkeys(("privacy", "secure_aggregation"), "the mechanism's parameters and declaration"),
-    "standardization": ("whether inputs and targets were standardised: never under DP (the training clients' means "
-                        "and variances would be released outside the mechanism; --standardize on is refused)"),
+    "standardization": ("whether inputs and targets were standardised: under DP only by stated public ranges "
+                        "(--series-range, configuration: no client data); never by the training clients' means and "
+                        "variances, which would be released outside the mechanism (--standardize on is refused)"),
     "extends": "the saved model a run extends (--add-to): its folder, client count and λ, and its run's "
                "configuration, selection and privacy declaration",
     "reservoir_graph": "the graph metrics of the configured reservoir's Ŵ: a function of the configuration",
@@ -122,8 +123,10 @@ MODEL_OUTPUTS: dict[str, tuple[str, str]] = {
     "model.arrays.m*.readout.mean": (WITHHELD, "the training clients' state means: " + _TRAINING_RECORDS + " (a DP "
                                      "run trains its readout on the raw states)"),
     "model.arrays.m*.readout.scale": (WITHHELD, "the training clients' state deviations: " + _TRAINING_RECORDS),
-    "model.arrays.inputs.*": (WITHHELD, "the training clients' input means and deviations: " + _TRAINING_RECORDS),
-    "model.arrays.outputs.*": (WITHHELD, "the training clients' target means and deviations: " + _TRAINING_RECORDS),
+    "model.arrays.inputs.*": (WITHHELD, "the training clients' input means and deviations: " + _TRAINING_RECORDS
+                              + " (written from stated public ranges, --series-range: configuration)"),
+    "model.arrays.outputs.*": (WITHHELD, "the training clients' target means and deviations: " + _TRAINING_RECORDS
+                               + " (written from stated public ranges, --series-range: configuration)"),
     "model.arrays.stats.*": (COVERED, "the aggregate ridge statistics a model keeps (--keep-stats): the (A, B) the "
                              "mechanism released, noised and before the eigenvalue floor, never the raw sums"),
     "model.stats": (COVERED, "the kept statistics' counts as released: under DP the noised sums"),
@@ -284,11 +287,16 @@ def undeclared_model(folder: str | os.PathLike) -> list[str]:
     header = json.loads((folder / "model.json").read_text())
     with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
         names = [f"model.arrays.{name}" for name in arrays.files]
+    from tff_esn.runs.standardize import STATED_RULE
+
     unit_sizes = {m.get("size") for m in header.get("members", [])} == {1.0}
+    stated = ((header.get("provenance") or {}).get("standardization") or {}).get("rule") == STATED_RULE
     out = []
     for path in [*dict.fromkeys(_leaves(header, "model")), *names]:
         if path == "model.members[].size" and unit_sizes:
             continue  # every member weighs 1: no client's size
+        if stated and path.startswith(("model.arrays.inputs.", "model.arrays.outputs.")):
+            continue  # the stated ranges' scaling: configuration, no client data
         if path.startswith("model.metrics.") and withheld(path[len("model.metrics."):], selection_published=True):
             out.append(f"{path} (withheld under DP, but written)")
         elif withheld(path, selection_published=True, table=MODEL_OUTPUTS):

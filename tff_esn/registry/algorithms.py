@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("tff_esn.closed_form.configs", "tff_esn.federated.configs")
 RESULT_SECTIONS = ("train", "val", "test", "communication")
-PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends")
+PROVENANCE = ("algorithm", "data", "split", "config", "l2_selection", "selection", "privacy", "extends",
+              "standardization")
 """The record's sections a run's model keeps as its provenance (those the run wrote)."""
 
 RunFn = Callable[["SequenceDataset", "Split", Any], dict]
@@ -266,11 +267,12 @@ class RunRecord(dict):
 def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, test_required: bool = True,
                   start: Callable[[ResolvedRun], Any] | None = None,
                   partition: Mapping[str, Any] | None = None, standardize: str = "auto",
-                  free_run: int | None = None) -> RunRecord:
+                  free_run: int | None = None, series_range: tuple[float, ...] | None = None) -> RunRecord:
     """Runs :func:`resolve_run`'s ``run`` after its checks and ``start(run)``; returns the ``metrics.json`` record
     (with ``partition``, :func:`~tff_esn.data.partition.partition_dataset`'s record of the dealt clients) and the
     trained model, its provenance and metrics the record's. ``standardize`` (:mod:`tff_esn.runs.standardize`):
-    the run sees standardised inputs and targets, its metrics are in the series' units (and standardised).
+    the run sees standardised inputs and targets, its metrics are in the series' units (and standardised);
+    ``series_range``: by stated public ranges, not the training clients' statistics (DP or not).
     ``free_run``: the model's free runs of that many steps on the validation and test series are scored
     (:mod:`tff_esn.runs.free_run`)."""
     algo, config, name = run.algorithm, run.config, run.algorithm.name
@@ -287,8 +289,7 @@ def run_algorithm(run: ResolvedRun, dataset: SequenceDataset, split: Split, *, t
         check_run(run, dataset, split, test_required=test_required)
         if free_run is not None:
             free_runs.check_free_run(free_run, dataset, split, getattr(getattr(config, "model", config), "washout", 0))
-        scaling = (scaling_of.fit_scaling(dataset, split)
-                   if scaling_of.standardizes(standardize, dataset, dp=private) else None)
+        scaling = scaling_of.scaling_for(standardize, dataset, split, dp=private, series_range=series_range)
         if start is not None:
             start(run)
         start_time = time.perf_counter()

@@ -33,7 +33,8 @@ class RequestError(ValueError):
 class RunRequest:
     """One run as asked: ``algorithm`` on ``data`` into ``out``, setting ``layers`` (the first wins), ``options``,
     the training clients' ``partition``, TFF ``workers`` (``None``: one local), other ``cli`` flags and
-    ``standardize`` (:mod:`tff_esn.runs.standardize`) and ``free_run`` steps (:mod:`tff_esn.runs.free_run`)."""
+    ``standardize`` (:mod:`tff_esn.runs.standardize`; ``series_range``: by stated public ranges) and ``free_run``
+    steps (:mod:`tff_esn.runs.free_run`)."""
 
     algorithm: str
     out: str | Path
@@ -52,6 +53,7 @@ class RunRequest:
     cli: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     standardize: str = "auto"
     free_run: int | None = None
+    series_range: tuple[float, ...] | None = None
 
 
 def resolved(request: RunRequest) -> ResolvedRun:
@@ -126,7 +128,7 @@ def launch(request: RunRequest) -> tuple[dict[str, Any], Path]:
     try:
         record = run_algorithm(run, dataset, split, test_required=request.test_required, start=start,
                                partition=partition, standardize=request.standardize,
-                               free_run=request.free_run)
+                               free_run=request.free_run, series_range=request.series_range)
     except MemoryLimitError as err:
         raise RequestError(str(err)) from None
     record.update(warnings=merged(said, record["warnings"]), cli=dict(request.cli))

@@ -5,6 +5,8 @@ Each training client sends ``(n, Σx, Σx²)`` of its input steps and of its tar
 on ``(x − μ_x)/σ_x`` and ``(y − μ_y)/σ_y``; its model applies the same to new inputs and returns
 ``ŷ·σ_y + μ_y`` (:class:`~tff_esn.esn.model.Model`'s ``inputs`` and ``outputs``). ``auto`` (the default)
 standardises a forecast of own data (``npz:``, ``csv:``, ``ts:``), not the generated series nor the seeds' sources.
+Stated public ranges (``--series-range LO,HI``, :func:`stated_scaling`) replace the training clients' statistics: the
+scaling is then configuration, touches no client data, and so serves a DP run too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from tff_esn.esn.standardization import Standardization, federated_standardizati
 STANDARDIZE_MODES = ("auto", "on", "off")
 OWN_KINDS = ("npz", "csv", "ts")
 """Source kinds ``auto`` standardises a forecast of."""
+STATED_RULE = "stated public ranges (--series-range): [lo, hi] → [−1, 1]"
+"""The ``rule`` of a scaling from stated ranges (``metrics.json["standardization"]``)."""
 SCALED = ("rmse", "mae")
 """Metrics in the target's units (NRMSE and R² are the same in both units)."""
 
@@ -32,28 +36,65 @@ class Scaling:
 
     inputs: Standardization
     target: Standardization
+    ranges: tuple[tuple[float, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """``metrics.json``'s record: every feature's μ and σ, the target's, and how they were computed."""
-        return {"applied": True, "rule": "the training clients' summed (n, Σx, Σx²)",
+        """``metrics.json``'s record: every feature's μ and σ, the target's, and how they were computed (the
+        training clients' sums, or the stated ``ranges``)."""
+        rule = STATED_RULE if self.ranges else "the training clients' summed (n, Σx, Σx²)"
+        return {"applied": True, "rule": rule, **({"ranges": [list(r) for r in self.ranges]} if self.ranges else {}),
                 "inputs": {"mean": self.inputs.mean.tolist(), "std": self.inputs.scale.tolist()},
                 "target": {"mean": float(self.target.mean[0]), "std": float(self.target.scale[0])}}
 
 
-def standardizes(mode: str, dataset: SequenceDataset, *, dp: bool = False) -> bool:
-    """Whether ``mode`` standardises ``dataset`` (``auto``: a forecast of own data); ``on`` under DP is refused."""
+def standardizes(mode: str, dataset: SequenceDataset, *, dp: bool = False, stated: bool = False) -> bool:
+    """Whether ``mode`` standardises ``dataset`` (``auto``: a forecast of own data; ``stated`` ranges: always,
+    DP or not); ``on`` from the training clients' statistics under DP is refused."""
     if mode not in STANDARDIZE_MODES:
         raise ValueError(f"--standardize: one of {', '.join(STANDARDIZE_MODES)}, got {mode!r}.")
+    if stated:
+        if mode == "off" or dataset.task.kind != "forecast":
+            raise ValueError("--series-range: scales a forecast's series by stated ranges; drop it with "
+                             "--standardize off or a task other than forecast.")
+        return True
     if mode == "on" and not dataset.task.real:
         raise ValueError("--standardize on: standardises real targets; a classifier's labels are classes (drop it).")
     if mode == "on" and dp:
         raise ValueError("--standardize on: the series' means and variances would be released outside the DP "
-                         "accounting; give --standardize off and scale the series by public, stated ranges first.")
+                         "accounting; give public, stated ranges instead (--series-range LO,HI).")
     own = dataset.task.kind == "forecast" and dataset.source.split(":", 1)[0] in OWN_KINDS
     if mode == "auto" and own and dp:
         warn(f"{dataset.source}: not standardised (--standardize auto under DP: the statistics would be released "
-             "outside the DP accounting); scale the series by public, stated ranges.")
+             "outside the DP accounting); give public, stated ranges to scale the series (--series-range LO,HI).")
     return mode == "on" or (mode == "auto" and own and not dp)
+
+
+def scaling_for(mode: str, dataset: SequenceDataset, split: Split, *, dp: bool = False,
+                series_range: tuple[float, ...] | None = None) -> Scaling | None:
+    """The run's :class:`Scaling` (:func:`standardizes`): from ``series_range`` (:func:`stated_scaling`), else the
+    training clients' statistics (:func:`fit_scaling`); ``None``: not standardised."""
+    if not standardizes(mode, dataset, dp=dp, stated=series_range is not None):
+        return None
+    return fit_scaling(dataset, split) if series_range is None else stated_scaling(dataset, series_range)
+
+
+def stated_scaling(dataset: SequenceDataset, series_range: tuple[float, ...]) -> Scaling:
+    """The :class:`Scaling` of stated public ranges: input channel c in ``[lo_c, hi_c]`` maps to [−1, 1]
+    (``μ = (lo + hi)/2``, ``σ = (hi − lo)/2``); ``series_range`` one ``lo, hi`` pair for every channel or one pair per
+    input channel; the target takes its channel's. No client data enters."""
+    values = tuple(float(v) for v in series_range)
+    width = len(dataset.feature_names)
+    pairs = list(zip(values[::2], values[1::2]))
+    if len(values) % 2 or len(pairs) not in (1, width) or not all(np.isfinite(values)) or \
+            any(lo >= hi for lo, hi in pairs):
+        raise ValueError(f"--series-range: expected LO,HI (LO < HI, finite) for every channel, or one pair per input "
+                         f"channel ({width}: {', '.join(dataset.feature_names)}), got {','.join(map(str, values))}.")
+    pairs = pairs * width if len(pairs) == 1 else pairs
+    mean = np.array([(lo + hi) / 2 for lo, hi in pairs])
+    scale = np.array([(hi - lo) / 2 for lo, hi in pairs])
+    channel = dataset.feature_names.index(dataset.task.target)
+    return Scaling(Standardization(mean.astype(np.float32), scale.astype(np.float32)),
+                   Standardization(mean[channel:channel + 1], scale[channel:channel + 1]), tuple(pairs))
 
 
 def _valid_rows(client: ClientSequences) -> np.ndarray:
