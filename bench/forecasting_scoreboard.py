@@ -10,10 +10,12 @@ input scaling and leaking rate are chosen on the validation client (free-run pro
 scored. Lorenz-63 forecasts all three channels and feeds them back (:func:`tff_esn.esn.model.joint_forecast`); its
 VPT is the x channel's, in Lyapunov times (λ_max 0.9056).
 
-``python -m bench forecasting_scoreboard [--seeds=N] [--tasks=a,b] [--quick] [--no-fedavg] [--render] [--out=DIR]``
+``python -m bench forecasting_scoreboard [--seeds=N] [--tasks=a,b] [--quick] [--no-fedavg] [--render] [--out=DIR]
+[--docs=docs]``
 writes each protocol's per-seed results ``DIR/results/NAME.json``, the table ``DIR/forecasting_scoreboard.{csv,md}``
 and the figure ``DIR/forecasting_free_runs.{pdf,svg,png}`` with its caption (default DIR
-``runs/forecasting_scoreboard``). ``--quick``: short series, 1 seed, one-point grids (a smoke test).
+``runs/forecasting_scoreboard``; with ``--docs``, the page ``docs/forecasting-scoreboard.md`` and its figure).
+``--quick``: short series, 1 seed, one-point grids (a smoke test).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import csv
 import dataclasses
 import io
 import json
+import shutil
 import sys
 import time
 import warnings
@@ -388,7 +391,7 @@ def figure(results: dict[str, list[dict]], chosen: list[Protocol], out: Path) ->
     if not free:
         return
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(free), figsize=(3.4 * len(free), 2.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(free), figsize=(3.8 * len(free), 2.8), squeeze=False, constrained_layout=True)
     for ax, p in zip(axes[0], free):
         trajectory = results[p.name][0]["trajectory"]
         ax.plot(trajectory["true"], color="#000000", linewidth=1.2, label="true")
@@ -396,7 +399,7 @@ def figure(results: dict[str, list[dict]], chosen: list[Protocol], out: Path) ->
                 label="free run (centralized = IncFed)")
         ax.set_title(f"{p.name}, {p.units} units")
         ax.set_xlabel("steps ahead")
-        ax.set_ylabel(f"{p.channels[0]} (series units)")
+        ax.set_ylabel(f"{p.channels[0]}(t), as generated")
     axes[0][0].legend(loc="best")
     caption = ("Free runs (closed loop) against the true series on the first test window of seed 0: "
                + "; ".join(f"{p.name} {p.steps} steps, {p.units} units" for p in free)
@@ -415,14 +418,48 @@ def write(rows: list[dict[str, str]], out: Path) -> None:
     (out / "forecasting_scoreboard.md").write_text(markdown(rows))
 
 
-def render(out: Path, quick: bool) -> str:
-    """The table and figure of every protocol whose results ``out/results/NAME.json`` holds; its Markdown."""
+def describe(p: Protocol, runs: list[dict]) -> str:
+    """One protocol's setting in a line of Markdown, with the λ and reservoir chosen per seed."""
+    window = f"{p.steps}-step free runs" if p.steps else "one step ahead"
+    chosen = "; ".join(f"seed {k}: ρ {r['settings']['spectral_radius']:g}, input scaling "
+                       f"{r['settings']['input_scaling']:g}, λ {r['settings']['l2']:g}" for k, r in enumerate(runs))
+    fed = f"channel{'s' * (len(p.channels) > 1)} {', '.join(p.channels)} {'fed back' if p.steps else 'forecast'}"
+    return (f"- **{p.name}**: {p.units} units, {window}, {fed}, {p.clients} training clients of "
+            f"{p.train_steps} steps, validation and test clients of {p.held_steps}, washout {p.washout}; searched ρ "
+            f"{', '.join(map(str, p.radii))}, input scaling {', '.join(map(str, p.input_scalings))}, λ "
+            f"{', '.join(f'{v:g}' for v in L2S)}; FedAvg on the first {min(p.fedavg_seeds, len(runs))} of "
+            f"{len(runs)} seeds. Chosen: {chosen}.")
+
+
+def docs_page(rows: list[dict[str, str]], results: dict[str, list[dict]], chosen: list[Protocol],
+              caption: str) -> str:
+    """The docs page of the scoreboard: how it was run, the table, the settings chosen and the figure."""
+    return "\n".join([
+        "<!-- Written by `python -m bench forecasting_scoreboard --docs=docs` (bench/forecasting_scoreboard.py) from "
+        "its results; rerun it, do not edit. -->", "",
+        "# The forecasting scoreboard: our numbers", "",
+        "Generated series (seeds 0 … N − 1 draw the series and the reservoir), contiguous client segments; every "
+        "model's test score as mean ± std over the seeds (the column `seeds`), the per-seed values below. "
+        "Protocols and baselines: [Forecasting](forecasting.md#the-forecasting-scoreboard).", "",
+        *[describe(p, results[p.name]) for p in chosen], "",
+        markdown(rows),
+        "![Free runs against the true series](assets/forecasting-scoreboard.png)", "", caption, ""])
+
+
+def render(out: Path, quick: bool, docs: Path | None = None) -> str:
+    """The table and figure of every protocol whose results ``out/results/NAME.json`` holds (and with ``docs``, the
+    page ``docs/forecasting-scoreboard.md`` and its figure); the table's Markdown."""
     results = {p.name: json.loads((out / "results" / f"{p.name}.json").read_text()) for p in protocols(quick)
                if (out / "results" / f"{p.name}.json").is_file()}
     chosen = [p for p in protocols(quick) if p.name in results]
     rows = table(results, chosen)
     write(rows, out)
     figure(results, chosen, out)
+    if docs is not None:
+        caption = (out / "forecasting_free_runs.caption.md").read_text().strip()
+        (docs / "assets").mkdir(parents=True, exist_ok=True)
+        (docs / "forecasting-scoreboard.md").write_text(docs_page(rows, results, chosen, caption))
+        shutil.copyfile(out / "forecasting_free_runs.png", docs / "assets" / "forecasting-scoreboard.png")
     return markdown(rows)
 
 
@@ -455,7 +492,8 @@ def main(argv: list[str]) -> dict[str, list[dict]]:
             (out / "results" / f"{p.name}.json").write_text(json.dumps(results[p.name], indent=1, default=float) + "\n")
             shown = {k: v for k, v in results[p.name][-1].items() if k != "trajectory"}
             print(f"{p.name} seed {seed} ({time.perf_counter() - t0:.0f} s): {shown}", flush=True)
-    print(render(out, quick), flush=True)
+    docs = _option(argv, "docs")
+    print(render(out, quick, None if docs is None else Path(docs)), flush=True)
     return results
 
 
