@@ -147,8 +147,8 @@ def _per_l2(datasets: list, split, settings: dict):
     clients' states give each λ's readouts at once (IncFed eqs. 8–10, one output per channel)."""
     template = run_algorithm(resolve_run("centralized", datasets[0], **settings, l2=L2S[0]), datasets[0], split).model
     states = np.concatenate([template.states(datasets[0].clients[c].x) for c in split.train])
-    targets = np.stack([np.concatenate([template.labels(d.clients[c].y, len(d.clients[c].y)) for c in split.train]) for d in datasets],
-                       axis=1)
+    targets = np.stack([np.concatenate([template.labels(d.clients[c].y, len(d.clients[c].y)) for c in split.train])
+                        for d in datasets], axis=1)
     stats = RidgeStats.from_states(states, targets, bias=template.spec.readout_bias)
     channels = tuple(d.task.target for d in datasets) if len(datasets) > 1 else ()
     for l2 in L2S:

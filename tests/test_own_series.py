@@ -230,7 +230,8 @@ def test_stated_ranges_standardise_a_dp_forecast_as_configuration_touching_no_cl
     assert section == records[1]["standardization"] and section["rule"] == STATED_RULE
     assert section["ranges"] == [[40.0, 60.0]] and section["target"] == {"mean": 50.0, "std": 10.0}
     model = records[0].model
-    np.testing.assert_array_equal(model.inputs.mean, [50.0]) and np.testing.assert_array_equal(model.outputs.scale, [10])
+    np.testing.assert_array_equal(model.inputs.mean, [50.0])
+    np.testing.assert_array_equal(model.outputs.scale, [10.0])
     assert not any("not standardised" in w for w in records[0]["warnings"])
     assert coverage.undeclared(dict(records[0])) == []
     assert coverage.undeclared_model(model.save(tmp_path / "model")) == []

@@ -68,8 +68,8 @@ def _add_data_arguments(parser: argparse.ArgumentParser, algo: algorithms.Algori
     g.add_argument("--train-fraction", type=float, default=1.0, choices=TRAIN_FRACTIONS,
                    help="fraction of the training clients used (IncFed Tables V–VI)")
     g.add_argument("--ragged", choices=("pad", "crop"), default=None,
-                   help="npz:FILE / csv:FILE / ts:DIR/NAME sequences of unequal length: each at its own length (pad, the "
-                        "default) or cut to the shortest (crop)")
+                   help="npz:FILE / csv:FILE / ts:DIR/NAME sequences of unequal length: each at its own length "
+                        "(pad, the default) or cut to the shortest (crop)")
     g.add_argument("--missing", default=None, metavar="MODE",
                    help="ts:DIR/NAME missing values ('?', NaN): refused (refuse, the default) or interpolated over "
                         "time within their dimension (interpolate)")

@@ -1,9 +1,9 @@
 """``load_source``: a data source run through a pipeline, cached on disk.
 
-Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``csv:FILE``, ``ts:DIR/NAME`` (each
-kind one :data:`SOURCES` entry) and the generated series (``narmaN``, ``mackey-glass``, ``lorenz``, ``sine``; not
-cached). Options configure the source or the pipeline; the cache key is the source (files: names, sizes, times),
-pipeline and options.
+Sources: ``synthetic-wesad``, ``synthetic-hhar``, ``wesad:DIR``, ``hhar:DIR``, ``npz:FILE``, ``csv:FILE``,
+``ts:DIR/NAME`` (each kind one :data:`SOURCES` entry) and the generated series (``narmaN``, ``mackey-glass``,
+``lorenz``, ``sine``; not cached). Options configure the source or the pipeline; the cache key is the source (files:
+names, sizes, times), pipeline and options.
 """
 
 from __future__ import annotations
