@@ -73,3 +73,20 @@ def test_bad_csv_files_are_refused_in_one_line(tmp_path, header, rows, message):
         load_source(f"csv:{path}", "incfed-wesad")
     with pytest.raises(DataError, match="no such file"):
         load_source(f"csv:{tmp_path / 'missing.csv'}", "incfed-wesad")
+
+
+def test_series_range_on_the_command_line_is_recorded_as_the_scaling(tmp_path, capsys):
+    from tff_esn.cli import main
+    from tff_esn.runs.standardize import STATED_RULE
+
+    rows = [(c, g, f"{v!r}") for c, g, vs in zip(CLIENTS, SPLIT, _series().reshape(6, 500)) for v in vs]
+    path = _csv(tmp_path / "s.csv", ["client", "split", "level"], rows)
+    out = tmp_path / "o"
+    assert main(["run", "centralized", "--data", f"csv:{path}", "--units", "30", "--series-range", "40,60",
+                 "--out", str(out)]) == 0
+    record = json.loads((out / "metrics.json").read_text())
+    assert record["standardization"]["rule"] == STATED_RULE and record["standardization"]["ranges"] == [[40.0, 60.0]]
+    assert record["standardization"]["inputs"] == {"mean": [50.0], "std": [10.0]}
+    with pytest.raises(SystemExit):
+        main(["run", "centralized", "--data", f"csv:{path}", "--series-range", "40,sixty", "--out", str(out)])
+    assert "expected numbers LO,HI[,LO,HI…], got '40,sixty'" in capsys.readouterr().err
