@@ -45,6 +45,9 @@ from tff_esn.runs.figures import COLOURS, pyplot, save_figure
 from tff_esn.runs.free_run import VPT_THRESHOLD, free_run_scores, window_starts
 
 L2S = (1e-10, 1e-8, 1e-6, 1e-4)
+"""λ searched for free runs (ours and reservoirpy's)."""
+ONE_STEP_L2S = tuple(10.0 ** k for k in range(-10, 3))
+"""λ searched one step ahead (ours, ``l2_grid``, and reservoirpy's)."""
 AR_L2S = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 AR_LAGS = (1, 2, 5, 10, 20, 50, 100)
 TARGETS = {("mackey-glass", "free-run NRMSE"): ("≤", 1e-2), ("lorenz", "VPT (Lyapunov times)"): ("≥", 5.0),
@@ -166,8 +169,8 @@ def _ours(p: Protocol, datasets: list, split, seed: int) -> dict[str, Any]:
         for radius, scaling, leak in grid:
             settings = {**base, "spectral_radius": radius, "input_scaling": scaling, "leaky": leak}
             if not p.steps:  # one step: λ on the validation client at each reservoir
-                record = run_algorithm(resolve_run("centralized", datasets[0], **settings, l2="auto"),
-                                       datasets[0], split)
+                record = run_algorithm(resolve_run("centralized", datasets[0], **settings, l2="auto",
+                                                   l2_grid=ONE_STEP_L2S), datasets[0], split)
                 score = {"nrmse": record["val"]["nrmse"]}
                 if _better(p, score, best):
                     best, chosen = score, {**settings, "l2": record["l2_selection"]["l2"]}
@@ -305,7 +308,7 @@ def _reservoirpy(p: Protocol, datasets: list, split, chosen: dict, seed: int) ->
         return out
 
     best, pick = None, None
-    for l2 in L2S:
+    for l2 in L2S if p.steps else ONE_STEP_L2S:
         reservoir = Reservoir(p.units, sr=chosen["spectral_radius"], lr=chosen["leaky"],
                               input_scaling=chosen["input_scaling"], bias_scaling=1.0, seed=seed)
         esn = reservoir >> Ridge(ridge=l2)
@@ -427,7 +430,7 @@ def describe(p: Protocol, runs: list[dict]) -> str:
     return (f"- **{p.name}**: {p.units} units, {window}, {fed}, {p.clients} training clients of "
             f"{p.train_steps} steps, validation and test clients of {p.held_steps}, washout {p.washout}; searched ρ "
             f"{', '.join(map(str, p.radii))}, input scaling {', '.join(map(str, p.input_scalings))}, λ "
-            f"{', '.join(f'{v:g}' for v in L2S)}; FedAvg on the first {min(p.fedavg_seeds, len(runs))} of "
+            f"{', '.join(f'{v:g}' for v in (L2S if p.steps else ONE_STEP_L2S))}; FedAvg on the first {min(p.fedavg_seeds, len(runs))} of "
             f"{len(runs)} seeds. Chosen: {chosen}.")
 
 
