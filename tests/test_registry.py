@@ -260,7 +260,7 @@ def _help(*argv: str) -> str:
 def test_an_algorithms_help_shows_its_flags_only_with_their_defaults():
     fedavg = _help("run", "fedavg")
     assert "--pipeline PIPELINE preprocessing pipeline of the seeds' sources (default: thesis)" in fedavg
-    assert "(default all; auto on npz:/ts: data)" in fedavg and "(default 0.5; 0.0 on npz:/ts: data)" in fedavg
+    assert "(default all; auto on npz:/csv:/ts: data)" in fedavg and "(default 0.5; 0.0 on npz:/csv:/ts: data)" in fedavg
     assert "--units UNITS number of reservoir units N_R (≥ 1) (default 200)" in fedavg
     assert "--dp-adaptive-clip" in fedavg and "--workers" in fedavg
     assert not {"--l2", "--dp-model", "--dp-ip-clip", "--secure-bits", "--no-readout-bias"} & set(fedavg.split())
@@ -462,7 +462,7 @@ def test_a_toy_algorithm_gets_own_data_defaults_privacy_refusal_and_cost_from_it
     """The toy's registration alone (from this module, nothing else touched) gives its own-data
     defaults, its cost in --help and metrics.json, and the refusal of privacy flags it does not implement."""
     assert "Communication: Toy: one float up per client, nothing down." in _help("run", "toy")
-    assert "(default plain; fancy on npz:/ts: data)" in _help("run", "toy")
+    assert "(default plain; fancy on npz:/csv:/ts: data)" in _help("run", "toy")
     assert main(["run", "toy", "--data", f"npz:{npz_file}", "--out", str(tmp_path / "own")]) == 0
     record = _metrics(tmp_path / "own")
     assert record["config"]["mode"] == {"value": "fancy", "origin": "own-data default"}
