@@ -435,8 +435,15 @@ def describe(p: Protocol, runs: list[dict]) -> str:
 
 
 def docs_page(rows: list[dict[str, str]], results: dict[str, list[dict]], chosen: list[Protocol],
-              caption: str) -> str:
-    """The docs page of the scoreboard: how it was run, the table, the settings chosen and the figure."""
+              caption: str | None) -> str:
+    """The docs page of the scoreboard: how it was run, the table, the settings chosen, the figure (``caption``:
+    none without a free-run protocol) and the protocols without results."""
+    missing = [p.name for p in protocols(False) if p.name not in results]
+    figure_lines = ([] if caption is None else
+                    ["![Free runs against the true series](assets/forecasting-scoreboard.png)", "", caption, ""])
+    pending = ([] if not missing else
+               [f"Not run yet: {', '.join(missing)} (`python -m bench forecasting_scoreboard --tasks="
+                f"{','.join(missing)} --out=DIR --docs=docs`, DIR the folder of these results, adds them).", ""])
     return "\n".join([
         "<!-- Written by `python -m bench forecasting_scoreboard --docs=docs` (bench/forecasting_scoreboard.py) from "
         "its results; rerun it, do not edit. -->", "",
@@ -445,8 +452,7 @@ def docs_page(rows: list[dict[str, str]], results: dict[str, list[dict]], chosen
         "model's test score as mean ± std over the seeds (the column `seeds`), the per-seed values below. "
         "Protocols and baselines: [Forecasting](forecasting.md#the-forecasting-scoreboard).", "",
         *[describe(p, results[p.name]) for p in chosen], "",
-        markdown(rows),
-        "![Free runs against the true series](assets/forecasting-scoreboard.png)", "", caption, ""])
+        markdown(rows), *figure_lines, *pending])
 
 
 def render(out: Path, quick: bool, docs: Path | None = None) -> str:
@@ -459,10 +465,12 @@ def render(out: Path, quick: bool, docs: Path | None = None) -> str:
     write(rows, out)
     figure(results, chosen, out)
     if docs is not None:
-        caption = (out / "forecasting_free_runs.caption.md").read_text().strip()
+        drawn = any(p.steps for p in chosen)
+        caption = (out / "forecasting_free_runs.caption.md").read_text().strip() if drawn else None
         (docs / "assets").mkdir(parents=True, exist_ok=True)
         (docs / "forecasting-scoreboard.md").write_text(docs_page(rows, results, chosen, caption))
-        shutil.copyfile(out / "forecasting_free_runs.png", docs / "assets" / "forecasting-scoreboard.png")
+        if drawn:
+            shutil.copyfile(out / "forecasting_free_runs.png", docs / "assets" / "forecasting-scoreboard.png")
     return markdown(rows)
 
 
