@@ -47,3 +47,8 @@ def test_the_quick_scoreboard_writes_its_table_and_figure(tmp_path):
     for suffix in ("png", "pdf", "svg", "caption.md"):
         assert (tmp_path / f"forecasting_free_runs.{suffix}").stat().st_size > 100
     assert "| mackey-glass | 100 | free-run NRMSE |" in (tmp_path / "forecasting_scoreboard.md").read_text()
+    main(["--quick", "--render", f"--out={tmp_path}", f"--docs={tmp_path / 'docs'}"])  # redraws, runs nothing
+    page = (tmp_path / "docs" / "forecasting-scoreboard.md").read_text()
+    assert "| mackey-glass | 100 | free-run NRMSE |" in page and "assets/forecasting-scoreboard.png" in page
+    assert "Not run yet: mackey-glass" not in page and "Not run yet: lorenz, narma10-100, narma10-500" in page
+    assert (tmp_path / "docs" / "assets" / "forecasting-scoreboard.png").stat().st_size > 5_000
