@@ -91,8 +91,8 @@ def protocols(quick: bool) -> list[Protocol]:
                 Protocol("narma10-100", "narma10", 50, 0, 2, 400, 400, ("y",), 50, (0.9,))]
     return [Protocol("mackey-glass", "mackey-glass", 1000, 84, 5, 4000, 2000, ("x",), radii=(0.9, 1.2),
                      input_scalings=(1.0, 0.5), fedavg_seeds=1),
-            Protocol("lorenz", "lorenz", 1000, 400, 5, 4000, 3000, ("x", "y", "z"), radii=(0.5, 1.1),
-                     input_scalings=(1.0, 0.3), fedavg_seeds=0),
+            Protocol("lorenz", "lorenz", 500, 400, 5, 2000, 2000, ("x", "y", "z"), radii=(0.5, 1.1),
+                     input_scalings=(0.3,), fedavg_seeds=0),
             Protocol("narma10-100", "narma10", 100, 0, 5, 2000, 2000, ("y",), radii=(0.9, 1.0),
                      input_scalings=(1.0, 0.3, 0.1)),
             Protocol("narma10-500", "narma10", 500, 0, 5, 2000, 2000, ("y",), radii=(0.9, 1.0),
